@@ -1,0 +1,90 @@
+//! Simulated time.
+//!
+//! The engine keeps time as integer nanoseconds since the start of the run (`u64`, good
+//! for 584 years). The Linux code paths that tcplab follows use three clocks, and the
+//! helpers here derive them from the nanosecond clock exactly as the kernel does:
+//!
+//! - `tcp_clock_ns()` / `tcp_clock_cache`: nanoseconds (EDT, pacing, fq);
+//! - `tcp_mstamp`: microseconds (RTT samples, delivery-rate sampling);
+//! - `jiffies`: ticks of `1/HZ` second (RTO, delayed ACK, CUBIC epochs, BBR's min_rtt
+//!   window). tcplab pins `HZ = 1000` (CONFIG_HZ_1000, the Fedora/Ubuntu 24.04 setting);
+//!   with HZ=250 (Debian's default) every jiffy-based timer is quantised to 4 ms instead.
+
+/// Nanoseconds per microsecond / millisecond / second.
+pub const NSEC_PER_USEC: u64 = 1_000;
+pub const NSEC_PER_MSEC: u64 = 1_000_000;
+pub const NSEC_PER_SEC: u64 = 1_000_000_000;
+pub const USEC_PER_MSEC: u64 = 1_000;
+pub const USEC_PER_SEC: u64 = 1_000_000;
+
+/// Kernel tick rate pinned by tcplab (see module docs).
+pub const HZ: u32 = 1000;
+
+/// A time that never comes: used for "timer not armed".
+pub const NEVER: u64 = u64::MAX;
+
+/// `tcp_mstamp`-style microsecond clock from nanoseconds (truncating, as `div_u64`).
+#[inline]
+pub fn ns_to_us(ns: u64) -> u64 {
+    ns / NSEC_PER_USEC
+}
+
+/// `tcp_jiffies32` from nanoseconds (wraps like the kernel's u32 jiffies).
+#[inline]
+pub fn ns_to_jiffies32(ns: u64) -> u32 {
+    (ns / (NSEC_PER_SEC / HZ as u64)) as u32
+}
+
+/// `usecs_to_jiffies()`: rounds up, as the kernel does for HZ dividing 1e6.
+#[inline]
+pub fn usecs_to_jiffies(us: u64) -> u32 {
+    let per = USEC_PER_SEC / HZ as u64;
+    us.div_ceil(per) as u32
+}
+
+/// `msecs_to_jiffies()` for HZ=1000 (identity, kept for readability at call sites).
+#[inline]
+pub fn msecs_to_jiffies(ms: u32) -> u32 {
+    ((ms as u64 * HZ as u64).div_ceil(1000)) as u32
+}
+
+/// `jiffies_to_usecs()`.
+#[inline]
+pub fn jiffies_to_usecs(j: u32) -> u64 {
+    j as u64 * (USEC_PER_SEC / HZ as u64)
+}
+
+/// Jiffies to nanoseconds (for arming engine timers from kernel jiffy timeouts).
+#[inline]
+pub fn jiffies_to_ns(j: u32) -> u64 {
+    j as u64 * (NSEC_PER_SEC / HZ as u64)
+}
+
+/// Serialization time of `bytes` at `rate_bps`, rounded up to the next nanosecond.
+#[inline]
+pub fn tx_time_ns(bytes: u64, rate_bps: u64) -> u64 {
+    debug_assert!(rate_bps > 0);
+    ((bytes as u128 * 8 * NSEC_PER_SEC as u128).div_ceil(rate_bps as u128)) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jiffies_round_up_like_the_kernel() {
+        assert_eq!(usecs_to_jiffies(1), 1);
+        assert_eq!(usecs_to_jiffies(1000), 1);
+        assert_eq!(usecs_to_jiffies(1001), 2);
+        assert_eq!(jiffies_to_usecs(200), 200_000);
+        assert_eq!(ns_to_jiffies32(2_999_999), 2);
+    }
+
+    #[test]
+    fn serialization_time() {
+        // 1500 bytes at 1 Gbit/s = 12 us.
+        assert_eq!(tx_time_ns(1500, 1_000_000_000), 12_000);
+        // 1514 bytes at 5 Mbit/s = 2.4224 ms.
+        assert_eq!(tx_time_ns(1514, 5_000_000), 2_422_400);
+    }
+}
