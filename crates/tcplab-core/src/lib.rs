@@ -27,8 +27,11 @@
 pub mod cc;
 pub mod config;
 pub mod event;
+pub mod metrics;
 pub mod mib;
+pub mod net;
 pub mod packet;
 pub mod rng;
+pub mod sim;
 pub mod tcp;
 pub mod time;

@@ -1,0 +1,3 @@
+//! Measurements: RTT histograms and columnar time series.
+pub mod histogram;
+pub mod timeseries;

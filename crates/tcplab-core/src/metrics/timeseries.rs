@@ -1,0 +1,81 @@
+//! Columnar time series: one `Vec` per column, one row per (sample time, flow) or
+//! (sample time, link). Capacity is reserved up front from the run length and the
+//! sampling interval, so sampling never reallocates in steady state.
+
+#[derive(Debug, Default)]
+pub struct FlowSeries {
+    pub t_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    pub cwnd: Vec<u32>,
+    pub ssthresh: Vec<u32>,
+    pub srtt_us: Vec<u32>,
+    pub rttvar_us: Vec<u32>,
+    pub min_rtt_us: Vec<u32>,
+    pub pacing_rate_bps: Vec<u64>,
+    pub delivery_rate_bps: Vec<u64>,
+    pub inflight: Vec<u32>,
+    pub bytes_acked: Vec<u64>,
+    pub bytes_received: Vec<u64>,
+    pub retrans_segs: Vec<u64>,
+    pub lost: Vec<u64>,
+    pub ca_state: Vec<u8>,
+    pub cc_mode: Vec<u8>,
+    pub bbr_bw_bps: Vec<u64>,
+    pub pacing_gain: Vec<f64>,
+    pub cwnd_gain: Vec<f64>,
+}
+
+impl FlowSeries {
+    pub fn with_capacity(n: usize) -> Self {
+        FlowSeries {
+            t_ns: Vec::with_capacity(n),
+            flow: Vec::with_capacity(n),
+            cwnd: Vec::with_capacity(n),
+            ssthresh: Vec::with_capacity(n),
+            srtt_us: Vec::with_capacity(n),
+            rttvar_us: Vec::with_capacity(n),
+            min_rtt_us: Vec::with_capacity(n),
+            pacing_rate_bps: Vec::with_capacity(n),
+            delivery_rate_bps: Vec::with_capacity(n),
+            inflight: Vec::with_capacity(n),
+            bytes_acked: Vec::with_capacity(n),
+            bytes_received: Vec::with_capacity(n),
+            retrans_segs: Vec::with_capacity(n),
+            lost: Vec::with_capacity(n),
+            ca_state: Vec::with_capacity(n),
+            cc_mode: Vec::with_capacity(n),
+            bbr_bw_bps: Vec::with_capacity(n),
+            pacing_gain: Vec::with_capacity(n),
+            cwnd_gain: Vec::with_capacity(n),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.t_ns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_ns.is_empty()
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct QueueSeries {
+    pub t_ns: Vec<u64>,
+    pub link: Vec<u32>,
+    pub backlog_packets: Vec<u32>,
+    pub backlog_bytes: Vec<u64>,
+    pub drops: Vec<u64>,
+}
+
+impl QueueSeries {
+    pub fn with_capacity(n: usize) -> Self {
+        QueueSeries {
+            t_ns: Vec::with_capacity(n),
+            link: Vec::with_capacity(n),
+            backlog_packets: Vec::with_capacity(n),
+            backlog_bytes: Vec::with_capacity(n),
+            drops: Vec::with_capacity(n),
+        }
+    }
+}

@@ -1,0 +1,502 @@
+//! ACK processing: Linux v6.6 net/ipv4/tcp_input.c `tcp_ack()` and the functions it calls
+//! (`tcp_sacktag_write_queue`, `tcp_clean_rtx_queue`, `tcp_ack_update_rtt`,
+//! `tcp_check_sack_reordering`, `tcp_cong_control`), in the kernel's order:
+//!
+//! 1. tag SACKed skbs (D-SACK detection, RACK advance, delivery-rate sampling);
+//! 2. remove cumulatively ACKed skbs, take the RTT sample, call `pkts_acked`;
+//! 3. `tcp_rack_update_reo_wnd`, TLP ACK processing;
+//! 4. loss detection and the recovery state machine (`tcp_fastretrans_alert`), if dubious;
+//! 5. re-arm TLP/RTO; generate the rate sample (`tcp_rate_gen`);
+//! 6. congestion control (`cong_control`, or PRR / `cong_avoid` + pacing-rate update);
+//! 7. retransmit what is marked lost (`tcp_xmit_recovery`).
+
+use crate::cc::CongestionOps;
+use crate::mib::Mib;
+use crate::packet::{flags, Packet};
+use crate::tcp::rate::{rate_gen, rate_skb_delivered};
+use crate::tcp::rate_sample::{AckSample, RateSample};
+use crate::tcp::rtt::{rtt_estimator, set_rto, update_rtt_min};
+use crate::tcp::rtx_queue::{TCPCB_LOST, TCPCB_RETRANS, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
+use crate::tcp::socket::{Ctx, TcpSocket};
+use crate::tcp::sock::CaState;
+
+// tcp_ack() flags (include/net/tcp.h / tcp_input.c)
+pub const FLAG_DATA: u32 = 0x01;
+pub const FLAG_WIN_UPDATE: u32 = 0x02;
+pub const FLAG_DATA_ACKED: u32 = 0x04;
+pub const FLAG_RETRANS_DATA_ACKED: u32 = 0x08;
+pub const FLAG_SYN_ACKED: u32 = 0x10;
+pub const FLAG_DATA_SACKED: u32 = 0x20;
+pub const FLAG_ECE: u32 = 0x40;
+pub const FLAG_LOST_RETRANS: u32 = 0x80;
+pub const FLAG_SLOWPATH: u32 = 0x100;
+pub const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
+pub const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
+pub const FLAG_DSACKING_ACK: u32 = 0x800;
+pub const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
+pub const FLAG_SACK_RENEGING: u32 = 0x2000;
+pub const FLAG_UPDATE_TS_RECENT: u32 = 0x4000;
+pub const FLAG_NO_CHALLENGE_ACK: u32 = 0x8000;
+pub const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
+pub const FLAG_DSACK_TLP: u32 = 0x20000;
+pub const FLAG_ACKED: u32 = FLAG_DATA_ACKED | FLAG_SYN_ACKED;
+pub const FLAG_NOT_DUP: u32 = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED;
+pub const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
+pub const FLAG_FORWARD_PROGRESS: u32 = FLAG_ACKED | FLAG_DATA_SACKED;
+
+/// `tcp_sacktag_state` (the parts tcplab uses).
+#[derive(Default)]
+struct SackState {
+    reord: u64,
+    orig_sack_acked: bool,
+    /// us, xmit time of first/last newly SACKed never-retransmitted skb
+    first_sackt: u64,
+    last_sackt: u64,
+    sack_delivered: u32,
+}
+
+impl TcpSocket {
+    /// `tcp_ack()`. Returns the flags (for tests and tracing).
+    pub fn tcp_ack(&mut self, ctx: &mut Ctx, pkt: &Packet) -> u32 {
+        let ack = pkt.ack_seq;
+        let prior_snd_una = self.tp.snd_una;
+        let mut flag: u32 = 0;
+        let mut rs = RateSample::default();
+        let prior_fack = self.highest_sack_seq_or_una();
+        let prior_packets = self.tp.packets_out;
+        let delivered0 = self.tp.delivered;
+        let lost0 = self.tp.lost;
+        let mut rexmit = Rexmit::None;
+
+        // If the ack is older than previous acks then we can probably ignore it.
+        if ack < prior_snd_una {
+            // old_ack: process SACK information for undo and more sending.
+            if pkt.num_sacks > 0 {
+                let mut st = SackState { reord: self.tp.snd_nxt, ..Default::default() };
+                flag |= self.sacktag_write_queue(pkt, prior_snd_una, &mut rs, &mut st);
+                self.fastretrans_alert(ctx, prior_snd_una, 0, &mut flag, &mut rexmit);
+                self.xmit_recovery(ctx, rexmit);
+            }
+            return flag;
+        }
+        // If the ack includes data we haven't sent yet, discard this segment.
+        if ack > self.tp.snd_nxt {
+            return flag;
+        }
+        if ack > prior_snd_una {
+            flag |= FLAG_SND_UNA_ADVANCED;
+            self.icsk_retransmits = 0;
+        }
+        rs.prior_in_flight = self.tp.packets_in_flight();
+
+        if pkt.is_data() {
+            flag |= FLAG_DATA;
+        }
+        // tcp_ack_update_window(): window updates are always accepted here (no wraparound).
+        if pkt.rwnd_bytes != self.tp.snd_wnd {
+            flag |= FLAG_WIN_UPDATE;
+            self.tp.snd_wnd = pkt.rwnd_bytes;
+        }
+        if ack > prior_snd_una {
+            flag |= FLAG_WIN_UPDATE;
+        }
+        let mut st = SackState { reord: self.tp.snd_nxt, ..Default::default() };
+        if pkt.num_sacks > 0 {
+            flag |= self.sacktag_write_queue(pkt, prior_snd_una, &mut rs, &mut st);
+        }
+        self.tp.snd_una = ack;
+
+        if prior_packets == 0 {
+            // no_queue: nothing was outstanding.
+            if flag & FLAG_DSACKING_ACK != 0 {
+                self.fastretrans_alert(ctx, prior_snd_una, 0, &mut flag, &mut rexmit);
+            }
+            if self.tlp_high_seq != 0 {
+                self.process_tlp_ack(ack, flag);
+            }
+            return flag;
+        }
+
+        flag |= self.clean_rtx_queue(pkt, prior_fack, prior_snd_una, &mut rs, &mut st, flag);
+
+        self.rack_update_reo_wnd(&rs);
+        if self.tlp_high_seq != 0 {
+            self.process_tlp_ack(ack, flag);
+        }
+        if self.ack_is_dubious(flag) {
+            let mut num_dupack = 0;
+            if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DSACKING_ACK) == 0 {
+                num_dupack = 1;
+            }
+            self.fastretrans_alert(ctx, prior_snd_una, num_dupack, &mut flag, &mut rexmit);
+        }
+        // If needed, reset TLP/RTO timer when RACK doesn't set.
+        if flag & FLAG_SET_XMIT_TIMER != 0 {
+            self.set_xmit_timer(ctx.now_ns);
+        }
+        let delivered = self.tp.delivered - delivered0;
+        let lost = self.tp.lost - lost0;
+        rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
+        rate_gen(&mut self.tp, delivered, lost, false, &mut rs);
+        self.cong_control(ack, delivered, flag, &rs);
+        self.xmit_recovery(ctx, rexmit);
+        // tcp_new_space(): more send buffer when not cwnd-limited.
+        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.tp.packets_in_flight() < self.tp.snd_cwnd {
+            self.sndbuf_expand();
+        }
+        self.check_app_done(ctx.now_ns);
+        flag
+    }
+
+    /// `tcp_ack_is_dubious()`.
+    #[inline]
+    fn ack_is_dubious(&self, flag: u32) -> bool {
+        flag & FLAG_NOT_DUP == 0 || flag & FLAG_CA_ALERT != 0 || self.tp.ca_state != CaState::Open
+    }
+
+    /// `tcp_highest_sack_seq()`.
+    #[inline]
+    pub fn highest_sack_seq_or_una(&self) -> u64 {
+        if self.tp.sacked_out == 0 {
+            return self.tp.snd_una;
+        }
+        self.highest_sack_seq.unwrap_or(self.tp.snd_nxt)
+    }
+
+    /// `tcp_sacktag_write_queue()` with `tcp_check_dsack()`; SACK is processed per skb
+    /// (each skb is one segment, so no shifting/splitting is needed).
+    fn sacktag_write_queue(&mut self, pkt: &Packet, prior_snd_una: u64, rs: &mut RateSample, st: &mut SackState) -> u32 {
+        let mut flag = 0;
+        let prior_fack = self.highest_sack_seq_or_una();
+        let n = pkt.num_sacks as usize;
+        let mut first = 0;
+        // tcp_check_dsack()
+        if n > 0 {
+            let b0 = pkt.sack[0];
+            let mut dup_sack = b0.start < pkt.ack_seq;
+            if !dup_sack && n > 1 {
+                let b1 = pkt.sack[1];
+                if b0.end <= b1.end && b0.start >= b1.start {
+                    dup_sack = true;
+                }
+            }
+            if dup_sack || pkt.has(flags::DSACK) {
+                self.tp.inc(Mib::TCPDSACKRecv);
+                flag |= FLAG_DSACKING_ACK;
+                self.rack.dsack_seen = true;
+                // D-SACK for a retransmitted segment below snd_una: one fewer retransmission
+                // to explain, for undo.
+                if self.undo_valid && self.undo_retrans > 0 && b0.end <= prior_snd_una && b0.end > self.undo_marker {
+                    self.undo_retrans -= 1;
+                }
+                if self.tlp_high_seq != 0 && b0.end == self.tlp_high_seq && self.tlp_retrans {
+                    flag |= FLAG_DSACK_TLP;
+                }
+                first = 1;
+            }
+        }
+        for i in first..n {
+            let b = pkt.sack[i];
+            if b.end <= b.start || b.end > self.tp.snd_nxt || b.end <= self.tp.snd_una.max(pkt.ack_seq) {
+                continue; // invalid or already acked
+            }
+            let mut id = self.rtx.lower_bound_end(b.start.max(self.tp.snd_una));
+            while id < self.rtx.end_id() {
+                let (seq, end_seq, sacked) = {
+                    let s = self.rtx.get(id);
+                    (s.seq, s.end_seq, s.sacked)
+                };
+                if seq >= b.end {
+                    break;
+                }
+                if seq >= b.start && end_seq <= b.end && sacked & TCPCB_SACKED_ACKED == 0 {
+                    flag |= self.sacktag_one(id, st, rs);
+                }
+                id += 1;
+            }
+        }
+        // tcp_sacktag_write_queue(): a never-retransmitted skb SACKed below the prior
+        // highest SACK means the network reordered.
+        if st.reord < prior_fack {
+            self.check_sack_reordering(st.reord);
+        }
+        flag
+    }
+
+    /// `tcp_sacktag_one()` + the per-skb part of `tcp_sacktag_walk()`, for an skb not yet SACKed.
+    fn sacktag_one(&mut self, id: u64, st: &mut SackState, rs: &mut RateSample) -> u32 {
+        let (mut sacked, start_seq, end_seq, xmit_us) = {
+            let s = self.rtx.get(id);
+            (s.sacked, s.seq, s.end_seq, s.mstamp_us())
+        };
+        self.rack_advance(sacked, end_seq, xmit_us);
+        if sacked & TCPCB_SACKED_RETRANS != 0 {
+            // If the segment is not tagged as lost, we do not clear RETRANS, believing
+            // that the retransmission is still in flight.
+            if sacked & TCPCB_LOST != 0 {
+                sacked &= !(TCPCB_LOST | TCPCB_SACKED_RETRANS);
+                self.tp.lost_out -= 1;
+                self.tp.retrans_out -= 1;
+            }
+        } else {
+            if sacked & TCPCB_RETRANS == 0 {
+                // New SACK for a not retransmitted frame, which was in a hole: reordering.
+                if start_seq < self.highest_sack_seq_or_una() && start_seq < st.reord {
+                    st.reord = start_seq;
+                }
+                if end_seq <= self.tp.high_seq {
+                    st.orig_sack_acked = true;
+                }
+                if st.first_sackt == 0 {
+                    st.first_sackt = xmit_us;
+                }
+                st.last_sackt = xmit_us;
+            }
+            if sacked & TCPCB_LOST != 0 {
+                sacked &= !TCPCB_LOST;
+                self.tp.lost_out -= 1;
+            }
+        }
+        sacked |= TCPCB_SACKED_ACKED;
+        self.rtx.get_mut(id).sacked = sacked;
+        self.tp.sacked_out += 1;
+        self.tp.delivered += 1; // tcp_count_delivered() for sack_delivered
+        st.sack_delivered += 1;
+        let mut skb = *self.rtx.get(id);
+        rate_skb_delivered(&mut self.tp, &mut skb, rs);
+        self.rtx.get_mut(id).tx = skb.tx;
+        // SACKed skbs leave the time-sorted list RACK walks.
+        self.rtx.ts_unlink(id);
+        if self.highest_sack_seq.is_none_or(|h| start_seq >= h) {
+            self.highest_sack_seq = Some(start_seq);
+        }
+        let mut flag = FLAG_DATA_SACKED;
+        if st.orig_sack_acked {
+            flag |= FLAG_ORIG_SACK_ACKED;
+        }
+        flag
+    }
+
+    /// `tcp_check_sack_reordering()`.
+    fn check_sack_reordering(&mut self, low_seq: u64) {
+        let mss = self.tp.mss_cache as u64;
+        let fack = self.highest_sack_seq_or_una();
+        if low_seq >= fack {
+            return;
+        }
+        let metric = fack - low_seq;
+        if metric > self.reordering as u64 * mss {
+            self.reordering = (metric.div_ceil(mss) as u32).min(self.cfg.tcp_max_reordering);
+        }
+        self.reord_seen += 1;
+        self.tp.inc(Mib::TCPSACKReorder);
+    }
+
+    /// `tcp_clean_rtx_queue()`: remove cumulatively ACKed skbs, sample RTT.
+    fn clean_rtx_queue(&mut self, pkt: &Packet, prior_fack: u64, prior_snd_una: u64, rs: &mut RateSample, st: &mut SackState, flag_in: u32) -> u32 {
+        let ack = pkt.ack_seq;
+        let now_us = self.tp.tcp_mstamp;
+        let mut flag = 0u32;
+        let mut first_ackt = 0u64;
+        let mut last_ackt = 0u64;
+        let mut pkts_acked = 0u32;
+        let mut reord = self.tp.snd_nxt;
+        let prior_sacked = self.tp.sacked_out;
+        let prior_delivered = self.tp.delivered;
+        while let Some(front) = self.rtx.front() {
+            if front.end_seq > ack {
+                break;
+            }
+            let mut skb = self.rtx.pop_front().unwrap();
+            let sacked = skb.sacked;
+            let xmit_us = skb.mstamp_us();
+            if sacked & TCPCB_RETRANS != 0 {
+                if sacked & TCPCB_SACKED_RETRANS != 0 {
+                    self.tp.retrans_out -= 1;
+                }
+                flag |= FLAG_RETRANS_DATA_ACKED;
+            } else if sacked & TCPCB_SACKED_ACKED == 0 {
+                last_ackt = xmit_us;
+                if first_ackt == 0 {
+                    first_ackt = last_ackt;
+                }
+                if skb.seq < reord {
+                    reord = skb.seq;
+                }
+                if skb.end_seq <= self.tp.high_seq {
+                    flag |= FLAG_ORIG_SACK_ACKED;
+                }
+            }
+            if sacked & TCPCB_SACKED_ACKED != 0 {
+                self.tp.sacked_out -= 1;
+            } else {
+                // tcp_count_delivered(); RACK and rate sampling for newly delivered data.
+                self.tp.delivered += 1;
+                self.rack_advance(sacked, skb.end_seq, xmit_us);
+                rate_skb_delivered(&mut self.tp, &mut skb, rs);
+            }
+            if sacked & TCPCB_LOST != 0 {
+                self.tp.lost_out -= 1;
+            }
+            self.tp.packets_out -= 1;
+            pkts_acked += 1;
+            self.tp.bytes_acked += skb.len() as u64;
+            flag |= FLAG_DATA_ACKED;
+        }
+        if self.retransmit_hint < self.rtx.front_id() {
+            self.retransmit_hint = self.rtx.front_id();
+        }
+        if self.highest_sack_seq.is_some_and(|h| h < ack) {
+            self.highest_sack_seq = None;
+            if self.tp.sacked_out > 0 {
+                // Recompute from the queue (rare: a SACKed skb above snd_una remains).
+                let mut h = None;
+                let mut id = self.rtx.front_id();
+                while id < self.rtx.end_id() {
+                    let s = self.rtx.get(id);
+                    if s.sacked & TCPCB_SACKED_ACKED != 0 {
+                        h = Some(s.seq);
+                    }
+                    id += 1;
+                }
+                self.highest_sack_seq = h;
+            }
+        }
+        let mut seq_rtt_us: i64 = -1;
+        let mut ca_rtt_us: i64 = -1;
+        let mut sack_rtt_us: i64 = -1;
+        if first_ackt != 0 && flag & FLAG_RETRANS_DATA_ACKED == 0 {
+            seq_rtt_us = now_us.saturating_sub(first_ackt) as i64;
+            ca_rtt_us = now_us.saturating_sub(last_ackt) as i64;
+            if pkts_acked == 1
+                && prior_sacked == 0
+                && ack - prior_snd_una < self.tp.mss_cache as u64
+                && rs.prior_delivered + 1 == self.tp.delivered
+                && (flag | flag_in) & (FLAG_CA_ALERT | FLAG_SYN_ACKED) == 0
+            {
+                // Conservatively mark a delayed ACK: typically from a lone runt packet
+                // over the round trip to a receiver without out-of-order or CE events.
+                flag |= FLAG_ACK_MAYBE_DELAYED;
+            }
+        }
+        if st.first_sackt != 0 {
+            sack_rtt_us = now_us.saturating_sub(st.first_sackt) as i64;
+            ca_rtt_us = now_us.saturating_sub(st.last_sackt) as i64;
+        }
+        let rtt_update = self.ack_update_rtt(flag | flag_in, seq_rtt_us, sack_rtt_us, ca_rtt_us, rs);
+        if flag & FLAG_ACKED != 0 {
+            flag |= FLAG_SET_XMIT_TIMER; // set TLP or RTO timer
+            // Non-retransmitted hole got filled? That's reordering.
+            if reord < prior_fack {
+                self.check_sack_reordering(reord);
+            }
+        } else if let Some(head) = self.rtx.front() {
+            if rtt_update && sack_rtt_us >= 0 && sack_rtt_us > now_us.saturating_sub(head.mstamp_us()) as i64 {
+                // Do not re-arm RTO if the sack RTT is measured from data sent after
+                // SND.UNA was sent (meaning the SND.UNA packet is still in flight).
+                flag |= FLAG_SET_XMIT_TIMER;
+            }
+        }
+        let sample = AckSample {
+            pkts_acked,
+            rtt_us: rs.rtt_us.clamp(-1, i32::MAX as i64) as i32,
+            in_flight: self.tp.mss_cache.wrapping_mul(self.tp.delivered.wrapping_sub(prior_delivered)),
+        };
+        self.cc.pkts_acked(&mut self.tp, &sample);
+        flag
+    }
+
+    /// `tcp_ack_update_rtt()`.
+    fn ack_update_rtt(&mut self, flag: u32, mut seq_rtt_us: i64, sack_rtt_us: i64, mut ca_rtt_us: i64, rs: &mut RateSample) -> bool {
+        // Prefer RTT measured from ACK's timing to TS-ECR (RFC 6298 / Karn: no samples
+        // from retransmitted data).
+        if seq_rtt_us < 0 {
+            seq_rtt_us = sack_rtt_us;
+        }
+        // RTTM Rule: TSecr of an ACK acknowledging new data gives a sample when SACK/ACK
+        // timing did not (e.g. all acked data was retransmitted). Linux's TS clock is 1 ms.
+        if seq_rtt_us < 0 && self.rx_tsecr_ns != 0 && flag & FLAG_ACKED != 0 {
+            let delta_ms = (self.tp.tcp_clock_cache / 1_000_000).saturating_sub(self.rx_tsecr_ns / 1_000_000);
+            let d = (delta_ms * 1000) as i64;
+            seq_rtt_us = d;
+            ca_rtt_us = d;
+        }
+        rs.rtt_us = ca_rtt_us;
+        if seq_rtt_us < 0 {
+            return false;
+        }
+        self.stats.rtt_hist.record(ca_rtt_us.max(0) as u64);
+        update_rtt_min(&mut self.tp, ca_rtt_us.max(0) as u32, flag & FLAG_ACK_MAYBE_DELAYED != 0, self.cfg.tcp_min_rtt_wlen_s);
+        let rto_min = self.rto_min_us();
+        rtt_estimator(&mut self.tp, seq_rtt_us, rto_min);
+        set_rto(&mut self.tp);
+        // RFC 6298: only reset backoff on valid RTT measurement.
+        self.icsk_backoff = 0;
+        true
+    }
+
+    /// `tcp_cong_control()`.
+    fn cong_control(&mut self, ack: u64, acked_sacked: u32, flag: u32, rs: &RateSample) {
+        if self.cc.has_cong_control() {
+            self.cc.cong_control(&mut self.tp, rs);
+            return;
+        }
+        if self.tp.in_cwnd_reduction() {
+            // Reduce cwnd if state mandates.
+            self.cwnd_reduction(acked_sacked, rs.losses.max(0) as u32, flag);
+        } else if self.may_raise_cwnd(flag) {
+            // Advance cwnd if state allows.
+            self.cc.cong_avoid(&mut self.tp, ack, acked_sacked);
+            self.tp.snd_cwnd_stamp = self.tp.jiffies32();
+        }
+        self.update_pacing_rate();
+    }
+
+    /// `tcp_may_raise_cwnd()`.
+    fn may_raise_cwnd(&self, flag: u32) -> bool {
+        // If reordering is high then always grow cwnd whenever data is delivered
+        // regardless of its ordering. Otherwise stay conservative and only grow cwnd on
+        // in-order delivery (RFC 5681).
+        if self.reordering > self.cfg.tcp_reordering {
+            return flag & FLAG_FORWARD_PROGRESS != 0;
+        }
+        flag & FLAG_DATA_ACKED != 0
+    }
+
+    /// `tcp_update_pacing_rate()`: 200% of cwnd/srtt in slow start, 120% after.
+    pub fn update_pacing_rate(&mut self) {
+        let tp = &mut self.tp;
+        let mut rate: u64 = tp.mss_cache as u64 * ((1_000_000 / 100) << 3);
+        if tp.snd_cwnd < tp.snd_ssthresh / 2 {
+            rate *= self.cfg.tcp_pacing_ss_ratio as u64;
+        } else {
+            rate *= self.cfg.tcp_pacing_ca_ratio as u64;
+        }
+        rate *= tp.snd_cwnd.max(tp.packets_out) as u64;
+        if tp.srtt_us != 0 {
+            rate /= tp.srtt_us as u64;
+        }
+        tp.sk_pacing_rate = rate.min(tp.sk_max_pacing_rate);
+    }
+
+    /// Record when all of a finite application's data was acknowledged.
+    fn check_app_done(&mut self, now_ns: u64) {
+        if self.app.done_ns.is_none() {
+            if let Some(total) = self.app.total_bytes {
+                if total > 0 && self.tp.snd_una >= total {
+                    self.app.done_ns = Some(now_ns);
+                }
+            }
+        }
+    }
+}
+
+/// What `tcp_fastretrans_alert` asks `tcp_xmit_recovery` to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rexmit {
+    None,
+    /// Retransmit lost skbs (REXMIT_LOST).
+    Lost,
+    /// F-RTO: send new data (REXMIT_NEW).
+    New,
+}

@@ -1,0 +1,450 @@
+//! Transmission, following Linux v6.6 net/ipv4/tcp_output.c.
+//!
+//! `push_pending_frames` is `tcp_write_xmit`: while there is data, the pacing clock
+//! allows (`tcp_pacing_check`: the next skb's earliest departure time `tcp_wstamp_ns` has
+//! come), the cwnd has room (`tcp_cwnd_test`), the peer's window has room
+//! (`tcp_snd_wnd_test`) and TSQ allows (`tcp_small_queue_check`: at most ~1 ms of data or
+//! two skbs in the host's qdisc/NIC), send one TSO-sized burst (`tcp_tso_autosize`:
+//! ~1 ms of data at the pacing rate, at least 2 segments). All segments of a burst share
+//! one departure time; after the burst the pacing clock advances by its length at
+//! `sk_pacing_rate` (`tcp_update_skb_after_send`). Internal pacing applies when the
+//! congestion control asked for it (BBR: `SK_PACING_NEEDED`) and no fq paces instead.
+//!
+//! tcplab departs from Linux in one place here: bursts are sent as back-to-back MSS
+//! segments instead of one TSO skb; the wire sees the same packets.
+
+use crate::cc::CongestionOps;
+use crate::mib::Mib;
+use crate::tcp::rate::rate_skb_sent;
+use crate::tcp::rtx_queue::{TCPCB_EVER_RETRANS, TCPCB_LOST, TCPCB_RETRANS, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
+use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
+use crate::tcp::sock::{CaEvent, CaState, PacingStatus};
+use crate::time::{NEVER, NSEC_PER_SEC};
+
+/// Approximate `skb->truesize` overhead per skb (sk_buff + shared info), bytes.
+const SKB_TRUESIZE_OVERHEAD: u64 = 768;
+
+impl TcpSocket {
+    /// `tcp_needs_internal_pacing()`.
+    #[inline]
+    fn needs_internal_pacing(&self) -> bool {
+        self.tp.sk_pacing_status == PacingStatus::Needed
+    }
+
+    /// `tcp_pacing_check()`: true if the pacing timer holds transmission.
+    fn pacing_check(&mut self) -> bool {
+        if !self.needs_internal_pacing() {
+            return false;
+        }
+        if self.tp.tcp_wstamp_ns <= self.tp.tcp_clock_cache {
+            return false;
+        }
+        if self.pacing_deadline_ns == NEVER {
+            self.pacing_deadline_ns = self.tp.tcp_wstamp_ns;
+        }
+        true
+    }
+
+    /// `tcp_tso_autosize()` + `tcp_tso_segs()`: segments per burst.
+    fn tso_segs(&self) -> u32 {
+        let mss = self.tp.mss_cache as u64;
+        let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(self.cfg.tcp_min_tso_segs);
+        let gso_max = self.tp.sk_gso_max_size as u64;
+        let mut bytes = self.tp.sk_pacing_rate >> self.tp.sk_pacing_shift;
+        let r = self.tp.min_rtt_us() >> self.cfg.tcp_tso_rtt_log;
+        if r < 32 {
+            bytes += gso_max >> r;
+        }
+        bytes = bytes.min(gso_max);
+        let segs = ((bytes / mss) as u32).max(min_tso);
+        // sk_gso_max_segs (GSO_MAX_SEGS = 65535) does not bind at these sizes.
+        segs.max(1)
+    }
+
+    /// `tcp_cwnd_test()`: how many segments the cwnd allows in one skb.
+    #[inline]
+    fn cwnd_test(&self) -> u32 {
+        let in_flight = self.tp.packets_in_flight();
+        let cwnd = self.tp.snd_cwnd;
+        if in_flight >= cwnd {
+            return 0;
+        }
+        // For better scheduling, ensure we have at least 2 GSO packets in flight.
+        let halfcwnd = (cwnd >> 1).max(1);
+        halfcwnd.min(cwnd - in_flight)
+    }
+
+    /// `tcp_small_queue_check()`: true if TSQ throttles this socket.
+    fn small_queue_check(&mut self, burst_bytes: u64, factor: u32) -> bool {
+        let truesize = burst_bytes + SKB_TRUESIZE_OVERHEAD;
+        let mut limit = (2 * truesize).max(self.tp.sk_pacing_rate >> self.tp.sk_pacing_shift);
+        if self.tp.sk_pacing_status == PacingStatus::None {
+            limit = limit.min(self.cfg.tcp_limit_output_bytes);
+        }
+        limit <<= factor;
+        if self.wmem_alloc_bytes > limit {
+            // Always send skb if rtx queue is empty or has one skb (here: one burst).
+            if self.rtx.len() as u32 <= self.tso_segs() {
+                return false;
+            }
+            self.tsq_throttled = true;
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_update_skb_after_send()`: advance the pacing clock by the burst just sent.
+    fn update_after_send(&mut self, burst_bytes: u64, prior_wstamp: u64) {
+        if self.tp.sk_pacing_status != PacingStatus::None {
+            let rate = self.tp.sk_pacing_rate;
+            // Original sch_fq does not pace first 10 MSS.
+            if rate != u64::MAX && rate != 0 && self.tp.data_segs_out >= 10 {
+                let mut len_ns = (burst_bytes as u128 * NSEC_PER_SEC as u128 / rate as u128) as u64;
+                let credit = self.tp.tcp_wstamp_ns - prior_wstamp;
+                // Take into account OS jitter.
+                len_ns -= (len_ns / 2).min(credit);
+                self.tp.tcp_wstamp_ns += len_ns;
+            }
+        }
+    }
+
+    /// `tcp_event_data_sent()`.
+    fn event_data_sent(&mut self) {
+        if self.tp.packets_in_flight() == 0 {
+            self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
+        }
+        self.tp.lsndtime = self.tp.jiffies32();
+    }
+
+    /// `tcp_slow_start_after_idle_check()` + `tcp_cwnd_restart()`: on a write after
+    /// more than an RTO idle, restart from the initial window (not for `cong_control`).
+    pub fn slow_start_after_idle_check(&mut self) {
+        if !self.cfg.tcp_slow_start_after_idle || self.tp.packets_out > 0 || self.cc.has_cong_control() {
+            return;
+        }
+        let mut delta = self.tp.jiffies32().wrapping_sub(self.tp.lsndtime) as i32;
+        let rto = self.tp.icsk_rto as i32;
+        if delta <= rto {
+            return;
+        }
+        // tcp_cwnd_restart()
+        let restart_cwnd = self.cfg.initial_cwnd.min(self.tp.snd_cwnd);
+        let mut cwnd = self.tp.snd_cwnd;
+        self.cc.cwnd_event(&mut self.tp, CaEvent::CwndRestart);
+        self.tp.snd_ssthresh = self.tp.current_ssthresh();
+        loop {
+            delta -= rto;
+            if delta <= 0 || cwnd <= restart_cwnd {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.tp.set_cwnd(cwnd.max(restart_cwnd));
+        self.tp.snd_cwnd_stamp = self.tp.jiffies32();
+        self.tp.snd_cwnd_used = 0;
+    }
+
+    /// `tcp_cwnd_validate()`.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        let tp = &mut self.tp;
+        // Track the strongest available signal of the degree to which the cwnd is fully
+        // utilized.
+        if tp.snd_una >= tp.cwnd_usage_seq || is_cwnd_limited || (!tp.is_cwnd_limited && tp.packets_out > tp.max_packets_out) {
+            tp.is_cwnd_limited = is_cwnd_limited;
+            tp.max_packets_out = tp.packets_out;
+            tp.cwnd_usage_seq = tp.snd_nxt;
+        }
+        if tp.is_cwnd_limited() {
+            // Network is fed fully.
+            tp.snd_cwnd_used = 0;
+            tp.snd_cwnd_stamp = tp.jiffies32();
+        } else {
+            // Network starves.
+            if tp.packets_out > tp.snd_cwnd_used {
+                tp.snd_cwnd_used = tp.packets_out;
+            }
+            if self.cfg.tcp_slow_start_after_idle
+                && tp.jiffies32().wrapping_sub(tp.snd_cwnd_stamp) as i32 >= tp.icsk_rto as i32
+                && !tp.ca_has_cong_control
+            {
+                // tcp_cwnd_application_limited(): RFC 2861, decay cwnd to what was used.
+                if tp.ca_state == CaState::Open {
+                    let win_used = tp.snd_cwnd_used.max(crate::tcp::sock::TCP_INIT_CWND);
+                    if win_used < tp.snd_cwnd {
+                        tp.snd_ssthresh = tp.current_ssthresh();
+                        tp.snd_cwnd = (tp.snd_cwnd + win_used) >> 1;
+                    }
+                    tp.snd_cwnd_used = 0;
+                }
+                tp.snd_cwnd_stamp = tp.jiffies32();
+            }
+        }
+    }
+
+    /// Send one new-data segment `[seq, end_seq)` as part of a burst departing at
+    /// `edt_ns`; returns false on a local drop.
+    fn send_new_segment(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, edt_ns: u64) -> bool {
+        // __tcp_transmit_skb: delivery-rate state is recorded after a successful send,
+        // before packets_out counts the skb (so the first skb of a flight resets it).
+        if !self.transmit(ctx, seq, end_seq, 0) {
+            self.enter_cwr();
+            return false;
+        }
+        let tx = rate_skb_sent(&mut self.tp, edt_ns / 1000);
+        self.event_data_sent();
+        self.tp.data_segs_out += 1;
+        self.tp.bytes_sent += end_seq - seq;
+        self.tp.inc(Mib::TcpOutSegs);
+        // tcp_event_new_data_sent()
+        let prior_packets = self.tp.packets_out;
+        self.tp.snd_nxt = end_seq;
+        self.rtx.push_sent(seq, end_seq, edt_ns, tx);
+        self.tp.packets_out += 1;
+        if prior_packets == 0 || self.xmit_timer == XmitTimer::LossProbe {
+            self.rearm_rto(ctx.now_ns);
+        }
+        true
+    }
+
+    /// `tcp_push_pending_frames()` -> `tcp_write_xmit(sk, mss, nonagle, push_one = 0)`.
+    pub fn push_pending_frames(&mut self, ctx: &mut Ctx) {
+        self.write_xmit(ctx, 0);
+    }
+
+    /// `tcp_write_xmit()`; `push_one == 2` is a loss probe (may exceed cwnd by one).
+    pub fn write_xmit(&mut self, ctx: &mut Ctx, push_one: u8) -> u32 {
+        if self.state != ConnState::Established {
+            return 0;
+        }
+        self.app_fill(ctx.now_ns);
+        let mss = self.tp.mss_cache as u64;
+        let mut sent_pkts = 0u32;
+        let mut is_cwnd_limited = false;
+        while self.tp.snd_nxt < self.tp.write_seq {
+            if self.pacing_check() {
+                break;
+            }
+            let mut cwnd_quota = self.cwnd_test();
+            if cwnd_quota == 0 {
+                if push_one == 2 {
+                    // Force out a loss probe pkt.
+                    cwnd_quota = 1;
+                } else {
+                    is_cwnd_limited = true;
+                    break;
+                }
+            }
+            let seg_end = (self.tp.snd_nxt + mss).min(self.tp.write_seq);
+            if seg_end > self.tp.snd_una + self.tp.snd_wnd as u64 {
+                // tcp_snd_wnd_test() failed: receiver-window limited.
+                break;
+            }
+            let max_segs = self.tso_segs();
+            let burst_segs = cwnd_quota.min(max_segs);
+            let burst_bytes = ((burst_segs as u64) * mss).min(self.tp.write_seq - self.tp.snd_nxt);
+            if self.small_queue_check(burst_bytes, 0) {
+                break;
+            }
+            // __tcp_transmit_skb: the burst departs at max(wstamp, now).
+            let prior_wstamp = self.tp.tcp_wstamp_ns;
+            self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
+            let edt = self.tp.tcp_wstamp_ns;
+            let mut sent_bytes = 0u64;
+            for _ in 0..burst_segs {
+                let seq = self.tp.snd_nxt;
+                let end = (seq + mss).min(self.tp.write_seq);
+                if end <= seq || end > self.tp.snd_una + self.tp.snd_wnd as u64 {
+                    break;
+                }
+                if !self.send_new_segment(ctx, seq, end, edt) {
+                    break;
+                }
+                sent_bytes += end - seq;
+                sent_pkts += 1;
+            }
+            if sent_bytes == 0 {
+                break;
+            }
+            self.update_after_send(sent_bytes, prior_wstamp);
+            if push_one != 0 {
+                break;
+            }
+        }
+        is_cwnd_limited |= self.tp.packets_in_flight() >= self.tp.snd_cwnd;
+        if sent_pkts > 0 || is_cwnd_limited {
+            self.cwnd_validate(is_cwnd_limited);
+        }
+        if sent_pkts > 0 {
+            if self.tp.in_cwnd_reduction() {
+                self.prr_out += sent_pkts;
+            }
+            // Send one loss probe per tail loss episode.
+            if push_one != 2 {
+                self.schedule_loss_probe(ctx.now_ns, false);
+            }
+        } else if self.tp.packets_out == 0 && self.tp.snd_nxt < self.tp.write_seq && self.xmit_timer == XmitTimer::None && self.pacing_deadline_ns == NEVER && !self.tsq_throttled {
+            // tcp_check_probe_timer(): nothing in flight and nothing sent (zero window or
+            // a local drop): probe later.
+            let when = self.tp.icsk_rto.max(crate::tcp::rtt::TCP_TIMEOUT_INIT / 5);
+            self.reset_xmit_timer(XmitTimer::Probe0, ctx.now_ns, when);
+        }
+        sent_pkts
+    }
+
+    /// `tcp_retransmit_skb()` / `__tcp_retransmit_skb()`; false if not sent.
+    pub fn retransmit_skb(&mut self, ctx: &mut Ctx, id: u64) -> bool {
+        self.retransmit_skb_inner(ctx, id, true)
+    }
+
+    fn retransmit_skb_inner(&mut self, ctx: &mut Ctx, id: u64, mark_retrans: bool) -> bool {
+        let (seq, end_seq, in_host) = {
+            let s = self.rtx.get(id);
+            (s.seq, s.end_seq, s.in_host_queue)
+        };
+        if in_host > 0 {
+            // skb_still_in_host_queue(): the original has not even left the host.
+            self.tp.inc(Mib::TCPSpuriousRtxHostQueues);
+            return false;
+        }
+        let prior_wstamp = self.tp.tcp_wstamp_ns;
+        self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
+        let edt = self.tp.tcp_wstamp_ns;
+        let ok = self.transmit(ctx, seq, end_seq, crate::packet::flags::RETRANS);
+        if !ok {
+            self.tp.tcp_wstamp_ns = prior_wstamp;
+            self.enter_cwr();
+        } else {
+            self.tp.inc(Mib::TcpRetransSegs);
+            self.tp.total_retrans += 1;
+            self.tp.bytes_retrans += end_seq - seq;
+            self.tp.bytes_sent += end_seq - seq;
+            self.event_data_sent();
+            self.tp.data_segs_out += 1;
+            let tx = rate_skb_sent(&mut self.tp, edt / 1000);
+            let s = self.rtx.get_mut(id);
+            s.skb_mstamp_ns = edt;
+            s.tx = tx;
+            s.in_host_queue += 1;
+            s.sacked |= TCPCB_EVER_RETRANS;
+            self.rtx.ts_move_tail(id);
+            self.update_after_send(end_seq - seq, prior_wstamp);
+            if mark_retrans {
+                self.rtx.get_mut(id).sacked |= TCPCB_RETRANS;
+                self.tp.retrans_out += 1;
+            }
+        }
+        if mark_retrans {
+            // Save stamp of the first (attempted) retransmit.
+            if self.retrans_stamp_ns == 0 {
+                self.retrans_stamp_ns = edt.max(1);
+            }
+            if self.undo_retrans < 0 {
+                self.undo_retrans = 0;
+            }
+            self.undo_retrans += 1;
+        }
+        ok
+    }
+
+    /// `tcp_xmit_retransmit_queue()`: retransmit skbs marked lost, cwnd permitting.
+    pub fn xmit_retransmit_queue(&mut self, ctx: &mut Ctx) {
+        if self.tp.packets_out == 0 {
+            return;
+        }
+        let rtx_head = self.rtx.front_id();
+        let mut id = self.retransmit_hint.max(rtx_head);
+        let mut hole_found = false;
+        let mut rearm_timer = false;
+        while id < self.rtx.end_id() {
+            if self.pacing_check() {
+                break;
+            }
+            if !hole_found {
+                self.retransmit_hint = id;
+            }
+            let segs = self.tp.snd_cwnd as i64 - self.tp.packets_in_flight() as i64;
+            if segs <= 0 {
+                break;
+            }
+            let sacked = self.rtx.get(id).sacked;
+            if self.tp.retrans_out >= self.tp.lost_out {
+                break;
+            } else if sacked & TCPCB_LOST == 0 {
+                if !hole_found && sacked & (TCPCB_SACKED_RETRANS | TCPCB_SACKED_ACKED) == 0 {
+                    hole_found = true;
+                }
+                id += 1;
+                continue;
+            }
+            if sacked & (TCPCB_SACKED_ACKED | TCPCB_SACKED_RETRANS) != 0 {
+                id += 1;
+                continue;
+            }
+            let len = self.rtx.get(id).len() as u64;
+            if self.small_queue_check(len, 1) {
+                break;
+            }
+            if !self.retransmit_skb(ctx, id) {
+                break;
+            }
+            let m = if self.tp.ca_state != CaState::Loss { Mib::TCPFastRetrans } else { Mib::TCPSlowStartRetrans };
+            self.tp.inc(m);
+            if self.tp.in_cwnd_reduction() {
+                self.prr_out += 1;
+            }
+            if id == rtx_head && self.xmit_timer != XmitTimer::ReoTimeout {
+                rearm_timer = true;
+            }
+            id += 1;
+        }
+        if rearm_timer {
+            let rto = self.tp.icsk_rto;
+            self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
+        }
+    }
+
+    /// `tcp_send_loss_probe()`.
+    pub fn send_loss_probe(&mut self, ctx: &mut Ctx) {
+        let sent = 'probe: {
+            // At most one outstanding TLP.
+            if self.tlp_high_seq != 0 {
+                break 'probe false;
+            }
+            self.tlp_retrans = false;
+            self.app_fill(ctx.now_ns);
+            let mss = self.tp.mss_cache as u64;
+            if self.tp.snd_nxt < self.tp.write_seq && (self.tp.snd_nxt + mss).min(self.tp.write_seq) <= self.tp.snd_una + self.tp.snd_wnd as u64 {
+                let pcount = self.tp.packets_out;
+                self.write_xmit(ctx, 2);
+                break 'probe self.tp.packets_out > pcount;
+            }
+            // Retransmit the last segment.
+            if self.rtx.is_empty() {
+                self.clear_xmit_timer();
+                return;
+            }
+            let last = self.rtx.end_id() - 1;
+            if self.rtx.get(last).in_host_queue > 0 {
+                break 'probe false;
+            }
+            if !self.retransmit_skb_inner(ctx, last, false) {
+                break 'probe false;
+            }
+            self.tlp_retrans = true;
+            true
+        };
+        if sent {
+            // Record snd_nxt for loss detection.
+            self.tlp_high_seq = self.tp.snd_nxt;
+            self.tp.inc(Mib::TCPLossProbes);
+            // Reset s.t. tcp_rearm_rto will restart timer from now.
+            self.xmit_timer = XmitTimer::None;
+        }
+        self.rearm_rto(ctx.now_ns);
+    }
+}
+
+#[allow(dead_code)]
+fn _uses(_: u8) -> u8 {
+    TCPCB_SACKED_ACKED
+}

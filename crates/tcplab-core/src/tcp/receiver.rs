@@ -1,0 +1,715 @@
+//! The receiving half of a TCP endpoint (Linux v6.6 net/ipv4/tcp_input.c).
+//!
+//! Model:
+//! - **In-order delivery**: data at `rcv_nxt` advances it and is read by the application
+//!   at once (the bulk reader of netperf/iperf3 never lets the receive queue fill); data
+//!   beyond `rcv_nxt` waits in an out-of-order set of merged intervals (`tcp_data_queue_ofo`).
+//! - **SACK blocks** (`tcp_sack_new_ofo_skb`, `tcp_sack_remove`): up to 4 blocks remembered,
+//!   the most recently changed first; 3 fit in an ACK beside the timestamps option.
+//!   Duplicate data produces a D-SACK block (`tcp_dsack_set`) sent once.
+//! - **ACK policy** (`__tcp_ack_snd_check`): ACK at once when more than one full-sized
+//!   segment is unacknowledged, in quick-ACK mode, when data is out of order (then SACK
+//!   compression may hold the ACK up to min(5% RTT, 1 ms), after 3 immediate dupacks), or
+//!   when a hole is filled; otherwise arm the delayed-ACK timer at `ato` (40 ms minimum,
+//!   adapted to the inter-arrival time as in `tcp_event_data_recv`, bounded by the RTT).
+//! - **Receive window**: `tcp_rmem` buffer, Linux 6.6's default `scaling_ratio` of 50%
+//!   (`tcp_win_from_space`), `rcv_ssthresh` growing by 2 MSS per in-order segment
+//!   (`tcp_grow_window`, simplified: Linux grows by less when skbs have a poor
+//!   len/truesize ratio), and dynamic right-sizing once per receiver RTT
+//!   (`tcp_rcv_space_adjust`) up to `tcp_rmem[2]`. The window never shrinks.
+//! - **Receiver RTT** (`tcp_rcv_rtt_measure_ts`) from the echoed timestamp, at the
+//!   timestamp clock's 1 ms granularity, as Linux does without usec timestamps.
+
+use crate::config::TcpConfig;
+use crate::mib::{Mib, MibCounters};
+use crate::packet::{SackBlock, MAX_SACK_BLOCKS};
+use crate::time::{ns_to_jiffies32, jiffies_to_ns, usecs_to_jiffies, NEVER, NSEC_PER_MSEC};
+
+/// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (40 ms), in jiffies.
+pub const TCP_ATO_MIN: u32 = 40;
+/// `TCP_DELACK_MAX` = HZ/5 (200 ms), in jiffies.
+pub const TCP_DELACK_MAX: u32 = 200;
+/// `TCP_MAX_QUICKACKS`.
+pub const TCP_MAX_QUICKACKS: u32 = 16;
+/// `TCP_NUM_SACKS`.
+const TCP_NUM_SACKS: usize = 4;
+/// Linux 6.6 `TCP_DEFAULT_SCALING_RATIO` (x256): window = 50% of buffer space.
+const SCALING_RATIO: u64 = 128;
+/// `TCP_FASTRETRANS_THRESH`.
+const TCP_FASTRETRANS_THRESH: u32 = 3;
+
+#[inline]
+fn win_from_space(space: u64) -> u64 {
+    space * SCALING_RATIO >> 8
+}
+
+#[inline]
+fn space_from_win(win: u64) -> u64 {
+    (win << 8) / SCALING_RATIO
+}
+
+/// What the receiver wants done after a segment arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckAction {
+    /// Nothing new to acknowledge.
+    None,
+    /// Send an ACK now.
+    Now,
+    /// The delayed-ACK (or SACK-compression) timer is armed.
+    Scheduled,
+}
+
+#[derive(Debug)]
+pub struct Receiver {
+    pub rcv_nxt: u64,
+    /// `rcv_wup`: rcv_nxt at the last window update sent.
+    rcv_wup: u64,
+    /// Window last advertised, bytes.
+    pub rcv_wnd: u64,
+    rcv_ssthresh: u64,
+    window_clamp: u64,
+    pub rcvbuf: u64,
+    rmem_max: u64,
+    moderate_rcvbuf: bool,
+    advmss: u64,
+    rcv_mss: u64,
+    /// Out-of-order intervals, sorted, merged.
+    ooo: Vec<(u64, u64)>,
+    ooo_bytes: u64,
+    sacks: [SackBlock; TCP_NUM_SACKS],
+    num_sacks: usize,
+    dsack: Option<SackBlock>,
+    // delayed ACK (icsk_ack)
+    quick: u32,
+    ato: u32,
+    lrcvtime_j: u32,
+    /// ICSK_ACK_SCHED: an ACK is owed.
+    ack_pending: bool,
+    /// ICSK_ACK_NOW: the owed ACK must go out immediately.
+    ack_now: bool,
+    /// Delayed-ACK timer deadline (ns) or NEVER.
+    pub delack_deadline_ns: u64,
+    /// SACK-compression timer deadline (ns) or NEVER.
+    pub comp_sack_deadline_ns: u64,
+    compressed_ack: u32,
+    compressed_ack_rcv_nxt: u64,
+    dup_ack_counter: u32,
+    comp_sack_delay_ns: u64,
+    comp_sack_nr: u32,
+    // receiver RTT and DRS (rcv_rtt_est, rcvq_space)
+    rcv_rtt_us_x8: u64,
+    rcv_rtt_last_tsecr: u64,
+    rcvq_space_bytes: u64,
+    rcvq_space_seq: u64,
+    rcvq_space_time_us: u64,
+    /// Bytes delivered in order to the application.
+    pub bytes_received: u64,
+    /// Data segments received (including duplicates).
+    pub data_segs_in: u64,
+    pub dup_segs_in: u64,
+}
+
+impl Receiver {
+    pub fn new(cfg: &TcpConfig) -> Receiver {
+        let mss = cfg.mss_bytes as u64;
+        let rcvbuf = cfg.tcp_rmem[1];
+        // tcp_select_initial_window(): space rounded down to a multiple of mss, <= 65535.
+        let mut space = win_from_space(rcvbuf);
+        if space > mss {
+            space -= space % mss;
+        }
+        let rcv_wnd = space.min(65535);
+        Receiver {
+            rcv_nxt: 0,
+            rcv_wup: 0,
+            rcv_wnd,
+            rcv_ssthresh: rcv_wnd,
+            window_clamp: win_from_space(cfg.tcp_rmem[2].max(rcvbuf)),
+            rcvbuf,
+            rmem_max: cfg.tcp_rmem[2],
+            moderate_rcvbuf: cfg.tcp_moderate_rcvbuf,
+            advmss: mss,
+            rcv_mss: mss,
+            ooo: Vec::with_capacity(8),
+            ooo_bytes: 0,
+            sacks: [SackBlock::default(); TCP_NUM_SACKS],
+            num_sacks: 0,
+            dsack: None,
+            quick: 0,
+            ato: 0,
+            lrcvtime_j: 0,
+            ack_pending: false,
+            ack_now: false,
+            delack_deadline_ns: NEVER,
+            comp_sack_deadline_ns: NEVER,
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: 0,
+            dup_ack_counter: 0,
+            comp_sack_delay_ns: cfg.tcp_comp_sack_delay_ns,
+            comp_sack_nr: cfg.tcp_comp_sack_nr,
+            rcv_rtt_us_x8: 0,
+            rcv_rtt_last_tsecr: 0,
+            rcvq_space_bytes: 10 * mss.min(1460).max(mss),
+            rcvq_space_seq: 0,
+            rcvq_space_time_us: 0,
+            bytes_received: 0,
+            data_segs_in: 0,
+            dup_segs_in: 0,
+        }
+    }
+
+    /// Connection established with the peer's ISN consumed: `rcv_nxt` is the next byte.
+    pub fn established(&mut self, now_ns: u64, rcv_nxt: u64) {
+        self.rcv_nxt = rcv_nxt;
+        self.rcv_wup = rcv_nxt;
+        self.rcvq_space_seq = rcv_nxt;
+        self.rcvq_space_time_us = now_ns / 1000;
+        // tcp_init_buffer_space(): rcvq_space.space = min(rcv_wnd, TCP_INIT_CWND * advmss)
+        self.rcvq_space_bytes = self.rcv_wnd.min(10 * self.advmss);
+    }
+
+    /// `tcp_space()`: window worth of free buffer (ooo data charged at 2x: truesize).
+    #[inline]
+    fn tcp_space(&self) -> u64 {
+        win_from_space(self.rcvbuf.saturating_sub(2 * self.ooo_bytes))
+    }
+
+    /// `__tcp_select_window()` simplified (see module docs): free space bounded by
+    /// rcv_ssthresh, rounded down to the window-scale granularity (wscale 7 here since
+    /// `tcp_rmem[2]` is 6 MB).
+    fn select_window_raw(&self) -> u64 {
+        let free = self.tcp_space().min(self.rcv_ssthresh).min(self.window_clamp);
+        free & !127
+    }
+
+    /// `tcp_select_window()`: never shrink the offered window.
+    fn select_window(&mut self) -> u64 {
+        let cur = (self.rcv_wup + self.rcv_wnd).saturating_sub(self.rcv_nxt);
+        let mut new = self.select_window_raw();
+        if new < cur {
+            new = (cur + 127) & !127;
+        }
+        new
+    }
+
+    /// ACK fields for an outgoing segment; call [`Receiver::ack_sent`] once it is sent.
+    pub fn fill_ack(&mut self, sack_out: &mut [SackBlock; MAX_SACK_BLOCKS]) -> (u64, u32, u8, bool) {
+        let wnd = self.select_window();
+        let mut n = 0usize;
+        let mut dsack = false;
+        if let Some(d) = self.dsack {
+            sack_out[0] = d;
+            n = 1;
+            dsack = true;
+        }
+        for i in 0..self.num_sacks {
+            if n >= MAX_SACK_BLOCKS {
+                break;
+            }
+            sack_out[n] = self.sacks[i];
+            n += 1;
+        }
+        (self.rcv_nxt, wnd.min(u32::MAX as u64) as u32, n as u8, dsack)
+    }
+
+    /// `tcp_event_ack_sent()` + the window bookkeeping of `tcp_select_window()`.
+    pub fn ack_sent(&mut self, wnd: u32) {
+        self.rcv_wnd = wnd as u64;
+        self.rcv_wup = self.rcv_nxt;
+        self.dsack = None;
+        // tcp_dec_quickack_mode(): one ACK sent.
+        if self.quick > 0 {
+            self.quick -= 1;
+            if self.quick == 0 {
+                self.ato = TCP_ATO_MIN;
+            }
+        }
+        self.ack_pending = false;
+        self.ack_now = false;
+        self.delack_deadline_ns = NEVER;
+        // tcp_event_ack_sent -> tcp_sack_compress... : sending an ACK cancels compression.
+        if self.comp_sack_deadline_ns != NEVER {
+            self.comp_sack_deadline_ns = NEVER;
+        }
+        self.compressed_ack = 0;
+    }
+
+    /// `tcp_incr_quickack()`.
+    fn incr_quickack(&mut self, max_quickacks: u32) {
+        let mut quickacks = (self.rcv_wnd / (2 * self.rcv_mss)) as u32;
+        if quickacks == 0 {
+            quickacks = 2;
+        }
+        quickacks = quickacks.min(max_quickacks);
+        if quickacks > self.quick {
+            self.quick = quickacks;
+        }
+    }
+
+    /// `tcp_enter_quickack_mode()`.
+    fn enter_quickack_mode(&mut self, max_quickacks: u32) {
+        self.incr_quickack(max_quickacks);
+        self.ato = TCP_ATO_MIN;
+    }
+
+    #[inline]
+    fn in_quickack_mode(&self) -> bool {
+        self.quick > 0
+    }
+
+    /// `tcp_event_data_recv()`: ato estimation and window growth for in-order data.
+    fn event_data_recv(&mut self, now_ns: u64, len: u64, rto_j: u32) {
+        let now = ns_to_jiffies32(now_ns);
+        if self.ato == 0 {
+            // The first data packet received: initialize delayed ACK engine.
+            self.incr_quickack(TCP_MAX_QUICKACKS);
+            self.ato = TCP_ATO_MIN;
+        } else {
+            let m = now.wrapping_sub(self.lrcvtime_j);
+            if m <= TCP_ATO_MIN / 2 {
+                // The fastest case is the first.
+                self.ato = (self.ato >> 1) + TCP_ATO_MIN / 2;
+            } else if m < self.ato {
+                self.ato = (self.ato >> 1) + m;
+                if self.ato > rto_j {
+                    self.ato = rto_j;
+                }
+            } else if m > rto_j {
+                // Too long gap. Apparently sender failed to restart window, so that we
+                // send ACKs quickly.
+                self.incr_quickack(TCP_MAX_QUICKACKS);
+            }
+        }
+        self.lrcvtime_j = now;
+        // tcp_grow_window() (simplified, see module docs)
+        if len >= 128 && self.rcv_ssthresh < self.window_clamp && self.rcv_ssthresh < self.tcp_space() {
+            let room = self.window_clamp.min(self.tcp_space()) - self.rcv_ssthresh;
+            let incr = (2 * self.advmss).max(2 * len);
+            self.rcv_ssthresh += room.min(incr);
+        }
+    }
+
+    /// `tcp_rcv_rtt_measure_ts()` with the 1 ms timestamp clock.
+    fn rcv_rtt_measure_ts(&mut self, now_ns: u64, tsecr_ns: u64, len: u64) {
+        if tsecr_ns == 0 || tsecr_ns == self.rcv_rtt_last_tsecr {
+            return;
+        }
+        self.rcv_rtt_last_tsecr = tsecr_ns;
+        if len < self.rcv_mss {
+            return;
+        }
+        let delta_ms = (now_ns / NSEC_PER_MSEC).saturating_sub(tsecr_ns / NSEC_PER_MSEC).max(1);
+        let sample_us = delta_ms * 1000;
+        // tcp_rcv_rtt_update(tp, sample, win_dep=0)
+        if self.rcv_rtt_us_x8 != 0 {
+            let m = sample_us as i64 - (self.rcv_rtt_us_x8 >> 3) as i64;
+            self.rcv_rtt_us_x8 = (self.rcv_rtt_us_x8 as i64 + m).max(1) as u64;
+        } else {
+            self.rcv_rtt_us_x8 = sample_us << 3;
+        }
+    }
+
+    /// `tcp_rcv_space_adjust()`: dynamic right-sizing of the receive buffer.
+    fn rcv_space_adjust(&mut self, now_ns: u64) {
+        let now_us = now_ns / 1000;
+        let time = now_us.saturating_sub(self.rcvq_space_time_us);
+        if self.rcv_rtt_us_x8 == 0 || time < (self.rcv_rtt_us_x8 >> 3) {
+            return;
+        }
+        let copied = self.rcv_nxt - self.rcvq_space_seq;
+        if copied > self.rcvq_space_bytes {
+            if self.moderate_rcvbuf {
+                // Minimal window to cope with packet losses, assuming steady state, plus
+                // a cushion; then room for the sender's growth (slow start).
+                let mut rcvwin = (copied << 1) + 16 * self.advmss;
+                let grow = rcvwin * (copied - self.rcvq_space_bytes) / self.rcvq_space_bytes;
+                rcvwin += grow << 1;
+                let rcvbuf = space_from_win(rcvwin).min(self.rmem_max);
+                if rcvbuf > self.rcvbuf {
+                    self.rcvbuf = rcvbuf;
+                    self.window_clamp = win_from_space(rcvbuf);
+                }
+            }
+            self.rcvq_space_bytes = copied;
+        }
+        self.rcvq_space_seq = self.rcv_nxt;
+        self.rcvq_space_time_us = now_us;
+    }
+
+    /// `tcp_dsack_set()`.
+    fn dsack_set(&mut self, seq: u64, end_seq: u64, mib: &mut MibCounters) {
+        if seq < self.rcv_nxt {
+            mib.inc(Mib::TCPDSACKOldSent);
+        }
+        self.dsack = Some(SackBlock { start: seq, end: end_seq });
+    }
+
+    /// `tcp_sack_new_ofo_skb()`.
+    fn sack_new_ofo(&mut self, seq: u64, end_seq: u64) {
+        for i in 0..self.num_sacks {
+            let sp = self.sacks[i];
+            // tcp_sack_extend()
+            if seq <= sp.end && end_seq >= sp.start {
+                self.sacks[i].start = sp.start.min(seq);
+                self.sacks[i].end = sp.end.max(end_seq);
+                // Rotate this block to the first position.
+                let b = self.sacks[i];
+                for j in (1..=i).rev() {
+                    self.sacks[j] = self.sacks[j - 1];
+                }
+                self.sacks[0] = b;
+                self.sack_maybe_coalesce();
+                return;
+            }
+        }
+        if self.num_sacks >= TCP_NUM_SACKS {
+            self.num_sacks -= 1; // forget the oldest block
+        }
+        for j in (1..=self.num_sacks).rev() {
+            self.sacks[j] = self.sacks[j - 1];
+        }
+        self.sacks[0] = SackBlock { start: seq, end: end_seq };
+        self.num_sacks += 1;
+    }
+
+    /// `tcp_sack_maybe_coalesce()`: merge blocks that now touch the first one.
+    fn sack_maybe_coalesce(&mut self) {
+        let mut i = 1;
+        while i < self.num_sacks {
+            let (a, b) = (self.sacks[0], self.sacks[i]);
+            if a.start <= b.end && a.end >= b.start {
+                self.sacks[0].start = a.start.min(b.start);
+                self.sacks[0].end = a.end.max(b.end);
+                for j in i..self.num_sacks - 1 {
+                    self.sacks[j] = self.sacks[j + 1];
+                }
+                self.num_sacks -= 1;
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// `tcp_sack_remove()`: drop blocks now covered by rcv_nxt.
+    fn sack_remove(&mut self) {
+        let mut i = 0;
+        while i < self.num_sacks {
+            if self.sacks[i].start <= self.rcv_nxt {
+                for j in i..self.num_sacks - 1 {
+                    self.sacks[j] = self.sacks[j + 1];
+                }
+                self.num_sacks -= 1;
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Insert `[seq, end)` into the out-of-order set; returns false if it was all there.
+    fn ooo_insert(&mut self, seq: u64, end: u64) -> bool {
+        let i = self.ooo.partition_point(|&(_, e)| e < seq);
+        if i < self.ooo.len() && self.ooo[i].0 <= seq && self.ooo[i].1 >= end {
+            return false;
+        }
+        let mut s = seq;
+        let mut e = end;
+        let mut j = i;
+        let mut removed = 0u64;
+        while j < self.ooo.len() && self.ooo[j].0 <= e {
+            s = s.min(self.ooo[j].0);
+            e = e.max(self.ooo[j].1);
+            removed += self.ooo[j].1 - self.ooo[j].0;
+            j += 1;
+        }
+        self.ooo.drain(i..j);
+        self.ooo.insert(i, (s, e));
+        self.ooo_bytes = self.ooo_bytes - removed + (e - s);
+        true
+    }
+
+    /// Move in-order data from the ooo set (`tcp_ofo_queue`).
+    fn ofo_queue(&mut self) {
+        while let Some(&(s, e)) = self.ooo.first() {
+            if s > self.rcv_nxt {
+                break;
+            }
+            self.ooo.remove(0);
+            self.ooo_bytes -= e - s;
+            if e > self.rcv_nxt {
+                self.bytes_received += e - self.rcv_nxt;
+                self.rcv_nxt = e;
+            }
+        }
+    }
+
+    /// A data segment `[seq, end_seq)` arrived (`tcp_data_queue` + `tcp_ack_snd_check`).
+    /// `srtt_us_x8` and `rto_j` are the endpoint's own RTT estimate and RTO (jiffies).
+    pub fn on_data(&mut self, now_ns: u64, seq: u64, end_seq: u64, tsecr_ns: u64, srtt_us_x8: u32, rto_j: u32, mib: &mut MibCounters) -> AckAction {
+        let len = end_seq - seq;
+        self.data_segs_in += 1;
+        self.rcv_rtt_measure_ts(now_ns, tsecr_ns, len);
+        if seq == self.rcv_nxt {
+            // In sequence, in window.
+            self.rcv_nxt = end_seq;
+            self.bytes_received += len;
+            self.event_data_recv(now_ns, len, rto_j);
+            if !self.ooo.is_empty() {
+                self.ofo_queue();
+                // RFC 5681 4.2: SHOULD send immediate ACK when a gap in the queue is filled.
+                if self.ooo.is_empty() {
+                    self.ack_now = true;
+                }
+            }
+            if self.num_sacks > 0 {
+                self.sack_remove();
+            }
+            self.rcv_space_adjust(now_ns);
+        } else if end_seq <= self.rcv_nxt {
+            // A retransmit of data we have: force an immediate ACK with a D-SACK.
+            self.dup_segs_in += 1;
+            self.dsack_set(seq, end_seq, mib);
+            self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+            self.ack_now = true;
+        } else if seq < self.rcv_nxt {
+            // Partial overlap: D-SACK the duplicate part, take the rest.
+            self.dsack_set(seq, self.rcv_nxt, mib);
+            let new = end_seq - self.rcv_nxt;
+            self.rcv_nxt = end_seq;
+            self.bytes_received += new;
+            self.event_data_recv(now_ns, new, rto_j);
+            self.ofo_queue();
+            self.sack_remove();
+            self.ack_now = true;
+        } else {
+            // Out of order (tcp_data_queue_ofo).
+            mib.inc(Mib::TCPOFOQueue);
+            if !self.ooo_insert(seq, end_seq) {
+                self.dup_segs_in += 1;
+                self.dsack_set(seq, end_seq, mib);
+            }
+            self.sack_new_ofo(seq, end_seq);
+        }
+        self.ack_pending = true;
+        self.ack_snd_check(now_ns, srtt_us_x8)
+    }
+
+    /// `__tcp_ack_snd_check(sk, ofo_possible = 1)`.
+    fn ack_snd_check(&mut self, now_ns: u64, srtt_us_x8: u32) -> AckAction {
+        if !self.ack_pending {
+            return AckAction::None;
+        }
+        // More than one full frame received, and the window would not shrink ...
+        if (self.rcv_nxt - self.rcv_wup > self.rcv_mss && self.select_window_raw() >= self.rcv_wnd)
+            // ... or we are in quickack mode, or an immediate ACK was requested.
+            || self.in_quickack_mode()
+            || self.ack_now
+        {
+            return AckAction::Now;
+        }
+        if self.ooo.is_empty() {
+            self.send_delayed_ack(now_ns, srtt_us_x8);
+            return if self.delack_deadline_ns == now_ns { AckAction::Now } else { AckAction::Scheduled };
+        }
+        // Out-of-order data: SACK compression (Linux 4.18+).
+        if self.compressed_ack >= self.comp_sack_nr {
+            return AckAction::Now;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < TCP_FASTRETRANS_THRESH {
+            self.dup_ack_counter += 1;
+            return AckAction::Now;
+        }
+        self.compressed_ack += 1;
+        if self.comp_sack_deadline_ns != NEVER {
+            return AckAction::Scheduled;
+        }
+        // Compress ACK timer: 5% of RTT, but no more than tcp_comp_sack_delay_ns.
+        let mut rtt_us_x8 = self.rcv_rtt_us_x8;
+        if srtt_us_x8 != 0 && (srtt_us_x8 as u64) < rtt_us_x8 {
+            rtt_us_x8 = srtt_us_x8 as u64;
+        }
+        let delay_ns = self.comp_sack_delay_ns.min(rtt_us_x8 * (1000 >> 3) / 20);
+        self.comp_sack_deadline_ns = now_ns + delay_ns;
+        AckAction::Scheduled
+    }
+
+    /// `tcp_send_delayed_ack()`.
+    fn send_delayed_ack(&mut self, now_ns: u64, srtt_us_x8: u32) {
+        let mut ato = self.ato.max(1);
+        if ato > TCP_ATO_MIN {
+            let mut max_ato = 1000 / 2; // HZ / 2
+            if srtt_us_x8 != 0 {
+                let rtt = usecs_to_jiffies((srtt_us_x8 >> 3) as u64).max(TCP_ATO_MIN);
+                if rtt < max_ato {
+                    max_ato = rtt;
+                }
+            }
+            ato = ato.min(max_ato);
+        }
+        ato = ato.min(TCP_DELACK_MAX);
+        // Timers run on jiffies: the deadline is the next tick boundary + ato.
+        let now_j = ns_to_jiffies32(now_ns) as u64;
+        let mut timeout_ns = jiffies_to_ns((now_j + ato as u64) as u32).max(now_ns);
+        if self.delack_deadline_ns != NEVER {
+            // If delack timer is about to expire, send ACK now.
+            if self.delack_deadline_ns <= now_ns + jiffies_to_ns(ato >> 2) {
+                self.delack_deadline_ns = now_ns;
+                return;
+            }
+            if timeout_ns >= self.delack_deadline_ns {
+                timeout_ns = self.delack_deadline_ns;
+            }
+        }
+        self.delack_deadline_ns = timeout_ns;
+    }
+
+    /// The delayed-ACK timer fired (`tcp_delack_timer_handler`): true if an ACK must be sent.
+    pub fn on_delack_timer(&mut self, rto_j: u32, mib: &mut MibCounters) -> bool {
+        self.delack_deadline_ns = NEVER;
+        if !self.ack_pending {
+            return false;
+        }
+        // Delayed ACK missed: inflate ATO.
+        self.ato = (self.ato << 1).min(rto_j);
+        mib.inc(Mib::DelayedACKs);
+        true
+    }
+
+    /// The SACK-compression timer fired (`tcp_compressed_ack_kick`).
+    pub fn on_comp_sack_timer(&mut self) -> bool {
+        self.comp_sack_deadline_ns = NEVER;
+        self.compressed_ack > 0 && self.ack_pending
+    }
+
+    /// Receiver's RTT estimate in us (0 = none).
+    pub fn rcv_rtt_us(&self) -> u64 {
+        self.rcv_rtt_us_x8 >> 3
+    }
+
+    pub fn ooo_bytes(&self) -> u64 {
+        self.ooo_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1448;
+
+    fn rx() -> (Receiver, MibCounters) {
+        let mut r = Receiver::new(&TcpConfig::default());
+        r.established(0, 0);
+        (r, MibCounters::default())
+    }
+
+    fn seg(i: u64) -> (u64, u64) {
+        (i * MSS, (i + 1) * MSS)
+    }
+
+    #[test]
+    fn initial_window_is_rmem_default_halved_rounded_to_mss() {
+        let (r, _) = rx();
+        // tcp_rmem[1] = 131072 -> 65536 of window -> 45 * 1448 = 65160
+        assert_eq!(r.rcv_wnd, 65160);
+    }
+
+    #[test]
+    fn quickack_at_start_then_every_second_segment() {
+        let (mut r, mut mib) = rx();
+        // Quick-ACK mode covers the first rcv_wnd / (2 * mss) = 22 -> capped at 16 ACKs.
+        let mut now = 1_000_000_000;
+        for i in 0..16 {
+            let (s, e) = seg(i);
+            assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Now, "segment {i}");
+            let mut b = Default::default();
+            let (_, w, _, _) = r.fill_ack(&mut b);
+            r.ack_sent(w);
+            now += 1_000_000;
+        }
+        // Out of quick-ACK mode: first segment is delayed, the second triggers an ACK.
+        let (s, e) = seg(16);
+        assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Scheduled);
+        let (s, e) = seg(17);
+        assert_eq!(r.on_data(now + 1000, s, e, 0, 0, 200, &mut mib), AckAction::Now);
+    }
+
+    #[test]
+    fn delayed_ack_timer_is_at_least_40ms() {
+        let (mut r, mut mib) = rx();
+        r.quick = 0;
+        r.ato = TCP_ATO_MIN;
+        let now = 10_000_000_000u64;
+        // Previous segment 100 ms ago: a gap longer than ato but shorter than the RTO.
+        r.lrcvtime_j = ns_to_jiffies32(now) - 100;
+        let (s, e) = seg(0);
+        assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Scheduled);
+        let d = r.delack_deadline_ns - now;
+        assert!(d >= 39_000_000 && d <= 41_000_000, "delay {d}");
+    }
+
+    #[test]
+    fn out_of_order_data_is_sacked_and_hole_fill_acks_now() {
+        let (mut r, mut mib) = rx();
+        r.quick = 0;
+        let (s, e) = seg(0);
+        r.on_data(0, s, e, 0, 0, 200, &mut mib);
+        let (s, e) = seg(2);
+        assert_eq!(r.on_data(1, s, e, 0, 0, 200, &mut mib), AckAction::Now);
+        let (s3, e3) = seg(3);
+        r.on_data(2, s3, e3, 0, 0, 200, &mut mib);
+        let mut b = Default::default();
+        let (ack, _, n, dsack) = r.fill_ack(&mut b);
+        assert_eq!(ack, MSS);
+        assert_eq!(n, 1);
+        assert!(!dsack);
+        assert_eq!(b[0], SackBlock { start: 2 * MSS, end: 4 * MSS });
+        // Fill the hole: everything is delivered and an ACK goes out at once.
+        let (s, e) = seg(1);
+        assert_eq!(r.on_data(3, s, e, 0, 0, 200, &mut mib), AckAction::Now);
+        assert_eq!(r.rcv_nxt, 4 * MSS);
+        assert_eq!(r.bytes_received, 4 * MSS);
+        let (_, _, n, _) = r.fill_ack(&mut b);
+        assert_eq!(n, 0);
+    }
+
+    #[test]
+    fn duplicate_data_produces_one_dsack() {
+        let (mut r, mut mib) = rx();
+        let (s, e) = seg(0);
+        r.on_data(0, s, e, 0, 0, 200, &mut mib);
+        assert_eq!(r.on_data(1, s, e, 0, 0, 200, &mut mib), AckAction::Now);
+        let mut b = Default::default();
+        let (_, w, n, dsack) = r.fill_ack(&mut b);
+        assert!(dsack);
+        assert_eq!(n, 1);
+        assert_eq!(b[0], SackBlock { start: 0, end: MSS });
+        assert_eq!(mib.get(Mib::TCPDSACKOldSent), 1);
+        r.ack_sent(w);
+        let (_, _, n, dsack) = r.fill_ack(&mut b);
+        assert!(!dsack);
+        assert_eq!(n, 0);
+    }
+
+    #[test]
+    fn window_grows_with_drs() {
+        let (mut r, mut mib) = rx();
+        let w0 = r.rcv_wnd;
+        let mut now = 0u64;
+        // 2000 segments at one per 10 us with a 1 ms receiver RTT.
+        for i in 0..2000 {
+            let (s, e) = seg(i);
+            r.on_data(now, s, e, now.saturating_sub(1_000_000).max(1), 0, 200, &mut mib);
+            let mut b = Default::default();
+            let (_, w, _, _) = r.fill_ack(&mut b);
+            r.ack_sent(w);
+            now += 10_000;
+        }
+        assert!(r.rcvbuf > TcpConfig::default().tcp_rmem[1]);
+        assert!(r.rcv_wnd > w0);
+        assert!(r.rcvbuf <= TcpConfig::default().tcp_rmem[2]);
+    }
+}

@@ -1,0 +1,254 @@
+//! The retransmit queue and SACK scoreboard (Linux `tcp_rtx_queue` + `tsorted_sent_queue`).
+//!
+//! Every sent-but-not-cumulatively-acked segment is an [`Skb`] in sequence order. Linux
+//! additionally keeps the unacked, un-SACKed skbs on a list sorted by (re)transmission
+//! time, which RACK walks to find losses; a retransmitted skb moves to its tail and a
+//! SACKed one leaves it. Here the skbs live in a `VecDeque` indexed by a monotonically
+//! increasing id (the front's id is `base_id`), and the time-sorted list is intrusive,
+//! linked by ids, so no operation allocates.
+//!
+//! tcplab departs from Linux in one place: an skb always holds exactly one segment
+//! (`tcp_skb_pcount() == 1`). Linux's TSO skbs are split on the wire anyway, and SACK
+//! and RACK act per segment once a loss splits them; the pacing of TSO bursts is modelled
+//! separately in `tcp::output`.
+
+use std::collections::VecDeque;
+
+/// `TCPCB_SACKED_ACKED`: SKB ACK'd by a SACK block.
+pub const TCPCB_SACKED_ACKED: u8 = 0x01;
+/// `TCPCB_SACKED_RETRANS`: SKB retransmitted (and the retransmission not yet lost/acked).
+pub const TCPCB_SACKED_RETRANS: u8 = 0x02;
+/// `TCPCB_LOST`: SKB is lost.
+pub const TCPCB_LOST: u8 = 0x04;
+/// `TCPCB_EVER_RETRANS`: ever retransmitted frame.
+pub const TCPCB_EVER_RETRANS: u8 = 0x80;
+/// `TCPCB_RETRANS`.
+pub const TCPCB_RETRANS: u8 = TCPCB_SACKED_RETRANS | TCPCB_EVER_RETRANS;
+
+pub const NIL: u64 = u64::MAX;
+
+/// Delivery-rate state captured at transmission (`tcp_skb_cb->tx`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TxState {
+    /// us
+    pub first_tx_mstamp: u64,
+    /// us; 0 once the skb's delivery has been counted (see `tcp_rate_skb_delivered`).
+    pub delivered_mstamp: u64,
+    pub delivered: u32,
+    pub delivered_ce: u32,
+    pub is_app_limited: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Skb {
+    pub seq: u64,
+    pub end_seq: u64,
+    /// Time of the latest (re)transmission, ns (`skb->skb_mstamp_ns`, the EDT).
+    pub skb_mstamp_ns: u64,
+    pub tx: TxState,
+    pub sacked: u8,
+    /// Copies of this skb still in the sending host's qdisc/NIC (`skb_still_in_host_queue`).
+    pub in_host_queue: u8,
+    ts_prev: u64,
+    ts_next: u64,
+    ts_linked: bool,
+}
+
+impl Skb {
+    #[inline]
+    pub fn len(&self) -> u32 {
+        (self.end_seq - self.seq) as u32
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.end_seq == self.seq
+    }
+    /// `tcp_skb_timestamp_us()`
+    #[inline]
+    pub fn mstamp_us(&self) -> u64 {
+        self.skb_mstamp_ns / 1000
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct RtxQueue {
+    q: VecDeque<Skb>,
+    base_id: u64,
+    ts_head: u64,
+    ts_tail: u64,
+}
+
+impl RtxQueue {
+    pub fn new() -> Self {
+        RtxQueue { q: VecDeque::with_capacity(64), base_id: 0, ts_head: NIL, ts_tail: NIL }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    #[inline]
+    pub fn front_id(&self) -> u64 {
+        self.base_id
+    }
+    /// One past the last id.
+    #[inline]
+    pub fn end_id(&self) -> u64 {
+        self.base_id + self.q.len() as u64
+    }
+    #[inline]
+    pub fn get(&self, id: u64) -> &Skb {
+        &self.q[(id - self.base_id) as usize]
+    }
+    #[inline]
+    pub fn get_mut(&mut self, id: u64) -> &mut Skb {
+        &mut self.q[(id - self.base_id) as usize]
+    }
+    #[inline]
+    pub fn front(&self) -> Option<&Skb> {
+        self.q.front()
+    }
+    #[inline]
+    pub fn back(&self) -> Option<&Skb> {
+        self.q.back()
+    }
+
+    /// Id of the skb whose `[seq, end_seq)` contains `seq`, if any.
+    pub fn find(&self, seq: u64) -> Option<u64> {
+        let i = self.q.partition_point(|s| s.end_seq <= seq);
+        if i < self.q.len() && self.q[i].seq <= seq {
+            Some(self.base_id + i as u64)
+        } else {
+            None
+        }
+    }
+
+    /// First id whose `end_seq > seq` (the first skb not entirely below `seq`).
+    pub fn lower_bound_end(&self, seq: u64) -> u64 {
+        self.base_id + self.q.partition_point(|s| s.end_seq <= seq) as u64
+    }
+
+    /// Append a newly sent skb; it joins the tail of the time-sorted list.
+    pub fn push_sent(&mut self, seq: u64, end_seq: u64, now_ns: u64, tx: TxState) -> u64 {
+        let id = self.end_id();
+        self.q.push_back(Skb {
+            seq,
+            end_seq,
+            skb_mstamp_ns: now_ns,
+            tx,
+            sacked: 0,
+            in_host_queue: 1,
+            ts_prev: NIL,
+            ts_next: NIL,
+            ts_linked: false,
+        });
+        self.ts_link_tail(id);
+        id
+    }
+
+    /// Remove the front skb (cumulatively acked).
+    pub fn pop_front(&mut self) -> Option<Skb> {
+        if self.q.is_empty() {
+            return None;
+        }
+        let id = self.base_id;
+        self.ts_unlink(id);
+        self.base_id += 1;
+        self.q.pop_front()
+    }
+
+    fn ts_link_tail(&mut self, id: u64) {
+        let tail = self.ts_tail;
+        {
+            let s = self.get_mut(id);
+            s.ts_prev = tail;
+            s.ts_next = NIL;
+            s.ts_linked = true;
+        }
+        if tail == NIL {
+            self.ts_head = id;
+        } else {
+            self.get_mut(tail).ts_next = id;
+        }
+        self.ts_tail = id;
+    }
+
+    /// Take `id` off the time-sorted list (no-op if not on it).
+    pub fn ts_unlink(&mut self, id: u64) {
+        let (prev, next, linked) = {
+            let s = self.get(id);
+            (s.ts_prev, s.ts_next, s.ts_linked)
+        };
+        if !linked {
+            return;
+        }
+        if prev == NIL {
+            self.ts_head = next;
+        } else {
+            self.get_mut(prev).ts_next = next;
+        }
+        if next == NIL {
+            self.ts_tail = prev;
+        } else {
+            self.get_mut(next).ts_prev = prev;
+        }
+        let s = self.get_mut(id);
+        s.ts_prev = NIL;
+        s.ts_next = NIL;
+        s.ts_linked = false;
+    }
+
+    /// `list_move_tail(&skb->tcp_tsorted_anchor, &tp->tsorted_sent_queue)` after a retransmit.
+    pub fn ts_move_tail(&mut self, id: u64) {
+        self.ts_unlink(id);
+        self.ts_link_tail(id);
+    }
+
+    #[inline]
+    pub fn ts_head(&self) -> u64 {
+        self.ts_head
+    }
+    #[inline]
+    pub fn ts_next(&self, id: u64) -> u64 {
+        self.get(id).ts_next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts_order(q: &RtxQueue) -> Vec<u64> {
+        let mut v = Vec::new();
+        let mut id = q.ts_head();
+        while id != NIL {
+            v.push(q.get(id).seq);
+            id = q.ts_next(id);
+        }
+        v
+    }
+
+    #[test]
+    fn tsorted_list_follows_transmissions() {
+        let mut q = RtxQueue::new();
+        for i in 0..5u64 {
+            q.push_sent(i * 100, i * 100 + 100, i, TxState::default());
+        }
+        assert_eq!(ts_order(&q), vec![0, 100, 200, 300, 400]);
+        let id1 = q.find(150).unwrap();
+        q.ts_move_tail(id1);
+        let id3 = q.find(300).unwrap();
+        q.ts_unlink(id3);
+        assert_eq!(ts_order(&q), vec![0, 200, 400, 100]);
+        q.pop_front();
+        q.pop_front();
+        assert_eq!(ts_order(&q), vec![200, 400]);
+        assert_eq!(q.find(250), Some(q.front_id()));
+        assert_eq!(q.find(99), None);
+        assert_eq!(q.lower_bound_end(300), q.front_id() + 1);
+    }
+}

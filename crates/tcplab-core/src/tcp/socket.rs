@@ -1,0 +1,541 @@
+//! A TCP endpoint: one side of a connection, with a sender half ([`TcpSock`] plus the
+//! retransmit queue and loss-recovery state) and a receiver half ([`Receiver`]).
+//!
+//! The engine calls in on four occasions, each with a [`Ctx`] giving the time and the
+//! network to transmit into: a packet arrived (`on_packet`), one of the three timers
+//! fired (`on_xmit_timer`, `on_delack_timer`, `on_pacing_timer`), a transmitted packet
+//! left the host's NIC (`on_tx_complete`, for TSQ), or the application acted.
+//! Every packet the endpoint sends goes straight to its host's egress qdisc, so a local
+//! qdisc drop is seen at once, as `NET_XMIT_DROP` is in Linux.
+//!
+//! The sender follows Linux v6.6: `tcp_ack()` in `tcp::input`, loss recovery (RACK-TLP,
+//! PRR, RTO, F-RTO, undo) in `tcp::recovery`, and transmission (`tcp_write_xmit`, pacing,
+//! TSQ, TLP) in `tcp::output`. Timers are deadlines here; the engine keeps one event
+//! queued per timer and re-arms lazily, so pushing the RTO forward on every ACK is free.
+
+use crate::cc::{Cc, CongestionOps};
+use crate::config::{AppConfig, FlowConfig, TcpConfig};
+use crate::event::EventQueue;
+use crate::metrics::histogram::LogHistogram;
+use crate::mib::Mib;
+use crate::net::Network;
+use crate::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::rng::Rng;
+use crate::tcp::receiver::{AckAction, Receiver};
+use crate::tcp::rtt::{set_rto, TCP_TIMEOUT_INIT};
+use crate::tcp::rtx_queue::RtxQueue;
+use crate::tcp::sock::{PacingStatus, TcpSock, TCP_INFINITE_SSTHRESH};
+use crate::time::{jiffies_to_ns, NEVER};
+
+/// The engine's view while an endpoint runs.
+pub struct Ctx<'a> {
+    pub now_ns: u64,
+    pub net: &'a mut Network,
+    pub ev: &'a mut EventQueue,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnState {
+    Closed,
+    SynSent,
+    SynRecv,
+    Established,
+}
+
+/// What the shared retransmit timer is armed for (`icsk_pending`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XmitTimer {
+    None,
+    /// ICSK_TIME_RETRANS (also the SYN / SYN-ACK retransmit timer).
+    Retrans,
+    /// ICSK_TIME_LOSS_PROBE
+    LossProbe,
+    /// ICSK_TIME_REO_TIMEOUT
+    ReoTimeout,
+    /// ICSK_TIME_PROBE0 (zero window / local-drop retry)
+    Probe0,
+}
+
+/// RACK state (`tp->rack`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rack {
+    /// us: (re)transmit time of the most recently delivered skb.
+    pub mstamp_us: u64,
+    pub rtt_us: u32,
+    pub end_seq: u64,
+    pub last_delivered: u32,
+    pub reo_wnd_steps: u8,
+    pub reo_wnd_persist: u8,
+    pub dsack_seen: bool,
+    pub advanced: bool,
+}
+
+/// The application writing into the socket.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// Total bytes the application will write (None = unlimited, netperf TCP_STREAM).
+    pub total_bytes: Option<u64>,
+    pub start_ns: u64,
+    pub stop_ns: u64,
+    pub stopped: bool,
+    /// When all the application's data was acknowledged.
+    pub done_ns: Option<u64>,
+}
+
+/// Per-endpoint statistics beyond the MIB counters.
+#[derive(Clone, Debug, Default)]
+pub struct SockStats {
+    pub rtt_hist: LogHistogram,
+    /// Data packets this endpoint handed to the network (transmissions).
+    pub data_pkts_sent: u64,
+    /// Packets dropped by the local qdisc at send time.
+    pub local_drops: u64,
+}
+
+pub struct TcpSocket {
+    pub tp: TcpSock,
+    pub cc: Cc,
+    pub rtx: RtxQueue,
+    pub rcv: Receiver,
+    pub cfg: TcpConfig,
+    pub state: ConnState,
+    pub node: u32,
+    pub peer_node: u32,
+    pub ep: u32,
+    pub peer_ep: u32,
+    pub app: AppState,
+    pub stats: SockStats,
+
+    // --- sender state beyond TcpSock (struct tcp_sock / inet_connection_sock) ---
+    pub rack: Rack,
+    pub reord_seen: u32,
+    pub reordering: u32,
+    pub undo_marker: u64,
+    pub undo_valid: bool,
+    pub undo_retrans: i32,
+    /// ns of the first retransmission of the current episode (0 = none).
+    pub retrans_stamp_ns: u64,
+    pub prr_delivered: u32,
+    pub prr_out: u32,
+    pub tlp_high_seq: u64,
+    pub tlp_retrans: bool,
+    pub frto: bool,
+    pub icsk_retransmits: u32,
+    pub icsk_backoff: u32,
+    /// Start sequence of the highest SACKed skb (`tcp_highest_sack_seq`); None = none.
+    pub highest_sack_seq: Option<u64>,
+    pub retransmit_hint: u64,
+    /// Latest TSval seen from the peer (echoed as TSecr).
+    pub ts_recent_ns: u64,
+    /// TSecr of the ACK being processed.
+    pub rx_tsecr_ns: u64,
+    /// `sk_sndbuf` and bytes this socket has in host queues (`sk_wmem_alloc`).
+    pub sk_sndbuf: u64,
+    pub wmem_alloc_bytes: u64,
+    pub tsq_throttled: bool,
+    /// Zero-window/probe0 and SYN retransmission counters.
+    pub syn_retries: u32,
+
+    // --- timers: deadlines (ns) and the event currently queued for each ---
+    pub xmit_timer: XmitTimer,
+    pub xmit_deadline_ns: u64,
+    pub pacing_deadline_ns: u64,
+    pub sched_ns: [u64; 3],
+}
+
+/// Index into `sched_ns`.
+pub const T_XMIT: usize = 0;
+pub const T_DELACK: usize = 1;
+pub const T_PACING: usize = 2;
+
+impl TcpSocket {
+    /// The two endpoints of `flow`: (client/sender, server/receiver).
+    pub fn pair(flow: &FlowConfig, flow_idx: u32, seed: u64, boot_ns: u64, end_ns: u64) -> (TcpSocket, TcpSocket) {
+        let cc_rng = Rng::for_component(seed, &format!("flow:{}:cc", flow.name));
+        let srv_rng = Rng::for_component(seed, &format!("flow:{}:cc:server", flow.name));
+        let total = match flow.app {
+            AppConfig::Bulk => None,
+            AppConfig::BulkBytes { bytes } => Some(bytes),
+        };
+        let app = AppState {
+            total_bytes: total,
+            start_ns: boot_ns + flow.start_ns,
+            stop_ns: flow.stop_ns.map(|s| boot_ns + s).unwrap_or(end_ns),
+            stopped: false,
+            done_ns: None,
+        };
+        let mk = |node, peer_node, ep, peer_ep, cc: Cc, app: AppState| {
+            let cfg = flow.tcp.clone();
+            let mut tp = TcpSock::new_for_test(cfg.mss_bytes, cfg.initial_cwnd);
+            tp.icsk_rto = TCP_TIMEOUT_INIT;
+            tp.sk_max_pacing_rate = cfg.max_pacing_rate_bytes_per_sec;
+            tp.sk_pacing_status = if cfg.fq_pacing { PacingStatus::Fq } else { PacingStatus::None };
+            tp.snd_wnd = 65535;
+            TcpSocket {
+                rcv: Receiver::new(&cfg),
+                tp,
+                cc,
+                rtx: RtxQueue::new(),
+                reordering: cfg.tcp_reordering,
+                sk_sndbuf: cfg.tcp_wmem[1],
+                cfg,
+                state: ConnState::Closed,
+                node,
+                peer_node,
+                ep,
+                peer_ep,
+                app,
+                stats: SockStats::default(),
+                rack: Rack { reo_wnd_steps: 1, ..Default::default() },
+                reord_seen: 0,
+                undo_marker: 0,
+                undo_valid: false,
+                undo_retrans: -1,
+                retrans_stamp_ns: 0,
+                prr_delivered: 0,
+                prr_out: 0,
+                tlp_high_seq: 0,
+                tlp_retrans: false,
+                frto: false,
+                icsk_retransmits: 0,
+                icsk_backoff: 0,
+                highest_sack_seq: None,
+                retransmit_hint: 0,
+                ts_recent_ns: 0,
+                rx_tsecr_ns: 0,
+                wmem_alloc_bytes: 0,
+                tsq_throttled: false,
+                syn_retries: 0,
+                xmit_timer: XmitTimer::None,
+                xmit_deadline_ns: NEVER,
+                pacing_deadline_ns: NEVER,
+                sched_ns: [NEVER; 3],
+            }
+        };
+        let c_ep = 2 * flow_idx;
+        let s_ep = 2 * flow_idx + 1;
+        let client = mk(flow.src, flow.dst, c_ep, s_ep, Cc::new(flow.cc, &flow.cc_params, cc_rng), app);
+        // The server side sends no data in v0.1 (bulk is one-way) but runs the same code.
+        let server_app = AppState { total_bytes: Some(0), start_ns: NEVER, stop_ns: NEVER, stopped: true, done_ns: None };
+        let server = mk(flow.dst, flow.src, s_ep, c_ep, Cc::new(flow.cc, &flow.cc_params, srv_rng), server_app);
+        (client, server)
+    }
+
+    /// `tcp_rto_min_us()`.
+    #[inline]
+    pub fn rto_min_us(&self) -> u32 {
+        self.cfg.rto_min_ms * 1000
+    }
+
+    /// The earliest deadline among this endpoint's timers, per timer slot.
+    #[inline]
+    pub fn deadlines(&self) -> [u64; 3] {
+        [
+            self.xmit_deadline_ns,
+            self.rcv.delack_deadline_ns.min(self.rcv.comp_sack_deadline_ns),
+            self.pacing_deadline_ns,
+        ]
+    }
+
+    /// `inet_csk_reset_xmit_timer(sk, what, when_jiffies, TCP_RTO_MAX)`.
+    pub fn reset_xmit_timer(&mut self, what: XmitTimer, now_ns: u64, when_j: u32) {
+        let when = when_j.min(crate::tcp::rtt::TCP_RTO_MAX);
+        self.xmit_timer = what;
+        self.xmit_deadline_ns = now_ns + jiffies_to_ns(when);
+    }
+
+    pub fn clear_xmit_timer(&mut self) {
+        self.xmit_timer = XmitTimer::None;
+        self.xmit_deadline_ns = NEVER;
+    }
+
+    /// Refresh the TCP clocks (`tcp_mstamp_refresh`).
+    #[inline]
+    pub fn refresh_clock(&mut self, now_ns: u64) {
+        self.tp.set_now(now_ns);
+    }
+
+    /// Build a segment `[seq, end_seq)` with current ACK fields and hand it to the host's
+    /// egress. Returns false if the local qdisc dropped it (NET_XMIT_DROP).
+    pub fn transmit(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, pkt_flags: u8) -> bool {
+        let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
+        let (ack_seq, wnd, num_sacks, dsack) = self.rcv.fill_ack(&mut sack);
+        let payload = (end_seq - seq) as u32;
+        let mut f = pkt_flags;
+        if dsack {
+            f |= flags::DSACK;
+        }
+        if payload > 0 {
+            f |= flags::TSQ;
+        }
+        let pkt = Packet {
+            dst_ep: self.peer_ep,
+            dst_node: self.peer_node,
+            src_node: self.node,
+            ip_bytes: Packet::ip_len(payload, num_sacks),
+            seq,
+            end_seq,
+            ack_seq,
+            rwnd_bytes: wnd,
+            tsval_ns: ctx.now_ns,
+            tsecr_ns: self.ts_recent_ns,
+            sack,
+            num_sacks,
+            flags: f,
+        };
+        if payload > 0 {
+            self.stats.data_pkts_sent += 1;
+        }
+        let ok = ctx.net.send_from_host(self.node, pkt, ctx.now_ns, ctx.ev);
+        // The ACK fields went out with the segment either way only if it was sent.
+        if ok {
+            if self.state == ConnState::Established || self.state == ConnState::SynRecv {
+                self.rcv.ack_sent(wnd);
+            }
+            if payload > 0 {
+                self.wmem_alloc_bytes += payload as u64;
+            }
+        } else {
+            self.stats.local_drops += 1;
+        }
+        ok
+    }
+
+    /// `tcp_send_ack()`: a pure ACK.
+    pub fn send_ack(&mut self, ctx: &mut Ctx) {
+        let seq = self.tp.snd_nxt;
+        self.transmit(ctx, seq, seq, 0);
+        self.tp.inc(Mib::TcpOutSegs);
+    }
+
+    // ------------------------------------------------------------------ connection
+
+    /// The application connects (client side): send a SYN.
+    pub fn connect(&mut self, ctx: &mut Ctx) {
+        self.refresh_clock(ctx.now_ns);
+        self.state = ConnState::SynSent;
+        self.tp.inc(Mib::TcpActiveOpens);
+        self.send_syn(ctx);
+    }
+
+    fn send_syn(&mut self, ctx: &mut Ctx) {
+        // The SYN consumes no sequence space here: data starts at byte 0 (see packet.rs).
+        let seq = 0;
+        self.transmit(ctx, seq, seq, flags::SYN);
+        self.tp.inc(Mib::TcpOutSegs);
+        let rto = self.tp.icsk_rto;
+        self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
+    }
+
+    /// `tcp_init_transfer()`: connection established; set up buffers and congestion control.
+    fn init_transfer(&mut self, ctx: &mut Ctx) {
+        self.state = ConnState::Established;
+        self.tp.inc(Mib::TcpCurrEstab);
+        self.rcv.established(ctx.now_ns, 0);
+        self.tp.snd_cwnd = self.cfg.initial_cwnd;
+        self.tp.snd_ssthresh = TCP_INFINITE_SSTHRESH;
+        self.tp.snd_cwnd_stamp = self.tp.jiffies32();
+        self.tp.lsndtime = self.tp.jiffies32();
+        self.clear_xmit_timer();
+        self.icsk_backoff = 0;
+        self.syn_retries = 0;
+        self.sndbuf_expand();
+        self.cc.init(&mut self.tp);
+        self.tp.ca_has_cong_control = self.cc.has_cong_control();
+        if !self.tp.ca_has_cong_control {
+            self.update_pacing_rate();
+        }
+    }
+
+    /// A SYN-type RTT sample from the handshake (`tcp_synack_rtt_meas` and friends).
+    fn handshake_rtt(&mut self, tsecr_ns: u64, now_ns: u64) {
+        if tsecr_ns == 0 || tsecr_ns > now_ns {
+            return;
+        }
+        let rtt_us = ((now_ns - tsecr_ns) / 1000) as i64;
+        let rto_min = self.rto_min_us();
+        crate::tcp::rtt::update_rtt_min(&mut self.tp, rtt_us as u32, false, self.cfg.tcp_min_rtt_wlen_s);
+        crate::tcp::rtt::rtt_estimator(&mut self.tp, rtt_us, rto_min);
+        set_rto(&mut self.tp);
+    }
+
+    /// A packet addressed to this endpoint arrived.
+    pub fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.refresh_clock(ctx.now_ns);
+        self.tp.inc(Mib::TcpInSegs);
+        if pkt.tsval_ns != 0 {
+            self.ts_recent_ns = pkt.tsval_ns;
+        }
+        self.rx_tsecr_ns = pkt.tsecr_ns;
+        match self.state {
+            ConnState::Closed => {
+                if pkt.has(flags::SYN) {
+                    // Passive open: reply with a SYN-ACK.
+                    self.state = ConnState::SynRecv;
+                    self.tp.inc(Mib::TcpPassiveOpens);
+                    self.send_synack(ctx);
+                }
+                return;
+            }
+            ConnState::SynSent => {
+                if pkt.has(flags::SYN) {
+                    self.handshake_rtt(pkt.tsecr_ns, ctx.now_ns);
+                    self.tp.snd_wnd = pkt.rwnd_bytes;
+                    self.init_transfer(ctx);
+                    // Send data (carrying the handshake's final ACK); if there is nothing
+                    // to send, a pure ACK.
+                    let before = self.stats.data_pkts_sent;
+                    self.push_pending_frames(ctx);
+                    if self.stats.data_pkts_sent == before {
+                        self.send_ack(ctx);
+                    }
+                }
+                return;
+            }
+            ConnState::SynRecv => {
+                if pkt.has(flags::SYN) {
+                    // Our SYN-ACK was lost and the client retransmitted its SYN.
+                    self.send_synack(ctx);
+                    return;
+                }
+                self.handshake_rtt(pkt.tsecr_ns, ctx.now_ns);
+                self.tp.snd_wnd = pkt.rwnd_bytes;
+                self.init_transfer(ctx);
+            }
+            ConnState::Established => {
+                if pkt.has(flags::SYN) {
+                    // A retransmitted SYN-ACK: our handshake ACK was lost; ACK again.
+                    self.send_ack(ctx);
+                    return;
+                }
+            }
+        }
+        // Established: ACK processing first (tcp_rcv_established -> tcp_ack), then data.
+        self.tcp_ack(ctx, pkt);
+        if pkt.is_data() {
+            let srtt = self.tp.srtt_us;
+            let rto = self.tp.icsk_rto;
+            match self.rcv.on_data(ctx.now_ns, pkt.seq, pkt.end_seq, pkt.tsecr_ns, srtt, rto, &mut self.tp.mib) {
+                AckAction::Now => self.send_ack(ctx),
+                AckAction::Scheduled | AckAction::None => {}
+            }
+        }
+        // tcp_data_snd_check(): send what the ACK allows.
+        self.push_pending_frames(ctx);
+    }
+
+    fn send_synack(&mut self, ctx: &mut Ctx) {
+        self.transmit(ctx, 0, 0, flags::SYN);
+        self.tp.inc(Mib::TcpOutSegs);
+        let rto = self.tp.icsk_rto;
+        self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
+    }
+
+    /// Handshake timers: SYN / SYN-ACK retransmission with exponential backoff
+    /// (`tcp_retransmit_timer` in SYN_SENT, `tcp_syn_ack_timeout`).
+    pub fn syn_timer(&mut self, ctx: &mut Ctx) {
+        self.tp.inc(Mib::TCPTimeouts);
+        self.syn_retries += 1;
+        self.tp.icsk_rto = (self.tp.icsk_rto << 1).min(crate::tcp::rtt::TCP_RTO_MAX);
+        match self.state {
+            ConnState::SynSent => {
+                self.tp.inc(Mib::TcpRetransSegs);
+                self.send_syn(ctx)
+            }
+            ConnState::SynRecv => {
+                self.tp.inc(Mib::TcpRetransSegs);
+                self.send_synack(ctx)
+            }
+            _ => {}
+        }
+    }
+
+    /// The delayed-ACK or SACK-compression timer fired.
+    pub fn on_delack_timer(&mut self, ctx: &mut Ctx) {
+        self.refresh_clock(ctx.now_ns);
+        let mut send = false;
+        if self.rcv.delack_deadline_ns <= ctx.now_ns {
+            let rto = self.tp.icsk_rto;
+            send |= self.rcv.on_delack_timer(rto, &mut self.tp.mib);
+        }
+        if self.rcv.comp_sack_deadline_ns <= ctx.now_ns {
+            send |= self.rcv.on_comp_sack_timer();
+        }
+        if send {
+            self.send_ack(ctx);
+        }
+    }
+
+    /// The pacing timer fired (`tcp_pace_kick` -> `tcp_tsq_handler`).
+    pub fn on_pacing_timer(&mut self, ctx: &mut Ctx) {
+        self.refresh_clock(ctx.now_ns);
+        self.pacing_deadline_ns = NEVER;
+        self.tsq_write(ctx);
+    }
+
+    /// A data packet of ours left the host's NIC (TX completion, `tcp_wfree`).
+    pub fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.wmem_alloc_bytes = self.wmem_alloc_bytes.saturating_sub(pkt.payload_bytes() as u64);
+        if let Some(id) = self.rtx.find(pkt.seq) {
+            let s = self.rtx.get_mut(id);
+            s.in_host_queue = s.in_host_queue.saturating_sub(1);
+        }
+        if self.tsq_throttled && self.state == ConnState::Established {
+            self.tsq_throttled = false;
+            self.refresh_clock(ctx.now_ns);
+            self.tsq_write(ctx);
+        }
+    }
+
+    /// `tcp_tsq_write()`: retransmit what is lost, then send new data.
+    pub fn tsq_write(&mut self, ctx: &mut Ctx) {
+        if self.state != ConnState::Established {
+            return;
+        }
+        if self.tp.lost_out > self.tp.retrans_out && self.tp.snd_cwnd > self.tp.packets_in_flight() {
+            self.xmit_retransmit_queue(ctx);
+        }
+        self.push_pending_frames(ctx);
+    }
+
+    /// The application's writes for bulk transfer: keep the send buffer full
+    /// (`tcp_sendmsg_locked` as netperf drives it), within `stop_ns` and `total_bytes`.
+    pub fn app_fill(&mut self, now_ns: u64) {
+        if self.app.stopped {
+            return;
+        }
+        if now_ns >= self.app.stop_ns {
+            self.app.stopped = true;
+            return;
+        }
+        // Payload bytes the socket may hold (queued + unacked), see sndbuf_expand().
+        let cap = self.tp.snd_una + self.sk_sndbuf;
+        let mut target = cap;
+        if let Some(total) = self.app.total_bytes {
+            target = target.min(total);
+        }
+        if target > self.tp.write_seq {
+            // tcp_sendmsg_locked() checks whether the flow is application limited first.
+            let unsent = self.tp.write_seq - self.tp.snd_nxt;
+            crate::tcp::rate::rate_check_app_limited(&mut self.tp, unsent, self.wmem_alloc_bytes);
+            self.tp.write_seq = target;
+        }
+    }
+
+    /// `tcp_sndbuf_expand()`: room for `sndbuf_expand` (2, BBR 3) windows of
+    /// worst-case per-segment memory, capped by `tcp_wmem[2]`. tcplab charges payload
+    /// bytes against the buffer (TSO skbs' truesize is within a few % of their payload),
+    /// so the cap is converted at payload/per_mss.
+    pub fn sndbuf_expand(&mut self) {
+        let mss = self.tp.mss_cache as u64;
+        // per_mss = roundup_pow_of_two(mss + MAX_TCP_HEADER + shinfo) + sizeof(sk_buff)
+        let per_mss = (mss + 320 + 320).next_power_of_two() + 256;
+        let nr_segs = (self.tp.snd_cwnd.max(crate::tcp::sock::TCP_INIT_CWND)).max(self.reordering + 1) as u64;
+        let factor = self.cc.sndbuf_expand(&self.tp).unwrap_or(2) as u64;
+        let sndmem = factor * nr_segs * per_mss;
+        let sndbuf = sndmem.min(self.cfg.tcp_wmem[2]).max(self.sk_sndbuf);
+        // Convert the kernel's memory budget to payload bytes (it assumes per_mss per segment
+        // only in the non-TSO worst case; with TSO the memory holds ~payload).
+        self.sk_sndbuf = sndbuf;
+    }
+}
