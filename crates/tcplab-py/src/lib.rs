@@ -1,1 +1,199 @@
-//! placeholder
+//! `tcplab._core`: the Python binding of the tcplab engine.
+//!
+//! One function, `run(config_json, progress=None) -> dict`. The simulation runs with the
+//! GIL released, in chunks of simulated time; between chunks the binding calls
+//! `progress(sim_now_ns, duration_ns)` and checks for Ctrl-C. Time series come back as
+//! NumPy arrays that take over the engine's buffers without copying. Errors: a bad
+//! configuration raises `ValueError`, an engine panic raises `RuntimeError` with context.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use numpy::IntoPyArray;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use tcplab_core::config::SimConfig;
+use tcplab_core::mib::{Mib, MibCounters};
+use tcplab_core::sim::{SimOutput, Simulator};
+
+const CHUNKS: u64 = 100;
+
+fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = e.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = e.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+fn counters_dict<'py>(py: Python<'py>, c: &MibCounters) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for m in Mib::ALL {
+        d.set_item(m.nstat_name(), c.get(m))?;
+    }
+    Ok(d)
+}
+
+fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("version", env!("CARGO_PKG_VERSION"))?;
+    d.set_item("events", out.events)?;
+    d.set_item("packets", out.packets)?;
+
+    let flows = PyList::empty(py);
+    for f in &out.flows {
+        let fd = PyDict::new(py);
+        fd.set_item("name", &f.name)?;
+        fd.set_item("src", f.src)?;
+        fd.set_item("dst", f.dst)?;
+        fd.set_item("cc", &f.cc)?;
+        fd.set_item("start_ns", f.start_ns)?;
+        fd.set_item("end_ns", f.end_ns)?;
+        fd.set_item("bytes_sent", f.bytes_sent)?;
+        fd.set_item("bytes_retrans", f.bytes_retrans)?;
+        fd.set_item("bytes_acked", f.bytes_acked)?;
+        fd.set_item("bytes_received", f.bytes_received)?;
+        fd.set_item("data_segs_out", f.data_segs_out)?;
+        fd.set_item("retrans_segs", f.retrans_segs)?;
+        fd.set_item("timeouts", f.timeouts)?;
+        let r = PyDict::new(py);
+        r.set_item("count", f.rtt.count)?;
+        r.set_item("min", f.rtt.min_us)?;
+        r.set_item("mean", f.rtt.mean_us)?;
+        r.set_item("p50", f.rtt.p50_us)?;
+        r.set_item("p90", f.rtt.p90_us)?;
+        r.set_item("p99", f.rtt.p99_us)?;
+        r.set_item("max", f.rtt.max_us)?;
+        fd.set_item("rtt_us", r)?;
+        fd.set_item("counters", counters_dict(py, &f.counters)?)?;
+        flows.append(fd)?;
+    }
+    d.set_item("flows", flows)?;
+
+    let hosts = PyList::empty(py);
+    for h in &out.hosts {
+        let hd = PyDict::new(py);
+        hd.set_item("name", &h.name)?;
+        hd.set_item("counters", counters_dict(py, &h.counters)?)?;
+        hosts.append(hd)?;
+    }
+    d.set_item("hosts", hosts)?;
+
+    let links = PyList::empty(py);
+    for l in &out.links {
+        let ld = PyDict::new(py);
+        ld.set_item("name", &l.name)?;
+        ld.set_item("from", l.from)?;
+        ld.set_item("to", l.to)?;
+        ld.set_item("qdisc", l.qdisc)?;
+        ld.set_item("sent_bytes", l.stats.sent_bytes)?;
+        ld.set_item("sent_packets", l.stats.sent_packets)?;
+        ld.set_item("drops", l.stats.drops)?;
+        ld.set_item("overlimits", l.stats.overlimits)?;
+        ld.set_item("requeues", l.stats.requeues)?;
+        ld.set_item("backlog_bytes", l.stats.backlog_bytes)?;
+        ld.set_item("backlog_packets", l.stats.backlog_packets)?;
+        ld.set_item("max_backlog_packets", l.stats.max_backlog_packets)?;
+        ld.set_item("loss_drops", l.wire.loss_drops + l.wire.drop_list_drops)?;
+        ld.set_item("reorder_events", l.wire.reorder_events)?;
+        links.append(ld)?;
+    }
+    d.set_item("links", links)?;
+
+    let inv = PyDict::new(py);
+    let i = &out.invariant;
+    inv.set_item("ok", i.ok)?;
+    inv.set_item("data_packets_sent", i.data.sent)?;
+    inv.set_item("data_packets_received", i.data.received)?;
+    let dropped = PyDict::new(py);
+    dropped.set_item("queue", i.data.dropped_queue)?;
+    dropped.set_item("loss", i.data.dropped_loss)?;
+    dropped.set_item("drop_list", i.data.dropped_drop_list)?;
+    dropped.set_item("no_route", i.data.dropped_no_route)?;
+    inv.set_item("dropped", dropped)?;
+    inv.set_item("in_flight", i.in_flight)?;
+    inv.set_item("message", &i.message)?;
+    d.set_item("invariant", inv)?;
+
+    let s = out.series;
+    let ts = PyDict::new(py);
+    ts.set_item("t_ns", s.t_ns.into_pyarray(py))?;
+    ts.set_item("flow", s.flow.into_pyarray(py))?;
+    ts.set_item("cwnd", s.cwnd.into_pyarray(py))?;
+    ts.set_item("ssthresh", s.ssthresh.into_pyarray(py))?;
+    ts.set_item("srtt_us", s.srtt_us.into_pyarray(py))?;
+    ts.set_item("rttvar_us", s.rttvar_us.into_pyarray(py))?;
+    ts.set_item("min_rtt_us", s.min_rtt_us.into_pyarray(py))?;
+    ts.set_item("pacing_rate_bps", s.pacing_rate_bps.into_pyarray(py))?;
+    ts.set_item("delivery_rate_bps", s.delivery_rate_bps.into_pyarray(py))?;
+    ts.set_item("inflight", s.inflight.into_pyarray(py))?;
+    ts.set_item("bytes_acked", s.bytes_acked.into_pyarray(py))?;
+    ts.set_item("bytes_received", s.bytes_received.into_pyarray(py))?;
+    ts.set_item("retrans_segs", s.retrans_segs.into_pyarray(py))?;
+    ts.set_item("lost", s.lost.into_pyarray(py))?;
+    ts.set_item("ca_state", s.ca_state.into_pyarray(py))?;
+    ts.set_item("cc_mode", s.cc_mode.into_pyarray(py))?;
+    ts.set_item("bbr_bw_bps", s.bbr_bw_bps.into_pyarray(py))?;
+    ts.set_item("pacing_gain", s.pacing_gain.into_pyarray(py))?;
+    ts.set_item("cwnd_gain", s.cwnd_gain.into_pyarray(py))?;
+    d.set_item("timeseries", ts)?;
+
+    let q = out.queues;
+    let qs = PyDict::new(py);
+    qs.set_item("t_ns", q.t_ns.into_pyarray(py))?;
+    qs.set_item("link", q.link.into_pyarray(py))?;
+    qs.set_item("backlog_packets", q.backlog_packets.into_pyarray(py))?;
+    qs.set_item("backlog_bytes", q.backlog_bytes.into_pyarray(py))?;
+    qs.set_item("drops", q.drops.into_pyarray(py))?;
+    d.set_item("queue_timeseries", qs)?;
+
+    let names = PyDict::new(py);
+    names.set_item("ca_state", vec!["Open", "Disorder", "CWR", "Recovery", "Loss"])?;
+    let modes = PyDict::new(py);
+    modes.set_item("bbr", vec!["", "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"])?;
+    names.set_item("cc_mode", modes)?;
+    d.set_item("names", names)?;
+    Ok(d)
+}
+
+/// Run a simulation described by `config_json` (the resolved scenario).
+#[pyfunction]
+#[pyo3(signature = (config_json, progress=None))]
+fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    let cfg = SimConfig::from_json(config_json).map_err(PyValueError::new_err)?;
+    let mut sim = Simulator::new(cfg).map_err(PyValueError::new_err)?;
+    let duration = sim.duration_ns();
+    let step = (duration / CHUNKS).max(1);
+    let mut t = 0u64;
+    loop {
+        t = (t + step).min(duration);
+        let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| sim.run_until(t))));
+        if let Err(e) = r {
+            return Err(PyRuntimeError::new_err(format!(
+                "engine panicked at simulated time {:.6} s: {}",
+                t as f64 / 1e9,
+                panic_message(e)
+            )));
+        }
+        py.check_signals()?;
+        if let Some(cb) = &progress {
+            cb.call1((sim.now_rel_ns(), duration))?;
+        }
+        if t >= duration {
+            break;
+        }
+    }
+    let out = catch_unwind(AssertUnwindSafe(|| sim.finish()))
+        .map_err(|e| PyRuntimeError::new_err(format!("engine panicked while collecting results: {}", panic_message(e))))?;
+    to_python(py, out)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

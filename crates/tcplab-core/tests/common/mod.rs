@@ -1,0 +1,61 @@
+//! Scenario builders shared by the integration tests.
+#![allow(dead_code)]
+
+use tcplab_core::config::*;
+
+pub const MSS: u64 = 1448;
+
+/// A dumbbell: `n` sender hosts -> router r1 -> router r2 -> one receiver host.
+/// Access links are 10x the bottleneck rate with 1 ms delay... set to zero-cost here:
+/// the bottleneck r1->r2 has `rate_bps` and `one_way_delay_ns`, access links are 100x
+/// faster with 1 us delay so the path RTT is ~2 x one_way_delay.
+pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queue: QueueConfig, duration_ns: u64) -> SimConfig {
+    let mut nodes = Vec::new();
+    for i in 0..n {
+        nodes.push(NodeConfig { name: format!("s{i}"), kind: NodeKind::Host });
+    }
+    nodes.push(NodeConfig { name: "dst".into(), kind: NodeKind::Host });
+    nodes.push(NodeConfig { name: "r1".into(), kind: NodeKind::Router });
+    nodes.push(NodeConfig { name: "r2".into(), kind: NodeKind::Router });
+    let dst = n as u32;
+    let r1 = n as u32 + 1;
+    let r2 = n as u32 + 2;
+    let fast = rate_bps * 100;
+    let mut links = Vec::new();
+    let mut add = |a: u32, b: u32, rate: u64, delay: u64, q: QueueConfig, loss: LossConfig| {
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss, reorder: None, queue: q });
+    };
+    let big = QueueConfig::Pfifo { limit_packets: 100_000 };
+    for i in 0..n as u32 {
+        add(i, r1, fast, 1_000, big.clone(), LossConfig::None);
+        add(r1, i, fast, 1_000, big.clone(), LossConfig::None);
+    }
+    add(r1, r2, rate_bps, one_way_delay_ns, queue, LossConfig::None);
+    add(r2, r1, rate_bps, one_way_delay_ns, big.clone(), LossConfig::None);
+    add(r2, dst, fast, 1_000, big.clone(), LossConfig::None);
+    add(dst, r2, fast, 1_000, big, LossConfig::None);
+    let flows = (0..n as u32)
+        .map(|i| FlowConfig {
+            name: format!("f{i}"),
+            src: i,
+            dst,
+            cc,
+            start_ns: 0,
+            stop_ns: None,
+            app: AppConfig::Bulk,
+            tcp: TcpConfig::default(),
+            cc_params: CcParams::default(),
+        })
+        .collect();
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows }
+}
+
+/// Index of the bottleneck link r1->r2 in a `dumbbell(n, ...)`.
+pub fn bottleneck(n: usize) -> usize {
+    2 * n
+}
+
+/// BDP in packets for a rate and RTT (1514-byte frames on the wire).
+pub fn bdp_packets(rate_bps: u64, rtt_ns: u64) -> u32 {
+    ((rate_bps as f64 / 8.0 * rtt_ns as f64 / 1e9) / 1514.0).round() as u32
+}
