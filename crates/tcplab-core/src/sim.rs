@@ -149,7 +149,7 @@ impl Simulator {
                 ev.push(BOOT_NS + f.start_ns, EventKind::App, i as u32);
             }
         }
-        let rows = if cfg.sample_interval_ns > 0 { (cfg.duration_ns / cfg.sample_interval_ns + 2) as usize } else { 0 };
+        let rows = cfg.duration_ns.checked_div(cfg.sample_interval_ns).map_or(0, |n| n as usize + 2);
         if cfg.sample_interval_ns > 0 {
             ev.push(BOOT_NS, EventKind::Sample, 0);
         }

@@ -64,7 +64,12 @@ pub fn jiffies_to_ns(j: u32) -> u64 {
 #[inline]
 pub fn tx_time_ns(bytes: u64, rate_bps: u64) -> u64 {
     debug_assert!(rate_bps > 0);
-    ((bytes as u128 * 8 * NSEC_PER_SEC as u128).div_ceil(rate_bps as u128)) as u64
+    // 64-bit arithmetic is exact up to 2.3 GB per packet; fall back to 128 bits beyond.
+    if bytes < (u64::MAX / (8 * NSEC_PER_SEC)) {
+        (bytes * 8 * NSEC_PER_SEC).div_ceil(rate_bps)
+    } else {
+        ((bytes as u128 * 8 * NSEC_PER_SEC as u128).div_ceil(rate_bps as u128)) as u64
+    }
 }
 
 #[cfg(test)]

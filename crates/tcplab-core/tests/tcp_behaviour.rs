@@ -100,7 +100,7 @@ fn reno_under_random_loss_follows_mathis() {
     let mut cfg = dumbbell(1, CcKind::Reno, rate, 10 * MS, QueueConfig::Pfifo { limit_packets: 100_000 }, 120 * S);
     cfg.links[bottleneck(1)].loss = LossConfig::Bernoulli { p };
     let out = run(cfg);
-    let rtt_s = out.flows[0].rtt.mean_us as f64 / 1e6;
+    let rtt_s = out.flows[0].rtt.mean_us / 1e6;
     let mathis = 1448.0 * 8.0 / rtt_s * (1.5f64).sqrt() / p.sqrt();
     let got = goodput_bps(&out, 0);
     let ratio = got / mathis;

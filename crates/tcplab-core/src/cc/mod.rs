@@ -124,7 +124,7 @@ impl Cc {
     /// Build the algorithm for a flow; `rng` is the flow's own congestion-control stream.
     pub fn new(kind: CcKind, params: &CcParams, rng: Rng) -> Cc {
         match kind {
-            CcKind::Reno => Cc::Reno(reno::Reno::default()),
+            CcKind::Reno => Cc::Reno(reno::Reno),
             CcKind::Cubic => Cc::Cubic(cubic::Cubic::new(params)),
             CcKind::Bbr => Cc::Bbr(bbr::Bbr::new(params, rng)),
         }

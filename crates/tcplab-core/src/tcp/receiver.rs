@@ -40,7 +40,7 @@ const TCP_FASTRETRANS_THRESH: u32 = 3;
 
 #[inline]
 fn win_from_space(space: u64) -> u64 {
-    space * SCALING_RATIO >> 8
+    (space * SCALING_RATIO) >> 8
 }
 
 #[inline]
@@ -443,6 +443,7 @@ impl Receiver {
     }
 
     /// A data segment `[seq, end_seq)` arrived (`tcp_data_queue` + `tcp_ack_snd_check`).
+    #[allow(clippy::too_many_arguments)]
     /// `srtt_us_x8` and `rto_j` are the endpoint's own RTT estimate and RTO (jiffies).
     pub fn on_data(&mut self, now_ns: u64, seq: u64, end_seq: u64, tsecr_ns: u64, srtt_us_x8: u32, rto_j: u32, mib: &mut MibCounters) -> AckAction {
         let len = end_seq - seq;
@@ -648,7 +649,7 @@ mod tests {
         let (s, e) = seg(0);
         assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Scheduled);
         let d = r.delack_deadline_ns - now;
-        assert!(d >= 39_000_000 && d <= 41_000_000, "delay {d}");
+        assert!((39_000_000..=41_000_000).contains(&d), "delay {d}");
     }
 
     #[test]

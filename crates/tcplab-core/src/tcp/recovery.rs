@@ -433,12 +433,10 @@ impl TcpSocket {
             // nothing
         } else if self.tp.snd_una >= self.tp.high_seq {
             match self.tp.ca_state {
-                CaState::Cwr => {
-                    // CWR is to be held something *above* high_seq is ACKed for CWR bit to reach receiver.
-                    if self.tp.snd_una != self.tp.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_ca_state(CaState::Open);
-                    }
+                // CWR is to be held until something *above* high_seq is ACKed.
+                CaState::Cwr if self.tp.snd_una != self.tp.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
                     if self.try_undo_recovery() {

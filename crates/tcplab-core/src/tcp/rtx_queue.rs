@@ -119,6 +119,19 @@ impl RtxQueue {
 
     /// Id of the skb whose `[seq, end_seq)` contains `seq`, if any.
     pub fn find(&self, seq: u64) -> Option<u64> {
+        // Fast path: skbs are full-sized segments, so the index is usually
+        // (seq - front.seq) / len(front); verify, else binary search.
+        if let Some(f) = self.q.front() {
+            let len = f.end_seq - f.seq;
+            if seq >= f.seq && len > 0 {
+                let i = ((seq - f.seq) / len) as usize;
+                if let Some(s) = self.q.get(i) {
+                    if s.seq <= seq && seq < s.end_seq {
+                        return Some(self.base_id + i as u64);
+                    }
+                }
+            }
+        }
         let i = self.q.partition_point(|s| s.end_seq <= seq);
         if i < self.q.len() && self.q[i].seq <= seq {
             Some(self.base_id + i as u64)
