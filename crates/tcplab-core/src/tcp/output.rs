@@ -444,7 +444,63 @@ impl TcpSocket {
     }
 }
 
-#[allow(dead_code)]
-fn _uses(_: u8) -> u8 {
-    TCPCB_SACKED_ACKED
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{AppConfig, CcKind, CcParams, FlowConfig, TcpConfig};
+    use crate::tcp::socket::TcpSocket;
+
+    fn socket(cc: CcKind, ssai: bool) -> TcpSocket {
+        let flow = FlowConfig {
+            name: "f".into(),
+            src: 0,
+            dst: 1,
+            cc,
+            start_ns: 0,
+            stop_ns: None,
+            app: AppConfig::Bulk,
+            tcp: TcpConfig { tcp_slow_start_after_idle: ssai, ..TcpConfig::default() },
+            cc_params: CcParams::default(),
+        };
+        let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX);
+        c.tp.snd_cwnd = 100;
+        c.tp.snd_ssthresh = 80;
+        c.tp.icsk_rto = 200;
+        c.tp.lsndtime = 1000;
+        c
+    }
+
+    #[test]
+    fn idle_for_three_rtos_halves_cwnd_twice_then_stops_at_init_cwnd() {
+        // tcp_cwnd_restart(): `while ((delta -= rto) > 0 && cwnd > restart) cwnd >>= 1`,
+        // floored at the initial window; ssthresh = tcp_current_ssthresh() = max(ssthresh,
+        // 3/4 cwnd).
+        let mut c = socket(CcKind::Cubic, true);
+        c.tp.set_now((1000 + 3 * 200 + 50) * 1_000_000); // idle 650 ms = 3.25 RTOs
+        c.slow_start_after_idle_check();
+        // delta 650 -> 450, 250, 50 (all > 0): three halvings, 100 -> 50 -> 25 -> 12.
+        assert_eq!(c.tp.snd_cwnd, 12);
+        assert_eq!(c.tp.snd_ssthresh, 80);
+        let mut c = socket(CcKind::Cubic, true);
+        c.tp.set_now((1000 + 20 * 200) * 1_000_000);
+        c.slow_start_after_idle_check();
+        assert_eq!(c.tp.snd_cwnd, 10);
+    }
+
+    #[test]
+    fn no_restart_when_disabled_short_idle_or_bbr() {
+        let mut c = socket(CcKind::Cubic, false);
+        c.tp.set_now(10_000 * 1_000_000);
+        c.slow_start_after_idle_check();
+        assert_eq!(c.tp.snd_cwnd, 100);
+        let mut c = socket(CcKind::Cubic, true);
+        c.tp.set_now((1000 + 150) * 1_000_000); // idle shorter than one RTO
+        c.slow_start_after_idle_check();
+        assert_eq!(c.tp.snd_cwnd, 100);
+        // BBR has cong_control: Linux skips the restart and lets BBR's idle_restart act.
+        let mut c = socket(CcKind::Bbr, true);
+        c.tp.set_now(10_000 * 1_000_000);
+        c.slow_start_after_idle_check();
+        assert_eq!(c.tp.snd_cwnd, 100);
+    }
 }

@@ -1,0 +1,37 @@
+# tcplab: two commands for a fresh machine.
+#   make demo   set everything up, then compare CUBIC and BBR on the built-in lossy path
+#               (100 ms RTT, 5 Mbit/s, 1% loss) and write a report to out/demo/
+#   make test   set everything up, then run every default test (Rust and Python)
+# Other targets: make setup | make bench | make test-slow | make clean
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test setup bench test-slow clean
+
+$(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Cargo.toml) $(shell find python -name '*.py' -o -name '*.yaml')
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/demo
+	@echo "report: out/demo/report.html"
+
+test: $(STAMP)
+	cargo test --workspace --release
+	$(PY) -m pytest -q
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+bench:
+	cargo run --release -p tcplab-bench
+
+clean:
+	rm -rf $(VENV) target out
