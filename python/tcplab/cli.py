@@ -97,16 +97,16 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
 
 
 def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
+    from rich import box
     from rich.table import Table
 
     console = _console()
     s = result.summary
-    table = Table(title=f"{s['scenario']} (seed {s['seed']}, {s['duration_s']:g} s)", title_justify="left")
-    for col, justify in (
-        ("flow", "left"), ("cc", "left"), ("goodput Mbit/s", "right"), ("retrans %", "right"),
-        ("timeouts", "right"), ("RTT p50 ms", "right"), ("RTT p99 ms", "right"),
-    ):
-        table.add_column(col, justify=justify)
+    table = Table(title=f"{s['scenario']} (seed {s['seed']}, {s['duration_s']:g} s)", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("flow", no_wrap=True)
+    table.add_column("cc")
+    for col in ("goodput Mbit/s", "retrans %", "RTOs", "RTT p50 ms", "RTT p99 ms"):
+        table.add_column(col, justify="right")
     for f in s["flows"]:
         table.add_row(
             f["name"], f["cc"], _fmt(f["goodput_bps"], 1e-6, 3), _fmt(f["retrans_ratio"], 100.0),
@@ -170,9 +170,10 @@ def compare(
     cmp = run_variants(variants, progress=not quiet)
     cmp.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
+        from rich import box
         from rich.table import Table
 
-        table = Table(title="tcplab compare", title_justify="left")
+        table = Table(title="tcplab compare", title_justify="left", box=box.SIMPLE_HEAD)
         table.add_column("metric")
         for v in variants:
             table.add_column(v.label, justify="right")

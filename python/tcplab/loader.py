@@ -72,10 +72,11 @@ def builtin_scenarios() -> dict[str, str]:
             name = entry.name[: -len(".yaml")]
             try:
                 data = yaml.safe_load(entry.read_text(encoding="utf-8")) or {}
-                desc = str(data.get("description") or "").strip().splitlines()
+                text = " ".join(str(data.get("description") or "").split())
             except yaml.YAMLError:
-                desc = []
-            out[name] = desc[0] if desc else ""
+                text = ""
+            first = text.split(": ")[0].split(". ")[0].rstrip(".")
+            out[name] = first
     return out
 
 

@@ -68,9 +68,11 @@ Flows
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
-from pathlib import Path
+from decimal import Decimal
+from fractions import Fraction
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -315,7 +317,7 @@ class QueueLimit(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     unit: Literal["packets", "bytes", "bdp"]
-    value: float
+    value: Decimal  # exact, so "0.1bdp" is a tenth, not 0.1000000000000000055
 
 
 class AppSpec(BaseModel):
@@ -366,7 +368,7 @@ Rate = Annotated[int, BeforeValidator(parse_rate)]
 Time = Annotated[int, BeforeValidator(parse_time)]
 PosTime = Annotated[int, BeforeValidator(lambda v: parse_time(v, allow_zero=False))]
 Size = Annotated[int, BeforeValidator(parse_size)]
-Fraction = Annotated[float, BeforeValidator(parse_fraction)]
+Probability = Annotated[float, BeforeValidator(parse_fraction)]
 Bool = Annotated[bool, BeforeValidator(_parse_bool)]
 CcName = Annotated[str, BeforeValidator(_parse_cc)]
 MemTriple = Annotated[tuple[int, int, int], BeforeValidator(_parse_mem_triple)]
@@ -559,7 +561,7 @@ class Host(_Model):
 class Reorder(_Model):
     """netem-style reordering: with ``probability``, a packet is held ``delay`` longer."""
 
-    probability: Fraction = Field(description="a probability such as 1%")
+    probability: Probability = Field(description="a probability such as 1%")
     delay: PosTime = Field(description="the extra delay of a reordered packet, such as 5ms")
 
 
@@ -588,8 +590,8 @@ class Queue(_Model):
         if self.limit is not None:
             return self.limit
         if self.qdisc == "pfifo":
-            return QueueLimit(unit="packets", value=DEFAULT_PFIFO_LIMIT)
-        return QueueLimit(unit="bytes", value=DEFAULT_BFIFO_LIMIT)
+            return QueueLimit(unit="packets", value=Decimal(DEFAULT_PFIFO_LIMIT))
+        return QueueLimit(unit="bytes", value=Decimal(DEFAULT_BFIFO_LIMIT))
 
 
 def parse_queue_limit(value: Any, qdisc: str) -> QueueLimit | None:
@@ -612,7 +614,7 @@ def parse_queue_limit(value: Any, qdisc: str) -> QueueLimit | None:
                 raise UnitError(f"{show_value(value)} is not a queue limit", expected, value) from None
             if k <= 0:
                 raise UnitError(f"{show_value(value)} is not positive", expected, value)
-            return QueueLimit(unit="bdp", value=float(k))
+            return QueueLimit(unit="bdp", value=k)
         if qdisc == "pfifo":
             if lowered.endswith("p"):
                 text = text[:-1]
@@ -627,12 +629,12 @@ def parse_queue_limit(value: Any, qdisc: str) -> QueueLimit | None:
             n = _parse_int(1, 2**32 - 1, "a packet count")(text if isinstance(value, str) else value)
         except UnitError:
             raise UnitError(f"{show_value(value)} is not a packet count of at least 1", expected, value) from None
-        return QueueLimit(unit="packets", value=n)
+        return QueueLimit(unit="packets", value=Decimal(n))
     try:
         size = parse_size(value, allow_zero=False)
     except UnitError as e:
         raise UnitError(e.problem, expected, value) from None
-    return QueueLimit(unit="bytes", value=size)
+    return QueueLimit(unit="bytes", value=Decimal(size))
 
 
 class LinkOverrides(_Model):
@@ -957,13 +959,14 @@ class _Topology:
             return max(crossing)
         return 2 * self.links[index]["delay_ns"]
 
-    def bdp_bytes(self, index: int) -> float:
-        return self.links[index]["rate_bps"] / 8 * self.base_rtt_ns(index) / 1e9
+    def bdp_bytes(self, index: int) -> Fraction:
+        """rate_bps / 8 * base_rtt, exactly (a Fraction, so rounding is never off by an ulp)."""
+        return Fraction(self.links[index]["rate_bps"] * self.base_rtt_ns(index), 8 * 10**9)
 
     def _queue(self, index: int, link: dict[str, Any], queue: Queue) -> dict[str, Any]:
         limit = queue.limit_spec()
         if limit.unit == "bdp":
-            bdp = self.bdp_bytes(index) * limit.value
+            bdp = self.bdp_bytes(index) * Fraction(limit.value)
             if queue.qdisc == "pfifo":
                 return {"kind": "pfifo", "limit_packets": max(1, _round_half_up(bdp / NOMINAL_PACKET_BYTES))}
             return {"kind": "bfifo", "limit_bytes": max(NOMINAL_PACKET_BYTES, _round_half_up(bdp))}
@@ -972,10 +975,8 @@ class _Topology:
         return {"kind": "bfifo", "limit_bytes": int(limit.value)}
 
 
-def _round_half_up(x: float) -> int:
-    import math
-
-    return int(math.floor(x + 0.5))
+def _round_half_up(x: Fraction) -> int:
+    return math.floor(x + Fraction(1, 2))
 
 
 # --------------------------------------------------------------------------- entry point
@@ -1022,7 +1023,3 @@ def _convert(exc: ValidationError, file: str) -> ScenarioError:
             errors.append(ScenarioError(f"{show_value(value)}: {msg}", file=file, path=path, value=value))
     first = errors[0]
     return ScenarioError(first.problem, file=first.file, path=first.path, value=first.value, expected=first.expected, errors=errors)
-
-
-def load_file_text(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
