@@ -41,7 +41,6 @@ class FakeCore:
         if self.fail is not None:
             raise self.fail
         duration = config["duration_ns"]
-        interval = config.get("sample_interval_ns", 100_000_000)
         if progress is not None:
             for k in range(1, 5):
                 now = duration * k // 4
@@ -113,15 +112,33 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
                 "data_segs_out": segs,
                 "retrans_segs": retrans,
                 "timeouts": timeouts,
-                "rtt_us": {"count": segs, "min": rtt_us, "mean": rtt_us + 1, "p50": rtt_us, "p90": rtt_us + 2, "p99": rtt_us + 5, "max": rtt_us + 9},
-                "counters": {"TcpOutSegs": segs, "TcpRetransSegs": retrans, "TcpExtTCPTimeouts": timeouts, "TcpExtTCPSackRecovery": retrans // 2},
+                "rtt_us": {
+                    "count": segs,
+                    "min": rtt_us,
+                    "mean": rtt_us + 1,
+                    "p50": rtt_us,
+                    "p90": rtt_us + 2,
+                    "p99": rtt_us + 5,
+                    "max": rtt_us + 9,
+                },
+                "counters": {
+                    "TcpOutSegs": segs,
+                    "TcpRetransSegs": retrans,
+                    "TcpExtTCPTimeouts": timeouts,
+                    "TcpExtTCPSackRecovery": retrans // 2,
+                },
             }
         )
     hosts = []
     for index, node in enumerate(nodes):
         if node.get("kind", "host") != "host":
             continue
-        sums: dict[str, int] = {"TcpOutSegs": 0, "TcpRetransSegs": 0, "TcpExtTCPTimeouts": 0, "TcpExtTCPSackRecovery": 0}
+        sums: dict[str, int] = {
+            "TcpOutSegs": 0,
+            "TcpRetransSegs": 0,
+            "TcpExtTCPTimeouts": 0,
+            "TcpExtTCPSackRecovery": 0,
+        }
         for f, fo in zip(flows, flow_out, strict=True):
             if f["src"] == index:
                 for k, v in fo["counters"].items():

@@ -7,10 +7,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+import fake_core
 from tcplab.cli import app
 from tcplab.results import RUN_FILES
-
-import fake_core
 
 
 def invoke(*args):
@@ -30,7 +29,19 @@ def test_run_builtin(tmp_path, patched_core):
 
 def test_run_bare_builtin_name_seed_and_sets(tmp_path, patched_core):
     out = tmp_path / "o"
-    r = invoke("run", "cubic-vs-bbr-lossy", "-o", out, "--seed", 5, "--set", "flows.0.cc=bbr", "--set", "links.0.loss=0.5%", "--quiet")
+    r = invoke(
+        "run",
+        "cubic-vs-bbr-lossy",
+        "-o",
+        out,
+        "--seed",
+        5,
+        "--set",
+        "flows.0.cc=bbr",
+        "--set",
+        "links.0.loss=0.5%",
+        "--quiet",
+    )
     assert r.exit_code == 0, r.output
     assert r.stdout == ""
     resolved = json.loads((out / "scenario.resolved.json").read_text())
@@ -59,7 +70,10 @@ def test_existing_output_dir_needs_force(tmp_path, patched_core):
     (out / "old.txt").write_text("x")
     r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", out, "--set", "duration=1s")
     assert r.exit_code == 2
-    assert r.stderr.strip() == f"error: {out}: output directory exists and is not empty; expected a new or empty directory (or --force to replace it)"
+    assert (
+        r.stderr.strip()
+        == f"error: {out}: output directory exists and is not empty; expected a new or empty directory (or --force to replace it)"
+    )
     assert patched_core.calls == []  # refused before simulating
     r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", out, "--set", "duration=1s", "--force", "-q")
     assert r.exit_code == 0
@@ -69,7 +83,10 @@ def test_existing_output_dir_needs_force(tmp_path, patched_core):
 def test_set_errors_exit_2(tmp_path, patched_core):
     r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", tmp_path / "o", "--set", "links.3.loss=1%")
     assert r.exit_code == 2
-    assert r.stderr.strip() == "error: --set: links.3.loss: no element 3 (links has 1 element); expected an index from 0 to 0"
+    assert (
+        r.stderr.strip()
+        == "error: --set: links.3.loss: no element 3 (links has 1 element); expected an index from 0 to 0"
+    )
     r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", tmp_path / "o", "--set", "flows.0.cc=cubic,bbr")
     assert r.exit_code == 2
     assert "use" not in r.stderr or "tcplab compare" in r.stderr
@@ -90,7 +107,10 @@ def test_several_errors_one_line_each(tmp_path, patched_core, write_yaml, base_s
     ("exc", "message"),
     [
         (RuntimeError("tcp: sequence space wrapped"), "error: engine: tcp: sequence space wrapped"),
-        (ValueError("engine config: flows.0.src: out of range"), "error: engine: engine config: flows.0.src: out of range"),
+        (
+            ValueError("engine config: flows.0.src: out of range"),
+            "error: engine: engine config: flows.0.src: out of range",
+        ),
     ],
 )
 def test_engine_failure_exit_1(tmp_path, monkeypatch, exc, message):
@@ -130,7 +150,9 @@ def test_missing_engine_exit_1(tmp_path, monkeypatch):
 
 def test_compare_values(tmp_path, patched_core):
     out = tmp_path / "cmp"
-    r = invoke("compare", "builtin:cubic-vs-bbr-lossy", "--set", "flows.0.cc=cubic,bbr", "--set", "duration=2s", "-o", out)
+    r = invoke(
+        "compare", "builtin:cubic-vs-bbr-lossy", "--set", "flows.0.cc=cubic,bbr", "--set", "duration=2s", "-o", out
+    )
     assert r.exit_code == 0, r.output
     assert "goodput (Mbit/s)" in r.stdout and "cubic" in r.stdout and "bbr" in r.stdout
     assert (out / "compare.json").is_file() and (out / "compare.png").is_file()
@@ -199,7 +221,10 @@ def test_console_script_entry_point():
     env = {"PYTHONPATH": str(root / "python"), "PATH": "/usr/bin:/bin"}
     p = subprocess.run(
         [sys.executable, "-c", "from tcplab.cli import main; main()", "check", "builtin:nope"],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert p.returncode == 2
     assert p.stderr.startswith('error: builtin:nope: unknown built-in scenario "nope"')

@@ -22,15 +22,26 @@ def test_table(cmp, fake):
     assert [c["flows"][0]["cc"] for c in fake.calls] == ["cubic", "bbr"]
     table = cmp.table
     assert list(table.columns) == ["cubic", "bbr"]
-    assert list(table.index) == ["goodput (Mbit/s)", "retrans (%)", "timeouts", "queue drops", "RTT p50 (ms)", "RTT p99 (ms)"]
+    assert list(table.index) == [
+        "goodput (Mbit/s)",
+        "retrans (%)",
+        "timeouts",
+        "queue drops",
+        "RTT p50 (ms)",
+        "RTT p99 (ms)",
+    ]
     flows = cmp.results["bbr"].flows
     assert table.loc["goodput (Mbit/s)", "bbr"] == pytest.approx(flows["goodput_bps"].sum() / 1e6)
-    assert table.loc["retrans (%)", "bbr"] == pytest.approx(100 * flows["retrans_segs"].sum() / flows["data_segs_out"].sum())
+    assert table.loc["retrans (%)", "bbr"] == pytest.approx(
+        100 * flows["retrans_segs"].sum() / flows["data_segs_out"].sum()
+    )
     assert table.loc["RTT p50 (ms)", "cubic"] == pytest.approx(100.0)
 
 
 def test_multi_flow_rows(fake):
-    c = tcplab.compare(["builtin:cubic-vs-bbr-lossy"], ["flows.0.count=2", "flows.0.cc=cubic,bbr", "duration=1s"], core=fake)
+    c = tcplab.compare(
+        ["builtin:cubic-vs-bbr-lossy"], ["flows.0.count=2", "flows.0.cc=cubic,bbr", "duration=1s"], core=fake
+    )
     assert "flow 0 goodput (Mbit/s)" in c.table.index and "flow 1 RTT p99 (ms)" in c.table.index
     assert c.table.loc["goodput (Mbit/s)", "cubic"] == pytest.approx(
         c.table.loc["flow 0 goodput (Mbit/s)", "cubic"] + c.table.loc["flow 1 goodput (Mbit/s)", "cubic"]

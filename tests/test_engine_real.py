@@ -14,7 +14,12 @@ pytestmark = pytest.mark.engine
 
 def test_short_run_has_consistent_output(real_core, tmp_path):
     seen = []
-    r = tcplab.run("builtin:cubic-100mbit-20ms", overrides=["duration=3s"], core=real_core, progress=lambda n, d: seen.append((n, d)))
+    r = tcplab.run(
+        "builtin:cubic-100mbit-20ms",
+        overrides=["duration=3s"],
+        core=real_core,
+        progress=lambda n, d: seen.append((n, d)),
+    )
     assert r.invariant["ok"], r.invariant.get("message")
     (flow,) = r.flows.to_dict("records")
     assert 0 < flow["goodput_bps"] <= 100e6

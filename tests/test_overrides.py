@@ -21,8 +21,16 @@ from tcplab.overrides import apply_overrides, expand_variants, parse_override, s
         ("links.0.between=[a, b],[a, c]", ("links", "0", "between"), (["a", "b"], ["a", "c"])),
         ("description=", ("description",), (None,)),
         ("name='a,b'", ("name",), ("a,b",)),
-        ("hosts.server.sysctl.tcp_congestion_control=bbr", ("hosts", "server", "sysctl", "tcp_congestion_control"), ("bbr",)),
-        ("hosts.server.sysctl.net.ipv4.tcp_wmem=4096 16384 8MB", ("hosts", "server", "sysctl", "net.ipv4.tcp_wmem"), ("4096 16384 8MB",)),
+        (
+            "hosts.server.sysctl.tcp_congestion_control=bbr",
+            ("hosts", "server", "sysctl", "tcp_congestion_control"),
+            ("bbr",),
+        ),
+        (
+            "hosts.server.sysctl.net.ipv4.tcp_wmem=4096 16384 8MB",
+            ("hosts", "server", "sysctl", "net.ipv4.tcp_wmem"),
+            ("4096 16384 8MB",),
+        ),
         ("flows.0.tcp.initial_cwnd=true", ("flows", "0", "tcp", "initial_cwnd"), (True,)),
     ],
 )
@@ -42,7 +50,7 @@ def test_split_top_level():
     ("text", "fragment"),
     [
         ("links.0.loss", 'error: --set: "links.0.loss" has no "="'),
-        ("=5", 'is not a field path'),
+        ("=5", "is not a field path"),
         ("links..loss=1%", '"links..loss" is not a field path'),
         ("links.0.loss=[1, 2", "is not valid YAML"),
     ],
@@ -57,7 +65,10 @@ def test_bad_override_text(text, fragment):
     ("text", "fragment"),
     [
         ("links.5.loss=1%", "--set: links.5.loss: no element 5 (links has 2 elements); expected an index from 0 to 1"),
-        ("links.x.loss=1%", '--set: links.x.loss: "x" is not a list index (links is a list); expected a number from 0 to 1'),
+        (
+            "links.x.loss=1%",
+            '--set: links.x.loss: "x" is not a list index (links is a list); expected a number from 0 to 1',
+        ),
         ("duration.x=1", '--set: duration.x: duration is "10s", not a mapping or list'),
         ("routers.0.x=1", '--set: routers.0.x: routers.0 is "r1", not a mapping or list'),
         ("newlist.0=1", "--set: newlist.0: newlist has no list element 0"),
@@ -124,11 +135,19 @@ def test_apply_overrides_choice():
 
 
 def test_expand_variants_is_a_cartesian_product_in_order():
-    ovs = [parse_override("flows.0.cc=cubic,bbr"), parse_override("duration=5s"), parse_override("links.0.loss=1%,0.1%,0")]
+    ovs = [
+        parse_override("flows.0.cc=cubic,bbr"),
+        parse_override("duration=5s"),
+        parse_override("links.0.loss=1%,0.1%,0"),
+    ]
     variants = expand_variants(ovs)
     assert [labels for _, labels in variants] == [
-        ["cubic", "1%"], ["cubic", "0.1%"], ["cubic", "0"],
-        ["bbr", "1%"], ["bbr", "0.1%"], ["bbr", "0"],
+        ["cubic", "1%"],
+        ["cubic", "0.1%"],
+        ["cubic", "0"],
+        ["bbr", "1%"],
+        ["bbr", "0.1%"],
+        ["bbr", "0"],
     ]
     assert variants[4][0] == (1, 0, 1)
 

@@ -11,13 +11,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+import fake_core
 import tcplab
 from tcplab.counters import format_nstat, parse_nstat
-from tcplab.engine import TIMESERIES_DTYPES, QUEUE_DTYPES, import_core, parse_output, run_core
+from tcplab.engine import QUEUE_DTYPES, TIMESERIES_DTYPES, import_core, parse_output, run_core
 from tcplab.errors import EngineError, ScenarioError
 from tcplab.results import RUN_FILES, SUMMARY_FLOW_KEYS, SUMMARY_LINK_KEYS, Result, _interval_rate
-
-import fake_core
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -111,7 +110,9 @@ def test_write_run_directory(result, tmp_path):
     assert json.loads((out / "scenario.resolved.json").read_text()) == result.config
 
     ts = pq.read_table(out / "timeseries.parquet").to_pandas()
-    assert set(TIMESERIES_DTYPES) | {"flow_name", "t_s", "goodput_bps", "ca_state_name", "cc_mode_name"} == set(ts.columns)
+    assert set(TIMESERIES_DTYPES) | {"flow_name", "t_s", "goodput_bps", "ca_state_name", "cc_mode_name"} == set(
+        ts.columns
+    )
     assert len(ts) == len(result.timeseries)
     assert str(ts["cwnd"].dtype) == "uint32"
     qs = pq.read_table(out / "queues.parquet").to_pandas()

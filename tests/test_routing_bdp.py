@@ -108,7 +108,9 @@ def test_bdp_uses_reverse_direction_delay():
             "name": "asym",
             "duration": "1s",
             "hosts": {"a": {}, "b": {}},
-            "links": [link("a", "b", "8Mbit", "50ms", queue={"limit": "1bdp"}, reverse={"delay": "10ms", "rate": "1Mbit"})],
+            "links": [
+                link("a", "b", "8Mbit", "50ms", queue={"limit": "1bdp"}, reverse={"delay": "10ms", "rate": "1Mbit"})
+            ],
             "flows": [{"from": "a", "to": "b"}],
         }
     )

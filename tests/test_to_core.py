@@ -15,25 +15,66 @@ NODE_KEYS = {"name", "kind"}
 LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "reorder", "queue"}
 FLOW_KEYS = {"name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params"}
 TCP_KEYS = {
-    "mss_bytes", "tcp_rmem", "tcp_wmem", "tcp_slow_start_after_idle", "tcp_early_retrans", "tcp_recovery",
-    "tcp_frto", "tcp_reordering", "tcp_max_reordering", "tcp_min_rtt_wlen_s", "tcp_limit_output_bytes",
-    "tcp_pacing_ss_ratio", "tcp_pacing_ca_ratio", "tcp_moderate_rcvbuf", "tcp_comp_sack_delay_ns",
-    "tcp_comp_sack_nr", "tcp_min_tso_segs", "tcp_tso_rtt_log", "initial_cwnd", "rto_min_ms", "fq_pacing",
+    "mss_bytes",
+    "tcp_rmem",
+    "tcp_wmem",
+    "tcp_slow_start_after_idle",
+    "tcp_early_retrans",
+    "tcp_recovery",
+    "tcp_frto",
+    "tcp_reordering",
+    "tcp_max_reordering",
+    "tcp_min_rtt_wlen_s",
+    "tcp_limit_output_bytes",
+    "tcp_pacing_ss_ratio",
+    "tcp_pacing_ca_ratio",
+    "tcp_moderate_rcvbuf",
+    "tcp_comp_sack_delay_ns",
+    "tcp_comp_sack_nr",
+    "tcp_min_tso_segs",
+    "tcp_tso_rtt_log",
+    "initial_cwnd",
+    "rto_min_ms",
+    "fq_pacing",
     "max_pacing_rate_bytes_per_sec",
 }
 TCP_BOOLS = {"tcp_slow_start_after_idle", "tcp_moderate_rcvbuf", "fq_pacing"}
 CC_KEYS = {
-    "hystart", "hystart_detect", "hystart_low_window", "hystart_ack_delta_us", "fast_convergence",
-    "tcp_friendliness", "beta", "bic_scale", "initial_ssthresh", "bbr_vm_patch",
+    "hystart",
+    "hystart_detect",
+    "hystart_low_window",
+    "hystart_ack_delta_us",
+    "fast_convergence",
+    "tcp_friendliness",
+    "beta",
+    "bic_scale",
+    "initial_ssthresh",
+    "bbr_vm_patch",
 }
 CC_BOOLS = {"hystart", "fast_convergence", "tcp_friendliness", "bbr_vm_patch"}
 LINUX_V66_TCP = {
-    "mss_bytes": 1448, "tcp_rmem": [4096, 131072, 6291456], "tcp_wmem": [4096, 16384, 4194304],
-    "tcp_slow_start_after_idle": True, "tcp_early_retrans": 3, "tcp_recovery": 1, "tcp_frto": 2,
-    "tcp_reordering": 3, "tcp_max_reordering": 300, "tcp_min_rtt_wlen_s": 300, "tcp_limit_output_bytes": 1048576,
-    "tcp_pacing_ss_ratio": 200, "tcp_pacing_ca_ratio": 120, "tcp_moderate_rcvbuf": True,
-    "tcp_comp_sack_delay_ns": 1000000, "tcp_comp_sack_nr": 44, "tcp_min_tso_segs": 2, "tcp_tso_rtt_log": 9,
-    "initial_cwnd": 10, "rto_min_ms": 200, "fq_pacing": False, "max_pacing_rate_bytes_per_sec": 2**64 - 1,
+    "mss_bytes": 1448,
+    "tcp_rmem": [4096, 131072, 6291456],
+    "tcp_wmem": [4096, 16384, 4194304],
+    "tcp_slow_start_after_idle": True,
+    "tcp_early_retrans": 3,
+    "tcp_recovery": 1,
+    "tcp_frto": 2,
+    "tcp_reordering": 3,
+    "tcp_max_reordering": 300,
+    "tcp_min_rtt_wlen_s": 300,
+    "tcp_limit_output_bytes": 1048576,
+    "tcp_pacing_ss_ratio": 200,
+    "tcp_pacing_ca_ratio": 120,
+    "tcp_moderate_rcvbuf": True,
+    "tcp_comp_sack_delay_ns": 1000000,
+    "tcp_comp_sack_nr": 44,
+    "tcp_min_tso_segs": 2,
+    "tcp_tso_rtt_log": 9,
+    "initial_cwnd": 10,
+    "rto_min_ms": 200,
+    "fq_pacing": False,
+    "max_pacing_rate_bytes_per_sec": 2**64 - 1,
 }
 
 
@@ -56,11 +97,19 @@ def check_contract(core: dict) -> None:
         assert 0 <= link["from"] < n and 0 <= link["to"] < n and link["rate_bps"] > 0
         loss = link["loss"]
         assert loss["kind"] in ("none", "bernoulli", "gilbert_elliott", "drop_list")
-        expected = {"none": {"kind"}, "bernoulli": {"kind", "p"}, "gilbert_elliott": {"kind", "p", "r", "h", "k"}, "drop_list": {"kind", "data_packets"}}
+        expected = {
+            "none": {"kind"},
+            "bernoulli": {"kind", "p"},
+            "gilbert_elliott": {"kind", "p", "r", "h", "k"},
+            "drop_list": {"kind", "data_packets"},
+        }
         assert set(loss) == expected[loss["kind"]]
         assert link["reorder"] is None or set(link["reorder"]) == {"p", "delay_ns"}
         q = link["queue"]
-        assert q in ({"kind": "pfifo", "limit_packets": q.get("limit_packets")}, {"kind": "bfifo", "limit_bytes": q.get("limit_bytes")})
+        assert q in (
+            {"kind": "pfifo", "limit_packets": q.get("limit_packets")},
+            {"kind": "bfifo", "limit_bytes": q.get("limit_bytes")},
+        )
         assert is_int(q.get("limit_packets", q.get("limit_bytes"))) and q.get("limit_packets", q.get("limit_bytes")) > 0
     for flow in core["flows"]:
         assert set(flow) == FLOW_KEYS
@@ -122,17 +171,35 @@ def test_sysctl_sources_and_flow_overrides():
             "name": "sources",
             "duration": "1s",
             "hosts": {
-                "tx": {"sysctl": {"net.ipv4.tcp_congestion_control": "bbr", "tcp_rmem": "1000 2000 3000",
-                                  "tcp_wmem": [4096, "64KiB", "8MB"], "tcp_slow_start_after_idle": 0,
-                                  "tcp_min_rtt_wlen": 10, "tcp_limit_output_bytes": "256KiB"}},
+                "tx": {
+                    "sysctl": {
+                        "net.ipv4.tcp_congestion_control": "bbr",
+                        "tcp_rmem": "1000 2000 3000",
+                        "tcp_wmem": [4096, "64KiB", "8MB"],
+                        "tcp_slow_start_after_idle": 0,
+                        "tcp_min_rtt_wlen": 10,
+                        "tcp_limit_output_bytes": "256KiB",
+                    }
+                },
                 "rx": {"sysctl": {"tcp_rmem": "4096 1MB 16MB", "tcp_wmem": "1 1 1", "tcp_congestion_control": "reno"}},
             },
             "links": [{"between": ["tx", "rx"], "rate": "1Gbit", "delay": "1ms"}],
             "flows": [
                 {"from": "tx", "to": "rx"},
-                {"from": "tx", "to": "rx", "cc": "cubic", "tcp": {"mss": 8948, "initial_cwnd": 32, "tcp_wmem": "1 2 3",
-                                                                  "rto_min": "5ms", "max_pacing_rate": "80Mbit", "fq_pacing": 1},
-                 "cc_params": {"hystart": 0, "beta": 819, "bbr_vm_patch": True}},
+                {
+                    "from": "tx",
+                    "to": "rx",
+                    "cc": "cubic",
+                    "tcp": {
+                        "mss": 8948,
+                        "initial_cwnd": 32,
+                        "tcp_wmem": "1 2 3",
+                        "rto_min": "5ms",
+                        "max_pacing_rate": "80Mbit",
+                        "fq_pacing": 1,
+                    },
+                    "cc_params": {"hystart": 0, "beta": 819, "bbr_vm_patch": True},
+                },
                 {"from": "rx", "to": "tx"},
             ],
         }
@@ -150,8 +217,16 @@ def test_sysctl_sources_and_flow_overrides():
     # the per-flow block wins
     assert f1["cc"] == "cubic"
     assert (f1["tcp"]["mss_bytes"], f1["tcp"]["initial_cwnd"], f1["tcp"]["tcp_wmem"]) == (8948, 32, [1, 2, 3])
-    assert (f1["tcp"]["rto_min_ms"], f1["tcp"]["max_pacing_rate_bytes_per_sec"], f1["tcp"]["fq_pacing"]) == (5, 10_000_000, True)
-    assert f1["cc_params"]["hystart"] is False and f1["cc_params"]["beta"] == 819 and f1["cc_params"]["bbr_vm_patch"] is True
+    assert (f1["tcp"]["rto_min_ms"], f1["tcp"]["max_pacing_rate_bytes_per_sec"], f1["tcp"]["fq_pacing"]) == (
+        5,
+        10_000_000,
+        True,
+    )
+    assert (
+        f1["cc_params"]["hystart"] is False
+        and f1["cc_params"]["beta"] == 819
+        and f1["cc_params"]["bbr_vm_patch"] is True
+    )
     assert f1["cc_params"]["bic_scale"] == 41  # untouched defaults stay explicit
     # the reverse flow: rx sends (reno, its wmem), tx receives (its rmem)
     assert f2["cc"] == "reno" and f2["tcp"]["tcp_wmem"] == [1, 1, 1] and f2["tcp"]["tcp_rmem"] == [1000, 2000, 3000]
@@ -165,13 +240,32 @@ def test_link_options_map_to_engine_form():
             "duration": "2s",
             "hosts": {"a": {}, "b": {}},
             "links": [
-                {"between": ["a", "b"], "rate": "10Mbit", "delay": "2ms", "overhead": 38,
-                 "loss": {"gilbert_elliott": {"p": "1%", "r": "30%"}},
-                 "reorder": {"probability": "2%", "delay": "5ms"},
-                 "queue": {"qdisc": "bfifo"},
-                 "reverse": {"loss": {"drop": [17, 5, 5]}, "reorder": {"probability": 0, "delay": "1ms"}, "queue": {"limit": "100p"}}},
+                {
+                    "between": ["a", "b"],
+                    "rate": "10Mbit",
+                    "delay": "2ms",
+                    "overhead": 38,
+                    "loss": {"gilbert_elliott": {"p": "1%", "r": "30%"}},
+                    "reorder": {"probability": "2%", "delay": "5ms"},
+                    "queue": {"qdisc": "bfifo"},
+                    "reverse": {
+                        "loss": {"drop": [17, 5, 5]},
+                        "reorder": {"probability": 0, "delay": "1ms"},
+                        "queue": {"limit": "100p"},
+                    },
+                },
             ],
-            "flows": [{"from": "a", "to": "b", "app": {"bulk": {"bytes": "10MB"}}, "start": "100ms", "stop": "1.5s", "name": "x", "count": 2}],
+            "flows": [
+                {
+                    "from": "a",
+                    "to": "b",
+                    "app": {"bulk": {"bytes": "10MB"}},
+                    "start": "100ms",
+                    "stop": "1.5s",
+                    "name": "x",
+                    "count": 2,
+                }
+            ],
         }
     )
     core = sc.to_core()
@@ -186,13 +280,22 @@ def test_link_options_map_to_engine_form():
     assert rev["queue"] == {"kind": "pfifo", "limit_packets": 100}
     assert [f["name"] for f in core["flows"]] == ["x.0", "x.1"]
     f = core["flows"][0]
-    assert (f["app"], f["start_ns"], f["stop_ns"]) == ({"kind": "bulk_bytes", "bytes": 10_000_000}, 100_000_000, 1_500_000_000)
+    assert (f["app"], f["start_ns"], f["stop_ns"]) == (
+        {"kind": "bulk_bytes", "bytes": 10_000_000},
+        100_000_000,
+        1_500_000_000,
+    )
 
 
 def test_default_queue_and_loss():
     core = tcplab.load_scenario(
-        {"name": "d", "duration": "1s", "hosts": {"a": None, "b": None},
-         "links": [{"between": ["a", "b"], "rate": "1Mbit"}], "flows": [{"from": "a", "to": "b"}]}
+        {
+            "name": "d",
+            "duration": "1s",
+            "hosts": {"a": None, "b": None},
+            "links": [{"between": ["a", "b"], "rate": "1Mbit"}],
+            "flows": [{"from": "a", "to": "b"}],
+        }
     ).to_core()
     link = core["links"][0]
     assert link["queue"] == {"kind": "pfifo", "limit_packets": 1000}

@@ -102,15 +102,22 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
 
     console = _console()
     s = result.summary
-    table = Table(title=f"{s['scenario']} (seed {s['seed']}, {s['duration_s']:g} s)", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(
+        title=f"{s['scenario']} (seed {s['seed']}, {s['duration_s']:g} s)", title_justify="left", box=box.SIMPLE_HEAD
+    )
     table.add_column("flow", no_wrap=True)
     table.add_column("cc")
     for col in ("goodput Mbit/s", "retrans %", "RTOs", "RTT p50 ms", "RTT p99 ms"):
         table.add_column(col, justify="right")
     for f in s["flows"]:
         table.add_row(
-            f["name"], f["cc"], _fmt(f["goodput_bps"], 1e-6, 3), _fmt(f["retrans_ratio"], 100.0),
-            str(f["timeouts"]), _fmt(f["rtt_p50_ms"], 1, 1), _fmt(f["rtt_p99_ms"], 1, 1),
+            f["name"],
+            f["cc"],
+            _fmt(f["goodput_bps"], 1e-6, 3),
+            _fmt(f["retrans_ratio"], 100.0),
+            str(f["timeouts"]),
+            _fmt(f["rtt_p50_ms"], 1, 1),
+            _fmt(f["rtt_p99_ms"], 1, 1),
         )
     console.print(table)
     drops = [f"{link['name']} {link['drops']}" for link in s["links"] if link.get("drops")]
@@ -126,7 +133,9 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
 @_guard
 def run(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Run directory [default: runs/<scenario name>].")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Run directory [default: runs/<scenario name>].")
+    ] = None,
     set_: SetOpt = None,
     seed: SeedOpt = None,
     quiet: QuietOpt = False,
@@ -153,7 +162,9 @@ def run(
 @_guard
 def compare(
     scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="One or more scenarios.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Comparison directory [default: runs/compare-<name>].")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Comparison directory [default: runs/compare-<name>].")
+    ] = None,
     set_: SetOpt = None,
     seed: SeedOpt = None,
     quiet: QuietOpt = False,
@@ -203,12 +214,16 @@ def check(
         typer.echo(json.dumps(core, indent=2))
         return
     console = _console()
-    console.print(f"{sc.name}: ok ({len(core['nodes'])} nodes, {len(core['links'])} one-way links, {len(core['flows'])} flows)")
+    console.print(
+        f"{sc.name}: ok ({len(core['nodes'])} nodes, {len(core['links'])} one-way links, {len(core['flows'])} flows)"
+    )
     for link in core["links"]:
         q = link["queue"]
         limit = f"{q['limit_packets']}p" if q["kind"] == "pfifo" else format_size(q["limit_bytes"])
         loss = link["loss"]
-        loss_text = {"none": "no loss", "bernoulli": f"loss {loss.get('p', 0) * 100:g}%"}.get(loss["kind"], loss["kind"])
+        loss_text = {"none": "no loss", "bernoulli": f"loss {loss.get('p', 0) * 100:g}%"}.get(
+            loss["kind"], loss["kind"]
+        )
         console.print(
             f"  link {link['name']}: {human_rate(link['rate_bps'])}, delay {format_time(link['delay_ns'])}, "
             f"{loss_text}, {q['kind']} limit {limit}",

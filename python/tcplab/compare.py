@@ -26,9 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import ScenarioError
 from tcplab.loader import scenario_data, validate_with_overrides
@@ -57,7 +55,7 @@ class Variant:
 
 def _stem(label: str) -> str:
     if label.startswith("builtin:"):
-        return label[len("builtin:"):]
+        return label[len("builtin:") :]
     name = Path(label).name
     for ext in (".yaml", ".yml"):
         if name.endswith(ext):
@@ -93,11 +91,15 @@ def plan_variants(
             scenario = validate_with_overrides(data, ovs, source_label, choice)
             parts = ([_stem(source_label)] if len(sources) > 1 or not varied else []) + varied
             chosen = [f"{ov.dotted}={ov.labels[c]}" for ov, c in zip(ovs, choice, strict=True)]
-            variants.append(Variant(label="_".join(parts), scenario=scenario, source=source_label, values=varied, overrides=chosen))
+            variants.append(
+                Variant(label="_".join(parts), scenario=scenario, source=source_label, values=varied, overrides=chosen)
+            )
     if labels is not None:
         given = list(labels)
         if len(given) != len(variants):
-            raise ScenarioError(f"{len(given)} labels for {len(variants)} variants", file="--label", expected="one label per variant")
+            raise ScenarioError(
+                f"{len(given)} labels for {len(variants)} variants", file="--label", expected="one label per variant"
+            )
         for v, name in zip(variants, given, strict=True):
             v.label = name
     seen: dict[str, int] = {}
@@ -190,7 +192,9 @@ class CompareResult:
                 sub = tmp / v.label
                 sub.mkdir()
                 self.results[v.label]._write_files(sub, plots=plots)
-            (tmp / "compare.json").write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+            (tmp / "compare.json").write_text(
+                json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+            )
             if plots:
                 from tcplab.plots import plot_compare
 

@@ -43,7 +43,7 @@ def parse_nstat(text: str) -> dict[str, dict[str, int]]:
         if not stripped:
             continue
         if stripped.startswith("# host "):
-            host = stripped[len("# host "):].strip()
+            host = stripped[len("# host ") :].strip()
             out.setdefault(host, {})
             continue
         if stripped.startswith("#"):

@@ -64,7 +64,18 @@ QUEUE_DTYPES: dict[str, str] = {
     "drops": "uint64",
 }
 
-_TOP_KEYS = ("version", "events", "packets", "flows", "hosts", "links", "invariant", "timeseries", "queue_timeseries", "names")
+_TOP_KEYS = (
+    "version",
+    "events",
+    "packets",
+    "flows",
+    "hosts",
+    "links",
+    "invariant",
+    "timeseries",
+    "queue_timeseries",
+    "names",
+)
 
 
 class Core(Protocol):

@@ -84,13 +84,17 @@ def resolve_reference(ref: str | Path) -> tuple[str, str]:
     """(label, YAML text) for a file path, ``builtin:NAME`` or a bare built-in NAME."""
     text_ref = str(ref)
     if text_ref.startswith(BUILTIN_PREFIX):
-        return _read_builtin(text_ref[len(BUILTIN_PREFIX):], text_ref)
+        return _read_builtin(text_ref[len(BUILTIN_PREFIX) :], text_ref)
     path = Path(text_ref)
     if path.is_file():
         try:
             return text_ref, path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            raise ScenarioError(f"cannot read the file ({e.__class__.__name__}: {e})", file=text_ref, expected="a readable UTF-8 YAML file") from None
+            raise ScenarioError(
+                f"cannot read the file ({e.__class__.__name__}: {e})",
+                file=text_ref,
+                expected="a readable UTF-8 YAML file",
+            ) from None
     if path.is_dir():
         raise ScenarioError("is a directory", file=text_ref, expected="a scenario YAML file")
     names = builtin_scenarios()
@@ -106,7 +110,9 @@ def resolve_reference(ref: str | Path) -> tuple[str, str]:
 def _read_builtin(name: str, label: str) -> tuple[str, str]:
     names = builtin_scenarios()
     if name not in names:
-        raise ScenarioError(f"unknown built-in scenario {show_value(name)}", file=label, expected="one of: " + ", ".join(names))
+        raise ScenarioError(
+            f"unknown built-in scenario {show_value(name)}", file=label, expected="one of: " + ", ".join(names)
+        )
     return label, (_builtin_dir() / f"{name}.yaml").read_text(encoding="utf-8")
 
 
@@ -124,10 +130,16 @@ def read_scenario_data(text: str, label: str) -> dict:
     except yaml.YAMLError as e:
         raise ScenarioError(f"invalid YAML ({e})", file=label, expected="valid YAML") from None
     if data is None:
-        raise ScenarioError("the file is empty", file=label, expected="a scenario mapping with name, duration, hosts, links and flows")
+        raise ScenarioError(
+            "the file is empty", file=label, expected="a scenario mapping with name, duration, hosts, links and flows"
+        )
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else show_value(data)
-        raise ScenarioError(f"the top level is {kind}", file=label, expected="a mapping with keys such as name, duration, hosts, links, flows")
+        raise ScenarioError(
+            f"the top level is {kind}",
+            file=label,
+            expected="a mapping with keys such as name, duration, hosts, links, flows",
+        )
     return data
 
 
@@ -167,7 +179,9 @@ def scenario_data(source: str | Path | Mapping[str, Any] | Scenario) -> tuple[st
     raise TypeError(f"expected a path, a dict or a Scenario, not {type(source).__name__}")
 
 
-def validate_with_overrides(data: dict, overrides: list[Override], label: str, choice: tuple[int, ...] | None = None) -> Scenario:
+def validate_with_overrides(
+    data: dict, overrides: list[Override], label: str, choice: tuple[int, ...] | None = None
+) -> Scenario:
     """Apply ``overrides`` (alternative ``choice``) to ``data``, validate, remember the source."""
     raw = apply_overrides(data, overrides, choice=choice)
     try:

@@ -84,12 +84,14 @@ def _yaml_value(text: str, whole: str) -> Any:
 def parse_override(text: str) -> Override:
     """Parse ``"links.0.loss=0.1%"`` (or a ``(path, value)`` pair given as text)."""
     if "=" not in text:
-        raise ScenarioError(f"{show_value(text)} has no \"=\"", file="--set", expected=SET_EXPECTED)
+        raise ScenarioError(f'{show_value(text)} has no "="', file="--set", expected=SET_EXPECTED)
     path_text, value_text = text.split("=", 1)
     path_text = path_text.strip()
     parts = path_text.split(".") if path_text else []
     if not parts or any(p.strip() == "" for p in parts):
-        raise ScenarioError(f"{show_value(path_text)} is not a field path", file="--set", path=path_text, expected=SET_EXPECTED)
+        raise ScenarioError(
+            f"{show_value(path_text)} is not a field path", file="--set", path=path_text, expected=SET_EXPECTED
+        )
     parts = [p.strip() for p in parts]
     if "sysctl" in parts[:-1]:
         k = parts.index("sysctl")
@@ -149,7 +151,9 @@ def _apply_one(data: dict, path: Sequence[str], value: Any) -> None:
                     f"{show_value(part)} is not a list index ({here} is a list)",
                     file="--set",
                     path=dotted,
-                    expected=f"a number from 0 to {len(node) - 1}" if node else "an existing element (the list is empty)",
+                    expected=f"a number from 0 to {len(node) - 1}"
+                    if node
+                    else "an existing element (the list is empty)",
                 )
             index = int(part)
             if index >= len(node):
@@ -175,7 +179,9 @@ def _apply_one(data: dict, path: Sequence[str], value: Any) -> None:
             )
 
 
-def apply_overrides(data: Mapping[str, Any], overrides: Iterable[Override], *, choice: Sequence[int] | None = None) -> dict:
+def apply_overrides(
+    data: Mapping[str, Any], overrides: Iterable[Override], *, choice: Sequence[int] | None = None
+) -> dict:
     """A deep copy of ``data`` with the overrides applied (value ``choice[i]`` of override i).
 
     Without ``choice``, every override must have exactly one value.

@@ -49,7 +49,8 @@ def _style(ax: Any, ylabel: str, title: str) -> None:
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.set_ylim(bottom=0)
+    top = ax.get_ylim()[1]
+    ax.set_ylim(0, top * 1.05 if top > 0 else 1.0)  # headroom: a flat line is not hidden by the frame
     ax.set_xlim(left=0)
 
 
@@ -70,10 +71,22 @@ def write_run_plots(result: Result, directory: Path) -> list[Path]:
             rows = ts[ts["flow_name"] == name]
             if rows.empty:
                 continue
-            ax.plot(rows["t_s"].to_numpy(), rows[column].to_numpy(dtype=np.float64) * scale, label=_flow_label(result, name), linewidth=1.2)
+            ax.plot(
+                rows["t_s"].to_numpy(),
+                rows[column].to_numpy(dtype=np.float64) * scale,
+                label=_flow_label(result, name),
+                linewidth=1.2,
+            )
         if column == "goodput_bps" and ts["flow_name"].nunique() > 1:
             total = ts.groupby("t_s", sort=True)["goodput_bps"].sum(min_count=1)
-            ax.plot(total.index.to_numpy(), total.to_numpy() * scale, label="total", color="black", linewidth=1.0, linestyle="--")
+            ax.plot(
+                total.index.to_numpy(),
+                total.to_numpy() * scale,
+                label="total",
+                color="black",
+                linewidth=1.0,
+                linestyle="--",
+            )
         _style(ax, ylabel, f"{title} - {result.scenario.name}")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="best", fontsize="small")
@@ -104,8 +117,22 @@ def plot_compare(results: Mapping[str, Result], path: Path) -> Path:
                 continue
             line_label = label if len(result.config["flows"]) == 1 else f"{label}: {name}"
             t = rows["t_s"].to_numpy()
-            top.plot(t, rows["goodput_bps"].to_numpy(dtype=np.float64) / 1e6, color=color, linestyle=styles[k % 4], label=line_label, linewidth=1.1)
-            bottom.plot(t, rows["cwnd"].to_numpy(dtype=np.float64), color=color, linestyle=styles[k % 4], label=line_label, linewidth=1.1)
+            top.plot(
+                t,
+                rows["goodput_bps"].to_numpy(dtype=np.float64) / 1e6,
+                color=color,
+                linestyle=styles[k % 4],
+                label=line_label,
+                linewidth=1.1,
+            )
+            bottom.plot(
+                t,
+                rows["cwnd"].to_numpy(dtype=np.float64),
+                color=color,
+                linestyle=styles[k % 4],
+                label=line_label,
+                linewidth=1.1,
+            )
     names = ", ".join(results)
     _style(top, "Goodput (Mbits/s)", f"TCP goodput - {names}")
     _style(bottom, "cwnd (packets)", "TCP congestion window")

@@ -36,16 +36,20 @@ _TEMPLATE = """<!doctype html>
 <body>
 <h1>{{ s.scenario }}</h1>
 {% if s.description %}<pre>{{ s.description }}</pre>{% endif %}
-<p>seed {{ s.seed }} &middot; {{ "%g"|format(s.duration_s) }} s simulated, sampled every {{ "%g"|format(s.sample_interval_s * 1000) }} ms
- &middot; tcplab {{ s.tcplab_version }} (engine {{ s.engine_version }}) &middot; {{ s.events }} events, {{ s.packets }} packets
+<p>seed {{ s.seed }} &middot; {{ "%g"|format(s.duration_s) }} s simulated,
+ sampled every {{ "%g"|format(s.sample_interval_s * 1000) }} ms
+ &middot; tcplab {{ s.tcplab_version }} (engine {{ s.engine_version }})
+ &middot; {{ s.events }} events, {{ s.packets }} packets
  &middot; <a href="scenario.resolved.json">resolved scenario</a> &middot; <a href="counters.txt">counters</a></p>
 
 <h2>Flows</h2>
 <table>
-<tr><th class="l">flow</th><th class="l">from &rarr; to</th><th class="l">cc</th><th>goodput (Mbit/s)</th><th>retrans (%)</th>
+<tr><th class="l">flow</th><th class="l">from &rarr; to</th><th class="l">cc</th>
+<th>goodput (Mbit/s)</th><th>retrans (%)</th>
 <th>timeouts</th><th>RTT p50 (ms)</th><th>RTT p90 (ms)</th><th>RTT p99 (ms)</th></tr>
 {% for f in s.flows %}
-<tr><td class="l">{{ f.name }}</td><td class="l">{{ f["from"] }} &rarr; {{ f.to }}</td><td class="l">{{ f.cc }}</td>
+<tr><td class="l">{{ f.name }}</td><td class="l">{{ f["from"] }} &rarr; {{ f.to }}</td>
+<td class="l">{{ f.cc }}</td>
 <td>{{ num(f.goodput_bps, 1e-6, 3) }}</td><td>{{ num(f.retrans_ratio, 100, 2) }}</td><td>{{ f.timeouts }}</td>
 <td>{{ num(f.rtt_p50_ms) }}</td><td>{{ num(f.rtt_p90_ms) }}</td><td>{{ num(f.rtt_p99_ms) }}</td></tr>
 {% endfor %}
@@ -53,14 +57,16 @@ _TEMPLATE = """<!doctype html>
 
 <h2>Links</h2>
 <table>
-<tr><th class="l">link</th><th class="l">qdisc</th><th>sent (pkts)</th><th>queue drops</th><th>loss drops</th><th>max backlog (pkts)</th></tr>
+<tr><th class="l">link</th><th class="l">qdisc</th><th>sent (pkts)</th><th>queue drops</th><th>loss drops</th>
+<th>max backlog (pkts)</th></tr>
 {% for l in s.links %}
 <tr><td class="l">{{ l.name }}</td><td class="l">{{ l.qdisc }}</td><td>{{ l.sent_packets }}</td><td>{{ l.drops }}</td>
 <td>{{ l.loss_drops }}</td><td>{{ l.max_backlog_packets }}</td></tr>
 {% endfor %}
 </table>
 
-<p>Packet accounting: {% if s.invariant.ok %}<span class="ok">ok</span>{% else %}<span class="bad">FAILED</span>{% endif %}
+<p>Packet accounting:
+{% if s.invariant.ok %}<span class="ok">ok</span>{% else %}<span class="bad">FAILED</span>{% endif %}
 {% if s.invariant.message %} &mdash; {{ s.invariant.message }}{% endif %}</p>
 
 {% if plots %}

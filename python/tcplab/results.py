@@ -65,13 +65,35 @@ RUN_FILES = (
 )
 
 SUMMARY_FLOW_KEYS = (
-    "name", "from", "to", "cc", "start_s", "end_s", "goodput_bps", "bytes_received",
-    "data_segs_out", "retrans_segs", "retrans_ratio", "timeouts",
-    "rtt_samples", "rtt_p50_ms", "rtt_p90_ms", "rtt_p99_ms",
+    "name",
+    "from",
+    "to",
+    "cc",
+    "start_s",
+    "end_s",
+    "goodput_bps",
+    "bytes_received",
+    "data_segs_out",
+    "retrans_segs",
+    "retrans_ratio",
+    "timeouts",
+    "rtt_samples",
+    "rtt_p50_ms",
+    "rtt_p90_ms",
+    "rtt_p99_ms",
 )
 SUMMARY_LINK_KEYS = (
-    "name", "from", "to", "qdisc", "sent_packets", "sent_bytes", "drops", "loss_drops",
-    "overlimits", "max_backlog_packets", "reorder_events",
+    "name",
+    "from",
+    "to",
+    "qdisc",
+    "sent_packets",
+    "sent_bytes",
+    "drops",
+    "loss_drops",
+    "overlimits",
+    "max_backlog_packets",
+    "reorder_events",
 )
 
 
@@ -113,7 +135,9 @@ class Result:
         summary: the content of summary.json.
     """
 
-    def __init__(self, scenario: Scenario, config: dict[str, Any], output: EngineOutput, *, wall_time_s: float | None = None):
+    def __init__(
+        self, scenario: Scenario, config: dict[str, Any], output: EngineOutput, *, wall_time_s: float | None = None
+    ):
         self.scenario = scenario
         self.config = config
         self.engine_version = output.version
@@ -182,9 +206,29 @@ class Result:
                 }
             )
         columns = [
-            "name", "from", "to", "cc", "start_s", "end_s", "duration_s", "bytes_sent", "bytes_retrans",
-            "bytes_acked", "bytes_received", "goodput_bps", "data_segs_out", "retrans_segs", "retrans_ratio",
-            "timeouts", "rtt_samples", "rtt_min_ms", "rtt_mean_ms", "rtt_p50_ms", "rtt_p90_ms", "rtt_p99_ms", "rtt_max_ms",
+            "name",
+            "from",
+            "to",
+            "cc",
+            "start_s",
+            "end_s",
+            "duration_s",
+            "bytes_sent",
+            "bytes_retrans",
+            "bytes_acked",
+            "bytes_received",
+            "goodput_bps",
+            "data_segs_out",
+            "retrans_segs",
+            "retrans_ratio",
+            "timeouts",
+            "rtt_samples",
+            "rtt_min_ms",
+            "rtt_mean_ms",
+            "rtt_p50_ms",
+            "rtt_p90_ms",
+            "rtt_p99_ms",
+            "rtt_max_ms",
         ]
         return pd.DataFrame(rows, columns=columns)
 
@@ -196,8 +240,20 @@ class Result:
             row["to"] = _node_name(link.get("to"), self._nodes)
             rows.append(row)
         columns = [
-            "name", "from", "to", "qdisc", "sent_bytes", "sent_packets", "drops", "overlimits", "requeues",
-            "backlog_bytes", "backlog_packets", "max_backlog_packets", "loss_drops", "reorder_events",
+            "name",
+            "from",
+            "to",
+            "qdisc",
+            "sent_bytes",
+            "sent_packets",
+            "drops",
+            "overlimits",
+            "requeues",
+            "backlog_bytes",
+            "backlog_packets",
+            "max_backlog_packets",
+            "loss_drops",
+            "reorder_events",
         ]
         frame = pd.DataFrame(rows)
         for c in columns:
@@ -349,7 +405,9 @@ def check_output_dir(target: Path, *, overwrite: bool = False) -> None:
     """A user error if ``target`` exists and is not an empty directory (unless overwrite)."""
     if target.exists():
         if not target.is_dir():
-            raise ScenarioError("exists and is not a directory", file=str(target), expected="a path for a new output directory")
+            raise ScenarioError(
+                "exists and is not a directory", file=str(target), expected="a path for a new output directory"
+            )
         if any(target.iterdir()) and not overwrite:
             raise ScenarioError(
                 "output directory exists and is not empty",

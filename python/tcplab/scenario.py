@@ -75,8 +75,16 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
-from pydantic import field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from tcplab.errors import ScenarioError, UnitError, UnitErrors, show_value
 from tcplab.routing import bfs_route, route_delay_ns
@@ -277,12 +285,16 @@ def _parse_loss(value: Any) -> LossSpec:
     if len(value) != 1 or next(iter(value)) not in ("gilbert_elliott", "drop"):
         bad = [k for k in value if k not in ("gilbert_elliott", "drop")]
         if bad:
-            raise UnitError(f"unknown loss model {show_value(bad[0])}", "one of: gilbert_elliott, drop", bad[0], subpath=(bad[0],))
+            raise UnitError(
+                f"unknown loss model {show_value(bad[0])}", "one of: gilbert_elliott, drop", bad[0], subpath=(bad[0],)
+            )
         raise UnitError("several loss models given", "exactly one of: gilbert_elliott, drop", value)
     kind, body = next(iter(value.items()))
     if kind == "drop":
         if not isinstance(body, list):
-            raise UnitError(f"{show_value(body)} is not a list", "packet numbers such as [5, 17]", body, subpath=("drop",))
+            raise UnitError(
+                f"{show_value(body)} is not a list", "packet numbers such as [5, 17]", body, subpath=("drop",)
+            )
         parse = _parse_int(0, U64_MAX, "a packet number")
         packets = []
         for i, item in enumerate(body):
@@ -293,12 +305,16 @@ def _parse_loss(value: Any) -> LossSpec:
         return LossSpec(kind="drop_list", data_packets=tuple(sorted(set(packets))))
     # Gilbert-Elliott
     if not isinstance(body, dict):
-        raise UnitError(f"{show_value(body)} is not a mapping", "{p: 1%, r: 30%, h: 0%, k: 100%}", body, subpath=(kind,))
+        raise UnitError(
+            f"{show_value(body)} is not a mapping", "{p: 1%, r: 30%, h: 0%, k: 100%}", body, subpath=(kind,)
+        )
     for key in body:
         if key not in ("p", "r", "h", "k"):
             raise UnitError(f"unknown key {show_value(key)}", "one of: p, r, h, k", key, subpath=(kind, str(key)))
     if "p" not in body:
-        raise UnitError("missing", "p, the probability of moving from the good to the bad state", None, subpath=(kind, "p"))
+        raise UnitError(
+            "missing", "p, the probability of moving from the good to the bad state", None, subpath=(kind, "p")
+        )
     params = {}
     for key in ("p", "r", "h", "k"):
         if key in body:
@@ -424,8 +440,8 @@ class _Model(BaseModel):
         if not isinstance(key, str):
             return key
         for prefix in cls._key_prefixes:
-            if key.startswith(prefix) and key[len(prefix):] in allowed:
-                return key[len(prefix):]
+            if key.startswith(prefix) and key[len(prefix) :] in allowed:
+                return key[len(prefix) :]
         return key
 
 
@@ -690,7 +706,9 @@ class Scenario(_Model):
     seed: Int(0, U64_MAX) = 1
     duration: PosTime = Field(description="a duration such as 60s")
     sample_interval: PosTime = 100_000_000
-    hosts: dict[NodeName, Host] = Field(description="a mapping of host names to settings, such as {server: {}, client: {}}")
+    hosts: dict[NodeName, Host] = Field(
+        description="a mapping of host names to settings, such as {server: {}, client: {}}"
+    )
     routers: list[NodeName] = []
     links: list[Link] = []
     flows: list[Flow] = Field(description="a list of flows such as [{from: server, to: client}]")
@@ -715,12 +733,19 @@ class Scenario(_Model):
                 )
             )
         if not hosts:
-            errors.append(UnitError("no hosts", "at least two hosts such as {server: {}, client: {}}", None, subpath=("hosts",)))
+            errors.append(
+                UnitError("no hosts", "at least two hosts such as {server: {}, client: {}}", None, subpath=("hosts",))
+            )
         seen: dict[str, str] = {h: "host" for h in hosts}
         for i, r in enumerate(routers):
             if r in seen:
                 errors.append(
-                    UnitError(f"duplicate node name {show_value(r)} (already a {seen[r]})", "node names used once", r, subpath=("routers", i))
+                    UnitError(
+                        f"duplicate node name {show_value(r)} (already a {seen[r]})",
+                        "node names used once",
+                        r,
+                        subpath=("routers", i),
+                    )
                 )
             seen.setdefault(r, "router")
         nodes = sorted(seen)
@@ -728,7 +753,12 @@ class Scenario(_Model):
             for j, n in enumerate(link.between):
                 if n not in seen:
                     errors.append(
-                        UnitError(f"unknown node {show_value(n)}", "one of: " + ", ".join(nodes), n, subpath=("links", i, "between", j))
+                        UnitError(
+                            f"unknown node {show_value(n)}",
+                            "one of: " + ", ".join(nodes),
+                            n,
+                            subpath=("links", i, "between", j),
+                        )
                     )
             if link.between[0] == link.between[1]:
                 errors.append(
@@ -740,7 +770,9 @@ class Scenario(_Model):
                     )
                 )
         if not self.flows:
-            errors.append(UnitError("no flows", "at least one flow such as {from: server, to: client}", None, subpath=("flows",)))
+            errors.append(
+                UnitError("no flows", "at least one flow such as {from: server, to: client}", None, subpath=("flows",))
+            )
         host_list = ", ".join(sorted(hosts))
         names_seen: dict[str, int] = {}
         if not errors:
@@ -749,24 +781,62 @@ class Scenario(_Model):
             bad = False
             for key, n in (("from", flow.from_), ("to", flow.to)):
                 if n not in seen:
-                    errors.append(UnitError(f"unknown host {show_value(n)}{_did_you_mean(n, hosts)}", "one of: " + host_list, n, subpath=("flows", i, key)))
+                    errors.append(
+                        UnitError(
+                            f"unknown host {show_value(n)}{_did_you_mean(n, hosts)}",
+                            "one of: " + host_list,
+                            n,
+                            subpath=("flows", i, key),
+                        )
+                    )
                     bad = True
                 elif seen[n] == "router":
-                    errors.append(UnitError(f"{show_value(n)} is a router, not a host", "one of: " + host_list, n, subpath=("flows", i, key)))
+                    errors.append(
+                        UnitError(
+                            f"{show_value(n)} is a router, not a host",
+                            "one of: " + host_list,
+                            n,
+                            subpath=("flows", i, key),
+                        )
+                    )
                     bad = True
             if not bad and flow.from_ == flow.to:
-                errors.append(UnitError(f"flow from {show_value(flow.to)} to itself", "a different host than from", flow.to, subpath=("flows", i, "to")))
+                errors.append(
+                    UnitError(
+                        f"flow from {show_value(flow.to)} to itself",
+                        "a different host than from",
+                        flow.to,
+                        subpath=("flows", i, "to"),
+                    )
+                )
                 bad = True
             if flow.start >= self.duration:
                 errors.append(
-                    UnitError(f"{_t(flow.start)} is not before the end of the run ({_t(self.duration)})", "a start time before the duration", flow.start, subpath=("flows", i, "start"))
+                    UnitError(
+                        f"{_t(flow.start)} is not before the end of the run ({_t(self.duration)})",
+                        "a start time before the duration",
+                        flow.start,
+                        subpath=("flows", i, "start"),
+                    )
                 )
             if flow.stop is not None and flow.stop <= flow.start:
-                errors.append(UnitError(f"{_t(flow.stop)} is not after start ({_t(flow.start)})", "a stop time after start", flow.stop, subpath=("flows", i, "stop")))
+                errors.append(
+                    UnitError(
+                        f"{_t(flow.stop)} is not after start ({_t(flow.start)})",
+                        "a stop time after start",
+                        flow.stop,
+                        subpath=("flows", i, "stop"),
+                    )
+                )
             for name in self._flow_names(i, flow):
                 if name in names_seen:
                     errors.append(
-                        UnitError(f"duplicate flow name {show_value(name)} (also flows.{names_seen[name]})", "unique flow names", name, subpath=("flows", i, "name"))
+                        UnitError(
+                            f"duplicate flow name {show_value(name)} (also flows.{names_seen[name]})",
+                            "unique flow names",
+                            name,
+                            subpath=("flows", i, "name"),
+                        )
                     )
                 names_seen.setdefault(name, i)
             if not bad and not errors:
@@ -782,7 +852,12 @@ class Scenario(_Model):
                     )
                 elif bfs_route(len(topo.nodes), topo.ends, topo.index[flow.to], topo.index[flow.from_]) is None:
                     errors.append(
-                        UnitError(f"no route back from {show_value(flow.to)} to {show_value(flow.from_)} for ACKs", "links that connect the two hosts", None, subpath=("flows", i))
+                        UnitError(
+                            f"no route back from {show_value(flow.to)} to {show_value(flow.from_)} for ACKs",
+                            "links that connect the two hosts",
+                            None,
+                            subpath=("flows", i),
+                        )
                     )
         if len(errors) == 1:
             raise errors[0]
@@ -847,7 +922,9 @@ class Scenario(_Model):
             )
         flows = []
         for f in topo.flows:
-            flows.append({k: f[k] for k in ("name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params")})
+            flows.append(
+                {k: f[k] for k in ("name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params")}
+            )
         return {
             "seed": self.seed,
             "duration_ns": self.duration,
@@ -1012,14 +1089,26 @@ def _convert(exc: ValidationError, file: str) -> ScenarioError:
         if err["type"] == "missing":
             errors.append(ScenarioError("missing", file=file, path=path, expected="a value"))
         elif err["type"] == "extra_forbidden":
-            errors.append(ScenarioError(f"unknown key {show_value(str(loc[-1]))}", file=file, path=path, value=value, expected="a known key"))
+            errors.append(
+                ScenarioError(
+                    f"unknown key {show_value(str(loc[-1]))}", file=file, path=path, value=value, expected="a known key"
+                )
+            )
         elif err["type"] in ("list_type", "dict_type", "tuple_type"):
             kind = {"list_type": "a list", "dict_type": "a mapping", "tuple_type": "a list"}[err["type"]]
-            errors.append(ScenarioError(f"{show_value(value)} is not {kind}", file=file, path=path, value=value, expected=kind))
+            errors.append(
+                ScenarioError(f"{show_value(value)} is not {kind}", file=file, path=path, value=value, expected=kind)
+            )
         elif err["type"] == "string_type":
-            errors.append(ScenarioError(f"{show_value(value)} is not text", file=file, path=path, value=value, expected="a string"))
+            errors.append(
+                ScenarioError(
+                    f"{show_value(value)} is not text", file=file, path=path, value=value, expected="a string"
+                )
+            )
         else:
             msg = err["msg"]
             errors.append(ScenarioError(f"{show_value(value)}: {msg}", file=file, path=path, value=value))
     first = errors[0]
-    return ScenarioError(first.problem, file=first.file, path=first.path, value=first.value, expected=first.expected, errors=errors)
+    return ScenarioError(
+        first.problem, file=first.file, path=first.path, value=first.value, expected=first.expected, errors=errors
+    )

@@ -92,11 +92,22 @@ for _p, _exp in (("k", 1), ("m", 2), ("g", 3)):
 _SIZE_UNITS["kB"] = 1000  # SI lower-case k
 
 _TIME_UNITS: dict[str, int] = {
-    "ns": 1, "nsec": 1, "nsecs": 1,
-    "us": 10**3, "usec": 10**3, "usecs": 10**3, "µs": 10**3, "μs": 10**3,
-    "ms": 10**6, "msec": 10**6, "msecs": 10**6,
-    "s": 10**9, "sec": 10**9, "secs": 10**9,
-    "min": 60 * 10**9, "mins": 60 * 10**9,
+    "ns": 1,
+    "nsec": 1,
+    "nsecs": 1,
+    "us": 10**3,
+    "usec": 10**3,
+    "usecs": 10**3,
+    "µs": 10**3,
+    "μs": 10**3,
+    "ms": 10**6,
+    "msec": 10**6,
+    "msecs": 10**6,
+    "s": 10**9,
+    "sec": 10**9,
+    "secs": 10**9,
+    "min": 60 * 10**9,
+    "mins": 60 * 10**9,
 }
 
 _NUMBER = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*\Z", re.DOTALL)
@@ -196,7 +207,9 @@ def parse_size(value: Any, *, allow_zero: bool = True) -> int:
         hint = ""
         if unit.lower().endswith("bit"):
             hint = " (sizes are in bytes)"
-        raise UnitError(f"{show_value(value)} is not a size (unknown unit {show_value(unit)}){hint}", SIZE_EXPECTED, value)
+        raise UnitError(
+            f"{show_value(value)} is not a size (unknown unit {show_value(unit)}){hint}", SIZE_EXPECTED, value
+        )
     if number < 0:
         raise UnitError(f"{show_value(value)} is negative", "a size of 0 or more such as 150KB", value)
     size = _scaled(number, factor, value, SIZE_EXPECTED)
