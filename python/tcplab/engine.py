@@ -109,7 +109,7 @@ def import_core() -> Core:
         raise ImportError(
             "tcplab's simulation engine (the compiled module tcplab._core) is not installed. "
             "Install tcplab from its source tree with `pip install .`, or for development run "
-            "`maturin develop --release` there."
+            f"`maturin develop --release` there. ({e})"
         ) from e
     return _core  # type: ignore[return-value]
 

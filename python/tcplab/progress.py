@@ -32,14 +32,14 @@ class SimProgress:
     def __call__(self, sim_now_ns: int, duration_ns: int) -> None:
         if not self.enabled:
             return
+        total = max(duration_ns, 1) / 1e9
         if self._progress is None:
             if time.monotonic() - self._t0 < self.delay_s:
                 return
-            self._start()
-        total = max(duration_ns, 1) / 1e9
+            self._start(total)
         self._progress.update(self._task, completed=min(sim_now_ns / 1e9, total), total=total)
 
-    def _start(self) -> None:
+    def _start(self, total_s: float) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -54,7 +54,7 @@ class SimProgress:
             transient=True,
         )
         self._progress.start()
-        self._task = self._progress.add_task(self.label, total=None)
+        self._task = self._progress.add_task(self.label, total=total_s)
 
     def close(self) -> None:
         if self._progress is not None:
