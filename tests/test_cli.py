@@ -229,3 +229,12 @@ def test_console_script_entry_point():
     assert p.returncode == 2
     assert p.stderr.startswith('error: builtin:nope: unknown built-in scenario "nope"')
     assert "Traceback" not in p.stderr
+
+
+def test_unwritable_output_exit_1(tmp_path, patched_core):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", blocker / "sub" / "run", "--set", "duration=1s")
+    assert r.exit_code == 1
+    assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.output

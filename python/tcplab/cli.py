@@ -28,6 +28,10 @@ __all__ = ["app", "main"]
 app = typer.Typer(
     name="tcplab",
     help="A lab for TCP congestion control: simulate a scenario with Linux-like TCP, CUBIC and BBR.",
+    epilog=(
+        "Example: tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/  "
+        "(seed 001: 100 ms RTT, 5 Mbit/s, 1% loss; CUBIC against BBR)"
+    ),
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -80,6 +84,9 @@ def _guard(fn):  # noqa: ANN001, ANN202 - decorator
         except KeyboardInterrupt:
             typer.echo("error: interrupted; no output written", err=True)
             raise typer.Exit(130) from None
+        except OSError as e:  # writing the output: permissions, disk full
+            where = f"{e.filename}: " if e.filename else ""
+            _fail(f"{where}{e.strerror or e}", 1)
 
     return wrapper
 
@@ -134,7 +141,7 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
 def run(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Run directory [default: runs/<scenario name>].")
+        Path | None, typer.Option("--output", "-o", help="Run directory (default: runs/NAME, NAME from the scenario).")
     ] = None,
     set_: SetOpt = None,
     seed: SeedOpt = None,
@@ -163,7 +170,7 @@ def run(
 def compare(
     scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="One or more scenarios.")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Comparison directory [default: runs/compare-<name>].")
+        Path | None, typer.Option("--output", "-o", help="Comparison directory (default: runs/compare-NAME).")
     ] = None,
     set_: SetOpt = None,
     seed: SeedOpt = None,

@@ -183,7 +183,7 @@ class CompareResult:
         """DIR/compare.json, DIR/compare.png and one run directory per variant, atomically."""
         from tcplab.results import _make_parents, _replace_dir, check_output_dir
 
-        target = Path(directory)
+        target = Path(directory).absolute()
         check_output_dir(target, overwrite=overwrite)
         created = _make_parents(target.parent)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))

@@ -334,7 +334,7 @@ class Result:
         place at the end, so a failure leaves no partial output. An existing non-empty
         ``directory`` is an error unless ``overwrite``.
         """
-        target = Path(directory)
+        target = Path(directory).absolute()
         check_output_dir(target, overwrite=overwrite)
         created = _make_parents(target.parent)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
