@@ -405,3 +405,16 @@ def test_cli_missing_file_exit_2(tmp_path, patched_core):
     assert result.exit_code == 2
     assert "no such file or built-in scenario" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_every_unreachable_flow_is_reported(write_yaml):
+    text = doc(
+        "hosts: {server: {}, client: {}, lonely: {}, other: {}}\n"
+        "flows: [{from: server, to: lonely, start: 20s}, {from: other, to: client}]"
+    )
+    with pytest.raises(ScenarioError) as info:
+        tcplab.load_scenario(write_yaml(text))
+    lines = [e.line() for e in info.value.errors]
+    assert [e.path for e in info.value.errors] == ["flows.0.start", "flows.0", "flows.1"]
+    assert 'no route from "server" to "lonely"' in lines[1]
+    assert 'no route from "other" to "client"' in lines[2]

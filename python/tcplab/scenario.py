@@ -720,150 +720,116 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _check_references(self) -> Scenario:
+        """Cross-field checks; every problem found is reported, each with its own path."""
         errors: list[UnitError] = []
-        hosts = list(self.hosts)
-        routers = list(self.routers)
+
+        def error(path: tuple, problem: str, expected: str, value: Any = None) -> None:
+            errors.append(UnitError(problem, expected, value, subpath=path))
+
         if self.sample_interval > self.duration:
-            errors.append(
-                UnitError(
-                    f"{_t(self.sample_interval)} is longer than the duration ({_t(self.duration)})",
-                    "a sample interval no longer than the duration",
-                    self.sample_interval,
-                    subpath=("sample_interval",),
-                )
+            error(
+                ("sample_interval",),
+                f"{_t(self.sample_interval)} is longer than the duration ({_t(self.duration)})",
+                "a sample interval no longer than the duration",
+                self.sample_interval,
             )
-        if not hosts:
-            errors.append(
-                UnitError("no hosts", "at least two hosts such as {server: {}, client: {}}", None, subpath=("hosts",))
-            )
-        seen: dict[str, str] = {h: "host" for h in hosts}
-        for i, r in enumerate(routers):
-            if r in seen:
-                errors.append(
-                    UnitError(
-                        f"duplicate node name {show_value(r)} (already a {seen[r]})",
-                        "node names used once",
-                        r,
-                        subpath=("routers", i),
-                    )
-                )
-            seen.setdefault(r, "router")
-        nodes = sorted(seen)
-        for i, link in enumerate(self.links):
-            for j, n in enumerate(link.between):
-                if n not in seen:
-                    errors.append(
-                        UnitError(
-                            f"unknown node {show_value(n)}",
-                            "one of: " + ", ".join(nodes),
-                            n,
-                            subpath=("links", i, "between", j),
-                        )
-                    )
-            if link.between[0] == link.between[1]:
-                errors.append(
-                    UnitError(
-                        f"link from {show_value(link.between[0])} to itself",
-                        "two different node names",
-                        list(link.between),
-                        subpath=("links", i, "between"),
-                    )
-                )
-        if not self.flows:
-            errors.append(
-                UnitError("no flows", "at least one flow such as {from: server, to: client}", None, subpath=("flows",))
-            )
-        host_list = ", ".join(sorted(hosts))
-        names_seen: dict[str, int] = {}
-        if not errors:
-            topo = self._topology()
-        for i, flow in enumerate(self.flows):
-            bad = False
-            for key, n in (("from", flow.from_), ("to", flow.to)):
-                if n not in seen:
-                    errors.append(
-                        UnitError(
-                            f"unknown host {show_value(n)}{_did_you_mean(n, hosts)}",
-                            "one of: " + host_list,
-                            n,
-                            subpath=("flows", i, key),
-                        )
-                    )
-                    bad = True
-                elif seen[n] == "router":
-                    errors.append(
-                        UnitError(
-                            f"{show_value(n)} is a router, not a host",
-                            "one of: " + host_list,
-                            n,
-                            subpath=("flows", i, key),
-                        )
-                    )
-                    bad = True
-            if not bad and flow.from_ == flow.to:
-                errors.append(
-                    UnitError(
-                        f"flow from {show_value(flow.to)} to itself",
-                        "a different host than from",
-                        flow.to,
-                        subpath=("flows", i, "to"),
-                    )
-                )
-                bad = True
-            if flow.start >= self.duration:
-                errors.append(
-                    UnitError(
-                        f"{_t(flow.start)} is not before the end of the run ({_t(self.duration)})",
-                        "a start time before the duration",
-                        flow.start,
-                        subpath=("flows", i, "start"),
-                    )
-                )
-            if flow.stop is not None and flow.stop <= flow.start:
-                errors.append(
-                    UnitError(
-                        f"{_t(flow.stop)} is not after start ({_t(flow.start)})",
-                        "a stop time after start",
-                        flow.stop,
-                        subpath=("flows", i, "stop"),
-                    )
-                )
-            for name in self._flow_names(i, flow):
-                if name in names_seen:
-                    errors.append(
-                        UnitError(
-                            f"duplicate flow name {show_value(name)} (also flows.{names_seen[name]})",
-                            "unique flow names",
-                            name,
-                            subpath=("flows", i, "name"),
-                        )
-                    )
-                names_seen.setdefault(name, i)
-            if not bad and not errors:
-                fwd = bfs_route(len(topo.nodes), topo.ends, topo.index[flow.from_], topo.index[flow.to])
-                if fwd is None:
-                    errors.append(
-                        UnitError(
-                            f"no route from {show_value(flow.from_)} to {show_value(flow.to)}",
-                            "links that connect the two hosts",
-                            None,
-                            subpath=("flows", i),
-                        )
-                    )
-                elif bfs_route(len(topo.nodes), topo.ends, topo.index[flow.to], topo.index[flow.from_]) is None:
-                    errors.append(
-                        UnitError(
-                            f"no route back from {show_value(flow.to)} to {show_value(flow.from_)} for ACKs",
-                            "links that connect the two hosts",
-                            None,
-                            subpath=("flows", i),
-                        )
-                    )
+        kinds = self._check_nodes(error)
+        topology_ok = not errors
+        self._check_flows(error, kinds, topology_ok)
         if len(errors) == 1:
             raise errors[0]
         if errors:
             raise UnitErrors(errors)
         return self
+
+    def _check_nodes(self, error: Any) -> dict[str, str]:
+        """Unique node names, links between two different known nodes. Returns name -> kind."""
+        if not self.hosts:
+            error(("hosts",), "no hosts", "at least two hosts such as {server: {}, client: {}}")
+        kinds: dict[str, str] = {h: "host" for h in self.hosts}
+        for i, r in enumerate(self.routers):
+            if r in kinds:
+                error(
+                    ("routers", i),
+                    f"duplicate node name {show_value(r)} (already a {kinds[r]})",
+                    "node names used once",
+                    r,
+                )
+            kinds.setdefault(r, "router")
+        known = "one of: " + ", ".join(sorted(kinds))
+        for i, link in enumerate(self.links):
+            for j, n in enumerate(link.between):
+                if n not in kinds:
+                    error(
+                        ("links", i, "between", j),
+                        f"unknown node {show_value(n)}{_did_you_mean(n, list(kinds))}",
+                        known,
+                        n,
+                    )
+            if link.between[0] == link.between[1]:
+                error(
+                    ("links", i, "between"),
+                    f"link from {show_value(link.between[0])} to itself",
+                    "two different node names",
+                    list(link.between),
+                )
+        return kinds
+
+    def _check_flows(self, error: Any, kinds: dict[str, str], topology_ok: bool) -> None:
+        """Flows go between two different hosts, in time, with unique names, along a route."""
+        if not self.flows:
+            error(("flows",), "no flows", "at least one flow such as {from: server, to: client}")
+        hosts = list(self.hosts)
+        host_list = "one of: " + ", ".join(sorted(hosts))
+        topo = self._topology() if topology_ok else None
+        names_seen: dict[str, int] = {}
+        for i, flow in enumerate(self.flows):
+            endpoints_ok = True
+            for key, n in (("from", flow.from_), ("to", flow.to)):
+                if n not in kinds:
+                    error(("flows", i, key), f"unknown host {show_value(n)}{_did_you_mean(n, hosts)}", host_list, n)
+                    endpoints_ok = False
+                elif kinds[n] == "router":
+                    error(("flows", i, key), f"{show_value(n)} is a router, not a host", host_list, n)
+                    endpoints_ok = False
+            if endpoints_ok and flow.from_ == flow.to:
+                error(
+                    ("flows", i, "to"),
+                    f"flow from {show_value(flow.to)} to itself",
+                    "a different host than from",
+                    flow.to,
+                )
+                endpoints_ok = False
+            if flow.start >= self.duration:
+                error(
+                    ("flows", i, "start"),
+                    f"{_t(flow.start)} is not before the end of the run ({_t(self.duration)})",
+                    "a start time before the duration",
+                    flow.start,
+                )
+            if flow.stop is not None and flow.stop <= flow.start:
+                error(
+                    ("flows", i, "stop"),
+                    f"{_t(flow.stop)} is not after start ({_t(flow.start)})",
+                    "a stop time after start",
+                    flow.stop,
+                )
+            for name in self._flow_names(i, flow):
+                if name in names_seen:
+                    error(
+                        ("flows", i, "name"),
+                        f"duplicate flow name {show_value(name)} (also flows.{names_seen[name]})",
+                        "unique flow names",
+                        name,
+                    )
+                names_seen.setdefault(name, i)
+            if topo is not None and endpoints_ok:
+                src, dst = topo.index[flow.from_], topo.index[flow.to]
+                a, b = show_value(flow.from_), show_value(flow.to)
+                if bfs_route(len(topo.nodes), topo.ends, src, dst) is None:
+                    error(("flows", i), f"no route from {a} to {b}", "links that connect the two hosts")
+                elif bfs_route(len(topo.nodes), topo.ends, dst, src) is None:
+                    error(("flows", i), f"no route back from {b} to {a} for ACKs", "links that connect the two hosts")
 
     @staticmethod
     def _flow_names(index: int, flow: Flow) -> list[str]:
