@@ -1,0 +1,262 @@
+"""The ``tcplab`` command.
+
+    tcplab run SCENARIO [-o DIR] [--set PATH=VALUE]... [--seed N] [--quiet] [--force]
+    tcplab compare SCENARIO [SCENARIO...] [-o DIR] [--set PATH=V1,V2]... [--seed N]
+    tcplab check SCENARIO [--set PATH=VALUE]... [--json]
+    tcplab scenarios
+
+SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
+
+Exit codes: 0 success; 2 a mistake in the scenario, an override or the command line (one
+``error: ...`` line per problem on stderr, nothing run, no output directory); 1 the engine
+failed (``error: engine: ...``) or is not installed; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from tcplab.errors import EngineError, ScenarioError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="tcplab",
+    help="A lab for TCP congestion control: simulate a scenario with Linux-like TCP, CUBIC and BBR.",
+    epilog=(
+        "Example: tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/  "
+        "(seed 001: 100 ms RTT, 5 Mbit/s, 1% loss; CUBIC against BBR)"
+    ),
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="PATH=VALUE",
+        help="Override a scenario field before validation, e.g. links.0.loss=0.1% or flows.0.cc=bbr. Repeatable.",
+    ),
+]
+SeedOpt = Annotated[int | None, typer.Option("--seed", min=0, help="Replace the scenario's seed.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary on stdout.")]
+ForceOpt = Annotated[bool, typer.Option("--force", "-f", help="Replace the output directory if it exists.")]
+NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots (faster).")]
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _user_error(e: ScenarioError) -> NoReturn:
+    for err in e.errors[:20]:
+        typer.echo(f"error: {err.line()}", err=True)
+    if len(e.errors) > 20:
+        typer.echo(f"error: ... and {len(e.errors) - 20} more", err=True)
+    raise typer.Exit(2)
+
+
+def _guard(fn):  # noqa: ANN001, ANN202 - decorator
+    """Map tcplab's exceptions to one-line messages and exit codes."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        try:
+            return fn(*args, **kwargs)
+        except ScenarioError as e:
+            _user_error(e)
+        except EngineError as e:
+            _fail(f"engine: {e}", 1)
+        except ImportError as e:
+            if "tcplab._core" in str(e):
+                _fail(str(e), 1)
+            raise
+        except KeyboardInterrupt:
+            typer.echo("error: interrupted; no output written", err=True)
+            raise typer.Exit(130) from None
+        except OSError as e:  # writing the output: permissions, disk full
+            where = f"{e.filename}: " if e.filename else ""
+            _fail(f"{where}{e.strerror or e}", 1)
+
+    return wrapper
+
+
+def _console():  # noqa: ANN202
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _fmt(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
+    if value is None or value != value:  # None or NaN
+        return "-"
+    return f"{value * scale:.{digits}f}"
+
+
+def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
+    from rich import box
+    from rich.table import Table
+
+    console = _console()
+    s = result.summary
+    table = Table(
+        title=f"{s['scenario']} (seed {s['seed']}, {s['duration_s']:g} s)", title_justify="left", box=box.SIMPLE_HEAD
+    )
+    table.add_column("flow", no_wrap=True)
+    table.add_column("cc")
+    for col in ("goodput Mbit/s", "retrans %", "RTOs", "RTT p50 ms", "RTT p99 ms"):
+        table.add_column(col, justify="right")
+    for f in s["flows"]:
+        table.add_row(
+            f["name"],
+            f["cc"],
+            _fmt(f["goodput_bps"], 1e-6, 3),
+            _fmt(f["retrans_ratio"], 100.0),
+            str(f["timeouts"]),
+            _fmt(f["rtt_p50_ms"], 1, 1),
+            _fmt(f["rtt_p99_ms"], 1, 1),
+        )
+    console.print(table)
+    drops = [f"{link['name']} {link['drops']}" for link in s["links"] if link.get("drops")]
+    if drops:
+        console.print("queue drops: " + ", ".join(drops))
+    inv = s["invariant"]
+    if not inv.get("ok", True):
+        console.print(f"[bold red]packet accounting failed:[/] {inv.get('message', '')}")
+    console.print(f"wrote {out_dir}")
+
+
+@app.command()
+@_guard
+def run(
+    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Run directory (default: runs/NAME, NAME from the scenario).")
+    ] = None,
+    set_: SetOpt = None,
+    seed: SeedOpt = None,
+    quiet: QuietOpt = False,
+    force: ForceOpt = False,
+    no_plots: NoPlotsOpt = False,
+) -> None:
+    """Simulate one scenario and write its run directory."""
+    from tcplab.loader import load_scenario
+    from tcplab.progress import SimProgress
+    from tcplab.results import check_output_dir
+    from tcplab.runner import run as run_scenario
+
+    sc = load_scenario(scenario, set_ or [], seed=seed)
+    out_dir = output if output is not None else Path("runs") / sc.name
+    check_output_dir(out_dir, overwrite=force)
+    with SimProgress(sc.name, enabled=None if not quiet else False) as progress:
+        result = run_scenario(sc, progress=progress)
+    result.write(out_dir, overwrite=force, plots=not no_plots)
+    if not quiet:
+        _print_run_summary(result, out_dir)
+
+
+@app.command()
+@_guard
+def compare(
+    scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="One or more scenarios.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Comparison directory (default: runs/compare-NAME).")
+    ] = None,
+    set_: SetOpt = None,
+    seed: SeedOpt = None,
+    quiet: QuietOpt = False,
+    force: ForceOpt = False,
+    no_plots: NoPlotsOpt = False,
+) -> None:
+    """Run several scenarios, or one with --set PATH=A,B alternatives, side by side."""
+    from tcplab.compare import plan_variants, run_variants
+    from tcplab.results import check_output_dir
+
+    variants = plan_variants(scenarios, set_ or [], seed=seed)
+    out_dir = output if output is not None else Path("runs") / f"compare-{variants[0].scenario.name}"
+    check_output_dir(out_dir, overwrite=force)
+    cmp = run_variants(variants, progress=not quiet)
+    cmp.write(out_dir, overwrite=force, plots=not no_plots)
+    if not quiet:
+        from rich import box
+        from rich.table import Table
+
+        table = Table(title="tcplab compare", title_justify="left", box=box.SIMPLE_HEAD)
+        table.add_column("metric")
+        for v in variants:
+            table.add_column(v.label, justify="right")
+        for metric, row in cmp.table.iterrows():
+            digits = 0 if metric in ("timeouts", "queue drops") else (3 if "goodput" in str(metric) else 2)
+            table.add_row(str(metric), *[_fmt(x, 1.0, digits) for x in row.tolist()])
+        console = _console()
+        console.print(table)
+        console.print(f"wrote {out_dir}")
+
+
+@app.command()
+@_guard
+def check(
+    scenario: Annotated[str, typer.Argument(metavar="SCENARIO")],
+    set_: SetOpt = None,
+    seed: SeedOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the resolved engine configuration as JSON.")] = False,
+) -> None:
+    """Validate a scenario and show how it resolves (routes, queue limits); runs nothing."""
+    from tcplab.loader import load_scenario
+    from tcplab.units import format_size, format_time, human_rate
+
+    sc = load_scenario(scenario, set_ or [], seed=seed)
+    core = sc.to_core()
+    if as_json:
+        typer.echo(json.dumps(core, indent=2))
+        return
+    console = _console()
+    console.print(
+        f"{sc.name}: ok ({len(core['nodes'])} nodes, {len(core['links'])} one-way links, {len(core['flows'])} flows)"
+    )
+    for link in core["links"]:
+        q = link["queue"]
+        limit = f"{q['limit_packets']}p" if q["kind"] == "pfifo" else format_size(q["limit_bytes"])
+        loss = link["loss"]
+        loss_text = {"none": "no loss", "bernoulli": f"loss {loss.get('p', 0) * 100:g}%"}.get(
+            loss["kind"], loss["kind"]
+        )
+        console.print(
+            f"  link {link['name']}: {human_rate(link['rate_bps'])}, delay {format_time(link['delay_ns'])}, "
+            f"{loss_text}, {q['kind']} limit {limit}",
+            markup=False,
+        )
+    for route in sc.routes():
+        console.print(
+            f"  flow {route['flow']}: data {' '.join(route['data'])}; acks {' '.join(route['ack'])}; "
+            f"base RTT {format_time(route['base_rtt_ns'])}",
+            markup=False,
+        )
+
+
+@app.command()
+def scenarios() -> None:
+    """List the built-in scenarios."""
+    from tcplab.loader import builtin_scenarios
+
+    for name, desc in builtin_scenarios().items():
+        typer.echo(f"{name:<28} {desc}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except BrokenPipeError:  # `tcplab scenarios | head`
+        sys.stderr.close()
+        sys.exit(1)

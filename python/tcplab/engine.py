@@ -1,0 +1,170 @@
+"""The bridge to the simulator: JSON in, columns out.
+
+The model: the Rust engine (``tcplab._core``) takes the resolved scenario as JSON
+(:meth:`tcplab.scenario.Scenario.to_core`) and returns a plain dict: per-flow, per-host and
+per-link totals, an invariant check (every data packet delivered, dropped with a reason, or
+still in flight), and two column stores of NumPy arrays, one row per (sample time, flow) and
+per (sample time, link). This module calls it and turns the columns into pandas DataFrames
+with the documented dtypes; nothing here interprets the numbers (see :mod:`tcplab.results`).
+
+The engine releases the GIL while simulating and calls ``progress(sim_now_ns, duration_ns)``
+from time to time. Its ``ValueError`` (a configuration it refuses) and ``RuntimeError`` (an
+internal failure) become :class:`~tcplab.errors.EngineError`; ``KeyboardInterrupt`` passes.
+
+Tests pass their own ``core`` (an object with a ``run(config_json, progress)`` function); the
+package itself only ever uses the compiled module.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from tcplab.errors import EngineError
+
+__all__ = ["Core", "EngineOutput", "import_core", "run_core", "TIMESERIES_DTYPES", "QUEUE_DTYPES"]
+
+ProgressFn = Callable[[int, int], None]
+
+#: Columns of the per-flow time series and their dtypes (units in the names; cwnd,
+#: ssthresh and inflight in packets as Linux keeps them; ssthresh 2147483647 = infinite).
+TIMESERIES_DTYPES: dict[str, str] = {
+    "t_ns": "uint64",
+    "flow": "uint32",
+    "cwnd": "uint32",
+    "ssthresh": "uint32",
+    "srtt_us": "uint32",
+    "rttvar_us": "uint32",
+    "min_rtt_us": "uint32",
+    "pacing_rate_bps": "uint64",
+    "delivery_rate_bps": "uint64",
+    "inflight": "uint32",
+    "bytes_acked": "uint64",
+    "bytes_received": "uint64",
+    "retrans_segs": "uint64",
+    "lost": "uint64",
+    "ca_state": "uint8",
+    "cc_mode": "uint8",
+    "bbr_bw_bps": "uint64",
+    "pacing_gain": "float64",
+    "cwnd_gain": "float64",
+}
+
+#: Columns of the per-link queue time series (``drops`` is cumulative).
+QUEUE_DTYPES: dict[str, str] = {
+    "t_ns": "uint64",
+    "link": "uint32",
+    "backlog_packets": "uint32",
+    "backlog_bytes": "uint64",
+    "drops": "uint64",
+}
+
+_TOP_KEYS = (
+    "version",
+    "events",
+    "packets",
+    "flows",
+    "hosts",
+    "links",
+    "invariant",
+    "timeseries",
+    "queue_timeseries",
+    "names",
+)
+
+
+class Core(Protocol):
+    """What the engine module provides."""
+
+    def run(self, config_json: str, progress: ProgressFn | None, /) -> dict: ...
+
+
+@dataclass
+class EngineOutput:
+    """The engine's answer, with the column stores as DataFrames."""
+
+    raw: dict[str, Any]
+    timeseries: pd.DataFrame
+    queues: pd.DataFrame
+    version: str = ""
+    events: int = 0
+    packets: int = 0
+    flows: list[dict[str, Any]] = field(default_factory=list)
+    hosts: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)
+    invariant: dict[str, Any] = field(default_factory=dict)
+    names: dict[str, Any] = field(default_factory=dict)
+
+
+def import_core() -> Core:
+    """The compiled engine, or an ImportError that says how to build it."""
+    try:
+        from tcplab import _core  # type: ignore[attr-defined]
+    except ImportError as e:
+        raise ImportError(
+            "tcplab's simulation engine (the compiled module tcplab._core) is not installed. "
+            "Install tcplab from its source tree with `pip install .`, or for development run "
+            f"`maturin develop --release` there. ({e})"
+        ) from e
+    return _core  # type: ignore[return-value]
+
+
+def run_core(config: dict[str, Any], *, progress: ProgressFn | None = None, core: Core | None = None) -> EngineOutput:
+    """Run one simulation of the resolved ``config`` and return its output."""
+    engine = core if core is not None else import_core()
+    try:
+        raw = engine.run(json.dumps(config, separators=(",", ":"), allow_nan=False), progress)
+    except (ValueError, RuntimeError) as e:
+        raise EngineError(" ".join(str(e).splitlines()) or e.__class__.__name__) from e
+    return parse_output(raw)
+
+
+def _columns(store: Any, dtypes: dict[str, str], what: str) -> pd.DataFrame:
+    if not isinstance(store, dict):
+        raise EngineError(f"engine output: {what} is not a mapping of columns")
+    missing = [c for c in dtypes if c not in store]
+    if missing:
+        raise EngineError(f"engine output: {what} lacks column(s) {', '.join(missing)}")
+    columns: dict[str, np.ndarray] = {}
+    length = None
+    for name, array in store.items():
+        dtype = dtypes.get(name)
+        try:
+            values = np.asarray(array, dtype=dtype) if dtype else np.asarray(array)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise EngineError(f"engine output: {what}.{name}: {e}") from e
+        if values.ndim != 1:
+            raise EngineError(f"engine output: {what}.{name} is not one-dimensional")
+        if length is None:
+            length = len(values)
+        elif len(values) != length:
+            raise EngineError(f"engine output: {what}.{name} has {len(values)} rows, {what}.t_ns has {length}")
+        columns[name] = values
+    return pd.DataFrame(columns, copy=False)
+
+
+def parse_output(raw: Any) -> EngineOutput:
+    """Check the engine's dict against the contract and convert its column stores."""
+    if not isinstance(raw, dict):
+        raise EngineError(f"engine output: expected a dict, got {type(raw).__name__}")
+    missing = [k for k in _TOP_KEYS if k not in raw]
+    if missing:
+        raise EngineError(f"engine output: missing key(s) {', '.join(missing)}")
+    return EngineOutput(
+        raw=raw,
+        timeseries=_columns(raw["timeseries"], TIMESERIES_DTYPES, "timeseries"),
+        queues=_columns(raw["queue_timeseries"], QUEUE_DTYPES, "queue_timeseries"),
+        version=str(raw["version"]),
+        events=int(raw["events"]),
+        packets=int(raw["packets"]),
+        flows=list(raw["flows"]),
+        hosts=list(raw["hosts"]),
+        links=list(raw["links"]),
+        invariant=dict(raw["invariant"]),
+        names=dict(raw["names"]),
+    )

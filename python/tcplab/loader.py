@@ -1,0 +1,206 @@
+"""Finding and reading scenarios: files, built-ins, dicts; overrides applied; validated.
+
+The model: a scenario reference is one of
+
+* a path to a YAML file;
+* ``builtin:NAME``, or a bare ``NAME`` that is not an existing file, for the scenarios shipped
+  in ``tcplab/scenarios/NAME.yaml`` (``tcplab scenarios`` lists them);
+* a ``dict`` with the same structure as the YAML;
+* an already validated :class:`~tcplab.scenario.Scenario` (overrides re-validate its data).
+
+Reading is strict: YAML syntax errors carry their line, duplicate mapping keys are errors
+(YAML would silently keep the last), an empty file or a top level that is not a mapping is an
+error. Every failure is a :class:`~tcplab.errors.ScenarioError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tcplab.errors import ScenarioError, show_value
+from tcplab.overrides import Override, apply_overrides, parse_overrides
+from tcplab.scenario import Scenario, validate_scenario
+
+__all__ = ["load_scenario", "builtin_scenarios", "read_scenario_data", "resolve_reference"]
+
+BUILTIN_PREFIX = "builtin:"
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys in a mapping."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    seen: dict[Any, int] = {}
+    for key_node, _value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a plain value", key_node.start_mark
+            ) from None
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                f"the key {show_value(key)} first given on line {seen[key] + 1}",
+                node.start_mark,
+                f"duplicate key {show_value(key)}",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _builtin_dir() -> Any:
+    return resources.files("tcplab") / "scenarios"
+
+
+def builtin_scenarios() -> dict[str, str]:
+    """Built-in scenario names and their one-line descriptions."""
+    out = {}
+    for entry in sorted(_builtin_dir().iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".yaml"):
+            name = entry.name[: -len(".yaml")]
+            try:
+                data = yaml.safe_load(entry.read_text(encoding="utf-8")) or {}
+                text = " ".join(str(data.get("description") or "").split())
+            except yaml.YAMLError:
+                text = ""
+            first = text.split(": ")[0].split(". ")[0].rstrip(".")
+            out[name] = first
+    return out
+
+
+def resolve_reference(ref: str | Path) -> tuple[str, str]:
+    """(label, YAML text) for a file path, ``builtin:NAME`` or a bare built-in NAME."""
+    text_ref = str(ref)
+    if text_ref.startswith(BUILTIN_PREFIX):
+        return _read_builtin(text_ref[len(BUILTIN_PREFIX) :], text_ref)
+    path = Path(text_ref)
+    if path.is_file():
+        try:
+            return text_ref, path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ScenarioError(
+                f"cannot read the file ({e.__class__.__name__}: {e})",
+                file=text_ref,
+                expected="a readable UTF-8 YAML file",
+            ) from None
+    if path.is_dir():
+        raise ScenarioError("is a directory", file=text_ref, expected="a scenario YAML file")
+    names = builtin_scenarios()
+    if text_ref in names:
+        return _read_builtin(text_ref, f"{BUILTIN_PREFIX}{text_ref}")
+    raise ScenarioError(
+        "no such file or built-in scenario",
+        file=text_ref,
+        expected="a path to a scenario YAML file or a built-in name (" + ", ".join(names) + ")",
+    )
+
+
+def _read_builtin(name: str, label: str) -> tuple[str, str]:
+    names = builtin_scenarios()
+    if name not in names:
+        raise ScenarioError(
+            f"unknown built-in scenario {show_value(name)}", file=label, expected="one of: " + ", ".join(names)
+        )
+    return label, (_builtin_dir() / f"{name}.yaml").read_text(encoding="utf-8")
+
+
+def read_scenario_data(text: str, label: str) -> dict:
+    """Parse YAML text into the plain data of a scenario (a mapping)."""
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = e.problem or "invalid YAML"
+        if e.context and "first given" in str(e.context):
+            problem += f" ({e.context})"
+        raise ScenarioError(f"{where}{problem}", file=label, expected="valid YAML") from None
+    except yaml.YAMLError as e:
+        raise ScenarioError(f"invalid YAML ({e})", file=label, expected="valid YAML") from None
+    if data is None:
+        raise ScenarioError(
+            "the file is empty", file=label, expected="a scenario mapping with name, duration, hosts, links and flows"
+        )
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else show_value(data)
+        raise ScenarioError(
+            f"the top level is {kind}",
+            file=label,
+            expected="a mapping with keys such as name, duration, hosts, links, flows",
+        )
+    return data
+
+
+def load_scenario(
+    source: str | Path | Mapping[str, Any] | Scenario,
+    overrides: Iterable[str | Override] | Mapping[str, Any] | None = None,
+    *,
+    seed: int | None = None,
+) -> Scenario:
+    """Read, override and validate a scenario.
+
+    Args:
+        source: a path, ``builtin:NAME``, a bare built-in name, a dict, or a Scenario.
+        overrides: ``["links.0.loss=0.1%", ...]`` as on the command line, or a mapping
+            ``{"links.0.loss": "0.1%"}`` whose values are used as they are.
+        seed: shorthand for the override ``seed=N``.
+
+    Raises:
+        ScenarioError: for any problem with the scenario, with file, field path and value.
+    """
+    ovs = parse_overrides(overrides)
+    if seed is not None:
+        ovs.append(Override(text=f"seed={seed}", path=("seed",), values=(seed,), labels=(str(seed),)))
+    label, data = scenario_data(source)
+    return validate_with_overrides(data, ovs, label)
+
+
+def scenario_data(source: str | Path | Mapping[str, Any] | Scenario) -> tuple[str, dict]:
+    """(label, plain data) of a scenario reference, before overrides."""
+    if isinstance(source, Scenario):
+        return source.source or "<scenario>", dict(source._raw)
+    if isinstance(source, Mapping):
+        return "<dict>", dict(source)
+    if isinstance(source, (str, Path)):
+        label, text = resolve_reference(source)
+        return label, read_scenario_data(text, label)
+    raise TypeError(f"expected a path, a dict or a Scenario, not {type(source).__name__}")
+
+
+def validate_with_overrides(
+    data: dict, overrides: list[Override], label: str, choice: tuple[int, ...] | None = None
+) -> Scenario:
+    """Apply ``overrides`` (alternative ``choice``) to ``data``, validate, remember the source."""
+    raw = apply_overrides(data, overrides, choice=choice)
+    try:
+        scenario = validate_scenario(raw, label)
+    except ScenarioError as e:
+        _attribute_to_overrides(e, overrides)
+        raise
+    scenario._source = label
+    scenario._raw = raw
+    return scenario
+
+
+def _attribute_to_overrides(error: ScenarioError, overrides: list[Override]) -> None:
+    """Errors in a value that came from ``--set`` name ``--set`` instead of the file."""
+    dotted = [ov.dotted.replace("sysctl.net.ipv4.", "sysctl.") for ov in overrides]
+    for e in error.errors:
+        if any(e.path == d or e.path.startswith(d + ".") for d in dotted):
+            e.file = "--set"
+    if error.errors:
+        first = error.errors[0]
+        error.file = first.file
+        error.args = (error.line(),)

@@ -1,0 +1,445 @@
+"""What a run produced, as DataFrames, and the run directory it is saved as.
+
+The model: one simulation gives per-flow totals (one row per flow), per-link queue totals,
+per-host nstat counters, an invariant check, and two time series sampled every
+``sample_interval``: per flow (cwnd, srtt, delivered bytes, cc state, ...) and per link
+(backlog, cumulative drops). :class:`Result` holds them as pandas DataFrames and derives the
+numbers people compare:
+
+* ``goodput_bps = bytes_received * 8 / (end - start)``: bytes delivered in order to the
+  receiving application over the flow's lifetime, as netperf's receiver-side throughput.
+* ``retrans_ratio = retrans_segs / data_segs_out`` (both count segments; Linux's
+  ``data_segs_out`` includes retransmissions, so this is the share of sent segments that
+  were retransmissions, like ``TcpRetransSegs / TcpOutSegs``).
+* RTT percentiles (ms) over the sender's RTT samples.
+* In the time series, ``goodput_bps`` of a row is the bytes delivered since the previous
+  sample of the same flow, times 8, over the time between them (the first sample of a flow
+  counts from one ``sample_interval`` before it).
+
+A run directory (``Result.write(DIR)``) holds::
+
+    summary.json              scenario, seed, versions, per-flow and per-link totals, invariant
+    scenario.resolved.json    the exact engine configuration (rerun it to reproduce)
+    timeseries.parquet        per (sample, flow): engine columns + flow_name, t_s, goodput_bps,
+                              ca_state_name, cc_mode_name
+    queues.parquet            per (sample, link): engine columns + link_name, t_s
+    counters.txt              nstat text, one block per host
+    plots/goodput.png, plots/cwnd.png, plots/rtt.png
+    report.html               summary tables and the plots
+
+Everything in it is a function of the scenario and seed (no wall-clock times, no absolute
+paths), so the same run gives the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tcplab.counters import format_nstat
+from tcplab.engine import EngineOutput
+from tcplab.errors import ScenarioError
+from tcplab.scenario import Scenario
+
+__all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS"]
+
+#: Files (relative to the run directory) that ``Result.write`` produces.
+RUN_FILES = (
+    "summary.json",
+    "scenario.resolved.json",
+    "timeseries.parquet",
+    "queues.parquet",
+    "counters.txt",
+    "plots/goodput.png",
+    "plots/cwnd.png",
+    "plots/rtt.png",
+    "report.html",
+)
+
+SUMMARY_FLOW_KEYS = (
+    "name",
+    "from",
+    "to",
+    "cc",
+    "start_s",
+    "end_s",
+    "goodput_bps",
+    "bytes_received",
+    "data_segs_out",
+    "retrans_segs",
+    "retrans_ratio",
+    "timeouts",
+    "rtt_samples",
+    "rtt_p50_ms",
+    "rtt_p90_ms",
+    "rtt_p99_ms",
+)
+SUMMARY_LINK_KEYS = (
+    "name",
+    "from",
+    "to",
+    "qdisc",
+    "sent_packets",
+    "sent_bytes",
+    "drops",
+    "loss_drops",
+    "overlimits",
+    "max_backlog_packets",
+    "reorder_events",
+)
+
+
+def _version() -> str:
+    from tcplab import __version__
+
+    return __version__
+
+
+def _node_name(value: Any, nodes: list[str]) -> str:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= int(value) < len(nodes):
+        return nodes[int(value)]
+    return str(value)
+
+
+def _finite(x: Any) -> Any:
+    """JSON-safe: NaN/inf become null, NumPy scalars become Python numbers."""
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        return x if math.isfinite(x) else None
+    return x
+
+
+class Result:
+    """One run: DataFrames for flows, links, counters and time series, plus a summary.
+
+    Attributes:
+        scenario: the validated :class:`~tcplab.scenario.Scenario`.
+        config: the engine configuration that was run (``scenario.to_core()``).
+        flows: one row per flow (goodput_bps, retrans_ratio, rtt_p50_ms, ...).
+        links: one row per one-way link (qdisc counters as ``tc -s`` names them).
+        timeseries: one row per (sample, flow), see the module doc.
+        queues: one row per (sample, link).
+        counters: host, counter, value (nstat names).
+        flow_counters: flow, counter, value.
+        invariant: the engine's packet accounting check.
+        summary: the content of summary.json.
+    """
+
+    def __init__(
+        self, scenario: Scenario, config: dict[str, Any], output: EngineOutput, *, wall_time_s: float | None = None
+    ):
+        self.scenario = scenario
+        self.config = config
+        self.engine_version = output.version
+        self.events = output.events
+        self.packets = output.packets
+        self.wall_time_s = wall_time_s
+        self.invariant = dict(output.invariant)
+        self.names = output.names
+        self.duration_s = config["duration_ns"] / 1e9
+        self.sample_interval_s = config["sample_interval_ns"] / 1e9
+        self._nodes = [n["name"] for n in config["nodes"]]
+        self.flows = self._flows_frame(output)
+        self.links = self._links_frame(output)
+        self.counters = pd.DataFrame(
+            [(h["name"], k, int(v)) for h in output.hosts for k, v in h.get("counters", {}).items()],
+            columns=["host", "counter", "value"],
+        )
+        self.flow_counters = pd.DataFrame(
+            [(f["name"], k, int(v)) for f in output.flows for k, v in f.get("counters", {}).items()],
+            columns=["flow", "counter", "value"],
+        )
+        self._host_counters = {h["name"]: {k: int(v) for k, v in h.get("counters", {}).items()} for h in output.hosts}
+        self.timeseries = self._timeseries_frame(output)
+        self.queues = self._queues_frame(output)
+        self.summary = self._summary()
+
+    # -- derived tables ---------------------------------------------------------------
+
+    def _flows_frame(self, out: EngineOutput) -> pd.DataFrame:
+        rows = []
+        for f in out.flows:
+            start, end = int(f["start_ns"]), int(f["end_ns"])
+            lifetime_s = (end - start) / 1e9
+            rtt = f.get("rtt_us") or {}
+            samples = int(rtt.get("count", 0))
+
+            def ms(key: str, rtt: dict = rtt, samples: int = samples) -> float:
+                return float(rtt[key]) / 1000.0 if samples > 0 and rtt.get(key) is not None else float("nan")
+
+            segs = int(f["data_segs_out"])
+            rows.append(
+                {
+                    "name": f["name"],
+                    "from": _node_name(f["src"], self._nodes),
+                    "to": _node_name(f["dst"], self._nodes),
+                    "cc": f["cc"],
+                    "start_s": start / 1e9,
+                    "end_s": end / 1e9,
+                    "duration_s": lifetime_s,
+                    "bytes_sent": int(f["bytes_sent"]),
+                    "bytes_retrans": int(f["bytes_retrans"]),
+                    "bytes_acked": int(f["bytes_acked"]),
+                    "bytes_received": int(f["bytes_received"]),
+                    "goodput_bps": int(f["bytes_received"]) * 8 / lifetime_s if lifetime_s > 0 else float("nan"),
+                    "data_segs_out": segs,
+                    "retrans_segs": int(f["retrans_segs"]),
+                    "retrans_ratio": int(f["retrans_segs"]) / segs if segs > 0 else 0.0,
+                    "timeouts": int(f["timeouts"]),
+                    "rtt_samples": samples,
+                    "rtt_min_ms": ms("min"),
+                    "rtt_mean_ms": ms("mean"),
+                    "rtt_p50_ms": ms("p50"),
+                    "rtt_p90_ms": ms("p90"),
+                    "rtt_p99_ms": ms("p99"),
+                    "rtt_max_ms": ms("max"),
+                }
+            )
+        columns = [
+            "name",
+            "from",
+            "to",
+            "cc",
+            "start_s",
+            "end_s",
+            "duration_s",
+            "bytes_sent",
+            "bytes_retrans",
+            "bytes_acked",
+            "bytes_received",
+            "goodput_bps",
+            "data_segs_out",
+            "retrans_segs",
+            "retrans_ratio",
+            "timeouts",
+            "rtt_samples",
+            "rtt_min_ms",
+            "rtt_mean_ms",
+            "rtt_p50_ms",
+            "rtt_p90_ms",
+            "rtt_p99_ms",
+            "rtt_max_ms",
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+    def _links_frame(self, out: EngineOutput) -> pd.DataFrame:
+        rows = []
+        for link in out.links:
+            row = dict(link)
+            row["from"] = _node_name(link.get("from"), self._nodes)
+            row["to"] = _node_name(link.get("to"), self._nodes)
+            rows.append(row)
+        columns = [
+            "name",
+            "from",
+            "to",
+            "qdisc",
+            "sent_bytes",
+            "sent_packets",
+            "drops",
+            "overlimits",
+            "requeues",
+            "backlog_bytes",
+            "backlog_packets",
+            "max_backlog_packets",
+            "loss_drops",
+            "reorder_events",
+        ]
+        frame = pd.DataFrame(rows)
+        for c in columns:
+            if c not in frame.columns:
+                frame[c] = pd.Series(dtype="int64")
+        return frame[columns + [c for c in frame.columns if c not in columns]]
+
+    def _timeseries_frame(self, out: EngineOutput) -> pd.DataFrame:
+        ts = out.timeseries.copy()
+        flow_names = [f["name"] for f in self.config["flows"]]
+        flow_cc = [f["cc"] for f in self.config["flows"]]
+        idx = ts["flow"].to_numpy().astype(np.int64)
+        ts["flow_name"] = _lookup(flow_names, idx, "?")
+        ts["t_s"] = ts["t_ns"].to_numpy().astype(np.float64) / 1e9
+        ts["goodput_bps"] = _interval_rate(ts, "flow", "bytes_received", self.config["sample_interval_ns"])
+        ca_names = list(self.names.get("ca_state", []))
+        ts["ca_state_name"] = _lookup(ca_names, ts["ca_state"].to_numpy().astype(np.int64), "?")
+        modes = self.names.get("cc_mode", {}) or {}
+        mode_col = ts["cc_mode"].to_numpy().astype(np.int64)
+        cc_of_row = _lookup(flow_cc, idx, "")
+        names = np.full(len(ts), "", dtype=object)
+        for cc, labels in modes.items():
+            mask = cc_of_row == cc
+            if mask.any():
+                names[mask] = _lookup(list(labels), mode_col[mask], "?")
+        ts["cc_mode_name"] = names.astype(str) if len(ts) else np.array([], dtype=str)
+        return ts
+
+    def _queues_frame(self, out: EngineOutput) -> pd.DataFrame:
+        qs = out.queues.copy()
+        link_names = [link["name"] for link in self.config["links"]]
+        qs["link_name"] = _lookup(link_names, qs["link"].to_numpy().astype(np.int64), "?")
+        qs["t_s"] = qs["t_ns"].to_numpy().astype(np.float64) / 1e9
+        return qs
+
+    def _summary(self) -> dict[str, Any]:
+        flows = []
+        for row in self.flows.to_dict("records"):
+            flows.append({k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS})
+        links = []
+        for row in self.links.to_dict("records"):
+            links.append({k: _finite(row.get(k)) for k in SUMMARY_LINK_KEYS})
+        return {
+            "scenario": self.scenario.name,
+            "description": self.scenario.description or "",
+            "source": self.scenario.source,
+            "seed": self.config["seed"],
+            "tcplab_version": _version(),
+            "engine_version": self.engine_version,
+            "duration_s": self.duration_s,
+            "sample_interval_s": self.sample_interval_s,
+            "events": self.events,
+            "packets": self.packets,
+            "flows": flows,
+            "links": links,
+            "invariant": {k: _finite(v) if not isinstance(v, dict) else v for k, v in self.invariant.items()},
+        }
+
+    # -- views ------------------------------------------------------------------------
+
+    def host_counters(self) -> dict[str, dict[str, int]]:
+        """``{host: {nstat name: value}}``."""
+        return {h: dict(c) for h, c in self._host_counters.items()}
+
+    def nstat_text(self) -> str:
+        """counters.txt content."""
+        return format_nstat(self._host_counters, self.duration_s)
+
+    def __repr__(self) -> str:
+        return f"<Result {self.scenario.name!r} seed={self.config['seed']} flows={len(self.flows)}>"
+
+    # -- the run directory ------------------------------------------------------------
+
+    def write(self, directory: str | os.PathLike[str], *, overwrite: bool = False, plots: bool = True) -> Path:
+        """Write the run directory (see the module doc) atomically and return its path.
+
+        Files are written into a temporary directory next to ``directory`` and renamed into
+        place at the end, so a failure leaves no partial output. An existing non-empty
+        ``directory`` is an error unless ``overwrite``.
+        """
+        target = Path(directory).absolute()
+        check_output_dir(target, overwrite=overwrite)
+        created = _make_parents(target.parent)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        try:
+            self._write_files(tmp, plots=plots)
+            _replace_dir(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            for d in reversed(created):
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
+            raise
+        return target
+
+    def _write_files(self, out: Path, *, plots: bool) -> None:
+        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        (out / "scenario.resolved.json").write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
+        _write_parquet(self.timeseries, out / "timeseries.parquet")
+        _write_parquet(self.queues, out / "queues.parquet")
+        (out / "counters.txt").write_text(self.nstat_text(), encoding="utf-8")
+        if plots:
+            from tcplab.plots import write_run_plots
+
+            write_run_plots(self, out / "plots")
+        from tcplab.report import write_report
+
+        write_report(self, out / "report.html", plots=plots)
+
+
+def _lookup(names: list[str], index: np.ndarray, missing: str) -> np.ndarray:
+    table = np.array(list(names) + [missing], dtype=object)
+    safe = np.where((index >= 0) & (index < len(names)), index, len(names))
+    return table[safe].astype(str) if len(index) else np.array([], dtype=str)
+
+
+def _interval_rate(frame: pd.DataFrame, key: str, counter: str, interval_ns: int) -> np.ndarray:
+    """Per-row rate in bit/s of a cumulative byte counter, within each ``key`` group."""
+    if frame.empty:
+        return np.array([], dtype=np.float64)
+    order = np.lexsort((frame["t_ns"].to_numpy(), frame[key].to_numpy()))
+    keys = frame[key].to_numpy()[order]
+    t = frame["t_ns"].to_numpy().astype(np.float64)[order]
+    c = frame[counter].to_numpy().astype(np.float64)[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    dc = np.where(first, c, c - np.roll(c, 1))
+    dt = np.where(first, float(interval_ns), t - np.roll(t, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(dt > 0, dc * 8.0 / (dt / 1e9), np.nan)
+    out = np.empty(len(order), dtype=np.float64)
+    out[order] = rate
+    return out
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    # No pandas metadata blob: it would make the file depend on the pandas version.
+    table = table.replace_schema_metadata(None)
+    pq.write_table(table, path, compression="zstd")
+
+
+def check_output_dir(target: Path, *, overwrite: bool = False) -> None:
+    """A user error if ``target`` exists and is not an empty directory (unless overwrite)."""
+    if target.exists():
+        if not target.is_dir():
+            raise ScenarioError(
+                "exists and is not a directory", file=str(target), expected="a path for a new output directory"
+            )
+        if any(target.iterdir()) and not overwrite:
+            raise ScenarioError(
+                "output directory exists and is not empty",
+                file=str(target),
+                expected="a new or empty directory (or --force to replace it)",
+            )
+
+
+def _make_parents(parent: Path) -> list[Path]:
+    missing = []
+    p = parent.resolve() if not parent.exists() else parent
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        d.mkdir()
+    return list(reversed(missing))
+
+
+def _replace_dir(tmp: Path, target: Path) -> None:
+    if target.exists():
+        trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+        trash.rmdir()
+        target.rename(trash)
+        try:
+            tmp.rename(target)
+        except BaseException:
+            trash.rename(target)
+            raise
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        tmp.rename(target)
+    umask = os.umask(0)
+    os.umask(umask)
+    target.chmod(0o777 & ~umask)  # mkdtemp made it 0700

@@ -1,0 +1,69 @@
+"""Running one scenario: load -> resolve -> simulate -> :class:`~tcplab.results.Result`.
+
+This is ``tcplab.run``; the CLI's ``tcplab run`` is this plus writing the run directory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tcplab.loader import load_scenario
+from tcplab.overrides import Override
+from tcplab.progress import SimProgress
+from tcplab.scenario import Scenario
+
+if TYPE_CHECKING:  # NumPy/pandas load on first run, not on `import tcplab`
+    from tcplab.engine import Core
+    from tcplab.results import Result
+
+__all__ = ["run"]
+
+
+def run(
+    scenario: str | Path | Mapping[str, Any] | Scenario,
+    *,
+    overrides: Iterable[str | Override] | Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    progress: bool | Callable[[int, int], None] = False,
+    core: Core | None = None,
+) -> Result:
+    """Simulate a scenario and return its :class:`~tcplab.results.Result`.
+
+    Args:
+        scenario: a path, ``builtin:NAME``, a dict, or a :class:`Scenario`.
+        overrides: ``--set``-style overrides (``["links.0.loss=0.1%"]``).
+        seed: replaces the scenario's seed.
+        progress: ``True`` for a progress bar on long runs (terminal only), or a callable
+            ``(sim_now_ns, duration_ns)``.
+        core: the engine module to use (tests pass a double); default ``tcplab._core``.
+
+    Raises:
+        ScenarioError: the scenario is invalid (nothing was run).
+        EngineError: the simulator failed.
+    """
+    from tcplab.engine import run_core
+    from tcplab.results import Result
+
+    if isinstance(scenario, Scenario) and overrides is None and seed is None:
+        sc = scenario
+    else:
+        sc = load_scenario(scenario, overrides, seed=seed)
+    config = sc.to_core()
+    reporter: SimProgress | None = None
+    if callable(progress):
+        callback: Callable[[int, int], None] | None = progress
+    elif progress:
+        reporter = SimProgress(sc.name)
+        callback = reporter
+    else:
+        callback = None
+    started = time.perf_counter()
+    try:
+        output = run_core(config, progress=callback, core=core)
+    finally:
+        if reporter is not None:
+            reporter.close()
+    return Result(sc, config, output, wall_time_s=time.perf_counter() - started)

@@ -1,0 +1,272 @@
+"""Human units in scenario files, parsed into the engine's integer units.
+
+The model: a scenario says ``rate: 5Mbit``, ``delay: 50ms``, ``limit: 150KB``, ``loss: 1%``
+the way ``tc`` and ``netem`` do; the engine takes integers with the unit in the name
+(``rate_bps``, ``delay_ns``, ``limit_bytes``) and probabilities as fractions. Parsing is exact
+(decimal arithmetic, rounded half-up to the nearest integer unit), so ``1.5ms`` is exactly
+1500000 ns and ``format_*`` values parse back to the same integer.
+
+Rates (bits per second; unit names are case-insensitive, as in tc(8))
+    ``bit``  ``kbit`` ``mbit`` ``gbit`` ``tbit``   powers of 1000 bits/s (``5Mbit`` = 5 000 000)
+    ``kibit`` ``mibit`` ``gibit`` ``tibit``        powers of 1024 bits/s
+    ``bit/s`` ``kbit/s`` ... ``gbit/s``            same as without ``/s``
+    ``bps`` ``kbps`` ``mbps`` ``gbps`` ``tbps``    **bytes** per second, powers of 1000, exactly as
+                                                   tc reads them (``1Mbps`` = 8 000 000 bit/s)
+    ``kibps`` ``mibps`` ``gibps`` ``tibps``        bytes per second, powers of 1024
+    a bare number                                  bits per second (as tc)
+
+Sizes (bytes; case-sensitive, because the same letters mean different things)
+    ``B`` or a bare number                         bytes
+    ``KB`` ``kB`` ``MB`` ``GB`` ``TB``             SI: powers of 1000 bytes (``150KB`` = 150 000)
+    ``KiB`` ``MiB`` ``GiB`` ``TiB``                IEC: powers of 1024 bytes
+    ``k`` ``kb`` ``Kb`` ``m`` ``mb`` ``Mb`` ``g`` ``gb`` ``Gb``
+                                                   tc's forms: **bytes**, powers of 1024, as
+                                                   ``get_size()`` in iproute2 reads them
+                                                   (``64Kb`` = 65 536 bytes, not kilobits).
+    Note: tc also reads ``KB`` as 1024; tcplab reads ``KB`` as 1000 (SI). Write ``KiB`` or
+    ``kb`` when you mean tc's value.
+
+Times (nanoseconds; case-insensitive)
+    ``ns`` ``nsec``; ``us`` ``usec`` ``µs``; ``ms`` ``msec``; ``s`` ``sec`` ``secs``; ``min``.
+    A bare number is rejected (tc would read it as microseconds), except ``0``.
+
+Fractions (probabilities)
+    ``1%`` = 0.01; a bare number is a fraction in [0, 1] (``0.01`` = 1%, as netem accepts).
+
+Every parser raises :class:`~tcplab.errors.UnitError` (a ``ValueError``) and nothing else.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import re
+from decimal import Decimal
+from typing import Any
+
+from tcplab.errors import UnitError, show_value
+
+__all__ = [
+    "U64_MAX",
+    "RATE_EXPECTED",
+    "TIME_EXPECTED",
+    "SIZE_EXPECTED",
+    "FRACTION_EXPECTED",
+    "parse_rate",
+    "parse_time",
+    "parse_size",
+    "parse_fraction",
+    "parse_number",
+    "format_rate",
+    "format_time",
+    "format_size",
+    "format_percent",
+    "human_rate",
+]
+
+U64_MAX = 2**64 - 1
+
+RATE_EXPECTED = "a number with a unit such as 5Mbit, 100Kbit, 1Gbit"
+TIME_EXPECTED = "a number with a unit such as 50ms, 250us, 1.5s"
+SIZE_EXPECTED = "a size such as 1500B, 150KB, 64KiB, 4MB"
+FRACTION_EXPECTED = "a percentage such as 1% or a fraction from 0 to 1 such as 0.01"
+
+_RATE_UNITS: dict[str, int] = {"": 1}
+for _prefix, _si, _iec in (("k", 10**3, 2**10), ("m", 10**6, 2**20), ("g", 10**9, 2**30), ("t", 10**12, 2**40)):
+    _RATE_UNITS[f"{_prefix}bit"] = _si
+    _RATE_UNITS[f"{_prefix}bit/s"] = _si
+    _RATE_UNITS[f"{_prefix}ibit"] = _iec
+    _RATE_UNITS[f"{_prefix}bps"] = 8 * _si
+    _RATE_UNITS[f"{_prefix}ibps"] = 8 * _iec
+_RATE_UNITS["bit"] = 1
+_RATE_UNITS["bit/s"] = 1
+_RATE_UNITS["bps"] = 8
+
+_SIZE_UNITS: dict[str, int] = {"": 1, "B": 1, "b": 1}
+for _p, _exp in (("K", 1), ("M", 2), ("G", 3), ("T", 4)):
+    _SIZE_UNITS[f"{_p}B"] = 1000**_exp
+    _SIZE_UNITS[f"{_p}iB"] = 1024**_exp
+for _p, _exp in (("k", 1), ("m", 2), ("g", 3)):
+    for _form in (_p, _p.upper(), f"{_p}b", f"{_p.upper()}b"):
+        _SIZE_UNITS[_form] = 1024**_exp
+_SIZE_UNITS["kB"] = 1000  # SI lower-case k
+
+_TIME_UNITS: dict[str, int] = {
+    "ns": 1,
+    "nsec": 1,
+    "nsecs": 1,
+    "us": 10**3,
+    "usec": 10**3,
+    "usecs": 10**3,
+    "µs": 10**3,
+    "μs": 10**3,
+    "ms": 10**6,
+    "msec": 10**6,
+    "msecs": 10**6,
+    "s": 10**9,
+    "sec": 10**9,
+    "secs": 10**9,
+    "min": 60 * 10**9,
+    "mins": 60 * 10**9,
+}
+
+_NUMBER = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*\Z", re.DOTALL)
+# Exponents beyond this are surely a typo and would only make the arithmetic slow.
+_MAX_ADJUSTED_EXPONENT = 40
+
+
+def _to_decimal(text: str) -> Decimal | None:
+    try:
+        with decimal.localcontext() as ctx:
+            ctx.prec = 60
+            d = Decimal(text)
+            if not d.is_finite() or abs(d.adjusted()) > _MAX_ADJUSTED_EXPONENT:
+                return None
+            return d
+    except (decimal.DecimalException, ValueError):
+        return None
+
+
+def _split(value: Any, kind: str, expected: str) -> tuple[Decimal, str]:
+    """Split ``value`` into (number, unit text). Numbers from YAML have unit ``""``."""
+    if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
+        raise UnitError(f"{show_value(value)} is not {kind}", expected, value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UnitError(f"{show_value(value)} is not {kind}", expected, value)
+        number = _to_decimal(repr(value))
+        if number is None:
+            raise UnitError(f"{show_value(value)} is out of range", expected, value)
+        return number, ""
+    if isinstance(value, int):
+        if abs(value) > 10**30:
+            raise UnitError(f"{value} is out of range", expected, value)
+        return Decimal(value), ""
+    m = _NUMBER.match(value)
+    if not m:
+        raise UnitError(f"{show_value(value)} is not {kind}", expected, value)
+    number = _to_decimal(m.group(1))
+    if number is None:
+        raise UnitError(f"{show_value(value)} is out of range", expected, value)
+    return number, m.group(2)
+
+
+def _scaled(number: Decimal, factor: int, value: Any, expected: str) -> int:
+    with decimal.localcontext() as ctx:
+        ctx.prec = 80
+        scaled = (number * factor).quantize(Decimal(1), rounding=decimal.ROUND_HALF_UP)
+    result = int(scaled)
+    if result > U64_MAX:
+        raise UnitError(f"{show_value(value)} is too large", expected, value)
+    return result
+
+
+def parse_number(value: Any, kind: str = "a number", expected: str = "a number such as 1.5") -> Decimal:
+    """A plain number (int, float or numeric string) as an exact Decimal."""
+    number, unit = _split(value, kind, expected)
+    if unit:
+        raise UnitError(f"{show_value(value)} is not {kind}", expected, value)
+    return number
+
+
+def parse_rate(value: Any, *, allow_zero: bool = False) -> int:
+    """A rate in bits per second (``"5Mbit"`` -> 5000000). Zero only with ``allow_zero``."""
+    number, unit = _split(value, "a rate", RATE_EXPECTED)
+    factor = _RATE_UNITS.get(unit.lower())
+    if factor is None:
+        raise UnitError(f"{show_value(value)} is not a rate (unknown unit {show_value(unit)})", RATE_EXPECTED, value)
+    if number < 0:
+        raise UnitError(f"{show_value(value)} is negative", "a positive rate such as 5Mbit", value)
+    bps = _scaled(number, factor, value, RATE_EXPECTED)
+    if bps == 0 and not allow_zero:
+        raise UnitError(f"{show_value(value)} is zero", "a positive rate such as 5Mbit", value)
+    return bps
+
+
+def parse_time(value: Any, *, allow_zero: bool = True) -> int:
+    """A time in nanoseconds (``"1.5ms"`` -> 1500000). A bare number must be 0."""
+    number, unit = _split(value, "a time", TIME_EXPECTED)
+    if unit == "" and number != 0:
+        raise UnitError(f"{show_value(value)} has no unit", TIME_EXPECTED, value)
+    factor = 1 if unit == "" else _TIME_UNITS.get(unit if unit in ("µs", "μs") else unit.lower())
+    if factor is None:
+        raise UnitError(f"{show_value(value)} is not a time (unknown unit {show_value(unit)})", TIME_EXPECTED, value)
+    if number < 0:
+        raise UnitError(f"{show_value(value)} is negative", "a time of 0 or more such as 50ms", value)
+    ns = _scaled(number, factor, value, TIME_EXPECTED)
+    if ns == 0 and not allow_zero:
+        raise UnitError(f"{show_value(value)} is zero", "a positive time such as 50ms", value)
+    return ns
+
+
+def parse_size(value: Any, *, allow_zero: bool = True) -> int:
+    """A size in bytes (``"150KB"`` -> 150000, ``"64KiB"`` -> 65536, ``"64kb"`` -> 65536)."""
+    number, unit = _split(value, "a size", SIZE_EXPECTED)
+    factor = _SIZE_UNITS.get(unit)
+    if factor is None:
+        hint = ""
+        if unit.lower().endswith("bit"):
+            hint = " (sizes are in bytes)"
+        raise UnitError(
+            f"{show_value(value)} is not a size (unknown unit {show_value(unit)}){hint}", SIZE_EXPECTED, value
+        )
+    if number < 0:
+        raise UnitError(f"{show_value(value)} is negative", "a size of 0 or more such as 150KB", value)
+    size = _scaled(number, factor, value, SIZE_EXPECTED)
+    if size == 0 and not allow_zero:
+        raise UnitError(f"{show_value(value)} is zero", "a positive size such as 150KB", value)
+    return size
+
+
+def parse_fraction(value: Any) -> float:
+    """A probability: ``"1%"`` -> 0.01, ``0.01`` -> 0.01. Must lie in [0, 1]."""
+    number, unit = _split(value, "a probability", FRACTION_EXPECTED)
+    if unit == "%":
+        number = number / 100
+    elif unit:
+        raise UnitError(f"{show_value(value)} is not a probability", FRACTION_EXPECTED, value)
+    if number < 0:
+        raise UnitError(f"{show_value(value)} is negative", "a probability from 0% to 100%", value)
+    if number > 1:
+        hint = f' (write "{value}%" for percent)' if unit == "" else ""
+        raise UnitError(f"{show_value(value)} is more than 100%{hint}", "a probability from 0% to 100%", value)
+    return float(number)
+
+
+def _format_int(value: int, units: list[tuple[str, int]]) -> str:
+    for name, factor in units:
+        if value != 0 and value % factor == 0:
+            return f"{value // factor}{name}"
+    return f"{value}{units[-1][0]}"
+
+
+def format_rate(bps: int) -> str:
+    """``5000000`` -> ``"5Mbit"``; exact, so ``parse_rate(format_rate(x)) == x``."""
+    return _format_int(int(bps), [("Tbit", 10**12), ("Gbit", 10**9), ("Mbit", 10**6), ("Kbit", 10**3), ("bit", 1)])
+
+
+def format_time(ns: int) -> str:
+    """``1500000`` -> ``"1500us"``; exact, so ``parse_time(format_time(x)) == x``."""
+    return _format_int(int(ns), [("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 1)])
+
+
+def format_size(size: int) -> str:
+    """``150000`` -> ``"150KB"``, ``65536`` -> ``"64KiB"``; exact."""
+    return _format_int(
+        int(size),
+        [("GiB", 2**30), ("GB", 10**9), ("MiB", 2**20), ("MB", 10**6), ("KiB", 2**10), ("KB", 10**3), ("B", 1)],
+    )
+
+
+def format_percent(p: float) -> str:
+    """``0.01`` -> ``"1%"`` (shortest form)."""
+    text = f"{p * 100:.10g}"
+    return f"{text}%"
+
+
+def human_rate(bps: float) -> str:
+    """For display: ``4823000`` -> ``"4.82 Mbit/s"``."""
+    for name, factor in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("Kbit/s", 1e3)):
+        if abs(bps) >= factor:
+            return f"{bps / factor:.3g} {name}"
+    return f"{bps:.3g} bit/s"

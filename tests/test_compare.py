@@ -1,0 +1,81 @@
+"""tcplab.compare: variants run, tabulated and written."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import matplotlib.image
+import pytest
+
+import tcplab
+from tcplab.results import RUN_FILES
+
+
+@pytest.fixture
+def cmp(fake):
+    return tcplab.compare(["builtin:cubic-vs-bbr-lossy"], ["flows.0.cc=cubic,bbr", "duration=3s"], core=fake)
+
+
+def test_table(cmp, fake):
+    assert len(fake.calls) == 2
+    assert [c["flows"][0]["cc"] for c in fake.calls] == ["cubic", "bbr"]
+    table = cmp.table
+    assert list(table.columns) == ["cubic", "bbr"]
+    assert list(table.index) == [
+        "goodput (Mbit/s)",
+        "retrans (%)",
+        "timeouts",
+        "queue drops",
+        "RTT p50 (ms)",
+        "RTT p99 (ms)",
+    ]
+    flows = cmp.results["bbr"].flows
+    assert table.loc["goodput (Mbit/s)", "bbr"] == pytest.approx(flows["goodput_bps"].sum() / 1e6)
+    assert table.loc["retrans (%)", "bbr"] == pytest.approx(
+        100 * flows["retrans_segs"].sum() / flows["data_segs_out"].sum()
+    )
+    assert table.loc["RTT p50 (ms)", "cubic"] == pytest.approx(100.0)
+
+
+def test_multi_flow_rows(fake):
+    c = tcplab.compare(
+        ["builtin:cubic-vs-bbr-lossy"], ["flows.0.count=2", "flows.0.cc=cubic,bbr", "duration=1s"], core=fake
+    )
+    assert "flow 0 goodput (Mbit/s)" in c.table.index and "flow 1 RTT p99 (ms)" in c.table.index
+    assert c.table.loc["goodput (Mbit/s)", "cubic"] == pytest.approx(
+        c.table.loc["flow 0 goodput (Mbit/s)", "cubic"] + c.table.loc["flow 1 goodput (Mbit/s)", "cubic"]
+    )
+
+
+def test_write(cmp, tmp_path):
+    out = cmp.write(tmp_path / "cmp")
+    data = json.loads((out / "compare.json").read_text())
+    assert [v["label"] for v in data["variants"]] == ["cubic", "bbr"]
+    assert data["variants"][1]["overrides"] == ["flows.0.cc=bbr", "duration=3s"]
+    assert data["variants"][1]["summary"]["flows"][0]["cc"] == "bbr"
+    assert data["table"]["columns"] == ["cubic", "bbr"]
+    assert data["table"]["index"][0] == "goodput (Mbit/s)"
+    assert len(data["table"]["data"]) == len(data["table"]["index"])
+    assert (out / "compare.png").read_bytes().startswith(b"\x89PNG")
+    assert matplotlib.image.imread(out / "compare.png").shape[0] > 100
+    for label in ("cubic", "bbr"):
+        for name in RUN_FILES:
+            assert (out / label / name).is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cmp"]
+
+
+def test_files_as_variants(fake, write_yaml, base_scenario):
+    a = write_yaml(base_scenario, "lan.yaml")
+    base_scenario["links"][0]["delay"] = "50ms"
+    b = write_yaml(base_scenario, "wan.yaml")
+    c = tcplab.compare([a, b], core=fake)
+    assert list(c.table.columns) == ["lan", "wan"]
+    assert [call["links"][0]["delay_ns"] for call in fake.calls] == [5_000_000, 50_000_000]
+
+
+def test_runs_through_any_map(fake, base_scenario):
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        c = tcplab.compare([base_scenario], ["flows.0.cc=reno,cubic,bbr"], core=fake, map_fn=pool.map)
+    assert list(c.table.columns) == ["reno", "cubic", "bbr"]
+    assert [r.flows["cc"].iloc[0] for r in c.results.values()] == ["reno", "cubic", "bbr"]

@@ -1,0 +1,173 @@
+"""Routes (BFS in link order) and "bdp" queue limits, against hand-derived values."""
+
+from __future__ import annotations
+
+import tcplab
+from tcplab.routing import bfs_route
+
+
+def link(a, b, rate, delay, **extra):
+    return {"between": [a, b], "rate": rate, "delay": delay, **extra}
+
+
+def dumbbell(queue=None):
+    """a1, a2 -> r1 == 10 Mbit/s, 20 ms == r2 -> b1, b2; plus an idle host on r2.
+
+    Nodes: a1=0 a2=1 b1=2 b2=3 idle=4 r1=5 r2=6.
+    One-way links: 0 a1->r1, 1 r1->a1, 2 a2->r1, 3 r1->a2, 4 r1->r2, 5 r2->r1,
+                   6 r2->b1, 7 b1->r2, 8 r2->b2, 9 b2->r2, 10 r2->idle, 11 idle->r2.
+    """
+    q = queue or {"qdisc": "pfifo", "limit": "1bdp"}
+    return {
+        "name": "dumbbell",
+        "duration": "10s",
+        "hosts": {"a1": {}, "a2": {}, "b1": {}, "b2": {}, "idle": {}},
+        "routers": ["r1", "r2"],
+        "links": [
+            link("a1", "r1", "100Mbit", "1ms", queue=q),
+            link("a2", "r1", "100Mbit", "5ms", queue=q),
+            link("r1", "r2", "10Mbit", "20ms", queue=q),
+            link("r2", "b1", "100Mbit", "1ms", queue=q),
+            link("r2", "b2", "100Mbit", "2ms", queue=q),
+            link("r2", "idle", "10Mbit", "7ms", queue=q),
+        ],
+        "flows": [{"from": "a1", "to": "b1"}, {"from": "a2", "to": "b2"}],
+    }
+
+
+def test_dumbbell_routes():
+    sc = tcplab.load_scenario(dumbbell())
+    core = sc.to_core()
+    assert [n["name"] for n in core["nodes"]] == ["a1", "a2", "b1", "b2", "idle", "r1", "r2"]
+    assert [n["kind"] for n in core["nodes"]] == ["host"] * 5 + ["router"] * 2
+    names = [lk["name"] for lk in core["links"]]
+    assert names[:6] == ["a1->r1", "r1->a1", "a2->r1", "r1->a2", "r1->r2", "r2->r1"]
+    assert [(lk["from"], lk["to"]) for lk in core["links"][4:6]] == [(5, 6), (6, 5)]
+    routes = sc.routes()
+    assert routes[0]["data"] == ["a1->r1", "r1->r2", "r2->b1"]
+    assert routes[0]["ack"] == ["b1->r2", "r2->r1", "r1->a1"]
+    assert routes[1]["data"] == ["a2->r1", "r1->r2", "r2->b2"]
+    # round-trip propagation: 2 * (1 + 20 + 1) ms and 2 * (5 + 20 + 2) ms
+    assert [r["base_rtt_ns"] for r in routes] == [44_000_000, 54_000_000]
+
+
+def test_dumbbell_bdp_limits_pfifo():
+    limits = [lk["queue"]["limit_packets"] for lk in tcplab.load_scenario(dumbbell()).to_core()["links"]]
+    # bottleneck both ways: crossed by both flows -> max RTT 54 ms; 10e6/8 * 0.054 = 67500 B -> 45 pkts
+    assert limits[4] == 45 and limits[5] == 45
+    # a1 side: only flow 0 (44 ms): 100e6/8 * 0.044 = 550000 B -> 366.67 -> 367
+    assert limits[0] == 367 and limits[1] == 367
+    # a2 side: only flow 1 (54 ms): 675000 B -> 450
+    assert limits[2] == 450 and limits[3] == 450
+    # b1 (flow 0, 44 ms) and b2 (flow 1, 54 ms) access links
+    assert limits[6] == 367 and limits[8] == 450
+    # idle link: no flow crosses it -> 2 * 7 ms: 10e6/8 * 0.014 = 17500 B -> 11.67 -> 12
+    assert limits[10] == 12 and limits[11] == 12
+
+
+def test_dumbbell_bdp_limits_bfifo_half():
+    sc = tcplab.load_scenario(dumbbell({"qdisc": "bfifo", "limit": "0.5bdp"}))
+    queues = [lk["queue"] for lk in sc.to_core()["links"]]
+    assert queues[4] == {"kind": "bfifo", "limit_bytes": 33750}  # 0.5 * 67500
+    assert queues[0] == {"kind": "bfifo", "limit_bytes": 275000}  # 0.5 * 550000
+
+
+def fan_in():
+    """s0..s3 -> r (1 Gbit/s, (i+1) ms) -> d (100 Mbit/s, 10 ms). Nodes s0..s3=0..3, d=4, r=5."""
+    return {
+        "name": "fan-in",
+        "duration": "5s",
+        "hosts": {**{f"s{i}": {} for i in range(4)}, "d": {}},
+        "routers": ["r"],
+        "links": [link(f"s{i}", "r", "1Gbit", f"{i + 1}ms", queue={"limit": "1bdp"}) for i in range(4)]
+        + [link("r", "d", "100Mbit", "10ms", queue={"limit": "1bdp"})],
+        "flows": [{"from": f"s{i}", "to": "d"} for i in range(4)],
+    }
+
+
+def test_fan_in_routes_and_bdp():
+    sc = tcplab.load_scenario(fan_in())
+    core = sc.to_core()
+    routes = sc.routes()
+    for i, r in enumerate(routes):
+        assert r["data"] == [f"s{i}->r", "r->d"]
+        assert r["ack"] == ["d->r", f"r->s{i}"]
+        assert r["base_rtt_ns"] == 2 * (i + 1 + 10) * 1_000_000  # 22, 24, 26, 28 ms
+    limits = [lk["queue"]["limit_packets"] for lk in core["links"]]
+    # r->d is crossed by all four: max RTT 28 ms -> 100e6/8 * 0.028 = 350000 B -> 233.3 -> 233
+    assert limits[8] == 233 and limits[9] == 233
+    # s_i->r only by flow i: 1e9/8 * RTT_i / 1500
+    assert limits[0:8:2] == [1833, 2000, 2167, 2333]  # 2.75e6, 3e6, 3.25e6, 3.5e6 bytes
+    assert [f["src"] for f in core["flows"]] == [0, 1, 2, 3]
+    assert {f["dst"] for f in core["flows"]} == {4}
+
+
+def test_bdp_uses_reverse_direction_delay():
+    sc = tcplab.load_scenario(
+        {
+            "name": "asym",
+            "duration": "1s",
+            "hosts": {"a": {}, "b": {}},
+            "links": [
+                link("a", "b", "8Mbit", "50ms", queue={"limit": "1bdp"}, reverse={"delay": "10ms", "rate": "1Mbit"})
+            ],
+            "flows": [{"from": "a", "to": "b"}],
+        }
+    )
+    links = sc.to_core()["links"]
+    assert links[1]["delay_ns"] == 10_000_000 and links[1]["rate_bps"] == 1_000_000
+    # RTT 60 ms; a->b: 1e6 B/s * 0.06 = 60000 B -> 40 pkts; b->a: 125000 B/s * 0.06 = 7500 -> 5
+    assert [lk["queue"]["limit_packets"] for lk in links] == [40, 5]
+
+
+def test_bdp_rounds_half_up_and_has_floor():
+    base = {
+        "name": "r",
+        "duration": "1s",
+        "hosts": {"a": {}, "b": {}},
+        "flows": [{"from": "a", "to": "b"}],
+    }
+    # 1.8 Mbit/s * 10 ms RTT = 2250 B = 1.5 packets -> 2
+    half = dict(base, links=[link("a", "b", "1.8Mbit", "5ms", queue={"limit": "1bdp"})])
+    assert tcplab.load_scenario(half).to_core()["links"][0]["queue"]["limit_packets"] == 2
+    # a tiny BDP still gets 1 packet / 1500 bytes
+    tiny = dict(base, links=[link("a", "b", "1Mbit", "1us", queue={"limit": "1bdp"})])
+    assert tcplab.load_scenario(tiny).to_core()["links"][0]["queue"]["limit_packets"] == 1
+    tiny_b = dict(base, links=[link("a", "b", "1Mbit", "1us", queue={"qdisc": "bfifo", "limit": "1bdp"})])
+    assert tcplab.load_scenario(tiny_b).to_core()["links"][0]["queue"]["limit_bytes"] == 1500
+
+
+def test_bfs_prefers_earlier_links_among_equal_hops():
+    # square: a-b, a-c, b-d, c-d. Nodes a0 b1 c2 d3.
+    links = [(0, 1), (1, 0), (0, 2), (2, 0), (1, 3), (3, 1), (2, 3), (3, 2)]
+    assert bfs_route(4, links, 0, 3) == [0, 4]  # via b: a->b is listed first
+    assert bfs_route(4, links, 3, 0) == [5, 1]  # d's first outgoing link is d->b
+    reordered = [(0, 2), (2, 0), (0, 1), (1, 0), (1, 3), (3, 1), (2, 3), (3, 2)]
+    assert bfs_route(4, reordered, 0, 3) == [0, 6]  # now via c
+
+
+def test_bfs_shortest_in_hops_and_parallel_links():
+    # a-b twice (parallel), a long detour a-c-d-b
+    links = [(0, 2), (2, 0), (2, 3), (3, 2), (3, 1), (1, 3), (0, 1), (1, 0), (0, 1), (1, 0)]
+    assert bfs_route(4, links, 0, 1) == [6]  # one hop beats three; first of the parallel pair
+    assert bfs_route(4, links, 1, 0) == [7]
+
+
+def test_bfs_unreachable_and_trivial():
+    assert bfs_route(3, [(0, 1), (1, 0)], 0, 2) is None
+    assert bfs_route(3, [(0, 1)], 1, 0) is None  # one-way only
+    assert bfs_route(2, [], 1, 1) == []
+
+
+def test_hosts_may_forward():
+    # a - b - c with b a host: the rule does not exclude hosts as transit nodes
+    sc = tcplab.load_scenario(
+        {
+            "name": "chain",
+            "duration": "1s",
+            "hosts": {"a": {}, "b": {}, "c": {}},
+            "links": [link("a", "b", "1Mbit", "1ms"), link("b", "c", "1Mbit", "1ms")],
+            "flows": [{"from": "a", "to": "c"}],
+        }
+    )
+    assert sc.routes()[0]["data"] == ["a->b", "b->c"]

@@ -1,0 +1,310 @@
+"""Scenario.to_core() produces exactly the engine contract: keys, types, units."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tcplab
+from tcplab.loader import builtin_scenarios
+
+# The engine contract (config JSON accepted by tcplab._core.run).
+TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flows"}
+NODE_KEYS = {"name", "kind"}
+LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "reorder", "queue"}
+FLOW_KEYS = {"name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params"}
+TCP_KEYS = {
+    "mss_bytes",
+    "tcp_rmem",
+    "tcp_wmem",
+    "tcp_slow_start_after_idle",
+    "tcp_early_retrans",
+    "tcp_recovery",
+    "tcp_frto",
+    "tcp_reordering",
+    "tcp_max_reordering",
+    "tcp_min_rtt_wlen_s",
+    "tcp_limit_output_bytes",
+    "tcp_pacing_ss_ratio",
+    "tcp_pacing_ca_ratio",
+    "tcp_moderate_rcvbuf",
+    "tcp_comp_sack_delay_ns",
+    "tcp_comp_sack_nr",
+    "tcp_min_tso_segs",
+    "tcp_tso_rtt_log",
+    "initial_cwnd",
+    "rto_min_ms",
+    "fq_pacing",
+    "max_pacing_rate_bytes_per_sec",
+}
+TCP_BOOLS = {"tcp_slow_start_after_idle", "tcp_moderate_rcvbuf", "fq_pacing"}
+CC_KEYS = {
+    "hystart",
+    "hystart_detect",
+    "hystart_low_window",
+    "hystart_ack_delta_us",
+    "fast_convergence",
+    "tcp_friendliness",
+    "beta",
+    "bic_scale",
+    "initial_ssthresh",
+    "bbr_vm_patch",
+}
+CC_BOOLS = {"hystart", "fast_convergence", "tcp_friendliness", "bbr_vm_patch"}
+LINUX_V66_TCP = {
+    "mss_bytes": 1448,
+    "tcp_rmem": [4096, 131072, 6291456],
+    "tcp_wmem": [4096, 16384, 4194304],
+    "tcp_slow_start_after_idle": True,
+    "tcp_early_retrans": 3,
+    "tcp_recovery": 1,
+    "tcp_frto": 2,
+    "tcp_reordering": 3,
+    "tcp_max_reordering": 300,
+    "tcp_min_rtt_wlen_s": 300,
+    "tcp_limit_output_bytes": 1048576,
+    "tcp_pacing_ss_ratio": 200,
+    "tcp_pacing_ca_ratio": 120,
+    "tcp_moderate_rcvbuf": True,
+    "tcp_comp_sack_delay_ns": 1000000,
+    "tcp_comp_sack_nr": 44,
+    "tcp_min_tso_segs": 2,
+    "tcp_tso_rtt_log": 9,
+    "initial_cwnd": 10,
+    "rto_min_ms": 200,
+    "fq_pacing": False,
+    "max_pacing_rate_bytes_per_sec": 2**64 - 1,
+}
+
+
+def is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def check_contract(core: dict) -> None:
+    assert set(core) == TOP_KEYS
+    for key in ("seed", "duration_ns", "sample_interval_ns"):
+        assert is_int(core[key]) and core[key] >= 0
+    n = len(core["nodes"])
+    for node in core["nodes"]:
+        assert set(node) == NODE_KEYS and node["kind"] in ("host", "router")
+    for link in core["links"]:
+        assert set(link) == LINK_KEYS
+        assert link["name"] == f"{core['nodes'][link['from']]['name']}->{core['nodes'][link['to']]['name']}"
+        for key in ("from", "to", "rate_bps", "delay_ns", "overhead_bytes"):
+            assert is_int(link[key])
+        assert 0 <= link["from"] < n and 0 <= link["to"] < n and link["rate_bps"] > 0
+        loss = link["loss"]
+        assert loss["kind"] in ("none", "bernoulli", "gilbert_elliott", "drop_list")
+        expected = {
+            "none": {"kind"},
+            "bernoulli": {"kind", "p"},
+            "gilbert_elliott": {"kind", "p", "r", "h", "k"},
+            "drop_list": {"kind", "data_packets"},
+        }
+        assert set(loss) == expected[loss["kind"]]
+        assert link["reorder"] is None or set(link["reorder"]) == {"p", "delay_ns"}
+        q = link["queue"]
+        assert q in (
+            {"kind": "pfifo", "limit_packets": q.get("limit_packets")},
+            {"kind": "bfifo", "limit_bytes": q.get("limit_bytes")},
+        )
+        assert is_int(q.get("limit_packets", q.get("limit_bytes"))) and q.get("limit_packets", q.get("limit_bytes")) > 0
+    for flow in core["flows"]:
+        assert set(flow) == FLOW_KEYS
+        assert is_int(flow["src"]) and is_int(flow["dst"]) and core["nodes"][flow["src"]]["kind"] == "host"
+        assert flow["cc"] in ("reno", "cubic", "bbr")
+        assert is_int(flow["start_ns"]) and (flow["stop_ns"] is None or is_int(flow["stop_ns"]))
+        assert flow["app"] in ({"kind": "bulk"}, {"kind": "bulk_bytes", "bytes": flow["app"].get("bytes")})
+        assert set(flow["tcp"]) == TCP_KEYS
+        for key, value in flow["tcp"].items():
+            if key in TCP_BOOLS:
+                assert isinstance(value, bool), key
+            elif key in ("tcp_rmem", "tcp_wmem"):
+                assert isinstance(value, list) and len(value) == 3 and all(is_int(v) for v in value)
+            else:
+                assert is_int(value), key
+        assert set(flow["cc_params"]) == CC_KEYS
+        for key, value in flow["cc_params"].items():
+            assert isinstance(value, bool) if key in CC_BOOLS else is_int(value), key
+    json.loads(json.dumps(core, allow_nan=False))  # plain JSON
+
+
+@pytest.mark.parametrize("name", sorted(builtin_scenarios()))
+def test_builtin_scenarios_match_the_contract(name):
+    core = tcplab.load_scenario(f"builtin:{name}").to_core()
+    check_contract(core)
+    assert core["flows"][0]["tcp"] == LINUX_V66_TCP
+
+
+def test_builtins_are_shipped():
+    assert {"cubic-vs-bbr-lossy", "cubic-100mbit-20ms"} <= set(builtin_scenarios())
+
+
+def test_cubic_vs_bbr_lossy_values():
+    core = tcplab.load_scenario("cubic-vs-bbr-lossy").to_core()  # bare name works too
+    assert core["duration_ns"] == 60 * 10**9 and core["sample_interval_ns"] == 100 * 10**6
+    assert [n["name"] for n in core["nodes"]] == ["server", "client"]
+    fwd, rev = core["links"]
+    assert (fwd["name"], fwd["rate_bps"], fwd["delay_ns"]) == ("server->client", 5_000_000, 50_000_000)
+    assert (rev["name"], rev["rate_bps"], rev["delay_ns"]) == ("client->server", 5_000_000, 50_000_000)
+    assert fwd["loss"] == {"kind": "bernoulli", "p": 0.01}
+    assert rev["loss"] == {"kind": "none"}
+    # 5 Mbit/s * 100 ms = 62500 B = 41.67 packets of 1500 B -> 42
+    assert fwd["queue"] == rev["queue"] == {"kind": "pfifo", "limit_packets": 42}
+    (flow,) = core["flows"]
+    assert (flow["src"], flow["dst"], flow["cc"], flow["app"]) == (0, 1, "cubic", {"kind": "bulk"})
+
+
+def test_cubic_100mbit_values():
+    core = tcplab.load_scenario("builtin:cubic-100mbit-20ms").to_core()
+    assert core["duration_ns"] == 30 * 10**9
+    # 100 Mbit/s * 20 ms = 250000 B = 166.67 packets -> 167
+    assert [lk["queue"]["limit_packets"] for lk in core["links"]] == [167, 167]
+    assert core["flows"][0]["cc"] == "cubic"
+
+
+def test_sysctl_sources_and_flow_overrides():
+    sc = tcplab.load_scenario(
+        {
+            "name": "sources",
+            "duration": "1s",
+            "hosts": {
+                "tx": {
+                    "sysctl": {
+                        "net.ipv4.tcp_congestion_control": "bbr",
+                        "tcp_rmem": "1000 2000 3000",
+                        "tcp_wmem": [4096, "64KiB", "8MB"],
+                        "tcp_slow_start_after_idle": 0,
+                        "tcp_min_rtt_wlen": 10,
+                        "tcp_limit_output_bytes": "256KiB",
+                    }
+                },
+                "rx": {"sysctl": {"tcp_rmem": "4096 1MB 16MB", "tcp_wmem": "1 1 1", "tcp_congestion_control": "reno"}},
+            },
+            "links": [{"between": ["tx", "rx"], "rate": "1Gbit", "delay": "1ms"}],
+            "flows": [
+                {"from": "tx", "to": "rx"},
+                {
+                    "from": "tx",
+                    "to": "rx",
+                    "cc": "cubic",
+                    "tcp": {
+                        "mss": 8948,
+                        "initial_cwnd": 32,
+                        "tcp_wmem": "1 2 3",
+                        "rto_min": "5ms",
+                        "max_pacing_rate": "80Mbit",
+                        "fq_pacing": 1,
+                    },
+                    "cc_params": {"hystart": 0, "beta": 819, "bbr_vm_patch": True},
+                },
+                {"from": "rx", "to": "tx"},
+            ],
+        }
+    )
+    core = sc.to_core()
+    check_contract(core)
+    f0, f1, f2 = core["flows"]
+    # tcp_rmem from the receiver, everything else from the sender
+    assert f0["cc"] == "bbr"
+    assert f0["tcp"]["tcp_rmem"] == [4096, 1_000_000, 16_000_000]
+    assert f0["tcp"]["tcp_wmem"] == [4096, 65536, 8_000_000]
+    assert f0["tcp"]["tcp_slow_start_after_idle"] is False
+    assert f0["tcp"]["tcp_min_rtt_wlen_s"] == 10
+    assert f0["tcp"]["tcp_limit_output_bytes"] == 262144
+    # the per-flow block wins
+    assert f1["cc"] == "cubic"
+    assert (f1["tcp"]["mss_bytes"], f1["tcp"]["initial_cwnd"], f1["tcp"]["tcp_wmem"]) == (8948, 32, [1, 2, 3])
+    assert (f1["tcp"]["rto_min_ms"], f1["tcp"]["max_pacing_rate_bytes_per_sec"], f1["tcp"]["fq_pacing"]) == (
+        5,
+        10_000_000,
+        True,
+    )
+    assert (
+        f1["cc_params"]["hystart"] is False
+        and f1["cc_params"]["beta"] == 819
+        and f1["cc_params"]["bbr_vm_patch"] is True
+    )
+    assert f1["cc_params"]["bic_scale"] == 41  # untouched defaults stay explicit
+    # the reverse flow: rx sends (reno, its wmem), tx receives (its rmem)
+    assert f2["cc"] == "reno" and f2["tcp"]["tcp_wmem"] == [1, 1, 1] and f2["tcp"]["tcp_rmem"] == [1000, 2000, 3000]
+    assert (f2["src"], f2["dst"]) == (1, 0)
+
+
+def test_link_options_map_to_engine_form():
+    sc = tcplab.load_scenario(
+        {
+            "name": "opts",
+            "duration": "2s",
+            "hosts": {"a": {}, "b": {}},
+            "links": [
+                {
+                    "between": ["a", "b"],
+                    "rate": "10Mbit",
+                    "delay": "2ms",
+                    "overhead": 38,
+                    "loss": {"gilbert_elliott": {"p": "1%", "r": "30%"}},
+                    "reorder": {"probability": "2%", "delay": "5ms"},
+                    "queue": {"qdisc": "bfifo"},
+                    "reverse": {
+                        "loss": {"drop": [17, 5, 5]},
+                        "reorder": {"probability": 0, "delay": "1ms"},
+                        "queue": {"limit": "100p"},
+                    },
+                },
+            ],
+            "flows": [
+                {
+                    "from": "a",
+                    "to": "b",
+                    "app": {"bulk": {"bytes": "10MB"}},
+                    "start": "100ms",
+                    "stop": "1.5s",
+                    "name": "x",
+                    "count": 2,
+                }
+            ],
+        }
+    )
+    core = sc.to_core()
+    check_contract(core)
+    fwd, rev = core["links"]
+    assert fwd["overhead_bytes"] == rev["overhead_bytes"] == 38
+    assert fwd["loss"] == {"kind": "gilbert_elliott", "p": 0.01, "r": 0.3, "h": 0.0, "k": 1.0}
+    assert rev["loss"] == {"kind": "drop_list", "data_packets": [5, 17]}
+    assert fwd["reorder"] == {"p": 0.02, "delay_ns": 5_000_000}
+    assert rev["reorder"] is None
+    assert fwd["queue"] == {"kind": "bfifo", "limit_bytes": 1_514_000}
+    assert rev["queue"] == {"kind": "pfifo", "limit_packets": 100}
+    assert [f["name"] for f in core["flows"]] == ["x.0", "x.1"]
+    f = core["flows"][0]
+    assert (f["app"], f["start_ns"], f["stop_ns"]) == (
+        {"kind": "bulk_bytes", "bytes": 10_000_000},
+        100_000_000,
+        1_500_000_000,
+    )
+
+
+def test_default_queue_and_loss():
+    core = tcplab.load_scenario(
+        {
+            "name": "d",
+            "duration": "1s",
+            "hosts": {"a": None, "b": None},
+            "links": [{"between": ["a", "b"], "rate": "1Mbit"}],
+            "flows": [{"from": "a", "to": "b"}],
+        }
+    ).to_core()
+    link = core["links"][0]
+    assert link["queue"] == {"kind": "pfifo", "limit_packets": 1000}
+    assert link["loss"] == {"kind": "none"} and link["reorder"] is None and link["overhead_bytes"] == 14
+    assert link["delay_ns"] == 0
+    assert core["seed"] == 1 and core["sample_interval_ns"] == 100_000_000
+    assert core["flows"][0]["name"] == "a-b-0"
+
+
+def test_to_core_json_is_compact_and_equal():
+    sc = tcplab.load_scenario("builtin:cubic-vs-bbr-lossy")
+    assert json.loads(sc.to_core_json()) == sc.to_core()
