@@ -85,7 +85,7 @@ def test_set_errors_exit_2(tmp_path, patched_core):
     assert r.exit_code == 2
     assert (
         r.stderr.strip()
-        == "error: --set: links.3.loss: no element 3 (links has 1 element); expected an index from 0 to 0"
+        == "error: --set: links.3.loss: no element 3 (links has 2 elements); expected an index from 0 to 1"
     )
     r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", tmp_path / "o", "--set", "flows.0.cc=cubic,bbr")
     assert r.exit_code == 2
@@ -164,7 +164,7 @@ def test_compare_files(tmp_path, patched_core, write_yaml, base_scenario):
     b = write_yaml(base_scenario, "b.yaml")
     r = invoke("compare", a, b, "-o", tmp_path / "cmp", "-q")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == ["a", "b", "compare.json", "compare.png"]
+    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == ["a", "b", "compare.json", "compare.png", "report.html"]
 
 
 def test_compare_needs_two_variants(tmp_path, patched_core):
@@ -191,7 +191,7 @@ def test_scenarios_lists_builtins():
 def test_check_shows_resolution():
     r = invoke("check", "builtin:cubic-vs-bbr-lossy")
     assert r.exit_code == 0, r.output
-    assert "pfifo limit 42p" in r.stdout and "base RTT 100ms" in r.stdout
+    assert "pfifo limit 42p" in r.stdout and "base RTT 100100us" in r.stdout
     r = invoke("check", "builtin:cubic-vs-bbr-lossy", "--json", "--set", "flows.0.cc=bbr")
     assert json.loads(r.stdout)["flows"][0]["cc"] == "bbr"
 

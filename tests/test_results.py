@@ -40,8 +40,8 @@ def test_flows_frame(result):
     # goodput = bytes_received * 8 / (end - start)
     assert row["goodput_bps"] == pytest.approx(row["bytes_received"] * 8 / (row["end_s"] - row["start_s"]))
     assert row["retrans_ratio"] == pytest.approx(row["retrans_segs"] / row["data_segs_out"])
-    # the double's RTT is 2 x 50 ms; its p99 is 5 us above
-    assert row["rtt_p50_ms"] == pytest.approx(100.0) and row["rtt_p99_ms"] == pytest.approx(100.005)
+    # the double's RTT is 2 x the mean one-way delay (2 x 100.1 ms / 4 links); p99 is 5 us above
+    assert row["rtt_p50_ms"] == pytest.approx(50.05) and row["rtt_p99_ms"] == pytest.approx(50.055)
 
 
 def test_timeseries_frame(result):
@@ -81,7 +81,7 @@ def test_queues_and_counters_frames(result):
     qs = result.queues
     for column, dtype in QUEUE_DTYPES.items():
         assert str(qs[column].dtype) == dtype
-    assert set(qs["link_name"]) == {"server->client", "client->server"}
+    assert set(qs["link_name"]) == {"server->emu", "emu->server", "emu->client", "client->emu"}
     assert list(result.counters.columns) == ["host", "counter", "value"]
     server = result.counters[result.counters["host"] == "server"].set_index("counter")["value"]
     assert server["TcpRetransSegs"] == result.flows["retrans_segs"].sum()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 import tcplab
+from tcplab.errors import ScenarioError
 from tcplab.routing import bfs_route
 
 
@@ -159,15 +162,26 @@ def test_bfs_unreachable_and_trivial():
     assert bfs_route(2, [], 1, 1) == []
 
 
-def test_hosts_may_forward():
-    # a - b - c with b a host: the rule does not exclude hosts as transit nodes
-    sc = tcplab.load_scenario(
-        {
-            "name": "chain",
-            "duration": "1s",
-            "hosts": {"a": {}, "b": {}, "c": {}},
-            "links": [link("a", "b", "1Mbit", "1ms"), link("b", "c", "1Mbit", "1ms")],
-            "flows": [{"from": "a", "to": "c"}],
-        }
-    )
-    assert sc.routes()[0]["data"] == ["a->b", "b->c"]
+def test_a_flow_through_a_host_is_unroutable():
+    # a - b - c with b a host: hosts do not forward (ip_forward = 0), so the scenario is
+    # rejected with a message naming the flow; declaring b a router makes it routable.
+    spec = {
+        "name": "chain",
+        "duration": "1s",
+        "hosts": {"a": {}, "b": {}, "c": {}},
+        "links": [link("a", "b", "1Mbit", "1ms"), link("b", "c", "1Mbit", "1ms")],
+        "flows": [{"from": "a", "to": "c"}],
+    }
+    with pytest.raises(ScenarioError, match=r"flows\.0: no route from"):
+        tcplab.load_scenario(spec)
+    spec["hosts"] = {"a": {}, "c": {}}
+    spec["routers"] = ["b"]
+    assert tcplab.load_scenario(spec).routes()[0]["data"] == ["a->b", "b->c"]
+
+
+def test_hosts_never_forward():
+    # h0 - h1 - h2 in a line: Linux hosts run with ip_forward = 0, so no route from h0
+    # to h2 through host h1; with h1 a router there is one.
+    links = [(0, 1), (1, 0), (1, 2), (2, 1)]
+    assert bfs_route(3, links, 0, 2, [False, False, False]) is None
+    assert bfs_route(3, links, 0, 2, [False, True, False]) == [0, 2]

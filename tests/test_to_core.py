@@ -145,14 +145,18 @@ def test_builtins_are_shipped():
 def test_cubic_vs_bbr_lossy_values():
     core = tcplab.load_scenario("cubic-vs-bbr-lossy").to_core()  # bare name works too
     assert core["duration_ns"] == 60 * 10**9 and core["sample_interval_ns"] == 100 * 10**6
-    assert [n["name"] for n in core["nodes"]] == ["server", "client"]
-    fwd, rev = core["links"]
-    assert (fwd["name"], fwd["rate_bps"], fwd["delay_ns"]) == ("server->client", 5_000_000, 50_000_000)
-    assert (rev["name"], rev["rate_bps"], rev["delay_ns"]) == ("client->server", 5_000_000, 50_000_000)
+    # hosts first, then routers
+    assert [n["name"] for n in core["nodes"]] == ["server", "client", "emu"]
+    nic, nic_rev, fwd, rev = core["links"]
+    assert (nic["name"], nic["rate_bps"], nic["delay_ns"]) == ("server->emu", 1_000_000_000, 50_000)
+    assert (fwd["name"], fwd["rate_bps"], fwd["delay_ns"]) == ("emu->client", 5_000_000, 50_000_000)
+    assert (rev["name"], rev["rate_bps"], rev["delay_ns"]) == ("client->emu", 5_000_000, 50_000_000)
     assert fwd["loss"] == {"kind": "bernoulli", "p": 0.01}
-    assert rev["loss"] == {"kind": "none"}
-    # 5 Mbit/s * 100 ms = 62500 B = 41.67 packets of 1500 B -> 42
+    assert rev["loss"] == {"kind": "none"} and nic["loss"] == {"kind": "none"}
+    # base RTT 2 x (50 us + 50 ms) = 100.1 ms; 5 Mbit/s * 100.1 ms = 62562.5 B = 41.7
+    # packets of 1500 B -> 42 (the queue applies to both directions of the entry)
     assert fwd["queue"] == rev["queue"] == {"kind": "pfifo", "limit_packets": 42}
+    assert nic["queue"] == {"kind": "pfifo", "limit_packets": 1000}
     (flow,) = core["flows"]
     assert (flow["src"], flow["dst"], flow["cc"], flow["app"]) == (0, 1, "cubic", {"kind": "bulk"})
 

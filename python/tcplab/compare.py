@@ -180,7 +180,7 @@ class CompareResult:
         }
 
     def write(self, directory: str | Path, *, overwrite: bool = False, plots: bool = True) -> Path:
-        """DIR/compare.json, DIR/compare.png and one run directory per variant, atomically."""
+        """DIR/report.html, DIR/compare.json, DIR/compare.png and one run directory per variant, atomically."""
         from tcplab.results import _make_parents, _replace_dir, check_output_dir
 
         target = Path(directory).absolute()
@@ -199,6 +199,20 @@ class CompareResult:
                 from tcplab.plots import plot_compare
 
                 plot_compare(self.results, tmp / "compare.png")
+            from tcplab.report import render_compare_report
+
+            first = next(iter(self.results.values()))
+            title = " vs ".join(self.results)
+            (tmp / "report.html").write_text(
+                render_compare_report(
+                    f"{first.scenario.name}: {title}",
+                    first.scenario.description or "",
+                    self.table,
+                    [v.label for v in self.variants],
+                    plots,
+                ),
+                encoding="utf-8",
+            )
             _replace_dir(tmp, target)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -16,7 +16,7 @@ import jinja2
 if TYPE_CHECKING:
     from tcplab.results import Result
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["render_report", "write_report", "render_compare_report"]
 
 _TEMPLATE = """<!doctype html>
 <html lang="en">
@@ -77,6 +77,50 @@ _TEMPLATE = """<!doctype html>
 </body>
 </html>
 """
+
+
+_COMPARE_TEMPLATE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>tcplab compare: {{ title }}</title>
+<style>
+ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
+ table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+ th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+ th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+ pre { background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; }
+ img { max-width: 100%; }
+</style>
+</head>
+<body>
+<h1>{{ title }}</h1>
+{% if description %}<pre>{{ description }}</pre>{% endif %}
+<table>
+<tr><th class="l">metric</th>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in rows %}
+<tr><td class="l">{{ row.metric }}</td>{% for v in row["values"] %}<td>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}
+</table>
+<p>Runs: {% for v in variants %}<a href="{{ v }}/report.html">{{ v }}</a>{% if not loop.last %} &middot; {% endif %}{% endfor %}
+&middot; <a href="compare.json">compare.json</a></p>
+{% if plot %}<p><img src="compare.png" alt="goodput, cwnd and RTT of each variant"></p>{% endif %}
+</body>
+</html>
+"""
+
+
+def render_compare_report(title: str, description: str, table: Any, variants: list[str], plot: bool) -> str:
+    """The HTML text of a comparison: the metric table, links to each run, the plot."""
+    rows = []
+    for metric, values in table.iterrows():
+        cells = []
+        for v in values:
+            cells.append("-" if v is None or (isinstance(v, float) and v != v) else (f"{v:g}" if isinstance(v, float) else str(v)))
+        rows.append({"metric": metric, "values": cells})
+    return _ENV.from_string(_COMPARE_TEMPLATE).render(
+        title=title, description=description, columns=list(table.columns), rows=rows, variants=variants, plot=plot
+    )
 
 
 def _num(value: Any, scale: float = 1.0, digits: int = 1) -> str:

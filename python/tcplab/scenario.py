@@ -826,9 +826,9 @@ class Scenario(_Model):
             if topo is not None and endpoints_ok:
                 src, dst = topo.index[flow.from_], topo.index[flow.to]
                 a, b = show_value(flow.from_), show_value(flow.to)
-                if bfs_route(len(topo.nodes), topo.ends, src, dst) is None:
+                if bfs_route(len(topo.nodes), topo.ends, src, dst, topo.forwards) is None:
                     error(("flows", i), f"no route from {a} to {b}", "links that connect the two hosts")
-                elif bfs_route(len(topo.nodes), topo.ends, dst, src) is None:
+                elif bfs_route(len(topo.nodes), topo.ends, dst, src, topo.forwards) is None:
                     error(("flows", i), f"no route back from {b} to {a} for ACKs", "links that connect the two hosts")
 
     @staticmethod
@@ -918,6 +918,9 @@ class _Topology:
     def __init__(self, sc: Scenario):
         self.nodes = sc.node_names
         self.index = {n: i for i, n in enumerate(self.nodes)}
+        # Only routers forward (hosts: net.ipv4.ip_forward = 0), as in the engine.
+        routers = set(sc.routers)
+        self.forwards = [n in routers for n in self.nodes]
         self.links: list[dict[str, Any]] = []
         specs = []
         for entry in sc.links:
@@ -963,8 +966,8 @@ class _Topology:
             if flow.from_ not in self.index or flow.to not in self.index:
                 continue
             src, dst = self.index[flow.from_], self.index[flow.to]
-            fwd = bfs_route(n, self.ends, src, dst)
-            rev = bfs_route(n, self.ends, dst, src)
+            fwd = bfs_route(n, self.ends, src, dst, self.forwards)
+            rev = bfs_route(n, self.ends, dst, src, self.forwards)
             if fwd is None or rev is None:
                 continue
             delays = [link["delay_ns"] for link in self.links]

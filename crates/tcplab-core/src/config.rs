@@ -79,7 +79,8 @@ pub enum LossConfig {
     Bernoulli { p: f64 },
     /// Gilbert-Elliott two-state burst loss, as netem's `loss gemodel p r 1-h 1-k`:
     /// `p` good->bad, `r` bad->good, loss probability `1-k` in good, `1-h` in bad.
-    GilbertElliott { p: f64, r: f64, #[serde(default = "one")] h: f64, #[serde(default = "one")] k: f64 },
+    /// netem's defaults: h = 0 (every packet in the bad state is lost), k = 1.
+    GilbertElliott { p: f64, r: f64, #[serde(default)] h: f64, #[serde(default = "one")] k: f64 },
     /// Drop exactly these packets, counted from 0 among the data packets entering the link.
     DropList { data_packets: Vec<u64> },
 }

@@ -8,7 +8,7 @@
 //! the scenario.
 
 use crate::cc::CongestionOps;
-use crate::config::SimConfig;
+use crate::config::{NodeKind, SimConfig};
 use crate::event::{EventKind, EventQueue};
 use crate::metrics::histogram::LogHistogram;
 use crate::metrics::timeseries::{FlowSeries, QueueSeries};
@@ -122,7 +122,8 @@ impl Simulator {
         cfg.validate()?;
         let links: Vec<Link> = cfg.links.iter().map(|l| Link::new(l, cfg.seed)).collect();
         let pairs: Vec<(u32, u32)> = cfg.links.iter().map(|l| (l.from, l.to)).collect();
-        let routes = Routes::build(cfg.nodes.len(), &pairs);
+        let forwards: Vec<bool> = cfg.nodes.iter().map(|n| n.kind == NodeKind::Router).collect();
+        let routes = Routes::build(cfg.nodes.len(), &pairs, &forwards);
         for (i, f) in cfg.flows.iter().enumerate() {
             if routes.path(f.src, f.dst, &pairs).is_none() || routes.path(f.dst, f.src, &pairs).is_none() {
                 return Err(format!(

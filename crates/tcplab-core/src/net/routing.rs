@@ -4,6 +4,8 @@
 //! breadth-first search that expands a node's outgoing links in increasing link index;
 //! the first time a node is reached fixes the route. Ties therefore break by link order
 //! in the scenario file, on every machine. `next_hop[node][dst]` is the outgoing link.
+//! Only routers forward: a host is a path's end, never a transit node (Linux hosts run
+//! with `net.ipv4.ip_forward = 0`).
 
 use std::collections::VecDeque;
 
@@ -16,8 +18,9 @@ pub struct Routes {
 }
 
 impl Routes {
-    /// `links` are `(from, to)` pairs indexed by link id.
-    pub fn build(n: usize, links: &[(u32, u32)]) -> Routes {
+    /// `links` are `(from, to)` pairs indexed by link id; `forwards[v]` says whether node
+    /// `v` forwards (routers do, hosts do not).
+    pub fn build(n: usize, links: &[(u32, u32)], forwards: &[bool]) -> Routes {
         let mut out: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (i, &(a, _)) in links.iter().enumerate() {
             out[a as usize].push(i as u32);
@@ -37,7 +40,9 @@ impl Routes {
                     if !seen[w] {
                         seen[w] = true;
                         first[w] = if v == s { l } else { first[v] };
-                        q.push_back(w);
+                        if forwards[w] {
+                            q.push_back(w);
+                        }
                     }
                 }
             }
@@ -79,9 +84,19 @@ mod tests {
             links.push((a, b));
             links.push((b, a));
         }
-        let r = Routes::build(5, &links);
+        let fw = [false, false, true, true, false];
+        let r = Routes::build(5, &links, &fw);
         assert_eq!(r.path(0, 4, &links).unwrap(), vec![0, 4, 6]);
         assert_eq!(r.path(4, 1, &links).unwrap(), vec![7, 5, 3]);
-        assert!(Routes::build(2, &[]).path(0, 1, &[]).is_none());
+        assert!(Routes::build(2, &[], &[false, false]).path(0, 1, &[]).is_none());
+    }
+
+    #[test]
+    fn hosts_do_not_forward() {
+        // h0 - h1 - h2 in a line: no route from h0 to h2 through host h1; with h1 a
+        // router there is.
+        let links = vec![(0, 1), (1, 0), (1, 2), (2, 1)];
+        assert!(Routes::build(3, &links, &[false, false, false]).path(0, 2, &links).is_none());
+        assert_eq!(Routes::build(3, &links, &[false, true, false]).path(0, 2, &links).unwrap(), vec![0, 2]);
     }
 }
