@@ -18,7 +18,6 @@ use crate::net::qdisc::QdiscStats;
 use crate::net::link::WireStats;
 use crate::net::routing::Routes;
 use crate::net::{DataAccounting, Network};
-use crate::packet::flags;
 use crate::tcp::rate::delivery_rate_bytes_per_sec;
 use crate::tcp::socket::{Ctx, TcpSocket, T_DELACK, T_PACING, T_XMIT};
 use crate::time::NEVER;
@@ -102,7 +101,10 @@ pub struct SimOutput {
     pub series: FlowSeries,
     pub queues: QueueSeries,
     pub events: u64,
+    /// Link transmissions (a packet crossing three links counts three times).
     pub packets: u64,
+    /// Packets sent by hosts, each counted once however many links it crosses.
+    pub host_packets: u64,
 }
 
 pub struct Simulator {
@@ -138,6 +140,7 @@ impl Simulator {
             kinds: cfg.nodes.iter().map(|n| n.kind).collect(),
             data: DataAccounting::default(),
             packets_transmitted: 0,
+            host_packets: 0,
         };
         let end_ns = BOOT_NS + cfg.duration_ns;
         let mut socks = Vec::with_capacity(cfg.flows.len() * 2);
@@ -182,7 +185,7 @@ impl Simulator {
             let e = self.ev.pop().unwrap();
             self.now_ns = e.at_ns;
             self.events += 1;
-            self.dispatch(e.kind, e.id);
+            self.dispatch(e.kind(), e.id());
         }
         if self.now_ns < until {
             self.now_ns = until;
@@ -194,12 +197,11 @@ impl Simulator {
         let now = self.now_ns;
         match kind {
             EventKind::LinkTxDone => {
-                let (pkt, _survived) = self.net.on_tx_done(id, now, &mut self.ev);
-                // TX completion for TSQ: the packet left its sender's NIC.
-                if pkt.has(flags::TSQ) && self.net.links[id as usize].from == pkt.src_node {
-                    let ep = pkt.dst_ep ^ 1;
+                // TX completion for TSQ: a data packet left its sender's NIC.
+                if let Some(c) = self.net.on_tx_done(id, now, &mut self.ev) {
+                    let ep = c.ep;
                     let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
-                    self.socks[ep as usize].on_tx_complete(&mut ctx, &pkt);
+                    self.socks[ep as usize].on_tx_complete(&mut ctx, c.seq, c.payload_bytes);
                     self.sync_timers(ep);
                 }
             }
@@ -298,7 +300,9 @@ impl Simulator {
             s.pacing_gain.push(info.pacing_gain as f64 / 256.0);
             s.cwnd_gain.push(info.cwnd_gain as f64 / 256.0);
         }
-        for (i, l) in self.net.links.iter().enumerate() {
+        let now = self.now_ns;
+        for (i, l) in self.net.links.iter_mut().enumerate() {
+            l.advance(now);
             let q = &mut self.queues;
             q.t_ns.push(t);
             q.link.push(i as u32);
@@ -315,7 +319,11 @@ impl Simulator {
         self.finish()
     }
 
-    pub fn finish(self) -> SimOutput {
+    pub fn finish(mut self) -> SimOutput {
+        let now = self.now_ns;
+        for l in self.net.links.iter_mut() {
+            l.advance(now);
+        }
         let in_flight = self.net.data_in_flight();
         let d = &self.net.data;
         let accounted = d.received + d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route + in_flight;
@@ -385,6 +393,7 @@ impl Simulator {
             queues: self.queues,
             events: self.events,
             packets: self.net.packets_transmitted,
+            host_packets: self.net.host_packets,
         }
     }
 

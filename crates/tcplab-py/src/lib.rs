@@ -42,6 +42,7 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     d.set_item("version", env!("CARGO_PKG_VERSION"))?;
     d.set_item("events", out.events)?;
     d.set_item("packets", out.packets)?;
+    d.set_item("host_packets", out.host_packets)?;
 
     let flows = PyList::empty(py);
     for f in &out.flows {

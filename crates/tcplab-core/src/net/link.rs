@@ -1,11 +1,13 @@
-//! A one-way link: egress qdisc -> serializer -> loss -> propagation pipe.
+//! A one-way link: egress qdisc -> serializer -> loss -> propagation.
 //!
-//! A packet handed to the link waits in the qdisc until the serializer is free, takes
+//! A packet handed to the link waits in the FIFO until the serializer is free, takes
 //! `(ip_bytes + overhead_bytes) * 8 / rate_bps` to serialize, is judged by the loss model
-//! as it leaves the serializer (a loss on the wire: the bandwidth was spent), and arrives
-//! at the far node `delay_ns` later (plus `reorder.delay_ns` for the packets picked for
-//! reordering, netem style). Packets in propagation sit in a FIFO ordered by arrival time;
-//! the link keeps exactly one arrival event scheduled, for the head.
+//! (a loss on the wire: the bandwidth was spent), and arrives at the far node `delay_ns`
+//! after its last bit left (plus `reorder.delay_ns` for the packets picked for reordering,
+//! netem style). With a FIFO the departure time is known at enqueue (see `qdisc`), so a
+//! packet goes straight into the propagation pipe, ordered by arrival time, and the link
+//! keeps one arrival event scheduled, for the head. The only other event is the transmit
+//! completion of a sender's own data packets, which TSQ needs (`tcp_wfree`).
 
 use std::collections::VecDeque;
 
@@ -13,7 +15,7 @@ use crate::config::LinkConfig;
 use crate::event::{EventKind, EventQueue};
 use crate::net::loss::{LossModel, LossVerdict};
 use crate::net::qdisc::Fifo;
-use crate::packet::Packet;
+use crate::packet::{flags, Packet};
 use crate::rng::Rng;
 use crate::time::{tx_time_ns, NEVER};
 
@@ -33,6 +35,16 @@ pub struct WireStats {
     pub delivered_packets: u64,
 }
 
+/// A transmit completion owed to the sending socket (TSQ).
+#[derive(Clone, Copy, Debug)]
+pub struct TxCompletion {
+    pub done_ns: u64,
+    /// The endpoint that sent the packet.
+    pub ep: u32,
+    pub seq: u64,
+    pub payload_bytes: u32,
+}
+
 #[derive(Debug)]
 pub struct Link {
     pub name: String,
@@ -43,20 +55,24 @@ pub struct Link {
     pub overhead_bytes: u32,
     pub qdisc: Fifo,
     pub wire: WireStats,
-    /// The packet being serialized, if any.
-    tx: Option<Packet>,
+    /// When the serializer finishes the last accepted packet.
+    busy_until_ns: u64,
     pipe: VecDeque<(u64, Packet)>,
     pending_arrive_ns: u64,
+    completions: VecDeque<TxCompletion>,
+    tx_cache: [(u32, u64); 2],
     loss: LossModel,
     reorder: Option<Reorder>,
 }
 
-/// What leaving the serializer did to a packet.
-pub enum TxOutcome {
-    /// On its way to the far end. The copy is returned for transmit-completion handling.
-    Sent(Packet),
-    /// Lost on the wire.
-    Lost(Packet, LossVerdict),
+/// What the link did with an offered packet.
+pub enum Enqueued {
+    /// Queued or transmitting; it will arrive.
+    Accepted,
+    /// Accepted and serialized, but lost on the wire.
+    Lost(LossVerdict),
+    /// Tail-dropped by the qdisc.
+    Dropped(Packet),
 }
 
 impl Link {
@@ -76,41 +92,52 @@ impl Link {
             overhead_bytes: cfg.overhead_bytes,
             qdisc: Fifo::new(&cfg.queue),
             wire: WireStats::default(),
-            tx: None,
+            busy_until_ns: 0,
             pipe: VecDeque::with_capacity(256),
             pending_arrive_ns: NEVER,
+            completions: VecDeque::with_capacity(64),
+            tx_cache: [(u32::MAX, 0); 2],
             loss: LossModel::new(&cfg.loss, loss_rng),
             reorder,
         }
     }
 
+    /// Serialization time of a `len`-byte frame, remembering the last two sizes (almost
+    /// every packet is a full data segment or a pure ACK) to skip the division.
     #[inline]
-    fn dev_len(&self, pkt: &Packet) -> u32 {
-        pkt.ip_bytes + self.overhead_bytes
+    fn tx_time(&mut self, len: u32) -> u64 {
+        for (l, t) in self.tx_cache {
+            if l == len {
+                return t;
+            }
+        }
+        let t = tx_time_ns(len as u64, self.rate_bps);
+        self.tx_cache = [(len, t), self.tx_cache[0]];
+        t
     }
 
-    /// Hand `pkt` to the link at `now_ns`. Returns the packet if the qdisc dropped it.
+    /// Hand `pkt` to the link at `now_ns`.
     #[inline]
-    pub fn enqueue(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> Result<(), Packet> {
-        let len = self.dev_len(&pkt);
-        self.qdisc.enqueue(pkt, len)?;
-        if self.tx.is_none() {
-            self.start_tx(now_ns, id, ev);
+    pub fn enqueue(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> Enqueued {
+        let len = pkt.ip_bytes + self.overhead_bytes;
+        let start = now_ns.max(self.busy_until_ns);
+        if !self.qdisc.offer(now_ns, start, len) {
+            return Enqueued::Dropped(pkt);
         }
-        Ok(())
-    }
-
-    fn start_tx(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) {
-        if let Some((pkt, len)) = self.qdisc.dequeue() {
-            ev.push(now_ns + tx_time_ns(len as u64, self.rate_bps), EventKind::LinkTxDone, id);
-            self.tx = Some(pkt);
+        let finish = start + self.tx_time(len);
+        self.busy_until_ns = finish;
+        if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
+            // TX completion for the sender's TSQ accounting, in finish order.
+            if self.completions.is_empty() {
+                ev.push(finish, EventKind::LinkTxDone, id);
+            }
+            self.completions.push_back(TxCompletion {
+                done_ns: finish,
+                ep: pkt.dst_ep ^ 1,
+                seq: pkt.seq,
+                payload_bytes: pkt.payload_bytes(),
+            });
         }
-    }
-
-    /// The serializer finished its packet.
-    pub fn on_tx_done(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) -> TxOutcome {
-        let pkt = self.tx.take().expect("LinkTxDone without a packet in the serializer");
-        self.start_tx(now_ns, id, ev);
         match self.loss.judge(&pkt) {
             LossVerdict::Pass => {}
             v => {
@@ -118,10 +145,10 @@ impl Link {
                     LossVerdict::Listed => self.wire.drop_list_drops += 1,
                     _ => self.wire.loss_drops += 1,
                 }
-                return TxOutcome::Lost(pkt, v);
+                return Enqueued::Lost(v);
             }
         }
-        let mut arrive = now_ns + self.delay_ns;
+        let mut arrive = finish + self.delay_ns;
         if let Some(r) = &mut self.reorder {
             if r.rng.chance(r.p) {
                 arrive += r.delay_ns;
@@ -131,16 +158,28 @@ impl Link {
         // Insert keeping arrival order (stable for equal times); without reordering this
         // is always a push at the back.
         let pos = if self.pipe.back().is_none_or(|(t, _)| *t <= arrive) {
-            self.pipe.len()
+            self.pipe.push_back((arrive, pkt));
+            self.pipe.len() - 1
         } else {
-            self.pipe.partition_point(|(t, _)| *t <= arrive)
+            let pos = self.pipe.partition_point(|(t, _)| *t <= arrive);
+            self.pipe.insert(pos, (arrive, pkt));
+            pos
         };
-        self.pipe.insert(pos, (arrive, pkt));
         if pos == 0 && arrive < self.pending_arrive_ns {
             self.pending_arrive_ns = arrive;
             ev.push(arrive, EventKind::LinkArrive, id);
         }
-        TxOutcome::Sent(pkt)
+        Enqueued::Accepted
+    }
+
+    /// A transmit-completion event fired: the completion now due.
+    pub fn on_tx_done(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) -> Option<TxCompletion> {
+        let c = self.completions.pop_front()?;
+        debug_assert!(c.done_ns <= now_ns);
+        if let Some(next) = self.completions.front() {
+            ev.push(next.done_ns, EventKind::LinkTxDone, id);
+        }
+        Some(c)
     }
 
     /// An arrival event fired; returns the packet that reached the far end, if the event
@@ -160,8 +199,13 @@ impl Link {
         Some(pkt)
     }
 
-    /// Every packet currently held by the link (queued, serializing, propagating).
+    /// Bring queue statistics up to `now_ns`.
+    pub fn advance(&mut self, now_ns: u64) {
+        self.qdisc.advance(now_ns);
+    }
+
+    /// Every packet the link will still deliver (waiting, serializing or propagating).
     pub fn packets_held(&self) -> impl Iterator<Item = &Packet> {
-        self.qdisc.iter().chain(self.tx.iter()).chain(self.pipe.iter().map(|(_, p)| p))
+        self.pipe.iter().map(|(_, p)| p)
     }
 }

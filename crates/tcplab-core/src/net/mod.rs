@@ -7,7 +7,7 @@ pub mod routing;
 use crate::config::NodeKind;
 use crate::event::EventQueue;
 use crate::packet::Packet;
-use link::{Link, TxOutcome};
+use link::{Enqueued, Link, TxCompletion};
 use loss::LossVerdict;
 use routing::{Routes, NO_ROUTE};
 
@@ -27,8 +27,10 @@ pub struct Network {
     pub routes: Routes,
     pub kinds: Vec<NodeKind>,
     pub data: DataAccounting,
-    /// Packets that completed serialization on any link.
+    /// Packets that completed serialization on any link (each hop counts).
     pub packets_transmitted: u64,
+    /// Packets hosts sent into the network (data and ACKs, each counted once).
+    pub host_packets: u64,
 }
 
 impl Network {
@@ -36,6 +38,7 @@ impl Network {
     /// (local qdisc full, or no route).
     #[inline]
     pub fn send_from_host(&mut self, node: u32, pkt: Packet, now_ns: u64, ev: &mut EventQueue) -> bool {
+        self.host_packets += 1;
         if pkt.is_data() {
             self.data.sent += 1;
         }
@@ -52,10 +55,25 @@ impl Network {
             }
             return false;
         }
+        let is_data = pkt.is_data();
         match self.links[l as usize].enqueue(pkt, now_ns, l, ev) {
-            Ok(()) => true,
-            Err(p) => {
-                if p.is_data() {
+            Enqueued::Accepted => {
+                self.packets_transmitted += 1;
+                true
+            }
+            Enqueued::Lost(v) => {
+                // Serialized, then lost on the wire: to the sender it was sent.
+                self.packets_transmitted += 1;
+                if is_data {
+                    match v {
+                        LossVerdict::Listed => self.data.dropped_drop_list += 1,
+                        _ => self.data.dropped_loss += 1,
+                    }
+                }
+                true
+            }
+            Enqueued::Dropped(_) => {
+                if is_data {
                     self.data.dropped_queue += 1;
                 }
                 false
@@ -63,23 +81,10 @@ impl Network {
         }
     }
 
-    /// A link finished serializing; returns the packet (for TX completion) and whether it
-    /// survived the wire.
+    /// A transmit completion is due on `link`.
     #[inline]
-    pub fn on_tx_done(&mut self, link: u32, now_ns: u64, ev: &mut EventQueue) -> (Packet, bool) {
-        self.packets_transmitted += 1;
-        match self.links[link as usize].on_tx_done(now_ns, link, ev) {
-            TxOutcome::Sent(p) => (p, true),
-            TxOutcome::Lost(p, v) => {
-                if p.is_data() {
-                    match v {
-                        LossVerdict::Listed => self.data.dropped_drop_list += 1,
-                        _ => self.data.dropped_loss += 1,
-                    }
-                }
-                (p, false)
-            }
-        }
+    pub fn on_tx_done(&mut self, link: u32, now_ns: u64, ev: &mut EventQueue) -> Option<TxCompletion> {
+        self.links[link as usize].on_tx_done(now_ns, link, ev)
     }
 
     /// Data packets currently inside links (queued, serializing or propagating).

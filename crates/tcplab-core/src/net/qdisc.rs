@@ -5,11 +5,17 @@
 //! (tail drop). Statistics use the names `tc -s qdisc` prints (`Sent`, `dropped`,
 //! `overlimits`, `requeues`, `backlog`). Byte counts are IP lengths plus the link's
 //! framing overhead, which is what `skb->len` holds on an Ethernet device.
+//!
+//! A FIFO in front of a serializer needs no dequeue events: the time each packet starts
+//! transmission is known when it is enqueued (Lindley's recursion,
+//! `start = max(now, previous finish)`), so the link sends the packet on at once and the
+//! queue only remembers the start times of the packets still waiting. The backlog at any
+//! instant is the set of packets whose start lies in the future, exactly what the kernel's
+//! qdisc would hold (the packet being transmitted has left the qdisc).
 
 use std::collections::VecDeque;
 
 use crate::config::QueueConfig;
-use crate::packet::Packet;
 
 /// `tc -s qdisc` statistics.
 #[derive(Clone, Debug, Default)]
@@ -30,11 +36,12 @@ enum Limit {
     Bytes(u64),
 }
 
-/// A drop-tail FIFO (`pfifo` or `bfifo`).
+/// A drop-tail FIFO (`pfifo` or `bfifo`) holding the start times of waiting packets.
 #[derive(Debug)]
 pub struct Fifo {
     limit: Limit,
-    q: VecDeque<(Packet, u32)>,
+    /// (transmission start ns, length) of packets still waiting, in order.
+    waiting: VecDeque<(u64, u32)>,
     pub stats: QdiscStats,
 }
 
@@ -48,7 +55,7 @@ impl Fifo {
             Limit::Packets(n) => (n as usize).min(4096),
             Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
         };
-        Fifo { limit, q: VecDeque::with_capacity(cap + 1), stats: QdiscStats::default() }
+        Fifo { limit, waiting: VecDeque::with_capacity(cap + 1), stats: QdiscStats::default() }
     }
 
     pub fn kind(&self) -> &'static str {
@@ -58,9 +65,26 @@ impl Fifo {
         }
     }
 
-    /// Enqueue `pkt` whose on-device length is `len_bytes`; returns the packet back if dropped.
+    /// Account for every waiting packet whose transmission has started by `now_ns`.
     #[inline]
-    pub fn enqueue(&mut self, pkt: Packet, len_bytes: u32) -> Result<(), Packet> {
+    pub fn advance(&mut self, now_ns: u64) {
+        while let Some(&(start, len)) = self.waiting.front() {
+            if start > now_ns {
+                break;
+            }
+            self.waiting.pop_front();
+            self.stats.backlog_packets -= 1;
+            self.stats.backlog_bytes -= len as u64;
+            self.stats.sent_packets += 1;
+            self.stats.sent_bytes += len as u64;
+        }
+    }
+
+    /// Offer a packet of `len_bytes` at `now_ns` that would start transmission at
+    /// `start_ns` (>= now). Returns false (and counts a drop) if the queue is full.
+    #[inline]
+    pub fn offer(&mut self, now_ns: u64, start_ns: u64, len_bytes: u32) -> bool {
+        self.advance(now_ns);
         let fits = match self.limit {
             // sch_fifo.c pfifo_enqueue: qlen < limit
             Limit::Packets(n) => self.stats.backlog_packets < n,
@@ -69,33 +93,20 @@ impl Fifo {
         };
         if !fits {
             self.stats.drops += 1;
-            return Err(pkt);
+            return false;
         }
-        self.stats.backlog_bytes += len_bytes as u64;
-        self.stats.backlog_packets += 1;
-        if self.stats.backlog_packets > self.stats.max_backlog_packets {
-            self.stats.max_backlog_packets = self.stats.backlog_packets;
+        if start_ns > now_ns {
+            self.waiting.push_back((start_ns, len_bytes));
+            self.stats.backlog_bytes += len_bytes as u64;
+            self.stats.backlog_packets += 1;
+            if self.stats.backlog_packets > self.stats.max_backlog_packets {
+                self.stats.max_backlog_packets = self.stats.backlog_packets;
+            }
+        } else {
+            self.stats.sent_packets += 1;
+            self.stats.sent_bytes += len_bytes as u64;
         }
-        self.q.push_back((pkt, len_bytes));
-        Ok(())
-    }
-
-    #[inline]
-    pub fn dequeue(&mut self) -> Option<(Packet, u32)> {
-        let (p, len) = self.q.pop_front()?;
-        self.stats.backlog_bytes -= len as u64;
-        self.stats.backlog_packets -= 1;
-        self.stats.sent_bytes += len as u64;
-        self.stats.sent_packets += 1;
-        Some((p, len))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &Packet> {
-        self.q.iter().map(|(p, _)| p)
+        true
     }
 }
 
@@ -103,43 +114,36 @@ impl Fifo {
 mod tests {
     use super::*;
 
-    fn pkt() -> Packet {
-        Packet {
-            dst_ep: 0,
-            dst_node: 0,
-            src_node: 0,
-            ip_bytes: 1500,
-            seq: 0,
-            end_seq: 1448,
-            ack_seq: 0,
-            rwnd_bytes: 0,
-            tsval_ns: 0,
-            tsecr_ns: 0,
-            sack: Default::default(),
-            num_sacks: 0,
-            flags: 0,
-        }
-    }
-
     #[test]
     fn pfifo_tail_drops_at_limit() {
         let mut q = Fifo::new(&QueueConfig::Pfifo { limit_packets: 2 });
-        assert!(q.enqueue(pkt(), 1514).is_ok());
-        assert!(q.enqueue(pkt(), 1514).is_ok());
-        assert!(q.enqueue(pkt(), 1514).is_err());
+        // The serializer is busy until t=100: three packets offered at t=0 wait.
+        assert!(q.offer(0, 100, 1514));
+        assert!(q.offer(0, 200, 1514));
+        assert!(!q.offer(0, 300, 1514));
         assert_eq!(q.stats.drops, 1);
         assert_eq!(q.stats.backlog_packets, 2);
-        q.dequeue();
+        // At t=100 the first has started: it left the qdisc.
+        q.advance(100);
         assert_eq!(q.stats.sent_packets, 1);
         assert_eq!(q.stats.backlog_bytes, 1514);
+        assert!(q.offer(150, 300, 1514));
+    }
+
+    #[test]
+    fn a_packet_that_starts_at_once_never_waits() {
+        let mut q = Fifo::new(&QueueConfig::Pfifo { limit_packets: 1 });
+        assert!(q.offer(10, 10, 100));
+        assert_eq!(q.stats.backlog_packets, 0);
+        assert_eq!(q.stats.sent_packets, 1);
     }
 
     #[test]
     fn bfifo_counts_bytes() {
         let mut q = Fifo::new(&QueueConfig::Bfifo { limit_bytes: 3000 });
-        assert!(q.enqueue(pkt(), 1514).is_ok());
-        assert!(q.enqueue(pkt(), 1514).is_err());
-        assert!(q.enqueue(pkt(), 66).is_ok());
+        assert!(q.offer(0, 1, 1514));
+        assert!(!q.offer(0, 2, 1514));
+        assert!(q.offer(0, 2, 66));
         assert_eq!(q.stats.backlog_bytes, 1580);
     }
 }

@@ -474,9 +474,9 @@ impl TcpSocket {
     }
 
     /// A data packet of ours left the host's NIC (TX completion, `tcp_wfree`).
-    pub fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
-        self.wmem_alloc_bytes = self.wmem_alloc_bytes.saturating_sub(pkt.payload_bytes() as u64);
-        if let Some(id) = self.rtx.find(pkt.seq) {
+    pub fn on_tx_complete(&mut self, ctx: &mut Ctx, seq: u64, payload_bytes: u32) {
+        self.wmem_alloc_bytes = self.wmem_alloc_bytes.saturating_sub(payload_bytes as u64);
+        if let Some(id) = self.rtx.find(seq) {
             let s = self.rtx.get_mut(id);
             s.in_host_queue = s.in_host_queue.saturating_sub(1);
         }
