@@ -48,6 +48,7 @@ mib_counters! {
     TCPDSACKRecv => "TcpExtTCPDSACKRecv",
     TCPDSACKOldSent => "TcpExtTCPDSACKOldSent",
     TCPSACKReorder => "TcpExtTCPSACKReorder",
+    TCPTSReorder => "TcpExtTCPTSReorder",
     TCPOFOQueue => "TcpExtTCPOFOQueue",
     TCPHystartTrainDetect => "TcpExtTCPHystartTrainDetect",
     TCPHystartTrainCwnd => "TcpExtTCPHystartTrainCwnd",

@@ -220,3 +220,25 @@ fn rto_is_at_least_200ms_above_srtt() {
     let srtt_ms = (tp.srtt_us >> 3) as f64 / 1000.0;
     assert!(tp.icsk_rto as f64 >= srtt_ms + 200.0, "rto {} ms srtt {srtt_ms} ms", tp.icsk_rto);
 }
+
+#[test]
+fn rack_absorbs_reordering_and_undoes_spurious_recoveries() {
+    // 0.2% of packets are held back 15 ms on a 40 ms path. Before any reordering is seen,
+    // RACK's reordering window is 0 once 3 later segments are SACKed, so the first
+    // reordering looks like a loss; after it, reo_wnd = min_rtt/4 = 10 ms, and a D-SACK
+    // for a spurious retransmission widens it to 2 x 10 ms (tcp_rack_update_reo_wnd),
+    // which covers a 15 ms delay. So only a handful of the ~100 reorderings may start a
+    // recovery (each would without RACK's window), every spurious retransmission is
+    // reported by a D-SACK, and the reductions they caused are undone.
+    let mut cfg = dumbbell(1, CcKind::Cubic, 20_000_000, 20 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 30 * S);
+    cfg.links[bottleneck(1)].reorder = Some(ReorderConfig { p: 0.002, delay_ns: 15 * MS });
+    let out = run(cfg);
+    let c = &out.flows[0].counters;
+    let events = out.links[bottleneck(1)].wire.reorder_events;
+    assert!(events >= 50, "only {events} reorderings");
+    assert!(c.get(Mib::TCPSACKReorder) >= events / 2, "reordering not detected: {c:?}");
+    assert!(c.get(Mib::TCPSackRecovery) <= events / 10, "{} recoveries for {events} reorderings", c.get(Mib::TCPSackRecovery));
+    assert!(c.get(Mib::TCPDSACKRecv) >= 1);
+    let undos = c.get(Mib::TCPPartialUndo) + c.get(Mib::TCPDSACKUndo) + c.get(Mib::TCPFullUndo) + c.get(Mib::TCPLossUndo);
+    assert!(undos >= 1, "spurious recoveries were not undone: {c:?}");
+}

@@ -218,7 +218,7 @@ impl TcpSocket {
         // tcp_sacktag_write_queue(): a never-retransmitted skb SACKed below the prior
         // highest SACK means the network reordered.
         if st.reord < prior_fack {
-            self.check_sack_reordering(st.reord);
+            self.check_sack_reordering(st.reord, false);
         }
         flag
     }
@@ -277,8 +277,8 @@ impl TcpSocket {
         flag
     }
 
-    /// `tcp_check_sack_reordering()`.
-    fn check_sack_reordering(&mut self, low_seq: u64) {
+    /// `tcp_check_sack_reordering()`; `ts` when the evidence came from timestamps.
+    pub fn check_sack_reordering(&mut self, low_seq: u64, ts: bool) {
         let mss = self.tp.mss_cache as u64;
         let fack = self.highest_sack_seq_or_una();
         if low_seq >= fack {
@@ -289,7 +289,7 @@ impl TcpSocket {
             self.reordering = (metric.div_ceil(mss) as u32).min(self.cfg.tcp_max_reordering);
         }
         self.reord_seen += 1;
-        self.tp.inc(Mib::TCPSACKReorder);
+        self.tp.inc(if ts { Mib::TCPTSReorder } else { Mib::TCPSACKReorder });
     }
 
     /// `tcp_clean_rtx_queue()`: remove cumulatively ACKed skbs, sample RTT.
@@ -388,7 +388,7 @@ impl TcpSocket {
             flag |= FLAG_SET_XMIT_TIMER; // set TLP or RTO timer
             // Non-retransmitted hole got filled? That's reordering.
             if reord < prior_fack {
-                self.check_sack_reordering(reord);
+                self.check_sack_reordering(reord, false);
             }
         } else if let Some(head) = self.rtx.front() {
             if rtt_update && sack_rtt_us >= 0 && sack_rtt_us > now_us.saturating_sub(head.mstamp_us()) as i64 {

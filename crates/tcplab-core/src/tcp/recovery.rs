@@ -370,22 +370,24 @@ impl TcpSocket {
         false
     }
 
-    /// `tcp_try_undo_partial()`: a partial ACK in Recovery.
+    /// `tcp_try_undo_partial()`: a partial ACK in Recovery. Returns true to hold the
+    /// state (retransmissions still out).
     fn try_undo_partial(&mut self, prior_snd_una: u64) -> bool {
         if self.undo_valid && self.packet_delayed() {
-            // Plain luck! The original was delayed, not lost: the reordering is real.
-            let _ = prior_snd_una;
-            if self.any_retrans_done() {
-                return false;
+            // Plain luck! The hole was filled with a delayed packet rather than with a
+            // retransmit: the reordering degree is higher than we realized.
+            self.check_sack_reordering(prior_snd_una, true);
+            // If there are retransmits out, clock out new packets but do not mark more
+            // packets lost or retransmit more; otherwise undo.
+            if self.tp.retrans_out > 0 {
+                return true;
+            }
+            if !self.any_retrans_done() {
+                self.retrans_stamp_ns = 0;
             }
             self.undo_cwnd_reduction(true);
             self.tp.inc(Mib::TCPPartialUndo);
-            // So... do not make Hoe's retransmit yet.
-            if !self.any_retrans_done() {
-                self.tp.set_cwnd(self.tp.snd_cwnd);
-            }
             self.try_keep_open();
-            return true;
         }
         false
     }
@@ -423,15 +425,13 @@ impl TcpSocket {
         self.tp.lost_out > 0
     }
 
-    /// `tcp_fastretrans_alert()`.
+    /// `tcp_fastretrans_alert()` (RACK-only loss detection, SACK always on).
     pub fn fastretrans_alert(&mut self, ctx: &mut Ctx, prior_snd_una: u64, _num_dupack: u32, flag: &mut u32, rexmit: &mut Rexmit) {
         if self.tp.packets_out == 0 && self.tp.sacked_out > 0 {
             self.tp.sacked_out = 0;
         }
         // D. Check state exit conditions. State can be terminated when high_seq is ACKed.
-        if self.tp.ca_state == CaState::Open {
-            // nothing
-        } else if self.tp.snd_una >= self.tp.high_seq {
+        if self.tp.ca_state != CaState::Open && self.tp.snd_una >= self.tp.high_seq {
             match self.tp.ca_state {
                 // CWR is to be held until something *above* high_seq is ACKed.
                 CaState::Cwr if self.tp.snd_una != self.tp.high_seq => {
@@ -458,9 +458,16 @@ impl TcpSocket {
                 }
                 if self.try_undo_dsack() {
                     self.try_to_open(*flag);
-                    return;
                 }
                 self.identify_packet_loss(ctx.now_ns, flag);
+                if self.tp.ca_state != CaState::Recovery {
+                    if !self.time_to_recover() {
+                        return;
+                    }
+                    // Undo reverted the recovery state; loss is evident: start a new one
+                    // (e.g. reordering, then loss).
+                    self.enter_recovery();
+                }
             }
             CaState::Loss => {
                 self.process_loss(*flag, rexmit);
@@ -468,34 +475,34 @@ impl TcpSocket {
                 if !(self.tp.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
                     return;
                 }
-                // Change state if cwnd is undone or retransmits are lost.
-                self.recover_or_open(ctx, flag, rexmit);
+                // Change state if cwnd is undone or retransmission is lost.
+                if !self.open_or_enter_recovery(ctx, flag) {
+                    return;
+                }
             }
             _ => {
-                self.recover_or_open(ctx, flag, rexmit);
-                return;
+                if !self.open_or_enter_recovery(ctx, flag) {
+                    return;
+                }
             }
         }
         *rexmit = Rexmit::Lost;
     }
 
-    /// The `default:` branch of `tcp_fastretrans_alert()`.
-    fn recover_or_open(&mut self, ctx: &mut Ctx, flag: &mut u32, rexmit: &mut Rexmit) {
-        if self.tp.ca_state == CaState::Recovery {
-            *rexmit = Rexmit::Lost;
-            return;
-        }
-        if self.try_undo_dsack() {
-            self.try_to_open(*flag);
+    /// The `default:` branch of `tcp_fastretrans_alert()`: stay open, or enter Recovery
+    /// (returns true) when RACK has marked losses.
+    fn open_or_enter_recovery(&mut self, ctx: &mut Ctx, flag: &mut u32) -> bool {
+        if self.tp.ca_state <= CaState::Disorder {
+            self.try_undo_dsack();
         }
         self.identify_packet_loss(ctx.now_ns, flag);
         if !self.time_to_recover() {
             self.try_to_open(*flag);
-            return;
+            return false;
         }
         // Otherwise enter Recovery state.
         self.enter_recovery();
-        *rexmit = Rexmit::Lost;
+        true
     }
 
     /// `tcp_process_loss()`: ACK processing in the Loss state, with F-RTO.

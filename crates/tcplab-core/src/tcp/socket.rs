@@ -533,9 +533,7 @@ impl TcpSocket {
         let nr_segs = (self.tp.snd_cwnd.max(crate::tcp::sock::TCP_INIT_CWND)).max(self.reordering + 1) as u64;
         let factor = self.cc.sndbuf_expand(&self.tp).unwrap_or(2) as u64;
         let sndmem = factor * nr_segs * per_mss;
-        let sndbuf = sndmem.min(self.cfg.tcp_wmem[2]).max(self.sk_sndbuf);
-        // Convert the kernel's memory budget to payload bytes (it assumes per_mss per segment
-        // only in the non-TSO worst case; with TSO the memory holds ~payload).
-        self.sk_sndbuf = sndbuf;
+        // Only ever grows (`if (sk->sk_sndbuf < sndmem)`).
+        self.sk_sndbuf = sndmem.min(self.cfg.tcp_wmem[2]).max(self.sk_sndbuf);
     }
 }
