@@ -164,7 +164,13 @@ def test_compare_files(tmp_path, patched_core, write_yaml, base_scenario):
     b = write_yaml(base_scenario, "b.yaml")
     r = invoke("compare", a, b, "-o", tmp_path / "cmp", "-q")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == ["a", "b", "compare.json", "compare.png", "report.html"]
+    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == [
+        "a",
+        "b",
+        "compare.json",
+        "compare.png",
+        "report.html",
+    ]
 
 
 def test_compare_needs_two_variants(tmp_path, patched_core):

@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,13 +179,9 @@ class CompareResult:
 
     def write(self, directory: str | Path, *, overwrite: bool = False, plots: bool = True) -> Path:
         """DIR/report.html, DIR/compare.json, DIR/compare.png and one run directory per variant, atomically."""
-        from tcplab.results import _make_parents, _replace_dir, check_output_dir
+        from tcplab.results import write_dir_atomically
 
-        target = Path(directory).absolute()
-        check_output_dir(target, overwrite=overwrite)
-        created = _make_parents(target.parent)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-        try:
+        def fill(tmp: Path) -> None:
             for v in self.variants:
                 sub = tmp / v.label
                 sub.mkdir()
@@ -202,10 +196,9 @@ class CompareResult:
             from tcplab.report import render_compare_report
 
             first = next(iter(self.results.values()))
-            title = " vs ".join(self.results)
             (tmp / "report.html").write_text(
                 render_compare_report(
-                    f"{first.scenario.name}: {title}",
+                    f"{first.scenario.name}: {' vs '.join(self.results)}",
                     first.scenario.description or "",
                     self.table,
                     [v.label for v in self.variants],
@@ -213,16 +206,8 @@ class CompareResult:
                 ),
                 encoding="utf-8",
             )
-            _replace_dir(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            for d in reversed(created):
-                try:
-                    d.rmdir()
-                except OSError:
-                    break
-            raise
-        return target
+
+        return write_dir_atomically(directory, fill, overwrite=overwrite)
 
 
 def _run_variant(job: tuple[Scenario, str, Core | None, bool | None]) -> Result:

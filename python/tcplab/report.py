@@ -102,7 +102,8 @@ _COMPARE_TEMPLATE = """<!doctype html>
 <tr><td class="l">{{ row.metric }}</td>{% for v in row["values"] %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}
 </table>
-<p>Runs: {% for v in variants %}<a href="{{ v }}/report.html">{{ v }}</a>{% if not loop.last %} &middot; {% endif %}{% endfor %}
+<p>Runs: {% for v in variants %}<a href="{{ v }}/report.html">{{ v }}</a>
+{%- if not loop.last %} &middot; {% endif %}{% endfor %}
 &middot; <a href="compare.json">compare.json</a></p>
 {% if plot %}<p><img src="compare.png" alt="goodput, cwnd and RTT of each variant"></p>{% endif %}
 </body>
@@ -116,7 +117,11 @@ def render_compare_report(title: str, description: str, table: Any, variants: li
     for metric, values in table.iterrows():
         cells = []
         for v in values:
-            cells.append("-" if v is None or (isinstance(v, float) and v != v) else (f"{v:g}" if isinstance(v, float) else str(v)))
+            cells.append(
+                "-"
+                if v is None or (isinstance(v, float) and v != v)
+                else (f"{v:g}" if isinstance(v, float) else str(v))
+            )
         rows.append({"metric": metric, "values": cells})
     return _ENV.from_string(_COMPARE_TEMPLATE).render(
         title=title, description=description, columns=list(table.columns), rows=rows, variants=variants, plot=plot

@@ -38,6 +38,7 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -334,22 +335,7 @@ class Result:
         place at the end, so a failure leaves no partial output. An existing non-empty
         ``directory`` is an error unless ``overwrite``.
         """
-        target = Path(directory).absolute()
-        check_output_dir(target, overwrite=overwrite)
-        created = _make_parents(target.parent)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-        try:
-            self._write_files(tmp, plots=plots)
-            _replace_dir(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            for d in reversed(created):
-                try:
-                    d.rmdir()
-                except OSError:
-                    break
-            raise
-        return target
+        return write_dir_atomically(directory, lambda tmp: self._write_files(tmp, plots=plots), overwrite=overwrite)
 
     def _write_files(self, out: Path, *, plots: bool) -> None:
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
@@ -399,6 +385,30 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
     # No pandas metadata blob: it would make the file depend on the pandas version.
     table = table.replace_schema_metadata(None)
     pq.write_table(table, path, compression="zstd")
+
+
+def write_dir_atomically(
+    directory: str | os.PathLike[str], fill: Callable[[Path], None], *, overwrite: bool = False
+) -> Path:
+    """Create ``directory`` by letting ``fill`` write into a temporary sibling, then
+    renaming it into place; on any failure nothing is left behind (not even parents we
+    created). An existing non-empty ``directory`` is an error unless ``overwrite``."""
+    target = Path(directory).absolute()
+    check_output_dir(target, overwrite=overwrite)
+    created = _make_parents(target.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        fill(tmp)
+        _replace_dir(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for d in reversed(created):
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
+    return target
 
 
 def check_output_dir(target: Path, *, overwrite: bool = False) -> None:

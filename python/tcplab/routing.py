@@ -27,7 +27,9 @@ from collections.abc import Sequence
 __all__ = ["bfs_route", "route_delay_ns"]
 
 
-def _first_hops(n_nodes: int, outgoing: list[list[int]], links: Sequence[tuple[int, int]], forwards: Sequence[bool], src: int) -> list[int | None]:
+def _first_hops(
+    n_nodes: int, outgoing: list[list[int]], links: Sequence[tuple[int, int]], forwards: Sequence[bool], src: int
+) -> list[int | None]:
     """For every node, the link ``src`` sends on to reach it (BFS, hosts not expanded)."""
     first: list[int | None] = [None] * n_nodes
     seen = [False] * n_nodes
