@@ -6,6 +6,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import matplotlib.image
+import pandas as pd
 import pytest
 
 import tcplab
@@ -80,3 +81,15 @@ def test_runs_through_any_map(fake, base_scenario):
         c = tcplab.compare([base_scenario], ["flows.0.cc=reno,cubic,bbr"], core=fake, map_fn=pool.map)
     assert list(c.table.columns) == ["reno", "cubic", "bbr"]
     assert [r.flows["cc"].iloc[0] for r in c.results.values()] == ["reno", "cubic", "bbr"]
+
+
+@pytest.mark.engine
+def test_parallel_compare_gives_the_sequential_results(real_core):
+    # Each run is deterministic and independent, so two processes must reproduce the
+    # sequential comparison exactly (issue 3: compare spreads variants over processes).
+    plan = (["builtin:cubic-vs-bbr-lossy"], ["flows.0.cc=cubic,bbr,reno", "duration=3s"])
+    seq = tcplab.compare(*plan, jobs=1)
+    par = tcplab.compare(*plan, jobs=2)
+    pd.testing.assert_frame_equal(seq.table, par.table)
+    for label in seq.results:
+        pd.testing.assert_frame_equal(seq.results[label].timeseries, par.results[label].timeseries)

@@ -177,15 +177,24 @@ def compare(
     quiet: QuietOpt = False,
     force: ForceOpt = False,
     no_plots: NoPlotsOpt = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs", "-j", min=1, help="Processes to run variants in (default: one per core, at most one per variant)."
+        ),
+    ] = None,
 ) -> None:
     """Run several scenarios, or one with --set PATH=A,B alternatives, side by side."""
-    from tcplab.compare import plan_variants, run_variants
+    from tcplab.compare import default_jobs, plan_variants, run_variants
     from tcplab.results import check_output_dir
 
     variants = plan_variants(scenarios, set_ or [], seed=seed)
     out_dir = output if output is not None else Path("runs") / f"compare-{variants[0].scenario.name}"
     check_output_dir(out_dir, overwrite=force)
-    cmp = run_variants(variants, progress=not quiet)
+    n_jobs = jobs if jobs is not None else default_jobs(len(variants))
+    if n_jobs > 1 and len(variants) > 1 and not quiet:
+        _console().print(f"running {len(variants)} variants in {min(n_jobs, len(variants))} processes")
+    cmp = run_variants(variants, progress=not quiet, jobs=n_jobs)
     cmp.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
         from rich import box

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -220,16 +223,34 @@ def _run_variant(job: tuple[Scenario, str, Core | None, bool | None]) -> Result:
         return run(scenario, core=core, progress=reporter)
 
 
+def default_jobs(n_variants: int) -> int:
+    """Processes to use for ``n_variants`` runs: one per variant, at most one per core."""
+    return max(1, min(n_variants, os.cpu_count() or 1))
+
+
 def run_variants(
     variants: list[Variant],
     *,
     core: Core | None = None,
     progress: bool = False,
-    map_fn: Callable[..., Iterable[Result]] = map,
+    map_fn: Callable[..., Iterable[Result]] | None = None,
+    jobs: int = 1,
 ) -> CompareResult:
-    """Run planned variants (see :func:`plan_variants`) and tabulate them."""
-    jobs = [(v.scenario, v.label, core, progress) for v in variants]
-    results = dict(zip([v.label for v in variants], map_fn(_run_variant, jobs), strict=True))
+    """Run planned variants (see :func:`plan_variants`) and tabulate them.
+
+    With ``jobs > 1`` the variants run in a pool of that many processes (each simulation
+    is single-threaded and independent; results are identical to a sequential run, since
+    every run is deterministic). Progress bars are shown only for sequential runs.
+    """
+    labels = [v.label for v in variants]
+    if map_fn is None and jobs > 1 and len(variants) > 1 and core is None:
+        work = [(v.scenario, v.label, None, False) for v in variants]
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(variants)), mp_context=ctx) as pool:
+            results = dict(zip(labels, pool.map(_run_variant, work), strict=True))
+    else:
+        work = [(v.scenario, v.label, core, progress) for v in variants]
+        results = dict(zip(labels, (map_fn or map)(_run_variant, work), strict=True))
     return CompareResult(variants, results)
 
 
@@ -241,13 +262,14 @@ def compare(
     labels: Iterable[str] | None = None,
     progress: bool = False,
     core: Core | None = None,
-    map_fn: Callable[..., Iterable[Result]] = map,
+    map_fn: Callable[..., Iterable[Result]] | None = None,
+    jobs: int = 1,
 ) -> CompareResult:
     """Plan, validate and run every variant, and tabulate them (``.table``).
 
-    ``map_fn`` runs the jobs (default: the builtin ``map``, sequentially); pass
-    ``executor.map`` of a ``ProcessPoolExecutor`` to run them in parallel (``core`` must then
-    be ``None``: modules do not cross processes).
+    ``jobs`` > 1 runs the variants in that many processes (``core`` must then be ``None``:
+    modules do not cross processes); ``map_fn`` overrides how jobs are run (e.g. a Dask
+    client's map).
     """
     variants = plan_variants(sources, overrides, seed=seed, labels=labels)
-    return run_variants(variants, core=core, progress=progress, map_fn=map_fn)
+    return run_variants(variants, core=core, progress=progress, map_fn=map_fn, jobs=jobs)
