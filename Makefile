@@ -2,14 +2,15 @@
 #   make demo   set everything up, then compare CUBIC and BBR on the built-in lossy path
 #               (100 ms RTT, 5 Mbit/s, 1% loss) and write a report to out/demo/
 #   make test   set everything up, then run every default test (Rust and Python)
-# Other targets: make setup | make bench | make test-slow | make clean
+# Other targets: make setup | make bench (tcplab vs ns-3, several minutes) | make bench-quick
+#                | make test-slow | make clean
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test setup bench test-slow clean
+.PHONY: demo test setup bench bench-quick test-slow clean
 
 $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Cargo.toml) $(shell find python -name '*.py' -o -name '*.yaml')
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -30,8 +31,11 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
 
-bench:
-	cargo run --release -p tcplab-bench
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+bench-quick: $(STAMP)
+	$(PY) bench/run.py --quick
 
 clean:
 	rm -rf $(VENV) target out

@@ -245,7 +245,11 @@ def run_variants(
     labels = [v.label for v in variants]
     if map_fn is None and jobs > 1 and len(variants) > 1 and core is None:
         work = [(v.scenario, v.label, None, False) for v in variants]
-        ctx = multiprocessing.get_context("spawn")
+        # fork where the platform has it: workers inherit the imported modules (no
+        # re-import of pandas/matplotlib per worker) and callers need no `__main__` guard;
+        # no threads are running here. Elsewhere, spawn.
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         with ProcessPoolExecutor(max_workers=min(jobs, len(variants)), mp_context=ctx) as pool:
             results = dict(zip(labels, pool.map(_run_variant, work), strict=True))
     else:

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""tcplab's benchmark command: the engine on the issue-3 scenarios, ns-3 on the same
+scenarios 1-3, and the speed-up of running comparison variants in 2 processes.
+
+    python bench/run.py                # everything (ns-3 at 1 Gbit/s takes several minutes)
+    python bench/run.py --quick        # shortened scenarios (~1 minute)
+    python bench/run.py --no-ns3       # tcplab only
+    python bench/run.py --repeat 5     # best of 5 tcplab runs per scenario (default 3)
+
+What is measured, per scenario: wall seconds (tcplab: fastest of --repeat runs, each run
+is deterministic; ns-3: one run), simulated packets per wall second (packets the hosts
+sent, each counted once), simulated seconds per wall second, peak resident memory of the
+process that ran it, and the goodput each simulator computed. The tcplab/ns-3 speed ratio
+is reported only where both computed a comparable result (goodputs within 10%); where they
+differ the row says so.
+
+ns-3 comes from PyPI's `ns3` package (3.44, which ships headers and shared libraries);
+bench/ns3/dumbbell.cc is compiled against it with g++. Where ns-3 cannot be installed or
+built, its columns say why and the rest still runs. Results are also written as JSON to
+target/bench/latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "target" / "bench"
+NS3_PIN = "ns3==3.44.post0"
+NS3_LIBS = [
+    "applications",
+    "internet",
+    "point-to-point",
+    "traffic-control",
+    "network",
+    "stats",
+    "bridge",
+    "core",
+]
+
+# id -> (ns-3 arguments, full duration s, quick duration s); ids 1-3 have an ns-3 peer.
+NS3_SCENARIOS = {
+    "1": (["--cc=cubic", "--flows=1", "--rate=100Mbps", "--rtt=20"], 60, 6),
+    "2a": (["--cc=cubic", "--flows=1", "--rate=1Gbps", "--rtt=20"], 20, 3),
+    "2b": (["--cc=bbr", "--flows=1", "--rate=1Gbps", "--rtt=20"], 20, 3),
+    "3a": (["--cc=cubic", "--flows=10", "--rate=1Gbps", "--rtt=20"], 20, 3),
+    "3b": (["--cc=bbr", "--flows=10", "--rate=1Gbps", "--rtt=20"], 20, 3),
+}
+TCPLAB_SCENARIOS = ["1", "2a", "2b", "3a", "3b", "4", "5"]
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_measured(cmd: list[str], timeout: float) -> tuple[str, float]:
+    """Run ``cmd``; return (stdout, wall seconds). (tcplab-bench reports its own peak
+    memory, VmHWM, in its JSON.)"""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError(f"{cmd[0]}: no result within {timeout:.0f} s") from None
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {err.strip()[-400:]}")
+    return out, wall
+
+
+def run_with_rusage(cmd: list[str], timeout: float) -> tuple[str, float, int]:
+    """Run ``cmd``; return (stdout, wall seconds, the child's own peak RSS from wait4)."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid != 0:
+                break
+            if time.perf_counter() - t0 > timeout:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                raise RuntimeError(f"{cmd[0]}: no result within {timeout:.0f} s")
+            time.sleep(0.01)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: keep Popen from waiting again
+        out.seek(0)
+        err.seek(0)
+        text, errtext = out.read().decode(), err.read().decode()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {errtext.strip()[-400:]}")
+    return text, wall, usage.ru_maxrss * 1024
+
+
+def build_tcplab_bench() -> Path:
+    say("building tcplab-bench (cargo build --release -p tcplab-bench)")
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "tcplab-bench"], cwd=ROOT, check=True)
+    return ROOT / "target" / "release" / "tcplab-bench"
+
+
+def find_or_install_ns3() -> tuple[Path | None, str]:
+    """The ns3 package's directory (with include/ and lib64/), or None and why not."""
+    spec = importlib.util.find_spec("ns3")
+    if spec is None:
+        say(f"installing ns-3 from PyPI ({NS3_PIN}, ~70 MB)")
+        r = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", NS3_PIN],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+        if r.returncode != 0:
+            return None, f"pip install {NS3_PIN} failed: {r.stderr.strip().splitlines()[-1:]}"
+        importlib.invalidate_caches()
+        spec = importlib.util.find_spec("ns3")
+    if spec is None or not spec.submodule_search_locations:
+        return None, "the ns3 package is not importable"
+    for loc in spec.submodule_search_locations:
+        d = Path(loc)
+        if (d / "include" / "ns3" / "tcp-bbr.h").is_file() and (d / "lib64").is_dir():
+            return d, ""
+    return None, "the ns3 package has no C++ headers/libraries (need PyPI ns3 >= 3.44)"
+
+
+def build_ns3_program(ns3: Path) -> tuple[Path | None, str]:
+    src = ROOT / "bench" / "ns3" / "dumbbell.cc"
+    if shutil.which("g++") is None:
+        return None, "g++ not found"
+    digest = hashlib.sha256(src.read_bytes() + str(ns3).encode()).hexdigest()[:12]
+    exe = OUT / f"ns3-dumbbell-{digest}"
+    if exe.exists():
+        return exe, ""
+    OUT.mkdir(parents=True, exist_ok=True)
+    libs = [f"-lns3.44-{lib}" for lib in NS3_LIBS]
+    cmd = ["g++", "-O2", "-std=c++20", "-o", str(exe), str(src), f"-I{ns3 / 'include'}", f"-L{ns3 / 'lib64'}"]
+    cmd += [f"-Wl,-rpath,{ns3 / 'lib64'}", *libs]
+    say("compiling bench/ns3/dumbbell.cc against ns-3 3.44")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, f"g++ failed: {r.stderr.strip()[-300:]}"
+    return exe, ""
+
+
+def parallel_speedup(quick: bool) -> dict:
+    """Wall time of `tcplab compare` with 4 variants in 1 process vs 2 processes."""
+    tcplab = shutil.which("tcplab") or str(Path(sys.executable).parent / "tcplab")
+    if not Path(tcplab).exists() and shutil.which("tcplab") is None:
+        return {"skipped": "the tcplab command is not installed (make setup)"}
+    duration = "20s" if quick else "120s"
+    base = [tcplab, "compare", "builtin:cubic-100mbit-20ms", "--set", "flows.0.cc=cubic,bbr,reno,cubic"]
+    base += ["--set", f"duration={duration}", "-q", "--no-plots", "--force"]
+    walls = {}
+    for jobs in (1, 2):
+        out = OUT / f"compare-j{jobs}"
+        t0 = time.perf_counter()
+        subprocess.run([*base, "-j", str(jobs), "-o", str(out)], check=True, capture_output=True)
+        walls[jobs] = time.perf_counter() - t0
+    return {"variants": 4, "duration": duration, "wall_1": walls[1], "wall_2": walls[2], "speedup": walls[1] / walls[2]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="shortened scenarios")
+    ap.add_argument("--repeat", type=int, default=3, help="tcplab runs per scenario; the fastest counts")
+    ap.add_argument("--no-ns3", action="store_true", help="skip ns-3")
+    ap.add_argument("--no-parallel", action="store_true", help="skip the 2-process compare measurement")
+    args = ap.parse_args()
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    bench = build_tcplab_bench()
+    rows: dict[str, dict] = {}
+    for sid in TCPLAB_SCENARIOS:
+        cmd = [str(bench), "--scenario", sid, "--json", "--repeat", str(args.repeat)]
+        if args.quick:
+            cmd.append("--quick")
+        out, _ = run_measured(cmd, timeout=900)
+        r = json.loads(out.strip().splitlines()[-1])
+        rows[sid] = {"tcplab": r}
+        say(f"tcplab {sid}: {r['wall_s']:.2f} s")
+
+    ns3_note = ""
+    ns3_exe = None
+    if args.no_ns3:
+        ns3_note = "skipped (--no-ns3)"
+    else:
+        ns3_dir, why = find_or_install_ns3()
+        if ns3_dir is None:
+            ns3_note = f"skipped: {why}"
+        else:
+            ns3_exe, why = build_ns3_program(ns3_dir)
+            if ns3_exe is None:
+                ns3_note = f"skipped: {why}"
+    if ns3_exe is not None:
+        for sid, (ns_args, full_s, quick_s) in NS3_SCENARIOS.items():
+            dur = quick_s if args.quick else full_s
+            say(f"ns-3 {sid}: {dur} simulated seconds ...")
+            try:
+                out, wall, rss = run_with_rusage([str(ns3_exe), *ns_args, f"--duration={dur}"], timeout=3600)
+                n = json.loads(out.strip().splitlines()[-1])
+                n.update(wall_s=wall, peak_rss_bytes=rss)
+                rows[sid]["ns3"] = n
+            except (RuntimeError, json.JSONDecodeError, IndexError) as e:
+                rows[sid]["ns3"] = {"error": str(e)}
+
+    par = {} if args.no_parallel else parallel_speedup(args.quick)
+
+    # ---- report
+    hdr = (
+        f"{'id':<3} {'scenario':<46} {'wall s':>7} {'Mpkt/s':>7} {'sim/wall':>9} {'peak MB':>8} {'goodput':>8}"
+        f" | {'ns-3 s':>8} {'ns-3 MB':>8} {'goodput':>8} {'speed x':>8}"
+    )
+    print(hdr)
+    print("-" * len(hdr))
+    for sid in TCPLAB_SCENARIOS:
+        t = rows[sid]["tcplab"]
+        line = (
+            f"{sid:<3} {t['name']:<46} {t['wall_s']:>7.2f} {t['host_packets'] / t['wall_s'] / 1e6:>7.2f}"
+            f" {t['sim_s'] / t['wall_s']:>9.1f} {t['peak_rss_bytes'] / 1e6:>8.1f} {t['goodput_bps'] / 1e6:>8.1f}"
+        )
+        n = rows[sid].get("ns3")
+        if n is None:
+            line += f" | {'-':>8} {'-':>8} {'-':>8} {'-':>8}"
+        elif "error" in n:
+            line += f" | ns-3 failed: {n['error'][:60]}"
+        else:
+            gt, gn = t["goodput_bps"], n["goodput_bps"]
+            comparable = abs(gt - gn) <= 0.10 * max(gt, gn)
+            n["comparable"] = comparable
+            ratio = n["wall_s"] / t["wall_s"]
+            n["speed_ratio"] = ratio if comparable else None
+            shown = f"{ratio:>8.0f}" if comparable else f"{'n/c':>8}"
+            line += f" | {n['wall_s']:>8.1f} {n['peak_rss_bytes'] / 1e6:>8.1f} {gn / 1e6:>8.1f} {shown}"
+        print(line)
+    print()
+    print("Mpkt/s: packets sent by hosts (data + ACKs, each once) per wall second. goodput in Mbit/s.")
+    print("speed x: ns-3 wall time / tcplab wall time; n/c = goodputs differ by more than 10% (not comparable).")
+    if ns3_note:
+        print(f"ns-3: {ns3_note}")
+    else:
+        print(
+            "ns-3 3.44 set to Linux's values where it allows: MinRto 200 ms, DelAckTimeout 40 ms, initial cwnd 10,\n"
+            "SACK + timestamps, buffers 4 MB/6 MB, pacing for BBR only. Not removable: no RACK-TLP, no receive-window\n"
+            "autotuning, 2-byte PPP framing (tcplab counts 14-byte Ethernet headers), ns-3's own HyStart thresholds."
+        )
+    if par.get("speedup"):
+        print(
+            f"tcplab compare, {par['variants']} variants of {par['duration']}: 1 process {par['wall_1']:.2f} s, "
+            f"2 processes {par['wall_2']:.2f} s, speed-up {par['speedup']:.2f}x"
+        )
+    elif par:
+        print(f"parallel compare: {par.get('skipped')}")
+    machine = {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+    (OUT / "latest.json").write_text(
+        json.dumps({"quick": args.quick, "machine": machine, "rows": rows, "parallel": par}, indent=2) + "\n"
+    )
+    print(f"wrote {OUT / 'latest.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
