@@ -479,12 +479,14 @@ impl TcpSocket {
         tp.sk_pacing_rate = rate.min(tp.sk_max_pacing_rate);
     }
 
-    /// Record when all of a finite application's data was acknowledged.
+    /// Record when all of a finite application's data was acknowledged, and give back
+    /// the memory a finished flow no longer needs (so memory follows active flows).
     fn check_app_done(&mut self, now_ns: u64) {
         if self.app.done_ns.is_none() {
             if let Some(total) = self.app.total_bytes {
                 if total > 0 && self.tp.snd_una >= total {
                     self.app.done_ns = Some(now_ns);
+                    self.rtx.release_memory();
                 }
             }
         }

@@ -163,6 +163,13 @@ impl RtxQueue {
         id
     }
 
+    /// Give back the queue's buffer when it is empty (a finished flow).
+    pub fn release_memory(&mut self) {
+        if self.q.is_empty() {
+            self.q = VecDeque::new();
+        }
+    }
+
     /// Remove the front skb (cumulatively acked).
     pub fn pop_front(&mut self) -> Option<Skb> {
         if self.q.is_empty() {
