@@ -49,7 +49,14 @@ def test_sniff_by_content(name: str, kind: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "bps"),
-    [("2250000bps", 2.25e6), ("2.25Mbps", 2.25e6), ("350kbps", 350e3), ("1.2Gbps", 1.2e9), ("3Tbps", 3e12), ("1e+06bps", 1e6)],
+    [
+        ("2250000bps", 2.25e6),
+        ("2.25Mbps", 2.25e6),
+        ("350kbps", 350e3),
+        ("1.2Gbps", 1.2e9),
+        ("3Tbps", 3e12),
+        ("1e+06bps", 1e6),
+    ],
 )
 def test_ss_rates_both_shapes(text: str, bps: float) -> None:
     assert parse_bits_rate(text) == pytest.approx(bps)
@@ -78,7 +85,7 @@ def test_ss_bbr_numeric_format() -> None:
 
 def test_ss_oneline_and_headerless_and_extras() -> None:
     text = (
-        "ESTAB 0 0 [::ffff:10.1.1.1]:22 [::ffff:10.1.1.2]:5000 users:((\"sshd\",pid=1,fd=3)) uid:0 ino:1 sk:5 <-> "
+        'ESTAB 0 0 [::ffff:10.1.1.1]:22 [::ffff:10.1.1.2]:5000 users:(("sshd",pid=1,fd=3)) uid:0 ino:1 sk:5 <-> '
         "ts sack bbr cwnd:2 ssthresh:2 rtt:0.3/0.1 skmem:(r0,rb131072,t0,tb46080,f0,w0,o0,bl0,d7)\n"
         "tcp   ESTAB 0 0 10.1.1.1:23 10.1.1.2:5001\n\t cubic cwnd:10\n"
     )
@@ -144,7 +151,9 @@ def test_ethtool_alias_table(name: str, driver: str, concepts: set[str]) -> None
 
 
 def test_ethtool_names_with_dots_brackets_spaces() -> None:
-    n = ethtool.parse_ethtool_stats(text_source("NIC statistics:\n     port.rx_dropped: 5\n     [3]: tx_bytes: 7\n     Queue[0] AllocFails: 1\n"))
+    n = ethtool.parse_ethtool_stats(
+        text_source("NIC statistics:\n     port.rx_dropped: 5\n     [3]: tx_bytes: 7\n     Queue[0] AllocFails: 1\n")
+    )
     assert n.values == {"port.rx_dropped": 5, "[3]: tx_bytes": 7, "Queue[0] AllocFails": 1}
 
 
@@ -167,7 +176,7 @@ def test_prom_scrape() -> None:
     ev = p.evidence[("node_netstat_TcpExt_TCPTimeouts", ())]
     assert ev.text.startswith("node_netstat_TcpExt_TCPTimeouts") and ev.line > 0
     with pytest.raises(ParseError, match=r"p:2: not Prometheus text"):
-        parse_prom(text_source("node_a 1\nnode_b{x=\"1\" 2\n", "p"))
+        parse_prom(text_source('node_a 1\nnode_b{x="1" 2\n', "p"))
 
 
 def test_tc_text_kinds() -> None:

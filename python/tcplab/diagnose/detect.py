@@ -18,10 +18,24 @@ from tcplab.diagnose.source import ParseError, Source
 
 __all__ = ["sniff", "KINDS"]
 
-KINDS = (
-    "archive ss proc_netstat nstat_text nstat_json ethtool_stats ethtool_rings ethtool_rings_json "
-    "ethtool_driver tc_text tc_json prom sysctl procstat cilium uname"
-).split()
+KINDS = [
+    "archive",
+    "ss",
+    "proc_netstat",
+    "nstat_text",
+    "nstat_json",
+    "ethtool_stats",
+    "ethtool_rings",
+    "ethtool_rings_json",
+    "ethtool_driver",
+    "tc_text",
+    "tc_json",
+    "prom",
+    "sysctl",
+    "procstat",
+    "cilium",
+    "uname",
+]
 
 _SS_STATE = re.compile(
     r"(?:(?:tcp6?|mptcp)\s+)?(?:ESTAB|SYN-SENT|SYN-RECV|FIN-WAIT-1|FIN-WAIT-2|TIME-WAIT|CLOSE-WAIT|LAST-ACK|LISTEN|"

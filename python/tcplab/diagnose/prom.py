@@ -41,9 +41,7 @@ class PromScrape:
         return self.samples.get((name, tuple(sorted(labels.items()))))
 
     def series(self, name: str) -> list[tuple[dict[str, str], float, Evidence]]:
-        return [
-            (dict(lbl), v, self.evidence[(n, lbl)]) for (n, lbl), v in self.samples.items() if n == name
-        ]
+        return [(dict(lbl), v, self.evidence[(n, lbl)]) for (n, lbl), v in self.samples.items() if n == name]
 
     def names_with_prefix(self, prefix: str) -> set[str]:
         return {n for (n, _lbl) in self.samples if n.startswith(prefix)}

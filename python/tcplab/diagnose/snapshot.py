@@ -120,7 +120,7 @@ class Host:
 def _archive_sources(path: Path) -> list[Source]:
     out: list[Source] = []
     try:
-        tf = tarfile.open(path, "r:*")
+        tf = tarfile.open(path, "r:*")  # noqa: SIM115 - stays open while its members are read
     except (tarfile.TarError, OSError, EOFError) as e:
         raise ParseError(str(path), 0, f"not a readable tar.gz archive ({e})") from None
     manifest: dict = {}
@@ -143,7 +143,7 @@ def _archive_sources(path: Path) -> list[Source]:
             continue  # a command that printed nothing; the manifest says why
         if m.size > MAX_MEMBER:
             raise ParseError(f"{path}:{m.name}", 0, f"archive member larger than {MAX_MEMBER // 2**20} MB")
-        hint = files.get(m.name.split("/", 1)[-1]) or files.get(m.name) or {}
+        hint = files.get(m.name) or files.get(m.name.removeprefix("./")) or {}
 
         def opener(member=m):  # noqa: ANN001, ANN202
             f = tf.extractfile(member)
@@ -252,9 +252,9 @@ def _prom_to_parts(scrape: PromScrape) -> dict:
             nic.evidence[key] = scrape.evidence[(name, lbl)]
         if name == "node_ethtool_info":
             labels = dict(lbl)
-            nics.setdefault(labels.get("device", "?"), ethtool.NicStats(device=labels.get("device"))).driver = (
-                labels.get("driver")
-            )
+            nics.setdefault(
+                labels.get("device", "?"), ethtool.NicStats(device=labels.get("device"))
+            ).driver = labels.get("driver")
     if nics:
         parts["nics"] = nics
     qd: dict[tuple[str, str], tc.Qdisc] = {}
@@ -283,6 +283,27 @@ def _prom_to_parts(scrape: PromScrape) -> dict:
         cpu.evidence = evs[0] if evs else None
         parts["cpu"] = cpu
     return parts
+
+
+def _keys(obj) -> set:  # noqa: ANN001
+    return {x.key for x in obj} if isinstance(obj, list) else set()
+
+
+def _group_disjoint(items: list) -> list:
+    """ss or tc files that show different sockets/qdiscs (other devices, other filters) are one
+    snapshot, not successive ones: a file starts a new snapshot only when it overlaps the current."""
+    out: list = []
+    keys: set = set()
+    for sort_key, src, (obj, t) in items:
+        k = _keys(obj)
+        if out and not (k & keys) and t is None:
+            _sk, _src, (prev, pt) = out[-1]
+            out[-1] = (_sk, _src, (prev + obj, pt))
+            keys |= k
+            continue
+        out.append((sort_key, src, (list(obj), t)))
+        keys = set(k)
+    return out
 
 
 def load_host(paths: Iterable[str | Path]) -> Host:
@@ -344,6 +365,9 @@ def load_host(paths: Iterable[str | Path]) -> Host:
             t = obj.time if obj.time is not None else t
         sort_key = (snap_hint if isinstance(snap_hint, int) else 1 << 30, t if isinstance(t, int | float) else 0, order)
         seqs.setdefault(seq, []).append((sort_key, src, (obj, t)))
+    for seq in list(seqs):
+        if seq[0] in ("ss", "tc-text", "tc-json"):
+            seqs[seq] = _group_disjoint(sorted(seqs[seq], key=lambda it: it[0]))
     n = max((len(v) for v in seqs.values()), default=0)
     host.snapshots = [Snapshot(index=i) for i in range(n)]
     # proc netstat and snmp are two files per snapshot: separate sequences, merged here

@@ -30,22 +30,110 @@ from tcplab.diagnose.source import Evidence, ParseError, Source, iter_lines, par
 __all__ = ["Socket", "parse_ss", "peer_host", "STATES", "CC_NAMES"]
 
 STATES = frozenset(
-    "ESTAB SYN-SENT SYN-RECV FIN-WAIT-1 FIN-WAIT-2 TIME-WAIT UNCONN CLOSE-WAIT LAST-ACK LISTEN "
-    "CLOSING CLOSED UNKNOWN NEW-SYN-REC".split()
+    [
+        "ESTAB",
+        "SYN-SENT",
+        "SYN-RECV",
+        "FIN-WAIT-1",
+        "FIN-WAIT-2",
+        "TIME-WAIT",
+        "UNCONN",
+        "CLOSE-WAIT",
+        "LAST-ACK",
+        "LISTEN",
+        "CLOSING",
+        "CLOSED",
+        "UNKNOWN",
+        "NEW-SYN-REC",
+    ]
 )
-NETIDS = frozenset("tcp tcp6 mptcp u_str u_dgr u_seq udp raw p_raw p_dgr nl v_str v_dgr xdp sctp dccp tipc".split())
+NETIDS = frozenset(
+    [
+        "tcp",
+        "tcp6",
+        "mptcp",
+        "u_str",
+        "u_dgr",
+        "u_seq",
+        "udp",
+        "raw",
+        "p_raw",
+        "p_dgr",
+        "nl",
+        "v_str",
+        "v_dgr",
+        "xdp",
+        "sctp",
+        "dccp",
+        "tipc",
+    ]
+)
 CC_NAMES = frozenset(
-    "reno cubic bbr bbr2 bbr3 dctcp htcp vegas westwood bic illinois hybla scalable yeah lp veno nv cdg "
-    "highspeed prague".split()
+    [
+        "reno",
+        "cubic",
+        "bbr",
+        "bbr2",
+        "bbr3",
+        "dctcp",
+        "htcp",
+        "vegas",
+        "westwood",
+        "bic",
+        "illinois",
+        "hybla",
+        "scalable",
+        "yeah",
+        "lp",
+        "veno",
+        "nv",
+        "cdg",
+        "highspeed",
+        "prague",
+    ]
 )
-FLAGS = frozenset("ts sack ecn ecnseen fastopen usec_ts app_limited cwnd_limited".split())
+FLAGS = frozenset(["ts", "sack", "ecn", "ecnseen", "fastopen", "usec_ts", "app_limited", "cwnd_limited"])
 _INT_KEYS = frozenset(
-    "cwnd ssthresh mss pmtu rcvmss advmss bytes_sent bytes_retrans bytes_acked bytes_received segs_out "
-    "segs_in data_segs_out data_segs_in lastsnd lastrcv lastack delivered delivered_ce unacked lost sacked "
-    "dsack_dups fackets reordering reord_seen rcv_space rcv_ssthresh notsent rcv_ooopack snd_wnd rcv_wnd "
-    "rehash backoff retrans_cur retrans_total".split()
+    [
+        "cwnd",
+        "ssthresh",
+        "mss",
+        "pmtu",
+        "rcvmss",
+        "advmss",
+        "bytes_sent",
+        "bytes_retrans",
+        "bytes_acked",
+        "bytes_received",
+        "segs_out",
+        "segs_in",
+        "data_segs_out",
+        "data_segs_in",
+        "lastsnd",
+        "lastrcv",
+        "lastack",
+        "delivered",
+        "delivered_ce",
+        "unacked",
+        "lost",
+        "sacked",
+        "dsack_dups",
+        "fackets",
+        "reordering",
+        "reord_seen",
+        "rcv_space",
+        "rcv_ssthresh",
+        "notsent",
+        "rcv_ooopack",
+        "snd_wnd",
+        "rcv_wnd",
+        "rehash",
+        "backoff",
+        "retrans_cur",
+        "retrans_total",
+    ]
 )
-_FLOAT_KEYS = frozenset("rto ato rtt rttvar rcv_rtt minrtt".split())
+_FLOAT_KEYS = frozenset(["rto", "ato", "rtt", "rttvar", "rcv_rtt", "minrtt"])
 _RATE_KEYS = ("send", "pacing_rate", "delivery_rate")
 _LIMITED = re.compile(r"(\d+(?:\.\d+)?)ms(?:\((\d+(?:\.\d+)?)%\))?\Z")
 _NUM = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")

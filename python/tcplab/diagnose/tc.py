@@ -31,9 +31,7 @@ from tcplab.diagnose.source import Evidence, ParseError, Source, iter_lines, loa
 __all__ = ["Qdisc", "parse_tc_text", "parse_tc_json", "AGGREGATES"]
 
 AGGREGATES = frozenset({"mq", "mqprio", "multiq"})
-_SENT = re.compile(
-    r"Sent (\d+) bytes (\d+) pkts? \(dropped (\d+), overlimits (\d+) requeues (\d+)\)"
-)
+_SENT = re.compile(r"Sent (\d+) bytes (\d+) pkts? \(dropped (\d+), overlimits (\d+) requeues (\d+)\)")
 _BACKLOG = re.compile(r"backlog (\S+) (\d+)p requeues (\d+)")
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _VALUE = re.compile(r"-?\d+(?:\.\d+)?[A-Za-zµ]*\Z")
