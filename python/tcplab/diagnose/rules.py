@@ -411,9 +411,14 @@ def rule_nic_drops(host: Host) -> list[Finding]:
         return out
     first = host.first if len(host.snapshots) > 1 else None
     for dev, nic in sorted(last.nics.items()):
+        rings = host.rings.get(dev)
+        if rings is None and dev == "?" and len(host.rings) == 1:
+            rings = next(iter(host.rings.values()))  # a lone ethtool -g names the unnamed ethtool -S
+        shown = rings.device if dev == "?" and rings is not None and rings.device else dev
         prev = first.nics.get(dev) if first is not None and first is not last else None
         hits: dict[str, float] = {}
         names: list[str] = []
+        amounts: dict[str, float] = {}
         for name, v in nic.values.items():
             c = concept_of(name)
             if not c:
@@ -423,10 +428,11 @@ def rule_nic_drops(host: Host) -> list[Finding]:
             if amount and amount > 0:
                 hits[c[0]] = hits.get(c[0], 0.0) + amount
                 names.append(name)
+                amounts[name] = amount
         if not hits:
             continue
         rising = prev is not None
-        rings = host.rings.get(dev)
+        dev = shown
         ring_small = rings is not None and rings.rx is not None and rings.rx_max is not None and rings.rx < rings.rx_max
         sev = ("critical" if ring_small else "warning") if rising else "info"
         concept_list = ", ".join(f"{_CONCEPT_TEXT[c]} ({v:.0f})" for c, v in hits.items())
@@ -469,7 +475,7 @@ def rule_nic_drops(host: Host) -> list[Finding]:
                 data={
                     "device": dev,
                     "driver": nic.driver,
-                    "counters": {n: nic.values[n] for n in names},
+                    "counters": amounts,
                     "rising": rising,
                     "ring_rx": rings.rx if rings else None,
                     "ring_rx_max": rings.rx_max if rings else None,

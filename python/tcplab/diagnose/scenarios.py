@@ -46,6 +46,10 @@ _CANNOT = {
     "fq-flow-limit": "fq's per-flow limit is not modelled yet (a later issue)",
     "bbr-starved": "a real policer (token bucket) is not modelled yet; random loss at the observed retransmission "
     "ratio stands in",
+    "rto-rate": "whatever drops the bursts on the real path (a NIC ring or cloud allowance, a shallow switch "
+    "buffer) is not modelled; Gilbert-Elliott loss bursts at the observed retransmission ratio stand in",
+    "rwnd-limited": "nothing is missing: set the receiver's tcp_rmem in hosts.receiver.sysctl to try sizes",
+    "sndbuf-limited": "nothing is missing: set the sender's tcp_wmem in hosts.sender.sysctl to try sizes",
     "cwnd-collapse": "whatever drops the packets on the real path (policer, NIC, switch) is not modelled; loss at "
     "the observed retransmission ratio stands in",
 }

@@ -7,7 +7,9 @@ that do (ss sockets, SNMP counters, NIC stats, qdisc stats, CPU ticks) go to a
 :class:`Snapshot`. Which snapshot a file belongs to: the collect manifest says so; otherwise
 files of the same kind are taken in order (node_exporter scrapes by their
 ``node_time_seconds``, others in the order given), the first to snapshot 0, the next to 1.
-Several sources of one kind in a snapshot are resolved by preference: ``nstat``/proc over
+``ethtool -S`` does not print its device: loose files (no manifest) are taken as successive
+snapshots of one unnamed device ``?``, which borrows its name and rings from a lone ``ethtool
+-g`` output. Several sources of one kind in a snapshot are resolved by preference: ``nstat``/proc over
 node_exporter for counters, ``tc -j`` over ``tc`` text.
 
 Two snapshots make rates: :meth:`Host.delta` is ``last - first`` of a counter (None when a
@@ -199,7 +201,7 @@ def _parse(src: Source, kind: str):  # noqa: ANN202
     if kind == "nstat_json":
         return netstat.parse_nstat_json(src)
     if kind == "ethtool_stats":
-        return ethtool.parse_ethtool_stats(src, device=device or Path(src.name.split(":")[-1]).stem)
+        return ethtool.parse_ethtool_stats(src, device=device or "?")
     if kind == "ethtool_rings":
         r = ethtool.parse_ethtool_rings(src)
         r.device = r.device or device
@@ -341,7 +343,7 @@ def load_host(paths: Iterable[str | Path]) -> Host:
             host.rings[obj.device or "?"] = obj
             continue
         if kind == "ethtool_driver":
-            host.drivers[src.hint.get("device") or Path(src.name.split(":")[-1]).stem] = obj
+            host.drivers[src.hint.get("device") or "?"] = obj
             continue
         if kind == "cilium":
             host.cilium = obj
