@@ -24,7 +24,17 @@ FIX = Path(__file__).parent / "fixtures"
 LINES = sorted({ln for p in FIX.iterdir() if p.suffix in (".txt", ".json") for ln in p.read_text().splitlines()})
 TOKENS = sorted({t for ln in LINES for t in ln.split()} | {"", ":", "(", ")", "/", "%", "-1", "1e999", "nan", "\t"})
 
+def _pipeline(src):  # noqa: ANN001, ANN202
+    """Sniff + parse + every rule + scenarios: weird but parseable values must not crash the rules."""
+    from tcplab.diagnose.rules import run_rules
+    from tcplab.diagnose.snapshot import load_sources
+
+    second = text_source(src.head(1 << 20), "fuzz.txt")
+    return run_rules(load_sources([src, second]))
+
+
 PARSERS = {
+    "pipeline": _pipeline,
     "ss": ss_mod.parse_ss,
     "proc_netstat": netstat.parse_proc_netstat,
     "nstat_text": netstat.parse_nstat_text,

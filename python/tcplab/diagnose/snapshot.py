@@ -35,7 +35,7 @@ from tcplab.diagnose.detect import sniff
 from tcplab.diagnose.prom import PromScrape, ethtool_name_from_prom, parse_prom
 from tcplab.diagnose.source import Evidence, ParseError, Source
 
-__all__ = ["Snapshot", "Host", "load_host", "expand_inputs", "MAX_MEMBER"]
+__all__ = ["Snapshot", "Host", "load_host", "load_sources", "expand_inputs", "MAX_MEMBER"]
 
 MAX_MEMBER = 256 * 1024 * 1024  # an archive member larger than this is not a capture
 
@@ -310,10 +310,16 @@ def _group_disjoint(items: list) -> list:
 
 def load_host(paths: Iterable[str | Path]) -> Host:
     """Read every input; raises :class:`ParseError` for the first unusable one."""
-    host = Host()
+    paths = list(paths)
     sources = expand_inputs(paths)
     if not sources:
         raise ParseError(", ".join(str(p) for p in paths) or "<no input>", 0, "no input files")
+    return load_sources(sources)
+
+
+def load_sources(sources: list[Source]) -> Host:
+    """Sniff, parse and combine already opened sources (see :func:`load_host`)."""
+    host = Host()
     seqs: dict[tuple, list[tuple[tuple, Source, object]]] = {}
     order = 0
     for src in sources:
