@@ -26,11 +26,16 @@ TOKENS = sorted({t for ln in LINES for t in ln.split()} | {"", ":", "(", ")", "/
 
 def _pipeline(src):  # noqa: ANN001, ANN202
     """Sniff + parse + every rule + scenarios: weird but parseable values must not crash the rules."""
+    import tcplab
     from tcplab.diagnose.rules import run_rules
     from tcplab.diagnose.snapshot import load_sources
 
     second = text_source(src.head(1 << 20), "fuzz.txt")
-    return run_rules(load_sources([src, second]))
+    findings = run_rules(load_sources([src, second]))
+    for f in findings:
+        if f.scenario is not None:
+            tcplab.load_scenario(f.scenario)  # a generated scenario is always valid
+    return findings
 
 
 PARSERS = {

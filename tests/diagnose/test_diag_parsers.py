@@ -142,6 +142,7 @@ def test_nstat_text_and_json() -> None:
         ("ethtool_e1000e_format.txt", "e1000e", {"rx_ring_overflow", "rx_fifo_overflow"}),
         ("ethtool_r8152_format.txt", "r8152", {"rx_ring_overflow"}),
         ("ethtool_virtio_format.txt", "virtio_net", {"rx_ring_overflow"}),
+        ("ethtool_virtio_real.txt", "virtio_net", {"rx_ring_overflow"}),
     ],
 )
 def test_ethtool_alias_table(name: str, driver: str, concepts: set[str]) -> None:

@@ -167,3 +167,20 @@ def test_collapse_scenario_reproduces_the_path() -> None:
     assert sc["hosts"]["sender"]["sysctl"]["net.ipv4.tcp_congestion_control"] == "bbr"
     rtt_us = 2 * sum(int(link["delay"].removesuffix("us")) for link in sc["links"])
     assert rtt_us == pytest.approx(412, abs=2)  # median srtt of the collapsed connections, 0.412 ms
+
+
+def test_mq_children_are_told_apart(tmp_path: Path) -> None:
+    def tc(d1: int, d2: int) -> str:
+        out = "qdisc mq 0: dev eth0 root\n Sent 1 bytes 1 pkt (dropped 0, overlimits 0 requeues 0)\n"
+        for parent, d in ((":1", d1), (":2", d2)):
+            out += (
+                f"qdisc fq_codel 0: dev eth0 parent {parent} limit 10240p flows 1024\n"
+                f" Sent 1000000 bytes 1000 pkt (dropped {d}, overlimits 0 requeues 0)\n backlog 0b 0p requeues 0\n"
+            )
+        return out
+
+    (tmp_path / "a.txt").write_text(tc(5, 0))
+    (tmp_path / "b.txt").write_text(tc(5, 40))
+    _host, findings = diagnose_paths([tmp_path / "a.txt", tmp_path / "b.txt"])
+    (f,) = [f for f in findings if f.id == "fq-codel-drops"]
+    assert f.data["drops"] == 40 and "during the capture" in f.summary

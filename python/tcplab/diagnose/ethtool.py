@@ -6,7 +6,7 @@ concepts (the alias table :data:`ALIASES`, from the drivers' ``*_ethtool.c`` str
 ``rx_ring_overflow``
     the receive ring had no free descriptor: the host did not refill it fast enough
     (softirq/CPU starved, or a burst longer than the ring). mlx5 ``rx_out_of_buffer``,
-    ixgbe/e1000e/igb ``rx_no_buffer_count``, r8152 ``rx_missed``, virtio ``rx_queue_N_drops``.
+    ixgbe/e1000e/igb ``rx_no_buffer_count``, r8152 ``rx_missed``, virtio ``rx_queue_N_drops`` (and their sum ``rx_drops``).
 ``rx_fifo_overflow``
     the NIC's own receive FIFO overflowed before DMA: ixgbe/i40e/e1000e ``rx_missed_errors``,
     ``rx_fifo_errors``.
@@ -55,6 +55,7 @@ ALIASES: dict[str, tuple[str, str]] = {
     "rx_no_buffer_count": ("rx_ring_overflow", "ixgbe, e1000e, igb"),
     "rx_missed": ("rx_ring_overflow", "r8152"),
     "alloc_rx_buff_failed": ("rx_ring_overflow", "e1000e"),
+    "rx_drops": ("rx_ring_overflow", "virtio_net (sum over queues)"),
     "rx_missed_errors": ("rx_fifo_overflow", "ixgbe, i40e, e1000e"),
     "rx_fifo_errors": ("rx_fifo_overflow", "netdev stats"),
     "rx_discards_phy": ("port_buffer_drop", "mlx5"),
@@ -91,7 +92,7 @@ def _guess_driver(names: set[str]) -> str | None:
         return "mlx5"
     if any(n.startswith("port.") for n in names):
         return "i40e"
-    if "rx_queue_0_kicks" in names or "rx_queue_0_xdp_drops" in names:
+    if "rx_queue_0_kicks" in names or "rx_queue_0_xdp_drops" in names or "rx_xdp_redirects" in names:
         return "virtio_net"
     if {"tx_single_collisions", "rx_missed", "align_errors"} <= names:
         return "r8152"

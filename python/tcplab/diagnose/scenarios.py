@@ -20,6 +20,7 @@ does not help with (missing counters, fq_codel AQM behaviour).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tcplab.diagnose.snapshot import Host
@@ -96,11 +97,13 @@ def scenario_for(finding, host: Host) -> dict[str, Any] | None:  # noqa: ANN001
     data = finding.data or {}
     notes: list[str] = []
     rtt = data.get("rtt_ms")
-    if not rtt:
+    if not isinstance(rtt, int | float) or not math.isfinite(rtt) or rtt <= 0:
         rtt, rtt_note = DEFAULT_RTT_MS, "a default RTT of 1 ms (no ss capture)"
     else:
         rtt_note = "the median srtt ss showed"
     rate, rate_note = _path_rate(host, data)
+    if not math.isfinite(rate) or rate <= 0:
+        rate, rate_note = DEFAULT_RATE_BPS, "a default of 1 Gbit/s (the captured rate was unusable)"
     if finding.id in ("tbf-drops", "tbf-shaping"):
         from tcplab.diagnose.source import parse_tc_rate
 
@@ -120,6 +123,8 @@ def scenario_for(finding, host: Host) -> dict[str, Any] | None:  # noqa: ANN001
     loss_note = "the retransmission ratio"
     if loss is None:
         loss = _host_retrans_ratio(host)
+    if loss is not None and not math.isfinite(loss):
+        loss = None
     if loss is None or loss <= 0:
         loss, loss_note = (
             (0.01, "a stand-in of 1 % (no retransmission ratio was captured)")
@@ -132,7 +137,8 @@ def scenario_for(finding, host: Host) -> dict[str, Any] | None:  # noqa: ANN001
     if cc not in ENGINE_CCS:
         notes.append(f"the host uses {cc}, which the engine does not have; cubic stands in")
         cc = "cubic"
-    flows = int(data.get("connections") or data.get("flows") or 1)
+    n = data.get("connections") or data.get("flows") or 1
+    flows = int(n) if isinstance(n, int | float) and math.isfinite(n) else 1
     flows = max(1, min(flows, 64))
     bursty = finding.id in ("rto-rate", "nic-rx-drops")
     if loss <= 0:

@@ -269,7 +269,7 @@ def _prom_to_parts(scrape: PromScrape) -> dict:
             )
             stat = name[len("node_qdisc_") :].removesuffix("_total")
             stat = {"current_queue_length": "qlen"}.get(stat, stat)
-            q.stats[stat] = v
+            q.stats[stat] = q.stats.get(stat, 0.0) + v  # several children of one kind on a device: summed
             q.evidence.append(scrape.evidence[(name, lbl)])
     if qd:
         parts["qdiscs"] = list(qd.values())

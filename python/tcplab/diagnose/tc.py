@@ -49,8 +49,9 @@ class Qdisc:
     evidence: list[Evidence] = field(default_factory=list)
 
     @property
-    def key(self) -> tuple[str | None, str, str]:
-        return (self.dev, self.handle, self.kind)
+    def key(self) -> tuple[str | None, str, str, str]:
+        # mq children all print handle "0:"; the parent (":1", ":2", ...) tells them apart
+        return (self.dev, self.handle, self.kind, self.parent)
 
     @property
     def is_aggregate(self) -> bool:
