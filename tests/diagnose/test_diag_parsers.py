@@ -236,3 +236,14 @@ def test_line_too_long_and_bad_utf8() -> None:
         ss_mod.parse_ss(text_source("ESTAB 0 0 a:1 b:2 " + "x" * 70000 + "\n"))
     with pytest.raises(ParseError, match=r"x:2: bytes that are not UTF-8"):
         netstat.parse_nstat_text(text_source(b"#kernel\nTcp\xff 1 0.0\n", "x"))
+
+
+def test_real_loopback_ss_three_shapes_agree() -> None:
+    """ss -tinme, ss -tinmO (one line) and ss -tim (scaled rates), iproute2 6.1, same sockets."""
+    two = ss_mod.parse_ss(src("ss_loopback_real.txt"))
+    one = ss_mod.parse_ss(src("ss_loopback_oneline_real.txt"))
+    scaled = ss_mod.parse_ss(src("ss_loopback_noN_real.txt"))
+    assert [s.values["cwnd"] for s in two] == [s.values["cwnd"] for s in one] == [s.values["cwnd"] for s in scaled]
+    assert two[1].bbr["bw_bps"] == 23483555600 and scaled[1].bbr["bw_bps"] == pytest.approx(23.5e9)
+    assert two[0].skmem["d"] == 5 and two[1].values["rwnd_limited_pct"] == 35.7
+    assert "ssthresh" not in two[0].values and two[1].values["ssthresh"] == 8

@@ -35,6 +35,11 @@ def test_healthy_sockets_have_no_findings() -> None:
     assert "cwnd-collapse" not in by_id and "bbr-starved" not in by_id
 
 
+def test_loopback_sockets_are_not_diagnosed() -> None:
+    by_id, findings = run("ss_loopback_real.txt")
+    assert findings == []  # rwnd_limited 35.7 % and a bw:0 receiver, but on loopback
+
+
 def test_bbr_pinned_at_constant_rate_under_loss() -> None:
     by_id, _ = run("ss_bbr_pinned_0.txt", "ss_bbr_pinned_1.txt")
     assert "pinned" in by_id["bbr-starved"].summary

@@ -94,8 +94,13 @@ def _estab(host: Host) -> list[Socket]:
     return [s for s in (snap.sockets or [])] if snap else []
 
 
+def _is_loopback(host_addr: str) -> bool:
+    return host_addr.startswith("127.") or host_addr in ("::1", "localhost")
+
+
 def _estab_only(host: Host) -> list[Socket]:
-    return [s for s in _estab(host) if s.state == "ESTAB"]
+    """Established sockets to other hosts: loopback traffic crosses no NIC, qdisc or path."""
+    return [s for s in _estab(host) if s.state == "ESTAB" and not _is_loopback(s.peer_host)]
 
 
 def _by_peer(socks: list[Socket]) -> dict[str, list[Socket]]:
@@ -200,7 +205,15 @@ def rule_bbr_starved(host: Host) -> list[Finding]:
     out = []
     socks = _estab_only(host)
     for peer, group in _by_peer(socks).items():
-        bbr = [s for s in group if s.cc in ("bbr", "bbr2", "bbr3") and _rate(s) is not None]
+        # a candidate must be sending and not held back by its application
+        bbr = [
+            s
+            for s in group
+            if s.cc in ("bbr", "bbr2", "bbr3")
+            and _rate(s) is not None
+            and s.values.get("bytes_sent", 0) > 0
+            and "app_limited" not in s.flags
+        ]
         starved = []
         ref = None
         for s in bbr:
