@@ -6,7 +6,8 @@ concepts (the alias table :data:`ALIASES`, from the drivers' ``*_ethtool.c`` str
 ``rx_ring_overflow``
     the receive ring had no free descriptor: the host did not refill it fast enough
     (softirq/CPU starved, or a burst longer than the ring). mlx5 ``rx_out_of_buffer``,
-    ixgbe/e1000e/igb ``rx_no_buffer_count``, r8152 ``rx_missed``, virtio ``rx_queue_N_drops`` (and their sum ``rx_drops``).
+    ixgbe/e1000e/igb ``rx_no_buffer_count``, r8152 ``rx_missed``, virtio ``rx_queue_N_drops``
+    (and their sum ``rx_drops``).
 ``rx_fifo_overflow``
     the NIC's own receive FIFO overflowed before DMA: ixgbe/i40e/e1000e ``rx_missed_errors``,
     ``rx_fifo_errors``.
