@@ -182,3 +182,16 @@ def test_collect_then_diagnose_on_this_host(tmp_path: Path) -> None:
         assert any(k.startswith("ethtool") for k in kinds) or manifest["missing"]
     with gzip.open(out) as g:  # a real gzip
         assert g.read(1)
+
+
+def test_bad_member_of_a_directory_is_a_note(tmp_path: Path) -> None:
+    shutil.copy(FIX / "ss_seed000_collapse.txt", tmp_path / "ss.txt")
+    (tmp_path / "tc.json").write_text('[{"kind": "fq", ')
+    r = invoke("diagnose", tmp_path, "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert any("tc.json:1: invalid JSON" in n for n in doc["notes"])
+    assert "cwnd-collapse" in [f["id"] for f in doc["findings"]]
+    (tmp_path / "ss.txt").unlink()
+    r = invoke("diagnose", tmp_path)
+    assert r.exit_code == 2 and "tc.json:1: invalid JSON" in r.output

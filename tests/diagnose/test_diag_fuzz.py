@@ -24,6 +24,7 @@ FIX = Path(__file__).parent / "fixtures"
 LINES = sorted({ln for p in FIX.iterdir() if p.suffix in (".txt", ".json") for ln in p.read_text().splitlines()})
 TOKENS = sorted({t for ln in LINES for t in ln.split()} | {"", ":", "(", ")", "/", "%", "-1", "1e999", "nan", "\t"})
 
+
 def _pipeline(src):  # noqa: ANN001, ANN202
     """Sniff + parse + every rule + scenarios: weird but parseable values must not crash the rules."""
     import tcplab

@@ -320,6 +320,7 @@ def load_host(paths: Iterable[str | Path]) -> Host:
 def load_sources(sources: list[Source]) -> Host:
     """Sniff, parse and combine already opened sources (see :func:`load_host`)."""
     host = Host()
+    first_error: ParseError | None = None
     seqs: dict[tuple, list[tuple[tuple, Source, object]]] = {}
     order = 0
     for src in sources:
@@ -335,7 +336,15 @@ def load_sources(sources: list[Source]) -> Host:
             raise
         if kind == "archive":
             raise ParseError(src.name, 0, "an archive inside an archive is not supported")
-        obj = _parse(src, kind)
+        try:
+            obj = _parse(src, kind)
+        except ParseError as e:
+            if not src.hint.get("optional"):
+                raise
+            # one bad member of an archive or directory costs that input, not the diagnosis
+            host.notes.append(f"could not read {e}")
+            first_error = first_error or e
+            continue
         host.inputs.append((src.name, kind))
         order += 1
         if kind == "sysctl":
@@ -376,6 +385,8 @@ def load_sources(sources: list[Source]) -> Host:
     for seq in list(seqs):
         if seq[0] in ("ss", "tc-text", "tc-json"):
             seqs[seq] = _group_disjoint(sorted(seqs[seq], key=lambda it: it[0]))
+    if not host.inputs and first_error is not None:
+        raise first_error
     n = max((len(v) for v in seqs.values()), default=0)
     host.snapshots = [Snapshot(index=i) for i in range(n)]
     # proc netstat and snmp are two files per snapshot: separate sequences, merged here

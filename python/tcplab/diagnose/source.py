@@ -22,6 +22,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import tarfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,7 @@ __all__ = [
     "parse_int",
 ]
 
+READ_ERRORS = (OSError, EOFError, zlib.error, tarfile.TarError)
 MAX_LINE = 64 * 1024  # bytes; the longest real line is an ss info line (< 2 kB)
 MAX_JSON = 64 * 1024 * 1024  # bytes; tc -j on a host with thousands of qdiscs stays far below
 
@@ -88,8 +91,11 @@ class Source:
         return self._opener()
 
     def head(self, n: int = 65536) -> bytes:
-        with self.open() as f:
-            return f.read(n)
+        try:
+            with self.open() as f:
+                return f.read(n)
+        except READ_ERRORS as e:
+            raise ParseError(self.name, 0, f"cannot read: {_reason(e)}") from None
 
     @classmethod
     def from_path(cls, path: Path, name: str | None = None, hint: dict | None = None) -> Source:
@@ -114,8 +120,22 @@ def _check_binary(name: str, chunk: bytes) -> None:
         raise ParseError(name, 1, "binary data (NUL bytes), not the text output of a tool")
 
 
+def _reason(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return f"truncated or corrupt ({type(e).__name__}: {e})"
+
+
 def iter_lines(src: Source) -> Iterator[tuple[int, str]]:
     """Numbered lines (1-based, without the newline); bounded memory per line."""
+    lineno = 0
+    try:
+        yield from _iter_lines(src)
+    except READ_ERRORS as e:
+        raise ParseError(src.name, lineno, f"cannot read: {_reason(e)}") from None
+
+
+def _iter_lines(src: Source) -> Iterator[tuple[int, str]]:
     with src.open() as f:
         first = True
         lineno = 0
@@ -140,8 +160,11 @@ def iter_lines(src: Source) -> Iterator[tuple[int, str]]:
 
 def load_json(src: Source) -> Any:
     """A whole JSON document, size-capped; errors carry the line of the problem."""
-    with src.open() as f:
-        data = f.read(MAX_JSON + 1)
+    try:
+        with src.open() as f:
+            data = f.read(MAX_JSON + 1)
+    except READ_ERRORS as e:
+        raise ParseError(src.name, 0, f"cannot read: {_reason(e)}") from None
     if len(data) > MAX_JSON:
         raise ParseError(src.name, 0, f"JSON larger than {MAX_JSON // (1024 * 1024)} MB; refusing to load it")
     _check_binary(src.name, data[:65536])
