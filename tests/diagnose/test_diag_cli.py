@@ -195,3 +195,32 @@ def test_bad_member_of_a_directory_is_a_note(tmp_path: Path) -> None:
     (tmp_path / "ss.txt").unlink()
     r = invoke("diagnose", tmp_path)
     assert r.exit_code == 2 and "tc.json:1: invalid JSON" in r.output
+
+
+def test_collect_without_tools_and_without_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Missing tools and no root are recorded in the manifest, not fatal; diagnose still reads /proc."""
+    import tcplab.collect as collect_mod
+
+    real_which = shutil.which
+    monkeypatch.setattr(
+        collect_mod.shutil, "which", lambda t: None if t in ("ss", "nstat", "tc", "ethtool") else real_which(t)
+    )
+    monkeypatch.setattr(collect_mod.os, "geteuid", lambda: 1000)
+    notes: list[str] = []
+    res = collect_mod.collect(tmp_path / "c.tar.gz", interval_s=0.05, count=2, timeout_s=2, log=notes.append)
+    assert any("not root" in m for m in res.missing)
+    assert any(m.startswith("ss: not installed") for m in res.missing)
+    assert any(m.startswith("ethtool: not installed") for m in res.missing) or not collect_mod.physical_interfaces()[0]
+    r = invoke("diagnose", res.path, "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["snapshots"] == 2 and any("not installed" in n for n in doc["notes"])
+
+
+def test_collect_timeout_is_recorded(tmp_path: Path) -> None:
+    import tcplab.collect as collect_mod
+
+    cap = collect_mod._Capture(tmp_path, timeout_s=0.2, deadline=time.monotonic() + 30, log=lambda _m: None)
+    cap.run("slow.txt", ["sleep", "5"], {"snapshot": 0})
+    assert cap.commands[0]["error"].startswith("timed out") and cap.commands[0]["seconds"] < 2
+    assert "slow.txt" not in cap.files

@@ -196,8 +196,10 @@ def test_tc_text_kinds() -> None:
 
 def test_tc_json() -> None:
     qs = tc.parse_tc_json(src("tc_json_format.json"))
+    assert [q.kind for q in qs] == ["mq", "tbf", "htb", "fq", "fq_codel"]
     fq = next(q for q in qs if q.kind == "fq")
     assert fq.value("drops") == 12 and fq.value("horizon_drops") == 3 and fq.dev == "eth0"
+    assert qs[0].is_aggregate and qs[1].value("overlimits") == 150 and qs[2].options["default"] == "0x30"
 
 
 def test_sysctl_uname_procstat_cilium() -> None:

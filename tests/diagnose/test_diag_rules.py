@@ -105,7 +105,8 @@ def test_qdisc_findings() -> None:
     by_id, _ = run("tc_mq_fq_codel_format.txt")
     assert set(by_id) == {"fq-codel-drops"}  # mq's aggregate is not counted twice
     by_id, _ = run("tc_json_format.json")
-    assert {"fq-horizon-drops", "fq-flow-limit", "fq-codel-drops"} <= set(by_id)
+    assert {"fq-horizon-drops", "fq-flow-limit", "fq-codel-drops", "tbf-drops"} <= set(by_id)
+    assert "qdisc-drops" not in by_id  # the mq aggregate's 9 drops are its children's
 
 
 def test_window_limited() -> None:
