@@ -668,6 +668,8 @@ def rule_window_limited(host: Host) -> list[Finding]:
         summary = f"{len(flagged)} connection(s) limited by the {what} for up to {worst:.0f} % of their busy time"
         if triple:
             summary += f"; {sysctl_name.split('.')[-1]} max {triple[2]} bytes"
+        if bdp and max(bdp) > 0:
+            summary += f"; bandwidth-delay product at the delivered rate about {max(bdp):.0f} bytes"
         out.append(
             Finding(
                 id=kind.replace("_", "-"),
@@ -722,12 +724,15 @@ def rule_config(host: Host) -> list[Finding]:
                     id="bbr-without-fq",
                     title="BBR without the fq qdisc",
                     severity="warning" if old else "info",
-                    summary="BBR is in use but no egress device has fq and default_qdisc is "
-                    f"{host.sysctls.get('net.core.default_qdisc') or 'unknown'}"
-                    + (
-                        f" (kernel {host.kernel.release} < 4.13: BBR is not paced at all)"
-                        if old
-                        else " (TCP's internal pacing is used)"
+                    summary=(
+                        "BBR is in use, "
+                        + ("no egress device has fq" if qsnap is not None else "no tc capture to check the devices")
+                        + f" and default_qdisc is {host.sysctls.get('net.core.default_qdisc') or 'unknown'}"
+                        + (
+                            f" (kernel {host.kernel.release} < 4.13: BBR is not paced at all)"
+                            if old
+                            else " (TCP's internal pacing is used)"
+                        )
                     ),
                     mechanism=(
                         "BBR relies on pacing to send at its bandwidth estimate; before Linux 4.13 only the fq qdisc "

@@ -10,7 +10,9 @@ the sender's NIC link is fast and short, the path link has
 * **loss** from the retransmission ratio (``TcpRetransSegs/TcpOutSegs`` over the capture,
   or ss ``bytes_retrans/bytes_sent``), Bernoulli, or Gilbert-Elliott bursts (mean burst of
   two packets) where the finding is about bursts (RTOs, NIC drops);
-* a 1-BDP pfifo; the **congestion control** in use; one bulk flow per affected connection.
+* a 1-BDP pfifo; the **congestion control** in use; one bulk flow per affected connection;
+* the host's ``tcp_wmem`` (sender), ``tcp_rmem`` (receiver) and ``tcp_slow_start_after_idle``
+  when the capture has them, so window-limited findings reproduce their limit.
 
 What the engine cannot model yet (NIC rings, cloud allowances, CPU time slices, fq/tbf,
 EDT) is said in the scenario's description rather than faked. Every value the host did not
@@ -163,6 +165,18 @@ def scenario_for(finding, host: Host) -> dict[str, Any] | None:  # noqa: ANN001
     desc.extend(notes)
     if finding.seed:
         desc.append(f"Seed story: {finding.seed}.")
+    sender_sysctl: dict[str, Any] = {"net.ipv4.tcp_congestion_control": cc}
+    receiver_sysctl: dict[str, Any] = {}
+    wmem, rmem = host.sysctls.triple("net.ipv4.tcp_wmem"), host.sysctls.triple("net.ipv4.tcp_rmem")
+    if wmem:
+        sender_sysctl["net.ipv4.tcp_wmem"] = " ".join(map(str, wmem))
+    if rmem:
+        receiver_sysctl["net.ipv4.tcp_rmem"] = " ".join(map(str, rmem))
+    ssai = host.sysctls.integer("net.ipv4.tcp_slow_start_after_idle")
+    if ssai in (0, 1):
+        sender_sysctl["net.ipv4.tcp_slow_start_after_idle"] = bool(ssai)
+    if wmem or rmem:
+        desc.append("Buffers: both ends use this host's tcp_wmem/tcp_rmem.")
     alt = "bbr" if cc != "bbr" else "cubic"
     desc.append(f"Compare: tcplab compare FILE --set flows.0.cc={cc},{alt}")
     name = f"diagnose-{finding.id}"
@@ -177,7 +191,10 @@ def scenario_for(finding, host: Host) -> dict[str, Any] | None:  # noqa: ANN001
         "seed": 1,
         "duration": "30s",
         "sample_interval": "100ms",
-        "hosts": {"sender": {"sysctl": {"net.ipv4.tcp_congestion_control": cc}}, "receiver": {}},
+        "hosts": {
+            "sender": {"sysctl": sender_sysctl},
+            "receiver": {"sysctl": receiver_sysctl} if receiver_sysctl else {},
+        },
         "routers": ["path"],
         "links": [
             {"between": ["sender", "path"], "rate": _rate_text(max(rate * 10, 1e9)), "delay": _delay_text(nic_delay)},
