@@ -4,12 +4,15 @@
     tcplab compare SCENARIO [SCENARIO...] [-o DIR] [--set PATH=V1,V2]... [--seed N]
     tcplab check SCENARIO [--set PATH=VALUE]... [--json]
     tcplab scenarios
+    tcplab collect [-o FILE.tar.gz] [--interval 10s] [--count 2]
+    tcplab diagnose PATH... [--json|--markdown] [--scenario-dir DIR] [--fail-on warning|critical]
 
 SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
 
 Exit codes: 0 success; 2 a mistake in the scenario, an override or the command line (one
 ``error: ...`` line per problem on stderr, nothing run, no output directory); 1 the engine
-failed (``error: engine: ...``) or is not installed; 130 interrupted.
+failed (``error: engine: ...``) or is not installed; 130 interrupted. ``diagnose``: 0 it ran,
+2 unusable input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
 """
 
 from __future__ import annotations
@@ -260,6 +263,93 @@ def scenarios() -> None:
 
     for name, desc in builtin_scenarios().items():
         typer.echo(f"{name:<28} {desc}")
+
+
+@app.command()
+@_guard
+def collect(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Archive to write (default: tcplab-collect-HOST-TIME.tar.gz).")
+    ] = None,
+    interval: Annotated[str, typer.Option("--interval", help="Time between snapshots, e.g. 10s or 500ms.")] = "10s",
+    count: Annotated[int, typer.Option("--count", min=1, max=1000, help="Number of snapshots (2+ gives rates).")] = 2,
+    timeout: Annotated[str, typer.Option("--timeout", help="Timeout of each command, e.g. 10s.")] = "10s",
+    quiet: QuietOpt = False,
+) -> None:
+    """Capture this host's TCP, qdisc and NIC counters, read-only, into a .tar.gz for `tcplab diagnose`."""
+    from tcplab.collect import collect as run_collect
+    from tcplab.errors import UnitError
+    from tcplab.units import parse_time
+
+    try:
+        interval_s = parse_time(interval) / 1e9
+        timeout_s = parse_time(timeout, allow_zero=False) / 1e9
+    except UnitError as e:
+        _fail(f"--interval/--timeout: {e}", 2)
+    log = (lambda _m: None) if quiet else (lambda m: typer.echo(m, err=True))
+    res = run_collect(output, interval_s=interval_s, count=count, timeout_s=timeout_s, log=log)
+    if not quiet:
+        typer.echo(f"wrote {res.path} ({res.snapshots} snapshots, {res.files} files, {len(res.missing)} notes)")
+
+
+@app.command()
+def diagnose(
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Collect archives, directories or files.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Markdown report on stdout (for tickets).")] = False,
+    scenario_dir: Annotated[
+        Path | None, typer.Option("--scenario-dir", help="Write a tcplab scenario per finding into DIR.")
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option("--fail-on", metavar="warning|critical", help="Exit 1 if a finding this severe exists."),
+    ] = None,
+) -> None:
+    """Read a host's captured counters and say which known pathology it is in."""
+    from tcplab.diagnose import ParseError, diagnose_paths
+    from tcplab.diagnose.report import print_terminal, to_json, to_markdown
+    from tcplab.diagnose.rules import severity_at_least
+
+    if fail_on is not None and fail_on not in ("info", "warning", "critical"):
+        _fail(f"--fail-on: {fail_on!r} is not a severity; expected warning or critical", 2)
+    if as_json and markdown:
+        _fail("--json and --markdown: choose one", 2)
+    try:
+        host, findings = diagnose_paths(paths)
+    except ParseError as e:
+        _fail(str(e), 2)
+    except MemoryError:
+        _fail(f"{paths[0]}: input too large to analyse", 2)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except OSError as e:
+        _fail(f"{e.filename or paths[0]}: {e.strerror or e}", 2)
+    files: dict[int, str] = {}
+    if scenario_dir is not None:
+        from tcplab.diagnose.scenarios import scenario_yaml
+
+        try:
+            scenario_dir.mkdir(parents=True, exist_ok=True)
+            for i, f in enumerate(findings):
+                if f.scenario is None:
+                    continue
+                p = scenario_dir / f"{f.scenario['name']}.yaml"
+                n = 2
+                while str(p) in files.values():
+                    p = scenario_dir / f"{f.scenario['name']}-{n}.yaml"
+                    n += 1
+                p.write_text(scenario_yaml(f.scenario))
+                files[i] = str(p)
+        except OSError as e:
+            _fail(f"{e.filename or scenario_dir}: {e.strerror or e}", 1)
+    if as_json:
+        typer.echo(to_json(host, findings, files))
+    elif markdown:
+        typer.echo(to_markdown(host, findings, files))
+    else:
+        print_terminal(host, findings, files)
+    if fail_on is not None and any(severity_at_least(f.severity, fail_on) for f in findings):
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -1,0 +1,114 @@
+"""Kernel SNMP/netstat counters: ``/proc/net/netstat``, ``/proc/net/snmp``, ``nstat`` text and JSON.
+
+The model: the kernel exports named counters in sections (``Tcp``, ``TcpExt``, ``IpExt``,
+...). ``/proc/net/{netstat,snmp}`` print each section as two lines starting with the same
+``Prefix:`` -- names, then values -- and the list grows every few kernel releases, so names
+are **zipped with values by prefix, never indexed by position**, and a count mismatch is an
+error (as node_exporter's ``parseNetStats``). ``nstat`` prints ``#kernel`` then one counter
+per line (``TcpExtTCPTimeouts  115  0.0``: name = prefix + field, absolute value with
+``-a``, then a rate); ``nstat -j`` prints ``{"kernel": {name: value}}``.
+
+All three become one :class:`Counters`: nstat names (``TcpExtTCPTimeouts``,
+``TcpCurrEstab``) to values, each with the line it came from. ``TcpCurrEstab`` is a gauge;
+everything else is a cumulative counter. ``Tcp: MaxConn`` is signed (``-1``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tcplab.diagnose.source import Evidence, ParseError, Source, iter_lines, load_json
+
+__all__ = ["Counters", "parse_proc_netstat", "parse_nstat_text", "parse_nstat_json", "GAUGES"]
+
+GAUGES = frozenset({"TcpCurrEstab", "TcpMaxConn", "TcpRtoMin", "TcpRtoMax", "TcpRtoAlgorithm", "IpForwarding"})
+_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9]*):(.*)\Z")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_VALUE = re.compile(r"-?\d+\Z")
+
+
+@dataclass
+class Counters:
+    """Counter name (nstat spelling) -> value, and the input line of each."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    evidence: dict[str, Evidence] = field(default_factory=dict)
+    #: Names this source would carry if the kernel had them; None = every kernel counter
+    #: (proc files and nstat -az); node_exporter gives the subset its filter keeps.
+    collected: set[str] | None = None
+    kind: str = "proc"
+
+    def has(self, name: str) -> bool:
+        return name in self.values
+
+    def merge(self, other: Counters) -> None:
+        self.values.update(other.values)
+        self.evidence.update(other.evidence)
+        if other.collected is not None:
+            self.collected = (self.collected or set()) | other.collected
+
+
+def parse_proc_netstat(src: Source) -> Counters:
+    """``/proc/net/netstat`` or ``/proc/net/snmp`` (or both concatenated)."""
+    out = Counters(kind="proc")
+    pending: tuple[str, list[str], int] | None = None
+    for lineno, text in iter_lines(src):
+        if not text.strip():
+            continue
+        m = _PREFIX.match(text)
+        if not m:
+            raise ParseError(src.name, lineno, "not a /proc/net/netstat or snmp line (expected 'Prefix: ...')")
+        prefix, rest = m.group(1), m.group(2).split()
+        if pending is None or pending[0] != prefix:
+            if pending is not None:
+                raise ParseError(src.name, pending[2], f"{pending[0]}: a header line without its value line")
+            bad = [n for n in rest if not _NAME.match(n)]
+            if bad:
+                raise ParseError(src.name, lineno, f"{prefix}: {bad[0][:40]!r} is not a counter name")
+            pending = (prefix, rest, lineno)
+            continue
+        names = pending[1]
+        if len(names) != len(rest):
+            raise ParseError(
+                src.name, lineno, f"{prefix}: {len(rest)} values for {len(names)} names (line {pending[2]})"
+            )
+        for name, value in zip(names, rest, strict=True):
+            if not _VALUE.match(value):
+                raise ParseError(src.name, lineno, f"{prefix}{name}: {value[:40]!r} is not an integer")
+            key = prefix + name
+            out.values[key] = int(value)
+            out.evidence[key] = Evidence(src.name, lineno, f"{prefix}: {name} {value} (header line {pending[2]})")
+        pending = None
+    if pending is not None:
+        raise ParseError(src.name, pending[2], f"{pending[0]}: a header line without its value line (truncated?)")
+    return out
+
+
+def parse_nstat_text(src: Source) -> Counters:
+    """``nstat -a[z]`` text: ``#kernel`` then ``Name value rate`` lines."""
+    out = Counters(kind="nstat")
+    for lineno, text in iter_lines(src):
+        t = text.strip()
+        if not t or t.startswith("#"):
+            continue
+        parts = t.split()
+        if len(parts) not in (2, 3) or not _NAME.match(parts[0]) or not _VALUE.match(parts[1]):
+            raise ParseError(src.name, lineno, "not an nstat line (expected 'Name value [rate]')")
+        out.values[parts[0]] = int(parts[1])
+        out.evidence[parts[0]] = Evidence(src.name, lineno, text)
+    return out
+
+
+def parse_nstat_json(src: Source) -> Counters:
+    """``nstat -j``: ``{"kernel": {"TcpExtTCPTimeouts": 115, ...}}``."""
+    doc = load_json(src)
+    if not isinstance(doc, dict) or not isinstance(doc.get("kernel"), dict):
+        raise ParseError(src.name, 1, 'nstat JSON without a "kernel" object')
+    out = Counters(kind="nstat")
+    for name, value in doc["kernel"].items():
+        if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, int | float):
+            raise ParseError(src.name, 1, f"nstat JSON: {str(name)[:40]!r} has a value that is not a number")
+        out.values[name] = value
+        out.evidence[name] = Evidence(src.name, 1, f'"{name}": {value}')
+    return out

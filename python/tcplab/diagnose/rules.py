@@ -1,0 +1,903 @@
+"""Findings: which known pathology a host's counters show.
+
+The model: each rule reads a :class:`~tcplab.diagnose.snapshot.Host` and returns zero or more
+:class:`Finding` s. A finding has a severity (``info`` < ``warning`` < ``critical``), the
+input lines it rests on, the mechanism in two sentences, what to check next, and the seed
+story it matches. Rules prefer *changes* between the first and last snapshot (what is
+happening now) and fall back to values since boot, saying so and lowering the severity,
+since a counter that rose last month is not today's problem.
+
+Rules and their thresholds (constants below, with the reason for each):
+
+* ``cwnd-collapse``: >= 2 connections to one peer with ``cwnd <= 2`` and ``ssthresh <= 2``
+  (seed 000: three of four NFS connections at ``cwnd:2 ssthresh:2``).
+* ``bbr-starved``: a BBR flow below 10 % of the rate of the best other flow to the same
+  peer, or (two ss snapshots) pinned at the same ``bbr:(bw:...)`` with ``pacing_gain:1``
+  while retransmitting -- what BBR's long-term ("lt_bw") policer model looks like (seed 000).
+* ``rto-rate``: TCPTimeouts per established connection over the capture above 3 % (seed
+  004's alert threshold); ``spurious-rto`` and ``tail-loss-probes`` from their counters.
+* ``nic-rx-drops``: NIC drop counters (concepts of :mod:`.ethtool`) rising, with the rx ring
+  size and its maximum (seed 004: ``ethtool -G DEV rx 8192``).
+* ``qdisc-drops``: tbf drops vs overlimits, fq ``horizon_drops``/``flows_plimit``, fq_codel drops.
+* ``rwnd-limited`` / ``sndbuf-limited``: ss ``*_limited`` > 25 % of ``busy`` time.
+* ``bbr-without-fq``, ``cilium-bbr-low-rtt`` (seed 000), ``cpu-steal-bbr`` (seed 003).
+* ``not-collected``: counters a node_exporter scrape does not carry (default filters).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcplab.diagnose.ethtool import concept_of
+from tcplab.diagnose.snapshot import Host
+from tcplab.diagnose.source import Evidence
+from tcplab.diagnose.ss import Socket
+
+__all__ = ["Finding", "SEVERITIES", "run_rules", "RULES", "severity_at_least"]
+
+SEVERITIES = ("info", "warning", "critical")
+SEEDS = {
+    "000": "000_1ac6b37f8cbb72d4.txt: Cilium BBR + Bandwidth Manager, NFS connections at cwnd:2 ssthresh:2, "
+    "BBR stuck at ~100 Kbit/s, fixed by CUBIC",
+    "002": "002_d8d5eabee45f1b78.txt: Cilium Bandwidth Manager, EDT + fq instead of TBF",
+    "003": "003_5b3ee3091019a47d.txt: BBR in VMs under CPU contention underestimates bandwidth",
+    "004": "004_1d56a092f5578518.txt: Mattermost TCP timeouts from microbursts; rx ring 1024 -> 8192 fixed it",
+}
+COLLAPSE_CWND = 2  # tcp_bbr/tcp_cubic floor: ssthresh never goes below 2 (tcp_reno_ssthresh)
+STARVED_FRACTION = 0.10  # a flow at < 10 % of its siblings' median is not a fairness wobble
+RTO_RATIO_WARN = 0.03  # seed 004's threshold: timeouts / established connections
+RTO_RATIO_CRIT = 0.30
+LIMITED_SHARE = 25.0  # % of busy time limited by rwnd or sndbuf
+STEAL_WARN = 0.05  # 5 % CPU steal: BBR's bandwidth samples start to be cut by descheduling
+STEAL_CRIT = 0.20
+SUB_MS_RTT = 1.0  # ms
+
+
+@dataclass
+class Finding:
+    id: str
+    title: str
+    severity: str
+    summary: str
+    mechanism: str
+    next_checks: list[str]
+    evidence: list[Evidence]
+    seed: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    scenario: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "severity": self.severity,
+            "summary": self.summary,
+            "mechanism": self.mechanism,
+            "next_checks": list(self.next_checks),
+            "evidence": [e.as_dict() for e in self.evidence],
+            "seed": self.seed,
+            "seed_story": SEEDS.get(self.seed) if self.seed else None,
+            "data": self.data,
+            "scenario": self.scenario,
+        }
+
+
+def severity_at_least(sev: str, floor: str) -> bool:
+    return SEVERITIES.index(sev) >= SEVERITIES.index(floor)
+
+
+def _estab(host: Host) -> list[Socket]:
+    snap = next((s for s in reversed(host.snapshots) if s.sockets is not None), None)
+    return [s for s in (snap.sockets or [])] if snap else []
+
+
+def _is_loopback(host_addr: str) -> bool:
+    return host_addr.startswith("127.") or host_addr in ("::1", "localhost")
+
+
+def _estab_only(host: Host) -> list[Socket]:
+    """Established sockets to other hosts: loopback traffic crosses no NIC, qdisc or path."""
+    return [s for s in _estab(host) if s.state == "ESTAB" and not _is_loopback(s.peer_host)]
+
+
+def _by_peer(socks: list[Socket]) -> dict[str, list[Socket]]:
+    out: dict[str, list[Socket]] = {}
+    for s in socks:
+        out.setdefault(s.peer_host, []).append(s)
+    return out
+
+
+def _rate(s: Socket) -> float | None:
+    if "bw_bps" in s.bbr:
+        return s.bbr["bw_bps"]
+    return s.values.get("delivery_rate_bps")
+
+
+def _ev(socks: list[Socket], limit: int = 8) -> list[Evidence]:
+    out: list[Evidence] = []
+    for s in socks[:limit]:
+        out.extend(s.evidence)
+    return out
+
+
+def _median_rtt(socks: list[Socket]) -> float | None:
+    rtts = [s.values["rtt"] for s in socks if "rtt" in s.values]
+    return statistics.median(rtts) if rtts else None
+
+
+def _fmt_rate(bps: float) -> str:
+    for unit, f in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bps >= f:
+            return f"{bps / f:.3g} {unit}"
+    return f"{bps:.3g} bit/s"
+
+
+def _bbr_in_use(host: Host) -> bool:
+    return (
+        host.cc_default() == "bbr"
+        or any(s.cc in ("bbr", "bbr2", "bbr3") for s in _estab_only(host))
+        or bool(host.cilium and host.cilium.bm_cc == "bbr")
+    )
+
+
+# ---------------------------------------------------------------- rules
+
+
+def rule_cwnd_collapse(host: Host) -> list[Finding]:
+    out = []
+    for peer, socks in _by_peer(_estab_only(host)).items():
+        bad = [
+            s
+            for s in socks
+            if "cwnd" in s.values
+            and "ssthresh" in s.values
+            and s.values["cwnd"] <= COLLAPSE_CWND
+            and s.values["ssthresh"] <= COLLAPSE_CWND
+        ]
+        if not bad:
+            continue
+        n, total = len(bad), len(socks)
+        sev = "critical" if n >= 3 and 2 * n >= total else "warning" if n >= 2 else "info"
+        ccs = sorted({s.cc or "?" for s in bad})
+        out.append(
+            Finding(
+                id="cwnd-collapse",
+                title=f"cwnd collapse on connections to {peer}",
+                severity=sev,
+                summary=f"{n} of {total} connections to {peer} at cwnd <= 2 and ssthresh <= 2 ({', '.join(ccs)})",
+                mechanism=(
+                    "Repeated loss recovery and retransmission timeouts have cut ssthresh to its floor of 2 "
+                    "segments, so each connection sends 2 packets per round trip and grows by one segment per "
+                    "round trip. Several connections to one peer collapsing together points at something shared "
+                    "on that path (a policer, a lossy or overrun hop, a receiver dropping bursts), not the application."
+                ),
+                next_checks=[
+                    f"watch them: `ss -tin dst {peer}` every second (cwnd, ssthresh, retrans, lost)",
+                    "take two `nstat -az` snapshots: TcpExtTCPTimeouts, TCPLossProbes, TCPSackRecovery rising?",
+                    f"on {peer}: `ethtool -S DEV` drop counters and `tc -s qdisc`; on this host `tc -s qdisc`",
+                    "compare CUBIC against BBR on this path (seed 000 found CUBIC fixed it)",
+                ],
+                evidence=_ev(bad),
+                seed="000",
+                data={
+                    "peer": peer,
+                    "collapsed": n,
+                    "connections": total,
+                    "cc": ccs[0] if len(ccs) == 1 else ccs,
+                    "rtt_ms": _median_rtt(bad),
+                    "retrans_ratio": _retrans_ratio_ss(socks),
+                },
+            )
+        )
+    return out
+
+
+def _retrans_ratio_ss(socks: list[Socket]) -> float | None:
+    sent = sum(s.values.get("bytes_sent", 0) for s in socks)
+    rtx = sum(s.values.get("bytes_retrans", 0) for s in socks)
+    return rtx / sent if sent else None
+
+
+def rule_bbr_starved(host: Host) -> list[Finding]:
+    out = []
+    socks = _estab_only(host)
+    for peer, group in _by_peer(socks).items():
+        # a candidate must be sending and not held back by its application
+        bbr = [
+            s
+            for s in group
+            if s.cc in ("bbr", "bbr2", "bbr3")
+            and _rate(s) is not None
+            and s.values.get("bytes_sent", 0) > 0
+            and "app_limited" not in s.flags
+        ]
+        starved = []
+        ref = None
+        for s in bbr:
+            others = [_rate(o) for o in group if o is not s and _rate(o)]
+            if not others:
+                continue
+            best = max(others)
+            if best > 0 and _rate(s) < STARVED_FRACTION * best:
+                starved.append(s)
+                ref = best
+        pinned = _pinned_bbr(host, peer)
+        if not starved and not pinned:
+            continue
+        flagged = starved + [s for s in pinned if s not in starved]
+        rates = sorted(_rate(s) for s in flagged)
+        parts = []
+        if starved:
+            parts.append(
+                f"{len(starved)} BBR flow(s) to {peer} at {_fmt_rate(rates[0])} while another gets {_fmt_rate(ref)}"
+            )
+        if pinned:
+            parts.append(f"{len(pinned)} BBR flow(s) pinned at a constant bw with pacing_gain 1 while retransmitting")
+        out.append(
+            Finding(
+                id="bbr-starved",
+                title=f"BBR flows starved or pinned at a low rate to {peer}",
+                severity="warning",
+                summary="; ".join(parts),
+                mechanism=(
+                    "BBR paces at its bandwidth estimate; when loss is high during sampling it may decide a policer "
+                    "is present and hold a long-term estimate (lt_bw) with pacing gain 1 for 48 round trips at a "
+                    "time, and a low estimate feeds itself because a flow paced slowly only measures slow delivery. "
+                    "Siblings to the same peer doing far better rule out the path's capacity as the limit."
+                ),
+                next_checks=[
+                    f"`ss -tin dst {peer}` a few times: does bbr:(bw:...) stay exactly the same with pacing_gain:1?",
+                    "nstat TcpRetransSegs / TcpOutSegs and TCPLossProbes over the same interval",
+                    "look for a policer on the path (cloud allowance counters, tbf drops, switch policers)",
+                    "try CUBIC for this traffic (seed 000's fix) or reduce loss on the path",
+                ],
+                evidence=_ev(flagged),
+                seed="000",
+                data={
+                    "peer": peer,
+                    "flows": len(flagged),
+                    "connections": len(group),
+                    "rate_bps": rates[0],
+                    "reference_bps": ref,
+                    "cc": "bbr",
+                    "rtt_ms": _median_rtt(group),
+                    "retrans_ratio": _retrans_ratio_ss(group),
+                },
+            )
+        )
+    return out
+
+
+def _pinned_bbr(host: Host, peer: str) -> list[Socket]:
+    snaps = [s for s in host.snapshots if s.sockets]
+    if len(snaps) < 2:
+        return []
+    first = {s.key: s for s in snaps[0].sockets if s.peer_host == peer}
+    out = []
+    for s in snaps[-1].sockets:
+        a = first.get(s.key)
+        if a is None or s.peer_host != peer or "bw_bps" not in s.bbr or "bw_bps" not in a.bbr:
+            continue
+        same = abs(s.bbr["bw_bps"] - a.bbr["bw_bps"]) <= 1e-3 * max(a.bbr["bw_bps"], 1.0)
+        gain1 = s.bbr.get("pacing_gain") == 1.0 and a.bbr.get("pacing_gain") == 1.0
+        lossy = s.values.get("retrans_total", 0) > a.values.get("retrans_total", 0) or s.values.get(
+            "bytes_retrans", 0
+        ) > a.values.get("bytes_retrans", 0)
+        if same and gain1 and lossy:
+            out.append(s)
+    return out
+
+
+def _retrans_ratio_counters(host: Host) -> float | None:
+    d_r, d_o = host.delta("TcpRetransSegs"), host.delta("TcpOutSegs")
+    if d_r is not None and d_o:
+        return d_r / d_o
+    r, o = host.counter("TcpRetransSegs"), host.counter("TcpOutSegs")
+    return r / o if r is not None and o else None
+
+
+def rule_rto(host: Host) -> list[Finding]:
+    out: list[Finding] = []
+    if host.counter_status("TcpExtTCPTimeouts") != "present":
+        return out
+    estab = host.counter("TcpCurrEstab")
+    d_to = host.delta("TcpExtTCPTimeouts")
+    since_boot = d_to is None
+    timeouts = host.counter("TcpExtTCPTimeouts") if since_boot else d_to
+    ev = host.counter_evidence("TcpExtTCPTimeouts") + host.counter_evidence("TcpCurrEstab")
+    rtx = _retrans_ratio_counters(host)
+    if estab and timeouts is not None:
+        ratio = timeouts / estab
+        if ratio > RTO_RATIO_WARN:
+            sev = "critical" if ratio > RTO_RATIO_CRIT else "warning"
+            if since_boot:
+                sev = "info"
+            window = (
+                "since boot (one snapshot)"
+                if since_boot
+                else (f"over {host.interval_s:.0f} s" if host.interval_s else "between the snapshots")
+            )
+            out.append(
+                Finding(
+                    id="rto-rate",
+                    title="retransmission timeouts above 3 % of established connections",
+                    severity=sev,
+                    summary=(
+                        (
+                            f"TCPTimeouts is {timeouts:.0f} since boot with {estab:.0f} established connections now "
+                            "(one snapshot: take two to measure the current rate)"
+                            if since_boot
+                            else f"TCPTimeouts rose by {timeouts:.0f} {window} with {estab:.0f} established "
+                            "connections: "
+                            f"{100 * ratio:.1f} % (threshold {100 * RTO_RATIO_WARN:.0f} %)"
+                        )
+                        + (f"; retransmitted {100 * rtx:.2f} % of segments" if rtx is not None else "")
+                    ),
+                    mechanism=(
+                        "An RTO fires when no ACK arrives for a whole retransmission timeout (at least 200 ms), "
+                        "which happens when a burst loses a window's tail or the retransmission itself, so fast "
+                        "recovery and tail loss probes could not repair it. Many RTOs on a healthy-looking network "
+                        "usually mean short bursts of drops somewhere: a NIC ring or allowance, a shallow switch "
+                        "buffer, a policer."
+                    ),
+                    next_checks=[
+                        "`ethtool -S DEV` on both ends (rx_missed_errors, rx_no_buffer_count, rx_out_of_buffer, "
+                        "bw_in_allowance_exceeded) -- seed 004 found the receiver's NIC",
+                        "`ethtool -g DEV`: is the rx ring below its maximum?",
+                        "`tc -s qdisc` drops; `nstat -az` TCPLossProbes, TCPSpuriousRTOs over the same interval",
+                    ],
+                    evidence=ev,
+                    seed="004",
+                    data={
+                        "timeouts": timeouts,
+                        "established": estab,
+                        "ratio": ratio,
+                        "since_boot": since_boot,
+                        "retrans_ratio": rtx,
+                        "interval_s": host.interval_s,
+                        "rtt_ms": _median_rtt(_estab_only(host)),
+                        "cc": host.cc_default(),
+                    },
+                )
+            )
+    d_sp = host.delta("TcpExtTCPSpuriousRTOs") if not since_boot else host.counter("TcpExtTCPSpuriousRTOs")
+    if d_sp and timeouts and d_sp / timeouts >= 0.2:
+        out.append(
+            Finding(
+                id="spurious-rto",
+                title="many RTOs were spurious",
+                severity="info" if since_boot else "warning",
+                summary=f"TCPSpuriousRTOs {d_sp:.0f} of TCPTimeouts {timeouts:.0f} ({100 * d_sp / timeouts:.0f} %)",
+                mechanism=(
+                    "F-RTO found that the original segment had arrived after all: the timeout fired because the ACK "
+                    "was late, not lost. Delay spikes (a stalled receiver, CPU starvation, deep queues that fill "
+                    "suddenly, Wi-Fi) make RTT estimates miss."
+                ),
+                next_checks=[
+                    "ss rtt/rttvar and minrtt of the affected flows; CPU steal and softirq time on both ends",
+                    "TcpExtTCPSpuriousRtxHostQueues (retransmitted while still queued on this host)",
+                ],
+                evidence=host.counter_evidence("TcpExtTCPSpuriousRTOs") + host.counter_evidence("TcpExtTCPTimeouts"),
+                data={"spurious": d_sp, "timeouts": timeouts},
+            )
+        )
+    tlp = host.delta("TcpExtTCPLossProbes") if not since_boot else host.counter("TcpExtTCPLossProbes")
+    outsegs = host.delta("TcpOutSegs") if not since_boot else host.counter("TcpOutSegs")
+    if tlp and outsegs and tlp / outsegs > 0.001:
+        rec = host.delta("TcpExtTCPLossProbeRecovery") if not since_boot else host.counter("TcpExtTCPLossProbeRecovery")
+        out.append(
+            Finding(
+                id="tail-loss-probes",
+                title="frequent tail loss probes",
+                severity="info",
+                summary=f"TCPLossProbes {tlp:.0f} per {outsegs:.0f} segments sent ({100 * tlp / outsegs:.2f} %)"
+                + (f"; {rec:.0f} recovered a real loss" if rec is not None else ""),
+                mechanism=(
+                    "A tail loss probe retransmits the last segment after about two RTTs without ACKs, to turn a "
+                    "would-be RTO into fast recovery. Many probes with few recoveries mean ACKs are delayed; many "
+                    "recoveries mean the ends of bursts are being lost."
+                ),
+                next_checks=["compare with TCPTimeouts and TCPSackRecovery over the same interval"],
+                evidence=host.counter_evidence("TcpExtTCPLossProbes"),
+                data={"probes": tlp, "recovered": rec, "out_segs": outsegs},
+            )
+        )
+    return out
+
+
+_CONCEPT_TEXT = {
+    "rx_ring_overflow": "receive ring ran out of descriptors",
+    "rx_fifo_overflow": "NIC receive FIFO overflowed",
+    "port_buffer_drop": "port buffer overflow",
+    "cloud_bw_policer": "cloud bandwidth allowance exceeded",
+    "cloud_pps_policer": "cloud packet-rate allowance exceeded",
+}
+
+
+def rule_nic_drops(host: Host) -> list[Finding]:
+    out = []
+    last = host.last
+    if last is None:
+        return out
+    first = host.first if len(host.snapshots) > 1 else None
+    for dev, nic in sorted(last.nics.items()):
+        rings = host.rings.get(dev)
+        if rings is None and dev == "?" and len(host.rings) == 1:
+            rings = next(iter(host.rings.values()))  # a lone ethtool -g names the unnamed ethtool -S
+        shown = rings.device if dev == "?" and rings is not None and rings.device else dev
+        prev = first.nics.get(dev) if first is not None and first is not last else None
+        hits: dict[str, float] = {}
+        names: list[str] = []
+        amounts: dict[str, float] = {}
+        for name, v in nic.values.items():
+            c = concept_of(name)
+            if not c:
+                continue
+            d = v - prev.values[name] if prev is not None and name in prev.values else None
+            amount = d if prev is not None else v
+            if amount and amount > 0:
+                hits[c[0]] = hits.get(c[0], 0.0) + amount
+                names.append(name)
+                amounts[name] = amount
+        if not hits:
+            continue
+        rising = prev is not None
+        dev = shown
+        ring_small = rings is not None and rings.rx is not None and rings.rx_max is not None and rings.rx < rings.rx_max
+        sev = ("critical" if ring_small else "warning") if rising else "info"
+        concept_list = ", ".join(f"{_CONCEPT_TEXT[c]} ({v:.0f})" for c, v in hits.items())
+        checks = []
+        if ring_small:
+            checks.append(
+                f"raise the rx ring to its maximum: `ethtool -G {dev} rx {rings.rx_max}` (now {rings.rx}; "
+                "seed 004's fix was 1024 -> 8192)"
+            )
+        elif rings is None:
+            checks.append(f"`ethtool -g {dev}`: current rx ring size against its maximum")
+        if "cloud_bw_policer" in hits or "cloud_pps_policer" in hits:
+            checks.append(
+                "the instance exceeds its allowance in microbursts even if the average is low: a larger instance "
+                "type or smoothing the senders' bursts; enable node_exporter's ethtool collector to graph it"
+            )
+        if "rx_ring_overflow" in hits:
+            checks.append("softirq time per CPU (`mpstat -P ALL 1`, /proc/softirqs) and IRQ/RPS spreading")
+        checks.append("TcpExtTCPTimeouts and TcpRetransSegs over the same interval on the senders")
+        ev = [nic.evidence[n] for n in names if n in nic.evidence]
+        if prev is not None:
+            ev = [prev.evidence[n] for n in names if n in prev.evidence] + ev
+        if rings is not None:
+            ev += rings.evidence[:4]
+        out.append(
+            Finding(
+                id="nic-rx-drops",
+                title=f"receive-side drops on {dev}" + (" (rising)" if rising else " (since driver load)"),
+                severity=sev,
+                summary=f"{dev}: {concept_list}" + (f"; rx ring {rings.rx} of max {rings.rx_max}" if rings else ""),
+                mechanism=(
+                    "Packets arriving in a burst faster than the host drains them (or than the cloud allowance "
+                    "admits) are dropped before TCP sees them; a microburst of a few milliseconds is invisible in "
+                    "per-second averages. The senders see the losses as retransmissions and, when a whole tail is "
+                    "lost, as RTOs."
+                ),
+                next_checks=checks,
+                evidence=ev,
+                seed="004" if {"cloud_bw_policer", "rx_ring_overflow", "rx_fifo_overflow"} & set(hits) else None,
+                data={
+                    "device": dev,
+                    "driver": nic.driver,
+                    "counters": amounts,
+                    "rising": rising,
+                    "ring_rx": rings.rx if rings else None,
+                    "ring_rx_max": rings.rx_max if rings else None,
+                    "retrans_ratio": _retrans_ratio_counters(host),
+                    "rtt_ms": _median_rtt(_estab_only(host)),
+                    "cc": host.cc_default(),
+                },
+            )
+        )
+    return out
+
+
+def rule_qdisc(host: Host) -> list[Finding]:
+    out = []
+    snaps = [s for s in host.snapshots if s.qdiscs is not None]
+    if not snaps:
+        return out
+    last = snaps[-1]
+    prev = {q.key: q for q in snaps[0].qdiscs} if len(snaps) > 1 else {}
+    for q in last.qdiscs:
+        if q.is_aggregate or q.dev == "lo":
+            continue
+        p = prev.get(q.key)
+
+        def d(name: str, q=q, p=p) -> float:  # noqa: ANN001
+            return q.value(name) - (p.value(name) if p is not None else 0.0)
+
+        window = "during the capture" if p is not None else "since the qdisc was created"
+        cap = (lambda sev: sev) if p is not None else (lambda sev: "info")  # noqa: E731 - one snapshot: since boot
+        drops, pkts, over = d("drops"), d("packets"), d("overlimits")
+        ev = q.evidence + (p.evidence if p is not None else [])
+        base = {"device": q.dev, "kind": q.kind, "handle": q.handle, "drops": drops, "packets": pkts}
+        if q.kind == "tbf" and drops > 0:
+            out.append(
+                _qf(
+                    "tbf-drops",
+                    cap("warning"),
+                    f"tbf on {q.dev or '?'} dropped {drops:.0f} packets {window} (overlimits {over:.0f})",
+                    "A token bucket shaper queues packets that exceed its rate and drops them when its small "
+                    "queue (limit or latency) is full; TCP sees those drops as congestion and backs off. "
+                    "Overlimits without drops would only mean shaping (added delay).",
+                    [
+                        "compare the tbf rate with the traffic's peak; raise `burst`/`latency` or move to "
+                        "fq with EDT pacing (seed 002: Cilium's Bandwidth Manager)"
+                    ],
+                    ev,
+                    "002",
+                    base,
+                )
+            )
+        elif q.kind == "tbf" and over > 0:
+            out.append(
+                _qf(
+                    "tbf-shaping",
+                    "info",
+                    f"tbf on {q.dev or '?'} shaped {over:.0f} packets {window} without dropping",
+                    "Packets waited for tokens: the shaper is active and adds queueing delay but "
+                    "no loss. Latency-sensitive flows behind it see that delay.",
+                    ["check the tbf `lat` and the RTT of flows through it"],
+                    ev,
+                    "002",
+                    base,
+                )
+            )
+        if q.kind == "fq":
+            hd, pl = d("horizon_drops"), d("flows_plimit")
+            if hd > 0:
+                out.append(
+                    _qf(
+                        "fq-horizon-drops",
+                        cap("warning"),
+                        f"fq on {q.dev or '?'}: {hd:.0f} horizon_drops {window}",
+                        "fq drops packets whose EDT timestamp lies beyond its horizon (10 s by default): a "
+                        "rate limiter stamping departure times far in the future for a flow sending faster "
+                        "than its rate. TCP sees these drops as loss.",
+                        [
+                            "the pod's egress-bandwidth annotation against the application's send rate",
+                            "fq `horizon` and whether `horizon_drop` or `horizon_cap` is set",
+                        ],
+                        ev,
+                        "002",
+                        base,
+                    )
+                )
+            if pl > 0:
+                out.append(
+                    _qf(
+                        "fq-flow-limit",
+                        cap("warning"),
+                        f"fq on {q.dev or '?'}: {pl:.0f} drops at the per-flow limit (flows_plimit) {window}",
+                        "fq caps each flow's queue (flow_limit, 100 packets by default); a flow bursting more "
+                        "than that into the qdisc loses the excess. Large TSO bursts or an unpaced sender do "
+                        "this.",
+                        ["raise `flow_limit`, or check that the sender paces (BBR, or SO_MAX_PACING_RATE)"],
+                        ev,
+                        None,
+                        base,
+                    )
+                )
+        if q.kind == "fq_codel" and drops > 0:
+            frac = drops / pkts if pkts else 0.0
+            out.append(
+                _qf(
+                    "fq-codel-drops",
+                    cap("warning" if frac > 0.01 else "info"),
+                    f"fq_codel on {q.dev or '?'} dropped {drops:.0f} of {pkts:.0f} packets {window} "
+                    f"({100 * frac:.2f} %; drop_overlimit {d('drop_overlimit'):.0f})",
+                    "CoDel drops (or ECN-marks) when a queue's sojourn time stays above target (5 ms) for an "
+                    "interval, on purpose, to keep latency low; drop_overlimit counts drops because the whole "
+                    "qdisc was full. Drops here mean this host's egress is the bottleneck.",
+                    ["is the link saturated (`ip -s link`)? enable ECN if peers support it"],
+                    ev,
+                    None,
+                    base,
+                )
+            )
+        if q.kind not in ("tbf", "fq", "fq_codel") and drops > 0:
+            out.append(
+                _qf(
+                    "qdisc-drops",
+                    "info",
+                    f"{q.kind} on {q.dev or '?'} dropped {drops:.0f} packets {window}",
+                    "The qdisc's queue overflowed: this host's egress was the bottleneck for a moment. With a "
+                    "FIFO the drops come in bursts and can cost RTOs.",
+                    ["egress utilisation and txqueuelen; consider fq or fq_codel"],
+                    ev,
+                    None,
+                    base,
+                )
+            )
+    return out
+
+
+def _qf(fid, sev, summary, mech, checks, ev, seed, data) -> Finding:  # noqa: ANN001
+    return Finding(
+        id=fid,
+        title=summary.split(":")[0] if ":" in summary else summary,
+        severity=sev,
+        summary=summary,
+        mechanism=mech,
+        next_checks=checks,
+        evidence=ev,
+        seed=seed,
+        data=data,
+    )
+
+
+def rule_window_limited(host: Host) -> list[Finding]:
+    out = []
+    socks = [s for s in _estab_only(host) if s.values.get("busy_ms", 0) > 0]
+    for kind, sysctl_name, fix in (
+        (
+            "rwnd_limited",
+            "net.ipv4.tcp_rmem",
+            "raise the receiver's tcp_rmem max (and net.core.rmem_max if the "
+            "application sets SO_RCVBUF, which also turns autotuning off)",
+        ),
+        (
+            "sndbuf_limited",
+            "net.ipv4.tcp_wmem",
+            "raise this host's tcp_wmem max (and net.core.wmem_max if the application sets SO_SNDBUF)",
+        ),
+    ):
+        flagged = []
+        for s in socks:
+            share = s.values.get(f"{kind}_pct")
+            if share is None and f"{kind}_ms" in s.values:
+                share = 100.0 * s.values[f"{kind}_ms"] / s.values["busy_ms"]
+            if share is not None and share >= LIMITED_SHARE:
+                flagged.append((s, share))
+        if not flagged:
+            continue
+        triple = host.sysctls.triple(sysctl_name)
+        bdp = [s.values.get("delivery_rate_bps", 0) / 8 * s.values.get("rtt", 0) / 1000 for s, _ in flagged]
+        worst = max(share for _s, share in flagged)
+        what = "receive window" if kind == "rwnd_limited" else "send buffer"
+        summary = f"{len(flagged)} connection(s) limited by the {what} for up to {worst:.0f} % of their busy time"
+        if triple:
+            summary += f"; {sysctl_name.split('.')[-1]} max {triple[2]} bytes"
+        if bdp and max(bdp) > 0:
+            summary += f"; bandwidth-delay product at the delivered rate about {max(bdp):.0f} bytes"
+        out.append(
+            Finding(
+                id=kind.replace("_", "-"),
+                title=f"flows limited by the {what}",
+                severity="warning",
+                summary=summary,
+                mechanism=(
+                    f"The kernel's busy-time accounting says these connections had data to send but were held by the "
+                    f"{what}, not by cwnd: the network could carry more. A window below the bandwidth-delay product "
+                    "caps throughput at window / RTT whatever the congestion control does."
+                ),
+                next_checks=[fix, "the application's own buffer settings (setsockopt) and read/write pattern"],
+                evidence=_ev([s for s, _ in flagged])
+                + ([host.sysctls.evidence[sysctl_name]] if sysctl_name in host.sysctls.evidence else []),
+                data={
+                    "kind": kind,
+                    "connections": len(flagged),
+                    "max_share_pct": worst,
+                    "sysctl": triple,
+                    "bdp_bytes_estimate": max(bdp) if bdp else None,
+                    "rtt_ms": _median_rtt([s for s, _ in flagged]),
+                    "rate_bps": max((_rate(s) or 0) for s, _ in flagged) or None,
+                    "cc": flagged[0][0].cc,
+                },
+            )
+        )
+    return out
+
+
+def rule_config(host: Host) -> list[Finding]:
+    out = []
+    bbr = _bbr_in_use(host)
+    socks = _estab_only(host)
+    # BBR without fq / EDT
+    if bbr:
+        qsnap = next((s for s in reversed(host.snapshots) if s.qdiscs is not None), None)
+        fq_seen = qsnap is not None and any(q.kind == "fq" and q.dev != "lo" for q in qsnap.qdiscs)
+        default_fq = host.sysctls.get("net.core.default_qdisc") == "fq"
+        cilium_edt = bool(host.cilium and host.cilium.bandwidth_manager)
+        known = qsnap is not None or "net.core.default_qdisc" in host.sysctls.values
+        if known and not (fq_seen or default_fq or cilium_edt):
+            old = host.kernel is not None and host.kernel.version < (4, 13)
+            ev = []
+            if "net.ipv4.tcp_congestion_control" in host.sysctls.evidence:
+                ev.append(host.sysctls.evidence["net.ipv4.tcp_congestion_control"])
+            if "net.core.default_qdisc" in host.sysctls.evidence:
+                ev.append(host.sysctls.evidence["net.core.default_qdisc"])
+            if qsnap is not None:
+                ev.extend(q.evidence[0] for q in qsnap.qdiscs[:4] if q.evidence)
+            out.append(
+                Finding(
+                    id="bbr-without-fq",
+                    title="BBR without the fq qdisc",
+                    severity="warning" if old else "info",
+                    summary=(
+                        "BBR is in use, "
+                        + ("no egress device has fq" if qsnap is not None else "no tc capture to check the devices")
+                        + f" and default_qdisc is {host.sysctls.get('net.core.default_qdisc') or 'unknown'}"
+                        + (
+                            f" (kernel {host.kernel.release} < 4.13: BBR is not paced at all)"
+                            if old
+                            else " (TCP's internal pacing is used)"
+                        )
+                    ),
+                    mechanism=(
+                        "BBR relies on pacing to send at its bandwidth estimate; before Linux 4.13 only the fq qdisc "
+                        "paced, and since then TCP falls back to an hrtimer per socket, which works but costs CPU and "
+                        "is less precise at high rates. Unpaced or coarsely paced BBR bursts into shallow buffers."
+                    ),
+                    next_checks=[
+                        "`sysctl -w net.core.default_qdisc=fq` and re-create the root qdisc (`tc qdisc replace "
+                        "dev DEV root fq`), or use EDT (Cilium Bandwidth Manager)"
+                    ],
+                    evidence=ev,
+                    data={"kernel": host.kernel.release if host.kernel else None},
+                )
+            )
+    # Cilium Bandwidth Manager with BBR on sub-ms paths
+    c = host.cilium
+    if c is not None and c.bandwidth_manager and c.bm_cc == "bbr":
+        rtt = _median_rtt(socks)
+        sub_ms = rtt is not None and rtt < SUB_MS_RTT
+        out.append(
+            Finding(
+                id="cilium-bbr-low-rtt",
+                title="Cilium Bandwidth Manager with BBR" + (" on sub-millisecond paths" if sub_ms else ""),
+                severity="warning" if sub_ms else "info",
+                summary=f"BandwidthManager enforces BBR (Cilium {c.version or '?'}, "
+                f"devices {', '.join(c.bm_devices) or '?'})"
+                + (
+                    f"; median srtt of {len(socks)} connections {rtt:.3f} ms"
+                    if rtt is not None
+                    else "; no ss capture to check the RTTs"
+                ),
+                mechanism=(
+                    "On sub-millisecond cluster paths BBR's model is dominated by ACK and scheduling noise (min_rtt "
+                    "near zero, delivery-rate samples cut by batching), and its loss-tolerant policer model can pin "
+                    "flows at a low rate. Seed 000 saw NFS and remote-write timeouts until the cluster went back to "
+                    "CUBIC."
+                ),
+                next_checks=[
+                    "`ss -tin` on the nodes: cwnd:2 ssthresh:2 or constant bbr:(bw:...) flows?",
+                    "consider the Bandwidth Manager without `bbr: true` (CUBIC with EDT), as seed 000 did",
+                ],
+                evidence=[c.evidence] + _ev(socks[:2], 2) if c.evidence else _ev(socks[:2], 2),
+                seed="000",
+                data={"rtt_ms": rtt, "cc": "bbr", "connections": len(socks), "version": c.version},
+            )
+        )
+    # CPU steal
+    cpus = [s.cpu for s in host.snapshots if s.cpu is not None]
+    if cpus:
+        a, b = cpus[0], cpus[-1]
+        if len(cpus) > 1 and b.total > a.total:
+            steal = (b.ticks.get("steal", 0) - a.ticks.get("steal", 0)) / (b.total - a.total)
+            window = "during the capture"
+        else:
+            steal = b.ticks.get("steal", 0) / b.total if b.total else 0.0
+            window = "since boot"
+        if steal >= STEAL_WARN:
+            sev = ("critical" if steal >= STEAL_CRIT else "warning") if bbr else "info"
+            if window == "since boot" and sev != "info":
+                sev = "warning"
+            out.append(
+                Finding(
+                    id="cpu-steal-bbr" if bbr else "cpu-steal",
+                    title="CPU steal" + (" on a host sending with BBR" if bbr else ""),
+                    severity=sev,
+                    summary=f"{100 * steal:.1f} % of CPU time stolen by the hypervisor {window}",
+                    mechanism=(
+                        "A vCPU descheduled for a time slice stops sending and acknowledging, so BBR's delivery-rate "
+                        "samples cover idle gaps and its bandwidth estimate drops; paced at that estimate, the flow "
+                        "never offers enough load to measure more. Seed 003's kernel patch keeps a high pacing gain "
+                        "while real inflight is below target."
+                        if bbr
+                        else "A vCPU descheduled by the hypervisor delays timers, ACK processing and transmission, "
+                        "which "
+                        "shows up as RTT spikes and spurious timeouts."
+                    ),
+                    next_checks=[
+                        "`mpstat 1` / `vmstat 1` steal column over time; the instance's CPU credits or "
+                        "noisy neighbours",
+                        "compare BBR with CUBIC on this host",
+                    ],
+                    evidence=[x.evidence for x in (a, b) if x.evidence]
+                    if len(cpus) > 1
+                    else [b.evidence]
+                    if b.evidence
+                    else [],
+                    seed="003" if bbr else None,
+                    data={
+                        "steal": steal,
+                        "cc": "bbr" if bbr else host.cc_default(),
+                        "rtt_ms": _median_rtt(socks),
+                        "window": window,
+                    },
+                )
+            )
+    return out
+
+
+_WANTED = (
+    "TcpExtTCPLossProbes",
+    "TcpExtTCPSpuriousRTOs",
+    "TcpExtTCPSackRecovery",
+    "TcpExtTCPFastRetrans",
+    "TcpExtTCPBacklogDrop",
+    "TcpExtTCPTimeouts",
+    "TcpRetransSegs",
+    "TcpCurrEstab",
+)
+
+
+def rule_not_collected(host: Host) -> list[Finding]:
+    snaps = host.counter_snaps()
+    if not snaps or snaps[-1].counters.kind != "prom":
+        return []
+    missing = [n for n in _WANTED if host.counter_status(n) == "not collected"]
+    no_ethtool = not any(s.nics for s in host.snapshots)
+    if not missing and not no_ethtool:
+        return []
+    parts = []
+    if missing:
+        parts.append("not collected (not zero): " + ", ".join(missing))
+    if no_ethtool:
+        parts.append("no NIC counters (node_exporter's ethtool collector is off by default)")
+    return [
+        Finding(
+            id="not-collected",
+            title="counters the scrape does not carry",
+            severity="info",
+            summary="; ".join(parts),
+            mechanism=(
+                "node_exporter's default --collector.netstat.fields keeps only a few TCP counters, and its ethtool and "
+                "qdisc collectors are disabled by default. Absent counters are unknown, so tcplab draws no conclusion "
+                "from them."
+            ),
+            next_checks=[
+                "run node_exporter with --collector.netstat.fields='^(.*)$' (or add TCPLossProbes|TCPSpuriousRTOs|"
+                "TCPSackRecovery|TCPFastRetrans|TCPBacklogDrop to the regex) and --collector.ethtool --collector.qdisc",
+                "or run `tcplab collect` on the host",
+            ],
+            evidence=[],
+            data={"missing": missing, "ethtool": not no_ethtool},
+        )
+    ]
+
+
+RULES: list[Callable[[Host], list[Finding]]] = [
+    rule_cwnd_collapse,
+    rule_bbr_starved,
+    rule_rto,
+    rule_nic_drops,
+    rule_qdisc,
+    rule_window_limited,
+    rule_config,
+    rule_not_collected,
+]
+
+
+def run_rules(host: Host, scenarios: bool = True) -> list[Finding]:
+    findings: list[Finding] = []
+    for rule in RULES:
+        findings.extend(rule(host))
+    if scenarios:
+        from tcplab.diagnose.scenarios import scenario_for
+
+        for f in findings:
+            f.scenario = scenario_for(f, host)
+    findings.sort(key=lambda f: -SEVERITIES.index(f.severity))
+    return findings

@@ -1,0 +1,428 @@
+"""A host as the diagnoser sees it: static facts plus one or more timed snapshots.
+
+The model: inputs (files, directories, ``tcplab collect`` archives) are sniffed by content
+(:mod:`tcplab.diagnose.detect`) and parsed. Facts that do not change during a capture
+(sysctls, kernel release, rings, drivers, cilium status) go to the :class:`Host`; counters
+that do (ss sockets, SNMP counters, NIC stats, qdisc stats, CPU ticks) go to a
+:class:`Snapshot`. Which snapshot a file belongs to: the collect manifest says so; otherwise
+files of the same kind are taken in order (node_exporter scrapes by their
+``node_time_seconds``, others in the order given), the first to snapshot 0, the next to 1.
+``ethtool -S`` does not print its device: loose files (no manifest) are taken as successive
+snapshots of one unnamed device ``?``, which borrows its name and rings from a lone ``ethtool
+-g`` output. Several sources of one kind in a snapshot are resolved by preference: ``nstat``/proc over
+node_exporter for counters, ``tc -j`` over ``tc`` text.
+
+Two snapshots make rates: :meth:`Host.delta` is ``last - first`` of a counter (None when a
+snapshot lacks it); :attr:`Host.interval_s` is the time between them when known. With one
+snapshot, cumulative values since boot are all there is, and findings say so.
+
+"Not collected" is kept apart from zero: a node_exporter scrape carries only the counters its
+``--collector.netstat.fields`` filter keeps, and :meth:`Host.counter_status` tells which.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tcplab.diagnose import cilium as cilium_mod
+from tcplab.diagnose import ethtool, netstat, procstat, sysctl, tc
+from tcplab.diagnose import ss as ss_mod
+from tcplab.diagnose.detect import sniff
+from tcplab.diagnose.prom import PromScrape, ethtool_name_from_prom, parse_prom
+from tcplab.diagnose.source import Evidence, ParseError, Source
+
+__all__ = ["Snapshot", "Host", "load_host", "load_sources", "expand_inputs", "MAX_MEMBER"]
+
+MAX_MEMBER = 256 * 1024 * 1024  # an archive member larger than this is not a capture
+
+
+@dataclass
+class Snapshot:
+    index: int
+    time: float | None = None
+    sockets: list[ss_mod.Socket] | None = None
+    counters: netstat.Counters | None = None
+    nics: dict[str, ethtool.NicStats] = field(default_factory=dict)
+    qdiscs: list[tc.Qdisc] | None = None
+    cpu: procstat.CpuTimes | None = None
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Host:
+    snapshots: list[Snapshot] = field(default_factory=list)
+    sysctls: sysctl.Sysctls = field(default_factory=sysctl.Sysctls)
+    kernel: sysctl.Kernel | None = None
+    rings: dict[str, ethtool.Rings] = field(default_factory=dict)
+    drivers: dict[str, ethtool.DriverInfo] = field(default_factory=dict)
+    cilium: cilium_mod.CiliumStatus | None = None
+    notes: list[str] = field(default_factory=list)
+    inputs: list[tuple[str, str]] = field(default_factory=list)  # (name, kind)
+
+    @property
+    def first(self) -> Snapshot | None:
+        return self.snapshots[0] if self.snapshots else None
+
+    @property
+    def last(self) -> Snapshot | None:
+        return self.snapshots[-1] if self.snapshots else None
+
+    @property
+    def interval_s(self) -> float | None:
+        if len(self.snapshots) < 2:
+            return None
+        a, b = self.snapshots[0].time, self.snapshots[-1].time
+        return b - a if a is not None and b is not None and b > a else None
+
+    def counter_snaps(self) -> list[Snapshot]:
+        return [s for s in self.snapshots if s.counters is not None]
+
+    def counter(self, name: str) -> float | None:
+        snaps = self.counter_snaps()
+        return snaps[-1].counters.values.get(name) if snaps else None
+
+    def counter_status(self, name: str) -> str:
+        """``present``, ``not collected`` (filtered out by the exporter) or ``absent`` (no such counter)."""
+        snaps = self.counter_snaps()
+        if not snaps:
+            return "not collected"
+        c = snaps[-1].counters
+        if name in c.values:
+            return "present"
+        return "not collected" if c.collected is not None else "absent"
+
+    def delta(self, name: str) -> float | None:
+        snaps = self.counter_snaps()
+        if len(snaps) < 2:
+            return None
+        a = snaps[0].counters.values.get(name)
+        b = snaps[-1].counters.values.get(name)
+        return None if a is None or b is None else b - a
+
+    def counter_evidence(self, name: str) -> list[Evidence]:
+        out = []
+        snaps = self.counter_snaps()
+        for s in (snaps[:1] + snaps[-1:]) if len(snaps) > 1 else snaps:
+            ev = s.counters.evidence.get(name)
+            if ev:
+                out.append(ev)
+        return out
+
+    def cc_default(self) -> str | None:
+        return self.sysctls.get("net.ipv4.tcp_congestion_control")
+
+
+# ---------------------------------------------------------------- reading inputs
+
+
+def _archive_sources(path: Path) -> list[Source]:
+    out: list[Source] = []
+    try:
+        tf = tarfile.open(path, "r:*")  # noqa: SIM115 - stays open while its members are read
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise ParseError(str(path), 0, f"not a readable tar.gz archive ({e})") from None
+    manifest: dict = {}
+    try:
+        members = [m for m in tf.getmembers() if m.isfile()]
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise ParseError(str(path), 0, f"truncated or corrupt archive ({e})") from None
+    for m in members:
+        if m.name.endswith("manifest.json") and m.size < 4 * 1024 * 1024:
+            f = tf.extractfile(m)
+            try:
+                manifest = json.loads(f.read().decode("utf-8")) if f else {}
+            except (ValueError, UnicodeDecodeError):
+                raise ParseError(f"{path}:{m.name}", 1, "manifest.json is not valid JSON") from None
+    files = manifest.get("files", {}) if isinstance(manifest, dict) else {}
+    for m in members:
+        if m.name.endswith("manifest.json"):
+            continue
+        if m.size == 0:
+            continue  # a command that printed nothing; the manifest says why
+        if m.size > MAX_MEMBER:
+            raise ParseError(f"{path}:{m.name}", 0, f"archive member larger than {MAX_MEMBER // 2**20} MB")
+        hint = files.get(m.name) or files.get(m.name.removeprefix("./")) or {}
+
+        def opener(member=m):  # noqa: ANN001, ANN202
+            f = tf.extractfile(member)
+            if f is None:
+                raise ParseError(f"{path}:{member.name}", 0, "cannot read archive member")
+            return f
+
+        hint = dict(hint) if isinstance(hint, dict) else {}
+        hint.setdefault("optional", True)
+        out.append(Source(f"{path}:{m.name}", opener, m.size, hint))
+    if isinstance(manifest, dict):
+        for miss in manifest.get("missing", []) or []:
+            out_note = miss if isinstance(miss, str) else json.dumps(miss)
+            out.append(Source("__note__", lambda: None, 0, {"note": out_note}))
+    return out
+
+
+def expand_inputs(paths: Iterable[str | Path]) -> list[Source]:
+    """Files, directories (recursively, sorted) and archives -> sources."""
+    out: list[Source] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for child in sorted(x for x in path.rglob("*") if x.is_file()):
+                for src in expand_inputs([child]):
+                    src.hint.setdefault("optional", True)  # found by listing, not named: skip if unknown
+                    out.append(src)
+            continue
+        if not path.exists():
+            raise ParseError(str(path), 0, "no such file or directory")
+        src = Source.from_path(path)
+        try:
+            head = src.head(512)
+        except OSError as e:
+            raise ParseError(str(path), 0, e.strerror or str(e)) from None
+        if head[:2] == b"\x1f\x8b" or (len(head) > 262 and head[257:262] == b"ustar"):
+            out.extend(_archive_sources(path))
+        elif path.name == "manifest.json":
+            continue
+        else:
+            out.append(src)
+    return out
+
+
+def _parse(src: Source, kind: str):  # noqa: ANN202
+    device = src.hint.get("device")
+    if kind == "ss":
+        return ss_mod.parse_ss(src)
+    if kind == "proc_netstat":
+        return netstat.parse_proc_netstat(src)
+    if kind == "nstat_text":
+        return netstat.parse_nstat_text(src)
+    if kind == "nstat_json":
+        return netstat.parse_nstat_json(src)
+    if kind == "ethtool_stats":
+        return ethtool.parse_ethtool_stats(src, device=device or "?")
+    if kind == "ethtool_rings":
+        r = ethtool.parse_ethtool_rings(src)
+        r.device = r.device or device
+        return r
+    if kind == "ethtool_rings_json":
+        r = ethtool.parse_ethtool_rings_json(src)
+        r.device = r.device or device
+        return r
+    if kind == "ethtool_driver":
+        return ethtool.parse_ethtool_driver(src)
+    if kind == "tc_text":
+        return tc.parse_tc_text(src)
+    if kind == "tc_json":
+        return tc.parse_tc_json(src)
+    if kind == "prom":
+        return parse_prom(src)
+    if kind == "sysctl":
+        return sysctl.parse_sysctl(src)
+    if kind == "procstat":
+        return procstat.parse_proc_stat(src)
+    if kind == "cilium":
+        return cilium_mod.parse_cilium(src)
+    if kind == "uname":
+        return sysctl.parse_uname(src)
+    raise ParseError(src.name, 0, f"no parser for {kind}")
+
+
+def _prom_to_parts(scrape: PromScrape) -> dict:
+    """node_exporter samples -> the same objects the tools' parsers give."""
+    parts: dict = {}
+    ctr = netstat.Counters(kind="prom", collected=set())
+    for (name, lbl), v in scrape.samples.items():
+        if name.startswith("node_netstat_") and not lbl:
+            rest = name[len("node_netstat_") :]
+            prefix, _, fld = rest.partition("_")
+            key = prefix + fld
+            ctr.values[key] = v
+            ctr.evidence[key] = scrape.evidence[(name, lbl)]
+            ctr.collected.add(key)
+    if ctr.values:
+        parts["counters"] = ctr
+    nics: dict[str, ethtool.NicStats] = {}
+    for (name, lbl), v in scrape.samples.items():
+        if name.startswith("node_ethtool_") and name != "node_ethtool_info":
+            labels = dict(lbl)
+            dev = labels.get("device", "?")
+            nic = nics.setdefault(dev, ethtool.NicStats(device=dev))
+            key = ethtool_name_from_prom(name)
+            nic.values[key] = v
+            nic.evidence[key] = scrape.evidence[(name, lbl)]
+        if name == "node_ethtool_info":
+            labels = dict(lbl)
+            nics.setdefault(
+                labels.get("device", "?"), ethtool.NicStats(device=labels.get("device"))
+            ).driver = labels.get("driver")
+    if nics:
+        parts["nics"] = nics
+    qd: dict[tuple[str, str], tc.Qdisc] = {}
+    for (name, lbl), v in scrape.samples.items():
+        if name.startswith("node_qdisc_"):
+            labels = dict(lbl)
+            q = qd.setdefault(
+                (labels.get("device", "?"), labels.get("kind", "?")),
+                tc.Qdisc(kind=labels.get("kind", "?"), handle="?", dev=labels.get("device"), parent="?"),
+            )
+            stat = name[len("node_qdisc_") :].removesuffix("_total")
+            stat = {"current_queue_length": "qlen"}.get(stat, stat)
+            q.stats[stat] = q.stats.get(stat, 0.0) + v  # several children of one kind on a device: summed
+            q.evidence.append(scrape.evidence[(name, lbl)])
+    if qd:
+        parts["qdiscs"] = list(qd.values())
+    steal = [(lbl, v) for (lbl, v, _e) in scrape.series("node_cpu_seconds_total")]
+    if steal:
+        cpu = procstat.CpuTimes()
+        cpus = set()
+        for lbl, v in steal:
+            cpu.ticks[lbl.get("mode", "?")] = cpu.ticks.get(lbl.get("mode", "?"), 0.0) + v
+            cpus.add(lbl.get("cpu"))
+        cpu.ncpu = len(cpus)
+        evs = [e for (lbl, _v, e) in scrape.series("node_cpu_seconds_total") if lbl.get("mode") == "steal"]
+        cpu.evidence = evs[0] if evs else None
+        parts["cpu"] = cpu
+    return parts
+
+
+def _keys(obj) -> set:  # noqa: ANN001
+    return {x.key for x in obj} if isinstance(obj, list) else set()
+
+
+def _group_disjoint(items: list) -> list:
+    """ss or tc files that show different sockets/qdiscs (other devices, other filters) are one
+    snapshot, not successive ones: a file starts a new snapshot only when it overlaps the current."""
+    out: list = []
+    keys: set = set()
+    for sort_key, src, (obj, t) in items:
+        k = _keys(obj)
+        if out and not (k & keys) and t is None:
+            _sk, _src, (prev, pt) = out[-1]
+            out[-1] = (_sk, _src, (prev + obj, pt))
+            keys |= k
+            continue
+        out.append((sort_key, src, (list(obj), t)))
+        keys = set(k)
+    return out
+
+
+def load_host(paths: Iterable[str | Path]) -> Host:
+    """Read every input; raises :class:`ParseError` for the first unusable one."""
+    paths = list(paths)
+    sources = expand_inputs(paths)
+    if not sources:
+        raise ParseError(", ".join(str(p) for p in paths) or "<no input>", 0, "no input files")
+    return load_sources(sources)
+
+
+def load_sources(sources: list[Source]) -> Host:
+    """Sniff, parse and combine already opened sources (see :func:`load_host`)."""
+    host = Host()
+    first_error: ParseError | None = None
+    seqs: dict[tuple, list[tuple[tuple, Source, object]]] = {}
+    order = 0
+    for src in sources:
+        if src.name == "__note__":
+            host.notes.append(src.hint["note"])
+            continue
+        try:
+            kind = sniff(src)
+        except ParseError as e:
+            if src.hint.get("optional") and ("not a recognised capture" in e.problem or "empty file" in e.problem):
+                host.notes.append(f"skipped {src.name}: {e.problem.split(' (')[0]}")
+                continue
+            raise
+        if kind == "archive":
+            raise ParseError(src.name, 0, "an archive inside an archive is not supported")
+        try:
+            obj = _parse(src, kind)
+        except ParseError as e:
+            if not src.hint.get("optional"):
+                raise
+            # one bad member of an archive or directory costs that input, not the diagnosis
+            host.notes.append(f"could not read {e}")
+            first_error = first_error or e
+            continue
+        host.inputs.append((src.name, kind))
+        order += 1
+        if kind == "sysctl":
+            host.sysctls.values.update(obj.values)
+            host.sysctls.evidence.update(obj.evidence)
+            continue
+        if kind == "uname":
+            host.kernel = obj
+            continue
+        if kind in ("ethtool_rings", "ethtool_rings_json"):
+            host.rings[obj.device or "?"] = obj
+            continue
+        if kind == "ethtool_driver":
+            host.drivers[src.hint.get("device") or "?"] = obj
+            continue
+        if kind == "cilium":
+            host.cilium = obj
+            continue
+        if kind == "proc_netstat":
+            ext = any(k.startswith(("TcpExt", "IpExt", "MPTcpExt")) for k in obj.values)
+            seq = ("counters-proc", "netstat" if ext else "snmp")
+        elif kind in ("nstat_text", "nstat_json"):
+            seq = ("counters-nstat",)
+        elif kind == "ethtool_stats":
+            seq = ("nic", obj.device)
+        elif kind == "tc_json":
+            seq = ("tc-json",)
+        elif kind == "tc_text":
+            seq = ("tc-text",)
+        else:
+            seq = (kind,)
+        snap_hint = src.hint.get("snapshot")
+        t = src.hint.get("time")
+        if kind == "prom":
+            t = obj.time if obj.time is not None else t
+        sort_key = (snap_hint if isinstance(snap_hint, int) else 1 << 30, t if isinstance(t, int | float) else 0, order)
+        seqs.setdefault(seq, []).append((sort_key, src, (obj, t)))
+    for seq in list(seqs):
+        if seq[0] in ("ss", "tc-text", "tc-json"):
+            seqs[seq] = _group_disjoint(sorted(seqs[seq], key=lambda it: it[0]))
+    if not host.inputs and first_error is not None:
+        raise first_error
+    n = max((len(v) for v in seqs.values()), default=0)
+    host.snapshots = [Snapshot(index=i) for i in range(n)]
+    # proc netstat and snmp are two files per snapshot: separate sequences, merged here
+    for seq, items in sorted(seqs.items(), key=lambda kv: str(kv[0])):
+        items.sort(key=lambda it: it[0])
+        offset = n - len(items)  # a shorter sequence (e.g. one sysctl-like extra) aligns to the end
+        for j, (_k, src, (obj, t)) in enumerate(items):
+            snap = host.snapshots[j + offset]
+            snap.sources.append(src.name)
+            if t is not None and snap.time is None:
+                snap.time = float(t)
+            if seq[0] in ("counters-proc", "counters-nstat"):
+                if snap.counters is None or snap.counters.kind == "prom":
+                    snap.counters = netstat.Counters(kind=obj.kind)
+                snap.counters.merge(obj)
+            elif seq[0] == "ss":
+                snap.sockets = (snap.sockets or []) + obj
+            elif seq[0] == "nic":
+                snap.nics[obj.device or "?"] = obj
+            elif seq[0] in ("tc-json", "tc-text"):
+                if seq[0] == "tc-json" or snap.qdiscs is None:
+                    snap.qdiscs = obj
+            elif seq[0] == "procstat":
+                snap.cpu = obj
+            elif seq[0] == "prom":
+                parts = _prom_to_parts(obj)
+                if "counters" in parts and snap.counters is None:
+                    snap.counters = parts["counters"]
+                for dev, nic in parts.get("nics", {}).items():
+                    snap.nics.setdefault(dev, nic)
+                if "qdiscs" in parts and snap.qdiscs is None:
+                    snap.qdiscs = parts["qdiscs"]
+                if "cpu" in parts and snap.cpu is None:
+                    snap.cpu = parts["cpu"]
+    for dev, drv in host.drivers.items():
+        for s in host.snapshots:
+            if dev in s.nics:
+                s.nics[dev].driver = drv.driver
+    return host

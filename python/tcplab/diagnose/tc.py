@@ -1,0 +1,205 @@
+"""Queueing disciplines: ``tc -s qdisc`` text and ``tc -s -j qdisc`` JSON.
+
+The model (iproute2 ``tc/tc_util.c``, ``q_tbf.c``, ``q_fq.c``, ``q_fq_codel.c``, ``q_htb.c``):
+a record starts with a line ``qdisc KIND HANDLE: [dev DEV] root|parent P [refcnt N]
+OPTIONS``, followed by the common statistics::
+
+     Sent <bytes> bytes <pkts> pkt (dropped <n>, overlimits <n> requeues <n>)
+     backlog <size>b <n>p requeues <n>
+
+and the kind's extended statistics (xstats) on further indented lines as ``name value``
+pairs (fq: ``flows``, ``inactive``, ``throttled`` -- flows now waiting, stored here as
+``throttled_flows`` --, ``gc``, ``highprio``, ``throttled`` -- cumulative throttle events --,
+``latency``, ``flows_plimit``, ``horizon_drops``...; fq_codel: ``maxpacket``,
+``drop_overlimit``, ``new_flow_count``, ``ecn_mark``...). The JSON form carries the same
+names as keys. Values with units (``12.3us``, ``1514b``, ``10Mbit``) are kept as text in
+``options`` and converted to numbers in ``xstats`` where they have a unit we know.
+
+``mq`` (and ``mqprio``) show the *sum* of their children's statistics: rules must not count
+both, so :attr:`Qdisc.is_aggregate` marks them. For ``tbf``, ``overlimits`` counts packets
+that had to wait for tokens (shaping, no loss) and ``dropped`` counts queue overflow.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcplab.diagnose.source import Evidence, ParseError, Source, iter_lines, load_json, parse_tc_size, parse_tc_time_ns
+
+__all__ = ["Qdisc", "parse_tc_text", "parse_tc_json", "AGGREGATES"]
+
+AGGREGATES = frozenset({"mq", "mqprio", "multiq"})
+_SENT = re.compile(r"Sent (\d+) bytes (\d+) pkts? \(dropped (\d+), overlimits (\d+) requeues (\d+)\)")
+_BACKLOG = re.compile(r"backlog (\S+) (\d+)p requeues (\d+)")
+_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+_VALUE = re.compile(r"-?\d+(?:\.\d+)?[A-Za-zµ]*\Z")
+
+
+@dataclass
+class Qdisc:
+    kind: str
+    handle: str
+    dev: str | None
+    parent: str  # "root" or the parent handle
+    options: dict[str, str] = field(default_factory=dict)
+    stats: dict[str, float] = field(default_factory=dict)  # bytes packets drops overlimits requeues backlog qlen
+    xstats: dict[str, float] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str | None, str, str, str]:
+        # mq children all print handle "0:"; the parent (":1", ":2", ...) tells them apart
+        return (self.dev, self.handle, self.kind, self.parent)
+
+    @property
+    def is_aggregate(self) -> bool:
+        return self.kind in AGGREGATES
+
+    def value(self, name: str) -> float:
+        """A statistic or xstat; absent means zero (tc prints several xstats only when non-zero)."""
+        if name in self.stats:
+            return self.stats[name]
+        return self.xstats.get(name, 0.0)
+
+    def label(self) -> str:
+        return f"{self.kind} {self.handle} dev {self.dev or '?'} {self.parent}"
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    for conv in (parse_tc_time_ns, parse_tc_size):
+        v = conv(text)
+        if v is not None:
+            return v
+    return None
+
+
+def _head(tokens: list[str], file: str, lineno: int) -> Qdisc:
+    if len(tokens) < 3:
+        raise ParseError(file, lineno, "tc: a 'qdisc' line without kind and handle")
+    q = Qdisc(kind=tokens[1], handle=tokens[2], dev=None, parent="?")
+    i = 3
+    while i < len(tokens):
+        t = tokens[i]
+        if t == "dev" and i + 1 < len(tokens):
+            q.dev = tokens[i + 1]
+            i += 2
+        elif t == "root":
+            q.parent = "root"
+            i += 1
+        elif t == "parent" and i + 1 < len(tokens):
+            q.parent = tokens[i + 1]
+            i += 2
+        elif t == "refcnt" and i + 1 < len(tokens):
+            i += 2
+        else:
+            break
+    opts = tokens[i:]
+    j = 0
+    while j < len(opts):
+        if j + 1 < len(opts) and _NAME.match(opts[j]) and _VALUE.match(opts[j + 1]):
+            q.options[opts[j]] = opts[j + 1]
+            j += 2
+        else:
+            q.options.setdefault(opts[j], "")  # a bare flag such as ecn, nopacing
+            j += 1
+    return q
+
+
+def _xstats(q: Qdisc, text: str) -> None:
+    tokens = text.replace("(", " ").replace(")", " ").replace(",", " ").split()
+    prev = None
+    i = 0
+    while i + 1 < len(tokens):
+        name, value = tokens[i], tokens[i + 1]
+        if _NAME.match(name) and _VALUE.match(value):
+            v = _number(value)
+            if v is not None:
+                key = name
+                if name == "throttled" and prev == "inactive":
+                    key = "throttled_flows"  # fq: "flows N (inactive N throttled N)"
+                q.xstats[key] = v
+                prev = name
+                i += 2
+                continue
+        i += 1
+
+
+def parse_tc_text(src: Source) -> list[Qdisc]:
+    out: list[Qdisc] = []
+    cur: Qdisc | None = None
+    for lineno, text in iter_lines(src):
+        t = text.strip()
+        if not t:
+            continue
+        if text.startswith("qdisc "):
+            cur = _head(text.split(), src.name, lineno)
+            cur.evidence.append(Evidence(src.name, lineno, text))
+            out.append(cur)
+            continue
+        if cur is None:
+            raise ParseError(src.name, lineno, "not tc -s qdisc output (expected a line starting 'qdisc ')")
+        m = _SENT.search(t)
+        if m:
+            for k, v in zip(("bytes", "packets", "drops", "overlimits", "requeues"), m.groups(), strict=True):
+                cur.stats[k] = int(v)
+            cur.evidence.append(Evidence(src.name, lineno, text))
+            continue
+        m = _BACKLOG.match(t)
+        if m:
+            size = parse_tc_size(m.group(1))
+            cur.stats["backlog"] = size if size is not None else 0.0
+            cur.stats["qlen"] = int(m.group(2))
+            continue
+        if t.startswith("Sent "):
+            raise ParseError(src.name, lineno, "tc: a malformed 'Sent ... bytes ... pkt (dropped ...)' line")
+        if t.startswith("rate ") and "pps" in t:
+            continue  # rate estimator line
+        _xstats(cur, t)
+        cur.evidence.append(Evidence(src.name, lineno, text))
+    return out
+
+
+_STAT_KEYS = ("bytes", "packets", "drops", "overlimits", "requeues", "backlog", "qlen")
+
+
+def parse_tc_json(src: Source) -> list[Qdisc]:
+    doc = load_json(src)
+    if not isinstance(doc, list):
+        raise ParseError(src.name, 1, "tc -j output is a JSON list of qdiscs")
+    out: list[Qdisc] = []
+    for idx, item in enumerate(doc):
+        if not isinstance(item, dict) or not isinstance(item.get("kind"), str):
+            raise ParseError(src.name, 1, f"tc -j: item {idx} is not a qdisc object with a 'kind'")
+        q = Qdisc(
+            kind=item["kind"],
+            handle=str(item.get("handle", "?")),
+            dev=str(item["dev"]) if item.get("dev") is not None else None,
+            parent="root" if item.get("root") else str(item.get("parent", "?")),
+        )
+        opts = item.get("options")
+        if isinstance(opts, dict):
+            q.options = {str(k): _optstr(v) for k, v in opts.items()}
+        for k, v in item.items():
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                continue
+            if k in _STAT_KEYS:
+                q.stats[k] = v
+            elif k not in ("refcnt",):
+                q.xstats[k] = v
+        q.evidence.append(Evidence(src.name, 1, f"qdisc {q.kind} {q.handle} dev {q.dev} (item {idx})"))
+        out.append(q)
+    return out
+
+
+def _optstr(v: Any) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, dict | list):
+        return ""
+    return str(v)
