@@ -157,8 +157,10 @@ impl Simulator {
         if cfg.sample_interval_ns > 0 {
             ev.push(BOOT_NS, EventKind::Sample, 0);
         }
-        let series = FlowSeries::with_capacity(rows * cfg.flows.len());
-        let queues = QueueSeries::with_capacity(rows * cfg.links.len());
+        // Reserve the time series up front (no reallocation while sampling), but not beyond
+        // ~1M rows: very large scenarios grow as they go instead.
+        let series = FlowSeries::with_capacity((rows * cfg.flows.len()).min(1 << 20));
+        let queues = QueueSeries::with_capacity((rows * cfg.links.len()).min(1 << 20));
         Ok(Simulator { cfg, net, ev, socks, now_ns: BOOT_NS, end_ns, events: 0, series, queues })
     }
 

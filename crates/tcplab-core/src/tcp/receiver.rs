@@ -130,7 +130,7 @@ impl Receiver {
             moderate_rcvbuf: cfg.tcp_moderate_rcvbuf,
             advmss: mss,
             rcv_mss: mss,
-            ooo: Vec::with_capacity(8),
+            ooo: Vec::new(),
             ooo_bytes: 0,
             sacks: [SackBlock::default(); TCP_NUM_SACKS],
             num_sacks: 0,

@@ -80,7 +80,9 @@ pub struct RtxQueue {
 
 impl RtxQueue {
     pub fn new() -> Self {
-        RtxQueue { q: VecDeque::with_capacity(64), base_id: 0, ts_head: NIL, ts_tail: NIL }
+        // No allocation until the first segment is sent: flows that have not started cost
+        // nothing (memory follows active flows).
+        RtxQueue { q: VecDeque::new(), base_id: 0, ts_head: NIL, ts_tail: NIL }
     }
 
     #[inline]
