@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
+import importlib.metadata
 import json
 import os
 import platform
@@ -112,28 +112,40 @@ def build_tcplab_bench() -> Path:
     return ROOT / "target" / "release" / "tcplab-bench"
 
 
+def _ns3_package_dir() -> Path | None:
+    """The installed `ns3` distribution's package directory, if it has the C++ SDK.
+
+    Looked up by distribution, not by import: `python bench/run.py` puts bench/ on
+    sys.path, where the bench/ns3 directory would pass for a namespace package `ns3`."""
+    importlib.invalidate_caches()
+    try:
+        dist = importlib.metadata.distribution("ns3")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    d = Path(str(dist.locate_file("ns3")))
+    if (d / "include" / "ns3" / "tcp-bbr.h").is_file() and (d / "lib64").is_dir():
+        return d
+    return None
+
+
 def find_or_install_ns3() -> tuple[Path | None, str]:
     """The ns3 package's directory (with include/ and lib64/), or None and why not."""
-    spec = importlib.util.find_spec("ns3")
-    if spec is None:
-        say(f"installing ns-3 from PyPI ({NS3_PIN}, ~70 MB)")
-        r = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", NS3_PIN],
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
-        if r.returncode != 0:
-            return None, f"pip install {NS3_PIN} failed: {r.stderr.strip().splitlines()[-1:]}"
-        importlib.invalidate_caches()
-        spec = importlib.util.find_spec("ns3")
-    if spec is None or not spec.submodule_search_locations:
-        return None, "the ns3 package is not importable"
-    for loc in spec.submodule_search_locations:
-        d = Path(loc)
-        if (d / "include" / "ns3" / "tcp-bbr.h").is_file() and (d / "lib64").is_dir():
-            return d, ""
-    return None, "the ns3 package has no C++ headers/libraries (need PyPI ns3 >= 3.44)"
+    d = _ns3_package_dir()
+    if d is not None:
+        return d, ""
+    say(f"installing ns-3 from PyPI ({NS3_PIN}, ~70 MB)")
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", NS3_PIN],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    if r.returncode != 0:
+        return None, f"pip install {NS3_PIN} failed: {r.stderr.strip().splitlines()[-1:]}"
+    d = _ns3_package_dir()
+    if d is None:
+        return None, "the installed ns3 package has no C++ headers/libraries (need PyPI ns3 >= 3.44)"
+    return d, ""
 
 
 def build_ns3_program(ns3: Path) -> tuple[Path | None, str]:
