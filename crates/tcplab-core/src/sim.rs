@@ -137,7 +137,6 @@ impl Simulator {
         let net = Network {
             links,
             routes,
-            kinds: cfg.nodes.iter().map(|n| n.kind).collect(),
             data: DataAccounting::default(),
             packets_transmitted: 0,
             host_packets: 0,
@@ -171,10 +170,6 @@ impl Simulator {
 
     pub fn duration_ns(&self) -> u64 {
         self.cfg.duration_ns
-    }
-
-    pub fn done(&self) -> bool {
-        self.ev.peek_time().is_none_or(|t| t > self.end_ns)
     }
 
     /// Process every event due at or before scenario time `until_rel_ns`.

@@ -16,6 +16,7 @@ use pyo3::types::{PyDict, PyList};
 use tcplab_core::config::SimConfig;
 use tcplab_core::mib::{Mib, MibCounters};
 use tcplab_core::sim::{SimOutput, Simulator};
+use tcplab_core::tcp::sock::CaState;
 
 const CHUNKS: u64 = 100;
 
@@ -152,7 +153,8 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     d.set_item("queue_timeseries", qs)?;
 
     let names = PyDict::new(py);
-    names.set_item("ca_state", vec!["Open", "Disorder", "CWR", "Recovery", "Loss"])?;
+    let states = [CaState::Open, CaState::Disorder, CaState::Cwr, CaState::Recovery, CaState::Loss];
+    names.set_item("ca_state", states.map(|s| s.name()).to_vec())?;
     let modes = PyDict::new(py);
     modes.set_item("bbr", vec!["", "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"])?;
     names.set_item("cc_mode", modes)?;

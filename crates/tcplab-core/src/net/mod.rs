@@ -4,7 +4,6 @@ pub mod loss;
 pub mod qdisc;
 pub mod routing;
 
-use crate::config::NodeKind;
 use crate::event::EventQueue;
 use crate::packet::Packet;
 use link::{Enqueued, Link, TxCompletion};
@@ -25,7 +24,6 @@ pub struct DataAccounting {
 pub struct Network {
     pub links: Vec<Link>,
     pub routes: Routes,
-    pub kinds: Vec<NodeKind>,
     pub data: DataAccounting,
     /// Packets that completed serialization on any link (each hop counts).
     pub packets_transmitted: u64,

@@ -584,15 +584,6 @@ impl Receiver {
         self.comp_sack_deadline_ns = NEVER;
         self.compressed_ack > 0 && self.ack_pending
     }
-
-    /// Receiver's RTT estimate in us (0 = none).
-    pub fn rcv_rtt_us(&self) -> u64 {
-        self.rcv_rtt_us_x8 >> 3
-    }
-
-    pub fn ooo_bytes(&self) -> u64 {
-        self.ooo_bytes
-    }
 }
 
 #[cfg(test)]

@@ -155,7 +155,8 @@ impl TcpSocket {
         let lost0 = self.tp.lost;
         let prior_inflight = self.tp.packets_in_flight();
         self.clear_xmit_timer();
-        self.rack_detect_loss_timer(ctx.now_ns);
+        // The remaining reordering timeout is not used here: the RTO is re-armed below.
+        self.rack_detect_loss();
         if prior_inflight != self.tp.packets_in_flight() {
             if self.tp.ca_state != CaState::Recovery {
                 self.enter_recovery();
@@ -168,15 +169,6 @@ impl TcpSocket {
         }
         if self.xmit_timer != XmitTimer::Retrans {
             self.rearm_rto(ctx.now_ns);
-        }
-    }
-
-    fn rack_detect_loss_timer(&mut self, now_ns: u64) {
-        let timeout_us = self.rack_detect_loss();
-        if timeout_us != 0 {
-            let when = usecs_to_jiffies(timeout_us) + TCP_TIMEOUT_MIN;
-            let rto = self.tp.icsk_rto;
-            self.reset_xmit_timer(XmitTimer::ReoTimeout, now_ns, when.min(rto));
         }
     }
 

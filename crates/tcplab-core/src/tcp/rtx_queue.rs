@@ -114,10 +114,6 @@ impl RtxQueue {
     pub fn front(&self) -> Option<&Skb> {
         self.q.front()
     }
-    #[inline]
-    pub fn back(&self) -> Option<&Skb> {
-        self.q.back()
-    }
 
     /// Id of the skb whose `[seq, end_seq)` contains `seq`, if any.
     pub fn find(&self, seq: u64) -> Option<u64> {
