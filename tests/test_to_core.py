@@ -312,3 +312,25 @@ def test_default_queue_and_loss():
 def test_to_core_json_is_compact_and_equal():
     sc = tcplab.load_scenario("builtin:cubic-vs-bbr-lossy")
     assert json.loads(sc.to_core_json()) == sc.to_core()
+
+
+# -- a bare number is percent, as netem reads it (issue 7, 3.1) ------------------------------
+
+
+@pytest.mark.parametrize("bare", [1, 2, 0.5, "2", 40])
+def test_bare_percentages_mean_percent_everywhere(base_scenario, bare):
+    # iproute2 tc_util.c parse_percent(): "loss 2" is 2%, the same as "loss 2%".
+    expected = float(bare) / 100
+    base_scenario["links"][0]["loss"] = bare
+    base_scenario["links"][1]["loss"] = {"gilbert_elliott": {"p": bare, "r": bare, "h": bare, "k": bare}}
+    base_scenario["links"][0]["reorder"] = {"probability": bare, "delay": "1ms"}
+    links = tcplab.load_scenario(base_scenario).to_core()["links"]
+    assert links[0]["loss"] == {"kind": "bernoulli", "p": pytest.approx(expected)}
+    ge = links[2]["loss"]
+    assert ge["kind"] == "gilbert_elliott"
+    assert [ge[k] for k in "prhk"] == pytest.approx([expected] * 4)
+    assert links[0]["reorder"]["p"] == pytest.approx(expected)
+    with_sign = dict(base_scenario)
+    with_sign["links"] = [dict(link) for link in base_scenario["links"]]
+    with_sign["links"][0]["loss"] = f"{bare}%"
+    assert tcplab.load_scenario(with_sign).to_core()["links"][0]["loss"] == links[0]["loss"]

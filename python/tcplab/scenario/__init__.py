@@ -53,7 +53,8 @@ Links and queues
     1 514 000 bytes (``txqueuelen * (1500 + 14)``, as Linux sizes it).
 
 Loss (``netem`` meanings)
-    ``loss: 1%`` (or ``0.01``): each packet independently. ``{gilbert_elliott: {p, r, h, k}}``:
+    ``loss: 1%`` (or ``1``: a bare number is percent, as netem reads it): each packet
+    independently. ``{gilbert_elliott: {p, r, h, k}}``:
     two states; ``p`` = P(good->bad), ``r`` = P(bad->good), ``h`` = P(packet survives | bad),
     ``k`` = P(packet survives | good). netem's command line takes ``p r 1-h 1-k``; tcplab takes
     ``h`` and ``k`` themselves. Defaults as current iproute2: ``r = 1 - p``, ``h = 0%`` (bad

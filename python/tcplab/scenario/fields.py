@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator
 
 from tcplab.errors import UnitError, show_value
-from tcplab.units import U64_MAX, parse_fraction, parse_number, parse_rate, parse_size, parse_time
+from tcplab.units import U64_MAX, parse_number, parse_percent, parse_rate, parse_size, parse_time
 
 CC_NAMES = ("reno", "cubic", "bbr")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+\Z")
@@ -115,7 +115,7 @@ Rate = Annotated[int, BeforeValidator(parse_rate)]
 Time = Annotated[int, BeforeValidator(parse_time)]
 PosTime = Annotated[int, BeforeValidator(lambda v: parse_time(v, allow_zero=False))]
 Size = Annotated[int, BeforeValidator(parse_size)]
-Probability = Annotated[float, BeforeValidator(parse_fraction)]
+Probability = Annotated[float, BeforeValidator(parse_percent)]
 Bool = Annotated[bool, BeforeValidator(_parse_bool)]
 CcName = Annotated[str, BeforeValidator(_parse_cc)]
 MemTriple = Annotated[tuple[int, int, int], BeforeValidator(_parse_mem_triple)]

@@ -13,7 +13,7 @@ from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import Int, PosTime, Probability, Rate, Time, _parse_between, _parse_int, _sub
 from tcplab.scenario.queues import Queue
-from tcplab.units import U64_MAX, parse_fraction
+from tcplab.units import U64_MAX, parse_percent
 
 
 class LossSpec(BaseModel):
@@ -47,7 +47,7 @@ def _parse_loss(value: Any) -> LossSpec:
         return LossSpec(kind="none")
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         try:
-            p = parse_fraction(value)
+            p = parse_percent(value)
         except UnitError as e:
             raise UnitError(e.problem, LOSS_EXPECTED if "is not" in e.problem else e.expected, value) from None
         return LossSpec(kind="bernoulli", p=p) if p > 0 else LossSpec(kind="none")
@@ -90,7 +90,7 @@ def _parse_loss(value: Any) -> LossSpec:
     for key in ("p", "r", "h", "k"):
         if key in body:
             try:
-                params[key] = parse_fraction(body[key])
+                params[key] = parse_percent(body[key])
             except UnitError as e:
                 raise _sub(e, kind, key) from None
     params.setdefault("r", 1.0 - params["p"])

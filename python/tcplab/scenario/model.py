@@ -41,6 +41,7 @@ class Scenario(_Model):
 
     _source: str = PrivateAttr(default="")
     _raw: dict = PrivateAttr(default_factory=dict)
+    _lines: dict = PrivateAttr(default_factory=dict)  # field path -> line in the source file
 
     # -- cross-reference checks -------------------------------------------------------
 

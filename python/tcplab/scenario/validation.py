@@ -1,7 +1,9 @@
 """The entry point: a plain dict -> a :class:`Scenario`, or a :class:`ScenarioError`.
 
 pydantic's errors are converted into ScenarioErrors naming the field path, the value and
-what was expected.
+what was expected; every problem found is kept (not just the first), each with the line of
+its field in the file when a line map is given (:func:`tcplab.loader.node_lines`), in file
+order.
 """
 
 from __future__ import annotations
@@ -12,11 +14,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from tcplab.errors import ScenarioError, UnitError, UnitErrors, show_value
+from tcplab.scenario.base import UnknownKey
 from tcplab.scenario.model import Scenario
 
 
-def validate_scenario(data: Mapping[str, Any], file: str = "") -> Scenario:
-    """Validate a plain dict (already parsed and overridden) into a :class:`Scenario`."""
+def validate_scenario(
+    data: Mapping[str, Any], file: str = "", *, lines: Mapping[tuple[str, ...], int] | None = None
+) -> Scenario:
+    """Validate a plain dict (already parsed and overridden) into a :class:`Scenario`.
+
+    ``lines`` maps field paths to their line in ``file`` (errors then say ``file:LINE``).
+    """
     if not isinstance(data, Mapping):
         raise ScenarioError(
             f"the top level is {show_value(data) if not isinstance(data, list) else 'a list'}",
@@ -26,10 +34,20 @@ def validate_scenario(data: Mapping[str, Any], file: str = "") -> Scenario:
     try:
         return Scenario.model_validate(dict(data))
     except ValidationError as exc:
-        raise _convert(exc, file) from None
+        raise _convert(exc, file, lines or {}) from None
 
 
-def _convert(exc: ValidationError, file: str) -> ScenarioError:
+def line_of(path: str, lines: Mapping[tuple[str, ...], int]) -> int | None:
+    """The line of field ``path`` (dotted), or of its nearest ancestor written in the file."""
+    parts = tuple(path.split(".")) if path else ()
+    while parts:
+        if parts in lines:
+            return lines[parts]
+        parts = parts[:-1]
+    return None
+
+
+def _convert(exc: ValidationError, file: str, lines: Mapping[tuple[str, ...], int]) -> ScenarioError:
     errors: list[ScenarioError] = []
     for err in exc.errors(include_url=False):
         loc = [p for p in err["loc"] if p != "[key]"]
@@ -44,6 +62,8 @@ def _convert(exc: ValidationError, file: str) -> ScenarioError:
         value = err.get("input")
         if err["type"] == "missing":
             errors.append(ScenarioError("missing", file=file, path=path, expected="a value"))
+        elif err["type"] == "extra_forbidden" and isinstance(value, UnknownKey):
+            errors.append(ScenarioError(value.problem, file=file, path=path, value=value.key, expected=value.expected))
         elif err["type"] == "extra_forbidden":
             errors.append(
                 ScenarioError(
@@ -64,7 +84,18 @@ def _convert(exc: ValidationError, file: str) -> ScenarioError:
         else:
             msg = err["msg"]
             errors.append(ScenarioError(f"{show_value(value)}: {msg}", file=file, path=path, value=value))
+    for e in errors:
+        e.lineno = line_of(e.path, lines)
+        e.args = (e.line(),)
+    # File order (errors without a line last, in pydantic's field order).
+    errors.sort(key=lambda e: (e.lineno is None, e.lineno or 0))
     first = errors[0]
     return ScenarioError(
-        first.problem, file=first.file, path=first.path, value=first.value, expected=first.expected, errors=errors
+        first.problem,
+        file=first.file,
+        path=first.path,
+        value=first.value,
+        expected=first.expected,
+        errors=errors,
+        lineno=first.lineno,
     )
