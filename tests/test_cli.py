@@ -237,10 +237,12 @@ def test_console_script_entry_point():
     assert "Traceback" not in p.stderr
 
 
-def test_unwritable_output_exit_1(tmp_path, patched_core):
+def test_unwritable_output_exit_2_before_running(tmp_path, patched_core):
+    # An output path that cannot be created is a user error found before simulating (issue 7, 2.8).
     blocker = tmp_path / "file"
     blocker.write_text("x")
     r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", blocker / "sub" / "run", "--set", "duration=1s")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
     assert "Traceback" not in r.output
+    assert patched_core.calls == []

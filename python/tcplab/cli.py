@@ -68,6 +68,16 @@ def _user_error(e: ScenarioError) -> NoReturn:
     raise typer.Exit(2)
 
 
+def _warn(scenarios: list) -> None:
+    """Print each scenario's warnings (valid values that probably mean something else), once."""
+    seen: set[str] = set()
+    for sc in scenarios:
+        for w in sc.warnings:
+            if w.line() not in seen:
+                seen.add(w.line())
+                typer.echo(f"warning: {w.line()}", err=True)
+
+
 def _guard(fn):  # noqa: ANN001, ANN202 - decorator
     """Map tcplab's exceptions to one-line messages and exit codes."""
     import functools
@@ -159,6 +169,7 @@ def run(
     from tcplab.runner import run as run_scenario
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
+    _warn([sc])
     out_dir = output if output is not None else Path("runs") / sc.name
     check_output_dir(out_dir, overwrite=force)
     with SimProgress(sc.name, enabled=None if not quiet else False) as progress:
@@ -192,6 +203,7 @@ def compare(
     from tcplab.results import check_output_dir
 
     variants = plan_variants(scenarios, set_ or [], seed=seed)
+    _warn([v.scenario for v in variants])
     out_dir = output if output is not None else Path("runs") / f"compare-{variants[0].scenario.name}"
     check_output_dir(out_dir, overwrite=force)
     n_jobs = jobs if jobs is not None else default_jobs(len(variants))
@@ -228,6 +240,7 @@ def check(
     from tcplab.units import format_size, format_time, human_rate
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
+    _warn([sc])
     core = sc.to_core()
     if as_json:
         typer.echo(json.dumps(core, indent=2))

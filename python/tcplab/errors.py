@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ScenarioError", "UnitError", "UnitErrors", "EngineError", "show_value"]
+__all__ = ["ScenarioError", "ScenarioWarning", "UnitError", "UnitErrors", "EngineError", "show_value"]
 
 
 def show_value(value: Any) -> str:
@@ -118,6 +118,31 @@ class ScenarioError(Exception):
             self.file = str(file)
         self.args = (self.line(),)
         return self
+
+
+class ScenarioWarning:
+    """A valid scenario value that probably does not mean what was intended (one line).
+
+    Same address as a :class:`ScenarioError` (``file:LINE: path: message``); the CLI prints
+    each as ``warning: ...`` and runs anyway. :attr:`tcplab.scenario.Scenario.warnings` holds them.
+    """
+
+    def __init__(self, message: str, *, file: str = "", path: str = "", lineno: int | None = None):
+        self.message = message
+        self.file = str(file) if file else ""
+        self.path = path
+        self.lineno = lineno
+
+    def line(self) -> str:
+        """The message without the ``warning: `` prefix, on one line."""
+        where = f"{self.file}:{self.lineno}" if self.file and self.lineno else self.file
+        return " ".join(": ".join([p for p in (where, self.path) if p] + [self.message]).splitlines())
+
+    def __str__(self) -> str:
+        return self.line()
+
+    def __repr__(self) -> str:
+        return f"ScenarioWarning({self.line()!r})"
 
 
 class EngineError(RuntimeError):

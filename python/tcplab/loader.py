@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from tcplab.errors import ScenarioError, show_value
+from tcplab.errors import ScenarioError, ScenarioWarning, show_value
 from tcplab.overrides import Override, apply_overrides, parse_overrides
 from tcplab.scenario import Scenario, validate_scenario
 
@@ -294,20 +294,22 @@ def validate_with_overrides(
         raise
     except RecursionError:  # a backstop: the nesting checks above bound the depth first
         raise _too_deep(label) from None
+    _attribute_to_overrides(scenario._warnings, overrides)
     scenario._source = label
     scenario._raw = raw
     scenario._lines = lines
     return scenario
 
 
-def _attribute_to_overrides(error: ScenarioError, overrides: list[Override]) -> None:
-    """Errors in a value that came from ``--set`` name ``--set`` instead of the file."""
+def _attribute_to_overrides(error: ScenarioError | list[ScenarioWarning], overrides: list[Override]) -> None:
+    """Errors (and warnings) in a value that came from ``--set`` name ``--set`` instead of the file."""
     dotted = [ov.dotted.replace("sysctl.net.ipv4.", "sysctl.") for ov in overrides]
-    for e in error.errors:
+    items = error if isinstance(error, list) else error.errors
+    for e in items:
         if any(e.path == d or e.path.startswith(d + ".") for d in dotted):
             e.file = "--set"
             e.lineno = None
-    if error.errors:
+    if isinstance(error, ScenarioError) and error.errors:
         first = error.errors[0]
         error.file = first.file
         error.lineno = first.lineno

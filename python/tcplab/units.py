@@ -65,6 +65,7 @@ __all__ = [
     "format_size",
     "format_percent",
     "human_rate",
+    "rate_unit_warning",
 ]
 
 U64_MAX = 2**64 - 1
@@ -279,3 +280,42 @@ def human_rate(bps: float) -> str:
         if abs(bps) >= factor:
             return f"{bps / factor:.3g} {name}"
     return f"{bps:.3g} bit/s"
+
+
+_BYTE_RATE_PREFIXES = {
+    "": ("bytes", "bit"),
+    "k": ("kilobytes", "Kbit"),
+    "m": ("megabytes", "Mbit"),
+    "g": ("gigabytes", "Gbit"),
+    "t": ("terabytes", "Tbit"),
+    "ki": ("kibibytes", "Kibit"),
+    "mi": ("mebibytes", "Mibit"),
+    "gi": ("gibibytes", "Gibit"),
+    "ti": ("tebibytes", "Tibit"),
+}
+
+
+def rate_unit_warning(value: Any) -> str | None:
+    """A warning for a rate written in tc's **bytes** per second (``5Mbps``), else None.
+
+    tc(8) reads ``bps`` as bytes per second, so ``5Mbps`` is 40 Mbit/s; people usually mean
+    megabits. The value is valid (tcplab reads it as tc does); the warning says what it means.
+    """
+    if not isinstance(value, str):
+        return None
+    m = _NUMBER.match(value)
+    if not m:
+        return None
+    unit = m.group(2).lower()
+    if not unit.endswith("bps") or unit[:-3] not in _BYTE_RATE_PREFIXES:
+        return None
+    try:
+        bps = parse_rate(value)
+    except UnitError:
+        return None
+    name, bit_unit = _BYTE_RATE_PREFIXES[unit[:-3]]
+    number = m.group(1)
+    return (
+        f"{show_value(value)} is {number} {name} per second in tc's units ({human_rate(bps)}); "
+        f"write {number}{bit_unit} for {name.replace('bytes', 'bits')}"
+    )

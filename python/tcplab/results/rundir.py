@@ -27,12 +27,14 @@ def write_dir_atomically(
     target = Path(directory).absolute()
     check_output_dir(target, overwrite=overwrite)
     created = _make_parents(target.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp: Path | None = None
     try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
         fill(tmp)
         _replace_dir(tmp, target)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         for d in reversed(created):
             try:
                 d.rmdir()
@@ -43,7 +45,9 @@ def write_dir_atomically(
 
 
 def check_output_dir(target: Path, *, overwrite: bool = False) -> None:
-    """A user error if ``target`` exists and is not an empty directory (unless overwrite)."""
+    """A user error if ``target`` exists and is not an empty directory (unless overwrite), or
+    cannot be created: checked before simulating, so a run is never lost to its output path."""
+    check_output_writable(Path(target))
     if target.exists():
         if not target.is_dir():
             raise ScenarioError(
@@ -55,6 +59,46 @@ def check_output_dir(target: Path, *, overwrite: bool = False) -> None:
                 file=str(target),
                 expected="a new or empty directory (or --force to replace it)",
             )
+
+
+#: The longest file name (NAME_MAX on Linux); the temporary sibling ``.NAME.XXXXXXXX.tmp``
+#: that a run directory is written into must fit too.
+NAME_MAX_BYTES = 255
+_TMP_EXTRA_BYTES = len(".") + len(".") + 8 + len(".tmp")
+
+
+def check_output_writable(target: Path) -> None:
+    """A user error if ``target`` could not be created: a name too long for the file system
+    (with its temporary sibling), a parent that is a file, or a directory we may not write."""
+    target = target.absolute()
+    name_bytes = len(os.fsencode(target.name))
+    if name_bytes + _TMP_EXTRA_BYTES > NAME_MAX_BYTES:
+        raise ScenarioError(
+            f"the directory name is {name_bytes} bytes long",
+            file=str(target),
+            expected=f"a name of at most {NAME_MAX_BYTES - _TMP_EXTRA_BYTES} bytes",
+        )
+    ancestor = target.parent
+    while not ancestor.exists():
+        if len(os.fsencode(ancestor.name)) > NAME_MAX_BYTES:
+            raise ScenarioError(
+                f"{ancestor.name[:40]}... is longer than {NAME_MAX_BYTES} bytes",
+                file=str(target),
+                expected="an output path whose every component is a valid file name",
+            )
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ScenarioError(
+            f"{ancestor} is not a directory", file=str(target), expected="an output path under a directory"
+        )
+    try:  # a real probe (permissions, ACLs, a read-only file system), removed at once
+        Path(tempfile.mkdtemp(prefix=".tcplab-probe.", dir=ancestor)).rmdir()
+    except OSError as e:
+        raise ScenarioError(
+            f"cannot create it in {ancestor} ({e.strerror or e})",
+            file=str(target),
+            expected="an output directory in a writable place (-o)",
+        ) from None
 
 
 def _make_parents(parent: Path) -> list[Path]:

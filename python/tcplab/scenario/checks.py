@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import show_value
 from tcplab.routing import bfs_route
-from tcplab.scenario.fields import _did_you_mean, _t
+from tcplab.scenario.fields import U32_MAX, _did_you_mean, _t
 from tcplab.scenario.flows import flow_names
 
 if TYPE_CHECKING:
@@ -105,3 +105,36 @@ def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bo
                 error(("flows", i), f"no route from {a} to {b}", "links that connect the two hosts")
             elif bfs_route(len(topo.nodes), topo.ends, dst, src, topo.forwards) is None:
                 error(("flows", i), f"no route back from {b} to {a} for ACKs", "links that connect the two hosts")
+
+
+def check_queue_limits(sc: Scenario, error: Any) -> None:
+    """Queue limits as resolved ("bdp" multiples included) fit the engine's u32, as tc's ``limit``.
+
+    A limit of ``1e9bdp`` is valid YAML and a valid number, but resolves to more packets or
+    bytes than a pfifo/bfifo can hold (tc: ``struct tc_fifo_qopt { __u32 limit; }``); it is
+    reported here, at the queue's own path, instead of by the engine after loading.
+    """
+    topo = sc._topology()
+    reported: set[tuple] = set()
+    for j, link in enumerate(topo.links):
+        queue = link.get("queue")
+        if queue is None:
+            continue
+        limit = queue.get("limit_packets", queue.get("limit_bytes", 0))
+        if limit <= U32_MAX:
+            continue
+        entry = sc.links[j // 2]
+        reverse_queue = j % 2 == 1 and entry.reverse is not None and entry.reverse.queue is not None
+        path = ("links", j // 2, *(("reverse",) if reverse_queue else ()), "queue", "limit")
+        if path in reported:
+            continue
+        reported.add(path)
+        unit = "packets" if "limit_packets" in queue else "bytes"
+        spec = (entry.reverse.queue if reverse_queue else entry.queue).limit_spec()
+        shown = f"{spec.value.normalize():f}" + ("bdp" if spec.unit == "bdp" else "")
+        error(
+            path,
+            f"{show_value(shown)} is {limit} {unit} on {link['name']}, more than a queue limit holds",
+            f"a limit of at most {U32_MAX} {unit} (tc's u32 limit), such as 1bdp",
+            shown,
+        )

@@ -13,9 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tcplab.errors import ScenarioError, UnitError, UnitErrors, show_value
+from tcplab.errors import ScenarioError, ScenarioWarning, UnitError, UnitErrors, show_value
 from tcplab.scenario.base import UnknownKey
 from tcplab.scenario.model import Scenario
+from tcplab.units import rate_unit_warning
 
 
 def validate_scenario(
@@ -32,9 +33,39 @@ def validate_scenario(
             expected="a mapping with keys such as name, duration, hosts, links, flows",
         )
     try:
-        return Scenario.model_validate(dict(data))
+        scenario = Scenario.model_validate(dict(data))
     except ValidationError as exc:
         raise _convert(exc, file, lines or {}) from None
+    scenario._warnings = collect_warnings(data, file, lines or {})
+    return scenario
+
+
+def _rate_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(dotted path, raw value) of every rate in the scenario data."""
+    out: list[tuple[str, Any]] = []
+    links = data.get("links")
+    for i, link in enumerate(links if isinstance(links, list) else []):
+        if isinstance(link, Mapping):
+            out.append((f"links.{i}.rate", link.get("rate")))
+            reverse = link.get("reverse")
+            if isinstance(reverse, Mapping):
+                out.append((f"links.{i}.reverse.rate", reverse.get("rate")))
+    flows = data.get("flows")
+    for i, flow in enumerate(flows if isinstance(flows, list) else []):
+        tcp = flow.get("tcp") if isinstance(flow, Mapping) else None
+        if isinstance(tcp, Mapping):
+            out.append((f"flows.{i}.tcp.max_pacing_rate", tcp.get("max_pacing_rate")))
+    return out
+
+
+def collect_warnings(data: Mapping[str, Any], file: str, lines: Mapping[tuple[str, ...], int]) -> list[ScenarioWarning]:
+    """Valid values that probably mean something else than intended: rates in tc's bytes/s."""
+    warnings = []
+    for path, value in _rate_fields(data):
+        message = rate_unit_warning(value)
+        if message:
+            warnings.append(ScenarioWarning(message, file=file, path=path, lineno=line_of(path, lines)))
+    return warnings
 
 
 def line_of(path: str, lines: Mapping[tuple[str, ...], int]) -> int | None:
