@@ -27,14 +27,12 @@ def write_dir_atomically(
     target = Path(directory).absolute()
     check_output_dir(target, overwrite=overwrite)
     created = _make_parents(target.parent)
-    tmp: Path | None = None
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
         fill(tmp)
         _replace_dir(tmp, target)
     except BaseException:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
         for d in reversed(created):
             try:
                 d.rmdir()
