@@ -518,3 +518,18 @@ def test_deeply_nested_dict_is_a_clean_error():
         inner = inner["a"]
     with pytest.raises(ScenarioError, match=r"<dict>: nested more than 64 levels deep"):
         tcplab.load_scenario(data)
+
+
+def test_reference_problems_are_reported_beside_field_problems(write_yaml):
+    # A bad rate used to hide every cross-reference problem (they ran only once all fields parsed).
+    path = write_yaml(MULTI.replace("to: client", "to: clinet").replace("[server, r1]", "[server, r9]"))
+    with pytest.raises(ScenarioError) as info:
+        tcplab.load_scenario(path)
+    got = [(e.lineno, e.path) for e in info.value.errors]
+    assert (7, "links.0.between.1") in got
+    assert (14, "flows.0.to") in got
+    assert (8, "links.0.rate") in got
+    by_path = {e.path: e.line() for e in info.value.errors}
+    assert 'unknown host "clinet" (did you mean "client"?)' in by_path["flows.0.to"]
+    assert 'unknown node "r9"' in by_path["links.0.between.1"]
+    assert [e.lineno for e in info.value.errors] == sorted(e.lineno for e in info.value.errors)

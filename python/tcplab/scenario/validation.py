@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from tcplab.errors import ScenarioError, ScenarioWarning, UnitError, UnitErrors, show_value
 from tcplab.scenario.base import UnknownKey
+from tcplab.scenario.checks import check_flows, check_nodes, partial_view
 from tcplab.scenario.model import Scenario
 from tcplab.units import rate_unit_warning
 
@@ -35,7 +36,7 @@ def validate_scenario(
     try:
         scenario = Scenario.model_validate(dict(data))
     except ValidationError as exc:
-        raise _convert(exc, file, lines or {}) from None
+        raise _convert(exc, file, lines or {}, data) from None
     scenario._warnings = collect_warnings(data, file, lines or {})
     return scenario
 
@@ -78,7 +79,34 @@ def line_of(path: str, lines: Mapping[tuple[str, ...], int]) -> int | None:
     return None
 
 
-def _convert(exc: ValidationError, file: str, lines: Mapping[tuple[str, ...], int]) -> ScenarioError:
+def _reference_errors(data: Mapping[str, Any], file: str, known: list[ScenarioError]) -> list[ScenarioError]:
+    """Cross-reference problems among the fields that parse (see checks.partial_view), except
+    at paths where a problem is already reported."""
+    view = partial_view(data)
+    if view is None:
+        return []
+    found: list[ScenarioError] = []
+
+    def error(path: tuple, problem: str, expected: str, value: Any = None) -> None:
+        found.append(
+            ScenarioError(problem, file=file, path=".".join(str(p) for p in path), value=value, expected=expected)
+        )
+
+    try:
+        check_flows(view, error, check_nodes(view, error), topology_ok=False)
+    except (AttributeError, KeyError, TypeError, IndexError):  # a shape the view did not foresee
+        return []
+    taken = [e.path for e in known]
+
+    def overlaps(path: str) -> bool:
+        return any(path == t or path.startswith(t + ".") or t.startswith(path + ".") for t in taken)
+
+    return [e for e in found if not overlaps(e.path)]
+
+
+def _convert(
+    exc: ValidationError, file: str, lines: Mapping[tuple[str, ...], int], data: Mapping[str, Any] | None = None
+) -> ScenarioError:
     errors: list[ScenarioError] = []
     for err in exc.errors(include_url=False):
         loc = [p for p in err["loc"] if p != "[key]"]
@@ -115,6 +143,8 @@ def _convert(exc: ValidationError, file: str, lines: Mapping[tuple[str, ...], in
         else:
             msg = err["msg"]
             errors.append(ScenarioError(f"{show_value(value)}: {msg}", file=file, path=path, value=value))
+    if data is not None:
+        errors.extend(_reference_errors(data, file, errors))
     for e in errors:
         e.lineno = line_of(e.path, lines)
         e.args = (e.line(),)
