@@ -37,6 +37,10 @@ def validate_scenario(
         scenario = Scenario.model_validate(dict(data))
     except ValidationError as exc:
         raise _convert(exc, file, lines or {}, data) from None
+    except RecursionError:  # data nested absurdly deep (the loader refuses it earlier, with the limit)
+        raise ScenarioError(
+            "nested too deeply to validate", file=file, expected="a scenario nested a few levels deep"
+        ) from None
     scenario._warnings = collect_warnings(data, file, lines or {})
     return scenario
 
