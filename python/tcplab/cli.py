@@ -11,8 +11,14 @@ SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scen
 
 Exit codes: 0 success; 2 a mistake in the scenario, an override or the command line (one
 ``error: ...`` line per problem on stderr, nothing run, no output directory); 1 the engine
-failed (``error: engine: ...``) or is not installed; 130 interrupted. ``diagnose``: 0 it ran,
-2 unusable input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
+failed (``error: engine: ...``) or is not installed; 3 ``compare``: some variants failed (the
+others are written, the failed ones are marked in the table and compare.json); 130
+interrupted (SIGINT), 143 terminated (SIGTERM), in both cases after removing partial output
+and stopping worker processes (see :mod:`tcplab.signals`). ``diagnose``: 0 it ran, 2 unusable
+input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
+
+Command-line mistakes (a bad ``--seed``, ``-j 0``, an unknown option) are reported in the same
+one-line ``error: OPTION: ...; expected ...`` form as scenario errors, never as a usage panel.
 """
 
 from __future__ import annotations
@@ -20,15 +26,121 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from tcplab.errors import EngineError, ScenarioError
+from tcplab.signals import exit_code_for, sigterm_as_interrupt
 
-__all__ = ["app", "main"]
+try:  # typer >= 0.2x carries its own copy of click
+    from typer._click import exceptions as _click_errors
+except ImportError:  # pragma: no cover - older typer on click
+    from click import exceptions as _click_errors
+
+__all__ = ["app", "main", "EXIT_VARIANTS_FAILED"]
+
+#: ``tcplab compare`` exit code when at least one variant failed (the others were written).
+EXIT_VARIANTS_FAILED = 3
+
+U64_MAX = 2**64 - 1
+
+
+def _usage_line(e: Any) -> str:
+    """One line for a command-line mistake: ``OPTION: what is wrong; expected ...``."""
+    message = e.format_message().strip().rstrip(".")
+    param = getattr(e, "param", None)
+    if (
+        isinstance(e, _click_errors.BadParameter)
+        and param is not None
+        and not isinstance(e, _click_errors.MissingParameter)
+    ):
+        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or [param.human_readable_name]
+        message = f"{opts[0]}: {e.message.strip().rstrip('.')}"
+        if "expected" not in message:
+            message += "; expected a value as `--help` describes"
+        return message
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(e, "ctx", None)
+    where = ctx.command_path if ctx is not None else "tcplab"
+    return f"{message}; see '{where} --help'"
+
+
+class _OneLineErrors(TyperGroup):
+    """Typer's group, but command-line mistakes print one ``error:`` line (exit 2), and
+    SIGTERM is handled like Ctrl-C (see :mod:`tcplab.signals`)."""
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: Any = None,
+        complete_var: Any = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:  # noqa: E501
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            with sigterm_as_interrupt():
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except KeyboardInterrupt as e:  # a signal outside a command's own handling
+            typer.echo("error: interrupted", err=True)
+            sys.exit(exit_code_for(e))
+        except _click_errors.ClickException as e:
+            no_args_help = getattr(_click_errors, "NoArgsIsHelpError", None)
+            if no_args_help is not None and isinstance(e, no_args_help):
+                e.show()  # `tcplab` alone: the help text
+                sys.exit(2)
+            if isinstance(e, _click_errors.UsageError):
+                typer.echo(f"error: {_usage_line(e)}", err=True)
+                sys.exit(2)
+            typer.echo(f"error: {e.format_message()}", err=True)
+            sys.exit(e.exit_code)
+        except _click_errors.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _int_option(name: str, lo: int, hi: int, what: str):  # noqa: ANN202 - a typer callback
+    """Parse an integer option ourselves, so a bad value gets the one-line error form."""
+
+    def parse(value: str | None) -> int | None:
+        if value is None:
+            return None
+        expected = f"expected {what}, an integer from {lo} to {hi}"
+        try:
+            number = int(value.strip(), 10)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not an integer; {expected}") from None
+        if not lo <= number <= hi:
+            raise typer.BadParameter(f"{number} is out of range; {expected}")
+        return number
+
+    parse.__name__ = f"parse_{name}"
+    return parse
+
+
+def _show_version(value: bool) -> None:
+    if not value:
+        return
+    import platform
+
+    from tcplab import __version__
+
+    try:
+        from tcplab import _core
+
+        engine = f"engine {_core.__version__}"
+    except ImportError:
+        engine = "engine not built"
+    typer.echo(f"tcplab {__version__} ({engine}, Python {platform.python_version()})")
+    raise typer.Exit(0)
+
 
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="tcplab",
     help="A lab for TCP congestion control: simulate a scenario with Linux-like TCP, CUBIC and BBR.",
     epilog=(
@@ -38,8 +150,20 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_show_version, help="Show tcplab's version and exit."),
+    ] = False,
+) -> None:
+    pass
+
 
 SetOpt = Annotated[
     list[str] | None,
@@ -49,7 +173,15 @@ SetOpt = Annotated[
         help="Override a scenario field before validation, e.g. links.0.loss=0.1% or flows.0.cc=bbr. Repeatable.",
     ),
 ]
-SeedOpt = Annotated[int | None, typer.Option("--seed", min=0, help="Replace the scenario's seed.")]
+SeedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--seed",
+        metavar="N",
+        callback=_int_option("seed", 0, U64_MAX, "a seed"),
+        help="Replace the scenario's seed (0 to 2^64-1).",
+    ),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary on stdout.")]
 ForceOpt = Annotated[bool, typer.Option("--force", "-f", help="Replace the output directory if it exists.")]
 NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots (faster).")]
@@ -95,9 +227,24 @@ def _guard(fn):  # noqa: ANN001, ANN202 - decorator
 
 
 def _console():  # noqa: ANN202
+    """stdout console. Piped or redirected, lines are never wrapped or cut at 80 columns:
+    each line stays whole for grep and for scripts."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True, width=10_000)
+
+
+def _rate_mbit(bps: float) -> str:
+    """Rates in ``check`` output: always Mbit/s (``1000 Mbit/s``, ``0.064 Mbit/s``)."""
+    return f"{bps / 1e6:.6g} Mbit/s"
+
+
+def _time_ms(ns: int) -> str:
+    """Times in ``check`` output: always ms, exact to the nanosecond (``0.05 ms``, ``100.1 ms``)."""
+    text = f"{int(ns) / 1e6:.6f}".rstrip("0").rstrip(".")
+    return f"{text} ms"
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
@@ -181,9 +328,13 @@ def compare(
     force: ForceOpt = False,
     no_plots: NoPlotsOpt = False,
     jobs: Annotated[
-        int | None,
+        str | None,
         typer.Option(
-            "--jobs", "-j", min=1, help="Processes to run variants in (default: one per core, at most one per variant)."
+            "--jobs",
+            "-j",
+            metavar="N",
+            callback=_int_option("jobs", 1, 1024, "a number of processes"),
+            help="Processes to run variants in (default: one per core, at most one per variant).",
         ),
     ] = None,
 ) -> None:
@@ -194,7 +345,7 @@ def compare(
     variants = plan_variants(scenarios, set_ or [], seed=seed)
     out_dir = output if output is not None else Path("runs") / f"compare-{variants[0].scenario.name}"
     check_output_dir(out_dir, overwrite=force)
-    n_jobs = jobs if jobs is not None else default_jobs(len(variants))
+    n_jobs = int(jobs) if jobs is not None else default_jobs(len(variants))
     if n_jobs > 1 and len(variants) > 1 and not quiet:
         _console().print(f"running {len(variants)} variants in {min(n_jobs, len(variants))} processes")
     cmp = run_variants(variants, progress=not quiet, jobs=n_jobs)
@@ -225,7 +376,6 @@ def check(
 ) -> None:
     """Validate a scenario and show how it resolves (routes, queue limits); runs nothing."""
     from tcplab.loader import load_scenario
-    from tcplab.units import format_size, format_time, human_rate
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
     core = sc.to_core()
@@ -234,24 +384,26 @@ def check(
         return
     console = _console()
     console.print(
-        f"{sc.name}: ok ({len(core['nodes'])} nodes, {len(core['links'])} one-way links, {len(core['flows'])} flows)"
+        f"{sc.name}: ok ({len(core['nodes'])} nodes, {len(core['links'])} one-way links, {len(core['flows'])} flows)",
+        markup=False,
     )
+    # One unit per quantity: rates in Mbit/s, times in ms, queue limits in packets or bytes.
     for link in core["links"]:
         q = link["queue"]
-        limit = f"{q['limit_packets']}p" if q["kind"] == "pfifo" else format_size(q["limit_bytes"])
+        limit = f"{q['limit_packets']} packets" if q["kind"] == "pfifo" else f"{q['limit_bytes']} bytes"
         loss = link["loss"]
         loss_text = {"none": "no loss", "bernoulli": f"loss {loss.get('p', 0) * 100:g}%"}.get(
             loss["kind"], loss["kind"]
         )
         console.print(
-            f"  link {link['name']}: {human_rate(link['rate_bps'])}, delay {format_time(link['delay_ns'])}, "
+            f"  link {link['name']}: {_rate_mbit(link['rate_bps'])}, delay {_time_ms(link['delay_ns'])}, "
             f"{loss_text}, {q['kind']} limit {limit}",
             markup=False,
         )
     for route in sc.routes():
         console.print(
             f"  flow {route['flow']}: data {' '.join(route['data'])}; acks {' '.join(route['ack'])}; "
-            f"base RTT {format_time(route['base_rtt_ns'])}",
+            f"base RTT {_time_ms(route['base_rtt_ns'])}",
             markup=False,
         )
 
@@ -272,7 +424,15 @@ def collect(
         Path | None, typer.Option("--output", "-o", help="Archive to write (default: tcplab-collect-HOST-TIME.tar.gz).")
     ] = None,
     interval: Annotated[str, typer.Option("--interval", help="Time between snapshots, e.g. 10s or 500ms.")] = "10s",
-    count: Annotated[int, typer.Option("--count", min=1, max=1000, help="Number of snapshots (2+ gives rates).")] = 2,
+    count: Annotated[
+        str,
+        typer.Option(
+            "--count",
+            metavar="N",
+            callback=_int_option("count", 1, 1000, "a number of snapshots"),
+            help="Number of snapshots (2+ gives rates).",
+        ),
+    ] = "2",
     timeout: Annotated[str, typer.Option("--timeout", help="Timeout of each command, e.g. 10s.")] = "10s",
     quiet: QuietOpt = False,
 ) -> None:
@@ -287,7 +447,7 @@ def collect(
     except UnitError as e:
         _fail(f"--interval/--timeout: {e}", 2)
     log = (lambda _m: None) if quiet else (lambda m: typer.echo(m, err=True))
-    res = run_collect(output, interval_s=interval_s, count=count, timeout_s=timeout_s, log=log)
+    res = run_collect(output, interval_s=interval_s, count=int(count), timeout_s=timeout_s, log=log)
     if not quiet:
         typer.echo(f"wrote {res.path} ({res.snapshots} snapshots, {res.files} files, {len(res.missing)} notes)")
 
