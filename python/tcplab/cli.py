@@ -32,7 +32,7 @@ import typer
 from typer.core import TyperGroup
 
 from tcplab.errors import EngineError, ScenarioError
-from tcplab.signals import exit_code_for, sigterm_as_interrupt
+from tcplab.signals import Terminated, exit_code_for, sigterm_as_interrupt
 
 try:  # typer >= 0.2x carries its own copy of click
     from typer._click import exceptions as _click_errors
@@ -216,9 +216,10 @@ def _guard(fn):  # noqa: ANN001, ANN202 - decorator
             if "tcplab._core" in str(e):
                 _fail(str(e), 1)
             raise
-        except KeyboardInterrupt:
-            typer.echo("error: interrupted; no output written", err=True)
-            raise typer.Exit(130) from None
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (tcplab.signals.Terminated)
+            what = "terminated" if isinstance(e, Terminated) else "interrupted"
+            typer.echo(f"error: {what}; no output written", err=True)
+            raise typer.Exit(exit_code_for(e)) from None
         except OSError as e:  # writing the output: permissions, disk full
             where = f"{e.filename}: " if e.filename else ""
             _fail(f"{where}{e.strerror or e}", 1)
@@ -338,7 +339,13 @@ def compare(
         ),
     ] = None,
 ) -> None:
-    """Run several scenarios, or one with --set PATH=A,B alternatives, side by side."""
+    """Run several scenarios, or one with --set PATH=A,B alternatives, side by side.
+
+    Each variant runs on its own: if some fail (the engine rejects one, its worker dies),
+    the others are still written, the failed ones are marked FAILED in the table and in
+    compare.json, one `error: variant LABEL: ...` line each goes to stderr, and the exit
+    code is 3.
+    """
     from tcplab.compare import default_jobs, plan_variants, run_variants
     from tcplab.results import check_output_dir
 
@@ -348,8 +355,11 @@ def compare(
     n_jobs = int(jobs) if jobs is not None else default_jobs(len(variants))
     if n_jobs > 1 and len(variants) > 1 and not quiet:
         _console().print(f"running {len(variants)} variants in {min(n_jobs, len(variants))} processes")
-    cmp = run_variants(variants, progress=not quiet, jobs=n_jobs)
-    cmp.write(out_dir, overwrite=force, plots=not no_plots)
+    # Each variant in its own worker process: one that the engine rejects or whose worker
+    # dies fails alone; the others are written.
+    cmp = run_variants(variants, progress=not quiet, jobs=n_jobs, isolate=True)
+    if cmp.results:
+        cmp.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
         from rich import box
         from rich.table import Table
@@ -358,12 +368,23 @@ def compare(
         table.add_column("metric")
         for v in variants:
             table.add_column(v.label, justify="right")
+        if cmp.failures:
+            table.add_row("status", *["FAILED" if v.label in cmp.failures else "ok" for v in variants])
         for metric, row in cmp.table.iterrows():
             digits = 0 if metric in ("timeouts", "queue drops") else (3 if "goodput" in str(metric) else 2)
             table.add_row(str(metric), *[_fmt(x, 1.0, digits) for x in row.tolist()])
         console = _console()
         console.print(table)
-        console.print(f"wrote {out_dir}")
+        if cmp.results:
+            console.print(f"wrote {out_dir}")
+    for failure in cmp.failures.values():
+        typer.echo(f"error: variant {failure.label}: {failure.reason}", err=True)
+    if cmp.failures:
+        ran = f"{len(cmp.results)} of {len(variants)} variants ran"
+        typer.echo(
+            f"error: {ran}; {'results written to ' + str(out_dir) if cmp.results else 'nothing written'}", err=True
+        )
+        raise typer.Exit(EXIT_VARIANTS_FAILED)
 
 
 @app.command()
