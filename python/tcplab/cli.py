@@ -145,7 +145,8 @@ app = typer.Typer(
     help="A lab for TCP congestion control: simulate a scenario with Linux-like TCP, CUBIC and BBR.",
     epilog=(
         "Example: tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/  "
-        "(seed 001: 100 ms RTT, 5 Mbit/s, 1% loss; CUBIC against BBR)"
+        "(story 001, BBR vs CUBIC video demo: 100 ms RTT, 5 Mbit/s, 1% loss). "
+        "The five stories tcplab is built around: docs/stories.md."
     ),
     add_completion=False,
     no_args_is_help=True,
