@@ -231,7 +231,7 @@ class CompareResult:
         """DIR/report.html, DIR/compare.json, DIR/compare.png and one run directory per
         variant that ran, atomically. Failed variants get no directory; compare.json and the
         report say why they failed."""
-        from tcplab.results import write_dir_atomically
+        from tcplab.results.rundir import write_dir_atomically
 
         if not self.results:
             raise ValueError("no variant ran; there is nothing to write")
@@ -247,10 +247,10 @@ class CompareResult:
                 json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8"
             )
             if plots:
-                from tcplab.plots import plot_compare
+                from tcplab.views.plots import plot_compare
 
                 plot_compare(self.results, tmp / "compare.png")
-            from tcplab.report import render_compare_report
+            from tcplab.views.report import render_compare_report
 
             first = next(iter(self.results.values()))
             description = first.scenario.description or ""
