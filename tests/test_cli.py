@@ -75,9 +75,16 @@ def test_existing_output_dir_needs_force(tmp_path, patched_core):
         == f"error: {out}: output directory exists and is not empty; expected a new or empty directory (or --force to replace it)"
     )
     assert patched_core.calls == []  # refused before simulating
+    # --force replaces only what tcplab wrote (issue 7, 2.1): a user's directory stays.
     r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", out, "--set", "duration=1s", "--force", "-q")
-    assert r.exit_code == 0
-    assert not (out / "old.txt").exists()
+    assert r.exit_code == 2
+    assert (out / "old.txt").read_text() == "x"
+    # A run directory tcplab wrote is replaced.
+    (out / "old.txt").unlink()
+    assert invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", out, "--set", "duration=1s", "-q").exit_code == 0
+    r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", out, "--set", "duration=2s", "--force", "-q")
+    assert r.exit_code == 0, r.output
+    assert json.loads((out / "summary.json").read_text())["duration_s"] == 2
 
 
 def test_set_errors_exit_2(tmp_path, patched_core):
@@ -165,6 +172,7 @@ def test_compare_files(tmp_path, patched_core, write_yaml, base_scenario):
     r = invoke("compare", a, b, "-o", tmp_path / "cmp", "-q")
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == [
+        ".tcplab-run",
         "a",
         "b",
         "compare.json",

@@ -74,7 +74,7 @@ def test_cli_writes_the_good_variants_and_reports_the_bad(tmp_path, picky, actio
     ]
     status = next(line for line in r.stdout.splitlines() if line.strip().startswith("status"))
     assert status.split() == ["status", "ok", "FAILED", "ok"]
-    assert sorted(p.name for p in out.iterdir()) == ["compare.json", "cubic", "reno", "report.html"]
+    assert sorted(p.name for p in out.iterdir()) == [".tcplab-run", "compare.json", "cubic", "reno", "report.html"]
     assert (out / "cubic" / "summary.json").is_file() and (out / "reno" / "summary.json").is_file()
     doc = json.loads((out / "compare.json").read_text())
     by_label = {v["label"]: v for v in doc["variants"]}

@@ -67,6 +67,10 @@ def _usage_line(e: Any) -> str:
     return f"{message}; see '{where} --help'"
 
 
+#: The command line of this invocation, recorded in run directories (metadata.json).
+_INVOCATION: list[str] | None = None
+
+
 class _OneLineErrors(TyperGroup):
     """Typer's group, but command-line mistakes print one ``error:`` line (exit 2), and
     SIGTERM is handled like Ctrl-C (see :mod:`tcplab.signals`)."""
@@ -79,6 +83,8 @@ class _OneLineErrors(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:  # noqa: E501
+        global _INVOCATION
+        _INVOCATION = ["tcplab", *(sys.argv[1:] if args is None else [str(a) for a in args])]
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
@@ -258,11 +264,14 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
 def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     console = _console()
     s = result.summary
     table = Table(
-        title=f"{s['scenario']} (seed {s['seed']}, {s['duration_s']:g} s)", title_justify="left", box=box.SIMPLE_HEAD
+        title=Text(f"{s['title']} (seed {s['seed']}, {s['duration_s']:g} s)"),  # Text: "[a=b]" is not markup
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
     )
     table.add_column("flow", no_wrap=True)
     table.add_column("cc")
@@ -270,8 +279,8 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
         table.add_column(col, justify="right")
     for f in s["flows"]:
         table.add_row(
-            f["name"],
-            f["cc"],
+            Text(f["name"]),
+            Text(f["cc"]),
             _fmt(f["goodput_bps"], 1e-6, 3),
             _fmt(f["retrans_ratio"], 100.0),
             str(f["timeouts"]),
@@ -281,11 +290,11 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     console.print(table)
     drops = [f"{link['name']} {link['drops']}" for link in s["links"] if link.get("drops")]
     if drops:
-        console.print("queue drops: " + ", ".join(drops))
+        console.print("queue drops: " + ", ".join(drops), markup=False)
     inv = s["invariant"]
     if not inv.get("ok", True):
         console.print(f"[bold red]packet accounting failed:[/] {inv.get('message', '')}")
-    console.print(f"wrote {out_dir}")
+    console.print(f"wrote {out_dir}", markup=False)
 
 
 @app.command()
@@ -305,13 +314,16 @@ def run(
     from tcplab.loader import load_scenario
     from tcplab.progress import SimProgress
     from tcplab.results import check_output_dir
+    from tcplab.runner import override_texts
     from tcplab.runner import run as run_scenario
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
     out_dir = output if output is not None else Path("runs") / sc.name
     check_output_dir(out_dir, overwrite=force)
     with SimProgress(sc.name, enabled=None if not quiet else False) as progress:
-        result = run_scenario(sc, progress=progress)
+        result = run_scenario(
+            sc, progress=progress, applied_overrides=override_texts(set_ or [], seed), command=_INVOCATION
+        )
     result.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
         _print_run_summary(result, out_dir)
@@ -358,7 +370,7 @@ def compare(
         _console().print(f"running {len(variants)} variants in {min(n_jobs, len(variants))} processes")
     # Each variant in its own worker process: one that the engine rejects or whose worker
     # dies fails alone; the others are written.
-    cmp = run_variants(variants, progress=not quiet, jobs=n_jobs, isolate=True)
+    cmp = run_variants(variants, progress=not quiet, jobs=n_jobs, isolate=True, command=_INVOCATION)
     if cmp.results:
         cmp.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
@@ -377,7 +389,7 @@ def compare(
         console = _console()
         console.print(table)
         if cmp.results:
-            console.print(f"wrote {out_dir}")
+            console.print(f"wrote {out_dir}", markup=False)
     for failure in cmp.failures.values():
         typer.echo(f"error: variant {failure.label}: {failure.reason}", err=True)
     if cmp.failures:

@@ -231,12 +231,13 @@ class CompareResult:
         """DIR/report.html, DIR/compare.json, DIR/compare.png and one run directory per
         variant that ran, atomically. Failed variants get no directory; compare.json and the
         report say why they failed."""
-        from tcplab.results.rundir import write_dir_atomically
+        from tcplab.results.rundir import write_dir_atomically, write_marker
 
         if not self.results:
             raise ValueError("no variant ran; there is nothing to write")
 
         def fill(tmp: Path) -> None:
+            write_marker(tmp, "compare")
             for v in self.variants:
                 if v.label not in self.results:
                     continue
@@ -271,17 +272,23 @@ class CompareResult:
         return write_dir_atomically(directory, fill, overwrite=overwrite)
 
 
-def _run_variant(job: tuple[Scenario, str, Core | None, bool | None]) -> Result:
+#: What a worker needs to run one variant: scenario, label, engine (None: the compiled
+#: one), whether to draw a progress bar, the variant's overrides and the command line (for
+#: provenance).
+Job = tuple[Scenario, str, "Core | None", "bool | None", list[str], "list[str] | None"]
+
+
+def _run_variant(job: Job) -> Result:
     """One variant (a top-level function so a process pool can pickle it)."""
     from tcplab.progress import SimProgress
     from tcplab.runner import run
 
-    scenario, label, core, progress = job
+    scenario, label, core, progress, overrides, command = job
     with SimProgress(label, enabled=None if progress else False) as reporter:
-        return run(scenario, core=core, progress=reporter)
+        return run(scenario, core=core, progress=reporter, applied_overrides=overrides, command=command)
 
 
-def _run_variant_or_failure(job: tuple[Scenario, str, Core | None, bool | None]) -> Result | VariantFailure:
+def _run_variant_or_failure(job: Job) -> Result | VariantFailure:
     """:func:`_run_variant`, with an engine error turned into this variant's failure."""
     try:
         return _run_variant(job)
@@ -309,7 +316,7 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def _worker_main(conn: Any, job: tuple[Scenario, str, Core | None, bool | None], parent_pid: int) -> None:
+def _worker_main(conn: Any, job: Job, parent_pid: int) -> None:
     """Body of a variant's worker process: run it, send back ("ok", Result) or ("failed", reason)."""
     # The parent decides when workers stop: Ctrl-C in a terminal reaches the whole process
     # group, and the parent then terminates its workers (SIGTERM, default action).
@@ -347,9 +354,7 @@ def _stop(process: Any) -> None:
     process.join()
 
 
-def _run_in_processes(
-    work: list[tuple[Scenario, str, Core | None, bool | None]], jobs: int
-) -> dict[str, Result | VariantFailure]:
+def _run_in_processes(work: list[Job], jobs: int) -> dict[str, Result | VariantFailure]:
     """Each job in its own worker process, at most ``jobs`` at a time; results in job order."""
     # fork where the platform has it: workers inherit the imported modules (no re-import of
     # pandas/matplotlib per worker) and callers need no `__main__` guard. Elsewhere, spawn.
@@ -404,6 +409,7 @@ def run_variants(
     map_fn: Callable[..., Iterable[Result]] | None = None,
     jobs: int = 1,
     isolate: bool = False,
+    command: list[str] | None = None,
 ) -> CompareResult:
     """Run planned variants (see :func:`plan_variants`) and tabulate them.
 
@@ -414,7 +420,8 @@ def run_variants(
     Progress bars are shown only when one variant runs at a time.
 
     A variant that fails (an engine error, a worker that dies) is reported in
-    ``.failures``; the others are in ``.results``.
+    ``.failures``; the others are in ``.results``. ``command`` (the command line) is recorded
+    in each variant's metadata.json.
     """
     labels = [v.label for v in variants]
     use_processes = map_fn is None and (isolate or (jobs > 1 and len(variants) > 1))
@@ -422,10 +429,10 @@ def run_variants(
         use_processes = False  # an engine module passed in does not cross a spawn
     if use_processes:
         n = max(1, min(jobs, len(variants)))
-        work = [(v.scenario, v.label, core, progress and n == 1) for v in variants]
+        work = [(v.scenario, v.label, core, progress and n == 1, v.overrides, command) for v in variants]
         outcomes = _run_in_processes(work, n)
     else:
-        work = [(v.scenario, v.label, core, progress) for v in variants]
+        work = [(v.scenario, v.label, core, progress, v.overrides, command) for v in variants]
         outcomes = dict(zip(labels, (map_fn or map)(_run_variant_or_failure, work), strict=True))
     results = {label: o for label, o in outcomes.items() if not isinstance(o, VariantFailure)}
     failures = {label: o for label, o in outcomes.items() if isinstance(o, VariantFailure)}
