@@ -149,3 +149,12 @@ def test_api_write_is_guarded_too(workdir, fake):
     with pytest.raises(ScenarioError, match="parent of the current directory"):
         result.write("runs/../..", overwrite=True)
     assert (workdir / "model.py").exists()
+
+
+def test_a_scenario_named_dot_cannot_replace_runs(workdir, patched_core):
+    # `runs/.` is what a scenario named "." gave as its default output directory: it is
+    # runs/ itself, which holds other runs and is not a run directory.
+    (workdir / "runs" / "earlier" / "summary.json").write_text("{}")
+    before = _snapshot(workdir)
+    _one_error_line(invoke(*RUN, "-o", "runs/.", "--force"), "not a directory written by tcplab")
+    assert _snapshot(workdir) == before

@@ -190,7 +190,12 @@ SeedOpt = Annotated[
     ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary on stdout.")]
-ForceOpt = Annotated[bool, typer.Option("--force", "-f", help="Replace the output directory if it exists.")]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force", "-f", help="Replace the output directory if it exists and tcplab wrote it (never other files)."
+    ),
+]
 NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots (faster).")]
 
 
