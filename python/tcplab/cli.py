@@ -519,8 +519,8 @@ def diagnose(
         _fail(str(e), 2)
     except MemoryError:
         _fail(f"{paths[0]}: input too large to analyse", 2)
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
+    except KeyboardInterrupt as e:  # Ctrl-C 130, SIGTERM 143 (tcplab.signals)
+        _fail("terminated" if isinstance(e, Terminated) else "interrupted", exit_code_for(e))
     except OSError as e:
         _fail(f"{e.filename or paths[0]}: {e.strerror or e}", 2)
     files: dict[int, str] = {}
