@@ -152,7 +152,11 @@ app = typer.Typer(
     epilog=(
         "Example: tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/  "
         "(story 001, BBR vs CUBIC video demo: 100 ms RTT, 5 Mbit/s, 1% loss). "
-        "The five stories tcplab is built around: docs/stories.md."
+        "The five stories tcplab is built around: docs/stories.md.\n\n"
+        "Exit codes: 0 success; 1 the engine failed; 2 a mistake in the scenario, an override or "
+        "the command line (one `error:` line each); 3 compare: some variants failed (the others "
+        "are written); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), after removing "
+        "partial output and stopping workers."
     ),
     add_completion=False,
     no_args_is_help=True,
@@ -307,7 +311,10 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
 def run(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Run directory (default: runs/NAME, NAME from the scenario).")
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="DIR", help="Run directory (default: runs/NAME, NAME from the scenario)."
+        ),
     ] = None,
     set_: SetOpt = None,
     seed: SeedOpt = None,
@@ -339,7 +346,8 @@ def run(
 def compare(
     scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="One or more scenarios.")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Comparison directory (default: runs/compare-NAME).")
+        Path | None,
+        typer.Option("--output", "-o", metavar="DIR", help="Comparison directory (default: runs/compare-NAME)."),
     ] = None,
     set_: SetOpt = None,
     seed: SeedOpt = None,
@@ -460,7 +468,10 @@ def scenarios() -> None:
 @_guard
 def collect(
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Archive to write (default: tcplab-collect-HOST-TIME.tar.gz).")
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Archive to write (default: tcplab-collect-HOST-TIME.tar.gz)."
+        ),
     ] = None,
     interval: Annotated[str, typer.Option("--interval", help="Time between snapshots, e.g. 10s or 500ms.")] = "10s",
     count: Annotated[
