@@ -299,11 +299,11 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     console.print(table)
     drops = [f"{link['name']} {link['drops']}" for link in s["links"] if link.get("drops")]
     if drops:
-        console.print("queue drops: " + ", ".join(drops), markup=False)
+        console.print("queue drops: " + ", ".join(drops))
     inv = s["invariant"]
     if not inv.get("ok", True):
         console.print(f"[bold red]packet accounting failed:[/] {inv.get('message', '')}")
-    console.print(f"wrote {out_dir}", markup=False)
+    console.print(f"wrote {out_dir}")
 
 
 @app.command()
