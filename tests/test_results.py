@@ -173,8 +173,14 @@ def test_write_refuses_a_non_empty_directory(result, tmp_path):
     with pytest.raises(ScenarioError, match="output directory exists and is not empty"):
         result.write(tmp_path / "busy")
     assert (tmp_path / "busy" / "keep.txt").exists()
+    # overwrite replaces only a directory tcplab wrote (issue 7, 2.1)
+    with pytest.raises(ScenarioError, match="--force refused: not a directory written by tcplab"):
+        result.write(tmp_path / "busy", overwrite=True)
+    assert (tmp_path / "busy" / "keep.txt").exists()
+    (tmp_path / "busy" / "keep.txt").unlink()
+    result.write(tmp_path / "busy")
     result.write(tmp_path / "busy", overwrite=True)
-    assert not (tmp_path / "busy" / "keep.txt").exists() and (tmp_path / "busy" / "summary.json").exists()
+    assert (tmp_path / "busy" / "summary.json").exists()
     (tmp_path / "empty").mkdir()
     result.write(tmp_path / "empty")  # an empty directory is fine
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "empty"]

@@ -47,7 +47,7 @@ def test_json_and_markdown() -> None:
     ids = [f["id"] for f in doc["findings"]]
     assert "rto-rate" in ids and "nic-rx-drops" in ids
     rto = next(f for f in doc["findings"] if f["id"] == "rto-rate")
-    assert rto["seed_story"].startswith("004") and rto["evidence"][0]["line"] > 0
+    assert rto["seed_story"].startswith("story 004 (timeouts from microbursts") and rto["evidence"][0]["line"] > 0
     r = invoke("diagnose", FIX / "prom_004_before.txt", FIX / "prom_004_after.txt", "--markdown")
     assert r.exit_code == 0 and r.output.startswith("# tcplab diagnose") and "| warning | rto-rate |" in r.output
 

@@ -72,7 +72,7 @@ def to_markdown(host: Host, findings: list[Finding], scenario_files: dict[int, s
         out += [f"- {c}" for c in f.next_checks]
         out.append("")
         if f.seed:
-            out += [f"**Seed story:** {SEEDS.get(f.seed, f.seed)}", ""]
+            out += [f"**Matches:** {SEEDS.get(f.seed, f.seed)}", ""]
         if i in files:
             out += [f"**Scenario:** `{files[i]}` (`tcplab run {files[i]}`)", ""]
     if host.notes:
@@ -111,7 +111,7 @@ def print_terminal(
         for c in f.next_checks:
             console.print(Text(f"  next: {c}"))
         if f.seed:
-            console.print(Text(f"  seed: {SEEDS.get(f.seed, f.seed)}"))
+            console.print(Text(f"  matches {SEEDS.get(f.seed, f.seed)}"))
         if i in files:
             console.print(Text(f"  scenario: {files[i]}"))
         console.print()

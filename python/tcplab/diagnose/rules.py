@@ -13,7 +13,7 @@ Rules and their thresholds (constants below, with the reason for each):
   (seed 000: three of four NFS connections at ``cwnd:2 ssthresh:2``).
 * ``bbr-starved``: a BBR flow below 10 % of the rate of the best other flow to the same
   peer, or (two ss snapshots) pinned at the same ``bbr:(bw:...)`` with ``pacing_gain:1``
-  while retransmitting -- what BBR's long-term ("lt_bw") policer model looks like (seed 000).
+  while retransmitting -- what BBR's long-term ("lt_bw") policer model looks like (story 000).
 * ``rto-rate``: TCPTimeouts per established connection over the capture above 3 % (seed
   004's alert threshold); ``spurious-rto`` and ``tail-loss-probes`` from their counters.
 * ``nic-rx-drops``: NIC drop counters (concepts of :mod:`.ethtool`) rising, with the rx ring
@@ -39,12 +39,13 @@ from tcplab.diagnose.ss import Socket
 __all__ = ["Finding", "SEVERITIES", "run_rules", "RULES", "severity_at_least"]
 
 SEVERITIES = ("info", "warning", "critical")
+#: The stories a finding can match, by number; told in docs/stories.md.
 SEEDS = {
-    "000": "000_1ac6b37f8cbb72d4.txt: Cilium BBR + Bandwidth Manager, NFS connections at cwnd:2 ssthresh:2, "
-    "BBR stuck at ~100 Kbit/s, fixed by CUBIC",
-    "002": "002_d8d5eabee45f1b78.txt: Cilium Bandwidth Manager, EDT + fq instead of TBF",
-    "003": "003_5b3ee3091019a47d.txt: BBR in VMs under CPU contention underestimates bandwidth",
-    "004": "004_1d56a092f5578518.txt: Mattermost TCP timeouts from microbursts; rx ring 1024 -> 8192 fixed it",
+    "000": "story 000 (cluster BBR timeouts, docs/stories.md): Cilium BBR + Bandwidth Manager, NFS connections "
+    "at cwnd:2 ssthresh:2, BBR stuck at ~100 Kbit/s, fixed by CUBIC",
+    "002": "story 002 (Bandwidth Manager: EDT and fq instead of TBF, docs/stories.md)",
+    "003": "story 003 (BBR in VMs under CPU contention, docs/stories.md): BBR underestimates the bandwidth",
+    "004": "story 004 (timeouts from microbursts, docs/stories.md): NIC drops; rx ring 1024 -> 8192 fixed it",
 }
 COLLAPSE_CWND = 2  # tcp_bbr/tcp_cubic floor: ssthresh never goes below 2 (tcp_reno_ssthresh)
 STARVED_FRACTION = 0.10  # a flow at < 10 % of its siblings' median is not a fairness wobble
@@ -178,7 +179,7 @@ def rule_cwnd_collapse(host: Host) -> list[Finding]:
                     f"watch them: `ss -tin dst {peer}` every second (cwnd, ssthresh, retrans, lost)",
                     "take two `nstat -az` snapshots: TcpExtTCPTimeouts, TCPLossProbes, TCPSackRecovery rising?",
                     f"on {peer}: `ethtool -S DEV` drop counters and `tc -s qdisc`; on this host `tc -s qdisc`",
-                    "compare CUBIC against BBR on this path (seed 000 found CUBIC fixed it)",
+                    "compare CUBIC against BBR on this path (story 000 found CUBIC fixed it)",
                 ],
                 evidence=_ev(bad),
                 seed="000",
@@ -252,7 +253,7 @@ def rule_bbr_starved(host: Host) -> list[Finding]:
                     f"`ss -tin dst {peer}` a few times: does bbr:(bw:...) stay exactly the same with pacing_gain:1?",
                     "nstat TcpRetransSegs / TcpOutSegs and TCPLossProbes over the same interval",
                     "look for a policer on the path (cloud allowance counters, tbf drops, switch policers)",
-                    "try CUBIC for this traffic (seed 000's fix) or reduce loss on the path",
+                    "try CUBIC for this traffic (story 000's fix) or reduce loss on the path",
                 ],
                 evidence=_ev(flagged),
                 seed="000",
@@ -345,7 +346,7 @@ def rule_rto(host: Host) -> list[Finding]:
                     ),
                     next_checks=[
                         "`ethtool -S DEV` on both ends (rx_missed_errors, rx_no_buffer_count, rx_out_of_buffer, "
-                        "bw_in_allowance_exceeded) -- seed 004 found the receiver's NIC",
+                        "bw_in_allowance_exceeded) -- story 004 found the receiver's NIC",
                         "`ethtool -g DEV`: is the rx ring below its maximum?",
                         "`tc -s qdisc` drops; `nstat -az` TCPLossProbes, TCPSpuriousRTOs over the same interval",
                     ],
@@ -453,7 +454,7 @@ def rule_nic_drops(host: Host) -> list[Finding]:
         if ring_small:
             checks.append(
                 f"raise the rx ring to its maximum: `ethtool -G {dev} rx {rings.rx_max}` (now {rings.rx}; "
-                "seed 004's fix was 1024 -> 8192)"
+                "story 004's fix was 1024 -> 8192)"
             )
         elif rings is None:
             checks.append(f"`ethtool -g {dev}`: current rx ring size against its maximum")
@@ -532,7 +533,7 @@ def rule_qdisc(host: Host) -> list[Finding]:
                     "Overlimits without drops would only mean shaping (added delay).",
                     [
                         "compare the tbf rate with the traffic's peak; raise `burst`/`latency` or move to "
-                        "fq with EDT pacing (seed 002: Cilium's Bandwidth Manager)"
+                        "fq with EDT pacing (story 002: Cilium's Bandwidth Manager)"
                     ],
                     ev,
                     "002",
@@ -772,7 +773,7 @@ def rule_config(host: Host) -> list[Finding]:
                 ),
                 next_checks=[
                     "`ss -tin` on the nodes: cwnd:2 ssthresh:2 or constant bbr:(bw:...) flows?",
-                    "consider the Bandwidth Manager without `bbr: true` (CUBIC with EDT), as seed 000 did",
+                    "consider the Bandwidth Manager without `bbr: true` (CUBIC with EDT), as story 000 did",
                 ],
                 evidence=[c.evidence] + _ev(socks[:2], 2) if c.evidence else _ev(socks[:2], 2),
                 seed="000",

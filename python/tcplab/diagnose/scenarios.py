@@ -165,7 +165,7 @@ def scenario_for(finding, host: Host) -> dict[str, Any] | None:  # noqa: ANN001
         desc.append(f"Not modelled: {cannot}.")
     desc.extend(notes)
     if finding.seed:
-        desc.append(f"Seed story: {finding.seed}.")
+        desc.append(f"Matches story {finding.seed} (docs/stories.md).")
     sender_sysctl: dict[str, Any] = {"net.ipv4.tcp_congestion_control": cc}
     receiver_sysctl: dict[str, Any] = {}
     wmem, rmem = host.sysctls.triple("net.ipv4.tcp_wmem"), host.sysctls.triple("net.ipv4.tcp_rmem")
