@@ -59,7 +59,9 @@ def sniff(src: Source) -> str:
         raise ParseError(src.name, 1, "binary data (NUL bytes), not the text output of a tool")
     text = head.decode("utf-8", "replace")
     stripped = text.lstrip()
-    if stripped[:1] in "[{":
+    if not stripped:
+        raise ParseError(src.name, 1, "empty file (only whitespace)")
+    if stripped[0] in "[{":
         window = stripped[:4096]
         if stripped[0] == "{" and re.search(r'"kernel"\s*:\s*\{', window):
             return "nstat_json"  # nstat -j: {"kernel": {...}}
