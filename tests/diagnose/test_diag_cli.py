@@ -224,3 +224,21 @@ def test_collect_timeout_is_recorded(tmp_path: Path) -> None:
     cap.run("slow.txt", ["sleep", "5"], {"snapshot": 0})
     assert cap.commands[0]["error"].startswith("timed out") and cap.commands[0]["seconds"] < 2
     assert "slow.txt" not in cap.files
+
+
+def test_quiet_prints_nothing_and_answers_by_exit_status(tmp_path: Path) -> None:
+    """-q as grep -q: nothing on stdout; 1 when a finding at or above --fail-on (warning by default) exists."""
+    r = invoke("diagnose", "-q", FIX / "ss_seed000_collapse.txt")  # critical findings
+    assert r.exit_code == 1 and r.output == ""
+    r = invoke("diagnose", "-q", FIX / "ss_healthy_format.txt")
+    assert r.exit_code == 0 and r.output == ""
+    r = invoke("diagnose", "-q", "--fail-on", "critical", FIX / "ss_window_limited_format.txt")  # warnings only
+    assert r.exit_code == 0 and r.output == ""
+    r = invoke("diagnose", "-q", "--fail-on", "warning", FIX / "ss_window_limited_format.txt")
+    assert r.exit_code == 1 and r.output == ""
+    r = invoke("diagnose", "--quiet", "--scenario-dir", tmp_path / "sc", FIX / "ss_seed000_collapse.txt")
+    assert r.exit_code == 1 and r.output == "" and list((tmp_path / "sc").glob("*.yaml"))
+    r = invoke("diagnose", "-q", tmp_path / "nope.txt")  # errors still say what went wrong
+    assert r.exit_code == 2 and r.output.startswith("error: ") and "no such file" in r.output
+    r = invoke("diagnose", "-q", "--json", FIX / "ss_healthy_format.txt")
+    assert r.exit_code == 2 and "--quiet and --json: choose one" in r.output
