@@ -215,3 +215,17 @@ def test_a_real_run_directory(tmp_path: Path, real_core) -> None:  # noqa: ANN00
     assert [i["kind"] for i in doc["inputs"]] == ["nstat_text"]
     assert any("diagnosing host" in n for n in doc["notes"])
     assert any(n.endswith(".png: binary file (not the text output of a tool)") for n in doc["notes"])
+
+
+def test_a_fifo_entry_in_an_archive_is_a_note(tmp_path: Path) -> None:
+    p = tmp_path / "cap.tar.gz"
+    with tarfile.open(p, "w:gz") as tf:
+        info = tarfile.TarInfo("snap-0/ss.txt")
+        info.size = len(SS)
+        tf.addfile(info, io.BytesIO(SS))
+        fifo = tarfile.TarInfo("snap-0/pipe")
+        fifo.type = tarfile.FIFOTYPE
+        tf.addfile(fifo)
+    r = invoke("diagnose", p, "--json")
+    assert r.exit_code == 0, r.output
+    assert f"skipped {p}:snap-0/pipe: not a regular file" in json.loads(r.output)["notes"]
