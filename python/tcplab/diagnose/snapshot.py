@@ -153,20 +153,16 @@ def validate_manifest(doc: object, where: str) -> tuple[dict[str, dict], list[st
     say which snapshot a file belongs to.
     """
     if not isinstance(doc, dict):
-        raise ParseError(where, 0, f"manifest.json: expected a JSON object, got {_json_type(doc)}")
+        raise ParseError(where, 0, f"expected a JSON object, got {_json_type(doc)}")
     files = doc.get("files", {})
     if files is None:
         files = {}
     if not isinstance(files, dict):
-        raise ParseError(
-            where, 0, f"manifest.json: files: expected an object of file -> hints, got {_json_type(files)}"
-        )
+        raise ParseError(where, 0, f"files: expected an object of file -> hints, got {_json_type(files)}")
     out: dict[str, dict] = {}
     for name, hint in files.items():
         if not isinstance(hint, dict):
-            raise ParseError(
-                where, 0, f"manifest.json: files[{_shown(name)}]: expected an object of hints, got {_json_type(hint)}"
-            )
+            raise ParseError(where, 0, f"files[{_shown(name)}]: expected an object of hints, got {_json_type(hint)}")
         for key, (types, expected) in _HINT_TYPES.items():
             if key not in hint or hint[key] is None:
                 continue
@@ -177,13 +173,13 @@ def validate_manifest(doc: object, where: str) -> tuple[dict[str, dict], list[st
             if ok and key == "time":
                 ok = math.isfinite(v)
             if not ok:
-                raise ParseError(where, 0, f"manifest.json: files[{_shown(name)}].{key}: {_shown(v)} is not {expected}")
+                raise ParseError(where, 0, f"files[{_shown(name)}].{key}: {_shown(v)} is not {expected}")
         out[name] = dict(hint)
     missing = doc.get("missing", [])
     if missing is None:
         missing = []
     if not isinstance(missing, list):
-        raise ParseError(where, 0, f"manifest.json: missing: expected a list of notes, got {_json_type(missing)}")
+        raise ParseError(where, 0, f"missing: expected a list of notes, got {_json_type(missing)}")
     notes = [m if isinstance(m, str) else json.dumps(m) for m in missing]
     return out, notes
 
