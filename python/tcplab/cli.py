@@ -527,6 +527,15 @@ def diagnose(
         str | None,
         typer.Option("--fail-on", metavar="warning|critical", help="Exit 1 if a finding this severe exists."),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print nothing on stdout (errors still go to stderr); the exit status says it: 0 no finding at or "
+            "above --fail-on, 1 there is one, 2 unusable input. Implies --fail-on warning unless given.",
+        ),
+    ] = False,
 ) -> None:
     """Read a host's captured counters and say which known pathology it is in."""
     from tcplab.diagnose import ParseError, diagnose_paths
@@ -537,6 +546,10 @@ def diagnose(
         _fail(f"--fail-on: {fail_on!r} is not a severity; expected warning or critical", 2)
     if as_json and markdown:
         _fail("--json and --markdown: choose one", 2)
+    if quiet and (as_json or markdown):
+        _fail(f"--quiet and {'--json' if as_json else '--markdown'}: choose one", 2)
+    if quiet and fail_on is None:
+        fail_on = "warning"  # as grep -q: the status is the answer
     try:
         host, findings = diagnose_paths(paths)
     except ParseError as e:
@@ -565,7 +578,9 @@ def diagnose(
                 files[i] = str(p)
         except OSError as e:
             _fail(f"{e.filename or scenario_dir}: {e.strerror or e}", 1)
-    if as_json:
+    if quiet:
+        pass
+    elif as_json:
         typer.echo(to_json(host, findings, files))
     elif markdown:
         typer.echo(to_markdown(host, findings, files))
