@@ -22,7 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ScenarioError", "UnitError", "UnitErrors", "EngineError", "show_value"]
+__all__ = [
+    "ScenarioError",
+    "UnitError",
+    "UnitErrors",
+    "EngineError",
+    "EngineMemoryError",
+    "EngineWarning",
+    "show_value",
+]
 
 
 def show_value(value: Any) -> str:
@@ -114,3 +122,11 @@ class ScenarioError(Exception):
 
 class EngineError(RuntimeError):
     """The simulator failed (a tcplab bug or limit, not a scenario mistake)."""
+
+
+class EngineMemoryError(EngineError, MemoryError):
+    """The simulator ran out of memory (an allocation failed); the message says where."""
+
+
+class EngineWarning(UserWarning):
+    """A setting the engine accepts but that defeats the run; the message names the field."""

@@ -58,7 +58,16 @@ Loss (``netem`` meanings)
     ``k`` = P(packet survives | good). netem's command line takes ``p r 1-h 1-k``; tcplab takes
     ``h`` and ``k`` themselves. Defaults as current iproute2: ``r = 1 - p``, ``h = 0%`` (bad
     state loses everything), ``k = 100%``. ``{drop: [5, 17]}`` drops exactly those data packets,
-    counted from 0 in the order they enter the link (for tests).
+    counted from 0 in the order they enter the link (for tests). ``{random: 1%}`` is
+    ``loss: 1%`` written as a mapping, so that a filter can be added beside the model, as
+    loss is emulated with nftables: ``only: data`` applies it to segments carrying data only
+    (never a SYN or a pure ACK), ``min_size: 101B`` to packets of at least that IP length
+    (nftables ``meta length``), e.g. ``loss: {random: 1%, only: data}``.
+
+Limits
+    Times and rates are bounded to what the engine represents (a year, an hour per delay,
+    1 Pbit/s; see :mod:`tcplab.limits`), and a run's time series to ``limits: {memory: 4GiB}``
+    (the default), which a scenario may raise.
 
 Flows
     ``from`` is the data sender (netperf ``TCP_STREAM``'s sending side). ``count: N`` makes N
@@ -87,6 +96,7 @@ from pydantic import (
 )
 
 from tcplab.errors import ScenarioError, UnitError, UnitErrors, show_value
+from tcplab.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.routing import bfs_route, route_delay_ns
 from tcplab.units import (
     U64_MAX,
@@ -255,6 +265,12 @@ class LossSpec(BaseModel):
     h: float = 0.0
     k: float = 1.0
     data_packets: tuple[int, ...] = ()
+    #: Loss filter (``only: data``, ``min_size``): which packets the random models apply to.
+    data_only: bool = False
+    min_ip_bytes: int = 0
+
+    def filter_to_core(self) -> dict[str, Any]:
+        return {"data_only": self.data_only, "min_ip_bytes": self.min_ip_bytes}
 
     def to_core(self) -> dict[str, Any]:
         if self.kind == "none":
@@ -266,7 +282,37 @@ class LossSpec(BaseModel):
         return {"kind": "drop_list", "data_packets": list(self.data_packets)}
 
 
-LOSS_EXPECTED = "a loss such as 1%, 0.01, {gilbert_elliott: {p: 1%, r: 30%}} or {drop: [5, 17]}"
+LOSS_EXPECTED = (
+    "a loss such as 1%, 0.01, {random: 1%, only: data}, {gilbert_elliott: {p: 1%, r: 30%}} or {drop: [5, 17]}"
+)
+LOSS_MODELS = ("random", "gilbert_elliott", "drop")
+LOSS_FILTERS = ("only", "min_size")
+
+
+def _parse_loss_filter(value: dict) -> dict[str, Any]:
+    """``only: data|all`` and ``min_size: SIZE`` (IP length, as nftables' ``meta length``)."""
+    out: dict[str, Any] = {}
+    if "only" in value:
+        only = value["only"]
+        if only not in ("data", "all"):
+            raise UnitError(
+                f"{show_value(only)} is not a packet class",
+                "data (segments carrying payload: never SYNs or pure ACKs) or all",
+                only,
+                subpath=("only",),
+            )
+        out["data_only"] = only == "data"
+    if "min_size" in value:
+        try:
+            size = parse_size(value["min_size"])
+        except UnitError as e:
+            raise _sub(e, "min_size") from None
+        if size > 65535:
+            raise UnitError(
+                f"{size} bytes is larger than any IP packet", "a size of at most 65535B", size, subpath=("min_size",)
+            )
+        out["min_ip_bytes"] = size
+    return out
 
 
 def _parse_loss(value: Any) -> LossSpec:
@@ -282,14 +328,33 @@ def _parse_loss(value: Any) -> LossSpec:
         return LossSpec(kind="bernoulli", p=p) if p > 0 else LossSpec(kind="none")
     if not isinstance(value, dict):
         raise UnitError(f"{show_value(value)} is not a loss", LOSS_EXPECTED, value)
-    if len(value) != 1 or next(iter(value)) not in ("gilbert_elliott", "drop"):
-        bad = [k for k in value if k not in ("gilbert_elliott", "drop")]
-        if bad:
-            raise UnitError(
-                f"unknown loss model {show_value(bad[0])}", "one of: gilbert_elliott, drop", bad[0], subpath=(bad[0],)
-            )
-        raise UnitError("several loss models given", "exactly one of: gilbert_elliott, drop", value)
-    kind, body = next(iter(value.items()))
+    bad = [k for k in value if k not in LOSS_MODELS + LOSS_FILTERS]
+    if bad:
+        raise UnitError(
+            f"unknown loss model {show_value(bad[0])}",
+            "one of: " + ", ".join(LOSS_MODELS) + " (filters: only, min_size)",
+            bad[0],
+            subpath=(bad[0],),
+        )
+    models = [k for k in value if k in LOSS_MODELS]
+    if len(models) != 1:
+        problem = "several loss models given" if models else "no loss model given"
+        raise UnitError(problem, "exactly one of: " + ", ".join(LOSS_MODELS), value)
+    filt = _parse_loss_filter(value)
+    kind, body = models[0], value[models[0]]
+    if kind == "random":
+        try:
+            p = parse_fraction(body)
+        except UnitError as e:
+            raise UnitError(e.problem, "a probability such as 1%", body, subpath=("random",)) from None
+        return LossSpec(kind="bernoulli", p=p, **filt) if p > 0 else LossSpec(kind="none")
+    if kind == "drop" and filt:
+        raise UnitError(
+            "a drop list takes no filter",
+            "{drop: [5, 17]} alone (it counts data packets only)",
+            value,
+            subpath=(next(k for k in value if k in LOSS_FILTERS),),
+        )
     if kind == "drop":
         if not isinstance(body, list):
             raise UnitError(
@@ -325,7 +390,7 @@ def _parse_loss(value: Any) -> LossSpec:
     params.setdefault("r", 1.0 - params["p"])
     params.setdefault("h", 0.0)
     params.setdefault("k", 1.0)
-    return LossSpec(kind="gilbert_elliott", **params)
+    return LossSpec(kind="gilbert_elliott", **params, **filt)
 
 
 class QueueLimit(BaseModel):
@@ -694,6 +759,12 @@ class Flow(_Model):
     tcp: FlowTcp = Field(default_factory=FlowTcp)
 
 
+class Limits(_Model):
+    """``limits:``: what a run may hold (see :mod:`tcplab.limits`)."""
+
+    memory: Annotated[int, BeforeValidator(lambda v: parse_size(v, allow_zero=False))] = DEFAULT_MEMORY_BYTES
+
+
 class Scenario(_Model):
     """A validated scenario. Build one with :func:`tcplab.load_scenario`.
 
@@ -712,6 +783,7 @@ class Scenario(_Model):
     routers: list[NodeName] = []
     links: list[Link] = []
     flows: list[Flow] = Field(description="a list of flows such as [{from: server, to: client}]")
+    limits: Limits = Field(default_factory=Limits)
 
     _source: str = PrivateAttr(default="")
     _raw: dict = PrivateAttr(default_factory=dict)
@@ -736,6 +808,7 @@ class Scenario(_Model):
         kinds = self._check_nodes(error)
         topology_ok = not errors
         self._check_flows(error, kinds, topology_ok)
+        check_limits(self, error, sum(f.count for f in self.flows))
         if len(errors) == 1:
             raise errors[0]
         if errors:
@@ -882,6 +955,7 @@ class Scenario(_Model):
                     "delay_ns": link["delay_ns"],
                     "overhead_bytes": link["overhead_bytes"],
                     "loss": link["loss"].to_core(),
+                    "loss_filter": link["loss"].filter_to_core(),
                     "reorder": link["reorder"],
                     "queue": link["queue"],
                 }
@@ -898,6 +972,7 @@ class Scenario(_Model):
             "nodes": [{"name": n, "kind": "host" if n in self.hosts else "router"} for n in topo.nodes],
             "links": links,
             "flows": flows,
+            "max_memory_bytes": self.limits.memory,
         }
 
     def to_core_json(self) -> str:

@@ -98,6 +98,8 @@ pub struct HostSummary {
 pub struct Invariant {
     /// Both checks passed.
     pub ok: bool,
+    /// Every data packet is accounted for.
+    pub data_ok: bool,
     pub data: DataAccounting,
     pub in_flight: u64,
     pub message: String,
@@ -443,7 +445,7 @@ impl Simulator {
                 d.sent, accounted, d.received, d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route, in_flight)
         };
         let (rtt_ok, rtt_message) = self.check_rtt_floor();
-        let invariant = Invariant { ok: ok && rtt_ok, data: d.clone(), in_flight, message, rtt_ok, rtt_message };
+        let invariant = Invariant { ok: ok && rtt_ok, data_ok: ok, data: d.clone(), in_flight, message, rtt_ok, rtt_message };
 
         let mut hosts: Vec<HostSummary> = self
             .cfg

@@ -113,6 +113,7 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     let inv = PyDict::new(py);
     let i = &out.invariant;
     inv.set_item("ok", i.ok)?;
+    inv.set_item("accounting_ok", i.data_ok)?;
     inv.set_item("data_packets_sent", i.data.sent)?;
     inv.set_item("data_packets_received", i.data.received)?;
     let dropped = PyDict::new(py);
