@@ -84,6 +84,11 @@ def human_bytes(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+def _limit(n: int) -> str:
+    """A limit as it was probably written: ``4 GiB`` when a whole number of GiB."""
+    return f"{n >> 30} GiB" if n >= 1 << 30 and n % (1 << 30) == 0 else human_bytes(n)
+
+
 def _time(ns: int) -> str:
     from tcplab.units import format_time
 
@@ -177,7 +182,7 @@ def check_limits(sc: Scenario, error: ErrorFn, flow_count: int) -> None:
             ("sample_interval",),
             f"{_time(sc.sample_interval)} over a {_time(sc.duration)} run keeps {rows} samples of {flow_count} flow(s) "
             f"and {links} one-way link(s), about {human_bytes(need)}, above the memory limit of "
-            f"{human_bytes(limit)} (limits.memory)",
+            f"{_limit(limit)} (limits.memory)",
             "a longer sample_interval, a shorter duration, or a larger limits.memory such as 16GiB",
             sc.sample_interval,
         )
