@@ -13,10 +13,10 @@ import pytest
 
 import fake_core
 import tcplab
-from tcplab.counters import format_nstat, parse_nstat
 from tcplab.engine import QUEUE_DTYPES, TIMESERIES_DTYPES, import_core, parse_output, run_core
 from tcplab.errors import EngineError, ScenarioError
 from tcplab.results import RUN_FILES, SUMMARY_FLOW_KEYS, SUMMARY_LINK_KEYS, Result, _interval_rate
+from tcplab.results.counters import format_nstat, parse_nstat
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -181,12 +181,12 @@ def test_write_refuses_a_non_empty_directory(result, tmp_path):
 
 
 def test_failed_write_leaves_nothing(result, tmp_path, monkeypatch):
-    import tcplab.plots
+    import tcplab.views.plots
 
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(tcplab.plots, "write_run_plots", boom)
+    monkeypatch.setattr(tcplab.views.plots, "write_run_plots", boom)
     with pytest.raises(OSError, match="disk full"):
         result.write(tmp_path / "new" / "deeper" / "run")
     assert list(tmp_path.iterdir()) == []

@@ -182,7 +182,7 @@ class CompareResult:
 
     def write(self, directory: str | Path, *, overwrite: bool = False, plots: bool = True) -> Path:
         """DIR/report.html, DIR/compare.json, DIR/compare.png and one run directory per variant, atomically."""
-        from tcplab.results import write_dir_atomically
+        from tcplab.results.rundir import write_dir_atomically
 
         def fill(tmp: Path) -> None:
             for v in self.variants:
@@ -193,10 +193,10 @@ class CompareResult:
                 json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8"
             )
             if plots:
-                from tcplab.plots import plot_compare
+                from tcplab.views.plots import plot_compare
 
                 plot_compare(self.results, tmp / "compare.png")
-            from tcplab.report import render_compare_report
+            from tcplab.views.report import render_compare_report
 
             first = next(iter(self.results.values()))
             (tmp / "report.html").write_text(

@@ -46,6 +46,7 @@ def run(
     """
     from tcplab.engine import run_core
     from tcplab.results import Result
+    from tcplab.views import write_run_views
 
     if isinstance(scenario, Scenario) and overrides is None and seed is None:
         sc = scenario
@@ -66,4 +67,4 @@ def run(
     finally:
         if reporter is not None:
             reporter.close()
-    return Result(sc, config, output, wall_time_s=time.perf_counter() - started)
+    return Result(sc, config, output, wall_time_s=time.perf_counter() - started, views=write_run_views)

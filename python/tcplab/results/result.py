@@ -24,8 +24,8 @@ A run directory (``Result.write(DIR)``) holds::
                               ca_state_name, cc_mode_name
     queues.parquet            per (sample, link): engine columns + link_name, t_s
     counters.txt              nstat text, one block per host
-    plots/goodput.png, plots/cwnd.png, plots/rtt.png
-    report.html               summary tables and the plots
+    plots/goodput.png, plots/cwnd.png, plots/rtt.png    } written by the view writer the Result
+    report.html               summary tables and plots  } carries (tcplab.views, via tcplab.run)
 
 Everything in it is a function of the scenario and seed (no wall-clock times, no absolute
 paths), so the same run gives the same files.
@@ -36,8 +36,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,12 +43,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tcplab.counters import format_nstat
 from tcplab.engine import EngineOutput
-from tcplab.errors import ScenarioError
+from tcplab.results.counters import format_nstat
+from tcplab.results.rundir import write_dir_atomically
 from tcplab.scenario import Scenario
 
-__all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS"]
+__all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS", "ViewWriter"]
 
 #: Files (relative to the run directory) that ``Result.write`` produces.
 RUN_FILES = (
@@ -64,6 +62,11 @@ RUN_FILES = (
     "plots/rtt.png",
     "report.html",
 )
+
+#: Writes the views of a run (plots, report.html) into a run directory being filled:
+#: ``views(result, directory, plots=...)``. Results never import views (data flows one way,
+#: DESIGN.md); the runner passes :func:`tcplab.views.write_run_views`.
+ViewWriter = Callable[..., None]
 
 SUMMARY_FLOW_KEYS = (
     "name",
@@ -137,9 +140,16 @@ class Result:
     """
 
     def __init__(
-        self, scenario: Scenario, config: dict[str, Any], output: EngineOutput, *, wall_time_s: float | None = None
+        self,
+        scenario: Scenario,
+        config: dict[str, Any],
+        output: EngineOutput,
+        *,
+        wall_time_s: float | None = None,
+        views: ViewWriter | None = None,
     ):
         self.scenario = scenario
+        self.views = views
         self.config = config
         self.engine_version = output.version
         self.events = output.events
@@ -343,13 +353,8 @@ class Result:
         _write_parquet(self.timeseries, out / "timeseries.parquet")
         _write_parquet(self.queues, out / "queues.parquet")
         (out / "counters.txt").write_text(self.nstat_text(), encoding="utf-8")
-        if plots:
-            from tcplab.plots import write_run_plots
-
-            write_run_plots(self, out / "plots")
-        from tcplab.report import write_report
-
-        write_report(self, out / "report.html", plots=plots)
+        if self.views is not None:
+            self.views(self, out, plots=plots)
 
 
 def _lookup(names: list[str], index: np.ndarray, missing: str) -> np.ndarray:
@@ -385,71 +390,3 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
     # No pandas metadata blob: it would make the file depend on the pandas version.
     table = table.replace_schema_metadata(None)
     pq.write_table(table, path, compression="zstd")
-
-
-def write_dir_atomically(
-    directory: str | os.PathLike[str], fill: Callable[[Path], None], *, overwrite: bool = False
-) -> Path:
-    """Create ``directory`` by letting ``fill`` write into a temporary sibling, then
-    renaming it into place; on any failure nothing is left behind (not even parents we
-    created). An existing non-empty ``directory`` is an error unless ``overwrite``."""
-    target = Path(directory).absolute()
-    check_output_dir(target, overwrite=overwrite)
-    created = _make_parents(target.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
-        fill(tmp)
-        _replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for d in reversed(created):
-            try:
-                d.rmdir()
-            except OSError:
-                break
-        raise
-    return target
-
-
-def check_output_dir(target: Path, *, overwrite: bool = False) -> None:
-    """A user error if ``target`` exists and is not an empty directory (unless overwrite)."""
-    if target.exists():
-        if not target.is_dir():
-            raise ScenarioError(
-                "exists and is not a directory", file=str(target), expected="a path for a new output directory"
-            )
-        if any(target.iterdir()) and not overwrite:
-            raise ScenarioError(
-                "output directory exists and is not empty",
-                file=str(target),
-                expected="a new or empty directory (or --force to replace it)",
-            )
-
-
-def _make_parents(parent: Path) -> list[Path]:
-    missing = []
-    p = parent.resolve() if not parent.exists() else parent
-    while not p.exists():
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        d.mkdir()
-    return list(reversed(missing))
-
-
-def _replace_dir(tmp: Path, target: Path) -> None:
-    if target.exists():
-        trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-        trash.rmdir()
-        target.rename(trash)
-        try:
-            tmp.rename(target)
-        except BaseException:
-            trash.rename(target)
-            raise
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        tmp.rename(target)
-    umask = os.umask(0)
-    os.umask(umask)
-    target.chmod(0o777 & ~umask)  # mkdtemp made it 0700

@@ -144,7 +144,7 @@ def render_report(summary: dict[str, Any], plots: list[str]) -> str:
 
 
 def write_report(result: Result, path: Path, *, plots: bool = True) -> Path:
-    from tcplab.plots import RUN_PLOTS
+    from tcplab.views.plots import RUN_PLOTS
 
     path.write_text(render_report(result.summary, list(RUN_PLOTS) if plots else []), encoding="utf-8")
     return path

@@ -1,0 +1,140 @@
+"""Field parsers of the scenario schema: names, integers, booleans, cc names, sysctl triples.
+
+Each parser takes a raw YAML value and returns the engine's value, or raises
+:class:`~tcplab.errors.UnitError` (never anything else); pydantic records the field path.
+Units themselves (times, rates, sizes, fractions) are parsed by :mod:`tcplab.units`; the
+``Annotated`` types at the end bind both to pydantic fields.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from tcplab.errors import UnitError, show_value
+from tcplab.units import U64_MAX, parse_fraction, parse_number, parse_rate, parse_size, parse_time
+
+CC_NAMES = ("reno", "cubic", "bbr")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+\Z")
+
+
+def _parse_name(what: str):
+    def parse(value: Any) -> str:
+        if isinstance(value, str) and NAME_PATTERN.match(value):
+            return value
+        raise UnitError(f"{show_value(value)} is not a valid {what}", "letters, digits, '_', '.' or '-'", value)
+
+    return parse
+
+
+def _parse_int(lo: int = 0, hi: int = U64_MAX, what: str = "an integer"):
+    expected = f"an integer from {lo} to {hi}" if hi < U64_MAX else f"an integer of at least {lo}"
+
+    def parse(value: Any) -> int:
+        if isinstance(value, bool) or value is None:
+            raise UnitError(f"{show_value(value)} is not {what}", expected, value)
+        try:
+            number = parse_number(value, what, expected)
+        except UnitError:
+            raise UnitError(f"{show_value(value)} is not {what}", expected, value) from None
+        if number != number.to_integral_value():
+            raise UnitError(f"{show_value(value)} is not a whole number", expected, value)
+        result = int(number)
+        if not lo <= result <= hi:
+            raise UnitError(f"{show_value(value)} is out of range", expected, value)
+        return result
+
+    return parse
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise UnitError(f"{show_value(value)} is not a boolean", "0 or 1 (or true/false)", value)
+
+
+def _parse_cc(value: Any) -> str:
+    if isinstance(value, str) and value.strip().lower() in CC_NAMES:
+        return value.strip().lower()
+    raise UnitError(f"unknown congestion control {show_value(value)}", "one of: " + ", ".join(CC_NAMES), value)
+
+
+def _parse_mem_triple(value: Any) -> tuple[int, int, int]:
+    expected = 'three sizes "min default max" such as "4096 131072 6291456"'
+    if isinstance(value, str):
+        items: list[Any] = value.split()
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise UnitError(f"{show_value(value)} is not a size triple", expected, value)
+    if len(items) != 3:
+        raise UnitError(f"{show_value(value)} has {len(items)} values, not 3", expected, value)
+    sizes = []
+    for i, item in enumerate(items):
+        try:
+            sizes.append(parse_size(item))
+        except UnitError as e:
+            raise UnitError(e.problem, e.expected, item, subpath=(i,) if not isinstance(value, str) else ()) from None
+    lo, default, hi = sizes
+    if not lo <= default <= hi:
+        raise UnitError(f"{show_value(value)} is not ordered min <= default <= max", expected, value)
+    return (lo, default, hi)
+
+
+def _parse_between(value: Any) -> tuple[str, str]:
+    expected = "two node names such as [server, r1]"
+    if not isinstance(value, (list, tuple)):
+        raise UnitError(f"{show_value(value)} is not a list of two nodes", expected, value)
+    if len(value) != 2:
+        raise UnitError(f"{len(value)} nodes given", expected, value)
+    names = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not NAME_PATTERN.match(item):
+            raise UnitError(f"{show_value(item)} is not a node name", expected, item, subpath=(i,))
+        names.append(item)
+    return (names[0], names[1])
+
+
+def _sub(e: UnitError, *prefix: Any) -> UnitError:
+    return UnitError(e.problem, e.expected, e.value, subpath=tuple(prefix) + e.subpath)
+
+
+Name = Annotated[str, BeforeValidator(_parse_name("name"))]
+NodeName = Annotated[str, BeforeValidator(_parse_name("node name"))]
+Rate = Annotated[int, BeforeValidator(parse_rate)]
+Time = Annotated[int, BeforeValidator(parse_time)]
+PosTime = Annotated[int, BeforeValidator(lambda v: parse_time(v, allow_zero=False))]
+Size = Annotated[int, BeforeValidator(parse_size)]
+Probability = Annotated[float, BeforeValidator(parse_fraction)]
+Bool = Annotated[bool, BeforeValidator(_parse_bool)]
+CcName = Annotated[str, BeforeValidator(_parse_cc)]
+MemTriple = Annotated[tuple[int, int, int], BeforeValidator(_parse_mem_triple)]
+
+
+def Int(lo: int = 0, hi: int = U64_MAX) -> Any:  # noqa: N802 - a type factory
+    return Annotated[int, BeforeValidator(_parse_int(lo, hi))]
+
+
+def _did_you_mean(key: Any, allowed: list[str]) -> str:
+    import difflib
+
+    if not isinstance(key, str):
+        return ""
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def _t(ns: int) -> str:
+    from tcplab.units import format_time
+
+    return format_time(ns)
