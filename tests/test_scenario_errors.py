@@ -113,7 +113,7 @@ CASES = [
     (
         "loss-model-unknown",
         f"links: [{{between: [server, r1], rate: 1Mbit, loss: {{burst: 1}}}}, {LINK2}]",
-        ['links.0.loss.burst: unknown loss model "burst"', "expected one of: gilbert_elliott, drop"],
+        ['links.0.loss.burst: unknown loss model "burst"', "expected one of: random, gilbert_elliott, drop"],
     ),
     (
         "ge-key",

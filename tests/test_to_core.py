@@ -10,9 +10,9 @@ import tcplab
 from tcplab.loader import builtin_scenarios
 
 # The engine contract (config JSON accepted by tcplab._core.run).
-TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flows"}
+TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flows", "max_memory_bytes"}
 NODE_KEYS = {"name", "kind"}
-LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "reorder", "queue"}
+LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "loss_filter", "reorder", "queue"}
 FLOW_KEYS = {"name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params"}
 TCP_KEYS = {
     "mss_bytes",
@@ -84,7 +84,7 @@ def is_int(x):
 
 def check_contract(core: dict) -> None:
     assert set(core) == TOP_KEYS
-    for key in ("seed", "duration_ns", "sample_interval_ns"):
+    for key in ("seed", "duration_ns", "sample_interval_ns", "max_memory_bytes"):
         assert is_int(core[key]) and core[key] >= 0
     n = len(core["nodes"])
     for node in core["nodes"]:
@@ -104,6 +104,9 @@ def check_contract(core: dict) -> None:
             "drop_list": {"kind", "data_packets"},
         }
         assert set(loss) == expected[loss["kind"]]
+        filt = link["loss_filter"]
+        assert set(filt) == {"data_only", "min_ip_bytes"} and isinstance(filt["data_only"], bool)
+        assert is_int(filt["min_ip_bytes"])
         assert link["reorder"] is None or set(link["reorder"]) == {"p", "delay_ns"}
         q = link["queue"]
         assert q in (
@@ -200,7 +203,7 @@ def test_sysctl_sources_and_flow_overrides():
                         "tcp_wmem": "1 2 3",
                         "rto_min": "5ms",
                         "max_pacing_rate": "80Mbit",
-                        "fq_pacing": 1,
+                        "fq_pacing": 0,
                     },
                     "cc_params": {"hystart": 0, "beta": 819, "bbr_vm_patch": True},
                 },
@@ -224,7 +227,7 @@ def test_sysctl_sources_and_flow_overrides():
     assert (f1["tcp"]["rto_min_ms"], f1["tcp"]["max_pacing_rate_bytes_per_sec"], f1["tcp"]["fq_pacing"]) == (
         5,
         10_000_000,
-        True,
+        False,
     )
     assert (
         f1["cc_params"]["hystart"] is False

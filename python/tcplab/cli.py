@@ -311,8 +311,12 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     if drops:
         console.print("queue drops: " + ", ".join(drops))
     inv = s["invariant"]
+    rtt = inv.get("rtt_floor") or {}
     if not inv.get("ok", True):
-        console.print(f"[bold red]packet accounting failed:[/] {inv.get('message', '')}")
+        if rtt.get("ok", True) is False:
+            console.print(f"[bold red]RTT check failed:[/] {rtt.get('message', '')}")
+        if not inv.get("accounting_ok", rtt.get("ok", True)):
+            console.print(f"[bold red]packet accounting failed:[/] {inv.get('message', '')}")
     console.print(f"wrote {out_dir}")
 
 
@@ -343,10 +347,21 @@ def run(
     _warn([sc])
     out_dir = output if output is not None else Path("runs") / sc.name
     check_output_dir(out_dir, overwrite=force)
-    with SimProgress(sc.name, enabled=None if not quiet else False) as progress:
-        result = run_scenario(
-            sc, progress=progress, applied_overrides=override_texts(set_ or [], seed), command=_INVOCATION
-        )
+    import warnings
+
+    from tcplab.errors import EngineWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", EngineWarning)
+        with SimProgress(sc.name, enabled=None if not quiet else False) as progress:
+            result = run_scenario(
+                sc, progress=progress, applied_overrides=override_texts(set_ or [], seed), command=_INVOCATION
+            )
+    for w in caught:
+        if issubclass(w.category, EngineWarning):
+            typer.echo(f"warning: {w.message}", err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     result.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
         _print_run_summary(result, out_dir)

@@ -26,7 +26,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ScenarioError", "ScenarioWarning", "UnitError", "UnitErrors", "EngineError", "show_value"]
+__all__ = [
+    "ScenarioError",
+    "ScenarioWarning",
+    "UnitError",
+    "UnitErrors",
+    "EngineError",
+    "EngineMemoryError",
+    "EngineWarning",
+    "show_value",
+]
 
 
 def show_value(value: Any) -> str:
@@ -147,3 +156,11 @@ class ScenarioWarning:
 
 class EngineError(RuntimeError):
     """The simulator failed (a tcplab bug or limit, not a scenario mistake)."""
+
+
+class EngineMemoryError(EngineError, MemoryError):
+    """The simulator ran out of memory (an allocation failed); the message says where."""
+
+
+class EngineWarning(UserWarning):
+    """A setting the engine accepts but that defeats the run; the message names the field."""

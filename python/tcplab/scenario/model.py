@@ -5,11 +5,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
+from tcplab.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.scenario.base import _Model
 from tcplab.scenario.checks import check_flows, check_nodes, check_queue_limits
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
@@ -17,7 +18,13 @@ from tcplab.scenario.flows import Flow, flow_names
 from tcplab.scenario.hosts import Host
 from tcplab.scenario.links import Link
 from tcplab.scenario.topology import _Topology
-from tcplab.units import U64_MAX
+from tcplab.units import U64_MAX, parse_size
+
+
+class Limits(_Model):
+    """``limits:``: what a run may hold (see :mod:`tcplab.limits`)."""
+
+    memory: Annotated[int, BeforeValidator(lambda v: parse_size(v, allow_zero=False))] = DEFAULT_MEMORY_BYTES
 
 
 class Scenario(_Model):
@@ -38,6 +45,7 @@ class Scenario(_Model):
     routers: list[NodeName] = []
     links: list[Link] = []
     flows: list[Flow] = Field(description="a list of flows such as [{from: server, to: client}]")
+    limits: Limits = Field(default_factory=Limits)
 
     _source: str = PrivateAttr(default="")
     _raw: dict = PrivateAttr(default_factory=dict)
@@ -66,6 +74,7 @@ class Scenario(_Model):
         check_flows(self, error, kinds, topology_ok)
         if topology_ok:
             check_queue_limits(self, error)
+        check_limits(self, error, sum(f.count for f in self.flows))
         if len(errors) == 1:
             raise errors[0]
         if errors:
@@ -125,6 +134,7 @@ class Scenario(_Model):
                     "delay_ns": link["delay_ns"],
                     "overhead_bytes": link["overhead_bytes"],
                     "loss": link["loss"].to_core(),
+                    "loss_filter": link["loss"].filter_to_core(),
                     "reorder": link["reorder"],
                     "queue": link["queue"],
                 }
@@ -141,6 +151,7 @@ class Scenario(_Model):
             "nodes": [{"name": n, "kind": "host" if n in self.hosts else "router"} for n in topo.nodes],
             "links": links,
             "flows": flows,
+            "max_memory_bytes": self.limits.memory,
         }
 
     def to_core_json(self) -> str:
