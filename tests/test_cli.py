@@ -197,7 +197,7 @@ def test_scenarios_lists_builtins():
 def test_check_shows_resolution():
     r = invoke("check", "builtin:cubic-vs-bbr-lossy")
     assert r.exit_code == 0, r.output
-    assert "pfifo limit 42p" in r.stdout and "base RTT 100100us" in r.stdout
+    assert "pfifo limit 41p" in r.stdout and "base RTT 100100us" in r.stdout  # 62562.5 B / 1514 B
     r = invoke("check", "builtin:cubic-vs-bbr-lossy", "--json", "--set", "flows.0.cc=bbr")
     assert json.loads(r.stdout)["flows"][0]["cc"] == "bbr"
 

@@ -47,8 +47,13 @@ Links and queues
     propagation delay (sum of one-way delays along the flow's data route plus its ACK route)
     among the flows whose data or ACK route crosses that link; if no flow crosses it,
     ``base_rtt = 2 * delay`` of the link itself. Then ``pfifo`` gets
-    ``max(1, round(k * bdp_bytes / 1500))`` packets and ``bfifo`` gets
-    ``max(1500, round(k * bdp_bytes))`` bytes for ``limit: kbdp`` (rounding half up).
+    ``max(1, round(k * bdp_bytes / (1500 + overhead)))`` packets and ``bfifo`` gets
+    ``max(1500 + overhead, round(k * bdp_bytes))`` bytes for ``limit: kbdp`` (rounding half
+    up). ``1500 + overhead`` (1514 by default) is a full-size segment as the link counts it
+    (1448 B MSS + 52 B TCP/IP headers with timestamps + Ethernet framing): the serializer
+    spends ``rate`` on those bytes, and qdiscs count them (``skb->len``), so a ``1bdp``
+    ``pfifo`` holds exactly the packets that fill the path once, and the same as a ``1bdp``
+    ``bfifo`` (the engine's test helpers count the same way).
     Defaults: ``pfifo`` with 1000 packets (a device's ``txqueuelen``); ``bfifo`` defaults to
     1 514 000 bytes (``txqueuelen * (1500 + 14)``, as Linux sizes it).
 
@@ -107,7 +112,7 @@ __all__ = [
 
 CC_NAMES = ("reno", "cubic", "bbr")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+\Z")
-NOMINAL_PACKET_BYTES = 1500  # the packet size a "bdp" queue limit is counted in
+NOMINAL_PACKET_BYTES = 1500  # IP length of a full-size segment; "bdp" limits count it plus the link overhead
 DEFAULT_PFIFO_LIMIT = 1000  # txqueuelen
 DEFAULT_BFIFO_LIMIT = 1000 * (1500 + 14)  # txqueuelen * psched_mtu()
 
@@ -1013,9 +1018,10 @@ class _Topology:
         limit = queue.limit_spec()
         if limit.unit == "bdp":
             bdp = self.bdp_bytes(index) * Fraction(limit.value)
+            wire_packet_bytes = NOMINAL_PACKET_BYTES + link["overhead_bytes"]  # as the serializer counts
             if queue.qdisc == "pfifo":
-                return {"kind": "pfifo", "limit_packets": max(1, _round_half_up(bdp / NOMINAL_PACKET_BYTES))}
-            return {"kind": "bfifo", "limit_bytes": max(NOMINAL_PACKET_BYTES, _round_half_up(bdp))}
+                return {"kind": "pfifo", "limit_packets": max(1, _round_half_up(bdp / wire_packet_bytes))}
+            return {"kind": "bfifo", "limit_bytes": max(wire_packet_bytes, _round_half_up(bdp))}
         if queue.qdisc == "pfifo":
             return {"kind": "pfifo", "limit_packets": int(limit.value)}
         return {"kind": "bfifo", "limit_bytes": int(limit.value)}
