@@ -81,4 +81,3 @@ def real_core():
         if in_ci():
             pytest.fail(f"CI=true but the engine does not import: {message}")
         pytest.skip(message)
-

@@ -215,7 +215,9 @@ def test_help_and_no_args():
     assert invoke("--help").exit_code == 0
     r = invoke("run", "--help")
     assert r.exit_code == 0 and "--set" in r.stdout
-    assert invoke().exit_code in (0, 2)  # no_args_is_help
+    # no command is a usage error (no_args_is_help): the help, and exit 2 as for any usage error
+    r = invoke()
+    assert r.exit_code == 2 and "Usage" in r.output and "compare" in r.output
 
 
 def test_console_script_entry_point():

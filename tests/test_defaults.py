@@ -34,8 +34,8 @@ MINIMAL = {
 @pytest.mark.engine
 def test_python_defaults_are_the_engine_defaults(real_core):
     engine = real_core.defaults()
-    assert LINUX_TCP_DEFAULTS == engine["tcp"]
-    assert LINUX_CC_DEFAULTS == engine["cc_params"]
+    assert engine["tcp"] == LINUX_TCP_DEFAULTS
+    assert engine["cc_params"] == LINUX_CC_DEFAULTS
     assert engine["queue"] == {"kind": "pfifo", "limit_packets": DEFAULT_PFIFO_LIMIT}
     # a scenario that sets nothing gets exactly the engine's defaults
     core = tcplab.load_scenario(MINIMAL).to_core()

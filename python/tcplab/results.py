@@ -320,7 +320,8 @@ class Result:
 
     def _rtt_percentiles(self) -> dict[str, Any]:
         """How the RTT percentiles were computed, with the engine's stated resolution."""
-        errors = {float(f["rtt_us"]["relative_error"]) for f in self._flows_out if "relative_error" in f.get("rtt_us", {})}
+        rtts = [f.get("rtt_us") or {} for f in self._flows_out]
+        errors = {float(r["relative_error"]) for r in rtts if "relative_error" in r}
         return {
             "method": "low edge of log-linear histogram buckets (exact below 256 us)",
             "relative_error": max(errors) if errors else None,

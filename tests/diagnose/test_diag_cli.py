@@ -220,7 +220,12 @@ def test_collect_without_tools_and_without_root(tmp_path: Path, monkeypatch: pyt
 def test_collect_timeout_is_recorded(tmp_path: Path) -> None:
     import tcplab.collect as collect_mod
 
-    cap = collect_mod._Capture(tmp_path, timeout_s=0.2, deadline=time.monotonic() + 30, log=lambda _m: None)
-    cap.run("slow.txt", ["sleep", "5"], {"snapshot": 0})
-    assert cap.commands[0]["error"].startswith("timed out") and cap.commands[0]["seconds"] < 2
+    cap = collect_mod._Capture(tmp_path / "out", timeout_s=0.2, deadline=time.monotonic() + 30, log=lambda _m: None)
+    marker = tmp_path / "finished"
+    # a command that would leave a mark after 1 s: killed at the 0.2 s timeout, it never does
+    cap.run("slow.txt", ["sh", "-c", f"sleep 1 && touch {marker}"], {"snapshot": 0})
+    assert cap.commands[0]["error"].startswith("timed out")
+    assert cap.commands[0]["seconds"] >= 0.2  # it waited for the timeout, no wall-clock upper bound
     assert "slow.txt" not in cap.files
+    time.sleep(1.5)
+    assert not marker.exists(), "the timed-out command kept running"
