@@ -229,6 +229,7 @@ fn direct(cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, duration_ns: u64) ->
         delay_ns: one_way_delay_ns,
         overhead_bytes: 14,
         loss: LossConfig::None,
+        loss_filter: LossFilter::default(),
         reorder: None,
         queue: QueueConfig::Pfifo { limit_packets: 10_000 },
     };
@@ -243,7 +244,7 @@ fn direct(cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, duration_ns: u64) ->
         tcp: TcpConfig::default(),
         cc_params: CcParams::default(),
     };
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 10 * MS, nodes, links: vec![link(0, 1), link(1, 0)], flows: vec![flow] }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 10 * MS, nodes, links: vec![link(0, 1), link(1, 0)], flows: vec![flow], max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
 
 #[test]
