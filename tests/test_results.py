@@ -14,10 +14,10 @@ import pytest
 import fake_core
 import tcplab
 from plotcheck import assert_plot
-from tcplab.counters import format_nstat, parse_nstat
 from tcplab.engine import QUEUE_DTYPES, TIMESERIES_DTYPES, import_core, parse_output, run_core
 from tcplab.errors import EngineError, ScenarioError
 from tcplab.results import RUN_FILES, SUMMARY_FLOW_KEYS, SUMMARY_LINK_KEYS, Result, _interval_rate
+from tcplab.results.counters import format_nstat, parse_nstat
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -170,20 +170,26 @@ def test_write_refuses_a_non_empty_directory(result, tmp_path):
     with pytest.raises(ScenarioError, match="output directory exists and is not empty"):
         result.write(tmp_path / "busy")
     assert (tmp_path / "busy" / "keep.txt").exists()
+    # overwrite replaces only a directory tcplab wrote (issue 7, 2.1)
+    with pytest.raises(ScenarioError, match="--force refused: not a directory written by tcplab"):
+        result.write(tmp_path / "busy", overwrite=True)
+    assert (tmp_path / "busy" / "keep.txt").exists()
+    (tmp_path / "busy" / "keep.txt").unlink()
+    result.write(tmp_path / "busy")
     result.write(tmp_path / "busy", overwrite=True)
-    assert not (tmp_path / "busy" / "keep.txt").exists() and (tmp_path / "busy" / "summary.json").exists()
+    assert (tmp_path / "busy" / "summary.json").exists()
     (tmp_path / "empty").mkdir()
     result.write(tmp_path / "empty")  # an empty directory is fine
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "empty"]
 
 
 def test_failed_write_leaves_nothing(result, tmp_path, monkeypatch):
-    import tcplab.plots
+    import tcplab.views.plots
 
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(tcplab.plots, "write_run_plots", boom)
+    monkeypatch.setattr(tcplab.views.plots, "write_run_plots", boom)
     with pytest.raises(OSError, match="disk full"):
         result.write(tmp_path / "new" / "deeper" / "run")
     assert list(tmp_path.iterdir()) == []

@@ -11,9 +11,9 @@ from tcplab.loader import builtin_scenarios
 from tcplab.scenario import LINUX_CC_DEFAULTS, LINUX_TCP_DEFAULTS
 
 # The engine contract (config JSON accepted by tcplab._core.run).
-TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flows"}
+TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flows", "max_memory_bytes"}
 NODE_KEYS = {"name", "kind"}
-LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "reorder", "queue"}
+LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "loss_filter", "reorder", "queue"}
 FLOW_KEYS = {"name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params"}
 TCP_KEYS = {
     "mss_bytes",
@@ -67,7 +67,7 @@ def is_int(x):
 
 def check_contract(core: dict) -> None:
     assert set(core) == TOP_KEYS
-    for key in ("seed", "duration_ns", "sample_interval_ns"):
+    for key in ("seed", "duration_ns", "sample_interval_ns", "max_memory_bytes"):
         assert is_int(core[key]) and core[key] >= 0
     n = len(core["nodes"])
     for node in core["nodes"]:
@@ -87,6 +87,9 @@ def check_contract(core: dict) -> None:
             "drop_list": {"kind", "data_packets"},
         }
         assert set(loss) == expected[loss["kind"]]
+        filt = link["loss_filter"]
+        assert set(filt) == {"data_only", "min_ip_bytes"} and isinstance(filt["data_only"], bool)
+        assert is_int(filt["min_ip_bytes"])
         assert link["reorder"] is None or set(link["reorder"]) == {"p", "delay_ns"}
         q = link["queue"]
         assert q in (
@@ -184,7 +187,7 @@ def test_sysctl_sources_and_flow_overrides():
                         "tcp_wmem": "1 2 3",
                         "rto_min": "5ms",
                         "max_pacing_rate": "80Mbit",
-                        "fq_pacing": 1,
+                        "fq_pacing": 0,
                     },
                     "cc_params": {"hystart": 0, "beta": 819, "bbr_vm_patch": True},
                 },
@@ -208,7 +211,7 @@ def test_sysctl_sources_and_flow_overrides():
     assert (f1["tcp"]["rto_min_ms"], f1["tcp"]["max_pacing_rate_bytes_per_sec"], f1["tcp"]["fq_pacing"]) == (
         5,
         10_000_000,
-        True,
+        False,
     )
     assert (
         f1["cc_params"]["hystart"] is False
@@ -296,3 +299,25 @@ def test_default_queue_and_loss():
 def test_to_core_json_is_compact_and_equal():
     sc = tcplab.load_scenario("builtin:cubic-vs-bbr-lossy")
     assert json.loads(sc.to_core_json()) == sc.to_core()
+
+
+# -- a bare number is percent, as netem reads it (issue 7, 3.1) ------------------------------
+
+
+@pytest.mark.parametrize("bare", [1, 2, 0.5, "2", 40])
+def test_bare_percentages_mean_percent_everywhere(base_scenario, bare):
+    # iproute2 tc_util.c parse_percent(): "loss 2" is 2%, the same as "loss 2%".
+    expected = float(bare) / 100
+    base_scenario["links"][0]["loss"] = bare
+    base_scenario["links"][1]["loss"] = {"gilbert_elliott": {"p": bare, "r": bare, "h": bare, "k": bare}}
+    base_scenario["links"][0]["reorder"] = {"probability": bare, "delay": "1ms"}
+    links = tcplab.load_scenario(base_scenario).to_core()["links"]
+    assert links[0]["loss"] == {"kind": "bernoulli", "p": pytest.approx(expected)}
+    ge = links[2]["loss"]
+    assert ge["kind"] == "gilbert_elliott"
+    assert [ge[k] for k in "prhk"] == pytest.approx([expected] * 4)
+    assert links[0]["reorder"]["p"] == pytest.approx(expected)
+    with_sign = dict(base_scenario)
+    with_sign["links"] = [dict(link) for link in base_scenario["links"]]
+    with_sign["links"][0]["loss"] = f"{bare}%"
+    assert tcplab.load_scenario(with_sign).to_core()["links"][0]["loss"] == links[0]["loss"]

@@ -15,7 +15,7 @@ happened per flow and over time, in the names ``ss``, ``nstat`` and ``tc -s`` us
 Modules: :mod:`~tcplab.units` (human units), :mod:`~tcplab.scenario` (the schema),
 :mod:`~tcplab.loader` and :mod:`~tcplab.overrides` (reading, ``--set``), :mod:`~tcplab.routing`,
 :mod:`~tcplab.engine` (the bridge to ``tcplab._core``), :mod:`~tcplab.results`,
-:mod:`~tcplab.plots`, :mod:`~tcplab.report`, :mod:`~tcplab.compare`, :mod:`~tcplab.cli`.
+:mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.cli`.
 """
 
 from __future__ import annotations

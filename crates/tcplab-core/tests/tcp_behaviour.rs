@@ -216,7 +216,7 @@ fn rto_is_at_least_200ms_above_srtt() {
     cfg.flows[0].app = AppConfig::BulkBytes { bytes: 200 * MSS };
     let sim = {
         let mut s = Simulator::new(cfg).unwrap();
-        s.run_until(2 * S);
+        s.run_until(2 * S).unwrap();
         s
     };
     let tp = &sim.socket(0).tp;

@@ -55,6 +55,9 @@ fn bucket_low(i: usize) -> u64 {
 }
 
 impl LogHistogram {
+    /// Heap bytes of a histogram that has recorded a sample (for the memory estimate).
+    pub const HEAP_BYTES: usize = BUCKETS * std::mem::size_of::<u64>();
+
     #[inline]
     pub fn record(&mut self, v: u64) {
         if self.counts.is_empty() {

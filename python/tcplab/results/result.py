@@ -27,11 +27,21 @@ A run directory (``Result.write(DIR)``) holds::
                               ca_state_name, cc_mode_name
     queues.parquet            per (sample, link): engine columns + link_name, t_s
     counters.txt              nstat text, one block per host
-    plots/goodput.png, plots/cwnd.png, plots/rtt.png
-    report.html               summary tables and the plots
+    plots/goodput.png, plots/cwnd.png, plots/rtt.png    } written by the view writer the Result
+    report.html               summary tables and plots  } carries (tcplab.views, via tcplab.run)
+    scenario.yaml             the effective scenario: the source YAML with every override applied
+    metadata.json             provenance: overrides, command line, tcplab/engine/Python versions,
+                              tcplab's git commit when run from a checkout
+    .tcplab-run               marks the directory as tcplab's (``--force`` replaces only those)
 
-Everything in it is a function of the scenario and seed (no wall-clock times, no absolute
-paths), so the same run gives the same files.
+Everything in it except metadata.json is a function of the scenario and seed (no wall-clock
+times, no absolute paths), so the same run gives the same files; metadata.json records how
+and with what the run was made, which differs between machines and invocations.
+
+Provenance: ``overrides`` (``["flows.0.cc=bbr", "seed=5"]``) are the ``--set`` and ``--seed``
+values the run was made with. The summary's ``title`` is the scenario name followed by them
+(``cubic-vs-bbr-lossy [flows.0.cc=bbr]``) and its ``description`` ends with a line naming them,
+so that a scenario description written for the base values never passes for what ran.
 """
 
 from __future__ import annotations
@@ -39,24 +49,28 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
-from collections.abc import Callable
+import platform
+import subprocess
+from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tcplab.counters import format_nstat
 from tcplab.engine import EngineOutput
-from tcplab.errors import ScenarioError
+from tcplab.results.counters import format_nstat
+from tcplab.results.rundir import write_dir_atomically, write_marker
 from tcplab.scenario import Scenario
 
-__all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS"]
+__all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS", "ViewWriter"]
 
 #: Files (relative to the run directory) that ``Result.write`` produces.
 RUN_FILES = (
+    ".tcplab-run",
+    "scenario.yaml",
+    "metadata.json",
     "summary.json",
     "scenario.resolved.json",
     "timeseries.parquet",
@@ -67,6 +81,11 @@ RUN_FILES = (
     "plots/rtt.png",
     "report.html",
 )
+
+#: Writes the views of a run (plots, report.html) into a run directory being filled:
+#: ``views(result, directory, plots=...)``. Results never import views (data flows one way,
+#: DESIGN.md); the runner passes :func:`tcplab.views.write_run_views`.
+ViewWriter = Callable[..., None]
 
 SUMMARY_FLOW_KEYS = (
     "name",
@@ -140,9 +159,22 @@ class Result:
     """
 
     def __init__(
-        self, scenario: Scenario, config: dict[str, Any], output: EngineOutput, *, wall_time_s: float | None = None
+        self,
+        scenario: Scenario,
+        config: dict[str, Any],
+        output: EngineOutput,
+        *,
+        wall_time_s: float | None = None,
+        views: ViewWriter | None = None,
+        overrides: Sequence[str] = (),
+        command: Sequence[str] | None = None,
     ):
         self.scenario = scenario
+        self.views = views
+        #: the ``--set``/``--seed`` overrides this run was made with, as ``PATH=VALUE`` text
+        self.overrides = [str(o) for o in overrides]
+        #: the command line that made it (``["tcplab", "run", ...]``), when run from the CLI
+        self.command = list(command) if command is not None else None
         self.config = config
         self.engine_version = output.version
         self.events = output.events
@@ -303,7 +335,9 @@ class Result:
             links.append({k: _finite(row.get(k)) for k in SUMMARY_LINK_KEYS})
         return {
             "scenario": self.scenario.name,
-            "description": self.scenario.description or "",
+            "title": self.title,
+            "description": self.description,
+            "overrides": list(self.overrides),
             "source": self.scenario.source,
             "seed": self.config["seed"],
             "tcplab_version": _version(),
@@ -325,6 +359,54 @@ class Result:
         return {
             "method": "low edge of log-linear histogram buckets (exact below 256 us)",
             "relative_error": max(errors) if errors else None,
+        }
+
+    # -- provenance -------------------------------------------------------------------
+
+    @property
+    def title(self) -> str:
+        """What ran: the scenario name and the overrides, ``NAME [a=1, b=2]``."""
+        name = self.scenario.name
+        return f"{name} [{', '.join(self.overrides)}]" if self.overrides else name
+
+    @property
+    def description(self) -> str:
+        """The scenario's description, and a last line naming the overrides that changed it."""
+        text = (self.scenario.description or "").rstrip()
+        if not self.overrides:
+            return text
+        note = (
+            f"This run was made with {', '.join(self.overrides)}; "
+            "where the description above says otherwise, these values are what ran."
+        )
+        return f"{text}\n\n{note}" if text else note
+
+    def scenario_yaml(self) -> str:
+        """scenario.yaml: the effective scenario (the source with every override applied)."""
+        import yaml
+
+        raw = getattr(self.scenario, "_raw", None) or self.scenario.model_dump(mode="json", by_alias=True)
+        raw = json.loads(json.dumps(raw, default=str))  # plain data only
+        header = f"# The scenario as run: {self.scenario.source or '<scenario>'}"
+        if self.overrides:
+            header += f" with {', '.join(self.overrides)}"
+        return header + "\n" + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)
+
+    def metadata(self) -> dict[str, Any]:
+        """metadata.json: how and with what this run was made."""
+        return {
+            "scenario": self.scenario.name,
+            "title": self.title,
+            "source": self.scenario.source,
+            "seed": self.config["seed"],
+            "overrides": list(self.overrides),
+            "command": self.command,
+            "versions": {
+                "tcplab": _version(),
+                "engine": self.engine_version,
+                "python": platform.python_version(),
+                "tcplab_git_commit": _git_commit(),
+            },
         }
 
     # -- views ------------------------------------------------------------------------
@@ -352,18 +434,30 @@ class Result:
         return write_dir_atomically(directory, lambda tmp: self._write_files(tmp, plots=plots), overwrite=overwrite)
 
     def _write_files(self, out: Path, *, plots: bool) -> None:
+        write_marker(out, "run")
+        (out / "scenario.yaml").write_text(self.scenario_yaml(), encoding="utf-8")
+        (out / "metadata.json").write_text(json.dumps(self.metadata(), indent=2) + "\n", encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         (out / "scenario.resolved.json").write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
         _write_parquet(self.timeseries, out / "timeseries.parquet")
         _write_parquet(self.queues, out / "queues.parquet")
         (out / "counters.txt").write_text(self.nstat_text(), encoding="utf-8")
-        if plots:
-            from tcplab.plots import write_run_plots
+        if self.views is not None:
+            self.views(self, out, plots=plots)
 
-            write_run_plots(self, out / "plots")
-        from tcplab.report import write_report
 
-        write_report(self, out / "report.html", plots=plots)
+@cache
+def _git_commit() -> str | None:
+    """The commit of tcplab's source checkout, or None (installed from a wheel, no git)."""
+    here = Path(__file__).resolve().parent
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = done.stdout.strip()
+    return sha if done.returncode == 0 and len(sha) == 40 else None
 
 
 def _lookup(names: list[str], index: np.ndarray, missing: str) -> np.ndarray:
@@ -399,71 +493,3 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
     # No pandas metadata blob: it would make the file depend on the pandas version.
     table = table.replace_schema_metadata(None)
     pq.write_table(table, path, compression="zstd")
-
-
-def write_dir_atomically(
-    directory: str | os.PathLike[str], fill: Callable[[Path], None], *, overwrite: bool = False
-) -> Path:
-    """Create ``directory`` by letting ``fill`` write into a temporary sibling, then
-    renaming it into place; on any failure nothing is left behind (not even parents we
-    created). An existing non-empty ``directory`` is an error unless ``overwrite``."""
-    target = Path(directory).absolute()
-    check_output_dir(target, overwrite=overwrite)
-    created = _make_parents(target.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
-        fill(tmp)
-        _replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for d in reversed(created):
-            try:
-                d.rmdir()
-            except OSError:
-                break
-        raise
-    return target
-
-
-def check_output_dir(target: Path, *, overwrite: bool = False) -> None:
-    """A user error if ``target`` exists and is not an empty directory (unless overwrite)."""
-    if target.exists():
-        if not target.is_dir():
-            raise ScenarioError(
-                "exists and is not a directory", file=str(target), expected="a path for a new output directory"
-            )
-        if any(target.iterdir()) and not overwrite:
-            raise ScenarioError(
-                "output directory exists and is not empty",
-                file=str(target),
-                expected="a new or empty directory (or --force to replace it)",
-            )
-
-
-def _make_parents(parent: Path) -> list[Path]:
-    missing = []
-    p = parent.resolve() if not parent.exists() else parent
-    while not p.exists():
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        d.mkdir()
-    return list(reversed(missing))
-
-
-def _replace_dir(tmp: Path, target: Path) -> None:
-    if target.exists():
-        trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-        trash.rmdir()
-        target.rename(trash)
-        try:
-            tmp.rename(target)
-        except BaseException:
-            trash.rename(target)
-            raise
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        tmp.rename(target)
-    umask = os.umask(0)
-    os.umask(umask)
-    target.chmod(0o777 & ~umask)  # mkdtemp made it 0700

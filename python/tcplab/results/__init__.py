@@ -1,0 +1,33 @@
+"""Results: what a run produced (:class:`Result`), its run directory and its counters.
+
+Data flows one way (DESIGN.md): scenario -> simulation -> results -> views. This package
+never imports :mod:`tcplab.views`; a :class:`Result` made by :func:`tcplab.run` carries the
+view writer (plots, report.html) that ``Result.write`` calls.
+
+Modules: :mod:`~tcplab.results.result` (the :class:`Result` DataFrames and summary),
+:mod:`~tcplab.results.rundir` (writing a run directory atomically),
+:mod:`~tcplab.results.counters` (nstat text).
+"""
+
+from __future__ import annotations
+
+from tcplab.results.result import (
+    RUN_FILES,
+    SUMMARY_FLOW_KEYS,
+    SUMMARY_LINK_KEYS,
+    Result,
+    ViewWriter,
+    _interval_rate,
+)
+from tcplab.results.rundir import check_output_dir, write_dir_atomically
+
+__all__ = [
+    "Result",
+    "RUN_FILES",
+    "SUMMARY_FLOW_KEYS",
+    "SUMMARY_LINK_KEYS",
+    "ViewWriter",
+    "check_output_dir",
+    "write_dir_atomically",
+    "_interval_rate",
+]

@@ -1,0 +1,163 @@
+"""Scenario files: the user's description of a network, its hosts and its traffic.
+
+The model
+---------
+A scenario is a YAML mapping (see ``tcplab/scenarios/*.yaml`` for complete examples)::
+
+    name: lossy-long-path
+    duration: 60s
+    hosts:
+      server: {sysctl: {tcp_congestion_control: bbr}}
+      client: {}
+    routers: [r1]
+    links:
+      - {between: [server, r1], rate: 5Mbit, delay: 25ms, loss: 1%, queue: {limit: 1bdp}}
+      - {between: [r1, client], rate: 100Mbit, delay: 25ms}
+    flows:
+      - {from: server, to: client, app: bulk}
+
+It is parsed in three steps, each of which can only fail with a
+:class:`~tcplab.errors.ScenarioError` naming the field path, the value and what was expected:
+
+1. YAML -> plain dict (duplicate keys are errors), then ``--set PATH=VALUE`` overrides are
+   applied to that dict (:mod:`tcplab.overrides`).
+2. The dict is validated by the pydantic models below. Unknown keys are errors (typos must
+   not be silently ignored), every human unit is parsed by :mod:`tcplab.units`.
+3. Cross-references are checked: node names unique, links join two different known nodes,
+   flows go from a host to another host that is reachable (:mod:`tcplab.routing`).
+
+Defaults are Linux v6.6's: a host's ``sysctl`` block takes ``net.ipv4.tcp_*`` names (with or
+without the ``net.ipv4.`` prefix) and their default values; cc module parameters are those of
+``/sys/module/tcp_cubic/parameters``.
+
+Where a flow's TCP settings come from
+    ``tcp_rmem`` from the **receiving** host's sysctl (it sizes the receive buffer); every
+    other TCP setting from the **sending** host's sysctl; then the flow's own ``tcp:`` block
+    overrides either. ``cc`` defaults to the sender's ``tcp_congestion_control``.
+
+Links and queues
+    Each ``links:`` entry makes two one-way links, ``a->b`` with the entry's settings and
+    ``b->a`` with the same settings except those given under ``reverse:`` (field by field: a
+    ``reverse.queue`` replaces the whole queue block). Each one-way link serializes at
+    ``rate`` (counting ``overhead`` framing bytes per packet), holds a drop-tail queue, then
+    applies loss, reordering and the propagation ``delay``.
+
+    Queue limits may be given in bandwidth-delay products: ``limit: 1bdp``. For a one-way link,
+    ``bdp_bytes = rate_bps / 8 * base_rtt`` where ``base_rtt`` is the largest round-trip
+    propagation delay (sum of one-way delays along the flow's data route plus its ACK route)
+    among the flows whose data or ACK route crosses that link; if no flow crosses it,
+    ``base_rtt = 2 * delay`` of the link itself. Then ``pfifo`` gets
+    ``max(1, round(k * bdp_bytes / (1500 + overhead)))`` packets and ``bfifo`` gets
+    ``max(1500 + overhead, round(k * bdp_bytes))`` bytes for ``limit: kbdp`` (rounding half
+    up). ``1500 + overhead`` (1514 by default) is a full-size segment as the link counts it
+    (1448 B MSS + 52 B TCP/IP headers with timestamps + Ethernet framing): the serializer
+    spends ``rate`` on those bytes, and qdiscs count them (``skb->len``), so a ``1bdp``
+    ``pfifo`` holds exactly the packets that fill the path once, and the same as a ``1bdp``
+    ``bfifo`` (the engine's test helpers count the same way).
+    Defaults: ``pfifo`` with 1000 packets (a device's ``txqueuelen``); ``bfifo`` defaults to
+    1 514 000 bytes (``txqueuelen * (1500 + 14)``, as Linux sizes it).
+
+Loss (``netem`` meanings)
+    ``loss: 1%`` (or ``1``: a bare number is percent, as netem reads it): each packet
+    independently. ``{gilbert_elliott: {p, r, h, k}}``:
+    two states; ``p`` = P(good->bad), ``r`` = P(bad->good), ``h`` = P(packet survives | bad),
+    ``k`` = P(packet survives | good). netem's command line takes ``p r 1-h 1-k``; tcplab takes
+    ``h`` and ``k`` themselves. Defaults as current iproute2: ``r = 1 - p``, ``h = 0%`` (bad
+    state loses everything), ``k = 100%``. ``{drop: [5, 17]}`` drops exactly those data packets,
+    counted from 0 in the order they enter the link (for tests). ``{random: 1%}`` is
+    ``loss: 1%`` written as a mapping, so that a filter can be added beside the model, as
+    loss is emulated with nftables: ``only: data`` applies it to segments carrying data only
+    (never a SYN or a pure ACK), ``min_size: 101B`` to packets of at least that IP length
+    (nftables ``meta length``), e.g. ``loss: {random: 1%, only: data}``.
+
+Limits
+    Times and rates are bounded to what the engine represents (a year, an hour per delay,
+    1 Pbit/s; see :mod:`tcplab.limits`), and a run's time series to ``limits: {memory: 4GiB}``
+    (the default), which a scenario may raise.
+
+Flows
+    ``from`` is the data sender (netperf ``TCP_STREAM``'s sending side). ``count: N`` makes N
+    identical flows named ``<name>.0`` ... ``<name>.N-1``. The default name is
+    ``<from>-<to>-<index in flows>``.
+
+Layout: :mod:`~tcplab.scenario.fields` (field parsers on top of :mod:`tcplab.units`),
+:mod:`~tcplab.scenario.base` (the key-checking base model), :mod:`~tcplab.scenario.hosts`
+(sysctls, Linux defaults), :mod:`~tcplab.scenario.links` (links, loss, reordering),
+:mod:`~tcplab.scenario.queues`, :mod:`~tcplab.scenario.flows` and :mod:`~tcplab.scenario.apps`,
+:mod:`~tcplab.scenario.model` (the top-level :class:`Scenario`), :mod:`~tcplab.scenario.checks`
+(cross-references), :mod:`~tcplab.scenario.topology` (routes, "bdp" limits, the engine form) and
+:mod:`~tcplab.scenario.validation` (dict -> Scenario or ScenarioError).
+"""
+
+from __future__ import annotations
+
+from tcplab.scenario.apps import APP_EXPECTED, App, AppSpec
+from tcplab.scenario.fields import (
+    CC_NAMES,
+    NAME_PATTERN,
+    Bool,
+    CcName,
+    Int,
+    MemTriple,
+    Name,
+    NodeName,
+    PosTime,
+    Probability,
+    Rate,
+    Size,
+    Time,
+)
+from tcplab.scenario.flows import CcParams, Flow, FlowTcp, flow_names
+from tcplab.scenario.hosts import LINUX_CC_DEFAULTS, LINUX_TCP_DEFAULTS, Host, Sysctl
+from tcplab.scenario.links import LOSS_EXPECTED, Link, LinkOverrides, Loss, LossSpec, Reorder
+from tcplab.scenario.model import Scenario
+from tcplab.scenario.queues import (
+    DEFAULT_BFIFO_LIMIT,
+    DEFAULT_PFIFO_LIMIT,
+    NOMINAL_PACKET_BYTES,
+    Queue,
+    QueueLimit,
+    parse_queue_limit,
+)
+from tcplab.scenario.validation import validate_scenario
+
+__all__ = [
+    "Scenario",
+    "validate_scenario",
+    "CC_NAMES",
+    "LINUX_TCP_DEFAULTS",
+    "LINUX_CC_DEFAULTS",
+    "Host",
+    "Sysctl",
+    "Link",
+    "LinkOverrides",
+    "Reorder",
+    "Loss",
+    "LossSpec",
+    "LOSS_EXPECTED",
+    "Queue",
+    "QueueLimit",
+    "parse_queue_limit",
+    "NOMINAL_PACKET_BYTES",
+    "DEFAULT_PFIFO_LIMIT",
+    "DEFAULT_BFIFO_LIMIT",
+    "Flow",
+    "FlowTcp",
+    "CcParams",
+    "flow_names",
+    "App",
+    "AppSpec",
+    "APP_EXPECTED",
+    "NAME_PATTERN",
+    "Bool",
+    "CcName",
+    "Int",
+    "MemTriple",
+    "Name",
+    "NodeName",
+    "PosTime",
+    "Probability",
+    "Rate",
+    "Size",
+    "Time",
+]

@@ -1,0 +1,160 @@
+"""The top-level scenario model: name, duration, hosts, routers, links, flows.
+
+``to_core()`` resolves it into the engine's configuration (see :mod:`tcplab.scenario`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
+
+from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
+from tcplab.limits import DEFAULT_MEMORY_BYTES, check_limits
+from tcplab.scenario.base import _Model
+from tcplab.scenario.checks import check_flows, check_nodes, check_queue_limits
+from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
+from tcplab.scenario.flows import Flow, flow_names
+from tcplab.scenario.hosts import Host
+from tcplab.scenario.links import Link
+from tcplab.scenario.topology import _Topology
+from tcplab.units import U64_MAX, parse_size
+
+
+class Limits(_Model):
+    """``limits:``: what a run may hold (see :mod:`tcplab.limits`)."""
+
+    memory: Annotated[int, BeforeValidator(lambda v: parse_size(v, allow_zero=False))] = DEFAULT_MEMORY_BYTES
+
+
+class Scenario(_Model):
+    """A validated scenario. Build one with :func:`tcplab.load_scenario`.
+
+    ``to_core()`` gives the engine's fully resolved configuration (times in ns, rates in
+    bit/s, sizes in bytes, references as indices, every TCP setting explicit).
+    """
+
+    name: ScenarioName = Field(description="a scenario name such as lossy-long-path")
+    description: str | None = None
+    seed: Int(0, U64_MAX) = 1
+    duration: PosTime = Field(description="a duration such as 60s")
+    sample_interval: PosTime = 100_000_000
+    hosts: dict[NodeName, Host] = Field(
+        description="a mapping of host names to settings, such as {server: {}, client: {}}"
+    )
+    routers: list[NodeName] = []
+    links: list[Link] = []
+    flows: list[Flow] = Field(description="a list of flows such as [{from: server, to: client}]")
+    limits: Limits = Field(default_factory=Limits)
+
+    _source: str = PrivateAttr(default="")
+    _raw: dict = PrivateAttr(default_factory=dict)
+    _lines: dict = PrivateAttr(default_factory=dict)  # field path -> line in the source file
+    _warnings: list = PrivateAttr(default_factory=list)
+
+    # -- cross-reference checks -------------------------------------------------------
+
+    @model_validator(mode="after")
+    def _check_references(self) -> Scenario:
+        """Cross-field checks; every problem found is reported, each with its own path."""
+        errors: list[UnitError] = []
+
+        def error(path: tuple, problem: str, expected: str, value: Any = None) -> None:
+            errors.append(UnitError(problem, expected, value, subpath=path))
+
+        if self.sample_interval > self.duration:
+            error(
+                ("sample_interval",),
+                f"{_t(self.sample_interval)} is longer than the duration ({_t(self.duration)})",
+                "a sample interval no longer than the duration",
+                self.sample_interval,
+            )
+        kinds = check_nodes(self, error)
+        topology_ok = not errors
+        check_flows(self, error, kinds, topology_ok)
+        if topology_ok:
+            check_queue_limits(self, error)
+        check_limits(self, error, sum(f.count for f in self.flows))
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise UnitErrors(errors)
+        return self
+
+    @staticmethod
+    def _flow_names(index: int, flow: Flow) -> list[str]:
+        return flow_names(index, flow)
+
+    # -- resolved views ---------------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        """Where the scenario came from (a path, ``builtin:NAME`` or ``<dict>``)."""
+        return self._source
+
+    @property
+    def warnings(self) -> list[ScenarioWarning]:
+        """Valid values that probably do not mean what was intended (``5Mbps`` is 40 Mbit/s)."""
+        return list(self._warnings)
+
+    @property
+    def node_names(self) -> list[str]:
+        """Node names by index: hosts in file order, then routers."""
+        return list(self.hosts) + list(self.routers)
+
+    def _topology(self) -> _Topology:
+        return _Topology(self)
+
+    def routes(self) -> list[dict[str, Any]]:
+        """Per expanded flow: its name and the one-way link names of its data and ACK routes."""
+        topo = self._topology()
+        out = []
+        for flow in topo.flows:
+            out.append(
+                {
+                    "flow": flow["name"],
+                    "data": [topo.links[i]["name"] for i in flow["fwd"]],
+                    "ack": [topo.links[i]["name"] for i in flow["rev"]],
+                    "base_rtt_ns": flow["base_rtt_ns"],
+                }
+            )
+        return out
+
+    def to_core(self) -> dict[str, Any]:
+        """The engine configuration (``tcplab._core.run``'s JSON), fully resolved."""
+        topo = self._topology()
+        links = []
+        for link in topo.links:
+            links.append(
+                {
+                    "name": link["name"],
+                    "from": link["from"],
+                    "to": link["to"],
+                    "rate_bps": link["rate_bps"],
+                    "delay_ns": link["delay_ns"],
+                    "overhead_bytes": link["overhead_bytes"],
+                    "loss": link["loss"].to_core(),
+                    "loss_filter": link["loss"].filter_to_core(),
+                    "reorder": link["reorder"],
+                    "queue": link["queue"],
+                }
+            )
+        flows = []
+        for f in topo.flows:
+            flows.append(
+                {k: f[k] for k in ("name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params")}
+            )
+        return {
+            "seed": self.seed,
+            "duration_ns": self.duration,
+            "sample_interval_ns": self.sample_interval,
+            "nodes": [{"name": n, "kind": "host" if n in self.hosts else "router"} for n in topo.nodes],
+            "links": links,
+            "flows": flows,
+            "max_memory_bytes": self.limits.memory,
+        }
+
+    def to_core_json(self) -> str:
+        import json
+
+        return json.dumps(self.to_core(), separators=(",", ":"))

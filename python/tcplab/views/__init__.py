@@ -1,0 +1,29 @@
+"""Views of results: static plots (:mod:`~tcplab.views.plots`) and report.html
+(:mod:`~tcplab.views.report`).
+
+Views import results, never the reverse (DESIGN.md). :func:`write_run_views` is the writer
+:func:`tcplab.run` hands to each :class:`~tcplab.results.Result`, so that ``Result.write``
+produces the plots and the report without the results package knowing about them.
+matplotlib and jinja2 load on first use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tcplab.results import Result
+
+__all__ = ["write_run_views"]
+
+
+def write_run_views(result: Result, out: Path, *, plots: bool = True) -> None:
+    """Write ``plots/*.png`` (unless ``plots`` is false) and ``report.html`` into ``out``."""
+    if plots:
+        from tcplab.views.plots import write_run_plots
+
+        write_run_plots(result, out / "plots")
+    from tcplab.views.report import write_report
+
+    write_report(result, out / "report.html", plots=plots)
