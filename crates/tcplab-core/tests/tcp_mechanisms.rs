@@ -216,35 +216,16 @@ fn frto_detects_a_spurious_rto_from_sacks_of_never_retransmitted_data() {
 // ------------------------------------------------------------------------------ TSQ
 
 /// One sender whose own NIC is the bottleneck: s0 -(rate, delay, pfifo 10000)-> dst.
+/// (Built from the dumbbell's config so that new config fields keep their defaults.)
 fn direct(cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, duration_ns: u64) -> SimConfig {
-    let nodes = vec![
-        NodeConfig { name: "s0".into(), kind: NodeKind::Host },
-        NodeConfig { name: "dst".into(), kind: NodeKind::Host },
-    ];
-    let link = |from: u32, to: u32| LinkConfig {
-        name: format!("{from}->{to}"),
-        from,
-        to,
-        rate_bps,
-        delay_ns: one_way_delay_ns,
-        overhead_bytes: 14,
-        loss: LossConfig::None,
-        loss_filter: LossFilter::default(),
-        reorder: None,
-        queue: QueueConfig::Pfifo { limit_packets: 10_000 },
-    };
-    let flow = FlowConfig {
-        name: "f0".into(),
-        src: 0,
-        dst: 1,
-        cc,
-        start_ns: 0,
-        stop_ns: None,
-        app: AppConfig::Bulk,
-        tcp: TcpConfig::default(),
-        cc_params: CcParams::default(),
-    };
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 10 * MS, nodes, links: vec![link(0, 1), link(1, 0)], flows: vec![flow], max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    let mut cfg = dumbbell(1, cc, rate_bps, one_way_delay_ns, QueueConfig::Pfifo { limit_packets: 10_000 }, duration_ns);
+    let template = cfg.links[bottleneck(1)].clone();
+    cfg.nodes.truncate(2); // s0, dst
+    let link = |from: u32, to: u32| LinkConfig { name: format!("{from}->{to}"), from, to, ..template.clone() };
+    cfg.links = vec![link(0, 1), link(1, 0)];
+    cfg.flows[0].dst = 1;
+    cfg.sample_interval_ns = 10 * MS;
+    cfg
 }
 
 #[test]
