@@ -390,6 +390,20 @@ impl Receiver {
         self.num_sacks += 1;
     }
 
+    /// Linux v6.12 net/ipv4/tcp_input.c: tcp_sack_new_ofo_skb() -> tcp_sack_compress_send_ack().
+    /// True when the out-of-order segment `[seq, end_seq)` will need a new SACK block while
+    /// the block array is full and ACKs are being compressed: the kernel then sends the
+    /// compressed ACK at once, before it forgets the oldest block, so that SACK information
+    /// held back by compression is not lost. The caller sends that ACK (with the state
+    /// before this segment) and then passes the segment to [`Receiver::on_data`].
+    pub fn sack_compress_must_send_ack(&self, seq: u64, end_seq: u64) -> bool {
+        if seq <= self.rcv_nxt || self.compressed_ack == 0 || self.num_sacks < TCP_NUM_SACKS {
+            return false;
+        }
+        // tcp_sack_extend() would find a block to extend: no new block.
+        !self.sacks[..self.num_sacks].iter().any(|sp| seq <= sp.end && end_seq >= sp.start)
+    }
+
     /// `tcp_sack_maybe_coalesce()`: merge blocks that now touch the first one.
     fn sack_maybe_coalesce(&mut self) {
         let mut i = 1;
@@ -763,6 +777,47 @@ mod tests {
         }
         // The window grew by 2 MSS per segment: well beyond the initial 64 KB.
         assert!(r.rcv_wnd > ssthresh0 + 600 * MSS, "rcv_wnd {}", r.rcv_wnd);
+    }
+
+    /// Linux v6.12 tcp_sack_new_ofo_skb(): a segment that needs a fifth SACK block while
+    /// ACKs are being compressed flushes the compressed ACK first (tcp_sack_compress_send_ack),
+    /// so the oldest block is reported before it is forgotten.
+    #[test]
+    fn full_sack_array_flushes_the_compressed_ack() {
+        let (mut r, mut mib) = rx();
+        no_growth_room(&mut r);
+        let (s, e) = seg(0);
+        r.on_data(1, s, e, 0, 0, 200, &mut mib);
+        let mut b = Default::default();
+        let (_, w, _, _) = r.fill_ack(&mut b);
+        r.ack_sent(w);
+        r.quick = 0; // out of the initial quick-ACK mode
+        // Holes at 1, 3, 5, 7: four SACK blocks; the first 3 dupacks go out at once, the
+        // 4th is compressed.
+        let mut now = 2;
+        for i in [2u64, 4, 6, 8] {
+            let (s, e) = seg(i);
+            assert!(!r.sack_compress_must_send_ack(s, e), "segment {i}");
+            let a = r.on_data(now, s, e, 0, 8 * 100_000, 200, &mut mib);
+            if a == AckAction::Now {
+                let mut b = Default::default();
+                let (_, w, _, _) = r.fill_ack(&mut b);
+                r.ack_sent(w);
+            }
+            now += 1;
+        }
+        assert_eq!(r.num_sacks, TCP_NUM_SACKS);
+        assert!(r.compressed_ack > 0);
+        // Extending an existing block needs no flush; a fifth block does.
+        let (s, e) = seg(9);
+        assert!(!r.sack_compress_must_send_ack(s, e));
+        let (s, e) = seg(11);
+        assert!(r.sack_compress_must_send_ack(s, e));
+        // Once the ACK is sent, nothing is held back and no flush is needed.
+        let mut b = Default::default();
+        let (_, w, _, _) = r.fill_ack(&mut b);
+        r.ack_sent(w);
+        assert!(!r.sack_compress_must_send_ack(s, e));
     }
 
     #[test]
