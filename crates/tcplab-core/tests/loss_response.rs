@@ -72,3 +72,46 @@ fn startup_overshoot_retransmits_exactly_the_queue_drops() {
     assert_eq!(f.counters.get(Mib::TCPDSACKRecv), 0, "spurious retransmissions came back as D-SACKs");
     assert_eq!(f.retrans_segs, drops, "retransmissions vs queue drops");
 }
+
+/// Goodput of a 60 s BBR flow on the paper's path with random loss `p`, and the paper's
+/// limit: payload rate x (1 - p). Both ends get 64 MB buffer maxima (tcp_rmem[2],
+/// tcp_wmem[2]): with Linux's defaults (6 MB, 4 MB) a 100 Mbit/s x 100 ms path with a
+/// few percent loss is limited by the buffers, in the kernel too (the receiver charges
+/// out-of-order data against its buffer; the sender keeps SACKed data until it is
+/// cumulatively acknowledged), and the paper's figure is about the congestion control.
+fn goodput_under_loss(p: f64) -> (f64, f64) {
+    let dur_ms = 60_000;
+    let mut cfg = lossy_path(p, dur_ms);
+    cfg.flows[0].tcp.tcp_rmem[2] = 64 << 20;
+    cfg.flows[0].tcp.tcp_wmem[2] = 64 << 20;
+    let out = run(cfg);
+    let goodput = out.flows[0].bytes_received as f64 * 8.0 / (dur_ms as f64 / 1e3);
+    (goodput, payload_rate_bps() * (1.0 - p))
+}
+
+/// Item 1.5: the BBR paper's goodput-vs-random-loss figure (Cardwell et al. 2016): BBR
+/// reaches the limit link rate x (1 - loss) up to 5% loss and stays close to it up to
+/// 15%. Bounds, derived: with the loss after the bottleneck, BBR's bandwidth estimate is
+/// the delivered rate, payload x (1 - p), and BBR paces at it on average, so the
+/// expected goodput is limit x (1 - p) less STARTUP's first ~2 s of 60: at least
+/// 0.95 x 0.96 = 0.91 of the limit up to 5% (asserted: 0.88), and 0.85 x 0.96 = 0.82 at
+/// 10-15% (asserted "close": 0.75, since from 15% the long-term (policer) model may engage
+/// for 48 rounds when an interval's lost/delivered ratio reaches 50/256, as in the kernel).
+/// 20% is not asserted: there that model engages most of the time (kernel behaviour, see
+/// docs/kernel-pin.md).
+/// Six 60 s runs (~3 s in a release build, minutes in debug): run with
+/// `cargo test --release -p tcplab-core --test loss_response -- --ignored`.
+#[test]
+#[ignore]
+fn bbr_goodput_follows_the_paper_under_random_loss() {
+    let mut failures = Vec::new();
+    for (p, min_ratio) in [(0.001, 0.88), (0.01, 0.88), (0.02, 0.88), (0.05, 0.88), (0.10, 0.75), (0.15, 0.75)] {
+        let (g, limit) = goodput_under_loss(p);
+        let ratio = g / limit;
+        eprintln!("loss {:5.1}%  goodput {:6.2} Mbit/s  limit {:6.2}  ratio {:.3}", p * 100.0, g / 1e6, limit / 1e6, ratio);
+        if ratio < min_ratio {
+            failures.push(format!("loss {}%: {:.3} of the limit < {min_ratio}", p * 100.0, ratio));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
