@@ -742,8 +742,7 @@ mod tests {
     fn window_grows_on_out_of_order_data_behind_a_permanent_hole() {
         // A 4 MB buffer from the start, so that the room is not the limit at first; the
         // initial window is still 64 KB (tcp_select_initial_window).
-        let mut cfg = TcpConfig::default();
-        cfg.tcp_rmem = [4096, 4 << 20, 6 << 20];
+        let cfg = TcpConfig { tcp_rmem: [4096, 4 << 20, 6 << 20], ..TcpConfig::default() };
         let mut r = Receiver::new(&cfg);
         r.established(0, 0);
         let mut mib = MibCounters::default();
@@ -794,17 +793,15 @@ mod tests {
         r.quick = 0; // out of the initial quick-ACK mode
         // Holes at 1, 3, 5, 7: four SACK blocks; the first 3 dupacks go out at once, the
         // 4th is compressed.
-        let mut now = 2;
-        for i in [2u64, 4, 6, 8] {
+        for (now, i) in [2u64, 4, 6, 8].into_iter().enumerate() {
             let (s, e) = seg(i);
             assert!(!r.sack_compress_must_send_ack(s, e), "segment {i}");
-            let a = r.on_data(now, s, e, 0, 8 * 100_000, 200, &mut mib);
+            let a = r.on_data(2 + now as u64, s, e, 0, 8 * 100_000, 200, &mut mib);
             if a == AckAction::Now {
                 let mut b = Default::default();
                 let (_, w, _, _) = r.fill_ack(&mut b);
                 r.ack_sent(w);
             }
-            now += 1;
         }
         assert_eq!(r.num_sacks, TCP_NUM_SACKS);
         assert!(r.compressed_ack > 0);
