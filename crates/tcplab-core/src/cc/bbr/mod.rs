@@ -331,11 +331,6 @@ impl Bbr {
         self.mode
     }
 
-    /// Whether the long-term (policer) bandwidth estimate is in use (`lt_use_bw`).
-    pub fn lt_use_bw(&self) -> bool {
-        self.lt_use_bw
-    }
-
     /// Change mode along an edge of the state diagram (debug-asserted).
     fn transition_to(&mut self, to: Mode) {
         let from = self.mode;
