@@ -569,9 +569,22 @@ class CcParams(_Model):
 
 
 class Host(_Model):
-    """A host: terminates flows; its sysctls set its sockets' defaults."""
+    """A host: terminates flows; its sysctls set its sockets' defaults.
+
+    ``hz`` is the host kernel's ``CONFIG_HZ``, the tick of its jiffy clocks and timers (RTO,
+    loss probe, delayed ACK, CUBIC's clock): 250 as Debian builds its kernels (the default),
+    1000 as Fedora and RHEL do, or 100.
+    """
 
     sysctl: Sysctl = Field(default_factory=Sysctl)
+    hz: int = 250
+
+    @field_validator("hz", mode="before")
+    @classmethod
+    def _hz(cls, v: Any) -> Any:
+        if isinstance(v, bool) or v not in (100, 250, 1000):
+            raise UnitError(f"unsupported CONFIG_HZ {show_value(v)}", "100, 250 or 1000", v)
+        return v
 
 
 class Reorder(_Model):
@@ -895,7 +908,14 @@ class Scenario(_Model):
             "seed": self.seed,
             "duration_ns": self.duration,
             "sample_interval_ns": self.sample_interval,
-            "nodes": [{"name": n, "kind": "host" if n in self.hosts else "router"} for n in topo.nodes],
+            "nodes": [
+                {
+                    "name": n,
+                    "kind": "host" if n in self.hosts else "router",
+                    "hz": self.hosts[n].hz if n in self.hosts else Host().hz,
+                }
+                for n in topo.nodes
+            ],
             "links": links,
             "flows": flows,
         }

@@ -32,10 +32,18 @@ pub struct NodeConfig {
     /// "host" terminates flows; "router" only forwards.
     #[serde(default = "default_node_kind")]
     pub kind: NodeKind,
+    /// The host kernel's `CONFIG_HZ` (100, 250 or 1000): the tick of its jiffy clocks and
+    /// timers (RTO, TLP, delayed ACK, CUBIC's clock, BBR's min_rtt window).
+    #[serde(default = "default_hz")]
+    pub hz: u32,
 }
 
 fn default_node_kind() -> NodeKind {
     NodeKind::Host
+}
+
+fn default_hz() -> u32 {
+    crate::time::DEFAULT_HZ
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -268,6 +276,11 @@ impl SimConfig {
         }
         if self.duration_ns == 0 {
             return Err("duration_ns: expected a positive duration".into());
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            if !crate::time::SUPPORTED_HZ.contains(&node.hz) {
+                return Err(format!("nodes.{i}.hz: {} is not a supported CONFIG_HZ (expected 100, 250 or 1000)", node.hz));
+            }
         }
         for (i, l) in self.links.iter().enumerate() {
             if l.from >= n || l.to >= n {

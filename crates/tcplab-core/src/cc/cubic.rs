@@ -32,7 +32,7 @@
 //! # Units and fixed point
 //!
 //! `snd_cwnd`, `last_max_cwnd`, `bic_origin_point`, `tcp_cwnd`: packets. `epoch_start`,
-//! `last_time`: jiffies (`tcp_jiffies32`, HZ = 1000). `delay_min`, `curr_rtt`: µs.
+//! `last_time`: jiffies (`tcp_jiffies32`, at the host's HZ). `delay_min`, `curr_rtt`: µs.
 //! `round_start`, `last_ack`: µs, the low 32 bits of `tcp_mstamp` (as the kernel's u32
 //! fields). `bic_K` and the time `t` of the cubic function: 2^-10 s (`BICTCP_HZ`).
 //! All arithmetic is the kernel's integer arithmetic, including u32 wraparound.
@@ -56,7 +56,7 @@ use crate::config::CcParams;
 use crate::mib::Mib;
 use crate::tcp::rate_sample::AckSample;
 use crate::tcp::sock::{CaEvent, CaState, PacingStatus, TcpSock};
-use crate::time::{usecs_to_jiffies, HZ, USEC_PER_MSEC, USEC_PER_SEC};
+use crate::time::{USEC_PER_MSEC, USEC_PER_SEC};
 
 /// Scale of `beta`: `β = beta / BICTCP_BETA_SCALE`.
 pub const BICTCP_BETA_SCALE: u32 = 1024;
@@ -268,7 +268,8 @@ impl Cubic {
 
         self.ack_cnt = self.ack_cnt.wrapping_add(acked);
 
-        if self.last_cwnd == cwnd && (now.wrapping_sub(self.last_time) as i32) <= (HZ / 32) as i32 {
+        let hz = tp.hz;
+        if self.last_cwnd == cwnd && (now.wrapping_sub(self.last_time) as i32) <= (hz / 32) as i32 {
             return;
         }
 
@@ -302,9 +303,9 @@ impl Cubic {
             // one due an RTT from now), converted from jiffies to 2^-10 s. The s32 difference
             // is sign-extended into u64, as in the kernel.
             let mut t = now.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
-            t = t.wrapping_add(usecs_to_jiffies(self.delay_min as u64) as u64);
+            t = t.wrapping_add(tp.usecs_to_jiffies(self.delay_min as u64) as u64);
             t <<= BICTCP_HZ;
-            t /= HZ as u64;
+            t /= hz as u64;
 
             let k = self.bic_k as u64;
             let offs = k.abs_diff(t);
@@ -498,7 +499,7 @@ impl CongestionOps for Cubic {
 
         // Discard delay samples for one second (HZ jiffies) after an epoch start.
         let now = tp.jiffies32();
-        if self.epoch_start != 0 && (now.wrapping_sub(self.epoch_start) as i32) < HZ as i32 {
+        if self.epoch_start != 0 && (now.wrapping_sub(self.epoch_start) as i32) < tp.hz as i32 {
             return;
         }
 
@@ -532,6 +533,8 @@ mod tests {
     const MSS: u64 = 1448;
     /// Runs start well after time 0 so that no epoch begins at jiffy 0 (which means "none").
     const T0_NS: u64 = 10_000 * NSEC_PER_MSEC;
+    /// `TcpSock::new_for_test()` runs at HZ=1000: one jiffy per millisecond.
+    const HZ: u32 = 1000;
 
     /// A sender whose ACKs are placed by the test, calling the hooks in the kernel's order:
     /// `snd_una` advances (`tcp_ack`), then `pkts_acked` (`tcp_clean_rtx_queue`), then
@@ -756,6 +759,30 @@ mod tests {
         h.cc.bictcp_update(&h.tp, cwnd, 1);
         assert_eq!(h.cc.cnt, 20);
         assert_eq!(h.cc.last_time, last_time + HZ / 32 + 1);
+    }
+
+    #[test]
+    fn update_gate_and_cubic_clock_follow_the_hosts_hz() {
+        // At HZ=250 a jiffy is 4 ms: the unchanged-cwnd gate is HZ/32 = 7 jiffies (28 ms,
+        // recomputation from the 8th jiffy on), and the cubic clock (tcp_jiffies32) only
+        // moves in 4 ms steps, so two updates within one jiffy see the same time.
+        let tick_ns = 4 * NSEC_PER_MSEC;
+        let mut h = Harness::new(&CcParams::default(), 100);
+        h.tp.hz = 250;
+        h.tp.set_now(T0_NS);
+        h.tp.snd_ssthresh = 50;
+        h.ack(T0_NS, 100_000);
+        let last_time = h.cc.last_time;
+        assert_eq!(last_time, (T0_NS / tick_ns) as u32, "last_time is in 250 Hz jiffies");
+        let cwnd = h.tp.snd_cwnd;
+        h.cc.cnt = 12345;
+        h.tp.set_now(T0_NS + 7 * tick_ns + tick_ns - 1);
+        h.cc.bictcp_update(&h.tp, cwnd, 1);
+        assert_eq!(h.cc.cnt, 12345, "7 jiffies (31.99 ms) is still within HZ/32 at HZ=250");
+        h.tp.set_now(T0_NS + 8 * tick_ns);
+        h.cc.bictcp_update(&h.tp, cwnd, 1);
+        assert_ne!(h.cc.cnt, 12345, "8 jiffies is past HZ/32 at HZ=250");
+        assert_eq!(h.cc.last_time, last_time + 8);
     }
 
     #[test]

@@ -19,11 +19,9 @@ use crate::mib::Mib;
 use crate::tcp::input::*;
 use crate::tcp::rate::skb_sent_after;
 use crate::tcp::rate_sample::RateSample;
-use crate::tcp::rtt::TCP_RTO_MAX;
 use crate::tcp::rtx_queue::{NIL, TCPCB_LOST, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
 use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
 use crate::tcp::sock::{CaEvent, CaState, TCP_INFINITE_SSTHRESH};
-use crate::time::{jiffies_to_usecs, usecs_to_jiffies};
 
 /// `TCP_RACK_RECOVERY_THRESH`.
 const TCP_RACK_RECOVERY_THRESH: u8 = 16;
@@ -31,7 +29,8 @@ const TCP_RACK_RECOVERY_THRESH: u8 = 16;
 const TCP_RACK_STATIC_REO_WND: u8 = 0x2;
 /// `TCP_RACK_NO_DUPTHRESH` bit of `tcp_recovery`.
 const TCP_RACK_NO_DUPTHRESH: u8 = 0x4;
-/// `TCP_TIMEOUT_MIN_US` (2 ms) and `TCP_TIMEOUT_MIN` in jiffies.
+/// `TCP_TIMEOUT_MIN_US` (2 ms) and `TCP_TIMEOUT_MIN` (2 jiffies: 8 ms at HZ=250, 2 ms at
+/// HZ=1000).
 const TCP_TIMEOUT_MIN_US: u64 = 2000;
 const TCP_TIMEOUT_MIN: u32 = 2;
 
@@ -124,7 +123,7 @@ impl TcpSocket {
         let lost_before = self.tp.lost_out;
         let timeout_us = self.rack_detect_loss();
         if timeout_us != 0 {
-            let when = usecs_to_jiffies(timeout_us) + TCP_TIMEOUT_MIN;
+            let when = self.tp.usecs_to_jiffies(timeout_us) + TCP_TIMEOUT_MIN;
             let rto = self.tp.icsk_rto;
             self.reset_xmit_timer(XmitTimer::ReoTimeout, now_ns, when.min(rto));
         }
@@ -629,7 +628,7 @@ impl TcpSocket {
         self.tp.inc(Mib::TCPSlowStartRetrans);
         // Increase the timeout each time we retransmit (exponential backoff).
         self.icsk_backoff += 1;
-        self.tp.icsk_rto = (self.tp.icsk_rto << 1).min(TCP_RTO_MAX);
+        self.tp.icsk_rto = (self.tp.icsk_rto << 1).min(self.tp.tcp_rto_max());
         let rto = self.tp.icsk_rto;
         self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
     }
@@ -662,8 +661,8 @@ impl TcpSocket {
 
     /// `tcp_rto_delta_us()`: time until the RTO would fire, measured from the head's send time.
     pub fn rto_delta_us(&self) -> i64 {
-        let Some(head) = self.rtx.front() else { return jiffies_to_usecs(self.tp.icsk_rto) as i64 };
-        let rto_time_stamp_us = head.mstamp_us() + jiffies_to_usecs(self.tp.icsk_rto);
+        let Some(head) = self.rtx.front() else { return self.tp.jiffies_to_usecs(self.tp.icsk_rto) as i64 };
+        let rto_time_stamp_us = head.mstamp_us() + self.tp.jiffies_to_usecs(self.tp.icsk_rto);
         rto_time_stamp_us as i64 - self.tp.tcp_mstamp as i64
     }
 
@@ -677,7 +676,7 @@ impl TcpSocket {
         // Offset the time elapsed after installing regular RTO.
         if matches!(self.xmit_timer, XmitTimer::ReoTimeout | XmitTimer::LossProbe) {
             let delta_us = self.rto_delta_us().max(1);
-            rto = usecs_to_jiffies(delta_us as u64);
+            rto = self.tp.usecs_to_jiffies(delta_us as u64);
         }
         self.reset_xmit_timer(XmitTimer::Retrans, now_ns, rto);
     }
@@ -711,14 +710,15 @@ impl TcpSocket {
             } else {
                 timeout_us += TCP_TIMEOUT_MIN_US;
             }
-            timeout = usecs_to_jiffies(timeout_us);
+            timeout = self.tp.usecs_to_jiffies(timeout_us);
         } else {
-            timeout = crate::tcp::rtt::TCP_TIMEOUT_INIT;
+            timeout = self.tp.tcp_timeout_init();
         }
         // If the RTO formula yields an earlier time, then use that time.
-        let rto_delta_us = if advancing_rto { jiffies_to_usecs(self.tp.icsk_rto) as i64 } else { self.rto_delta_us() };
+        let rto_delta_us =
+            if advancing_rto { self.tp.jiffies_to_usecs(self.tp.icsk_rto) as i64 } else { self.rto_delta_us() };
         if rto_delta_us > 0 {
-            timeout = timeout.min(usecs_to_jiffies(rto_delta_us as u64));
+            timeout = timeout.min(self.tp.usecs_to_jiffies(rto_delta_us as u64));
         }
         self.reset_xmit_timer(XmitTimer::LossProbe, now_ns, timeout);
         true

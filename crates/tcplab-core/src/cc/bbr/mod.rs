@@ -51,7 +51,7 @@
 //! | `bw`, `lt_bw`, `full_bw` | packets per µs                         | `<< BW_SCALE` (24): one unit ≈ 715 bit/s at 1500 B |
 //! | gains                    | ratio                                  | `<< BBR_SCALE` (8): `BBR_UNIT` = 256 = 1.0 |
 //! | `min_rtt_us`             | µs                                     | `u32::MAX` = no sample |
-//! | `min_rtt_stamp`, `probe_rtt_done_stamp` | jiffies (HZ = 1000)     | u32, wraps       |
+//! | `min_rtt_stamp`, `probe_rtt_done_stamp` | jiffies (host's HZ)     | u32, wraps       |
 //! | `cycle_mstamp`, `ack_epoch_mstamp` | µs (`tp.delivered_mstamp`)   | u64              |
 //! | `lt_last_stamp`          | ms                                     | u32              |
 //! | `rtt_cnt`, `next_rtt_delivered`, `lt_last_*` | packets / rounds   | u32, wraps       |

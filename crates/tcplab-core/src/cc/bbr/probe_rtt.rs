@@ -17,7 +17,6 @@
 use super::{after, Bbr, Mode, BBR_CWND_MIN_TARGET, BBR_MIN_RTT_WIN_SEC, BBR_PROBE_RTT_MODE_MS};
 use crate::tcp::rate_sample::RateSample;
 use crate::tcp::sock::TcpSock;
-use crate::time::{msecs_to_jiffies, HZ};
 
 impl Bbr {
     // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_reset_mode()
@@ -46,7 +45,7 @@ impl Bbr {
         // Track the min RTT over the BBR_MIN_RTT_WIN_SEC window.
         let filter_expired = after(
             tp.jiffies32(),
-            self.min_rtt_stamp.wrapping_add(BBR_MIN_RTT_WIN_SEC * HZ),
+            self.min_rtt_stamp.wrapping_add(BBR_MIN_RTT_WIN_SEC * tp.hz),
         );
         if rs.rtt_us >= 0
             && (rs.rtt_us < self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed))
@@ -73,7 +72,7 @@ impl Bbr {
             if self.probe_rtt_done_stamp == 0 && tp.packets_in_flight() <= BBR_CWND_MIN_TARGET {
                 self.probe_rtt_done_stamp = tp
                     .jiffies32()
-                    .wrapping_add(msecs_to_jiffies(BBR_PROBE_RTT_MODE_MS));
+                    .wrapping_add(tp.msecs_to_jiffies(BBR_PROBE_RTT_MODE_MS));
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = tp.delivered;
             } else if self.probe_rtt_done_stamp != 0 {
