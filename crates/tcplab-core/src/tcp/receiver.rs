@@ -136,12 +136,14 @@ impl Receiver {
     pub fn new(cfg: &TcpConfig, hz: u32) -> Receiver {
         let mss = cfg.mss_bytes as u64;
         let rcvbuf = cfg.tcp_rmem[1];
-        // tcp_select_initial_window(): space rounded down to a multiple of mss, <= 65535.
+        // Linux v6.12 net/ipv4/tcp_output.c: tcp_select_initial_window(): space rounded down
+        // to a multiple of mss. No 64 KB cap since v6.10 ("tcp: remove 64 KByte limit for
+        // initial tp->rcv_wnd value"); only the SYN's own unscaled field is capped at 65535.
         let mut space = win_from_space(rcvbuf);
         if space > mss {
             space -= space % mss;
         }
-        let rcv_wnd = space.min(65535);
+        let rcv_wnd = space;
         Receiver {
             rcv_nxt: 0,
             rcv_wup: 0,
@@ -636,6 +638,15 @@ mod tests {
         let (r, _) = rx();
         // tcp_rmem[1] = 131072 -> 65536 of window -> 45 * 1448 = 65160
         assert_eq!(r.rcv_wnd, 65160);
+    }
+
+    #[test]
+    fn initial_window_is_not_capped_at_64k() {
+        // tcp_rmem[1] = 1 MB -> 512 kB of window (scaling_ratio 50 %), rounded down to whole
+        // MSS; v6.6 capped it at 65535, v6.10+ does not.
+        let cfg = TcpConfig { tcp_rmem: [4096, 1 << 20, 6 << 20], ..TcpConfig::default() };
+        let r = Receiver::new(&cfg, 1000);
+        assert_eq!(r.rcv_wnd, (524_288 / MSS) * MSS);
     }
 
     #[test]

@@ -267,6 +267,10 @@ impl TcpSocket {
 
     /// `tcp_enter_recovery()`.
     fn enter_recovery(&mut self) {
+        // Start the clock with our fast retransmit, for undo (Linux v6.12 tcp_input.c:
+        // tcp_enter_recovery(), since v6.12-rc "tcp: fix tcp_enter_recovery() to zero
+        // retrans_stamp when it's safe").
+        self.retrans_stamp_cleanup();
         self.tp.inc(Mib::TCPSackRecovery);
         self.tp.prior_ssthresh = 0;
         self.init_undo();
@@ -280,11 +284,26 @@ impl TcpSocket {
     // ------------------------------------------------------------------------ undo
 
     /// `tcp_packet_delayed()`: the ACK echoes a timestamp from before the first
-    /// retransmission, so the original arrived (1 ms timestamp clock).
+    /// retransmission, so the original arrived (1 ms timestamp clock); or nothing was
+    /// retransmitted at all (Linux v6.12 net/ipv4/tcp_input.c, since v6.12-rc "tcp: fix to
+    /// allow timestamp undo if no retransmits were sent"; not for SYN_SENT, where the
+    /// SYN-ACK clears retrans_stamp).
     fn packet_delayed(&self) -> bool {
-        self.retrans_stamp_ns != 0
+        if self.retrans_stamp_ns != 0
             && self.rx_tsecr_ns != 0
             && self.rx_tsecr_ns / 1_000_000 < self.retrans_stamp_ns / 1_000_000
+        {
+            return true;
+        }
+        self.retrans_stamp_ns == 0 && self.state != ConnState::SynSent
+    }
+
+    /// `tcp_retrans_stamp_cleanup()`: forget the first-retransmission time once no
+    /// retransmission is outstanding or remembered on the head.
+    fn retrans_stamp_cleanup(&mut self) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp_ns = 0;
+        }
     }
 
     /// `tcp_may_undo()`.
@@ -394,9 +413,7 @@ impl TcpSocket {
 
     /// `tcp_try_to_open()`.
     fn try_to_open(&mut self, _flag: u32) {
-        if !self.any_retrans_done() {
-            self.retrans_stamp_ns = 0;
-        }
+        self.retrans_stamp_cleanup();
         if self.tp.ca_state != CaState::Cwr {
             self.try_keep_open();
         }
@@ -751,3 +768,54 @@ impl TcpSocket {
 }
 
 pub use crate::tcp::input::Rexmit;
+
+#[cfg(test)]
+mod tests_v612_undo {
+    use crate::config::{AppConfig, CcKind, CcParams, FlowConfig, TcpConfig};
+    use crate::tcp::socket::{ConnState, TcpSocket};
+
+    fn sender() -> TcpSocket {
+        let flow = FlowConfig {
+            name: "f".into(),
+            src: 0,
+            dst: 1,
+            cc: CcKind::Cubic,
+            start_ns: 0,
+            stop_ns: None,
+            app: AppConfig::Bulk,
+            tcp: TcpConfig::default(),
+            cc_params: CcParams::default(),
+        };
+        let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
+        c.state = ConnState::Established;
+        c
+    }
+
+    #[test]
+    fn nothing_retransmitted_counts_as_delayed_except_in_syn_sent() {
+        // tcp_packet_delayed() (v6.12): !retrans_stamp && state != SYN_SENT -> true.
+        let mut c = sender();
+        c.retrans_stamp_ns = 0;
+        assert!(c.packet_delayed());
+        c.state = ConnState::SynSent;
+        assert!(!c.packet_delayed());
+        // A retransmission sent at 2 s, echo of a 1 s timestamp: delayed.
+        c.state = ConnState::Established;
+        c.retrans_stamp_ns = 2_000_000_000;
+        c.rx_tsecr_ns = 1_000_000_000;
+        assert!(c.packet_delayed());
+        // Echo of a timestamp after the retransmission: not delayed.
+        c.rx_tsecr_ns = 3_000_000_000;
+        assert!(!c.packet_delayed());
+    }
+
+    #[test]
+    fn entering_recovery_forgets_a_stale_retrans_stamp() {
+        // tcp_enter_recovery() calls tcp_retrans_stamp_cleanup(): with nothing retransmitted
+        // outstanding, the old first-retransmission time is cleared.
+        let mut c = sender();
+        c.retrans_stamp_ns = 5_000_000_000;
+        c.enter_recovery();
+        assert_eq!(c.retrans_stamp_ns, 0);
+    }
+}
