@@ -4,6 +4,8 @@
 //! `usecs_to_jiffies()` rounds up, and a timer armed for `when` jiffies fires at the start
 //! of tick `jiffies + when`.
 
+mod common;
+
 use tcplab_core::config::{AppConfig, CcKind, CcParams, FlowConfig, TcpConfig};
 use tcplab_core::tcp::receiver::delack_max_j;
 use tcplab_core::tcp::sock::CaState;
@@ -73,4 +75,36 @@ fn delack_max_is_one_jiffy_below_rto_min() {
     assert_eq!(delack_max_j(200, 100), 19); // 190 ms
     assert_eq!(delack_max_j(5, 1000), 4);
     assert_eq!(delack_max_j(1, 1000), 1);
+}
+
+
+/// CUBIC on a 100 Mbit/s path with ~0.1 ms of propagation RTT, a 100-packet pfifo and 1 %
+/// random loss of data packets, for 30 s, with both hosts at `hz`: TCPTimeouts.
+fn cubic_low_rtt_lossy_timeouts(hz: u32) -> u64 {
+    use tcplab_core::config::{LossConfig, QueueConfig};
+    use tcplab_core::mib::Mib;
+    use tcplab_core::sim::Simulator;
+    let mut cfg = common::dumbbell(
+        1,
+        CcKind::Cubic,
+        100_000_000,
+        50_000,
+        QueueConfig::Pfifo { limit_packets: 100 },
+        30_000 * NSEC_PER_MSEC,
+    );
+    cfg.links[common::bottleneck(1)].loss = LossConfig::Bernoulli { p: 0.01 };
+    for node in &mut cfg.nodes {
+        node.hz = hz;
+    }
+    let out = Simulator::new(cfg).unwrap().run();
+    out.flows[0].counters.get(Mib::TCPTimeouts)
+}
+
+#[test]
+fn cubic_at_sub_jiffy_rtt_with_loss_has_no_rtos_at_hz_250() {
+    // Issue 7, item 1.2: on such a path the kernel under test (6.18, CONFIG_HZ=250) showed
+    // no RTO in 30 s; tcplab pinned to HZ=1000 showed several (cwnd stuck at 2-5 packets
+    // between losses). With the host's HZ modelled, CUBIC's jiffy clock runs at 4 ms
+    // and the flow keeps its window: no RTO, as in the kernel.
+    assert_eq!(cubic_low_rtt_lossy_timeouts(250), 0);
 }
