@@ -159,7 +159,7 @@ pub enum AppConfig {
     BulkBytes { bytes: u64 },
 }
 
-/// Per-socket TCP settings, named after the sysctls they come from (v6.6 defaults).
+/// Per-socket TCP settings, named after the sysctls they come from (v6.12 defaults).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TcpConfig {

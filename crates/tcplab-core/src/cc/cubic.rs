@@ -1,4 +1,4 @@
-//! CUBIC congestion control with HyStart, ported from Linux v6.6 `net/ipv4/tcp_cubic.c`.
+//! CUBIC congestion control with HyStart, ported from Linux v6.12 `net/ipv4/tcp_cubic.c`.
 //!
 //! # Model
 //!
@@ -49,7 +49,18 @@
 //!   would spin forever for a tiny `beta` with cwnd < 4 (unreachable at beta = 717).
 //! - As in the kernel, `epoch_start == 0` means "no epoch". tcplab's jiffies count from 0
 //!   at the start of the run (Linux starts 5 minutes before the wrap), so an epoch begun
-//!   in the run's first millisecond restarts on the next ACK.
+//!   in the run's first jiffy restarts on the next ACK.
+//!
+//! # Jiffies and the update gate
+//!
+//! The cubic clock, the "at most once per jiffy" rule and the gate that skips
+//! recomputation for `HZ/32` jiffies while cwnd is unchanged all run on the sending host's
+//! `HZ` (`nodes[].hz`): at HZ=250 (Debian) a jiffy is 4 ms, `usecs_to_jiffies(delay_min)`
+//! is at least 4 ms and the gate is 7 jiffies; at HZ=1000 they are 1 ms and 31 jiffies.
+//! At sub-jiffy RTTs this changes the window dynamics markedly (see docs/kernel-pin.md).
+//! The gate is v6.12's `HZ / 32`: the proposal "tcp_cubic: fix to run bictcp_update() at
+//! least once per RTT" (`min(HZ/32, usecs_to_jiffies(delay_min))`, netdev, Aug-Sep 2024)
+//! was never merged (mainline v6.17 still has `HZ / 32`), so tcplab does not apply it.
 
 use super::{tcp_cong_avoid_ai, tcp_slow_start, CcInfo, CongestionOps};
 use crate::config::CcParams;
@@ -86,7 +97,7 @@ fn fls64(x: u64) -> u32 {
     64 - x.leading_zeros()
 }
 
-// Linux v6.6 net/ipv4/tcp_cubic.c: cubic_root() (the table `v[]`).
+// Linux v6.12 net/ipv4/tcp_cubic.c: cubic_root() (the table `v[]`).
 // Cube roots of the 6-bit mantissa, scaled by 2^6 (refined by hand upstream, so it is
 // reproduced rather than recomputed: bit-exactness depends on it).
 const CBRT_MSB: [u8; 64] = [
@@ -100,7 +111,7 @@ const CBRT_MSB: [u8; 64] = [
     244, 245, 246, 248, 250, 251, 252, 254, //
 ];
 
-// Linux v6.6 net/ipv4/tcp_cubic.c: cubic_root()
+// Linux v6.12 net/ipv4/tcp_cubic.c: cubic_root()
 /// Integer cube root: a table lookup on the top bits of `a`, then one Newton-Raphson step
 /// (`x' = (2x + a/x²)/3`, with `x(x−1)` for `x²` and `·341/1024` for `/3`). The kernel
 /// states an average error of about 0.195%.
@@ -119,7 +130,7 @@ pub fn cubic_root(a: u64) -> u32 {
     x.wrapping_mul(341) >> 10
 }
 
-// Linux v6.6 net/ipv4/tcp_cubic.c: hystart_ack_delay()
+// Linux v6.12 net/ipv4/tcp_cubic.c: hystart_ack_delay()
 /// Allowance for TSO/GRO aggregation in the ACK-train threshold, µs: the time to send four
 /// maximal GSO packets at the pacing rate, at most 1 ms; 0 without a pacing rate.
 pub fn hystart_ack_delay(tp: &TcpSock) -> u32 {
@@ -130,7 +141,7 @@ pub fn hystart_ack_delay(tp: &TcpSock) -> u32 {
     (tp.sk_gso_max_size as u64 * 4 * USEC_PER_SEC / rate_bytes_per_sec).min(USEC_PER_MSEC) as u32
 }
 
-// Linux v6.6 net/ipv4/tcp_cubic.c: bictcp_clock_us()
+// Linux v6.12 net/ipv4/tcp_cubic.c: bictcp_clock_us()
 /// HyStart's clock: `tcp_mstamp` truncated to the kernel's u32 field width, µs.
 #[inline]
 fn bictcp_clock_us(tp: &TcpSock) -> u32 {
@@ -194,7 +205,7 @@ pub struct Cubic {
 }
 
 impl Cubic {
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_register() (scale factors)
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_register() (scale factors)
     /// The module with `params`, in the all-zero state in which the kernel hands
     /// `icsk_ca_priv` to `init`.
     pub fn new(params: &CcParams) -> Self {
@@ -233,7 +244,7 @@ impl Cubic {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: bictcp_reset()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: bictcp_reset()
     /// Clears the window state (the kernel's memset up to `unused`, plus `found`); the
     /// HyStart round fields are left to `bictcp_hystart_reset`.
     fn bictcp_reset(&mut self) {
@@ -250,7 +261,7 @@ impl Cubic {
         self.found = false;
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: bictcp_hystart_reset()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: bictcp_hystart_reset()
     /// Starts a HyStart round now; it lasts until everything sent so far is ACKed.
     fn bictcp_hystart_reset(&mut self, tp: &TcpSock) {
         self.round_start = bictcp_clock_us(tp);
@@ -260,7 +271,7 @@ impl Cubic {
         self.sample_cnt = 0;
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: bictcp_update()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: bictcp_update()
     /// Recomputes `cnt` (ACKed packets per cwnd increment) from the cubic function and the
     /// Reno estimate, at most once per jiffy and, while cwnd is unchanged, once per HZ/32.
     fn bictcp_update(&mut self, tp: &TcpSock, cwnd: u32, acked: u32) {
@@ -356,7 +367,7 @@ impl Cubic {
         self.cnt = self.cnt.max(2);
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: hystart_update()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: hystart_update()
     /// One HyStart step on an RTT sample `delay_us` (slow start, cwnd >= low window).
     fn hystart_update(&mut self, tp: &mut TcpSock, delay_us: u32) {
         // A new round once everything sent at the last round start is ACKed (tracked here
@@ -414,7 +425,7 @@ impl CongestionOps for Cubic {
         "cubic"
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_init()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_init()
     /// Note: as in the kernel, `initial_ssthresh` only applies when HyStart is off.
     fn init(&mut self, tp: &mut TcpSock) {
         self.bictcp_reset();
@@ -426,7 +437,7 @@ impl CongestionOps for Cubic {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_recalc_ssthresh()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_recalc_ssthresh()
     fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
         let cwnd = tp.snd_cwnd;
         self.epoch_start = 0; // end of epoch
@@ -441,7 +452,7 @@ impl CongestionOps for Cubic {
         (cwnd.wrapping_mul(self.beta) / BICTCP_BETA_SCALE).max(2)
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_cong_avoid()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_cong_avoid()
     /// `ack` is unused: since v5.16 (commit 4e1fddc98d25) the HyStart round is tracked in
     /// `hystart_update()` from `snd_una`, not here.
     fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u64, mut acked: u32) {
@@ -459,7 +470,7 @@ impl CongestionOps for Cubic {
         tcp_cong_avoid_ai(tp, self.cnt, acked);
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_state()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_state()
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Loss {
             self.bictcp_reset();
@@ -467,7 +478,7 @@ impl CongestionOps for Cubic {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_cwnd_event()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_cwnd_event()
     /// After an idle (application-limited) period, shift the epoch by the idle time so that
     /// cwnd resumes on the cubic curve where it left it.
     fn cwnd_event(&mut self, tp: &mut TcpSock, ev: CaEvent) {
@@ -485,12 +496,12 @@ impl CongestionOps for Cubic {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_cong.c: tcp_reno_undo_cwnd() (CUBIC's `.undo_cwnd`)
+    // Linux v6.12 net/ipv4/tcp_cong.c: tcp_reno_undo_cwnd() (CUBIC's `.undo_cwnd`)
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         tp.snd_cwnd.max(tp.prior_cwnd)
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_acked()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_acked()
     fn pkts_acked(&mut self, tp: &mut TcpSock, sample: &AckSample) {
         // ACKs without an RTT sample (e.g. duplicates).
         if sample.rtt_us < 0 {

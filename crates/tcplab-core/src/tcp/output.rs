@@ -1,4 +1,4 @@
-//! Transmission, following Linux v6.6 net/ipv4/tcp_output.c.
+//! Transmission, following Linux v6.12 net/ipv4/tcp_output.c.
 //!
 //! `push_pending_frames` is `tcp_write_xmit`: while there is data, the pacing clock
 //! allows (`tcp_pacing_check`: the next skb's earliest departure time `tcp_wstamp_ns` has

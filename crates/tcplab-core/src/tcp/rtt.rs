@@ -1,4 +1,4 @@
-//! RTT estimation and the retransmission timeout (Linux v6.6 net/ipv4/tcp_input.c:
+//! RTT estimation and the retransmission timeout (Linux v6.12 net/ipv4/tcp_input.c:
 //! `tcp_rtt_estimator()`, `tcp_set_rto()`, `tcp_update_rtt_min()`; tcp_output.c:
 //! `tcp_rtt_estimator` callers).
 //!

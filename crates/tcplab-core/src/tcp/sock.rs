@@ -2,7 +2,7 @@
 //!
 //! This is the subset of Linux's `struct tcp_sock` / `inet_connection_sock` / `struct sock`
 //! that the congestion-control modules and the core sender share, with the kernel's field
-//! names (Linux v6.6, include/linux/tcp.h) so that a port reads like the original. Units
+//! names (Linux v6.12, include/linux/tcp.h) so that a port reads like the original. Units
 //! follow the kernel: `snd_cwnd` and the `*_out` counters in packets, `srtt_us` scaled by
 //! 8, `mdev_us` by 4, `sk_pacing_rate` in bytes per second, `tcp_mstamp` in microseconds,
 //! `tcp_clock_cache` and `tcp_wstamp_ns` in nanoseconds, `*_stamp` fields in jiffies.
@@ -191,7 +191,7 @@ impl TcpSock {
         self.snd_cwnd < self.snd_ssthresh
     }
 
-    /// `tcp_is_cwnd_limited()` (v6.6 include/net/tcp.h).
+    /// `tcp_is_cwnd_limited()` (v6.12 include/net/tcp.h).
     #[inline]
     pub fn is_cwnd_limited(&self) -> bool {
         if self.is_cwnd_limited {

@@ -8,7 +8,7 @@
 //! Every packet the endpoint sends goes straight to its host's egress qdisc, so a local
 //! qdisc drop is seen at once, as `NET_XMIT_DROP` is in Linux.
 //!
-//! The sender follows Linux v6.6: `tcp_ack()` in `tcp::input`, loss recovery (RACK-TLP,
+//! The sender follows Linux v6.12: `tcp_ack()` in `tcp::input`, loss recovery (RACK-TLP,
 //! PRR, RTO, F-RTO, undo) in `tcp::recovery`, and transmission (`tcp_write_xmit`, pacing,
 //! TSQ, TLP) in `tcp::output`. Timers are deadlines here; the engine keeps one event
 //! queued per timer and re-arms lazily, so pushing the RTO forward on every ACK is free.
