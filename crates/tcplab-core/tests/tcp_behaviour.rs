@@ -227,7 +227,8 @@ fn rto_is_at_least_200ms_above_srtt() {
     };
     let tp = &sim.socket(0).tp;
     let srtt_ms = (tp.srtt_us >> 3) as f64 / 1000.0;
-    assert!(tp.icsk_rto as f64 >= srtt_ms + 200.0, "rto {} ms srtt {srtt_ms} ms", tp.icsk_rto);
+    let rto_ms = tp.jiffies_to_usecs(tp.icsk_rto) as f64 / 1000.0;
+    assert!(rto_ms >= srtt_ms + 200.0, "rto {rto_ms} ms srtt {srtt_ms} ms");
 }
 
 #[test]

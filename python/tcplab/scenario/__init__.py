@@ -26,7 +26,7 @@ It is parsed in three steps, each of which can only fail with a
 3. Cross-references are checked: node names unique, links join two different known nodes,
    flows go from a host to another host that is reachable (:mod:`tcplab.routing`).
 
-Defaults are Linux v6.6's: a host's ``sysctl`` block takes ``net.ipv4.tcp_*`` names (with or
+Defaults are Linux v6.12's: a host's ``sysctl`` block takes ``net.ipv4.tcp_*`` names (with or
 without the ``net.ipv4.`` prefix) and their default values; cc module parameters are those of
 ``/sys/module/tcp_cubic/parameters``.
 

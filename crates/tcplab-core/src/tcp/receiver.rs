@@ -1,4 +1,4 @@
-//! The receiving half of a TCP endpoint (Linux v6.6 net/ipv4/tcp_input.c).
+//! The receiving half of a TCP endpoint (Linux v6.12 net/ipv4/tcp_input.c).
 //!
 //! Model:
 //! - **In-order delivery**: data at `rcv_nxt` advances it and is read by the application
@@ -24,12 +24,19 @@
 use crate::config::TcpConfig;
 use crate::mib::{Mib, MibCounters};
 use crate::packet::{SackBlock, MAX_SACK_BLOCKS};
-use crate::time::{ns_to_jiffies32, jiffies_to_ns, usecs_to_jiffies, NEVER, NSEC_PER_MSEC};
+use crate::time::{jiffies_to_ns, jiffy_timer_deadline_ns, ns_to_jiffies32, usecs_to_jiffies, NEVER, NSEC_PER_MSEC};
 
-/// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (40 ms), in jiffies.
-pub const TCP_ATO_MIN: u32 = 40;
-/// `TCP_DELACK_MAX` = HZ/5 (200 ms), in jiffies.
-pub const TCP_DELACK_MAX: u32 = 200;
+/// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (40 ms), in jiffies of a host at `hz`.
+#[inline]
+pub fn tcp_ato_min(hz: u32) -> u32 {
+    hz / 25
+}
+
+/// `TCP_DELACK_MAX` = HZ/5 (200 ms), in jiffies of a host at `hz`.
+#[inline]
+pub fn tcp_delack_max(hz: u32) -> u32 {
+    hz / 5
+}
 /// `TCP_MAX_QUICKACKS`.
 pub const TCP_MAX_QUICKACKS: u32 = 16;
 /// `TCP_NUM_SACKS`.
@@ -67,6 +74,15 @@ pub enum AckAction {
     Scheduled,
 }
 
+/// `tcp_delack_max()` (Linux v6.12 net/ipv4/tcp_output.c): `min(TCP_DELACK_MAX,
+/// max(1, tcp_rto_min() - 1))` in jiffies (v6.7 "tcp: derive delack_max from rto_min",
+/// v6.11 "tcp: derive delack_max with tcp_rto_min helper"). With the default 200 ms
+/// rto_min this is one jiffy below 200 ms: 199 ms at HZ=1000, 196 ms at HZ=250.
+pub fn delack_max_j(rto_min_ms: u32, hz: u32) -> u32 {
+    let rto_min_j = crate::time::msecs_to_jiffies(rto_min_ms, hz);
+    tcp_delack_max(hz).min(rto_min_j.saturating_sub(1).max(1))
+}
+
 #[derive(Debug)]
 pub struct Receiver {
     pub rcv_nxt: u64,
@@ -88,6 +104,12 @@ pub struct Receiver {
     num_sacks: usize,
     dsack: Option<SackBlock>,
     // delayed ACK (icsk_ack)
+    /// The host's `CONFIG_HZ`; `ato`, `ato_min`, `delack_max` and `lrcvtime_j` are in its jiffies.
+    hz: u32,
+    /// `TCP_ATO_MIN`.
+    ato_min: u32,
+    /// `tcp_delack_max()`.
+    delack_max: u32,
     quick: u32,
     ato: u32,
     lrcvtime_j: u32,
@@ -118,15 +140,18 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn new(cfg: &TcpConfig) -> Receiver {
+    /// `hz` is the receiving host's `CONFIG_HZ`.
+    pub fn new(cfg: &TcpConfig, hz: u32) -> Receiver {
         let mss = cfg.mss_bytes as u64;
         let rcvbuf = cfg.tcp_rmem[1];
-        // tcp_select_initial_window(): space rounded down to a multiple of mss, <= 65535.
+        // Linux v6.12 net/ipv4/tcp_output.c: tcp_select_initial_window(): space rounded down
+        // to a multiple of mss. No 64 KB cap since v6.10 ("tcp: remove 64 KByte limit for
+        // initial tp->rcv_wnd value"); only the SYN's own unscaled field is capped at 65535.
         let mut space = win_from_space(rcvbuf);
         if space > mss {
             space -= space % mss;
         }
-        let rcv_wnd = space.min(65535);
+        let rcv_wnd = space;
         Receiver {
             rcv_nxt: 0,
             rcv_wup: 0,
@@ -143,6 +168,9 @@ impl Receiver {
             sacks: [SackBlock::default(); TCP_NUM_SACKS],
             num_sacks: 0,
             dsack: None,
+            hz,
+            ato_min: tcp_ato_min(hz),
+            delack_max: delack_max_j(cfg.rto_min_ms, hz),
             quick: 0,
             ato: 0,
             lrcvtime_j: 0,
@@ -229,7 +257,7 @@ impl Receiver {
         if self.quick > 0 {
             self.quick -= 1;
             if self.quick == 0 {
-                self.ato = TCP_ATO_MIN;
+                self.ato = self.ato_min;
             }
         }
         self.ack_pending = false;
@@ -257,7 +285,7 @@ impl Receiver {
     /// `tcp_enter_quickack_mode()`.
     fn enter_quickack_mode(&mut self, max_quickacks: u32) {
         self.incr_quickack(max_quickacks);
-        self.ato = TCP_ATO_MIN;
+        self.ato = self.ato_min;
     }
 
     #[inline]
@@ -267,16 +295,17 @@ impl Receiver {
 
     /// `tcp_event_data_recv()`: ato estimation and window growth for in-order data.
     fn event_data_recv(&mut self, now_ns: u64, len: u64, rto_j: u32) {
-        let now = ns_to_jiffies32(now_ns);
+        let now = ns_to_jiffies32(now_ns, self.hz);
+        let ato_min = self.ato_min;
         if self.ato == 0 {
             // The first data packet received: initialize delayed ACK engine.
             self.incr_quickack(TCP_MAX_QUICKACKS);
-            self.ato = TCP_ATO_MIN;
+            self.ato = ato_min;
         } else {
             let m = now.wrapping_sub(self.lrcvtime_j);
-            if m <= TCP_ATO_MIN / 2 {
+            if m <= ato_min / 2 {
                 // The fastest case is the first.
-                self.ato = (self.ato >> 1) + TCP_ATO_MIN / 2;
+                self.ato = (self.ato >> 1) + ato_min / 2;
             } else if m < self.ato {
                 self.ato = (self.ato >> 1) + m;
                 if self.ato > rto_j {
@@ -586,23 +615,25 @@ impl Receiver {
     /// `tcp_send_delayed_ack()`.
     fn send_delayed_ack(&mut self, now_ns: u64, srtt_us_x8: u32) {
         let mut ato = self.ato.max(1);
-        if ato > TCP_ATO_MIN {
-            let mut max_ato = 1000 / 2; // HZ / 2
+        let hz = self.hz;
+        if ato > self.ato_min {
+            let mut max_ato = hz / 2;
             if srtt_us_x8 != 0 {
-                let rtt = usecs_to_jiffies((srtt_us_x8 >> 3) as u64).max(TCP_ATO_MIN);
+                let rtt = usecs_to_jiffies((srtt_us_x8 >> 3) as u64, hz).max(self.ato_min);
                 if rtt < max_ato {
                     max_ato = rtt;
                 }
             }
             ato = ato.min(max_ato);
         }
-        ato = ato.min(TCP_DELACK_MAX);
-        // Timers run on jiffies: the deadline is the next tick boundary + ato.
-        let now_j = ns_to_jiffies32(now_ns) as u64;
-        let mut timeout_ns = jiffies_to_ns((now_j + ato as u64) as u32).max(now_ns);
+        // Linux v6.12 net/ipv4/tcp_output.c: tcp_send_delayed_ack() caps ato with
+        // tcp_delack_max() (since v6.7), not the constant TCP_DELACK_MAX.
+        ato = ato.min(self.delack_max);
+        // Timers run on jiffies: the deadline is the start of tick `jiffies + ato`.
+        let mut timeout_ns = jiffy_timer_deadline_ns(now_ns, ato, hz);
         if self.delack_deadline_ns != NEVER {
             // If delack timer is about to expire, send ACK now.
-            if self.delack_deadline_ns <= now_ns + jiffies_to_ns(ato >> 2) {
+            if self.delack_deadline_ns <= now_ns + jiffies_to_ns(ato >> 2, hz) {
                 self.delack_deadline_ns = now_ns;
                 return;
             }
@@ -639,7 +670,7 @@ mod tests {
     const MSS: u64 = 1448;
 
     fn rx() -> (Receiver, MibCounters) {
-        let mut r = Receiver::new(&TcpConfig::default());
+        let mut r = Receiver::new(&TcpConfig::default(), 1000);
         r.established(0, 0);
         (r, MibCounters::default())
     }
@@ -659,6 +690,15 @@ mod tests {
     /// quick ACK), to look at the delayed-ACK policy alone.
     fn no_growth_room(r: &mut Receiver) {
         r.rcv_ssthresh = r.window_clamp.min(r.tcp_space());
+    }
+
+    #[test]
+    fn initial_window_is_not_capped_at_64k() {
+        // tcp_rmem[1] = 1 MB -> 512 kB of window (scaling_ratio 50 %), rounded down to whole
+        // MSS; v6.6 capped it at 65535, v6.10+ does not.
+        let cfg = TcpConfig { tcp_rmem: [4096, 1 << 20, 6 << 20], ..TcpConfig::default() };
+        let r = Receiver::new(&cfg, 1000);
+        assert_eq!(r.rcv_wnd, (524_288 / MSS) * MSS);
     }
 
     #[test]
@@ -687,10 +727,10 @@ mod tests {
         let (mut r, mut mib) = rx();
         no_growth_room(&mut r);
         r.quick = 0;
-        r.ato = TCP_ATO_MIN;
+        r.ato = tcp_ato_min(1000);
         let now = 10_000_000_000u64;
         // Previous segment 100 ms ago: a gap longer than ato but shorter than the RTO.
-        r.lrcvtime_j = ns_to_jiffies32(now) - 100;
+        r.lrcvtime_j = ns_to_jiffies32(now, 1000) - 100;
         let (s, e) = seg(0);
         assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Scheduled);
         let d = r.delack_deadline_ns - now;

@@ -12,11 +12,11 @@ pub const MSS: u64 = 1448;
 pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queue: QueueConfig, duration_ns: u64) -> SimConfig {
     let mut nodes = Vec::new();
     for i in 0..n {
-        nodes.push(NodeConfig { name: format!("s{i}"), kind: NodeKind::Host });
+        nodes.push(NodeConfig { name: format!("s{i}"), kind: NodeKind::Host, hz: tcplab_core::time::DEFAULT_HZ });
     }
-    nodes.push(NodeConfig { name: "dst".into(), kind: NodeKind::Host });
-    nodes.push(NodeConfig { name: "r1".into(), kind: NodeKind::Router });
-    nodes.push(NodeConfig { name: "r2".into(), kind: NodeKind::Router });
+    nodes.push(NodeConfig { name: "dst".into(), kind: NodeKind::Host, hz: tcplab_core::time::DEFAULT_HZ });
+    nodes.push(NodeConfig { name: "r1".into(), kind: NodeKind::Router, hz: tcplab_core::time::DEFAULT_HZ });
+    nodes.push(NodeConfig { name: "r2".into(), kind: NodeKind::Router, hz: tcplab_core::time::DEFAULT_HZ });
     let dst = n as u32;
     let r1 = n as u32 + 1;
     let r2 = n as u32 + 2;
