@@ -557,8 +557,8 @@ mod tests {
             duration_ns,
             sample_interval_ns: 100_000_000,
             nodes: vec![
-                NodeConfig { name: "a".into(), kind: NodeKind::Host },
-                NodeConfig { name: "b".into(), kind: NodeKind::Host },
+                NodeConfig { name: "a".into(), kind: NodeKind::Host, hz: crate::time::DEFAULT_HZ },
+                NodeConfig { name: "b".into(), kind: NodeKind::Host, hz: crate::time::DEFAULT_HZ },
             ],
             links: vec![link("ab", 0, 1, fwd_delay_ns), link("ba", 1, 0, rev_delay_ns)],
             flows: vec![FlowConfig {

@@ -790,13 +790,13 @@ mod tests {
         // A 4 MB buffer from the start, so that the room is not the limit at first; the
         // initial window is still 64 KB (tcp_select_initial_window).
         let cfg = TcpConfig { tcp_rmem: [4096, 4 << 20, 6 << 20], ..TcpConfig::default() };
-        let mut r = Receiver::new(&cfg);
+        let mut r = Receiver::new(&cfg, 1000);
         r.established(0, 0);
         let mut mib = MibCounters::default();
         let ssthresh0 = r.rcv_ssthresh;
         // Out of the initial quick-ACK mode, so that only growth can make ACKs quick.
         r.quick = 0;
-        r.ato = TCP_ATO_MIN;
+        r.ato = tcp_ato_min(1000);
         let (s, e) = seg(0);
         r.on_data(1, s, e, 0, 0, 200, &mut mib);
         r.quick = 0;
