@@ -211,6 +211,15 @@ fn frto_detects_a_spurious_rto_from_sacks_of_never_retransmitted_data() {
     assert!(c.get(Mib::TCPLossUndo) >= 1, "{c:?}");
     let after = cwnd_after_undo.expect("never left Loss");
     assert!(after >= cwnd_before, "cwnd {after} after the undo, {cwnd_before} before the RTO");
+
+    // The same run with tcp_frto = 0: no F-RTO, so the RTO stands (nothing undone).
+    let mut cfg = delay_spike(burst, vec![k]);
+    cfg.flows[0].tcp.tcp_frto = 0;
+    let mut sim = Simulator::new(cfg).unwrap();
+    sim.run_until(4 * S).expect("engine error");
+    let c = &finish(sim).flows[0].counters;
+    assert!(c.get(Mib::TCPTimeouts) >= 1, "{c:?}");
+    assert_eq!(c.get(Mib::TCPSpuriousRTOs), 0, "{c:?}");
 }
 
 // ------------------------------------------------------------------------------ TSQ
