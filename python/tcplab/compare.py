@@ -42,6 +42,7 @@ from tcplab.errors import EngineError, ScenarioError
 from tcplab.loader import scenario_data, validate_with_overrides
 from tcplab.overrides import Override, expand_variants, parse_overrides
 from tcplab.scenario import Scenario
+from tcplab.signals import raise_if_terminated, signals_blocked
 
 if TYPE_CHECKING:  # pandas, NumPy and pyarrow load on first use: `import tcplab` stays quick
     import pandas as pd
@@ -322,6 +323,7 @@ def _worker_main(conn: Any, job: Job, parent_pid: int) -> None:
     # group, and the parent then terminates its workers (SIGTERM, default action).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked by the parent's fork
     _die_with_parent(parent_pid)
     try:
         outcome = _run_variant_or_failure(job)
@@ -371,10 +373,13 @@ def _run_in_processes(work: list[Job], jobs: int) -> dict[str, Result | VariantF
                 process = ctx.Process(
                     target=_worker_main, args=(sender, job, os.getpid()), name=f"tcplab-{job[1]}", daemon=True
                 )
-                process.start()
+                with signals_blocked():  # a signal during fork must not land in an after-fork hook
+                    process.start()
                 sender.close()
                 running[job[1]] = (process, receiver)
-            ready = wait_for_any([x for process, conn in running.values() for x in (conn, process.sentinel)])
+            waitables = [x for process, conn in running.values() for x in (conn, process.sentinel)]
+            ready = wait_for_any(waitables, timeout=1.0)
+            raise_if_terminated()
             for label, (process, conn) in list(running.items()):
                 if conn not in ready and process.sentinel not in ready:
                     continue

@@ -25,7 +25,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Terminated", "sigterm_as_interrupt", "exit_code_for"]
+__all__ = ["Terminated", "sigterm_as_interrupt", "exit_code_for", "raise_if_terminated", "signals_blocked"]
+
+#: Set by the handler: a SIGTERM whose exception Python swallowed (it can land in a callback
+#: whose exceptions are "ignored", such as the logging module's after-fork hook) is not lost;
+#: loops that wait call :func:`raise_if_terminated`.
+_received = False
 
 
 class Terminated(KeyboardInterrupt):
@@ -35,7 +40,28 @@ class Terminated(KeyboardInterrupt):
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - signal handler signature
+    global _received
+    _received = True
     raise Terminated()
+
+
+def raise_if_terminated() -> None:
+    """Raise :class:`Terminated` if SIGTERM arrived but its exception was swallowed."""
+    if _received:
+        raise Terminated()
+
+
+@contextmanager
+def signals_blocked() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM pending (not lost) while the body runs, e.g. around a fork,
+    whose after-fork hooks swallow exceptions; they are delivered when the body ends. A forked
+    child inherits the blocked mask and unblocks it itself once its handlers are set."""
+    mask = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @contextmanager
@@ -44,6 +70,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _received
+    _received = False
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield

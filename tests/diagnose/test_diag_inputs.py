@@ -200,7 +200,9 @@ def test_a_run_directory_skips_binaries_with_notes(tmp_path: Path) -> None:
 def test_a_directory_with_nothing_readable_is_exit_2(tmp_path: Path) -> None:
     (tmp_path / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     r = invoke("diagnose", tmp_path)
-    assert r.exit_code == 2 and r.output.startswith(f"error: {tmp_path}: no recognised capture in 1 file(s)")
+    assert r.exit_code == 2 and r.output.startswith(
+        f"error: {tmp_path}: no recognised capture (1 file(s) skipped; first note: skipped"
+    )
 
 
 def test_a_real_run_directory(tmp_path: Path, real_core) -> None:  # noqa: ANN001

@@ -418,7 +418,7 @@ def load_host(paths: Iterable[str | Path]) -> Host:
         raise ParseError(
             where,
             0,
-            f"no recognised capture in {skipped} file(s); first: {host.notes[0]}"
+            f"no recognised capture ({skipped} file(s) skipped; first note: {host.notes[0]})"
             if host.notes
             else "no recognised capture",
         )

@@ -436,6 +436,10 @@ impl TcpSocket {
         if pkt.is_data() {
             let srtt = self.tp.srtt_us;
             let rto = self.tp.icsk_rto;
+            // tcp_sack_compress_send_ack(): a full SACK array flushes the compressed ACK.
+            if self.rcv.sack_compress_must_send_ack(pkt.seq, pkt.end_seq) {
+                self.send_ack(ctx);
+            }
             match self.rcv.on_data(ctx.now_ns, pkt.seq, pkt.end_seq, pkt.tsecr_ns, srtt, rto, &mut self.tp.mib) {
                 AckAction::Now => self.send_ack(ctx),
                 AckAction::Scheduled | AckAction::None => {}
