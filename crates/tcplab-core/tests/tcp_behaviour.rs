@@ -198,15 +198,16 @@ fn losing_the_retransmission_too_needs_an_rto_with_backoff() {
 #[test]
 fn delayed_acks_ack_every_second_segment() {
     // After quick-ACK mode (at most 16 ACKs), the receiver acknowledges every second
-    // full-sized segment (RFC 1122, __tcp_ack_snd_check), so ACKs ~ data / 2, plus at most
-    // 8 for the 16 quick ACKs (one per segment), 3 for the handshake (SYN, SYN-ACK, ACK),
-    // and one delayed-ACK-timer ACK per flight that ends on an odd segment (about one per
-    // round trip of slow start, under 9 here): within 20.
+    // full-sized segment (RFC 1122, __tcp_ack_snd_check), so ACKs ~ data / 2, plus 8 for
+    // the 16 quick ACKs, 3 for the handshake, one delayed-ACK-timer ACK per flight ending on
+    // an odd segment, and one immediate ACK for each segment that grows rcv_ssthresh
+    // (Linux v6.12 tcp_input.c: tcp_grow_window() sets icsk_ack.quick), which depends on how
+    // the window opens: allow 5 % of the data.
     let out = short_transfer(2000, vec![]);
     let c = &out.flows[0].counters;
     let data = 2000.0;
     let acks = c.get(Mib::TcpOutSegs) as f64 - data; // client and server counters merged
-    assert!((acks - data / 2.0).abs() <= 20.0, "acks {acks} for {data} segments");
+    assert!((acks - data / 2.0).abs() < 0.05 * data, "acks {acks} for {data} segments");
 }
 
 #[test]
