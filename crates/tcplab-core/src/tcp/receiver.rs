@@ -787,10 +787,12 @@ mod tests {
     /// does not hold the window update back.
     #[test]
     fn window_grows_on_out_of_order_data_behind_a_permanent_hole() {
-        // A 4 MB buffer from the start, so that the room is not the limit at first; the
-        // initial window is still 64 KB (tcp_select_initial_window).
-        let cfg = TcpConfig { tcp_rmem: [4096, 4 << 20, 6 << 20], ..TcpConfig::default() };
+        // The default 128 KB buffer gives a 64 KB initial window (tcp_select_initial_window);
+        // the buffer is then 4 MB, as receive-buffer autotuning (tcp_rcv_space_adjust) grows
+        // sk_rcvbuf ahead of the window, so that the room is not the limit at first.
+        let cfg = TcpConfig { tcp_rmem: [4096, 131072, 6 << 20], ..TcpConfig::default() };
         let mut r = Receiver::new(&cfg, 1000);
+        r.rcvbuf = 4 << 20;
         r.established(0, 0);
         let mut mib = MibCounters::default();
         let ssthresh0 = r.rcv_ssthresh;
