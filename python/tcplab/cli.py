@@ -138,7 +138,7 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     if not inv.get("ok", True):
         if rtt.get("ok", True) is False:
             console.print(f"[bold red]RTT check failed:[/] {rtt.get('message', '')}")
-        if not inv.get("accounting_ok", rtt.get("ok", True)):
+        if not inv.get("accounting_ok", rtt.get("ok", True) is False):
             console.print(f"[bold red]packet accounting failed:[/] {inv.get('message', '')}")
     console.print(f"wrote {out_dir}")
 

@@ -9,7 +9,8 @@
 //! Settings that are valid but defeat the run come back in the `warnings` list.
 //!
 //! `estimate_memory(config_json) -> dict` gives the engine's memory estimate of a run
-//! (`tcplab_core::memory`), so the Python front can check its own copy against it.
+//! (`tcplab_core::memory`), so the Python front can check its own copy against it;
+//! `validate(config_json) -> list[str]` runs the engine's checks alone (warnings returned).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -215,6 +216,15 @@ fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAn
     to_python(py, out)
 }
 
+/// Check `config_json` as `run` would, without running: raises `ValueError` naming the
+/// field, else returns the warnings a run would give. Lets the front catch before a run
+/// anything the engine would refuse.
+#[pyfunction]
+fn validate(config_json: &str) -> PyResult<Vec<String>> {
+    let cfg = SimConfig::from_json(config_json).map_err(PyValueError::new_err)?;
+    Ok(cfg.warnings())
+}
+
 /// The engine's estimate of what a run of `config_json` would hold in memory (bytes, by
 /// part), without the other checks of `run`.
 #[pyfunction]
@@ -236,6 +246,7 @@ fn estimate_memory<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'p
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
