@@ -277,3 +277,12 @@ def test_the_engine_checks_can_run_alone(real_core):
     config["sample_interval_ns"] = 0
     with pytest.raises(ValueError, match="^sample_interval_ns: "):
         real_core.validate(json.dumps(config))
+
+
+@pytest.mark.engine
+def test_the_default_memory_limit_is_the_engines(real_core):
+    from tcplab.limits import DEFAULT_MEMORY_BYTES
+
+    config = tcplab.load_scenario(BUILTIN).to_core()
+    del config["max_memory_bytes"]
+    assert real_core.estimate_memory(json.dumps(config))["max_memory_bytes"] == DEFAULT_MEMORY_BYTES

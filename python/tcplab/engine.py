@@ -42,6 +42,8 @@ ProgressFn = Callable[[int, int], None]
 
 #: Columns of the per-flow time series and their dtypes (units in the names; cwnd,
 #: ssthresh and inflight in packets as Linux keeps them; ssthresh 2147483647 = infinite).
+#: ``srtt_us``/``rttvar_us`` are what ``ss`` prints as ``rtt:X/Y`` (tcp_info's tcpi_rtt and
+#: tcpi_rttvar: the smoothed RTT and its mean deviation), not the RTO's floored variance.
 TIMESERIES_DTYPES: dict[str, str] = {
     "t_ns": "uint64",
     "flow": "uint32",

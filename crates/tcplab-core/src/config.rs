@@ -6,7 +6,7 @@
 //! every reference an index. The engine re-checks what it relies on ([`SimConfig::validate`])
 //! so that a bad structure becomes a clear error, never a panic.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::time::NSEC_PER_SEC;
 
@@ -42,7 +42,7 @@ pub struct SimConfig {
     pub max_memory_bytes: u64,
 }
 
-fn default_sample_interval_ns() -> u64 {
+pub fn default_sample_interval_ns() -> u64 {
     100_000_000
 }
 
@@ -94,7 +94,7 @@ pub struct LinkConfig {
     pub queue: QueueConfig,
 }
 
-fn default_overhead() -> u32 {
+pub fn default_overhead() -> u32 {
     14
 }
 
@@ -139,7 +139,7 @@ pub struct ReorderConfig {
     pub delay_ns: u64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueueConfig {
     /// Drop-tail FIFO limited in packets (`tc qdisc add ... pfifo limit N`).
@@ -194,7 +194,9 @@ pub enum AppConfig {
 }
 
 /// Per-socket TCP settings, named after the sysctls they come from (v6.6 defaults).
-#[derive(Debug, Clone, Deserialize)]
+/// Serialize: the binding exports the defaults (`tcplab._core.defaults()`) so Python's
+/// copy is tested against them.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TcpConfig {
     pub mss_bytes: u32,
@@ -258,7 +260,7 @@ impl Default for TcpConfig {
 }
 
 /// Congestion-control module parameters (`/sys/module/tcp_cubic/parameters/*`, ...).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CcParams {
     /// tcp_cubic `hystart` (1 = on).

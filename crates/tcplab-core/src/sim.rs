@@ -364,7 +364,10 @@ impl Simulator {
             s.cwnd.push(tp.snd_cwnd);
             s.ssthresh.push(tp.snd_ssthresh);
             s.srtt_us.push(tp.srtt_us >> 3);
-            s.rttvar_us.push(tp.rttvar_us);
+            // What ss shows as the Y of `rtt:X/Y`: tcp_info's tcpi_rttvar = mdev_us >> 2
+            // (Linux v6.12 net/ipv4/tcp.c: tcp_get_info()), not the RTO's internal rttvar_us,
+            // which is floored at TCP_RTO_MIN.
+            s.rttvar_us.push(tp.mdev_us >> 2);
             s.min_rtt_us.push(if tp.min_rtt_us() == u32::MAX { 0 } else { tp.min_rtt_us() });
             s.pacing_rate_bps.push(tp.sk_pacing_rate.saturating_mul(8));
             s.delivery_rate_bps.push(delivery_rate_bytes_per_sec(tp) * 8);

@@ -1,6 +1,8 @@
 //! `tcplab._core`: the Python binding of the tcplab engine.
 //!
-//! One function, `run(config_json, progress=None) -> dict`. The simulation runs with the
+//! Two functions: `run(config_json, progress=None) -> dict`, and `defaults() -> dict`, the
+//! engine's defaults for what the scenario may leave out (Linux's sysctl and module
+//! defaults; Python's copy of them is tested against this). The simulation runs with the
 //! GIL released, in chunks of simulated time; between chunks the binding calls
 //! `progress(sim_now_ns, duration_ns)` and checks for Ctrl-C. Time series come back as
 //! NumPy arrays that take over the engine's buffers without copying. Errors: a bad
@@ -19,7 +21,8 @@ use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use tcplab_core::config::SimConfig;
+use tcplab_core::config::{self, CcParams, QueueConfig, SimConfig, TcpConfig};
+use tcplab_core::metrics::histogram;
 use tcplab_core::mib::{Mib, MibCounters};
 use tcplab_core::sim::{SimOutput, Simulator};
 use tcplab_core::tcp::sock::CaState;
@@ -75,6 +78,8 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
         r.set_item("p90", f.rtt.p90_us)?;
         r.set_item("p99", f.rtt.p99_us)?;
         r.set_item("max", f.rtt.max_us)?;
+        // Percentiles are low edges of log-linear histogram buckets (metrics/histogram.rs).
+        r.set_item("relative_error", histogram::RELATIVE_ERROR)?;
         fd.set_item("rtt_us", r)?;
         fd.set_item("counters", counters_dict(py, &f.counters)?)?;
         flows.append(fd)?;
@@ -225,6 +230,20 @@ fn validate(config_json: &str) -> PyResult<Vec<String>> {
     Ok(cfg.warnings())
 }
 
+/// The engine's defaults: `{"tcp": {...}, "cc_params": {...}, "queue": {...},
+/// "overhead_bytes": N, "sample_interval_ns": N}`, keyed as the engine config is.
+#[pyfunction]
+fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let value = serde_json::json!({
+        "tcp": TcpConfig::default(),
+        "cc_params": CcParams::default(),
+        "queue": QueueConfig::default(),
+        "overhead_bytes": config::default_overhead(),
+        "sample_interval_ns": config::default_sample_interval_ns(),
+    });
+    py.import("json")?.call_method1("loads", (value.to_string(),))
+}
+
 /// The engine's estimate of what a run of `config_json` would hold in memory (bytes, by
 /// part), without the other checks of `run`.
 #[pyfunction]
@@ -245,6 +264,7 @@ fn estimate_memory<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'p
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(defaults, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

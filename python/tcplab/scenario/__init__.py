@@ -47,13 +47,19 @@ Links and queues
     propagation delay (sum of one-way delays along the flow's data route plus its ACK route)
     among the flows whose data or ACK route crosses that link; if no flow crosses it,
     ``base_rtt = 2 * delay`` of the link itself. Then ``pfifo`` gets
-    ``max(1, round(k * bdp_bytes / 1500))`` packets and ``bfifo`` gets
-    ``max(1500, round(k * bdp_bytes))`` bytes for ``limit: kbdp`` (rounding half up).
+    ``max(1, round(k * bdp_bytes / (1500 + overhead)))`` packets and ``bfifo`` gets
+    ``max(1500 + overhead, round(k * bdp_bytes))`` bytes for ``limit: kbdp`` (rounding half
+    up). ``1500 + overhead`` (1514 by default) is a full-size segment as the link counts it
+    (1448 B MSS + 52 B TCP/IP headers with timestamps + Ethernet framing): the serializer
+    spends ``rate`` on those bytes, and qdiscs count them (``skb->len``), so a ``1bdp``
+    ``pfifo`` holds exactly the packets that fill the path once, and the same as a ``1bdp``
+    ``bfifo`` (the engine's test helpers count the same way).
     Defaults: ``pfifo`` with 1000 packets (a device's ``txqueuelen``); ``bfifo`` defaults to
     1 514 000 bytes (``txqueuelen * (1500 + 14)``, as Linux sizes it).
 
 Loss (``netem`` meanings)
-    ``loss: 1%`` (or ``0.01``): each packet independently. ``{gilbert_elliott: {p, r, h, k}}``:
+    ``loss: 1%`` (or ``1``: a bare number is percent, as netem reads it): each packet
+    independently. ``{gilbert_elliott: {p, r, h, k}}``:
     two states; ``p`` = P(good->bad), ``r`` = P(bad->good), ``h`` = P(packet survives | bad),
     ``k`` = P(packet survives | good). netem's command line takes ``p r 1-h 1-k``; tcplab takes
     ``h`` and ``k`` themselves. Defaults as current iproute2: ``r = 1 - p``, ``h = 0%`` (bad

@@ -13,7 +13,7 @@ from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import Int, PosTime, Probability, Rate, Time, _parse_between, _parse_int, _sub
 from tcplab.scenario.queues import Queue
-from tcplab.units import U64_MAX, parse_fraction, parse_size
+from tcplab.units import U64_MAX, parse_percent, parse_size
 
 
 class LossSpec(BaseModel):
@@ -83,7 +83,7 @@ def _parse_loss(value: Any) -> LossSpec:
         return LossSpec(kind="none")
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         try:
-            p = parse_fraction(value)
+            p = parse_percent(value)
         except UnitError as e:
             raise UnitError(e.problem, LOSS_EXPECTED if "is not" in e.problem else e.expected, value) from None
         return LossSpec(kind="bernoulli", p=p) if p > 0 else LossSpec(kind="none")
@@ -105,7 +105,7 @@ def _parse_loss(value: Any) -> LossSpec:
     kind, body = models[0], value[models[0]]
     if kind == "random":
         try:
-            p = parse_fraction(body)
+            p = parse_percent(body)
         except UnitError as e:
             raise UnitError(e.problem, "a probability such as 1%", body, subpath=("random",)) from None
         return LossSpec(kind="bernoulli", p=p, **filt) if p > 0 else LossSpec(kind="none")
@@ -145,7 +145,7 @@ def _parse_loss(value: Any) -> LossSpec:
     for key in ("p", "r", "h", "k"):
         if key in body:
             try:
-                params[key] = parse_fraction(body[key])
+                params[key] = parse_percent(body[key])
             except UnitError as e:
                 raise _sub(e, kind, key) from None
     params.setdefault("r", 1.0 - params["p"])

@@ -22,7 +22,7 @@ _TEMPLATE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>tcplab: {{ s.scenario }}</title>
+<title>tcplab: {{ s.title }}</title>
 <style>
  body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
  table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
@@ -34,13 +34,14 @@ _TEMPLATE = """<!doctype html>
 </style>
 </head>
 <body>
-<h1>{{ s.scenario }}</h1>
+<h1>{{ s.title }}</h1>
 {% if s.description %}<pre>{{ s.description }}</pre>{% endif %}
 <p>seed {{ s.seed }} &middot; {{ "%g"|format(s.duration_s) }} s simulated,
  sampled every {{ "%g"|format(s.sample_interval_s * 1000) }} ms
  &middot; tcplab {{ s.tcplab_version }} (engine {{ s.engine_version }})
  &middot; {{ s.events }} events, {{ s.packets }} packets
- &middot; <a href="scenario.resolved.json">resolved scenario</a> &middot; <a href="counters.txt">counters</a></p>
+ &middot; <a href="scenario.yaml">scenario as run</a> &middot; <a href="scenario.resolved.json">engine configuration</a>
+ &middot; <a href="metadata.json">provenance</a> &middot; <a href="counters.txt">counters</a></p>
 
 <h2>Flows</h2>
 <table>

@@ -12,7 +12,9 @@ pub struct FlowSeries {
     pub flow: Vec<u32>,
     pub cwnd: Vec<u32>,
     pub ssthresh: Vec<u32>,
+    /// ss's `rtt:X/Y` X: tcp_info's tcpi_rtt (`srtt_us >> 3`).
     pub srtt_us: Vec<u32>,
+    /// ss's `rtt:X/Y` Y: tcp_info's tcpi_rttvar (`mdev_us >> 2`, the mean deviation).
     pub rttvar_us: Vec<u32>,
     pub min_rtt_us: Vec<u32>,
     pub pacing_rate_bps: Vec<u64>,

@@ -186,6 +186,11 @@ impl TcpSocket {
             tp.icsk_rto = TCP_TIMEOUT_INIT;
             tp.sk_max_pacing_rate = cfg.max_pacing_rate_bytes_per_sec;
             tp.sk_pacing_status = if cfg.fq_pacing { PacingStatus::Fq } else { PacingStatus::None };
+            // SO_MAX_PACING_RATE switches on TCP's internal pacing when no qdisc paces
+            // (Linux v6.12 net/core/sock.c: sk_setsockopt(), SK_PACING_NONE -> SK_PACING_NEEDED).
+            if cfg.max_pacing_rate_bytes_per_sec != u64::MAX && tp.sk_pacing_status == PacingStatus::None {
+                tp.sk_pacing_status = PacingStatus::Needed;
+            }
             tp.snd_wnd = 65535;
             TcpSocket {
                 rcv: Receiver::new(&cfg),
@@ -431,6 +436,10 @@ impl TcpSocket {
         if pkt.is_data() {
             let srtt = self.tp.srtt_us;
             let rto = self.tp.icsk_rto;
+            // tcp_sack_compress_send_ack(): a full SACK array flushes the compressed ACK.
+            if self.rcv.sack_compress_must_send_ack(pkt.seq, pkt.end_seq) {
+                self.send_ack(ctx);
+            }
             match self.rcv.on_data(ctx.now_ns, pkt.seq, pkt.end_seq, pkt.tsecr_ns, srtt, rto, &mut self.tp.mib) {
                 AckAction::Now => self.send_ack(ctx),
                 AckAction::Scheduled | AckAction::None => {}

@@ -55,7 +55,9 @@ pub fn bottleneck(n: usize) -> usize {
     2 * n
 }
 
-/// BDP in packets for a rate and RTT (1514-byte frames on the wire).
+/// BDP in packets for a rate and RTT: full-size frames as the link counts them (1500 B IP
+/// + 14 B Ethernet = 1514 B). Python's `limit: 1bdp` counts the same way
+/// (python/tcplab/scenario.py `_queue`, tests/test_routing_bdp.py).
 pub fn bdp_packets(rate_bps: u64, rtt_ns: u64) -> u32 {
     ((rate_bps as f64 / 8.0 * rtt_ns as f64 / 1e9) / 1514.0).round() as u32
 }
