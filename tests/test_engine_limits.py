@@ -286,3 +286,13 @@ def test_the_default_memory_limit_is_the_engines(real_core):
     config = tcplab.load_scenario(BUILTIN).to_core()
     del config["max_memory_bytes"]
     assert real_core.estimate_memory(json.dumps(config))["max_memory_bytes"] == DEFAULT_MEMORY_BYTES
+
+
+@pytest.mark.engine
+def test_check_gives_the_engines_warnings_and_shows_the_loss_filter(real_core):
+    r = CliRunner().invoke(app, ["check", BUILTIN, "--set", "hosts.receiver.sysctl.tcp_rmem=88 88 88"])
+    assert r.exit_code == 0, r.output
+    assert "warning: flows.0.tcp.tcp_rmem: the receiver's largest window" in r.stderr
+    r = CliRunner().invoke(app, ["check", BUILTIN, "--set", "links.0.loss={random: 1%, only: data}"])
+    assert r.exit_code == 0, r.output
+    assert "loss 1% (data segments only)" in r.stdout
