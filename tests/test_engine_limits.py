@@ -17,7 +17,7 @@ import tcplab
 from tcplab.cli import app
 from tcplab.engine import run_core
 from tcplab.errors import EngineError, EngineMemoryError, EngineWarning, ScenarioError
-from tcplab.limits import FLOW_ROW_BYTES, QUEUE_ROW_BYTES, sample_rows, series_bytes
+from tcplab.limits import sample_rows, series_bytes
 
 BUILTIN = "builtin:cubic-100mbit-20ms"
 
@@ -111,11 +111,6 @@ def test_every_run_checks_the_rtt_floor(real_core):
 
 
 # -- 2.2 memory -----------------------------------------------------------------------------
-
-
-def test_python_rows_match_the_engine_columns():
-    # One row per column of the engine's time series, at the dtypes it returns.
-    assert FLOW_ROW_BYTES == 110 and QUEUE_ROW_BYTES == 32
 
 
 def test_a_1ns_sample_interval_is_refused_naming_the_field():
@@ -269,3 +264,35 @@ def test_a_receive_buffer_below_one_segment_is_warned_about(real_core, tmp_path)
     )
     assert res.exit_code == 0, res.output
     assert "warning: flows.0.tcp.tcp_rmem: the receiver's largest window" in res.stderr
+
+
+@pytest.mark.engine
+def test_the_engine_checks_can_run_alone(real_core):
+    # `_core.validate` gives the front the engine's own verdict before any simulation.
+    config = tcplab.load_scenario(BUILTIN).to_core()
+    assert real_core.validate(json.dumps(config)) == []
+    config["flows"][0]["tcp"]["tcp_rmem"] = [88, 88, 88]
+    (warning,) = real_core.validate(json.dumps(config))
+    assert warning.startswith("flows.0.tcp.tcp_rmem: ")
+    config["sample_interval_ns"] = 0
+    with pytest.raises(ValueError, match="^sample_interval_ns: "):
+        real_core.validate(json.dumps(config))
+
+
+@pytest.mark.engine
+def test_the_default_memory_limit_is_the_engines(real_core):
+    from tcplab.limits import DEFAULT_MEMORY_BYTES
+
+    config = tcplab.load_scenario(BUILTIN).to_core()
+    del config["max_memory_bytes"]
+    assert real_core.estimate_memory(json.dumps(config))["max_memory_bytes"] == DEFAULT_MEMORY_BYTES
+
+
+@pytest.mark.engine
+def test_check_gives_the_engines_warnings_and_shows_the_loss_filter(real_core):
+    r = CliRunner().invoke(app, ["check", BUILTIN, "--set", "hosts.receiver.sysctl.tcp_rmem=88 88 88"])
+    assert r.exit_code == 0, r.output
+    assert "warning: flows.0.tcp.tcp_rmem: the receiver's largest window" in r.stderr
+    r = CliRunner().invoke(app, ["check", BUILTIN, "--set", "links.0.loss={random: 1%, only: data}"])
+    assert r.exit_code == 0, r.output
+    assert "loss 1% (data segments only)" in r.stdout

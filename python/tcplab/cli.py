@@ -226,6 +226,24 @@ def _warn(scenarios: list) -> None:
                 typer.echo(f"warning: {w.line()}", err=True)
 
 
+def _engine_check(core: dict) -> None:
+    """The engine's own verdict on a resolved scenario, when the engine is built: what it
+    would refuse is an error now (exit 2), what it would warn about a warning."""
+    try:
+        from tcplab.engine import import_core
+
+        validate = getattr(import_core(), "validate", None)
+    except ImportError:
+        return
+    if validate is None:
+        return
+    try:
+        for text in validate(json.dumps(core)):
+            typer.echo(f"warning: {text}", err=True)
+    except ValueError as e:
+        _fail(f"engine: {e}", 2)
+
+
 def _guard(fn):  # noqa: ANN001, ANN202 - decorator
     """Map tcplab's exceptions to one-line messages and exit codes."""
     import functools
@@ -315,7 +333,7 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     if not inv.get("ok", True):
         if rtt.get("ok", True) is False:
             console.print(f"[bold red]RTT check failed:[/] {rtt.get('message', '')}")
-        if not inv.get("accounting_ok", rtt.get("ok", True)):
+        if not inv.get("accounting_ok", rtt.get("ok", True) is False):
             console.print(f"[bold red]packet accounting failed:[/] {inv.get('message', '')}")
     console.print(f"wrote {out_dir}")
 
@@ -454,6 +472,7 @@ def check(
     sc = load_scenario(scenario, set_ or [], seed=seed)
     _warn([sc])
     core = sc.to_core()
+    _engine_check(core)
     if as_json:
         typer.echo(json.dumps(core, indent=2))
         return
@@ -470,6 +489,11 @@ def check(
         loss_text = {"none": "no loss", "bernoulli": f"loss {loss.get('p', 0) * 100:g}%"}.get(
             loss["kind"], loss["kind"]
         )
+        filt = link.get("loss_filter") or {}
+        if loss["kind"] != "none" and filt.get("data_only"):
+            loss_text += " (data segments only)"
+        if loss["kind"] != "none" and filt.get("min_ip_bytes"):
+            loss_text += f" (packets of at least {filt['min_ip_bytes']} bytes)"
         console.print(
             f"  link {link['name']}: {_rate_mbit(link['rate_bps'])}, delay {_time_ms(link['delay_ns'])}, "
             f"{loss_text}, {q['kind']} limit {limit}",

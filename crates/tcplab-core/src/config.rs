@@ -478,7 +478,8 @@ impl TcpConfig {
         in_range(&f("tcp_reordering"), self.tcp_reordering as u64, 1, 300, "packets")?;
         in_range(&f("tcp_max_reordering"), self.tcp_max_reordering as u64, 1, 1 << 20, "packets")?;
         in_range(&f("tcp_min_rtt_wlen_s"), self.tcp_min_rtt_wlen_s as u64, 0, 86_400, "s")?;
-        in_range(&f("tcp_limit_output_bytes"), self.tcp_limit_output_bytes, 1, i32::MAX as u64, "bytes")?;
+        // sysctl tcp_limit_output_bytes: an int without bounds; 0 leaves TSQ its 2-skb floor.
+        in_range(&f("tcp_limit_output_bytes"), self.tcp_limit_output_bytes, 0, i32::MAX as u64, "bytes")?;
         in_range(&f("tcp_pacing_ss_ratio"), self.tcp_pacing_ss_ratio as u64, 0, 1000, "%")?;
         in_range(&f("tcp_pacing_ca_ratio"), self.tcp_pacing_ca_ratio as u64, 0, 1000, "%")?;
         in_range(&f("tcp_comp_sack_delay_ns"), self.tcp_comp_sack_delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;

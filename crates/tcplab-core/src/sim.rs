@@ -449,6 +449,8 @@ impl Simulator {
                 d.sent, accounted, d.received, d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route, in_flight)
         };
         let (rtt_ok, rtt_message) = self.check_rtt_floor();
+        // One message for readers that show only `message` (the report): both failures.
+        let message = if rtt_ok { message } else if ok { rtt_message.clone() } else { format!("{message}; {rtt_message}") };
         let invariant = Invariant { ok: ok && rtt_ok, data_ok: ok, data: d.clone(), in_flight, message, rtt_ok, rtt_message };
 
         let mut hosts: Vec<HostSummary> = self
@@ -606,6 +608,7 @@ mod tests {
         assert!(!out.invariant.rtt_ok, "{}", out.invariant.rtt_message);
         assert!(!out.invariant.ok);
         assert!(out.invariant.rtt_message.contains("flow f (sender)"), "{}", out.invariant.rtt_message);
+        assert!(out.invariant.data_ok && out.invariant.message == out.invariant.rtt_message);
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! Settings that are valid but defeat the run come back in the `warnings` list.
 //!
 //! `estimate_memory(config_json) -> dict` gives the engine's memory estimate of a run
-//! (`tcplab_core::memory`), so the Python front can check its own copy against it.
+//! (`tcplab_core::memory`), so the Python front can check its own copy against it;
+//! `validate(config_json) -> list[str]` runs the engine's checks alone (warnings returned).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -220,6 +221,15 @@ fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAn
     to_python(py, out)
 }
 
+/// Check `config_json` as `run` would, without running: raises `ValueError` naming the
+/// field, else returns the warnings a run would give. Lets the front catch before a run
+/// anything the engine would refuse.
+#[pyfunction]
+fn validate(config_json: &str) -> PyResult<Vec<String>> {
+    let cfg = SimConfig::from_json(config_json).map_err(PyValueError::new_err)?;
+    Ok(cfg.warnings())
+}
+
 /// The engine's defaults: `{"tcp": {...}, "cc_params": {...}, "queue": {...},
 /// "overhead_bytes": N, "sample_interval_ns": N}`, keyed as the engine config is.
 #[pyfunction]
@@ -256,6 +266,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
