@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -328,3 +331,21 @@ def test_check_lines_are_not_cut_when_piped(write_yaml, base_scenario):
     assert r.exit_code == 0, r.output
     route = [line for line in r.stdout.splitlines() if line.startswith("  flow ")]
     assert len(route) == 1 and len(route[0]) > 120 and route[0].endswith("base RTT 20 ms")
+
+
+def test_output_into_a_closed_pipe_is_no_traceback():
+    # `tcplab diagnose FILE | head -1`: the reader goes away mid-output. A tool used in pipes
+    # stops quietly (rich turns EPIPE into exit 1); a second exception while matching it must
+    # not turn that into a traceback.
+    import subprocess
+
+    fixture = Path(__file__).parent / "diagnose" / "fixtures" / "ss_seed000_collapse.txt"
+    proc = subprocess.run(
+        f"{sys.executable} -c 'from tcplab.cli import main; main()' diagnose {fixture} | head -c 1 >/dev/null",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "python")},
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr

@@ -103,7 +103,7 @@ class _OneLineErrors(TyperGroup):
                 sys.exit(2)
             typer.echo(f"error: {e.format_message()}", err=True)
             sys.exit(e.exit_code)
-        except _click_errors.Abort:
+        except typer.Abort:
             typer.echo("error: aborted", err=True)
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -624,7 +624,7 @@ def diagnose(
     elif markdown:
         typer.echo(to_markdown(host, findings, files))
     else:
-        print_terminal(host, findings, files)
+        print_terminal(host, findings, files, console=_console())
     if fail_on is not None and any(severity_at_least(f.severity, fail_on) for f in findings):
         raise typer.Exit(1)
 
