@@ -208,7 +208,7 @@ def compare(
         for v in variants:
             table.add_column(v.label, justify="right")
         for metric, row in cmp.table.iterrows():
-            digits = 0 if metric in ("timeouts", "queue drops") else (3 if "goodput" in str(metric) else 2)
+            digits = 0 if metric in ("timeouts", "queue drops", "loss drops") else (3 if "goodput" in str(metric) else 2)
             table.add_row(str(metric), *[_fmt(x, 1.0, digits) for x in row.tolist()])
         console = _console()
         console.print(table)

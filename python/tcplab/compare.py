@@ -12,7 +12,8 @@ are independent; they go through ``map`` (sequential by default), so an
 ``concurrent.futures.Executor``'s ``map`` can be passed to run them in parallel.
 
 The table has one row per metric and one column per variant: total goodput (Mbit/s),
-retransmitted segments (% of segments sent), RTOs, queue drops, and RTT p50/p99 (ms) per
+retransmitted segments (% of segments sent), RTOs, queue drops (tail drops in queues),
+loss drops (packets the links' loss models dropped), and RTT p50/p99 (ms) per
 flow (flows matched by position).
 """
 
@@ -134,6 +135,7 @@ def compare_table(results: Mapping[str, Result]) -> pd.DataFrame:
         put("retrans (%)", label, 100.0 * float(f["retrans_segs"].sum()) / segs if segs else 0.0)
         put("timeouts", label, float(f["timeouts"].sum()))
         put("queue drops", label, float(r.links["drops"].sum()) if len(r.links) else 0.0)
+        put("loss drops", label, float(r.links["loss_drops"].sum()) if len(r.links) else 0.0)
         for k in range(max_flows):
             prefix = "" if max_flows == 1 else f"flow {k} "
             if k < len(f):
@@ -192,22 +194,17 @@ class CompareResult:
             (tmp / "compare.json").write_text(
                 json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8"
             )
-            if plots:
-                from tcplab.views.plots import plot_compare
-
-                plot_compare(self.results, tmp / "compare.png")
-            from tcplab.views.report import render_compare_report
+            from tcplab.views.report import write_compare_report
 
             first = next(iter(self.results.values()))
-            (tmp / "report.html").write_text(
-                render_compare_report(
-                    f"{first.scenario.name}: {' vs '.join(self.results)}",
-                    first.scenario.description or "",
-                    self.table,
-                    [v.label for v in self.variants],
-                    plots,
-                ),
-                encoding="utf-8",
+            write_compare_report(
+                tmp,
+                self.results,
+                self.table,
+                [v.label for v in self.variants],
+                f"{first.scenario.name}: {' vs '.join(self.results)}",
+                first.scenario.description or "",
+                plots=plots,
             )
 
         return write_dir_atomically(directory, fill, overwrite=overwrite)

@@ -24,8 +24,9 @@ A run directory (``Result.write(DIR)``) holds::
                               ca_state_name, cc_mode_name
     queues.parquet            per (sample, link): engine columns + link_name, t_s
     counters.txt              nstat text, one block per host
-    plots/goodput.png, plots/cwnd.png, plots/rtt.png    } written by the view writer the Result
-    report.html               summary tables and plots  } carries (tcplab.views, via tcplab.run)
+    plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png  } written by the view writer
+    report.html               one self-contained page: tables, plots inline } the Result carries
+                                                                  (tcplab.views, via tcplab.run)
 
 Everything in it is a function of the scenario and seed (no wall-clock times, no absolute
 paths), so the same run gives the same files.
@@ -60,6 +61,7 @@ RUN_FILES = (
     "plots/goodput.png",
     "plots/cwnd.png",
     "plots/rtt.png",
+    "plots/queues.png",
     "report.html",
 )
 
