@@ -40,6 +40,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
 from tcplab.views.paths import FlowPath, flow_paths
@@ -127,7 +128,9 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def _style(ax: Any, ylabel: str, title: str | None = None, *, xlabel: str = "Time (s)") -> None:
+def _style(
+    ax: Any, ylabel: str, title: str | None = None, *, xlabel: str = "Time (s)", xmax: float | None = None
+) -> None:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -135,7 +138,10 @@ def _style(ax: Any, ylabel: str, title: str | None = None, *, xlabel: str = "Tim
     ax.grid(True, alpha=0.3)
     top = ax.get_ylim()[1]
     ax.set_ylim(0, top * 1.05 if top > 0 else 1.0)  # headroom: a flat line is not hidden by the frame
-    ax.set_xlim(left=0)
+    if xmax:
+        ax.set_xlim(0, xmax)
+    else:
+        ax.set_xlim(left=0)
 
 
 def _legend(ax: Any, **kw: Any) -> None:
@@ -226,7 +232,7 @@ def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping
         tt = total.index.to_numpy()
         ax.plot(tt, _smooth(tt, total.to_numpy(dtype=np.float64)) / 1e6, label="total", color="black", linewidth=1.0)
     _ceiling_lines(ax, paths, flows, colors)
-    _style(ax, "Goodput (Mbit/s, 1 s average)", f"TCP goodput - {result.scenario.name}")
+    _style(ax, "Goodput (Mbit/s, 1 s average)", f"TCP goodput - {result.scenario.name}", xmax=result.duration_s)
     _legend(ax)
     return Plot(
         "goodput.png",
@@ -254,7 +260,7 @@ def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
             ax.plot(t, ss, color=colors[name], linestyle=":", linewidth=1.0)
     if any_ssthresh:
         ax.plot([], [], color="0.3", linestyle=":", label="ssthresh (dotted)")
-    _style(ax, "cwnd (packets)", f"TCP congestion window - {result.scenario.name}")
+    _style(ax, "cwnd (packets)", f"TCP congestion window - {result.scenario.name}", xmax=result.duration_s)
     _legend(ax)
     return Plot("cwnd.png", "Congestion window and ssthresh of each flow, in packets", _png(fig))
 
@@ -270,7 +276,7 @@ def _rtt_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str
             continue
         ax.plot(rows["t_s"].to_numpy(), _rtt_ms(rows, "srtt_us"), label=_flow_label(result, name), color=colors[name])
     _base_rtt_lines(ax, paths, flows, colors)
-    _style(ax, "Smoothed RTT (ms)", f"TCP RTT - {result.scenario.name}")
+    _style(ax, "Smoothed RTT (ms)", f"TCP RTT - {result.scenario.name}", xmax=result.duration_s)
     _legend(ax)
     return Plot("rtt.png", "Smoothed RTT of each flow and the route's base (propagation) RTT", _png(fig))
 
@@ -311,6 +317,7 @@ def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
     backlog, drops = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
     limits = []
     top = 1.0
+    total_drops = 0
     for k, index in enumerate(bottleneck_queues(result, paths)):
         link = links[index]
         rows = qs[qs["link"] == index].sort_values("t_ns")
@@ -325,6 +332,7 @@ def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
             limits.append((cap, color, link["name"], float(b.max()) if len(b) else 0.0))
         d = rows["drops"].to_numpy(dtype=np.float64)
         per_sample = np.diff(d, prepend=0.0)
+        total_drops += int(d[-1]) if len(d) else 0
         drops.step(
             t, per_sample, where="post", color=color, label=f"{link['name']} (total {int(d[-1]) if len(d) else 0})"
         )
@@ -337,9 +345,15 @@ def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
         unit = "pkts" if float(cap).is_integer() else "full-size pkts"
         where = "" if cap <= top else " (off scale)"
         backlog.axhline(cap, color=color, linestyle="--", linewidth=0.9, label=f"{name} limit {cap:g} {unit}{where}")
-    _style(backlog, "Backlog (packets)", f"Bottleneck queues - {result.scenario.name}", xlabel="")
+    _style(
+        backlog, "Backlog (packets)", f"Bottleneck queues - {result.scenario.name}", xlabel="", xmax=result.duration_s
+    )
     backlog.set_ylim(0, top * 1.1)
-    _style(drops, f"Tail drops per {result.sample_interval_s * 1e3:g} ms")
+    _style(drops, f"Tail drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
+    drops.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if total_drops == 0:
+        drops.set_ylim(0, 1)
+        drops.text(0.5, 0.5, "no tail drops", transform=drops.transAxes, ha="center", va="center", color="0.4")
     _legend(backlog)
     _legend(drops)
     return Plot(
@@ -444,7 +458,7 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
             ax.plot([], [], color=_CA_PATCH, linewidth=6, alpha=0.5, label="Recovery / Loss (shaded)")
 
     window_panel(win, False)
-    _style(win, "packets", xlabel="")
+    _style(win, "packets", xlabel="", xmax=result.duration_s)
     win.tick_params(labelbottom=False)
     _legend(win)
 
@@ -465,7 +479,7 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
             linewidth=1.0,
             label=f"payload ceiling {_mbps(path.payload_ceiling_bps)}",
         )
-    _style(rate, "Mbit/s", xlabel="")
+    _style(rate, "Mbit/s", xlabel="", xmax=result.duration_s)
     if path is not None:
         # the first RTTs of slow start pace at 2x a tiny srtt: keep the steady state readable
         rate.set_ylim(0, min(rate.get_ylim()[1], 3.0 * path.payload_ceiling_bps / 1e6))
@@ -482,9 +496,8 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
             linewidth=1.0,
             label=f"base RTT {path.base_rtt_s * 1e3:.1f} ms",
         )
-    _style(rtt, "RTT (ms)")
+    _style(rtt, "RTT (ms)", xmax=result.duration_s)
     _legend(rtt)
-    win.set_xlim(0, max(result.duration_s, t[-1] if len(t) else 0.0))
 
     flows = result.flows.set_index("name")
     start = float(flows["start_s"].get(name, 0.0)) if name in flows.index else 0.0
@@ -512,7 +525,8 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
     _legend(zoom)
     return Plot(
         f"flow-{number}.png",
-        f"Mechanism of flow {number} ({_flow_label(result, name)}): state, cwnd, rates, RTT and a zoom",
+        f"Mechanism of flow {number}, {_flow_label(result, name)}: CA state and BBR mode, cwnd, rates, "
+        f"RTT and a zoom (one point per sample: a smaller sample_interval gives a finer trace)",
         _png(fig),
     )
 
@@ -617,10 +631,11 @@ def compare_plot(results: Mapping[str, Result]) -> Plot:
             label=f"base RTT {s * 1e3:.1f} ms" + ("" if one else f" ({', '.join(dict.fromkeys(labels))})"),
         )
     names = ", ".join(results)
-    _style(good, "Goodput (Mbit/s, 1 s avg)", f"TCP goodput - {names}", xlabel="")
-    _style(win, "cwnd (packets)", "TCP congestion window", xlabel="")
-    _style(rtt, "Smoothed RTT (ms)", "TCP RTT", xlabel="")
-    _style(queue, "Backlog (packets)", "Bottleneck queue backlog")
+    end = max(r.duration_s for r in results.values())
+    _style(good, "Goodput (Mbit/s, 1 s avg)", f"TCP goodput - {names}", xlabel="", xmax=end)
+    _style(win, "cwnd (packets)", "TCP congestion window", xlabel="", xmax=end)
+    _style(rtt, "Smoothed RTT (ms)", "TCP RTT", xlabel="", xmax=end)
+    _style(queue, "Backlog (packets)", "Bottleneck queue backlog", xmax=end)
     for ax in (good, win, rtt, queue):
         _legend(ax)
     return Plot(
