@@ -256,3 +256,15 @@ def test_compare_report_without_plots(fake, tmp_path):
     out = cmp.write(tmp_path / "cmp", plots=False)
     html = (out / "report.html").read_text()
     assert "<img" not in html and not (out / "compare.png").exists()
+
+
+def test_a_flow_is_drawn_only_within_its_lifetime(fake, base_scenario):
+    from tcplab.views.plots import _rows
+
+    base_scenario["flows"].append({"from": "server", "to": "client", "start": "2s"})
+    r = tcplab.run(base_scenario, overrides=["duration=5s"], core=fake)
+    late = r.flows.iloc[1]
+    samples = r.timeseries[r.timeseries["flow_name"] == late["name"]]
+    assert samples["t_s"].min() < 2.0  # the engine samples it before it starts
+    drawn = _rows(r, late["name"])["t_s"]
+    assert drawn.min() >= late["start_s"] == 2.0 and len(drawn) > 0

@@ -7,11 +7,13 @@ The marks are derived from columns the engine already writes:
 
 * **retransmissions**: the samples where the cumulative ``retrans_segs`` grew (the mark
   carries how many segments were retransmitted since the previous sample);
-* **RTOs**: the samples where the CA state became ``Loss``. Linux enters ``TCP_CA_Loss``
-  only from the retransmission timer (``tcp_enter_loss()`` called by
-  ``tcp_retransmit_timer()``, Linux v6.12 net/ipv4/tcp_timer.c), so each entry into Loss is
-  one RTO; a repeated (backed-off) RTO while still in Loss does not show as a new entry, and
-  the run's total is the flow's ``timeouts`` in the table;
+* **RTOs**: the samples where the CA state became ``Loss``. The engine enters Loss only in
+  ``enter_loss()`` from its retransmission timer (crates/tcplab-core/src/tcp/recovery.rs,
+  after ``tcp_retransmit_timer()`` -> ``tcp_enter_loss()``, Linux v6.12
+  net/ipv4/tcp_timer.c; Linux's other way in, PMTU's ``tcp_simple_retransmit()``, is not
+  modelled), so each entry into Loss is an RTO; a repeated (backed-off) RTO while still in
+  Loss does not show as a new entry, and the run's total is the flow's ``timeouts`` in the
+  table;
 * **fast-recovery episodes**: the samples where the CA state became ``Recovery``.
 """
 

@@ -163,8 +163,18 @@ def _flow_label(result: Result, name: str) -> str:
     return f"{name} ({cc})" if cc else name
 
 
-def _rows(ts: pd.DataFrame, name: str) -> pd.DataFrame:
-    return ts[ts["flow_name"] == name]
+def _rows(result: Result, name: str) -> pd.DataFrame:
+    """The flow's samples within its lifetime (from its start to one sample past its end):
+    the engine samples a flow that has not started yet (cwnd 10, BBR in STARTUP), which
+    is not what it did."""
+    ts = result.timeseries
+    rows = ts[ts["flow_name"] == name]
+    flows = result.flows[result.flows["name"] == name]
+    if flows.empty:
+        return rows
+    start, end = float(flows["start_s"].iloc[0]), float(flows["end_s"].iloc[0])
+    t = rows["t_s"].to_numpy()
+    return rows[(t >= start) & (t <= end + result.sample_interval_s)]
 
 
 def _mbps(bps: float) -> str:
@@ -221,7 +231,7 @@ def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping
     ax = fig.add_subplot()
     flows = _flow_order(result)
     for name in flows:
-        rows = _rows(ts, name)
+        rows = _rows(result, name)
         if rows.empty:
             continue
         t = rows["t_s"].to_numpy()
@@ -244,12 +254,11 @@ def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping
 
 
 def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
-    ts = result.timeseries
     fig = _figure()
     ax = fig.add_subplot()
     any_ssthresh = False
     for name in _flow_order(result):
-        rows = _rows(ts, name)
+        rows = _rows(result, name)
         if rows.empty:
             continue
         t = rows["t_s"].to_numpy()
@@ -266,12 +275,11 @@ def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
 
 
 def _rtt_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str, str]) -> Plot:
-    ts = result.timeseries
     fig = _figure()
     ax = fig.add_subplot()
     flows = _flow_order(result)
     for name in flows:
-        rows = _rows(ts, name)
+        rows = _rows(result, name)
         if rows.empty:
             continue
         ax.plot(rows["t_s"].to_numpy(), _rtt_ms(rows, "srtt_us"), label=_flow_label(result, name), color=colors[name])
@@ -396,7 +404,7 @@ def _strip(ax: Any, rows_spans: list[tuple[str, list[Any], Mapping[str, str]]], 
 
 
 def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) -> Plot:
-    rows = _rows(result.timeseries, name).sort_values("t_ns")
+    rows = _rows(result, name).sort_values("t_ns")
     cc = _flow_cc(result).get(name, "")
     interval = result.sample_interval_s
     t = rows["t_s"].to_numpy(dtype=np.float64)
@@ -583,11 +591,10 @@ def compare_plot(results: Mapping[str, Result]) -> Plot:
     colors = {}
     for i, (label, result) in enumerate(results.items()):
         color = colors[label] = f"C{i % 10}"
-        ts = result.timeseries
         paths = flow_paths(result.config)
         flows = _flow_order(result)
         for k, name in enumerate(flows):
-            rows = _rows(ts, name)
+            rows = _rows(result, name)
             if rows.empty:
                 continue
             line_label = label if len(flows) == 1 else f"{label}: {name}"

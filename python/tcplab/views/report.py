@@ -42,7 +42,7 @@ _STYLE = """
  body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
  table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
  th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
- th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+ th { background: #f3f3f3; } td.l, th.l { text-align: left; } td.l { white-space: nowrap; }
  .ok { color: #186a18; } .bad { color: #a01010; font-weight: bold; }
  pre { background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; font-size: 0.85em; }
  figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; }
