@@ -390,6 +390,18 @@ def _strip(ax: Any, rows_spans: list[tuple[str, list[Any], Mapping[str, str]]], 
         cols = [colors[s.label] for s in spans if s.label in colors]
         if bars:
             ax.broken_barh(bars, (y + 0.1, 0.8), facecolors=cols, linewidth=0)
+        elif spans:
+            steady = ", ".join(dict.fromkeys(s.label for s in spans if s.label))
+            ax.text(
+                0.5,
+                y + 0.5,
+                f"{steady} throughout",
+                transform=ax.get_yaxis_transform(),
+                ha="center",
+                va="center",
+                fontsize="small",
+                color="0.4",
+            )
         labels.append((y + 0.5, title))
     times, segs = retrans
     if len(times):
