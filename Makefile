@@ -1,7 +1,8 @@
 # tcplab: two commands for a fresh machine.
 #   make demo   set everything up, then compare CUBIC and BBR on the built-in lossy path
 #               (100 ms RTT, 5 Mbit/s, 1% loss) and write a report to out/demo/
-#   make test   set everything up, then run every default test (Rust and Python)
+#   make test   set everything up, then run every default test (Rust: optimised with debug
+#               assertions and overflow checks, profile release-checks; Python)
 # Other targets: make setup | make bench (tcplab vs ns-3, several minutes) | make bench-quick
 #                | make test-slow | make clean
 
@@ -25,7 +26,7 @@ demo: $(STAMP)
 	@echo "report: out/demo/report.html"
 
 test: $(STAMP)
-	cargo test --workspace --release
+	cargo test --workspace --profile release-checks
 	$(PY) -m pytest -q
 
 test-slow: $(STAMP)

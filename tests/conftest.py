@@ -1,8 +1,13 @@
-"""Shared fixtures: the fake engine, the real engine (skipped when not built), scenario files."""
+"""Shared fixtures: the fake engine, the real engine (skipped when not built), scenario files.
+
+In CI (``CI=true`` in the environment, as CI services set it and ``.ci/run`` does) a missing
+compiled engine is a failure, not a skip: the engine tests must run there.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -61,10 +66,18 @@ def patched_core(monkeypatch: pytest.MonkeyPatch, fake: fake_core.FakeCore) -> f
     return fake
 
 
+def in_ci() -> bool:
+    """True when running under CI (``CI`` set to anything but empty/0/false)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 @pytest.fixture
 def real_core():
-    """The compiled engine; the test is skipped when tcplab._core is not built."""
+    """The compiled engine; skipped when tcplab._core is not built, a failure in CI."""
     try:
         return importlib.import_module("tcplab._core")
-    except ImportError:
-        pytest.skip("tcplab._core is not built (run `maturin develop --release`)")
+    except ImportError as e:
+        message = f"tcplab._core is not built (run `make setup`): {e}"
+        if in_ci():
+            pytest.fail(f"CI=true but the engine does not import: {message}")
+        pytest.skip(message)

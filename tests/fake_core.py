@@ -27,6 +27,19 @@ def run(config_json: str, progress: Callable[[int, int], None] | None = None) ->
     return FakeCore().run(config_json, progress)
 
 
+def defaults() -> dict[str, Any]:
+    """The engine's ``defaults()``: here Python's own copy (the real one is tested against it)."""
+    from tcplab.scenario import DEFAULT_PFIFO_LIMIT, LINUX_CC_DEFAULTS, LINUX_TCP_DEFAULTS
+
+    return {
+        "tcp": dict(LINUX_TCP_DEFAULTS),
+        "cc_params": dict(LINUX_CC_DEFAULTS),
+        "queue": {"kind": "pfifo", "limit_packets": DEFAULT_PFIFO_LIMIT},
+        "overhead_bytes": 14,
+        "sample_interval_ns": 100_000_000,
+    }
+
+
 class FakeCore:
     """``run(config_json, progress)`` like the engine; ``fail`` makes it raise instead."""
 
@@ -47,6 +60,9 @@ class FakeCore:
                 self.progress_calls.append((now, duration))
                 progress(now, duration)
         return _output(config)
+
+    def defaults(self) -> dict[str, Any]:
+        return defaults()
 
 
 def _output(config: dict[str, Any]) -> dict[str, Any]:
@@ -120,6 +136,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
                     "p90": rtt_us + 2,
                     "p99": rtt_us + 5,
                     "max": rtt_us + 9,
+                    "relative_error": 1 / 128,
                 },
                 "counters": {
                     "TcpOutSegs": segs,
@@ -194,6 +211,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
         "version": "0.1.0-fake",
         "events": 1000 * len(t),
         "packets": 2 * sent,
+        "host_packets": sent,
         "flows": flow_out,
         "hosts": hosts,
         "links": link_out,
@@ -201,7 +219,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
             "ok": True,
             "data_packets_sent": sent,
             "data_packets_received": sent,
-            "dropped": {"queue": 0, "loss": 0, "drop_list": 0},
+            "dropped": {"queue": 0, "loss": 0, "drop_list": 0, "no_route": 0},
             "in_flight": 0,
             "message": "",
         },

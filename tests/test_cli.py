@@ -75,9 +75,16 @@ def test_existing_output_dir_needs_force(tmp_path, patched_core):
         == f"error: {out}: output directory exists and is not empty; expected a new or empty directory (or --force to replace it)"
     )
     assert patched_core.calls == []  # refused before simulating
+    # --force replaces only what tcplab wrote (issue 7, 2.1): a user's directory stays.
     r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", out, "--set", "duration=1s", "--force", "-q")
-    assert r.exit_code == 0
-    assert not (out / "old.txt").exists()
+    assert r.exit_code == 2
+    assert (out / "old.txt").read_text() == "x"
+    # A run directory tcplab wrote is replaced.
+    (out / "old.txt").unlink()
+    assert invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", out, "--set", "duration=1s", "-q").exit_code == 0
+    r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", out, "--set", "duration=2s", "--force", "-q")
+    assert r.exit_code == 0, r.output
+    assert json.loads((out / "summary.json").read_text())["duration_s"] == 2
 
 
 def test_set_errors_exit_2(tmp_path, patched_core):
@@ -165,6 +172,7 @@ def test_compare_files(tmp_path, patched_core, write_yaml, base_scenario):
     r = invoke("compare", a, b, "-o", tmp_path / "cmp", "-q")
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == [
+        ".tcplab-run",
         "a",
         "b",
         "compare.json",
@@ -197,7 +205,12 @@ def test_scenarios_lists_builtins():
 def test_check_shows_resolution():
     r = invoke("check", "builtin:cubic-vs-bbr-lossy")
     assert r.exit_code == 0, r.output
-    assert "pfifo limit 42p" in r.stdout and "base RTT 100100us" in r.stdout
+    # One unit per quantity (issue 7, 3.9): the built-in's 5Mbit link, 50ms each way plus
+    # 2 x 50us on the access link = 100.1 ms, and a 42-packet pfifo.
+    assert "link emu->client: 5 Mbit/s, delay 50 ms, loss 1%, pfifo limit 41 packets" in r.stdout
+    assert "link server->emu: 1000 Mbit/s, delay 0.05 ms" in r.stdout
+    assert "base RTT 100.1 ms" in r.stdout
+    assert "us," not in r.stdout and "Gbit" not in r.stdout
     r = invoke("check", "builtin:cubic-vs-bbr-lossy", "--json", "--set", "flows.0.cc=bbr")
     assert json.loads(r.stdout)["flows"][0]["cc"] == "bbr"
 
@@ -212,10 +225,14 @@ def test_check_reports_errors():
 
 
 def test_help_and_no_args():
-    assert invoke("--help").exit_code == 0
+    r = invoke("--help")
+    assert r.exit_code == 0
+    text = " ".join(r.stdout.split())  # as wrapped for the terminal
+    assert "3 compare: some variants failed" in text and "143 terminated (SIGTERM)" in text
     r = invoke("run", "--help")
     assert r.exit_code == 0 and "--set" in r.stdout
-    assert invoke().exit_code in (0, 2)  # no_args_is_help
+    r = invoke()  # no_args_is_help: the help text, and 2 (no command was given)
+    assert r.exit_code == 2 and "Commands:" in r.output
 
 
 def test_console_script_entry_point():
@@ -237,10 +254,77 @@ def test_console_script_entry_point():
     assert "Traceback" not in p.stderr
 
 
-def test_unwritable_output_exit_1(tmp_path, patched_core):
+def test_unwritable_output_exit_2_before_running(tmp_path, patched_core):
+    # An output path that cannot be created is a user error found before simulating (issue 7, 2.8).
     blocker = tmp_path / "file"
     blocker.write_text("x")
     r = invoke("run", "builtin:cubic-vs-bbr-lossy", "-o", blocker / "sub" / "run", "--set", "duration=1s")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
     assert "Traceback" not in r.output
+    assert patched_core.calls == []
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["run", "builtin:cubic-vs-bbr-lossy", "--seed", "-1"],
+            "error: --seed: -1 is out of range; expected a seed, an integer from 0 to 18446744073709551615",
+        ),
+        (
+            ["run", "builtin:cubic-vs-bbr-lossy", "--seed", "1e3"],
+            "error: --seed: '1e3' is not an integer; expected a seed, an integer from 0 to 18446744073709551615",
+        ),
+        (
+            ["compare", "a", "b", "-j", "0"],
+            "error: --jobs: 0 is out of range; expected a number of processes, an integer from 1 to 1024",
+        ),
+        (
+            ["collect", "--count", "0"],
+            "error: --count: 0 is out of range; expected a number of snapshots, an integer from 1 to 1000",
+        ),
+        (["run"], "error: missing argument 'SCENARIO'; see 'tcplab run --help'"),
+        (["frob"], "error: no such command 'frob'; see 'tcplab --help'"),
+    ],
+)
+def test_bad_command_line_is_one_error_line(args, line, patched_core):
+    # Issue 7, 2.6: typer's boxed usage panel became the one-line `error:` form, exit 2.
+    r = CliRunner().invoke(app, args, prog_name="tcplab")
+    assert r.exit_code == 2
+    assert r.stderr == line + "\n"
+    assert r.stdout == ""
+    assert patched_core.calls == []
+
+
+def test_seed_upper_bound_is_accepted(tmp_path, patched_core):
+    r = invoke("run", "builtin:cubic-vs-bbr-lossy", "--seed", 2**64 - 1, "-o", tmp_path / "o", "-q", "--no-plots")
+    assert r.exit_code == 0, r.output
+    assert patched_core.calls[0]["seed"] == 2**64 - 1
+
+
+def test_version():
+    from tcplab import __version__
+
+    r = invoke("--version")
+    assert r.exit_code == 0
+    assert r.stdout.startswith(f"tcplab {__version__} (engine ")
+
+
+@pytest.mark.parametrize("command", ["run", "compare", "check", "collect", "diagnose"])
+def test_help_shows_flags_without_a_type_placeholder(command):
+    # Issue 7, 3.9: flags were listed as `--quiet -q <bool>`; a flag takes no value.
+    r = invoke(command, "--help")
+    assert r.exit_code == 0
+    assert "<bool>" not in r.stdout and "BOOLEAN" not in r.stdout
+    assert "╭" not in r.stdout  # plain text, readable when piped
+
+
+def test_check_lines_are_not_cut_when_piped(write_yaml, base_scenario):
+    # Issue 7, 3.9: piped output was wrapped at 80 columns. A long flow name makes the
+    # route line far longer than 80 characters; it must stay one line.
+    base_scenario["flows"][0]["name"] = "a-flow-with-a-rather-long-name-" + "x" * 60
+    r = invoke("check", write_yaml(base_scenario))
+    assert r.exit_code == 0, r.output
+    route = [line for line in r.stdout.splitlines() if line.startswith("  flow ")]
+    assert len(route) == 1 and len(route[0]) > 120 and route[0].endswith("base RTT 20 ms")

@@ -1,4 +1,4 @@
-"""End to end with the compiled engine (skipped until tcplab._core is built)."""
+"""End to end with the compiled engine (skipped until tcplab._core is built; a failure in CI)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,6 @@ def test_engine_rejects_a_bad_config(real_core):
         run_core(config, core=real_core)
 
 
-@pytest.mark.slow
 def test_seed_001_bbr_beats_cubic_on_the_lossy_path(real_core):
     # seed 001: at 100 ms RTT, 5 Mbit/s and 1% random loss, CUBIC collapses and BBR holds the link
     cmp = tcplab.compare(["builtin:cubic-vs-bbr-lossy"], ["flows.0.cc=cubic,bbr"], core=real_core)

@@ -13,6 +13,7 @@ import pytest
 
 import fake_core
 import tcplab
+from plotcheck import assert_plot
 from tcplab.engine import QUEUE_DTYPES, TIMESERIES_DTYPES, import_core, parse_output, run_core
 from tcplab.errors import EngineError, ScenarioError
 from tcplab.results import RUN_FILES, SUMMARY_FLOW_KEYS, SUMMARY_LINK_KEYS, Result, _interval_rate
@@ -119,7 +120,8 @@ def test_write_run_directory(result, tmp_path):
     assert set(QUEUE_DTYPES) | {"link_name", "t_s"} == set(qs.columns)
 
     for png in ("goodput.png", "cwnd.png", "rtt.png", "queues.png", "flow-0.png", "flow-1.png"):
-        assert (out / "plots" / png).read_bytes().startswith(PNG_MAGIC)  # content: tests/test_views.py
+        assert (out / "plots" / png).read_bytes().startswith(PNG_MAGIC)
+        assert_plot(out / "plots" / png)  # sizes and drawn lines: tests/test_views.py
 
     html = (out / "report.html").read_text()
     assert "cubic-vs-bbr-lossy" in html and "server-client-0.1" in html
@@ -169,8 +171,14 @@ def test_write_refuses_a_non_empty_directory(result, tmp_path):
     with pytest.raises(ScenarioError, match="output directory exists and is not empty"):
         result.write(tmp_path / "busy")
     assert (tmp_path / "busy" / "keep.txt").exists()
+    # overwrite replaces only a directory tcplab wrote (issue 7, 2.1)
+    with pytest.raises(ScenarioError, match="--force refused: not a directory written by tcplab"):
+        result.write(tmp_path / "busy", overwrite=True)
+    assert (tmp_path / "busy" / "keep.txt").exists()
+    (tmp_path / "busy" / "keep.txt").unlink()
+    result.write(tmp_path / "busy")
     result.write(tmp_path / "busy", overwrite=True)
-    assert not (tmp_path / "busy" / "keep.txt").exists() and (tmp_path / "busy" / "summary.json").exists()
+    assert (tmp_path / "busy" / "summary.json").exists()
     (tmp_path / "empty").mkdir()
     result.write(tmp_path / "empty")  # an empty directory is fine
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "empty"]

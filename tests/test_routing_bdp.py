@@ -1,4 +1,8 @@
-"""Routes (BFS in link order) and "bdp" queue limits, against hand-derived values."""
+"""Routes (BFS in link order) and "bdp" queue limits, against hand-derived values.
+
+A "bdp" packet is a full-size segment as the link counts it: 1500 B IP + 14 B Ethernet
+overhead = 1514 B (the same count as the engine's test helpers, crates/tcplab-core/tests/common).
+"""
 
 from __future__ import annotations
 
@@ -56,15 +60,15 @@ def test_dumbbell_routes():
 
 def test_dumbbell_bdp_limits_pfifo():
     limits = [lk["queue"]["limit_packets"] for lk in tcplab.load_scenario(dumbbell()).to_core()["links"]]
-    # bottleneck both ways: crossed by both flows -> max RTT 54 ms; 10e6/8 * 0.054 = 67500 B -> 45 pkts
+    # bottleneck both ways: crossed by both flows -> max RTT 54 ms; 10e6/8 * 0.054 = 67500 B / 1514 -> 44.58 -> 45 pkts
     assert limits[4] == 45 and limits[5] == 45
-    # a1 side: only flow 0 (44 ms): 100e6/8 * 0.044 = 550000 B -> 366.67 -> 367
-    assert limits[0] == 367 and limits[1] == 367
-    # a2 side: only flow 1 (54 ms): 675000 B -> 450
-    assert limits[2] == 450 and limits[3] == 450
+    # a1 side: only flow 0 (44 ms): 100e6/8 * 0.044 = 550000 B / 1514 -> 363.28 -> 363
+    assert limits[0] == 363 and limits[1] == 363
+    # a2 side: only flow 1 (54 ms): 675000 B / 1514 -> 445.84 -> 446
+    assert limits[2] == 446 and limits[3] == 446
     # b1 (flow 0, 44 ms) and b2 (flow 1, 54 ms) access links
-    assert limits[6] == 367 and limits[8] == 450
-    # idle link: no flow crosses it -> 2 * 7 ms: 10e6/8 * 0.014 = 17500 B -> 11.67 -> 12
+    assert limits[6] == 363 and limits[8] == 446
+    # idle link: no flow crosses it -> 2 * 7 ms: 10e6/8 * 0.014 = 17500 B / 1514 -> 11.56 -> 12
     assert limits[10] == 12 and limits[11] == 12
 
 
@@ -97,10 +101,10 @@ def test_fan_in_routes_and_bdp():
         assert r["ack"] == ["d->r", f"r->s{i}"]
         assert r["base_rtt_ns"] == 2 * (i + 1 + 10) * 1_000_000  # 22, 24, 26, 28 ms
     limits = [lk["queue"]["limit_packets"] for lk in core["links"]]
-    # r->d is crossed by all four: max RTT 28 ms -> 100e6/8 * 0.028 = 350000 B -> 233.3 -> 233
-    assert limits[8] == 233 and limits[9] == 233
-    # s_i->r only by flow i: 1e9/8 * RTT_i / 1500
-    assert limits[0:8:2] == [1833, 2000, 2167, 2333]  # 2.75e6, 3e6, 3.25e6, 3.5e6 bytes
+    # r->d is crossed by all four: max RTT 28 ms -> 100e6/8 * 0.028 = 350000 B / 1514 -> 231.18 -> 231
+    assert limits[8] == 231 and limits[9] == 231
+    # s_i->r only by flow i: 1e9/8 * RTT_i / 1514
+    assert limits[0:8:2] == [1816, 1982, 2147, 2312]  # 2.75e6, 3e6, 3.25e6, 3.5e6 bytes
     assert [f["src"] for f in core["flows"]] == [0, 1, 2, 3]
     assert {f["dst"] for f in core["flows"]} == {4}
 
@@ -119,7 +123,7 @@ def test_bdp_uses_reverse_direction_delay():
     )
     links = sc.to_core()["links"]
     assert links[1]["delay_ns"] == 10_000_000 and links[1]["rate_bps"] == 1_000_000
-    # RTT 60 ms; a->b: 1e6 B/s * 0.06 = 60000 B -> 40 pkts; b->a: 125000 B/s * 0.06 = 7500 -> 5
+    # RTT 60 ms; a->b: 1e6 B/s * 0.06 = 60000 B / 1514 -> 39.6 -> 40 pkts; b->a: 125000 B/s * 0.06 = 7500 -> 4.95 -> 5
     assert [lk["queue"]["limit_packets"] for lk in links] == [40, 5]
 
 
@@ -130,14 +134,31 @@ def test_bdp_rounds_half_up_and_has_floor():
         "hosts": {"a": {}, "b": {}},
         "flows": [{"from": "a", "to": "b"}],
     }
-    # 1.8 Mbit/s * 10 ms RTT = 2250 B = 1.5 packets -> 2
-    half = dict(base, links=[link("a", "b", "1.8Mbit", "5ms", queue={"limit": "1bdp"})])
+    # 1.8168 Mbit/s * 10 ms RTT = 2271 B = 1.5 packets of 1514 B -> 2
+    half = dict(base, links=[link("a", "b", "1816800bit", "5ms", queue={"limit": "1bdp"})])
     assert tcplab.load_scenario(half).to_core()["links"][0]["queue"]["limit_packets"] == 2
-    # a tiny BDP still gets 1 packet / 1500 bytes
+    # just below half a packet rounds down: 1.8 Mbit/s * 10 ms = 2250 B = 1.486 packets -> 1
+    below = dict(base, links=[link("a", "b", "1.8Mbit", "5ms", queue={"limit": "1bdp"})])
+    assert tcplab.load_scenario(below).to_core()["links"][0]["queue"]["limit_packets"] == 1
+    # a tiny BDP still gets 1 packet / 1514 bytes
     tiny = dict(base, links=[link("a", "b", "1Mbit", "1us", queue={"limit": "1bdp"})])
     assert tcplab.load_scenario(tiny).to_core()["links"][0]["queue"]["limit_packets"] == 1
     tiny_b = dict(base, links=[link("a", "b", "1Mbit", "1us", queue={"qdisc": "bfifo", "limit": "1bdp"})])
-    assert tcplab.load_scenario(tiny_b).to_core()["links"][0]["queue"]["limit_bytes"] == 1500
+    assert tcplab.load_scenario(tiny_b).to_core()["links"][0]["queue"]["limit_bytes"] == 1514
+
+
+def test_pfifo_and_bfifo_bdp_hold_the_same_packets():
+    # A 1bdp pfifo holds as many full-size packets as a 1bdp bfifo, which counts skb->len
+    # (IP length + link overhead) as the engine's queues do; with a non-default overhead too.
+    base = {"name": "o", "duration": "1s", "hosts": {"a": {}, "b": {}}, "flows": [{"from": "a", "to": "b"}]}
+    for overhead in (14, 0, 38):
+        limits = {}
+        for qdisc in ("pfifo", "bfifo"):
+            lk = link("a", "b", "10Mbit", "20ms", overhead=overhead, queue={"qdisc": qdisc, "limit": "1bdp"})
+            limits[qdisc] = tcplab.load_scenario(dict(base, links=[lk])).to_core()["links"][0]["queue"]
+        # 10e6/8 * 40 ms = 50000 B
+        assert limits["bfifo"]["limit_bytes"] == 50000
+        assert limits["pfifo"]["limit_packets"] == round(50000 / (1500 + overhead))
 
 
 def test_bfs_prefers_earlier_links_among_equal_hops():

@@ -8,11 +8,12 @@ import pytest
 
 import tcplab
 from tcplab.loader import builtin_scenarios
+from tcplab.scenario import LINUX_CC_DEFAULTS, LINUX_TCP_DEFAULTS
 
 # The engine contract (config JSON accepted by tcplab._core.run).
-TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flows"}
+TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flows", "max_memory_bytes"}
 NODE_KEYS = {"name", "kind"}
-LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "reorder", "queue"}
+LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "loss_filter", "reorder", "queue"}
 FLOW_KEYS = {"name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params"}
 TCP_KEYS = {
     "mss_bytes",
@@ -52,30 +53,12 @@ CC_KEYS = {
     "bbr_vm_patch",
 }
 CC_BOOLS = {"hystart", "fast_convergence", "tcp_friendliness", "bbr_vm_patch"}
-LINUX_V66_TCP = {
-    "mss_bytes": 1448,
-    "tcp_rmem": [4096, 131072, 6291456],
-    "tcp_wmem": [4096, 16384, 4194304],
-    "tcp_slow_start_after_idle": True,
-    "tcp_early_retrans": 3,
-    "tcp_recovery": 1,
-    "tcp_frto": 2,
-    "tcp_reordering": 3,
-    "tcp_max_reordering": 300,
-    "tcp_min_rtt_wlen_s": 300,
-    "tcp_limit_output_bytes": 1048576,
-    "tcp_pacing_ss_ratio": 200,
-    "tcp_pacing_ca_ratio": 120,
-    "tcp_moderate_rcvbuf": True,
-    "tcp_comp_sack_delay_ns": 1000000,
-    "tcp_comp_sack_nr": 44,
-    "tcp_min_tso_segs": 2,
-    "tcp_tso_rtt_log": 9,
-    "initial_cwnd": 10,
-    "rto_min_ms": 200,
-    "fq_pacing": False,
-    "max_pacing_rate_bytes_per_sec": 2**64 - 1,
-}
+
+
+def test_contract_keys_are_the_default_keys():
+    # every engine TCP/CC field has a Python default, and nothing else does
+    assert set(LINUX_TCP_DEFAULTS) == TCP_KEYS
+    assert set(LINUX_CC_DEFAULTS) == CC_KEYS
 
 
 def is_int(x):
@@ -84,7 +67,7 @@ def is_int(x):
 
 def check_contract(core: dict) -> None:
     assert set(core) == TOP_KEYS
-    for key in ("seed", "duration_ns", "sample_interval_ns"):
+    for key in ("seed", "duration_ns", "sample_interval_ns", "max_memory_bytes"):
         assert is_int(core[key]) and core[key] >= 0
     n = len(core["nodes"])
     for node in core["nodes"]:
@@ -104,6 +87,9 @@ def check_contract(core: dict) -> None:
             "drop_list": {"kind", "data_packets"},
         }
         assert set(loss) == expected[loss["kind"]]
+        filt = link["loss_filter"]
+        assert set(filt) == {"data_only", "min_ip_bytes"} and isinstance(filt["data_only"], bool)
+        assert is_int(filt["min_ip_bytes"])
         assert link["reorder"] is None or set(link["reorder"]) == {"p", "delay_ns"}
         q = link["queue"]
         assert q in (
@@ -135,7 +121,8 @@ def check_contract(core: dict) -> None:
 def test_builtin_scenarios_match_the_contract(name):
     core = tcplab.load_scenario(f"builtin:{name}").to_core()
     check_contract(core)
-    assert core["flows"][0]["tcp"] == LINUX_V66_TCP
+    # the defaults themselves are held to the engine's in tests/test_defaults.py
+    assert core["flows"][0]["tcp"] == LINUX_TCP_DEFAULTS
 
 
 def test_builtins_are_shipped():
@@ -153,9 +140,9 @@ def test_cubic_vs_bbr_lossy_values():
     assert (rev["name"], rev["rate_bps"], rev["delay_ns"]) == ("client->emu", 5_000_000, 50_000_000)
     assert fwd["loss"] == {"kind": "bernoulli", "p": 0.01}
     assert rev["loss"] == {"kind": "none"} and nic["loss"] == {"kind": "none"}
-    # base RTT 2 x (50 us + 50 ms) = 100.1 ms; 5 Mbit/s * 100.1 ms = 62562.5 B = 41.7
-    # packets of 1500 B -> 42 (the queue applies to both directions of the entry)
-    assert fwd["queue"] == rev["queue"] == {"kind": "pfifo", "limit_packets": 42}
+    # base RTT 2 x (50 us + 50 ms) = 100.1 ms; 5 Mbit/s * 100.1 ms = 62562.5 B = 41.3
+    # packets of 1514 B (1500 + 14 overhead) -> 41 (the queue applies to both directions of the entry)
+    assert fwd["queue"] == rev["queue"] == {"kind": "pfifo", "limit_packets": 41}
     assert nic["queue"] == {"kind": "pfifo", "limit_packets": 1000}
     (flow,) = core["flows"]
     assert (flow["src"], flow["dst"], flow["cc"], flow["app"]) == (0, 1, "cubic", {"kind": "bulk"})
@@ -164,8 +151,8 @@ def test_cubic_vs_bbr_lossy_values():
 def test_cubic_100mbit_values():
     core = tcplab.load_scenario("builtin:cubic-100mbit-20ms").to_core()
     assert core["duration_ns"] == 30 * 10**9
-    # 100 Mbit/s * 20 ms = 250000 B = 166.67 packets -> 167
-    assert [lk["queue"]["limit_packets"] for lk in core["links"]] == [167, 167]
+    # 100 Mbit/s * 20 ms = 250000 B = 165.1 packets of 1514 B -> 165
+    assert [lk["queue"]["limit_packets"] for lk in core["links"]] == [165, 165]
     assert core["flows"][0]["cc"] == "cubic"
 
 
@@ -200,7 +187,7 @@ def test_sysctl_sources_and_flow_overrides():
                         "tcp_wmem": "1 2 3",
                         "rto_min": "5ms",
                         "max_pacing_rate": "80Mbit",
-                        "fq_pacing": 1,
+                        "fq_pacing": 0,
                     },
                     "cc_params": {"hystart": 0, "beta": 819, "bbr_vm_patch": True},
                 },
@@ -224,7 +211,7 @@ def test_sysctl_sources_and_flow_overrides():
     assert (f1["tcp"]["rto_min_ms"], f1["tcp"]["max_pacing_rate_bytes_per_sec"], f1["tcp"]["fq_pacing"]) == (
         5,
         10_000_000,
-        True,
+        False,
     )
     assert (
         f1["cc_params"]["hystart"] is False
@@ -312,3 +299,25 @@ def test_default_queue_and_loss():
 def test_to_core_json_is_compact_and_equal():
     sc = tcplab.load_scenario("builtin:cubic-vs-bbr-lossy")
     assert json.loads(sc.to_core_json()) == sc.to_core()
+
+
+# -- a bare number is percent, as netem reads it (issue 7, 3.1) ------------------------------
+
+
+@pytest.mark.parametrize("bare", [1, 2, 0.5, "2", 40])
+def test_bare_percentages_mean_percent_everywhere(base_scenario, bare):
+    # iproute2 tc_util.c parse_percent(): "loss 2" is 2%, the same as "loss 2%".
+    expected = float(bare) / 100
+    base_scenario["links"][0]["loss"] = bare
+    base_scenario["links"][1]["loss"] = {"gilbert_elliott": {"p": bare, "r": bare, "h": bare, "k": bare}}
+    base_scenario["links"][0]["reorder"] = {"probability": bare, "delay": "1ms"}
+    links = tcplab.load_scenario(base_scenario).to_core()["links"]
+    assert links[0]["loss"] == {"kind": "bernoulli", "p": pytest.approx(expected)}
+    ge = links[2]["loss"]
+    assert ge["kind"] == "gilbert_elliott"
+    assert [ge[k] for k in "prhk"] == pytest.approx([expected] * 4)
+    assert links[0]["reorder"]["p"] == pytest.approx(expected)
+    with_sign = dict(base_scenario)
+    with_sign["links"] = [dict(link) for link in base_scenario["links"]]
+    with_sign["links"][0]["loss"] = f"{bare}%"
+    assert tcplab.load_scenario(with_sign).to_core()["links"][0]["loss"] == links[0]["loss"]

@@ -12,7 +12,7 @@ from tcplab.units import (
     format_rate,
     format_size,
     format_time,
-    parse_fraction,
+    parse_percent,
     parse_rate,
     parse_size,
     parse_time,
@@ -110,15 +110,25 @@ def test_size_forms(text, size):
         ("0.5%", 0.005),
         ("100%", 1.0),
         ("0%", 0.0),
-        ("0.01", 0.01),
-        (0.01, 0.01),
-        (0, 0.0),
-        (1, 1.0),
         ("30 %", 0.3),
+        # A bare number is percent, as netem reads it (iproute2 tc_util.c parse_percent(): x / 100).
+        ("1", 0.01),
+        (1, 0.01),
+        (2, 0.02),
+        ("0.01", 0.0001),
+        (0.5, 0.005),
+        (0, 0.0),
+        (100, 1.0),
     ],
 )
-def test_fraction_forms(text, p):
-    assert parse_fraction(text) == pytest.approx(p, abs=1e-15)
+def test_percent_forms(text, p):
+    assert parse_percent(text) == pytest.approx(p, abs=1e-15)
+
+
+def test_bare_number_and_percent_sign_agree():
+    # netem: "loss 1" and "loss 1%" are the same; tcplab read 1 as 100% and refused 2.
+    for x in (0, 0.25, 1, 2, 7.5, 50, 100):
+        assert parse_percent(x) == parse_percent(f"{x}%")
 
 
 @pytest.mark.parametrize(
@@ -147,10 +157,10 @@ def test_fraction_forms(text, p):
         (parse_size, "10Kbit", "sizes are in bytes"),
         (parse_size, "-1B", "negative"),
         (parse_size, "1 KB B", "is not a size"),
-        (parse_fraction, "101%", "more than 100%"),
-        (parse_fraction, 2, 'write "2%" for percent'),
-        (parse_fraction, "-1%", "negative"),
-        (parse_fraction, "1 percent", "is not a probability"),
+        (parse_percent, "101%", "more than 100%"),
+        (parse_percent, 101, "more than 100%"),
+        (parse_percent, "-1%", "negative"),
+        (parse_percent, "1 percent", "is not a percentage"),
     ],
 )
 def test_rejections(parse, value, fragment):
@@ -212,7 +222,7 @@ _anything = st.one_of(
 )
 
 
-@pytest.mark.parametrize("parse", [parse_rate, parse_time, parse_size, parse_fraction])
+@pytest.mark.parametrize("parse", [parse_rate, parse_time, parse_size, parse_percent])
 @given(value=_anything)
 def test_arbitrary_input_raises_only_unit_error(parse, value):
     try:
@@ -221,7 +231,7 @@ def test_arbitrary_input_raises_only_unit_error(parse, value):
         assert isinstance(e, ValueError)
         assert e.expected
         return
-    if parse is parse_fraction:
+    if parse is parse_percent:
         assert 0.0 <= result <= 1.0
     else:
         assert isinstance(result, int) and 0 <= result <= U64_MAX

@@ -44,7 +44,7 @@ fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) 
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, queue: QueueConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss: LossConfig::None, reorder: None, queue });
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), reorder: None, queue });
     };
     // Access links: 10x the bottleneck, 1 us each way; the bottleneck carries the rest of
     // the RTT.
@@ -60,7 +60,7 @@ fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) 
     let flows = (0..n as u32)
         .map(|i| FlowConfig { name: format!("f{i}"), src: i, dst, cc, start_ns: 0, stop_ns: None, app: AppConfig::Bulk, tcp: TcpConfig::default(), cc_params: CcParams::default() })
         .collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
 
 /// Scenario 4: `n` short flows of `bytes` each from one sender host, starting evenly over

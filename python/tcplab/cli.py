@@ -11,8 +11,14 @@ SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scen
 
 Exit codes: 0 success; 2 a mistake in the scenario, an override or the command line (one
 ``error: ...`` line per problem on stderr, nothing run, no output directory); 1 the engine
-failed (``error: engine: ...``) or is not installed; 130 interrupted. ``diagnose``: 0 it ran,
-2 unusable input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
+failed (``error: engine: ...``) or is not installed; 3 ``compare``: some variants failed (the
+others are written, the failed ones are marked in the table and compare.json); 130
+interrupted (SIGINT), 143 terminated (SIGTERM), in both cases after removing partial output
+and stopping worker processes (see :mod:`tcplab.signals`). ``diagnose``: 0 it ran, 2 unusable
+input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
+
+Command-line mistakes (a bad ``--seed``, ``-j 0``, an unknown option) are reported in the same
+one-line ``error: OPTION: ...; expected ...`` form as scenario errors, never as a usage panel.
 """
 
 from __future__ import annotations
@@ -20,26 +26,155 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from tcplab.errors import EngineError, ScenarioError
+from tcplab.signals import Terminated, exit_code_for, sigterm_as_interrupt
 
-__all__ = ["app", "main"]
+try:  # typer >= 0.2x carries its own copy of click
+    from typer._click import exceptions as _click_errors
+except ImportError:  # pragma: no cover - older typer on click
+    from click import exceptions as _click_errors
+
+__all__ = ["app", "main", "EXIT_VARIANTS_FAILED"]
+
+#: ``tcplab compare`` exit code when at least one variant failed (the others were written).
+EXIT_VARIANTS_FAILED = 3
+
+U64_MAX = 2**64 - 1
+
+
+def _usage_line(e: Any) -> str:
+    """One line for a command-line mistake: ``OPTION: what is wrong; expected ...``."""
+    message = e.format_message().strip().rstrip(".")
+    param = getattr(e, "param", None)
+    if (
+        isinstance(e, _click_errors.BadParameter)
+        and param is not None
+        and not isinstance(e, _click_errors.MissingParameter)
+    ):
+        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or [param.human_readable_name]
+        message = f"{opts[0]}: {e.message.strip().rstrip('.')}"
+        if "expected" not in message:
+            message += "; expected a value as `--help` describes"
+        return message
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(e, "ctx", None)
+    where = ctx.command_path if ctx is not None else "tcplab"
+    return f"{message}; see '{where} --help'"
+
+
+#: The command line of this invocation, recorded in run directories (metadata.json).
+_INVOCATION: list[str] | None = None
+
+
+class _OneLineErrors(TyperGroup):
+    """Typer's group, but command-line mistakes print one ``error:`` line (exit 2), and
+    SIGTERM is handled like Ctrl-C (see :mod:`tcplab.signals`)."""
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: Any = None,
+        complete_var: Any = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:  # noqa: E501
+        global _INVOCATION
+        _INVOCATION = ["tcplab", *(sys.argv[1:] if args is None else [str(a) for a in args])]
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            with sigterm_as_interrupt():
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except KeyboardInterrupt as e:  # a signal outside a command's own handling
+            typer.echo("error: interrupted", err=True)
+            sys.exit(exit_code_for(e))
+        except _click_errors.ClickException as e:
+            no_args_help = getattr(_click_errors, "NoArgsIsHelpError", None)
+            if no_args_help is not None and isinstance(e, no_args_help):
+                e.show()  # `tcplab` alone: the help text
+                sys.exit(2)
+            if isinstance(e, _click_errors.UsageError):
+                typer.echo(f"error: {_usage_line(e)}", err=True)
+                sys.exit(2)
+            typer.echo(f"error: {e.format_message()}", err=True)
+            sys.exit(e.exit_code)
+        except _click_errors.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _int_option(name: str, lo: int, hi: int, what: str):  # noqa: ANN202 - a typer callback
+    """Parse an integer option ourselves, so a bad value gets the one-line error form."""
+
+    def parse(value: str | None) -> int | None:
+        if value is None:
+            return None
+        expected = f"expected {what}, an integer from {lo} to {hi}"
+        try:
+            number = int(value.strip(), 10)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not an integer; {expected}") from None
+        if not lo <= number <= hi:
+            raise typer.BadParameter(f"{number} is out of range; {expected}")
+        return number
+
+    parse.__name__ = f"parse_{name}"
+    return parse
+
+
+def _show_version(value: bool) -> None:
+    if not value:
+        return
+    import platform
+
+    from tcplab import __version__
+
+    try:
+        from tcplab import _core
+
+        engine = f"engine {_core.__version__}"
+    except ImportError:
+        engine = "engine not built"
+    typer.echo(f"tcplab {__version__} ({engine}, Python {platform.python_version()})")
+    raise typer.Exit(0)
+
 
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="tcplab",
     help="A lab for TCP congestion control: simulate a scenario with Linux-like TCP, CUBIC and BBR.",
     epilog=(
         "Example: tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/  "
-        "(seed 001: 100 ms RTT, 5 Mbit/s, 1% loss; CUBIC against BBR)"
+        "(story 001, BBR vs CUBIC video demo: 100 ms RTT, 5 Mbit/s, 1% loss). "
+        "The five stories tcplab is built around: docs/stories.md.\n\n"
+        "Exit codes: 0 success; 1 the engine failed; 2 a mistake in the scenario, an override or "
+        "the command line (one `error:` line each); 3 compare: some variants failed (the others "
+        "are written); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), after removing "
+        "partial output and stopping workers."
     ),
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_show_version, help="Show tcplab's version and exit."),
+    ] = False,
+) -> None:
+    pass
+
 
 SetOpt = Annotated[
     list[str] | None,
@@ -49,9 +184,22 @@ SetOpt = Annotated[
         help="Override a scenario field before validation, e.g. links.0.loss=0.1% or flows.0.cc=bbr. Repeatable.",
     ),
 ]
-SeedOpt = Annotated[int | None, typer.Option("--seed", min=0, help="Replace the scenario's seed.")]
+SeedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--seed",
+        metavar="N",
+        callback=_int_option("seed", 0, U64_MAX, "a seed"),
+        help="Replace the scenario's seed (0 to 2^64-1).",
+    ),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary on stdout.")]
-ForceOpt = Annotated[bool, typer.Option("--force", "-f", help="Replace the output directory if it exists.")]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force", "-f", help="Replace the output directory if it exists and tcplab wrote it (never other files)."
+    ),
+]
 NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots (faster).")]
 
 
@@ -66,6 +214,16 @@ def _user_error(e: ScenarioError) -> NoReturn:
     if len(e.errors) > 20:
         typer.echo(f"error: ... and {len(e.errors) - 20} more", err=True)
     raise typer.Exit(2)
+
+
+def _warn(scenarios: list) -> None:
+    """Print each scenario's warnings (valid values that probably mean something else), once."""
+    seen: set[str] = set()
+    for sc in scenarios:
+        for w in sc.warnings:
+            if w.line() not in seen:
+                seen.add(w.line())
+                typer.echo(f"warning: {w.line()}", err=True)
 
 
 def _guard(fn):  # noqa: ANN001, ANN202 - decorator
@@ -84,9 +242,10 @@ def _guard(fn):  # noqa: ANN001, ANN202 - decorator
             if "tcplab._core" in str(e):
                 _fail(str(e), 1)
             raise
-        except KeyboardInterrupt:
-            typer.echo("error: interrupted; no output written", err=True)
-            raise typer.Exit(130) from None
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (tcplab.signals.Terminated)
+            what = "terminated" if isinstance(e, Terminated) else "interrupted"
+            typer.echo(f"error: {what}; no output written", err=True)
+            raise typer.Exit(exit_code_for(e)) from None
         except OSError as e:  # writing the output: permissions, disk full
             where = f"{e.filename}: " if e.filename else ""
             _fail(f"{where}{e.strerror or e}", 1)
@@ -95,9 +254,24 @@ def _guard(fn):  # noqa: ANN001, ANN202 - decorator
 
 
 def _console():  # noqa: ANN202
+    """stdout console. Piped or redirected, lines are never wrapped or cut at 80 columns:
+    each line stays whole for grep and for scripts."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True, width=10_000)
+
+
+def _rate_mbit(bps: float) -> str:
+    """Rates in ``check`` output: always Mbit/s (``1000 Mbit/s``, ``0.064 Mbit/s``)."""
+    return f"{bps / 1e6:.6g} Mbit/s"
+
+
+def _time_ms(ns: int) -> str:
+    """Times in ``check`` output: always ms, exact to the nanosecond (``0.05 ms``, ``100.1 ms``)."""
+    text = f"{int(ns) / 1e6:.6f}".rstrip("0").rstrip(".")
+    return f"{text} ms"
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
@@ -109,11 +283,14 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
 def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     console = _console()
     s = result.summary
     table = Table(
-        title=f"{s['scenario']} (seed {s['seed']}, {s['duration_s']:g} s)", title_justify="left", box=box.SIMPLE_HEAD
+        title=Text(f"{s['title']} (seed {s['seed']}, {s['duration_s']:g} s)"),  # Text: "[a=b]" is not markup
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
     )
     table.add_column("flow", no_wrap=True)
     table.add_column("cc")
@@ -121,8 +298,8 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
         table.add_column(col, justify="right")
     for f in s["flows"]:
         table.add_row(
-            f["name"],
-            f["cc"],
+            Text(f["name"]),
+            Text(f["cc"]),
             _fmt(f["goodput_bps"], 1e-6, 3),
             _fmt(f["retrans_ratio"], 100.0),
             str(f["timeouts"]),
@@ -134,8 +311,12 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     if drops:
         console.print("queue drops: " + ", ".join(drops))
     inv = s["invariant"]
+    rtt = inv.get("rtt_floor") or {}
     if not inv.get("ok", True):
-        console.print(f"[bold red]packet accounting failed:[/] {inv.get('message', '')}")
+        if rtt.get("ok", True) is False:
+            console.print(f"[bold red]RTT check failed:[/] {rtt.get('message', '')}")
+        if not inv.get("accounting_ok", rtt.get("ok", True)):
+            console.print(f"[bold red]packet accounting failed:[/] {inv.get('message', '')}")
     console.print(f"wrote {out_dir}")
 
 
@@ -144,7 +325,10 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
 def run(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Run directory (default: runs/NAME, NAME from the scenario).")
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="DIR", help="Run directory (default: runs/NAME, NAME from the scenario)."
+        ),
     ] = None,
     set_: SetOpt = None,
     seed: SeedOpt = None,
@@ -156,13 +340,28 @@ def run(
     from tcplab.loader import load_scenario
     from tcplab.progress import SimProgress
     from tcplab.results import check_output_dir
+    from tcplab.runner import override_texts
     from tcplab.runner import run as run_scenario
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
+    _warn([sc])
     out_dir = output if output is not None else Path("runs") / sc.name
     check_output_dir(out_dir, overwrite=force)
-    with SimProgress(sc.name, enabled=None if not quiet else False) as progress:
-        result = run_scenario(sc, progress=progress)
+    import warnings
+
+    from tcplab.errors import EngineWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", EngineWarning)
+        with SimProgress(sc.name, enabled=None if not quiet else False) as progress:
+            result = run_scenario(
+                sc, progress=progress, applied_overrides=override_texts(set_ or [], seed), command=_INVOCATION
+            )
+    for w in caught:
+        if issubclass(w.category, EngineWarning):
+            typer.echo(f"warning: {w.message}", err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     result.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
         _print_run_summary(result, out_dir)
@@ -173,7 +372,8 @@ def run(
 def compare(
     scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="One or more scenarios.")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Comparison directory (default: runs/compare-NAME).")
+        Path | None,
+        typer.Option("--output", "-o", metavar="DIR", help="Comparison directory (default: runs/compare-NAME)."),
     ] = None,
     set_: SetOpt = None,
     seed: SeedOpt = None,
@@ -181,24 +381,38 @@ def compare(
     force: ForceOpt = False,
     no_plots: NoPlotsOpt = False,
     jobs: Annotated[
-        int | None,
+        str | None,
         typer.Option(
-            "--jobs", "-j", min=1, help="Processes to run variants in (default: one per core, at most one per variant)."
+            "--jobs",
+            "-j",
+            metavar="N",
+            callback=_int_option("jobs", 1, 1024, "a number of processes"),
+            help="Processes to run variants in (default: one per core, at most one per variant).",
         ),
     ] = None,
 ) -> None:
-    """Run several scenarios, or one with --set PATH=A,B alternatives, side by side."""
+    """Run several scenarios, or one with --set PATH=A,B alternatives, side by side.
+
+    Each variant runs on its own: if some fail (the engine rejects one, its worker dies),
+    the others are still written, the failed ones are marked FAILED in the table and in
+    compare.json, one `error: variant LABEL: ...` line each goes to stderr, and the exit
+    code is 3.
+    """
     from tcplab.compare import default_jobs, plan_variants, run_variants
     from tcplab.results import check_output_dir
 
     variants = plan_variants(scenarios, set_ or [], seed=seed)
+    _warn([v.scenario for v in variants])
     out_dir = output if output is not None else Path("runs") / f"compare-{variants[0].scenario.name}"
     check_output_dir(out_dir, overwrite=force)
-    n_jobs = jobs if jobs is not None else default_jobs(len(variants))
+    n_jobs = int(jobs) if jobs is not None else default_jobs(len(variants))
     if n_jobs > 1 and len(variants) > 1 and not quiet:
         _console().print(f"running {len(variants)} variants in {min(n_jobs, len(variants))} processes")
-    cmp = run_variants(variants, progress=not quiet, jobs=n_jobs)
-    cmp.write(out_dir, overwrite=force, plots=not no_plots)
+    # Each variant in its own worker process: one that the engine rejects or whose worker
+    # dies fails alone; the others are written.
+    cmp = run_variants(variants, progress=not quiet, jobs=n_jobs, isolate=True, command=_INVOCATION)
+    if cmp.results:
+        cmp.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
         from rich import box
         from rich.table import Table
@@ -207,12 +421,23 @@ def compare(
         table.add_column("metric")
         for v in variants:
             table.add_column(v.label, justify="right")
+        if cmp.failures:
+            table.add_row("status", *["FAILED" if v.label in cmp.failures else "ok" for v in variants])
         for metric, row in cmp.table.iterrows():
             digits = 0 if metric in ("timeouts", "queue drops", "loss drops") else (3 if "goodput" in str(metric) else 2)
             table.add_row(str(metric), *[_fmt(x, 1.0, digits) for x in row.tolist()])
         console = _console()
         console.print(table)
-        console.print(f"wrote {out_dir}")
+        if cmp.results:
+            console.print(f"wrote {out_dir}", markup=False)
+    for failure in cmp.failures.values():
+        typer.echo(f"error: variant {failure.label}: {failure.reason}", err=True)
+    if cmp.failures:
+        ran = f"{len(cmp.results)} of {len(variants)} variants ran"
+        typer.echo(
+            f"error: {ran}; {'results written to ' + str(out_dir) if cmp.results else 'nothing written'}", err=True
+        )
+        raise typer.Exit(EXIT_VARIANTS_FAILED)
 
 
 @app.command()
@@ -225,33 +450,35 @@ def check(
 ) -> None:
     """Validate a scenario and show how it resolves (routes, queue limits); runs nothing."""
     from tcplab.loader import load_scenario
-    from tcplab.units import format_size, format_time, human_rate
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
+    _warn([sc])
     core = sc.to_core()
     if as_json:
         typer.echo(json.dumps(core, indent=2))
         return
     console = _console()
     console.print(
-        f"{sc.name}: ok ({len(core['nodes'])} nodes, {len(core['links'])} one-way links, {len(core['flows'])} flows)"
+        f"{sc.name}: ok ({len(core['nodes'])} nodes, {len(core['links'])} one-way links, {len(core['flows'])} flows)",
+        markup=False,
     )
+    # One unit per quantity: rates in Mbit/s, times in ms, queue limits in packets or bytes.
     for link in core["links"]:
         q = link["queue"]
-        limit = f"{q['limit_packets']}p" if q["kind"] == "pfifo" else format_size(q["limit_bytes"])
+        limit = f"{q['limit_packets']} packets" if q["kind"] == "pfifo" else f"{q['limit_bytes']} bytes"
         loss = link["loss"]
         loss_text = {"none": "no loss", "bernoulli": f"loss {loss.get('p', 0) * 100:g}%"}.get(
             loss["kind"], loss["kind"]
         )
         console.print(
-            f"  link {link['name']}: {human_rate(link['rate_bps'])}, delay {format_time(link['delay_ns'])}, "
+            f"  link {link['name']}: {_rate_mbit(link['rate_bps'])}, delay {_time_ms(link['delay_ns'])}, "
             f"{loss_text}, {q['kind']} limit {limit}",
             markup=False,
         )
     for route in sc.routes():
         console.print(
             f"  flow {route['flow']}: data {' '.join(route['data'])}; acks {' '.join(route['ack'])}; "
-            f"base RTT {format_time(route['base_rtt_ns'])}",
+            f"base RTT {_time_ms(route['base_rtt_ns'])}",
             markup=False,
         )
 
@@ -269,10 +496,21 @@ def scenarios() -> None:
 @_guard
 def collect(
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Archive to write (default: tcplab-collect-HOST-TIME.tar.gz).")
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Archive to write (default: tcplab-collect-HOST-TIME.tar.gz)."
+        ),
     ] = None,
     interval: Annotated[str, typer.Option("--interval", help="Time between snapshots, e.g. 10s or 500ms.")] = "10s",
-    count: Annotated[int, typer.Option("--count", min=1, max=1000, help="Number of snapshots (2+ gives rates).")] = 2,
+    count: Annotated[
+        str,
+        typer.Option(
+            "--count",
+            metavar="N",
+            callback=_int_option("count", 1, 1000, "a number of snapshots"),
+            help="Number of snapshots (2+ gives rates).",
+        ),
+    ] = "2",
     timeout: Annotated[str, typer.Option("--timeout", help="Timeout of each command, e.g. 10s.")] = "10s",
     quiet: QuietOpt = False,
 ) -> None:
@@ -287,7 +525,7 @@ def collect(
     except UnitError as e:
         _fail(f"--interval/--timeout: {e}", 2)
     log = (lambda _m: None) if quiet else (lambda m: typer.echo(m, err=True))
-    res = run_collect(output, interval_s=interval_s, count=count, timeout_s=timeout_s, log=log)
+    res = run_collect(output, interval_s=interval_s, count=int(count), timeout_s=timeout_s, log=log)
     if not quiet:
         typer.echo(f"wrote {res.path} ({res.snapshots} snapshots, {res.files} files, {len(res.missing)} notes)")
 
@@ -304,6 +542,15 @@ def diagnose(
         str | None,
         typer.Option("--fail-on", metavar="warning|critical", help="Exit 1 if a finding this severe exists."),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print nothing on stdout (errors still go to stderr); the exit status says it: 0 no finding at or "
+            "above --fail-on, 1 there is one, 2 unusable input. Implies --fail-on warning unless given.",
+        ),
+    ] = False,
 ) -> None:
     """Read a host's captured counters and say which known pathology it is in."""
     from tcplab.diagnose import ParseError, diagnose_paths
@@ -314,14 +561,18 @@ def diagnose(
         _fail(f"--fail-on: {fail_on!r} is not a severity; expected warning or critical", 2)
     if as_json and markdown:
         _fail("--json and --markdown: choose one", 2)
+    if quiet and (as_json or markdown):
+        _fail(f"--quiet and {'--json' if as_json else '--markdown'}: choose one", 2)
+    if quiet and fail_on is None:
+        fail_on = "warning"  # as grep -q: the status is the answer
     try:
         host, findings = diagnose_paths(paths)
     except ParseError as e:
         _fail(str(e), 2)
     except MemoryError:
         _fail(f"{paths[0]}: input too large to analyse", 2)
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
+    except KeyboardInterrupt as e:  # Ctrl-C 130, SIGTERM 143 (tcplab.signals)
+        _fail("terminated" if isinstance(e, Terminated) else "interrupted", exit_code_for(e))
     except OSError as e:
         _fail(f"{e.filename or paths[0]}: {e.strerror or e}", 2)
     files: dict[int, str] = {}
@@ -342,7 +593,9 @@ def diagnose(
                 files[i] = str(p)
         except OSError as e:
             _fail(f"{e.filename or scenario_dir}: {e.strerror or e}", 1)
-    if as_json:
+    if quiet:
+        pass
+    elif as_json:
         typer.echo(to_json(host, findings, files))
     elif markdown:
         typer.echo(to_markdown(host, findings, files))

@@ -11,6 +11,14 @@ Every variant is validated before any is run, so a typo in the last one costs no
 are independent; they go through ``map`` (sequential by default), so an
 ``concurrent.futures.Executor``'s ``map`` can be passed to run them in parallel.
 
+Each variant succeeds or fails on its own. A variant the engine rejects becomes a
+:class:`VariantFailure` (its column in the table is empty, compare.json says why) and the
+others are still tabulated and written. With ``jobs > 1`` (or ``isolate=True``) every variant
+runs in its own worker process, at most ``jobs`` at a time; a worker that dies (killed by a
+signal, ``os._exit``, an abort in native code) fails only its own variant. On SIGINT/SIGTERM
+(:mod:`tcplab.signals`) the workers are terminated and waited for before the exception
+propagates, so none outlives the comparison.
+
 The table has one row per metric and one column per variant: total goodput (Mbit/s),
 retransmitted segments (% of segments sent), RTOs, queue drops (tail drops in queues),
 loss drops (packets the links' loss models dropped), and RTT p50/p99 (ms) per
@@ -24,16 +32,18 @@ import math
 import multiprocessing
 import os
 import re
+import signal
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait as wait_for_any
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tcplab.errors import ScenarioError
+from tcplab.errors import EngineError, ScenarioError
 from tcplab.loader import scenario_data, validate_with_overrides
 from tcplab.overrides import Override, expand_variants, parse_overrides
 from tcplab.scenario import Scenario
+from tcplab.signals import raise_if_terminated, signals_blocked
 
 if TYPE_CHECKING:  # pandas, NumPy and pyarrow load on first use: `import tcplab` stays quick
     import pandas as pd
@@ -41,7 +51,15 @@ if TYPE_CHECKING:  # pandas, NumPy and pyarrow load on first use: `import tcplab
     from tcplab.engine import Core
     from tcplab.results import Result
 
-__all__ = ["Variant", "CompareResult", "plan_variants", "run_variants", "compare", "compare_table"]
+__all__ = [
+    "Variant",
+    "VariantFailure",
+    "CompareResult",
+    "plan_variants",
+    "run_variants",
+    "compare",
+    "compare_table",
+]
 
 
 @dataclass
@@ -53,6 +71,14 @@ class Variant:
     source: str
     values: list[str] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class VariantFailure:
+    """A variant that produced no result, and why (one line)."""
+
+    label: str
+    reason: str
 
 
 def _stem(label: str) -> str:
@@ -151,30 +177,52 @@ def compare_table(results: Mapping[str, Result]) -> pd.DataFrame:
 
 
 class CompareResult:
-    """The runs of a comparison, their table and a writer for the comparison directory."""
+    """The runs of a comparison, their table and a writer for the comparison directory.
 
-    def __init__(self, variants: list[Variant], results: dict[str, Result]):
+    ``results`` holds the variants that ran; ``failures`` those that did not (label ->
+    :class:`VariantFailure`). The table has a column for every variant, in plan order; a
+    failed variant's column is empty (NaN).
+    """
+
+    def __init__(
+        self,
+        variants: list[Variant],
+        results: dict[str, Result],
+        failures: Mapping[str, VariantFailure] | None = None,
+    ):
         self.variants = variants
         self.results = results
-        self.table = compare_table(results)
+        self.failures = dict(failures or {})
+        table = compare_table(results)
+        self.table = table.reindex(columns=[v.label for v in variants])
+
+    @property
+    def ok(self) -> bool:
+        """True when every variant ran."""
+        return not self.failures
 
     def to_json(self) -> dict[str, Any]:
         def clean(x: Any) -> Any:
             return None if isinstance(x, float) and not math.isfinite(x) else x
 
         split = self.table.to_dict(orient="split")
-        return {
-            "variants": [
+        variants = []
+        for v in self.variants:
+            failure = self.failures.get(v.label)
+            variants.append(
                 {
                     "label": v.label,
                     "source": v.source,
                     "values": v.values,
                     "overrides": v.overrides,
-                    "dir": v.label,
-                    "summary": self.results[v.label].summary,
+                    "status": "failed" if failure else "ok",
+                    "error": failure.reason if failure else None,
+                    "dir": None if failure else v.label,
+                    "summary": None if failure else self.results[v.label].summary,
                 }
-                for v in self.variants
-            ],
+            )
+        return {
+            "variants": variants,
             "table": {
                 "index": list(split["index"]),
                 "columns": list(split["columns"]),
@@ -183,11 +231,19 @@ class CompareResult:
         }
 
     def write(self, directory: str | Path, *, overwrite: bool = False, plots: bool = True) -> Path:
-        """DIR/report.html, DIR/compare.json, DIR/compare.png and one run directory per variant, atomically."""
-        from tcplab.results.rundir import write_dir_atomically
+        """DIR/report.html, DIR/compare.json, DIR/compare.png and one run directory per
+        variant that ran, atomically. Failed variants get no directory; compare.json and the
+        report say why they failed."""
+        from tcplab.results.rundir import write_dir_atomically, write_marker
+
+        if not self.results:
+            raise ValueError("no variant ran; there is nothing to write")
 
         def fill(tmp: Path) -> None:
+            write_marker(tmp, "compare")
             for v in self.variants:
+                if v.label not in self.results:
+                    continue
                 sub = tmp / v.label
                 sub.mkdir()
                 self.results[v.label]._write_files(sub, plots=plots)
@@ -197,32 +253,154 @@ class CompareResult:
             from tcplab.views.report import write_compare_report
 
             first = next(iter(self.results.values()))
+            description = first.scenario.description or ""
+            if self.failures:
+                failed = "; ".join(f"{f.label}: {f.reason}" for f in self.failures.values())
+                description = f"{description} Failed variants (no results): {failed}".strip()
             write_compare_report(
                 tmp,
                 self.results,
                 self.table,
-                [v.label for v in self.variants],
-                f"{first.scenario.name}: {' vs '.join(self.results)}",
-                first.scenario.description or "",
+                [v.label for v in self.variants if v.label in self.results],
+                f"{first.scenario.name}: {' vs '.join(v.label for v in self.variants)}",
+                description,
                 plots=plots,
             )
 
         return write_dir_atomically(directory, fill, overwrite=overwrite)
 
 
-def _run_variant(job: tuple[Scenario, str, Core | None, bool | None]) -> Result:
+#: What a worker needs to run one variant: scenario, label, engine (None: the compiled
+#: one), whether to draw a progress bar, the variant's overrides and the command line (for
+#: provenance).
+Job = tuple[Scenario, str, "Core | None", "bool | None", list[str], "list[str] | None"]
+
+
+def _run_variant(job: Job) -> Result:
     """One variant (a top-level function so a process pool can pickle it)."""
     from tcplab.progress import SimProgress
     from tcplab.runner import run
 
-    scenario, label, core, progress = job
+    scenario, label, core, progress, overrides, command = job
     with SimProgress(label, enabled=None if progress else False) as reporter:
-        return run(scenario, core=core, progress=reporter)
+        return run(scenario, core=core, progress=reporter, applied_overrides=overrides, command=command)
+
+
+def _run_variant_or_failure(job: Job) -> Result | VariantFailure:
+    """:func:`_run_variant`, with an engine error turned into this variant's failure."""
+    try:
+        return _run_variant(job)
+    except EngineError as e:
+        return VariantFailure(job[1], f"engine: {e}")
 
 
 def default_jobs(n_variants: int) -> int:
     """Processes to use for ``n_variants`` runs: one per variant, at most one per core."""
     return max(1, min(n_variants, os.cpu_count() or 1))
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Linux: have the kernel SIGKILL this worker if the comparison process dies (even by
+    SIGKILL, when no cleanup of ours can run). Best effort; elsewhere a no-op."""
+    try:
+        import ctypes
+
+        pr_set_pdeathsig = 1  # <linux/prctl.h>
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _worker_main(conn: Any, job: Job, parent_pid: int) -> None:
+    """Body of a variant's worker process: run it, send back ("ok", Result) or ("failed", reason)."""
+    # The parent decides when workers stop: Ctrl-C in a terminal reaches the whole process
+    # group, and the parent then terminates its workers (SIGTERM, default action).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked by the parent's fork
+    _die_with_parent(parent_pid)
+    try:
+        outcome = _run_variant_or_failure(job)
+    except Exception as e:  # noqa: BLE001 - any failure is this variant's, reported in one line
+        outcome = VariantFailure(job[1], f"{type(e).__name__}: {e}")
+    try:
+        conn.send(outcome)
+    except Exception as e:  # noqa: BLE001 - e.g. a result that cannot be pickled
+        conn.send(VariantFailure(job[1], f"result could not be sent back: {type(e).__name__}: {e}"))
+    conn.close()
+
+
+def _death_reason(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"worker process was killed by {name}"
+    return f"worker process exited with status {exitcode} without a result"
+
+
+def _stop(process: Any) -> None:
+    """Terminate a worker and reap it (SIGKILL if it ignores SIGTERM for 5 s)."""
+    if process.is_alive():
+        process.terminate()
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+    process.join()
+
+
+def _run_in_processes(work: list[Job], jobs: int) -> dict[str, Result | VariantFailure]:
+    """Each job in its own worker process, at most ``jobs`` at a time; results in job order."""
+    # fork where the platform has it: workers inherit the imported modules (no re-import of
+    # pandas/matplotlib per worker) and callers need no `__main__` guard. Elsewhere, spawn.
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    pending = list(work)
+    running: dict[str, tuple[Any, Any]] = {}
+    outcomes: dict[str, Result | VariantFailure] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                job = pending.pop(0)
+                receiver, sender = ctx.Pipe(duplex=False)
+                process = ctx.Process(
+                    target=_worker_main, args=(sender, job, os.getpid()), name=f"tcplab-{job[1]}", daemon=True
+                )
+                with signals_blocked():  # a signal during fork must not land in an after-fork hook
+                    process.start()
+                sender.close()
+                running[job[1]] = (process, receiver)
+            waitables = [x for process, conn in running.values() for x in (conn, process.sentinel)]
+            ready = wait_for_any(waitables, timeout=1.0)
+            raise_if_terminated()
+            for label, (process, conn) in list(running.items()):
+                if conn not in ready and process.sentinel not in ready:
+                    continue
+                outcome: Result | VariantFailure | None = None
+                try:
+                    if conn.poll():
+                        outcome = conn.recv()
+                except (EOFError, OSError):
+                    outcome = None
+                except Exception as e:  # noqa: BLE001 - a result that does not unpickle
+                    outcome = VariantFailure(label, f"result could not be read: {type(e).__name__}: {e}")
+                if outcome is None and process.is_alive():
+                    continue  # woke for the pipe, nothing complete yet
+                process.join()
+                conn.close()
+                del running[label]
+                outcomes[label] = (
+                    outcome if outcome is not None else VariantFailure(label, _death_reason(process.exitcode))
+                )
+    finally:
+        for process, conn in running.values():
+            _stop(process)
+            conn.close()
+    return {job[1]: outcomes[job[1]] for job in work}
 
 
 def run_variants(
@@ -232,27 +410,35 @@ def run_variants(
     progress: bool = False,
     map_fn: Callable[..., Iterable[Result]] | None = None,
     jobs: int = 1,
+    isolate: bool = False,
+    command: list[str] | None = None,
 ) -> CompareResult:
     """Run planned variants (see :func:`plan_variants`) and tabulate them.
 
-    With ``jobs > 1`` the variants run in a pool of that many processes (each simulation
-    is single-threaded and independent; results are identical to a sequential run, since
-    every run is deterministic). Progress bars are shown only for sequential runs.
+    With ``jobs > 1`` the variants run in that many worker processes at a time (each
+    simulation is single-threaded and independent; results are identical to a sequential
+    run, since every run is deterministic). ``isolate=True`` uses worker processes even for
+    ``jobs == 1``, so that a worker dying fails only its variant (the CLI does this).
+    Progress bars are shown only when one variant runs at a time.
+
+    A variant that fails (an engine error, a worker that dies) is reported in
+    ``.failures``; the others are in ``.results``. ``command`` (the command line) is recorded
+    in each variant's metadata.json.
     """
     labels = [v.label for v in variants]
-    if map_fn is None and jobs > 1 and len(variants) > 1 and core is None:
-        work = [(v.scenario, v.label, None, False) for v in variants]
-        # fork where the platform has it: workers inherit the imported modules (no
-        # re-import of pandas/matplotlib per worker) and callers need no `__main__` guard;
-        # no threads are running here. Elsewhere, spawn.
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(variants)), mp_context=ctx) as pool:
-            results = dict(zip(labels, pool.map(_run_variant, work), strict=True))
+    use_processes = map_fn is None and (isolate or (jobs > 1 and len(variants) > 1))
+    if use_processes and core is not None and "fork" not in multiprocessing.get_all_start_methods():
+        use_processes = False  # an engine module passed in does not cross a spawn
+    if use_processes:
+        n = max(1, min(jobs, len(variants)))
+        work = [(v.scenario, v.label, core, progress and n == 1, v.overrides, command) for v in variants]
+        outcomes = _run_in_processes(work, n)
     else:
-        work = [(v.scenario, v.label, core, progress) for v in variants]
-        results = dict(zip(labels, (map_fn or map)(_run_variant, work), strict=True))
-    return CompareResult(variants, results)
+        work = [(v.scenario, v.label, core, progress, v.overrides, command) for v in variants]
+        outcomes = dict(zip(labels, (map_fn or map)(_run_variant_or_failure, work), strict=True))
+    results = {label: o for label, o in outcomes.items() if not isinstance(o, VariantFailure)}
+    failures = {label: o for label, o in outcomes.items() if isinstance(o, VariantFailure)}
+    return CompareResult(variants, results, failures)
 
 
 def compare(

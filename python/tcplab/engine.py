@@ -8,8 +8,16 @@ per (sample time, link). This module calls it and turns the columns into pandas 
 with the documented dtypes; nothing here interprets the numbers (see :mod:`tcplab.results`).
 
 The engine releases the GIL while simulating and calls ``progress(sim_now_ns, duration_ns)``
-from time to time. Its ``ValueError`` (a configuration it refuses) and ``RuntimeError`` (an
-internal failure) become :class:`~tcplab.errors.EngineError`; ``KeyboardInterrupt`` passes.
+from time to time. Its ``ValueError`` (a configuration it refuses, naming the JSON field) and
+``RuntimeError`` (an internal failure) become :class:`~tcplab.errors.EngineError`, its
+``MemoryError`` (an allocation that failed; the engine never aborts on one)
+:class:`~tcplab.errors.EngineMemoryError`; ``KeyboardInterrupt`` passes. Settings the engine
+accepts but that defeat the run (a receive buffer too small for one segment) come back as
+``warnings`` and are issued as :class:`~tcplab.errors.EngineWarning` (the CLI prints them).
+
+The engine's ``invariant`` holds two end-of-run checks: packet conservation (``ok``,
+``message``, the counts) and, under ``rtt_floor``, that no RTT sample fell below its path's
+propagation round trip; ``ok`` is false when either fails.
 
 Tests pass their own ``core`` (an object with a ``run(config_json, progress)`` function); the
 package itself only ever uses the compiled module.
@@ -18,6 +26,7 @@ package itself only ever uses the compiled module.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -25,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from tcplab.errors import EngineError
+from tcplab.errors import EngineError, EngineMemoryError, EngineWarning
 
 __all__ = ["Core", "EngineOutput", "import_core", "run_core", "TIMESERIES_DTYPES", "QUEUE_DTYPES"]
 
@@ -33,6 +42,8 @@ ProgressFn = Callable[[int, int], None]
 
 #: Columns of the per-flow time series and their dtypes (units in the names; cwnd,
 #: ssthresh and inflight in packets as Linux keeps them; ssthresh 2147483647 = infinite).
+#: ``srtt_us``/``rttvar_us`` are what ``ss`` prints as ``rtt:X/Y`` (tcp_info's tcpi_rtt and
+#: tcpi_rttvar: the smoothed RTT and its mean deviation), not the RTO's floored variance.
 TIMESERIES_DTYPES: dict[str, str] = {
     "t_ns": "uint64",
     "flow": "uint32",
@@ -99,6 +110,7 @@ class EngineOutput:
     links: list[dict[str, Any]] = field(default_factory=list)
     invariant: dict[str, Any] = field(default_factory=dict)
     names: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def import_core() -> Core:
@@ -119,9 +131,14 @@ def run_core(config: dict[str, Any], *, progress: ProgressFn | None = None, core
     engine = core if core is not None else import_core()
     try:
         raw = engine.run(json.dumps(config, separators=(",", ":"), allow_nan=False), progress)
+    except MemoryError as e:
+        raise EngineMemoryError(" ".join(str(e).splitlines()) or "out of memory") from e
     except (ValueError, RuntimeError) as e:
         raise EngineError(" ".join(str(e).splitlines()) or e.__class__.__name__) from e
-    return parse_output(raw)
+    output = parse_output(raw)
+    for text in output.warnings:
+        warnings.warn(text, EngineWarning, stacklevel=2)
+    return output
 
 
 def _columns(store: Any, dtypes: dict[str, str], what: str) -> pd.DataFrame:
@@ -167,4 +184,5 @@ def parse_output(raw: Any) -> EngineOutput:
         links=list(raw["links"]),
         invariant=dict(raw["invariant"]),
         names=dict(raw["names"]),
+        warnings=[str(w) for w in raw.get("warnings", [])],
     )

@@ -5,7 +5,11 @@ Every user-facing error names the file, the field path inside it (dotted, list i
 numbers: ``links.0.rate``), what is wrong with the value, and what would have been
 accepted::
 
-    s.yaml: links.0.rate: "5Mbt" is not a rate; expected a number with a unit such as 5Mbit
+    s.yaml:12: links.0.rate: "5Mbt" is not a rate; expected a number with a unit such as 5Mbit
+
+(``:12`` is the line in the YAML file where that field is written, when it came from a file;
+a value given with ``--set`` is reported as ``--set: PATH: ...``). Every problem found is
+reported, one line each, in file order.
 
 The CLI prefixes ``error: `` and exits with code 2. Nothing is run and no output directory
 is left behind when a :class:`ScenarioError` is raised.
@@ -22,7 +26,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ScenarioError", "UnitError", "UnitErrors", "EngineError", "show_value"]
+__all__ = [
+    "ScenarioError",
+    "ScenarioWarning",
+    "UnitError",
+    "UnitErrors",
+    "EngineError",
+    "EngineMemoryError",
+    "EngineWarning",
+    "show_value",
+]
 
 
 def show_value(value: Any) -> str:
@@ -66,6 +79,7 @@ class ScenarioError(Exception):
 
     Attributes:
         file: where the scenario came from (a path, ``--set``, ``<dict>``), or ``""``.
+        lineno: the 1-based line in ``file`` where ``path`` is written, or ``None``.
         path: dotted field path (``flows.1.to``), or ``""`` for file-level problems.
         value: the offending value (``None`` when not applicable).
         problem: what is wrong, usually quoting the value.
@@ -82,9 +96,11 @@ class ScenarioError(Exception):
         value: Any = None,
         expected: str = "",
         errors: list[ScenarioError] | None = None,
+        lineno: int | None = None,
     ):
         self.problem = problem
         self.file = str(file) if file else ""
+        self.lineno = lineno
         self.path = path
         self.value = value
         self.expected = expected
@@ -93,7 +109,8 @@ class ScenarioError(Exception):
 
     def line(self) -> str:
         """The message without the ``error: `` prefix, on one line."""
-        parts = [p for p in (self.file, self.path) if p]
+        where = f"{self.file}:{self.lineno}" if self.file and self.lineno else self.file
+        parts = [p for p in (where, self.path) if p]
         text = self.problem + (f"; expected {self.expected}" if self.expected else "")
         line = ": ".join(parts + [text])
         return " ".join(line.splitlines())
@@ -112,5 +129,38 @@ class ScenarioError(Exception):
         return self
 
 
+class ScenarioWarning:
+    """A valid scenario value that probably does not mean what was intended (one line).
+
+    Same address as a :class:`ScenarioError` (``file:LINE: path: message``); the CLI prints
+    each as ``warning: ...`` and runs anyway. :attr:`tcplab.scenario.Scenario.warnings` holds them.
+    """
+
+    def __init__(self, message: str, *, file: str = "", path: str = "", lineno: int | None = None):
+        self.message = message
+        self.file = str(file) if file else ""
+        self.path = path
+        self.lineno = lineno
+
+    def line(self) -> str:
+        """The message without the ``warning: `` prefix, on one line."""
+        where = f"{self.file}:{self.lineno}" if self.file and self.lineno else self.file
+        return " ".join(": ".join([p for p in (where, self.path) if p] + [self.message]).splitlines())
+
+    def __str__(self) -> str:
+        return self.line()
+
+    def __repr__(self) -> str:
+        return f"ScenarioWarning({self.line()!r})"
+
+
 class EngineError(RuntimeError):
     """The simulator failed (a tcplab bug or limit, not a scenario mistake)."""
+
+
+class EngineMemoryError(EngineError, MemoryError):
+    """The simulator ran out of memory (an allocation failed); the message says where."""
+
+
+class EngineWarning(UserWarning):
+    """A setting the engine accepts but that defeats the run; the message names the field."""

@@ -10,7 +10,13 @@ The model: a scenario reference is one of
 
 Reading is strict: YAML syntax errors carry their line, duplicate mapping keys are errors
 (YAML would silently keep the last), an empty file or a top level that is not a mapping is an
-error. Every failure is a :class:`~tcplab.errors.ScenarioError`.
+error, and so is nesting deeper than :data:`MAX_NESTING` levels (checked on the parser's event
+stream, before anything recursive sees the document). Every failure is a
+:class:`~tcplab.errors.ScenarioError`.
+
+Line numbers: the file is also composed into YAML nodes, which record where each key and list
+item starts; :func:`node_lines` maps every field path (``("links", "0", "rate")``) to its line,
+so that each validation error names ``file.yaml:LINE``.
 """
 
 from __future__ import annotations
@@ -22,13 +28,24 @@ from typing import Any
 
 import yaml
 
-from tcplab.errors import ScenarioError, show_value
+from tcplab.errors import ScenarioError, ScenarioWarning, show_value
 from tcplab.overrides import Override, apply_overrides, parse_overrides
 from tcplab.scenario import Scenario, validate_scenario
 
-__all__ = ["load_scenario", "builtin_scenarios", "read_scenario_data", "resolve_reference"]
+__all__ = ["load_scenario", "builtin_scenarios", "read_scenario_data", "resolve_reference", "node_lines", "MAX_NESTING"]
 
 BUILTIN_PREFIX = "builtin:"
+
+#: The deepest nesting of mappings and lists a scenario may have. The real schema needs 5
+#: (``links.0.loss.gilbert_elliott.p``); the limit keeps PyYAML's recursive composer and
+#: pydantic far from Python's recursion limit.
+MAX_NESTING = 64
+
+
+class _Document(dict):
+    """A scenario's plain data, with the line of each field path in the file it came from."""
+
+    lines: dict[tuple[str, ...], int]
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -117,9 +134,11 @@ def _read_builtin(name: str, label: str) -> tuple[str, str]:
 
 
 def read_scenario_data(text: str, label: str) -> dict:
-    """Parse YAML text into the plain data of a scenario (a mapping)."""
+    """Parse YAML text into the plain data of a scenario (a mapping), with its line map."""
     try:
+        _check_yaml_nesting(text, label)
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        root = yaml.compose(text, Loader=_StrictLoader)  # noqa: S506 - nodes only, for line numbers
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -129,6 +148,8 @@ def read_scenario_data(text: str, label: str) -> dict:
         raise ScenarioError(f"{where}{problem}", file=label, expected="valid YAML") from None
     except yaml.YAMLError as e:
         raise ScenarioError(f"invalid YAML ({e})", file=label, expected="valid YAML") from None
+    except RecursionError:  # a backstop: _check_yaml_nesting bounds the depth first
+        raise _too_deep(label) from None
     if data is None:
         raise ScenarioError(
             "the file is empty", file=label, expected="a scenario mapping with name, duration, hosts, links and flows"
@@ -140,7 +161,80 @@ def read_scenario_data(text: str, label: str) -> dict:
             file=label,
             expected="a mapping with keys such as name, duration, hosts, links, flows",
         )
-    return data
+    doc = _Document(data)
+    doc.lines = node_lines(root) if root is not None else {}
+    return doc
+
+
+def _too_deep(label: str, line: int | None = None) -> ScenarioError:
+    return ScenarioError(
+        f"nested more than {MAX_NESTING} levels deep",
+        file=label,
+        lineno=line,
+        expected=f"a scenario nested at most {MAX_NESTING} levels (mappings and lists)",
+    )
+
+
+def _check_yaml_nesting(text: str, label: str) -> None:
+    """Refuse documents nested deeper than MAX_NESTING, from PyYAML's (iterative) event stream."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_StrictLoader):  # noqa: S506 - events only
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise _too_deep(label, event.start_mark.line + 1)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def check_data_nesting(data: Any, label: str) -> None:
+    """The same bound for data given as Python objects (a dict passed to :func:`load_scenario`)."""
+    stack = [(data, 1)]
+    seen: set[int] = set()
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list, tuple)):
+            if depth > MAX_NESTING:
+                raise _too_deep(label)
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
+_SYSCTL_PREFIXES = ("net.ipv4.", "net/ipv4/")
+_MAX_LINE_ENTRIES = 1_000_000
+
+
+def node_lines(root: yaml.Node) -> dict[tuple[str, ...], int]:
+    """Field path -> 1-based line: of the key for a mapping entry, of the item for a list item.
+
+    Paths use the text of the keys as validation errors do (``("flows", "0", "from")``); a
+    sysctl key written with its ``net.ipv4.`` prefix is also recorded without it.
+    """
+    lines: dict[tuple[str, ...], int] = {}
+    stack: list[tuple[tuple[str, ...], yaml.Node]] = [((), root)]
+    budget = _MAX_LINE_ENTRIES  # aliases can repeat a subtree many times: stop early, not hang
+    while stack and budget > 0:
+        path, node = stack.pop()
+        if len(path) > MAX_NESTING:  # a recursive alias
+            continue
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = str(key_node.value)
+                for k in [key] + [key[len(p) :] for p in _SYSCTL_PREFIXES if key.startswith(p)]:
+                    lines.setdefault((*path, k), key_node.start_mark.line + 1)
+                    stack.append(((*path, k), value_node))
+                    budget -= 1
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines.setdefault((*path, str(i)), item.start_mark.line + 1)
+                stack.append(((*path, str(i)), item))
+                budget -= 1
+    return lines
 
 
 def load_scenario(
@@ -170,7 +264,9 @@ def load_scenario(
 def scenario_data(source: str | Path | Mapping[str, Any] | Scenario) -> tuple[str, dict]:
     """(label, plain data) of a scenario reference, before overrides."""
     if isinstance(source, Scenario):
-        return source.source or "<scenario>", dict(source._raw)
+        doc = _Document(source._raw)
+        doc.lines = dict(source._lines)
+        return source.source or "<scenario>", doc
     if isinstance(source, Mapping):
         return "<dict>", dict(source)
     if isinstance(source, (str, Path)):
@@ -182,25 +278,39 @@ def scenario_data(source: str | Path | Mapping[str, Any] | Scenario) -> tuple[st
 def validate_with_overrides(
     data: dict, overrides: list[Override], label: str, choice: tuple[int, ...] | None = None
 ) -> Scenario:
-    """Apply ``overrides`` (alternative ``choice``) to ``data``, validate, remember the source."""
-    raw = apply_overrides(data, overrides, choice=choice)
+    """Apply ``overrides`` (alternative ``choice``) to ``data``, validate, remember the source.
+
+    Errors name the line of the field in the file when ``data`` came from one
+    (:func:`read_scenario_data`), and ``--set`` for values that came from an override.
+    """
+    lines = getattr(data, "lines", None) or {}
     try:
-        scenario = validate_scenario(raw, label)
+        check_data_nesting(data, label)
+        raw = apply_overrides(data, overrides, choice=choice)
+        check_data_nesting(raw, label)
+        scenario = validate_scenario(raw, label, lines=lines)
     except ScenarioError as e:
         _attribute_to_overrides(e, overrides)
         raise
+    except RecursionError:  # a backstop: the nesting checks above bound the depth first
+        raise _too_deep(label) from None
+    _attribute_to_overrides(scenario._warnings, overrides)
     scenario._source = label
     scenario._raw = raw
+    scenario._lines = lines
     return scenario
 
 
-def _attribute_to_overrides(error: ScenarioError, overrides: list[Override]) -> None:
-    """Errors in a value that came from ``--set`` name ``--set`` instead of the file."""
+def _attribute_to_overrides(error: ScenarioError | list[ScenarioWarning], overrides: list[Override]) -> None:
+    """Errors (and warnings) in a value that came from ``--set`` name ``--set`` instead of the file."""
     dotted = [ov.dotted.replace("sysctl.net.ipv4.", "sysctl.") for ov in overrides]
-    for e in error.errors:
+    items = error if isinstance(error, list) else error.errors
+    for e in items:
         if any(e.path == d or e.path.startswith(d + ".") for d in dotted):
             e.file = "--set"
-    if error.errors:
+            e.lineno = None
+    if isinstance(error, ScenarioError) and error.errors:
         first = error.errors[0]
         error.file = first.file
+        error.lineno = first.lineno
         error.args = (error.line(),)

@@ -6,12 +6,12 @@ This is ``tcplab.run``; the CLI's ``tcplab run`` is this plus writing the run di
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tcplab.loader import load_scenario
-from tcplab.overrides import Override
+from tcplab.overrides import Override, parse_overrides
 from tcplab.progress import SimProgress
 from tcplab.scenario import Scenario
 
@@ -19,7 +19,17 @@ if TYPE_CHECKING:  # NumPy/pandas load on first run, not on `import tcplab`
     from tcplab.engine import Core
     from tcplab.results import Result
 
-__all__ = ["run"]
+__all__ = ["run", "override_texts"]
+
+
+def override_texts(
+    overrides: Iterable[str | Override] | Mapping[str, Any] | None, seed: int | None = None
+) -> list[str]:
+    """The overrides of one run as ``PATH=VALUE`` text (``seed=N`` last), for provenance."""
+    texts = [f"{ov.dotted}={ov.labels[0]}" for ov in parse_overrides(overrides)]
+    if seed is not None:
+        texts.append(f"seed={seed}")
+    return texts
 
 
 def run(
@@ -29,6 +39,8 @@ def run(
     seed: int | None = None,
     progress: bool | Callable[[int, int], None] = False,
     core: Core | None = None,
+    applied_overrides: Sequence[str] | None = None,
+    command: Sequence[str] | None = None,
 ) -> Result:
     """Simulate a scenario and return its :class:`~tcplab.results.Result`.
 
@@ -39,6 +51,9 @@ def run(
         progress: ``True`` for a progress bar on long runs (terminal only), or a callable
             ``(sim_now_ns, duration_ns)``.
         core: the engine module to use (tests pass a double); default ``tcplab._core``.
+        applied_overrides: for a :class:`Scenario` that already has overrides applied (the
+            CLI, ``tcplab.compare``), their text, recorded in the run directory and title.
+        command: the command line, recorded in metadata.json.
 
     Raises:
         ScenarioError: the scenario is invalid (nothing was run).
@@ -52,6 +67,7 @@ def run(
         sc = scenario
     else:
         sc = load_scenario(scenario, overrides, seed=seed)
+    applied = [*(applied_overrides or []), *override_texts(overrides, seed)]
     config = sc.to_core()
     reporter: SimProgress | None = None
     if callable(progress):
@@ -67,4 +83,12 @@ def run(
     finally:
         if reporter is not None:
             reporter.close()
-    return Result(sc, config, output, wall_time_s=time.perf_counter() - started, views=write_run_views)
+    return Result(
+        sc,
+        config,
+        output,
+        wall_time_s=time.perf_counter() - started,
+        views=write_run_views,
+        overrides=applied,
+        command=command,
+    )

@@ -30,8 +30,10 @@ Times (nanoseconds; case-insensitive)
     ``ns`` ``nsec``; ``us`` ``usec`` ``µs``; ``ms`` ``msec``; ``s`` ``sec`` ``secs``; ``min``.
     A bare number is rejected (tc would read it as microseconds), except ``0``.
 
-Fractions (probabilities)
-    ``1%`` = 0.01; a bare number is a fraction in [0, 1] (``0.01`` = 1%, as netem accepts).
+Percentages (probabilities: loss, Gilbert-Elliott p/r/h/k, reorder probability)
+    ``1%`` = 0.01, and a **bare number is percent too**: ``1`` = ``1%`` = 0.01, ``0.5`` = 0.5%,
+    as netem reads them (iproute2 tc/tc_util.c: parse_percent() divides the number by 100 and
+    accepts an optional ``%``). From 0% to 100%.
 
 Every parser raises :class:`~tcplab.errors.UnitError` (a ``ValueError``) and nothing else.
 """
@@ -55,6 +57,7 @@ __all__ = [
     "parse_rate",
     "parse_time",
     "parse_size",
+    "parse_percent",
     "parse_fraction",
     "parse_number",
     "format_rate",
@@ -62,6 +65,7 @@ __all__ = [
     "format_size",
     "format_percent",
     "human_rate",
+    "rate_unit_warning",
 ]
 
 U64_MAX = 2**64 - 1
@@ -69,7 +73,7 @@ U64_MAX = 2**64 - 1
 RATE_EXPECTED = "a number with a unit such as 5Mbit, 100Kbit, 1Gbit"
 TIME_EXPECTED = "a number with a unit such as 50ms, 250us, 1.5s"
 SIZE_EXPECTED = "a size such as 1500B, 150KB, 64KiB, 4MB"
-FRACTION_EXPECTED = "a percentage such as 1% or a fraction from 0 to 1 such as 0.01"
+FRACTION_EXPECTED = "a percentage from 0% to 100% such as 1% or 0.5 (a bare number is percent, as in netem)"
 
 _RATE_UNITS: dict[str, int] = {"": 1}
 for _prefix, _si, _iec in (("k", 10**3, 2**10), ("m", 10**6, 2**20), ("g", 10**9, 2**30), ("t", 10**12, 2**40)):
@@ -218,19 +222,25 @@ def parse_size(value: Any, *, allow_zero: bool = True) -> int:
     return size
 
 
-def parse_fraction(value: Any) -> float:
-    """A probability: ``"1%"`` -> 0.01, ``0.01`` -> 0.01. Must lie in [0, 1]."""
-    number, unit = _split(value, "a probability", FRACTION_EXPECTED)
-    if unit == "%":
-        number = number / 100
-    elif unit:
-        raise UnitError(f"{show_value(value)} is not a probability", FRACTION_EXPECTED, value)
+def parse_percent(value: Any) -> float:
+    """A percentage as a probability: ``"1%"`` -> 0.01, and a bare ``1`` -> 0.01 too (netem).
+
+    iproute2 tc/tc_util.c: parse_percent() reads ``strtod(str) / 100`` and accepts nothing
+    after the number but ``%``; so ``loss 1`` and ``loss 1%`` are both 1%. Must lie in
+    [0%, 100%] (the probability netem stores as a u32 fraction of 2^32-1).
+    """
+    number, unit = _split(value, "a percentage", FRACTION_EXPECTED)
+    if unit not in ("", "%"):
+        raise UnitError(f"{show_value(value)} is not a percentage", FRACTION_EXPECTED, value)
     if number < 0:
-        raise UnitError(f"{show_value(value)} is negative", "a probability from 0% to 100%", value)
-    if number > 1:
-        hint = f' (write "{value}%" for percent)' if unit == "" else ""
-        raise UnitError(f"{show_value(value)} is more than 100%{hint}", "a probability from 0% to 100%", value)
-    return float(number)
+        raise UnitError(f"{show_value(value)} is negative", "a percentage from 0% to 100%", value)
+    if number > 100:
+        raise UnitError(f"{show_value(value)} is more than 100%", "a percentage from 0% to 100%", value)
+    return float(number / 100)
+
+
+#: The former name (a bare number was a fraction then; now it is percent, as in netem).
+parse_fraction = parse_percent
 
 
 def _format_int(value: int, units: list[tuple[str, int]]) -> str:
@@ -270,3 +280,42 @@ def human_rate(bps: float) -> str:
         if abs(bps) >= factor:
             return f"{bps / factor:.3g} {name}"
     return f"{bps:.3g} bit/s"
+
+
+_BYTE_RATE_PREFIXES = {
+    "": ("bytes", "bit"),
+    "k": ("kilobytes", "Kbit"),
+    "m": ("megabytes", "Mbit"),
+    "g": ("gigabytes", "Gbit"),
+    "t": ("terabytes", "Tbit"),
+    "ki": ("kibibytes", "Kibit"),
+    "mi": ("mebibytes", "Mibit"),
+    "gi": ("gibibytes", "Gibit"),
+    "ti": ("tebibytes", "Tibit"),
+}
+
+
+def rate_unit_warning(value: Any) -> str | None:
+    """A warning for a rate written in tc's **bytes** per second (``5Mbps``), else None.
+
+    tc(8) reads ``bps`` as bytes per second, so ``5Mbps`` is 40 Mbit/s; people usually mean
+    megabits. The value is valid (tcplab reads it as tc does); the warning says what it means.
+    """
+    if not isinstance(value, str):
+        return None
+    m = _NUMBER.match(value)
+    if not m:
+        return None
+    unit = m.group(2).lower()
+    if not unit.endswith("bps") or unit[:-3] not in _BYTE_RATE_PREFIXES:
+        return None
+    try:
+        bps = parse_rate(value)
+    except UnitError:
+        return None
+    name, bit_unit = _BYTE_RATE_PREFIXES[unit[:-3]]
+    number = m.group(1)
+    return (
+        f"{show_value(value)} is {number} {name} per second in tc's units ({human_rate(bps)}); "
+        f"write {number}{bit_unit} for {name.replace('bytes', 'bits')}"
+    )

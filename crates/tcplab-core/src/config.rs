@@ -6,7 +6,25 @@
 //! every reference an index. The engine re-checks what it relies on ([`SimConfig::validate`])
 //! so that a bad structure becomes a clear error, never a panic.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use crate::time::NSEC_PER_SEC;
+
+/// Longest run the engine accepts: one year of simulated time. Engine times are `u64`
+/// nanoseconds from boot; keeping every configured time far below `u64::MAX` (584 years)
+/// means sums of a time and a delay can never wrap (issue 7, item 2.4).
+pub const MAX_DURATION_NS: u64 = 366 * 24 * 3600 * NSEC_PER_SEC;
+/// Longest delay of any one kind (a link's propagation delay, a reordering delay, the
+/// SACK-compression delay): one hour.
+pub const MAX_DELAY_NS: u64 = 3600 * NSEC_PER_SEC;
+/// Fastest link: 1 Pbit/s (serialization times stay whole nanoseconds for small frames).
+pub const MAX_RATE_BPS: u64 = 1_000_000_000_000_000;
+/// `TCP_RTO_MAX` (120 s): the largest `rto_min` that means anything.
+pub const TCP_RTO_MAX_MS: u32 = 120_000;
+/// Default of [`SimConfig::max_memory_bytes`]: 4 GiB.
+pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 4 << 30;
+/// Largest IP packet (the IPv4 total-length field).
+pub const MAX_IP_BYTES: u64 = 65_535;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,10 +37,17 @@ pub struct SimConfig {
     pub nodes: Vec<NodeConfig>,
     pub links: Vec<LinkConfig>,
     pub flows: Vec<FlowConfig>,
+    /// Refuse runs whose estimated memory ([`crate::memory::estimate`]) exceeds this.
+    #[serde(default = "default_max_memory_bytes")]
+    pub max_memory_bytes: u64,
 }
 
-fn default_sample_interval_ns() -> u64 {
+pub fn default_sample_interval_ns() -> u64 {
     100_000_000
+}
+
+fn default_max_memory_bytes() -> u64 {
+    DEFAULT_MAX_MEMORY_BYTES
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -60,13 +85,16 @@ pub struct LinkConfig {
     pub overhead_bytes: u32,
     #[serde(default)]
     pub loss: LossConfig,
+    /// Which packets the loss model applies to (default: all).
+    #[serde(default)]
+    pub loss_filter: LossFilter,
     #[serde(default)]
     pub reorder: Option<ReorderConfig>,
     #[serde(default)]
     pub queue: QueueConfig,
 }
 
-fn default_overhead() -> u32 {
+pub fn default_overhead() -> u32 {
     14
 }
 
@@ -85,6 +113,20 @@ pub enum LossConfig {
     DropList { data_packets: Vec<u64> },
 }
 
+/// Which packets a link's random loss applies to, as people restrict netem-style loss with
+/// an nftables match (`tcp payload`-carrying segments, or `meta length >= N`), so that
+/// SYNs and pure ACKs are never lost by accident. Packets outside the filter pass without
+/// drawing from the loss model's random stream (an nftables rule that does not match
+/// never reaches its `numgen`/`random` expression).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LossFilter {
+    /// Only segments carrying TCP payload (not SYNs, pure ACKs or bare FINs).
+    pub data_only: bool,
+    /// Only packets whose IP length is at least this many bytes (0 = any).
+    pub min_ip_bytes: u32,
+}
+
 fn one() -> f64 {
     1.0
 }
@@ -97,7 +139,7 @@ pub struct ReorderConfig {
     pub delay_ns: u64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueueConfig {
     /// Drop-tail FIFO limited in packets (`tc qdisc add ... pfifo limit N`).
@@ -152,7 +194,9 @@ pub enum AppConfig {
 }
 
 /// Per-socket TCP settings, named after the sysctls they come from (v6.6 defaults).
-#[derive(Debug, Clone, Deserialize)]
+/// Serialize: the binding exports the defaults (`tcplab._core.defaults()`) so Python's
+/// copy is tested against them.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TcpConfig {
     pub mss_bytes: u32,
@@ -216,7 +260,7 @@ impl Default for TcpConfig {
 }
 
 /// Congestion-control module parameters (`/sys/module/tcp_cubic/parameters/*`, ...).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CcParams {
     /// tcp_cubic `hystart` (1 = on).
@@ -255,61 +299,79 @@ impl Default for CcParams {
 
 impl SimConfig {
     pub fn from_json(s: &str) -> Result<Self, String> {
-        let cfg: SimConfig = serde_json::from_str(s).map_err(|e| format!("engine config: {e}"))?;
+        let cfg = SimConfig::parse_json(s)?;
         cfg.validate()?;
         Ok(cfg)
     }
 
-    /// Checks everything the engine relies on; the message names the field.
+    /// Parse without the checks of [`SimConfig::validate`] (to estimate a run's memory).
+    pub fn parse_json(s: &str) -> Result<Self, String> {
+        serde_json::from_str(s).map_err(|e| format!("engine config: {e}"))
+    }
+
+    /// Checks everything the engine relies on; the message names the field (its path in
+    /// this JSON structure), the value and what was expected. Times and sizes are bounded
+    /// to what the engine represents (see [`MAX_DURATION_NS`], [`MAX_DELAY_NS`]), and the
+    /// run's estimated memory to [`SimConfig::max_memory_bytes`].
     pub fn validate(&self) -> Result<(), String> {
-        let n = self.nodes.len() as u32;
+        let n = self.nodes.len() as u64;
         if self.nodes.is_empty() {
             return Err("nodes: expected at least one node".into());
         }
-        if self.duration_ns == 0 {
-            return Err("duration_ns: expected a positive duration".into());
+        if self.nodes.len() > u32::MAX as usize || self.links.len() >= u32::MAX as usize {
+            return Err("nodes/links: more than 2^32 - 1 entries".into());
+        }
+        if self.flows.len() > (u32::MAX / 2) as usize {
+            return Err(format!("flows: {} flows, expected at most {}", self.flows.len(), u32::MAX / 2));
+        }
+        in_range("duration_ns", self.duration_ns, 1, MAX_DURATION_NS, "ns (one year)")?;
+        // 0 used to mean "no sampling", but every consumer divides by the interval.
+        in_range("sample_interval_ns", self.sample_interval_ns, 1, self.duration_ns, "ns (at most duration_ns)")?;
+        if self.max_memory_bytes == 0 {
+            return Err("max_memory_bytes: 0, expected a positive number of bytes".into());
         }
         for (i, l) in self.links.iter().enumerate() {
-            if l.from >= n || l.to >= n {
-                return Err(format!("links.{i}: endpoint index out of range ({} nodes)", n));
+            if l.from as u64 >= n || l.to as u64 >= n {
+                return Err(format!("links.{i}: endpoint index out of range ({n} nodes)"));
             }
             if l.from == l.to {
                 return Err(format!("links.{i}: a link must join two different nodes"));
             }
-            if l.rate_bps == 0 {
-                return Err(format!("links.{i}.rate_bps: expected a positive rate"));
-            }
+            in_range(&format!("links.{i}.rate_bps"), l.rate_bps, 1, MAX_RATE_BPS, "bit/s (1 Pbit/s)")?;
+            in_range(&format!("links.{i}.delay_ns"), l.delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;
+            in_range(&format!("links.{i}.overhead_bytes"), l.overhead_bytes as u64, 0, MAX_IP_BYTES, "bytes")?;
             match &l.loss {
-                LossConfig::Bernoulli { p } if !(0.0..=1.0).contains(p) => {
-                    return Err(format!("links.{i}.loss.p: {p} is not a probability in [0, 1]"))
-                }
+                LossConfig::Bernoulli { p } => probability(&format!("links.{i}.loss.p"), *p)?,
                 LossConfig::GilbertElliott { p, r, h, k } => {
                     for (name, v) in [("p", p), ("r", r), ("h", h), ("k", k)] {
-                        if !(0.0..=1.0).contains(v) {
-                            return Err(format!("links.{i}.loss.{name}: {v} is not a probability in [0, 1]"));
-                        }
+                        probability(&format!("links.{i}.loss.{name}"), *v)?;
                     }
                 }
+                LossConfig::DropList { .. } if l.loss_filter.min_ip_bytes > 0 => {
+                    return Err(format!(
+                        "links.{i}.loss_filter.min_ip_bytes: {} with a drop list, which already counts data packets only; expected 0",
+                        l.loss_filter.min_ip_bytes
+                    ))
+                }
                 _ => {}
             }
+            in_range(&format!("links.{i}.loss_filter.min_ip_bytes"), l.loss_filter.min_ip_bytes as u64, 0, MAX_IP_BYTES, "bytes")?;
             if let Some(r) = &l.reorder {
-                if !(0.0..=1.0).contains(&r.p) {
-                    return Err(format!("links.{i}.reorder.p: {} is not a probability in [0, 1]", r.p));
-                }
+                probability(&format!("links.{i}.reorder.p"), r.p)?;
+                in_range(&format!("links.{i}.reorder.delay_ns"), r.delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;
             }
             match l.queue {
-                QueueConfig::Pfifo { limit_packets: 0 } => {
-                    return Err(format!("links.{i}.queue.limit_packets: expected at least 1"))
+                QueueConfig::Pfifo { limit_packets } => {
+                    in_range(&format!("links.{i}.queue.limit_packets"), limit_packets as u64, 1, u32::MAX as u64, "packets")?
                 }
-                QueueConfig::Bfifo { limit_bytes: 0 } => {
-                    return Err(format!("links.{i}.queue.limit_bytes: expected at least 1"))
+                QueueConfig::Bfifo { limit_bytes } => {
+                    in_range(&format!("links.{i}.queue.limit_bytes"), limit_bytes, 1, u32::MAX as u64, "bytes (tc's u32 limit)")?
                 }
-                _ => {}
             }
         }
         for (i, f) in self.flows.iter().enumerate() {
-            if f.src >= n || f.dst >= n {
-                return Err(format!("flows.{i}: node index out of range ({} nodes)", n));
+            if f.src as u64 >= n || f.dst as u64 >= n {
+                return Err(format!("flows.{i}: node index out of range ({n} nodes)"));
             }
             if f.src == f.dst {
                 return Err(format!("flows.{i}: src and dst must differ"));
@@ -319,22 +381,112 @@ impl SimConfig {
                     return Err(format!("flows.{i}.{which}: node {} is a router, not a host", self.nodes[idx as usize].name));
                 }
             }
+            if f.start_ns >= self.duration_ns {
+                return Err(format!("flows.{i}.start_ns: {} is not before duration_ns ({})", f.start_ns, self.duration_ns));
+            }
+            if let Some(stop) = f.stop_ns {
+                in_range(&format!("flows.{i}.stop_ns"), stop, f.start_ns, MAX_DURATION_NS, "ns (from start_ns to one year)")?;
+            }
+            if let AppConfig::BulkBytes { bytes } = f.app {
+                in_range(&format!("flows.{i}.app.bytes"), bytes, 1, 1 << 60, "bytes")?;
+            }
+            f.tcp.validate(&format!("flows.{i}.tcp"))?;
+            let c = &f.cc_params;
+            let at = |name: &str| format!("flows.{i}.cc_params.{name}");
+            in_range(&at("beta"), c.beta as u64, 1, 1023, "(x1024)")?;
+            in_range(&at("bic_scale"), c.bic_scale as u64, 1, u32::MAX as u64 >> 10, "")?;
+            in_range(&at("hystart_detect"), c.hystart_detect as u64, 0, 3, "(bits: 1 = ACK train, 2 = delay)")?;
+            in_range(&at("hystart_ack_delta_us"), c.hystart_ack_delta_us as u64, 0, 1_000_000, "us")?;
+        }
+        let est = crate::memory::estimate(self);
+        if est.total_bytes > self.max_memory_bytes {
+            return Err(est.refusal(self));
+        }
+        Ok(())
+    }
+
+    /// Settings that are valid but make a run that cannot do what it is for; each line
+    /// names the field and says why. Returned with the results (the CLI prints them).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
             let t = &f.tcp;
-            if t.mss_bytes < 88 || t.mss_bytes > 65_000 {
-                return Err(format!("flows.{i}.tcp.mss_bytes: {} outside [88, 65000]", t.mss_bytes));
+            // The largest window the receiver can ever advertise: tcp_win_from_space() of
+            // the largest buffer (Linux v6.6 include/net/tcp.h: tcp_win_from_space(), 50%).
+            let max_window = crate::tcp::receiver::max_window_bytes(t);
+            if max_window < t.mss_bytes as u64 {
+                out.push(format!(
+                    "flows.{i}.tcp.tcp_rmem: the receiver's largest window is {max_window} bytes (tcp_win_from_space of \
+                     tcp_rmem max {}), below one MSS ({} bytes): the sender can never send a full segment, so \
+                     the flow carries no data",
+                    t.tcp_rmem[2], t.mss_bytes
+                ));
             }
-            if t.initial_cwnd == 0 {
-                return Err(format!("flows.{i}.tcp.initial_cwnd: expected at least 1"));
+        }
+        out
+    }
+}
+
+fn in_range(field: &str, v: u64, lo: u64, hi: u64, unit: &str) -> Result<(), String> {
+    if v < lo || v > hi {
+        let unit = if unit.is_empty() { String::new() } else { format!(" {unit}") };
+        return Err(format!("{field}: {v} is outside [{lo}, {hi}]{unit}"));
+    }
+    Ok(())
+}
+
+fn probability(field: &str, p: f64) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(format!("{field}: {p} is not a probability in [0, 1]"));
+    }
+    Ok(())
+}
+
+impl TcpConfig {
+    /// Ranges follow the kernel's sysctl tables (Linux v6.6 net/ipv4/sysctl_net_ipv4.c:
+    /// `ipv4_net_table` extra1/extra2 bounds) where it has them, and what the engine's
+    /// arithmetic relies on elsewhere.
+    pub fn validate(&self, at: &str) -> Result<(), String> {
+        let f = |name: &str| format!("{at}.{name}");
+        in_range(&f("mss_bytes"), self.mss_bytes as u64, 88, 65_000, "bytes")?;
+        in_range(&f("initial_cwnd"), self.initial_cwnd as u64, 1, 65_535, "packets")?;
+        for (name, m) in [("tcp_rmem", &self.tcp_rmem), ("tcp_wmem", &self.tcp_wmem)] {
+            // sysctl tcp_rmem/tcp_wmem: ints of at least 1 (extra1 = SYSCTL_ONE).
+            if m.iter().any(|&v| v == 0 || v > i32::MAX as u64) || !(m[0] <= m[1] && m[1] <= m[2]) {
+                return Err(format!(
+                    "{}: [{}, {}, {}], expected min <= default <= max, each in [1, {}] bytes",
+                    f(name), m[0], m[1], m[2], i32::MAX
+                ));
             }
-            if t.tcp_rmem[2] < t.tcp_rmem[1] || t.tcp_wmem[2] < t.tcp_wmem[1] {
-                return Err(format!("flows.{i}.tcp: tcp_rmem/tcp_wmem max below default"));
-            }
-            if f.cc_params.beta == 0 || f.cc_params.beta >= 1024 {
-                return Err(format!("flows.{i}.cc_params.beta: {} outside [1, 1023]", f.cc_params.beta));
-            }
-            if f.cc_params.bic_scale == 0 {
-                return Err(format!("flows.{i}.cc_params.bic_scale: expected at least 1"));
-            }
+        }
+        in_range(&f("tcp_early_retrans"), self.tcp_early_retrans as u64, 0, 4, "")?;
+        in_range(&f("tcp_recovery"), self.tcp_recovery as u64, 0, 7, "(bits)")?;
+        in_range(&f("tcp_frto"), self.tcp_frto as u64, 0, 2, "")?;
+        in_range(&f("tcp_reordering"), self.tcp_reordering as u64, 1, 300, "packets")?;
+        in_range(&f("tcp_max_reordering"), self.tcp_max_reordering as u64, 1, 1 << 20, "packets")?;
+        in_range(&f("tcp_min_rtt_wlen_s"), self.tcp_min_rtt_wlen_s as u64, 0, 86_400, "s")?;
+        in_range(&f("tcp_limit_output_bytes"), self.tcp_limit_output_bytes, 1, i32::MAX as u64, "bytes")?;
+        in_range(&f("tcp_pacing_ss_ratio"), self.tcp_pacing_ss_ratio as u64, 0, 1000, "%")?;
+        in_range(&f("tcp_pacing_ca_ratio"), self.tcp_pacing_ca_ratio as u64, 0, 1000, "%")?;
+        in_range(&f("tcp_comp_sack_delay_ns"), self.tcp_comp_sack_delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;
+        in_range(&f("tcp_comp_sack_nr"), self.tcp_comp_sack_nr as u64, 0, 255, "")?;
+        in_range(&f("tcp_min_tso_segs"), self.tcp_min_tso_segs as u64, 1, 255, "segments")?;
+        in_range(&f("tcp_tso_rtt_log"), self.tcp_tso_rtt_log as u64, 0, 31, "")?;
+        // RTO arithmetic is in microseconds (u32); TCP_RTO_MAX bounds what rto_min means.
+        in_range(&f("rto_min_ms"), self.rto_min_ms as u64, 1, TCP_RTO_MAX_MS as u64, "ms")?;
+        if self.max_pacing_rate_bytes_per_sec == 0 {
+            return Err(format!("{}: 0, expected a positive rate in bytes/s (u64::MAX = unlimited)", f("max_pacing_rate_bytes_per_sec")));
+        }
+        if self.fq_pacing {
+            // TCP would stop pacing and stamp each segment with a future departure time
+            // (Linux: SK_PACING_FQ, tcp_update_skb_after_send()), expecting sch_fq to hold
+            // it; tcplab has no fq yet, so packets would leave at once and RTT samples would
+            // be measured from moments that have not happened.
+            return Err(format!(
+                "{}: true is not supported yet: it needs the fq qdisc to honour the departure times TCP stamps, \
+                 and tcplab has no fq; expected false (TCP then paces itself, as Linux does without fq)",
+                f("fq_pacing")
+            ));
         }
         Ok(())
     }

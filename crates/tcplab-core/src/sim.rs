@@ -1,6 +1,15 @@
 //! The simulator: builds the network and the endpoints from a [`SimConfig`], runs the
-//! event loop, samples time series, and checks at the end that every data packet is
-//! accounted for (delivered, dropped for a counted reason, or still inside a link).
+//! event loop, samples time series, and checks two invariants at the end of every run:
+//!
+//! - **packet conservation**: every data packet is accounted for (delivered, dropped for a
+//!   counted reason, or still inside a link);
+//! - **RTT floor**: no RTT sample of any flow is below its path's propagation round trip
+//!   (the one-way delays of the links from sender to receiver and back). Serialization and
+//!   queueing only add to an RTT, so this bound is conservative; a sample below it means
+//!   a segment was stamped with a transmit time it did not leave at (issue 7, item 1.7).
+//!
+//! Failures that are not bugs of the model, such as running out of memory while the time
+//! series grow, end the run with a [`SimError`] rather than a panic or an abort.
 //!
 //! Clock: the engine starts at `BOOT_NS` (1 s) rather than 0, because Linux's TCP reads
 //! a zero timestamp as "unset" (`tcp_mstamp`, `epoch_start`, `delivered_mstamp`); a real
@@ -20,7 +29,7 @@ use crate::net::routing::Routes;
 use crate::net::{DataAccounting, Network};
 use crate::tcp::rate::delivery_rate_bytes_per_sec;
 use crate::tcp::socket::{Ctx, TcpSocket, T_DELACK, T_PACING, T_XMIT};
-use crate::time::NEVER;
+use crate::time::{time_add, NEVER, NSEC_PER_MSEC, NSEC_PER_USEC};
 
 /// Engine time of the scenario's t = 0.
 pub const BOOT_NS: u64 = 1_000_000_000;
@@ -87,11 +96,39 @@ pub struct HostSummary {
 
 #[derive(Clone, Debug)]
 pub struct Invariant {
+    /// Both checks passed.
     pub ok: bool,
+    /// Every data packet is accounted for.
+    pub data_ok: bool,
     pub data: DataAccounting,
     pub in_flight: u64,
     pub message: String,
+    /// The RTT-floor check (see module docs) and its message (names the first offender).
+    pub rtt_ok: bool,
+    pub rtt_message: String,
 }
+
+/// Why a run stopped before its end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// An allocation the run needed failed (reported, never an abort).
+    OutOfMemory { what: String, at_ns: u64 },
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::OutOfMemory { what, at_ns } => write!(
+                f,
+                "out of memory at simulated time {:.6} s while {what}; lower the run's memory \
+                 (a longer sample_interval_ns, a shorter duration_ns, fewer flows)",
+                *at_ns as f64 / 1e9
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
 
 pub struct SimOutput {
     pub flows: Vec<FlowSummary>,
@@ -105,6 +142,8 @@ pub struct SimOutput {
     pub packets: u64,
     /// Packets sent by hosts, each counted once however many links it crosses.
     pub host_packets: u64,
+    /// Settings that are valid but defeat the run's purpose ([`SimConfig::warnings`]).
+    pub warnings: Vec<String>,
 }
 
 pub struct Simulator {
@@ -117,22 +156,33 @@ pub struct Simulator {
     events: u64,
     series: FlowSeries,
     queues: QueueSeries,
+    /// Per flow: propagation delay from sender to receiver and back, ns.
+    base_rtt_ns: Vec<u64>,
+    failed: Option<SimError>,
 }
 
 impl Simulator {
     pub fn new(cfg: SimConfig) -> Result<Simulator, String> {
         cfg.validate()?;
+        Simulator::build(cfg)
+    }
+
+    /// Build without validating (tests that must run a configuration `validate` refuses).
+    fn build(cfg: SimConfig) -> Result<Simulator, String> {
         let links: Vec<Link> = cfg.links.iter().map(|l| Link::new(l, cfg.seed)).collect();
         let pairs: Vec<(u32, u32)> = cfg.links.iter().map(|l| (l.from, l.to)).collect();
         let forwards: Vec<bool> = cfg.nodes.iter().map(|n| n.kind == NodeKind::Router).collect();
         let routes = Routes::build(cfg.nodes.len(), &pairs, &forwards);
+        let mut base_rtt_ns = Vec::with_capacity(cfg.flows.len());
         for (i, f) in cfg.flows.iter().enumerate() {
-            if routes.path(f.src, f.dst, &pairs).is_none() || routes.path(f.dst, f.src, &pairs).is_none() {
+            let (Some(fwd), Some(rev)) = (routes.path(f.src, f.dst, &pairs), routes.path(f.dst, f.src, &pairs)) else {
                 return Err(format!(
                     "flows.{i}: no route between {} and {}",
                     cfg.nodes[f.src as usize].name, cfg.nodes[f.dst as usize].name
                 ));
-            }
+            };
+            let prop = fwd.iter().chain(rev.iter()).fold(0u64, |acc, &l| time_add(acc, cfg.links[l as usize].delay_ns));
+            base_rtt_ns.push(prop);
         }
         let net = Network {
             links,
@@ -152,15 +202,18 @@ impl Simulator {
                 ev.push(BOOT_NS + f.start_ns, EventKind::App, i as u32);
             }
         }
-        let rows = cfg.duration_ns.checked_div(cfg.sample_interval_ns).map_or(0, |n| n as usize + 2);
+        let rows = crate::memory::sample_rows(cfg.duration_ns, cfg.sample_interval_ns) as usize;
         if cfg.sample_interval_ns > 0 {
             ev.push(BOOT_NS, EventKind::Sample, 0);
         }
         // Reserve the time series up front (no reallocation while sampling), but not beyond
-        // ~1M rows: very large scenarios grow as they go instead.
-        let series = FlowSeries::with_capacity((rows * cfg.flows.len()).min(1 << 20));
-        let queues = QueueSeries::with_capacity((rows * cfg.links.len()).min(1 << 20));
-        Ok(Simulator { cfg, net, ev, socks, now_ns: BOOT_NS, end_ns, events: 0, series, queues })
+        // ~1M rows: very large scenarios grow as they go instead (fallibly, see `sample`).
+        let mut series = FlowSeries::default();
+        let mut queues = QueueSeries::default();
+        let oom = |what: &str| format!("out of memory reserving the {what} time series ({rows} sample times)");
+        series.try_reserve(rows.saturating_mul(cfg.flows.len()).min(1 << 20)).map_err(|_| oom("flow"))?;
+        queues.try_reserve(rows.saturating_mul(cfg.links.len()).min(1 << 20)).map_err(|_| oom("queue"))?;
+        Ok(Simulator { cfg, net, ev, socks, now_ns: BOOT_NS, end_ns, events: 0, series, queues, base_rtt_ns, failed: None })
     }
 
     /// Simulated time since the scenario start, ns.
@@ -172,9 +225,13 @@ impl Simulator {
         self.cfg.duration_ns
     }
 
-    /// Process every event due at or before scenario time `until_rel_ns`.
-    pub fn run_until(&mut self, until_rel_ns: u64) {
-        let until = (BOOT_NS + until_rel_ns).min(self.end_ns);
+    /// Process every event due at or before scenario time `until_rel_ns`. After an error
+    /// the simulator stays stopped at the time of the failure.
+    pub fn run_until(&mut self, until_rel_ns: u64) -> Result<(), SimError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let until = time_add(BOOT_NS, until_rel_ns).min(self.end_ns);
         while let Some(t) = self.ev.peek_time() {
             if t > until {
                 break;
@@ -183,10 +240,14 @@ impl Simulator {
             self.now_ns = e.at_ns;
             self.events += 1;
             self.dispatch(e.kind(), e.id());
+            if let Some(e) = &self.failed {
+                return Err(e.clone());
+            }
         }
         if self.now_ns < until {
             self.now_ns = until;
         }
+        Ok(())
     }
 
     #[inline]
@@ -245,8 +306,11 @@ impl Simulator {
                 self.sync_timers(ep);
             }
             EventKind::Sample => {
-                self.sample();
-                let next = now + self.cfg.sample_interval_ns;
+                if let Err(e) = self.sample() {
+                    self.failed = Some(e);
+                    return;
+                }
+                let next = time_add(now, self.cfg.sample_interval_ns);
                 if next <= self.end_ns {
                     self.ev.push(next, EventKind::Sample, 0);
                 }
@@ -269,8 +333,26 @@ impl Simulator {
         }
     }
 
-    fn sample(&mut self) {
+    fn sample(&mut self) -> Result<(), SimError> {
         let t = self.now_ns - BOOT_NS;
+        // Grow the columns fallibly (amortized doubling) so that running out of memory is
+        // an error, not an abort inside `Vec::push`.
+        let (nf, nl) = (self.cfg.flows.len(), self.net.links.len());
+        if self.series.spare_rows() < nf {
+            let at_ns = t;
+            self.series.try_reserve(nf).map_err(|_| SimError::OutOfMemory {
+                what: format!("growing the flow time series beyond {} rows", self.series.len()),
+                at_ns,
+            })?;
+        }
+        if self.queues.spare_rows() < nl {
+            let at_ns = t;
+            let rows = self.queues.t_ns.len();
+            self.queues.try_reserve(nl).map_err(|_| SimError::OutOfMemory {
+                what: format!("growing the queue time series beyond {rows} rows"),
+                at_ns,
+            })?;
+        }
         for (i, _) in self.cfg.flows.iter().enumerate() {
             let c = &self.socks[2 * i];
             let srv = &self.socks[2 * i + 1];
@@ -282,7 +364,10 @@ impl Simulator {
             s.cwnd.push(tp.snd_cwnd);
             s.ssthresh.push(tp.snd_ssthresh);
             s.srtt_us.push(tp.srtt_us >> 3);
-            s.rttvar_us.push(tp.rttvar_us);
+            // What ss shows as the Y of `rtt:X/Y`: tcp_info's tcpi_rttvar = mdev_us >> 2
+            // (Linux v6.12 net/ipv4/tcp.c: tcp_get_info()), not the RTO's internal rttvar_us,
+            // which is floored at TCP_RTO_MIN.
+            s.rttvar_us.push(tp.mdev_us >> 2);
             s.min_rtt_us.push(if tp.min_rtt_us() == u32::MAX { 0 } else { tp.min_rtt_us() });
             s.pacing_rate_bps.push(tp.sk_pacing_rate.saturating_mul(8));
             s.delivery_rate_bps.push(delivery_rate_bytes_per_sec(tp) * 8);
@@ -307,13 +392,44 @@ impl Simulator {
             q.backlog_bytes.push(l.qdisc.stats.backlog_bytes);
             q.drops.push(l.qdisc.stats.drops);
         }
+        Ok(())
     }
 
     /// Run to the end and collect the results.
-    pub fn run(mut self) -> SimOutput {
+    pub fn try_run(mut self) -> Result<SimOutput, SimError> {
         let d = self.cfg.duration_ns;
-        self.run_until(d);
-        self.finish()
+        self.run_until(d)?;
+        Ok(self.finish())
+    }
+
+    /// Run to the end and collect the results; panics if the run failed (tests, benches).
+    pub fn run(self) -> SimOutput {
+        self.try_run().unwrap_or_else(|e| panic!("simulation failed: {e}"))
+    }
+
+    /// The RTT-floor invariant (see module docs): `(ok, message)`.
+    fn check_rtt_floor(&self) -> (bool, String) {
+        for (i, f) in self.cfg.flows.iter().enumerate() {
+            let base = self.base_rtt_ns[i];
+            for ep in [2 * i, 2 * i + 1] {
+                let st = &self.socks[ep].stats;
+                if let Some((sample_us, floor_us)) = rtt_floor_violation(base, st.min_timed_rtt_us, st.min_ts_rtt_us) {
+                    let side = if ep % 2 == 0 { "sender" } else { "receiver" };
+                    return (
+                        false,
+                        format!(
+                            "flow {} ({side}): RTT sample of {} us is below the path's propagation round trip of {} us \
+                             (floor {} us); a segment was timed from a moment it did not leave at",
+                            f.name,
+                            sample_us,
+                            base as f64 / 1e3,
+                            floor_us
+                        ),
+                    );
+                }
+            }
+        }
+        (true, format!("no RTT sample below its path's propagation round trip ({} flows)", self.cfg.flows.len()))
     }
 
     pub fn finish(mut self) -> SimOutput {
@@ -331,7 +447,8 @@ impl Simulator {
             format!("data packets: {} sent but {} accounted for (received {}, dropped {}, in flight {})",
                 d.sent, accounted, d.received, d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route, in_flight)
         };
-        let invariant = Invariant { ok, data: d.clone(), in_flight, message };
+        let (rtt_ok, rtt_message) = self.check_rtt_floor();
+        let invariant = Invariant { ok: ok && rtt_ok, data_ok: ok, data: d.clone(), in_flight, message, rtt_ok, rtt_message };
 
         let mut hosts: Vec<HostSummary> = self
             .cfg
@@ -391,11 +508,214 @@ impl Simulator {
             events: self.events,
             packets: self.net.packets_transmitted,
             host_packets: self.net.host_packets,
+            warnings: self.cfg.warnings(),
         }
     }
 
     /// Endpoint access for tests.
     pub fn socket(&self, ep: usize) -> &TcpSocket {
         &self.socks[ep]
+    }
+}
+
+/// The smallest RTT sample a path with propagation round trip `base_ns` can produce, at
+/// each clock's resolution: samples timed from the skb are differences of microsecond
+/// stamps (`tcp_mstamp`), those from the echoed timestamp differences of millisecond
+/// stamps; a difference of truncated stamps is at least the truncated true difference.
+/// Returns `(sample_us, floor_us)` for the first sample below its floor.
+pub fn rtt_floor_violation(base_ns: u64, min_timed_us: Option<u64>, min_ts_us: Option<u64>) -> Option<(u64, u64)> {
+    let timed_floor_us = base_ns / NSEC_PER_USEC;
+    if let Some(s) = min_timed_us.filter(|&s| s < timed_floor_us) {
+        return Some((s, timed_floor_us));
+    }
+    let ts_floor_us = base_ns / NSEC_PER_MSEC * 1000;
+    min_ts_us.filter(|&s| s < ts_floor_us).map(|s| (s, ts_floor_us))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::*;
+
+    /// Sender and receiver joined by one link each way (`fwd_delay_ns`, `rev_delay_ns`).
+    pub(crate) fn two_hosts(rate_bps: u64, fwd_delay_ns: u64, rev_delay_ns: u64, duration_ns: u64) -> SimConfig {
+        let link = |name: &str, from, to, delay_ns| LinkConfig {
+            name: name.into(),
+            from,
+            to,
+            rate_bps,
+            delay_ns,
+            overhead_bytes: 14,
+            loss: LossConfig::None,
+            loss_filter: LossFilter::default(),
+            reorder: None,
+            queue: QueueConfig::Pfifo { limit_packets: 1000 },
+        };
+        SimConfig {
+            seed: 1,
+            duration_ns,
+            sample_interval_ns: 100_000_000,
+            nodes: vec![
+                NodeConfig { name: "a".into(), kind: NodeKind::Host },
+                NodeConfig { name: "b".into(), kind: NodeKind::Host },
+            ],
+            links: vec![link("ab", 0, 1, fwd_delay_ns), link("ba", 1, 0, rev_delay_ns)],
+            flows: vec![FlowConfig {
+                name: "f".into(),
+                src: 0,
+                dst: 1,
+                cc: CcKind::Bbr,
+                start_ns: 0,
+                stop_ns: None,
+                app: AppConfig::Bulk,
+                tcp: TcpConfig::default(),
+                cc_params: CcParams::default(),
+            }],
+            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        }
+    }
+
+    #[test]
+    fn rtt_floor_uses_each_clocks_resolution() {
+        // 20.3 ms path: a 20.299 ms skb-timed sample is impossible; a 20 ms TS sample is not.
+        assert_eq!(rtt_floor_violation(20_300_000, Some(20_299), None), Some((20_299, 20_300)));
+        assert_eq!(rtt_floor_violation(20_300_000, Some(20_300), Some(20_000)), None);
+        assert_eq!(rtt_floor_violation(20_300_000, None, Some(19_000)), Some((19_000, 20_000)));
+        assert_eq!(rtt_floor_violation(0, Some(0), Some(0)), None);
+    }
+
+    #[test]
+    fn ordinary_runs_keep_rtt_samples_above_the_propagation_round_trip() {
+        let out = Simulator::new(two_hosts(100_000_000, 10_000_000, 10_000_000, 2_000_000_000)).unwrap().run();
+        assert!(out.invariant.rtt_ok, "{}", out.invariant.rtt_message);
+        assert!(out.invariant.ok);
+        assert!(out.flows[0].rtt.count > 100 && out.flows[0].rtt.min_us >= 20_000);
+    }
+
+    #[test]
+    fn unhonoured_fq_departure_times_break_the_rtt_floor() {
+        // Issue 7 item 1.7: with fq_pacing TCP stamps segments with future departure times
+        // that nothing holds them to (no fq), so RTTs come out below the path's 20 ms.
+        // `validate` refuses the option; built unchecked, the invariant must catch it.
+        let mut cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 3_000_000_000);
+        cfg.flows[0].tcp.fq_pacing = true;
+        let err = cfg.validate().unwrap_err();
+        assert!(err.starts_with("flows.0.tcp.fq_pacing: true is not supported"), "{err}");
+        let out = Simulator::build(cfg).unwrap().run();
+        assert!(!out.invariant.rtt_ok, "{}", out.invariant.rtt_message);
+        assert!(!out.invariant.ok);
+        assert!(out.invariant.rtt_message.contains("flow f (sender)"), "{}", out.invariant.rtt_message);
+    }
+
+    #[test]
+    fn a_huge_forward_delay_is_refused_by_field() {
+        // Issue 7 item 2.4: 18446744073 s forward, 10 ms back used to wrap and "run".
+        let cfg = two_hosts(100_000_000, 18_446_744_073 * 1_000_000_000, 10_000_000, 1_000_000_000);
+        let err = Simulator::new(cfg).err().unwrap();
+        assert!(err.starts_with("links.0.delay_ns: 18446744073000000000 is outside [0, 3600000000000]"), "{err}");
+    }
+
+    #[test]
+    fn a_delay_beyond_the_run_delivers_nothing_instead_of_wrapping() {
+        // Built unchecked, a forward delay near u64::MAX saturates: nothing arrives, so
+        // goodput is 0, not above the link rate.
+        let cfg = two_hosts(100_000_000, u64::MAX - 1_000, 10_000_000, 1_000_000_000);
+        let out = Simulator::build(cfg).unwrap().run();
+        assert_eq!(out.flows[0].bytes_received, 0);
+        assert!(out.invariant.ok, "{}", out.invariant.message);
+    }
+
+    #[test]
+    fn data_loss_filter_spares_the_handshake_and_acks() {
+        // Issue 7 item 1.6: 10% loss on both directions, restricted to data segments. The
+        // reverse direction carries only the SYN-ACK and ACKs: nothing may be lost there; on
+        // the forward direction only data segments are lost, at rate p.
+        let p = 0.1;
+        let mut cfg = two_hosts(10_000_000, 5_000_000, 5_000_000, 10_000_000_000);
+        cfg.flows[0].cc = CcKind::Cubic;
+        for l in cfg.links.iter_mut() {
+            l.loss = LossConfig::Bernoulli { p };
+            l.loss_filter = LossFilter { data_only: true, min_ip_bytes: 0 };
+        }
+        let out = Simulator::new(cfg.clone()).unwrap().run();
+        assert_eq!(out.links[1].wire.loss_drops, 0, "an ACK was lost");
+        let d = &out.invariant.data;
+        assert!(d.sent > 1000, "only {} data packets", d.sent);
+        let sd = (d.sent as f64 * p * (1.0 - p)).sqrt();
+        assert!((d.dropped_loss as f64 - d.sent as f64 * p).abs() < 5.0 * sd, "lost {} of {}", d.dropped_loss, d.sent);
+        // Every forward loss was a data segment: the SYN (and the handshake's ACK) passed.
+        assert_eq!(out.links[0].wire.loss_drops, d.dropped_loss);
+        // Without the filter the same loss does hit the ACK path.
+        for l in cfg.links.iter_mut() {
+            l.loss_filter = LossFilter::default();
+        }
+        let out = Simulator::new(cfg).unwrap().run();
+        assert!(out.links[1].wire.loss_drops > 0);
+    }
+
+    #[test]
+    fn memory_estimate_refuses_a_1ns_sample_interval_by_field() {
+        // Issue 7 item 2.2: sample_interval 1 ns over 2 s grew to 5.7 GB and aborted.
+        let mut cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 2_000_000_000);
+        cfg.sample_interval_ns = 1;
+        let err = cfg.validate().unwrap_err();
+        assert!(err.starts_with("sample_interval_ns: 1 over duration_ns 2000000000 keeps 2000000002 samples"), "{err}");
+        assert!(err.contains("max_memory_bytes 4294967296"), "{err}");
+        // The estimate is what the series will hold: rows x (flows x flow row + links x queue row).
+        let e = crate::memory::estimate(&cfg);
+        let per_row = FlowSeries::ROW_BYTES as u64 + 2 * QueueSeries::ROW_BYTES as u64;
+        assert_eq!(e.series_bytes, 2_000_000_002 * per_row);
+        // The limit is the user's to raise.
+        cfg.max_memory_bytes = 2 * e.total_bytes;
+        cfg.validate().unwrap();
+    }
+
+    #[test]
+    fn memory_estimate_covers_what_a_run_samples() {
+        let cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 1_000_000_000);
+        let e = crate::memory::estimate(&cfg);
+        let out = Simulator::new(cfg).unwrap().run();
+        let held = out.series.len() as u64 * FlowSeries::ROW_BYTES as u64 + out.queues.t_ns.len() as u64 * QueueSeries::ROW_BYTES as u64;
+        assert!(held > 0 && held <= e.series_bytes, "held {held}, estimated {}", e.series_bytes);
+    }
+
+    #[test]
+    fn engine_config_checks_every_field_it_relies_on() {
+        // Issue 7 item 2.9: each of these used to be accepted by the engine's own entry.
+        let base = two_hosts(100_000_000, 1_000_000, 1_000_000, 1_000_000_000);
+        type Edit = Box<dyn Fn(&mut SimConfig)>;
+        let cases: Vec<(&str, Edit)> = vec![
+            ("sample_interval_ns: 0 is outside [1, 1000000000]", Box::new(|c| c.sample_interval_ns = 0)),
+            ("flows.0.tcp.tcp_rmem: [8000, 4000, 2000], expected min <= default <= max", Box::new(|c| c.flows[0].tcp.tcp_rmem = [8000, 4000, 2000])),
+            ("flows.0.tcp.tcp_wmem: [0, 16384, 4194304]", Box::new(|c| c.flows[0].tcp.tcp_wmem = [0, 16384, 4194304])),
+            ("flows.0.tcp.rto_min_ms: 0 is outside [1, 120000] ms", Box::new(|c| c.flows[0].tcp.rto_min_ms = 0)),
+            ("flows.0.tcp.rto_min_ms: 5000000 is outside", Box::new(|c| c.flows[0].tcp.rto_min_ms = 5_000_000)),
+            ("duration_ns: 31622400000000001 is outside", Box::new(|c| c.duration_ns = MAX_DURATION_NS + 1)),
+            ("links.1.reorder.delay_ns:", Box::new(|c| c.links[1].reorder = Some(ReorderConfig { p: 0.1, delay_ns: u64::MAX }))),
+            ("links.0.rate_bps: 0 is outside", Box::new(|c| c.links[0].rate_bps = 0)),
+            ("flows.0.start_ns: 1000000000 is not before duration_ns", Box::new(|c| c.flows[0].start_ns = 1_000_000_000)),
+            ("flows.0.tcp.tcp_comp_sack_delay_ns:", Box::new(|c| c.flows[0].tcp.tcp_comp_sack_delay_ns = u64::MAX)),
+            ("flows.0.tcp.max_pacing_rate_bytes_per_sec: 0", Box::new(|c| c.flows[0].tcp.max_pacing_rate_bytes_per_sec = 0)),
+            ("links.0.loss_filter.min_ip_bytes: 70000 is outside", Box::new(|c| c.links[0].loss_filter.min_ip_bytes = 70_000)),
+        ];
+        base.validate().unwrap();
+        for (want, edit) in cases {
+            let mut c = base.clone();
+            edit(&mut c);
+            let err = c.validate().unwrap_err();
+            assert!(err.starts_with(want), "want {want:?}, got {err:?}");
+        }
+    }
+
+    #[test]
+    fn a_receive_buffer_below_one_segment_is_warned_about() {
+        // Issue 7 item 2.9: tcp_rmem "88 88 88" carried nothing for the whole run, silently.
+        let mut cfg = two_hosts(100_000_000, 1_000_000, 1_000_000, 1_000_000_000);
+        assert!(cfg.warnings().is_empty());
+        cfg.flows[0].tcp.tcp_rmem = [88, 88, 88];
+        let out = Simulator::new(cfg).unwrap().run();
+        assert_eq!(out.flows[0].bytes_received, 0);
+        assert_eq!(out.warnings.len(), 1);
+        assert!(out.warnings[0].starts_with("flows.0.tcp.tcp_rmem: the receiver's largest window is 0 bytes"), "{}", out.warnings[0]);
     }
 }

@@ -23,6 +23,18 @@ pub const HZ: u32 = 1000;
 /// A time that never comes: used for "timer not armed".
 pub const NEVER: u64 = u64::MAX;
 
+/// Latest time the engine computes (2^62 ns, 146 years): sums of times saturate here, far
+/// beyond any run's end (configured times are bounded to a year, `config::MAX_DURATION_NS`)
+/// and below [`NEVER`], so an overflow can only push an event past the end, never wrap it
+/// to the past.
+pub const MAX_TIME_NS: u64 = 1 << 62;
+
+/// `t + d` on the simulated clock, saturating at [`MAX_TIME_NS`].
+#[inline]
+pub fn time_add(t: u64, d: u64) -> u64 {
+    t.saturating_add(d).min(MAX_TIME_NS)
+}
+
 /// `tcp_mstamp`-style microsecond clock from nanoseconds (truncating, as `div_u64`).
 #[inline]
 pub fn ns_to_us(ns: u64) -> u64 {
@@ -83,6 +95,15 @@ mod tests {
         assert_eq!(usecs_to_jiffies(1001), 2);
         assert_eq!(jiffies_to_usecs(200), 200_000);
         assert_eq!(ns_to_jiffies32(2_999_999), 2);
+    }
+
+    #[test]
+    fn time_sums_saturate_instead_of_wrapping() {
+        // Issue 7 item 2.4: a delay near u64::MAX used to wrap the arrival time into the past.
+        let delay = 18_446_744_073 * NSEC_PER_SEC;
+        assert_eq!(time_add(NSEC_PER_SEC, delay), MAX_TIME_NS);
+        assert!(time_add(u64::MAX - 1, u64::MAX) < NEVER);
+        assert_eq!(time_add(5, 7), 12);
     }
 
     #[test]

@@ -196,17 +196,21 @@ fn bbr_tracks_a_single_bottleneck() {
         "min_rtt {} vs base {base_rtt_us}",
         info.min_rtt_us
     );
-    // Delivered nearly the full capacity after STARTUP (PROBE_RTT costs ~2%).
+    // Delivered nearly the full capacity after STARTUP: PROBE_RTT costs its 200 ms plus about
+    // a round to drain to 4 packets and one to refill (~0.25 s) every 10 s, 2.5 %: >= 96 %.
     let capacity = pkts_per_sec * (RUN_NS - full_at) as f64 / 1e9;
     let delivered_after =
         tp.delivered as f64 - (full_at as f64 / 1e9 * pkts_per_sec).min(tp.delivered as f64);
     assert!(
-        delivered_after / capacity > 0.9,
+        delivered_after / capacity > 0.96,
         "{delivered_after} of {capacity}"
     );
-    // PROBE_BW keeps the queue small: the 5/4 probe adds about BDP/4.
+    // PROBE_BW keeps the queue small: the 5/4 probe adds BDP/4, and the inflight target's
+    // quantization budget (bbr_quantization_budget) at most 3 x tso_segs_goal + 2 + 1 for
+    // rounding up to even; tso_segs_goal at 1.25 x 50 Mbit/s is (7.8 MB/s >> 10) / 1448 B,
+    // under 6 segments: BDP/4 + 21 packets.
     assert!(
-        (trace.max_queue_steady as f64) < 0.5 * bdp_packets(),
+        (trace.max_queue_steady as f64) <= 0.25 * bdp_packets() + 21.0,
         "queue {} with BDP {:.1}",
         trace.max_queue_steady,
         bdp_packets()

@@ -93,7 +93,7 @@ fn reno_under_random_loss_follows_mathis() {
     // loss and one packet per loss event. Linux counts acked packets (not ACKs) in
     // congestion avoidance, so delayed ACKs do not change the constant. Random
     // (Bernoulli) loss and SACK recovery move the constant by up to ~20% (Padhye et al.
-    // 1998 give 1.31 vs 1.22 without timeouts); we accept +-25%. The link (1 Gbit/s) and
+    // 1998 give 1.31 vs 1.22 without timeouts); we accept +-20%. The link (1 Gbit/s) and
     // its buffer are large enough that no congestion loss occurs.
     let rate = 1_000_000_000;
     let p = 0.001;
@@ -104,7 +104,7 @@ fn reno_under_random_loss_follows_mathis() {
     let mathis = 1448.0 * 8.0 / rtt_s * (1.5f64).sqrt() / p.sqrt();
     let got = goodput_bps(&out, 0);
     let ratio = got / mathis;
-    assert!((0.75..=1.25).contains(&ratio), "goodput {:.2} Mbit/s vs Mathis {:.2} Mbit/s (ratio {ratio:.3}, rtt {:.2} ms)", got / 1e6, mathis / 1e6, rtt_s * 1e3);
+    assert!((0.80..=1.20).contains(&ratio), "goodput {:.2} Mbit/s vs Mathis {:.2} Mbit/s (ratio {ratio:.3}, rtt {:.2} ms)", got / 1e6, mathis / 1e6, rtt_s * 1e3);
     assert_eq!(out.links[bottleneck(1)].stats.drops, 0, "congestion drops would invalidate the comparison");
 }
 
@@ -198,12 +198,15 @@ fn losing_the_retransmission_too_needs_an_rto_with_backoff() {
 #[test]
 fn delayed_acks_ack_every_second_segment() {
     // After quick-ACK mode (at most 16 ACKs), the receiver acknowledges every second
-    // full-sized segment (RFC 1122, __tcp_ack_snd_check), so ACKs ~ data / 2.
+    // full-sized segment (RFC 1122, __tcp_ack_snd_check), so ACKs ~ data / 2, plus at most
+    // 8 for the 16 quick ACKs (one per segment), 3 for the handshake (SYN, SYN-ACK, ACK),
+    // and one delayed-ACK-timer ACK per flight that ends on an odd segment (about one per
+    // round trip of slow start, under 9 here): within 20.
     let out = short_transfer(2000, vec![]);
     let c = &out.flows[0].counters;
     let data = 2000.0;
     let acks = c.get(Mib::TcpOutSegs) as f64 - data; // client and server counters merged
-    assert!((acks - data / 2.0).abs() < 0.05 * data, "acks {acks} for {data} segments");
+    assert!((acks - data / 2.0).abs() <= 20.0, "acks {acks} for {data} segments");
 }
 
 #[test]
@@ -213,7 +216,7 @@ fn rto_is_at_least_200ms_above_srtt() {
     cfg.flows[0].app = AppConfig::BulkBytes { bytes: 200 * MSS };
     let sim = {
         let mut s = Simulator::new(cfg).unwrap();
-        s.run_until(2 * S);
+        s.run_until(2 * S).unwrap();
         s
     };
     let tp = &sim.socket(0).tp;

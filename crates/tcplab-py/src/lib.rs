@@ -1,19 +1,27 @@
 //! `tcplab._core`: the Python binding of the tcplab engine.
 //!
-//! One function, `run(config_json, progress=None) -> dict`. The simulation runs with the
+//! Two functions: `run(config_json, progress=None) -> dict`, and `defaults() -> dict`, the
+//! engine's defaults for what the scenario may leave out (Linux's sysctl and module
+//! defaults; Python's copy of them is tested against this). The simulation runs with the
 //! GIL released, in chunks of simulated time; between chunks the binding calls
 //! `progress(sim_now_ns, duration_ns)` and checks for Ctrl-C. Time series come back as
 //! NumPy arrays that take over the engine's buffers without copying. Errors: a bad
-//! configuration raises `ValueError`, an engine panic raises `RuntimeError` with context.
+//! configuration raises `ValueError` (naming the JSON field), running out of memory raises
+//! `MemoryError` (never an abort), an engine panic raises `RuntimeError` with context.
+//! Settings that are valid but defeat the run come back in the `warnings` list.
+//!
+//! `estimate_memory(config_json) -> dict` gives the engine's memory estimate of a run
+//! (`tcplab_core::memory`), so the Python front can check its own copy against it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use numpy::IntoPyArray;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use tcplab_core::config::SimConfig;
+use tcplab_core::config::{self, CcParams, QueueConfig, SimConfig, TcpConfig};
+use tcplab_core::metrics::histogram;
 use tcplab_core::mib::{Mib, MibCounters};
 use tcplab_core::sim::{SimOutput, Simulator};
 use tcplab_core::tcp::sock::CaState;
@@ -69,6 +77,8 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
         r.set_item("p90", f.rtt.p90_us)?;
         r.set_item("p99", f.rtt.p99_us)?;
         r.set_item("max", f.rtt.max_us)?;
+        // Percentiles are low edges of log-linear histogram buckets (metrics/histogram.rs).
+        r.set_item("relative_error", histogram::RELATIVE_ERROR)?;
         fd.set_item("rtt_us", r)?;
         fd.set_item("counters", counters_dict(py, &f.counters)?)?;
         flows.append(fd)?;
@@ -108,6 +118,7 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     let inv = PyDict::new(py);
     let i = &out.invariant;
     inv.set_item("ok", i.ok)?;
+    inv.set_item("accounting_ok", i.data_ok)?;
     inv.set_item("data_packets_sent", i.data.sent)?;
     inv.set_item("data_packets_received", i.data.received)?;
     let dropped = PyDict::new(py);
@@ -118,6 +129,10 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     inv.set_item("dropped", dropped)?;
     inv.set_item("in_flight", i.in_flight)?;
     inv.set_item("message", &i.message)?;
+    let rtt = PyDict::new(py);
+    rtt.set_item("ok", i.rtt_ok)?;
+    rtt.set_item("message", &i.rtt_message)?;
+    inv.set_item("rtt_floor", rtt)?;
     d.set_item("invariant", inv)?;
 
     let s = out.series;
@@ -159,6 +174,7 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     modes.set_item("bbr", vec!["", "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"])?;
     names.set_item("cc_mode", modes)?;
     d.set_item("names", names)?;
+    d.set_item("warnings", out.warnings)?;
     Ok(d)
 }
 
@@ -167,19 +183,29 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
 #[pyo3(signature = (config_json, progress=None))]
 fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
     let cfg = SimConfig::from_json(config_json).map_err(PyValueError::new_err)?;
-    let mut sim = Simulator::new(cfg).map_err(PyValueError::new_err)?;
+    let mut sim = Simulator::new(cfg).map_err(|e| {
+        if e.starts_with("out of memory") {
+            PyMemoryError::new_err(format!("engine: {e}"))
+        } else {
+            PyValueError::new_err(e)
+        }
+    })?;
     let duration = sim.duration_ns();
     let step = (duration / CHUNKS).max(1);
     let mut t = 0u64;
     loop {
         t = (t + step).min(duration);
         let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| sim.run_until(t))));
-        if let Err(e) = r {
-            return Err(PyRuntimeError::new_err(format!(
-                "engine panicked at simulated time {:.6} s: {}",
-                t as f64 / 1e9,
-                panic_message(e)
-            )));
+        match r {
+            Err(e) => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "engine panicked at simulated time {:.6} s: {}",
+                    t as f64 / 1e9,
+                    panic_message(e)
+                )))
+            }
+            Ok(Err(e)) => return Err(PyMemoryError::new_err(format!("engine: {e}"))),
+            Ok(Ok(())) => {}
         }
         py.check_signals()?;
         if let Some(cb) = &progress {
@@ -194,9 +220,42 @@ fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAn
     to_python(py, out)
 }
 
+/// The engine's estimate of what a run of `config_json` would hold in memory (bytes, by
+/// part), without the other checks of `run`.
+#[pyfunction]
+fn estimate_memory<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDict>> {
+    let cfg = SimConfig::parse_json(config_json).map_err(PyValueError::new_err)?;
+    let e = tcplab_core::memory::estimate(&cfg);
+    let d = PyDict::new(py);
+    d.set_item("sample_rows", e.sample_rows)?;
+    d.set_item("series_bytes", e.series_bytes)?;
+    d.set_item("endpoints_bytes", e.endpoints_bytes)?;
+    d.set_item("packets_held", e.packets_held)?;
+    d.set_item("packets_bytes", e.packets_bytes)?;
+    d.set_item("total_bytes", e.total_bytes)?;
+    d.set_item("max_memory_bytes", cfg.max_memory_bytes)?;
+    Ok(d)
+}
+
+/// The engine's defaults: `{"tcp": {...}, "cc_params": {...}, "queue": {...},
+/// "overhead_bytes": N, "sample_interval_ns": N}`, keyed as the engine config is.
+#[pyfunction]
+fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let value = serde_json::json!({
+        "tcp": TcpConfig::default(),
+        "cc_params": CcParams::default(),
+        "queue": QueueConfig::default(),
+        "overhead_bytes": config::default_overhead(),
+        "sample_interval_ns": config::default_sample_interval_ns(),
+    });
+    py.import("json")?.call_method1("loads", (value.to_string(),))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(defaults, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -2,13 +2,14 @@
 
 The model: inputs are the text of tools operators already run (``ss -tinm``, ``nstat -az``,
 ``/proc/net/{netstat,snmp}``, ``tc -s [-j] qdisc``, ``ethtool -S|-g|-i``, ``sysctl``,
-``/proc/stat``, ``uname -r``, ``cilium status``) or node_exporter scrapes, alone or in a
-``tcplab collect`` archive. Each is recognised by content (:mod:`.detect`), parsed by one
-module per tool, and combined into a :class:`~.snapshot.Host` with one or more timed
-snapshots (:mod:`.snapshot`). Rules (:mod:`.rules`) turn a host into findings -- severity,
-evidence lines, mechanism, what to check next, the seed story it matches -- and
-:mod:`.scenarios` turns a finding into a tcplab scenario that reproduces the observed path.
-:mod:`.report` prints them for terminals, machines (JSON) and tickets (Markdown).
+``/proc/stat``, ``uname -r``, ``cilium status``) or node_exporter scrapes, alone, in a
+directory (a tcplab run directory's ``counters.txt`` too) or in a ``tcplab collect``
+archive. Each is recognised by content (:mod:`.detect`), parsed by one module per tool, and
+combined into a :class:`~.snapshot.Host` with one or more timed snapshots
+(:mod:`.snapshot`). Rules (:mod:`.rules`) turn a host into findings -- severity, evidence
+lines, mechanism, what to check next, the seed story it matches -- and :mod:`.scenarios`
+turns a finding into a tcplab scenario that reproduces the observed path. :mod:`.report`
+prints them for terminals, machines (JSON) and tickets (Markdown).
 
 Every input problem is a :class:`~.source.ParseError` (``FILE:LINE: problem``); nothing else
 escapes a parser.

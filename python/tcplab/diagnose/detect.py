@@ -59,12 +59,14 @@ def sniff(src: Source) -> str:
         raise ParseError(src.name, 1, "binary data (NUL bytes), not the text output of a tool")
     text = head.decode("utf-8", "replace")
     stripped = text.lstrip()
-    if stripped[:1] in "[{":
+    if not stripped:
+        raise ParseError(src.name, 1, "empty file (only whitespace)")
+    if stripped[0] in "[{":
         window = stripped[:4096]
-        if '"kernel"' in window:
-            return "nstat_json"
-        if '"kind"' in window:
-            return "tc_json"
+        if stripped[0] == "{" and re.search(r'"kernel"\s*:\s*\{', window):
+            return "nstat_json"  # nstat -j: {"kernel": {...}}
+        if stripped[0] == "[" and re.search(r'"kind"\s*:\s*"', window):
+            return "tc_json"  # tc -j qdisc: a list of qdisc objects
         if '"rx-max"' in window or '"rx"' in window:
             return "ethtool_rings_json"
         raise ParseError(src.name, 1, "JSON, but not tc -j, nstat -j or ethtool --json -g output")
@@ -76,6 +78,8 @@ def sniff(src: Source) -> str:
     first = lines[0].strip()
     if first.startswith("#kernel"):
         return "nstat_text"
+    if first.startswith("# host ") and any(ln.strip().startswith("#kernel") for ln in lines[1:3]):
+        return "nstat_text"  # tcplab's counters.txt: a `# host NAME` line before each nstat block
     if first.startswith("# HELP") or first.startswith("# TYPE"):
         return "prom"
     if first.startswith("NIC statistics"):

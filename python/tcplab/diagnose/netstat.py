@@ -38,6 +38,10 @@ class Counters:
     #: (proc files and nstat -az); node_exporter gives the subset its filter keeps.
     collected: set[str] | None = None
     kind: str = "proc"
+    #: The host section this came from (tcplab's per-host counters.txt), else None.
+    host: str | None = None
+    #: What the reader should know about the choice of section, for the report's notes.
+    note: str | None = None
 
     def has(self, name: str) -> bool:
         return name in self.values
@@ -86,17 +90,42 @@ def parse_proc_netstat(src: Source) -> Counters:
 
 
 def parse_nstat_text(src: Source) -> Counters:
-    """``nstat -a[z]`` text: ``#kernel`` then ``Name value rate`` lines."""
-    out = Counters(kind="nstat")
+    """``nstat -a[z]`` text: ``#kernel`` then ``Name value rate`` lines.
+
+    tcplab's own ``counters.txt`` (:mod:`tcplab.counters`) has one such block per simulated
+    host, each after a ``# host NAME`` line. The diagnoser reads one host at a time, so it
+    takes the section of the host that sent the most segments (``TcpOutSegs``: the data
+    sender of a bulk transfer, whose retransmissions and timeouts the rules look at; the
+    first section on a tie) and says so in :attr:`Counters.note`.
+    """
+    sections: dict[str, Counters] = {}
+    current = Counters(kind="nstat")
+    name: str | None = None
     for lineno, text in iter_lines(src):
         t = text.strip()
+        if t.startswith("# host "):
+            name = t[len("# host ") :].strip() or "?"
+            current = sections.setdefault(name, Counters(kind="nstat"))
+            continue
         if not t or t.startswith("#"):
             continue
         parts = t.split()
         if len(parts) not in (2, 3) or not _NAME.match(parts[0]) or not _VALUE.match(parts[1]):
             raise ParseError(src.name, lineno, "not an nstat line (expected 'Name value [rate]')")
-        out.values[parts[0]] = int(parts[1])
-        out.evidence[parts[0]] = Evidence(src.name, lineno, text)
+        current.values[parts[0]] = int(parts[1])
+        current.evidence[parts[0]] = Evidence(src.name, lineno, text)
+    if not sections:
+        return current
+    names = list(sections)
+    chosen = max(names, key=lambda n: (sections[n].values.get("TcpOutSegs", 0), -names.index(n)))
+    out = sections[chosen]
+    if len(names) > 1:
+        others = ", ".join(n for n in names if n != chosen)
+        out.note = (
+            f"{src.name}: counters of {len(names)} hosts; diagnosing host '{chosen}' (the most TcpOutSegs: the data "
+            f"sender), not {others}"
+        )
+    out.host = chosen
     return out
 
 

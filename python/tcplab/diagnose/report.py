@@ -1,7 +1,7 @@
 """Findings for people and machines: a terminal report (rich), JSON, Markdown.
 
 The model: one report = what was read (inputs and their kinds, number of snapshots, the
-interval between them, notes on what could not be read) and the findings, most severe first.
+interval between them, notes on what was skipped, not captured or chosen) and the findings, most severe first.
 The terminal view is a summary table then one block per finding (evidence lines as
 ``FILE:LINE: text``, mechanism, next checks, seed, scenario file); Markdown has the same
 content for a ticket; JSON (``schema: tcplab-diagnose/1``) carries everything, including each
@@ -72,11 +72,11 @@ def to_markdown(host: Host, findings: list[Finding], scenario_files: dict[int, s
         out += [f"- {c}" for c in f.next_checks]
         out.append("")
         if f.seed:
-            out += [f"**Seed story:** {SEEDS.get(f.seed, f.seed)}", ""]
+            out += [f"**Matches:** {SEEDS.get(f.seed, f.seed)}", ""]
         if i in files:
             out += [f"**Scenario:** `{files[i]}` (`tcplab run {files[i]}`)", ""]
     if host.notes:
-        out += ["## Not read", ""] + [f"- {n}" for n in host.notes] + [""]
+        out += ["## Notes (inputs skipped, not captured, or chosen)", ""] + [f"- {n}" for n in host.notes] + [""]
     return "\n".join(out)
 
 
@@ -111,9 +111,9 @@ def print_terminal(
         for c in f.next_checks:
             console.print(Text(f"  next: {c}"))
         if f.seed:
-            console.print(Text(f"  seed: {SEEDS.get(f.seed, f.seed)}"))
+            console.print(Text(f"  matches {SEEDS.get(f.seed, f.seed)}"))
         if i in files:
             console.print(Text(f"  scenario: {files[i]}"))
         console.print()
     for n in host.notes:
-        console.print(Text(f"not read: {n}", style="dim"))
+        console.print(Text(f"note: {n}", style="dim"))

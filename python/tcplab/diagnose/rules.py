@@ -13,13 +13,17 @@ Rules and their thresholds (constants below, with the reason for each):
   (seed 000: three of four NFS connections at ``cwnd:2 ssthresh:2``).
 * ``bbr-starved``: a BBR flow below 10 % of the rate of the best other flow to the same
   peer, or (two ss snapshots) pinned at the same ``bbr:(bw:...)`` with ``pacing_gain:1``
-  while retransmitting -- what BBR's long-term ("lt_bw") policer model looks like (seed 000).
+  while retransmitting -- what BBR's long-term ("lt_bw") policer model looks like (story 000).
 * ``rto-rate``: TCPTimeouts per established connection over the capture above 3 % (seed
   004's alert threshold); ``spurious-rto`` and ``tail-loss-probes`` from their counters.
 * ``nic-rx-drops``: NIC drop counters (concepts of :mod:`.ethtool`) rising, with the rx ring
   size and its maximum (seed 004: ``ethtool -G DEV rx 8192``).
 * ``qdisc-drops``: tbf drops vs overlimits, fq ``horizon_drops``/``flows_plimit``, fq_codel drops.
-* ``rwnd-limited`` / ``sndbuf-limited``: ss ``*_limited`` > 25 % of ``busy`` time.
+* ``rwnd-limited`` / ``sndbuf-limited``: ss ``*_limited`` >= 25 % of ``busy`` time (loopback
+  sockets included: the limit is the endpoints'); when the receiving socket is in the capture
+  too with unread data (Recv-Q > 0 in every snapshot), it says "receiver application reading slowly".
+* ``slow-reader``: an established socket whose Recv-Q (unread data) holds >= 25 % of its
+  receive buffer (``skmem rb``), or >= 1 MiB without ``-m``, and whose sender is not in the capture.
 * ``bbr-without-fq``, ``cilium-bbr-low-rtt`` (seed 000), ``cpu-steal-bbr`` (seed 003).
 * ``not-collected``: counters a node_exporter scrape does not carry (default filters).
 """
@@ -39,18 +43,21 @@ from tcplab.diagnose.ss import Socket
 __all__ = ["Finding", "SEVERITIES", "run_rules", "RULES", "severity_at_least"]
 
 SEVERITIES = ("info", "warning", "critical")
+#: The stories a finding can match, by number; told in docs/stories.md.
 SEEDS = {
-    "000": "000_1ac6b37f8cbb72d4.txt: Cilium BBR + Bandwidth Manager, NFS connections at cwnd:2 ssthresh:2, "
-    "BBR stuck at ~100 Kbit/s, fixed by CUBIC",
-    "002": "002_d8d5eabee45f1b78.txt: Cilium Bandwidth Manager, EDT + fq instead of TBF",
-    "003": "003_5b3ee3091019a47d.txt: BBR in VMs under CPU contention underestimates bandwidth",
-    "004": "004_1d56a092f5578518.txt: Mattermost TCP timeouts from microbursts; rx ring 1024 -> 8192 fixed it",
+    "000": "story 000 (cluster BBR timeouts, docs/stories.md): Cilium BBR + Bandwidth Manager, NFS connections "
+    "at cwnd:2 ssthresh:2, BBR stuck at ~100 Kbit/s, fixed by CUBIC",
+    "002": "story 002 (Bandwidth Manager: EDT and fq instead of TBF, docs/stories.md)",
+    "003": "story 003 (BBR in VMs under CPU contention, docs/stories.md): BBR underestimates the bandwidth",
+    "004": "story 004 (timeouts from microbursts, docs/stories.md): NIC drops; rx ring 1024 -> 8192 fixed it",
 }
 COLLAPSE_CWND = 2  # tcp_bbr/tcp_cubic floor: ssthresh never goes below 2 (tcp_reno_ssthresh)
 STARVED_FRACTION = 0.10  # a flow at < 10 % of its siblings' median is not a fairness wobble
 RTO_RATIO_WARN = 0.03  # seed 004's threshold: timeouts / established connections
 RTO_RATIO_CRIT = 0.30
 LIMITED_SHARE = 25.0  # % of busy time limited by rwnd or sndbuf
+SLOW_READ_SHARE = 0.25  # Recv-Q / receive buffer: a reader a quarter buffer behind shrank the window as much
+SLOW_READ_BYTES = 1 << 20  # Recv-Q without skmem (ss without -m): 1 MiB unread is far beyond a reader keeping up
 STEAL_WARN = 0.05  # 5 % CPU steal: BBR's bandwidth samples start to be cut by descheduling
 STEAL_CRIT = 0.20
 SUB_MS_RTT = 1.0  # ms
@@ -178,7 +185,7 @@ def rule_cwnd_collapse(host: Host) -> list[Finding]:
                     f"watch them: `ss -tin dst {peer}` every second (cwnd, ssthresh, retrans, lost)",
                     "take two `nstat -az` snapshots: TcpExtTCPTimeouts, TCPLossProbes, TCPSackRecovery rising?",
                     f"on {peer}: `ethtool -S DEV` drop counters and `tc -s qdisc`; on this host `tc -s qdisc`",
-                    "compare CUBIC against BBR on this path (seed 000 found CUBIC fixed it)",
+                    "compare CUBIC against BBR on this path (story 000 found CUBIC fixed it)",
                 ],
                 evidence=_ev(bad),
                 seed="000",
@@ -252,7 +259,7 @@ def rule_bbr_starved(host: Host) -> list[Finding]:
                     f"`ss -tin dst {peer}` a few times: does bbr:(bw:...) stay exactly the same with pacing_gain:1?",
                     "nstat TcpRetransSegs / TcpOutSegs and TCPLossProbes over the same interval",
                     "look for a policer on the path (cloud allowance counters, tbf drops, switch policers)",
-                    "try CUBIC for this traffic (seed 000's fix) or reduce loss on the path",
+                    "try CUBIC for this traffic (story 000's fix) or reduce loss on the path",
                 ],
                 evidence=_ev(flagged),
                 seed="000",
@@ -345,7 +352,7 @@ def rule_rto(host: Host) -> list[Finding]:
                     ),
                     next_checks=[
                         "`ethtool -S DEV` on both ends (rx_missed_errors, rx_no_buffer_count, rx_out_of_buffer, "
-                        "bw_in_allowance_exceeded) -- seed 004 found the receiver's NIC",
+                        "bw_in_allowance_exceeded) -- story 004 found the receiver's NIC",
                         "`ethtool -g DEV`: is the rx ring below its maximum?",
                         "`tc -s qdisc` drops; `nstat -az` TCPLossProbes, TCPSpuriousRTOs over the same interval",
                     ],
@@ -453,7 +460,7 @@ def rule_nic_drops(host: Host) -> list[Finding]:
         if ring_small:
             checks.append(
                 f"raise the rx ring to its maximum: `ethtool -G {dev} rx {rings.rx_max}` (now {rings.rx}; "
-                "seed 004's fix was 1024 -> 8192)"
+                "story 004's fix was 1024 -> 8192)"
             )
         elif rings is None:
             checks.append(f"`ethtool -g {dev}`: current rx ring size against its maximum")
@@ -532,7 +539,7 @@ def rule_qdisc(host: Host) -> list[Finding]:
                     "Overlimits without drops would only mean shaping (added delay).",
                     [
                         "compare the tbf rate with the traffic's peak; raise `burst`/`latency` or move to "
-                        "fq with EDT pacing (seed 002: Cilium's Bandwidth Manager)"
+                        "fq with EDT pacing (story 002: Cilium's Bandwidth Manager)"
                     ],
                     ev,
                     "002",
@@ -636,9 +643,79 @@ def _qf(fid, sev, summary, mech, checks, ev, seed, data) -> Finding:  # noqa: AN
     )
 
 
+def _estab_with_loopback(host: Host) -> list[Socket]:
+    """Established sockets including loopback ones: a window or buffer limit is a property of
+    the two endpoints, not of the path, so a local sender and reader show it as well."""
+    return [s for s in _estab(host) if s.state == "ESTAB"]
+
+
+def _recv_buffer(s: Socket) -> int | None:
+    """The socket's receive buffer in bytes: ``skmem:(rb...)`` (sk_rcvbuf, ``ss -m``)."""
+    rb = s.skmem.get("rb")
+    return rb if rb and rb > 0 else None
+
+
+def _unread(host: Host) -> dict[tuple[str, str], tuple[Socket, float | None]]:
+    """Receiving sockets with unread data: (local, peer) -> (socket, Recv-Q / rb).
+
+    ss's Recv-Q of an established socket is the data that arrived and that the application
+    has not read yet (``rcv_nxt - copied_seq``, iproute2 ``misc/ss.c``; Linux v6.12
+    net/ipv4/tcp_diag.c: tcp_diag_get_info()). It occupies the receive buffer, so the window
+    the socket advertises shrinks by it (Linux v6.12 net/ipv4/tcp_output.c:
+    __tcp_select_window() works from tcp_space(), the buffer minus what is queued). With
+    several snapshots the queue must be non-empty in each one that shows the socket: a reader
+    that caught up in between is not behind. A reader that keeps up has an empty queue at
+    almost every instant, since it is woken for every arrival.
+    """
+    out: dict[tuple[str, str], tuple[Socket, float | None]] = {}
+    earlier = [sn.sockets for sn in host.snapshots[:-1] if sn.sockets is not None]
+    for s in _estab_with_loopback(host):
+        if s.recv_q <= 0:
+            continue
+        if any(o.key == s.key and o.recv_q == 0 for socks in earlier for o in socks):
+            continue
+        rb = _recv_buffer(s)
+        out[s.key] = (s, s.recv_q / rb if rb else None)
+    return out
+
+
+def _slow_alone(s: Socket, share: float | None) -> bool:
+    """A receiving socket whose sender is not in the capture: read slowly when its unread data
+    holds at least :data:`SLOW_READ_SHARE` of its buffer (:data:`SLOW_READ_BYTES` without
+    ``-m``). Lower than that, one snapshot cannot tell a slow reader from a busy moment: the
+    queue of a slow reader saw-tooths, since the receiver reopens the window only once it can
+    grow it substantially (Linux v6.12 net/ipv4/tcp.c: __tcp_cleanup_rbuf())."""
+    if share is not None:
+        return share >= SLOW_READ_SHARE
+    return s.recv_q >= SLOW_READ_BYTES
+
+
+def _reader_text(s: Socket, share: float | None) -> str:
+    buf = f" = {100 * share:.0f} % of its {_recv_buffer(s)}-byte receive buffer" if share is not None else ""
+    return f"Recv-Q {s.recv_q} bytes unread at {s.local}{buf}"
+
+
+SLOW_READ_MECHANISM = (
+    "Data the application has not read yet sits in the receive queue (ss's Recv-Q) and takes "
+    "receive-buffer space, so the window the receiver advertises shrinks to what is left; the "
+    "sender then waits for the reader, whatever the network can carry (ss counts that time as "
+    "rwnd_limited). A bigger tcp_rmem only delays the stall: the reader is the bottleneck."
+)
+SLOW_READ_CHECKS = [
+    "the receiving application: is its read loop blocked or slow (CPU, disk, a lock, a small read "
+    "size)? e.g. `strace -f -e trace=read,recvfrom,recvmsg -p PID`, `top -H -p PID`",
+    "whether it sets SO_RCVBUF (which also turns receive-buffer autotuning off)",
+]
+
+
 def rule_window_limited(host: Host) -> list[Finding]:
     out = []
-    socks = [s for s in _estab_only(host) if s.values.get("busy_ms", 0) > 0]
+    estab = _estab_with_loopback(host)
+    socks = [s for s in estab if s.values.get("busy_ms", 0) > 0]
+    # a sender held by the window whose reader is in the capture with unread data in every
+    # snapshot: the reader is what holds it (with a reader that keeps up, Recv-Q stays ~0)
+    readers = _unread(host)
+    explained: set[tuple[str, str]] = set()
     for kind, sysctl_name, fix in (
         (
             "rwnd_limited",
@@ -661,28 +738,44 @@ def rule_window_limited(host: Host) -> list[Finding]:
                 flagged.append((s, share))
         if not flagged:
             continue
+        # the receiving ends of flagged senders, when they are in this capture too (a local reader)
+        their_readers = (
+            [readers[(s.peer, s.local)] for s, _ in flagged if (s.peer, s.local) in readers]
+            if kind == "rwnd_limited"
+            else []
+        )
+        explained |= {r.key for r, _ in their_readers}
         triple = host.sysctls.triple(sysctl_name)
         bdp = [s.values.get("delivery_rate_bps", 0) / 8 * s.values.get("rtt", 0) / 1000 for s, _ in flagged]
         worst = max(share for _s, share in flagged)
         what = "receive window" if kind == "rwnd_limited" else "send buffer"
         summary = f"{len(flagged)} connection(s) limited by the {what} for up to {worst:.0f} % of their busy time"
+        if their_readers:
+            r, rshare = max(their_readers, key=lambda it: it[0].recv_q)
+            summary += f": receiver application reading slowly ({_reader_text(r, rshare)})"
         if triple:
             summary += f"; {sysctl_name.split('.')[-1]} max {triple[2]} bytes"
         if bdp and max(bdp) > 0:
             summary += f"; bandwidth-delay product at the delivered rate about {max(bdp):.0f} bytes"
+        mechanism = (
+            f"The kernel's busy-time accounting says these connections had data to send but were held by the "
+            f"{what}, not by cwnd: the network could carry more. A window below the bandwidth-delay product "
+            "caps throughput at window / RTT whatever the congestion control does."
+        )
+        checks = [fix, "the application's own buffer settings (setsockopt) and read/write pattern"]
+        if their_readers:
+            mechanism += " Here the receiving socket is in the capture with unread data: " + SLOW_READ_MECHANISM
+            checks = SLOW_READ_CHECKS + [fix]
         out.append(
             Finding(
                 id=kind.replace("_", "-"),
-                title=f"flows limited by the {what}",
+                title=f"flows limited by the {what}" + (": receiver reading slowly" if their_readers else ""),
                 severity="warning",
                 summary=summary,
-                mechanism=(
-                    f"The kernel's busy-time accounting says these connections had data to send but were held by the "
-                    f"{what}, not by cwnd: the network could carry more. A window below the bandwidth-delay product "
-                    "caps throughput at window / RTT whatever the congestion control does."
-                ),
-                next_checks=[fix, "the application's own buffer settings (setsockopt) and read/write pattern"],
+                mechanism=mechanism,
+                next_checks=checks,
                 evidence=_ev([s for s, _ in flagged])
+                + _ev([r for r, _ in their_readers])
                 + ([host.sysctls.evidence[sysctl_name]] if sysctl_name in host.sysctls.evidence else []),
                 data={
                     "kind": kind,
@@ -693,6 +786,31 @@ def rule_window_limited(host: Host) -> list[Finding]:
                     "rtt_ms": _median_rtt([s for s, _ in flagged]),
                     "rate_bps": max((_rate(s) or 0) for s, _ in flagged) or None,
                     "cc": flagged[0][0].cc,
+                    "slow_reader": bool(their_readers),
+                    "recv_q_bytes": max((r.recv_q for r, _ in their_readers), default=None),
+                },
+            )
+        )
+    rest = [(s, share) for key, (s, share) in readers.items() if key not in explained and _slow_alone(s, share)]
+    if rest:
+        worst_s, worst_share = max(rest, key=lambda it: it[0].recv_q)
+        out.append(
+            Finding(
+                id="slow-reader",
+                title="receiver application reading slowly",
+                severity="warning",
+                summary=f"{len(rest)} receiving connection(s) with unread data: receiver application reading slowly "
+                f"({_reader_text(worst_s, worst_share)})",
+                mechanism=SLOW_READ_MECHANISM,
+                next_checks=SLOW_READ_CHECKS
+                + ["on the sending host, `ss -tin` shows the time it was held as rwnd_limited:Xms(Y%)"],
+                evidence=_ev([s for s, _ in sorted(rest, key=lambda it: -it[0].recv_q)]),
+                data={
+                    "connections": len(rest),
+                    "recv_q_bytes": worst_s.recv_q,
+                    "recv_buffer_share": worst_share,
+                    "rtt_ms": _median_rtt([s for s, _ in rest]),
+                    "cc": worst_s.cc,
                 },
             )
         )
@@ -772,7 +890,7 @@ def rule_config(host: Host) -> list[Finding]:
                 ),
                 next_checks=[
                     "`ss -tin` on the nodes: cwnd:2 ssthresh:2 or constant bbr:(bw:...) flows?",
-                    "consider the Bandwidth Manager without `bbr: true` (CUBIC with EDT), as seed 000 did",
+                    "consider the Bandwidth Manager without `bbr: true` (CUBIC with EDT), as story 000 did",
                 ],
                 evidence=[c.evidence] + _ev(socks[:2], 2) if c.evidence else _ev(socks[:2], 2),
                 seed="000",

@@ -23,6 +23,7 @@ snapshot, cumulative values since boot are all there is, and findings say so.
 from __future__ import annotations
 
 import json
+import math
 import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,9 +34,9 @@ from tcplab.diagnose import ethtool, netstat, procstat, sysctl, tc
 from tcplab.diagnose import ss as ss_mod
 from tcplab.diagnose.detect import sniff
 from tcplab.diagnose.prom import PromScrape, ethtool_name_from_prom, parse_prom
-from tcplab.diagnose.source import Evidence, ParseError, Source
+from tcplab.diagnose.source import READ_ERRORS, Evidence, ParseError, Source, check_regular_file
 
-__all__ = ["Snapshot", "Host", "load_host", "load_sources", "expand_inputs", "MAX_MEMBER"]
+__all__ = ["Snapshot", "Host", "load_host", "load_sources", "expand_inputs", "validate_manifest", "MAX_MEMBER"]
 
 MAX_MEMBER = 256 * 1024 * 1024  # an archive member larger than this is not a capture
 
@@ -119,25 +120,99 @@ class Host:
 # ---------------------------------------------------------------- reading inputs
 
 
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return "a number"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: object) -> str:
+    return json.dumps(value)[:40] if not isinstance(value, dict | list) else _json_type(value)
+
+
+#: What a file entry of the manifest may hold, with what each must be (only the keys the loader uses).
+_HINT_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "snapshot": ((int,), "a snapshot index (integer >= 0)"),
+    "time": ((int, float), "a UNIX time in seconds"),
+    "device": ((str,), "an interface name"),
+    "command": ((str,), "the command line"),
+    "static": ((bool,), "true or false"),
+}
+
+
+def validate_manifest(doc: object, where: str) -> tuple[dict[str, dict], list[str]]:
+    """A collect ``manifest.json`` -> (file hints by member name, notes of what was missing).
+
+    Only the fields the loader uses are checked (others are for people and later versions);
+    a wrong type is a :class:`ParseError` naming the field path, the value and what was
+    expected, since an archive whose manifest lies about its members cannot be trusted to
+    say which snapshot a file belongs to.
+    """
+    if not isinstance(doc, dict):
+        raise ParseError(where, 0, f"expected a JSON object, got {_json_type(doc)}")
+    files = doc.get("files", {})
+    if files is None:
+        files = {}
+    if not isinstance(files, dict):
+        raise ParseError(where, 0, f"files: expected an object of file -> hints, got {_json_type(files)}")
+    out: dict[str, dict] = {}
+    for name, hint in files.items():
+        if not isinstance(hint, dict):
+            raise ParseError(where, 0, f"files[{_shown(name)}]: expected an object of hints, got {_json_type(hint)}")
+        for key, (types, expected) in _HINT_TYPES.items():
+            if key not in hint or hint[key] is None:
+                continue
+            v = hint[key]
+            ok = isinstance(v, types) and (key == "static" or not isinstance(v, bool))
+            if ok and key == "snapshot":
+                ok = 0 <= v < 1 << 20
+            if ok and key == "time":
+                ok = math.isfinite(v)
+            if not ok:
+                raise ParseError(where, 0, f"files[{_shown(name)}].{key}: {_shown(v)} is not {expected}")
+        out[name] = dict(hint)
+    missing = doc.get("missing", [])
+    if missing is None:
+        missing = []
+    if not isinstance(missing, list):
+        raise ParseError(where, 0, f"missing: expected a list of notes, got {_json_type(missing)}")
+    notes = [m if isinstance(m, str) else json.dumps(m) for m in missing]
+    return out, notes
+
+
 def _archive_sources(path: Path) -> list[Source]:
     out: list[Source] = []
     try:
         tf = tarfile.open(path, "r:*")  # noqa: SIM115 - stays open while its members are read
     except (tarfile.TarError, OSError, EOFError) as e:
         raise ParseError(str(path), 0, f"not a readable tar.gz archive ({e})") from None
-    manifest: dict = {}
+    files: dict[str, dict] = {}
+    missing: list[str] = []
     try:
-        members = [m for m in tf.getmembers() if m.isfile()]
+        every = tf.getmembers()
     except (tarfile.TarError, OSError, EOFError) as e:
         raise ParseError(str(path), 0, f"truncated or corrupt archive ({e})") from None
+    members = [m for m in every if m.isfile()]
+    for m in every:
+        if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
+            # FIFOs and devices in a tar are entries, not data: there is nothing to read
+            missing.append(f"skipped {path}:{m.name}: not a regular file")
     for m in members:
         if m.name.endswith("manifest.json") and m.size < 4 * 1024 * 1024:
-            f = tf.extractfile(m)
+            where = f"{path}:{m.name}"
             try:
-                manifest = json.loads(f.read().decode("utf-8")) if f else {}
-            except (ValueError, UnicodeDecodeError):
-                raise ParseError(f"{path}:{m.name}", 1, "manifest.json is not valid JSON") from None
-    files = manifest.get("files", {}) if isinstance(manifest, dict) else {}
+                f = tf.extractfile(m)
+                doc = json.loads(f.read().decode("utf-8")) if f else {}
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                raise ParseError(where, 1, "manifest.json is not valid JSON") from None
+            except READ_ERRORS as e:
+                raise ParseError(where, 0, f"truncated or corrupt archive ({e})") from None
+            files, notes = validate_manifest(doc, where)
+            missing.extend(notes)
     for m in members:
         if m.name.endswith("manifest.json"):
             continue
@@ -153,29 +228,45 @@ def _archive_sources(path: Path) -> list[Source]:
                 raise ParseError(f"{path}:{member.name}", 0, "cannot read archive member")
             return f
 
-        hint = dict(hint) if isinstance(hint, dict) else {}
+        hint = dict(hint)
         hint.setdefault("optional", True)
         out.append(Source(f"{path}:{m.name}", opener, m.size, hint))
-    if isinstance(manifest, dict):
-        for miss in manifest.get("missing", []) or []:
-            out_note = miss if isinstance(miss, str) else json.dumps(miss)
-            out.append(Source("__note__", lambda: None, 0, {"note": out_note}))
+    for note in missing:
+        out.append(_note(note))
     return out
 
 
+def _note(text: str) -> Source:
+    return Source("__note__", lambda: None, 0, {"note": text})
+
+
 def expand_inputs(paths: Iterable[str | Path]) -> list[Source]:
-    """Files, directories (recursively, sorted) and archives -> sources."""
+    """Files, directories (recursively, sorted) and archives -> sources.
+
+    Only regular files are opened: a FIFO, socket or device named on the command line is an
+    error, one found in a directory is skipped with a note (``open()`` on a FIFO waits for a
+    writer forever; ``/dev/zero`` never ends).
+    """
     out: list[Source] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            for child in sorted(x for x in path.rglob("*") if x.is_file()):
+            for child in sorted(x for x in path.rglob("*") if not x.is_dir()):
+                try:
+                    st = check_regular_file(child)
+                except ParseError as e:
+                    out.append(_note(f"skipped {e}"))
+                    continue
+                if st.st_size > MAX_MEMBER:
+                    out.append(_note(f"skipped {child}: larger than {MAX_MEMBER // 2**20} MB; not a capture"))
+                    continue
                 for src in expand_inputs([child]):
                     src.hint.setdefault("optional", True)  # found by listing, not named: skip if unknown
                     out.append(src)
             continue
-        if not path.exists():
-            raise ParseError(str(path), 0, "no such file or directory")
+        st = check_regular_file(path)
+        if st.st_size > MAX_MEMBER:
+            raise ParseError(str(path), 0, f"larger than {MAX_MEMBER // 2**20} MB; not a capture")
         src = Source.from_path(path)
         try:
             head = src.head(512)
@@ -308,13 +399,30 @@ def _group_disjoint(items: list) -> list:
     return out
 
 
+def _skip_reason(problem: str) -> str:
+    if problem.startswith("binary data"):
+        return "binary file (not the text output of a tool)"
+    return problem.split(" (")[0]
+
+
 def load_host(paths: Iterable[str | Path]) -> Host:
     """Read every input; raises :class:`ParseError` for the first unusable one."""
     paths = list(paths)
     sources = expand_inputs(paths)
-    if not sources:
-        raise ParseError(", ".join(str(p) for p in paths) or "<no input>", 0, "no input files")
-    return load_sources(sources)
+    where = ", ".join(str(p) for p in paths) or "<no input>"
+    if not any(s.name != "__note__" for s in sources):
+        raise ParseError(where, 0, "no input files" + (f" ({sources[0].hint['note']})" if sources else ""))
+    host = load_sources(sources)
+    if not host.inputs:
+        skipped = sum(1 for n in host.notes if n.startswith("skipped "))
+        raise ParseError(
+            where,
+            0,
+            f"no recognised capture ({skipped} file(s) skipped; first note: {host.notes[0]})"
+            if host.notes
+            else "no recognised capture",
+        )
+    return host
 
 
 def load_sources(sources: list[Source]) -> Host:
@@ -330,8 +438,10 @@ def load_sources(sources: list[Source]) -> Host:
         try:
             kind = sniff(src)
         except ParseError as e:
-            if src.hint.get("optional") and ("not a recognised capture" in e.problem or "empty file" in e.problem):
-                host.notes.append(f"skipped {src.name}: {e.problem.split(' (')[0]}")
+            if src.hint.get("optional"):
+                # found in a directory or archive: a run directory's PNG and Parquet files, a
+                # README, an unrelated JSON are skipped with a note, not an error
+                host.notes.append(f"skipped {src.name}: {_skip_reason(e.problem)}")
                 continue
             raise
         if kind == "archive":
@@ -347,6 +457,8 @@ def load_sources(sources: list[Source]) -> Host:
             continue
         host.inputs.append((src.name, kind))
         order += 1
+        if getattr(obj, "note", None):
+            host.notes.append(obj.note)
         if kind == "sysctl":
             host.sysctls.values.update(obj.values)
             host.sysctls.evidence.update(obj.evidence)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import stat
 import tarfile
 import zlib
 from collections.abc import Iterator
@@ -35,6 +37,8 @@ __all__ = [
     "Source",
     "MAX_LINE",
     "MAX_JSON",
+    "MAX_INPUT",
+    "check_regular_file",
     "iter_lines",
     "text_source",
     "load_json",
@@ -47,6 +51,7 @@ __all__ = [
 READ_ERRORS = (OSError, EOFError, zlib.error, tarfile.TarError)
 MAX_LINE = 64 * 1024  # bytes; the longest real line is an ss info line (< 2 kB)
 MAX_JSON = 64 * 1024 * 1024  # bytes; tc -j on a host with thousands of qdiscs stays far below
+MAX_INPUT = 256 * 1024 * 1024  # bytes read from one input at most: an endless stream is not a capture
 
 
 class ParseError(Exception):
@@ -110,6 +115,32 @@ class Source:
         return f"Source({self.name!r})"
 
 
+_FILE_TYPES = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def check_regular_file(path: Path) -> os.stat_result:
+    """``os.stat`` of ``path`` (following symlinks); :class:`ParseError` unless a regular file.
+
+    Checked before opening: ``open()`` on a FIFO blocks until a writer appears, and a device
+    such as ``/dev/zero`` never ends.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ParseError(str(path), 0, "no such file or directory") from None
+    except OSError as e:
+        raise ParseError(str(path), 0, e.strerror or str(e)) from None
+    if not stat.S_ISREG(st.st_mode):
+        what = next((name for test, name in _FILE_TYPES if test(st.st_mode)), "a special file")
+        raise ParseError(str(path), 0, f"{what}, not a regular file; save the tool's output to a file first")
+    return st
+
+
 def text_source(text: str | bytes, name: str = "<text>", hint: dict | None = None) -> Source:
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
     return Source(name, lambda: io.BytesIO(data), len(data), hint)
@@ -139,11 +170,16 @@ def _iter_lines(src: Source) -> Iterator[tuple[int, str]]:
     with src.open() as f:
         first = True
         lineno = 0
+        total = 0
         while True:
             raw = f.readline(MAX_LINE + 1)
             if not raw:
                 return
             lineno += 1
+            total += len(raw)
+            if total > MAX_INPUT:
+                # the size in stat() can be 0 or wrong (/proc files): the bytes actually read bound it
+                raise ParseError(src.name, lineno, f"more than {MAX_INPUT // 2**20} MB; not a tool's text output")
             if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
                 raise ParseError(src.name, lineno, f"line longer than {MAX_LINE} bytes; not a tool's text output")
             if first:

@@ -11,7 +11,10 @@ numbers people compare:
 * ``retrans_ratio = retrans_segs / data_segs_out`` (both count segments; Linux's
   ``data_segs_out`` includes retransmissions, so this is the share of sent segments that
   were retransmissions, like ``TcpRetransSegs / TcpOutSegs``).
-* RTT percentiles (ms) over the sender's RTT samples.
+* RTT percentiles (ms) over the sender's RTT samples, from a log-linear histogram: each
+  reported percentile is the low edge of its bucket, at most ``relative_error`` (1/128,
+  0.78 %) below the exact value and exact below 256 us (``summary.json``:
+  ``rtt_percentiles``).
 * In the time series, ``goodput_bps`` of a row is the bytes delivered since the previous
   sample of the same flow, times 8, over the time between them (the first sample of a flow
   counts from one ``sample_interval`` before it).
@@ -27,9 +30,19 @@ A run directory (``Result.write(DIR)``) holds::
     plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png  } written by the view writer
     report.html               one self-contained page: tables, plots inline } the Result carries
                                                                   (tcplab.views, via tcplab.run)
+    scenario.yaml             the effective scenario: the source YAML with every override applied
+    metadata.json             provenance: overrides, command line, tcplab/engine/Python versions,
+                              tcplab's git commit when run from a checkout
+    .tcplab-run               marks the directory as tcplab's (``--force`` replaces only those)
 
-Everything in it is a function of the scenario and seed (no wall-clock times, no absolute
-paths), so the same run gives the same files.
+Everything in it except metadata.json is a function of the scenario and seed (no wall-clock
+times, no absolute paths), so the same run gives the same files; metadata.json records how
+and with what the run was made, which differs between machines and invocations.
+
+Provenance: ``overrides`` (``["flows.0.cc=bbr", "seed=5"]``) are the ``--set`` and ``--seed``
+values the run was made with. The summary's ``title`` is the scenario name followed by them
+(``cubic-vs-bbr-lossy [flows.0.cc=bbr]``) and its ``description`` ends with a line naming them,
+so that a scenario description written for the base values never passes for what ran.
 """
 
 from __future__ import annotations
@@ -37,7 +50,10 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
+import platform
+import subprocess
+from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +62,16 @@ import pandas as pd
 
 from tcplab.engine import EngineOutput
 from tcplab.results.counters import format_nstat
-from tcplab.results.rundir import write_dir_atomically
+from tcplab.results.rundir import write_dir_atomically, write_marker
 from tcplab.scenario import Scenario
 
 __all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS", "ViewWriter"]
 
 #: Files (relative to the run directory) that ``Result.write`` produces.
 RUN_FILES = (
+    ".tcplab-run",
+    "scenario.yaml",
+    "metadata.json",
     "summary.json",
     "scenario.resolved.json",
     "timeseries.parquet",
@@ -149,9 +168,15 @@ class Result:
         *,
         wall_time_s: float | None = None,
         views: ViewWriter | None = None,
+        overrides: Sequence[str] = (),
+        command: Sequence[str] | None = None,
     ):
         self.scenario = scenario
         self.views = views
+        #: the ``--set``/``--seed`` overrides this run was made with, as ``PATH=VALUE`` text
+        self.overrides = [str(o) for o in overrides]
+        #: the command line that made it (``["tcplab", "run", ...]``), when run from the CLI
+        self.command = list(command) if command is not None else None
         self.config = config
         self.engine_version = output.version
         self.events = output.events
@@ -162,6 +187,7 @@ class Result:
         self.duration_s = config["duration_ns"] / 1e9
         self.sample_interval_s = config["sample_interval_ns"] / 1e9
         self._nodes = [n["name"] for n in config["nodes"]]
+        self._flows_out = list(output.flows)
         self.flows = self._flows_frame(output)
         self.links = self._links_frame(output)
         self.counters = pd.DataFrame(
@@ -311,7 +337,9 @@ class Result:
             links.append({k: _finite(row.get(k)) for k in SUMMARY_LINK_KEYS})
         return {
             "scenario": self.scenario.name,
-            "description": self.scenario.description or "",
+            "title": self.title,
+            "description": self.description,
+            "overrides": list(self.overrides),
             "source": self.scenario.source,
             "seed": self.config["seed"],
             "tcplab_version": _version(),
@@ -320,9 +348,67 @@ class Result:
             "sample_interval_s": self.sample_interval_s,
             "events": self.events,
             "packets": self.packets,
+            "rtt_percentiles": self._rtt_percentiles(),
             "flows": flows,
             "links": links,
             "invariant": {k: _finite(v) if not isinstance(v, dict) else v for k, v in self.invariant.items()},
+        }
+
+    # -- provenance -------------------------------------------------------------------
+
+    @property
+    def title(self) -> str:
+        """What ran: the scenario name and the overrides, ``NAME [a=1, b=2]``."""
+        name = self.scenario.name
+        return f"{name} [{', '.join(self.overrides)}]" if self.overrides else name
+
+    @property
+    def description(self) -> str:
+        """The scenario's description, and a last line naming the overrides that changed it."""
+        text = (self.scenario.description or "").rstrip()
+        if not self.overrides:
+            return text
+        note = (
+            f"This run was made with {', '.join(self.overrides)}; "
+            "where the description above says otherwise, these values are what ran."
+        )
+        return f"{text}\n\n{note}" if text else note
+
+    def scenario_yaml(self) -> str:
+        """scenario.yaml: the effective scenario (the source with every override applied)."""
+        import yaml
+
+        raw = getattr(self.scenario, "_raw", None) or self.scenario.model_dump(mode="json", by_alias=True)
+        raw = json.loads(json.dumps(raw, default=str))  # plain data only
+        header = f"# The scenario as run: {self.scenario.source or '<scenario>'}"
+        if self.overrides:
+            header += f" with {', '.join(self.overrides)}"
+        return header + "\n" + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)
+
+    def metadata(self) -> dict[str, Any]:
+        """metadata.json: how and with what this run was made."""
+        return {
+            "scenario": self.scenario.name,
+            "title": self.title,
+            "source": self.scenario.source,
+            "seed": self.config["seed"],
+            "overrides": list(self.overrides),
+            "command": self.command,
+            "versions": {
+                "tcplab": _version(),
+                "engine": self.engine_version,
+                "python": platform.python_version(),
+                "tcplab_git_commit": _git_commit(),
+            },
+        }
+
+    def _rtt_percentiles(self) -> dict[str, Any]:
+        """How the RTT percentiles were computed, with the engine's stated resolution."""
+        rtts = [f.get("rtt_us") or {} for f in self._flows_out]
+        errors = {float(r["relative_error"]) for r in rtts if "relative_error" in r}
+        return {
+            "method": "low edge of log-linear histogram buckets (exact below 256 us)",
+            "relative_error": max(errors) if errors else None,
         }
 
     # -- views ------------------------------------------------------------------------
@@ -350,6 +436,9 @@ class Result:
         return write_dir_atomically(directory, lambda tmp: self._write_files(tmp, plots=plots), overwrite=overwrite)
 
     def _write_files(self, out: Path, *, plots: bool) -> None:
+        write_marker(out, "run")
+        (out / "scenario.yaml").write_text(self.scenario_yaml(), encoding="utf-8")
+        (out / "metadata.json").write_text(json.dumps(self.metadata(), indent=2) + "\n", encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         (out / "scenario.resolved.json").write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
         _write_parquet(self.timeseries, out / "timeseries.parquet")
@@ -357,6 +446,20 @@ class Result:
         (out / "counters.txt").write_text(self.nstat_text(), encoding="utf-8")
         if self.views is not None:
             self.views(self, out, plots=plots)
+
+
+@cache
+def _git_commit() -> str | None:
+    """The commit of tcplab's source checkout, or None (installed from a wheel, no git)."""
+    here = Path(__file__).resolve().parent
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = done.stdout.strip()
+    return sha if done.returncode == 0 and len(sha) == 40 else None
 
 
 def _lookup(names: list[str], index: np.ndarray, missing: str) -> np.ndarray:

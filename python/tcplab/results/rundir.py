@@ -1,12 +1,26 @@
-"""The run directory: written atomically, never half-written, never over a non-empty directory.
+"""The run directory: written atomically, never half-written, never over someone else's files.
 
 ``write_dir_atomically(DIR, fill)`` lets ``fill`` write into a temporary sibling of DIR and
-renames it into place at the end; on any failure nothing is left behind (not even the
-parents it created).
+renames it into place at the end; on any failure (or SIGINT/SIGTERM, see
+:mod:`tcplab.signals`) nothing is left behind (not even the parents it created).
+
+What may be replaced (``--force``, ``overwrite=True``): only a directory that tcplab itself
+wrote. Every run and comparison directory carries a marker file, ``.tcplab-run`` (JSON:
+``{"tcplab": VERSION, "kind": "run" | "compare"}``), and holds only the files tcplab writes
+there. :func:`check_output_dir` refuses, with a one-line error and before anything is
+simulated:
+
+* the current directory, any of its parents, and the filesystem root (``-o .``, ``-o ..``,
+  a scenario named ``..`` under ``runs/``), overwrite or not;
+* a symbolic link, or anything that is not a directory;
+* with ``overwrite``: a non-empty directory without the marker, or with an entry tcplab
+  does not write there (a file the user added). Run directories written before the marker
+  existed are recognised by their exact file set (summary.json with ``tcplab_version``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -15,7 +29,36 @@ from pathlib import Path
 
 from tcplab.errors import ScenarioError
 
-__all__ = ["write_dir_atomically", "check_output_dir"]
+__all__ = ["write_dir_atomically", "check_output_dir", "write_marker", "MARKER", "RUN_ENTRIES", "COMPARE_ENTRIES"]
+
+#: The file that marks a directory as written by tcplab.
+MARKER = ".tcplab-run"
+
+#: Top-level entries tcplab writes in a run directory (``plots`` is a directory of images).
+RUN_ENTRIES = frozenset(
+    {
+        MARKER,
+        "summary.json",
+        "metadata.json",
+        "scenario.yaml",
+        "scenario.resolved.json",
+        "timeseries.parquet",
+        "queues.parquet",
+        "counters.txt",
+        "plots",
+        "report.html",
+    }
+)
+#: Top-level files tcplab writes in a comparison directory, besides one run directory per variant.
+COMPARE_ENTRIES = frozenset({MARKER, "compare.json", "compare.png", "report.html"})
+_PLOT_SUFFIXES = (".png", ".svg", ".html", ".json")
+
+
+def write_marker(directory: Path, kind: str) -> None:
+    """Mark ``directory`` (being filled) as a tcplab ``kind`` ("run" or "compare") directory."""
+    from tcplab import __version__
+
+    (directory / MARKER).write_text(json.dumps({"tcplab": __version__, "kind": kind}) + "\n", encoding="utf-8")
 
 
 def write_dir_atomically(
@@ -23,13 +66,14 @@ def write_dir_atomically(
 ) -> Path:
     """Create ``directory`` by letting ``fill`` write into a temporary sibling, then
     renaming it into place; on any failure nothing is left behind (not even parents we
-    created). An existing non-empty ``directory`` is an error unless ``overwrite``."""
-    target = Path(directory).absolute()
-    check_output_dir(target, overwrite=overwrite)
+    created). An existing non-empty ``directory`` is an error unless ``overwrite``, and even
+    then only a directory tcplab wrote is replaced (see the module doc)."""
+    target = check_output_dir(Path(directory), overwrite=overwrite)
     created = _make_parents(target.parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         fill(tmp)
+        check_output_dir(target, overwrite=overwrite)  # again: the simulation took a while
         _replace_dir(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -42,19 +86,137 @@ def write_dir_atomically(
     return target
 
 
-def check_output_dir(target: Path, *, overwrite: bool = False) -> None:
-    """A user error if ``target`` exists and is not an empty directory (unless overwrite)."""
-    if target.exists():
-        if not target.is_dir():
+def _refuse(target: Path, problem: str, expected: str) -> None:
+    raise ScenarioError(problem, file=str(target), expected=expected)
+
+
+def check_output_dir(target: Path, *, overwrite: bool = False) -> Path:
+    """The absolute, normalised output path, or a user error (a :class:`ScenarioError`, one
+    line) if writing there could destroy something tcplab did not write (module doc)."""
+    given = Path(target)
+    check_output_writable(given)
+    if given.is_symlink():
+        _refuse(given, "is a symbolic link", "a path for a new output directory (not a link)")
+    resolved = given.resolve()  # `.`, `..` and links in the parents made explicit
+    cwd = Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents or resolved.parent == resolved:
+        what = "the current directory" if resolved == cwd else "a parent of the current directory"
+        if resolved.parent == resolved:
+            what = "the filesystem root"
+        _refuse(given, f"is {what}", "a new directory for the output, such as runs/NAME")
+    if not resolved.exists():
+        return resolved
+    if not resolved.is_dir():
+        _refuse(given, "exists and is not a directory", "a path for a new output directory")
+    entries = sorted(p.name for p in resolved.iterdir())
+    if not entries:
+        return resolved
+    if not overwrite:
+        _refuse(
+            given,
+            "output directory exists and is not empty",
+            "a new or empty directory (or --force to replace it)",
+        )
+    foreign = _foreign_entry(resolved)
+    if foreign is not None:
+        _refuse(
+            given,
+            f"--force refused: {foreign}",
+            "a new directory, or one written by tcplab run/compare (only those are replaced)",
+        )
+    return resolved
+
+
+def _kind(directory: Path) -> str | None:
+    """ "run" or "compare" if tcplab wrote ``directory``, else None."""
+    marker = directory / MARKER
+    if marker.is_file() and not marker.is_symlink():
+        try:
+            kind = json.loads(marker.read_text(encoding="utf-8")).get("kind")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return kind if kind in ("run", "compare") else None
+    # written before the marker existed: recognised by its summary's schema key
+    summary = directory / "summary.json"
+    try:
+        if summary.is_file() and "tcplab_version" in json.loads(summary.read_text(encoding="utf-8")):
+            return "run"
+        if (directory / "compare.json").is_file() and "variants" in json.loads(
+            (directory / "compare.json").read_text(encoding="utf-8")
+        ):
+            return "compare"
+    except (OSError, ValueError, TypeError):
+        return None
+    return None
+
+
+def _foreign_entry(directory: Path) -> str | None:
+    """Why ``directory`` is not entirely tcplab's (a short phrase), or None if it is."""
+    kind = _kind(directory)
+    if kind is None:
+        return f"not a directory written by tcplab (no {MARKER} marker)"
+    for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+        if entry.is_symlink():
+            return f"it contains a link tcplab did not write: {entry.name}"
+        if kind == "run":
+            if entry.name not in RUN_ENTRIES:
+                return f"it contains {entry.name}, which tcplab did not write"
+            if entry.name == "plots":
+                if not entry.is_dir():
+                    return "plots is not a directory"
+                for p in entry.iterdir():
+                    if p.is_symlink() or not p.is_file() or p.suffix not in _PLOT_SUFFIXES:
+                        return f"it contains plots/{p.name}, which tcplab did not write"
+        else:
+            if entry.name in COMPARE_ENTRIES and entry.is_file():
+                continue
+            if entry.is_dir() and _kind(entry) == "run":
+                inner = _foreign_entry(entry)
+                if inner is not None:
+                    return f"{entry.name}: {inner}"
+                continue
+            return f"it contains {entry.name}, which tcplab did not write"
+    return None
+
+
+#: The longest file name (NAME_MAX on Linux); the temporary sibling ``.NAME.XXXXXXXX.tmp``
+#: that a run directory is written into must fit too.
+NAME_MAX_BYTES = 255
+_TMP_EXTRA_BYTES = len(".") + len(".") + 8 + len(".tmp")
+
+
+def check_output_writable(target: Path) -> None:
+    """A user error if ``target`` could not be created: a name too long for the file system
+    (with its temporary sibling), a parent that is a file, or a directory we may not write."""
+    target = target.absolute()
+    name_bytes = len(os.fsencode(target.name))
+    if name_bytes + _TMP_EXTRA_BYTES > NAME_MAX_BYTES:
+        raise ScenarioError(
+            f"the directory name is {name_bytes} bytes long",
+            file=str(target),
+            expected=f"a name of at most {NAME_MAX_BYTES - _TMP_EXTRA_BYTES} bytes",
+        )
+    ancestor = target.parent
+    while not ancestor.exists():
+        if len(os.fsencode(ancestor.name)) > NAME_MAX_BYTES:
             raise ScenarioError(
-                "exists and is not a directory", file=str(target), expected="a path for a new output directory"
-            )
-        if any(target.iterdir()) and not overwrite:
-            raise ScenarioError(
-                "output directory exists and is not empty",
+                f"{ancestor.name[:40]}... is longer than {NAME_MAX_BYTES} bytes",
                 file=str(target),
-                expected="a new or empty directory (or --force to replace it)",
+                expected="an output path whose every component is a valid file name",
             )
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ScenarioError(
+            f"{ancestor} is not a directory", file=str(target), expected="an output path under a directory"
+        )
+    try:  # a real probe (permissions, ACLs, a read-only file system), removed at once
+        Path(tempfile.mkdtemp(prefix=".tcplab-probe.", dir=ancestor)).rmdir()
+    except OSError as e:
+        raise ScenarioError(
+            f"cannot create it in {ancestor} ({e.strerror or e})",
+            file=str(target),
+            expected="an output directory in a writable place (-o)",
+        ) from None
 
 
 def _make_parents(parent: Path) -> list[Path]:

@@ -53,12 +53,22 @@ Links and queues
     1 514 000 bytes (``txqueuelen * (1500 + 14)``, as Linux sizes it).
 
 Loss (``netem`` meanings)
-    ``loss: 1%`` (or ``0.01``): each packet independently. ``{gilbert_elliott: {p, r, h, k}}``:
+    ``loss: 1%`` (or ``1``: a bare number is percent, as netem reads it): each packet
+    independently. ``{gilbert_elliott: {p, r, h, k}}``:
     two states; ``p`` = P(good->bad), ``r`` = P(bad->good), ``h`` = P(packet survives | bad),
     ``k`` = P(packet survives | good). netem's command line takes ``p r 1-h 1-k``; tcplab takes
     ``h`` and ``k`` themselves. Defaults as current iproute2: ``r = 1 - p``, ``h = 0%`` (bad
     state loses everything), ``k = 100%``. ``{drop: [5, 17]}`` drops exactly those data packets,
-    counted from 0 in the order they enter the link (for tests).
+    counted from 0 in the order they enter the link (for tests). ``{random: 1%}`` is
+    ``loss: 1%`` written as a mapping, so that a filter can be added beside the model, as
+    loss is emulated with nftables: ``only: data`` applies it to segments carrying data only
+    (never a SYN or a pure ACK), ``min_size: 101B`` to packets of at least that IP length
+    (nftables ``meta length``), e.g. ``loss: {random: 1%, only: data}``.
+
+Limits
+    Times and rates are bounded to what the engine represents (a year, an hour per delay,
+    1 Pbit/s; see :mod:`tcplab.limits`), and a run's time series to ``limits: {memory: 4GiB}``
+    (the default), which a scenario may raise.
 
 Flows
     ``from`` is the data sender (netperf ``TCP_STREAM``'s sending side). ``count: N`` makes N

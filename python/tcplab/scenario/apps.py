@@ -25,6 +25,9 @@ class AppSpec(BaseModel):
 
 
 APP_EXPECTED = "bulk or {bulk: {bytes: 10MB}}"
+#: The most a ``bulk_bytes`` app may write (the engine's bound: sequence arithmetic stays far
+#: from u64 overflow).
+MAX_APP_BYTES = 1 << 60
 
 
 def _parse_app(value: Any) -> AppSpec:
@@ -50,6 +53,13 @@ def _parse_app(value: Any) -> AppSpec:
         size = parse_size(body["bytes"], allow_zero=False)
     except UnitError as e:
         raise _sub(e, "bulk", "bytes") from None
+    if size > MAX_APP_BYTES:
+        raise UnitError(
+            f"{show_value(body['bytes'])} is too large",
+            "at most 1EiB (2^60 bytes)",
+            body["bytes"],
+            subpath=("bulk", "bytes"),
+        )
     return AppSpec(kind="bulk_bytes", bytes=size)
 
 

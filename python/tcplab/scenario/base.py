@@ -3,16 +3,38 @@
 Unknown keys are errors (typos must not be silently ignored), with a "did you mean" hint;
 missing required keys are reported with what is expected. ``net.ipv4.`` prefixes of sysctl
 names are stripped where a model allows them.
+
+Key problems do not stop validation: an unknown key is kept with an :class:`UnknownKey`
+marker as its value (pydantic then reports it as an extra key, at its own path) and a missing
+required key gets a :class:`MissingKey` marker that the field's first validator turns into a
+"missing" error; so one pass reports every problem of the file, each at its own path
+(:mod:`tcplab.scenario.validation`).
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.fields import _did_you_mean
+
+
+class UnknownKey:
+    """Stands for the value of an unknown key: the problem to report at that key's path."""
+
+    def __init__(self, problem: str, expected: str, key: Any):
+        self.problem = problem
+        self.expected = expected
+        self.key = key
+
+
+class MissingKey:
+    """Stands for a required key that is absent; its field reports "missing"."""
+
+    def __init__(self, expected: str):
+        self.expected = expected
 
 
 class _Model(BaseModel):
@@ -37,19 +59,24 @@ class _Model(BaseModel):
             raise UnitError(f"{show_value(data)} is not a mapping", "a mapping with keys: " + ", ".join(allowed), data)
         if cls._key_prefixes:
             data = {cls._strip_prefix(k, allowed): v for k, v in data.items()}
+        data = dict(data)
         for key in data:
             if key not in allowed:
-                raise UnitError(
-                    f"unknown key {show_value(key)}{_did_you_mean(key, allowed)}",
-                    "one of: " + ", ".join(allowed),
-                    key,
-                    subpath=(str(key),),
-                )
+                problem = f"unknown key {show_value(key)}{_did_you_mean(key, allowed)}"
+                data[key] = UnknownKey(problem, "one of: " + ", ".join(allowed), key)
         for name, field in cls.model_fields.items():
             key = field.alias or name
             if field.is_required() and key not in data:
-                raise UnitError("missing", field.description or "a value", None, subpath=(key,))
+                data[key] = MissingKey(field.description or "a value")
         return data
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _missing(cls, value: Any) -> Any:
+        """Runs before each field's own parser: a :class:`MissingKey` is reported as "missing"."""
+        if isinstance(value, MissingKey):
+            raise UnitError("missing", value.expected, None)
+        return value
 
     @classmethod
     def _strip_prefix(cls, key: Any, allowed: list[str]) -> Any:

@@ -5,12 +5,15 @@ Every problem found is reported (not just the first), each with its own field pa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from tcplab.errors import show_value
+from tcplab.errors import UnitError, show_value
 from tcplab.routing import bfs_route
-from tcplab.scenario.fields import _did_you_mean, _t
+from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_between, _parse_int, _parse_name, _t
 from tcplab.scenario.flows import flow_names
+from tcplab.units import parse_time
 
 if TYPE_CHECKING:
     from tcplab.scenario.model import Scenario
@@ -22,6 +25,8 @@ def check_nodes(sc: Scenario, error: Any) -> dict[str, str]:
         error(("hosts",), "no hosts", "at least two hosts such as {server: {}, client: {}}")
     kinds: dict[str, str] = {h: "host" for h in sc.hosts}
     for i, r in enumerate(sc.routers):
+        if r is None:  # (a partial view: this entry did not parse)
+            continue
         if r in kinds:
             error(
                 ("routers", i),
@@ -32,6 +37,8 @@ def check_nodes(sc: Scenario, error: Any) -> dict[str, str]:
         kinds.setdefault(r, "router")
     known = "one of: " + ", ".join(sorted(kinds))
     for i, link in enumerate(sc.links):
+        if link.between is None:
+            continue
         for j, n in enumerate(link.between):
             if n not in kinds:
                 error(
@@ -59,8 +66,10 @@ def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bo
     topo = sc._topology() if topology_ok else None
     names_seen: dict[str, int] = {}
     for i, flow in enumerate(sc.flows):
-        endpoints_ok = True
+        endpoints_ok = flow.from_ is not None and flow.to is not None
         for key, n in (("from", flow.from_), ("to", flow.to)):
+            if n is None:
+                continue
             if n not in kinds:
                 error(("flows", i, key), f"unknown host {show_value(n)}{_did_you_mean(n, hosts)}", host_list, n)
                 endpoints_ok = False
@@ -75,6 +84,8 @@ def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bo
                 flow.to,
             )
             endpoints_ok = False
+        if flow.start is None or sc.duration is None or flow.count is None:
+            continue  # (a partial view: the rest needs fields that did not parse)
         if flow.start >= sc.duration:
             error(
                 ("flows", i, "start"),
@@ -105,3 +116,87 @@ def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bo
                 error(("flows", i), f"no route from {a} to {b}", "links that connect the two hosts")
             elif bfs_route(len(topo.nodes), topo.ends, dst, src, topo.forwards) is None:
                 error(("flows", i), f"no route back from {b} to {a} for ACKs", "links that connect the two hosts")
+
+
+def check_queue_limits(sc: Scenario, error: Any) -> None:
+    """Queue limits as resolved ("bdp" multiples included) fit the engine's u32, as tc's ``limit``.
+
+    A limit of ``1e9bdp`` is valid YAML and a valid number, but resolves to more packets or
+    bytes than a pfifo/bfifo can hold (tc: ``struct tc_fifo_qopt { __u32 limit; }``); it is
+    reported here, at the queue's own path, instead of by the engine after loading.
+    """
+    topo = sc._topology()
+    reported: set[tuple] = set()
+    for j, link in enumerate(topo.links):
+        queue = link.get("queue")
+        if queue is None:
+            continue
+        limit = queue.get("limit_packets", queue.get("limit_bytes", 0))
+        if limit <= U32_MAX:
+            continue
+        entry = sc.links[j // 2]
+        reverse_queue = j % 2 == 1 and entry.reverse is not None and entry.reverse.queue is not None
+        path = ("links", j // 2, *(("reverse",) if reverse_queue else ()), "queue", "limit")
+        if path in reported:
+            continue
+        reported.add(path)
+        unit = "packets" if "limit_packets" in queue else "bytes"
+        spec = (entry.reverse.queue if reverse_queue else entry.queue).limit_spec()
+        shown = f"{spec.value.normalize():f}" + ("bdp" if spec.unit == "bdp" else "")
+        error(
+            path,
+            f"{show_value(shown)} is {limit} {unit} on {link['name']}, more than a queue limit holds",
+            f"a limit of at most {U32_MAX} {unit} (tc's u32 limit), such as 1bdp",
+            shown,
+        )
+
+
+def partial_view(data: Mapping[str, Any]) -> SimpleNamespace | None:
+    """The names, times and counts of raw scenario data that parse, for :func:`check_nodes`
+    and :func:`check_flows` when other fields do not (so a bad rate does not hide a flow to
+    an unknown host). Entries that do not parse are None and are skipped; routes and queue
+    limits are not checked (they need every link). None if the hosts themselves do not parse.
+    """
+    hosts = data.get("hosts")
+    if not isinstance(hosts, Mapping) or not all(_ok(_NODE, h) is not None for h in hosts):
+        return None
+
+    def field(entry: Any, key: str, parse: Any, default: Any = None) -> Any:
+        if not isinstance(entry, Mapping):
+            return None
+        return _ok(parse, entry[key]) if key in entry else default
+
+    routers = data.get("routers", [])
+    links = data.get("links", [])
+    flows = data.get("flows", [])
+    return SimpleNamespace(
+        hosts=list(hosts),
+        routers=[_ok(_NODE, r) for r in routers] if isinstance(routers, list) else [],
+        links=[SimpleNamespace(between=field(e, "between", _parse_between)) for e in links]
+        if isinstance(links, list)
+        else [],
+        flows=[
+            SimpleNamespace(
+                from_=field(e, "from", _NODE),
+                to=field(e, "to", _NODE),
+                start=field(e, "start", parse_time, 0),
+                stop=field(e, "stop", parse_time, None),
+                count=field(e, "count", _parse_int(1, 100_000), 1),
+                name=field(e, "name", _parse_name("name")),
+            )
+            for e in flows
+        ]
+        if isinstance(flows, list)
+        else [],
+        duration=_ok(lambda v: parse_time(v, allow_zero=False), data.get("duration")),
+    )
+
+
+_NODE = _parse_name("node name")
+
+
+def _ok(parse: Any, value: Any) -> Any:
+    try:
+        return parse(value)
+    except (UnitError, TypeError, ValueError):
+        return None

@@ -14,10 +14,17 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator
 
 from tcplab.errors import UnitError, show_value
-from tcplab.units import U64_MAX, parse_fraction, parse_number, parse_rate, parse_size, parse_time
+from tcplab.units import U64_MAX, parse_number, parse_percent, parse_rate, parse_size, parse_time
 
 CC_NAMES = ("reno", "cubic", "bbr")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+\Z")
+#: A scenario name becomes a directory (``runs/NAME``): at most this many characters, so that
+#: it and tcplab's temporary sibling ``.NAME.XXXXXXXX.tmp`` fit a file name (NAME_MAX 255).
+MAX_SCENARIO_NAME = 100
+#: Largest values the engine keeps in 32 bits (a pfifo/bfifo limit, as tc's u32 ``limit``).
+U32_MAX = 2**32 - 1
+#: Largest int sysctl (``tcp_rmem``, ``tcp_wmem``, ``tcp_limit_output_bytes`` are C ints).
+INT_MAX = 2**31 - 1
 
 
 def _parse_name(what: str):
@@ -27,6 +34,21 @@ def _parse_name(what: str):
         raise UnitError(f"{show_value(value)} is not a valid {what}", "letters, digits, '_', '.' or '-'", value)
 
     return parse
+
+
+def _parse_scenario_name(value: Any) -> str:
+    """A scenario name: also a safe single path component, since it names the run directory."""
+    name = _parse_name("name")(value)
+    expected = (
+        f"a name of letters, digits, '_', '.' or '-', not starting with '.', at most {MAX_SCENARIO_NAME} characters"
+    )
+    if name.startswith("."):
+        # ".", ".." would name the parent of runs/ (or runs/ itself); ".x" a hidden directory,
+        # the form of tcplab's own temporary directories.
+        raise UnitError(f"{show_value(name)} starts with '.' (it names the run directory)", expected, value)
+    if len(name) > MAX_SCENARIO_NAME:
+        raise UnitError(f"{show_value(name)} is {len(name)} characters long", expected, value)
+    return name
 
 
 def _parse_int(lo: int = 0, hi: int = U64_MAX, what: str = "an integer"):
@@ -85,10 +107,31 @@ def _parse_mem_triple(value: Any) -> tuple[int, int, int]:
             sizes.append(parse_size(item))
         except UnitError as e:
             raise UnitError(e.problem, e.expected, item, subpath=(i,) if not isinstance(value, str) else ()) from None
+    for i, size in enumerate(sizes):
+        # Linux v6.6 net/ipv4/sysctl_net_ipv4.c: tcp_rmem/tcp_wmem are ints with extra1 = SYSCTL_ONE.
+        if not 1 <= size <= INT_MAX:
+            raise UnitError(
+                f"{show_value(items[i])} is out of range",
+                f"each size from 1 to {INT_MAX} bytes (a C int, as the sysctl)",
+                items[i],
+                subpath=(i,) if not isinstance(value, str) else (),
+            )
     lo, default, hi = sizes
     if not lo <= default <= hi:
         raise UnitError(f"{show_value(value)} is not ordered min <= default <= max", expected, value)
     return (lo, default, hi)
+
+
+def _parse_size_range(lo: int, hi: int, what: str):
+    """A size from ``lo`` to ``hi`` bytes (what the engine keeps for the field)."""
+
+    def parse(value: Any) -> int:
+        size = parse_size(value)
+        if not lo <= size <= hi:
+            raise UnitError(f"{show_value(value)} is out of range", f"{what} from {lo} to {hi} bytes", value)
+        return size
+
+    return parse
 
 
 def _parse_between(value: Any) -> tuple[str, str]:
@@ -110,12 +153,14 @@ def _sub(e: UnitError, *prefix: Any) -> UnitError:
 
 
 Name = Annotated[str, BeforeValidator(_parse_name("name"))]
+ScenarioName = Annotated[str, BeforeValidator(_parse_scenario_name)]
+IntSize = Annotated[int, BeforeValidator(_parse_size_range(1, INT_MAX, "a size"))]
 NodeName = Annotated[str, BeforeValidator(_parse_name("node name"))]
 Rate = Annotated[int, BeforeValidator(parse_rate)]
 Time = Annotated[int, BeforeValidator(parse_time)]
 PosTime = Annotated[int, BeforeValidator(lambda v: parse_time(v, allow_zero=False))]
 Size = Annotated[int, BeforeValidator(parse_size)]
-Probability = Annotated[float, BeforeValidator(parse_fraction)]
+Probability = Annotated[float, BeforeValidator(parse_percent)]
 Bool = Annotated[bool, BeforeValidator(_parse_bool)]
 CcName = Annotated[str, BeforeValidator(_parse_cc)]
 MemTriple = Annotated[tuple[int, int, int], BeforeValidator(_parse_mem_triple)]

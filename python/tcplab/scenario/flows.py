@@ -9,7 +9,7 @@ from pydantic import BeforeValidator, Field, field_validator
 from tcplab.errors import UnitError
 from tcplab.scenario.apps import App, AppSpec
 from tcplab.scenario.base import _Model
-from tcplab.scenario.fields import Bool, CcName, Int, MemTriple, Name, NodeName, Rate, Time, _t
+from tcplab.scenario.fields import Bool, CcName, Int, IntSize, MemTriple, Name, NodeName, Rate, Time, _t
 from tcplab.units import parse_size
 
 
@@ -31,7 +31,7 @@ class FlowTcp(_Model):
     tcp_reordering: Int(1, 300) | None = None
     tcp_max_reordering: Int(1, 1_000_000) | None = None
     tcp_min_rtt_wlen: Int(0, 86400) | None = None
-    tcp_limit_output_bytes: Annotated[int, BeforeValidator(parse_size)] | None = None
+    tcp_limit_output_bytes: IntSize | None = None
     tcp_pacing_ss_ratio: Int(0, 1000) | None = None
     tcp_pacing_ca_ratio: Int(0, 1000) | None = None
     tcp_moderate_rcvbuf: Bool | None = None
@@ -45,6 +45,14 @@ class FlowTcp(_Model):
     def _mss_range(cls, v: int | None) -> int | None:
         if v is not None and not 88 <= v <= 65000:
             raise UnitError(f"{v} bytes is out of range", "an MSS from 88 to 65000 bytes such as 1448", v)
+        return v
+
+    @field_validator("max_pacing_rate")
+    @classmethod
+    def _pacing_whole_bytes(cls, v: int | None) -> int | None:
+        # SO_MAX_PACING_RATE is in bytes per second: below 8 bit/s it would be 0 (no sending).
+        if v is not None and v < 8:
+            raise UnitError(f"{v} bit/s is less than one byte per second", "a rate of at least 8bit", v)
         return v
 
     @field_validator("rto_min")

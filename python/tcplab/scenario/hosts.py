@@ -6,13 +6,13 @@ the receiver, everything else of the sender; see :mod:`tcplab.scenario`).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from tcplab.scenario.base import _Model
-from tcplab.scenario.fields import Bool, CcName, Int, MemTriple
-from tcplab.units import U64_MAX, parse_size
+from tcplab.scenario.fields import Bool, CcName, Int, IntSize, MemTriple
+from tcplab.units import U64_MAX
 
 #: The engine's TCP settings and their Linux v6.6 defaults (the engine applies the same).
 LINUX_TCP_DEFAULTS: dict[str, Any] = {
@@ -69,7 +69,7 @@ class Sysctl(_Model):
     tcp_reordering: Int(1, 300) = 3
     tcp_max_reordering: Int(1, 1_000_000) = 300
     tcp_min_rtt_wlen: Int(0, 86400) = 300
-    tcp_limit_output_bytes: Annotated[int, BeforeValidator(parse_size)] = 1048576
+    tcp_limit_output_bytes: IntSize = 1048576
     tcp_pacing_ss_ratio: Int(0, 1000) = 200
     tcp_pacing_ca_ratio: Int(0, 1000) = 120
     tcp_moderate_rcvbuf: Bool = True

@@ -13,7 +13,7 @@ from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import Int, PosTime, Probability, Rate, Time, _parse_between, _parse_int, _sub
 from tcplab.scenario.queues import Queue
-from tcplab.units import U64_MAX, parse_fraction
+from tcplab.units import U64_MAX, parse_percent, parse_size
 
 
 class LossSpec(BaseModel):
@@ -26,6 +26,12 @@ class LossSpec(BaseModel):
     h: float = 0.0
     k: float = 1.0
     data_packets: tuple[int, ...] = ()
+    #: Loss filter (``only: data``, ``min_size``): which packets the random models apply to.
+    data_only: bool = False
+    min_ip_bytes: int = 0
+
+    def filter_to_core(self) -> dict[str, Any]:
+        return {"data_only": self.data_only, "min_ip_bytes": self.min_ip_bytes}
 
     def to_core(self) -> dict[str, Any]:
         if self.kind == "none":
@@ -37,7 +43,37 @@ class LossSpec(BaseModel):
         return {"kind": "drop_list", "data_packets": list(self.data_packets)}
 
 
-LOSS_EXPECTED = "a loss such as 1%, 0.01, {gilbert_elliott: {p: 1%, r: 30%}} or {drop: [5, 17]}"
+LOSS_EXPECTED = (
+    "a loss such as 1%, 0.01, {random: 1%, only: data}, {gilbert_elliott: {p: 1%, r: 30%}} or {drop: [5, 17]}"
+)
+LOSS_MODELS = ("random", "gilbert_elliott", "drop")
+LOSS_FILTERS = ("only", "min_size")
+
+
+def _parse_loss_filter(value: dict) -> dict[str, Any]:
+    """``only: data|all`` and ``min_size: SIZE`` (IP length, as nftables' ``meta length``)."""
+    out: dict[str, Any] = {}
+    if "only" in value:
+        only = value["only"]
+        if only not in ("data", "all"):
+            raise UnitError(
+                f"{show_value(only)} is not a packet class",
+                "data (segments carrying payload: never SYNs or pure ACKs) or all",
+                only,
+                subpath=("only",),
+            )
+        out["data_only"] = only == "data"
+    if "min_size" in value:
+        try:
+            size = parse_size(value["min_size"])
+        except UnitError as e:
+            raise _sub(e, "min_size") from None
+        if size > 65535:
+            raise UnitError(
+                f"{size} bytes is larger than any IP packet", "a size of at most 65535B", size, subpath=("min_size",)
+            )
+        out["min_ip_bytes"] = size
+    return out
 
 
 def _parse_loss(value: Any) -> LossSpec:
@@ -47,20 +83,39 @@ def _parse_loss(value: Any) -> LossSpec:
         return LossSpec(kind="none")
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         try:
-            p = parse_fraction(value)
+            p = parse_percent(value)
         except UnitError as e:
             raise UnitError(e.problem, LOSS_EXPECTED if "is not" in e.problem else e.expected, value) from None
         return LossSpec(kind="bernoulli", p=p) if p > 0 else LossSpec(kind="none")
     if not isinstance(value, dict):
         raise UnitError(f"{show_value(value)} is not a loss", LOSS_EXPECTED, value)
-    if len(value) != 1 or next(iter(value)) not in ("gilbert_elliott", "drop"):
-        bad = [k for k in value if k not in ("gilbert_elliott", "drop")]
-        if bad:
-            raise UnitError(
-                f"unknown loss model {show_value(bad[0])}", "one of: gilbert_elliott, drop", bad[0], subpath=(bad[0],)
-            )
-        raise UnitError("several loss models given", "exactly one of: gilbert_elliott, drop", value)
-    kind, body = next(iter(value.items()))
+    bad = [k for k in value if k not in LOSS_MODELS + LOSS_FILTERS]
+    if bad:
+        raise UnitError(
+            f"unknown loss model {show_value(bad[0])}",
+            "one of: " + ", ".join(LOSS_MODELS) + " (filters: only, min_size)",
+            bad[0],
+            subpath=(bad[0],),
+        )
+    models = [k for k in value if k in LOSS_MODELS]
+    if len(models) != 1:
+        problem = "several loss models given" if models else "no loss model given"
+        raise UnitError(problem, "exactly one of: " + ", ".join(LOSS_MODELS), value)
+    filt = _parse_loss_filter(value)
+    kind, body = models[0], value[models[0]]
+    if kind == "random":
+        try:
+            p = parse_percent(body)
+        except UnitError as e:
+            raise UnitError(e.problem, "a probability such as 1%", body, subpath=("random",)) from None
+        return LossSpec(kind="bernoulli", p=p, **filt) if p > 0 else LossSpec(kind="none")
+    if kind == "drop" and filt:
+        raise UnitError(
+            "a drop list takes no filter",
+            "{drop: [5, 17]} alone (it counts data packets only)",
+            value,
+            subpath=(next(k for k in value if k in LOSS_FILTERS),),
+        )
     if kind == "drop":
         if not isinstance(body, list):
             raise UnitError(
@@ -90,13 +145,13 @@ def _parse_loss(value: Any) -> LossSpec:
     for key in ("p", "r", "h", "k"):
         if key in body:
             try:
-                params[key] = parse_fraction(body[key])
+                params[key] = parse_percent(body[key])
             except UnitError as e:
                 raise _sub(e, kind, key) from None
     params.setdefault("r", 1.0 - params["p"])
     params.setdefault("h", 0.0)
     params.setdefault("k", 1.0)
-    return LossSpec(kind="gilbert_elliott", **params)
+    return LossSpec(kind="gilbert_elliott", **params, **filt)
 
 
 Loss = Annotated[LossSpec, BeforeValidator(_parse_loss)]

@@ -5,19 +5,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
-from tcplab.errors import UnitError, UnitErrors
+from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
+from tcplab.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.scenario.base import _Model
-from tcplab.scenario.checks import check_flows, check_nodes
-from tcplab.scenario.fields import Int, Name, NodeName, PosTime, _t
+from tcplab.scenario.checks import check_flows, check_nodes, check_queue_limits
+from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
 from tcplab.scenario.flows import Flow, flow_names
 from tcplab.scenario.hosts import Host
 from tcplab.scenario.links import Link
 from tcplab.scenario.topology import _Topology
-from tcplab.units import U64_MAX
+from tcplab.units import U64_MAX, parse_size
+
+
+class Limits(_Model):
+    """``limits:``: what a run may hold (see :mod:`tcplab.limits`)."""
+
+    memory: Annotated[int, BeforeValidator(lambda v: parse_size(v, allow_zero=False))] = DEFAULT_MEMORY_BYTES
 
 
 class Scenario(_Model):
@@ -27,7 +34,7 @@ class Scenario(_Model):
     bit/s, sizes in bytes, references as indices, every TCP setting explicit).
     """
 
-    name: Name = Field(description="a scenario name such as lossy-long-path")
+    name: ScenarioName = Field(description="a scenario name such as lossy-long-path")
     description: str | None = None
     seed: Int(0, U64_MAX) = 1
     duration: PosTime = Field(description="a duration such as 60s")
@@ -38,9 +45,12 @@ class Scenario(_Model):
     routers: list[NodeName] = []
     links: list[Link] = []
     flows: list[Flow] = Field(description="a list of flows such as [{from: server, to: client}]")
+    limits: Limits = Field(default_factory=Limits)
 
     _source: str = PrivateAttr(default="")
     _raw: dict = PrivateAttr(default_factory=dict)
+    _lines: dict = PrivateAttr(default_factory=dict)  # field path -> line in the source file
+    _warnings: list = PrivateAttr(default_factory=list)
 
     # -- cross-reference checks -------------------------------------------------------
 
@@ -62,6 +72,9 @@ class Scenario(_Model):
         kinds = check_nodes(self, error)
         topology_ok = not errors
         check_flows(self, error, kinds, topology_ok)
+        if topology_ok:
+            check_queue_limits(self, error)
+        check_limits(self, error, sum(f.count for f in self.flows))
         if len(errors) == 1:
             raise errors[0]
         if errors:
@@ -78,6 +91,11 @@ class Scenario(_Model):
     def source(self) -> str:
         """Where the scenario came from (a path, ``builtin:NAME`` or ``<dict>``)."""
         return self._source
+
+    @property
+    def warnings(self) -> list[ScenarioWarning]:
+        """Valid values that probably do not mean what was intended (``5Mbps`` is 40 Mbit/s)."""
+        return list(self._warnings)
 
     @property
     def node_names(self) -> list[str]:
@@ -116,6 +134,7 @@ class Scenario(_Model):
                     "delay_ns": link["delay_ns"],
                     "overhead_bytes": link["overhead_bytes"],
                     "loss": link["loss"].to_core(),
+                    "loss_filter": link["loss"].filter_to_core(),
                     "reorder": link["reorder"],
                     "queue": link["queue"],
                 }
@@ -132,6 +151,7 @@ class Scenario(_Model):
             "nodes": [{"name": n, "kind": "host" if n in self.hosts else "router"} for n in topo.nodes],
             "links": links,
             "flows": flows,
+            "max_memory_bytes": self.limits.memory,
         }
 
     def to_core_json(self) -> str:

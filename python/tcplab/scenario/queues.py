@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
-from tcplab.scenario.fields import _parse_int
+from tcplab.scenario.fields import U32_MAX, _parse_int
 from tcplab.units import parse_number, parse_size
 
 NOMINAL_PACKET_BYTES = 1500  # the packet size a "bdp" queue limit is counted in
@@ -99,4 +99,8 @@ def parse_queue_limit(value: Any, qdisc: str) -> QueueLimit | None:
         size = parse_size(value, allow_zero=False)
     except UnitError as e:
         raise UnitError(e.problem, expected, value) from None
+    if size > U32_MAX:
+        raise UnitError(
+            f"{show_value(value)} is too large", f"a bfifo limit of at most {U32_MAX} bytes (tc's u32)", value
+        )
     return QueueLimit(unit="bytes", value=Decimal(size))

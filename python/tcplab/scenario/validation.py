@@ -1,7 +1,9 @@
 """The entry point: a plain dict -> a :class:`Scenario`, or a :class:`ScenarioError`.
 
 pydantic's errors are converted into ScenarioErrors naming the field path, the value and
-what was expected.
+what was expected; every problem found is kept (not just the first), each with the line of
+its field in the file when a line map is given (:func:`tcplab.loader.node_lines`), in file
+order.
 """
 
 from __future__ import annotations
@@ -11,12 +13,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tcplab.errors import ScenarioError, UnitError, UnitErrors, show_value
+from tcplab.errors import ScenarioError, ScenarioWarning, UnitError, UnitErrors, show_value
+from tcplab.scenario.base import UnknownKey
+from tcplab.scenario.checks import check_flows, check_nodes, partial_view
 from tcplab.scenario.model import Scenario
+from tcplab.units import rate_unit_warning
 
 
-def validate_scenario(data: Mapping[str, Any], file: str = "") -> Scenario:
-    """Validate a plain dict (already parsed and overridden) into a :class:`Scenario`."""
+def validate_scenario(
+    data: Mapping[str, Any], file: str = "", *, lines: Mapping[tuple[str, ...], int] | None = None
+) -> Scenario:
+    """Validate a plain dict (already parsed and overridden) into a :class:`Scenario`.
+
+    ``lines`` maps field paths to their line in ``file`` (errors then say ``file:LINE``).
+    """
     if not isinstance(data, Mapping):
         raise ScenarioError(
             f"the top level is {show_value(data) if not isinstance(data, list) else 'a list'}",
@@ -24,12 +34,83 @@ def validate_scenario(data: Mapping[str, Any], file: str = "") -> Scenario:
             expected="a mapping with keys such as name, duration, hosts, links, flows",
         )
     try:
-        return Scenario.model_validate(dict(data))
+        scenario = Scenario.model_validate(dict(data))
     except ValidationError as exc:
-        raise _convert(exc, file) from None
+        raise _convert(exc, file, lines or {}, data) from None
+    except RecursionError:  # data nested absurdly deep (the loader refuses it earlier, with the limit)
+        raise ScenarioError(
+            "nested too deeply to validate", file=file, expected="a scenario nested a few levels deep"
+        ) from None
+    scenario._warnings = collect_warnings(data, file, lines or {})
+    return scenario
 
 
-def _convert(exc: ValidationError, file: str) -> ScenarioError:
+def _rate_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(dotted path, raw value) of every rate in the scenario data."""
+    out: list[tuple[str, Any]] = []
+    links = data.get("links")
+    for i, link in enumerate(links if isinstance(links, list) else []):
+        if isinstance(link, Mapping):
+            out.append((f"links.{i}.rate", link.get("rate")))
+            reverse = link.get("reverse")
+            if isinstance(reverse, Mapping):
+                out.append((f"links.{i}.reverse.rate", reverse.get("rate")))
+    flows = data.get("flows")
+    for i, flow in enumerate(flows if isinstance(flows, list) else []):
+        tcp = flow.get("tcp") if isinstance(flow, Mapping) else None
+        if isinstance(tcp, Mapping):
+            out.append((f"flows.{i}.tcp.max_pacing_rate", tcp.get("max_pacing_rate")))
+    return out
+
+
+def collect_warnings(data: Mapping[str, Any], file: str, lines: Mapping[tuple[str, ...], int]) -> list[ScenarioWarning]:
+    """Valid values that probably mean something else than intended: rates in tc's bytes/s."""
+    warnings = []
+    for path, value in _rate_fields(data):
+        message = rate_unit_warning(value)
+        if message:
+            warnings.append(ScenarioWarning(message, file=file, path=path, lineno=line_of(path, lines)))
+    return warnings
+
+
+def line_of(path: str, lines: Mapping[tuple[str, ...], int]) -> int | None:
+    """The line of field ``path`` (dotted), or of its nearest ancestor written in the file."""
+    parts = tuple(path.split(".")) if path else ()
+    while parts:
+        if parts in lines:
+            return lines[parts]
+        parts = parts[:-1]
+    return None
+
+
+def _reference_errors(data: Mapping[str, Any], file: str, known: list[ScenarioError]) -> list[ScenarioError]:
+    """Cross-reference problems among the fields that parse (see checks.partial_view), except
+    at paths where a problem is already reported."""
+    view = partial_view(data)
+    if view is None:
+        return []
+    found: list[ScenarioError] = []
+
+    def error(path: tuple, problem: str, expected: str, value: Any = None) -> None:
+        found.append(
+            ScenarioError(problem, file=file, path=".".join(str(p) for p in path), value=value, expected=expected)
+        )
+
+    try:
+        check_flows(view, error, check_nodes(view, error), topology_ok=False)
+    except (AttributeError, KeyError, TypeError, IndexError):  # a shape the view did not foresee
+        return []
+    taken = [e.path for e in known]
+
+    def overlaps(path: str) -> bool:
+        return any(path == t or path.startswith(t + ".") or t.startswith(path + ".") for t in taken)
+
+    return [e for e in found if not overlaps(e.path)]
+
+
+def _convert(
+    exc: ValidationError, file: str, lines: Mapping[tuple[str, ...], int], data: Mapping[str, Any] | None = None
+) -> ScenarioError:
     errors: list[ScenarioError] = []
     for err in exc.errors(include_url=False):
         loc = [p for p in err["loc"] if p != "[key]"]
@@ -44,6 +125,8 @@ def _convert(exc: ValidationError, file: str) -> ScenarioError:
         value = err.get("input")
         if err["type"] == "missing":
             errors.append(ScenarioError("missing", file=file, path=path, expected="a value"))
+        elif err["type"] == "extra_forbidden" and isinstance(value, UnknownKey):
+            errors.append(ScenarioError(value.problem, file=file, path=path, value=value.key, expected=value.expected))
         elif err["type"] == "extra_forbidden":
             errors.append(
                 ScenarioError(
@@ -64,7 +147,20 @@ def _convert(exc: ValidationError, file: str) -> ScenarioError:
         else:
             msg = err["msg"]
             errors.append(ScenarioError(f"{show_value(value)}: {msg}", file=file, path=path, value=value))
+    if data is not None:
+        errors.extend(_reference_errors(data, file, errors))
+    for e in errors:
+        e.lineno = line_of(e.path, lines)
+        e.args = (e.line(),)
+    # File order (errors without a line last, in pydantic's field order).
+    errors.sort(key=lambda e: (e.lineno is None, e.lineno or 0))
     first = errors[0]
     return ScenarioError(
-        first.problem, file=first.file, path=first.path, value=first.value, expected=first.expected, errors=errors
+        first.problem,
+        file=first.file,
+        path=first.path,
+        value=first.value,
+        expected=first.expected,
+        errors=errors,
+        lineno=first.lineno,
     )

@@ -242,7 +242,7 @@ def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping
         tt = total.index.to_numpy()
         ax.plot(tt, _smooth(tt, total.to_numpy(dtype=np.float64)) / 1e6, label="total", color="black", linewidth=1.0)
     _ceiling_lines(ax, paths, flows, colors)
-    _style(ax, "Goodput (Mbit/s, 1 s average)", f"TCP goodput - {result.scenario.name}", xmax=result.duration_s)
+    _style(ax, "Goodput (Mbit/s, 1 s average)", f"TCP goodput - {result.title}", xmax=result.duration_s)
     _legend(ax)
     return Plot(
         "goodput.png",
@@ -269,7 +269,7 @@ def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
             ax.plot(t, ss, color=colors[name], linestyle=":", linewidth=1.0)
     if any_ssthresh:
         ax.plot([], [], color="0.3", linestyle=":", label="ssthresh (dotted)")
-    _style(ax, "cwnd (packets)", f"TCP congestion window - {result.scenario.name}", xmax=result.duration_s)
+    _style(ax, "cwnd (packets)", f"TCP congestion window - {result.title}", xmax=result.duration_s)
     _legend(ax)
     return Plot("cwnd.png", "Congestion window and ssthresh of each flow, in packets", _png(fig))
 
@@ -284,7 +284,7 @@ def _rtt_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str
             continue
         ax.plot(rows["t_s"].to_numpy(), _rtt_ms(rows, "srtt_us"), label=_flow_label(result, name), color=colors[name])
     _base_rtt_lines(ax, paths, flows, colors)
-    _style(ax, "Smoothed RTT (ms)", f"TCP RTT - {result.scenario.name}", xmax=result.duration_s)
+    _style(ax, "Smoothed RTT (ms)", f"TCP RTT - {result.title}", xmax=result.duration_s)
     _legend(ax)
     return Plot("rtt.png", "Smoothed RTT of each flow and the route's base (propagation) RTT", _png(fig))
 
@@ -353,9 +353,7 @@ def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
         unit = "pkts" if float(cap).is_integer() else "full-size pkts"
         where = "" if cap <= top else " (off scale)"
         backlog.axhline(cap, color=color, linestyle="--", linewidth=0.9, label=f"{name} limit {cap:g} {unit}{where}")
-    _style(
-        backlog, "Backlog (packets)", f"Bottleneck queues - {result.scenario.name}", xlabel="", xmax=result.duration_s
-    )
+    _style(backlog, "Backlog (packets)", f"Bottleneck queues - {result.title}", xlabel="", xmax=result.duration_s)
     backlog.set_ylim(0, top * 1.1)
     _style(drops, f"Tail drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
     drops.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -443,9 +441,7 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
     if has_modes:
         strip_rows.append(("BBR mode" if cc == "bbr" else "cc mode", mode_spans, MODE_COLORS))
     _strip(strip, strip_rows, retrans, rtos)
-    strip.set_title(
-        f"Flow {number}: {_flow_label(result, name)} - {result.scenario.name}", loc="left", fontsize="medium"
-    )
+    strip.set_title(f"Flow {number}: {_flow_label(result, name)} - {result.title}", loc="left", fontsize="medium")
     strip.tick_params(labelbottom=False)
     present = {s.label for s in ca_spans} | {s.label for s in mode_spans}
     handles = [Patch(color=c, label=k) for k, c in {**CA_COLORS, **MODE_COLORS}.items() if k in present]

@@ -54,11 +54,11 @@ _TEMPLATE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>tcplab: {{ s.scenario }}</title>
+<title>tcplab: {{ s.title }}</title>
 <style>{{ style }}</style>
 </head>
 <body>
-<h1>{{ s.scenario }}</h1>
+<h1>{{ s.title }}</h1>
 {% if s.description %}<pre>{{ s.description }}</pre>{% endif %}
 <p>seed {{ s.seed }} &middot; {{ "%g"|format(s.duration_s) }} s simulated,
  sampled every {{ "%g"|format(s.sample_interval_s * 1000) }} ms
@@ -109,7 +109,9 @@ entered Loss (only the retransmission timer enters Loss).</p>
 {% endif %}
 
 <h2>Inputs and counters</h2>
-<details><summary>resolved scenario (the engine configuration; <code>scenario.resolved.json</code>)</summary>
+{% if scenario_yaml %}<details><summary>scenario as run (every override applied; <code>scenario.yaml</code>)</summary>
+<pre>{{ scenario_yaml }}</pre></details>{% endif %}
+<details><summary>engine configuration (<code>scenario.resolved.json</code>)</summary>
 <pre>{{ config_json }}</pre></details>
 <details><summary>nstat counters (<code>counters.txt</code>)</summary>
 <pre>{{ counters }}</pre></details>
@@ -231,6 +233,7 @@ def render_report(
     *,
     config: Mapping[str, Any] | None = None,
     counters: str = "",
+    scenario_yaml: str = "",
 ) -> str:
     """The HTML text of one run: its summary, the path's limits, the plots inline."""
     return _ENV.from_string(_TEMPLATE).render(
@@ -240,23 +243,31 @@ def render_report(
         style=_STYLE,
         config_json=json.dumps(config, indent=1) if config else "",
         counters=counters,
+        scenario_yaml=scenario_yaml,
     )
 
 
 def write_report(result: Result, path: Path, plots: Sequence[Plot] = ()) -> Path:
     """Write one run's self-contained report.html."""
-    text = render_report(result.summary, plots, config=result.config, counters=result.nstat_text())
+    scenario_yaml = result.scenario_yaml()
+    text = render_report(
+        result.summary, plots, config=result.config, counters=result.nstat_text(), scenario_yaml=scenario_yaml
+    )
     path.write_text(text, encoding="utf-8")
     return path
 
 
-def _path_rows(results: Mapping[str, Result]) -> list[tuple[str, list[str]]]:
+def _path_rows(results: Mapping[str, Result], columns: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The first flow's payload ceiling and base RTT of each column ("-" for a variant that
+    did not run)."""
     from tcplab.views.paths import flow_paths
 
     ceiling, base = [], []
-    for r in results.values():
-        paths = flow_paths(r.config)
-        first = paths.get(r.config["flows"][0]["name"]) if r.config["flows"] else None
+    for label in columns:
+        r = results.get(label)
+        first = None
+        if r is not None and r.config["flows"]:
+            first = flow_paths(r.config).get(r.config["flows"][0]["name"])
         ceiling.append(sig(first.payload_ceiling_bps / 1e6) if first else "-")
         base.append(_fixed(first.base_rtt_s, 1e3, 1) if first else "-")
     return [("payload ceiling (Mbit/s)", ceiling), ("base RTT (ms)", base)]
@@ -276,7 +287,7 @@ def render_compare_report(
     for metric, values in table.iterrows():
         rows.append({"metric": metric, "values": [format_metric(str(metric), v) for v in values]})
     if results:
-        for metric, cells in _path_rows(results):
+        for metric, cells in _path_rows(results, [str(c) for c in table.columns]):
             rows.append({"metric": metric, "values": cells})
     return _ENV.from_string(_COMPARE_TEMPLATE).render(
         title=title,

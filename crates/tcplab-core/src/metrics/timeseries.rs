@@ -1,6 +1,10 @@
 //! Columnar time series: one `Vec` per column, one row per (sample time, flow) or
 //! (sample time, link). Capacity is reserved up front from the run length and the
-//! sampling interval, so sampling never reallocates in steady state.
+//! sampling interval, so sampling never reallocates in steady state. Growth goes through
+//! `try_reserve`, so running out of memory is an error the simulator returns, not an abort.
+
+use std::collections::TryReserveError;
+use std::mem::size_of;
 
 #[derive(Debug, Default)]
 pub struct FlowSeries {
@@ -8,7 +12,9 @@ pub struct FlowSeries {
     pub flow: Vec<u32>,
     pub cwnd: Vec<u32>,
     pub ssthresh: Vec<u32>,
+    /// ss's `rtt:X/Y` X: tcp_info's tcpi_rtt (`srtt_us >> 3`).
     pub srtt_us: Vec<u32>,
+    /// ss's `rtt:X/Y` Y: tcp_info's tcpi_rttvar (`mdev_us >> 2`, the mean deviation).
     pub rttvar_us: Vec<u32>,
     pub min_rtt_us: Vec<u32>,
     pub pacing_rate_bps: Vec<u64>,
@@ -26,6 +32,46 @@ pub struct FlowSeries {
 }
 
 impl FlowSeries {
+    /// Bytes one row takes across all columns (keep in step with the columns above; the
+    /// memory estimate of a run is built on it).
+    pub const ROW_BYTES: usize = 2 * size_of::<u64>() // t_ns, flow (u32) + cwnd (u32)
+        + 4 * size_of::<u32>() // ssthresh, srtt_us, rttvar_us, min_rtt_us
+        + 2 * size_of::<u64>() // pacing_rate_bps, delivery_rate_bps
+        + size_of::<u32>() // inflight
+        + 4 * size_of::<u64>() // bytes_acked, bytes_received, retrans_segs, lost
+        + 2 * size_of::<u8>() // ca_state, cc_mode
+        + size_of::<u64>() // bbr_bw_bps
+        + 2 * size_of::<f64>(); // pacing_gain, cwnd_gain
+
+    /// Make room for `additional` more rows in every column, or fail without aborting.
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), TryReserveError> {
+        self.t_ns.try_reserve(additional)?;
+        self.flow.try_reserve(additional)?;
+        self.cwnd.try_reserve(additional)?;
+        self.ssthresh.try_reserve(additional)?;
+        self.srtt_us.try_reserve(additional)?;
+        self.rttvar_us.try_reserve(additional)?;
+        self.min_rtt_us.try_reserve(additional)?;
+        self.pacing_rate_bps.try_reserve(additional)?;
+        self.delivery_rate_bps.try_reserve(additional)?;
+        self.inflight.try_reserve(additional)?;
+        self.bytes_acked.try_reserve(additional)?;
+        self.bytes_received.try_reserve(additional)?;
+        self.retrans_segs.try_reserve(additional)?;
+        self.lost.try_reserve(additional)?;
+        self.ca_state.try_reserve(additional)?;
+        self.cc_mode.try_reserve(additional)?;
+        self.bbr_bw_bps.try_reserve(additional)?;
+        self.pacing_gain.try_reserve(additional)?;
+        self.cwnd_gain.try_reserve(additional)?;
+        Ok(())
+    }
+
+    /// Rows that fit before the next reservation.
+    pub fn spare_rows(&self) -> usize {
+        self.t_ns.capacity() - self.t_ns.len()
+    }
+
     pub fn with_capacity(n: usize) -> Self {
         FlowSeries {
             t_ns: Vec::with_capacity(n),
@@ -69,6 +115,24 @@ pub struct QueueSeries {
 }
 
 impl QueueSeries {
+    /// Bytes one row takes across all columns.
+    pub const ROW_BYTES: usize = size_of::<u64>() + 2 * size_of::<u32>() + 2 * size_of::<u64>();
+
+    /// Make room for `additional` more rows in every column, or fail without aborting.
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), TryReserveError> {
+        self.t_ns.try_reserve(additional)?;
+        self.link.try_reserve(additional)?;
+        self.backlog_packets.try_reserve(additional)?;
+        self.backlog_bytes.try_reserve(additional)?;
+        self.drops.try_reserve(additional)?;
+        Ok(())
+    }
+
+    /// Rows that fit before the next reservation.
+    pub fn spare_rows(&self) -> usize {
+        self.t_ns.capacity() - self.t_ns.len()
+    }
+
     pub fn with_capacity(n: usize) -> Self {
         QueueSeries {
             t_ns: Vec::with_capacity(n),
@@ -79,3 +143,4 @@ impl QueueSeries {
         }
     }
 }
+

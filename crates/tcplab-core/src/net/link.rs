@@ -13,11 +13,11 @@ use std::collections::VecDeque;
 
 use crate::config::LinkConfig;
 use crate::event::{EventKind, EventQueue};
-use crate::net::loss::{LossModel, LossVerdict};
+use crate::net::loss::{Loss, LossVerdict};
 use crate::net::qdisc::Fifo;
 use crate::packet::{flags, Packet};
 use crate::rng::Rng;
-use crate::time::{tx_time_ns, NEVER};
+use crate::time::{time_add, tx_time_ns, NEVER};
 
 #[derive(Debug)]
 struct Reorder {
@@ -61,7 +61,7 @@ pub struct Link {
     pending_arrive_ns: u64,
     completions: VecDeque<TxCompletion>,
     tx_cache: [(u32, u64); 2],
-    loss: LossModel,
+    loss: Loss,
     reorder: Option<Reorder>,
 }
 
@@ -97,7 +97,7 @@ impl Link {
             pending_arrive_ns: NEVER,
             completions: VecDeque::with_capacity(64),
             tx_cache: [(u32::MAX, 0); 2],
-            loss: LossModel::new(&cfg.loss, loss_rng),
+            loss: Loss::new(&cfg.loss, cfg.loss_filter, loss_rng),
             reorder,
         }
     }
@@ -124,7 +124,9 @@ impl Link {
         if !self.qdisc.offer(now_ns, start, len) {
             return Enqueued::Dropped(pkt);
         }
-        let finish = start + self.tx_time(len);
+        // Saturating: a slow link with a long queue may finish beyond the engine's clock
+        // range; such a packet simply never arrives within the run.
+        let finish = time_add(start, self.tx_time(len));
         self.busy_until_ns = finish;
         if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
             // TX completion for the sender's TSQ accounting, in finish order.
@@ -148,10 +150,10 @@ impl Link {
                 return Enqueued::Lost(v);
             }
         }
-        let mut arrive = finish + self.delay_ns;
+        let mut arrive = time_add(finish, self.delay_ns);
         if let Some(r) = &mut self.reorder {
             if r.rng.chance(r.p) {
-                arrive += r.delay_ns;
+                arrive = time_add(arrive, r.delay_ns);
                 self.wire.reorder_events += 1;
             }
         }

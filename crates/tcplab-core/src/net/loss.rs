@@ -11,8 +11,14 @@
 //!
 //! Each link owns its own random stream, so losses on one link never depend on traffic
 //! elsewhere.
+//!
+//! A [`LossFilter`] restricts the random models to data segments and/or to packets of at
+//! least a given IP length, as loss is commonly emulated with nftables (`tcp` payload
+//! matches, `meta length`) to keep SYNs and pure ACKs safe. A packet outside the filter
+//! passes without drawing a random number, so filtered-out traffic does not shift the
+//! loss pattern of the packets it applies to.
 
-use crate::config::LossConfig;
+use crate::config::{LossConfig, LossFilter};
 use crate::packet::Packet;
 use crate::rng::Rng;
 
@@ -22,6 +28,26 @@ pub enum LossVerdict {
     Lost,
     /// Dropped because the drop list named it.
     Listed,
+}
+
+#[derive(Debug)]
+pub struct Loss {
+    filter: LossFilter,
+    model: LossModel,
+}
+
+impl Loss {
+    pub fn new(cfg: &LossConfig, filter: LossFilter, rng: Rng) -> Loss {
+        Loss { filter, model: LossModel::new(cfg, rng) }
+    }
+
+    #[inline]
+    pub fn judge(&mut self, pkt: &Packet) -> LossVerdict {
+        if (self.filter.data_only && !pkt.is_data()) || pkt.ip_bytes < self.filter.min_ip_bytes {
+            return LossVerdict::Pass;
+        }
+        self.model.judge(pkt)
+    }
 }
 
 #[derive(Debug)]
@@ -125,6 +151,52 @@ mod tests {
         let expect = (r * (1.0 - k) + p * (1.0 - h)) / (p + r);
         // Bursty losses: allow 10% relative error at 400k packets (~1000 bursts).
         assert!((lost - expect).abs() < 0.1 * expect, "lost={lost} expect={expect}");
+    }
+
+    fn ack() -> Packet {
+        Packet { ip_bytes: 52, end_seq: 0, ..data() }
+    }
+
+    #[test]
+    fn data_filter_never_loses_syns_or_acks_and_loses_data_at_p() {
+        let p = 0.3;
+        let filter = LossFilter { data_only: true, min_ip_bytes: 0 };
+        let mut m = Loss::new(&LossConfig::Bernoulli { p }, filter, Rng::from_seed(3));
+        let syn = Packet { flags: crate::packet::flags::SYN, ..ack() };
+        let n = 100_000;
+        let mut lost = 0;
+        for _ in 0..n {
+            assert_eq!(m.judge(&syn), LossVerdict::Pass);
+            assert_eq!(m.judge(&ack()), LossVerdict::Pass);
+            lost += (m.judge(&data()) == LossVerdict::Lost) as u32;
+        }
+        // Binomial(n, p): 5 standard deviations.
+        let sd = (n as f64 * p * (1.0 - p)).sqrt();
+        assert!((lost as f64 - n as f64 * p).abs() < 5.0 * sd, "lost {lost} of {n}");
+    }
+
+    #[test]
+    fn filtered_packets_do_not_draw_from_the_random_stream() {
+        // The data packets' fate is the same with or without ACKs interleaved.
+        let filter = LossFilter { data_only: true, min_ip_bytes: 0 };
+        let mut alone = Loss::new(&LossConfig::Bernoulli { p: 0.5 }, filter, Rng::from_seed(5));
+        let mut mixed = Loss::new(&LossConfig::Bernoulli { p: 0.5 }, filter, Rng::from_seed(5));
+        for _ in 0..1000 {
+            mixed.judge(&ack());
+            assert_eq!(alone.judge(&data()), mixed.judge(&data()));
+        }
+    }
+
+    #[test]
+    fn size_filter_applies_from_min_ip_bytes() {
+        let filter = LossFilter { data_only: false, min_ip_bytes: 101 };
+        let mut m = Loss::new(&LossConfig::Bernoulli { p: 1.0 }, filter, Rng::from_seed(1));
+        assert_eq!(m.judge(&Packet { ip_bytes: 100, ..data() }), LossVerdict::Pass);
+        assert_eq!(m.judge(&Packet { ip_bytes: 101, ..ack() }), LossVerdict::Lost);
+        assert_eq!(m.judge(&data()), LossVerdict::Lost);
+        // Without a filter every packet is subject to the loss.
+        let mut all = Loss::new(&LossConfig::Bernoulli { p: 1.0 }, LossFilter::default(), Rng::from_seed(1));
+        assert_eq!(all.judge(&ack()), LossVerdict::Lost);
     }
 
     #[test]

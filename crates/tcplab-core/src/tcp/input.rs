@@ -415,16 +415,19 @@ impl TcpSocket {
         }
         // RTTM Rule: TSecr of an ACK acknowledging new data gives a sample when SACK/ACK
         // timing did not (e.g. all acked data was retransmitted). Linux's TS clock is 1 ms.
+        let mut from_tsecr = false;
         if seq_rtt_us < 0 && self.rx_tsecr_ns != 0 && flag & FLAG_ACKED != 0 {
             let delta_ms = (self.tp.tcp_clock_cache / 1_000_000).saturating_sub(self.rx_tsecr_ns / 1_000_000);
             let d = (delta_ms * 1000) as i64;
             seq_rtt_us = d;
             ca_rtt_us = d;
+            from_tsecr = true;
         }
         rs.rtt_us = ca_rtt_us;
         if seq_rtt_us < 0 {
             return false;
         }
+        self.stats.note_rtt_sample(ca_rtt_us.max(0) as u64, from_tsecr);
         self.stats.rtt_hist.record(ca_rtt_us.max(0) as u64);
         update_rtt_min(&mut self.tp, ca_rtt_us.max(0) as u32, flag & FLAG_ACK_MAYBE_DELAYED != 0, self.cfg.tcp_min_rtt_wlen_s);
         let rto_min = self.rto_min_us();

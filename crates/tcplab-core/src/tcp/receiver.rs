@@ -48,6 +48,13 @@ fn space_from_win(win: u64) -> u64 {
     (win << 8) / SCALING_RATIO
 }
 
+/// The largest window a receiver with `cfg` can ever advertise: the window of its largest
+/// buffer (`tcp_rmem[2]`, or the default if larger), at the window-scale granularity that
+/// `select_window_raw` rounds to. Used to warn about buffers too small to carry a segment.
+pub fn max_window_bytes(cfg: &TcpConfig) -> u64 {
+    win_from_space(cfg.tcp_rmem[2].max(cfg.tcp_rmem[1])) & !127
+}
+
 /// What the receiver wants done after a segment arrived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AckAction {

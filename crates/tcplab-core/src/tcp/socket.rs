@@ -90,6 +90,22 @@ pub struct SockStats {
     pub data_pkts_sent: u64,
     /// Packets dropped by the local qdisc at send time.
     pub local_drops: u64,
+    /// Smallest RTT sample timed from the skb's transmit stamp (us), for the engine's
+    /// check that no sample is below the path's propagation delay.
+    pub min_timed_rtt_us: Option<u64>,
+    /// Smallest RTT sample taken from the echoed timestamp (1 ms clock), in us.
+    pub min_ts_rtt_us: Option<u64>,
+}
+
+impl SockStats {
+    /// Remember an RTT sample for the base-RTT check (one compare per ACK).
+    #[inline]
+    pub fn note_rtt_sample(&mut self, rtt_us: u64, from_tsecr: bool) {
+        let slot = if from_tsecr { &mut self.min_ts_rtt_us } else { &mut self.min_timed_rtt_us };
+        if slot.is_none_or(|m| rtt_us < m) {
+            *slot = Some(rtt_us);
+        }
+    }
 }
 
 pub struct TcpSocket {
@@ -170,6 +186,11 @@ impl TcpSocket {
             tp.icsk_rto = TCP_TIMEOUT_INIT;
             tp.sk_max_pacing_rate = cfg.max_pacing_rate_bytes_per_sec;
             tp.sk_pacing_status = if cfg.fq_pacing { PacingStatus::Fq } else { PacingStatus::None };
+            // SO_MAX_PACING_RATE switches on TCP's internal pacing when no qdisc paces
+            // (Linux v6.12 net/core/sock.c: sk_setsockopt(), SK_PACING_NONE -> SK_PACING_NEEDED).
+            if cfg.max_pacing_rate_bytes_per_sec != u64::MAX && tp.sk_pacing_status == PacingStatus::None {
+                tp.sk_pacing_status = PacingStatus::Needed;
+            }
             tp.snd_wnd = 65535;
             TcpSocket {
                 rcv: Receiver::new(&cfg),

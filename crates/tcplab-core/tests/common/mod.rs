@@ -23,7 +23,7 @@ pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queu
     let fast = rate_bps * 100;
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, q: QueueConfig, loss: LossConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss, reorder: None, queue: q });
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss, loss_filter: LossFilter::default(), reorder: None, queue: q });
     };
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     for i in 0..n as u32 {
@@ -47,7 +47,7 @@ pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queu
             cc_params: CcParams::default(),
         })
         .collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
 
 /// Index of the bottleneck link r1->r2 in a `dumbbell(n, ...)`.
@@ -55,7 +55,9 @@ pub fn bottleneck(n: usize) -> usize {
     2 * n
 }
 
-/// BDP in packets for a rate and RTT (1514-byte frames on the wire).
+/// BDP in packets for a rate and RTT: full-size frames as the link counts them (1500 B IP
+/// + 14 B Ethernet = 1514 B). Python's `limit: 1bdp` counts the same way
+/// (python/tcplab/scenario.py `_queue`, tests/test_routing_bdp.py).
 pub fn bdp_packets(rate_bps: u64, rtt_ns: u64) -> u32 {
     ((rate_bps as f64 / 8.0 * rtt_ns as f64 / 1e9) / 1514.0).round() as u32
 }

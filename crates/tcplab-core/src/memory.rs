@@ -1,0 +1,149 @@
+//! How much memory a run will hold, estimated before it starts.
+//!
+//! A run that outgrows the machine must be refused up front with a message naming the
+//! setting to change (issue 7, item 2.2), not abort half-way. The estimate adds:
+//!
+//! - **time series**: exact. One row per flow and per link at every sample time
+//!   (`duration_ns / sample_interval_ns + 2` sample times, as the simulator reserves);
+//! - **endpoints**: two sockets per flow and their RTT histograms;
+//! - **packets held by links**: an upper bound on the packets queued, serializing or
+//!   propagating at one time, each with its retransmit-queue entry at the sender. It is
+//!   the smaller of what the links can hold (per link: the packets its delay and any
+//!   reordering delay keep in flight at line rate, at the smallest frame, plus its queue
+//!   limit) and what the flows can put in flight (per flow: its largest window in
+//!   segments, as data plus as many ACKs).
+//!
+//! The sum is compared with [`SimConfig::max_memory_bytes`](crate::config::SimConfig).
+//! The Python front computes the time-series part the same way (`tcplab.limits`), and a
+//! test checks the two agree.
+
+use std::mem::size_of;
+
+use crate::config::{QueueConfig, SimConfig};
+use crate::metrics::histogram::LogHistogram;
+use crate::metrics::timeseries::{FlowSeries, QueueSeries};
+use crate::net::link::Link;
+use crate::packet::{Packet, TCP_IP_HEADER_BYTES};
+use crate::tcp::rtx_queue::Skb;
+use crate::tcp::socket::TcpSocket;
+
+/// The parts of a run's memory, in bytes (saturating: a huge estimate stays huge).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    /// Sample times the time series will hold.
+    pub sample_rows: u64,
+    pub series_bytes: u64,
+    pub endpoints_bytes: u64,
+    pub packets_held: u64,
+    pub packets_bytes: u64,
+    pub total_bytes: u64,
+}
+
+/// Sample times of a run: t = 0, every interval up to the end, and one spare.
+pub fn sample_rows(duration_ns: u64, sample_interval_ns: u64) -> u64 {
+    duration_ns.checked_div(sample_interval_ns).map_or(0, |n| n.saturating_add(2))
+}
+
+/// Bytes of time series for `rows` sample times of `flows` flows and `links` links.
+pub fn series_bytes(rows: u64, flows: u64, links: u64) -> u64 {
+    let per_row = (flows as u128) * FlowSeries::ROW_BYTES as u128 + (links as u128) * QueueSeries::ROW_BYTES as u128;
+    (rows as u128 * per_row).min(u64::MAX as u128) as u64
+}
+
+pub fn estimate(cfg: &SimConfig) -> MemoryEstimate {
+    let rows = sample_rows(cfg.duration_ns, cfg.sample_interval_ns);
+    let series = series_bytes(rows, cfg.flows.len() as u64, cfg.links.len() as u64);
+
+    let per_flow = 2 * (size_of::<TcpSocket>() + LogHistogram::HEAP_BYTES) as u64;
+    let per_link = size_of::<Link>() as u64 + 256 * size_of::<(u64, Packet)>() as u64;
+    let endpoints = (cfg.flows.len() as u64).saturating_mul(per_flow)
+        .saturating_add((cfg.links.len() as u64).saturating_mul(per_link));
+
+    let mut link_bound: u128 = 0;
+    for l in &cfg.links {
+        let min_frame = (TCP_IP_HEADER_BYTES + l.overhead_bytes) as u128;
+        let mut delay = l.delay_ns as u128;
+        if let Some(r) = &l.reorder {
+            delay += r.delay_ns as u128;
+        }
+        let in_flight = delay * l.rate_bps as u128 / (8 * 1_000_000_000 * min_frame) + 1;
+        let queued = match l.queue {
+            QueueConfig::Pfifo { limit_packets } => limit_packets as u128,
+            QueueConfig::Bfifo { limit_bytes } => limit_bytes as u128 / min_frame + 1,
+        };
+        link_bound += in_flight + queued;
+    }
+    let mut flow_bound: u128 = 0;
+    for f in &cfg.flows {
+        let t = &f.tcp;
+        let window = t.tcp_rmem[2].max(t.tcp_rmem[1]).max(t.tcp_wmem[2]) as u128;
+        let segs = window / t.mss_bytes.max(1) as u128 + t.initial_cwnd as u128 + 1;
+        flow_bound += 2 * segs; // data and as many ACKs
+    }
+    let held = link_bound.min(flow_bound).min(u64::MAX as u128) as u64;
+    let per_packet = (size_of::<(u64, Packet)>() + size_of::<Skb>()) as u64;
+    let packets = held.saturating_mul(per_packet);
+
+    MemoryEstimate {
+        sample_rows: rows,
+        series_bytes: series,
+        endpoints_bytes: endpoints,
+        packets_held: held,
+        packets_bytes: packets,
+        total_bytes: series.saturating_add(endpoints).saturating_add(packets),
+    }
+}
+
+/// `12.3 GB` (decimal units, as the figure is an estimate).
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < UNITS.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+impl MemoryEstimate {
+    /// The one-line refusal for a run over `cfg.max_memory_bytes`, naming the field that
+    /// contributes most.
+    pub fn refusal(&self, cfg: &SimConfig) -> String {
+        let limit = cfg.max_memory_bytes;
+        if self.series_bytes >= self.endpoints_bytes.saturating_add(self.packets_bytes) {
+            format!(
+                "sample_interval_ns: {} over duration_ns {} keeps {} samples of {} flow(s) and {} link(s), about {} of time series \
+                 (the run would hold about {}), above max_memory_bytes {} ({}); expected a longer sample_interval_ns, \
+                 a shorter duration_ns or a larger max_memory_bytes",
+                cfg.sample_interval_ns,
+                cfg.duration_ns,
+                self.sample_rows,
+                cfg.flows.len(),
+                cfg.links.len(),
+                human_bytes(self.series_bytes),
+                human_bytes(self.total_bytes),
+                limit,
+                human_bytes(limit)
+            )
+        } else {
+            format!(
+                "flows: {} flow(s) over {} link(s) could hold about {} (endpoints {}, up to {} packets in links and \
+                 retransmit queues {}), above max_memory_bytes {} ({}); expected fewer flows, smaller tcp_rmem/tcp_wmem or \
+                 queue limits, or a larger max_memory_bytes",
+                cfg.flows.len(),
+                cfg.links.len(),
+                human_bytes(self.total_bytes),
+                human_bytes(self.endpoints_bytes),
+                self.packets_held,
+                human_bytes(self.packets_bytes),
+                limit,
+                human_bytes(limit)
+            )
+        }
+    }
+}

@@ -1,0 +1,164 @@
+"""SIGTERM is handled like SIGINT (issue 7, 2.5), with real processes and real signals.
+
+Before: SIGTERM to ``tcplab compare -j 2`` left its workers running with parent 1, and SIGTERM
+while a run directory was being written left a hidden ``.NAME.XXXX.tmp/`` behind. Now the
+workers are stopped, partial output removed, and the exit code is 143 (128 + SIGTERM).
+
+The tcplab processes here use the engine double (tests/fake_core.py), slowed down so the
+signal arrives at a known moment; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+# A `tcplab` whose engine is the double; TCPLAB_TEST_MODE picks where it stalls, and it
+# writes a marker file (its pid) when it gets there.
+WRAPPER = r"""
+import os, sys, time
+sys.path.insert(0, os.environ["TESTS_DIR"])
+import fake_core
+import tcplab.engine
+
+marker_dir = os.environ["MARKER_DIR"]
+mode = os.environ["TCPLAB_TEST_MODE"]
+
+def mark(kind):
+    with open(os.path.join(marker_dir, f"{kind}-{os.getpid()}"), "w") as f:
+        f.write(str(os.getpid()))
+
+class SlowCore(fake_core.FakeCore):
+    def run(self, config_json, progress=None):
+        if mode == "simulate":
+            mark("worker")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+        return super().run(config_json, progress)
+
+tcplab.engine.import_core = lambda: SlowCore()
+
+if mode == "write":
+    import tcplab.results as results
+    original = results.Result._write_files
+    def slow_write(self, out, *, plots):
+        original(self, out, plots=plots)
+        mark("writing")
+        time.sleep(60)
+    results.Result._write_files = slow_write
+
+from tcplab.cli import main
+main()
+"""
+
+
+def _start(tmp_path: Path, mode: str, args: list[str]) -> tuple[subprocess.Popen, Path]:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    script = tmp_path / "tcplab_slow.py"
+    script.write_text(WRAPPER)
+    env = dict(os.environ)
+    env.update(
+        TESTS_DIR=str(TESTS),
+        MARKER_DIR=str(markers),
+        TCPLAB_TEST_MODE=mode,
+        PYTHONPATH=str(ROOT / "python") + os.pathsep + env.get("PYTHONPATH", ""),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script), *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a signal to the test's group must not reach it, and vice versa
+    )
+    return proc, markers
+
+
+def _wait_for(predicate, timeout_s: float, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"tcplab exited early (rc {proc.returncode}): {proc.stderr.read()}")
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    pytest.fail("timed out waiting for tcplab to reach the point to signal")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _finish(proc: subprocess.Popen) -> tuple[int, str]:
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("tcplab did not exit within 30 s of SIGTERM")
+    return proc.returncode, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_to_compare_stops_its_workers(tmp_path):
+    proc, markers = _start(
+        tmp_path,
+        "simulate",
+        ["compare", "builtin:cubic-vs-bbr-lossy", "--set", "flows.0.cc=cubic,bbr", "-j", "2", "-o", "cmp", "-q"],
+    )
+    _wait_for(lambda: len(list(markers.glob("worker-*"))) == 2, 60, proc)
+    workers = [int(p.read_text()) for p in markers.glob("worker-*")]
+    assert all(_alive(pid) for pid in workers)
+    proc.send_signal(signal.SIGTERM)
+    rc, err = _finish(proc)
+    assert rc == 143, err
+    assert err.strip().splitlines()[-1] == "error: terminated; no output written"
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in workers), "a worker outlived tcplab compare"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_slow.py"]
+
+
+def test_sigterm_while_writing_leaves_no_temp_dir(tmp_path):
+    proc, markers = _start(
+        tmp_path, "write", ["run", "builtin:cubic-vs-bbr-lossy", "--set", "duration=1s", "-o", "out/lossy", "-q"]
+    )
+    _wait_for(lambda: any(markers.glob("writing-*")), 60, proc)
+    assert [p.name for p in (tmp_path / "out").iterdir()][0].endswith(".tmp")  # mid-write
+    proc.send_signal(signal.SIGTERM)
+    rc, err = _finish(proc)
+    assert rc == 143, err
+    assert err.strip().splitlines()[-1] == "error: terminated; no output written"
+    # Neither the run directory, nor its hidden temporary, nor the parent we created.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_slow.py"]
+
+
+def test_sigint_still_exits_130(tmp_path):
+    proc, markers = _start(
+        tmp_path, "write", ["run", "builtin:cubic-vs-bbr-lossy", "--set", "duration=1s", "-o", "out/lossy", "-q"]
+    )
+    _wait_for(lambda: any(markers.glob("writing-*")), 60, proc)
+    proc.send_signal(signal.SIGINT)
+    rc, err = _finish(proc)
+    assert rc == 130, err
+    assert err.strip().splitlines()[-1] == "error: interrupted; no output written"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_slow.py"]
