@@ -283,3 +283,25 @@ def test_a_flow_is_drawn_only_within_its_lifetime(fake, base_scenario):
     assert samples["t_s"].min() < 2.0  # the engine samples it before it starts
     drawn = _rows(r, late["name"])["t_s"]
     assert drawn.min() >= late["start_s"] == 2.0 and len(drawn) > 0
+
+
+def test_compare_report_with_a_failed_variant(tmp_path):
+    """A variant that did not run has '-' in the path rows, and every row has one cell per column."""
+    import json as _json
+
+    import fake_core
+
+    class RejectBbr(fake_core.FakeCore):
+        def run(self, config_json, progress=None):
+            if _json.loads(config_json)["flows"][0]["cc"] == "bbr":
+                raise ValueError("refused by the test engine")
+            return super().run(config_json, progress)
+
+    cmp = tcplab.compare(["builtin:cubic-vs-bbr-lossy"], ["flows.0.cc=cubic,bbr", "duration=1s"], core=RejectBbr())
+    html = (cmp.write(tmp_path / "cmp") / "report.html").read_text()
+    _assert_self_contained(html)
+    rows = dict(re.findall(r'<tr><td class="l">([^<]+)</td>(.*?)</tr>', html, flags=re.S))
+    cells = {k: re.findall(r"<td>([^<]*)</td>", v) for k, v in rows.items()}
+    assert all(len(v) == 2 for v in cells.values()), cells
+    assert cells["payload ceiling (Mbit/s)"] == [sig(5e6 * 1448 / 1514 / 1e6), "-"]
+    assert cells["goodput (Mbit/s)"][1] == "-"
