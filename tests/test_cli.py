@@ -206,7 +206,7 @@ def test_check_shows_resolution():
     r = invoke("check", "builtin:cubic-vs-bbr-lossy")
     assert r.exit_code == 0, r.output
     # One unit per quantity (issue 7, 3.9): the built-in's 5Mbit link, 50ms each way plus
-    # 2 x 50us on the access link = 100.1 ms, and a 42-packet pfifo.
+    # 2 x 50us on the access link = 100.1 ms, and a 41-packet pfifo (62562.5 B / 1514 B).
     assert "link emu->client: 5 Mbit/s, delay 50 ms, loss 1%, pfifo limit 41 packets" in r.stdout
     assert "link server->emu: 1000 Mbit/s, delay 0.05 ms" in r.stdout
     assert "base RTT 100.1 ms" in r.stdout

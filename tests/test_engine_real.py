@@ -31,6 +31,13 @@ def test_short_run_has_consistent_output(real_core, tmp_path):
     assert len(r.timeseries) in (samples, samples + 1)
     assert set(TIMESERIES_DTYPES) <= set(r.timeseries.columns)
     assert (r.timeseries["srtt_us"][r.timeseries["srtt_us"] > 0] >= 20_000).all()
+    # rttvar_us is ss's mdev (tcp_info tcpi_rttvar), not the RTO variance floored at 200 ms:
+    # a 1-BDP queue moves the RTT by at most 20 ms, so its mean deviation stays below that
+    assert (r.timeseries["rttvar_us"][r.timeseries["t_s"] > 1.0] < 20_000).all()
+    # percentiles state their resolution, within 1 %
+    assert 0 < r.summary["rtt_percentiles"]["relative_error"] <= 0.01
+    # only modelled counters are reported (no zero that would read as "measured, none")
+    assert not {"TcpExtTCPRcvQDrop", "TcpExtTCPWinProbe"} & set(r.counters["counter"])
     assert set(r.counters["host"]) == {"sender", "receiver"}
     assert all(name.startswith("Tcp") for name in r.counters["counter"])
     assert seen and seen[-1][1] == 3 * 10**9

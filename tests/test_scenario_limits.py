@@ -55,22 +55,22 @@ def test_dot_name_never_reaches_the_output(tmp_path, patched_core, write_yaml, b
 
 
 def test_queue_limit_too_large_for_u32_is_a_validation_error(base_scenario):
-    # 10 Mbit/s x 20 ms base RTT = 25 000 bytes per BDP; 1e9 BDP = 1.67e10 packets > 2^32 - 1.
+    # 10 Mbit/s x 20 ms base RTT = 25 000 bytes per BDP; 1e9 BDP = 1.65e10 packets of 1514 B > 2^32 - 1.
     base_scenario["links"][0]["queue"] = {"limit": "1e9bdp"}
     errors = errors_of(base_scenario)
     assert list(errors) == ["links.0.queue.limit"]
-    assert "16666666667 packets" in errors["links.0.queue.limit"]
+    assert "16512549538 packets" in errors["links.0.queue.limit"]
     assert "at most 4294967295 packets" in errors["links.0.queue.limit"]
 
 
 def test_queue_limit_boundary_is_u32_max(base_scenario):
-    # k BDP = k * 25 000 / 1500 packets; the largest k whose rounded count is <= 2^32 - 1 is
-    # floor((2^32 - 1.5) * 1500 / 25000) = 257698037.
-    base_scenario["links"][0]["queue"] = {"limit": "257698037bdp"}
+    # k BDP = k * 25 000 / 1514 packets (1500 B + 14 B overhead); the largest k whose rounded
+    # count is <= 2^32 - 1 is floor((2^32 - 1.5) * 1514 / 25000) = 260103219.
+    base_scenario["links"][0]["queue"] = {"limit": "260103219bdp"}
     core = tcplab.load_scenario(base_scenario).to_core()
-    assert core["links"][0]["queue"]["limit_packets"] == round(257698037 * 25000 / 1500)
+    assert core["links"][0]["queue"]["limit_packets"] == round(260103219 * 25000 / 1514)
     assert core["links"][0]["queue"]["limit_packets"] <= 2**32 - 1
-    base_scenario["links"][0]["queue"] = {"limit": "257698038bdp"}
+    base_scenario["links"][0]["queue"] = {"limit": "260103220bdp"}
     assert list(errors_of(base_scenario)) == ["links.0.queue.limit"]
 
 

@@ -12,7 +12,7 @@ from tcplab.scenario import LINUX_CC_DEFAULTS, LINUX_TCP_DEFAULTS
 
 # The engine contract (config JSON accepted by tcplab._core.run).
 TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flows", "max_memory_bytes"}
-NODE_KEYS = {"name", "kind"}
+NODE_KEYS = {"name", "kind", "hz"}
 LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "loss_filter", "reorder", "queue"}
 FLOW_KEYS = {"name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params"}
 TCP_KEYS = {

@@ -57,10 +57,18 @@ pub struct NodeConfig {
     /// "host" terminates flows; "router" only forwards.
     #[serde(default = "default_node_kind")]
     pub kind: NodeKind,
+    /// The host kernel's `CONFIG_HZ` (100, 250 or 1000): the tick of its jiffy clocks and
+    /// timers (RTO, TLP, delayed ACK, CUBIC's clock, BBR's min_rtt window).
+    #[serde(default = "default_hz")]
+    pub hz: u32,
 }
 
 fn default_node_kind() -> NodeKind {
     NodeKind::Host
+}
+
+fn default_hz() -> u32 {
+    crate::time::DEFAULT_HZ
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -193,7 +201,7 @@ pub enum AppConfig {
     BulkBytes { bytes: u64 },
 }
 
-/// Per-socket TCP settings, named after the sysctls they come from (v6.6 defaults).
+/// Per-socket TCP settings, named after the sysctls they come from (v6.12 defaults).
 /// Serialize: the binding exports the defaults (`tcplab._core.defaults()`) so Python's
 /// copy is tested against them.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -330,6 +338,11 @@ impl SimConfig {
         if self.max_memory_bytes == 0 {
             return Err("max_memory_bytes: 0, expected a positive number of bytes".into());
         }
+        for (i, node) in self.nodes.iter().enumerate() {
+            if !crate::time::SUPPORTED_HZ.contains(&node.hz) {
+                return Err(format!("nodes.{i}.hz: {} is not a supported CONFIG_HZ (expected 100, 250 or 1000)", node.hz));
+            }
+        }
         for (i, l) in self.links.iter().enumerate() {
             if l.from as u64 >= n || l.to as u64 >= n {
                 return Err(format!("links.{i}: endpoint index out of range ({n} nodes)"));
@@ -412,7 +425,7 @@ impl SimConfig {
         for (i, f) in self.flows.iter().enumerate() {
             let t = &f.tcp;
             // The largest window the receiver can ever advertise: tcp_win_from_space() of
-            // the largest buffer (Linux v6.6 include/net/tcp.h: tcp_win_from_space(), 50%).
+            // the largest buffer (Linux v6.12 include/net/tcp.h: tcp_win_from_space(), 50%).
             let max_window = crate::tcp::receiver::max_window_bytes(t);
             if max_window < t.mss_bytes as u64 {
                 out.push(format!(
@@ -443,7 +456,7 @@ fn probability(field: &str, p: f64) -> Result<(), String> {
 }
 
 impl TcpConfig {
-    /// Ranges follow the kernel's sysctl tables (Linux v6.6 net/ipv4/sysctl_net_ipv4.c:
+    /// Ranges follow the kernel's sysctl tables (Linux v6.12 net/ipv4/sysctl_net_ipv4.c:
     /// `ipv4_net_table` extra1/extra2 bounds) where it has them, and what the engine's
     /// arithmetic relies on elsewhere.
     pub fn validate(&self, at: &str) -> Result<(), String> {

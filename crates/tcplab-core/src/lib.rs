@@ -1,11 +1,11 @@
 //! # tcplab-core
 //!
 //! A deterministic discrete-event packet simulator whose TCP, CUBIC and BBR follow the
-//! Linux kernel (pinned: **v6.6 LTS**; every ported block cites its file and function).
+//! Linux kernel (pinned: **v6.12 LTS**; every ported block cites its file and function).
 //!
 //! ## Model
 //! - **Time** is integer nanoseconds ([`time`]); the kernel's microsecond and jiffy clocks
-//!   are derived from it exactly where the kernel uses them (`HZ = 1000`).
+//!   are derived from it exactly where the kernel uses them, jiffies at each host's `HZ`.
 //! - **Events** ([`event`]) are ordered by `(time, insertion sequence)`, so a scenario and
 //!   a seed always give the same run, byte for byte.
 //! - **Randomness** ([`rng`]): one xoshiro256++ stream per component, seeded from the

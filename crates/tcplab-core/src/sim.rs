@@ -195,7 +195,8 @@ impl Simulator {
         let mut socks = Vec::with_capacity(cfg.flows.len() * 2);
         let mut ev = EventQueue::with_capacity(1024 + cfg.flows.len() * 8 + cfg.links.len() * 4);
         for (i, f) in cfg.flows.iter().enumerate() {
-            let (c, s) = TcpSocket::pair(f, i as u32, cfg.seed, BOOT_NS, end_ns);
+            let hz = |node: u32| cfg.nodes[node as usize].hz;
+            let (c, s) = TcpSocket::pair(f, i as u32, cfg.seed, BOOT_NS, end_ns, hz(f.src), hz(f.dst));
             socks.push(c);
             socks.push(s);
             if f.start_ns < cfg.duration_ns {
@@ -556,8 +557,8 @@ mod tests {
             duration_ns,
             sample_interval_ns: 100_000_000,
             nodes: vec![
-                NodeConfig { name: "a".into(), kind: NodeKind::Host },
-                NodeConfig { name: "b".into(), kind: NodeKind::Host },
+                NodeConfig { name: "a".into(), kind: NodeKind::Host, hz: crate::time::DEFAULT_HZ },
+                NodeConfig { name: "b".into(), kind: NodeKind::Host, hz: crate::time::DEFAULT_HZ },
             ],
             links: vec![link("ab", 0, 1, fwd_delay_ns), link("ba", 1, 0, rev_delay_ns)],
             flows: vec![FlowConfig {

@@ -7,8 +7,11 @@
 //! - `tcp_clock_ns()` / `tcp_clock_cache`: nanoseconds (EDT, pacing, fq);
 //! - `tcp_mstamp`: microseconds (RTT samples, delivery-rate sampling);
 //! - `jiffies`: ticks of `1/HZ` second (RTO, delayed ACK, CUBIC epochs, BBR's min_rtt
-//!   window). tcplab pins `HZ = 1000` (CONFIG_HZ_1000, the Fedora/Ubuntu 24.04 setting);
-//!   with HZ=250 (Debian's default) every jiffy-based timer is quantised to 4 ms instead.
+//!   window). `HZ` is a property of each host's kernel build (`hz` in the host config):
+//!   250 as Debian builds its kernels (CONFIG_HZ_250, the default here), 1000 as Fedora and
+//!   RHEL do, 100 on some servers. Every helper below takes the host's `hz`. Only values
+//!   that divide 1000 are accepted (100, 250, 1000), so that every conversion is exact
+//!   integer arithmetic, as the kernel's are for those values (CONFIG_HZ_300 is not offered).
 
 /// Nanoseconds per microsecond / millisecond / second.
 pub const NSEC_PER_USEC: u64 = 1_000;
@@ -17,8 +20,11 @@ pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 pub const USEC_PER_MSEC: u64 = 1_000;
 pub const USEC_PER_SEC: u64 = 1_000_000;
 
-/// Kernel tick rate pinned by tcplab (see module docs).
-pub const HZ: u32 = 1000;
+/// Default kernel tick rate of a host (Debian's CONFIG_HZ_250; see module docs).
+pub const DEFAULT_HZ: u32 = 250;
+
+/// The `CONFIG_HZ` values a host may have.
+pub const SUPPORTED_HZ: [u32; 3] = [100, 250, 1000];
 
 /// A time that never comes: used for "timer not armed".
 pub const NEVER: u64 = u64::MAX;
@@ -41,35 +47,46 @@ pub fn ns_to_us(ns: u64) -> u64 {
     ns / NSEC_PER_USEC
 }
 
-/// `tcp_jiffies32` from nanoseconds (wraps like the kernel's u32 jiffies).
+/// `tcp_jiffies32` from nanoseconds at `hz` ticks per second (wraps like the kernel's
+/// u32 jiffies).
 #[inline]
-pub fn ns_to_jiffies32(ns: u64) -> u32 {
-    (ns / (NSEC_PER_SEC / HZ as u64)) as u32
+pub fn ns_to_jiffies32(ns: u64, hz: u32) -> u32 {
+    (ns / (NSEC_PER_SEC / hz as u64)) as u32
 }
 
 /// `usecs_to_jiffies()`: rounds up, as the kernel does for HZ dividing 1e6.
 #[inline]
-pub fn usecs_to_jiffies(us: u64) -> u32 {
-    let per = USEC_PER_SEC / HZ as u64;
+pub fn usecs_to_jiffies(us: u64, hz: u32) -> u32 {
+    let per = USEC_PER_SEC / hz as u64;
     us.div_ceil(per) as u32
 }
 
-/// `msecs_to_jiffies()` for HZ=1000 (identity, kept for readability at call sites).
+/// `msecs_to_jiffies()`: rounds up (identity at HZ=1000).
 #[inline]
-pub fn msecs_to_jiffies(ms: u32) -> u32 {
-    ((ms as u64 * HZ as u64).div_ceil(1000)) as u32
+pub fn msecs_to_jiffies(ms: u32, hz: u32) -> u32 {
+    ((ms as u64 * hz as u64).div_ceil(1000)) as u32
 }
 
 /// `jiffies_to_usecs()`.
 #[inline]
-pub fn jiffies_to_usecs(j: u32) -> u64 {
-    j as u64 * (USEC_PER_SEC / HZ as u64)
+pub fn jiffies_to_usecs(j: u32, hz: u32) -> u64 {
+    j as u64 * (USEC_PER_SEC / hz as u64)
 }
 
 /// Jiffies to nanoseconds (for arming engine timers from kernel jiffy timeouts).
 #[inline]
-pub fn jiffies_to_ns(j: u32) -> u64 {
-    j as u64 * (NSEC_PER_SEC / HZ as u64)
+pub fn jiffies_to_ns(j: u32, hz: u32) -> u64 {
+    j as u64 * (NSEC_PER_SEC / hz as u64)
+}
+
+/// When a kernel timer armed at `now_ns` for `when` jiffies (`jiffies + when`) fires:
+/// at the start of tick `jiffies + when`, so 0 to 1 jiffy earlier than `now + when`.
+/// (The timer wheel's coarser levels, which round long timeouts up by up to 1/8, are
+/// not modelled.)
+#[inline]
+pub fn jiffy_timer_deadline_ns(now_ns: u64, when: u32, hz: u32) -> u64 {
+    let tick_ns = NSEC_PER_SEC / hz as u64;
+    ((now_ns / tick_ns + when as u64) * tick_ns).max(now_ns)
 }
 
 /// Serialization time of `bytes` at `rate_bps`, rounded up to the next nanosecond.
@@ -90,11 +107,38 @@ mod tests {
 
     #[test]
     fn jiffies_round_up_like_the_kernel() {
-        assert_eq!(usecs_to_jiffies(1), 1);
-        assert_eq!(usecs_to_jiffies(1000), 1);
-        assert_eq!(usecs_to_jiffies(1001), 2);
-        assert_eq!(jiffies_to_usecs(200), 200_000);
-        assert_eq!(ns_to_jiffies32(2_999_999), 2);
+        assert_eq!(usecs_to_jiffies(1, 1000), 1);
+        assert_eq!(usecs_to_jiffies(1000, 1000), 1);
+        assert_eq!(usecs_to_jiffies(1001, 1000), 2);
+        assert_eq!(jiffies_to_usecs(200, 1000), 200_000);
+        assert_eq!(ns_to_jiffies32(2_999_999, 1000), 2);
+    }
+
+    #[test]
+    fn jiffies_follow_hz() {
+        // One jiffy is 1/HZ s: 4 ms at HZ=250, 10 ms at HZ=100.
+        assert_eq!(usecs_to_jiffies(1, 250), 1);
+        assert_eq!(usecs_to_jiffies(4000, 250), 1);
+        assert_eq!(usecs_to_jiffies(4001, 250), 2);
+        assert_eq!(msecs_to_jiffies(200, 250), 50);
+        assert_eq!(msecs_to_jiffies(1, 250), 1);
+        assert_eq!(jiffies_to_usecs(50, 250), 200_000);
+        assert_eq!(ns_to_jiffies32(7_999_999, 250), 1);
+        assert_eq!(ns_to_jiffies32(8_000_000, 250), 2);
+        assert_eq!(msecs_to_jiffies(200, 100), 20);
+        for hz in SUPPORTED_HZ {
+            assert_eq!(NSEC_PER_SEC % hz as u64, 0);
+            assert_eq!(jiffies_to_ns(hz, hz), NSEC_PER_SEC);
+        }
+    }
+
+    #[test]
+    fn jiffy_timers_fire_on_tick_boundaries() {
+        // Armed 1 ms into a 4 ms tick for 2 jiffies: fires at the start of tick +2.
+        assert_eq!(jiffy_timer_deadline_ns(5_000_000, 2, 250), 12_000_000);
+        // Armed exactly on a tick: a full `when` later.
+        assert_eq!(jiffy_timer_deadline_ns(8_000_000, 2, 250), 16_000_000);
+        assert_eq!(jiffy_timer_deadline_ns(5_000_000, 2, 1000), 7_000_000);
     }
 
     #[test]

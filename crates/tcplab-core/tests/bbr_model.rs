@@ -1,7 +1,7 @@
 //! BBR in a closed loop: one bulk flow through one drop-tail bottleneck.
 //!
 //! A minimal packet-level model, enough to close the loop around the BBR port with the
-//! kernel's delivery-rate sampling (net/ipv4/tcp_rate.c, v6.6: `tcp_rate_skb_sent`,
+//! kernel's delivery-rate sampling (net/ipv4/tcp_rate.c, v6.12: `tcp_rate_skb_sent`,
 //! `tcp_rate_skb_delivered`, `tcp_rate_gen`) and EDT pacing (`tcp_update_skb_after_send`,
 //! without the credit for late sends). One packet per ACK, no delayed ACKs, no losses
 //! (the buffer holds 4 BDP and the test checks that nothing was dropped).

@@ -1,5 +1,5 @@
 //! CUBIC's window growth against its model (RFC 9438 §4; Ha, Rhee, Xu 2008), driving the
-//! port of Linux v6.6 net/ipv4/tcp_cubic.c through its public hooks only.
+//! port of Linux v6.12 net/ipv4/tcp_cubic.c through its public hooks only.
 //!
 //! The model, with the kernel's constants: after a loss at W_loss the window restarts at
 //! W_0 = β·W_loss and follows

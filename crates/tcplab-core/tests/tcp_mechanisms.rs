@@ -26,7 +26,7 @@ fn step(sim: &mut Simulator, until_ns: u64, dt_ns: u64, mut f: impl FnMut(u64, &
     let mut t = sim.now_rel_ns();
     while t < until_ns {
         t = (t + dt_ns).min(until_ns);
-        sim.run_until(t);
+        sim.run_until(t).expect("engine error");
         f(t, sim);
     }
 }
@@ -137,7 +137,7 @@ fn a_delay_spike_rto_is_undone_by_eifel_detection() {
     // the RTO is undone (TCPLossUndo) and cwnd is restored (tcp_undo_cwnd_reduction:
     // CUBIC's undo_cwnd = max(cwnd, loss_cwnd)). This is the Eifel path, not F-RTO's
     // (TCPSpuriousRTOs counts only F-RTO's own detection, tcp_try_undo_loss(sk, true)).
-    let mut sim = Simulator::new(delay_spike(1 * S, vec![])).unwrap();
+    let mut sim = Simulator::new(delay_spike(S, vec![])).unwrap();
     let mut cwnd_before = 0;
     let mut saw_loss = false;
     let mut cwnd_after_undo = None;
@@ -211,39 +211,30 @@ fn frto_detects_a_spurious_rto_from_sacks_of_never_retransmitted_data() {
     assert!(c.get(Mib::TCPLossUndo) >= 1, "{c:?}");
     let after = cwnd_after_undo.expect("never left Loss");
     assert!(after >= cwnd_before, "cwnd {after} after the undo, {cwnd_before} before the RTO");
+
+    // The same run with tcp_frto = 0: no F-RTO, so the RTO stands (nothing undone).
+    let mut cfg = delay_spike(burst, vec![k]);
+    cfg.flows[0].tcp.tcp_frto = 0;
+    let mut sim = Simulator::new(cfg).unwrap();
+    sim.run_until(4 * S).expect("engine error");
+    let c = &finish(sim).flows[0].counters;
+    assert!(c.get(Mib::TCPTimeouts) >= 1, "{c:?}");
+    assert_eq!(c.get(Mib::TCPSpuriousRTOs), 0, "{c:?}");
 }
 
 // ------------------------------------------------------------------------------ TSQ
 
 /// One sender whose own NIC is the bottleneck: s0 -(rate, delay, pfifo 10000)-> dst.
+/// (Built from the dumbbell's config so that new config fields keep their defaults.)
 fn direct(cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, duration_ns: u64) -> SimConfig {
-    let nodes = vec![
-        NodeConfig { name: "s0".into(), kind: NodeKind::Host },
-        NodeConfig { name: "dst".into(), kind: NodeKind::Host },
-    ];
-    let link = |from: u32, to: u32| LinkConfig {
-        name: format!("{from}->{to}"),
-        from,
-        to,
-        rate_bps,
-        delay_ns: one_way_delay_ns,
-        overhead_bytes: 14,
-        loss: LossConfig::None,
-        reorder: None,
-        queue: QueueConfig::Pfifo { limit_packets: 10_000 },
-    };
-    let flow = FlowConfig {
-        name: "f0".into(),
-        src: 0,
-        dst: 1,
-        cc,
-        start_ns: 0,
-        stop_ns: None,
-        app: AppConfig::Bulk,
-        tcp: TcpConfig::default(),
-        cc_params: CcParams::default(),
-    };
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 10 * MS, nodes, links: vec![link(0, 1), link(1, 0)], flows: vec![flow] }
+    let mut cfg = dumbbell(1, cc, rate_bps, one_way_delay_ns, QueueConfig::Pfifo { limit_packets: 10_000 }, duration_ns);
+    let template = cfg.links[bottleneck(1)].clone();
+    cfg.nodes.truncate(2); // s0, dst
+    let link = |from: u32, to: u32| LinkConfig { name: format!("{from}->{to}"), from, to, ..template.clone() };
+    cfg.links = vec![link(0, 1), link(1, 0)];
+    cfg.flows[0].dst = 1;
+    cfg.sample_interval_ns = 10 * MS;
+    cfg
 }
 
 #[test]
@@ -408,7 +399,7 @@ fn a_small_receive_buffer_limits_inflight_to_the_window() {
         assert!(advertised <= 65536 / 2, "t={t}: advertised {advertised} B from a 64 KB buffer");
     });
     let out = finish(sim);
-    assert!(max_wnd <= 32768 && max_wnd >= 32768 - 2 * MSS, "window {max_wnd}");
+    assert!((32768 - 2 * MSS..=32768).contains(&max_wnd), "window {max_wnd}");
     // goodput: at most window / base RTT, and at least 90 % of it (no queue, no loss)
     let base_rtt = 0.040 + 4.0 * 1e-6;
     let bound = max_wnd as f64 * 8.0 / base_rtt;
@@ -432,7 +423,7 @@ fn rttvar_column_is_the_mean_deviation_ss_shows() {
     let mut cfg = dumbbell(1, CcKind::Cubic, rate, 10 * MS, QueueConfig::Pfifo { limit_packets: 50 }, 10 * S);
     cfg.sample_interval_ns = 100 * MS;
     let mut sim = Simulator::new(cfg).unwrap();
-    sim.run_until(10 * S);
+    sim.run_until(10 * S).expect("engine error");
     let out = finish(sim);
     let s = &out.series;
     let queue_us = 50 * 1514 * 8 * 1_000_000 / rate;

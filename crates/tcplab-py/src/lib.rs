@@ -220,6 +220,20 @@ fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAn
     to_python(py, out)
 }
 
+/// The engine's defaults: `{"tcp": {...}, "cc_params": {...}, "queue": {...},
+/// "overhead_bytes": N, "sample_interval_ns": N}`, keyed as the engine config is.
+#[pyfunction]
+fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let value = serde_json::json!({
+        "tcp": TcpConfig::default(),
+        "cc_params": CcParams::default(),
+        "queue": QueueConfig::default(),
+        "overhead_bytes": config::default_overhead(),
+        "sample_interval_ns": config::default_sample_interval_ns(),
+    });
+    py.import("json")?.call_method1("loads", (value.to_string(),))
+}
+
 /// The engine's estimate of what a run of `config_json` would hold in memory (bytes, by
 /// part), without the other checks of `run`.
 #[pyfunction]
@@ -237,25 +251,11 @@ fn estimate_memory<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'p
     Ok(d)
 }
 
-/// The engine's defaults: `{"tcp": {...}, "cc_params": {...}, "queue": {...},
-/// "overhead_bytes": N, "sample_interval_ns": N}`, keyed as the engine config is.
-#[pyfunction]
-fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let value = serde_json::json!({
-        "tcp": TcpConfig::default(),
-        "cc_params": CcParams::default(),
-        "queue": QueueConfig::default(),
-        "overhead_bytes": config::default_overhead(),
-        "sample_interval_ns": config::default_sample_interval_ns(),
-    });
-    py.import("json")?.call_method1("loads", (value.to_string(),))
-}
-
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
-    m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

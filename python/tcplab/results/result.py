@@ -354,6 +354,15 @@ class Result:
             "invariant": {k: _finite(v) if not isinstance(v, dict) else v for k, v in self.invariant.items()},
         }
 
+    def _rtt_percentiles(self) -> dict[str, Any]:
+        """How the RTT percentiles were computed, with the engine's stated resolution."""
+        rtts = [f.get("rtt_us") or {} for f in self._flows_out]
+        errors = {float(r["relative_error"]) for r in rtts if "relative_error" in r}
+        return {
+            "method": "low edge of log-linear histogram buckets (exact below 256 us)",
+            "relative_error": max(errors) if errors else None,
+        }
+
     # -- provenance -------------------------------------------------------------------
 
     @property
@@ -400,15 +409,6 @@ class Result:
                 "python": platform.python_version(),
                 "tcplab_git_commit": _git_commit(),
             },
-        }
-
-    def _rtt_percentiles(self) -> dict[str, Any]:
-        """How the RTT percentiles were computed, with the engine's stated resolution."""
-        rtts = [f.get("rtt_us") or {} for f in self._flows_out]
-        errors = {float(r["relative_error"]) for r in rtts if "relative_error" in r}
-        return {
-            "method": "low edge of log-linear histogram buckets (exact below 256 us)",
-            "relative_error": max(errors) if errors else None,
         }
 
     # -- views ------------------------------------------------------------------------

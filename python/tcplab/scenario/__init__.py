@@ -26,7 +26,7 @@ It is parsed in three steps, each of which can only fail with a
 3. Cross-references are checked: node names unique, links join two different known nodes,
    flows go from a host to another host that is reachable (:mod:`tcplab.routing`).
 
-Defaults are Linux v6.6's: a host's ``sysctl`` block takes ``net.ipv4.tcp_*`` names (with or
+Defaults are Linux v6.12's: a host's ``sysctl`` block takes ``net.ipv4.tcp_*`` names (with or
 without the ``net.ipv4.`` prefix) and their default values; cc module parameters are those of
 ``/sys/module/tcp_cubic/parameters``.
 
@@ -47,8 +47,13 @@ Links and queues
     propagation delay (sum of one-way delays along the flow's data route plus its ACK route)
     among the flows whose data or ACK route crosses that link; if no flow crosses it,
     ``base_rtt = 2 * delay`` of the link itself. Then ``pfifo`` gets
-    ``max(1, round(k * bdp_bytes / 1500))`` packets and ``bfifo`` gets
-    ``max(1500, round(k * bdp_bytes))`` bytes for ``limit: kbdp`` (rounding half up).
+    ``max(1, round(k * bdp_bytes / (1500 + overhead)))`` packets and ``bfifo`` gets
+    ``max(1500 + overhead, round(k * bdp_bytes))`` bytes for ``limit: kbdp`` (rounding half
+    up). ``1500 + overhead`` (1514 by default) is a full-size segment as the link counts it
+    (1448 B MSS + 52 B TCP/IP headers with timestamps + Ethernet framing): the serializer
+    spends ``rate`` on those bytes, and qdiscs count them (``skb->len``), so a ``1bdp``
+    ``pfifo`` holds exactly the packets that fill the path once, and the same as a ``1bdp``
+    ``bfifo`` (the engine's test helpers count the same way).
     Defaults: ``pfifo`` with 1000 packets (a device's ``txqueuelen``); ``bfifo`` defaults to
     1 514 000 bytes (``txqueuelen * (1500 + 14)``, as Linux sizes it).
 

@@ -108,7 +108,7 @@ def _parse_mem_triple(value: Any) -> tuple[int, int, int]:
         except UnitError as e:
             raise UnitError(e.problem, e.expected, item, subpath=(i,) if not isinstance(value, str) else ()) from None
     for i, size in enumerate(sizes):
-        # Linux v6.6 net/ipv4/sysctl_net_ipv4.c: tcp_rmem/tcp_wmem are ints with extra1 = SYSCTL_ONE.
+        # Linux v6.12 net/ipv4/sysctl_net_ipv4.c: tcp_rmem/tcp_wmem are ints with extra1 = SYSCTL_ONE.
         if not 1 <= size <= INT_MAX:
             raise UnitError(
                 f"{show_value(items[i])} is out of range",

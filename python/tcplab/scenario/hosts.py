@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import Bool, CcName, Int, IntSize, MemTriple
 from tcplab.units import U64_MAX
 
-#: The engine's TCP settings and their Linux v6.6 defaults (the engine applies the same).
+#: The engine's TCP settings and their Linux v6.12 defaults (the engine applies the same).
 LINUX_TCP_DEFAULTS: dict[str, Any] = {
     "mss_bytes": 1448,
     "tcp_rmem": [4096, 131072, 6291456],
@@ -40,7 +41,7 @@ LINUX_TCP_DEFAULTS: dict[str, Any] = {
     "max_pacing_rate_bytes_per_sec": U64_MAX,
 }
 
-#: Congestion-control module parameters and their defaults (tcp_cubic.c, v6.6).
+#: Congestion-control module parameters and their defaults (tcp_cubic.c, v6.12).
 LINUX_CC_DEFAULTS: dict[str, Any] = {
     "hystart": True,
     "hystart_detect": 3,
@@ -56,7 +57,7 @@ LINUX_CC_DEFAULTS: dict[str, Any] = {
 
 
 class Sysctl(_Model):
-    """``net.ipv4.tcp_*`` sysctls of a host (Linux v6.6 defaults)."""
+    """``net.ipv4.tcp_*`` sysctls of a host (Linux v6.12 defaults)."""
 
     _key_prefixes = ("net.ipv4.", "net/ipv4/")
     tcp_congestion_control: CcName = "cubic"
@@ -91,6 +92,19 @@ class Sysctl(_Model):
 
 
 class Host(_Model):
-    """A host: terminates flows; its sysctls set its sockets' defaults."""
+    """A host: terminates flows; its sysctls set its sockets' defaults.
+
+    ``hz`` is the host kernel's ``CONFIG_HZ``, the tick of its jiffy clocks and timers (RTO,
+    loss probe, delayed ACK, CUBIC's clock): 250 as Debian builds its kernels (the default),
+    1000 as Fedora and RHEL do, or 100.
+    """
 
     sysctl: Sysctl = Field(default_factory=Sysctl)
+    hz: int = 250
+
+    @field_validator("hz", mode="before")
+    @classmethod
+    def _hz(cls, v: Any) -> Any:
+        if isinstance(v, bool) or v not in (100, 250, 1000):
+            raise UnitError(f"unsupported CONFIG_HZ {show_value(v)}", "100, 250 or 1000", v)
+        return v

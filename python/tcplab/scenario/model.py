@@ -148,7 +148,14 @@ class Scenario(_Model):
             "seed": self.seed,
             "duration_ns": self.duration,
             "sample_interval_ns": self.sample_interval,
-            "nodes": [{"name": n, "kind": "host" if n in self.hosts else "router"} for n in topo.nodes],
+            "nodes": [
+                {
+                    "name": n,
+                    "kind": "host" if n in self.hosts else "router",
+                    "hz": self.hosts[n].hz if n in self.hosts else Host().hz,
+                }
+                for n in topo.nodes
+            ],
             "links": links,
             "flows": flows,
             "max_memory_bytes": self.limits.memory,

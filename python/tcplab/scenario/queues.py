@@ -17,7 +17,7 @@ from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import U32_MAX, _parse_int
 from tcplab.units import parse_number, parse_size
 
-NOMINAL_PACKET_BYTES = 1500  # the packet size a "bdp" queue limit is counted in
+NOMINAL_PACKET_BYTES = 1500  # IP length of a full-size segment; "bdp" limits count it plus the link overhead
 DEFAULT_PFIFO_LIMIT = 1000  # txqueuelen
 DEFAULT_BFIFO_LIMIT = 1000 * (1500 + 14)  # txqueuelen * psched_mtu()
 

@@ -120,9 +120,10 @@ class _Topology:
         limit = queue.limit_spec()
         if limit.unit == "bdp":
             bdp = self.bdp_bytes(index) * Fraction(limit.value)
+            wire_packet_bytes = NOMINAL_PACKET_BYTES + link["overhead_bytes"]  # as the serializer counts
             if queue.qdisc == "pfifo":
-                return {"kind": "pfifo", "limit_packets": max(1, _round_half_up(bdp / NOMINAL_PACKET_BYTES))}
-            return {"kind": "bfifo", "limit_bytes": max(NOMINAL_PACKET_BYTES, _round_half_up(bdp))}
+                return {"kind": "pfifo", "limit_packets": max(1, _round_half_up(bdp / wire_packet_bytes))}
+            return {"kind": "bfifo", "limit_bytes": max(wire_packet_bytes, _round_half_up(bdp))}
         if queue.qdisc == "pfifo":
             return {"kind": "pfifo", "limit_packets": int(limit.value)}
         return {"kind": "bfifo", "limit_bytes": int(limit.value)}

@@ -1,4 +1,4 @@
-//! CUBIC congestion control with HyStart, ported from Linux v6.6 `net/ipv4/tcp_cubic.c`.
+//! CUBIC congestion control with HyStart, ported from Linux v6.12 `net/ipv4/tcp_cubic.c`.
 //!
 //! # Model
 //!
@@ -32,7 +32,7 @@
 //! # Units and fixed point
 //!
 //! `snd_cwnd`, `last_max_cwnd`, `bic_origin_point`, `tcp_cwnd`: packets. `epoch_start`,
-//! `last_time`: jiffies (`tcp_jiffies32`, HZ = 1000). `delay_min`, `curr_rtt`: µs.
+//! `last_time`: jiffies (`tcp_jiffies32`, at the host's HZ). `delay_min`, `curr_rtt`: µs.
 //! `round_start`, `last_ack`: µs, the low 32 bits of `tcp_mstamp` (as the kernel's u32
 //! fields). `bic_K` and the time `t` of the cubic function: 2^-10 s (`BICTCP_HZ`).
 //! All arithmetic is the kernel's integer arithmetic, including u32 wraparound.
@@ -49,14 +49,25 @@
 //!   would spin forever for a tiny `beta` with cwnd < 4 (unreachable at beta = 717).
 //! - As in the kernel, `epoch_start == 0` means "no epoch". tcplab's jiffies count from 0
 //!   at the start of the run (Linux starts 5 minutes before the wrap), so an epoch begun
-//!   in the run's first millisecond restarts on the next ACK.
+//!   in the run's first jiffy restarts on the next ACK.
+//!
+//! # Jiffies and the update gate
+//!
+//! The cubic clock, the "at most once per jiffy" rule and the gate that skips
+//! recomputation for `HZ/32` jiffies while cwnd is unchanged all run on the sending host's
+//! `HZ` (`nodes[].hz`): at HZ=250 (Debian) a jiffy is 4 ms, `usecs_to_jiffies(delay_min)`
+//! is at least 4 ms and the gate is 7 jiffies; at HZ=1000 they are 1 ms and 31 jiffies.
+//! At sub-jiffy RTTs this changes the window dynamics markedly (see docs/kernel-pin.md).
+//! The gate is v6.12's `HZ / 32`: the proposal "tcp_cubic: fix to run bictcp_update() at
+//! least once per RTT" (`min(HZ/32, usecs_to_jiffies(delay_min))`, netdev, Aug-Sep 2024)
+//! was never merged (mainline v6.17 still has `HZ / 32`), so tcplab does not apply it.
 
 use super::{tcp_cong_avoid_ai, tcp_slow_start, CcInfo, CongestionOps};
 use crate::config::CcParams;
 use crate::mib::Mib;
 use crate::tcp::rate_sample::AckSample;
 use crate::tcp::sock::{CaEvent, CaState, PacingStatus, TcpSock};
-use crate::time::{usecs_to_jiffies, HZ, USEC_PER_MSEC, USEC_PER_SEC};
+use crate::time::{USEC_PER_MSEC, USEC_PER_SEC};
 
 /// Scale of `beta`: `β = beta / BICTCP_BETA_SCALE`.
 pub const BICTCP_BETA_SCALE: u32 = 1024;
@@ -86,7 +97,7 @@ fn fls64(x: u64) -> u32 {
     64 - x.leading_zeros()
 }
 
-// Linux v6.6 net/ipv4/tcp_cubic.c: cubic_root() (the table `v[]`).
+// Linux v6.12 net/ipv4/tcp_cubic.c: cubic_root() (the table `v[]`).
 // Cube roots of the 6-bit mantissa, scaled by 2^6 (refined by hand upstream, so it is
 // reproduced rather than recomputed: bit-exactness depends on it).
 const CBRT_MSB: [u8; 64] = [
@@ -100,7 +111,7 @@ const CBRT_MSB: [u8; 64] = [
     244, 245, 246, 248, 250, 251, 252, 254, //
 ];
 
-// Linux v6.6 net/ipv4/tcp_cubic.c: cubic_root()
+// Linux v6.12 net/ipv4/tcp_cubic.c: cubic_root()
 /// Integer cube root: a table lookup on the top bits of `a`, then one Newton-Raphson step
 /// (`x' = (2x + a/x²)/3`, with `x(x−1)` for `x²` and `·341/1024` for `/3`). The kernel
 /// states an average error of about 0.195%.
@@ -119,7 +130,7 @@ pub fn cubic_root(a: u64) -> u32 {
     x.wrapping_mul(341) >> 10
 }
 
-// Linux v6.6 net/ipv4/tcp_cubic.c: hystart_ack_delay()
+// Linux v6.12 net/ipv4/tcp_cubic.c: hystart_ack_delay()
 /// Allowance for TSO/GRO aggregation in the ACK-train threshold, µs: the time to send four
 /// maximal GSO packets at the pacing rate, at most 1 ms; 0 without a pacing rate.
 pub fn hystart_ack_delay(tp: &TcpSock) -> u32 {
@@ -130,7 +141,7 @@ pub fn hystart_ack_delay(tp: &TcpSock) -> u32 {
     (tp.sk_gso_max_size as u64 * 4 * USEC_PER_SEC / rate_bytes_per_sec).min(USEC_PER_MSEC) as u32
 }
 
-// Linux v6.6 net/ipv4/tcp_cubic.c: bictcp_clock_us()
+// Linux v6.12 net/ipv4/tcp_cubic.c: bictcp_clock_us()
 /// HyStart's clock: `tcp_mstamp` truncated to the kernel's u32 field width, µs.
 #[inline]
 fn bictcp_clock_us(tp: &TcpSock) -> u32 {
@@ -194,7 +205,7 @@ pub struct Cubic {
 }
 
 impl Cubic {
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_register() (scale factors)
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_register() (scale factors)
     /// The module with `params`, in the all-zero state in which the kernel hands
     /// `icsk_ca_priv` to `init`.
     pub fn new(params: &CcParams) -> Self {
@@ -233,7 +244,7 @@ impl Cubic {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: bictcp_reset()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: bictcp_reset()
     /// Clears the window state (the kernel's memset up to `unused`, plus `found`); the
     /// HyStart round fields are left to `bictcp_hystart_reset`.
     fn bictcp_reset(&mut self) {
@@ -250,7 +261,7 @@ impl Cubic {
         self.found = false;
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: bictcp_hystart_reset()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: bictcp_hystart_reset()
     /// Starts a HyStart round now; it lasts until everything sent so far is ACKed.
     fn bictcp_hystart_reset(&mut self, tp: &TcpSock) {
         self.round_start = bictcp_clock_us(tp);
@@ -260,7 +271,7 @@ impl Cubic {
         self.sample_cnt = 0;
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: bictcp_update()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: bictcp_update()
     /// Recomputes `cnt` (ACKed packets per cwnd increment) from the cubic function and the
     /// Reno estimate, at most once per jiffy and, while cwnd is unchanged, once per HZ/32.
     fn bictcp_update(&mut self, tp: &TcpSock, cwnd: u32, acked: u32) {
@@ -268,7 +279,8 @@ impl Cubic {
 
         self.ack_cnt = self.ack_cnt.wrapping_add(acked);
 
-        if self.last_cwnd == cwnd && (now.wrapping_sub(self.last_time) as i32) <= (HZ / 32) as i32 {
+        let hz = tp.hz;
+        if self.last_cwnd == cwnd && (now.wrapping_sub(self.last_time) as i32) <= (hz / 32) as i32 {
             return;
         }
 
@@ -302,9 +314,9 @@ impl Cubic {
             // one due an RTT from now), converted from jiffies to 2^-10 s. The s32 difference
             // is sign-extended into u64, as in the kernel.
             let mut t = now.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
-            t = t.wrapping_add(usecs_to_jiffies(self.delay_min as u64) as u64);
+            t = t.wrapping_add(tp.usecs_to_jiffies(self.delay_min as u64) as u64);
             t <<= BICTCP_HZ;
-            t /= HZ as u64;
+            t /= hz as u64;
 
             let k = self.bic_k as u64;
             let offs = k.abs_diff(t);
@@ -355,7 +367,7 @@ impl Cubic {
         self.cnt = self.cnt.max(2);
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: hystart_update()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: hystart_update()
     /// One HyStart step on an RTT sample `delay_us` (slow start, cwnd >= low window).
     fn hystart_update(&mut self, tp: &mut TcpSock, delay_us: u32) {
         // A new round once everything sent at the last round start is ACKed (tracked here
@@ -413,7 +425,7 @@ impl CongestionOps for Cubic {
         "cubic"
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_init()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_init()
     /// Note: as in the kernel, `initial_ssthresh` only applies when HyStart is off.
     fn init(&mut self, tp: &mut TcpSock) {
         self.bictcp_reset();
@@ -425,7 +437,7 @@ impl CongestionOps for Cubic {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_recalc_ssthresh()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_recalc_ssthresh()
     fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
         let cwnd = tp.snd_cwnd;
         self.epoch_start = 0; // end of epoch
@@ -440,7 +452,7 @@ impl CongestionOps for Cubic {
         (cwnd.wrapping_mul(self.beta) / BICTCP_BETA_SCALE).max(2)
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_cong_avoid()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_cong_avoid()
     /// `ack` is unused: since v5.16 (commit 4e1fddc98d25) the HyStart round is tracked in
     /// `hystart_update()` from `snd_una`, not here.
     fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u64, mut acked: u32) {
@@ -458,7 +470,7 @@ impl CongestionOps for Cubic {
         tcp_cong_avoid_ai(tp, self.cnt, acked);
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_state()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_state()
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Loss {
             self.bictcp_reset();
@@ -466,7 +478,7 @@ impl CongestionOps for Cubic {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_cwnd_event()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_cwnd_event()
     /// After an idle (application-limited) period, shift the epoch by the idle time so that
     /// cwnd resumes on the cubic curve where it left it.
     fn cwnd_event(&mut self, tp: &mut TcpSock, ev: CaEvent) {
@@ -484,12 +496,12 @@ impl CongestionOps for Cubic {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_cong.c: tcp_reno_undo_cwnd() (CUBIC's `.undo_cwnd`)
+    // Linux v6.12 net/ipv4/tcp_cong.c: tcp_reno_undo_cwnd() (CUBIC's `.undo_cwnd`)
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         tp.snd_cwnd.max(tp.prior_cwnd)
     }
 
-    // Linux v6.6 net/ipv4/tcp_cubic.c: cubictcp_acked()
+    // Linux v6.12 net/ipv4/tcp_cubic.c: cubictcp_acked()
     fn pkts_acked(&mut self, tp: &mut TcpSock, sample: &AckSample) {
         // ACKs without an RTT sample (e.g. duplicates).
         if sample.rtt_us < 0 {
@@ -498,7 +510,7 @@ impl CongestionOps for Cubic {
 
         // Discard delay samples for one second (HZ jiffies) after an epoch start.
         let now = tp.jiffies32();
-        if self.epoch_start != 0 && (now.wrapping_sub(self.epoch_start) as i32) < HZ as i32 {
+        if self.epoch_start != 0 && (now.wrapping_sub(self.epoch_start) as i32) < tp.hz as i32 {
             return;
         }
 
@@ -532,6 +544,8 @@ mod tests {
     const MSS: u64 = 1448;
     /// Runs start well after time 0 so that no epoch begins at jiffy 0 (which means "none").
     const T0_NS: u64 = 10_000 * NSEC_PER_MSEC;
+    /// `TcpSock::new_for_test()` runs at HZ=1000: one jiffy per millisecond.
+    const HZ: u32 = 1000;
 
     /// A sender whose ACKs are placed by the test, calling the hooks in the kernel's order:
     /// `snd_una` advances (`tcp_ack`), then `pkts_acked` (`tcp_clean_rtx_queue`), then
@@ -756,6 +770,30 @@ mod tests {
         h.cc.bictcp_update(&h.tp, cwnd, 1);
         assert_eq!(h.cc.cnt, 20);
         assert_eq!(h.cc.last_time, last_time + HZ / 32 + 1);
+    }
+
+    #[test]
+    fn update_gate_and_cubic_clock_follow_the_hosts_hz() {
+        // At HZ=250 a jiffy is 4 ms: the unchanged-cwnd gate is HZ/32 = 7 jiffies (28 ms,
+        // recomputation from the 8th jiffy on), and the cubic clock (tcp_jiffies32) only
+        // moves in 4 ms steps, so two updates within one jiffy see the same time.
+        let tick_ns = 4 * NSEC_PER_MSEC;
+        let mut h = Harness::new(&CcParams::default(), 100);
+        h.tp.hz = 250;
+        h.tp.set_now(T0_NS);
+        h.tp.snd_ssthresh = 50;
+        h.ack(T0_NS, 100_000);
+        let last_time = h.cc.last_time;
+        assert_eq!(last_time, (T0_NS / tick_ns) as u32, "last_time is in 250 Hz jiffies");
+        let cwnd = h.tp.snd_cwnd;
+        h.cc.cnt = 12345;
+        h.tp.set_now(T0_NS + 7 * tick_ns + tick_ns - 1);
+        h.cc.bictcp_update(&h.tp, cwnd, 1);
+        assert_eq!(h.cc.cnt, 12345, "7 jiffies (31.99 ms) is still within HZ/32 at HZ=250");
+        h.tp.set_now(T0_NS + 8 * tick_ns);
+        h.cc.bictcp_update(&h.tp, cwnd, 1);
+        assert_ne!(h.cc.cnt, 12345, "8 jiffies is past HZ/32 at HZ=250");
+        assert_eq!(h.cc.last_time, last_time + 8);
     }
 
     #[test]

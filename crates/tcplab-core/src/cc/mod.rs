@@ -3,7 +3,7 @@
 //! Each algorithm is a struct holding its private state (the kernel's `inet_csk_ca(sk)`)
 //! and implementing [`CongestionOps`]; every hook receives the socket's shared state
 //! [`TcpSock`] exactly where the kernel passes `struct sock *`. The core TCP code calls
-//! the hooks at the same points as Linux v6.6 (net/ipv4/tcp_input.c, tcp_output.c,
+//! the hooks at the same points as Linux v6.12 (net/ipv4/tcp_input.c, tcp_output.c,
 //! tcp_cong.c):
 //!
 //! | hook          | called from (Linux)                                   |
@@ -86,7 +86,7 @@ pub trait CongestionOps {
     }
 }
 
-/// `tcp_slow_start()` (net/ipv4/tcp_cong.c, v6.6): grow cwnd by `acked` up to ssthresh;
+/// `tcp_slow_start()` (net/ipv4/tcp_cong.c, v6.12): grow cwnd by `acked` up to ssthresh;
 /// returns the part of `acked` left for congestion avoidance.
 pub fn tcp_slow_start(tp: &mut TcpSock, acked: u32) -> u32 {
     let cwnd = (tp.snd_cwnd.saturating_add(acked)).min(tp.snd_ssthresh);
@@ -95,7 +95,7 @@ pub fn tcp_slow_start(tp: &mut TcpSock, acked: u32) -> u32 {
     acked
 }
 
-/// `tcp_cong_avoid_ai()` (net/ipv4/tcp_cong.c, v6.6): in theory this is
+/// `tcp_cong_avoid_ai()` (net/ipv4/tcp_cong.c, v6.12): in theory this is
 /// `tp->snd_cwnd += 1 / tp->snd_cwnd` (or alternative w), for every packet that was ACKed.
 pub fn tcp_cong_avoid_ai(tp: &mut TcpSock, w: u32, acked: u32) {
     // If credits accumulated at a higher w, apply them gently now.

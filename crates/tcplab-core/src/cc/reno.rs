@@ -1,5 +1,5 @@
 //! Reno (NewReno) congestion avoidance: `tcp_reno_cong_avoid`, `tcp_reno_ssthresh` and
-//! `tcp_reno_undo_cwnd` from net/ipv4/tcp_cong.c (Linux v6.6). Loss recovery itself
+//! `tcp_reno_undo_cwnd` from net/ipv4/tcp_cong.c (Linux v6.12). Loss recovery itself
 //! (fast retransmit, PRR, RACK) lives in the core TCP code, as in Linux.
 
 use super::{tcp_cong_avoid_ai, tcp_slow_start, CongestionOps};

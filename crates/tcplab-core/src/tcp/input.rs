@@ -1,4 +1,4 @@
-//! ACK processing: Linux v6.6 net/ipv4/tcp_input.c `tcp_ack()` and the functions it calls
+//! ACK processing: Linux v6.12 net/ipv4/tcp_input.c `tcp_ack()` and the functions it calls
 //! (`tcp_sacktag_write_queue`, `tcp_clean_rtx_queue`, `tcp_ack_update_rtt`,
 //! `tcp_check_sack_reordering`, `tcp_cong_control`), in the kernel's order:
 //!

@@ -1,4 +1,4 @@
-//! TCP, following Linux v6.6 (net/ipv4/tcp_*.c), one concept per file.
+//! TCP, following Linux v6.12 (net/ipv4/tcp_*.c), one concept per file.
 pub mod input;
 pub mod minmax;
 pub mod output;

@@ -1,4 +1,4 @@
-//! Transmission, following Linux v6.6 net/ipv4/tcp_output.c.
+//! Transmission, following Linux v6.12 net/ipv4/tcp_output.c.
 //!
 //! `push_pending_frames` is `tcp_write_xmit`: while there is data, the pacing clock
 //! allows (`tcp_pacing_check`: the next skb's earliest departure time `tcp_wstamp_ns` has
@@ -285,7 +285,7 @@ impl TcpSocket {
         } else if self.tp.packets_out == 0 && self.tp.snd_nxt < self.tp.write_seq && self.xmit_timer == XmitTimer::None && self.pacing_deadline_ns == NEVER && !self.tsq_throttled {
             // tcp_check_probe_timer(): nothing in flight and nothing sent (zero window or
             // a local drop): probe later.
-            let when = self.tp.icsk_rto.max(crate::tcp::rtt::TCP_TIMEOUT_INIT / 5);
+            let when = self.tp.icsk_rto.max(self.tp.tcp_timeout_init() / 5);
             self.reset_xmit_timer(XmitTimer::Probe0, ctx.now_ns, when);
         }
         sent_pkts
@@ -462,7 +462,7 @@ mod tests {
             tcp: TcpConfig { tcp_slow_start_after_idle: ssai, ..TcpConfig::default() },
             cc_params: CcParams::default(),
         };
-        let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX);
+        let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
         c.tp.snd_cwnd = 100;
         c.tp.snd_ssthresh = 80;
         c.tp.icsk_rto = 200;

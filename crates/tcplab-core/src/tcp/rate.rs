@@ -1,4 +1,4 @@
-//! Delivery-rate estimation (Linux v6.6 net/ipv4/tcp_rate.c; draft-cheng-iccrg-delivery-rate-estimation).
+//! Delivery-rate estimation (Linux v6.12 net/ipv4/tcp_rate.c; draft-cheng-iccrg-delivery-rate-estimation).
 //!
 //! Each transmitted skb records the connection's `delivered` count and timestamps at send
 //! time (`tcp_rate_skb_sent`). When an ACK (S)ACKs skbs, the most recently sent of them

@@ -1,6 +1,6 @@
 //! The per-ACK samples handed to congestion control.
 //!
-//! [`RateSample`] is Linux's `struct rate_sample` (include/net/tcp.h, v6.6), produced by
+//! [`RateSample`] is Linux's `struct rate_sample` (include/net/tcp.h, v6.12), produced by
 //! the delivery-rate estimator in `tcp::rate` (net/ipv4/tcp_rate.c). [`AckSample`] is
 //! `struct ack_sample`, passed to `pkts_acked`.
 

@@ -1,4 +1,4 @@
-//! The receiving half of a TCP endpoint (Linux v6.6 net/ipv4/tcp_input.c).
+//! The receiving half of a TCP endpoint (Linux v6.12 net/ipv4/tcp_input.c).
 //!
 //! Model:
 //! - **In-order delivery**: data at `rcv_nxt` advances it and is read by the application
@@ -13,9 +13,10 @@
 //!   when a hole is filled; otherwise arm the delayed-ACK timer at `ato` (40 ms minimum,
 //!   adapted to the inter-arrival time as in `tcp_event_data_recv`, bounded by the RTT).
 //! - **Receive window**: `tcp_rmem` buffer, Linux 6.6's default `scaling_ratio` of 50%
-//!   (`tcp_win_from_space`), `rcv_ssthresh` growing by 2 MSS per in-order segment
-//!   (`tcp_grow_window`, simplified: Linux grows by less when skbs have a poor
-//!   len/truesize ratio), and dynamic right-sizing once per receiver RTT
+//!   (`tcp_win_from_space`), `rcv_ssthresh` growing by 2 MSS per in-order segment and,
+//!   as SACK flows do, per queued out-of-order segment (`tcp_grow_window`, simplified:
+//!   Linux grows by less when skbs have a poor len/truesize ratio), and dynamic
+//!   right-sizing once per receiver RTT
 //!   (`tcp_rcv_space_adjust`) up to `tcp_rmem[2]`. The window never shrinks.
 //! - **Receiver RTT** (`tcp_rcv_rtt_measure_ts`) from the echoed timestamp, at the
 //!   timestamp clock's 1 ms granularity, as Linux does without usec timestamps.
@@ -23,12 +24,19 @@
 use crate::config::TcpConfig;
 use crate::mib::{Mib, MibCounters};
 use crate::packet::{SackBlock, MAX_SACK_BLOCKS};
-use crate::time::{ns_to_jiffies32, jiffies_to_ns, usecs_to_jiffies, NEVER, NSEC_PER_MSEC};
+use crate::time::{jiffies_to_ns, jiffy_timer_deadline_ns, ns_to_jiffies32, usecs_to_jiffies, NEVER, NSEC_PER_MSEC};
 
-/// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (40 ms), in jiffies.
-pub const TCP_ATO_MIN: u32 = 40;
-/// `TCP_DELACK_MAX` = HZ/5 (200 ms), in jiffies.
-pub const TCP_DELACK_MAX: u32 = 200;
+/// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (40 ms), in jiffies of a host at `hz`.
+#[inline]
+pub fn tcp_ato_min(hz: u32) -> u32 {
+    hz / 25
+}
+
+/// `TCP_DELACK_MAX` = HZ/5 (200 ms), in jiffies of a host at `hz`.
+#[inline]
+pub fn tcp_delack_max(hz: u32) -> u32 {
+    hz / 5
+}
 /// `TCP_MAX_QUICKACKS`.
 pub const TCP_MAX_QUICKACKS: u32 = 16;
 /// `TCP_NUM_SACKS`.
@@ -66,6 +74,15 @@ pub enum AckAction {
     Scheduled,
 }
 
+/// `tcp_delack_max()` (Linux v6.12 net/ipv4/tcp_output.c): `min(TCP_DELACK_MAX,
+/// max(1, tcp_rto_min() - 1))` in jiffies (v6.7 "tcp: derive delack_max from rto_min",
+/// v6.11 "tcp: derive delack_max with tcp_rto_min helper"). With the default 200 ms
+/// rto_min this is one jiffy below 200 ms: 199 ms at HZ=1000, 196 ms at HZ=250.
+pub fn delack_max_j(rto_min_ms: u32, hz: u32) -> u32 {
+    let rto_min_j = crate::time::msecs_to_jiffies(rto_min_ms, hz);
+    tcp_delack_max(hz).min(rto_min_j.saturating_sub(1).max(1))
+}
+
 #[derive(Debug)]
 pub struct Receiver {
     pub rcv_nxt: u64,
@@ -87,6 +104,12 @@ pub struct Receiver {
     num_sacks: usize,
     dsack: Option<SackBlock>,
     // delayed ACK (icsk_ack)
+    /// The host's `CONFIG_HZ`; `ato`, `ato_min`, `delack_max` and `lrcvtime_j` are in its jiffies.
+    hz: u32,
+    /// `TCP_ATO_MIN`.
+    ato_min: u32,
+    /// `tcp_delack_max()`.
+    delack_max: u32,
     quick: u32,
     ato: u32,
     lrcvtime_j: u32,
@@ -117,15 +140,18 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn new(cfg: &TcpConfig) -> Receiver {
+    /// `hz` is the receiving host's `CONFIG_HZ`.
+    pub fn new(cfg: &TcpConfig, hz: u32) -> Receiver {
         let mss = cfg.mss_bytes as u64;
         let rcvbuf = cfg.tcp_rmem[1];
-        // tcp_select_initial_window(): space rounded down to a multiple of mss, <= 65535.
+        // Linux v6.12 net/ipv4/tcp_output.c: tcp_select_initial_window(): space rounded down
+        // to a multiple of mss. No 64 KB cap since v6.10 ("tcp: remove 64 KByte limit for
+        // initial tp->rcv_wnd value"); only the SYN's own unscaled field is capped at 65535.
         let mut space = win_from_space(rcvbuf);
         if space > mss {
             space -= space % mss;
         }
-        let rcv_wnd = space.min(65535);
+        let rcv_wnd = space;
         Receiver {
             rcv_nxt: 0,
             rcv_wup: 0,
@@ -142,6 +168,9 @@ impl Receiver {
             sacks: [SackBlock::default(); TCP_NUM_SACKS],
             num_sacks: 0,
             dsack: None,
+            hz,
+            ato_min: tcp_ato_min(hz),
+            delack_max: delack_max_j(cfg.rto_min_ms, hz),
             quick: 0,
             ato: 0,
             lrcvtime_j: 0,
@@ -228,7 +257,7 @@ impl Receiver {
         if self.quick > 0 {
             self.quick -= 1;
             if self.quick == 0 {
-                self.ato = TCP_ATO_MIN;
+                self.ato = self.ato_min;
             }
         }
         self.ack_pending = false;
@@ -256,7 +285,7 @@ impl Receiver {
     /// `tcp_enter_quickack_mode()`.
     fn enter_quickack_mode(&mut self, max_quickacks: u32) {
         self.incr_quickack(max_quickacks);
-        self.ato = TCP_ATO_MIN;
+        self.ato = self.ato_min;
     }
 
     #[inline]
@@ -266,16 +295,17 @@ impl Receiver {
 
     /// `tcp_event_data_recv()`: ato estimation and window growth for in-order data.
     fn event_data_recv(&mut self, now_ns: u64, len: u64, rto_j: u32) {
-        let now = ns_to_jiffies32(now_ns);
+        let now = ns_to_jiffies32(now_ns, self.hz);
+        let ato_min = self.ato_min;
         if self.ato == 0 {
             // The first data packet received: initialize delayed ACK engine.
             self.incr_quickack(TCP_MAX_QUICKACKS);
-            self.ato = TCP_ATO_MIN;
+            self.ato = ato_min;
         } else {
             let m = now.wrapping_sub(self.lrcvtime_j);
-            if m <= TCP_ATO_MIN / 2 {
+            if m <= ato_min / 2 {
                 // The fastest case is the first.
-                self.ato = (self.ato >> 1) + TCP_ATO_MIN / 2;
+                self.ato = (self.ato >> 1) + ato_min / 2;
             } else if m < self.ato {
                 self.ato = (self.ato >> 1) + m;
                 if self.ato > rto_j {
@@ -288,12 +318,29 @@ impl Receiver {
             }
         }
         self.lrcvtime_j = now;
-        // tcp_grow_window() (simplified, see module docs)
-        if len >= 128 && self.rcv_ssthresh < self.window_clamp && self.rcv_ssthresh < self.tcp_space() {
-            let room = self.window_clamp.min(self.tcp_space()) - self.rcv_ssthresh;
-            let incr = (2 * self.advmss).max(2 * len);
-            self.rcv_ssthresh += room.min(incr);
+        if len >= 128 {
+            self.grow_window(len);
         }
+    }
+
+    /// `tcp_grow_window()` (Linux v6.12 net/ipv4/tcp_input.c), called for in-order data
+    /// from `tcp_event_data_recv()` and, in SACK flows, for every out-of-order segment
+    /// queued by `tcp_data_queue_ofo()`.
+    ///
+    /// Simplified: Linux's "check #2" compares `tcp_win_from_space(truesize)` with the skb
+    /// length and falls back to `__tcp_grow_window()` for skbs with a poor len/truesize
+    /// ratio. tcplab has no skb memory model: every segment is charged 2x its length, the
+    /// same 50% the fixed `scaling_ratio` assumes, so check #2 always passes and the
+    /// increment is `max(2 * advmss, 2 * len)`. Growing sets `icsk_ack.quick |= 1`: the
+    /// next ACK goes out at once, carrying the larger window.
+    fn grow_window(&mut self, len: u64) {
+        let room = self.window_clamp.min(self.tcp_space()) as i64 - self.rcv_ssthresh as i64;
+        if room <= 0 {
+            return;
+        }
+        let incr = (2 * self.advmss).max(2 * len);
+        self.rcv_ssthresh += (room as u64).min(incr);
+        self.quick |= 1;
     }
 
     /// `tcp_rcv_rtt_measure_ts()` with the 1 ms timestamp clock.
@@ -377,6 +424,20 @@ impl Receiver {
         }
         self.sacks[0] = SackBlock { start: seq, end: end_seq };
         self.num_sacks += 1;
+    }
+
+    /// Linux v6.12 net/ipv4/tcp_input.c: tcp_sack_new_ofo_skb() -> tcp_sack_compress_send_ack().
+    /// True when the out-of-order segment `[seq, end_seq)` will need a new SACK block while
+    /// the block array is full and ACKs are being compressed: the kernel then sends the
+    /// compressed ACK at once, before it forgets the oldest block, so that SACK information
+    /// held back by compression is not lost. The caller sends that ACK (with the state
+    /// before this segment) and then passes the segment to [`Receiver::on_data`].
+    pub fn sack_compress_must_send_ack(&self, seq: u64, end_seq: u64) -> bool {
+        if seq <= self.rcv_nxt || self.compressed_ack == 0 || self.num_sacks < TCP_NUM_SACKS {
+            return false;
+        }
+        // tcp_sack_extend() would find a block to extend: no new block.
+        !self.sacks[..self.num_sacks].iter().any(|sp| seq <= sp.end && end_seq >= sp.start)
     }
 
     /// `tcp_sack_maybe_coalesce()`: merge blocks that now touch the first one.
@@ -491,11 +552,18 @@ impl Receiver {
         } else {
             // Out of order (tcp_data_queue_ofo).
             mib.inc(Mib::TCPOFOQueue);
-            if !self.ooo_insert(seq, end_seq) {
+            let queued = self.ooo_insert(seq, end_seq);
+            if !queued {
                 self.dup_segs_in += 1;
                 self.dsack_set(seq, end_seq, mib);
             }
             self.sack_new_ofo(seq, end_seq);
+            // Linux v6.12 net/ipv4/tcp_input.c: tcp_data_queue_ofo(): a SACK flow grows
+            // the window for every segment it queues (not for one it drops as a
+            // duplicate), so that a persistent hole does not freeze rcv_ssthresh.
+            if queued {
+                self.grow_window(len);
+            }
         }
         self.ack_pending = true;
         self.ack_snd_check(now_ns, srtt_us_x8)
@@ -547,23 +615,25 @@ impl Receiver {
     /// `tcp_send_delayed_ack()`.
     fn send_delayed_ack(&mut self, now_ns: u64, srtt_us_x8: u32) {
         let mut ato = self.ato.max(1);
-        if ato > TCP_ATO_MIN {
-            let mut max_ato = 1000 / 2; // HZ / 2
+        let hz = self.hz;
+        if ato > self.ato_min {
+            let mut max_ato = hz / 2;
             if srtt_us_x8 != 0 {
-                let rtt = usecs_to_jiffies((srtt_us_x8 >> 3) as u64).max(TCP_ATO_MIN);
+                let rtt = usecs_to_jiffies((srtt_us_x8 >> 3) as u64, hz).max(self.ato_min);
                 if rtt < max_ato {
                     max_ato = rtt;
                 }
             }
             ato = ato.min(max_ato);
         }
-        ato = ato.min(TCP_DELACK_MAX);
-        // Timers run on jiffies: the deadline is the next tick boundary + ato.
-        let now_j = ns_to_jiffies32(now_ns) as u64;
-        let mut timeout_ns = jiffies_to_ns((now_j + ato as u64) as u32).max(now_ns);
+        // Linux v6.12 net/ipv4/tcp_output.c: tcp_send_delayed_ack() caps ato with
+        // tcp_delack_max() (since v6.7), not the constant TCP_DELACK_MAX.
+        ato = ato.min(self.delack_max);
+        // Timers run on jiffies: the deadline is the start of tick `jiffies + ato`.
+        let mut timeout_ns = jiffy_timer_deadline_ns(now_ns, ato, hz);
         if self.delack_deadline_ns != NEVER {
             // If delack timer is about to expire, send ACK now.
-            if self.delack_deadline_ns <= now_ns + jiffies_to_ns(ato >> 2) {
+            if self.delack_deadline_ns <= now_ns + jiffies_to_ns(ato >> 2, hz) {
                 self.delack_deadline_ns = now_ns;
                 return;
             }
@@ -600,7 +670,7 @@ mod tests {
     const MSS: u64 = 1448;
 
     fn rx() -> (Receiver, MibCounters) {
-        let mut r = Receiver::new(&TcpConfig::default());
+        let mut r = Receiver::new(&TcpConfig::default(), 1000);
         r.established(0, 0);
         (r, MibCounters::default())
     }
@@ -616,9 +686,25 @@ mod tests {
         assert_eq!(r.rcv_wnd, 65160);
     }
 
+    /// Leave no room for rcv_ssthresh to grow (tcp_grow_window would otherwise force one
+    /// quick ACK), to look at the delayed-ACK policy alone.
+    fn no_growth_room(r: &mut Receiver) {
+        r.rcv_ssthresh = r.window_clamp.min(r.tcp_space());
+    }
+
+    #[test]
+    fn initial_window_is_not_capped_at_64k() {
+        // tcp_rmem[1] = 1 MB -> 512 kB of window (scaling_ratio 50 %), rounded down to whole
+        // MSS; v6.6 capped it at 65535, v6.10+ does not.
+        let cfg = TcpConfig { tcp_rmem: [4096, 1 << 20, 6 << 20], ..TcpConfig::default() };
+        let r = Receiver::new(&cfg, 1000);
+        assert_eq!(r.rcv_wnd, (524_288 / MSS) * MSS);
+    }
+
     #[test]
     fn quickack_at_start_then_every_second_segment() {
         let (mut r, mut mib) = rx();
+        no_growth_room(&mut r);
         // Quick-ACK mode covers the first rcv_wnd / (2 * mss) = 22 -> capped at 16 ACKs.
         let mut now = 1_000_000_000;
         for i in 0..16 {
@@ -639,11 +725,12 @@ mod tests {
     #[test]
     fn delayed_ack_timer_is_at_least_40ms() {
         let (mut r, mut mib) = rx();
+        no_growth_room(&mut r);
         r.quick = 0;
-        r.ato = TCP_ATO_MIN;
+        r.ato = tcp_ato_min(1000);
         let now = 10_000_000_000u64;
         // Previous segment 100 ms ago: a gap longer than ato but shorter than the RTO.
-        r.lrcvtime_j = ns_to_jiffies32(now) - 100;
+        r.lrcvtime_j = ns_to_jiffies32(now, 1000) - 100;
         let (s, e) = seg(0);
         assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Scheduled);
         let d = r.delack_deadline_ns - now;
@@ -691,6 +778,90 @@ mod tests {
         let (_, _, n, dsack) = r.fill_ack(&mut b);
         assert!(!dsack);
         assert_eq!(n, 0);
+    }
+
+    /// Linux v6.12 tcp_data_queue_ofo() -> tcp_grow_window(): behind a hole that is never
+    /// repaired, each queued out-of-order segment still raises rcv_ssthresh by
+    /// max(2 * advmss, 2 * len), bounded by min(window_clamp, tcp_space()), and the
+    /// growth forces the next ACK out at once (icsk_ack.quick |= 1), so SACK compression
+    /// does not hold the window update back.
+    #[test]
+    fn window_grows_on_out_of_order_data_behind_a_permanent_hole() {
+        // A 4 MB buffer from the start, so that the room is not the limit at first; the
+        // initial window is still 64 KB (tcp_select_initial_window).
+        let cfg = TcpConfig { tcp_rmem: [4096, 4 << 20, 6 << 20], ..TcpConfig::default() };
+        let mut r = Receiver::new(&cfg, 1000);
+        r.established(0, 0);
+        let mut mib = MibCounters::default();
+        let ssthresh0 = r.rcv_ssthresh;
+        // Out of the initial quick-ACK mode, so that only growth can make ACKs quick.
+        r.quick = 0;
+        r.ato = tcp_ato_min(1000);
+        let (s, e) = seg(0);
+        r.on_data(1, s, e, 0, 0, 200, &mut mib);
+        r.quick = 0;
+        let mut b = Default::default();
+        let (_, w, _, _) = r.fill_ack(&mut b);
+        r.ack_sent(w);
+        // Segment 1 is lost for good; 2..=n arrive.
+        let mut expect = r.rcv_ssthresh;
+        for i in 2..=400u64 {
+            let (s, e) = seg(i);
+            let action = r.on_data(1 + i, s, e, 0, 0, 200, &mut mib);
+            let ooo = (i - 1) * MSS;
+            let space = ((4u64 << 20) - 2 * ooo) / 2; // tcp_space(): truesize = 2 x len
+            let room = space.min(r.window_clamp).saturating_sub(expect);
+            expect += room.min(2 * MSS);
+            assert_eq!(r.rcv_ssthresh, expect, "segment {i}");
+            if room > 0 {
+                assert_eq!(action, AckAction::Now, "segment {i}: growth makes the ACK quick");
+            }
+            let (ack, w, _, _) = r.fill_ack(&mut b);
+            assert_eq!(ack, MSS);
+            assert_eq!(w as u64, expect.min(space) & !127, "segment {i}: advertised window");
+            r.ack_sent(w);
+        }
+        // The window grew by 2 MSS per segment: well beyond the initial 64 KB.
+        assert!(r.rcv_wnd > ssthresh0 + 600 * MSS, "rcv_wnd {}", r.rcv_wnd);
+    }
+
+    /// Linux v6.12 tcp_sack_new_ofo_skb(): a segment that needs a fifth SACK block while
+    /// ACKs are being compressed flushes the compressed ACK first (tcp_sack_compress_send_ack),
+    /// so the oldest block is reported before it is forgotten.
+    #[test]
+    fn full_sack_array_flushes_the_compressed_ack() {
+        let (mut r, mut mib) = rx();
+        no_growth_room(&mut r);
+        let (s, e) = seg(0);
+        r.on_data(1, s, e, 0, 0, 200, &mut mib);
+        let mut b = Default::default();
+        let (_, w, _, _) = r.fill_ack(&mut b);
+        r.ack_sent(w);
+        r.quick = 0; // out of the initial quick-ACK mode
+        // Holes at 1, 3, 5, 7: four SACK blocks; the first 3 dupacks go out at once, the
+        // 4th is compressed.
+        for (now, i) in [2u64, 4, 6, 8].into_iter().enumerate() {
+            let (s, e) = seg(i);
+            assert!(!r.sack_compress_must_send_ack(s, e), "segment {i}");
+            let a = r.on_data(2 + now as u64, s, e, 0, 8 * 100_000, 200, &mut mib);
+            if a == AckAction::Now {
+                let mut b = Default::default();
+                let (_, w, _, _) = r.fill_ack(&mut b);
+                r.ack_sent(w);
+            }
+        }
+        assert_eq!(r.num_sacks, TCP_NUM_SACKS);
+        assert!(r.compressed_ack > 0);
+        // Extending an existing block needs no flush; a fifth block does.
+        let (s, e) = seg(9);
+        assert!(!r.sack_compress_must_send_ack(s, e));
+        let (s, e) = seg(11);
+        assert!(r.sack_compress_must_send_ack(s, e));
+        // Once the ACK is sent, nothing is held back and no flush is needed.
+        let mut b = Default::default();
+        let (_, w, _, _) = r.fill_ack(&mut b);
+        r.ack_sent(w);
+        assert!(!r.sack_compress_must_send_ack(s, e));
     }
 
     #[test]

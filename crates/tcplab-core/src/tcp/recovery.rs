@@ -1,4 +1,4 @@
-//! Loss detection and recovery, following Linux v6.6:
+//! Loss detection and recovery, following Linux v6.12:
 //!
 //! - **RACK** (net/ipv4/tcp_recovery.c): an skb is lost when an skb sent after it has
 //!   been delivered and more than `rack.rtt + reo_wnd` has passed since it was sent.
@@ -19,11 +19,9 @@ use crate::mib::Mib;
 use crate::tcp::input::*;
 use crate::tcp::rate::skb_sent_after;
 use crate::tcp::rate_sample::RateSample;
-use crate::tcp::rtt::TCP_RTO_MAX;
 use crate::tcp::rtx_queue::{NIL, TCPCB_LOST, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
 use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
 use crate::tcp::sock::{CaEvent, CaState, TCP_INFINITE_SSTHRESH};
-use crate::time::{jiffies_to_usecs, usecs_to_jiffies};
 
 /// `TCP_RACK_RECOVERY_THRESH`.
 const TCP_RACK_RECOVERY_THRESH: u8 = 16;
@@ -31,7 +29,8 @@ const TCP_RACK_RECOVERY_THRESH: u8 = 16;
 const TCP_RACK_STATIC_REO_WND: u8 = 0x2;
 /// `TCP_RACK_NO_DUPTHRESH` bit of `tcp_recovery`.
 const TCP_RACK_NO_DUPTHRESH: u8 = 0x4;
-/// `TCP_TIMEOUT_MIN_US` (2 ms) and `TCP_TIMEOUT_MIN` in jiffies.
+/// `TCP_TIMEOUT_MIN_US` (2 ms) and `TCP_TIMEOUT_MIN` (2 jiffies: 8 ms at HZ=250, 2 ms at
+/// HZ=1000).
 const TCP_TIMEOUT_MIN_US: u64 = 2000;
 const TCP_TIMEOUT_MIN: u32 = 2;
 
@@ -124,7 +123,7 @@ impl TcpSocket {
         let lost_before = self.tp.lost_out;
         let timeout_us = self.rack_detect_loss();
         if timeout_us != 0 {
-            let when = usecs_to_jiffies(timeout_us) + TCP_TIMEOUT_MIN;
+            let when = self.tp.usecs_to_jiffies(timeout_us) + TCP_TIMEOUT_MIN;
             let rto = self.tp.icsk_rto;
             self.reset_xmit_timer(XmitTimer::ReoTimeout, now_ns, when.min(rto));
         }
@@ -268,6 +267,10 @@ impl TcpSocket {
 
     /// `tcp_enter_recovery()`.
     fn enter_recovery(&mut self) {
+        // Start the clock with our fast retransmit, for undo (Linux v6.12 tcp_input.c:
+        // tcp_enter_recovery(), since v6.12-rc "tcp: fix tcp_enter_recovery() to zero
+        // retrans_stamp when it's safe").
+        self.retrans_stamp_cleanup();
         self.tp.inc(Mib::TCPSackRecovery);
         self.tp.prior_ssthresh = 0;
         self.init_undo();
@@ -281,11 +284,26 @@ impl TcpSocket {
     // ------------------------------------------------------------------------ undo
 
     /// `tcp_packet_delayed()`: the ACK echoes a timestamp from before the first
-    /// retransmission, so the original arrived (1 ms timestamp clock).
+    /// retransmission, so the original arrived (1 ms timestamp clock); or nothing was
+    /// retransmitted at all (Linux v6.12 net/ipv4/tcp_input.c, since v6.12-rc "tcp: fix to
+    /// allow timestamp undo if no retransmits were sent"; not for SYN_SENT, where the
+    /// SYN-ACK clears retrans_stamp).
     fn packet_delayed(&self) -> bool {
-        self.retrans_stamp_ns != 0
+        if self.retrans_stamp_ns != 0
             && self.rx_tsecr_ns != 0
             && self.rx_tsecr_ns / 1_000_000 < self.retrans_stamp_ns / 1_000_000
+        {
+            return true;
+        }
+        self.retrans_stamp_ns == 0 && self.state != ConnState::SynSent
+    }
+
+    /// `tcp_retrans_stamp_cleanup()`: forget the first-retransmission time once no
+    /// retransmission is outstanding or remembered on the head.
+    fn retrans_stamp_cleanup(&mut self) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp_ns = 0;
+        }
     }
 
     /// `tcp_may_undo()`.
@@ -395,9 +413,7 @@ impl TcpSocket {
 
     /// `tcp_try_to_open()`.
     fn try_to_open(&mut self, _flag: u32) {
-        if !self.any_retrans_done() {
-            self.retrans_stamp_ns = 0;
-        }
+        self.retrans_stamp_cleanup();
         if self.tp.ca_state != CaState::Cwr {
             self.try_keep_open();
         }
@@ -629,7 +645,7 @@ impl TcpSocket {
         self.tp.inc(Mib::TCPSlowStartRetrans);
         // Increase the timeout each time we retransmit (exponential backoff).
         self.icsk_backoff += 1;
-        self.tp.icsk_rto = (self.tp.icsk_rto << 1).min(TCP_RTO_MAX);
+        self.tp.icsk_rto = (self.tp.icsk_rto << 1).min(self.tp.tcp_rto_max());
         let rto = self.tp.icsk_rto;
         self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
     }
@@ -662,8 +678,8 @@ impl TcpSocket {
 
     /// `tcp_rto_delta_us()`: time until the RTO would fire, measured from the head's send time.
     pub fn rto_delta_us(&self) -> i64 {
-        let Some(head) = self.rtx.front() else { return jiffies_to_usecs(self.tp.icsk_rto) as i64 };
-        let rto_time_stamp_us = head.mstamp_us() + jiffies_to_usecs(self.tp.icsk_rto);
+        let Some(head) = self.rtx.front() else { return self.tp.jiffies_to_usecs(self.tp.icsk_rto) as i64 };
+        let rto_time_stamp_us = head.mstamp_us() + self.tp.jiffies_to_usecs(self.tp.icsk_rto);
         rto_time_stamp_us as i64 - self.tp.tcp_mstamp as i64
     }
 
@@ -677,7 +693,7 @@ impl TcpSocket {
         // Offset the time elapsed after installing regular RTO.
         if matches!(self.xmit_timer, XmitTimer::ReoTimeout | XmitTimer::LossProbe) {
             let delta_us = self.rto_delta_us().max(1);
-            rto = usecs_to_jiffies(delta_us as u64);
+            rto = self.tp.usecs_to_jiffies(delta_us as u64);
         }
         self.reset_xmit_timer(XmitTimer::Retrans, now_ns, rto);
     }
@@ -711,14 +727,15 @@ impl TcpSocket {
             } else {
                 timeout_us += TCP_TIMEOUT_MIN_US;
             }
-            timeout = usecs_to_jiffies(timeout_us);
+            timeout = self.tp.usecs_to_jiffies(timeout_us);
         } else {
-            timeout = crate::tcp::rtt::TCP_TIMEOUT_INIT;
+            timeout = self.tp.tcp_timeout_init();
         }
         // If the RTO formula yields an earlier time, then use that time.
-        let rto_delta_us = if advancing_rto { jiffies_to_usecs(self.tp.icsk_rto) as i64 } else { self.rto_delta_us() };
+        let rto_delta_us =
+            if advancing_rto { self.tp.jiffies_to_usecs(self.tp.icsk_rto) as i64 } else { self.rto_delta_us() };
         if rto_delta_us > 0 {
-            timeout = timeout.min(usecs_to_jiffies(rto_delta_us as u64));
+            timeout = timeout.min(self.tp.usecs_to_jiffies(rto_delta_us as u64));
         }
         self.reset_xmit_timer(XmitTimer::LossProbe, now_ns, timeout);
         true
@@ -751,3 +768,54 @@ impl TcpSocket {
 }
 
 pub use crate::tcp::input::Rexmit;
+
+#[cfg(test)]
+mod tests_v612_undo {
+    use crate::config::{AppConfig, CcKind, CcParams, FlowConfig, TcpConfig};
+    use crate::tcp::socket::{ConnState, TcpSocket};
+
+    fn sender() -> TcpSocket {
+        let flow = FlowConfig {
+            name: "f".into(),
+            src: 0,
+            dst: 1,
+            cc: CcKind::Cubic,
+            start_ns: 0,
+            stop_ns: None,
+            app: AppConfig::Bulk,
+            tcp: TcpConfig::default(),
+            cc_params: CcParams::default(),
+        };
+        let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
+        c.state = ConnState::Established;
+        c
+    }
+
+    #[test]
+    fn nothing_retransmitted_counts_as_delayed_except_in_syn_sent() {
+        // tcp_packet_delayed() (v6.12): !retrans_stamp && state != SYN_SENT -> true.
+        let mut c = sender();
+        c.retrans_stamp_ns = 0;
+        assert!(c.packet_delayed());
+        c.state = ConnState::SynSent;
+        assert!(!c.packet_delayed());
+        // A retransmission sent at 2 s, echo of a 1 s timestamp: delayed.
+        c.state = ConnState::Established;
+        c.retrans_stamp_ns = 2_000_000_000;
+        c.rx_tsecr_ns = 1_000_000_000;
+        assert!(c.packet_delayed());
+        // Echo of a timestamp after the retransmission: not delayed.
+        c.rx_tsecr_ns = 3_000_000_000;
+        assert!(!c.packet_delayed());
+    }
+
+    #[test]
+    fn entering_recovery_forgets_a_stale_retrans_stamp() {
+        // tcp_enter_recovery() calls tcp_retrans_stamp_cleanup(): with nothing retransmitted
+        // outstanding, the old first-retransmission time is cleared.
+        let mut c = sender();
+        c.retrans_stamp_ns = 5_000_000_000;
+        c.enter_recovery();
+        assert_eq!(c.retrans_stamp_ns, 0);
+    }
+}

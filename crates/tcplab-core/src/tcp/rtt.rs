@@ -1,4 +1,4 @@
-//! RTT estimation and the retransmission timeout (Linux v6.6 net/ipv4/tcp_input.c:
+//! RTT estimation and the retransmission timeout (Linux v6.12 net/ipv4/tcp_input.c:
 //! `tcp_rtt_estimator()`, `tcp_set_rto()`, `tcp_update_rtt_min()`; tcp_output.c:
 //! `tcp_rtt_estimator` callers).
 //!
@@ -8,13 +8,11 @@
 //! `TCP_RTO_MIN` (200 ms), so `RTO = srtt + rttvar >= srtt + 200 ms`. The RTO backs off
 //! exponentially on each timeout, up to `TCP_RTO_MAX` (120 s).
 
-use crate::time::{usecs_to_jiffies, HZ};
 use crate::tcp::sock::TcpSock;
 
-/// `TCP_RTO_MAX` = 120 s, jiffies.
-pub const TCP_RTO_MAX: u32 = 120 * HZ;
-/// `TCP_TIMEOUT_INIT` = 1 s, jiffies.
-pub const TCP_TIMEOUT_INIT: u32 = HZ;
+/// `TCP_RTO_MAX` = 120 s (`TcpSock::tcp_rto_max()` gives it in the host's jiffies; v6.12
+/// has no `tcp_rto_max_ms` sysctl yet, it came in v6.15).
+pub const TCP_RTO_MAX_S: u32 = 120;
 
 /// `tcp_rtt_estimator()`; `rto_min_us` is `tcp_rto_min_us()`.
 pub fn rtt_estimator(tp: &mut TcpSock, mrtt_us: i64, rto_min_us: u32) {
@@ -64,7 +62,7 @@ pub fn rtt_estimator(tp: &mut TcpSock, mrtt_us: i64, rto_min_us: u32) {
 /// `tcp_set_rto()` = `__tcp_set_rto()` + `tcp_bound_rto()`.
 pub fn set_rto(tp: &mut TcpSock) {
     let rto_us = (tp.srtt_us >> 3) as u64 + tp.rttvar_us as u64;
-    tp.icsk_rto = usecs_to_jiffies(rto_us).min(TCP_RTO_MAX);
+    tp.icsk_rto = tp.usecs_to_jiffies(rto_us).min(tp.tcp_rto_max());
 }
 
 /// `tcp_update_rtt_min()`.
@@ -72,9 +70,10 @@ pub fn update_rtt_min(tp: &mut TcpSock, rtt_us: u32, ack_maybe_delayed: bool, wl
     if ack_maybe_delayed && rtt_us > tp.min_rtt_us() {
         return;
     }
-    let wlen = wlen_s * HZ;
+    let wlen = wlen_s * tp.hz;
     let now = tp.jiffies32();
-    tp.rtt_min.running_min(wlen, now, if rtt_us != 0 { rtt_us } else { 1000 / HZ * 1000 });
+    let sample_us = if rtt_us != 0 { rtt_us } else { tp.jiffies_to_usecs(1) as u32 };
+    tp.rtt_min.running_min(wlen, now, sample_us);
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //!
 //! This is the subset of Linux's `struct tcp_sock` / `inet_connection_sock` / `struct sock`
 //! that the congestion-control modules and the core sender share, with the kernel's field
-//! names (Linux v6.6, include/linux/tcp.h) so that a port reads like the original. Units
+//! names (Linux v6.12, include/linux/tcp.h) so that a port reads like the original. Units
 //! follow the kernel: `snd_cwnd` and the `*_out` counters in packets, `srtt_us` scaled by
 //! 8, `mdev_us` by 4, `sk_pacing_rate` in bytes per second, `tcp_mstamp` in microseconds,
 //! `tcp_clock_cache` and `tcp_wstamp_ns` in nanoseconds, `*_stamp` fields in jiffies.
@@ -11,6 +11,7 @@
 //! plain comparisons.
 
 use crate::mib::{Mib, MibCounters};
+use crate::time;
 use crate::time::{ns_to_jiffies32, ns_to_us};
 use crate::tcp::minmax::MinMax;
 
@@ -135,6 +136,8 @@ pub struct TcpSock {
     pub rtt_min: MinMax,
     /// `icsk_rto` in jiffies.
     pub icsk_rto: u32,
+    /// The host kernel's `CONFIG_HZ` (ticks per second of every jiffy clock and timer).
+    pub hz: u32,
 
     // --- cwnd validation ---
     pub is_cwnd_limited: bool,
@@ -188,7 +191,7 @@ impl TcpSock {
         self.snd_cwnd < self.snd_ssthresh
     }
 
-    /// `tcp_is_cwnd_limited()` (v6.6 include/net/tcp.h).
+    /// `tcp_is_cwnd_limited()` (v6.12 include/net/tcp.h).
     #[inline]
     pub fn is_cwnd_limited(&self) -> bool {
         if self.is_cwnd_limited {
@@ -210,7 +213,37 @@ impl TcpSock {
     /// `tcp_jiffies32`.
     #[inline]
     pub fn jiffies32(&self) -> u32 {
-        ns_to_jiffies32(self.tcp_clock_cache)
+        ns_to_jiffies32(self.tcp_clock_cache, self.hz)
+    }
+
+    /// `usecs_to_jiffies()` at this host's HZ.
+    #[inline]
+    pub fn usecs_to_jiffies(&self, us: u64) -> u32 {
+        time::usecs_to_jiffies(us, self.hz)
+    }
+
+    /// `msecs_to_jiffies()` at this host's HZ.
+    #[inline]
+    pub fn msecs_to_jiffies(&self, ms: u32) -> u32 {
+        time::msecs_to_jiffies(ms, self.hz)
+    }
+
+    /// `jiffies_to_usecs()` at this host's HZ.
+    #[inline]
+    pub fn jiffies_to_usecs(&self, j: u32) -> u64 {
+        time::jiffies_to_usecs(j, self.hz)
+    }
+
+    /// `TCP_RTO_MAX` (120 s) in this host's jiffies.
+    #[inline]
+    pub fn tcp_rto_max(&self) -> u32 {
+        crate::tcp::rtt::TCP_RTO_MAX_S * self.hz
+    }
+
+    /// `TCP_TIMEOUT_INIT` (1 s) in this host's jiffies.
+    #[inline]
+    pub fn tcp_timeout_init(&self) -> u32 {
+        self.hz
     }
 
     /// `tcp_snd_cwnd_set()`.
@@ -259,6 +292,8 @@ impl TcpSock {
             sk_max_pacing_rate: u64::MAX,
             sk_pacing_shift: 10,
             sk_gso_max_size: GSO_MAX_SIZE,
+            // Unit tests run at HZ=1000 (one jiffy per ms); the engine sets the host's HZ.
+            hz: 1000,
             icsk_rto: 1000, // TCP_TIMEOUT_INIT, jiffies
             rtt_min: { let mut m = MinMax::default(); m.reset(0, u32::MAX); m },
             ..Default::default()

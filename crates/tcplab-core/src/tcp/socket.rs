@@ -8,7 +8,7 @@
 //! Every packet the endpoint sends goes straight to its host's egress qdisc, so a local
 //! qdisc drop is seen at once, as `NET_XMIT_DROP` is in Linux.
 //!
-//! The sender follows Linux v6.6: `tcp_ack()` in `tcp::input`, loss recovery (RACK-TLP,
+//! The sender follows Linux v6.12: `tcp_ack()` in `tcp::input`, loss recovery (RACK-TLP,
 //! PRR, RTO, F-RTO, undo) in `tcp::recovery`, and transmission (`tcp_write_xmit`, pacing,
 //! TSQ, TLP) in `tcp::output`. Timers are deadlines here; the engine keeps one event
 //! queued per timer and re-arms lazily, so pushing the RTO forward on every ACK is free.
@@ -22,10 +22,10 @@ use crate::net::Network;
 use crate::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::rng::Rng;
 use crate::tcp::receiver::{AckAction, Receiver};
-use crate::tcp::rtt::{set_rto, TCP_TIMEOUT_INIT};
+use crate::tcp::rtt::set_rto;
 use crate::tcp::rtx_queue::RtxQueue;
 use crate::tcp::sock::{PacingStatus, TcpSock, TCP_INFINITE_SSTHRESH};
-use crate::time::{jiffies_to_ns, NEVER};
+use crate::time::{jiffy_timer_deadline_ns, NEVER};
 
 /// The engine's view while an endpoint runs.
 pub struct Ctx<'a> {
@@ -166,7 +166,16 @@ pub const T_PACING: usize = 2;
 
 impl TcpSocket {
     /// The two endpoints of `flow`: (client/sender, server/receiver).
-    pub fn pair(flow: &FlowConfig, flow_idx: u32, seed: u64, boot_ns: u64, end_ns: u64) -> (TcpSocket, TcpSocket) {
+    /// `hz_src` / `hz_dst` are the `CONFIG_HZ` of the sending and receiving hosts.
+    pub fn pair(
+        flow: &FlowConfig,
+        flow_idx: u32,
+        seed: u64,
+        boot_ns: u64,
+        end_ns: u64,
+        hz_src: u32,
+        hz_dst: u32,
+    ) -> (TcpSocket, TcpSocket) {
         let cc_rng = Rng::for_component(seed, &format!("flow:{}:cc", flow.name));
         let srv_rng = Rng::for_component(seed, &format!("flow:{}:cc:server", flow.name));
         let total = match flow.app {
@@ -180,10 +189,11 @@ impl TcpSocket {
             stopped: false,
             done_ns: None,
         };
-        let mk = |node, peer_node, ep, peer_ep, cc: Cc, app: AppState| {
+        let mk = |node, peer_node, ep, peer_ep, cc: Cc, app: AppState, hz: u32| {
             let cfg = flow.tcp.clone();
             let mut tp = TcpSock::new_for_test(cfg.mss_bytes, cfg.initial_cwnd);
-            tp.icsk_rto = TCP_TIMEOUT_INIT;
+            tp.hz = hz;
+            tp.icsk_rto = tp.tcp_timeout_init();
             tp.sk_max_pacing_rate = cfg.max_pacing_rate_bytes_per_sec;
             tp.sk_pacing_status = if cfg.fq_pacing { PacingStatus::Fq } else { PacingStatus::None };
             // SO_MAX_PACING_RATE switches on TCP's internal pacing when no qdisc paces
@@ -193,7 +203,7 @@ impl TcpSocket {
             }
             tp.snd_wnd = 65535;
             TcpSocket {
-                rcv: Receiver::new(&cfg),
+                rcv: Receiver::new(&cfg, hz),
                 tp,
                 cc,
                 rtx: RtxQueue::new(),
@@ -235,10 +245,10 @@ impl TcpSocket {
         };
         let c_ep = 2 * flow_idx;
         let s_ep = 2 * flow_idx + 1;
-        let client = mk(flow.src, flow.dst, c_ep, s_ep, Cc::new(flow.cc, &flow.cc_params, cc_rng), app);
+        let client = mk(flow.src, flow.dst, c_ep, s_ep, Cc::new(flow.cc, &flow.cc_params, cc_rng), app, hz_src);
         // The server side sends no data in v0.1 (bulk is one-way) but runs the same code.
         let server_app = AppState { total_bytes: Some(0), start_ns: NEVER, stop_ns: NEVER, stopped: true, done_ns: None };
-        let server = mk(flow.dst, flow.src, s_ep, c_ep, Cc::new(flow.cc, &flow.cc_params, srv_rng), server_app);
+        let server = mk(flow.dst, flow.src, s_ep, c_ep, Cc::new(flow.cc, &flow.cc_params, srv_rng), server_app, hz_dst);
         (client, server)
     }
 
@@ -258,11 +268,13 @@ impl TcpSocket {
         ]
     }
 
-    /// `inet_csk_reset_xmit_timer(sk, what, when_jiffies, TCP_RTO_MAX)`.
+    /// `inet_csk_reset_xmit_timer(sk, what, when_jiffies, TCP_RTO_MAX)`: the timer is set
+    /// to `jiffies + when` and fires at the start of that tick (timer granularity is the
+    /// host's jiffy).
     pub fn reset_xmit_timer(&mut self, what: XmitTimer, now_ns: u64, when_j: u32) {
-        let when = when_j.min(crate::tcp::rtt::TCP_RTO_MAX);
+        let when = when_j.min(self.tp.tcp_rto_max());
         self.xmit_timer = what;
-        self.xmit_deadline_ns = now_ns + jiffies_to_ns(when);
+        self.xmit_deadline_ns = jiffy_timer_deadline_ns(now_ns, when, self.tp.hz);
     }
 
     pub fn clear_xmit_timer(&mut self) {
@@ -436,6 +448,10 @@ impl TcpSocket {
         if pkt.is_data() {
             let srtt = self.tp.srtt_us;
             let rto = self.tp.icsk_rto;
+            // tcp_sack_compress_send_ack(): a full SACK array flushes the compressed ACK.
+            if self.rcv.sack_compress_must_send_ack(pkt.seq, pkt.end_seq) {
+                self.send_ack(ctx);
+            }
             match self.rcv.on_data(ctx.now_ns, pkt.seq, pkt.end_seq, pkt.tsecr_ns, srtt, rto, &mut self.tp.mib) {
                 AckAction::Now => self.send_ack(ctx),
                 AckAction::Scheduled | AckAction::None => {}
@@ -457,7 +473,7 @@ impl TcpSocket {
     pub fn syn_timer(&mut self, ctx: &mut Ctx) {
         self.tp.inc(Mib::TCPTimeouts);
         self.syn_retries += 1;
-        self.tp.icsk_rto = (self.tp.icsk_rto << 1).min(crate::tcp::rtt::TCP_RTO_MAX);
+        self.tp.icsk_rto = (self.tp.icsk_rto << 1).min(self.tp.tcp_rto_max());
         match self.state {
             ConnState::SynSent => {
                 self.tp.inc(Mib::TcpRetransSegs);

@@ -12,11 +12,11 @@ pub const MSS: u64 = 1448;
 pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queue: QueueConfig, duration_ns: u64) -> SimConfig {
     let mut nodes = Vec::new();
     for i in 0..n {
-        nodes.push(NodeConfig { name: format!("s{i}"), kind: NodeKind::Host });
+        nodes.push(NodeConfig { name: format!("s{i}"), kind: NodeKind::Host, hz: tcplab_core::time::DEFAULT_HZ });
     }
-    nodes.push(NodeConfig { name: "dst".into(), kind: NodeKind::Host });
-    nodes.push(NodeConfig { name: "r1".into(), kind: NodeKind::Router });
-    nodes.push(NodeConfig { name: "r2".into(), kind: NodeKind::Router });
+    nodes.push(NodeConfig { name: "dst".into(), kind: NodeKind::Host, hz: tcplab_core::time::DEFAULT_HZ });
+    nodes.push(NodeConfig { name: "r1".into(), kind: NodeKind::Router, hz: tcplab_core::time::DEFAULT_HZ });
+    nodes.push(NodeConfig { name: "r2".into(), kind: NodeKind::Router, hz: tcplab_core::time::DEFAULT_HZ });
     let dst = n as u32;
     let r1 = n as u32 + 1;
     let r2 = n as u32 + 2;
@@ -55,9 +55,9 @@ pub fn bottleneck(n: usize) -> usize {
     2 * n
 }
 
-/// BDP in packets for a rate and RTT: full-size frames as the link counts them (1500 B IP
-/// + 14 B Ethernet = 1514 B). Python's `limit: 1bdp` counts the same way
-/// (python/tcplab/scenario.py `_queue`, tests/test_routing_bdp.py).
+/// BDP in packets for a rate and RTT: full-size frames as the link counts them, 1500 B IP
+/// plus 14 B Ethernet = 1514 B. Python's `limit: 1bdp` counts the same way
+/// (python/tcplab/scenario/topology.py `_queue`, tests/test_routing_bdp.py).
 pub fn bdp_packets(rate_bps: u64, rtt_ns: u64) -> u32 {
     ((rate_bps as f64 / 8.0 * rtt_ns as f64 / 1e9) / 1514.0).round() as u32
 }

@@ -26,13 +26,13 @@ const ACK_EPOCH_ACKED_MAX: u32 = 0xF_FFFF;
 const EXTRA_ACKED_WIN_RTTS_MAX: u32 = 0x1F;
 
 impl Bbr {
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_extra_acked()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_extra_acked()
     /// Max extra ACKed packets over the last 5-10 rounds.
     pub(super) fn extra_acked(&self) -> u16 {
         self.extra_acked[0].max(self.extra_acked[1])
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_update_ack_aggregation()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_update_ack_aggregation()
     pub(super) fn update_ack_aggregation(&mut self, tp: &TcpSock, rs: &RateSample) {
         if BBR_EXTRA_ACKED_GAIN == 0
             || rs.acked_sacked == 0

@@ -21,7 +21,7 @@ use crate::tcp::sock::{CaState, TcpSock};
 use crate::time::NSEC_PER_USEC;
 
 impl Bbr {
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_save_cwnd()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_save_cwnd()
     /// Remember the last known good cwnd, to restore after recovery or PROBE_RTT.
     pub(super) fn save_cwnd(&mut self, tp: &TcpSock) {
         if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
@@ -32,7 +32,7 @@ impl Bbr {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_bdp()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_bdp()
     /// `ceil(bw * min_rtt * gain)` in packets; `TCP_INIT_CWND` before any RTT sample (so
     /// that after an early RTO cwnd slow-starts toward something safe).
     pub(super) fn bdp(&self, bw: u32, gain: u32) -> u32 {
@@ -44,7 +44,7 @@ impl Bbr {
         (w.wrapping_mul(gain as u64) >> BBR_SCALE).div_ceil(BW_UNIT) as u32
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_quantization_budget()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_quantization_budget()
     /// Room for one full TSO skb in each of the sender's qdisc, its TSO engine and the
     /// receiver's GRO/delayed-ACK engine; rounded to an even count against delayed ACKs;
     /// plus 2 in the probing phase so that even a tiny BDP gets inflight above BDP.
@@ -57,14 +57,14 @@ impl Bbr {
         cwnd
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_inflight()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_inflight()
     /// Inflight target in packets for `bw` and `gain`, quantization budget included.
     pub(super) fn inflight(&self, tp: &TcpSock, bw: u32, gain: u32) -> u32 {
         let inflight = self.bdp(bw, gain);
         self.quantization_budget(tp, inflight)
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_packets_in_net_at_edt()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_packets_in_net_at_edt()
     /// Packets likely still in the network when the next skb departs at its earliest
     /// departure time: `inflight_at_edt - bw * (EDT - now)`. With fq or internal pacing
     /// several skbs may already be scheduled, so inflight overstates the network's share.
@@ -85,7 +85,7 @@ impl Bbr {
         inflight_at_edt - interval_delivered
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_ack_aggregation_cwnd()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_ack_aggregation_cwnd()
     /// cwnd allowance for ACK aggregation, once the pipe has been full:
     /// `min(extra_acked * gain, bw * 100 ms)`.
     pub(super) fn ack_aggregation_cwnd(&self) -> u32 {
@@ -99,7 +99,7 @@ impl Bbr {
         aggr_cwnd
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_set_cwnd_to_recover_or_restore()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_set_cwnd_to_recover_or_restore()
     /// Loss response. Each ACK first takes the newly lost packets off cwnd (so that an
     /// ACK for P packets releases at most 2P). The first round of Recovery sends one
     /// packet per packet delivered; leaving Recovery or Loss restores `prior_cwnd`.
@@ -140,7 +140,7 @@ impl Bbr {
         false
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_set_cwnd()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_set_cwnd()
     /// Slow-start toward the target cwnd if below it (the bw estimate is growing, or a
     /// loss pulled cwnd down); once the pipe has been full, snap down to it if above.
     pub(super) fn set_cwnd(

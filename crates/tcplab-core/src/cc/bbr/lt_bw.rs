@@ -28,7 +28,7 @@ use crate::time::USEC_PER_MSEC;
 const LT_RTT_CNT_MASK: u32 = 0x7F;
 
 impl Bbr {
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_reset_lt_bw_sampling_interval()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_reset_lt_bw_sampling_interval()
     /// Start a new long-term sampling interval.
     fn reset_lt_bw_sampling_interval(&mut self, tp: &TcpSock) {
         self.lt_last_stamp = (tp.delivered_mstamp / USEC_PER_MSEC) as u32;
@@ -37,7 +37,7 @@ impl Bbr {
         self.lt_rtt_cnt = 0;
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_reset_lt_bw_sampling()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_reset_lt_bw_sampling()
     /// Reset long-term sampling completely.
     pub(super) fn reset_lt_bw_sampling(&mut self, tp: &TcpSock) {
         self.lt_bw = 0;
@@ -46,7 +46,7 @@ impl Bbr {
         self.reset_lt_bw_sampling_interval(tp);
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_lt_bw_interval_done()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_lt_bw_interval_done()
     /// An interval ended with rate `bw`: are we policed?
     fn lt_bw_interval_done(&mut self, tp: &TcpSock, bw: u32) {
         if self.lt_bw != 0 {
@@ -68,7 +68,7 @@ impl Bbr {
         self.reset_lt_bw_sampling_interval(tp);
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_lt_bw_sampling()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_lt_bw_sampling()
     pub(super) fn lt_bw_sampling(&mut self, tp: &TcpSock, rs: &RateSample) {
         if self.lt_use_bw {
             // Already policed: after bbr_lt_bw_max_rtts rounds, probe again.

@@ -1,4 +1,4 @@
-//! BBR (v1): a port of Linux v6.6 `net/ipv4/tcp_bbr.c`, integer for integer.
+//! BBR (v1): a port of Linux v6.12 `net/ipv4/tcp_bbr.c`, integer for integer.
 //!
 //! # Model
 //!
@@ -51,7 +51,7 @@
 //! | `bw`, `lt_bw`, `full_bw` | packets per µs                         | `<< BW_SCALE` (24): one unit ≈ 715 bit/s at 1500 B |
 //! | gains                    | ratio                                  | `<< BBR_SCALE` (8): `BBR_UNIT` = 256 = 1.0 |
 //! | `min_rtt_us`             | µs                                     | `u32::MAX` = no sample |
-//! | `min_rtt_stamp`, `probe_rtt_done_stamp` | jiffies (HZ = 1000)     | u32, wraps       |
+//! | `min_rtt_stamp`, `probe_rtt_done_stamp` | jiffies (host's HZ)     | u32, wraps       |
 //! | `cycle_mstamp`, `ack_epoch_mstamp` | µs (`tp.delivered_mstamp`)   | u64              |
 //! | `lt_last_stamp`          | ms                                     | u32              |
 //! | `rtt_cnt`, `next_rtt_delivered`, `lt_last_*` | packets / rounds   | u32, wraps       |
@@ -347,19 +347,19 @@ impl Bbr {
         self.mode = to;
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_full_bw_reached()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_full_bw_reached()
     #[inline]
     fn full_bw_reached(&self) -> bool {
         self.full_bw_reached
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_max_bw()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_max_bw()
     #[inline]
     fn max_bw(&self) -> u32 {
         self.bw.get()
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_bw()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_bw()
     /// The bw estimate in use, packets/µs << 24: the policed rate if one was detected.
     #[inline]
     fn bbr_bw(&self) -> u32 {
@@ -370,7 +370,7 @@ impl Bbr {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_update_model()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_update_model()
     fn update_model(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         self.update_bw(tp, rs);
         self.update_ack_aggregation(tp, rs);
@@ -381,7 +381,7 @@ impl Bbr {
         self.update_gains(tp);
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_update_bw()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_update_bw()
     /// Count packet-timed rounds and feed the delivery-rate sample to the max-bw filter.
     fn update_bw(&mut self, tp: &TcpSock, rs: &RateSample) {
         self.round_start = false;
@@ -413,7 +413,7 @@ impl Bbr {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_update_gains()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_update_gains()
     fn update_gains(&mut self, tp: &TcpSock) {
         match self.mode {
             Mode::Startup => {
@@ -458,7 +458,7 @@ impl Bbr {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_main()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_main()
     fn bbr_main(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         self.update_model(tp, rs);
 
@@ -467,7 +467,7 @@ impl Bbr {
         self.set_cwnd(tp, rs, rs.acked_sacked, bw, self.cwnd_gain);
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_init()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_init()
     fn bbr_init(&mut self, tp: &mut TcpSock) {
         self.prior_cwnd = 0;
         tp.snd_ssthresh = TCP_INFINITE_SSTHRESH;
@@ -526,7 +526,7 @@ impl CongestionOps for Bbr {
         self.bbr_main(tp, rs);
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_ssthresh()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_ssthresh()
     /// Entering loss recovery: remember cwnd for the exit or an undo. BBR makes no
     /// multiplicative decrease, so ssthresh is returned unchanged.
     fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
@@ -534,7 +534,7 @@ impl CongestionOps for Bbr {
         tp.snd_ssthresh
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_undo_cwnd()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_undo_cwnd()
     /// A spurious slow-down: restart full-pipe detection and long-term sampling.
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         self.full_bw = 0;
@@ -543,7 +543,7 @@ impl CongestionOps for Bbr {
         tp.snd_cwnd
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_set_state()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_set_state()
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Loss {
             // An RTO counts as a lossy round end for the long-term estimator. The kernel's
@@ -560,7 +560,7 @@ impl CongestionOps for Bbr {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_cwnd_event()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_cwnd_event()
     fn cwnd_event(&mut self, tp: &mut TcpSock, ev: CaEvent) {
         if ev == CaEvent::TxStart && tp.app_limited != 0 {
             self.idle_restart = true;
@@ -580,13 +580,13 @@ impl CongestionOps for Bbr {
         Some(Self::bbr_min_tso_segs(tp))
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_sndbuf_expand()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_sndbuf_expand()
     /// 3 x cwnd of send buffer, since BBR may slow-start even during recovery.
     fn sndbuf_expand(&self, _tp: &TcpSock) -> Option<u32> {
         Some(3)
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_get_info()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_get_info()
     /// `tcp_bbr_info` as `ss` shows it; mode, cycle index and `lt_use_bw` are tcplab's.
     fn get_info(&self, tp: &TcpSock) -> CcInfo {
         let bw_bytes_per_sec = (self.bbr_bw() as u64)

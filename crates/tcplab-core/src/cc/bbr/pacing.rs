@@ -19,7 +19,7 @@ use crate::time::{USEC_PER_MSEC, USEC_PER_SEC};
 const GSO_LEGACY_MAX_SIZE: u32 = GSO_MAX_SIZE;
 
 impl Bbr {
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_rate_bytes_per_sec()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_rate_bytes_per_sec()
     /// `rate` (packets/µs << 24) times `gain` (x256), in bytes per second, 1% under.
     pub(super) fn rate_bytes_per_sec(tp: &TcpSock, rate: u64, gain: u32) -> u64 {
         let mss = tp.mss_cache as u64;
@@ -30,13 +30,13 @@ impl Bbr {
         rate >> BW_SCALE
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_bw_to_pacing_rate()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_bw_to_pacing_rate()
     pub(super) fn bw_to_pacing_rate(tp: &TcpSock, bw: u32, gain: u32) -> u64 {
         let rate = Self::rate_bytes_per_sec(tp, bw as u64, gain);
         rate.min(tp.sk_max_pacing_rate)
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_init_pacing_rate_from_rtt()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_init_pacing_rate_from_rtt()
     /// Initial pacing rate: high_gain x cwnd / srtt, or / 1 ms without an RTT sample.
     pub(super) fn init_pacing_rate_from_rtt(&mut self, tp: &mut TcpSock) {
         let rtt_us = if tp.srtt_us != 0 {
@@ -50,7 +50,7 @@ impl Bbr {
         tp.sk_pacing_rate = Self::bw_to_pacing_rate(tp, bw as u32, BBR_HIGH_GAIN);
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_set_pacing_rate()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_set_pacing_rate()
     pub(super) fn set_pacing_rate(&mut self, tp: &mut TcpSock, bw: u32, gain: u32) {
         let rate = Self::bw_to_pacing_rate(tp, bw, gain);
         if !self.has_seen_rtt && tp.srtt_us != 0 {
@@ -61,7 +61,7 @@ impl Bbr {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_min_tso_segs()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_min_tso_segs()
     /// Overrides `sysctl_tcp_min_tso_segs`: single segments below 1.2 Mbit/s.
     pub(super) fn bbr_min_tso_segs(tp: &TcpSock) -> u32 {
         if tp.sk_pacing_rate < (BBR_MIN_TSO_RATE >> 3) as u64 {
@@ -71,7 +71,7 @@ impl Bbr {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_tso_segs_goal()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_tso_segs_goal()
     /// Segments per TSO burst: about 1 ms of data (`sk_pacing_shift` = 10), like
     /// `tcp_tso_autosize()` but ignoring the device's `sk_gso_max_size`; at most 127.
     pub(super) fn tso_segs_goal(tp: &TcpSock) -> u32 {

@@ -17,7 +17,7 @@ use crate::tcp::rate_sample::RateSample;
 use crate::tcp::sock::TcpSock;
 
 impl Bbr {
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_is_next_cycle_phase()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_is_next_cycle_phase()
     /// Is it time to move on: the phase's duration and/or its inflight target reached?
     fn is_next_cycle_phase(&self, tp: &TcpSock, rs: &RateSample) -> bool {
         let is_full_length =
@@ -44,20 +44,20 @@ impl Bbr {
         is_full_length || inflight <= self.inflight(tp, bw, BBR_UNIT)
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_advance_cycle_phase()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_advance_cycle_phase()
     pub(super) fn advance_cycle_phase(&mut self, tp: &TcpSock) {
         self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
         self.cycle_mstamp = tp.delivered_mstamp;
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_update_cycle_phase()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_update_cycle_phase()
     pub(super) fn update_cycle_phase(&mut self, tp: &TcpSock, rs: &RateSample) {
         if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(tp, rs) {
             self.advance_cycle_phase(tp);
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_reset_probe_bw_mode()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_reset_probe_bw_mode()
     pub(super) fn reset_probe_bw_mode(&mut self, tp: &TcpSock) {
         self.transition_to(Mode::ProbeBw);
         // get_random_u32_below(bbr_cycle_rand), drawn from the flow's own stream.

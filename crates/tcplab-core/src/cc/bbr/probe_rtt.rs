@@ -17,10 +17,9 @@
 use super::{after, Bbr, Mode, BBR_CWND_MIN_TARGET, BBR_MIN_RTT_WIN_SEC, BBR_PROBE_RTT_MODE_MS};
 use crate::tcp::rate_sample::RateSample;
 use crate::tcp::sock::TcpSock;
-use crate::time::{msecs_to_jiffies, HZ};
 
 impl Bbr {
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_reset_mode()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_reset_mode()
     /// Leave PROBE_RTT for the mode the flow had reached.
     fn reset_mode(&mut self, tp: &TcpSock) {
         if !self.full_bw_reached() {
@@ -30,7 +29,7 @@ impl Bbr {
         }
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_check_probe_rtt_done()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_check_probe_rtt_done()
     pub(super) fn check_probe_rtt_done(&mut self, tp: &mut TcpSock) {
         if !(self.probe_rtt_done_stamp != 0 && after(tp.jiffies32(), self.probe_rtt_done_stamp)) {
             return;
@@ -41,12 +40,12 @@ impl Bbr {
         self.reset_mode(tp);
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_update_min_rtt()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_update_min_rtt()
     pub(super) fn update_min_rtt(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         // Track the min RTT over the BBR_MIN_RTT_WIN_SEC window.
         let filter_expired = after(
             tp.jiffies32(),
-            self.min_rtt_stamp.wrapping_add(BBR_MIN_RTT_WIN_SEC * HZ),
+            self.min_rtt_stamp.wrapping_add(BBR_MIN_RTT_WIN_SEC * tp.hz),
         );
         if rs.rtt_us >= 0
             && (rs.rtt_us < self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed))
@@ -73,7 +72,7 @@ impl Bbr {
             if self.probe_rtt_done_stamp == 0 && tp.packets_in_flight() <= BBR_CWND_MIN_TARGET {
                 self.probe_rtt_done_stamp = tp
                     .jiffies32()
-                    .wrapping_add(msecs_to_jiffies(BBR_PROBE_RTT_MODE_MS));
+                    .wrapping_add(tp.msecs_to_jiffies(BBR_PROBE_RTT_MODE_MS));
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = tp.delivered;
             } else if self.probe_rtt_done_stamp != 0 {

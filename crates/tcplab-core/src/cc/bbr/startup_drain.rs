@@ -15,12 +15,12 @@ use crate::tcp::rate_sample::RateSample;
 use crate::tcp::sock::TcpSock;
 
 impl Bbr {
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_reset_startup_mode()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_reset_startup_mode()
     pub(super) fn reset_startup_mode(&mut self) {
         self.transition_to(Mode::Startup);
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_check_full_bw_reached()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_check_full_bw_reached()
     pub(super) fn check_full_bw_reached(&mut self, rs: &RateSample) {
         if self.full_bw_reached() || !self.round_start || rs.is_app_limited {
             return;
@@ -36,7 +36,7 @@ impl Bbr {
         self.full_bw_reached = self.full_bw_cnt >= BBR_FULL_BW_CNT;
     }
 
-    // Linux v6.6 net/ipv4/tcp_bbr.c: bbr_check_drain()
+    // Linux v6.12 net/ipv4/tcp_bbr.c: bbr_check_drain()
     /// If the pipe is probably full, drain the queue, then enter steady state.
     pub(super) fn check_drain(&mut self, tp: &mut TcpSock) {
         if self.mode == Mode::Startup && self.full_bw_reached() {

@@ -1,6 +1,6 @@
 //! Unit tests for the BBR port.
 //!
-//! Expected values come from the kernel's rules and formulas (Linux v6.6
+//! Expected values come from the kernel's rules and formulas (Linux v6.12
 //! net/ipv4/tcp_bbr.c), re-derived here independently of the port (`reference` below
 //! works in u128), never from the port's own output.
 //!

@@ -1,0 +1,117 @@
+//! How TCP and BBR respond to loss, end to end (issue 7 items 1.1, 1.4a, 1.5).
+//!
+//! The path is the paper's (Cardwell et al., "BBR: Congestion-Based Congestion Control",
+//! ACM Queue 2016): 100 Mbit/s, 100 ms RTT, a 1-BDP pfifo at the bottleneck, random loss
+//! on the router -> receiver link after the queue (as an emulator box does; loss on the
+//! sender's own link would interact with TSQ).
+
+mod common;
+use common::*;
+use tcplab_core::config::*;
+use tcplab_core::mib::Mib;
+use tcplab_core::sim::{SimOutput, Simulator};
+
+const MS: u64 = 1_000_000;
+const RATE_BPS: u64 = 100_000_000;
+const STARTUP: u8 = 1;
+
+/// Payload rate of the bottleneck: 1448 of every 1514 bytes on the wire are payload.
+fn payload_rate_bps() -> f64 {
+    RATE_BPS as f64 * MSS as f64 / 1514.0
+}
+
+fn lossy_path(p: f64, duration_ms: u64) -> SimConfig {
+    let q = QueueConfig::Pfifo { limit_packets: bdp_packets(RATE_BPS, 100 * MS) };
+    let mut cfg = dumbbell(1, CcKind::Bbr, RATE_BPS, 50 * MS, q, duration_ms * MS);
+    if p > 0.0 {
+        cfg.links[bottleneck(1) + 2].loss = LossConfig::Bernoulli { p };
+    }
+    cfg
+}
+
+fn run(cfg: SimConfig) -> SimOutput {
+    let out = Simulator::new(cfg).unwrap().run();
+    assert!(out.invariant.ok, "{}", out.invariant.message);
+    out
+}
+
+/// Item 1.1. With 1% random loss there is almost always a hole at the receiver, so the
+/// receive window grows only if out-of-order data grows it (Linux v6.12
+/// tcp_data_queue_ofo() -> tcp_grow_window()). Then STARTUP is not receive-window
+/// limited and leaves with a bandwidth estimate near what the path delivers:
+/// payload rate x (1 - p). (Before the fix it left with about half of it.)
+#[test]
+fn bbr_startup_is_not_receive_window_limited_under_random_loss() {
+    let p = 0.01;
+    let mut cfg = lossy_path(p, 3_000);
+    cfg.sample_interval_ns = 10 * MS;
+    let out = run(cfg);
+    let s = &out.series;
+    let i = (0..s.len()).find(|&i| s.cc_mode[i] > STARTUP).expect("BBR left STARTUP");
+    let delivered_bps = payload_rate_bps() * (1.0 - p);
+    let bw = s.bbr_bw_bps[i] as f64;
+    // The max filter holds the best delivery-rate sample of the last 10 rounds; with the
+    // pipe full that is the delivered rate. 15% below it allows for sampling noise.
+    assert!(bw >= 0.85 * delivered_bps, "bw at STARTUP exit {:.1} Mbit/s, path delivers {:.1}", bw / 1e6, delivered_bps / 1e6);
+}
+
+/// Item 1.4(a). BBR's STARTUP overshoots a 1-BDP queue by hundreds of packets. With no
+/// random loss and no reordering, the kernel retransmits exactly what the queue dropped:
+/// RACK marks a segment lost only when a later-sent one is SACKed, and with a FIFO
+/// path that happens only if it was dropped, as long as every SACKed range is reported.
+/// With SACK compression and the 4-entry SACK array that needs
+/// tcp_sack_compress_send_ack() (Linux v6.12 tcp_sack_new_ofo_skb()): the compressed ACK
+/// is sent before the oldest block is forgotten. Without it, ranges that were received
+/// but never SACKed were retransmitted and came back as D-SACKs.
+#[test]
+fn startup_overshoot_retransmits_exactly_the_queue_drops() {
+    let out = run(lossy_path(0.0, 4_000));
+    let drops = out.links[bottleneck(1)].stats.drops;
+    let f = &out.flows[0];
+    assert!(drops > 100, "STARTUP should overshoot the 1-BDP queue (drops {drops})");
+    assert_eq!(f.counters.get(Mib::TCPDSACKRecv), 0, "spurious retransmissions came back as D-SACKs");
+    assert_eq!(f.retrans_segs, drops, "retransmissions vs queue drops");
+}
+
+/// Goodput of a 60 s BBR flow on the paper's path with random loss `p`, and the paper's
+/// limit: payload rate x (1 - p). Both ends get 64 MB buffer maxima (tcp_rmem[2],
+/// tcp_wmem[2]): with Linux's defaults (6 MB, 4 MB) a 100 Mbit/s x 100 ms path with a
+/// few percent loss is limited by the buffers, in the kernel too (the receiver charges
+/// out-of-order data against its buffer; the sender keeps SACKed data until it is
+/// cumulatively acknowledged), and the paper's figure is about the congestion control.
+fn goodput_under_loss(p: f64) -> (f64, f64) {
+    let dur_ms = 60_000;
+    let mut cfg = lossy_path(p, dur_ms);
+    cfg.flows[0].tcp.tcp_rmem[2] = 64 << 20;
+    cfg.flows[0].tcp.tcp_wmem[2] = 64 << 20;
+    let out = run(cfg);
+    let goodput = out.flows[0].bytes_received as f64 * 8.0 / (dur_ms as f64 / 1e3);
+    (goodput, payload_rate_bps() * (1.0 - p))
+}
+
+/// Item 1.5: the BBR paper's goodput-vs-random-loss figure (Cardwell et al. 2016): BBR
+/// reaches the limit link rate x (1 - loss) up to 5% loss and stays close to it up to
+/// 15%. Bounds, derived: with the loss after the bottleneck, BBR's bandwidth estimate is
+/// the delivered rate, payload x (1 - p), and BBR paces at it on average, so the
+/// expected goodput is limit x (1 - p) less STARTUP's first ~2 s of 60: at least
+/// 0.95 x 0.96 = 0.91 of the limit up to 5% (asserted: 0.88), and 0.85 x 0.96 = 0.82 at
+/// 10-15% (asserted "close": 0.75, since from 15% the long-term (policer) model may engage
+/// for 48 rounds when an interval's lost/delivered ratio reaches 50/256, as in the kernel).
+/// 20% is not asserted: there that model engages most of the time (kernel behaviour, see
+/// docs/kernel-pin.md).
+/// Six 60 s runs (~3 s in a release build, minutes in debug): run with
+/// `cargo test --release -p tcplab-core --test loss_response -- --ignored`.
+#[test]
+#[ignore]
+fn bbr_goodput_follows_the_paper_under_random_loss() {
+    let mut failures = Vec::new();
+    for (p, min_ratio) in [(0.001, 0.88), (0.01, 0.88), (0.02, 0.88), (0.05, 0.88), (0.10, 0.75), (0.15, 0.75)] {
+        let (g, limit) = goodput_under_loss(p);
+        let ratio = g / limit;
+        eprintln!("loss {:5.1}%  goodput {:6.2} Mbit/s  limit {:6.2}  ratio {:.3}", p * 100.0, g / 1e6, limit / 1e6, ratio);
+        if ratio < min_ratio {
+            failures.push(format!("loss {}%: {:.3} of the limit < {min_ratio}", p * 100.0, ratio));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
