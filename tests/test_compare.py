@@ -28,6 +28,7 @@ def test_table(cmp, fake):
         "retrans (%)",
         "timeouts",
         "queue drops",
+        "loss drops",
         "RTT p50 (ms)",
         "RTT p99 (ms)",
     ]

@@ -119,12 +119,13 @@ def test_write_run_directory(result, tmp_path):
     qs = pq.read_table(out / "queues.parquet").to_pandas()
     assert set(QUEUE_DTYPES) | {"link_name", "t_s"} == set(qs.columns)
 
-    for png in ("goodput.png", "cwnd.png", "rtt.png"):
+    for png in ("goodput.png", "cwnd.png", "rtt.png", "queues.png", "flow-0.png", "flow-1.png"):
         assert (out / "plots" / png).read_bytes().startswith(PNG_MAGIC)
-        assert_plot(out / "plots" / png)
+        assert_plot(out / "plots" / png)  # sizes and drawn lines: tests/test_views.py
 
     html = (out / "report.html").read_text()
-    assert "cubic-vs-bbr-lossy" in html and 'src="plots/goodput.png"' in html and "server-client-0.1" in html
+    assert "cubic-vs-bbr-lossy" in html and "server-client-0.1" in html
+    assert 'src="plots/' not in html and html.count('src="data:image/png;base64,') == 6
 
 
 def test_counters_txt_format_and_round_trip(result, tmp_path):
@@ -189,7 +190,7 @@ def test_failed_write_leaves_nothing(result, tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(tcplab.views.plots, "write_run_plots", boom)
+    monkeypatch.setattr(tcplab.views.plots, "write_plots", boom)
     with pytest.raises(OSError, match="disk full"):
         result.write(tmp_path / "new" / "deeper" / "run")
     assert list(tmp_path.iterdir()) == []

@@ -20,7 +20,8 @@ signal, ``os._exit``, an abort in native code) fails only its own variant. On SI
 propagates, so none outlives the comparison.
 
 The table has one row per metric and one column per variant: total goodput (Mbit/s),
-retransmitted segments (% of segments sent), RTOs, queue drops, and RTT p50/p99 (ms) per
+retransmitted segments (% of segments sent), RTOs, queue drops (tail drops in queues),
+loss drops (packets the links' loss models dropped), and RTT p50/p99 (ms) per
 flow (flows matched by position).
 """
 
@@ -160,6 +161,7 @@ def compare_table(results: Mapping[str, Result]) -> pd.DataFrame:
         put("retrans (%)", label, 100.0 * float(f["retrans_segs"].sum()) / segs if segs else 0.0)
         put("timeouts", label, float(f["timeouts"].sum()))
         put("queue drops", label, float(r.links["drops"].sum()) if len(r.links) else 0.0)
+        put("loss drops", label, float(r.links["loss_drops"].sum()) if len(r.links) else 0.0)
         for k in range(max_flows):
             prefix = "" if max_flows == 1 else f"flow {k} "
             if k < len(f):
@@ -248,26 +250,21 @@ class CompareResult:
             (tmp / "compare.json").write_text(
                 json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8"
             )
-            if plots:
-                from tcplab.views.plots import plot_compare
-
-                plot_compare(self.results, tmp / "compare.png")
-            from tcplab.views.report import render_compare_report
+            from tcplab.views.report import write_compare_report
 
             first = next(iter(self.results.values()))
             description = first.scenario.description or ""
             if self.failures:
                 failed = "; ".join(f"{f.label}: {f.reason}" for f in self.failures.values())
                 description = f"{description} Failed variants (no results): {failed}".strip()
-            (tmp / "report.html").write_text(
-                render_compare_report(
-                    f"{first.scenario.name}: {' vs '.join(v.label for v in self.variants)}",
-                    description,
-                    self.table,
-                    [v.label for v in self.variants if v.label in self.results],
-                    plots,
-                ),
-                encoding="utf-8",
+            write_compare_report(
+                tmp,
+                self.results,
+                self.table,
+                [v.label for v in self.variants if v.label in self.results],
+                f"{first.scenario.name}: {' vs '.join(v.label for v in self.variants)}",
+                description,
+                plots=plots,
             )
 
         return write_dir_atomically(directory, fill, overwrite=overwrite)

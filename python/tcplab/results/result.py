@@ -27,8 +27,9 @@ A run directory (``Result.write(DIR)``) holds::
                               ca_state_name, cc_mode_name
     queues.parquet            per (sample, link): engine columns + link_name, t_s
     counters.txt              nstat text, one block per host
-    plots/goodput.png, plots/cwnd.png, plots/rtt.png    } written by the view writer the Result
-    report.html               summary tables and plots  } carries (tcplab.views, via tcplab.run)
+    plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png  } written by the view writer
+    report.html               one self-contained page: tables, plots inline } the Result carries
+                                                                  (tcplab.views, via tcplab.run)
     scenario.yaml             the effective scenario: the source YAML with every override applied
     metadata.json             provenance: overrides, command line, tcplab/engine/Python versions,
                               tcplab's git commit when run from a checkout
@@ -79,6 +80,7 @@ RUN_FILES = (
     "plots/goodput.png",
     "plots/cwnd.png",
     "plots/rtt.png",
+    "plots/queues.png",
     "report.html",
 )
 

@@ -1,5 +1,6 @@
 """Views of results: static plots (:mod:`~tcplab.views.plots`) and report.html
-(:mod:`~tcplab.views.report`).
+(:mod:`~tcplab.views.report`), with the path's limits they draw (:mod:`~tcplab.views.paths`)
+and the episodes they mark (:mod:`~tcplab.views.episodes`).
 
 Views import results, never the reverse (DESIGN.md). :func:`write_run_views` is the writer
 :func:`tcplab.run` hands to each :class:`~tcplab.results.Result`, so that ``Result.write``
@@ -19,11 +20,14 @@ __all__ = ["write_run_views"]
 
 
 def write_run_views(result: Result, out: Path, *, plots: bool = True) -> None:
-    """Write ``plots/*.png`` (unless ``plots`` is false) and ``report.html`` into ``out``."""
-    if plots:
-        from tcplab.views.plots import write_run_plots
-
-        write_run_plots(result, out / "plots")
+    """Write ``plots/*.png`` (unless ``plots`` is false) and a self-contained
+    ``report.html`` (the same plots inline) into ``out``."""
     from tcplab.views.report import write_report
 
-    write_report(result, out / "report.html", plots=plots)
+    rendered = []
+    if plots:
+        from tcplab.views.plots import run_plots, write_plots
+
+        rendered = run_plots(result)
+        write_plots(rendered, out / "plots")
+    write_report(result, out / "report.html", rendered)

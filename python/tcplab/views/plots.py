@@ -1,14 +1,27 @@
-"""Static plots of a run, in the shapes flent users know (``tcp_cwnd``, ``tcp_rtt``, totals).
+"""Static plots of a run, in the shapes flent users know (``tcp_cwnd``, ``tcp_rtt``, totals),
+with the path's limits drawn in, so a plot shows the mechanism and not only the result.
 
-The model: one PNG per metric, time in seconds on x, one line per flow labelled
-``name (cc)``, the unit on the y axis, a title ``<metric> - <scenario>``:
+The model: one PNG per view, time in seconds on x, one colour per flow labelled
+``name (cc)``, the unit on the y axis, legends outside the axes (they never cover data):
 
 * ``goodput.png``: goodput (Mbit/s) from ``bytes_received`` deltas, averaged over 1 s
   (in-order delivery arrives in bursts when a loss is repaired, so per-sample goodput is
   spiky; the raw per-sample values stay in ``timeseries.parquet``); with several flows,
-  also their total.
-* ``cwnd.png``: ``cwnd`` in packets (as Linux and ``ss`` report it, not bytes).
-* ``rtt.png``: smoothed RTT ``srtt_us`` in ms (what ``ss`` prints as ``rtt:``).
+  also their total. A dashed line is the route's **payload ceiling**
+  (:mod:`tcplab.views.paths`: the bottleneck rate x 1448/1514 on Ethernet).
+* ``cwnd.png``: ``cwnd`` in packets (as Linux and ``ss`` report it, not bytes), and
+  ``ssthresh`` dotted where it is set (not the initial "infinite" 0x7fffffff).
+* ``rtt.png``: smoothed RTT ``srtt_us`` in ms (what ``ss`` prints as ``rtt:``), and the
+  route's **base RTT** (propagation only) dashed.
+* ``queues.png``: backlog (packets) and tail drops per sample interval of each bottleneck
+  queue (the slowest link of a flow's data route) and of any queue that dropped or held
+  more than one packet; the pfifo limit dashed.
+* ``flow-N.png`` (flow N, in scenario order, at most :data:`MAX_FLOW_FIGURES`): the
+  mechanism of one flow: a strip of its CA state and BBR mode with retransmission and RTO
+  marks (:mod:`tcplab.views.episodes`), cwnd/ssthresh/inflight with Recovery and Loss
+  shaded, pacing and delivery rate (and BBR's bandwidth estimate) with BBR's mode shaded
+  and the payload ceiling, RTT with the base RTT, and a zoomed cwnd panel around the
+  first loss (every sample marked, so the sampling resolution shows).
 
 Figures are drawn with matplotlib's object API on the Agg canvas (no pyplot state, no
 display needed), and saved without a software/date stamp so the same data gives the same
@@ -17,30 +30,71 @@ bytes.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
+from tcplab.views.paths import FlowPath, flow_paths
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from tcplab.results import Result
 
-__all__ = ["write_run_plots", "plot_compare", "RUN_PLOTS"]
+__all__ = [
+    "Plot",
+    "RUN_PLOTS",
+    "MAX_FLOW_FIGURES",
+    "run_plots",
+    "write_run_plots",
+    "compare_plot",
+    "plot_compare",
+    "bottleneck_queues",
+]
 
-#: file name -> (column, scale, y label, title prefix)
-RUN_PLOTS: dict[str, tuple[str, float, str, str]] = {
-    "goodput.png": ("goodput_bps", 1e-6, "Goodput (Mbits/s, 1 s average)", "TCP goodput"),
-    "cwnd.png": ("cwnd", 1.0, "cwnd (packets)", "TCP congestion window"),
-    "rtt.png": ("srtt_us", 1e-3, "Smoothed RTT (ms)", "TCP RTT"),
-}
+#: The overview files of every run (the per-flow ``flow-N.png`` come after them).
+RUN_PLOTS = ("goodput.png", "cwnd.png", "rtt.png", "queues.png")
 
-_SAVE = {"dpi": 100, "metadata": {"Software": None}}
+#: Per-flow mechanism figures drawn at most (the first flows in scenario order).
+MAX_FLOW_FIGURES = 8
 
 #: Averaging window of goodput plots, seconds.
 GOODPUT_WINDOW_S = 1.0
+
+#: Linux's TCP_INFINITE_SSTHRESH (include/net/tcp.h): ssthresh not set yet.
+INFINITE_SSTHRESH = 0x7FFFFFFF
+
+_SAVE = {"dpi": 100, "metadata": {"Software": None}}
+
+#: Colours of the state strip and shading (CA state as ``ss``/``tcp_ca_state`` names them;
+#: BBR modes as tcp_bbr.c names them). Open and PROBE_BW are the steady states: unshaded.
+CA_COLORS = {"Disorder": "#f2d16b", "CWR": "#b39ddb", "Recovery": "#f39c34", "Loss": "#d62728"}
+MODE_COLORS = {"STARTUP": "#2ca02c", "DRAIN": "#17becf", "PROBE_BW": "#d9d9d9", "PROBE_RTT": "#9467bd"}
+_SHADED_CA = ("Recovery", "Loss")
+_SHADED_MODES = ("STARTUP", "DRAIN", "PROBE_RTT")
+_RETRANS_COLOR = "#333333"  # dark: apart from the orange of Recovery
+_RTO_COLOR = "#b00020"
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One rendered figure: its file name under ``plots/``, a caption and the PNG bytes."""
+
+    filename: str
+    caption: str
+    png: bytes
+
+
+# -- helpers -----------------------------------------------------------------------------
 
 
 def _smooth(t: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -62,119 +116,552 @@ def _smooth(t: np.ndarray, v: np.ndarray) -> np.ndarray:
         return np.where(cnt > 0, (csum[idx] - csum[lo]) / cnt, np.nan)
 
 
-def _figure(height: float = 4.0) -> Figure:
-    fig = Figure(figsize=(9, height), layout="constrained")
+def _figure(height: float = 4.0, width: float = 10.0) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
 
-def _style(ax: Any, ylabel: str, title: str) -> None:
-    ax.set_xlabel("Time (s)")
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **_SAVE)
+    return buf.getvalue()
+
+
+def _style(
+    ax: Any, ylabel: str, title: str | None = None, *, xlabel: str = "Time (s)", xmax: float | None = None
+) -> None:
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    if title:
+        ax.set_title(title, loc="left", fontsize="medium")
     ax.grid(True, alpha=0.3)
     top = ax.get_ylim()[1]
     ax.set_ylim(0, top * 1.05 if top > 0 else 1.0)  # headroom: a flat line is not hidden by the frame
-    ax.set_xlim(left=0)
+    if xmax:
+        ax.set_xlim(0, xmax)
+    else:
+        ax.set_xlim(left=0)
 
 
-def _flow_label(result: Result, name: str) -> str:
-    cc = result.flows.set_index("name")["cc"].get(name, "") if len(result.flows) else ""
-    return f"{name} ({cc})" if cc else name
-
-
-def write_run_plots(result: Result, directory: Path) -> list[Path]:
-    """Write goodput.png, cwnd.png and rtt.png for one run; returns their paths."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ts = result.timeseries
-    paths = []
-    for filename, (column, scale, ylabel, title) in RUN_PLOTS.items():
-        fig = _figure()
-        ax = fig.add_subplot()
-        for name in _flow_order(result):
-            rows = ts[ts["flow_name"] == name]
-            if rows.empty:
-                continue
-            t = rows["t_s"].to_numpy()
-            v = rows[column].to_numpy(dtype=np.float64)
-            if column == "goodput_bps":
-                v = _smooth(t, v)
-            ax.plot(t, v * scale, label=_flow_label(result, name), linewidth=1.2)
-        if column == "goodput_bps" and ts["flow_name"].nunique() > 1:
-            total = ts.groupby("t_s", sort=True)["goodput_bps"].sum(min_count=1)
-            tt = total.index.to_numpy()
-            ax.plot(
-                tt,
-                _smooth(tt, total.to_numpy(dtype=np.float64)) * scale,
-                label="total",
-                color="black",
-                linewidth=1.0,
-                linestyle="--",
-            )
-        _style(ax, ylabel, f"{title} - {result.scenario.name}")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="best", fontsize="small")
-        path = directory / filename
-        fig.savefig(path, **_SAVE)
-        paths.append(path)
-    return paths
+def _legend(ax: Any, **kw: Any) -> None:
+    """Legend to the right of the axes: it never covers the data."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0, **kw)
 
 
 def _flow_order(result: Result) -> list[str]:
     return [f["name"] for f in result.config["flows"]]
 
 
-def plot_compare(results: Mapping[str, Result], path: Path) -> Path:
-    """compare.png: goodput (1 s average), cwnd and smoothed RTT over time, one colour
-    per variant.
+def _flow_cc(result: Result) -> dict[str, str]:
+    return {f["name"]: f["cc"] for f in result.config["flows"]}
 
-    Several flows of one variant share its colour and differ in line style.
-    """
-    fig = _figure(height=9.5)
-    top, bottom, rtt = fig.subplots(3, 1, sharex=True)
+
+def _flow_label(result: Result, name: str) -> str:
+    cc = _flow_cc(result).get(name, "")
+    return f"{name} ({cc})" if cc else name
+
+
+def _rows(result: Result, name: str) -> pd.DataFrame:
+    """The flow's samples within its lifetime (from its start to one sample past its end):
+    the engine samples a flow that has not started yet (cwnd 10, BBR in STARTUP), which
+    is not what it did."""
+    ts = result.timeseries
+    rows = ts[ts["flow_name"] == name]
+    flows = result.flows[result.flows["name"] == name]
+    if flows.empty:
+        return rows
+    start, end = float(flows["start_s"].iloc[0]), float(flows["end_s"].iloc[0])
+    t = rows["t_s"].to_numpy()
+    return rows[(t >= start) & (t <= end + result.sample_interval_s)]
+
+
+def _mbps(bps: float) -> str:
+    return f"{_sig3(bps / 1e6)} Mbit/s"
+
+
+def _sig3(x: float) -> str:
+    """Three significant figures, never in exponent form (the report's rounding)."""
+    from tcplab.views.report import sig
+
+    return sig(x, 3)
+
+
+def _ceiling_lines(ax: Any, paths: Mapping[str, FlowPath], flows: list[str], colors: Mapping[str, str]) -> None:
+    """Dashed payload-ceiling line(s): one per distinct value, in the flow's colour when
+    flows differ, grey when they share it."""
+    values: dict[float, list[str]] = {}
+    for name in flows:
+        if name in paths:
+            values.setdefault(round(paths[name].payload_ceiling_bps, 3), []).append(name)
+    for bps, names in values.items():
+        color = "0.35" if len(values) == 1 else colors.get(names[0], "0.35")
+        who = "" if len(values) == 1 else f" ({', '.join(names)})"
+        ax.axhline(bps / 1e6, color=color, linestyle="--", linewidth=1.0, label=f"payload ceiling {_mbps(bps)}{who}")
+
+
+def _base_rtt_lines(ax: Any, paths: Mapping[str, FlowPath], flows: list[str], colors: Mapping[str, str]) -> None:
+    values: dict[float, list[str]] = {}
+    for name in flows:
+        if name in paths:
+            values.setdefault(round(paths[name].base_rtt_s, 9), []).append(name)
+    for s, names in values.items():
+        color = "0.35" if len(values) == 1 else colors.get(names[0], "0.35")
+        who = "" if len(values) == 1 else f" ({', '.join(names)})"
+        ax.axhline(s * 1e3, color=color, linestyle="--", linewidth=1.0, label=f"base RTT {s * 1e3:.1f} ms{who}")
+
+
+def _ssthresh(rows: pd.DataFrame) -> np.ndarray:
+    v = rows["ssthresh"].to_numpy(dtype=np.float64)
+    return np.where(v >= INFINITE_SSTHRESH, np.nan, v)
+
+
+def _rtt_ms(rows: pd.DataFrame, column: str) -> np.ndarray:
+    v = rows[column].to_numpy(dtype=np.float64) / 1e3
+    return np.where(v > 0, v, np.nan)
+
+
+# -- the overview plots ------------------------------------------------------------------
+
+
+def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str, str]) -> Plot:
+    ts = result.timeseries
+    fig = _figure()
+    ax = fig.add_subplot()
+    flows = _flow_order(result)
+    for name in flows:
+        rows = _rows(result, name)
+        if rows.empty:
+            continue
+        t = rows["t_s"].to_numpy()
+        v = _smooth(t, rows["goodput_bps"].to_numpy(dtype=np.float64))
+        ax.plot(t, v / 1e6, label=_flow_label(result, name), color=colors[name], linewidth=1.2)
+    if ts["flow_name"].nunique() > 1:
+        total = ts.groupby("t_s", sort=True)["goodput_bps"].sum(min_count=1)
+        tt = total.index.to_numpy()
+        ax.plot(tt, _smooth(tt, total.to_numpy(dtype=np.float64)) / 1e6, label="total", color="black", linewidth=1.0)
+    _ceiling_lines(ax, paths, flows, colors)
+    _style(ax, "Goodput (Mbit/s, 1 s average)", f"TCP goodput - {result.title}", xmax=result.duration_s)
+    _legend(ax)
+    return Plot(
+        "goodput.png",
+        "Goodput of each flow (1 s average) and the route's payload ceiling. In-order delivery comes in "
+        "bursts when a repaired loss releases the data held behind it, so a 1 s average can pass the "
+        "ceiling for a moment",
+        _png(fig),
+    )
+
+
+def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
+    fig = _figure()
+    ax = fig.add_subplot()
+    any_ssthresh = False
+    for name in _flow_order(result):
+        rows = _rows(result, name)
+        if rows.empty:
+            continue
+        t = rows["t_s"].to_numpy()
+        ax.plot(t, rows["cwnd"].to_numpy(dtype=np.float64), label=_flow_label(result, name), color=colors[name], lw=1.2)
+        ss = _ssthresh(rows)
+        if np.isfinite(ss).any():
+            any_ssthresh = True
+            ax.plot(t, ss, color=colors[name], linestyle=":", linewidth=1.0)
+    if any_ssthresh:
+        ax.plot([], [], color="0.3", linestyle=":", label="ssthresh (dotted)")
+    _style(ax, "cwnd (packets)", f"TCP congestion window - {result.title}", xmax=result.duration_s)
+    _legend(ax)
+    return Plot("cwnd.png", "Congestion window and ssthresh of each flow, in packets", _png(fig))
+
+
+def _rtt_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str, str]) -> Plot:
+    fig = _figure()
+    ax = fig.add_subplot()
+    flows = _flow_order(result)
+    for name in flows:
+        rows = _rows(result, name)
+        if rows.empty:
+            continue
+        ax.plot(rows["t_s"].to_numpy(), _rtt_ms(rows, "srtt_us"), label=_flow_label(result, name), color=colors[name])
+    _base_rtt_lines(ax, paths, flows, colors)
+    _style(ax, "Smoothed RTT (ms)", f"TCP RTT - {result.title}", xmax=result.duration_s)
+    _legend(ax)
+    return Plot("rtt.png", "Smoothed RTT of each flow and the route's base (propagation) RTT", _png(fig))
+
+
+def _limit_packets(link: Mapping[str, Any]) -> float | None:
+    """The queue limit in packets (bfifo: in full-sized 1514-byte frames), if it has one."""
+    queue = link.get("queue") or {}
+    if queue.get("limit_packets"):
+        return float(queue["limit_packets"])
+    if queue.get("limit_bytes"):
+        return float(queue["limit_bytes"]) / 1514.0
+    return None
+
+
+def bottleneck_queues(result: Result, paths: Mapping[str, FlowPath] | None = None, limit: int = 6) -> list[int]:
+    """Link indices whose queue is worth a plot: every flow's bottleneck, then any queue
+    that dropped or filled to a tenth of its limit (at least 2 packets); in link order, at
+    most ``limit``."""
+    paths = flow_paths(result.config) if paths is None else paths
+    chosen = {p.bottleneck_link for p in paths.values()}
+    links = result.config["links"]
+    names = [link["name"] for link in links]
+    for row in result.links.to_dict("records"):
+        if row["name"] not in names:
+            continue
+        index = names.index(row["name"])
+        cap = _limit_packets(links[index]) or 0.0
+        busy = (row.get("drops") or 0) > 0 or (row.get("max_backlog_packets") or 0) >= max(2.0, cap / 10.0)
+        if busy:
+            chosen.add(index)
+    return sorted(chosen)[:limit]
+
+
+def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
+    qs = result.queues
+    links = result.config["links"]
+    fig = _figure(height=5.5)
+    backlog, drops = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    limits = []
+    top = 1.0
+    total_drops = 0
+    for k, index in enumerate(bottleneck_queues(result, paths)):
+        link = links[index]
+        rows = qs[qs["link"] == index].sort_values("t_ns")
+        color = f"C{k % 10}"
+        label = f"{link['name']} ({link['queue']['kind']})"
+        t = rows["t_s"].to_numpy()
+        b = rows["backlog_packets"].to_numpy(dtype=np.float64)
+        backlog.step(t, b, where="post", color=color, label=label)
+        top = max(top, float(b.max()) if len(b) else 0.0)
+        cap = _limit_packets(link)
+        if cap:
+            limits.append((cap, color, link["name"], float(b.max()) if len(b) else 0.0))
+        d = rows["drops"].to_numpy(dtype=np.float64)
+        per_sample = np.diff(d, prepend=0.0)
+        total_drops += int(d[-1]) if len(d) else 0
+        drops.step(
+            t, per_sample, where="post", color=color, label=f"{link['name']} (total {int(d[-1]) if len(d) else 0})"
+        )
+    # a limit sets the scale only when its queue came near it: a 1000-packet host queue
+    # that held 2 packets would flatten the bottleneck's trace
+    for cap, _color, _name, peak in limits:
+        if peak >= cap / 4.0:
+            top = max(top, cap)
+    for cap, color, name, _peak in limits:
+        unit = "pkts" if float(cap).is_integer() else "full-size pkts"
+        where = "" if cap <= top else " (off scale)"
+        backlog.axhline(cap, color=color, linestyle="--", linewidth=0.9, label=f"{name} limit {cap:g} {unit}{where}")
+    _style(backlog, "Backlog (packets)", f"Bottleneck queues - {result.title}", xlabel="", xmax=result.duration_s)
+    backlog.set_ylim(0, top * 1.1)
+    _style(drops, f"Tail drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
+    drops.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if total_drops == 0:
+        drops.set_ylim(0, 1)
+        drops.text(0.5, 0.5, "no tail drops", transform=drops.transAxes, ha="center", va="center", color="0.4")
+    _legend(backlog)
+    _legend(drops)
+    return Plot(
+        "queues.png",
+        "Backlog and tail drops of each bottleneck queue (random-loss drops are counted in the Links table)",
+        _png(fig),
+    )
+
+
+# -- the mechanism of one flow -----------------------------------------------------------
+
+
+def _shade(ax: Any, spans: list[Any], colors: Mapping[str, str], alpha: float) -> None:
+    for s in spans:
+        if s.label in colors:
+            ax.axvspan(s.start_s, s.end_s, color=colors[s.label], alpha=alpha, linewidth=0)
+
+
+def _strip(ax: Any, rows_spans: list[tuple[str, list[Any], Mapping[str, str]]], retrans: Any, rtos: np.ndarray) -> None:
+    """The state strip: one row per state kind, plus a row of retransmission/RTO marks."""
+    n = len(rows_spans) + 1
+    labels = []
+    for r, (title, spans, colors) in enumerate(rows_spans):
+        y = n - 1 - r
+        bars = [(s.start_s, s.end_s - s.start_s) for s in spans if s.label in colors]
+        cols = [colors[s.label] for s in spans if s.label in colors]
+        if bars:
+            ax.broken_barh(bars, (y + 0.1, 0.8), facecolors=cols, linewidth=0)
+        elif spans:
+            steady = ", ".join(dict.fromkeys(s.label for s in spans if s.label))
+            ax.text(
+                0.5,
+                y + 0.5,
+                f"{steady} throughout",
+                transform=ax.get_yaxis_transform(),
+                ha="center",
+                va="center",
+                fontsize="small",
+                color="0.4",
+            )
+        labels.append((y + 0.5, title))
+    times, segs = retrans
+    if len(times):
+        ax.vlines(times, 0.15, 0.85, color=_RETRANS_COLOR, linewidth=1.0)
+    if len(rtos):
+        ax.plot(rtos, np.full(len(rtos), 0.5), linestyle="none", marker="v", color=_RTO_COLOR, markersize=6)
+    labels.append((0.5, "retrans / RTO"))
+    ax.set_ylim(0, n)
+    ax.set_yticks([y for y, _ in labels], [t for _, t in labels], fontsize="small")
+    ax.tick_params(axis="y", length=0)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) -> Plot:
+    rows = _rows(result, name).sort_values("t_ns")
+    cc = _flow_cc(result).get(name, "")
+    interval = result.sample_interval_s
+    t = rows["t_s"].to_numpy(dtype=np.float64)
+    ca = rows["ca_state_name"].to_numpy().astype(str)
+    modes = rows["cc_mode_name"].to_numpy().astype(str)
+    has_modes = bool((modes != "").any())
+    ca_spans = state_spans(t, ca, interval)
+    mode_spans = state_spans(t, modes, interval) if has_modes else []
+    retrans = retransmission_marks(t, rows["retrans_segs"].to_numpy())
+    rtos = entries(t, ca, "Loss")
+    cwnd = rows["cwnd"].to_numpy(dtype=np.float64)
+    ssthresh = _ssthresh(rows)
+    inflight = rows["inflight"].to_numpy(dtype=np.float64)
+
+    fig = _figure(height=13.0)
+    grid = fig.add_gridspec(5, 1, height_ratios=[0.8 if has_modes else 0.55, 3, 2.4, 2.4, 3])
+    strip = fig.add_subplot(grid[0])
+    win = fig.add_subplot(grid[1], sharex=strip)
+    rate = fig.add_subplot(grid[2], sharex=strip)
+    rtt = fig.add_subplot(grid[3], sharex=strip)
+    zoom = fig.add_subplot(grid[4])
+
+    strip_rows = [("CA state", ca_spans, CA_COLORS)]
+    if has_modes:
+        strip_rows.append(("BBR mode" if cc == "bbr" else "cc mode", mode_spans, MODE_COLORS))
+    _strip(strip, strip_rows, retrans, rtos)
+    strip.set_title(f"Flow {number}: {_flow_label(result, name)} - {result.title}", loc="left", fontsize="medium")
+    strip.tick_params(labelbottom=False)
+    present = {s.label for s in ca_spans} | {s.label for s in mode_spans}
+    handles = [Patch(color=c, label=k) for k, c in {**CA_COLORS, **MODE_COLORS}.items() if k in present]
+    handles.append(Patch(color=_RETRANS_COLOR, label=f"retransmitted ({int(retrans[1].sum())} segs)"))
+    handles.append(Patch(color=_RTO_COLOR, label=f"RTO: entered Loss ({len(rtos)})"))
+    strip.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", borderaxespad=0)
+
+    def window_panel(ax: Any, mark_samples: bool) -> None:
+        _shade(ax, ca_spans, {k: CA_COLORS[k] for k in _SHADED_CA}, 0.18)
+        marker = {"marker": "o", "markersize": 2.5} if mark_samples else {}
+        # cwnd on top: a cwnd-limited flow has in flight = cwnd, and cwnd is the trace to read
+        ax.plot(t, cwnd, color="C0", linewidth=1.2, label="cwnd", zorder=3, **marker)
+        if np.isfinite(ssthresh).any():
+            ax.plot(t, ssthresh, color="C3", linestyle=":", linewidth=1.2, label="ssthresh", zorder=2.5)
+        ax.plot(t, inflight, color="C2", linewidth=1.6, alpha=0.6, label="in flight", zorder=2)
+        for x in rtos:
+            ax.axvline(x, color=_RTO_COLOR, linestyle="--", linewidth=0.9)
+        if mark_samples and len(retrans[0]):
+            at = np.isin(t, retrans[0])
+            ax.plot(
+                t[at],
+                cwnd[at],
+                linestyle="none",
+                marker="x",
+                color=_RETRANS_COLOR,
+                label="retransmitted since last sample",
+                zorder=4,
+            )
+        if any(sp.label in _SHADED_CA for sp in ca_spans):
+            ax.plot([], [], color=_CA_PATCH, linewidth=6, alpha=0.5, label="Recovery / Loss (shaded)")
+
+    window_panel(win, False)
+    _style(win, "packets", xlabel="", xmax=result.duration_s)
+    win.tick_params(labelbottom=False)
+    _legend(win)
+
+    _shade(rate, mode_spans, {k: MODE_COLORS[k] for k in _SHADED_MODES}, 0.22)
+    pacing = rows["pacing_rate_bps"].to_numpy(dtype=np.float64) / 1e6
+    delivery = rows["delivery_rate_bps"].to_numpy(dtype=np.float64) / 1e6
+    rate.plot(t, np.where(pacing > 0, pacing, np.nan), color="C1", linewidth=1.0, label="pacing rate")
+    rate.plot(t, np.where(delivery > 0, delivery, np.nan), color="C0", linewidth=1.0, label="delivery rate")
+    if cc == "bbr":
+        bw = rows["bbr_bw_bps"].to_numpy(dtype=np.float64) / 1e6
+        rate.plot(t, np.where(bw > 0, bw, np.nan), color="C4", linewidth=1.2, label="BBR bw estimate")
+    if path is not None:
+        ceiling = path.payload_ceiling_bps / 1e6
+        rate.axhline(
+            ceiling,
+            color="0.35",
+            linestyle="--",
+            linewidth=1.0,
+            label=f"payload ceiling {_mbps(path.payload_ceiling_bps)}",
+        )
+    _style(rate, "Mbit/s", xlabel="", xmax=result.duration_s)
+    if path is not None:
+        # the first RTTs of slow start pace at 2x a tiny srtt: keep the steady state readable
+        rate.set_ylim(0, min(rate.get_ylim()[1], 3.0 * path.payload_ceiling_bps / 1e6))
+    rate.tick_params(labelbottom=False)
+    _legend(rate)
+
+    rtt.plot(t, _rtt_ms(rows, "srtt_us"), color="C0", linewidth=1.2, label="srtt")
+    rtt.plot(t, _rtt_ms(rows, "min_rtt_us"), color="C2", linewidth=1.0, label="min RTT")
+    if path is not None:
+        rtt.axhline(
+            path.base_rtt_s * 1e3,
+            color="0.35",
+            linestyle="--",
+            linewidth=1.0,
+            label=f"base RTT {path.base_rtt_s * 1e3:.1f} ms",
+        )
+    _style(rtt, "RTT (ms)", xmax=result.duration_s)
+    _legend(rtt)
+
+    flows = result.flows.set_index("name")
+    start = float(flows["start_s"].get(name, 0.0)) if name in flows.index else 0.0
+    end = float(flows["end_s"].get(name, result.duration_s)) if name in flows.index else result.duration_s
+    loss = first_loss_s(t, rows["retrans_segs"].to_numpy(), ca)
+    window = zoom_window(start, end, interval, path.base_rtt_s if path else 0.0, loss)
+    if window is None:
+        window = (start, max(end, start + interval))
+        what = "the whole flow"
+    else:
+        what = "around the first loss" if loss is not None else "the first seconds (no loss)"
+    window_panel(zoom, True)
+    inside = (t >= window[0]) & (t <= window[1])
+    top = np.nanmax(np.concatenate([cwnd[inside], ssthresh[inside], inflight[inside], [1.0]]))
+    zoom.set_xlim(*window)
+    zoom.set_ylim(0, top * 1.1)
+    zoom.set_title(
+        f"Zoom: cwnd {window[0]:.2f}-{window[1]:.2f} s, {what}; one point per {interval * 1e3:g} ms sample",
+        loc="left",
+        fontsize="medium",
+    )
+    zoom.set_xlabel("Time (s)")
+    zoom.set_ylabel("packets")
+    zoom.grid(True, alpha=0.3)
+    _legend(zoom)
+    return Plot(
+        f"flow-{number}.png",
+        f"Mechanism of flow {number}, {_flow_label(result, name)}: CA state and BBR mode, cwnd, rates, "
+        f"RTT and a zoom (one point per sample: a smaller sample_interval gives a finer trace)",
+        _png(fig),
+    )
+
+
+_CA_PATCH = CA_COLORS["Recovery"]
+
+
+def run_plots(result: Result) -> list[Plot]:
+    """Every figure of a run, rendered (overview first, then one per flow)."""
+    paths = flow_paths(result.config)
+    flows = _flow_order(result)
+    colors = {name: f"C{i % 10}" for i, name in enumerate(flows)}
+    plots = [
+        _goodput_plot(result, paths, colors),
+        _cwnd_plot(result, colors),
+        _rtt_plot(result, paths, colors),
+        _queue_plot(result, paths),
+    ]
+    present = set(result.timeseries["flow_name"])
+    for number, name in enumerate(flows[:MAX_FLOW_FIGURES]):
+        if name in present:
+            plots.append(_flow_plot(result, number, name, paths.get(name)))
+    return plots
+
+
+def write_plots(plots: list[Plot], directory: Path) -> list[Path]:
+    """Write rendered plots into ``directory``; returns their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    out = []
+    for plot in plots:
+        path = directory / plot.filename
+        path.write_bytes(plot.png)
+        out.append(path)
+    return out
+
+
+def write_run_plots(result: Result, directory: Path) -> list[Path]:
+    """Render and write every figure of one run (see the module doc); returns their paths."""
+    return write_plots(run_plots(result), directory)
+
+
+# -- comparisons -------------------------------------------------------------------------
+
+
+def compare_plot(results: Mapping[str, Result]) -> Plot:
+    """compare.png: goodput (1 s average) with the payload ceiling, cwnd, smoothed RTT with
+    the base RTT, and the backlog of each variant's bottleneck queue; one colour per
+    variant, several flows of one variant in one colour with different line styles."""
+    fig = _figure(height=12.0)
+    good, win, rtt, queue = fig.subplots(4, 1, sharex=True)
     styles = ["-", "--", ":", "-."]
-    colors = [f"C{i % 10}" for i in range(len(results))]
-    for color, (label, result) in zip(colors, results.items(), strict=True):
-        ts = result.timeseries
-        for k, name in enumerate(_flow_order(result)):
-            rows = ts[ts["flow_name"] == name]
+    ceilings: dict[float, list[str]] = {}
+    bases: dict[float, list[str]] = {}
+    colors = {}
+    for i, (label, result) in enumerate(results.items()):
+        color = colors[label] = f"C{i % 10}"
+        paths = flow_paths(result.config)
+        flows = _flow_order(result)
+        for k, name in enumerate(flows):
+            rows = _rows(result, name)
             if rows.empty:
                 continue
-            line_label = label if len(result.config["flows"]) == 1 else f"{label}: {name}"
+            line_label = label if len(flows) == 1 else f"{label}: {name}"
             t = rows["t_s"].to_numpy()
-            top.plot(
-                t,
-                _smooth(t, rows["goodput_bps"].to_numpy(dtype=np.float64)) / 1e6,
+            style = {"color": color, "linestyle": styles[k % 4], "label": line_label, "linewidth": 1.1}
+            good.plot(t, _smooth(t, rows["goodput_bps"].to_numpy(dtype=np.float64)) / 1e6, **style)
+            win.plot(t, rows["cwnd"].to_numpy(dtype=np.float64), **style)
+            rtt.plot(t, _rtt_ms(rows, "srtt_us"), **style)
+        for p in paths.values():
+            ceilings.setdefault(round(p.payload_ceiling_bps, 3), []).append(label)
+            bases.setdefault(round(p.base_rtt_s, 9), []).append(label)
+        queues = sorted({p.bottleneck_link for p in paths.values()})[:2]
+        for k, index in enumerate(queues):
+            rows = result.queues[result.queues["link"] == index].sort_values("t_ns")
+            name = result.config["links"][index]["name"]
+            queue.step(
+                rows["t_s"].to_numpy(),
+                rows["backlog_packets"].to_numpy(dtype=np.float64),
+                where="post",
                 color=color,
                 linestyle=styles[k % 4],
-                label=line_label,
-                linewidth=1.1,
+                linewidth=1.0,
+                label=f"{label}: {name}",
             )
-            bottom.plot(
-                t,
-                rows["cwnd"].to_numpy(dtype=np.float64),
-                color=color,
-                linestyle=styles[k % 4],
-                label=line_label,
-                linewidth=1.1,
-            )
-            srtt = rows["srtt_us"].to_numpy(dtype=np.float64) / 1e3
-            rtt.plot(
-                t,
-                np.where(srtt > 0, srtt, np.nan),
-                color=color,
-                linestyle=styles[k % 4],
-                label=line_label,
-                linewidth=1.1,
-            )
+    for bps, labels in ceilings.items():
+        one = len(ceilings) == 1
+        good.axhline(
+            bps / 1e6,
+            color="0.35" if one else colors[labels[0]],
+            linestyle="--",
+            linewidth=1.0,
+            label=f"payload ceiling {_mbps(bps)}" + ("" if one else f" ({', '.join(dict.fromkeys(labels))})"),
+        )
+    for s, labels in bases.items():
+        one = len(bases) == 1
+        rtt.axhline(
+            s * 1e3,
+            color="0.35" if one else colors[labels[0]],
+            linestyle="--",
+            linewidth=1.0,
+            label=f"base RTT {s * 1e3:.1f} ms" + ("" if one else f" ({', '.join(dict.fromkeys(labels))})"),
+        )
     names = ", ".join(results)
-    _style(top, "Goodput (Mbits/s, 1 s avg)", f"TCP goodput - {names}")
-    _style(bottom, "cwnd (packets)", "TCP congestion window")
-    _style(rtt, "Smoothed RTT (ms)", "TCP RTT")
-    top.set_xlabel("")
-    bottom.set_xlabel("")
-    for ax in (top, bottom, rtt):
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="best", fontsize="small")
-    fig.savefig(path, **_SAVE)
+    end = max(r.duration_s for r in results.values())
+    _style(good, "Goodput (Mbit/s, 1 s avg)", f"TCP goodput - {names}", xlabel="", xmax=end)
+    _style(win, "cwnd (packets)", "TCP congestion window", xlabel="", xmax=end)
+    _style(rtt, "Smoothed RTT (ms)", "TCP RTT", xlabel="", xmax=end)
+    _style(queue, "Backlog (packets)", "Bottleneck queue backlog", xmax=end)
+    for ax in (good, win, rtt, queue):
+        _legend(ax)
+    return Plot(
+        "compare.png",
+        "Goodput (1 s average; it can pass the payload ceiling for a moment when a repaired loss "
+        "releases held data), cwnd, RTT and bottleneck backlog of each variant",
+        _png(fig),
+    )
+
+
+def plot_compare(results: Mapping[str, Result], path: Path) -> Path:
+    """Write :func:`compare_plot` to ``path``."""
+    path.write_bytes(compare_plot(results).png)
     return path

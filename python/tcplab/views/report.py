@@ -1,13 +1,24 @@
-"""report.html: one page per run with the summary tables and the plots.
+"""report.html: one self-contained page per run (and per comparison).
 
-The model: the page is generated from :attr:`Result.summary` and the run's plots with a
-jinja2 template (autoescaping on: scenario names and descriptions are user text). Plots are
-linked by relative path (``plots/goodput.png``), so the run directory can be moved or
-served as it is. No JavaScript, no external resources.
+The model: the page is generated from :attr:`Result.summary`, the run's configuration and
+its rendered plots with a jinja2 template (autoescaping on: scenario names and descriptions
+are user text). It is ONE file: plots are embedded as base64 PNG (``data:`` URIs), the
+resolved scenario and the counters are inlined in collapsible blocks, and there is no
+JavaScript, no stylesheet or font from elsewhere and no ``src=`` to another file, so the
+page still works when attached to a ticket or mailed. (The same PNGs are also written to
+``plots/`` for people who want the files.)
+
+Numbers are rounded for reading, not for computing (``summary.json`` keeps full precision):
+rates to 3 significant figures (:func:`sig`), percentages to 2 decimals, milliseconds to
+1 decimal, counts as integers.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,23 +26,36 @@ import jinja2
 
 if TYPE_CHECKING:
     from tcplab.results import Result
+    from tcplab.views.plots import Plot
 
-__all__ = ["render_report", "write_report", "render_compare_report"]
+__all__ = [
+    "sig",
+    "format_metric",
+    "render_report",
+    "write_report",
+    "render_compare_report",
+    "write_compare_report",
+    "data_uri",
+]
+
+_STYLE = """
+ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
+ table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+ th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+ th { background: #f3f3f3; } td.l, th.l { text-align: left; } td.l { white-space: nowrap; }
+ .ok { color: #186a18; } .bad { color: #a01010; font-weight: bold; }
+ pre { background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; font-size: 0.85em; }
+ figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; }
+ img { max-width: 100%; height: auto; }
+ .note { color: #555; font-size: 0.9em; }
+"""
 
 _TEMPLATE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>tcplab: {{ s.title }}</title>
-<style>
- body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
- table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
- th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
- th { background: #f3f3f3; } td.l, th.l { text-align: left; }
- .ok { color: #186a18; } .bad { color: #a01010; font-weight: bold; }
- pre { background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; }
- img { max-width: 100%; }
-</style>
+<style>{{ style }}</style>
 </head>
 <body>
 <h1>{{ s.title }}</h1>
@@ -39,22 +63,24 @@ _TEMPLATE = """<!doctype html>
 <p>seed {{ s.seed }} &middot; {{ "%g"|format(s.duration_s) }} s simulated,
  sampled every {{ "%g"|format(s.sample_interval_s * 1000) }} ms
  &middot; tcplab {{ s.tcplab_version }} (engine {{ s.engine_version }})
- &middot; {{ s.events }} events, {{ s.packets }} packets
- &middot; <a href="scenario.yaml">scenario as run</a> &middot; <a href="scenario.resolved.json">engine configuration</a>
- &middot; <a href="metadata.json">provenance</a> &middot; <a href="counters.txt">counters</a></p>
+ &middot; {{ s.events }} events, {{ s.packets }} packets</p>
 
 <h2>Flows</h2>
 <table>
 <tr><th class="l">flow</th><th class="l">from &rarr; to</th><th class="l">cc</th>
-<th>goodput (Mbit/s)</th><th>retrans (%)</th>
-<th>timeouts</th><th>RTT p50 (ms)</th><th>RTT p90 (ms)</th><th>RTT p99 (ms)</th></tr>
-{% for f in s.flows %}
+<th>goodput (Mbit/s)</th><th>payload ceiling (Mbit/s)</th><th>of ceiling (%)</th><th>retrans (%)</th>
+<th>timeouts</th><th>base RTT (ms)</th><th>RTT p50 (ms)</th><th>RTT p90 (ms)</th><th>RTT p99 (ms)</th></tr>
+{% for f in flows %}
 <tr><td class="l">{{ f.name }}</td><td class="l">{{ f["from"] }} &rarr; {{ f.to }}</td>
 <td class="l">{{ f.cc }}</td>
-<td>{{ num(f.goodput_bps, 1e-6, 3) }}</td><td>{{ num(f.retrans_ratio, 100, 2) }}</td><td>{{ f.timeouts }}</td>
-<td>{{ num(f.rtt_p50_ms) }}</td><td>{{ num(f.rtt_p90_ms) }}</td><td>{{ num(f.rtt_p99_ms) }}</td></tr>
+<td>{{ f.goodput }}</td><td>{{ f.ceiling }}</td><td>{{ f.of_ceiling }}</td><td>{{ f.retrans }}</td>
+<td>{{ f.timeouts }}</td>
+<td>{{ f.base_rtt }}</td><td>{{ f.p50 }}</td><td>{{ f.p90 }}</td><td>{{ f.p99 }}</td></tr>
 {% endfor %}
 </table>
+<p class="note">Payload ceiling: the slowest link of the flow's data route, rate &times; MSS / (MSS + 52 B
+TCP/IP headers + link framing), i.e. 1448/1514 of the rate on Ethernet. Base RTT: the propagation
+delays of the data and ACK routes (no serialization, no queueing).</p>
 
 <h2>Links</h2>
 <table>
@@ -72,9 +98,23 @@ _TEMPLATE = """<!doctype html>
 
 {% if plots %}
 <h2>Plots</h2>
-{% for p in plots %}<p><img src="plots/{{ p }}" alt="{{ p }}"></p>
+<p class="note">Shading: CA state Recovery (orange) and Loss (red) on the cwnd panels; BBR's STARTUP
+(green), DRAIN (cyan) and PROBE_RTT (purple) on the rate panels. A state holds from one sample to
+the next, so an episode shorter than the sample interval may not show; retransmission marks are
+the samples where the flow's retransmitted-segment count grew, RTO marks the samples where it
+entered Loss (only the retransmission timer enters Loss).</p>
+{% for p in plots %}
+<figure><img src="{{ p.uri }}" alt="{{ p.caption }}"><figcaption>{{ p.caption }}</figcaption></figure>
 {% endfor %}
 {% endif %}
+
+<h2>Inputs and counters</h2>
+{% if scenario_yaml %}<details><summary>scenario as run (every override applied; <code>scenario.yaml</code>)</summary>
+<pre>{{ scenario_yaml }}</pre></details>{% endif %}
+<details><summary>engine configuration (<code>scenario.resolved.json</code>)</summary>
+<pre>{{ config_json }}</pre></details>
+<details><summary>nstat counters (<code>counters.txt</code>)</summary>
+<pre>{{ counters }}</pre></details>
 </body>
 </html>
 """
@@ -85,14 +125,7 @@ _COMPARE_TEMPLATE = """<!doctype html>
 <head>
 <meta charset="utf-8">
 <title>tcplab compare: {{ title }}</title>
-<style>
- body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
- table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
- th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
- th { background: #f3f3f3; } td.l, th.l { text-align: left; }
- pre { background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; }
- img { max-width: 100%; }
-</style>
+<style>{{ style }}</style>
 </head>
 <body>
 <h1>{{ title }}</h1>
@@ -103,49 +136,203 @@ _COMPARE_TEMPLATE = """<!doctype html>
 <tr><td class="l">{{ row.metric }}</td>{% for v in row["values"] %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}
 </table>
-<p>Runs: {% for v in variants %}<a href="{{ v }}/report.html">{{ v }}</a>
-{%- if not loop.last %} &middot; {% endif %}{% endfor %}
-&middot; <a href="compare.json">compare.json</a></p>
-{% if plot %}<p><img src="compare.png" alt="goodput, cwnd and RTT of each variant"></p>{% endif %}
+<p class="note">queue drops: tail drops in queues; loss drops: packets the links' loss models
+dropped (random loss). Payload ceiling and base RTT: of the first flow's route (see each run's report).</p>
+<p>Run directories (each with its own report.html): {% for v in variants %}<code>{{ v }}/</code>
+{%- if not loop.last %} &middot; {% endif %}{% endfor %} &middot; <code>compare.json</code></p>
+{% for p in plots %}
+<figure><img src="{{ p.uri }}" alt="{{ p.caption }}"><figcaption>{{ p.caption }}</figcaption></figure>
+{% endfor %}
 </body>
 </html>
 """
 
 
-def render_compare_report(title: str, description: str, table: Any, variants: list[str], plot: bool) -> str:
-    """The HTML text of a comparison: the metric table, links to each run, the plot."""
-    rows = []
-    for metric, values in table.iterrows():
-        cells = []
-        for v in values:
-            cells.append(
-                "-"
-                if v is None or (isinstance(v, float) and v != v)
-                else (f"{v:g}" if isinstance(v, float) else str(v))
-            )
-        rows.append({"metric": metric, "values": cells})
-    return _ENV.from_string(_COMPARE_TEMPLATE).render(
-        title=title, description=description, columns=list(table.columns), rows=rows, variants=variants, plot=plot
-    )
-
-
-def _num(value: Any, scale: float = 1.0, digits: int = 1) -> str:
-    if value is None:
+def sig(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant figures, in plain notation (``95.342 -> "95.3"``,
+    ``4.585 -> "4.58"`` or ``"4.59"`` by binary rounding, ``1234.5 -> "1230"``)."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
-    return f"{value * scale:.{digits}f}"
+    if x == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(x)))
+    decimals = digits - 1 - magnitude
+    value = round(x, decimals)
+    if value != 0 and math.floor(math.log10(abs(value))) > magnitude:  # 9.996 -> 10.0 -> "10"
+        decimals -= 1
+        value = round(x, decimals)
+    return f"{value:.{max(0, decimals)}f}"
+
+
+def _fixed(x: Any, scale: float = 1.0, decimals: int = 1) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x * scale:.{decimals}f}"
+
+
+def format_metric(metric: str, value: Any) -> str:
+    """A compare-table cell: rates (``Mbit/s``) to 3 significant figures, ``(%)`` to 2
+    decimals, ``(ms)`` to 1 decimal, counts as integers."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if "Mbit/s" in metric:
+        return sig(float(value), 3)
+    if "(%)" in metric:
+        return _fixed(float(value), 1.0, 2)
+    if "(ms)" in metric:
+        return _fixed(float(value), 1.0, 1)
+    if float(value).is_integer():
+        return str(int(value))
+    return sig(float(value), 3)
+
+
+def data_uri(png: bytes) -> str:
+    """``data:image/png;base64,...``: the image inside the page."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 _ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-_ENV.globals["num"] = _num
 
 
-def render_report(summary: dict[str, Any], plots: list[str]) -> str:
-    """The HTML text for a run summary and the plot file names under ``plots/``."""
-    return _ENV.from_string(_TEMPLATE).render(s=summary, plots=plots)
+def _figures(plots: Sequence[Plot]) -> list[dict[str, str]]:
+    return [{"uri": data_uri(p.png), "caption": p.caption} for p in plots]
 
 
-def write_report(result: Result, path: Path, *, plots: bool = True) -> Path:
-    from tcplab.views.plots import RUN_PLOTS
+def _flow_rows(summary: Mapping[str, Any], config: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    from tcplab.views.paths import flow_paths
 
-    path.write_text(render_report(result.summary, list(RUN_PLOTS) if plots else []), encoding="utf-8")
+    paths = flow_paths(config) if config else {}
+    rows = []
+    for f in summary["flows"]:
+        p = paths.get(f["name"])
+        goodput = f.get("goodput_bps")
+        ceiling = p.payload_ceiling_bps if p else None
+        rows.append(
+            {
+                "name": f["name"],
+                "from": f["from"],
+                "to": f["to"],
+                "cc": f["cc"],
+                "goodput": sig(goodput / 1e6) if goodput is not None else "-",
+                "ceiling": sig(ceiling / 1e6) if ceiling else "-",
+                "of_ceiling": _fixed(goodput / ceiling, 100, 2) if ceiling and goodput is not None else "-",
+                "retrans": _fixed(f.get("retrans_ratio"), 100, 2),
+                "timeouts": f.get("timeouts", "-"),
+                "base_rtt": _fixed(p.base_rtt_s, 1e3, 1) if p else "-",
+                "p50": _fixed(f.get("rtt_p50_ms")),
+                "p90": _fixed(f.get("rtt_p90_ms")),
+                "p99": _fixed(f.get("rtt_p99_ms")),
+            }
+        )
+    return rows
+
+
+def render_report(
+    summary: Mapping[str, Any],
+    plots: Sequence[Plot] = (),
+    *,
+    config: Mapping[str, Any] | None = None,
+    counters: str = "",
+    scenario_yaml: str = "",
+) -> str:
+    """The HTML text of one run: its summary, the path's limits, the plots inline."""
+    return _ENV.from_string(_TEMPLATE).render(
+        s=summary,
+        flows=_flow_rows(summary, config),
+        plots=_figures(plots),
+        style=_STYLE,
+        config_json=json.dumps(config, indent=1) if config else "",
+        counters=counters,
+        scenario_yaml=scenario_yaml,
+    )
+
+
+def write_report(result: Result, path: Path, plots: Sequence[Plot] = ()) -> Path:
+    """Write one run's self-contained report.html."""
+    scenario_yaml = result.scenario_yaml()
+    text = render_report(
+        result.summary, plots, config=result.config, counters=result.nstat_text(), scenario_yaml=scenario_yaml
+    )
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _path_rows(results: Mapping[str, Result], columns: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The first flow's payload ceiling and base RTT of each column ("-" for a variant that
+    did not run)."""
+    from tcplab.views.paths import flow_paths
+
+    ceiling, base = [], []
+    for label in columns:
+        r = results.get(label)
+        first = None
+        if r is not None and r.config["flows"]:
+            first = flow_paths(r.config).get(r.config["flows"][0]["name"])
+        ceiling.append(sig(first.payload_ceiling_bps / 1e6) if first else "-")
+        base.append(_fixed(first.base_rtt_s, 1e3, 1) if first else "-")
+    return [("payload ceiling (Mbit/s)", ceiling), ("base RTT (ms)", base)]
+
+
+def render_compare_report(
+    title: str,
+    description: str,
+    table: Any,
+    variants: list[str],
+    plots: Sequence[Plot] = (),
+    results: Mapping[str, Result] | None = None,
+) -> str:
+    """The HTML text of a comparison: the metric table (rounded), the path's limits of each
+    variant, and the plots inline."""
+    rows = []
+    for metric, values in table.iterrows():
+        rows.append({"metric": metric, "values": [format_metric(str(metric), v) for v in values]})
+    if results:
+        for metric, cells in _path_rows(results, [str(c) for c in table.columns]):
+            rows.append({"metric": metric, "values": cells})
+    return _ENV.from_string(_COMPARE_TEMPLATE).render(
+        title=title,
+        description=description,
+        columns=list(table.columns),
+        rows=rows,
+        variants=variants,
+        plots=_figures(plots),
+        style=_STYLE,
+    )
+
+
+def write_compare_report(
+    directory: Path,
+    results: Mapping[str, Result],
+    table: Any,
+    variants: list[str],
+    title: str,
+    description: str,
+    *,
+    plots: bool = True,
+    per_variant: int = 2,
+) -> Path:
+    """DIR/compare.png (if ``plots``) and DIR/report.html with compare.png and the first
+    ``per_variant`` flow figures of each variant (read from ``DIR/<variant>/plots``,
+    written by the run views) inline."""
+    from tcplab.views.plots import Plot, compare_plot
+
+    figures: list[Plot] = []
+    if plots:
+        cmp = compare_plot(results)
+        (directory / "compare.png").write_bytes(cmp.png)
+        figures.append(cmp)
+        for label in variants:
+            for number in range(per_variant):
+                png = directory / label / "plots" / f"flow-{number}.png"
+                if png.is_file():
+                    flow = results[label].config["flows"][number]
+                    figures.append(
+                        Plot(
+                            png.name,
+                            f"{label}: mechanism of flow {number} ({flow['name']}, {flow['cc']})",
+                            png.read_bytes(),
+                        )
+                    )
+    path = directory / "report.html"
+    path.write_text(render_compare_report(title, description, table, variants, figures, results), encoding="utf-8")
     return path
