@@ -152,7 +152,7 @@ def test_cubic_100mbit_values():
     core = tcplab.load_scenario("builtin:cubic-100mbit-20ms").to_core()
     assert core["duration_ns"] == 30 * 10**9
     # 100 Mbit/s * 20 ms = 250000 B = 165.1 packets of 1514 B -> 165
-    assert [lk["queue"]["limit_packets"] for lk in core["links"]] == [165, 165]
+    assert [lk["queue"]["limit_packets"] for lk in core["links"]] == [1000, 1000, 165, 165]  # txqueuelen on the access link
     assert core["flows"][0]["cc"] == "cubic"
 
 
