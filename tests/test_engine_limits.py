@@ -17,7 +17,7 @@ import tcplab
 from tcplab.cli import app
 from tcplab.engine import run_core
 from tcplab.errors import EngineError, EngineMemoryError, EngineWarning, ScenarioError
-from tcplab.limits import sample_rows, series_bytes
+from tcplab.scenario.limits import sample_rows, series_bytes
 
 BUILTIN = "builtin:cubic-100mbit-20ms"
 
@@ -281,7 +281,7 @@ def test_the_engine_checks_can_run_alone(real_core):
 
 @pytest.mark.engine
 def test_the_default_memory_limit_is_the_engines(real_core):
-    from tcplab.limits import DEFAULT_MEMORY_BYTES
+    from tcplab.scenario.limits import DEFAULT_MEMORY_BYTES
 
     config = tcplab.load_scenario(BUILTIN).to_core()
     del config["max_memory_bytes"]

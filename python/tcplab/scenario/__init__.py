@@ -72,7 +72,7 @@ Loss (``netem`` meanings)
 
 Limits
     Times and rates are bounded to what the engine represents (a year, an hour per delay,
-    1 Pbit/s; see :mod:`tcplab.limits`), and a run's time series to ``limits: {memory: 4GiB}``
+    1 Pbit/s; see :mod:`tcplab.scenario.limits`), and a run's time series to ``limits: {memory: 4GiB}``
     (the default), which a scenario may raise.
 
 Flows

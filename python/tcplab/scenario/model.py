@@ -10,19 +10,19 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
-from tcplab.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.scenario.base import _Model
 from tcplab.scenario.checks import check_flows, check_nodes, check_queue_limits
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
 from tcplab.scenario.flows import Flow, flow_names
 from tcplab.scenario.hosts import Host
+from tcplab.scenario.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.scenario.links import Link
 from tcplab.scenario.topology import _Topology
 from tcplab.units import U64_MAX, parse_size
 
 
 class Limits(_Model):
-    """``limits:``: what a run may hold (see :mod:`tcplab.limits`)."""
+    """``limits:``: what a run may hold (see :mod:`tcplab.scenario.limits`)."""
 
     memory: Annotated[int, BeforeValidator(lambda v: parse_size(v, allow_zero=False))] = DEFAULT_MEMORY_BYTES
 
