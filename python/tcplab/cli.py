@@ -442,7 +442,8 @@ def compare(
         if cmp.failures:
             table.add_row("status", *["FAILED" if v.label in cmp.failures else "ok" for v in variants])
         for metric, row in cmp.table.iterrows():
-            digits = 0 if metric in ("timeouts", "queue drops", "loss drops") else (3 if "goodput" in str(metric) else 2)
+            counts = ("timeouts", "queue drops", "loss drops")
+            digits = 0 if metric in counts else (3 if "goodput" in str(metric) else 2)
             table.add_row(str(metric), *[_fmt(x, 1.0, digits) for x in row.tolist()])
         console = _console()
         console.print(table)
