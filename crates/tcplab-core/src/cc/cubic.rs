@@ -279,7 +279,7 @@ impl Cubic {
 
         self.ack_cnt = self.ack_cnt.wrapping_add(acked);
 
-        let hz = tp.hz;
+        let hz = tp.hz();
         if self.last_cwnd == cwnd && (now.wrapping_sub(self.last_time) as i32) <= (hz / 32) as i32 {
             return;
         }
@@ -510,7 +510,7 @@ impl CongestionOps for Cubic {
 
         // Discard delay samples for one second (HZ jiffies) after an epoch start.
         let now = tp.jiffies32();
-        if self.epoch_start != 0 && (now.wrapping_sub(self.epoch_start) as i32) < tp.hz as i32 {
+        if self.epoch_start != 0 && (now.wrapping_sub(self.epoch_start) as i32) < tp.hz() as i32 {
             return;
         }
 
@@ -779,7 +779,7 @@ mod tests {
         // moves in 4 ms steps, so two updates within one jiffy see the same time.
         let tick_ns = 4 * NSEC_PER_MSEC;
         let mut h = Harness::new(&CcParams::default(), 100);
-        h.tp.hz = 250;
+        h.tp.set_hz(250);
         h.tp.set_now(T0_NS);
         h.tp.snd_ssthresh = 50;
         h.ack(T0_NS, 100_000);

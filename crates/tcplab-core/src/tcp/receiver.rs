@@ -24,7 +24,7 @@
 use crate::config::TcpConfig;
 use crate::mib::{Mib, MibCounters};
 use crate::packet::{SackBlock, MAX_SACK_BLOCKS};
-use crate::time::{jiffies_to_ns, jiffy_timer_deadline_ns, ns_to_jiffies32, usecs_to_jiffies, NEVER, NSEC_PER_MSEC};
+use crate::time::{JiffyClock, NEVER, NSEC_PER_MSEC};
 
 /// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (40 ms), in jiffies of a host at `hz`.
 #[inline]
@@ -105,7 +105,7 @@ pub struct Receiver {
     dsack: Option<SackBlock>,
     // delayed ACK (icsk_ack)
     /// The host's `CONFIG_HZ`; `ato`, `ato_min`, `delack_max` and `lrcvtime_j` are in its jiffies.
-    hz: u32,
+    clock: JiffyClock,
     /// `TCP_ATO_MIN`.
     ato_min: u32,
     /// `tcp_delack_max()`.
@@ -168,7 +168,7 @@ impl Receiver {
             sacks: [SackBlock::default(); TCP_NUM_SACKS],
             num_sacks: 0,
             dsack: None,
-            hz,
+            clock: JiffyClock::new(hz),
             ato_min: tcp_ato_min(hz),
             delack_max: delack_max_j(cfg.rto_min_ms, hz),
             quick: 0,
@@ -295,7 +295,7 @@ impl Receiver {
 
     /// `tcp_event_data_recv()`: ato estimation and window growth for in-order data.
     fn event_data_recv(&mut self, now_ns: u64, len: u64, rto_j: u32) {
-        let now = ns_to_jiffies32(now_ns, self.hz);
+        let now = self.clock.ns_to_jiffies32(now_ns);
         let ato_min = self.ato_min;
         if self.ato == 0 {
             // The first data packet received: initialize delayed ACK engine.
@@ -615,11 +615,12 @@ impl Receiver {
     /// `tcp_send_delayed_ack()`.
     fn send_delayed_ack(&mut self, now_ns: u64, srtt_us_x8: u32) {
         let mut ato = self.ato.max(1);
-        let hz = self.hz;
+        let clock = self.clock;
+        let hz = clock.hz();
         if ato > self.ato_min {
             let mut max_ato = hz / 2;
             if srtt_us_x8 != 0 {
-                let rtt = usecs_to_jiffies((srtt_us_x8 >> 3) as u64, hz).max(self.ato_min);
+                let rtt = clock.usecs_to_jiffies((srtt_us_x8 >> 3) as u64).max(self.ato_min);
                 if rtt < max_ato {
                     max_ato = rtt;
                 }
@@ -630,10 +631,10 @@ impl Receiver {
         // tcp_delack_max() (since v6.7), not the constant TCP_DELACK_MAX.
         ato = ato.min(self.delack_max);
         // Timers run on jiffies: the deadline is the start of tick `jiffies + ato`.
-        let mut timeout_ns = jiffy_timer_deadline_ns(now_ns, ato, hz);
+        let mut timeout_ns = clock.timer_deadline_ns(now_ns, ato);
         if self.delack_deadline_ns != NEVER {
             // If delack timer is about to expire, send ACK now.
-            if self.delack_deadline_ns <= now_ns + jiffies_to_ns(ato >> 2, hz) {
+            if self.delack_deadline_ns <= now_ns + clock.jiffies_to_ns(ato >> 2) {
                 self.delack_deadline_ns = now_ns;
                 return;
             }
@@ -730,7 +731,7 @@ mod tests {
         r.ato = tcp_ato_min(1000);
         let now = 10_000_000_000u64;
         // Previous segment 100 ms ago: a gap longer than ato but shorter than the RTO.
-        r.lrcvtime_j = ns_to_jiffies32(now, 1000) - 100;
+        r.lrcvtime_j = crate::time::ns_to_jiffies32(now, 1000) - 100;
         let (s, e) = seg(0);
         assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Scheduled);
         let d = r.delack_deadline_ns - now;

@@ -70,7 +70,7 @@ pub fn update_rtt_min(tp: &mut TcpSock, rtt_us: u32, ack_maybe_delayed: bool, wl
     if ack_maybe_delayed && rtt_us > tp.min_rtt_us() {
         return;
     }
-    let wlen = wlen_s * tp.hz;
+    let wlen = wlen_s * tp.hz();
     let now = tp.jiffies32();
     let sample_us = if rtt_us != 0 { rtt_us } else { tp.jiffies_to_usecs(1) as u32 };
     tp.rtt_min.running_min(wlen, now, sample_us);

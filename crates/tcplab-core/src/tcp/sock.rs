@@ -11,8 +11,7 @@
 //! plain comparisons.
 
 use crate::mib::{Mib, MibCounters};
-use crate::time;
-use crate::time::{ns_to_jiffies32, ns_to_us};
+use crate::time::{ns_to_us, JiffyClock};
 use crate::tcp::minmax::MinMax;
 
 /// `TCP_INFINITE_SSTHRESH`.
@@ -136,8 +135,9 @@ pub struct TcpSock {
     pub rtt_min: MinMax,
     /// `icsk_rto` in jiffies.
     pub icsk_rto: u32,
-    /// The host kernel's `CONFIG_HZ` (ticks per second of every jiffy clock and timer).
-    pub hz: u32,
+    /// The host kernel's jiffy clock (`CONFIG_HZ`: ticks per second of every jiffy clock
+    /// and timer); set with [`TcpSock::set_hz`].
+    clock: JiffyClock,
 
     // --- cwnd validation ---
     pub is_cwnd_limited: bool,
@@ -210,40 +210,57 @@ impl TcpSock {
         self.rtt_min.get()
     }
 
+    /// The host's `CONFIG_HZ`.
+    #[inline]
+    pub fn hz(&self) -> u32 {
+        self.clock.hz()
+    }
+
+    /// Set the host's `CONFIG_HZ` (the engine does, from the host config).
+    pub fn set_hz(&mut self, hz: u32) {
+        self.clock = JiffyClock::new(hz);
+    }
+
+    /// The host's jiffy clock.
+    #[inline]
+    pub fn clock(&self) -> &JiffyClock {
+        &self.clock
+    }
+
     /// `tcp_jiffies32`.
     #[inline]
     pub fn jiffies32(&self) -> u32 {
-        ns_to_jiffies32(self.tcp_clock_cache, self.hz)
+        self.clock.ns_to_jiffies32(self.tcp_clock_cache)
     }
 
     /// `usecs_to_jiffies()` at this host's HZ.
     #[inline]
     pub fn usecs_to_jiffies(&self, us: u64) -> u32 {
-        time::usecs_to_jiffies(us, self.hz)
+        self.clock.usecs_to_jiffies(us)
     }
 
     /// `msecs_to_jiffies()` at this host's HZ.
     #[inline]
     pub fn msecs_to_jiffies(&self, ms: u32) -> u32 {
-        time::msecs_to_jiffies(ms, self.hz)
+        self.clock.msecs_to_jiffies(ms)
     }
 
     /// `jiffies_to_usecs()` at this host's HZ.
     #[inline]
     pub fn jiffies_to_usecs(&self, j: u32) -> u64 {
-        time::jiffies_to_usecs(j, self.hz)
+        self.clock.jiffies_to_usecs(j)
     }
 
     /// `TCP_RTO_MAX` (120 s) in this host's jiffies.
     #[inline]
     pub fn tcp_rto_max(&self) -> u32 {
-        crate::tcp::rtt::TCP_RTO_MAX_S * self.hz
+        crate::tcp::rtt::TCP_RTO_MAX_S * self.hz()
     }
 
     /// `TCP_TIMEOUT_INIT` (1 s) in this host's jiffies.
     #[inline]
     pub fn tcp_timeout_init(&self) -> u32 {
-        self.hz
+        self.hz()
     }
 
     /// `tcp_snd_cwnd_set()`.
@@ -293,7 +310,7 @@ impl TcpSock {
             sk_pacing_shift: 10,
             sk_gso_max_size: GSO_MAX_SIZE,
             // Unit tests run at HZ=1000 (one jiffy per ms); the engine sets the host's HZ.
-            hz: 1000,
+            clock: JiffyClock::new(1000),
             icsk_rto: 1000, // TCP_TIMEOUT_INIT, jiffies
             rtt_min: { let mut m = MinMax::default(); m.reset(0, u32::MAX); m },
             ..Default::default()

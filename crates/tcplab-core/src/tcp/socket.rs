@@ -25,7 +25,7 @@ use crate::tcp::receiver::{AckAction, Receiver};
 use crate::tcp::rtt::set_rto;
 use crate::tcp::rtx_queue::RtxQueue;
 use crate::tcp::sock::{PacingStatus, TcpSock, TCP_INFINITE_SSTHRESH};
-use crate::time::{jiffy_timer_deadline_ns, NEVER};
+use crate::time::NEVER;
 
 /// The engine's view while an endpoint runs.
 pub struct Ctx<'a> {
@@ -192,7 +192,7 @@ impl TcpSocket {
         let mk = |node, peer_node, ep, peer_ep, cc: Cc, app: AppState, hz: u32| {
             let cfg = flow.tcp.clone();
             let mut tp = TcpSock::new_for_test(cfg.mss_bytes, cfg.initial_cwnd);
-            tp.hz = hz;
+            tp.set_hz(hz);
             tp.icsk_rto = tp.tcp_timeout_init();
             tp.sk_max_pacing_rate = cfg.max_pacing_rate_bytes_per_sec;
             tp.sk_pacing_status = if cfg.fq_pacing { PacingStatus::Fq } else { PacingStatus::None };
@@ -274,7 +274,7 @@ impl TcpSocket {
     pub fn reset_xmit_timer(&mut self, what: XmitTimer, now_ns: u64, when_j: u32) {
         let when = when_j.min(self.tp.tcp_rto_max());
         self.xmit_timer = what;
-        self.xmit_deadline_ns = jiffy_timer_deadline_ns(now_ns, when, self.tp.hz);
+        self.xmit_deadline_ns = self.tp.clock().timer_deadline_ns(now_ns, when);
     }
 
     pub fn clear_xmit_timer(&mut self) {
