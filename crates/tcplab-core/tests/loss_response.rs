@@ -79,9 +79,10 @@ fn startup_overshoot_retransmits_exactly_the_queue_drops() {
 /// few percent loss is limited by the buffers, in the kernel too (the receiver charges
 /// out-of-order data against its buffer; the sender keeps SACKed data until it is
 /// cumulatively acknowledged), and the paper's figure is about the congestion control.
-fn goodput_under_loss(p: f64) -> (f64, f64) {
+fn goodput_under_loss(p: f64, seed: u64) -> (f64, f64) {
     let dur_ms = 60_000;
     let mut cfg = lossy_path(p, dur_ms);
+    cfg.seed = seed;
     cfg.flows[0].tcp.tcp_rmem[2] = 64 << 20;
     cfg.flows[0].tcp.tcp_wmem[2] = 64 << 20;
     let out = run(cfg);
@@ -94,23 +95,27 @@ fn goodput_under_loss(p: f64) -> (f64, f64) {
 /// 15%. Bounds, derived: with the loss after the bottleneck, BBR's bandwidth estimate is
 /// the delivered rate, payload x (1 - p), and BBR paces at it on average, so the
 /// expected goodput is limit x (1 - p) less STARTUP's first ~2 s of 60: at least
-/// 0.95 x 0.96 = 0.91 of the limit up to 5% (asserted: 0.88), and 0.85 x 0.96 = 0.82 at
-/// 10-15% (asserted "close": 0.75, since from 15% the long-term (policer) model may engage
-/// for 48 rounds when an interval's lost/delivered ratio reaches 50/256, as in the kernel).
-/// 20% is not asserted: there that model engages most of the time (kernel behaviour, see
-/// docs/kernel-pin.md).
-/// Six 60 s runs (~3 s in a release build, minutes in debug): run with
-/// `cargo test --release -p tcplab-core --test loss_response -- --ignored`.
+/// 0.95 x 0.96 = 0.91 of the limit up to 5% (asserted: 0.88), and 0.90 x 0.96 = 0.86 at
+/// 10% (asserted "close": 0.75), on several seeds.
+///
+/// 15% is not asserted: there the result depends on the seed (10 to 66 Mbit/s over seeds
+/// 1-5, of a limit of 81). The long-term (policer) model engages when an interval of
+/// >= 4 rounds loses >= 50/256 = 19.5% of what it delivers (`bbr_lt_bw_sampling`); random
+/// loss of 15% gives 17.6% on average, and a 4-round interval at this rate (~3000
+/// packets) fluctuates by ~0.7% (one standard deviation), so whether and how often an
+/// interval crosses the threshold is chance. Engaged, the model pins the rate to the
+/// interval's delivery rate, which with the loss after the bottleneck is (1 - p) of the
+/// sending rate. At 20% it engages most of the time (docs/kernel-pin.md).
 #[test]
-#[ignore]
 fn bbr_goodput_follows_the_paper_under_random_loss() {
     let mut failures = Vec::new();
-    for (p, min_ratio) in [(0.001, 0.88), (0.01, 0.88), (0.02, 0.88), (0.05, 0.88), (0.10, 0.75), (0.15, 0.75)] {
-        let (g, limit) = goodput_under_loss(p);
+    let cases = [(0.001, 0.88, 1), (0.01, 0.88, 1), (0.02, 0.88, 1), (0.05, 0.88, 1), (0.05, 0.88, 2), (0.10, 0.75, 1), (0.10, 0.75, 2), (0.10, 0.75, 3)];
+    for (p, min_ratio, seed) in cases {
+        let (g, limit) = goodput_under_loss(p, seed);
         let ratio = g / limit;
-        eprintln!("loss {:5.1}%  goodput {:6.2} Mbit/s  limit {:6.2}  ratio {:.3}", p * 100.0, g / 1e6, limit / 1e6, ratio);
+        eprintln!("loss {:5.1}% seed {seed}  goodput {:6.2} Mbit/s  limit {:6.2}  ratio {:.3}", p * 100.0, g / 1e6, limit / 1e6, ratio);
         if ratio < min_ratio {
-            failures.push(format!("loss {}%: {:.3} of the limit < {min_ratio}", p * 100.0, ratio));
+            failures.push(format!("loss {}% seed {seed}: {:.3} of the limit < {min_ratio}", p * 100.0, ratio));
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
