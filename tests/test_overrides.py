@@ -169,6 +169,19 @@ def test_plan_variants_labels_from_files(write_yaml, base_scenario):
     assert [v.label for v in both] == ["a_cubic", "a_bbr", "cubic-vs-bbr-lossy_cubic", "cubic-vs-bbr-lossy_bbr"]
 
 
+def test_plan_variants_labels_are_unique_and_never_a_compare_file(write_yaml, base_scenario):
+    # Each label names a run directory inside the comparison's: a-2.yaml beside two a.yaml
+    # must not give two "a-2", and a label may not be a file the comparison writes.
+    a = write_yaml(base_scenario, "a.yaml")
+    (a.parent / "sub").mkdir()
+    a2 = write_yaml(base_scenario, "sub/a.yaml")
+    dash = write_yaml(base_scenario, "a-2.yaml")
+    labels = [v.label for v in plan_variants([a, a2, dash])]
+    assert len(set(labels)) == 3 and labels[:2] == ["a", "a-2"]
+    report = write_yaml(base_scenario, "report.html.yaml")
+    assert "report.html" not in [v.label for v in plan_variants([report, a], labels=["report.html", "x"])]
+
+
 def test_plan_variants_needs_two(base_scenario):
     with pytest.raises(ScenarioError, match="only one variant to compare"):
         plan_variants([base_scenario], ["flows.0.cc=bbr"])

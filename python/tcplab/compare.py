@@ -130,12 +130,19 @@ def plan_variants(
             )
         for v, name in zip(variants, given, strict=True):
             v.label = name
-    seen: dict[str, int] = {}
+    # Labels name the variants' run directories inside the comparison's: unique, and none
+    # may be a file the comparison itself writes (compare.json, report.html, ...).
+    from tcplab.results.rundir import COMPARE_ENTRIES
+
+    used: set[str] = set(COMPARE_ENTRIES)
     for v in variants:
         base = _safe(v.label)
-        n = seen.get(base, 0) + 1
-        seen[base] = n
-        v.label = base if n == 1 else f"{base}-{n}"
+        label, n = base, 1
+        while label in used:
+            n += 1
+            label = f"{base}-{n}"
+        used.add(label)
+        v.label = label
     if len(variants) < 2:
         raise ScenarioError(
             "only one variant to compare",

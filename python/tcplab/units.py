@@ -58,7 +58,6 @@ __all__ = [
     "parse_time",
     "parse_size",
     "parse_percent",
-    "parse_fraction",
     "parse_number",
     "format_rate",
     "format_time",
@@ -238,9 +237,6 @@ def parse_percent(value: Any) -> float:
         raise UnitError(f"{show_value(value)} is more than 100%", "a percentage from 0% to 100%", value)
     return float(number / 100)
 
-
-#: The former name (a bare number was a fraction then; now it is percent, as in netem).
-parse_fraction = parse_percent
 
 
 def _format_int(value: int, units: list[tuple[str, int]]) -> str:

@@ -45,6 +45,9 @@ pub fn sample_rows(duration_ns: u64, sample_interval_ns: u64) -> u64 {
 }
 
 /// Bytes of time series for `rows` sample times of `flows` flows and `links` links.
+/// Packets a link's pipe holds room for before it first grows.
+const LINK_PIPE_INITIAL_PACKETS: u64 = 256;
+
 pub fn series_bytes(rows: u64, flows: u64, links: u64) -> u64 {
     let per_row = (flows as u128) * FlowSeries::ROW_BYTES as u128 + (links as u128) * QueueSeries::ROW_BYTES as u128;
     (rows as u128 * per_row).min(u64::MAX as u128) as u64
@@ -54,8 +57,13 @@ pub fn estimate(cfg: &SimConfig) -> MemoryEstimate {
     let rows = sample_rows(cfg.duration_ns, cfg.sample_interval_ns);
     let series = series_bytes(rows, cfg.flows.len() as u64, cfg.links.len() as u64);
 
-    let per_flow = 2 * (size_of::<TcpSocket>() + LogHistogram::HEAP_BYTES) as u64;
-    let per_link = size_of::<Link>() as u64 + 256 * size_of::<(u64, Packet)>() as u64;
+    // Two sockets per flow; one RTT histogram (the sender's: the receiving end takes no RTT
+    // samples), which holds only the powers of two its samples span: charged at
+    // TYPICAL_HISTOGRAM_BYTES (RTTs within a factor of 256 of each other), not the 58 KB of
+    // every bucket, which would refuse tens of thousands of flows for memory they never use.
+    let per_flow = (2 * size_of::<TcpSocket>() + LogHistogram::TYPICAL_HEAP_BYTES) as u64;
+    // A link's own state and the initial capacity of its packet pipe.
+    let per_link = size_of::<Link>() as u64 + LINK_PIPE_INITIAL_PACKETS * size_of::<(u64, Packet)>() as u64;
     let endpoints = (cfg.flows.len() as u64).saturating_mul(per_flow)
         .saturating_add((cfg.links.len() as u64).saturating_mul(per_link));
 

@@ -44,7 +44,8 @@ class LossSpec(BaseModel):
 
 
 LOSS_EXPECTED = (
-    "a loss such as 1%, 0.01, {random: 1%, only: data}, {gilbert_elliott: {p: 1%, r: 30%}} or {drop: [5, 17]}"
+    "a loss such as 1% (a bare number is percent, as netem reads it: 0.5 is 0.5%), "
+    "{random: 1%, only: data}, {gilbert_elliott: {p: 1%, r: 30%}} or {drop: [5, 17]}"
 )
 LOSS_MODELS = ("random", "gilbert_elliott", "drop")
 LOSS_FILTERS = ("only", "min_size")

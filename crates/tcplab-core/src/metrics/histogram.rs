@@ -67,9 +67,9 @@ fn bucket_low(i: usize) -> u64 {
 }
 
 impl LogHistogram {
-    /// Heap bytes of a histogram at most (every bucket held; for the memory estimate, an
-    /// upper bound: a flow's RTTs span a few powers of two, ~1-3 KB).
-    pub const HEAP_BYTES: usize = BUCKETS * std::mem::size_of::<u64>();
+    /// Heap bytes of a histogram whose samples span 8 powers of two (a factor of 256
+    /// between the smallest and largest RTT), for the memory estimate.
+    pub const TYPICAL_HEAP_BYTES: usize = 8 * CHUNK * std::mem::size_of::<u64>();
 
     /// Heap bytes held now.
     pub fn heap_bytes(&self) -> usize {

@@ -41,6 +41,9 @@ pub fn tcp_delack_max(hz: u32) -> u32 {
 pub const TCP_MAX_QUICKACKS: u32 = 16;
 /// `TCP_NUM_SACKS`.
 const TCP_NUM_SACKS: usize = 4;
+/// `TCP_SACK_BLOCKS_EXPECTED`: SACK blocks an ACK is counted on to carry (see
+/// [`Receiver::sack_compress_must_send_ack`]).
+const TCP_SACK_BLOCKS_EXPECTED: usize = 2;
 /// Linux 6.6 `TCP_DEFAULT_SCALING_RATIO` (x256): window = 50% of buffer space.
 const SCALING_RATIO: u64 = 128;
 /// `TCP_FASTRETRANS_THRESH`.
@@ -427,17 +430,24 @@ impl Receiver {
     }
 
     /// Linux v6.12 net/ipv4/tcp_input.c: tcp_sack_new_ofo_skb() -> tcp_sack_compress_send_ack().
-    /// True when the out-of-order segment `[seq, end_seq)` will need a new SACK block while
-    /// the block array is full and ACKs are being compressed: the kernel then sends the
-    /// compressed ACK at once, before it forgets the oldest block, so that SACK information
-    /// held back by compression is not lost. The caller sends that ACK (with the state
-    /// before this segment) and then passes the segment to [`Receiver::on_data`].
+    /// True when ACKs are being compressed and the out-of-order segment `[seq, end_seq)`
+    /// extends the block in position `TCP_SACK_BLOCKS_EXPECTED` (2) or later, or needs a new
+    /// block while 2 or more exist: the kernel then sends the compressed ACK at once, so that
+    /// every range is reported in the first two positions of at least one ACK before it moves
+    /// further back (only 3 blocks fit beside timestamps, and ACKs may be lost; Eric
+    /// Dumazet's "tcp_sack_new_ofo_skb() should be more conservative", v5.8). The caller
+    /// sends that ACK (with the state before this segment) and then passes the segment to
+    /// [`Receiver::on_data`].
     pub fn sack_compress_must_send_ack(&self, seq: u64, end_seq: u64) -> bool {
-        if seq <= self.rcv_nxt || self.compressed_ack == 0 || self.num_sacks < TCP_NUM_SACKS {
+        if seq <= self.rcv_nxt || self.compressed_ack == 0 || self.num_sacks == 0 {
             return false;
         }
-        // tcp_sack_extend() would find a block to extend: no new block.
-        !self.sacks[..self.num_sacks].iter().any(|sp| seq <= sp.end && end_seq >= sp.start)
+        // tcp_sack_extend() on each block in order; a new block would go at num_sacks.
+        let this_sack = self.sacks[..self.num_sacks]
+            .iter()
+            .position(|sp| seq <= sp.end && end_seq >= sp.start)
+            .unwrap_or(self.num_sacks);
+        this_sack >= TCP_SACK_BLOCKS_EXPECTED
     }
 
     /// `tcp_sack_maybe_coalesce()`: merge blocks that now touch the first one.
@@ -828,11 +838,12 @@ mod tests {
         assert!(r.rcv_wnd > ssthresh0 + 600 * MSS, "rcv_wnd {}", r.rcv_wnd);
     }
 
-    /// Linux v6.12 tcp_sack_new_ofo_skb(): a segment that needs a fifth SACK block while
-    /// ACKs are being compressed flushes the compressed ACK first (tcp_sack_compress_send_ack),
-    /// so the oldest block is reported before it is forgotten.
+    /// Linux v6.12 tcp_sack_new_ofo_skb(): while ACKs are compressed, a segment that extends
+    /// the third or fourth SACK block, or opens a new block when two or more exist, flushes
+    /// the compressed ACK first (tcp_sack_compress_send_ack); extending one of the first two
+    /// does not.
     #[test]
-    fn full_sack_array_flushes_the_compressed_ack() {
+    fn sack_blocks_past_the_second_flush_the_compressed_ack() {
         let (mut r, mut mib) = rx();
         no_growth_room(&mut r);
         let (s, e) = seg(0);
@@ -841,9 +852,10 @@ mod tests {
         let (_, w, _, _) = r.fill_ack(&mut b);
         r.ack_sent(w);
         r.quick = 0; // out of the initial quick-ACK mode
-        // Holes at 1, 3, 5, 7: four SACK blocks; the first 3 dupacks go out at once, the
-        // 4th is compressed.
-        for (now, i) in [2u64, 4, 6, 8].into_iter().enumerate() {
+        // Segments 2, 5, 8, 11 arrive (holes 1, 3-4, 6-7, 9-10): four SACK blocks; the first 3
+        // dupacks go out at once (nothing is compressed then, so nothing to flush), the 4th
+        // is compressed.
+        for (now, i) in [2u64, 5, 8, 11].into_iter().enumerate() {
             let (s, e) = seg(i);
             assert!(!r.sack_compress_must_send_ack(s, e), "segment {i}");
             let a = r.on_data(2 + now as u64, s, e, 0, 8 * 100_000, 200, &mut mib);
@@ -855,15 +867,22 @@ mod tests {
         }
         assert_eq!(r.num_sacks, TCP_NUM_SACKS);
         assert!(r.compressed_ack > 0);
-        // Extending an existing block needs no flush; a fifth block does.
-        let (s, e) = seg(9);
-        assert!(!r.sack_compress_must_send_ack(s, e));
-        let (s, e) = seg(11);
-        assert!(r.sack_compress_must_send_ack(s, e));
+        // Blocks, newest first: [11], [8], [5], [2]. Extending the first (10, 12) or the
+        // second (9): no flush.
+        for i in [10u64, 12, 9] {
+            let (s, e) = seg(i);
+            assert!(!r.sack_compress_must_send_ack(s, e), "segment {i}");
+        }
+        // Extending the third (4, 6) or the fourth (3), or a new (fifth) block (14): flush.
+        for i in [4u64, 6, 3, 14] {
+            let (s, e) = seg(i);
+            assert!(r.sack_compress_must_send_ack(s, e), "segment {i}");
+        }
         // Once the ACK is sent, nothing is held back and no flush is needed.
         let mut b = Default::default();
         let (_, w, _, _) = r.fill_ack(&mut b);
         r.ack_sent(w);
+        let (s, e) = seg(14);
         assert!(!r.sack_compress_must_send_ack(s, e));
     }
 
