@@ -99,8 +99,8 @@ fn goodput_under_loss(p: f64, seed: u64) -> (f64, f64) {
 /// 10% (asserted "close": 0.75), on several seeds.
 ///
 /// 15% is not asserted: there the result depends on the seed (10 to 66 Mbit/s over seeds
-/// 1-5, of a limit of 81). The long-term (policer) model engages when an interval of
-/// >= 4 rounds loses >= 50/256 = 19.5% of what it delivers (`bbr_lt_bw_sampling`); random
+/// 1-5, of a limit of 81). The long-term (policer) model engages when an interval of at
+/// least 4 rounds loses at least 50/256 = 19.5% of what it delivers (`bbr_lt_bw_sampling`); random
 /// loss of 15% gives 17.6% on average, and a 4-round interval at this rate (~3000
 /// packets) fluctuates by ~0.7% (one standard deviation), so whether and how often an
 /// interval crosses the threshold is chance. Engaged, the model pins the rate to the
