@@ -349,3 +349,24 @@ def test_output_into_a_closed_pipe_is_no_traceback():
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "python")},
     )
     assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_loading_and_validating_a_scenario_does_not_load_pandas():
+    # `tcplab check`, `--help` and diagnose stay quick: the table libraries load on first
+    # use (a run), not when a scenario is validated (its memory estimate needs only the
+    # column widths, tcplab.columns).
+    import subprocess
+
+    code = (
+        "import sys, tcplab; tcplab.load_scenario('builtin:cubic-vs-bbr-lossy');"
+        "print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "python")},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -34,46 +34,12 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from tcplab.columns import QUEUE_DTYPES, TIMESERIES_DTYPES
 from tcplab.errors import EngineError, EngineMemoryError, EngineWarning
 
 __all__ = ["Core", "EngineOutput", "import_core", "run_core", "TIMESERIES_DTYPES", "QUEUE_DTYPES"]
 
 ProgressFn = Callable[[int, int], None]
-
-#: Columns of the per-flow time series and their dtypes (units in the names; cwnd,
-#: ssthresh and inflight in packets as Linux keeps them; ssthresh 2147483647 = infinite).
-#: ``srtt_us``/``rttvar_us`` are what ``ss`` prints as ``rtt:X/Y`` (tcp_info's tcpi_rtt and
-#: tcpi_rttvar: the smoothed RTT and its mean deviation), not the RTO's floored variance.
-TIMESERIES_DTYPES: dict[str, str] = {
-    "t_ns": "uint64",
-    "flow": "uint32",
-    "cwnd": "uint32",
-    "ssthresh": "uint32",
-    "srtt_us": "uint32",
-    "rttvar_us": "uint32",
-    "min_rtt_us": "uint32",
-    "pacing_rate_bps": "uint64",
-    "delivery_rate_bps": "uint64",
-    "inflight": "uint32",
-    "bytes_acked": "uint64",
-    "bytes_received": "uint64",
-    "retrans_segs": "uint64",
-    "lost": "uint64",
-    "ca_state": "uint8",
-    "cc_mode": "uint8",
-    "bbr_bw_bps": "uint64",
-    "pacing_gain": "float64",
-    "cwnd_gain": "float64",
-}
-
-#: Columns of the per-link queue time series (``drops`` is cumulative).
-QUEUE_DTYPES: dict[str, str] = {
-    "t_ns": "uint64",
-    "link": "uint32",
-    "backlog_packets": "uint32",
-    "backlog_bytes": "uint64",
-    "drops": "uint64",
-}
 
 _TOP_KEYS = (
     "version",

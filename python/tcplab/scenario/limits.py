@@ -16,7 +16,7 @@ Bounds (the engine's constants of the same names):
 - ``rto_min``: at most ``TCP_RTO_MAX`` (120 s);
 - memory: the time series hold ``duration / sample_interval + 2`` rows per flow and per
   link (the engine's ``memory::sample_rows``), each row as wide as the columns of
-  :data:`tcplab.engine.TIMESERIES_DTYPES` / :data:`~tcplab.engine.QUEUE_DTYPES`. The total
+  :data:`tcplab.columns.TIMESERIES_DTYPES` / :data:`~tcplab.columns.QUEUE_DTYPES`. The total
   must stay under ``limits.memory`` (default 4 GiB), which the user may raise. The engine
   adds its endpoints and the packets its links can hold to this estimate and refuses, at
   the start of the run, what is over the same limit.
@@ -30,9 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from tcplab.engine import QUEUE_DTYPES, TIMESERIES_DTYPES
+from tcplab.columns import QUEUE_DTYPES, TIMESERIES_DTYPES, row_bytes
 
 if TYPE_CHECKING:
     from tcplab.scenario import Scenario
@@ -58,8 +56,8 @@ RTO_MAX_NS = 120 * NS_PER_S
 DEFAULT_MEMORY_BYTES = 4 << 30
 
 #: Bytes of one row of the per-flow / per-link time series, from their column dtypes.
-FLOW_ROW_BYTES = sum(np.dtype(d).itemsize for d in TIMESERIES_DTYPES.values())
-QUEUE_ROW_BYTES = sum(np.dtype(d).itemsize for d in QUEUE_DTYPES.values())
+FLOW_ROW_BYTES = row_bytes(TIMESERIES_DTYPES)
+QUEUE_ROW_BYTES = row_bytes(QUEUE_DTYPES)
 
 ErrorFn = Callable[..., None]
 
