@@ -162,3 +162,28 @@ def test_sigint_still_exits_130(tmp_path):
     assert rc == 130, err
     assert err.strip().splitlines()[-1] == "error: interrupted; no output written"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_slow.py"]
+
+
+SIGTERM_IN_SCENARIOS = """
+import os, signal, sys, time
+import tcplab.loader as loader
+def listing():
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+    return {}
+loader.builtin_scenarios = listing
+sys.argv = ["tcplab", "scenarios"]
+from tcplab.cli import main
+main()
+"""
+
+
+def test_sigterm_in_a_command_without_its_own_handling_exits_143(tmp_path):
+    # typer turns a KeyboardInterrupt inside a command into exit 130 itself; a SIGTERM
+    # (Terminated) must still be reported as one: 143 and "error: terminated".
+    script = tmp_path / "sigterm_scenarios.py"
+    script.write_text(SIGTERM_IN_SCENARIOS)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 143, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "error: terminated"

@@ -32,7 +32,7 @@ import typer
 from typer.core import TyperGroup
 
 from tcplab.errors import EngineError, ScenarioError
-from tcplab.signals import Terminated, exit_code_for, sigterm_as_interrupt
+from tcplab.signals import Terminated, exit_code_for, sigterm_as_interrupt, terminated_seen
 
 try:  # typer >= 0.2x carries its own copy of click
     from typer._click import exceptions as _click_errors
@@ -103,9 +103,17 @@ class _OneLineErrors(TyperGroup):
                 sys.exit(2)
             typer.echo(f"error: {e.format_message()}", err=True)
             sys.exit(e.exit_code)
-        except typer.Abort:
+        except typer.Abort as e:
+            cause = e.__cause__ or e.__context__
+            if isinstance(cause, KeyboardInterrupt):  # click's own handling of Ctrl-C
+                typer.echo("error: terminated" if isinstance(cause, Terminated) else "error: interrupted", err=True)
+                sys.exit(exit_code_for(cause))
             typer.echo("error: aborted", err=True)
             sys.exit(1)
+        if rv == exit_code_for(KeyboardInterrupt()) and terminated_seen():
+            # typer turned the SIGTERM of a command without its own handling into 130
+            typer.echo("error: terminated", err=True)
+            sys.exit(exit_code_for(Terminated()))
         sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -25,7 +25,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Terminated", "sigterm_as_interrupt", "exit_code_for", "raise_if_terminated", "signals_blocked"]
+__all__ = [
+    "Terminated",
+    "sigterm_as_interrupt",
+    "exit_code_for",
+    "raise_if_terminated",
+    "signals_blocked",
+    "terminated_seen",
+]
 
 #: Set by the handler: a SIGTERM whose exception Python swallowed (it can land in a callback
 #: whose exceptions are "ignored", such as the logging module's after-fork hook) is not lost;
@@ -43,6 +50,11 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: AR
     global _received
     _received = True
     raise Terminated()
+
+
+def terminated_seen() -> bool:
+    """True once SIGTERM has arrived while :func:`sigterm_as_interrupt` was active."""
+    return _received
 
 
 def raise_if_terminated() -> None:
