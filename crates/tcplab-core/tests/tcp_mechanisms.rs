@@ -117,6 +117,25 @@ fn prr_sends_in_proportion_to_delivery_and_ends_at_ssthresh() {
 /// it never queues itself; at `burst_ns` flow 1 (C) starts with a 40-packet initial window
 /// on the same bottleneck: 40 x 12.1 ms = 485 ms of queue, well above A's RTO
 /// (srtt + 200 ms ~ 250 ms). `drops` are A/C data packets entering the bottleneck.
+/// Run 4 s, watching flow 0 around its RTO: whether it entered Loss, its cwnd just before,
+/// and its cwnd on the first sample after it left Loss.
+fn through_an_rto(mut sim: Simulator) -> (SimOutput, bool, u32, Option<u32>) {
+    let mut cwnd_before = 0;
+    let mut saw_loss = false;
+    let mut cwnd_after_undo = None;
+    step(&mut sim, 4 * S, 50 * US, |_, sim| {
+        let tp = &sender(sim, 0).tp;
+        if tp.ca_state == CaState::Loss {
+            saw_loss = true;
+        } else if !saw_loss {
+            cwnd_before = tp.snd_cwnd;
+        } else if cwnd_after_undo.is_none() {
+            cwnd_after_undo = Some(tp.snd_cwnd);
+        }
+    });
+    (finish(sim), saw_loss, cwnd_before, cwnd_after_undo)
+}
+
 fn delay_spike(burst_ns: u64, drops: Vec<u64>) -> SimConfig {
     let mut cfg = dumbbell(2, CcKind::Cubic, 1_000_000, 20 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 4 * S);
     cfg.flows[0].tcp.tcp_rmem = [4096, 16384, 16384];
@@ -137,21 +156,8 @@ fn a_delay_spike_rto_is_undone_by_eifel_detection() {
     // the RTO is undone (TCPLossUndo) and cwnd is restored (tcp_undo_cwnd_reduction:
     // CUBIC's undo_cwnd = max(cwnd, loss_cwnd)). This is the Eifel path, not F-RTO's
     // (TCPSpuriousRTOs counts only F-RTO's own detection, tcp_try_undo_loss(sk, true)).
-    let mut sim = Simulator::new(delay_spike(S, vec![])).unwrap();
-    let mut cwnd_before = 0;
-    let mut saw_loss = false;
-    let mut cwnd_after_undo = None;
-    step(&mut sim, 4 * S, 50 * US, |_, sim| {
-        let tp = &sender(sim, 0).tp;
-        if tp.ca_state == CaState::Loss {
-            saw_loss = true;
-        } else if !saw_loss {
-            cwnd_before = tp.snd_cwnd;
-        } else if cwnd_after_undo.is_none() {
-            cwnd_after_undo = Some(tp.snd_cwnd);
-        }
-    });
-    let out = finish(sim);
+    let sim = Simulator::new(delay_spike(S, vec![])).unwrap();
+    let (out, saw_loss, cwnd_before, cwnd_after_undo) = through_an_rto(sim);
     let c = &out.flows[0].counters;
     assert!(saw_loss && c.get(Mib::TCPTimeouts) >= 1, "the spike should cause an RTO: {c:?}");
     assert_eq!(out.links[bottleneck(2)].stats.drops + out.links[bottleneck(2)].wire.loss_drops, 0, "nothing is lost");
@@ -190,21 +196,8 @@ fn frto_detects_a_spurious_rto_from_sacks_of_never_retransmitted_data() {
         }
     });
     let k = k.expect("C's burst never went out");
-    let mut sim = Simulator::new(delay_spike(burst, vec![k])).unwrap();
-    let mut cwnd_before = 0;
-    let mut saw_loss = false;
-    let mut cwnd_after_undo = None;
-    step(&mut sim, 4 * S, 50 * US, |_, sim| {
-        let tp = &sender(sim, 0).tp;
-        if tp.ca_state == CaState::Loss {
-            saw_loss = true;
-        } else if !saw_loss {
-            cwnd_before = tp.snd_cwnd;
-        } else if cwnd_after_undo.is_none() {
-            cwnd_after_undo = Some(tp.snd_cwnd);
-        }
-    });
-    let out = finish(sim);
+    let sim = Simulator::new(delay_spike(burst, vec![k])).unwrap();
+    let (out, saw_loss, cwnd_before, cwnd_after_undo) = through_an_rto(sim);
     let c = &out.flows[0].counters;
     assert!(saw_loss && c.get(Mib::TCPTimeouts) >= 1, "no RTO: {c:?}");
     assert_eq!(c.get(Mib::TCPSpuriousRTOs), 1, "{c:?}");

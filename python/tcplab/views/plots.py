@@ -31,7 +31,7 @@ bytes.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -188,28 +188,32 @@ def _sig3(x: float) -> str:
     return sig(x, 3)
 
 
-def _ceiling_lines(ax: Any, paths: Mapping[str, FlowPath], flows: list[str], colors: Mapping[str, str]) -> None:
-    """Dashed payload-ceiling line(s): one per distinct value, in the flow's colour when
-    flows differ, grey when they share it."""
+def _reference_lines(
+    ax: Any, per_flow: Mapping[str, float], flows: list[str], colors: Mapping[str, str], label: Callable[[float], str]
+) -> None:
+    """Dashed reference line(s), such as a payload ceiling or a base RTT: one per distinct
+    value, in the flow's colour when flows differ, grey when they share it. ``per_flow``
+    holds each flow's value in plot units; ``label`` names a value."""
     values: dict[float, list[str]] = {}
     for name in flows:
-        if name in paths:
-            values.setdefault(round(paths[name].payload_ceiling_bps, 3), []).append(name)
-    for bps, names in values.items():
+        if name in per_flow:
+            values.setdefault(round(per_flow[name], 9), []).append(name)
+    for y, names in values.items():
         color = "0.35" if len(values) == 1 else colors.get(names[0], "0.35")
         who = "" if len(values) == 1 else f" ({', '.join(names)})"
-        ax.axhline(bps / 1e6, color=color, linestyle="--", linewidth=1.0, label=f"payload ceiling {_mbps(bps)}{who}")
+        ax.axhline(y, color=color, linestyle="--", linewidth=1.0, label=f"{label(y)}{who}")
+
+
+def _ceiling_lines(ax: Any, paths: Mapping[str, FlowPath], flows: list[str], colors: Mapping[str, str]) -> None:
+    """Dashed payload-ceiling line(s), in Mbit/s."""
+    mbps = {n: p.payload_ceiling_bps / 1e6 for n, p in paths.items()}
+    _reference_lines(ax, mbps, flows, colors, lambda y: f"payload ceiling {_mbps(y * 1e6)}")
 
 
 def _base_rtt_lines(ax: Any, paths: Mapping[str, FlowPath], flows: list[str], colors: Mapping[str, str]) -> None:
-    values: dict[float, list[str]] = {}
-    for name in flows:
-        if name in paths:
-            values.setdefault(round(paths[name].base_rtt_s, 9), []).append(name)
-    for s, names in values.items():
-        color = "0.35" if len(values) == 1 else colors.get(names[0], "0.35")
-        who = "" if len(values) == 1 else f" ({', '.join(names)})"
-        ax.axhline(s * 1e3, color=color, linestyle="--", linewidth=1.0, label=f"base RTT {s * 1e3:.1f} ms{who}")
+    """Dashed base-RTT line(s), in ms."""
+    ms = {n: p.base_rtt_s * 1e3 for n, p in paths.items()}
+    _reference_lines(ax, ms, flows, colors, lambda y: f"base RTT {y:.1f} ms")
 
 
 def _ssthresh(rows: pd.DataFrame) -> np.ndarray:
