@@ -154,6 +154,120 @@ pub enum QueueConfig {
     Pfifo { limit_packets: u32 },
     /// Drop-tail FIFO limited in bytes (`bfifo limit N`), counting IP bytes as tc does.
     Bfifo { limit_bytes: u64 },
+    /// Token bucket filter (Linux v6.12 net/sched/sch_tbf.c), with tc's parameters resolved
+    /// to engine units: `limit` (or `latency`, converted as tc does) in bytes.
+    Tbf(TbfConfig),
+    /// Fair queueing with pacing and EDT timestamps (net/sched/sch_fq.c).
+    Fq(FqConfig),
+    /// Flow queueing with CoDel per flow (net/sched/sch_fq_codel.c).
+    FqCodel(FqCodelConfig),
+}
+
+impl QueueConfig {
+    /// The qdisc's name as `tc qdisc` prints it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            QueueConfig::Pfifo { .. } => "pfifo",
+            QueueConfig::Bfifo { .. } => "bfifo",
+            QueueConfig::Tbf(_) => "tbf",
+            QueueConfig::Fq(_) => "fq",
+            QueueConfig::FqCodel(_) => "fq_codel",
+        }
+    }
+
+    /// Drop-tail FIFOs keep the fast path (departure known at enqueue, no dequeue events).
+    pub fn is_fifo(&self) -> bool {
+        matches!(self, QueueConfig::Pfifo { .. } | QueueConfig::Bfifo { .. })
+    }
+}
+
+/// `tc qdisc add ... tbf rate R burst B limit L [peakrate P mtu M]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TbfConfig {
+    pub rate_bps: u64,
+    /// Bucket size (`burst`/`buffer`), bytes.
+    pub burst_bytes: u64,
+    /// Bytes the child queue may hold (tbf's `limit`; tc turns `latency` into it).
+    pub limit_bytes: u64,
+    #[serde(default)]
+    pub peakrate_bps: Option<u64>,
+    /// Peak bucket size (`mtu`/`minburst`), bytes; required with `peakrate`.
+    #[serde(default)]
+    pub mtu_bytes: Option<u64>,
+    /// The child qdisc; `None` = what the kernel installs (a bfifo of `limit_bytes`).
+    #[serde(default)]
+    pub child: Option<Box<QueueConfig>>,
+}
+
+/// `tc qdisc add ... fq ...` (v6.12 defaults in [`FqConfig::default`]).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FqConfig {
+    pub limit_packets: u32,
+    pub flow_limit_packets: u32,
+    /// Hash buckets (`buckets`, a power of two; Cilium sets 2^15).
+    pub buckets: u32,
+    pub quantum_bytes: u32,
+    pub initial_quantum_bytes: u32,
+    /// Per-flow rate cap (`maxrate`); `None` = unlimited.
+    pub maxrate_bps: Option<u64>,
+    pub low_rate_threshold_bps: u64,
+    pub refill_delay_ns: u64,
+    pub horizon_ns: u64,
+    /// `horizon_drop` (true, default) or `horizon_cap`.
+    pub horizon_drop: bool,
+    /// `pacing` (default) or `nopacing`.
+    pub pacing: bool,
+}
+
+impl Default for FqConfig {
+    /// Linux v6.12 net/sched/sch_fq.c: fq_init() with a 1514-byte psched_mtu.
+    fn default() -> Self {
+        FqConfig {
+            limit_packets: 10_000,
+            flow_limit_packets: 100,
+            buckets: 1024,
+            quantum_bytes: 2 * 1514,
+            initial_quantum_bytes: 10 * 1514,
+            maxrate_bps: None,
+            low_rate_threshold_bps: 550_000,
+            refill_delay_ns: 40_000_000,
+            horizon_ns: 10 * NSEC_PER_SEC,
+            horizon_drop: true,
+            pacing: true,
+        }
+    }
+}
+
+/// `tc qdisc add ... fq_codel ...` (v6.12 defaults in [`FqCodelConfig::default`]).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FqCodelConfig {
+    pub limit_packets: u32,
+    pub flows: u32,
+    pub target_ns: u64,
+    pub interval_ns: u64,
+    pub quantum_bytes: u32,
+    pub memory_limit_bytes: u64,
+    pub drop_batch: u32,
+    pub ecn: bool,
+}
+
+impl Default for FqCodelConfig {
+    /// Linux v6.12 net/sched/sch_fq_codel.c: fq_codel_init().
+    fn default() -> Self {
+        FqCodelConfig {
+            limit_packets: 10_240,
+            flows: 1024,
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+            quantum_bytes: 1514,
+            memory_limit_bytes: 32 << 20,
+            drop_batch: 64,
+            ecn: false,
+        }
+    }
 }
 
 impl Default for QueueConfig {
@@ -373,14 +487,7 @@ impl SimConfig {
                 probability(&format!("links.{i}.reorder.p"), r.p)?;
                 in_range(&format!("links.{i}.reorder.delay_ns"), r.delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;
             }
-            match l.queue {
-                QueueConfig::Pfifo { limit_packets } => {
-                    in_range(&format!("links.{i}.queue.limit_packets"), limit_packets as u64, 1, u32::MAX as u64, "packets")?
-                }
-                QueueConfig::Bfifo { limit_bytes } => {
-                    in_range(&format!("links.{i}.queue.limit_bytes"), limit_bytes, 1, u32::MAX as u64, "bytes (tc's u32 limit)")?
-                }
-            }
+            l.queue.validate(&format!("links.{i}.queue"))?;
         }
         for (i, f) in self.flows.iter().enumerate() {
             if f.src as u64 >= n || f.dst as u64 >= n {
@@ -503,5 +610,19 @@ impl TcpConfig {
             ));
         }
         Ok(())
+    }
+}
+
+impl QueueConfig {
+    /// Checks a qdisc's parameters (`at` is the field path). The FIFOs are checked where
+    /// they are used; each timed qdisc checks what its module relies on.
+    pub fn validate(&self, at: &str) -> Result<(), String> {
+        match self {
+            &QueueConfig::Pfifo { limit_packets } => in_range(&format!("{at}.limit_packets"), limit_packets as u64, 1, u32::MAX as u64, "packets"),
+            &QueueConfig::Bfifo { limit_bytes } => in_range(&format!("{at}.limit_bytes"), limit_bytes, 1, u32::MAX as u64, "bytes (tc's u32 limit)"),
+            QueueConfig::Tbf(c) => crate::net::qdisc::tbf::validate(c, at),
+            QueueConfig::Fq(c) => crate::net::qdisc::fq::validate(c, at),
+            QueueConfig::FqCodel(c) => crate::net::qdisc::fq_codel::validate(c, at),
+        }
     }
 }

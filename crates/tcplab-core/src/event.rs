@@ -27,6 +27,8 @@ pub enum EventKind {
     App,
     /// Periodic time-series sample.
     Sample,
+    /// A link's timed qdisc may release a packet (serializer free or watchdog expired).
+    LinkDequeue,
 }
 
 /// 24 bytes of three whole words. (Packing `kind` and `id` into one `u64` matters: the
@@ -44,7 +46,7 @@ pub struct Event {
 impl Event {
     #[inline]
     pub fn kind(&self) -> EventKind {
-        const KINDS: [EventKind; 7] = [
+        const KINDS: [EventKind; 8] = [
             EventKind::LinkTxDone,
             EventKind::LinkArrive,
             EventKind::XmitTimer,
@@ -52,6 +54,7 @@ impl Event {
             EventKind::PacingTimer,
             EventKind::App,
             EventKind::Sample,
+            EventKind::LinkDequeue,
         ];
         KINDS[(self.payload & 0xff) as usize]
     }

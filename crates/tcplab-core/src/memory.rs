@@ -75,10 +75,7 @@ pub fn estimate(cfg: &SimConfig) -> MemoryEstimate {
             delay += r.delay_ns as u128;
         }
         let in_flight = delay * l.rate_bps as u128 / (8 * 1_000_000_000 * min_frame) + 1;
-        let queued = match l.queue {
-            QueueConfig::Pfifo { limit_packets } => limit_packets as u128,
-            QueueConfig::Bfifo { limit_bytes } => limit_bytes as u128 / min_frame + 1,
-        };
+        let queued = queue_bound_packets(&l.queue, min_frame);
         link_bound += in_flight + queued;
     }
     let mut flow_bound: u128 = 0;
@@ -153,5 +150,19 @@ impl MemoryEstimate {
                 human_bytes(limit)
             )
         }
+    }
+}
+
+/// The most packets a qdisc can hold (frames of at least `min_frame` bytes).
+fn queue_bound_packets(q: &QueueConfig, min_frame: u128) -> u128 {
+    match q {
+        QueueConfig::Pfifo { limit_packets } => *limit_packets as u128,
+        QueueConfig::Bfifo { limit_bytes } => *limit_bytes as u128 / min_frame + 1,
+        QueueConfig::Tbf(t) => match &t.child {
+            Some(c) => queue_bound_packets(c, min_frame),
+            None => t.limit_bytes as u128 / min_frame + 1,
+        },
+        QueueConfig::Fq(f) => f.limit_packets as u128,
+        QueueConfig::FqCodel(f) => f.limit_packets as u128,
     }
 }

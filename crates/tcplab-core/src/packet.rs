@@ -37,7 +37,7 @@ pub mod flags {
     pub const FIN: u8 = 1 << 4;
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Packet {
     /// Index of the endpoint that receives this packet.
     pub dst_ep: u32,
@@ -57,6 +57,10 @@ pub struct Packet {
     /// Timestamps option: TSval is the sender's clock at transmission (ns), TSecr echoes.
     pub tsval_ns: u64,
     pub tsecr_ns: u64,
+    /// Earliest departure time (`skb->tstamp` in the EDT model, Linux >= 4.20): the
+    /// sender's `tcp_wstamp_ns` when TCP built it, possibly moved later by an EDT shaper
+    /// (Cilium's Bandwidth Manager). fq holds a packet until then; 0 = not stamped.
+    pub tstamp_ns: u64,
     pub sack: [SackBlock; MAX_SACK_BLOCKS],
     pub num_sacks: u8,
     pub flags: u8,

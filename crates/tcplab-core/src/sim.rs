@@ -85,6 +85,8 @@ pub struct LinkSummary {
     pub to: u32,
     pub qdisc: &'static str,
     pub stats: QdiscStats,
+    /// The qdisc's own counters, named as `tc -s qdisc` prints them.
+    pub xstats: Vec<(&'static str, u64)>,
     pub wire: WireStats,
 }
 
@@ -188,7 +190,6 @@ impl Simulator {
             links,
             routes,
             data: DataAccounting::default(),
-            packets_transmitted: 0,
             host_packets: 0,
         };
         let end_ns = BOOT_NS + cfg.duration_ns;
@@ -300,6 +301,7 @@ impl Simulator {
                 }
                 self.sync_timers(id);
             }
+            EventKind::LinkDequeue => self.net.links[id as usize].on_dequeue(now, id, &mut self.ev),
             EventKind::App => {
                 let ep = 2 * id;
                 let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
@@ -389,9 +391,10 @@ impl Simulator {
             let q = &mut self.queues;
             q.t_ns.push(t);
             q.link.push(i as u32);
-            q.backlog_packets.push(l.qdisc.stats.backlog_packets);
-            q.backlog_bytes.push(l.qdisc.stats.backlog_bytes);
-            q.drops.push(l.qdisc.stats.drops);
+            let st = l.qdisc.stats();
+            q.backlog_packets.push(st.backlog_packets);
+            q.backlog_bytes.push(st.backlog_bytes);
+            q.drops.push(st.drops);
         }
         Ok(())
     }
@@ -439,7 +442,7 @@ impl Simulator {
             l.advance(now);
         }
         let in_flight = self.net.data_in_flight();
-        let d = &self.net.data;
+        let d = &self.net.data_accounting();
         let accounted = d.received + d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route + in_flight;
         let ok = accounted == d.sent;
         let message = if ok {
@@ -497,7 +500,8 @@ impl Simulator {
                 from: l.from,
                 to: l.to,
                 qdisc: l.qdisc.kind(),
-                stats: l.qdisc.stats.clone(),
+                stats: l.qdisc.stats().clone(),
+                xstats: l.qdisc.xstats(),
                 wire: l.wire.clone(),
             })
             .collect();
@@ -509,7 +513,7 @@ impl Simulator {
             series: self.series,
             queues: self.queues,
             events: self.events,
-            packets: self.net.packets_transmitted,
+            packets: self.net.packets_transmitted(),
             host_packets: self.net.host_packets,
             warnings: self.cfg.warnings(),
         }

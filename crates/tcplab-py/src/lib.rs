@@ -112,6 +112,12 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
         ld.set_item("max_backlog_packets", l.stats.max_backlog_packets)?;
         ld.set_item("loss_drops", l.wire.loss_drops + l.wire.drop_list_drops)?;
         ld.set_item("reorder_events", l.wire.reorder_events)?;
+        // The qdisc's own `tc -s qdisc` counters (fq's throttled, fq_codel's drop_overlimit...).
+        let xs = PyDict::new(py);
+        for (k, v) in &l.xstats {
+            xs.set_item(*k, *v)?;
+        }
+        ld.set_item("xstats", xs)?;
         links.append(ld)?;
     }
     d.set_item("links", links)?;

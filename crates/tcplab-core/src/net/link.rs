@@ -1,20 +1,25 @@
 //! A one-way link: egress qdisc -> serializer -> loss -> propagation.
 //!
-//! A packet handed to the link waits in the FIFO until the serializer is free, takes
+//! A packet handed to the link waits in the qdisc until the serializer is free, takes
 //! `(ip_bytes + overhead_bytes) * 8 / rate_bps` to serialize, is judged by the loss model
 //! (a loss on the wire: the bandwidth was spent), and arrives at the far node `delay_ns`
 //! after its last bit left (plus `reorder.delay_ns` for the packets picked for reordering,
 //! netem style). With a FIFO the departure time is known at enqueue (see `qdisc`), so a
 //! packet goes straight into the propagation pipe, ordered by arrival time, and the link
-//! keeps one arrival event scheduled, for the head. The only other event is the transmit
-//! completion of a sender's own data packets, which TSQ needs (`tcp_wfree`).
+//! keeps one arrival event scheduled, for the head. The other events are the transmit
+//! completion of a sender's own data packets, which TSQ needs (`tcp_wfree`), and, with a
+//! timed qdisc (tbf, fq, fq_codel), one dequeue event: when the serializer frees up or the
+//! qdisc's watchdog expires, the link asks the qdisc for its next packet (`qdisc_run()`).
+//!
+//! What the link did with each packet is counted here ([`LinkAccounting`]); the network
+//! adds the links up for the end-of-run conservation check.
 
 use std::collections::VecDeque;
 
 use crate::config::LinkConfig;
 use crate::event::{EventKind, EventQueue};
 use crate::net::loss::{Loss, LossVerdict};
-use crate::net::qdisc::Fifo;
+use crate::net::qdisc::{Dequeue, Qdisc};
 use crate::packet::{flags, Packet};
 use crate::rng::Rng;
 use crate::time::{time_add, tx_time_ns, NEVER};
@@ -35,6 +40,19 @@ pub struct WireStats {
     pub delivered_packets: u64,
 }
 
+/// Where the packets handed to this link went (each hop counts on its own link).
+#[derive(Clone, Debug, Default)]
+pub struct LinkAccounting {
+    /// Packets that started serialization (lost ones included: the bandwidth was spent).
+    pub transmitted: u64,
+    /// Data packets dropped by the qdisc (at enqueue, or later from its queue).
+    pub data_dropped_queue: u64,
+    /// Data packets lost on the wire by the random loss model.
+    pub data_dropped_loss: u64,
+    /// Data packets dropped by the explicit drop list.
+    pub data_dropped_list: u64,
+}
+
 /// A transmit completion owed to the sending socket (TSQ).
 #[derive(Clone, Copy, Debug)]
 pub struct TxCompletion {
@@ -53,26 +71,23 @@ pub struct Link {
     pub rate_bps: u64,
     pub delay_ns: u64,
     pub overhead_bytes: u32,
-    pub qdisc: Fifo,
+    pub qdisc: Qdisc,
     pub wire: WireStats,
+    pub acct: LinkAccounting,
     /// When the serializer finishes the last accepted packet.
     busy_until_ns: u64,
     pipe: VecDeque<(u64, Packet)>,
     pending_arrive_ns: u64,
     completions: VecDeque<TxCompletion>,
+    /// The time of the scheduled transmit-completion event (NEVER: none).
+    pending_tx_done_ns: u64,
+    /// The time of the scheduled dequeue event of a timed qdisc (NEVER: none).
+    pending_dequeue_ns: u64,
+    /// Packets a timed qdisc dropped from its queue during the last call (reused).
+    drop_buf: Vec<Packet>,
     tx_cache: [(u32, u64); 2],
     loss: Loss,
     reorder: Option<Reorder>,
-}
-
-/// What the link did with an offered packet.
-pub enum Enqueued {
-    /// Queued or transmitting; it will arrive.
-    Accepted,
-    /// Accepted and serialized, but lost on the wire.
-    Lost(LossVerdict),
-    /// Tail-dropped by the qdisc.
-    Dropped(Packet),
 }
 
 impl Link {
@@ -90,12 +105,16 @@ impl Link {
             rate_bps: cfg.rate_bps,
             delay_ns: cfg.delay_ns,
             overhead_bytes: cfg.overhead_bytes,
-            qdisc: Fifo::new(&cfg.queue),
+            qdisc: Qdisc::new(&cfg.queue),
             wire: WireStats::default(),
+            acct: LinkAccounting::default(),
             busy_until_ns: 0,
             pipe: VecDeque::with_capacity(256),
             pending_arrive_ns: NEVER,
             completions: VecDeque::with_capacity(64),
+            pending_tx_done_ns: NEVER,
+            pending_dequeue_ns: NEVER,
+            drop_buf: Vec::new(),
             tx_cache: [(u32::MAX, 0); 2],
             loss: Loss::new(&cfg.loss, cfg.loss_filter, loss_rng),
             reorder,
@@ -116,38 +135,166 @@ impl Link {
         t
     }
 
-    /// Hand `pkt` to the link at `now_ns`.
+    /// Hand `pkt` to the link at `now_ns`. Returns false if the qdisc dropped it at once
+    /// (`NET_XMIT_DROP` to a local sender).
     #[inline]
-    pub fn enqueue(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> Enqueued {
+    pub fn enqueue(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
         let len = pkt.ip_bytes + self.overhead_bytes;
-        let start = now_ns.max(self.busy_until_ns);
-        if !self.qdisc.offer(now_ns, start, len) {
-            return Enqueued::Dropped(pkt);
+        match &mut self.qdisc {
+            Qdisc::Fifo(q) => {
+                let start = now_ns.max(self.busy_until_ns);
+                if !q.offer(now_ns, start, len) {
+                    if pkt.is_data() {
+                        self.acct.data_dropped_queue += 1;
+                    }
+                    return false;
+                }
+                // Saturating: a slow link with a long queue may finish beyond the engine's
+                // clock range; such a packet simply never arrives within the run.
+                let finish = time_add(start, self.tx_time(len));
+                self.busy_until_ns = finish;
+                self.put_on_wire(pkt, finish, id, ev);
+                true
+            }
+            Qdisc::Timed(q) => {
+                let is_data = pkt.is_data();
+                let ok = q.enqueue(pkt, len, now_ns, &mut self.drop_buf);
+                if !ok && is_data {
+                    self.acct.data_dropped_queue += 1;
+                }
+                self.flush_drops(now_ns, id, ev);
+                // __dev_xmit_skb() -> qdisc_run(): try to send at once if the device is free.
+                if self.busy_until_ns <= now_ns {
+                    self.pull(now_ns, id, ev);
+                }
+                ok
+            }
         }
-        // Saturating: a slow link with a long queue may finish beyond the engine's clock
-        // range; such a packet simply never arrives within the run.
-        let finish = time_add(start, self.tx_time(len));
-        self.busy_until_ns = finish;
+    }
+
+    /// The dequeue event of a timed qdisc fired.
+    pub fn on_dequeue(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) {
+        if now_ns != self.pending_dequeue_ns {
+            return; // superseded
+        }
+        self.pending_dequeue_ns = NEVER;
+        if self.busy_until_ns > now_ns {
+            self.schedule_dequeue(self.busy_until_ns, id, ev);
+            return;
+        }
+        self.pull(now_ns, id, ev);
+    }
+
+    /// Move the pending dequeue to `at_ns` (the host was off its CPU: see `host::cpu`).
+    pub fn defer_dequeue(&mut self, at_ns: u64, id: u32, ev: &mut EventQueue) {
+        self.pending_dequeue_ns = NEVER;
+        self.schedule_dequeue(at_ns, id, ev);
+    }
+
+    /// Move the pending transmit completion to `at_ns` (the host was off its CPU).
+    pub fn defer_tx_done(&mut self, at_ns: u64, id: u32, ev: &mut EventQueue) {
+        self.pending_tx_done_ns = at_ns;
+        ev.push(at_ns, EventKind::LinkTxDone, id);
+    }
+
+    #[inline]
+    fn schedule_dequeue(&mut self, at_ns: u64, id: u32, ev: &mut EventQueue) {
+        if at_ns != self.pending_dequeue_ns {
+            self.pending_dequeue_ns = at_ns;
+            ev.push(at_ns, EventKind::LinkDequeue, id);
+        }
+    }
+
+    /// The serializer is free at `now_ns`: take the timed qdisc's next packet, or arm the
+    /// dequeue event for when it will have one.
+    fn pull(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) {
+        let Qdisc::Timed(q) = &mut self.qdisc else { return };
+        let d = q.dequeue(now_ns, &mut self.drop_buf);
+        self.flush_drops(now_ns, id, ev);
+        match d {
+            Dequeue::Packet(pkt, len) => {
+                let finish = time_add(now_ns, self.tx_time(len));
+                self.busy_until_ns = finish;
+                self.schedule_dequeue(finish, id, ev);
+                self.put_on_wire(pkt, finish, id, ev);
+            }
+            Dequeue::Wait(t) => {
+                debug_assert!(t > now_ns, "{}: qdisc asked to wait until {t} at {now_ns}", self.name);
+                self.schedule_dequeue(t.max(now_ns + 1), id, ev);
+            }
+            Dequeue::Empty => self.pending_dequeue_ns = NEVER,
+        }
+    }
+
+    /// Account for the packets a timed qdisc dropped from its queue: conservation, and the
+    /// sender's TSQ budget, which freeing the skb returns at once (`tcp_wfree()`).
+    fn flush_drops(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) {
+        if self.drop_buf.is_empty() {
+            return;
+        }
+        let mut buf = std::mem::take(&mut self.drop_buf);
+        for pkt in buf.drain(..) {
+            if pkt.is_data() {
+                self.acct.data_dropped_queue += 1;
+            }
+            if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
+                self.add_completion(
+                    TxCompletion { done_ns: now_ns, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() },
+                    id,
+                    ev,
+                );
+            }
+        }
+        self.drop_buf = buf;
+    }
+
+    #[inline]
+    fn add_completion(&mut self, c: TxCompletion, id: u32, ev: &mut EventQueue) {
+        let at = c.done_ns;
+        if self.completions.back().is_none_or(|b| b.done_ns <= at) {
+            self.completions.push_back(c);
+        } else {
+            let pos = self.completions.partition_point(|b| b.done_ns <= at);
+            self.completions.insert(pos, c);
+        }
+        if self.completions.front().is_some_and(|f| f.done_ns == at) && at < self.pending_tx_done_ns {
+            self.pending_tx_done_ns = at;
+            ev.push(at, EventKind::LinkTxDone, id);
+        }
+    }
+
+    /// The packet starts serialization now and finishes at `finish_ns`: TSQ completion,
+    /// the loss model, then the propagation pipe.
+    #[inline]
+    fn put_on_wire(&mut self, pkt: Packet, finish: u64, id: u32, ev: &mut EventQueue) {
+        self.acct.transmitted += 1;
         if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
             // TX completion for the sender's TSQ accounting, in finish order.
-            if self.completions.is_empty() {
-                ev.push(finish, EventKind::LinkTxDone, id);
-            }
-            self.completions.push_back(TxCompletion {
-                done_ns: finish,
-                ep: pkt.dst_ep ^ 1,
-                seq: pkt.seq,
-                payload_bytes: pkt.payload_bytes(),
-            });
+            self.add_completion(
+                TxCompletion { done_ns: finish, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() },
+                id,
+                ev,
+            );
         }
         match self.loss.judge(&pkt) {
             LossVerdict::Pass => {}
             v => {
+                let is_data = pkt.is_data();
                 match v {
-                    LossVerdict::Listed => self.wire.drop_list_drops += 1,
-                    _ => self.wire.loss_drops += 1,
+                    LossVerdict::Listed => {
+                        self.wire.drop_list_drops += 1;
+                        if is_data {
+                            self.acct.data_dropped_list += 1;
+                        }
+                    }
+                    _ => {
+                        self.wire.loss_drops += 1;
+                        if is_data {
+                            self.acct.data_dropped_loss += 1;
+                        }
+                    }
                 }
-                return Enqueued::Lost(v);
+                return;
             }
         }
         let mut arrive = time_add(finish, self.delay_ns);
@@ -171,15 +318,20 @@ impl Link {
             self.pending_arrive_ns = arrive;
             ev.push(arrive, EventKind::LinkArrive, id);
         }
-        Enqueued::Accepted
     }
 
-    /// A transmit-completion event fired: the completion now due.
+    /// A transmit-completion event fired: the completion now due, if the event is current.
     pub fn on_tx_done(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) -> Option<TxCompletion> {
+        if now_ns != self.pending_tx_done_ns {
+            return None; // superseded by an earlier completion (a qdisc drop) or deferred
+        }
+        self.pending_tx_done_ns = NEVER;
         let c = self.completions.pop_front()?;
         debug_assert!(c.done_ns <= now_ns);
         if let Some(next) = self.completions.front() {
-            ev.push(next.done_ns, EventKind::LinkTxDone, id);
+            let at = next.done_ns.max(now_ns);
+            self.pending_tx_done_ns = at;
+            ev.push(at, EventKind::LinkTxDone, id);
         }
         Some(c)
     }
@@ -201,13 +353,20 @@ impl Link {
         Some(pkt)
     }
 
-    /// Bring queue statistics up to `now_ns`.
+    /// Bring queue statistics up to `now_ns` (a FIFO learns of departures lazily).
     pub fn advance(&mut self, now_ns: u64) {
-        self.qdisc.advance(now_ns);
+        if let Qdisc::Fifo(q) = &mut self.qdisc {
+            q.advance(now_ns);
+        }
     }
 
-    /// Every packet the link will still deliver (waiting, serializing or propagating).
-    pub fn packets_held(&self) -> impl Iterator<Item = &Packet> {
-        self.pipe.iter().map(|(_, p)| p)
+    /// Data packets the link will still deliver (in a timed qdisc, serializing or
+    /// propagating; a FIFO's waiting packets are already in the pipe).
+    pub fn data_packets_held(&self) -> u64 {
+        let mut n = self.pipe.iter().filter(|(_, p)| p.is_data()).count() as u64;
+        if let Qdisc::Timed(q) = &self.qdisc {
+            q.for_each_packet(&mut |p| n += p.is_data() as u64);
+        }
+        n
     }
 }

@@ -6,8 +6,7 @@ pub mod routing;
 
 use crate::event::EventQueue;
 use crate::packet::Packet;
-use link::{Enqueued, Link, TxCompletion};
-use loss::LossVerdict;
+use link::{Link, TxCompletion};
 use routing::{Routes, NO_ROUTE};
 
 /// Where data packets went, for the end-of-run conservation check.
@@ -24,9 +23,9 @@ pub struct DataAccounting {
 pub struct Network {
     pub links: Vec<Link>,
     pub routes: Routes,
+    /// Data packets sent and received by hosts, and dropped for want of a route; the
+    /// links count their own drops ([`Network::data_accounting`]).
     pub data: DataAccounting,
-    /// Packets that completed serialization on any link (each hop counts).
-    pub packets_transmitted: u64,
     /// Packets hosts sent into the network (data and ACKs, each counted once).
     pub host_packets: u64,
 }
@@ -53,30 +52,7 @@ impl Network {
             }
             return false;
         }
-        let is_data = pkt.is_data();
-        match self.links[l as usize].enqueue(pkt, now_ns, l, ev) {
-            Enqueued::Accepted => {
-                self.packets_transmitted += 1;
-                true
-            }
-            Enqueued::Lost(v) => {
-                // Serialized, then lost on the wire: to the sender it was sent.
-                self.packets_transmitted += 1;
-                if is_data {
-                    match v {
-                        LossVerdict::Listed => self.data.dropped_drop_list += 1,
-                        _ => self.data.dropped_loss += 1,
-                    }
-                }
-                true
-            }
-            Enqueued::Dropped(_) => {
-                if is_data {
-                    self.data.dropped_queue += 1;
-                }
-                false
-            }
-        }
+        self.links[l as usize].enqueue(pkt, now_ns, l, ev)
     }
 
     /// A transmit completion is due on `link`.
@@ -87,6 +63,22 @@ impl Network {
 
     /// Data packets currently inside links (queued, serializing or propagating).
     pub fn data_in_flight(&self) -> u64 {
-        self.links.iter().map(|l| l.packets_held().filter(|p| p.is_data()).count() as u64).sum()
+        self.links.iter().map(|l| l.data_packets_held()).sum()
+    }
+
+    /// Packets that started serialization on any link (each hop counts).
+    pub fn packets_transmitted(&self) -> u64 {
+        self.links.iter().map(|l| l.acct.transmitted).sum()
+    }
+
+    /// Where the data packets went: the hosts' counts plus every link's.
+    pub fn data_accounting(&self) -> DataAccounting {
+        let mut d = self.data.clone();
+        for l in &self.links {
+            d.dropped_queue += l.acct.data_dropped_queue;
+            d.dropped_loss += l.acct.data_dropped_loss;
+            d.dropped_drop_list += l.acct.data_dropped_list;
+        }
+        d
     }
 }

@@ -312,6 +312,9 @@ impl TcpSocket {
             rwnd_bytes: wnd,
             tsval_ns: ctx.now_ns,
             tsecr_ns: self.ts_recent_ns,
+            // __tcp_transmit_skb(): every skb leaves stamped with max(tcp_wstamp_ns,
+            // tcp_clock_cache) (Linux v6.12 net/ipv4/tcp_output.c).
+            tstamp_ns: self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache),
             sack,
             num_sacks,
             flags: f,

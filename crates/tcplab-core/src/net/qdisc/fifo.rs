@@ -1,6 +1,4 @@
-//! Queueing disciplines at a link's egress.
-//!
-//! v0.1 has the drop-tail FIFOs `pfifo` (limit in packets) and `bfifo` (limit in bytes),
+//! The drop-tail FIFOs `pfifo` (limit in packets) and `bfifo` (limit in bytes),
 //! as Linux's sch_fifo.c: a packet that would exceed the limit is dropped at enqueue
 //! (tail drop). Statistics use the names `tc -s qdisc` prints (`Sent`, `dropped`,
 //! `overlimits`, `requeues`, `backlog`). Byte counts are IP lengths plus the link's
@@ -16,19 +14,8 @@
 use std::collections::VecDeque;
 
 use crate::config::QueueConfig;
-
-/// `tc -s qdisc` statistics.
-#[derive(Clone, Debug, Default)]
-pub struct QdiscStats {
-    pub sent_bytes: u64,
-    pub sent_packets: u64,
-    pub drops: u64,
-    pub overlimits: u64,
-    pub requeues: u64,
-    pub backlog_bytes: u64,
-    pub backlog_packets: u32,
-    pub max_backlog_packets: u32,
-}
+use crate::net::qdisc::{Dequeue, QdiscStats, TimedQdisc};
+use crate::packet::Packet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Limit {
@@ -50,6 +37,7 @@ impl Fifo {
         let limit = match *cfg {
             QueueConfig::Pfifo { limit_packets } => Limit::Packets(limit_packets),
             QueueConfig::Bfifo { limit_bytes } => Limit::Bytes(limit_bytes),
+            _ => unreachable!("Fifo::new on a timed qdisc"),
         };
         let cap = match limit {
             Limit::Packets(n) => (n as usize).min(4096),
@@ -107,6 +95,74 @@ impl Fifo {
             self.stats.sent_bytes += len_bytes as u64;
         }
         true
+    }
+}
+
+/// A drop-tail FIFO that holds its packets (the child of a timed qdisc such as tbf,
+/// which decides when the head may leave): sch_fifo.c's `pfifo_enqueue()` /
+/// `bfifo_enqueue()` tail drop, `qdisc_dequeue_head()`.
+#[derive(Debug)]
+pub struct HeldFifo {
+    limit: Limit,
+    queue: VecDeque<(Packet, u32)>,
+    pub stats: QdiscStats,
+}
+
+impl HeldFifo {
+    pub fn new(cfg: &QueueConfig) -> HeldFifo {
+        let limit = match *cfg {
+            QueueConfig::Pfifo { limit_packets } => Limit::Packets(limit_packets),
+            QueueConfig::Bfifo { limit_bytes } => Limit::Bytes(limit_bytes),
+            _ => unreachable!("HeldFifo::new on a timed qdisc"),
+        };
+        HeldFifo { limit, queue: VecDeque::with_capacity(64), stats: QdiscStats::default() }
+    }
+
+    /// Length of the head packet, if any (tbf peeks before it dequeues).
+    #[inline]
+    pub fn peek_len(&self) -> Option<u32> {
+        self.queue.front().map(|&(_, len)| len)
+    }
+}
+
+impl TimedQdisc for HeldFifo {
+    fn kind(&self) -> &'static str {
+        match self.limit {
+            Limit::Packets(_) => "pfifo",
+            Limit::Bytes(_) => "bfifo",
+        }
+    }
+
+    fn enqueue(&mut self, pkt: Packet, len_bytes: u32, _now_ns: u64, _dropped: &mut Vec<Packet>) -> bool {
+        let fits = match self.limit {
+            Limit::Packets(n) => self.stats.backlog_packets < n,
+            Limit::Bytes(b) => self.stats.backlog_bytes + len_bytes as u64 <= b,
+        };
+        if !fits {
+            self.stats.drops += 1;
+            return false;
+        }
+        self.stats.enqueued(len_bytes);
+        self.queue.push_back((pkt, len_bytes));
+        true
+    }
+
+    fn dequeue(&mut self, _now_ns: u64, _dropped: &mut Vec<Packet>) -> Dequeue {
+        match self.queue.pop_front() {
+            Some((pkt, len)) => {
+                self.stats.dequeued(len);
+                Dequeue::Packet(pkt, len)
+            }
+            None => Dequeue::Empty,
+        }
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.queue.iter().for_each(|(p, _)| f(p));
     }
 }
 

@@ -1,0 +1,40 @@
+//! PLACEHOLDER (integration skeleton): `tbf` behaves as an unlimited FIFO until its
+//! model lands (issue 8). Replaced wholesale by the real qdisc.
+
+use crate::config::{TbfConfig, QueueConfig};
+use crate::net::qdisc::fifo::HeldFifo;
+use crate::net::qdisc::{Dequeue, QdiscStats, TimedQdisc};
+use crate::packet::Packet;
+
+pub fn validate(_cfg: &TbfConfig, _at: &str) -> Result<(), String> {
+    Ok(())
+}
+
+#[derive(Debug)]
+pub struct Tbf {
+    q: HeldFifo,
+}
+
+impl Tbf {
+    pub fn new(_cfg: &TbfConfig) -> Tbf {
+        Tbf { q: HeldFifo::new(&QueueConfig::Pfifo { limit_packets: u32::MAX }) }
+    }
+}
+
+impl TimedQdisc for Tbf {
+    fn kind(&self) -> &'static str {
+        "tbf"
+    }
+    fn enqueue(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, dropped: &mut Vec<Packet>) -> bool {
+        self.q.enqueue(pkt, len_bytes, now_ns, dropped)
+    }
+    fn dequeue(&mut self, now_ns: u64, dropped: &mut Vec<Packet>) -> Dequeue {
+        self.q.dequeue(now_ns, dropped)
+    }
+    fn stats(&self) -> &QdiscStats {
+        self.q.stats()
+    }
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.q.for_each_packet(f)
+    }
+}
