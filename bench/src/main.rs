@@ -35,16 +35,16 @@ const GBIT: u64 = 1_000_000_000;
 
 /// n senders -> r1 -> r2 -> receiver.
 fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) -> SimConfig {
-    let mut nodes: Vec<NodeConfig> = (0..n).map(|i| NodeConfig { name: format!("s{i}"), kind: NodeKind::Host, hz: tcplab_core::time::DEFAULT_HZ }).collect();
-    nodes.push(NodeConfig { name: "dst".into(), kind: NodeKind::Host, hz: tcplab_core::time::DEFAULT_HZ });
-    nodes.push(NodeConfig { name: "r1".into(), kind: NodeKind::Router, hz: tcplab_core::time::DEFAULT_HZ });
-    nodes.push(NodeConfig { name: "r2".into(), kind: NodeKind::Router, hz: tcplab_core::time::DEFAULT_HZ });
+    let mut nodes: Vec<NodeConfig> = (0..n).map(|i| NodeConfig::new(format!("s{i}"), NodeKind::Host)).collect();
+    nodes.push(NodeConfig::new("dst", NodeKind::Host));
+    nodes.push(NodeConfig::new("r1", NodeKind::Router));
+    nodes.push(NodeConfig::new("r2", NodeKind::Router));
     let (dst, r1, r2) = (n as u32, n as u32 + 1, n as u32 + 2);
     let bdp_pkts = ((rate_bps as f64 / 8.0 * rtt_ns as f64 / 1e9) / 1514.0).round() as u32;
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, queue: QueueConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), reorder: None, queue });
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), reorder: None, queue, edt: Vec::new() });
     };
     // Access links: 10x the bottleneck, 1 us each way; the bottleneck carries the rest of
     // the RTT.

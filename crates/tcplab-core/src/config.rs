@@ -61,6 +61,96 @@ pub struct NodeConfig {
     /// timers (RTO, TLP, delayed ACK, CUBIC's clock, BBR's min_rtt window).
     #[serde(default = "default_hz")]
     pub hz: u32,
+    /// A host that also forwards (a Kubernetes node carrying its pods' traffic).
+    #[serde(default)]
+    pub forwarding: bool,
+    /// The host runs in periodic CPU time slices (a vCPU under contention); `None` = always on.
+    #[serde(default)]
+    pub cpu: Option<CpuConfig>,
+    /// The host's NIC receive side (ring, NAPI, ingress allowance); `None` = packets go
+    /// straight to TCP (an ideal NIC).
+    #[serde(default)]
+    pub nic: Option<NicConfig>,
+}
+
+/// Periodic time slices: the host runs for `share` of every `period_ns`, starting
+/// `phase_ns` into each period (see `host::cpu`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuConfig {
+    pub period_ns: u64,
+    /// Fraction of each period the host runs, in (0, 1].
+    pub share: f64,
+    #[serde(default)]
+    pub phase_ns: u64,
+}
+
+/// A NIC's receive side (see `host::nic`); defaults are ENA's and the kernel's.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NicConfig {
+    /// Driver whose counter names `ethtool -S` shows ("ena", "ixgbe", "mlx5", "virtio").
+    pub driver: String,
+    /// Receive descriptors per queue (`ethtool -g` rx).
+    pub rx_ring: u32,
+    /// Receive queues (RSS spreads flows over them by hash).
+    pub rx_queues: u32,
+    /// CPU time to process one received packet in the NAPI poll, ns.
+    pub rx_cost_ns: u64,
+    /// NAPI weight: packets per poll of one queue.
+    pub napi_weight: u32,
+    /// `net.core.netdev_budget`: packets per softirq round.
+    pub netdev_budget: u32,
+    /// `net.core.netdev_budget_usecs`, as ns: time per softirq round.
+    pub netdev_budget_ns: u64,
+    /// Delay from the first packet in an empty ring to the poll (interrupt moderation), ns.
+    pub irq_delay_ns: u64,
+    /// A cloud ingress allowance in front of the ring; `None` = none.
+    pub allowance: Option<AllowanceConfig>,
+}
+
+impl Default for NicConfig {
+    fn default() -> Self {
+        NicConfig {
+            driver: "ena".into(),
+            rx_ring: 1024,
+            rx_queues: 1,
+            rx_cost_ns: 1_000,
+            napi_weight: 64,
+            netdev_budget: 300,
+            netdev_budget_ns: 2_000_000,
+            irq_delay_ns: 0,
+            allowance: None,
+        }
+    }
+}
+
+/// An instance's ingress allowance: token buckets in bytes and packets. AWS does not
+/// publish the bucket depths; they are parameters. Packets beyond the allowance are
+/// "queued or dropped" (ENA's `bw_in_allowance_exceeded` / `pps_allowance_exceeded`):
+/// they wait in a queue of `queue_packets`, dropped beyond it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllowanceConfig {
+    pub rate_bps: u64,
+    pub burst_bytes: u64,
+    #[serde(default)]
+    pub pps: Option<u64>,
+    #[serde(default)]
+    pub pps_burst: Option<u64>,
+    #[serde(default = "default_allowance_queue")]
+    pub queue_packets: u32,
+}
+
+fn default_allowance_queue() -> u32 {
+    1024
+}
+
+impl NodeConfig {
+    /// A node with the defaults: always on its CPU, an ideal NIC, not forwarding.
+    pub fn new(name: impl Into<String>, kind: NodeKind) -> NodeConfig {
+        NodeConfig { name: name.into(), kind, hz: default_hz(), forwarding: false, cpu: None, nic: None }
+    }
 }
 
 fn default_node_kind() -> NodeKind {
@@ -100,6 +190,26 @@ pub struct LinkConfig {
     pub reorder: Option<ReorderConfig>,
     #[serde(default)]
     pub queue: QueueConfig,
+    /// EDT rate limiters applied before the qdisc (Cilium's Bandwidth Manager at the
+    /// node's device: one aggregate per pod; see `host::shaper`).
+    #[serde(default)]
+    pub edt: Vec<EdtConfig>,
+}
+
+/// One pod's EDT aggregate (Cilium `bpf/lib/edt.h`): packets from `nodes` are stamped
+/// to leave no faster than `rate_bps`; a packet stamped `drop_horizon_ns` or more ahead
+/// of now is dropped before the qdisc.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdtConfig {
+    pub nodes: Vec<u32>,
+    pub rate_bps: u64,
+    #[serde(default = "default_edt_horizon_ns")]
+    pub drop_horizon_ns: u64,
+}
+
+fn default_edt_horizon_ns() -> u64 {
+    2 * NSEC_PER_SEC
 }
 
 pub fn default_overhead() -> u32 {

@@ -557,14 +557,15 @@ mod tests {
             loss_filter: LossFilter::default(),
             reorder: None,
             queue: QueueConfig::Pfifo { limit_packets: 1000 },
+            edt: Vec::new(),
         };
         SimConfig {
             seed: 1,
             duration_ns,
             sample_interval_ns: 100_000_000,
             nodes: vec![
-                NodeConfig { name: "a".into(), kind: NodeKind::Host, hz: crate::time::DEFAULT_HZ },
-                NodeConfig { name: "b".into(), kind: NodeKind::Host, hz: crate::time::DEFAULT_HZ },
+                NodeConfig::new("a", NodeKind::Host),
+                NodeConfig::new("b", NodeKind::Host),
             ],
             links: vec![link("ab", 0, 1, fwd_delay_ns), link("ba", 1, 0, rev_delay_ns)],
             flows: vec![FlowConfig {

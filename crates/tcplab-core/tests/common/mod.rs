@@ -12,18 +12,18 @@ pub const MSS: u64 = 1448;
 pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queue: QueueConfig, duration_ns: u64) -> SimConfig {
     let mut nodes = Vec::new();
     for i in 0..n {
-        nodes.push(NodeConfig { name: format!("s{i}"), kind: NodeKind::Host, hz: tcplab_core::time::DEFAULT_HZ });
+        nodes.push(NodeConfig::new(format!("s{i}"), NodeKind::Host));
     }
-    nodes.push(NodeConfig { name: "dst".into(), kind: NodeKind::Host, hz: tcplab_core::time::DEFAULT_HZ });
-    nodes.push(NodeConfig { name: "r1".into(), kind: NodeKind::Router, hz: tcplab_core::time::DEFAULT_HZ });
-    nodes.push(NodeConfig { name: "r2".into(), kind: NodeKind::Router, hz: tcplab_core::time::DEFAULT_HZ });
+    nodes.push(NodeConfig::new("dst", NodeKind::Host));
+    nodes.push(NodeConfig::new("r1", NodeKind::Router));
+    nodes.push(NodeConfig::new("r2", NodeKind::Router));
     let dst = n as u32;
     let r1 = n as u32 + 1;
     let r2 = n as u32 + 2;
     let fast = rate_bps * 100;
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, q: QueueConfig, loss: LossConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss, loss_filter: LossFilter::default(), reorder: None, queue: q });
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss, loss_filter: LossFilter::default(), reorder: None, queue: q, edt: Vec::new() });
     };
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     for i in 0..n as u32 {
