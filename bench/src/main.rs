@@ -16,6 +16,20 @@
 //! - `5`: four CUBIC flows, 100 Mbit/s, 0.5 ms RTT, 0.1% random loss, 60 simulated minutes
 //!   (the shape of the cluster in seed 000).
 //!
+//! Issue 8 (the datapath around TCP), each beside the issue-3 scenario it extends:
+//! - `3c`: `3a` with a CPU model at 100 % share (10 ms period) on every sender: it must cost
+//!   nothing measurable against `3a`, and give the same packets;
+//! - `6a`: one CUBIC flow through a tbf (rate 100 Mbit/s, burst 32 KB, limit 1 BDP at the
+//!   shaped rate = 250 KB, pfifo child as tc installs it) on the 1 Gbit/s bottleneck port,
+//!   20 ms RTT, 60 s; `6b`: the same with an fq_codel child under the tbf;
+//! - `7a` / `7b`: ten BBR flows, 1 Gbit/s, 20 ms, 20 s, paced by TCP (`7a` = `3b`) / with fq
+//!   on each sender's egress (the sockets leave pacing to fq, SK_PACING_FQ);
+//! - `8a` / `8b`: fan-in: 16 senders (10 Gbit/s each) -> one switch -> one receiver
+//!   (25 Gbit/s), 10 us per hop; every 20 ms each sender starts a 2 MB CUBIC transfer
+//!   (100 rounds, 2.1 s): with an ideal NIC (`8a`) / with an ENA-like receive ring of 1024
+//!   descriptors on the receiver (`8b`);
+//! - `9`: ten CUBIC flows, 1 Gbit/s, 20 ms, 20 s, fq_codel (Linux defaults) at the bottleneck.
+//!
 //! For each: wall seconds (fastest of `--repeat` runs; the runs are deterministic, so the
 //! minimum filters out interference), packets the hosts sent per wall second (each packet
 //! once: the headline), link transmissions per wall second, events per wall second,
@@ -89,6 +103,94 @@ fn cluster(duration_ns: u64) -> SimConfig {
     cfg
 }
 
+/// The bottleneck port (r1 -> r2) of a [`dumbbell`] with `n` senders.
+fn bottleneck(cfg: &mut SimConfig, n: usize) -> &mut LinkConfig {
+    &mut cfg.links[2 * n]
+}
+
+/// Scenario 3c: 3a with every sender on a CPU model at 100 % share.
+fn cpu_full_share(duration_ns: u64) -> SimConfig {
+    let mut cfg = dumbbell(10, CcKind::Cubic, GBIT, 20 * MS, duration_ns);
+    for node in cfg.nodes.iter_mut().take(10) {
+        node.cpu = Some(CpuConfig { period_ns: 10 * MS, share: 1.0, phase_ns: 0 });
+    }
+    cfg
+}
+
+/// Scenarios 6a/6b: one CUBIC flow through a 100 Mbit/s tbf on the 1 Gbit/s bottleneck port.
+fn tbf_shaped(child: Option<QueueConfig>, duration_ns: u64) -> SimConfig {
+    let mut cfg = dumbbell(1, CcKind::Cubic, GBIT, 20 * MS, duration_ns);
+    let rate_bps = 100 * MBIT;
+    // `tc qdisc add dev X root tbf rate 100mbit burst 32kb limit 250000`: tc's "kb" is
+    // 1024 bytes; the limit is one BDP at the shaped rate (100 Mbit/s x 20 ms).
+    bottleneck(&mut cfg, 1).queue = QueueConfig::Tbf(TbfConfig {
+        rate_bps,
+        burst_bytes: 32 * 1024,
+        limit_bytes: rate_bps / 8 * 20 / 1000,
+        peakrate_bps: None,
+        mtu_bytes: None,
+        child: child.map(Box::new),
+    });
+    cfg
+}
+
+/// Scenario 7b: 3b with fq (v6.12 defaults) on each sender's egress link.
+fn bbr_fq(duration_ns: u64) -> SimConfig {
+    let n = 10;
+    let mut cfg = dumbbell(n, CcKind::Bbr, GBIT, 20 * MS, duration_ns);
+    // dumbbell() adds sender i's egress link (i -> r1) as link 2i.
+    for i in 0..n {
+        assert_eq!(cfg.links[2 * i].from, i as u32);
+        cfg.links[2 * i].queue = QueueConfig::Fq(FqConfig::default());
+    }
+    cfg
+}
+
+/// Scenario 9: 3a with fq_codel (Linux defaults) at the bottleneck port.
+fn fq_codel_bottleneck(duration_ns: u64) -> SimConfig {
+    let mut cfg = dumbbell(10, CcKind::Cubic, GBIT, 20 * MS, duration_ns);
+    bottleneck(&mut cfg, 10).queue = QueueConfig::FqCodel(FqCodelConfig::default());
+    cfg
+}
+
+/// Scenarios 8a/8b: fan-in. `n` senders -> sw -> one receiver; every `every_ns` each sender
+/// starts a CUBIC transfer of `bytes` (`rounds` rounds); the receiver has `nic`.
+fn fan_in(n: usize, rounds: u64, bytes: u64, every_ns: u64, nic: Option<NicConfig>, duration_ns: u64) -> SimConfig {
+    let mut nodes: Vec<NodeConfig> = (0..n).map(|i| NodeConfig::new(format!("s{i}"), NodeKind::Host)).collect();
+    let mut rx = NodeConfig::new("dst", NodeKind::Host);
+    rx.nic = nic;
+    nodes.push(rx);
+    nodes.push(NodeConfig::new("sw", NodeKind::Router));
+    let (dst, sw) = (n as u32, n as u32 + 1);
+    let big = QueueConfig::Pfifo { limit_packets: 100_000 };
+    let mut links = Vec::new();
+    let mut add = |a: u32, b: u32, rate: u64, queue: QueueConfig| {
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: 10_000, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), reorder: None, queue, edt: Vec::new() });
+    };
+    for i in 0..n as u32 {
+        add(i, sw, 10 * GBIT, big.clone());
+        add(sw, i, 10 * GBIT, big.clone());
+    }
+    // The switch port into the receiver: 25 Gbit/s, 1000 packets of buffer.
+    add(sw, dst, 25 * GBIT, QueueConfig::Pfifo { limit_packets: 1000 });
+    add(dst, sw, 25 * GBIT, big);
+    let flows = (0..rounds)
+        .flat_map(|r| (0..n as u32).map(move |i| (r, i)))
+        .map(|(r, i)| FlowConfig {
+            name: format!("r{r}s{i}"),
+            src: i,
+            dst,
+            cc: CcKind::Cubic,
+            start_ns: every_ns * r,
+            stop_ns: None,
+            app: AppConfig::BulkBytes { bytes },
+            tcp: TcpConfig::default(),
+            cc_params: CcParams::default(),
+        })
+        .collect();
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+}
+
 fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
     let q = |full: u64, short: u64| if quick { short } else { full };
     vec![
@@ -99,6 +201,14 @@ fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
         ("3b", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s", dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S)),
         ("4", "1000 x 100 KB CUBIC flows over 10 s, 1 Gbit/s", short_flows(if quick { 100 } else { 1000 }, 100_000, q(10, 1) * S, q(12, 3) * S)),
         ("5", "4 CUBIC, 100 Mbit/s, 0.5 ms, 0.1% loss, 60 min", cluster(q(3600, 60) * S)),
+        ("3c", "3a + CPU model at 100% share on each sender", cpu_full_share(q(20, 3) * S)),
+        ("6a", "1 CUBIC, tbf 100 Mbit/s on 1 Gbit/s, 20 ms, 60 s", tbf_shaped(None, q(60, 6) * S)),
+        ("6b", "6a with an fq_codel child under tbf", tbf_shaped(Some(QueueConfig::FqCodel(FqCodelConfig::default())), q(60, 6) * S)),
+        ("7a", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, TCP pacing", dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S)),
+        ("7b", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, fq pacing", bbr_fq(q(20, 3) * S)),
+        ("8a", "fan-in 16->1 at 25G, 100 x 16 x 2 MB, ideal NIC", fan_in(16, q(100, 10), 2_000_000, 20 * MS, None, q(2100, 210) * MS)),
+        ("8b", "8a with an ENA rx ring of 1024 on the receiver", fan_in(16, q(100, 10), 2_000_000, 20 * MS, Some(NicConfig { rx_ring: 1024, ..NicConfig::default() }), q(2100, 210) * MS)),
+        ("9", "10 CUBIC, 1 Gbit/s, 20 ms, 20 s, fq_codel", fq_codel_bottleneck(q(20, 3) * S)),
     ]
 }
 
@@ -156,7 +266,7 @@ fn main() {
     }
     if !json {
         println!(
-            "{:<3} {:<46} {:>7} {:>11} {:>10} {:>9} {:>8} {:>10} {:>8} {:>11}",
+            "{:<3} {:<48} {:>7} {:>11} {:>10} {:>9} {:>8} {:>10} {:>8} {:>11}",
             "id", "scenario", "wall s", "host pkts", "Mpkt/s", "link M/s", "Mev/s", "sim s/wall", "peak MB", "goodput Mb/s"
         );
     }
@@ -173,7 +283,7 @@ fn main() {
             );
         } else {
             println!(
-                "{:<3} {:<46} {:>7.2} {:>11} {:>10.2} {:>9.2} {:>8.2} {:>10.1} {:>8.1} {:>11.1}",
+                "{:<3} {:<48} {:>7.2} {:>11} {:>10.2} {:>9.2} {:>8.2} {:>10.1} {:>8.1} {:>11.1}",
                 id,
                 name,
                 r.wall_s,
