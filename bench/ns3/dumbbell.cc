@@ -12,6 +12,24 @@
 // (no RACK-TLP, no receive-window autotuning, 2-byte PPP framing instead of 14-byte
 // Ethernet).
 //
+// Issue 8: a queue discipline on the bottleneck port (r1 -> r2) instead of the drop-tail
+// device queue, mirroring tcplab's scenarios 6a/6b (tbf) and 9 (fq_codel):
+//   --qdisc=tbf --tbfRate=100Mbps --tbfBurst=32768 --tbfLimit=250000 [--tbfChild=fq_codel]
+//       ns3::TbfQueueDisc (rate, bucket `Burst` bytes, no peak rate); its child is a
+//       FifoQueueDisc of `tbfLimit` bytes (what Linux's tbf installs: a bfifo of `limit`), or
+//       an FqCoDelQueueDisc configured as below;
+//   --qdisc=fq_codel
+//       ns3::FqCoDelQueueDisc with Linux's fq_codel defaults: MaxSize 10240p, Flows 1024,
+//       Target 5 ms, Interval 100 ms, DropBatchSize 64, UseEcn false (ns-3's default is
+//       true), Perturbation 0 (a fixed hash salt, as a seeded run wants). Quantum: ns-3 has
+//       no attribute and takes the device MTU (1500, it counts IP bytes) where Linux uses
+//       1514 (it counts the Ethernet header): one full-size packet per round in both. ns-3
+//       has no `memory_limit` (32 MB in Linux; never reached by these scenarios).
+// With a qdisc the bottleneck device's own queue is 1 packet (Linux has BQL in front of
+// the NIC; a deep device queue would sit behind the qdisc and out of its sight), and the
+// qdisc counts IP packet sizes (tcplab's tbf counts whole Ethernet frames, as Linux's).
+// ns-3 has no sch_fq with EDT timestamps: tcplab's fq scenarios have no ns-3 peer.
+//
 // Output: one JSON line with the goodput, the simulated seconds and ns-3's event count.
 // The harness (bench/run.py) measures wall time and peak memory around the process.
 
@@ -54,7 +72,27 @@ main(int argc, char* argv[])
     cmd.AddValue("rate", "bottleneck rate (ns-3 DataRate)", rate);
     cmd.AddValue("rtt", "round-trip propagation delay, ms", rttMs);
     cmd.AddValue("duration", "simulated seconds", durationS);
+    std::string qdisc = "none";
+    std::string tbfRate = "100Mbps";
+    uint32_t tbfBurst = 32768;
+    uint32_t tbfLimit = 250000;
+    std::string tbfChild = "fifo";
+    cmd.AddValue("qdisc", "bottleneck queue discipline: none (drop-tail device queue), tbf or fq_codel", qdisc);
+    cmd.AddValue("tbfRate", "tbf rate (ns-3 DataRate)", tbfRate);
+    cmd.AddValue("tbfBurst", "tbf bucket, bytes", tbfBurst);
+    cmd.AddValue("tbfLimit", "tbf limit (its FIFO child's size), bytes", tbfLimit);
+    cmd.AddValue("tbfChild", "tbf's child: fifo or fq_codel", tbfChild);
     cmd.Parse(argc, argv);
+    if (qdisc != "none" && qdisc != "tbf" && qdisc != "fq_codel")
+    {
+        std::fprintf(stderr, "error: --qdisc=%s: expected none, tbf or fq_codel\n", qdisc.c_str());
+        return 2;
+    }
+    if (tbfChild != "fifo" && tbfChild != "fq_codel")
+    {
+        std::fprintf(stderr, "error: --tbfChild=%s: expected fifo or fq_codel\n", tbfChild.c_str());
+        return 2;
+    }
 
     const std::string tcpType = cc == "bbr" ? "ns3::TcpBbr" : "ns3::TcpCubic";
     Set("ns3::TcpL4Protocol::SocketType", TypeIdValue(TypeId::LookupByName(tcpType)));
@@ -97,7 +135,7 @@ main(int argc, char* argv[])
     bottleneckLink.SetChannelAttribute("Delay", TimeValue(oneWay));
     bottleneckLink.SetQueue("ns3::DropTailQueue",
                             "MaxSize",
-                            QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, bdpPackets)));
+                            QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, qdisc == "none" ? bdpPackets : 1)));
 
     InternetStackHelper stack;
     stack.InstallAll();
@@ -123,6 +161,52 @@ main(int argc, char* argv[])
     {
         tch.Uninstall(d);
     }
+    // The bottleneck port r1 -> r2 (r1's device on the bottleneck link).
+    Ptr<NetDevice> bottleneckPort = devices[flows].Get(0);
+    // fq_codel with Linux's defaults (see the top of this file); as the root or as tbf's child.
+    auto fqCodel = [](TrafficControlHelper& h, bool root, uint16_t parent, uint16_t classId) {
+#define FQ_CODEL_ARGS                                                                                  \
+    "ns3::FqCoDelQueueDisc", "MaxSize", QueueSizeValue(QueueSize("10240p")), "Flows", UintegerValue(1024), \
+        "Target", StringValue("5ms"), "Interval", StringValue("100ms"), "DropBatchSize", UintegerValue(64), \
+        "UseEcn", BooleanValue(false), "Perturbation", UintegerValue(0)
+        if (root)
+        {
+            h.SetRootQueueDisc(FQ_CODEL_ARGS);
+        }
+        else
+        {
+            h.AddChildQueueDisc(parent, classId, FQ_CODEL_ARGS);
+        }
+#undef FQ_CODEL_ARGS
+    };
+    if (qdisc == "tbf")
+    {
+        TrafficControlHelper tbf;
+        const uint16_t handle = tbf.SetRootQueueDisc("ns3::TbfQueueDisc",
+                                                     "Rate", DataRateValue(DataRate(tbfRate)),
+                                                     "Burst", UintegerValue(tbfBurst),
+                                                     "PeakRate", DataRateValue(DataRate("0bps")),
+                                                     "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::BYTES, tbfLimit)));
+        if (tbfChild == "fq_codel")
+        {
+            const auto classes = tbf.AddQueueDiscClasses(handle, 1, "ns3::QueueDiscClass");
+            fqCodel(tbf, false, handle, classes[0]);
+        }
+        QueueDiscContainer installed = tbf.Install(bottleneckPort);
+        if (tbfChild == "fq_codel")
+        {
+            // A child has no device to take its quantum from (CheckConfig would refuse a
+            // quantum of 0): give it the device MTU, as the root fq_codel gets.
+            installed.Get(0)->GetQueueDiscClass(0)->GetQueueDisc()->GetObject<FqCoDelQueueDisc>()->SetQuantum(
+                bottleneckPort->GetMtu());
+        }
+    }
+    else if (qdisc == "fq_codel")
+    {
+        TrafficControlHelper fq;
+        fqCodel(fq, true, 0, 0);
+        fq.Install(bottleneckPort);
+    }
     Ipv4GlobalRoutingHelper::PopulateRoutingTables();
 
     const uint16_t port = 5001;
@@ -141,9 +225,9 @@ main(int argc, char* argv[])
     const uint64_t events = Simulator::GetEventCount();
     Simulator::Destroy();
 
-    std::printf("{\"ns3_version\":\"3.44\",\"cc\":\"%s\",\"flows\":%u,\"goodput_bps\":%.1f,\"sim_s\":%g,"
+    std::printf("{\"ns3_version\":\"3.44\",\"qdisc\":\"%s\",\"cc\":\"%s\",\"flows\":%u,\"goodput_bps\":%.1f,\"sim_s\":%g,"
                 "\"events\":%llu,\"bdp_packets\":%u,\"unset_attributes\":[",
-                cc.c_str(), flows, rx * 8.0 / durationS, durationS,
+                qdisc == "tbf" ? ("tbf/" + tbfChild).c_str() : qdisc.c_str(), cc.c_str(), flows, rx * 8.0 / durationS, durationS,
                 static_cast<unsigned long long>(events), bdpPackets);
     for (size_t i = 0; i < g_unset.size(); i++)
     {

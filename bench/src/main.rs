@@ -20,8 +20,8 @@
 //! - `3c`: `3a` with a CPU model at 100 % share (10 ms period) on every sender: it must cost
 //!   nothing measurable against `3a`, and give the same packets;
 //! - `6a`: one CUBIC flow through a tbf (rate 100 Mbit/s, burst 32 KB, limit 1 BDP at the
-//!   shaped rate = 250 KB, pfifo child as tc installs it) on the 1 Gbit/s bottleneck port,
-//!   20 ms RTT, 60 s; `6b`: the same with an fq_codel child under the tbf;
+//!   shaped rate = 250 KB, a bfifo child of `limit` as the kernel installs it) on the
+//!   1 Gbit/s bottleneck port, 20 ms RTT, 60 s; `6b`: the same with an fq_codel child;
 //! - `7a` / `7b`: ten BBR flows, 1 Gbit/s, 20 ms, 20 s, paced by TCP (`7a` = `3b`) / with fq
 //!   on each sender's egress (the sockets leave pacing to fq, SK_PACING_FQ);
 //! - `8a` / `8b`: fan-in: 16 senders (10 Gbit/s each) -> one switch -> one receiver
