@@ -203,6 +203,10 @@ def parallel_speedup(quick: bool) -> dict:
     return {"variants": 4, "duration": duration, "wall_1": walls[1], "wall_2": walls[2], "speedup": walls[1] / walls[2]}
 
 
+def _secs(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="shortened scenarios")
@@ -260,7 +264,8 @@ def main() -> int:
 
     # ---- report
     hdr = (
-        f"{'id':<3} {'scenario':<48} {'wall s':>7} {'Mpkt/s':>7} {'sim/wall':>9} {'peak MB':>8} {'goodput':>8}"
+        f"{'id':<3} {'scenario':<48} {'wall s':>7} {'cpu s':>6} {'Mpkt/s':>7} {'sim/wall':>9}"
+        f" {'peak MB':>8} {'goodput':>8}"
         f" | {'ns-3 s':>8} {'ns-3 MB':>8} {'goodput':>8} {'speed x':>8}"
     )
     print(hdr)
@@ -268,7 +273,8 @@ def main() -> int:
     for sid in ids:
         t = rows[sid]["tcplab"]
         line = (
-            f"{sid:<3} {t['name']:<48} {t['wall_s']:>7.2f} {t['host_packets'] / t['wall_s'] / 1e6:>7.2f}"
+            f"{sid:<3} {t['name']:<48} {t['wall_s']:>7.2f} {_secs(t.get('cpu_s')):>6}"
+            f" {t['host_packets'] / t['wall_s'] / 1e6:>7.2f}"
             f" {t['sim_s'] / t['wall_s']:>9.1f} {t['peak_rss_bytes'] / 1e6:>8.1f} {t['goodput_bps'] / 1e6:>8.1f}"
         )
         n = rows[sid].get("ns3")
@@ -287,6 +293,7 @@ def main() -> int:
         print(line)
     print()
     print("Mpkt/s: packets sent by hosts (data + ACKs, each once) per wall second. goodput in Mbit/s.")
+    print("cpu s: on-CPU seconds of tcplab's run (fastest repeat); below wall s when other processes share the cores.")
     print("speed x: ns-3 wall time / tcplab wall time; n/c = goodputs differ by more than 10% (not comparable).")
     missing = [sid for sid in ids if "ns3" not in rows[sid] and sid in NO_NS3]
     if missing and ns3_exe is not None:

@@ -35,7 +35,10 @@
 //! once: the headline), link transmissions per wall second, events per wall second,
 //! simulated seconds per wall second, peak resident memory of the process (`VmHWM`; run one
 //! scenario per process with `--scenario` to attribute it), and the goodput the run
-//! computed. Benchmarks are not tests; figures go into BENCHMARKS.md with the machine.
+//! computed. The JSON line also has `cpu_s`: the on-CPU seconds of the run thread (fastest
+//! repeat, from `/proc/thread-self/schedstat`), which on a loaded machine is a steadier
+//! measure than wall time. Benchmarks are not tests; figures go into BENCHMARKS.md with the
+//! machine.
 
 use std::time::Instant;
 
@@ -214,6 +217,10 @@ fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
 
 struct Row {
     wall_s: f64,
+    /// On-CPU seconds of the fastest-on-CPU repeat (NaN where /proc has no schedstat): on a
+    /// shared machine, wall time includes the time other processes held the core; this
+    /// does not (it still includes their cache pollution).
+    cpu_s: f64,
     host_packets: u64,
     link_packets: u64,
     events: u64,
@@ -225,18 +232,30 @@ struct Row {
 fn bench(cfg: &SimConfig, repeat: usize) -> Row {
     let sim_s = cfg.duration_ns as f64 / 1e9;
     let mut wall_s = f64::INFINITY;
+    let mut cpu_s = f64::INFINITY;
     let mut last = None;
     for _ in 0..repeat.max(1) {
+        let c0 = thread_cpu_ns();
         let t0 = Instant::now();
         let out = Simulator::new(cfg.clone()).expect("valid").run();
         wall_s = wall_s.min(t0.elapsed().as_secs_f64());
+        cpu_s = match (c0, thread_cpu_ns()) {
+            (Some(a), Some(b)) => cpu_s.min(b.saturating_sub(a) as f64 / 1e9),
+            _ => f64::NAN,
+        };
         last = Some(out);
     }
     let out = last.unwrap();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     let goodput_bps: f64 = out.flows.iter().map(|f| f.bytes_received as f64 * 8.0).sum::<f64>() / sim_s;
     let flows_done = out.flows.iter().filter(|f| f.end_ns < cfg.duration_ns).count();
-    Row { wall_s, host_packets: out.host_packets, link_packets: out.packets, events: out.events, sim_s, goodput_bps, flows_done }
+    Row { wall_s, cpu_s, host_packets: out.host_packets, link_packets: out.packets, events: out.events, sim_s, goodput_bps, flows_done }
+}
+
+/// Time this thread has spent on a CPU, ns (Linux `/proc/thread-self/schedstat`, first field:
+/// `sum_exec_runtime`); `None` where the file is missing.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
 }
 
 /// Peak resident set size of this process, bytes (Linux `VmHWM`).
@@ -278,8 +297,10 @@ fn main() {
         let rss = peak_rss_bytes();
         if json {
             println!(
-                "{{\"id\":\"{id}\",\"name\":\"{name}\",\"wall_s\":{:.6},\"host_packets\":{},\"link_packets\":{},\"events\":{},\"sim_s\":{},\"goodput_bps\":{:.1},\"peak_rss_bytes\":{rss},\"flows\":{},\"flows_done\":{}}}",
-                r.wall_s, r.host_packets, r.link_packets, r.events, r.sim_s, r.goodput_bps, cfg.flows.len(), r.flows_done
+                "{{\"id\":\"{id}\",\"name\":\"{name}\",\"wall_s\":{:.6},\"cpu_s\":{},\"host_packets\":{},\"link_packets\":{},\"events\":{},\"sim_s\":{},\"goodput_bps\":{:.1},\"peak_rss_bytes\":{rss},\"flows\":{},\"flows_done\":{}}}",
+                r.wall_s,
+                if r.cpu_s.is_finite() { format!("{:.6}", r.cpu_s) } else { "null".into() },
+                r.host_packets, r.link_packets, r.events, r.sim_s, r.goodput_bps, cfg.flows.len(), r.flows_done
             );
         } else {
             println!(
