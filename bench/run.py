@@ -99,8 +99,9 @@ def run_measured(cmd: list[str], timeout: float) -> tuple[str, float]:
     return out, wall
 
 
-def run_with_rusage(cmd: list[str], timeout: float) -> tuple[str, float, int]:
-    """Run ``cmd``; return (stdout, wall seconds, the child's own peak RSS from wait4)."""
+def run_with_rusage(cmd: list[str], timeout: float) -> tuple[str, float, int, float]:
+    """Run ``cmd``; return (stdout, wall seconds, the child's own peak RSS and CPU seconds
+    (user + system) from wait4)."""
     import tempfile
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -122,7 +123,7 @@ def run_with_rusage(cmd: list[str], timeout: float) -> tuple[str, float, int]:
         text, errtext = out.read().decode(), err.read().decode()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {errtext.strip()[-400:]}")
-    return text, wall, usage.ru_maxrss * 1024
+    return text, wall, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def build_tcplab_bench() -> Path:
@@ -253,9 +254,9 @@ def main() -> int:
             dur = quick_s if args.quick else full_s
             say(f"ns-3 {sid}: {dur} simulated seconds ...")
             try:
-                out, wall, rss = run_with_rusage([str(ns3_exe), *ns_args, f"--duration={dur}"], timeout=3600)
+                out, wall, rss, cpu = run_with_rusage([str(ns3_exe), *ns_args, f"--duration={dur}"], timeout=3600)
                 n = json.loads(out.strip().splitlines()[-1])
-                n.update(wall_s=wall, peak_rss_bytes=rss)
+                n.update(wall_s=wall, peak_rss_bytes=rss, cpu_s=cpu)
                 rows[sid]["ns3"] = n
             except (RuntimeError, json.JSONDecodeError, IndexError) as e:
                 rows[sid]["ns3"] = {"error": str(e)}
@@ -266,7 +267,7 @@ def main() -> int:
     hdr = (
         f"{'id':<3} {'scenario':<48} {'wall s':>7} {'cpu s':>6} {'Mpkt/s':>7} {'sim/wall':>9}"
         f" {'peak MB':>8} {'goodput':>8}"
-        f" | {'ns-3 s':>8} {'ns-3 MB':>8} {'goodput':>8} {'speed x':>8}"
+        f" | {'ns-3 s':>8} {'cpu s':>7} {'ns-3 MB':>8} {'goodput':>8} {'speed x':>8} {'cpu x':>6}"
     )
     print(hdr)
     print("-" * len(hdr))
@@ -279,7 +280,7 @@ def main() -> int:
         )
         n = rows[sid].get("ns3")
         if n is None:
-            line += f" | {'-':>8} {'-':>8} {'-':>8} {'-':>8}"
+            line += f" | {'-':>8} {'-':>7} {'-':>8} {'-':>8} {'-':>8} {'-':>6}"
         elif "error" in n:
             line += f" | ns-3 failed: {n['error'][:60]}"
         else:
@@ -288,13 +289,18 @@ def main() -> int:
             n["comparable"] = comparable
             ratio = n["wall_s"] / t["wall_s"]
             n["speed_ratio"] = ratio if comparable else None
+            cpu_ratio = n["cpu_s"] / t["cpu_s"] if t.get("cpu_s") else None
+            n["cpu_ratio"] = cpu_ratio if comparable else None
             shown = f"{ratio:>8.0f}" if comparable else f"{'n/c':>8}"
-            line += f" | {n['wall_s']:>8.1f} {n['peak_rss_bytes'] / 1e6:>8.1f} {gn / 1e6:>8.1f} {shown}"
+            shown += f" {cpu_ratio:>6.0f}" if comparable and cpu_ratio else f" {'n/c' if not comparable else '-':>6}"
+            line += f" | {n['wall_s']:>8.1f} {n['cpu_s']:>7.1f} {n['peak_rss_bytes'] / 1e6:>8.1f}"
+            line += f" {gn / 1e6:>8.1f} {shown}"
         print(line)
     print()
     print("Mpkt/s: packets sent by hosts (data + ACKs, each once) per wall second. goodput in Mbit/s.")
     print("cpu s: on-CPU seconds of tcplab's run (fastest repeat); below wall s when other processes share the cores.")
     print("speed x: ns-3 wall time / tcplab wall time; n/c = goodputs differ by more than 10% (not comparable).")
+    print("cpu x: the same ratio of on-CPU seconds (ns-3: user + system of its process), steadier on a loaded machine.")
     missing = [sid for sid in ids if "ns3" not in rows[sid] and sid in NO_NS3]
     if missing and ns3_exe is not None:
         print("no ns-3 column (-): " + "; ".join(f"{sid}: {NO_NS3[sid]}" for sid in missing) + ".")
