@@ -5,6 +5,7 @@
 //! cargo run --release -p tcplab-bench -- --quick       # shortened durations
 //! cargo run --release -p tcplab-bench -- --repeat 5    # best of 5 runs each (default 3)
 //! cargo run --release -p tcplab-bench -- --scenario 2a --json   # one scenario, one JSON line
+//! cargo run --release -p tcplab-bench -- --scenario 6a --verbose # + each qdisc's counters (stderr)
 //! ```
 //!
 //! Scenarios (issue 3; "n flows" means n senders -> r1 -> r2 -> one receiver, bottleneck
@@ -231,7 +232,7 @@ struct Row {
     flows_done: usize,
 }
 
-fn bench(cfg: &SimConfig, repeat: usize) -> Row {
+fn bench(cfg: &SimConfig, repeat: usize, verbose: bool) -> Row {
     let sim_s = cfg.duration_ns as f64 / 1e9;
     let mut wall_s = f64::INFINITY;
     let mut cpu_s = f64::INFINITY;
@@ -249,6 +250,16 @@ fn bench(cfg: &SimConfig, repeat: usize) -> Row {
     }
     let out = last.unwrap();
     assert!(out.invariant.ok, "{}", out.invariant.message);
+    if verbose {
+        // What each non-FIFO qdisc did (to check that a scenario exercises its model).
+        for l in out.links.iter().filter(|l| !matches!(l.qdisc, "pfifo" | "bfifo") || l.stats.drops > 0) {
+            let s = &l.stats;
+            eprintln!(
+                "link {} ({}): sent {} pkt, dropped {}, overlimits {}, max backlog {} pkt, xstats {:?}",
+                l.name, l.qdisc, s.sent_packets, s.drops, s.overlimits, s.max_backlog_packets, l.xstats
+            );
+        }
+    }
     let goodput_bps: f64 = out.flows.iter().map(|f| f.bytes_received as f64 * 8.0).sum::<f64>() / sim_s;
     let flows_done = out.flows.iter().filter(|f| f.end_ns < cfg.duration_ns).count();
     Row { wall_s, cpu_s, host_packets: out.host_packets, link_packets: out.packets, events: out.events, sim_s, goodput_bps, flows_done }
@@ -278,6 +289,7 @@ fn main() {
     let repeat = value("--repeat").map(|v| v.parse::<usize>().expect("--repeat takes a whole number")).unwrap_or(3);
     let only = value("--scenario");
     let json = flag("--json");
+    let verbose = flag("--verbose");
     let all = scenarios(quick);
     if let Some(id) = &only {
         if !all.iter().any(|(i, _, _)| i == id) {
@@ -295,7 +307,7 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != id) {
             continue;
         }
-        let r = bench(&cfg, repeat);
+        let r = bench(&cfg, repeat, verbose);
         let rss = peak_rss_bytes();
         if json {
             println!(
