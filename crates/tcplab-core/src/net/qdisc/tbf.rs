@@ -56,7 +56,7 @@
 
 use crate::config::{QueueConfig, TbfConfig};
 use crate::net::qdisc::fifo::HeldFifo;
-use crate::net::qdisc::{new_timed, Dequeue, QdiscStats, TimedQdisc};
+use crate::net::qdisc::{new_timed, ChildStats, Dequeue, QdiscStats, TimedQdisc};
 use crate::packet::Packet;
 
 /// A full Ethernet frame: 1500 bytes of IP plus the 14-byte header (`psched_mtu()`).
@@ -79,16 +79,14 @@ impl RateCfg {
     /// `NSEC_PER_SEC << shift / rate`.
     pub fn new(rate_bytes_ps: u64) -> RateCfg {
         let (mut mult, mut shift) = (1u64, 0u8);
-        if rate_bytes_ps > 0 {
-            let mut factor = NSEC_PER_SEC;
-            loop {
-                mult = factor / rate_bytes_ps;
-                if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
-                    break;
-                }
-                factor <<= 1;
-                shift += 1;
+        let mut factor = NSEC_PER_SEC;
+        while let Some(m) = factor.checked_div(rate_bytes_ps) {
+            mult = m;
+            if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
+                break;
             }
+            factor <<= 1;
+            shift += 1;
         }
         RateCfg { rate_bytes_ps, mult: mult as u32, shift }
     }
@@ -387,7 +385,7 @@ impl TimedQdisc for Tbf {
 
     /// The child as `tc -s qdisc` shows it: a head dequeued ahead still counts in its
     /// backlog (qdisc_peek_dequeued() puts it back in the child's qlen and backlog).
-    fn child(&self) -> Option<(&'static str, QdiscStats, Vec<(&'static str, u64)>)> {
+    fn child(&self) -> Option<ChildStats> {
         let (kind, mut stats, xstats) = match &self.child {
             Child::Fifo(f) => (f.kind(), f.stats.clone(), Vec::new()),
             Child::Other(q) => (q.kind(), q.stats().clone(), q.xstats()),
