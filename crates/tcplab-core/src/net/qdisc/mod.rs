@@ -20,6 +20,7 @@
 //! them back in the `dropped` buffer: the link accounts for them (packet conservation) and
 //! gives the sender its TSQ budget back, as freeing the skb does in Linux (`tcp_wfree()`).
 
+pub mod codel;
 pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
