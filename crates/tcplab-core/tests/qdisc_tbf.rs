@@ -162,3 +162,30 @@ fn a_tbf_over_a_pfifo_child_counts_packets() {
     let goodput_bps = out.flows[0].bytes_received as f64 * 8.0 / 5.0;
     assert!(goodput_bps <= payload_ceiling_bps(TBF_BPS) * 1.01);
 }
+
+#[test]
+fn a_tbf_over_fq_codel_keeps_the_rate_and_codel_keeps_the_delay() {
+    // The usual shaper setup: CoDel in the child holds the standing queue near `target`
+    // (5 ms), where a bfifo of the same size would fill. tbf takes the child's head through
+    // qdisc_peek_dequeued(), so CoDel's drops happen at tbf's pace and count in both.
+    let q = QueueConfig::Tbf(TbfConfig {
+        rate_bps: TBF_BPS,
+        burst_bytes: 10 * FRAME_BYTES,
+        limit_bytes: 1 << 24,
+        peakrate_bps: None,
+        mtu_bytes: None,
+        child: Some(Box::new(QueueConfig::FqCodel(FqCodelConfig::default()))),
+    });
+    let out = run(CcKind::Cubic, q, 20 * SEC, 100 * MS);
+    let l = &out.links[bottleneck(1)];
+    let (kind, child, _) = l.child.as_ref().unwrap();
+    assert_eq!(*kind, "fq_codel");
+    assert!(child.drops > 0, "CoDel drops");
+    assert_eq!(l.stats.drops, child.drops, "the child's drops reach tbf (qdisc_tree_reduce_backlog)");
+    let goodput_bps = out.flows[0].bytes_received as f64 * 8.0 / 20.0;
+    let want = payload_ceiling_bps(TBF_BPS);
+    assert!((goodput_bps - want).abs() / want <= 0.03, "goodput {goodput_bps:.0} bit/s, ceiling {want:.0}");
+    let rtt = &out.flows[0].rtt;
+    let target_us = FqCodelConfig::default().target_ns / 1_000;
+    assert!(rtt.p50_us - rtt.min_us <= 4 * target_us, "median queueing {} us, CoDel target {target_us} us", rtt.p50_us - rtt.min_us);
+}
