@@ -312,6 +312,12 @@ fn cubic_over_fq_codel_keeps_the_queueing_delay_near_target() {
     let fifo = run(dumbbell(1, CcKind::Cubic, RATE, 10 * MS, QueueConfig::Pfifo { limit_packets: 10_000 }, 30 * S));
     let p50_fqc = fqc.flows[0].rtt.p50_us as f64;
     let p50_fifo = fifo.flows[0].rtt.p50_us as f64;
+    eprintln!(
+        "RTT p50: fq_codel {p50_fqc} us ({} CoDel drops, {:.2} Mbit/s), pfifo 10000 {p50_fifo} us; min RTT {} us",
+        fqc.links[bottleneck(1)].stats.drops,
+        goodput_bps(&fqc, 0) / 1e6,
+        fqc.flows[0].rtt.min_us
+    );
     assert!(p50_fqc <= base_rtt_us + 4.0 * target_us, "fq_codel: RTT p50 {p50_fqc} us vs base {base_rtt_us} + 4 x {target_us}");
     assert!(p50_fifo > base_rtt_us + 10.0 * target_us, "pfifo: RTT p50 {p50_fifo} us (expected a standing queue)");
     let link = &fqc.links[bottleneck(1)];
@@ -339,6 +345,13 @@ fn flows_with_different_rtts_share_more_evenly_than_with_pfifo() {
     let fqc = mk(QueueConfig::FqCodel(FqCodelConfig::default()));
     let fifo = mk(QueueConfig::Pfifo { limit_packets: bdp_packets(RATE, 100 * MS) });
     let (jf, jp) = (jain(&fqc), jain(&fifo));
+    eprintln!(
+        "10 ms / 100 ms RTT flows: fq_codel {:.2} / {:.2} Mbit/s (Jain {jf:.3}), pfifo 1 BDP {:.2} / {:.2} Mbit/s (Jain {jp:.3})",
+        goodput_bps(&fqc, 0) / 1e6,
+        goodput_bps(&fqc, 1) / 1e6,
+        goodput_bps(&fifo, 0) / 1e6,
+        goodput_bps(&fifo, 1) / 1e6
+    );
     assert!(jf > jp, "Jain index fq_codel {jf:.3} vs pfifo {jp:.3}");
     assert!(jf > 0.95, "fq_codel Jain index {jf:.3} ({:.2} vs {:.2} Mbit/s)", goodput_bps(&fqc, 0) / 1e6, goodput_bps(&fqc, 1) / 1e6);
 }
