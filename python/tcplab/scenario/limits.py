@@ -171,7 +171,7 @@ def check_limits(sc: Scenario, error: ErrorFn, flow_count: int) -> None:
                 "false (TCP paces itself, as Linux does without fq)",
                 True,
             )
-    links = 2 * len(sc.links)
+    links = 2 * len(sc.links) + 2 * len(sc.pods)
     rows = sample_rows(sc.duration, sc.sample_interval)
     need = series_bytes(rows, flow_count, links)
     limit = sc.limits.memory
