@@ -701,3 +701,11 @@ def test_new_builtins_pass_the_engines_own_checks(name):
     import json
 
     assert core_module.validate(json.dumps(core(f"builtin:{name}"))) == []
+
+
+def test_qdisc_rates_in_bytes_per_second_are_warned_about():
+    data = with_queue({"qdisc": "tbf", "rate": "5Mbps", "burst": "32kb", "latency": "50ms"})
+    data["hosts"]["client"] = {"qdisc": {"kind": "fq", "maxrate": "1Mbps"}}
+    warnings = [str(w) for w in tcplab.load_scenario(data).warnings]
+    assert any("links.0.queue.rate" in w and "40 Mbit/s" in w for w in warnings)
+    assert any("hosts.client.qdisc.maxrate" in w and "8 Mbit/s" in w for w in warnings)
