@@ -709,3 +709,29 @@ def test_qdisc_rates_in_bytes_per_second_are_warned_about():
     warnings = [str(w) for w in tcplab.load_scenario(data).warnings]
     assert any("links.0.queue.rate" in w and "40 Mbit/s" in w for w in warnings)
     assert any("hosts.client.qdisc.maxrate" in w and "8 Mbit/s" in w for w in warnings)
+
+
+ROUTES_THROUGH_A_NODE = {"bandwidth-manager-pod-limit", "cni-bandwidth-pod-limit"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            n,
+            marks=pytest.mark.xfail(
+                reason="the engine routes only through routers until it reads NodeConfig.forwarding (sim.rs)",
+                strict=False,
+            ),
+        )
+        if n in ROUTES_THROUGH_A_NODE
+        else n
+        for n in NEW_BUILTINS
+    ],
+)
+def test_new_builtins_run_on_the_engine(name):
+    pytest.importorskip("tcplab._core")
+    result = tcplab.run(f"builtin:{name}")
+    assert len(result.flows) == len(core(f"builtin:{name}")["flows"])
+    assert (result.flows["goodput_bps"] > 0).all()

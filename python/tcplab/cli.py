@@ -477,6 +477,7 @@ def check(
 ) -> None:
     """Validate a scenario and show how it resolves (routes, queue limits); runs nothing."""
     from tcplab.loader import load_scenario
+    from tcplab.scenario.pods import VETH_RATE_BPS
     from tcplab.scenario.qdiscs import describe as describe_qdisc
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
@@ -494,6 +495,7 @@ def check(
     # One unit per quantity: rates in Mbit/s, times in ms, queue limits in packets or bytes.
     for link in core["links"]:
         qdisc = describe_qdisc(link["queue"])
+        rate = "veth (1 Pbit/s)" if link["rate_bps"] == VETH_RATE_BPS else _rate_mbit(link["rate_bps"])
         for edt in link.get("edt") or []:
             pods = ", ".join(core["nodes"][i]["name"] for i in edt["nodes"])
             qdisc += f", EDT {pods} at {_rate_mbit(edt['rate_bps'])}"
@@ -507,8 +509,7 @@ def check(
         if loss["kind"] != "none" and filt.get("min_ip_bytes"):
             loss_text += f" (packets of at least {filt['min_ip_bytes']} bytes)"
         console.print(
-            f"  link {link['name']}: {_rate_mbit(link['rate_bps'])}, delay {_time_ms(link['delay_ns'])}, "
-            f"{loss_text}, {qdisc}",
+            f"  link {link['name']}: {rate}, delay {_time_ms(link['delay_ns'])}, {loss_text}, {qdisc}",
             markup=False,
         )
     for node in core["nodes"]:
