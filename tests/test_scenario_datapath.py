@@ -160,7 +160,7 @@ def test_fq_parameters_in_engine_units():
             with_queue(
                 {
                     "qdisc": "fq",
-                    "limit": 2000,
+                    "limit": "2000p",  # as tc prints it
                     "flow_limit": 50,
                     "quantum": "3028b",
                     "initial_quantum": "15140b",
@@ -551,6 +551,11 @@ BAD = [
         ["links.0.queue.buckets: 1000000 is out of range"],
     ),
     ("fq-maxrate-zero", with_queue({"qdisc": "fq", "maxrate": 0}), ["links.0.queue.maxrate: 0 is zero"]),
+    (
+        "fq-maxrate-above-u32",
+        with_queue({"qdisc": "fq", "maxrate": "40Gbit"}),
+        ['links.0.queue.maxrate: "40Gbit" is above what fq takes'],
+    ),
     (
         "fq-codel-ecn",
         with_queue({"qdisc": "fq_codel", "ecn": True}),

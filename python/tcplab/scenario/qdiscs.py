@@ -144,6 +144,13 @@ def _u32_size(what: str, lo: int = 1, hi: int = U32_MAX) -> Callable[[Any], int]
     return parse
 
 
+def _packets(value: Any) -> int:
+    """A packet count, also as tc prints it (``10000p``)."""
+    if isinstance(value, str) and value.strip().endswith("p"):
+        value = value.strip()[:-1]
+    return _parse_int(1, U32_MAX, "a packet count")(value)
+
+
 def _pos_time(value: Any) -> int:
     return parse_time(value, allow_zero=False)
 
@@ -263,19 +270,35 @@ def parse_fq_buckets(value: Any) -> int:
     return 1 << log
 
 
+#: fq's per-flow rates are u32 bytes per second in netlink (TCA_FQ_FLOW_MAX_RATE,
+#: TCA_FQ_LOW_RATE_THRESHOLD; ~0U means unlimited): at most (2^32 - 2) * 8 bit/s.
+FQ_MAX_RATE_BPS = (U32_MAX - 1) * 8
+
+
+def _fq_rate(value: Any) -> int:
+    bps = parse_rate(value)
+    if bps > FQ_MAX_RATE_BPS:
+        raise UnitError(
+            f"{show_value(value)} is above what fq takes (a u32 of bytes per second)",
+            f"a rate of at most {FQ_MAX_RATE_BPS} bit/s (34.4 Gbit/s)",
+            value,
+        )
+    return bps
+
+
 def parse_fq(body: dict) -> dict[str, Any]:
     """fq's parameters -> the engine's ``FqConfig`` fields (only those given; the engine
     fills in the v6.12 defaults)."""
     _check_keys(body, FQ_KEYS, "fq")
     out: dict[str, Any] = {}
     for key, field, parse in (
-        ("limit", "limit_packets", _parse_int(1, U32_MAX, "a packet count")),
-        ("flow_limit", "flow_limit_packets", _parse_int(1, U32_MAX, "a packet count")),
+        ("limit", "limit_packets", _packets),
+        ("flow_limit", "flow_limit_packets", _packets),
         ("buckets", "buckets", parse_fq_buckets),
         ("quantum", "quantum_bytes", _u32_size("a quantum", 1, FQ_MAX_QUANTUM)),
         ("initial_quantum", "initial_quantum_bytes", _u32_size("an initial quantum", 0)),
-        ("maxrate", "maxrate_bps", parse_rate),
-        ("low_rate_threshold", "low_rate_threshold_bps", parse_rate),
+        ("maxrate", "maxrate_bps", _fq_rate),
+        ("low_rate_threshold", "low_rate_threshold_bps", _fq_rate),
         ("refill_delay", "refill_delay_ns", parse_time),
         ("horizon", "horizon_ns", _pos_time),
     ):
@@ -304,7 +327,7 @@ def parse_fq_codel(body: dict) -> dict[str, Any]:
     _check_keys(body, FQ_CODEL_KEYS, "fq_codel")
     out: dict[str, Any] = {}
     for key, field, parse in (
-        ("limit", "limit_packets", _parse_int(1, U32_MAX, "a packet count")),
+        ("limit", "limit_packets", _packets),
         ("flows", "flows", _parse_int(1, FQ_CODEL_MAX_FLOWS, "a flow count")),
         ("target", "target_ns", _pos_time),
         ("interval", "interval_ns", _pos_time),
