@@ -740,3 +740,13 @@ def test_new_builtins_run_on_the_engine(name):
     result = tcplab.run(f"builtin:{name}")
     assert len(result.flows) == len(core(f"builtin:{name}")["flows"])
     assert (result.flows["goodput_bps"] > 0).all()
+
+
+def test_a_host_qdisc_limit_in_bdps_is_resolved_per_link_and_bounded():
+    data = scenario(hosts={"server": {"qdisc": {"qdisc": "pfifo", "limit": "2bdp"}}, "client": {}})
+    # 10 Mbit/s x 20 ms (the flow's base RTT) x 2 = 50000 B -> 33 frames of 1514 B
+    assert link(core(data), "server->r1")["queue"] == {"kind": "pfifo", "limit_packets": 33}
+    data["hosts"]["server"]["qdisc"]["limit"] = "1e12bdp"
+    with pytest.raises(ScenarioError) as info:
+        tcplab.load_scenario(data)
+    assert 'hosts.server.qdisc.limit: "1000000000000bdp" is' in str(info.value)

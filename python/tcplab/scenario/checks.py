@@ -192,12 +192,18 @@ def check_queue_limits(sc: Scenario, error: Any) -> None:
             continue
         entry = sc.links[j // 2]
         reverse_queue = j % 2 == 1 and entry.reverse is not None and entry.reverse.queue is not None
-        path = ("links", j // 2, *(("reverse",) if reverse_queue else ()), "queue", "limit")
+        own = entry.reverse.queue if reverse_queue else entry.queue
+        if own is not None:
+            path = ("links", j // 2, *(("reverse",) if reverse_queue else ()), "queue", "limit")
+        else:  # the sending host's qdisc (or default_qdisc, which takes no bdp limit)
+            sender = entry.between[j % 2]
+            own = sc.hosts[sender].egress_queue()
+            path = ("hosts", sender, "qdisc", "limit")
         if path in reported:
             continue
         reported.add(path)
         unit = "packets" if "limit_packets" in queue else "bytes"
-        spec = (entry.reverse.queue if reverse_queue else entry.queue).limit_spec()
+        spec = own.limit_spec()
         shown = f"{spec.value.normalize():f}" + ("bdp" if spec.unit == "bdp" else "")
         error(
             path,
