@@ -532,13 +532,14 @@ BAD = [
     (
         "unknown-host-qdisc",
         scenario(hosts={"server": {"qdisc": "fq_pie"}, "client": {}}),
-        ['hosts.server.qdisc.qdisc: unknown qdisc "fq_pie"'],
+        ['hosts.server.qdisc: unknown qdisc "fq_pie"'],
     ),
     (
         "unknown-default-qdisc",
         scenario(hosts={"server": {"sysctl": {"net.core.default_qdisc": "sfq"}}, "client": {}}),
         ['hosts.server.sysctl.default_qdisc: unknown qdisc "sfq"', "pfifo_fast"],
     ),
+    ("unknown-qdisc-bare", with_queue("sfq"), ['links.0.queue: unknown qdisc "sfq"']),
     ("fq-horizon-zero", with_queue({"qdisc": "fq", "horizon": "0s"}), ['links.0.queue.horizon: "0s" is zero']),
     (
         "fq-horizon-contradiction",

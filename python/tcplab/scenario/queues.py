@@ -89,7 +89,8 @@ def parse_queue(value: Any, *, child: bool = False) -> QueueSpec:
         return value
     if value is None:
         return QueueSpec()
-    if isinstance(value, str):
+    bare = isinstance(value, str)  # ``qdisc: fq``: an error names the field itself
+    if bare:
         value = {"qdisc": value}
     if not isinstance(value, dict):
         raise UnitError(f"{show_value(value)} is not a queue", "a mapping such as {qdisc: pfifo, limit: 1bdp}", value)
@@ -99,7 +100,10 @@ def parse_queue(value: Any, *, child: bool = False) -> QueueSpec:
     if kind not in allowed:
         expected = "pfifo or bfifo (a tbf's child)" if child else QDISC_EXPECTED
         raise UnitError(
-            f"unknown qdisc {show_value(kind)}{_did_you_mean(kind, list(allowed))}", expected, kind, subpath=(key,)
+            f"unknown qdisc {show_value(kind)}{_did_you_mean(kind, list(allowed))}",
+            expected,
+            kind,
+            subpath=() if bare else (key,),
         )
     body = {k: v for k, v in value.items() if k not in ("qdisc", "kind")}
     if kind in ("pfifo", "bfifo"):
