@@ -610,6 +610,11 @@ BAD = [
         pods({"egress_bandwidth": "10M", "mode": "htb"}),
         ['pods.web.mode: unknown mode "htb"', "cni", "bandwidth-manager"],
     ),
+    (
+        "pod-device-sysctl",
+        pods({"sysctl": {"net.core.default_qdisc": "fq"}}),
+        ["pods.web.sysctl.default_qdisc: net.core.default_qdisc does nothing in a pod"],
+    ),
     ("pod-unknown-runtime", pods({"runtime": "docker"}), ['pods.web.runtime: unknown runtime "docker"']),
     (
         "pod-bandwidth-in-bits",

@@ -37,7 +37,7 @@ from tcplab.errors import UnitError, show_value
 from tcplab.scenario.bandwidth import RUNTIMES, parse_k8s_bandwidth
 from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import Bool, NodeName
-from tcplab.scenario.hosts import Sysctl
+from tcplab.scenario.hosts import CORE_SYSCTLS, Sysctl
 
 POD_MODES = ("cni", "bandwidth-manager")
 #: The veth pair's links: no serialization cost, no delay, a pfifo that never fills.
@@ -77,6 +77,19 @@ class Pod(_Model):
         if v not in RUNTIMES:
             raise UnitError(f"unknown runtime {show_value(v)}", "containerd or crio (it fills in the tbf burst)", v)
         return v
+
+    @model_validator(mode="after")
+    def _no_device_sysctls(self) -> Pod:
+        for name in CORE_SYSCTLS:
+            value = getattr(self.sysctl, name)
+            if value is not None:
+                raise UnitError(
+                    f"net.core.{name} does nothing in a pod: its only device is the veth (noqueue, no NIC)",
+                    "net.ipv4.tcp_* sysctls only; set net.core.* on the pod's node",
+                    value,
+                    subpath=("sysctl", name),
+                )
+        return self
 
     @model_validator(mode="after")
     def _ingress_needs_cni(self) -> Pod:
