@@ -492,7 +492,7 @@ BAD = [
     (
         "tbf-limit-and-latency",
         with_queue({**TBF, "limit": 10000}),
-        ["links.0.queue.latency: both limit and latency given", "exactly one of limit"],
+        ['links.0.queue.latency: both limit (10000) and latency ("50ms") given', "exactly one of limit"],
     ),
     (
         "tbf-neither-limit-nor-latency",
@@ -502,7 +502,7 @@ BAD = [
     (
         "tbf-peakrate-without-mtu",
         with_queue({**TBF, "peakrate": "20Mbit"}),
-        ["links.0.queue.mtu: peakrate given without mtu", "expected an mtu"],
+        ['links.0.queue.mtu: peakrate "20Mbit" given without mtu', "expected an mtu"],
     ),
     (
         "tbf-peakrate-not-above-rate",
@@ -512,7 +512,7 @@ BAD = [
     (
         "tbf-burst-and-buffer",
         with_queue({**TBF, "buffer": "64kb"}),
-        ["links.0.queue.buffer: both burst and buffer given"],
+        ['links.0.queue.buffer: both burst ("32kb") and buffer ("64kb") given'],
     ),
     (
         "tbf-unknown-parameter",
@@ -601,7 +601,7 @@ BAD = [
     (
         "budget-without-nic",
         scenario(hosts={"server": {"sysctl": {"net.core.netdev_budget": 600}}, "client": {}}),
-        ["hosts.server.sysctl.netdev_budget: net.core.netdev_budget is set but the host has no nic"],
+        ["hosts.server.sysctl.netdev_budget: net.core.netdev_budget = 600 is set but the host has no nic"],
     ),
     ("pod-unknown-node", pods({"node": "wroker"}), ['pods.web.node: unknown node "wroker" (did you mean "worker"?)']),
     ("pod-on-router", pods({"node": "sw"}), ['pods.web.node: "sw" is a router, not a host']),
@@ -613,7 +613,7 @@ BAD = [
     (
         "pod-device-sysctl",
         pods({"sysctl": {"net.core.default_qdisc": "fq"}}),
-        ["pods.web.sysctl.default_qdisc: net.core.default_qdisc does nothing in a pod"],
+        ["pods.web.sysctl.default_qdisc: net.core.default_qdisc = fq does nothing in a pod"],
     ),
     ("pod-unknown-runtime", pods({"runtime": "docker"}), ['pods.web.runtime: unknown runtime "docker"']),
     (
@@ -629,7 +629,9 @@ BAD = [
     (
         "pod-ingress-with-cilium",
         pods({"ingress_bandwidth": "10M", "mode": "bandwidth-manager"}),
-        ["pods.web.ingress_bandwidth: Cilium's Bandwidth Manager enforces egress limits only"],
+        [
+            "pods.web.ingress_bandwidth: 10000000 bit/s given, but Cilium's Bandwidth Manager enforces egress limits only"
+        ],
     ),
     (
         "pod-in-a-link",

@@ -157,7 +157,7 @@ class Host(_Model):
             value = getattr(self.sysctl, name)
             if value is not None and self.nic is None:
                 raise UnitError(
-                    f"net.core.{name} is set but the host has no nic: model (packets go straight to TCP)",
+                    f"net.core.{name} = {value} is set but the host has no nic: model (packets go straight to TCP)",
                     "a nic: block on this host, such as nic: {rx_ring: 1024}",
                     value,
                     subpath=("sysctl", name),

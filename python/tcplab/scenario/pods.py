@@ -84,7 +84,7 @@ class Pod(_Model):
             value = getattr(self.sysctl, name)
             if value is not None:
                 raise UnitError(
-                    f"net.core.{name} does nothing in a pod: its only device is the veth (noqueue, no NIC)",
+                    f"net.core.{name} = {value} does nothing in a pod: its only device is the veth (noqueue, no NIC)",
                     "net.ipv4.tcp_* sysctls only; set net.core.* on the pod's node",
                     value,
                     subpath=("sysctl", name),
@@ -95,7 +95,8 @@ class Pod(_Model):
     def _ingress_needs_cni(self) -> Pod:
         if self.mode == "bandwidth-manager" and self.ingress_bandwidth is not None:
             raise UnitError(
-                "Cilium's Bandwidth Manager enforces egress limits only (it ignores kubernetes.io/ingress-bandwidth)",
+                f"{self.ingress_bandwidth} bit/s given, but Cilium's Bandwidth Manager enforces egress limits only "
+                "(it ignores kubernetes.io/ingress-bandwidth)",
                 "no ingress_bandwidth with mode bandwidth-manager, or mode: cni",
                 self.ingress_bandwidth,
                 subpath=("ingress_bandwidth",),

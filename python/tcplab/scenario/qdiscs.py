@@ -109,7 +109,8 @@ def _one_of(body: dict, keys: tuple[str, ...]) -> str | None:
     given = [k for k in keys if k in body]
     if len(given) > 1:
         raise UnitError(
-            f"both {given[0]} and {given[1]} given (they are the same parameter)",
+            f"both {given[0]} ({show_value(body[given[0]])}) and {given[1]} ({show_value(body[given[1]])}) given "
+            "(they are the same parameter)",
             f"one of: {', '.join(keys)}",
             body[given[1]],
             subpath=(given[1],),
@@ -173,7 +174,7 @@ def parse_tbf(body: dict) -> dict[str, Any]:
     if peakrate_bps is not None:
         if mtu_bytes is None:
             raise UnitError(
-                "peakrate given without mtu",
+                f"peakrate {show_value(body['peakrate'])} given without mtu",
                 'an mtu (the peak bucket, such as "1514b"), as tc requires with peakrate',
                 body["peakrate"],
                 subpath=("mtu",),
@@ -190,7 +191,7 @@ def parse_tbf(body: dict) -> dict[str, Any]:
         mtu_bytes = None  # the kernel ignores the peak bucket without a peak rate
     if "limit" in body and "latency" in body:
         raise UnitError(
-            "both limit and latency given",
+            f"both limit ({show_value(body['limit'])}) and latency ({show_value(body['latency'])}) given",
             "exactly one of limit (bytes) or latency (a time), as tc requires",
             body["latency"],
             subpath=("latency",),
