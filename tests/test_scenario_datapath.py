@@ -540,6 +540,33 @@ BAD = [
         ['hosts.server.sysctl.default_qdisc: unknown qdisc "sfq"', "pfifo_fast"],
     ),
     ("unknown-qdisc-bare", with_queue("sfq"), ['links.0.queue: unknown qdisc "sfq"']),
+    (
+        "tbf-rate-below-a-byte",
+        with_queue({**TBF, "rate": "4bit"}),
+        ['links.0.queue.rate: "4bit" is less than one byte per second'],
+    ),
+    (
+        "fq-horizon-above-u32-us",
+        with_queue({"qdisc": "fq", "horizon": "5000s"}),
+        ['links.0.queue.horizon: "5000s" is out of range', "u32 of microseconds"],
+    ),
+    (
+        "fq-codel-target-below-a-tick",
+        with_queue({"qdisc": "fq_codel", "target": "1us"}),
+        ['links.0.queue.target: "1us" is out of range (CoDel counts time in 1024-ns ticks)'],
+    ),
+    (
+        "cpu-below-a-ns",
+        scenario(hosts={"server": {"cpu": {"share": "0.00001%", "period": "1ms"}}, "client": {}}),
+        ["hosts.server.cpu.share: 1e-05% of 1ms is less than 1 ns of CPU per period"],
+    ),
+    (
+        "allowance-pps-burst-alone",
+        scenario(
+            hosts={"server": {}, "client": {"nic": {"allowance": {"rate": "1Gbit", "burst": "1MB", "pps_burst": 10}}}}
+        ),
+        ["hosts.client.nic.allowance.pps_burst: pps_burst 10 given without pps"],
+    ),
     ("fq-horizon-zero", with_queue({"qdisc": "fq", "horizon": "0s"}), ['links.0.queue.horizon: "0s" is zero']),
     (
         "fq-horizon-contradiction",

@@ -20,6 +20,8 @@ from tcplab.scenario.fields import Time, _t
 from tcplab.units import parse_percent
 
 DEFAULT_PERIOD_NS = 10_000_000
+#: The engine's bound on a period (``MAX_DELAY_NS``: an hour).
+MAX_PERIOD_NS = 3600 * 10**9
 
 
 SHARE_EXPECTED = "a share of the CPU above 0% and at most 100%, such as 35%"
@@ -48,12 +50,19 @@ class HostCpu(_Model):
     @field_validator("period")
     @classmethod
     def _period(cls, v: int) -> int:
-        if v <= 0:
-            raise UnitError(f"{_t(v)} is zero", "a period such as 10ms", v)
+        if not 0 < v <= MAX_PERIOD_NS:
+            raise UnitError(f"{_t(v)} is out of range", "a period from 1ns to 3600s, such as 10ms", v)
         return v
 
     @model_validator(mode="after")
     def _phase_within_period(self) -> HostCpu:
+        if self.share < 1 and round(self.share * self.period) < 1:
+            raise UnitError(
+                f"{self.share * 100:g}% of {_t(self.period)} is less than 1 ns of CPU per period",
+                "a larger share or a longer period",
+                self.share,
+                subpath=("share",),
+            )
         if self.phase >= self.period:
             raise UnitError(
                 f"{_t(self.phase)} is not less than the period ({_t(self.period)})",

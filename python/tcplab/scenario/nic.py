@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
@@ -31,6 +31,10 @@ NIC_DRIVERS = ("ena", "ixgbe", "mlx5", "virtio")
 #: ``ethtool -G`` bounds tcplab accepts (ixgbe and ENA allow up to 8192 and 16384).
 MAX_RING = 65536
 MAX_RX_QUEUES = 1024
+#: The engine's bounds on an allowance (host/allowance.rs: validate()).
+MAX_ALLOWANCE_BURST = 1 << 40
+MAX_ALLOWANCE_QUEUE = 1 << 20
+MAX_DELAY_NS = 3600 * 10**9
 
 
 def parse_usecs(value: Any) -> int:
@@ -39,15 +43,17 @@ def parse_usecs(value: Any) -> int:
         ns = _parse_int(1, U32_MAX, "a number of microseconds")(value) * 1000
     else:
         ns = parse_time(value, allow_zero=False)
+    if ns > MAX_DELAY_NS:
+        raise UnitError(f"{show_value(value)} is longer than an hour", "a time budget such as 2000 (us) or 2ms", value)
     return ns
 
 
 def _parse_allowance_burst(value: Any) -> int:
     size = parse_size(value)
-    if size < 1514:
+    if not 1514 <= size <= MAX_ALLOWANCE_BURST:
         raise UnitError(
-            f"{show_value(value)} is smaller than one full frame (1514 bytes)",
-            "a burst of at least 1514B, such as 10MB",
+            f"{show_value(value)} is {'smaller than one full frame (1514 bytes)' if size < 1514 else 'too large'}",
+            "a burst from 1514B to 1TiB, such as 10MB",
             value,
         )
     return size
@@ -60,9 +66,20 @@ class Allowance(_Model):
     burst: Annotated[int, BeforeValidator(_parse_allowance_burst)] = Field(
         description="a bucket size such as 10MB (AWS does not publish it: a parameter)"
     )
-    pps: Int(1, U32_MAX) | None = None
-    pps_burst: Int(1, U32_MAX) | None = None
-    queue: Int(1, U32_MAX) = 1024
+    pps: Int(1, 1 << 40) | None = None
+    pps_burst: Int(1, 1 << 40) | None = None
+    queue: Int(0, MAX_ALLOWANCE_QUEUE) = 1024
+
+    @model_validator(mode="after")
+    def _pps_burst_needs_pps(self) -> Allowance:
+        if self.pps_burst is not None and self.pps is None:
+            raise UnitError(
+                f"pps_burst {self.pps_burst} given without pps",
+                "pps (the packet rate) with pps_burst",
+                self.pps_burst,
+                subpath=("pps_burst",),
+            )
+        return self
 
     def to_core(self) -> dict[str, Any]:
         """The engine's ``AllowanceConfig``."""
@@ -110,10 +127,21 @@ class Nic(_Model):
             )
         return v
 
-    @field_validator("rx_cost", "irq_delay", mode="before")
+    @field_validator("rx_cost", mode="before")
     @classmethod
-    def _time(cls, v: Any) -> int:
-        return parse_time(v)
+    def _cost(cls, v: Any) -> int:
+        ns = parse_time(v)
+        if ns > 10**9:
+            raise UnitError(f"{show_value(v)} is longer than a second", "a per-packet cost such as 1us", v)
+        return ns
+
+    @field_validator("irq_delay", mode="before")
+    @classmethod
+    def _delay(cls, v: Any) -> int:
+        ns = parse_time(v)
+        if ns > MAX_DELAY_NS:
+            raise UnitError(f"{show_value(v)} is longer than an hour", "a delay such as 50us", v)
+        return ns
 
     @field_validator("netdev_budget_usecs", mode="before")
     @classmethod

@@ -34,7 +34,8 @@ fq (iproute2 tc/q_fq.c; Linux v6.12 net/sched/sch_fq.c: fq_change())
 
 fq_codel (iproute2 tc/q_fq_codel.c; Linux v6.12 net/sched/sch_fq_codel.c: fq_codel_change())
     ``limit`` (packets), ``flows`` (1 to 65536, the kernel's bound), ``target``,
-    ``interval`` (times), ``quantum`` (256 B to 1 MiB), ``memory_limit`` (bytes, at most
+    ``interval`` (times, from 1024 ns: CoDel's clock tick), ``quantum`` (up to 1 MiB; the
+    kernel raises one below 256 B to 256), ``memory_limit`` (bytes, at most
     2^31 as the kernel caps it), ``drop_batch``; ``ecn`` is refused when true: tcplab
     models no ECN.
 """
@@ -74,9 +75,11 @@ FQ_CODEL_KEYS = ("limit", "flows", "target", "interval", "quantum", "memory_limi
 FQ_MAX_BUCKETS_LOG = 18
 #: sch_fq.c: fq_change(): ``quantum`` must be in (0, 2^20].
 FQ_MAX_QUANTUM = 1 << 20
-#: sch_fq_codel.c: fq_codel_init() refuses more than 65536 flows; quantum within [256, 2^20].
+#: sch_fq_codel.c: fq_codel_init() refuses more than 65536 flows; fq_codel_change() refuses a
+#: quantum above 2^20 and raises one below 256 to 256.
 FQ_CODEL_MAX_FLOWS = 65536
-FQ_CODEL_MIN_QUANTUM = 256
+#: include/net/codel.h: CoDel's clock is ns >> 10 (CODEL_SHIFT).
+CODEL_TICK_NS = 1024
 #: sch_fq_codel.c: fq_codel_change(): ``memory_limit`` is capped at 2^31 bytes.
 FQ_CODEL_MAX_MEMORY = 1 << 31
 
@@ -135,6 +138,41 @@ def _frame_size(what: str) -> Callable[[Any], int]:
     return parse
 
 
+def _bytes_rate(what: str) -> Callable[[Any], int]:
+    """A rate tc passes in bytes per second: at least 8 bit/s (below, it is a rate of 0)."""
+
+    def parse(value: Any) -> int:
+        bps = parse_rate(value)
+        if bps < 8:
+            raise UnitError(
+                f"{show_value(value)} is less than one byte per second",
+                f"a {what} of at least 8bit (tc counts bytes per second)",
+                value,
+            )
+        return bps
+
+    return parse
+
+
+#: Times tc passes as a u32 of microseconds (fq's horizon and refill_delay, fq_codel's
+#: target and interval).
+MAX_U32_US_NS = U32_MAX * 1000
+
+
+def _u32_us_time(lo_ns: int = 1, why: str = "") -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        ns = parse_time(value, allow_zero=lo_ns == 0)
+        if not lo_ns <= ns <= MAX_U32_US_NS:
+            raise UnitError(
+                f"{show_value(value)} is out of range{why}",
+                f"a time from {lo_ns} ns to {U32_MAX}us (tc passes a u32 of microseconds)",
+                value,
+            )
+        return ns
+
+    return parse
+
+
 def _u32_size(what: str, lo: int = 1, hi: int = U32_MAX) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
         size = parse_tc_size(value, allow_zero=lo == 0)
@@ -152,14 +190,10 @@ def _packets(value: Any) -> int:
     return _parse_int(1, U32_MAX, "a packet count")(value)
 
 
-def _pos_time(value: Any) -> int:
-    return parse_time(value, allow_zero=False)
-
-
 def parse_tbf(body: dict) -> dict[str, Any]:
     """A tbf's parameters (without ``child``) -> the engine's ``TbfConfig`` fields."""
     _check_keys(body, TBF_KEYS, "tbf")
-    rate_bps = _get(body, "rate", parse_rate)
+    rate_bps = _get(body, "rate", _bytes_rate("rate"))
     if rate_bps is None:
         raise UnitError("missing", "a rate such as 10Mbit (tc: rate and burst are required)", None, subpath=("rate",))
     burst_key = _one_of(body, ("burst", "buffer", "maxburst"))
@@ -168,7 +202,7 @@ def parse_tbf(body: dict) -> dict[str, Any]:
             "missing", "a bucket size such as 32kb (tc: rate and burst are required)", None, subpath=("burst",)
         )
     burst_bytes = _get(body, burst_key, _frame_size("burst"))
-    peakrate_bps = _get(body, "peakrate", parse_rate)
+    peakrate_bps = _get(body, "peakrate", _bytes_rate("peakrate"))
     mtu_key = _one_of(body, ("mtu", "minburst"))
     mtu_bytes = _get(body, mtu_key, _frame_size("mtu")) if mtu_key else None
     if peakrate_bps is not None:
@@ -179,7 +213,7 @@ def parse_tbf(body: dict) -> dict[str, Any]:
                 body["peakrate"],
                 subpath=("mtu",),
             )
-        if peakrate_bps <= rate_bps:
+        if peakrate_bps // 8 <= rate_bps // 8:  # compared in bytes/s, as the kernel holds them
             # Linux v6.12 sch_tbf.c: tbf_change(): "peakrate ... is lower than or equals to rate".
             raise UnitError(
                 f"{show_value(body['peakrate'])} is not above the rate ({show_value(body['rate'])})",
@@ -277,7 +311,7 @@ FQ_MAX_RATE_BPS = (U32_MAX - 1) * 8
 
 
 def _fq_rate(value: Any) -> int:
-    bps = parse_rate(value)
+    bps = _bytes_rate("rate")(value)
     if bps > FQ_MAX_RATE_BPS:
         raise UnitError(
             f"{show_value(value)} is above what fq takes (a u32 of bytes per second)",
@@ -297,11 +331,11 @@ def parse_fq(body: dict) -> dict[str, Any]:
         ("flow_limit", "flow_limit_packets", _packets),
         ("buckets", "buckets", parse_fq_buckets),
         ("quantum", "quantum_bytes", _u32_size("a quantum", 1, FQ_MAX_QUANTUM)),
-        ("initial_quantum", "initial_quantum_bytes", _u32_size("an initial quantum", 0)),
+        ("initial_quantum", "initial_quantum_bytes", _u32_size("an initial quantum", 0, 2**31 - 1)),
         ("maxrate", "maxrate_bps", _fq_rate),
         ("low_rate_threshold", "low_rate_threshold_bps", _fq_rate),
-        ("refill_delay", "refill_delay_ns", parse_time),
-        ("horizon", "horizon_ns", _pos_time),
+        ("refill_delay", "refill_delay_ns", _u32_us_time(0)),
+        ("horizon", "horizon_ns", _u32_us_time(1)),
     ):
         value = _get(body, key, parse)
         if value is not None:
@@ -330,9 +364,9 @@ def parse_fq_codel(body: dict) -> dict[str, Any]:
     for key, field, parse in (
         ("limit", "limit_packets", _packets),
         ("flows", "flows", _parse_int(1, FQ_CODEL_MAX_FLOWS, "a flow count")),
-        ("target", "target_ns", _pos_time),
-        ("interval", "interval_ns", _pos_time),
-        ("quantum", "quantum_bytes", _u32_size("a quantum", FQ_CODEL_MIN_QUANTUM, 1 << 20)),
+        ("target", "target_ns", _u32_us_time(CODEL_TICK_NS, " (CoDel counts time in 1024-ns ticks)")),
+        ("interval", "interval_ns", _u32_us_time(CODEL_TICK_NS, " (CoDel counts time in 1024-ns ticks)")),
+        ("quantum", "quantum_bytes", _u32_size("a quantum", 1, 1 << 20)),
         ("memory_limit", "memory_limit_bytes", _u32_size("a memory limit", 1, FQ_CODEL_MAX_MEMORY)),
         ("drop_batch", "drop_batch", _parse_int(1, U32_MAX, "a packet count")),
         ("ecn", "ecn", _no_ecn),
