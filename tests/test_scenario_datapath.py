@@ -23,6 +23,7 @@ from tcplab.scenario.qdiscs import tbf_limit_from_latency
 from tcplab.units import parse_tc_size
 
 U32_MAX = 2**32 - 1
+TBF = {"qdisc": "tbf", "rate": "10Mbit", "burst": "32kb", "latency": "50ms"}
 
 
 def scenario(**changes) -> dict:
@@ -139,6 +140,11 @@ def test_tbf_limit_alias_child_and_mtu_without_peakrate():
     assert q["burst_bytes"] == 3028 and q["limit_bytes"] == 15140
     assert q["mtu_bytes"] is None  # sch_tbf.c ignores the peak bucket without a peak rate
     assert q["child"] == {"kind": "pfifo", "limit_packets": 100}
+
+
+def test_tbf_takes_any_child_qdisc():
+    q = link(core(with_queue({**TBF, "child": {"qdisc": "fq_codel", "target": "5ms"}})), "server->r1")["queue"]
+    assert q["child"] == {"kind": "fq_codel", "target_ns": 5_000_000}
 
 
 def test_reverse_queue_overrides_b_to_a_only():
@@ -480,7 +486,6 @@ def test_set_reaches_new_fields():
 
 # -- bad input: one line naming the path, the value and what was expected ---------------------------
 
-TBF = {"qdisc": "tbf", "rate": "10Mbit", "burst": "32kb", "latency": "50ms"}
 
 BAD = [
     ("tbf-rate-zero", with_queue({**TBF, "rate": "0Mbit"}), ['links.0.queue.rate: "0Mbit" is zero', "positive rate"]),

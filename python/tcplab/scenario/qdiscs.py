@@ -22,8 +22,9 @@ tbf (iproute2 tc/q_tbf.c: tbf_parse_opt(); Linux v6.12 net/sched/sch_tbf.c: tbf_
     (:data:`PSCHED_MTU_BYTES`, 1514) is refused: sch_tbf.c drops every packet longer than
     the bucket (``max_size``), so nothing full-size would ever pass (the kernel only
     warns). ``mtu`` without ``peakrate`` is ignored, as the kernel ignores it.
-    ``child:`` is the inner qdisc (``pfifo``/``bfifo`` with a packet or byte limit);
-    without it the kernel's default: a bfifo of ``limit`` bytes.
+    ``child:`` is the inner qdisc (any of them, as ``tc qdisc add ... parent 1:1``; a FIFO's
+    limit in packets or bytes, not BDPs); without it the kernel's default: a bfifo of
+    ``limit`` bytes.
 
 fq (iproute2 tc/q_fq.c; Linux v6.12 net/sched/sch_fq.c: fq_change())
     ``limit`` and ``flow_limit`` (packets), ``quantum``, ``initial_quantum`` (bytes),

@@ -96,9 +96,9 @@ def parse_queue(value: Any, *, child: bool = False) -> QueueSpec:
         raise UnitError(f"{show_value(value)} is not a queue", "a mapping such as {qdisc: pfifo, limit: 1bdp}", value)
     kind = _kind_of(value)
     key = "kind" if "kind" in value else "qdisc"
-    allowed = ("pfifo", "bfifo") if child else QDISC_KINDS
+    allowed = QDISC_KINDS
     if kind not in allowed:
-        expected = "pfifo or bfifo (a tbf's child)" if child else QDISC_EXPECTED
+        expected = QDISC_EXPECTED
         raise UnitError(
             f"unknown qdisc {show_value(kind)}{_did_you_mean(kind, list(allowed))}",
             expected,
@@ -117,7 +117,7 @@ def parse_queue(value: Any, *, child: bool = False) -> QueueSpec:
         if child and limit is not None and limit.unit == "bdp":
             raise UnitError(
                 f"{show_value(body['limit'])} is in BDPs, which a tbf's child does not take",
-                "a packet count (pfifo) or a size (bfifo)",
+                "a packet count (pfifo) or a size (bfifo): a tbf's child has no path of its own",
                 body["limit"],
                 subpath=("limit",),
             )
