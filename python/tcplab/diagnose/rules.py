@@ -632,7 +632,7 @@ def rule_qdisc(host: Host) -> list[Finding]:
 def _qf(fid, sev, summary, mech, checks, ev, seed, data) -> Finding:  # noqa: ANN001
     return Finding(
         id=fid,
-        title=summary.split(":")[0] if ":" in summary else summary,
+        title=summary.split(": ")[0] if ": " in summary else summary,  # a device may be NODE:ethN
         severity=sev,
         summary=summary,
         mechanism=mech,
