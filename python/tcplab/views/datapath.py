@@ -64,11 +64,8 @@ def timed_qdisc_links(result: Result) -> list[int]:
 
 
 def nic_hosts(result: Result) -> list[str]:
-    """Hosts with a NIC model (by the engine's report, else the scenario's config)."""
-    names = [h["name"] for h in result.hosts if h.get("nic") is not None]
-    if not names:
-        names = [n["name"] for n in result.config.get("nodes", []) if n.get("nic")]
-    return names[:MAX_NIC_HOSTS]
+    """Hosts the engine reports a NIC model for (an engine without the model reports none)."""
+    return [h["name"] for h in result.hosts if h.get("nic") is not None][:MAX_NIC_HOSTS]
 
 
 def _node_cfg(result: Result, name: str) -> Mapping[str, Any]:
@@ -76,6 +73,12 @@ def _node_cfg(result: Result, name: str) -> Mapping[str, Any]:
         if n.get("name") == name:
             return n
     return {}
+
+
+def _slice_text(cpu: Mapping[str, Any]) -> str:
+    share = float(cpu.get("share") or 1.0)
+    period_ms = int(cpu.get("period_ns") or 0) / 1e6
+    return f"{100 * (1 - share):.0f} % of every {period_ms:g} ms"
 
 
 def off_cpu_spans(cpu: Mapping[str, Any], duration_s: float) -> list[tuple[float, float]]:
@@ -191,7 +194,7 @@ def _nic_plot(result: Result, hosts: list[str]) -> Plot:
     spans = off_cpu_spans(_cpu_of(result, shaded_host) or {}, result.duration_s) if shaded_host else []
     for i, ax in enumerate(axes):
         if spans:
-            label = f"{shaded_host} off CPU" if i == 0 else None
+            label = f"{shaded_host} off CPU ({_slice_text(_cpu_of(result, shaded_host) or {})})" if i == 0 else None
             ax.broken_barh(
                 spans, (0, 1), transform=ax.get_xaxis_transform(), color=_OFF_COLOR, alpha=0.25, lw=0, label=label
             )

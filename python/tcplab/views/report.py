@@ -48,6 +48,7 @@ _STYLE = """
  figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; }
  img { max-width: 100%; height: auto; }
  .note { color: #555; font-size: 0.9em; }
+ td.x { text-align: left; white-space: normal; max-width: 28em; font-size: 0.9em; }
 """
 
 _TEMPLATE = """<!doctype html>
@@ -104,7 +105,7 @@ for tokens), requeues, backlog at the end, and the qdisc's own counters (xstats)
 {% for q in qdiscs %}
 <tr><td class="l">{{ q.device }}</td><td class="l">{{ q.kind }}</td><td>{{ q.sent_bytes }}</td>
 <td>{{ q.sent_packets }}</td><td>{{ q.drops }}</td><td>{{ q.overlimits }}</td><td>{{ q.requeues }}</td>
-<td>{{ q.backlog_bytes }}</td><td>{{ q.backlog_packets }}</td><td class="l">{{ q.xstats }}</td></tr>
+<td>{{ q.backlog_bytes }}</td><td>{{ q.backlog_packets }}</td><td class="x">{{ q.xstats }}</td></tr>
 {% endfor %}
 </table>
 {% endif %}
