@@ -417,6 +417,8 @@ def test_diagnose_reads_the_run_directory(datapath_result, tmp_path: Path):
     assert by_id["nic-rx-drops"].data["device"] == "client:eth0"
     assert by_id["nic-rx-drops"].data["counters"] == {"rx_drops": 42, "bw_in_allowance_exceeded": 7}
     assert by_id["tbf-drops"].data["device"].startswith("r1:eth")
+    # tbf's inner bfifo: its drops are tbf's (tbf_enqueue() counts them), reported once
+    assert "qdisc-drops" not in by_id
     assert by_id["fq-horizon-drops"].data["device"] == "server:eth0"
     steal = next(f for f in findings if f.id.startswith("cpu-steal"))
     assert steal.data["steal"] == pytest.approx(130 / 200)
