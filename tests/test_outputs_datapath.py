@@ -482,3 +482,27 @@ def test_cli_summary_lines(datapath_result, fake):
     assert "cpu server: steal 65.0 % (runs 35 % of every 10 ms)" in lines
     plain = tcplab.run(copy.deepcopy(BASE_SCENARIO), overrides=["duration=2s"], core=fake)
     assert _datapath_lines(plain.summary) == []
+
+
+# ---------------------------------------------------------------- the real engine, today
+
+
+@pytest.mark.engine
+def test_real_run_tc_texts_agree_with_the_summary(real_core, tmp_path: Path):
+    """Every link of a real run appears once in its node's tc text, with the summary's counters."""
+    r = tcplab.run("builtin:cubic-100mbit-20ms", overrides=["duration=2s"], core=real_core)
+    out = r.write(tmp_path / "run", plots=False)
+    seen = 0
+    for link in r.summary["links"]:
+        qdiscs = parse_tc_text(text_source((out / f"tc-qdisc-{link['node']}.txt").read_text()))
+        (q,) = [q for q in qdiscs if q.dev == link["dev"]]
+        assert q.kind == link["qdisc"]
+        assert (q.stats["packets"], q.stats["bytes"], q.stats["drops"]) == (
+            link["sent_packets"],
+            link["sent_bytes"],
+            link["drops"],
+        )
+        assert q.stats["qlen"] == link["backlog_packets"]
+        seen += 1
+    assert seen == len(r.config["links"])
+    assert any(link["drops"] for link in r.summary["links"])  # the 1-BDP bottleneck queue overflows
