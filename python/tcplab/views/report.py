@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from tcplab.results.ethtool import NOT_ETHTOOL
+
 if TYPE_CHECKING:
     from tcplab.results import Result
     from tcplab.views.plots import Plot
@@ -310,7 +312,9 @@ def _nic_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
         nic = h.get("nic")
         if not nic:
             continue
-        counters = list((nic.get("ethtool") or {}).items()) or [("(none reported)", "-")]
+        counters = [
+            (f"{k} (softnet_stat)" if k in NOT_ETHTOOL else k, v) for k, v in (nic.get("ethtool") or {}).items()
+        ] or [("(none reported)", "-")]
         rows.append(
             {
                 "host": h["name"],
