@@ -512,3 +512,14 @@ def test_real_run_tc_texts_agree_with_the_summary(real_core, tmp_path: Path):
         seen += 1
     assert seen == len(r.config["links"])
     assert any(link["drops"] for link in r.summary["links"])  # the 1-BDP bottleneck queue overflows
+
+
+def test_compare_table_rows_for_the_components(datapath_result, fake):
+    from tcplab.compare import compare_table
+
+    plain = tcplab.run(copy.deepcopy(BASE_SCENARIO), overrides=["duration=2s"], core=fake)
+    table = compare_table({"with": datapath_result, "without": plain})
+    # the client's cumulative ring drops at the last sample; the server's 65 % steal
+    assert table.loc["NIC ring drops", "with"] == 42 and table.loc["NIC ring drops", "without"] == 0
+    assert table.loc["CPU steal, most of any host (%)", "with"] == pytest.approx(65.0)
+    assert "NIC ring drops" not in compare_table({"a": plain, "b": plain}).index
