@@ -21,7 +21,8 @@ numbers people compare:
 
 A run directory (``Result.write(DIR)``) holds::
 
-    summary.json              scenario, seed, versions, per-flow and per-link totals, invariant
+    summary.json              scenario, seed, versions, per-flow and per-link totals (tc -s
+                              counters, qdisc xstats, tbf child), per-host NIC and CPU, invariant
     scenario.resolved.json    the exact engine configuration (rerun it to reproduce)
     timeseries.parquet        per (sample, flow): engine columns + flow_name, t_s, goodput_bps,
                               ca_state_name, cc_mode_name
