@@ -523,3 +523,30 @@ def test_compare_table_rows_for_the_components(datapath_result, fake):
     assert table.loc["NIC ring drops", "with"] == 42 and table.loc["NIC ring drops", "without"] == 0
     assert table.loc["CPU steal, most of any host (%)", "with"] == pytest.approx(65.0)
     assert "NIC ring drops" not in compare_table({"a": plain, "b": plain}).index
+
+
+class _ContractCore(fake_core.FakeCore):
+    """The engine double, reporting a NIC on the client as the binding contract shapes it."""
+
+    def run(self, config_json, progress=None):  # noqa: ANN001, ANN201
+        config = json.loads(config_json)
+        for node in config["nodes"]:
+            if node["name"] == "client":
+                node["nic"] = {"driver": "ena", "rx_ring": 256, "rx_queues": 1}
+        return _with_contract(config, super().run(json.dumps(config), progress))
+
+
+def test_tcplab_run_prints_the_datapath_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write_yaml):
+    from typer.testing import CliRunner
+
+    import tcplab.engine
+    from tcplab.cli import app
+
+    monkeypatch.setattr(tcplab.engine, "import_core", lambda: _ContractCore())
+    scenario = write_yaml(copy.deepcopy(BASE_SCENARIO))
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", str(scenario), "-o", str(out), "--set", "duration=2s"])
+    assert r.exit_code == 0, r.output
+    assert "nic client eth0 (ena, rx ring 256): rx_drops 42, bw_in_allowance_exceeded 7" in r.stdout
+    assert r.stdout.index("nic client eth0") < r.stdout.index(f"wrote {out}")
+    assert (out / "ethtool-S-client.txt").is_file() and (out / "plots" / "nic-rings.png").is_file()
