@@ -142,8 +142,8 @@ CASES = [
     ),
     (
         "queue-qdisc",
-        f"links: [{{between: [server, r1], rate: 1Mbit, queue: {{qdisc: fq}}}}, {LINK2}]",
-        ['links.0.queue.qdisc: unknown qdisc "fq"', "expected pfifo"],
+        f"links: [{{between: [server, r1], rate: 1Mbit, queue: {{qdisc: sfq}}}}, {LINK2}]",
+        ['links.0.queue.qdisc: unknown qdisc "sfq"', "expected one of: pfifo"],
     ),
     (
         "pfifo-bytes",
@@ -227,8 +227,8 @@ CASES = [
     ),
     (
         "host-key",
-        "hosts: {server: {qdisc: fq}, client: {}}",
-        ['hosts.server.qdisc: unknown key "qdisc"', "expected one of: sysctl"],
+        "hosts: {server: {qdisk: fq}, client: {}}",
+        ['hosts.server.qdisk: unknown key "qdisk" (did you mean "qdisc"?)', "expected one of: sysctl"],
     ),
     ("host-name", "hosts: {'my server': {}, client: {}}", ['hosts.my server: "my server" is not a valid node name']),
     ("hosts-list", "hosts: [server, client]", ["hosts: a list is not a mapping"]),

@@ -65,15 +65,61 @@ def is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+NODE_OPTIONAL_KEYS = {"forwarding", "cpu", "nic"}
+# The engine's timed-qdisc fields (config.rs: TbfConfig, FqConfig, FqCodelConfig).
+TIMED_QUEUE_KEYS = {
+    "tbf": {"rate_bps", "burst_bytes", "limit_bytes", "peakrate_bps", "mtu_bytes", "child"},
+    "fq": {
+        "limit_packets",
+        "flow_limit_packets",
+        "buckets",
+        "quantum_bytes",
+        "initial_quantum_bytes",
+        "maxrate_bps",
+        "low_rate_threshold_bps",
+        "refill_delay_ns",
+        "horizon_ns",
+        "horizon_drop",
+        "pacing",
+    },
+    "fq_codel": {
+        "limit_packets",
+        "flows",
+        "target_ns",
+        "interval_ns",
+        "quantum_bytes",
+        "memory_limit_bytes",
+        "drop_batch",
+        "ecn",
+    },
+}
+
+
+def check_queue(q: dict) -> None:
+    if q["kind"] in TIMED_QUEUE_KEYS:
+        assert set(q) - {"kind"} <= TIMED_QUEUE_KEYS[q["kind"]]
+        if q["kind"] == "tbf":
+            assert TIMED_QUEUE_KEYS["tbf"] == set(q) - {"kind"}
+            if q["child"] is not None:
+                check_queue(q["child"])
+        return
+    assert q in (
+        {"kind": "pfifo", "limit_packets": q.get("limit_packets")},
+        {"kind": "bfifo", "limit_bytes": q.get("limit_bytes")},
+    )
+    assert is_int(q.get("limit_packets", q.get("limit_bytes"))) and q.get("limit_packets", q.get("limit_bytes")) > 0
+
+
 def check_contract(core: dict) -> None:
     assert set(core) == TOP_KEYS
     for key in ("seed", "duration_ns", "sample_interval_ns", "max_memory_bytes"):
         assert is_int(core[key]) and core[key] >= 0
     n = len(core["nodes"])
     for node in core["nodes"]:
-        assert set(node) == NODE_KEYS and node["kind"] in ("host", "router")
+        # forwarding/cpu/nic appear only when set (scenarios without them keep their JSON)
+        assert NODE_KEYS <= set(node) <= NODE_KEYS | NODE_OPTIONAL_KEYS and node["kind"] in ("host", "router")
     for link in core["links"]:
-        assert set(link) == LINK_KEYS
+        assert LINK_KEYS <= set(link) <= LINK_KEYS | {"edt"}
         assert link["name"] == f"{core['nodes'][link['from']]['name']}->{core['nodes'][link['to']]['name']}"
         for key in ("from", "to", "rate_bps", "delay_ns", "overhead_bytes"):
             assert is_int(link[key])
@@ -91,12 +137,7 @@ def check_contract(core: dict) -> None:
         assert set(filt) == {"data_only", "min_ip_bytes"} and isinstance(filt["data_only"], bool)
         assert is_int(filt["min_ip_bytes"])
         assert link["reorder"] is None or set(link["reorder"]) == {"p", "delay_ns"}
-        q = link["queue"]
-        assert q in (
-            {"kind": "pfifo", "limit_packets": q.get("limit_packets")},
-            {"kind": "bfifo", "limit_bytes": q.get("limit_bytes")},
-        )
-        assert is_int(q.get("limit_packets", q.get("limit_bytes"))) and q.get("limit_packets", q.get("limit_bytes")) > 0
+        check_queue(link["queue"])
     for flow in core["flows"]:
         assert set(flow) == FLOW_KEYS
         assert is_int(flow["src"]) and is_int(flow["dst"]) and core["nodes"][flow["src"]]["kind"] == "host"
@@ -152,7 +193,12 @@ def test_cubic_100mbit_values():
     core = tcplab.load_scenario("builtin:cubic-100mbit-20ms").to_core()
     assert core["duration_ns"] == 30 * 10**9
     # 100 Mbit/s * 20 ms = 250000 B = 165.1 packets of 1514 B -> 165
-    assert [lk["queue"]["limit_packets"] for lk in core["links"]] == [1000, 1000, 165, 165]  # txqueuelen on the access link
+    assert [lk["queue"]["limit_packets"] for lk in core["links"]] == [
+        1000,
+        1000,
+        165,
+        165,
+    ]  # txqueuelen on the access link
     assert core["flows"][0]["cc"] == "cubic"
 
 

@@ -519,6 +519,8 @@ def check(
 ) -> None:
     """Validate a scenario and show how it resolves (routes, queue limits); runs nothing."""
     from tcplab.loader import load_scenario
+    from tcplab.scenario.pods import VETH_RATE_BPS
+    from tcplab.scenario.qdiscs import describe as describe_qdisc
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
     _warn([sc])
@@ -534,8 +536,11 @@ def check(
     )
     # One unit per quantity: rates in Mbit/s, times in ms, queue limits in packets or bytes.
     for link in core["links"]:
-        q = link["queue"]
-        limit = f"{q['limit_packets']} packets" if q["kind"] == "pfifo" else f"{q['limit_bytes']} bytes"
+        qdisc = describe_qdisc(link["queue"])
+        rate = "veth (1 Pbit/s)" if link["rate_bps"] == VETH_RATE_BPS else _rate_mbit(link["rate_bps"])
+        for edt in link.get("edt") or []:
+            pods = ", ".join(core["nodes"][i]["name"] for i in edt["nodes"])
+            qdisc += f", EDT {pods} at {_rate_mbit(edt['rate_bps'])}"
         loss = link["loss"]
         loss_text = {"none": "no loss", "bernoulli": f"loss {loss.get('p', 0) * 100:g}%"}.get(
             loss["kind"], loss["kind"]
@@ -546,10 +551,21 @@ def check(
         if loss["kind"] != "none" and filt.get("min_ip_bytes"):
             loss_text += f" (packets of at least {filt['min_ip_bytes']} bytes)"
         console.print(
-            f"  link {link['name']}: {_rate_mbit(link['rate_bps'])}, delay {_time_ms(link['delay_ns'])}, "
-            f"{loss_text}, {q['kind']} limit {limit}",
+            f"  link {link['name']}: {rate}, delay {_time_ms(link['delay_ns'])}, {loss_text}, {qdisc}",
             markup=False,
         )
+    for node in core["nodes"]:
+        extras = []
+        if node.get("forwarding"):
+            extras.append("forwards (carries pods)")
+        if node.get("cpu"):
+            cpu = node["cpu"]
+            extras.append(f"cpu {cpu['share'] * 100:g}% of every {_time_ms(cpu['period_ns'])}")
+        if node.get("nic"):
+            nic = node["nic"]
+            extras.append(f"nic {nic['driver']} rx_ring {nic['rx_ring']} x {nic['rx_queues']} queue(s)")
+        if extras:
+            console.print(f"  host {node['name']}: {'; '.join(extras)}", markup=False)
     for route in sc.routes():
         console.print(
             f"  flow {route['flow']}: data {' '.join(route['data'])}; acks {' '.join(route['ack'])}; "

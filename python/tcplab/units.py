@@ -59,6 +59,8 @@ __all__ = [
     "parse_size",
     "parse_percent",
     "parse_number",
+    "parse_tc_size",
+    "TC_SIZE_EXPECTED",
     "format_rate",
     "format_time",
     "format_size",
@@ -221,6 +223,55 @@ def parse_size(value: Any, *, allow_zero: bool = True) -> int:
     return size
 
 
+#: tc's size suffixes, as iproute2 lib/utils_math.c get_size64() reads them (case-insensitive):
+#: ``b`` bytes; ``k``/``kb`` 1024 bytes, ``m``/``mb`` 1024^2, ``g``/``gb`` 1024^3 (bytes, not
+#: bits: ``32Mb`` is 32 MiB); ``kbit`` 1024/8 bytes, ``mbit`` 1024^2/8, ``gbit`` 1024^3/8.
+_TC_SIZE_UNITS: dict[str, Decimal] = {
+    "": Decimal(1),
+    "b": Decimal(1),
+    "k": Decimal(1024),
+    "kb": Decimal(1024),
+    "m": Decimal(1024**2),
+    "mb": Decimal(1024**2),
+    "g": Decimal(1024**3),
+    "gb": Decimal(1024**3),
+    "kbit": Decimal(1024) / 8,
+    "mbit": Decimal(1024**2) / 8,
+    "gbit": Decimal(1024**3) / 8,
+}
+#: IEC forms, not in tc but unambiguous (same values as tc's ``kb``, ``mb``, ``gb``).
+_TC_SIZE_IEC = {"KiB": Decimal(1024), "MiB": Decimal(1024**2), "GiB": Decimal(1024**3)}
+TC_SIZE_EXPECTED = (
+    'a size as tc reads it, such as 1514, "3028b", "64kb", "32Mb" (b = bytes, k/kb = 1024 bytes, m/mb = MiB)'
+)
+
+
+def parse_tc_size(value: Any, *, allow_zero: bool = False) -> int:
+    """A qdisc parameter size in bytes, read exactly as ``tc`` reads it.
+
+    iproute2 lib/utils_math.c: get_size64(): a number, then an optional suffix compared
+    case-insensitively: ``b``; ``k``/``kb``, ``m``/``mb``, ``g``/``gb`` (powers of 1024
+    **bytes**: ``32Mb`` = 33554432, ``64KB`` = 65536, unlike tcplab's SI ``KB`` elsewhere);
+    ``kbit``/``mbit``/``gbit`` (powers of 1024 bits, in bytes). The result is truncated to
+    whole bytes, as tc's conversion of its double does. ``KiB``/``MiB``/``GiB`` are accepted
+    too. tc's ``SIZE/CELL`` form is not (tcplab has no rate tables).
+    """
+    number, unit = _split(value, "a size", TC_SIZE_EXPECTED)
+    factor = _TC_SIZE_IEC.get(unit) or _TC_SIZE_UNITS.get(unit.lower())
+    if factor is None:
+        raise UnitError(f"{show_value(value)} is not a size (unknown unit {show_value(unit)})", TC_SIZE_EXPECTED, value)
+    if number < 0:
+        raise UnitError(f"{show_value(value)} is negative", TC_SIZE_EXPECTED, value)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 80
+        size = int((number * factor).to_integral_value(rounding=decimal.ROUND_FLOOR))
+    if size > U64_MAX:
+        raise UnitError(f"{show_value(value)} is too large", TC_SIZE_EXPECTED, value)
+    if size == 0 and not allow_zero:
+        raise UnitError(f"{show_value(value)} is zero", "a positive size such as 3028b", value)
+    return size
+
+
 def parse_percent(value: Any) -> float:
     """A percentage as a probability: ``"1%"`` -> 0.01, and a bare ``1`` -> 0.01 too (netem).
 
@@ -236,7 +287,6 @@ def parse_percent(value: Any) -> float:
     if number > 100:
         raise UnitError(f"{show_value(value)} is more than 100%", "a percentage from 0% to 100%", value)
     return float(number / 100)
-
 
 
 def _format_int(value: int, units: list[tuple[str, int]]) -> str:

@@ -70,6 +70,24 @@ Loss (``netem`` meanings)
     (never a SYN or a pure ACK), ``min_size: 101B`` to packets of at least that IP length
     (nftables ``meta length``), e.g. ``loss: {random: 1%, only: data}``.
 
+Qdiscs, hosts' devices, CPU and NIC
+    ``queue:`` names any qdisc (``pfifo``, ``bfifo``, ``pfifo_fast``, ``tbf``, ``fq``,
+    ``fq_codel``) with tc's parameters and units (:mod:`~tcplab.scenario.qdiscs`). A link
+    that sets no ``queue:`` gets its sending host's ``qdisc:``, else the host's
+    ``sysctl.net.core.default_qdisc``, else pfifo_fast (a pfifo of 1000 packets, the default
+    it always had); a node under Cilium's Bandwidth Manager gets Cilium's fq on its links
+    out. ``hosts.NAME.cpu`` (:mod:`~tcplab.scenario.cpu`) and ``hosts.NAME.nic``
+    (:mod:`~tcplab.scenario.nic`) add CPU time slices and a NIC receive side. Nodes get the
+    engine's ``forwarding``/``cpu``/``nic`` keys only when set, links ``edt`` only when
+    non-empty: scenarios without these components resolve to the same engine JSON as before.
+
+Pods
+    ``pods:`` (:mod:`~tcplab.scenario.pods`) are hosts joined to their node by a veth pair
+    (links appended after the scenario's own, pod -> node then node -> pod), with Kubernetes
+    egress/ingress limits enforced by the CNI bandwidth plugin or Cilium's Bandwidth Manager
+    (the arithmetic in :mod:`~tcplab.scenario.bandwidth`). Node indices: hosts in file order,
+    then pods, then routers.
+
 Limits
     Times and rates are bounded to what the engine represents (a year, an hour per delay,
     1 Pbit/s; see :mod:`tcplab.scenario.limits`), and a run's time series to ``limits: {memory: 4GiB}``
@@ -83,7 +101,10 @@ Flows
 Layout: :mod:`~tcplab.scenario.fields` (field parsers on top of :mod:`tcplab.units`),
 :mod:`~tcplab.scenario.base` (the key-checking base model), :mod:`~tcplab.scenario.hosts`
 (sysctls, Linux defaults), :mod:`~tcplab.scenario.links` (links, loss, reordering),
-:mod:`~tcplab.scenario.queues`, :mod:`~tcplab.scenario.flows` and :mod:`~tcplab.scenario.apps`,
+:mod:`~tcplab.scenario.queues` (the qdisc of a link) and :mod:`~tcplab.scenario.qdiscs` (tbf, fq,
+fq_codel parameters), :mod:`~tcplab.scenario.cpu`, :mod:`~tcplab.scenario.nic`,
+:mod:`~tcplab.scenario.pods` and :mod:`~tcplab.scenario.bandwidth` (pod limits),
+:mod:`~tcplab.scenario.flows` and :mod:`~tcplab.scenario.apps`,
 :mod:`~tcplab.scenario.model` (the top-level :class:`Scenario`), :mod:`~tcplab.scenario.checks`
 (cross-references), :mod:`~tcplab.scenario.topology` (routes, "bdp" limits, the engine form) and
 :mod:`~tcplab.scenario.validation` (dict -> Scenario or ScenarioError).
@@ -117,6 +138,8 @@ from tcplab.scenario.queues import (
     NOMINAL_PACKET_BYTES,
     Queue,
     QueueLimit,
+    QueueSpec,
+    parse_queue,
     parse_queue_limit,
 )
 from tcplab.scenario.validation import validate_scenario
@@ -137,6 +160,8 @@ __all__ = [
     "LOSS_EXPECTED",
     "Queue",
     "QueueLimit",
+    "QueueSpec",
+    "parse_queue",
     "parse_queue_limit",
     "NOMINAL_PACKET_BYTES",
     "DEFAULT_PFIFO_LIMIT",

@@ -35,12 +35,28 @@ def check_nodes(sc: Scenario, error: Any) -> dict[str, str]:
                 r,
             )
         kinds.setdefault(r, "router")
-    known = "one of: " + ", ".join(sorted(kinds))
+    for name in getattr(sc, "pods", None) or {}:
+        if name in kinds:
+            error(
+                ("pods", name),
+                f"duplicate node name {show_value(name)} (already a {kinds[name]})",
+                "node names used once",
+                name,
+            )
+        kinds.setdefault(name, "pod")
+    known = "one of: " + ", ".join(sorted(n for n, k in kinds.items() if k != "pod"))
     for i, link in enumerate(sc.links):
         if link.between is None:
             continue
         for j, n in enumerate(link.between):
-            if n not in kinds:
+            if kinds.get(n) == "pod":
+                error(
+                    ("links", i, "between", j),
+                    f"{show_value(n)} is a pod: its only link is the veth to its node, made for it",
+                    "a host or router; link the pod's node instead",
+                    n,
+                )
+            elif n not in kinds:
                 error(
                     ("links", i, "between", j),
                     f"unknown node {show_value(n)}{_did_you_mean(n, list(kinds))}",
@@ -57,11 +73,51 @@ def check_nodes(sc: Scenario, error: Any) -> dict[str, str]:
     return kinds
 
 
+def check_pods(sc: Scenario, error: Any, kinds: dict[str, str]) -> None:
+    """A pod runs on a host (its node); under Cilium's Bandwidth Manager, a queue given on
+    the node's uplink must be the fq Cilium installs."""
+    hosts = [n for n, k in kinds.items() if k == "host"]
+    managed = set()
+    for name, pod in sc.pods.items():
+        if pod.node not in kinds:
+            error(
+                ("pods", name, "node"),
+                f"unknown node {show_value(pod.node)}{_did_you_mean(pod.node, hosts)}",
+                "the name of a host: one of: " + ", ".join(sorted(hosts)),
+                pod.node,
+            )
+        elif kinds[pod.node] != "host":
+            error(
+                ("pods", name, "node"),
+                f"{show_value(pod.node)} is a {kinds[pod.node]}, not a host",
+                "the name of a host (a Kubernetes node): one of: " + ", ".join(sorted(hosts)),
+                pod.node,
+            )
+        elif pod.mode == "bandwidth-manager":
+            managed.add(pod.node)
+    for i, link in enumerate(sc.links):
+        if link.between is None:
+            continue
+        for side, src in ((None, link.between[0]), ("reverse", link.between[1])):
+            if src not in managed:
+                continue
+            over = link.reverse.queue if side and link.reverse is not None else None
+            queue = over if over is not None else link.queue
+            if queue is not None and queue.qdisc != "fq":
+                path = ("links", i, *((side,) if over is not None else ()), "queue", "qdisc")
+                error(
+                    path,
+                    f"{show_value(queue.qdisc)} on {src}'s device, where Cilium's Bandwidth Manager installs fq",
+                    "no queue (Cilium's fq: horizon 2s, 2^15 buckets) or an fq",
+                    queue.qdisc,
+                )
+
+
 def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bool) -> None:
     """Flows go between two different hosts, in time, with unique names, along a route."""
     if not sc.flows:
         error(("flows",), "no flows", "at least one flow such as {from: server, to: client}")
-    hosts = list(sc.hosts)
+    hosts = list(sc.hosts) + list(getattr(sc, "pods", None) or [])
     host_list = "one of: " + ", ".join(sorted(hosts))
     topo = sc._topology() if topology_ok else None
     names_seen: dict[str, int] = {}
@@ -136,12 +192,18 @@ def check_queue_limits(sc: Scenario, error: Any) -> None:
             continue
         entry = sc.links[j // 2]
         reverse_queue = j % 2 == 1 and entry.reverse is not None and entry.reverse.queue is not None
-        path = ("links", j // 2, *(("reverse",) if reverse_queue else ()), "queue", "limit")
+        own = entry.reverse.queue if reverse_queue else entry.queue
+        if own is not None:
+            path = ("links", j // 2, *(("reverse",) if reverse_queue else ()), "queue", "limit")
+        else:  # the sending host's qdisc (or default_qdisc, which takes no bdp limit)
+            sender = entry.between[j % 2]
+            own = sc.hosts[sender].egress_queue()
+            path = ("hosts", sender, "qdisc", "limit")
         if path in reported:
             continue
         reported.add(path)
         unit = "packets" if "limit_packets" in queue else "bytes"
-        spec = (entry.reverse.queue if reverse_queue else entry.queue).limit_spec()
+        spec = own.limit_spec()
         shown = f"{spec.value.normalize():f}" + ("bdp" if spec.unit == "bdp" else "")
         error(
             path,
@@ -169,8 +231,10 @@ def partial_view(data: Mapping[str, Any]) -> SimpleNamespace | None:
     routers = data.get("routers", [])
     links = data.get("links", [])
     flows = data.get("flows", [])
+    pods = data.get("pods")
     return SimpleNamespace(
         hosts=list(hosts),
+        pods=[p for p in pods if _ok(_NODE, p) is not None] if isinstance(pods, Mapping) else [],
         routers=[_ok(_NODE, r) for r in routers] if isinstance(routers, list) else [],
         links=[SimpleNamespace(between=field(e, "between", _parse_between)) for e in links]
         if isinstance(links, list)

@@ -6,13 +6,16 @@ the receiver, everything else of the sender; see :mod:`tcplab.scenario`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
+from tcplab.scenario.cpu import HostCpu
 from tcplab.scenario.fields import Bool, CcName, Int, IntSize, MemTriple
+from tcplab.scenario.nic import Nic, parse_usecs
+from tcplab.scenario.queues import Queue, QueueSpec, parse_queue
 from tcplab.units import U64_MAX
 
 #: The engine's TCP settings and their Linux v6.12 defaults (the engine applies the same).
@@ -56,8 +59,30 @@ LINUX_CC_DEFAULTS: dict[str, Any] = {
 }
 
 
+#: ``net.core.*`` sysctls a host's ``sysctl`` block takes (with or without the prefix).
+CORE_SYSCTLS = ("default_qdisc", "netdev_budget", "netdev_budget_usecs")
+#: ``net.core.default_qdisc`` values tcplab models (the kernel's default is pfifo_fast;
+#: systemd-based distributions set fq_codel).
+DEFAULT_QDISCS = ("pfifo_fast", "pfifo", "bfifo", "fq", "fq_codel")
+
+
+def _parse_default_qdisc(value: Any) -> str:
+    if value in DEFAULT_QDISCS:
+        return value
+    raise UnitError(
+        f"unknown qdisc {show_value(value)}",
+        "one of: " + ", ".join(DEFAULT_QDISCS) + " (qdiscs that need no parameters)",
+        value,
+    )
+
+
 class Sysctl(_Model):
-    """``net.ipv4.tcp_*`` sysctls of a host (Linux v6.12 defaults)."""
+    """``net.ipv4.tcp_*`` sysctls of a host (Linux v6.12 defaults), and three ``net.core.*``.
+
+    ``default_qdisc`` (net.core.default_qdisc) is the qdisc of the host's egress links that
+    set none (below ``hosts.NAME.qdisc``); ``netdev_budget`` / ``netdev_budget_usecs``
+    (net.core.*) feed the host's ``nic:`` model (which must be present).
+    """
 
     _key_prefixes = ("net.ipv4.", "net/ipv4/")
     tcp_congestion_control: CcName = "cubic"
@@ -78,12 +103,26 @@ class Sysctl(_Model):
     tcp_comp_sack_nr: Int(0, 255) = 44
     tcp_min_tso_segs: Int(1, 255) = 2
     tcp_tso_rtt_log: Int(0, 31) = 9
+    default_qdisc: Annotated[str, BeforeValidator(_parse_default_qdisc)] | None = None
+    netdev_budget: Int(1, 2**31 - 1) | None = None
+    netdev_budget_usecs: Annotated[int, BeforeValidator(parse_usecs)] | None = None
+
+    @classmethod
+    def _strip_prefix(cls, key: Any, allowed: list[str]) -> Any:
+        """``net.core.`` before the core sysctls, ``net.ipv4.`` before the others."""
+        if isinstance(key, str):
+            for prefix in ("net.core.", "net/core/"):
+                if key.startswith(prefix) and key[len(prefix) :] in CORE_SYSCTLS:
+                    return key[len(prefix) :]
+            if any(key.startswith(p) for p in cls._key_prefixes) and key.split(".")[-1] in CORE_SYSCTLS:
+                return key
+        return super()._strip_prefix(key, allowed)
 
     def to_core_tcp(self) -> dict[str, Any]:
         """The sysctls in the engine's ``tcp`` names (``tcp_rmem`` included; the caller picks)."""
         out = {}
         for name in type(self).model_fields:
-            if name == "tcp_congestion_control":
+            if name == "tcp_congestion_control" or name in CORE_SYSCTLS:
                 continue
             value = getattr(self, name)
             key = "tcp_min_rtt_wlen_s" if name == "tcp_min_rtt_wlen" else name
@@ -97,10 +136,46 @@ class Host(_Model):
     ``hz`` is the host kernel's ``CONFIG_HZ``, the tick of its jiffy clocks and timers (RTO,
     loss probe, delayed ACK, CUBIC's clock): 250 as Debian builds its kernels (the default),
     1000 as Fedora and RHEL do, or 100.
+
+    ``qdisc`` is the qdisc of the host's devices: every egress link of the host that sets no
+    ``queue:`` of its own gets it (``qdisc: fq`` or ``{kind: fq, horizon: 2s}``); below it,
+    ``sysctl.default_qdisc``; below that, pfifo_fast (a pfifo of txqueuelen 1000 packets).
+    ``cpu`` (:mod:`tcplab.scenario.cpu`) and ``nic`` (:mod:`tcplab.scenario.nic`) add the
+    host's CPU time slices and NIC receive side; without them the host always runs and its
+    NIC is ideal.
     """
 
     sysctl: Sysctl = Field(default_factory=Sysctl)
     hz: int = 250
+    qdisc: Queue | None = None
+    cpu: HostCpu | None = None
+    nic: Nic | None = None
+
+    @model_validator(mode="after")
+    def _budget_needs_nic(self) -> Host:
+        for name in ("netdev_budget", "netdev_budget_usecs"):
+            value = getattr(self.sysctl, name)
+            if value is not None and self.nic is None:
+                raise UnitError(
+                    f"net.core.{name} = {value} is set but the host has no nic: model (packets go straight to TCP)",
+                    "a nic: block on this host, such as nic: {rx_ring: 1024}",
+                    value,
+                    subpath=("sysctl", name),
+                )
+        return self
+
+    def egress_queue(self) -> QueueSpec | None:
+        """The qdisc of the host's links that set none: ``qdisc``, else ``sysctl.default_qdisc``."""
+        if self.qdisc is not None:
+            return self.qdisc
+        if self.sysctl.default_qdisc is not None:
+            return parse_queue(self.sysctl.default_qdisc)
+        return None
+
+    def nic_to_core(self) -> dict[str, Any] | None:
+        if self.nic is None:
+            return None
+        return self.nic.to_core(self.sysctl.netdev_budget, self.sysctl.netdev_budget_usecs)
 
     @field_validator("hz", mode="before")
     @classmethod

@@ -21,8 +21,9 @@ Bounds (the engine's constants of the same names):
   adds its endpoints and the packets its links can hold to this estimate and refuses, at
   the start of the run, what is over the same limit.
 
-Also refused until tcplab models the fq qdisc: ``tcp.fq_pacing: true`` (TCP would stop
-pacing and leave it to an fq that does not exist; RTTs come out below the path's).
+Also refused: ``tcp.fq_pacing: true``. Linux leaves pacing to fq (SK_PACING_FQ) when fq is
+the qdisc of the sender's device; in a scenario that is ``hosts.NAME.qdisc: fq`` (or
+``default_qdisc``), not a per-flow switch that could disagree with the qdisc.
 """
 
 from __future__ import annotations
@@ -166,12 +167,12 @@ def check_limits(sc: Scenario, error: ErrorFn, flow_count: int) -> None:
         if tcp.fq_pacing:
             error(
                 ("flows", i, "tcp", "fq_pacing"),
-                "true is not supported yet: TCP would leave pacing to the fq qdisc, which tcplab does not model, "
-                "and measure RTTs from departure times nothing honours",
-                "false (TCP paces itself, as Linux does without fq)",
+                "true is not supported yet: a socket leaves pacing to fq when fq is the qdisc of its "
+                "host's device (SK_PACING_FQ), not by a per-flow switch",
+                "false; to pace with fq, give the sending host qdisc: fq",
                 True,
             )
-    links = 2 * len(sc.links)
+    links = 2 * len(sc.links) + 2 * len(sc.pods)
     rows = sample_rows(sc.duration, sc.sample_interval)
     need = series_bytes(rows, flow_count, links)
     limit = sc.limits.memory

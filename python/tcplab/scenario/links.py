@@ -186,6 +186,7 @@ class Link(_Model):
     delay: Time = 0
     loss: Loss = LossSpec(kind="none")
     reorder: Reorder | None = None
-    queue: Queue = Field(default_factory=Queue)
+    #: None: the sending host's qdisc (``hosts.NAME.qdisc`` / ``default_qdisc``), else pfifo 1000.
+    queue: Queue | None = None
     overhead: Int(0, 65535) = 14
     reverse: LinkOverrides | None = None

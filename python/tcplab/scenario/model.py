@@ -1,4 +1,4 @@
-"""The top-level scenario model: name, duration, hosts, routers, links, flows.
+"""The top-level scenario model: name, duration, hosts, pods, routers, links, flows.
 
 ``to_core()`` resolves it into the engine's configuration (see :mod:`tcplab.scenario`).
 """
@@ -11,12 +11,13 @@ from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
 from tcplab.scenario.base import _Model
-from tcplab.scenario.checks import check_flows, check_nodes, check_queue_limits
+from tcplab.scenario.checks import check_flows, check_nodes, check_pods, check_queue_limits
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
 from tcplab.scenario.flows import Flow, flow_names
-from tcplab.scenario.hosts import Host
+from tcplab.scenario.hosts import Host, Sysctl
 from tcplab.scenario.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.scenario.links import Link
+from tcplab.scenario.pods import BandwidthManager, Pod
 from tcplab.scenario.topology import _Topology
 from tcplab.units import U64_MAX, parse_size
 
@@ -43,6 +44,8 @@ class Scenario(_Model):
         description="a mapping of host names to settings, such as {server: {}, client: {}}"
     )
     routers: list[NodeName] = []
+    pods: dict[NodeName, Pod] = {}
+    bandwidth_manager: BandwidthManager = Field(default_factory=BandwidthManager)
     links: list[Link] = []
     flows: list[Flow] = Field(description="a list of flows such as [{from: server, to: client}]")
     limits: Limits = Field(default_factory=Limits)
@@ -70,6 +73,7 @@ class Scenario(_Model):
                 self.sample_interval,
             )
         kinds = check_nodes(self, error)
+        check_pods(self, error, kinds)
         topology_ok = not errors
         check_flows(self, error, kinds, topology_ok)
         if topology_ok:
@@ -99,8 +103,38 @@ class Scenario(_Model):
 
     @property
     def node_names(self) -> list[str]:
-        """Node names by index: hosts in file order, then routers."""
-        return list(self.hosts) + list(self.routers)
+        """Node names by index: hosts in file order, then pods, then routers."""
+        return list(self.hosts) + list(self.pods) + list(self.routers)
+
+    def sysctl_of(self, name: str) -> Sysctl:
+        """The sysctls of a host or pod (a pod's namespace has its own)."""
+        if name in self.pods:
+            return self.pods[name].sysctl
+        return self.hosts.get(name, Host()).sysctl
+
+    def default_cc_of(self, name: str) -> str:
+        """A sender's default congestion control: its ``tcp_congestion_control``, or BBR for a
+        pod with ``bbr: true`` (or under ``bandwidth_manager: {bbr: true}``)."""
+        pod = self.pods.get(name)
+        if pod is not None and pod.uses_bbr(self.bandwidth_manager):
+            return "bbr"
+        return self.sysctl_of(name).tcp_congestion_control
+
+    def _node_to_core(self, name: str) -> dict[str, Any]:
+        """A node's engine form; ``forwarding``, ``cpu`` and ``nic`` only when set, so the
+        engine JSON of scenarios without them is what it always was."""
+        if name in self.routers:
+            return {"name": name, "kind": "router", "hz": Host().hz}
+        pod = self.pods.get(name)
+        host = self.hosts[pod.node] if pod is not None else self.hosts[name]
+        node: dict[str, Any] = {"name": name, "kind": "host", "hz": host.hz}
+        if pod is None and any(p.node == name for p in self.pods.values()):
+            node["forwarding"] = True
+        if host.cpu is not None:
+            node["cpu"] = host.cpu.to_core()  # a pod runs on its node's CPU: the same slices
+        if pod is None and host.nic is not None:
+            node["nic"] = host.nic_to_core()
+        return node
 
     def _topology(self) -> _Topology:
         return _Topology(self)
@@ -125,20 +159,21 @@ class Scenario(_Model):
         topo = self._topology()
         links = []
         for link in topo.links:
-            links.append(
-                {
-                    "name": link["name"],
-                    "from": link["from"],
-                    "to": link["to"],
-                    "rate_bps": link["rate_bps"],
-                    "delay_ns": link["delay_ns"],
-                    "overhead_bytes": link["overhead_bytes"],
-                    "loss": link["loss"].to_core(),
-                    "loss_filter": link["loss"].filter_to_core(),
-                    "reorder": link["reorder"],
-                    "queue": link["queue"],
-                }
-            )
+            core_link = {
+                "name": link["name"],
+                "from": link["from"],
+                "to": link["to"],
+                "rate_bps": link["rate_bps"],
+                "delay_ns": link["delay_ns"],
+                "overhead_bytes": link["overhead_bytes"],
+                "loss": link["loss"].to_core(),
+                "loss_filter": link["loss"].filter_to_core(),
+                "reorder": link["reorder"],
+                "queue": link["queue"],
+            }
+            if link.get("edt"):
+                core_link["edt"] = link["edt"]
+            links.append(core_link)
         flows = []
         for f in topo.flows:
             flows.append(
@@ -148,14 +183,7 @@ class Scenario(_Model):
             "seed": self.seed,
             "duration_ns": self.duration,
             "sample_interval_ns": self.sample_interval,
-            "nodes": [
-                {
-                    "name": n,
-                    "kind": "host" if n in self.hosts else "router",
-                    "hz": self.hosts[n].hz if n in self.hosts else Host().hz,
-                }
-                for n in topo.nodes
-            ],
+            "nodes": [self._node_to_core(n) for n in topo.nodes],
             "links": links,
             "flows": flows,
             "max_memory_bytes": self.limits.memory,

@@ -1,20 +1,22 @@
-"""The drop-tail queue in front of a one-way link (``pfifo`` / ``bfifo``) and its limit.
+"""The qdisc in front of a one-way link: ``pfifo`` / ``bfifo`` and their limits, or a timed qdisc.
 
-Limits are packets (pfifo), bytes (bfifo) or a multiple of the bandwidth-delay product,
-resolved per one-way link by :mod:`tcplab.scenario.topology`.
+FIFO limits are packets (pfifo), bytes (bfifo) or a multiple of the bandwidth-delay product,
+resolved per one-way link by :mod:`tcplab.scenario.topology`. ``pfifo_fast`` is a pfifo of
+txqueuelen (1000) packets. ``tbf``, ``fq`` and ``fq_codel`` take tc's parameters
+(:mod:`tcplab.scenario.qdiscs`).
 """
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from tcplab.errors import UnitError, show_value
-from tcplab.scenario.base import _Model
-from tcplab.scenario.fields import U32_MAX, _parse_int
+from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_int, _sub
+from tcplab.scenario.qdiscs import parse_fq, parse_fq_codel, parse_tbf
 from tcplab.units import parse_number, parse_size
 
 NOMINAL_PACKET_BYTES = 1500  # IP length of a full-size segment; "bdp" limits count it plus the link overhead
@@ -30,33 +32,118 @@ class QueueLimit(BaseModel):
     value: Decimal  # exact, so "0.1bdp" is a tenth, not 0.1000000000000000055
 
 
-class Queue(_Model):
-    """The drop-tail queue in front of a one-way link."""
+QDISC_KINDS = ("pfifo", "bfifo", "pfifo_fast", "tbf", "fq", "fq_codel")
+QDISC_EXPECTED = (
+    "one of: pfifo (limit in packets), bfifo (limit in bytes), pfifo_fast, tbf, fq, fq_codel "
+    "(tbf, fq, fq_codel per net/sched/sch_*.c v6.12)"
+)
+_TIMED = {"tbf": parse_tbf, "fq": parse_fq, "fq_codel": parse_fq_codel}
 
-    qdisc: Literal["pfifo", "bfifo"] = "pfifo"
-    limit: Any = None
 
-    @field_validator("qdisc", mode="before")
-    @classmethod
-    def _qdisc(cls, v: Any) -> Any:
-        if v not in ("pfifo", "bfifo"):
-            raise UnitError(f"unknown qdisc {show_value(v)}", "pfifo (limit in packets) or bfifo (limit in bytes)", v)
-        return v
+class QueueSpec(BaseModel):
+    """A parsed ``queue:`` (or a host's ``qdisc:``): the qdisc and its parameters.
 
-    @field_validator("limit", mode="before")
-    @classmethod
-    def _limit(cls, v: Any, info: Any) -> QueueLimit | None:
-        qdisc = info.data.get("qdisc")
-        if qdisc is None:  # the qdisc itself was bad; that error is reported
-            return None
-        return parse_queue_limit(v, qdisc)
+    ``limit`` is the pfifo/bfifo limit (possibly in BDPs, resolved per link); ``params``
+    the engine fields of a tbf/fq/fq_codel; ``child`` a tbf's inner qdisc.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    qdisc: str = "pfifo"
+    limit: QueueLimit | None = None
+    params: dict[str, Any] | None = None
+    child: QueueSpec | None = None
 
     def limit_spec(self) -> QueueLimit:
+        """The FIFO limit: given, or the default (txqueuelen packets, or as many 1514-byte frames)."""
         if self.limit is not None:
             return self.limit
-        if self.qdisc == "pfifo":
-            return QueueLimit(unit="packets", value=Decimal(DEFAULT_PFIFO_LIMIT))
-        return QueueLimit(unit="bytes", value=Decimal(DEFAULT_BFIFO_LIMIT))
+        if self.qdisc == "bfifo":
+            return QueueLimit(unit="bytes", value=Decimal(DEFAULT_BFIFO_LIMIT))
+        return QueueLimit(unit="packets", value=Decimal(DEFAULT_PFIFO_LIMIT))
+
+    def is_fifo(self) -> bool:
+        return self.qdisc in ("pfifo", "bfifo", "pfifo_fast")
+
+    def to_core(self) -> dict[str, Any]:
+        """The engine's ``QueueConfig`` of a qdisc whose limit is not in BDPs."""
+        if self.is_fifo():
+            limit = self.limit_spec()
+            if limit.unit == "packets":
+                return {"kind": "pfifo", "limit_packets": int(limit.value)}
+            return {"kind": "bfifo", "limit_bytes": int(limit.value)}
+        out: dict[str, Any] = {"kind": self.qdisc, **(self.params or {})}
+        if self.qdisc == "tbf":
+            out["child"] = self.child.to_core() if self.child is not None else None
+        return out
+
+
+def _kind_of(value: dict) -> Any:
+    if "qdisc" in value and "kind" in value:
+        raise UnitError("both qdisc and kind given", "one of them: the qdisc's name", value["kind"], subpath=("kind",))
+    return value.get("qdisc", value.get("kind", "pfifo"))
+
+
+def parse_queue(value: Any, *, child: bool = False) -> QueueSpec:
+    """``{qdisc: KIND, ...parameters}`` (``kind:`` is a synonym of ``qdisc:``) or a bare ``KIND``."""
+    if isinstance(value, QueueSpec):
+        return value
+    if value is None:
+        return QueueSpec()
+    bare = isinstance(value, str)  # ``qdisc: fq``: an error names the field itself
+    if bare:
+        value = {"qdisc": value}
+    if not isinstance(value, dict):
+        raise UnitError(f"{show_value(value)} is not a queue", "a mapping such as {qdisc: pfifo, limit: 1bdp}", value)
+    kind = _kind_of(value)
+    key = "kind" if "kind" in value else "qdisc"
+    allowed = QDISC_KINDS
+    if kind not in allowed:
+        expected = QDISC_EXPECTED
+        raise UnitError(
+            f"unknown qdisc {show_value(kind)}{_did_you_mean(kind, list(allowed))}",
+            expected,
+            kind,
+            subpath=() if bare else (key,),
+        )
+    body = {k: v for k, v in value.items() if k not in ("qdisc", "kind")}
+    if kind in ("pfifo", "bfifo"):
+        for k in body:
+            if k != "limit":
+                raise UnitError(f"unknown {kind} parameter {show_value(k)}", "limit", k, subpath=(str(k),))
+        try:
+            limit = parse_queue_limit(body.get("limit"), kind)
+        except UnitError as e:
+            raise _sub(e, "limit") from None
+        if child and limit is not None and limit.unit == "bdp":
+            raise UnitError(
+                f"{show_value(body['limit'])} is in BDPs, which a tbf's child does not take",
+                "a packet count (pfifo) or a size (bfifo): a tbf's child has no path of its own",
+                body["limit"],
+                subpath=("limit",),
+            )
+        return QueueSpec(qdisc=kind, limit=limit)
+    if kind == "pfifo_fast":
+        # pfifo_fast: three bands by priority; tcplab's TCP segments all map to band 1, so it
+        # is one FIFO of txqueuelen (1000) packets (Linux v6.12 net/sched/sch_generic.c).
+        for k in body:
+            raise UnitError(
+                f"unknown pfifo_fast parameter {show_value(k)}",
+                "none (pfifo_fast takes no parameters)",
+                k,
+                subpath=(str(k),),
+            )
+        return QueueSpec(qdisc="pfifo_fast")
+    inner = None
+    if kind == "tbf" and "child" in body:
+        try:
+            inner = parse_queue(body["child"], child=True)
+        except UnitError as e:
+            raise _sub(e, "child") from None
+    params = _TIMED[kind]({k: v for k, v in body.items() if k != "child"} if kind == "tbf" else body)
+    return QueueSpec(qdisc=kind, params=params, child=inner)
+
+
+Queue = Annotated[QueueSpec, BeforeValidator(parse_queue)]
 
 
 def parse_queue_limit(value: Any, qdisc: str) -> QueueLimit | None:

@@ -10,24 +10,32 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from tcplab.routing import bfs_route, route_delay_ns
+from tcplab.scenario.bandwidth import CILIUM_FQ, cilium_edt, cni_tbf
 from tcplab.scenario.flows import flow_names
-from tcplab.scenario.hosts import LINUX_TCP_DEFAULTS, Host
-from tcplab.scenario.links import LinkOverrides
-from tcplab.scenario.queues import NOMINAL_PACKET_BYTES, Queue
+from tcplab.scenario.hosts import LINUX_TCP_DEFAULTS
+from tcplab.scenario.links import LinkOverrides, LossSpec
+from tcplab.scenario.pods import VETH_QUEUE, VETH_RATE_BPS, Pod
+from tcplab.scenario.queues import NOMINAL_PACKET_BYTES, QueueSpec
 
 if TYPE_CHECKING:
     from tcplab.scenario.model import Scenario
 
 
 class _Topology:
-    """Nodes, one-way links with resolved queue limits, and expanded flows with routes."""
+    """Nodes, one-way links with resolved queue limits, and expanded flows with routes.
+
+    Links: the scenario's links in file order (entry ``i`` makes links ``2i`` and ``2i+1``),
+    then each pod's veth pair (pod -> node, node -> pod), in ``pods:`` order.
+    """
 
     def __init__(self, sc: Scenario):
         self.nodes = sc.node_names
         self.index = {n: i for i, n in enumerate(self.nodes)}
-        # Only routers forward (hosts: net.ipv4.ip_forward = 0), as in the engine.
+        # Routers forward, and so do the nodes that carry pods (ip_forward = 1); other hosts do
+        # not (net.ipv4.ip_forward = 0), as in the engine.
         routers = set(sc.routers)
-        self.forwards = [n in routers for n in self.nodes]
+        self.pod_nodes = {pod.node for pod in sc.pods.values()}
+        self.forwards = [n in routers or n in self.pod_nodes for n in self.nodes]
         self.links: list[dict[str, Any]] = []
         specs = []
         for entry in sc.links:
@@ -46,6 +54,8 @@ class _Topology:
                     for key in spec:
                         if getattr(over, key) is not None:
                             spec[key] = getattr(over, key)
+                spec["src"] = src
+                spec["dst"] = dst
                 specs.append(spec)
                 reorder = spec["reorder"]
                 self.links.append(
@@ -64,6 +74,25 @@ class _Topology:
                         ),
                     }
                 )
+        self.user_links = len(self.links)
+        for name, pod in sc.pods.items():
+            for src, dst, queue in (
+                (name, pod.node, pod_egress_queue(pod)),
+                (pod.node, name, pod_ingress_queue(pod)),
+            ):
+                specs.append({"src": src, "dst": dst, "veth_queue": queue})
+                self.links.append(
+                    {
+                        "name": f"{src}->{dst}",
+                        "from": self.index.get(src, -1),
+                        "to": self.index.get(dst, -1),
+                        "rate_bps": VETH_RATE_BPS,
+                        "delay_ns": 0,
+                        "overhead_bytes": 14,
+                        "loss": LossSpec(kind="none"),
+                        "reorder": None,
+                    }
+                )
         self.ends = [(link["from"], link["to"]) for link in self.links]
         self.flows: list[dict[str, Any]] = []
         if any(a < 0 or b < 0 for a, b in self.ends):
@@ -79,8 +108,8 @@ class _Topology:
                 continue
             delays = [link["delay_ns"] for link in self.links]
             base_rtt = route_delay_ns(fwd, delays) + route_delay_ns(rev, delays)
-            sender = sc.hosts.get(flow.from_, Host()).sysctl
-            receiver = sc.hosts.get(flow.to, Host()).sysctl
+            sender = sc.sysctl_of(flow.from_)
+            receiver = sc.sysctl_of(flow.to)
             tcp = dict(LINUX_TCP_DEFAULTS)
             tcp.update(sender.to_core_tcp())
             tcp["tcp_rmem"] = list(receiver.tcp_rmem)
@@ -91,7 +120,7 @@ class _Topology:
                         "name": name,
                         "src": src,
                         "dst": dst,
-                        "cc": flow.cc or sender.tcp_congestion_control,
+                        "cc": flow.cc or sc.default_cc_of(flow.from_),
                         "start_ns": flow.start,
                         "stop_ns": flow.stop,
                         "app": flow.app.to_core(),
@@ -102,8 +131,33 @@ class _Topology:
                         "base_rtt_ns": base_rtt,
                     }
                 )
+        # Cilium's Bandwidth Manager: per node, the pods it shapes (EDT on the node's uplinks).
+        managed: dict[str, list[tuple[int, int]]] = {}
+        for name, pod in sc.pods.items():
+            if pod.mode == "bandwidth-manager":
+                entry = managed.setdefault(pod.node, [])
+                if pod.egress_bandwidth is not None:
+                    entry.append((self.index[name], pod.egress_bandwidth))
         for index, (link, spec) in enumerate(zip(self.links, specs, strict=True)):
-            link["queue"] = self._queue(index, link, spec["queue"])
+            if "veth_queue" in spec:
+                link["queue"] = spec["veth_queue"]
+                continue
+            uplink = spec["src"] in managed
+            link["queue"] = self._queue(index, link, self._queue_spec(sc, spec, uplink))
+            if uplink and managed[spec["src"]]:
+                link["edt"] = [cilium_edt(pod, rate) for pod, rate in managed[spec["src"]]]
+
+    @staticmethod
+    def _queue_spec(sc: Scenario, spec: dict[str, Any], uplink: bool) -> QueueSpec | None:
+        """The qdisc of a scenario link: its own ``queue:``; on the uplink of a node under
+        Cilium's Bandwidth Manager, Cilium's fq; the sending host's ``qdisc`` or
+        ``default_qdisc``; else None (pfifo_fast: pfifo of 1000)."""
+        if spec["queue"] is not None:
+            return spec["queue"]
+        if uplink:
+            return QueueSpec(qdisc="fq", params=dict(CILIUM_FQ))
+        host = sc.hosts.get(spec["src"])
+        return host.egress_queue() if host is not None else None
 
     def base_rtt_ns(self, index: int) -> int:
         """The RTT a "bdp" limit of one-way link ``index`` is computed with (see module doc)."""
@@ -116,7 +170,11 @@ class _Topology:
         """rate_bps / 8 * base_rtt, exactly (a Fraction, so rounding is never off by an ulp)."""
         return Fraction(self.links[index]["rate_bps"] * self.base_rtt_ns(index), 8 * 10**9)
 
-    def _queue(self, index: int, link: dict[str, Any], queue: Queue) -> dict[str, Any]:
+    def _queue(self, index: int, link: dict[str, Any], queue: QueueSpec | None) -> dict[str, Any]:
+        if queue is None:
+            queue = QueueSpec()
+        if not queue.is_fifo():
+            return queue.to_core()
         limit = queue.limit_spec()
         if limit.unit == "bdp":
             bdp = self.bdp_bytes(index) * Fraction(limit.value)
@@ -124,9 +182,21 @@ class _Topology:
             if queue.qdisc == "pfifo":
                 return {"kind": "pfifo", "limit_packets": max(1, _round_half_up(bdp / wire_packet_bytes))}
             return {"kind": "bfifo", "limit_bytes": max(wire_packet_bytes, _round_half_up(bdp))}
-        if queue.qdisc == "pfifo":
-            return {"kind": "pfifo", "limit_packets": int(limit.value)}
-        return {"kind": "bfifo", "limit_bytes": int(limit.value)}
+        return queue.to_core()
+
+
+def pod_egress_queue(pod: Pod) -> dict[str, Any]:
+    """The pod -> node veth link's qdisc: the CNI plugin's IFB tbf (the extra hop), else noqueue."""
+    if pod.mode == "cni" and pod.egress_bandwidth is not None:
+        return {"kind": "tbf", **cni_tbf(pod.egress_bandwidth, pod.runtime)}
+    return dict(VETH_QUEUE)
+
+
+def pod_ingress_queue(pod: Pod) -> dict[str, Any]:
+    """The node -> pod veth link's qdisc: the CNI plugin's tbf on the host-side veth, else noqueue."""
+    if pod.mode == "cni" and pod.ingress_bandwidth is not None:
+        return {"kind": "tbf", **cni_tbf(pod.ingress_bandwidth, pod.runtime)}
+    return dict(VETH_QUEUE)
 
 
 def _round_half_up(x: Fraction) -> int:

@@ -45,16 +45,36 @@ def validate_scenario(
     return scenario
 
 
+#: Rate parameters of qdiscs (tbf, fq) and of a NIC's allowance, read in tc's units.
+QDISC_RATE_KEYS = ("rate", "peakrate", "maxrate", "low_rate_threshold")
+
+
 def _rate_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """(dotted path, raw value) of every rate in the scenario data."""
     out: list[tuple[str, Any]] = []
+
+    def qdisc_rates(path: str, queue: Any) -> None:
+        if isinstance(queue, Mapping):
+            for key in QDISC_RATE_KEYS:
+                if key in queue:
+                    out.append((f"{path}.{key}", queue[key]))
+
     links = data.get("links")
     for i, link in enumerate(links if isinstance(links, list) else []):
         if isinstance(link, Mapping):
             out.append((f"links.{i}.rate", link.get("rate")))
+            qdisc_rates(f"links.{i}.queue", link.get("queue"))
             reverse = link.get("reverse")
             if isinstance(reverse, Mapping):
                 out.append((f"links.{i}.reverse.rate", reverse.get("rate")))
+                qdisc_rates(f"links.{i}.reverse.queue", reverse.get("queue"))
+    hosts = data.get("hosts")
+    for name, host in hosts.items() if isinstance(hosts, Mapping) else []:
+        if isinstance(host, Mapping):
+            qdisc_rates(f"hosts.{name}.qdisc", host.get("qdisc"))
+            nic = host.get("nic")
+            if isinstance(nic, Mapping):
+                qdisc_rates(f"hosts.{name}.nic.allowance", nic.get("allowance"))
     flows = data.get("flows")
     for i, flow in enumerate(flows if isinstance(flows, list) else []):
         tcp = flow.get("tcp") if isinstance(flow, Mapping) else None

@@ -1,0 +1,116 @@
+"""Pods: ``pods: {web: {node: worker1, egress_bandwidth: 10M, mode: cni}}``.
+
+A pod is a network namespace on a Kubernetes node (a host of the scenario). In tcplab it
+becomes a host of its own (its sockets: flows name it in ``from``/``to`` like any host),
+joined to its node by a veth pair, and the node forwards (``ip_forward = 1``), as a node
+carries its pods' traffic. The veth costs nothing: its two one-way links run at 1 Pbit/s with
+no delay, and the pod side's ``noqueue`` is a pfifo of 2^32 - 1 packets (never full: at
+1 Pbit/s it drains at once). The pod's node must be a host (not a router, not a pod); links
+never name a pod (the veth is its only link).
+
+``egress_bandwidth`` / ``ingress_bandwidth`` are the ``kubernetes.io/egress-bandwidth`` /
+``ingress-bandwidth`` annotations, in Kubernetes quantities (``10M`` = 10 Mbit/s), and
+``mode`` says who enforces them (:mod:`tcplab.scenario.bandwidth` has the arithmetic):
+
+``cni`` (default): the CNI bandwidth plugin. Egress: a tbf on the IFB device, modelled as
+    the tbf of the pod -> node veth link (the extra hop); ingress: a tbf on the node -> pod
+    veth link. ``runtime`` (``containerd``, default, or ``crio``) fills in the burst.
+``bandwidth-manager``: Cilium. Each pod's egress is an EDT aggregate on every egress link of
+    its node that leads out of the node (not to its pods), and those links get Cilium's fq
+    (horizon 2 s, 2^15 buckets) unless they set a ``queue:`` of their own (which must then be
+    fq). ``bbr: true`` (per pod, or ``bandwidth_manager: {bbr: true}`` for all) makes the
+    pod's sockets use BBR, as Cilium's ``bandwidthManager.bbr`` does (kernel >= 5.18 keeps
+    the EDT timestamp across the namespace). Ingress limits are refused (Cilium enforces
+    egress only).
+
+A pod's ``sysctl`` block is its namespace's (``net.ipv4.tcp_*`` are per namespace); its
+``hz`` and ``cpu`` are its node's (same kernel, same CPU).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from tcplab.errors import UnitError, show_value
+from tcplab.scenario.bandwidth import RUNTIMES, parse_k8s_bandwidth
+from tcplab.scenario.base import _Model
+from tcplab.scenario.fields import Bool, NodeName
+from tcplab.scenario.hosts import CORE_SYSCTLS, Sysctl
+
+POD_MODES = ("cni", "bandwidth-manager")
+#: The veth pair's links: no serialization cost, no delay, a pfifo that never fills.
+VETH_RATE_BPS = 10**15
+VETH_QUEUE = {"kind": "pfifo", "limit_packets": 2**32 - 1}
+
+K8sBandwidth = Annotated[int, BeforeValidator(parse_k8s_bandwidth)]
+
+
+class Pod(_Model):
+    """A ``pods:`` entry."""
+
+    node: NodeName = Field(description="the name of the host (Kubernetes node) the pod runs on")
+    egress_bandwidth: K8sBandwidth | None = None
+    ingress_bandwidth: K8sBandwidth | None = None
+    mode: str = "cni"
+    runtime: str = "containerd"
+    bbr: Bool | None = None
+    sysctl: Sysctl = Field(default_factory=Sysctl)
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, v: Any) -> str:
+        if v not in POD_MODES:
+            raise UnitError(
+                f"unknown mode {show_value(v)}",
+                "cni (the CNI bandwidth plugin's tbf) or bandwidth-manager (Cilium's EDT + fq)",
+                v,
+            )
+        return v
+
+    @field_validator("runtime", mode="before")
+    @classmethod
+    def _runtime(cls, v: Any) -> str:
+        if v == "cri-o":
+            v = "crio"
+        if v not in RUNTIMES:
+            raise UnitError(f"unknown runtime {show_value(v)}", "containerd or crio (it fills in the tbf burst)", v)
+        return v
+
+    @model_validator(mode="after")
+    def _no_device_sysctls(self) -> Pod:
+        for name in CORE_SYSCTLS:
+            value = getattr(self.sysctl, name)
+            if value is not None:
+                raise UnitError(
+                    f"net.core.{name} = {value} does nothing in a pod: its only device is the veth (noqueue, no NIC)",
+                    "net.ipv4.tcp_* sysctls only; set net.core.* on the pod's node",
+                    value,
+                    subpath=("sysctl", name),
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _ingress_needs_cni(self) -> Pod:
+        if self.mode == "bandwidth-manager" and self.ingress_bandwidth is not None:
+            raise UnitError(
+                f"{self.ingress_bandwidth} bit/s given, but Cilium's Bandwidth Manager enforces egress limits only "
+                "(it ignores kubernetes.io/ingress-bandwidth)",
+                "no ingress_bandwidth with mode bandwidth-manager, or mode: cni",
+                self.ingress_bandwidth,
+                subpath=("ingress_bandwidth",),
+            )
+        return self
+
+    def uses_bbr(self, manager: BandwidthManager) -> bool:
+        """Whether the pod's sockets default to BBR (``bbr:`` here, else the manager's)."""
+        if self.bbr is not None:
+            return self.bbr
+        return self.mode == "bandwidth-manager" and manager.bbr
+
+
+class BandwidthManager(_Model):
+    """``bandwidth_manager:``: Cilium's Bandwidth Manager settings for every pod in that mode."""
+
+    bbr: Bool = False
