@@ -601,6 +601,23 @@ impl SimConfig {
                 in_range(&format!("links.{i}.reorder.delay_ns"), r.delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;
             }
             l.queue.validate(&format!("links.{i}.queue"))?;
+            let mut in_edt = vec![false; self.nodes.len()];
+            for (j, e) in l.edt.iter().enumerate() {
+                let at = format!("links.{i}.edt.{j}");
+                in_range(&format!("{at}.rate_bps"), e.rate_bps, 8, MAX_RATE_BPS, "bit/s")?;
+                in_range(&format!("{at}.drop_horizon_ns"), e.drop_horizon_ns, 1, MAX_DELAY_NS, "ns (one hour)")?;
+                if e.nodes.is_empty() {
+                    return Err(format!("{at}.nodes: [], expected at least one node index"));
+                }
+                for &node in &e.nodes {
+                    if node as u64 >= n {
+                        return Err(format!("{at}.nodes: {node} is not a node index (expected 0 to {})", n - 1));
+                    }
+                    if std::mem::replace(&mut in_edt[node as usize], true) {
+                        return Err(format!("{at}.nodes: node {node} is already in another aggregate of this link; expected each node in one"));
+                    }
+                }
+            }
         }
         for (i, f) in self.flows.iter().enumerate() {
             if f.src as u64 >= n || f.dst as u64 >= n {

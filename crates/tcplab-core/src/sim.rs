@@ -89,6 +89,20 @@ pub struct LinkSummary {
     /// The qdisc's own counters, named as `tc -s qdisc` prints them.
     pub xstats: Vec<(&'static str, u64)>,
     pub wire: WireStats,
+    /// Cilium EDT aggregates on this link (`LinkConfig.edt`), in configuration order.
+    pub edt: Vec<EdtSummary>,
+}
+
+/// One EDT aggregate's counters (see `host::shaper`).
+#[derive(Clone, Debug)]
+pub struct EdtSummary {
+    pub rate_bps: u64,
+    /// Packets dropped beyond the drop horizon (before the qdisc).
+    pub drops: u64,
+    /// Packets given a later departure time.
+    pub stamped: u64,
+    /// Packets that passed unchanged.
+    pub passed: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -179,7 +193,8 @@ impl Simulator {
     fn build_checked(cfg: SimConfig, checked: bool) -> Result<Simulator, String> {
         let links: Vec<Link> = cfg.links.iter().map(|l| Link::new(l, cfg.seed)).collect();
         let pairs: Vec<(u32, u32)> = cfg.links.iter().map(|l| (l.from, l.to)).collect();
-        let forwards: Vec<bool> = cfg.nodes.iter().map(|n| n.kind == NodeKind::Router).collect();
+        // Routers forward, and so do hosts with `forwarding` (a Kubernetes node carrying its pods).
+        let forwards: Vec<bool> = cfg.nodes.iter().map(|n| n.kind == NodeKind::Router || n.forwarding).collect();
         let routes = Routes::build(cfg.nodes.len(), &pairs, &forwards);
         let mut base_rtt_ns = Vec::with_capacity(cfg.flows.len());
         for (i, f) in cfg.flows.iter().enumerate() {
@@ -525,6 +540,12 @@ impl Simulator {
                 stats: l.qdisc.stats().clone(),
                 xstats: l.qdisc.xstats(),
                 wire: l.wire.clone(),
+                edt: l
+                    .shaper
+                    .iter()
+                    .flat_map(|s| s.aggregates.iter())
+                    .map(|a| EdtSummary { rate_bps: a.rate_bps, drops: a.drops, stamped: a.stamped, passed: a.passed })
+                    .collect(),
             })
             .collect();
         SimOutput {
