@@ -191,7 +191,10 @@ impl Simulator {
     }
 
     fn build_checked(cfg: SimConfig, checked: bool) -> Result<Simulator, String> {
-        let links: Vec<Link> = cfg.links.iter().map(|l| Link::new(l, cfg.seed)).collect();
+        let mut links: Vec<Link> = cfg.links.iter().map(|l| Link::new(l, cfg.seed)).collect();
+        for (l, c) in links.iter_mut().zip(&cfg.links) {
+            l.clears_tstamp = cfg.nodes[c.to as usize].kind == NodeKind::Router;
+        }
         let pairs: Vec<(u32, u32)> = cfg.links.iter().map(|l| (l.from, l.to)).collect();
         // Routers forward, and so do hosts with `forwarding` (a Kubernetes node carrying its pods).
         let forwards: Vec<bool> = cfg.nodes.iter().map(|n| n.kind == NodeKind::Router || n.forwarding).collect();

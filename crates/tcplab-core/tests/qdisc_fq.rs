@@ -1,6 +1,8 @@
 //! fq (Linux v6.12 net/sched/sch_fq.c) in whole runs: maxrate, per-socket pacing rates
 //! honoured through EDT timestamps, and SK_PACING_FQ (TCP leaves pacing to fq).
 
+mod common;
+
 use tcplab_core::config::*;
 use tcplab_core::net::qdisc::Qdisc;
 use tcplab_core::sim::Simulator;
@@ -80,6 +82,23 @@ fn fq_maxrate_holds_a_bulk_flow_to_the_rate() {
     let xs: std::collections::HashMap<_, _> = out.links[0].xstats.iter().cloned().collect();
     assert!(xs["throttled"] > 1000, "fq never throttled the flow: {xs:?}");
     assert_eq!(xs["fastpath"], 0, "no fast path with maxrate");
+}
+
+#[test]
+fn fq_maxrate_on_a_router_holds_forwarded_traffic_to_the_rate() {
+    // At a router the packets carry no timestamp (it is cleared off the wire), so fq
+    // paces them by quantum at maxrate (fq_dequeue()'s `!skb->tstamp` branch).
+    let maxrate = 10_000_000;
+    let d = 30 * SEC;
+    let q = QueueConfig::Fq(FqConfig { maxrate_bps: Some(maxrate), ..fq() });
+    let cfg = common::dumbbell(1, CcKind::Cubic, 100_000_000, 5 * MS, q, d);
+    let out = Simulator::new(cfg).unwrap().run();
+    assert!(out.invariant.ok, "{}", out.invariant.message);
+    let got = goodput_bps(out.flows[0].bytes_received, d);
+    let want = maxrate as f64 * PAYLOAD_SHARE;
+    assert!((got / want - 1.0).abs() < 0.02, "goodput {got:.0} bit/s, expected {want:.0}");
+    let xs: std::collections::HashMap<_, _> = out.links[common::bottleneck(1)].xstats.iter().cloned().collect();
+    assert!(xs["throttled"] > 1000, "{xs:?}");
 }
 
 #[test]

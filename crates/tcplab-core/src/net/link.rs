@@ -75,6 +75,11 @@ pub struct Link {
     pub qdisc: Qdisc,
     /// Cilium EDT aggregates applied before the qdisc (`LinkConfig.edt`), if any.
     pub shaper: Option<EdtShaper>,
+    /// The far end is another machine (a router): a packet arrives there without its
+    /// departure time (`skb->tstamp` is a host-local delivery time; a forwarded skb
+    /// from the wire carries none), set by the simulator. Between a pod and its node
+    /// (a veth, same kernel) the stamp survives, as since Linux 5.18.
+    pub clears_tstamp: bool,
     pub wire: WireStats,
     pub acct: LinkAccounting,
     /// When the serializer finishes the last accepted packet.
@@ -110,6 +115,7 @@ impl Link {
             overhead_bytes: cfg.overhead_bytes,
             qdisc: Qdisc::new(&cfg.queue),
             shaper: EdtShaper::new(&cfg.edt),
+            clears_tstamp: false,
             wire: WireStats::default(),
             acct: LinkAccounting::default(),
             busy_until_ns: 0,
@@ -370,8 +376,11 @@ impl Link {
             return None; // superseded by an earlier arrival scheduled after a reordering
         }
         self.pending_arrive_ns = NEVER;
-        let (t, pkt) = self.pipe.pop_front()?;
+        let (t, mut pkt) = self.pipe.pop_front()?;
         debug_assert!(t <= now_ns);
+        if self.clears_tstamp {
+            pkt.tstamp_ns = 0;
+        }
         if let Some((next, _)) = self.pipe.front() {
             self.pending_arrive_ns = *next;
             ev.push(*next, EventKind::LinkArrive, id);

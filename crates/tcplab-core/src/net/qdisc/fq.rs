@@ -781,6 +781,28 @@ mod tests {
     }
 
     #[test]
+    fn maxrate_paces_unstamped_packets_a_quantum_at_a_time() {
+        // Forwarded packets carry no timestamp: fq_dequeue() lets a flow spend its credit
+        // unpaced, then charges max(len, quantum) at the rate each time the credit runs out.
+        let rate_bps = 10_000_000;
+        let cfg = FqConfig { maxrate_bps: Some(rate_bps), ..FqConfig::default() };
+        let mut q = Fq::new(&cfg);
+        let now = NSEC_PER_SEC;
+        let mut d = Vec::new();
+        for _ in 0..20 {
+            q.enqueue(pkt(0, 0), LEN, now, &mut d);
+        }
+        // The initial quantum (10 frames) leaves at once.
+        let first = drain(&mut q, now).len() as u32;
+        assert_eq!(first, cfg.initial_quantum_bytes / LEN);
+        let gap = cfg.quantum_bytes as u64 * NSEC_PER_SEC / (rate_bps / 8);
+        assert!(matches!(q.dequeue(now, &mut d), Dequeue::Wait(t) if t == now + gap));
+        // Then one quantum (2 frames) per quantum / rate.
+        assert_eq!(drain(&mut q, now + gap).len() as u32, cfg.quantum_bytes / LEN);
+        assert!(matches!(q.dequeue(now + gap, &mut d), Dequeue::Wait(t) if t == now + 2 * gap));
+    }
+
+    #[test]
     fn edt_stamps_hold_packets_until_due_and_the_watchdog_takes_the_earliest() {
         let mut q = Fq::new(&FqConfig::default());
         let now = NSEC_PER_SEC;
