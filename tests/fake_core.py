@@ -65,6 +65,25 @@ class FakeCore:
         return defaults()
 
 
+def _child(q: dict[str, Any]) -> dict[str, Any] | None:
+    """A tbf's inner qdisc as the engine reports it (bfifo of tbf's limit by default)."""
+    if q["kind"] != "tbf":
+        return None
+    child = q.get("child") or {"kind": "bfifo"}
+    return {
+        "qdisc": child["kind"],
+        "sent_bytes": 0,
+        "sent_packets": 0,
+        "drops": 0,
+        "overlimits": 0,
+        "requeues": 0,
+        "backlog_bytes": 0,
+        "backlog_packets": 0,
+        "max_backlog_packets": 0,
+        "xstats": {},
+    }
+
+
 def _output(config: dict[str, Any]) -> dict[str, Any]:
     duration = config["duration_ns"]
     interval = config.get("sample_interval_ns", 100_000_000)
@@ -184,6 +203,12 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
                 "max_backlog_packets": min(limit, 5),
                 "loss_drops": li,
                 "reorder_events": 0,
+                "xstats": {},
+                "child": _child(q),
+                "edt": [
+                    {"rate_bps": e["rate_bps"], "drops": 0, "stamped": 0, "passed": 0}
+                    for e in link.get("edt", [])
+                ],
             }
         )
         n = len(t)

@@ -88,6 +88,8 @@ pub struct LinkSummary {
     pub stats: QdiscStats,
     /// The qdisc's own counters, named as `tc -s qdisc` prints them.
     pub xstats: Vec<(&'static str, u64)>,
+    /// A child qdisc (tbf's inner queue): its kind, stats and xstats.
+    pub child: Option<crate::net::qdisc::ChildStats>,
     pub wire: WireStats,
     /// Cilium EDT aggregates on this link (`LinkConfig.edt`), in configuration order.
     pub edt: Vec<EdtSummary>,
@@ -542,6 +544,7 @@ impl Simulator {
                 qdisc: l.qdisc.kind(),
                 stats: l.qdisc.stats().clone(),
                 xstats: l.qdisc.xstats(),
+                child: l.qdisc.child(),
                 wire: l.wire.clone(),
                 edt: l
                     .shaper

@@ -118,6 +118,28 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
             xs.set_item(*k, *v)?;
         }
         ld.set_item("xstats", xs)?;
+        // A child qdisc (tbf's inner queue), with the same stat keys; None without one.
+        match &l.child {
+            Some((kind, cs, cx)) => {
+                let cd = PyDict::new(py);
+                cd.set_item("qdisc", *kind)?;
+                cd.set_item("sent_bytes", cs.sent_bytes)?;
+                cd.set_item("sent_packets", cs.sent_packets)?;
+                cd.set_item("drops", cs.drops)?;
+                cd.set_item("overlimits", cs.overlimits)?;
+                cd.set_item("requeues", cs.requeues)?;
+                cd.set_item("backlog_bytes", cs.backlog_bytes)?;
+                cd.set_item("backlog_packets", cs.backlog_packets)?;
+                cd.set_item("max_backlog_packets", cs.max_backlog_packets)?;
+                let cxs = PyDict::new(py);
+                for (k, v) in cx {
+                    cxs.set_item(*k, *v)?;
+                }
+                cd.set_item("xstats", cxs)?;
+                ld.set_item("child", cd)?;
+            }
+            None => ld.set_item("child", py.None())?,
+        }
         // Cilium EDT aggregates shaped at this link (Bandwidth Manager), in config order.
         let edt = PyList::empty(py);
         for a in &l.edt {

@@ -20,6 +20,7 @@
 //! them back in the `dropped` buffer: the link accounts for them (packet conservation) and
 //! gives the sender its TSQ budget back, as freeing the skb does in Linux (`tcp_wfree()`).
 
+pub mod codel;
 pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
@@ -74,6 +75,9 @@ impl QdiscStats {
     }
 }
 
+/// A child qdisc as `tc -s qdisc` shows it: its kind, stats and own counters.
+pub type ChildStats = (&'static str, QdiscStats, Vec<(&'static str, u64)>);
+
 /// What a timed qdisc gives the device when asked for a packet.
 #[derive(Debug)]
 pub enum Dequeue {
@@ -112,7 +116,7 @@ pub trait TimedQdisc: std::fmt::Debug + Send {
     }
 
     /// Statistics of a child qdisc (tbf's inner queue), if any: its kind, stats and xstats.
-    fn child(&self) -> Option<(&'static str, QdiscStats, Vec<(&'static str, u64)>)> {
+    fn child(&self) -> Option<ChildStats> {
         None
     }
 }
@@ -150,6 +154,14 @@ impl Qdisc {
         match self {
             Qdisc::Fifo(_) => Vec::new(),
             Qdisc::Timed(q) => q.xstats(),
+        }
+    }
+
+    /// The child qdisc's kind, stats and xstats (tbf's inner queue), if any.
+    pub fn child(&self) -> Option<ChildStats> {
+        match self {
+            Qdisc::Fifo(_) => None,
+            Qdisc::Timed(q) => q.child(),
         }
     }
 }

@@ -1,0 +1,164 @@
+//! tbf (Linux v6.12 net/sched/sch_tbf.c) under TCP: a bulk flow through a 10 Mbit/s tbf on
+//! a faster link. Expectations come from the model, not from today's output:
+//!
+//! - goodput = rate × 1448 / 1514: tbf counts whole Ethernet frames (`skb->len`, 1500 B of
+//!   IP + 14 B header) and a full segment carries 1448 B of payload (timestamps on);
+//! - queueing delay in tbf <= limit / rate, with tc's `limit = rate × latency + burst`
+//!   (iproute2 tc/q_tbf.c): `latency + burst / rate` (tc's latency assumes a full bucket);
+//! - `overlimits` count waits for tokens, `dropped` only packets refused by the child.
+
+mod common;
+
+use common::*;
+use tcplab_core::config::*;
+use tcplab_core::sim::{SimOutput, Simulator};
+
+const MBIT: u64 = 1_000_000;
+const SEC: u64 = 1_000_000_000;
+const MS: u64 = 1_000_000;
+/// A full frame as tbf counts it: 1500 B of IP + 14 B of Ethernet header.
+const FRAME_BYTES: u64 = 1514;
+/// The link rate under the shaper: ten times the tbf rate.
+const LINE_BPS: u64 = 100 * MBIT;
+const TBF_BPS: u64 = 10 * MBIT;
+const ONE_WAY_NS: u64 = 10 * MS;
+
+/// tc's `limit` for a `latency` (iproute2 tc/q_tbf.c tbf_parse_opt(): rate in bytes/s,
+/// latency in microseconds): `rate × latency + burst`.
+fn limit_for_latency(rate_bps: u64, latency_ns: u64, burst_bytes: u64) -> u64 {
+    ((rate_bps / 8) as f64 * (latency_ns / 1_000) as f64 / 1e6 + burst_bytes as f64) as u64
+}
+
+fn tbf(rate_bps: u64, burst_bytes: u64, limit_bytes: u64) -> QueueConfig {
+    QueueConfig::Tbf(TbfConfig { rate_bps, burst_bytes, limit_bytes, peakrate_bps: None, mtu_bytes: None, child: None })
+}
+
+fn run(cc: CcKind, queue: QueueConfig, duration_ns: u64, sample_interval_ns: u64) -> SimOutput {
+    let mut cfg = dumbbell(1, cc, LINE_BPS, ONE_WAY_NS, queue, duration_ns);
+    cfg.sample_interval_ns = sample_interval_ns;
+    let out = Simulator::new(cfg).unwrap().run();
+    assert!(out.invariant.ok, "{}", out.invariant.message);
+    out
+}
+
+/// The payload ceiling of a shaper that counts whole frames.
+fn payload_ceiling_bps(rate_bps: u64) -> f64 {
+    rate_bps as f64 * MSS as f64 / FRAME_BYTES as f64
+}
+
+fn bulk_goodput_matches_the_rate(cc: CcKind) {
+    let burst = 10 * FRAME_BYTES;
+    let limit = limit_for_latency(TBF_BPS, 50 * MS, burst);
+    let out = run(cc, tbf(TBF_BPS, burst, limit), 30 * SEC, 100 * MS);
+    let goodput_bps = out.flows[0].bytes_received as f64 * 8.0 / 30.0;
+    let want = payload_ceiling_bps(TBF_BPS);
+    let err = (goodput_bps - want).abs() / want;
+    assert!(err <= 0.02, "{cc:?}: goodput {goodput_bps:.0} bit/s, expected {want:.0} (rate x 1448/1514) within 2 %: off by {:.2} %", err * 100.0);
+    let q = &out.links[bottleneck(1)];
+    assert_eq!(q.qdisc, "tbf");
+    assert!(q.stats.overlimits > 0);
+    // The child is the kernel's default: a bfifo of `limit` bytes, counting the same drops.
+    let (kind, child, _) = q.child.as_ref().expect("tbf reports its child");
+    assert_eq!(*kind, "bfifo");
+    assert_eq!(child.drops, q.stats.drops);
+    assert_eq!(child.sent_packets, q.stats.sent_packets);
+}
+
+#[test]
+fn a_cubic_bulk_flow_gets_the_tbf_rate_less_header_overhead() {
+    bulk_goodput_matches_the_rate(CcKind::Cubic);
+}
+
+#[test]
+fn a_bbr_bulk_flow_gets_the_tbf_rate_less_header_overhead() {
+    bulk_goodput_matches_the_rate(CcKind::Bbr);
+}
+
+#[test]
+fn queueing_delay_stays_within_latency_plus_one_bucket() {
+    // A one-MTU bucket makes the kernel's bound, latency + burst / rate, latency + one
+    // frame time; the bulk flow fills the child to its limit (it drops).
+    let burst = FRAME_BYTES;
+    let latency_ns = 40 * MS;
+    let limit = limit_for_latency(TBF_BPS, latency_ns, burst);
+    let out = run(CcKind::Cubic, tbf(TBF_BPS, burst, limit), 10 * SEC, MS);
+    let link = bottleneck(1) as u32;
+    let q = &out.links[link as usize];
+    assert!(q.stats.drops > 0, "the flow fills the tbf");
+    let frame_ns = FRAME_BYTES * 8 * SEC / TBF_BPS;
+    let bound_ns = latency_ns + burst * 8 * SEC / TBF_BPS;
+    // The backlog sampled every millisecond (a frame takes 1.2 ms at 10 Mbit/s): its time
+    // to drain at `rate`.
+    let max_backlog = (0..out.queues.t_ns.len())
+        .filter(|&i| out.queues.link[i] == link)
+        .map(|i| out.queues.backlog_bytes[i])
+        .max()
+        .unwrap();
+    let drain_ns = max_backlog * 8 * SEC / TBF_BPS;
+    assert!(drain_ns <= latency_ns + frame_ns, "backlog {max_backlog} B takes {drain_ns} ns at rate > latency + one frame");
+    assert!(drain_ns + 2 * frame_ns >= latency_ns, "the queue reached its limit: {max_backlog} B ({drain_ns} ns)");
+    // What the sender sees: RTT samples above the path's base RTT are time queued, nearly
+    // all of it in tbf (the other queues never build): at most the bound, plus the
+    // receiver's ACK every second segment (one frame time at rate) and a frame at line rate.
+    let rtt = &out.flows[0].rtt;
+    let queued_ns = (rtt.max_us - rtt.min_us) * 1_000;
+    let slack_ns = 2 * frame_ns;
+    assert!(queued_ns <= bound_ns + slack_ns, "max RTT {} us - min {} us = {queued_ns} ns > latency + burst/rate {bound_ns} ns + {slack_ns}", rtt.max_us, rtt.min_us);
+    assert!(queued_ns + 2 * frame_ns >= latency_ns, "queued {queued_ns} ns: the bound is reached");
+}
+
+#[test]
+fn without_a_limit_the_queue_grows_past_latency() {
+    // The control for the test above: the same flow, a limit far beyond rate x latency.
+    let out = run(CcKind::Cubic, tbf(TBF_BPS, FRAME_BYTES, 1 << 30), 10 * SEC, 100 * MS);
+    let rtt = &out.flows[0].rtt;
+    assert!((rtt.max_us - rtt.min_us) * 1_000 > 100 * MS, "max RTT {} us", rtt.max_us);
+}
+
+#[test]
+fn overlimits_without_drops_under_a_large_limit_and_drops_under_a_small_one() {
+    // Large: the flow is held by its windows, never by the child's room.
+    let out = run(CcKind::Cubic, tbf(TBF_BPS, 10 * FRAME_BYTES, 64 << 20), 5 * SEC, 100 * MS);
+    let q = &out.links[bottleneck(1)];
+    assert_eq!(q.stats.drops, 0);
+    assert!(q.stats.overlimits > 0);
+    assert_eq!(out.flows[0].retrans_segs, 0);
+    // Small: five frames of room.
+    let out = run(CcKind::Cubic, tbf(TBF_BPS, 10 * FRAME_BYTES, 5 * FRAME_BYTES), 5 * SEC, 100 * MS);
+    let q = &out.links[bottleneck(1)];
+    assert!(q.stats.drops > 0);
+    assert!(q.stats.overlimits > 0);
+    assert!(out.flows[0].retrans_segs > 0, "the sender sees the drops");
+    assert!(q.stats.max_backlog_packets <= 5);
+}
+
+#[test]
+fn a_burst_after_idle_leaves_at_line_rate() {
+    // Before the flow starts the bucket is full: the first `burst` bytes go out at line
+    // rate, the rest at `rate`. Once both flows keep the tbf busy, a 64-frame bucket has
+    // let exactly 63 frames more through than a 1-frame bucket.
+    let small = run(CcKind::Cubic, tbf(TBF_BPS, FRAME_BYTES, 1 << 24), 3 * SEC, 100 * MS);
+    let big = run(CcKind::Cubic, tbf(TBF_BPS, 64 * FRAME_BYTES, 1 << 24), 3 * SEC, 100 * MS);
+    let gain = big.flows[0].bytes_received as i64 - small.flows[0].bytes_received as i64;
+    let bucket_payload = (63 * MSS) as i64;
+    assert!((gain - bucket_payload).abs() <= 2 * MSS as i64, "gain {gain} B, expected the bucket's extra {bucket_payload} B of payload");
+}
+
+#[test]
+fn a_tbf_over_a_pfifo_child_counts_packets() {
+    let q = QueueConfig::Tbf(TbfConfig {
+        rate_bps: TBF_BPS,
+        burst_bytes: 10 * FRAME_BYTES,
+        limit_bytes: 1,
+        peakrate_bps: None,
+        mtu_bytes: None,
+        child: Some(Box::new(QueueConfig::Pfifo { limit_packets: 8 })),
+    });
+    let out = run(CcKind::Cubic, q, 5 * SEC, 100 * MS);
+    let l = &out.links[bottleneck(1)];
+    let (kind, child, _) = l.child.as_ref().unwrap();
+    assert_eq!(*kind, "pfifo");
+    assert!(child.max_backlog_packets == 8 && l.stats.drops > 0, "the child's own limit applies (tbf's limit does not)");
+    let goodput_bps = out.flows[0].bytes_received as f64 * 8.0 / 5.0;
+    assert!(goodput_bps <= payload_ceiling_bps(TBF_BPS) * 1.01);
+}
