@@ -91,7 +91,7 @@ def test_data_only_loss_spares_acks_and_handshake_and_hits_data_at_p(real_core):
 
 def test_fq_pacing_is_refused_by_validation():
     err = scenario_error(BUILTIN, ["flows.0.tcp.fq_pacing=true"])
-    assert "flows.0.tcp.fq_pacing: true is not supported yet" in str(err)
+    assert "flows.0.tcp.fq_pacing: true is not a per-flow setting" in str(err)
 
 
 @pytest.mark.engine
