@@ -205,6 +205,10 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
                 "reorder_events": 0,
                 "xstats": {},
                 "child": _child(q),
+                "edt": [
+                    {"rate_bps": e["rate_bps"], "drops": 0, "stamped": 0, "passed": 0}
+                    for e in link.get("edt", [])
+                ],
             }
         )
         n = len(t)

@@ -91,14 +91,16 @@ def test_data_only_loss_spares_acks_and_handshake_and_hits_data_at_p(real_core):
 
 def test_fq_pacing_is_refused_by_validation():
     err = scenario_error(BUILTIN, ["flows.0.tcp.fq_pacing=true"])
-    assert "flows.0.tcp.fq_pacing: true is not supported yet" in str(err)
+    assert "flows.0.tcp.fq_pacing: true is not a per-flow setting" in str(err)
 
 
 @pytest.mark.engine
 def test_fq_pacing_is_refused_by_the_engine(real_core):
     config = tcplab.load_scenario(BUILTIN).to_core()
     config["flows"][0]["tcp"]["fq_pacing"] = True
-    with pytest.raises(EngineError, match=r"^flows\.0\.tcp\.fq_pacing: true is not supported yet"):
+    # The engine sets SK_PACING_FQ itself from the topology; a hand-set true without fq
+    # on the sender's egress is refused.
+    with pytest.raises(EngineError, match=r"^flows\.0\.tcp\.fq_pacing: true, but the sender's egress qdisc .* not fq"):
         run_core(config, core=real_core)
 
 

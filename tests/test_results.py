@@ -117,7 +117,7 @@ def test_write_run_directory(result, tmp_path):
     assert len(ts) == len(result.timeseries)
     assert str(ts["cwnd"].dtype) == "uint32"
     qs = pq.read_table(out / "queues.parquet").to_pandas()
-    assert set(QUEUE_DTYPES) | {"link_name", "t_s"} == set(qs.columns)
+    assert set(QUEUE_DTYPES) | {"link_name", "node", "dev", "qdisc", "t_s"} == set(qs.columns)
 
     for png in ("goodput.png", "cwnd.png", "rtt.png", "queues.png", "flow-0.png", "flow-1.png"):
         assert (out / "plots" / png).read_bytes().startswith(PNG_MAGIC)

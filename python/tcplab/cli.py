@@ -306,6 +306,46 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
     return f"{value * scale:.{digits}f}"
 
 
+_TIMED_QDISCS = ("tbf", "fq", "fq_codel")
+
+
+def _datapath_lines(summary: dict) -> list[str]:
+    """One line per timed qdisc (tc's dropped/overlimits and the drop-like xstats), per NIC
+    (its nonzero drop counters, by their ethtool -S names) and per CPU model (steal)."""
+    from tcplab.diagnose.ethtool import concept_of
+
+    lines = []
+    for link in summary.get("links", []):
+        if link.get("qdisc") not in _TIMED_QDISCS:
+            continue
+        text = (
+            f"qdisc {link['qdisc']} on {link.get('node', '?')} {link.get('dev', '?')} ({link['name']}): "
+            f"dropped {link.get('drops') or 0}, overlimits {link.get('overlimits') or 0}"
+        )
+        extra = [
+            f"{k} {v}"
+            for k, v in (link.get("xstats") or {}).items()
+            if v and k in ("flows_plimit", "horizon_drops", "horizon_caps", "drop_overlimit", "ecn_mark")
+        ]
+        lines.append(text + (", " + ", ".join(extra) if extra else ""))
+    for host in summary.get("hosts", []):
+        nic = host.get("nic")
+        if nic:
+            counters = nic.get("ethtool") or {}
+            drops = [f"{k} {v}" for k, v in counters.items() if v and concept_of(k)]
+            lines.append(
+                f"nic {host['name']} eth0 ({nic.get('driver', '?')}, rx ring {nic.get('rx_ring', '?')}): "
+                + (", ".join(drops) if drops else "no ring drops")
+            )
+        cpu = host.get("cpu")
+        if cpu:
+            lines.append(
+                f"cpu {host['name']}: steal {100 * (cpu.get('steal_ratio') or 0.0):.1f} % "
+                f"(runs {100 * (cpu.get('share') or 0.0):g} % of every {(cpu.get('period_ns') or 0) / 1e6:g} ms)"
+            )
+    return lines
+
+
 def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     from rich import box
     from rich.table import Table
@@ -336,6 +376,8 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     drops = [f"{link['name']} {link['drops']}" for link in s["links"] if link.get("drops")]
     if drops:
         console.print("queue drops: " + ", ".join(drops))
+    for line in _datapath_lines(s):
+        console.print(Text(line))
     inv = s["invariant"]
     rtt = inv.get("rtt_floor") or {}
     if not inv.get("ok", True):

@@ -7,7 +7,7 @@ estimates a run's memory from the row widths) without loading NumPy or pandas.
 
 from __future__ import annotations
 
-__all__ = ["TIMESERIES_DTYPES", "QUEUE_DTYPES", "DTYPE_BYTES", "row_bytes"]
+__all__ = ["TIMESERIES_DTYPES", "QUEUE_DTYPES", "HOST_DTYPES", "DTYPE_BYTES", "row_bytes"]
 
 #: Columns of the per-flow time series and their dtypes (units in the names; cwnd,
 #: ssthresh and inflight in packets as Linux keeps them; ssthresh 2147483647 = infinite).
@@ -42,6 +42,19 @@ QUEUE_DTYPES: dict[str, str] = {
     "backlog_packets": "uint32",
     "backlog_bytes": "uint64",
     "drops": "uint64",
+}
+
+#: Columns of the per-host time series (``out["host_series"]``), only for hosts with a CPU
+#: or NIC model: ``cpu_on`` 1 while the host has its CPU; ``rx_ring_used`` descriptors
+#: holding packets, summed over the receive queues; ``rx_dropped`` cumulative ring drops;
+#: ``allowance_queued`` packets waiting in the cloud ingress allowance's queue.
+HOST_DTYPES: dict[str, str] = {
+    "t_ns": "uint64",
+    "host": "uint32",
+    "cpu_on": "uint8",
+    "rx_ring_used": "uint32",
+    "rx_dropped": "uint64",
+    "allowance_queued": "uint32",
 }
 
 #: Bytes per value of each dtype above.

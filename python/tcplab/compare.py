@@ -22,7 +22,8 @@ propagates, so none outlives the comparison.
 The table has one row per metric and one column per variant: total goodput (Mbit/s),
 retransmitted segments (% of segments sent), RTOs, queue drops (tail drops in queues),
 loss drops (packets the links' loss models dropped), and RTT p50/p99 (ms) per
-flow (flows matched by position).
+flow (flows matched by position). When a variant has a host with a NIC model, a row of NIC
+ring drops (summed over hosts); with a CPU model, the CPU steal of its most descheduled host.
 """
 
 from __future__ import annotations
@@ -177,10 +178,27 @@ def compare_table(results: Mapping[str, Result]) -> pd.DataFrame:
                     put(f"{prefix}goodput (Mbit/s)", label, float(row["goodput_bps"]) / 1e6)
                 put(f"{prefix}RTT p50 (ms)", label, float(row["rtt_p50_ms"]))
                 put(f"{prefix}RTT p99 (ms)", label, float(row["rtt_p99_ms"]))
+    # the datapath around TCP: rows only when some variant has the component
+    if any(h["nic"] is not None for r in results.values() for h in r.hosts):
+        for label, r in results.items():
+            put("NIC ring drops", label, _ring_drops(r))
+    if any(h["cpu"] is not None for r in results.values() for h in r.hosts):
+        for label, r in results.items():
+            steal = [h["cpu"]["steal_ratio"] for h in r.hosts if h["cpu"] is not None]
+            put("CPU steal, most of any host (%)", label, 100.0 * max(steal) if steal else 0.0)
     table = pd.DataFrame(rows).T
     table = table.reindex(columns=list(results))
     table.index.name = "metric"
     return table
+
+
+def _ring_drops(r: Result) -> float:
+    """Receive-ring drops over the run, summed over hosts (the last cumulative sample)."""
+    hs = r.host_series
+    if hs.empty:
+        return 0.0
+    last = hs.sort_values("t_ns").groupby("host")["rx_dropped"].last()
+    return float(last.sum())
 
 
 class CompareResult:

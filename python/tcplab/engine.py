@@ -3,8 +3,9 @@
 The model: the Rust engine (``tcplab._core``) takes the resolved scenario as JSON
 (:meth:`tcplab.scenario.Scenario.to_core`) and returns a plain dict: per-flow, per-host and
 per-link totals, an invariant check (every data packet delivered, dropped with a reason, or
-still in flight), and two column stores of NumPy arrays, one row per (sample time, flow) and
-per (sample time, link). This module calls it and turns the columns into pandas DataFrames
+still in flight), and column stores of NumPy arrays, one row per (sample time, flow), per
+(sample time, link) and, when the engine reports it (``host_series``), per (sample time, host
+with a CPU or NIC model). This module calls it and turns the columns into pandas DataFrames
 with the documented dtypes; nothing here interprets the numbers (see :mod:`tcplab.results`).
 
 The engine releases the GIL while simulating and calls ``progress(sim_now_ns, duration_ns)``
@@ -34,10 +35,10 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from tcplab.columns import QUEUE_DTYPES, TIMESERIES_DTYPES
+from tcplab.columns import HOST_DTYPES, QUEUE_DTYPES, TIMESERIES_DTYPES
 from tcplab.errors import EngineError, EngineMemoryError, EngineWarning
 
-__all__ = ["Core", "EngineOutput", "import_core", "run_core", "TIMESERIES_DTYPES", "QUEUE_DTYPES"]
+__all__ = ["Core", "EngineOutput", "import_core", "run_core", "TIMESERIES_DTYPES", "QUEUE_DTYPES", "HOST_DTYPES"]
 
 ProgressFn = Callable[[int, int], None]
 
@@ -68,6 +69,8 @@ class EngineOutput:
     raw: dict[str, Any]
     timeseries: pd.DataFrame
     queues: pd.DataFrame
+    #: per (sample, host with a CPU or NIC model); empty when the engine reports none
+    host_series: pd.DataFrame = field(default_factory=lambda: _empty(HOST_DTYPES))
     version: str = ""
     events: int = 0
     packets: int = 0
@@ -131,6 +134,10 @@ def _columns(store: Any, dtypes: dict[str, str], what: str) -> pd.DataFrame:
     return pd.DataFrame(columns, copy=False)
 
 
+def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: np.array([], dtype=d) for c, d in dtypes.items()})
+
+
 def parse_output(raw: Any) -> EngineOutput:
     """Check the engine's dict against the contract and convert its column stores."""
     if not isinstance(raw, dict):
@@ -142,6 +149,10 @@ def parse_output(raw: Any) -> EngineOutput:
         raw=raw,
         timeseries=_columns(raw["timeseries"], TIMESERIES_DTYPES, "timeseries"),
         queues=_columns(raw["queue_timeseries"], QUEUE_DTYPES, "queue_timeseries"),
+        # optional: engines before the host CPU/NIC models do not report it
+        host_series=_columns(raw["host_series"], HOST_DTYPES, "host_series")
+        if raw.get("host_series") is not None
+        else _empty(HOST_DTYPES),
         version=str(raw["version"]),
         events=int(raw["events"]),
         packets=int(raw["packets"]),

@@ -214,9 +214,13 @@ def test_a_real_run_directory(tmp_path: Path, real_core) -> None:  # noqa: ANN00
     r = invoke("diagnose", out, "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert [i["kind"] for i in doc["inputs"]] == ["nstat_text"]
+    # a run directory (it has the .tcplab-run marker): its tool texts only, one snapshot --
+    # counters.txt and every node's tc -s qdisc text; plots, Parquet and JSON are not inputs
+    nodes = [n["name"] for n in json.loads((out / "scenario.resolved.json").read_text())["nodes"]]
+    assert [i["kind"] for i in doc["inputs"]] == ["nstat_text"] + ["tc_text"] * len(nodes)
+    assert doc["snapshots"] == 1
     assert any("diagnosing host" in n for n in doc["notes"])
-    assert any(n.endswith(".png: binary file (not the text output of a tool)") for n in doc["notes"])
+    assert not any(".png" in n for n in doc["notes"])
 
 
 def test_a_fifo_entry_in_an_archive_is_a_note(tmp_path: Path) -> None:

@@ -456,7 +456,10 @@ pub struct TcpConfig {
     pub initial_cwnd: u32,
     /// `TCP_RTO_MIN` in ms (200); a per-route `rto_min` may lower it.
     pub rto_min_ms: u32,
-    /// Set when the sender's egress qdisc is fq (pacing done by the qdisc, not TCP).
+    /// `SK_PACING_FQ` (pacing done by the qdisc, not TCP). The engine sets it itself for
+    /// every socket whose host's egress qdisc is fq with pacing (`sim::fq_paces`); `true`
+    /// here is accepted only for such a sender (checked when the simulator is built), and
+    /// a bare `build` (tests) honours it anyway.
     pub fq_pacing: bool,
     /// `sk_max_pacing_rate` (SO_MAX_PACING_RATE) in bytes per second; u64::MAX = unlimited.
     pub max_pacing_rate_bytes_per_sec: u64,
@@ -598,6 +601,23 @@ impl SimConfig {
                 in_range(&format!("links.{i}.reorder.delay_ns"), r.delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;
             }
             l.queue.validate(&format!("links.{i}.queue"))?;
+            let mut in_edt = vec![false; self.nodes.len()];
+            for (j, e) in l.edt.iter().enumerate() {
+                let at = format!("links.{i}.edt.{j}");
+                in_range(&format!("{at}.rate_bps"), e.rate_bps, 8, MAX_RATE_BPS, "bit/s")?;
+                in_range(&format!("{at}.drop_horizon_ns"), e.drop_horizon_ns, 1, MAX_DELAY_NS, "ns (one hour)")?;
+                if e.nodes.is_empty() {
+                    return Err(format!("{at}.nodes: [], expected at least one node index"));
+                }
+                for &node in &e.nodes {
+                    if node as u64 >= n {
+                        return Err(format!("{at}.nodes: {node} is not a node index (expected 0 to {})", n - 1));
+                    }
+                    if std::mem::replace(&mut in_edt[node as usize], true) {
+                        return Err(format!("{at}.nodes: node {node} is already in another aggregate of this link; expected each node in one"));
+                    }
+                }
+            }
         }
         for (i, f) in self.flows.iter().enumerate() {
             if f.src as u64 >= n || f.dst as u64 >= n {
@@ -707,17 +727,6 @@ impl TcpConfig {
         in_range(&f("rto_min_ms"), self.rto_min_ms as u64, 1, TCP_RTO_MAX_MS as u64, "ms")?;
         if self.max_pacing_rate_bytes_per_sec == 0 {
             return Err(format!("{}: 0, expected a positive rate in bytes/s (u64::MAX = unlimited)", f("max_pacing_rate_bytes_per_sec")));
-        }
-        if self.fq_pacing {
-            // TCP would stop pacing and stamp each segment with a future departure time
-            // (Linux: SK_PACING_FQ, tcp_update_skb_after_send()), expecting sch_fq to hold
-            // it; tcplab has no fq yet, so packets would leave at once and RTT samples would
-            // be measured from moments that have not happened.
-            return Err(format!(
-                "{}: true is not supported yet: it needs the fq qdisc to honour the departure times TCP stamps, \
-                 and tcplab has no fq; expected false (TCP then paces itself, as Linux does without fq)",
-                f("fq_pacing")
-            ));
         }
         Ok(())
     }

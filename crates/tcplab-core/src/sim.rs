@@ -28,6 +28,7 @@ use crate::net::link::WireStats;
 use crate::net::routing::Routes;
 use crate::net::{DataAccounting, Network};
 use crate::tcp::rate::delivery_rate_bytes_per_sec;
+use crate::tcp::sock::PacingStatus;
 use crate::tcp::socket::{Ctx, TcpSocket, T_DELACK, T_PACING, T_XMIT};
 use crate::time::{time_add, NEVER, NSEC_PER_MSEC, NSEC_PER_USEC};
 
@@ -90,6 +91,20 @@ pub struct LinkSummary {
     /// A child qdisc (tbf's inner queue): its kind, stats and xstats.
     pub child: Option<crate::net::qdisc::ChildStats>,
     pub wire: WireStats,
+    /// Cilium EDT aggregates on this link (`LinkConfig.edt`), in configuration order.
+    pub edt: Vec<EdtSummary>,
+}
+
+/// One EDT aggregate's counters (see `host::shaper`).
+#[derive(Clone, Debug)]
+pub struct EdtSummary {
+    pub rate_bps: u64,
+    /// Packets dropped beyond the drop horizon (before the qdisc).
+    pub drops: u64,
+    /// Packets given a later departure time.
+    pub stamped: u64,
+    /// Packets that passed unchanged.
+    pub passed: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -168,14 +183,23 @@ pub struct Simulator {
 impl Simulator {
     pub fn new(cfg: SimConfig) -> Result<Simulator, String> {
         cfg.validate()?;
-        Simulator::build(cfg)
+        Simulator::build_checked(cfg, true)
     }
 
     /// Build without validating (tests that must run a configuration `validate` refuses).
+    #[cfg(test)]
     fn build(cfg: SimConfig) -> Result<Simulator, String> {
-        let links: Vec<Link> = cfg.links.iter().map(|l| Link::new(l, cfg.seed)).collect();
+        Simulator::build_checked(cfg, false)
+    }
+
+    fn build_checked(cfg: SimConfig, checked: bool) -> Result<Simulator, String> {
+        let mut links: Vec<Link> = cfg.links.iter().map(|l| Link::new(l, cfg.seed)).collect();
+        for (l, c) in links.iter_mut().zip(&cfg.links) {
+            l.clears_tstamp = cfg.nodes[c.to as usize].kind == NodeKind::Router;
+        }
         let pairs: Vec<(u32, u32)> = cfg.links.iter().map(|l| (l.from, l.to)).collect();
-        let forwards: Vec<bool> = cfg.nodes.iter().map(|n| n.kind == NodeKind::Router).collect();
+        // Routers forward, and so do hosts with `forwarding` (a Kubernetes node carrying its pods).
+        let forwards: Vec<bool> = cfg.nodes.iter().map(|n| n.kind == NodeKind::Router || n.forwarding).collect();
         let routes = Routes::build(cfg.nodes.len(), &pairs, &forwards);
         let mut base_rtt_ns = Vec::with_capacity(cfg.flows.len());
         for (i, f) in cfg.flows.iter().enumerate() {
@@ -199,7 +223,23 @@ impl Simulator {
         let mut ev = EventQueue::with_capacity(1024 + cfg.flows.len() * 8 + cfg.links.len() * 4);
         for (i, f) in cfg.flows.iter().enumerate() {
             let hz = |node: u32| cfg.nodes[node as usize].hz;
-            let (c, s) = TcpSocket::pair(f, i as u32, cfg.seed, BOOT_NS, end_ns, hz(f.src), hz(f.dst));
+            let (mut c, mut s) = TcpSocket::pair(f, i as u32, cfg.seed, BOOT_NS, end_ns, hz(f.src), hz(f.dst));
+            // SK_PACING_FQ: fq on the socket's own egress takes pacing over from TCP.
+            let (src_fq, dst_fq) = (fq_paces(&cfg, &net.routes, f.src, f.dst), fq_paces(&cfg, &net.routes, f.dst, f.src));
+            if checked && f.tcp.fq_pacing && !src_fq {
+                let l = net.routes.next_hop(f.src, f.dst) as usize;
+                return Err(format!(
+                    "flows.{i}.tcp.fq_pacing: true, but the sender's egress qdisc (link {}) is {}, not fq with pacing; \
+                     expected false (the engine sets SK_PACING_FQ itself when the sender's first link has fq)",
+                    cfg.links[l].name,
+                    cfg.links[l].queue.kind()
+                ));
+            }
+            for (sock, fq) in [(&mut c, src_fq), (&mut s, dst_fq)] {
+                if fq {
+                    sock.tp.sk_pacing_status = PacingStatus::Fq;
+                }
+            }
             socks.push(c);
             socks.push(s);
             if f.start_ns < cfg.duration_ns {
@@ -506,6 +546,12 @@ impl Simulator {
                 xstats: l.qdisc.xstats(),
                 child: l.qdisc.child(),
                 wire: l.wire.clone(),
+                edt: l
+                    .shaper
+                    .iter()
+                    .flat_map(|s| s.aggregates.iter())
+                    .map(|a| EdtSummary { rate_bps: a.rate_bps, drops: a.drops, stamped: a.stamped, passed: a.passed })
+                    .collect(),
             })
             .collect();
         SimOutput {
@@ -526,6 +572,30 @@ impl Simulator {
     pub fn socket(&self, ep: usize) -> &TcpSocket {
         &self.socks[ep]
     }
+
+    /// Link access for tests (qdisc statistics while running).
+    pub fn link(&self, id: usize) -> &Link {
+        &self.net.links[id]
+    }
+}
+
+/// Whether fq paces the sockets of `node` talking to `peer`: the first link from the host
+/// toward its peer (the socket's own egress device) has fq with pacing on. Linux sets
+/// `sk->sk_pacing_status = SK_PACING_FQ` when the socket's first packet (the SYN, before
+/// any congestion control initialises) is classified by fq (Linux v6.12
+/// net/sched/sch_fq.c: fq_classify(), also on its fast path, only with `rate_enable`), so
+/// setting it when the socket is built is the same. A pod's packets reach its node's
+/// device orphaned (the veth crossing scrubs `skb->sk`), so fq further along the path
+/// never sets it: only the socket's own host's egress counts. TCP then stops its
+/// internal pacing timer (tcp_needs_internal_pacing()) but keeps spacing `tcp_wstamp_ns`
+/// at `sk_pacing_rate` (tcp_update_skb_after_send()), and fq holds each packet to its
+/// stamp.
+fn fq_paces(cfg: &SimConfig, routes: &Routes, node: u32, peer: u32) -> bool {
+    let l = routes.next_hop(node, peer);
+    if l == crate::net::routing::NO_ROUTE {
+        return false;
+    }
+    matches!(&cfg.links[l as usize].queue, crate::config::QueueConfig::Fq(q) if q.pacing)
 }
 
 /// The smallest RTT sample a path with propagation round trip `base_ns` can produce, at
@@ -610,8 +680,8 @@ mod tests {
         // `validate` refuses the option; built unchecked, the invariant must catch it.
         let mut cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 3_000_000_000);
         cfg.flows[0].tcp.fq_pacing = true;
-        let err = cfg.validate().unwrap_err();
-        assert!(err.starts_with("flows.0.tcp.fq_pacing: true is not supported"), "{err}");
+        let err = Simulator::new(cfg.clone()).err().unwrap();
+        assert!(err.starts_with("flows.0.tcp.fq_pacing: true, but the sender's egress qdisc (link ab) is pfifo"), "{err}");
         let out = Simulator::build(cfg).unwrap().run();
         assert!(!out.invariant.rtt_ok, "{}", out.invariant.rtt_message);
         assert!(!out.invariant.ok);

@@ -140,6 +140,17 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
             }
             None => ld.set_item("child", py.None())?,
         }
+        // Cilium EDT aggregates shaped at this link (Bandwidth Manager), in config order.
+        let edt = PyList::empty(py);
+        for a in &l.edt {
+            let ad = PyDict::new(py);
+            ad.set_item("rate_bps", a.rate_bps)?;
+            ad.set_item("drops", a.drops)?;
+            ad.set_item("stamped", a.stamped)?;
+            ad.set_item("passed", a.passed)?;
+            edt.append(ad)?;
+        }
+        ld.set_item("edt", edt)?;
         links.append(ld)?;
     }
     d.set_item("links", links)?;

@@ -7,7 +7,7 @@ concepts (the alias table :data:`ALIASES`, from the drivers' ``*_ethtool.c`` str
     the receive ring had no free descriptor: the host did not refill it fast enough
     (softirq/CPU starved, or a burst longer than the ring). mlx5 ``rx_out_of_buffer``,
     ixgbe/e1000e/igb ``rx_no_buffer_count``, r8152 ``rx_missed``, virtio ``rx_queue_N_drops``
-    (and their sum ``rx_drops``).
+    (and their sum ``rx_drops``), ENA's ``rx_drops``.
 ``rx_fifo_overflow``
     the NIC's own receive FIFO overflowed before DMA: ixgbe/i40e/e1000e ``rx_missed_errors``,
     ``rx_fifo_errors``.
@@ -56,7 +56,7 @@ ALIASES: dict[str, tuple[str, str]] = {
     "rx_no_buffer_count": ("rx_ring_overflow", "ixgbe, e1000e, igb"),
     "rx_missed": ("rx_ring_overflow", "r8152"),
     "alloc_rx_buff_failed": ("rx_ring_overflow", "e1000e"),
-    "rx_drops": ("rx_ring_overflow", "virtio_net (sum over queues)"),
+    "rx_drops": ("rx_ring_overflow", "virtio_net (sum over queues), ena (ena_stats_global_strings)"),
     "rx_missed_errors": ("rx_fifo_overflow", "ixgbe, i40e, e1000e"),
     "rx_fifo_errors": ("rx_fifo_overflow", "netdev stats"),
     "rx_discards_phy": ("port_buffer_drop", "mlx5"),

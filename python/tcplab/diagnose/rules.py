@@ -515,8 +515,14 @@ def rule_qdisc(host: Host) -> list[Finding]:
         return out
     last = snaps[-1]
     prev = {q.key: q for q in snaps[0].qdiscs} if len(snaps) > 1 else {}
+    # a qdisc under a tbf class (tbf's inner queue): tbf counts its drops as its own
+    # (Linux v6.12 net/sched/sch_tbf.c: tbf_enqueue()), so they are reported once, on the tbf
+    shapers = {(q.dev, q.handle.split(":")[0]) for q in last.qdiscs if q.kind == "tbf"}
     for q in last.qdiscs:
         if q.is_aggregate or q.dev == "lo":
+            continue
+        under_tbf = q.parent != "root" and (q.dev, q.parent.split(":")[0]) in shapers
+        if under_tbf and q.kind not in ("tbf", "fq", "fq_codel"):
             continue
         p = prev.get(q.key)
 
@@ -632,7 +638,7 @@ def rule_qdisc(host: Host) -> list[Finding]:
 def _qf(fid, sev, summary, mech, checks, ev, seed, data) -> Finding:  # noqa: ANN001
     return Finding(
         id=fid,
-        title=summary.split(":")[0] if ":" in summary else summary,
+        title=summary.split(": ")[0] if ": " in summary else summary,  # a device may be NODE:ethN
         severity=sev,
         summary=summary,
         mechanism=mech,

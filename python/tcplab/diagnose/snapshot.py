@@ -12,6 +12,13 @@ snapshots of one unnamed device ``?``, which borrows its name and rings from a l
 -g`` output. Several sources of one kind in a snapshot are resolved by preference: ``nstat``/proc over
 node_exporter for counters, ``tc -j`` over ``tc`` text.
 
+A tcplab run directory (it holds the ``.tcplab-run`` marker) is one snapshot of several
+simulated nodes: only its tool texts are read (``counters.txt``, ``tc-qdisc-NODE.txt``,
+``ethtool-S-HOST.txt``, ``proc-stat-HOST.txt``, see :mod:`tcplab.results.result`). Each
+node's devices are named ``NODE:ethN`` so that the nodes' qdiscs and NICs stay apart (and a
+finding names the node), and of several hosts' ``/proc/stat`` the one with the most steal
+is diagnosed (as ``counters.txt`` gives the data sender's counters), with a note.
+
 Two snapshots make rates: :meth:`Host.delta` is ``last - first`` of a counter (None when a
 snapshot lacks it); :attr:`Host.interval_s` is the time between them when known. With one
 snapshot, cumulative values since boot are all there is, and findings say so.
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -240,6 +248,36 @@ def _note(text: str) -> Source:
     return Source("__note__", lambda: None, 0, {"note": text})
 
 
+#: A run directory's tool texts: file name -> (kind of file, node).
+_RUN_TEXT = re.compile(r"(tc-qdisc|ethtool-S|proc-stat)-([A-Za-z0-9_.-]+)\.txt\Z")
+
+
+def _is_run_dir(path: Path) -> bool:
+    marker = path / ".tcplab-run"
+    try:
+        return marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("kind") == "run"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _run_dir_sources(path: Path) -> list[Source]:
+    """The tool texts of a tcplab run directory, with the node each belongs to as hints."""
+    out: list[Source] = []
+    for child in sorted(p for p in path.iterdir() if p.is_file() and not p.is_symlink()):
+        if child.name == "counters.txt":
+            out.append(Source.from_path(child, hint={"snapshot": 0, "optional": True}))
+            continue
+        m = _RUN_TEXT.match(child.name)
+        if not m:
+            continue  # summary, Parquet, plots, report: not tool output
+        what, node = m.groups()
+        hint: dict = {"snapshot": 0, "optional": True, "run_node": node}
+        if what == "ethtool-S":
+            hint["device"] = f"{node}:eth0"
+        out.append(Source.from_path(child, hint=hint))
+    return out
+
+
 def expand_inputs(paths: Iterable[str | Path]) -> list[Source]:
     """Files, directories (recursively, sorted) and archives -> sources.
 
@@ -250,6 +288,9 @@ def expand_inputs(paths: Iterable[str | Path]) -> list[Source]:
     out: list[Source] = []
     for p in paths:
         path = Path(p)
+        if path.is_dir() and _is_run_dir(path):
+            out.extend(_run_dir_sources(path))
+            continue
         if path.is_dir():
             for child in sorted(x for x in path.rglob("*") if not x.is_dir()):
                 try:
@@ -378,6 +419,10 @@ def _prom_to_parts(scrape: PromScrape) -> dict:
     return parts
 
 
+def _steal_share(cpu: procstat.CpuTimes) -> float:
+    return cpu.ticks.get("steal", 0.0) / cpu.total if cpu.total else 0.0
+
+
 def _keys(obj) -> set:  # noqa: ANN001
     return {x.key for x in obj} if isinstance(obj, list) else set()
 
@@ -430,6 +475,7 @@ def load_sources(sources: list[Source]) -> Host:
     host = Host()
     first_error: ParseError | None = None
     seqs: dict[tuple, list[tuple[tuple, Source, object]]] = {}
+    run_cpus: list[tuple[str, Source, procstat.CpuTimes]] = []  # (node, source, ticks) of a run directory
     order = 0
     for src in sources:
         if src.name == "__note__":
@@ -457,6 +503,13 @@ def load_sources(sources: list[Source]) -> Host:
             continue
         host.inputs.append((src.name, kind))
         order += 1
+        node = src.hint.get("run_node")
+        if node is not None and kind == "tc_text":
+            for q in obj:
+                q.dev = f"{node}:{q.dev or '?'}"  # one run directory, several nodes' eth0
+        if node is not None and kind == "procstat":
+            run_cpus.append((str(node), src, obj))
+            continue
         if getattr(obj, "note", None):
             host.notes.append(obj.note)
         if kind == "sysctl":
@@ -494,6 +547,14 @@ def load_sources(sources: list[Source]) -> Host:
             t = obj.time if obj.time is not None else t
         sort_key = (snap_hint if isinstance(snap_hint, int) else 1 << 30, t if isinstance(t, int | float) else 0, order)
         seqs.setdefault(seq, []).append((sort_key, src, (obj, t)))
+    if run_cpus:
+        node, src, cpu = max(run_cpus, key=lambda it: (_steal_share(it[2]), -run_cpus.index(it)))
+        seqs.setdefault(("procstat",), []).append(((0, 0, order), src, (cpu, None)))
+        if len(run_cpus) > 1:
+            others = ", ".join(n for n, _s, _c in run_cpus if n != node)
+            host.notes.append(
+                f"CPU time of {len(run_cpus)} hosts; diagnosing host '{node}' (the most steal), not {others}"
+            )
     for seq in list(seqs):
         if seq[0] in ("ss", "tc-text", "tc-json"):
             seqs[seq] = _group_disjoint(sorted(seqs[seq], key=lambda it: it[0]))

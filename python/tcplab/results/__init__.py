@@ -6,7 +6,9 @@ view writer (plots, report.html) that ``Result.write`` calls.
 
 Modules: :mod:`~tcplab.results.result` (the :class:`Result` DataFrames and summary),
 :mod:`~tcplab.results.rundir` (writing a run directory atomically),
-:mod:`~tcplab.results.counters` (nstat text).
+:mod:`~tcplab.results.counters` (nstat text), and the other tools' texts a run directory
+holds: :mod:`~tcplab.results.tc` (``tc -s qdisc``), :mod:`~tcplab.results.ethtool`
+(``ethtool -S``), :mod:`~tcplab.results.procstat` (``/proc/stat``'s cpu lines).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from tcplab.results.result import (
     RUN_FILES,
     SUMMARY_FLOW_KEYS,
+    SUMMARY_HOST_KEYS,
     SUMMARY_LINK_KEYS,
     Result,
     ViewWriter,
@@ -25,6 +28,7 @@ __all__ = [
     "Result",
     "RUN_FILES",
     "SUMMARY_FLOW_KEYS",
+    "SUMMARY_HOST_KEYS",
     "SUMMARY_LINK_KEYS",
     "ViewWriter",
     "check_output_dir",

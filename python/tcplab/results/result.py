@@ -21,13 +21,21 @@ numbers people compare:
 
 A run directory (``Result.write(DIR)``) holds::
 
-    summary.json              scenario, seed, versions, per-flow and per-link totals, invariant
+    summary.json              scenario, seed, versions, per-flow and per-link totals (tc -s
+                              counters, qdisc xstats, tbf child), per-host NIC and CPU, invariant
     scenario.resolved.json    the exact engine configuration (rerun it to reproduce)
     timeseries.parquet        per (sample, flow): engine columns + flow_name, t_s, goodput_bps,
                               ca_state_name, cc_mode_name
-    queues.parquet            per (sample, link): engine columns + link_name, t_s
+    queues.parquet            per (sample, link): engine columns + link_name, node, dev, qdisc, t_s
+    hosts.parquet             per (sample, host with a CPU or NIC model): engine columns +
+                              host_name, t_s (only when the run has such a host)
     counters.txt              nstat text, one block per host
-    plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png  } written by the view writer
+    tc-qdisc-NODE.txt         per node: its qdiscs as `tc -s qdisc show invisible` prints them
+                              (devices eth0, eth1, ... = the node's links in scenario order)
+    ethtool-S-HOST.txt        per host with a NIC model: `ethtool -S eth0` text
+    proc-stat-HOST.txt        per host with a CPU model: /proc/stat's cpu lines (steal)
+    plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png, } written by the view writer
+          qdisc-backlog.png, nic-rings.png (when present)
     report.html               one self-contained page: tables, plots inline } the Result carries
                                                                   (tcplab.views, via tcplab.run)
     scenario.yaml             the effective scenario: the source YAML with every override applied
@@ -60,12 +68,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tcplab.columns import HOST_DTYPES
 from tcplab.engine import EngineOutput
 from tcplab.results.counters import format_nstat
+from tcplab.results.ethtool import format_ethtool_stats
+from tcplab.results.procstat import format_proc_stat
 from tcplab.results.rundir import write_dir_atomically, write_marker
+from tcplab.results.tc import STAT_KEYS, format_node, link_devices
 from tcplab.scenario import Scenario
 
-__all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS", "ViewWriter"]
+__all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS", "SUMMARY_HOST_KEYS", "ViewWriter"]
 
 #: Files (relative to the run directory) that ``Result.write`` produces.
 RUN_FILES = (
@@ -111,15 +123,26 @@ SUMMARY_LINK_KEYS = (
     "name",
     "from",
     "to",
+    "node",
+    "dev",
     "qdisc",
     "sent_packets",
     "sent_bytes",
     "drops",
     "loss_drops",
     "overlimits",
+    "requeues",
+    "backlog_bytes",
+    "backlog_packets",
     "max_backlog_packets",
     "reorder_events",
+    "xstats",
+    "child",
 )
+#: Per host in summary.json: its NIC (``driver``, ``rx_ring``, ``rx_queues``, ``ethtool``
+#: counters by their ethtool -S names) and CPU model (``period_ns``, ``share``, ``on_ns``,
+#: ``steal_ns``, ``steal_ratio``), each null when the host has none.
+SUMMARY_HOST_KEYS = ("name", "nic", "cpu")
 
 
 def _version() -> str:
@@ -151,9 +174,14 @@ class Result:
         scenario: the validated :class:`~tcplab.scenario.Scenario`.
         config: the engine configuration that was run (``scenario.to_core()``).
         flows: one row per flow (goodput_bps, retrans_ratio, rtt_p50_ms, ...).
-        links: one row per one-way link (qdisc counters as ``tc -s`` names them).
+        links: one row per one-way link (qdisc counters as ``tc -s`` names them; ``node`` and
+            ``dev`` name its egress device; ``xstats`` the qdisc's own counters, ``child``
+            tbf's inner qdisc, as dicts).
         timeseries: one row per (sample, flow), see the module doc.
-        queues: one row per (sample, link).
+        queues: one row per (sample, link), with the link's node, device and qdisc kind.
+        host_series: one row per (sample, host with a CPU or NIC model): cpu_on,
+            rx_ring_used, rx_dropped (cumulative), allowance_queued, host_name, t_s.
+        hosts: per host, its ``nic`` and ``cpu`` dicts (None when it has no such model).
         counters: host, counter, value (nstat names).
         flow_counters: flow, counter, value.
         invariant: the engine's packet accounting check.
@@ -199,8 +227,10 @@ class Result:
             columns=["flow", "counter", "value"],
         )
         self._host_counters = {h["name"]: {k: int(v) for k, v in h.get("counters", {}).items()} for h in output.hosts}
+        self.hosts = self._hosts_list(output)
         self.timeseries = self._timeseries_frame(output)
         self.queues = self._queues_frame(output)
+        self.host_series = self._host_series_frame(output)
         self.summary = self._summary()
 
     # -- derived tables ---------------------------------------------------------------
@@ -273,15 +303,22 @@ class Result:
 
     def _links_frame(self, out: EngineOutput) -> pd.DataFrame:
         rows = []
-        for link in out.links:
+        devices = link_devices(self.config)
+        for i, link in enumerate(out.links):
             row = dict(link)
             row["from"] = _node_name(link.get("from"), self._nodes)
             row["to"] = _node_name(link.get("to"), self._nodes)
+            row["node"], row["dev"] = devices[i] if i < len(devices) else (row["from"], "?")
+            row["xstats"] = {str(k): int(v) for k, v in (link.get("xstats") or {}).items()}
+            child = link.get("child")
+            row["child"] = _child(child) if isinstance(child, dict) else None
             rows.append(row)
         columns = [
             "name",
             "from",
             "to",
+            "node",
+            "dev",
             "qdisc",
             "sent_bytes",
             "sent_packets",
@@ -293,6 +330,8 @@ class Result:
             "max_backlog_packets",
             "loss_drops",
             "reorder_events",
+            "xstats",
+            "child",
         ]
         frame = pd.DataFrame(rows)
         for c in columns:
@@ -324,9 +363,57 @@ class Result:
     def _queues_frame(self, out: EngineOutput) -> pd.DataFrame:
         qs = out.queues.copy()
         link_names = [link["name"] for link in self.config["links"]]
-        qs["link_name"] = _lookup(link_names, qs["link"].to_numpy().astype(np.int64), "?")
+        idx = qs["link"].to_numpy().astype(np.int64)
+        qs["link_name"] = _lookup(link_names, idx, "?")
+        devices = link_devices(self.config)
+        qs["node"] = _lookup([d[0] for d in devices], idx, "?")
+        qs["dev"] = _lookup([d[1] for d in devices], idx, "?")
+        kinds = [str((link.get("queue") or {}).get("kind", "?")) for link in self.config["links"]]
+        qs["qdisc"] = _lookup(kinds, idx, "?")
         qs["t_s"] = qs["t_ns"].to_numpy().astype(np.float64) / 1e9
         return qs
+
+    def _host_series_frame(self, out: EngineOutput) -> pd.DataFrame:
+        """``out.host_series`` (``host`` is the node's index in the engine config) + names."""
+        hs = getattr(out, "host_series", None)
+        if hs is None:
+            hs = pd.DataFrame({c: np.array([], dtype=d) for c, d in HOST_DTYPES.items()})
+        hs = hs.copy()
+        hs["host_name"] = _lookup(self._nodes, hs["host"].to_numpy().astype(np.int64), "?")
+        hs["t_s"] = hs["t_ns"].to_numpy().astype(np.float64) / 1e9
+        return hs
+
+    def _hosts_list(self, out: EngineOutput) -> list[dict[str, Any]]:
+        """Per engine host: name, ``nic`` and ``cpu`` (None when absent: older engines, hosts
+        without the model), with plain-int counters and the CPU's steal ratio."""
+        hosts = []
+        for h in out.hosts:
+            nic = h.get("nic")
+            cpu = h.get("cpu")
+            if isinstance(nic, dict):
+                nic = {
+                    "driver": str(nic.get("driver", "?")),
+                    "rx_ring": _int_or_none(nic.get("rx_ring")),
+                    "rx_queues": _int_or_none(nic.get("rx_queues")),
+                    "ethtool": {str(k): int(v) for k, v in (nic.get("ethtool") or {}).items()},
+                }
+            else:
+                nic = None
+            if isinstance(cpu, dict):
+                on_ns = int(cpu.get("on_ns", 0) or 0)
+                steal_ns = int(cpu.get("steal_ns", 0) or 0)
+                total = on_ns + steal_ns
+                cpu = {
+                    "period_ns": _int_or_none(cpu.get("period_ns")),
+                    "share": _finite(cpu.get("share")),
+                    "on_ns": on_ns,
+                    "steal_ns": steal_ns,
+                    "steal_ratio": steal_ns / total if total > 0 else 0.0,
+                }
+            else:
+                cpu = None
+            hosts.append({"name": str(h.get("name", "?")), "nic": nic, "cpu": cpu})
+        return hosts
 
     def _summary(self) -> dict[str, Any]:
         flows = []
@@ -334,7 +421,7 @@ class Result:
             flows.append({k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS})
         links = []
         for row in self.links.to_dict("records"):
-            links.append({k: _finite(row.get(k)) for k in SUMMARY_LINK_KEYS})
+            links.append({k: _json_value(row.get(k)) for k in SUMMARY_LINK_KEYS})
         return {
             "scenario": self.scenario.name,
             "title": self.title,
@@ -351,6 +438,7 @@ class Result:
             "rtt_percentiles": self._rtt_percentiles(),
             "flows": flows,
             "links": links,
+            "hosts": [{k: h[k] for k in SUMMARY_HOST_KEYS} for h in self.hosts],
             "invariant": {k: _finite(v) if not isinstance(v, dict) else v for k, v in self.invariant.items()},
         }
 
@@ -421,6 +509,39 @@ class Result:
         """counters.txt content."""
         return format_nstat(self._host_counters, self.duration_s)
 
+    def tc_texts(self) -> dict[str, str]:
+        """``{node: tc -s qdisc text}`` for every node with a link (see :mod:`tcplab.results.tc`)."""
+        links_out = self.links.to_dict("records")
+        nodes = []
+        for node, _dev in link_devices(self.config):
+            if node not in nodes:
+                nodes.append(node)
+        return {node: format_node(self.config, links_out, node) for node in nodes}
+
+    def ethtool_texts(self) -> dict[str, str]:
+        """``{host: ethtool -S text}`` for hosts with a NIC model."""
+        return {h["name"]: format_ethtool_stats(h["nic"]["ethtool"]) for h in self.hosts if h["nic"] is not None}
+
+    def proc_stat_texts(self) -> dict[str, str]:
+        """``{host: /proc/stat cpu lines}`` for hosts with a CPU model."""
+        return {
+            h["name"]: format_proc_stat(h["cpu"]["on_ns"], h["cpu"]["steal_ns"])
+            for h in self.hosts
+            if h["cpu"] is not None
+        }
+
+    def stats_files(self) -> dict[str, str]:
+        """The tool-format texts of the run directory, by file name."""
+        files = {f"tc-qdisc-{node}.txt": text for node, text in self.tc_texts().items()}
+        files.update({f"ethtool-S-{host}.txt": text for host, text in self.ethtool_texts().items()})
+        files.update({f"proc-stat-{host}.txt": text for host, text in self.proc_stat_texts().items()})
+        return files
+
+    @property
+    def has_host_models(self) -> bool:
+        """Whether some host has a NIC or CPU model (or the engine sampled one)."""
+        return any(h["nic"] is not None or h["cpu"] is not None for h in self.hosts) or len(self.host_series) > 0
+
     def __repr__(self) -> str:
         return f"<Result {self.scenario.name!r} seed={self.config['seed']} flows={len(self.flows)}>"
 
@@ -443,7 +564,11 @@ class Result:
         (out / "scenario.resolved.json").write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
         _write_parquet(self.timeseries, out / "timeseries.parquet")
         _write_parquet(self.queues, out / "queues.parquet")
+        if self.has_host_models:
+            _write_parquet(self.host_series, out / "hosts.parquet")
         (out / "counters.txt").write_text(self.nstat_text(), encoding="utf-8")
+        for name, text in self.stats_files().items():
+            (out / name).write_text(text, encoding="utf-8")
         if self.views is not None:
             self.views(self, out, plots=plots)
 
@@ -460,6 +585,34 @@ def _git_commit() -> str | None:
         return None
     sha = done.stdout.strip()
     return sha if done.returncode == 0 and len(sha) == 40 else None
+
+
+def _int_or_none(x: Any) -> int | None:
+    return None if x is None else int(x)
+
+
+def _child(child: dict[str, Any]) -> dict[str, Any]:
+    """A tbf child's stats from the engine: its kind, the common counters, its xstats."""
+    out: dict[str, Any] = {"qdisc": str(child.get("qdisc", "?"))}
+    for k in STAT_KEYS:
+        if k in child:
+            out[k] = int(child[k])
+    for k, v in child.items():
+        if k not in out and k != "xstats" and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            out[k] = int(v)
+    out["xstats"] = {str(k): int(v) for k, v in (child.get("xstats") or {}).items()}
+    return out
+
+
+def _json_value(x: Any) -> Any:
+    """:func:`_finite`, through dicts (xstats, child)."""
+    if isinstance(x, dict):
+        return {str(k): _json_value(v) for k, v in x.items()}
+    if x is None:
+        return None
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return _finite(x)
 
 
 def _lookup(names: list[str], index: np.ndarray, missing: str) -> np.ndarray:

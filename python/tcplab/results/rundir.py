@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -29,7 +30,15 @@ from pathlib import Path
 
 from tcplab.errors import ScenarioError
 
-__all__ = ["write_dir_atomically", "check_output_dir", "write_marker", "MARKER", "RUN_ENTRIES", "COMPARE_ENTRIES"]
+__all__ = [
+    "write_dir_atomically",
+    "check_output_dir",
+    "write_marker",
+    "MARKER",
+    "RUN_ENTRIES",
+    "RUN_ENTRY_PATTERN",
+    "COMPARE_ENTRIES",
+]
 
 #: The file that marks a directory as written by tcplab.
 MARKER = ".tcplab-run"
@@ -44,11 +53,15 @@ RUN_ENTRIES = frozenset(
         "scenario.resolved.json",
         "timeseries.parquet",
         "queues.parquet",
+        "hosts.parquet",
         "counters.txt",
         "plots",
         "report.html",
     }
 )
+#: Per-node tool texts in a run directory (``tc-qdisc-NODE.txt``, ``ethtool-S-HOST.txt``,
+#: ``proc-stat-HOST.txt``; node names are ``[A-Za-z0-9_.-]+``).
+RUN_ENTRY_PATTERN = re.compile(r"(?:tc-qdisc|ethtool-S|proc-stat)-[A-Za-z0-9_.-]+\.txt\Z")
 #: Top-level files tcplab writes in a comparison directory, besides one run directory per variant.
 COMPARE_ENTRIES = frozenset({MARKER, "compare.json", "compare.png", "report.html"})
 _PLOT_SUFFIXES = (".png", ".svg", ".html", ".json")
@@ -159,7 +172,7 @@ def _foreign_entry(directory: Path) -> str | None:
         if entry.is_symlink():
             return f"it contains a link tcplab did not write: {entry.name}"
         if kind == "run":
-            if entry.name not in RUN_ENTRIES:
+            if entry.name not in RUN_ENTRIES and not (RUN_ENTRY_PATTERN.match(entry.name) and entry.is_file()):
                 return f"it contains {entry.name}, which tcplab did not write"
             if entry.name == "plots":
                 if not entry.is_dir():

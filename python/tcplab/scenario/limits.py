@@ -167,7 +167,7 @@ def check_limits(sc: Scenario, error: ErrorFn, flow_count: int) -> None:
         if tcp.fq_pacing:
             error(
                 ("flows", i, "tcp", "fq_pacing"),
-                "true is not supported yet: a socket leaves pacing to fq when fq is the qdisc of its "
+                "true is not a per-flow setting: a socket leaves pacing to fq when fq is the qdisc of its "
                 "host's device (SK_PACING_FQ), not by a per-flow switch",
                 "false; to pace with fq, give the sending host qdisc: fq",
                 True,

@@ -16,6 +16,8 @@ The model: one PNG per view, time in seconds on x, one colour per flow labelled
 * ``queues.png``: backlog (packets) and tail drops per sample interval of each bottleneck
   queue (the slowest link of a flow's data route) and of any queue that dropped or held
   more than one packet; the pfifo limit dashed.
+* ``qdisc-backlog.png``, ``nic-rings.png``: only in runs with a tbf/fq/fq_codel qdisc or a
+  NIC model (:mod:`tcplab.views.datapath`).
 * ``flow-N.png`` (flow N, in scenario order, at most :data:`MAX_FLOW_FIGURES`): the
   mechanism of one flow: a strip of its CA state and BBR mode with retransmission and RTO
   marks (:mod:`tcplab.views.episodes`), cwnd/ssthresh/inflight with Recovery and Loss
@@ -42,6 +44,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from tcplab.views.datapath import datapath_plots
 from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
 from tcplab.views.paths import FlowPath, flow_paths
 
@@ -564,6 +567,7 @@ def run_plots(result: Result) -> list[Plot]:
         _cwnd_plot(result, colors),
         _rtt_plot(result, paths, colors),
         _queue_plot(result, paths),
+        *datapath_plots(result),
     ]
     present = set(result.timeseries["flow_name"])
     for number, name in enumerate(flows[:MAX_FLOW_FIGURES]):

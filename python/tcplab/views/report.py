@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from tcplab.results.ethtool import NOT_ETHTOOL
+
 if TYPE_CHECKING:
     from tcplab.results import Result
     from tcplab.views.plots import Plot
@@ -48,6 +50,7 @@ _STYLE = """
  figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; }
  img { max-width: 100%; height: auto; }
  .note { color: #555; font-size: 0.9em; }
+ td.x { text-align: left; white-space: normal; max-width: 28em; font-size: 0.9em; }
 """
 
 _TEMPLATE = """<!doctype html>
@@ -84,13 +87,60 @@ delays of the data and ACK routes (no serialization, no queueing).</p>
 
 <h2>Links</h2>
 <table>
-<tr><th class="l">link</th><th class="l">qdisc</th><th>sent (pkts)</th><th>queue drops</th><th>loss drops</th>
-<th>max backlog (pkts)</th></tr>
+<tr><th class="l">link</th><th class="l">device</th><th class="l">qdisc</th><th>sent (pkts)</th><th>queue drops</th>
+<th>loss drops</th><th>max backlog (pkts)</th></tr>
 {% for l in s.links %}
-<tr><td class="l">{{ l.name }}</td><td class="l">{{ l.qdisc }}</td><td>{{ l.sent_packets }}</td><td>{{ l.drops }}</td>
+<tr><td class="l">{{ l.name }}</td><td class="l">{{ l.node }} {{ l.dev }}</td><td class="l">{{ l.qdisc }}</td>
+<td>{{ l.sent_packets }}</td><td>{{ l.drops }}</td>
 <td>{{ l.loss_drops }}</td><td>{{ l.max_backlog_packets }}</td></tr>
 {% endfor %}
 </table>
+<p class="note">Device: the link's egress as the run directory's <code>tc-qdisc-NODE.txt</code> names it
+(a node's links are eth0, eth1, ... in scenario order).</p>
+{% if qdiscs %}
+<h2>Qdisc statistics</h2>
+<p class="note">As <code>tc -s qdisc</code> names them: Sent bytes/pkt, dropped, overlimits (tbf: had to wait
+for tokens), requeues, backlog at the end, and the qdisc's own counters (xstats).</p>
+<table>
+<tr><th class="l">device</th><th class="l">qdisc</th><th>Sent (bytes)</th><th>Sent (pkt)</th><th>dropped</th>
+<th>overlimits</th><th>requeues</th><th>backlog (b)</th><th>backlog (p)</th><th class="l">xstats</th></tr>
+{% for q in qdiscs %}
+<tr><td class="l">{{ q.device }}</td><td class="l">{{ q.kind }}</td><td>{{ q.sent_bytes }}</td>
+<td>{{ q.sent_packets }}</td><td>{{ q.drops }}</td><td>{{ q.overlimits }}</td><td>{{ q.requeues }}</td>
+<td>{{ q.backlog_bytes }}</td><td>{{ q.backlog_packets }}</td><td class="x">{{ q.xstats }}</td></tr>
+{% endfor %}
+</table>
+{% endif %}
+{% if nics %}
+<h2>NIC counters</h2>
+<p class="note">As <code>ethtool -S eth0</code> prints them on each host with a NIC model
+(<code>ethtool-S-HOST.txt</code>).</p>
+<table>
+<tr><th class="l">host</th><th class="l">driver</th><th>rx ring</th><th>rx queues</th><th class="l">counter</th>
+<th>value</th></tr>
+{% for n in nics %}
+{% for name, value in n.counters %}
+<tr>{% if loop.first %}<td class="l" rowspan="{{ n.counters|length }}">{{ n.host }}</td>
+<td class="l" rowspan="{{ n.counters|length }}">{{ n.driver }}</td>
+<td rowspan="{{ n.counters|length }}">{{ n.rx_ring }}</td><td rowspan="{{ n.counters|length }}">{{ n.rx_queues }}</td>
+{% endif %}<td class="l">{{ name }}</td><td>{{ value }}</td></tr>
+{% endfor %}
+{% endfor %}
+</table>
+{% endif %}
+{% if cpus %}
+<h2>CPU time slices</h2>
+<table>
+<tr><th class="l">host</th><th>period (ms)</th><th>share (%)</th><th>on CPU (s)</th><th>steal (s)</th>
+<th>steal (%)</th></tr>
+{% for c in cpus %}
+<tr><td class="l">{{ c.host }}</td><td>{{ c.period }}</td><td>{{ c.share }}</td><td>{{ c.on }}</td>
+<td>{{ c.steal }}</td><td>{{ c.steal_pct }}</td></tr>
+{% endfor %}
+</table>
+<p class="note">Steal: the time the host was off its CPU, as a guest's <code>/proc/stat</code> counts it
+(<code>proc-stat-HOST.txt</code>).</p>
+{% endif %}
 
 <p>Packet accounting:
 {% if s.invariant.ok %}<span class="ok">ok</span>{% else %}<span class="bad">FAILED</span>{% endif %}
@@ -115,6 +165,10 @@ entered Loss (only the retransmission timer enters Loss).</p>
 <pre>{{ config_json }}</pre></details>
 <details><summary>nstat counters (<code>counters.txt</code>)</summary>
 <pre>{{ counters }}</pre></details>
+{% for name, text in tool_texts %}
+<details><summary><code>{{ name }}</code></summary>
+<pre>{{ text }}</pre></details>
+{% endfor %}
 </body>
 </html>
 """
@@ -227,6 +281,71 @@ def _flow_rows(summary: Mapping[str, Any], config: Mapping[str, Any] | None) -> 
     return rows
 
 
+_TIMED = ("tbf", "fq", "fq_codel")
+
+
+def _qdisc_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Qdiscs worth their own table: the timed ones (and their children), any with xstats."""
+    rows = []
+    for link in summary.get("links", []):
+        entries = [(link, str(link.get("qdisc")), "")]
+        if isinstance(link.get("child"), Mapping):
+            entries.append((link["child"], str(link["child"].get("qdisc", "?")), " (tbf child)"))
+        for entry, kind, suffix in entries:
+            xstats = entry.get("xstats") or {}
+            if kind not in _TIMED and not xstats and not suffix:
+                continue
+            row = {k: entry.get(k, "-") if entry.get(k) is not None else "-" for k in _QDISC_STATS}
+            row["device"] = f"{link.get('node', '?')} {link.get('dev', '?')}"
+            row["kind"] = kind + suffix
+            row["xstats"] = " ".join(f"{k} {v}" for k, v in xstats.items()) or "-"
+            rows.append(row)
+    return rows
+
+
+_QDISC_STATS = ("sent_bytes", "sent_packets", "drops", "overlimits", "requeues", "backlog_bytes", "backlog_packets")
+
+
+def _nic_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for h in summary.get("hosts", []):
+        nic = h.get("nic")
+        if not nic:
+            continue
+        counters = [
+            (f"{k} (softnet_stat)" if k in NOT_ETHTOOL else k, v) for k, v in (nic.get("ethtool") or {}).items()
+        ] or [("(none reported)", "-")]
+        rows.append(
+            {
+                "host": h["name"],
+                "driver": nic.get("driver", "?"),
+                "rx_ring": nic.get("rx_ring", "-"),
+                "rx_queues": nic.get("rx_queues", "-"),
+                "counters": counters,
+            }
+        )
+    return rows
+
+
+def _cpu_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for h in summary.get("hosts", []):
+        cpu = h.get("cpu")
+        if not cpu:
+            continue
+        rows.append(
+            {
+                "host": h["name"],
+                "period": _fixed(cpu.get("period_ns"), 1e-6, 1),
+                "share": _fixed(cpu.get("share"), 100, 1),
+                "on": _fixed(cpu.get("on_ns"), 1e-9, 3),
+                "steal": _fixed(cpu.get("steal_ns"), 1e-9, 3),
+                "steal_pct": _fixed(cpu.get("steal_ratio"), 100, 1),
+            }
+        )
+    return rows
+
+
 def render_report(
     summary: Mapping[str, Any],
     plots: Sequence[Plot] = (),
@@ -234,10 +353,17 @@ def render_report(
     config: Mapping[str, Any] | None = None,
     counters: str = "",
     scenario_yaml: str = "",
+    tool_texts: Mapping[str, str] | None = None,
 ) -> str:
-    """The HTML text of one run: its summary, the path's limits, the plots inline."""
+    """The HTML text of one run: its summary, the path's limits, the qdisc, NIC and CPU
+    tables of the components it has, the plots inline, and the tool texts of its run
+    directory (``tool_texts``: file name -> text) in collapsible blocks."""
     return _ENV.from_string(_TEMPLATE).render(
         s=summary,
+        qdiscs=_qdisc_rows(summary),
+        nics=_nic_rows(summary),
+        cpus=_cpu_rows(summary),
+        tool_texts=sorted((tool_texts or {}).items()),
         flows=_flow_rows(summary, config),
         plots=_figures(plots),
         style=_STYLE,
@@ -251,7 +377,12 @@ def write_report(result: Result, path: Path, plots: Sequence[Plot] = ()) -> Path
     """Write one run's self-contained report.html."""
     scenario_yaml = result.scenario_yaml()
     text = render_report(
-        result.summary, plots, config=result.config, counters=result.nstat_text(), scenario_yaml=scenario_yaml
+        result.summary,
+        plots,
+        config=result.config,
+        counters=result.nstat_text(),
+        scenario_yaml=scenario_yaml,
+        tool_texts=result.stats_files(),
     )
     path.write_text(text, encoding="utf-8")
     return path

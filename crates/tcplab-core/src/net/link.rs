@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 
 use crate::config::LinkConfig;
 use crate::event::{EventKind, EventQueue};
+use crate::host::shaper::EdtShaper;
 use crate::net::loss::{Loss, LossVerdict};
 use crate::net::qdisc::{Dequeue, Qdisc};
 use crate::packet::{flags, Packet};
@@ -72,6 +73,13 @@ pub struct Link {
     pub delay_ns: u64,
     pub overhead_bytes: u32,
     pub qdisc: Qdisc,
+    /// Cilium EDT aggregates applied before the qdisc (`LinkConfig.edt`), if any.
+    pub shaper: Option<EdtShaper>,
+    /// The far end is another machine (a router): a packet arrives there without its
+    /// departure time (`skb->tstamp` is a host-local delivery time; a forwarded skb
+    /// from the wire carries none), set by the simulator. Between a pod and its node
+    /// (a veth, same kernel) the stamp survives, as since Linux 5.18.
+    pub clears_tstamp: bool,
     pub wire: WireStats,
     pub acct: LinkAccounting,
     /// When the serializer finishes the last accepted packet.
@@ -106,6 +114,8 @@ impl Link {
             delay_ns: cfg.delay_ns,
             overhead_bytes: cfg.overhead_bytes,
             qdisc: Qdisc::new(&cfg.queue),
+            shaper: EdtShaper::new(&cfg.edt),
+            clears_tstamp: false,
             wire: WireStats::default(),
             acct: LinkAccounting::default(),
             busy_until_ns: 0,
@@ -138,8 +148,15 @@ impl Link {
     /// Hand `pkt` to the link at `now_ns`. Returns false if the qdisc dropped it at once
     /// (`NET_XMIT_DROP` to a local sender).
     #[inline]
-    pub fn enqueue(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+    pub fn enqueue(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
         let len = pkt.ip_bytes + self.overhead_bytes;
+        if let Some(sh) = &mut self.shaper {
+            // Cilium's EDT program at the device's tc egress, before the qdisc.
+            if !sh.apply(&mut pkt, len, now_ns) {
+                self.drop_before_qdisc(&pkt, now_ns, id, ev);
+                return false;
+            }
+        }
         match &mut self.qdisc {
             Qdisc::Fifo(q) => {
                 let start = now_ns.max(self.busy_until_ns);
@@ -223,6 +240,22 @@ impl Link {
                 self.schedule_dequeue(t.max(now_ns + 1), id, ev);
             }
             Dequeue::Empty => self.pending_dequeue_ns = NEVER,
+        }
+    }
+
+    /// A packet dropped before the qdisc (EDT horizon): a queue drop for conservation, and
+    /// a local sender's TSQ budget back at once (the skb is freed: `tcp_wfree()`).
+    #[cold]
+    fn drop_before_qdisc(&mut self, pkt: &Packet, now_ns: u64, id: u32, ev: &mut EventQueue) {
+        if pkt.is_data() {
+            self.acct.data_dropped_queue += 1;
+        }
+        if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
+            self.add_completion(
+                TxCompletion { done_ns: now_ns, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() },
+                id,
+                ev,
+            );
         }
     }
 
@@ -343,8 +376,11 @@ impl Link {
             return None; // superseded by an earlier arrival scheduled after a reordering
         }
         self.pending_arrive_ns = NEVER;
-        let (t, pkt) = self.pipe.pop_front()?;
+        let (t, mut pkt) = self.pipe.pop_front()?;
         debug_assert!(t <= now_ns);
+        if self.clears_tstamp {
+            pkt.tstamp_ns = 0;
+        }
         if let Some((next, _)) = self.pipe.front() {
             self.pending_arrive_ns = *next;
             ev.push(*next, EventKind::LinkArrive, id);

@@ -95,6 +95,8 @@ pub struct SockStats {
     pub min_timed_rtt_us: Option<u64>,
     /// Smallest RTT sample taken from the echoed timestamp (1 ms clock), in us.
     pub min_ts_rtt_us: Option<u64>,
+    /// Times TCP's internal pacing timer fired (`tcp_pace_kick()`); none under fq.
+    pub pacing_timer_events: u64,
 }
 
 impl SockStats {
@@ -508,6 +510,7 @@ impl TcpSocket {
 
     /// The pacing timer fired (`tcp_pace_kick` -> `tcp_tsq_handler`).
     pub fn on_pacing_timer(&mut self, ctx: &mut Ctx) {
+        self.stats.pacing_timer_events += 1;
         self.refresh_clock(ctx.now_ns);
         self.pacing_deadline_ns = NEVER;
         self.tsq_write(ctx);

@@ -1,0 +1,2 @@
+//! What runs on a host around TCP.
+pub mod shaper;

@@ -1,0 +1,43 @@
+"""NIC counters as ``ethtool -S DEV`` prints them, one text per host with a NIC model.
+
+The model: the engine's NIC model counts what a driver counts and names each counter as
+that driver's ``ethtool -S`` string table does (``out["hosts"][i]["nic"]["ethtool"]``, in
+the driver's order: ENA's ``bw_in_allowance_exceeded`` and ``pps_allowance_exceeded``,
+ixgbe's ``rx_missed_errors``, ...); this module only prints them.
+``ethtool-S-HOST.txt`` is what ``ethtool -S eth0`` prints on that host (ethtool
+``ethtool.c: dump_stats()``)::
+
+    NIC statistics:
+         rx_packets: 81234
+         bw_in_allowance_exceeded: 12
+
+a header line, then one ``"     %.*s: %llu"`` line per counter (five spaces; a name is cut at
+ETH_GSTRING_LEN, 32 bytes). The host's
+receive device is named ``eth0`` (the device of its first link; tcplab hosts have one NIC).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["format_ethtool_stats", "NIC_DEVICE", "NOT_ETHTOOL"]
+
+#: The device the NIC model stands for on every host.
+NIC_DEVICE = "eth0"
+
+
+#: Counters the NIC model reports that ``ethtool -S`` does not print: ``time_squeeze`` is
+#: the third column of ``/proc/net/softnet_stat`` (a softirq round that ran out of budget or
+#: time with work left). They stay in ``summary.json`` and the report, not in the text.
+NOT_ETHTOOL = frozenset({"time_squeeze"})
+
+
+def format_ethtool_stats(counters: Mapping[str, int]) -> str:
+    """``ethtool -S`` text for ``{name: value}`` (order kept, as the driver lists them;
+    :data:`NOT_ETHTOOL` left out)."""
+    lines = ["NIC statistics:"]
+    for name, value in counters.items():
+        if name in NOT_ETHTOOL:
+            continue
+        lines.append("     %.32s: %d" % (name, int(value)))  # ETH_GSTRING_LEN = 32
+    return "\n".join(lines) + "\n"
