@@ -566,6 +566,12 @@ impl SimConfig {
             if !crate::time::SUPPORTED_HZ.contains(&node.hz) {
                 return Err(format!("nodes.{i}.hz: {} is not a supported CONFIG_HZ (expected 100, 250 or 1000)", node.hz));
             }
+            if let Some(c) = &node.cpu {
+                crate::host::cpu::validate(c, &format!("nodes.{i}.cpu"))?;
+            }
+            if let Some(nic) = &node.nic {
+                crate::host::nic::validate(nic, &format!("nodes.{i}.nic"))?;
+            }
         }
         for (i, l) in self.links.iter().enumerate() {
             if l.from as u64 >= n || l.to as u64 >= n {

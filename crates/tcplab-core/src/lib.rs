@@ -27,6 +27,7 @@
 pub mod cc;
 pub mod config;
 pub mod event;
+pub mod host;
 pub mod memory;
 pub mod metrics;
 pub mod mib;
