@@ -134,7 +134,8 @@ fn bbr_vm_goodput_mbps(share: f64, patch: bool) -> f64 {
 }
 
 #[test]
-#[ignore] // ~10 s: four 10 s runs at 1 Gbit/s; run with --ignored to see the figures.
+#[ignore] // A report, not a check of the story's figures (seed 003): four 10 s runs at 1 Gbit/s; run with
+          // `cargo test --release -p tcplab-core --test host_cpu -- --ignored --nocapture` to see them.
 fn bbr_in_a_cpu_starved_vm_with_and_without_the_vm_patch() {
     for share in [1.0, 0.35] {
         let plain = bbr_vm_goodput_mbps(share, false);

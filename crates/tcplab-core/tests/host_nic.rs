@@ -183,3 +183,15 @@ fn bad_nic_and_cpu_settings_are_refused_by_field() {
         assert!(!err.contains('\n'));
     }
 }
+
+#[test]
+fn the_memory_estimate_counts_the_rings_and_refuses_huge_ones_by_field() {
+    use tcplab_core::packet::Packet;
+    let mut cfg = fan_in(1, NicConfig::default());
+    let e = tcplab_core::memory::estimate(&cfg);
+    assert!(e.hosts_bytes >= 1024 * std::mem::size_of::<Packet>() as u64, "{e:?}");
+    assert_eq!(e.total_bytes, e.series_bytes + e.endpoints_bytes + e.packets_bytes + e.hosts_bytes);
+    cfg.nodes[1].nic = Some(NicConfig { rx_ring: 65536, rx_queues: 1024, ..NicConfig::default() });
+    let err = cfg.validate().unwrap_err();
+    assert!(err.starts_with("nodes.1.nic: 65536 descriptors x 1024 queues"), "{err}");
+}
