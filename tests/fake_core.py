@@ -184,6 +184,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
                 "max_backlog_packets": min(limit, 5),
                 "loss_drops": li,
                 "reorder_events": 0,
+                "xstats": {},
             }
         )
         n = len(t)
