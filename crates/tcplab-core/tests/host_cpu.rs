@@ -104,7 +104,7 @@ fn a_receiver_off_its_cpu_sends_no_acks_and_holds_what_arrives() {
 #[test]
 fn steal_is_the_off_share_of_the_run_and_the_series_shows_the_slices() {
     let mut cfg = dumbbell(1, CcKind::Cubic, 100_000_000, 5 * MS, QueueConfig::Pfifo { limit_packets: 200 }, 1_000_000_000);
-    let (period, share, phase) = (10 * MS, 0.35, 1 * MS);
+    let (period, share, phase) = (10 * MS, 0.35, MS);
     cfg.nodes[0].cpu = cpu(period, share, phase);
     cfg.sample_interval_ns = MS; // samples at every ms: 0..=1000
     let out = Simulator::new(cfg).unwrap().run();

@@ -76,11 +76,11 @@ impl HostModel {
                 }
             },
         };
-        self.to_ring(pkt, now_ns, id, ev);
+        self.put_on_ring(pkt, now_ns, id, ev);
         None
     }
 
-    fn to_ring(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) {
+    fn put_on_ring(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) {
         if let Err(p) = self.nic.enqueue(pkt, now_ns, self.cpu.as_ref(), id, ev) {
             self.data_dropped += p.is_data() as u64;
         }
@@ -104,7 +104,7 @@ impl HostModel {
         }
         a.pending_ns = crate::time::NEVER;
         while let Some(p) = self.allowance.as_mut().and_then(|a| a.release(now_ns)) {
-            self.to_ring(p, now_ns, id, ev);
+            self.put_on_ring(p, now_ns, id, ev);
         }
         self.arm_allowance(id, ev);
     }
