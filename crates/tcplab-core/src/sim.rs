@@ -715,6 +715,11 @@ impl Simulator {
     pub fn socket(&self, ep: usize) -> &TcpSocket {
         &self.socks[ep]
     }
+
+    /// Link access for tests.
+    pub fn link(&self, i: usize) -> &Link {
+        &self.net.links[i]
+    }
 }
 
 /// The smallest RTT sample a path with propagation round trip `base_ns` can produce, at

@@ -144,3 +144,42 @@ fn bbr_in_a_cpu_starved_vm_with_and_without_the_vm_patch() {
         assert!(plain > 0.0 && patched > 0.0);
     }
 }
+
+#[test]
+fn a_timed_qdisc_on_the_hosts_egress_waits_for_the_cpu_but_a_fifo_keeps_sending() {
+    // The sender's own device (link 0) is the bottleneck at 50 Mbit/s; the host runs
+    // 5 ms of every 10 ms. With a FIFO, what TCP handed to the device (TSQ lets it hand
+    // about 1 ms worth) keeps arriving at the router while the host is off; with tbf (a
+    // timed qdisc, dequeued by the host) nothing starts serializing while it is off.
+    // (A FIFO counts `transmitted` when TCP hands it the packet: its departure time is
+    // known then; so the FIFO case watches arrivals at the far end.)
+    let rate = 50_000_000;
+    let fifo = QueueConfig::Pfifo { limit_packets: 1000 };
+    let tbf = QueueConfig::Tbf(TbfConfig {
+        rate_bps: rate,
+        burst_bytes: 3028,
+        limit_bytes: 1_000_000,
+        peakrate_bps: None,
+        mtu_bytes: None,
+        child: None,
+    });
+    for (queue, sends_while_off) in [(fifo, true), (tbf, false)] {
+        let mut cfg = dumbbell(1, CcKind::Cubic, 100_000_000, 5 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 1_000_000_000);
+        cfg.links[0].rate_bps = rate;
+        cfg.links[0].queue = queue.clone();
+        cfg.nodes[0].cpu = cpu(10 * MS, 0.5, 0);
+        let mut sim = Simulator::new(cfg).unwrap();
+        let mut off_sends = 0;
+        for k in 1..100u64 {
+            sim.run_until(k * 10 * MS + 5 * MS).unwrap();
+            let count = |s: &Simulator| if sends_while_off { s.link(0).wire.delivered_packets } else { s.link(0).acct.transmitted };
+            let a = count(&sim);
+            sim.run_until(k * 10 * MS + 10 * MS - 1).unwrap();
+            off_sends += count(&sim) - a;
+        }
+        assert_eq!(off_sends > 0, sends_while_off, "{queue:?}: {off_sends} packets left while off");
+        let out = sim.run();
+        assert!(out.invariant.ok, "{}", out.invariant.message);
+        assert!(out.flows[0].bytes_received > 1_000_000);
+    }
+}
