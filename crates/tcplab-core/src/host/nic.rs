@@ -22,7 +22,8 @@
 //! jiffies.
 //!
 //! Each packet costs `rx_cost_ns` of CPU time (driver, GRO and the TCP receive path) and
-//! is handed to TCP when its processing ends: one event per packet. Its descriptor is
+//! is handed to TCP when its processing ends: one event per packet (`rx_bytes` counters
+//! count IP bytes). Its descriptor is
 //! free from then (the driver's refill is immediate in tcplab; ENA refills in batches).
 //! The CPU time pauses while the host is off its CPU ([`CpuModel::after_on`]).
 //!
