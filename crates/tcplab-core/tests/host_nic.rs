@@ -174,6 +174,8 @@ fn bad_nic_and_cpu_settings_are_refused_by_field() {
         ("nodes.1.cpu.share: 1.2 is outside (0, 1]", Box::new(|c| c.nodes[1].cpu = Some(CpuConfig { period_ns: 10, share: 1.2, phase_ns: 0 }))),
         ("nodes.0.cpu.period_ns: 0 is outside", Box::new(|c| c.nodes[0].cpu = Some(CpuConfig { period_ns: 0, share: 0.5, phase_ns: 0 }))),
         ("nodes.0.cpu.phase_ns: 10 is not below period_ns (10)", Box::new(|c| c.nodes[0].cpu = Some(CpuConfig { period_ns: 10, share: 0.5, phase_ns: 10 }))),
+        ("nodes.3.cpu: node r1 is a router", Box::new(|c| c.nodes[3].cpu = Some(CpuConfig { period_ns: 10, share: 0.5, phase_ns: 0 }))),
+        ("nodes.4.nic: node r2 is a router", Box::new(|c| c.nodes[4].nic = Some(NicConfig::default()))),
     ];
     for (want, edit) in cases {
         let mut c = base.clone();
