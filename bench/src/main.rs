@@ -14,7 +14,9 @@
 //! - `3a`/`3b`: ten CUBIC / ten BBR flows, 1 Gbit/s, 20 ms RTT, 20 s;
 //! - `4`: 1000 CUBIC flows of 100 KB each, starting evenly over 10 s, 1 Gbit/s, 20 ms RTT;
 //! - `5`: four CUBIC flows, 100 Mbit/s, 0.5 ms RTT, 0.1% random loss, 60 simulated minutes
-//!   (the shape of the cluster in seed 000).
+//!   (the shape of the cluster in seed 000);
+//! - `nic`: scenario 3a with the receiver behind an ENA-like NIC model (issue 8);
+//! - `cpu`: scenario 2b with the sender at 35 % of 10 ms CPU slices (issue 8).
 //!
 //! For each: wall seconds (fastest of `--repeat` runs; the runs are deterministic, so the
 //! minimum filters out interference), packets the hosts sent per wall second (each packet
@@ -89,6 +91,21 @@ fn cluster(duration_ns: u64) -> SimConfig {
     cfg
 }
 
+/// Scenario `nic`: scenario 3a with the receiver behind an ENA-like NIC (1024 descriptors,
+/// NAPI at 1 us per packet): every packet to the receiver takes the NIC model's path.
+fn nic_fan_in(duration_ns: u64) -> SimConfig {
+    let mut cfg = dumbbell(10, CcKind::Cubic, GBIT, 20 * MS, duration_ns);
+    cfg.nodes[10].nic = Some(NicConfig::default());
+    cfg
+}
+
+/// Scenario `cpu`: scenario 2b with the sender in a VM that has 35 % of every 10 ms.
+fn vm_sender(duration_ns: u64) -> SimConfig {
+    let mut cfg = dumbbell(1, CcKind::Bbr, GBIT, 20 * MS, duration_ns);
+    cfg.nodes[0].cpu = Some(CpuConfig { period_ns: 10 * MS, share: 0.35, phase_ns: 0 });
+    cfg
+}
+
 fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
     let q = |full: u64, short: u64| if quick { short } else { full };
     vec![
@@ -99,6 +116,8 @@ fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
         ("3b", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s", dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S)),
         ("4", "1000 x 100 KB CUBIC flows over 10 s, 1 Gbit/s", short_flows(if quick { 100 } else { 1000 }, 100_000, q(10, 1) * S, q(12, 3) * S)),
         ("5", "4 CUBIC, 100 Mbit/s, 0.5 ms, 0.1% loss, 60 min", cluster(q(3600, 60) * S)),
+        ("nic", "10 CUBIC -> NIC ring 1024 (ENA), 1 Gbit/s, 20 ms, 20 s", nic_fan_in(q(20, 3) * S)),
+        ("cpu", "1 BBR flow, sender at 35 % of 10 ms, 1 Gbit/s, 20 ms", vm_sender(q(20, 3) * S)),
     ]
 }
 
