@@ -74,8 +74,10 @@ NO_NS3 = {
     "7b": "ns-3 has no sch_fq with EDT timestamps",
     "8a": "not run (fan-in: its peer is 8b)",
     "8b": "ns-3 has no NIC receive ring / NAPI model",
+    "nic": "ns-3 has no NIC receive ring / NAPI model",
+    "cpu": "ns-3 has no host CPU model",
 }
-TCPLAB_SCENARIOS = ["1", "2a", "2b", "3a", "3b", "3c", "4", "5", "6a", "6b", "7a", "7b", "8a", "8b", "9"]
+TCPLAB_SCENARIOS = ["1", "2a", "2b", "3a", "3b", "3c", "4", "5", "6a", "6b", "7a", "7b", "8a", "8b", "9", "nic", "cpu"]
 
 
 def say(msg: str) -> None:

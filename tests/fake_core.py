@@ -179,7 +179,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
             if f["src"] == index:
                 for k, v in fo["counters"].items():
                     sums[k] += v
-        hosts.append({"name": node["name"], "counters": sums})
+        hosts.append({"name": node["name"], "counters": sums, "nic": None, "cpu": None})
 
     link_out = []
     q_t, q_link, q_pk, q_b, q_d = [], [], [], [], []
@@ -245,7 +245,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
             "accounting_ok": True,
             "data_packets_sent": sent,
             "data_packets_received": sent,
-            "dropped": {"queue": 0, "loss": 0, "drop_list": 0, "no_route": 0},
+            "dropped": {"queue": 0, "loss": 0, "drop_list": 0, "no_route": 0, "nic": 0},
             "in_flight": 0,
             "message": "",
             "rtt_floor": {"ok": True, "message": ""},
@@ -253,5 +253,14 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
         "warnings": [],
         "timeseries": timeseries,
         "queue_timeseries": queue_ts,
+        # hosts with a CPU or NIC model only: none in the fake's scenarios
+        "host_series": {
+            "t_ns": np.array([], dtype="uint64"),
+            "host": np.array([], dtype="uint32"),
+            "cpu_on": np.array([], dtype="uint8"),
+            "rx_ring_used": np.array([], dtype="uint32"),
+            "rx_dropped": np.array([], dtype="uint64"),
+            "allowance_queued": np.array([], dtype="uint32"),
+        },
         "names": {"ca_state": CA_STATES, "cc_mode": {"bbr": ["", "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"]}},
     }

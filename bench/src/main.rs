@@ -5,7 +5,7 @@
 //! cargo run --release -p tcplab-bench -- --quick       # shortened durations
 //! cargo run --release -p tcplab-bench -- --repeat 5    # best of 5 runs each (default 3)
 //! cargo run --release -p tcplab-bench -- --scenario 2a --json   # one scenario, one JSON line
-//! cargo run --release -p tcplab-bench -- --scenario 6a --verbose # + each qdisc's counters (stderr)
+//! cargo run --release -p tcplab-bench -- --scenario 6a --verbose # + qdisc, NIC, CPU counters (stderr)
 //! ```
 //!
 //! Scenarios (issue 3; "n flows" means n senders -> r1 -> r2 -> one receiver, bottleneck
@@ -31,7 +31,9 @@
 //!   descriptors on the receiver (`8b`). A round's 16 MB arrives at 25 Gbit/s, about twice
 //!   what NAPI drains at the default 1 us per packet, so the ring fills during a burst; the
 //!   mean load (6.4 Gbit/s) lets it drain between rounds;
-//! - `9`: ten CUBIC flows, 1 Gbit/s, 20 ms, 20 s, fq_codel (Linux defaults) at the bottleneck.
+//! - `9`: ten CUBIC flows, 1 Gbit/s, 20 ms, 20 s, fq_codel (Linux defaults) at the bottleneck;
+//! - `nic`: scenario 3a with the receiver behind an ENA-like NIC model;
+//! - `cpu`: scenario 2b with the sender at 35 % of 10 ms CPU slices.
 //!
 //! For each: wall seconds (fastest of `--repeat` runs; the runs are deterministic, so the
 //! minimum filters out interference), packets the hosts sent per wall second (each packet
@@ -197,6 +199,21 @@ fn fan_in(n: usize, rounds: u64, bytes: u64, every_ns: u64, nic: Option<NicConfi
     SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
 
+/// Scenario `nic`: scenario 3a with the receiver behind an ENA-like NIC (1024 descriptors,
+/// NAPI at 1 us per packet): every packet to the receiver takes the NIC model's path.
+fn nic_fan_in(duration_ns: u64) -> SimConfig {
+    let mut cfg = dumbbell(10, CcKind::Cubic, GBIT, 20 * MS, duration_ns);
+    cfg.nodes[10].nic = Some(NicConfig::default());
+    cfg
+}
+
+/// Scenario `cpu`: scenario 2b with the sender in a VM that has 35 % of every 10 ms.
+fn vm_sender(duration_ns: u64) -> SimConfig {
+    let mut cfg = dumbbell(1, CcKind::Bbr, GBIT, 20 * MS, duration_ns);
+    cfg.nodes[0].cpu = Some(CpuConfig { period_ns: 10 * MS, share: 0.35, phase_ns: 0 });
+    cfg
+}
+
 fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
     let q = |full: u64, short: u64| if quick { short } else { full };
     vec![
@@ -215,6 +232,8 @@ fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
         ("8a", "fan-in 16->1 at 25G, 100 x 16 x 1 MB, ideal NIC", fan_in(16, q(100, 10), 1_000_000, 20 * MS, None, q(2100, 210) * MS)),
         ("8b", "8a with an ENA rx ring of 1024 on the receiver", fan_in(16, q(100, 10), 1_000_000, 20 * MS, Some(NicConfig { rx_ring: 1024, ..NicConfig::default() }), q(2100, 210) * MS)),
         ("9", "10 CUBIC, 1 Gbit/s, 20 ms, 20 s, fq_codel", fq_codel_bottleneck(q(20, 3) * S)),
+        ("nic", "10 CUBIC -> NIC ring 1024 (ENA), 1 Gbit/s, 20 ms, 20 s", nic_fan_in(q(20, 3) * S)),
+        ("cpu", "1 BBR flow, sender at 35 % of 10 ms, 1 Gbit/s, 20 ms", vm_sender(q(20, 3) * S)),
     ]
 }
 
@@ -258,6 +277,15 @@ fn bench(cfg: &SimConfig, repeat: usize, verbose: bool) -> Row {
                 "link {} ({}): sent {} pkt, dropped {}, overlimits {}, max backlog {} pkt, xstats {:?}",
                 l.name, l.qdisc, s.sent_packets, s.drops, s.overlimits, s.max_backlog_packets, l.xstats
             );
+        }
+        for h in &out.hosts {
+            if let Some(nic) = &h.nic {
+                let nonzero: Vec<_> = nic.ethtool.iter().filter(|(_, v)| *v != 0).collect();
+                eprintln!("host {} nic ({}, rx_ring {}): {:?}", h.name, nic.driver, nic.rx_ring, nonzero);
+            }
+            if let Some(cpu) = &h.cpu {
+                eprintln!("host {} cpu: {:?}", h.name, cpu);
+            }
         }
     }
     let goodput_bps: f64 = out.flows.iter().map(|f| f.bytes_received as f64 * 8.0).sum::<f64>() / sim_s;

@@ -569,6 +569,16 @@ impl SimConfig {
             if !crate::time::SUPPORTED_HZ.contains(&node.hz) {
                 return Err(format!("nodes.{i}.hz: {} is not a supported CONFIG_HZ (expected 100, 250 or 1000)", node.hz));
             }
+            if node.kind == NodeKind::Router && (node.cpu.is_some() || node.nic.is_some()) {
+                let what = if node.cpu.is_some() { "cpu" } else { "nic" };
+                return Err(format!("nodes.{i}.{what}: node {} is a router; CPU and NIC models are for hosts", node.name));
+            }
+            if let Some(c) = &node.cpu {
+                crate::host::cpu::validate(c, &format!("nodes.{i}.cpu"))?;
+            }
+            if let Some(nic) = &node.nic {
+                crate::host::nic::validate(nic, &format!("nodes.{i}.nic"))?;
+            }
         }
         for (i, l) in self.links.iter().enumerate() {
             if l.from as u64 >= n || l.to as u64 >= n {

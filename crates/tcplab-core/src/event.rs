@@ -29,6 +29,10 @@ pub enum EventKind {
     Sample,
     /// A link's timed qdisc may release a packet (serializer free or watchdog expired).
     LinkDequeue,
+    /// A host's NAPI poll finishes processing a received packet (`host::nic`; id: host model).
+    NicPoll,
+    /// A host's ingress allowance may release queued packets (`host::allowance`; id: host model).
+    NicAllowance,
 }
 
 /// 24 bytes of three whole words. (Packing `kind` and `id` into one `u64` matters: the
@@ -46,7 +50,7 @@ pub struct Event {
 impl Event {
     #[inline]
     pub fn kind(&self) -> EventKind {
-        const KINDS: [EventKind; 8] = [
+        const KINDS: [EventKind; 10] = [
             EventKind::LinkTxDone,
             EventKind::LinkArrive,
             EventKind::XmitTimer,
@@ -55,6 +59,8 @@ impl Event {
             EventKind::App,
             EventKind::Sample,
             EventKind::LinkDequeue,
+            EventKind::NicPoll,
+            EventKind::NicAllowance,
         ];
         KINDS[(self.payload & 0xff) as usize]
     }

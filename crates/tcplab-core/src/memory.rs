@@ -13,15 +13,20 @@
 //!   limit) and what the flows can put in flight (per flow: its largest window in
 //!   segments, as data plus as many ACKs).
 //!
+//! - **host models** (`host::model`): per host with a CPU or NIC model, its state, its
+//!   rows of the host time series, and the capacity of its NIC: `rx_ring x rx_queues`
+//!   descriptors and the allowance's `queue_packets`, one packet each.
+//!
 //! The sum is compared with [`SimConfig::max_memory_bytes`](crate::config::SimConfig).
 //! The Python front computes the time-series part the same way (`tcplab.limits`), and a
 //! test checks the two agree.
 
 use std::mem::size_of;
 
-use crate::config::{QueueConfig, SimConfig};
+use crate::config::{NodeConfig, QueueConfig, SimConfig};
+use crate::host::model::HostModel;
 use crate::metrics::histogram::LogHistogram;
-use crate::metrics::timeseries::{FlowSeries, QueueSeries};
+use crate::metrics::timeseries::{FlowSeries, HostSeries, QueueSeries};
 use crate::net::link::Link;
 use crate::packet::{Packet, TCP_IP_HEADER_BYTES};
 use crate::tcp::rtx_queue::Skb;
@@ -36,6 +41,8 @@ pub struct MemoryEstimate {
     pub endpoints_bytes: u64,
     pub packets_held: u64,
     pub packets_bytes: u64,
+    /// Hosts with a CPU or NIC model: state, host time series and NIC capacity.
+    pub hosts_bytes: u64,
     pub total_bytes: u64,
 }
 
@@ -89,14 +96,32 @@ pub fn estimate(cfg: &SimConfig) -> MemoryEstimate {
     let per_packet = (size_of::<(u64, Packet)>() + size_of::<Skb>()) as u64;
     let packets = held.saturating_mul(per_packet);
 
+    let hosts = cfg.nodes.iter().map(|n| host_bytes(n, rows)).fold(0u64, u64::saturating_add);
+
     MemoryEstimate {
         sample_rows: rows,
         series_bytes: series,
         endpoints_bytes: endpoints,
         packets_held: held,
         packets_bytes: packets,
-        total_bytes: series.saturating_add(endpoints).saturating_add(packets),
+        hosts_bytes: hosts,
+        total_bytes: series.saturating_add(endpoints).saturating_add(packets).saturating_add(hosts),
     }
+}
+
+/// Memory of a node's CPU/NIC model over `rows` sample times (0 without a model).
+pub fn host_bytes(n: &NodeConfig, rows: u64) -> u64 {
+    let cpu_model = n.cpu.as_ref().is_some_and(|c| (c.share * c.period_ns as f64).round() < c.period_ns as f64);
+    if !cpu_model && n.nic.is_none() {
+        return 0;
+    }
+    let mut b = size_of::<HostModel>() as u128 + rows as u128 * HostSeries::ROW_BYTES as u128;
+    if let Some(nic) = &n.nic {
+        let ring = nic.rx_ring as u128 * nic.rx_queues as u128;
+        let allowance = nic.allowance.as_ref().map_or(0, |a| a.queue_packets as u128);
+        b += ring * size_of::<Packet>() as u128 + allowance * size_of::<(Packet, u32)>() as u128;
+    }
+    b.min(u64::MAX as u128) as u64
 }
 
 /// `12.3 GB` (decimal units, as the figure is an estimate).
@@ -120,6 +145,20 @@ impl MemoryEstimate {
     /// contributes most.
     pub fn refusal(&self, cfg: &SimConfig) -> String {
         let limit = cfg.max_memory_bytes;
+        if self.hosts_bytes >= self.series_bytes.max(self.endpoints_bytes.saturating_add(self.packets_bytes)) {
+            let rows = self.sample_rows;
+            let (i, n) = cfg.nodes.iter().enumerate().max_by_key(|(_, n)| host_bytes(n, rows)).expect("a node");
+            let (ring, queues) = n.nic.as_ref().map_or((0, 0), |c| (c.rx_ring, c.rx_queues));
+            return format!(
+                "nodes.{i}.nic: {ring} descriptors x {queues} queues and the host models' time series need about {} \
+                 (the run would hold about {}), above max_memory_bytes {} ({}); expected a smaller rx_ring or rx_queues, \
+                 a longer sample_interval_ns or a larger max_memory_bytes",
+                human_bytes(self.hosts_bytes),
+                human_bytes(self.total_bytes),
+                limit,
+                human_bytes(limit)
+            );
+        }
         if self.series_bytes >= self.endpoints_bytes.saturating_add(self.packets_bytes) {
             format!(
                 "sample_interval_ns: {} over duration_ns {} keeps {} samples of {} flow(s) and {} link(s), about {} of time series \

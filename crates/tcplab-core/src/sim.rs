@@ -19,8 +19,9 @@
 use crate::cc::CongestionOps;
 use crate::config::{NodeKind, SimConfig};
 use crate::event::{EventKind, EventQueue};
+use crate::host::model::HostModel;
 use crate::metrics::histogram::LogHistogram;
-use crate::metrics::timeseries::{FlowSeries, QueueSeries};
+use crate::metrics::timeseries::{FlowSeries, HostSeries, QueueSeries};
 use crate::mib::{Mib, MibCounters};
 use crate::net::link::Link;
 use crate::net::qdisc::QdiscStats;
@@ -111,6 +112,29 @@ pub struct EdtSummary {
 pub struct HostSummary {
     pub name: String,
     pub counters: MibCounters,
+    /// The host's NIC, if it has one configured.
+    pub nic: Option<NicSummary>,
+    /// The host's CPU time slices, if configured (a 100 % share included: no steal).
+    pub cpu: Option<CpuSummary>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NicSummary {
+    pub driver: &'static str,
+    pub rx_ring: u32,
+    pub rx_queues: u32,
+    /// Counters named as the driver's `ethtool -S` prints them (see `host::nic`).
+    pub ethtool: Vec<(String, u64)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CpuSummary {
+    pub period_ns: u64,
+    pub share: f64,
+    /// Time the host was off its CPU over the run (`/proc/stat` steal), ns.
+    pub steal_ns: u64,
+    /// Time the host had its CPU over the run, ns.
+    pub on_ns: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -156,6 +180,8 @@ pub struct SimOutput {
     pub invariant: Invariant,
     pub series: FlowSeries,
     pub queues: QueueSeries,
+    /// Per sample time, one row per host with a CPU or NIC model.
+    pub host_series: HostSeries,
     pub events: u64,
     /// Link transmissions (a packet crossing three links counts three times).
     pub packets: u64,
@@ -178,6 +204,25 @@ pub struct Simulator {
     /// Per flow: propagation delay from sender to receiver and back, ns.
     base_rtt_ns: Vec<u64>,
     failed: Option<SimError>,
+    /// The hosts with a CPU or NIC model (`host::model`); an event's `id` names one.
+    hosts: Vec<HostModel>,
+    /// Per node: its index in `hosts`, or `NO_HOST`.
+    host_of_node: Vec<u32>,
+    /// Some host has a model: the one flag the fast path checks per event.
+    host_models: bool,
+    host_series: HostSeries,
+}
+
+const NO_HOST: u32 = u32::MAX;
+
+/// If `node` has a CPU model and is off it at `now_ns`: the start of its next slice.
+#[inline]
+fn host_off_until(hosts: &[HostModel], host_of_node: &[u32], node: u32, now_ns: u64) -> Option<u64> {
+    let h = host_of_node[node as usize];
+    if h == NO_HOST {
+        return None;
+    }
+    hosts[h as usize].off_until(now_ns)
 }
 
 impl Simulator {
@@ -257,7 +302,33 @@ impl Simulator {
         let oom = |what: &str| format!("out of memory reserving the {what} time series ({rows} sample times)");
         series.try_reserve(rows.saturating_mul(cfg.flows.len()).min(1 << 20)).map_err(|_| oom("flow"))?;
         queues.try_reserve(rows.saturating_mul(cfg.links.len()).min(1 << 20)).map_err(|_| oom("queue"))?;
-        Ok(Simulator { cfg, net, ev, socks, now_ns: BOOT_NS, end_ns, events: 0, series, queues, base_rtt_ns, failed: None })
+        let mut hosts = Vec::new();
+        let mut host_of_node = vec![NO_HOST; cfg.nodes.len()];
+        for (i, n) in cfg.nodes.iter().enumerate() {
+            if let Some(h) = HostModel::new(n, i as u32, BOOT_NS) {
+                host_of_node[i] = hosts.len() as u32;
+                hosts.push(h);
+            }
+        }
+        let mut host_series = HostSeries::default();
+        host_series.try_reserve(rows.saturating_mul(hosts.len()).min(1 << 20)).map_err(|_| oom("host"))?;
+        Ok(Simulator {
+            cfg,
+            net,
+            ev,
+            socks,
+            now_ns: BOOT_NS,
+            end_ns,
+            events: 0,
+            series,
+            queues,
+            base_rtt_ns,
+            failed: None,
+            host_models: !hosts.is_empty(),
+            hosts,
+            host_of_node,
+            host_series,
+        })
     }
 
     /// Simulated time since the scenario start, ns.
@@ -299,6 +370,9 @@ impl Simulator {
         let now = self.now_ns;
         match kind {
             EventKind::LinkTxDone => {
+                if self.host_models && self.defer_link_event(kind, id, now) {
+                    return;
+                }
                 // TX completion for TSQ: a data packet left its sender's NIC.
                 if let Some(c) = self.net.on_tx_done(id, now, &mut self.ev) {
                     let ep = c.ep;
@@ -311,13 +385,15 @@ impl Simulator {
                 let Some(pkt) = self.net.links[id as usize].on_arrive(now, id, &mut self.ev) else { return };
                 let node = self.net.links[id as usize].to;
                 if node == pkt.dst_node {
-                    if pkt.is_data() {
-                        self.net.data.received += 1;
-                    }
-                    let ep = pkt.dst_ep;
-                    let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
-                    self.socks[ep as usize].on_packet(&mut ctx, &pkt);
-                    self.sync_timers(ep);
+                    let pkt = if self.host_models {
+                        match self.host_receive(id, node, pkt, now) {
+                            Some(p) => p,
+                            None => return,
+                        }
+                    } else {
+                        pkt
+                    };
+                    self.deliver(pkt, now);
                 } else {
                     self.net.forward(node, pkt, now, &mut self.ev);
                 }
@@ -332,6 +408,14 @@ impl Simulator {
                 if s.sched_ns[slot] != now {
                     return; // superseded
                 }
+                if self.host_models {
+                    // Off its CPU: the timer runs at the start of the host's next slice.
+                    if let Some(next) = host_off_until(&self.hosts, &self.host_of_node, s.node, now) {
+                        s.sched_ns[slot] = next;
+                        self.ev.push(next, kind, id);
+                        return;
+                    }
+                }
                 s.sched_ns[slot] = NEVER;
                 if s.deadlines()[slot] <= now {
                     let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
@@ -343,9 +427,21 @@ impl Simulator {
                 }
                 self.sync_timers(id);
             }
-            EventKind::LinkDequeue => self.net.links[id as usize].on_dequeue(now, id, &mut self.ev),
+            EventKind::LinkDequeue => {
+                if self.host_models && self.defer_link_event(kind, id, now) {
+                    return;
+                }
+                self.net.links[id as usize].on_dequeue(now, id, &mut self.ev)
+            }
             EventKind::App => {
                 let ep = 2 * id;
+                if self.host_models {
+                    let node = self.socks[ep as usize].node;
+                    if let Some(next) = host_off_until(&self.hosts, &self.host_of_node, node, now) {
+                        self.ev.push(next, kind, id);
+                        return;
+                    }
+                }
                 let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
                 self.socks[ep as usize].connect(&mut ctx);
                 self.sync_timers(ep);
@@ -360,7 +456,52 @@ impl Simulator {
                     self.ev.push(next, EventKind::Sample, 0);
                 }
             }
+            EventKind::NicPoll => {
+                if let Some(pkt) = self.hosts[id as usize].on_poll(now, id, &mut self.ev) {
+                    self.deliver(pkt, now);
+                }
+            }
+            EventKind::NicAllowance => self.hosts[id as usize].on_allowance(now, id, &mut self.ev),
         }
+    }
+
+    /// Hand a packet that reached its host to its endpoint's TCP.
+    #[inline]
+    fn deliver(&mut self, pkt: crate::packet::Packet, now: u64) {
+        if pkt.is_data() {
+            self.net.data.received += 1;
+        }
+        let ep = pkt.dst_ep;
+        let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
+        self.socks[ep as usize].on_packet(&mut ctx, &pkt);
+        self.sync_timers(ep);
+    }
+
+    /// A packet arrived over link `link` at its host `node`, which may have a model: the
+    /// packet if TCP takes it now, else `None` (held or dropped by the NIC).
+    #[inline(never)]
+    fn host_receive(&mut self, link: u32, node: u32, pkt: crate::packet::Packet, now: u64) -> Option<crate::packet::Packet> {
+        let h = self.host_of_node[node as usize];
+        if h == NO_HOST {
+            return Some(pkt);
+        }
+        let len = pkt.ip_bytes + self.net.links[link as usize].overhead_bytes;
+        self.hosts[h as usize].receive(pkt, len, now, h, &mut self.ev)
+    }
+
+    /// A transmit completion (TSQ runs in softirq) or a timed qdisc's dequeue on the
+    /// egress of a host that is off its CPU: moved to the start of its next slice. True if
+    /// deferred.
+    #[inline(never)]
+    fn defer_link_event(&mut self, kind: EventKind, id: u32, now: u64) -> bool {
+        let l = &mut self.net.links[id as usize];
+        let Some(next) = host_off_until(&self.hosts, &self.host_of_node, l.from, now) else { return false };
+        match kind {
+            EventKind::LinkTxDone if l.pending_tx_done_ns() == now => l.defer_tx_done(next, id, &mut self.ev),
+            EventKind::LinkDequeue if l.pending_dequeue_ns() == now => l.defer_dequeue(next, id, &mut self.ev),
+            _ => return false, // superseded: the normal path ignores it
+        }
+        true
     }
 
     /// Keep one event queued per timer at its earliest deadline.
@@ -438,6 +579,24 @@ impl Simulator {
             q.backlog_bytes.push(st.backlog_bytes);
             q.drops.push(st.drops);
         }
+        if self.host_models {
+            if self.host_series.spare_rows() < self.hosts.len() {
+                let rows = self.host_series.t_ns.len();
+                self.host_series.try_reserve(self.hosts.len()).map_err(|_| SimError::OutOfMemory {
+                    what: format!("growing the host time series beyond {rows} rows"),
+                    at_ns: t,
+                })?;
+            }
+            let hs = &mut self.host_series;
+            for h in &self.hosts {
+                hs.t_ns.push(t);
+                hs.host.push(h.node);
+                hs.cpu_on.push(h.is_on(now) as u8);
+                hs.rx_ring_used.push(h.nic.ring_used().min(u32::MAX as u64) as u32);
+                hs.rx_dropped.push(h.nic.ring_drops());
+                hs.allowance_queued.push(h.allowance_queued());
+            }
+        }
         Ok(())
     }
 
@@ -483,15 +642,21 @@ impl Simulator {
         for l in self.net.links.iter_mut() {
             l.advance(now);
         }
-        let in_flight = self.net.data_in_flight();
-        let d = &self.net.data_accounting();
-        let accounted = d.received + d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route + in_flight;
+        // Packets waiting at a host's NIC (allowance queue, rings) are still in flight.
+        let in_flight = self.net.data_in_flight() + self.hosts.iter().map(|h| h.data_held()).sum::<u64>();
+        let mut d = self.net.data_accounting();
+        d.dropped_nic = self.hosts.iter().map(|h| h.data_dropped).sum();
+        let d = &d;
+        let dropped = d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route + d.dropped_nic;
+        let accounted = d.received + dropped + in_flight;
         let ok = accounted == d.sent;
         let message = if ok {
             format!("all {} data packets accounted for", d.sent)
         } else {
-            format!("data packets: {} sent but {} accounted for (received {}, dropped {}, in flight {})",
-                d.sent, accounted, d.received, d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route, in_flight)
+            format!(
+                "data packets: {} sent but {} accounted for (received {}, dropped {} (queue {}, loss {}, drop list {}, no route {}, nic {}), in flight {})",
+                d.sent, accounted, d.received, dropped, d.dropped_queue, d.dropped_loss, d.dropped_drop_list, d.dropped_no_route, d.dropped_nic, in_flight
+            )
         };
         let (rtt_ok, rtt_message) = self.check_rtt_floor();
         // One message for readers that show only `message` (the report): both failures.
@@ -502,7 +667,33 @@ impl Simulator {
             .cfg
             .nodes
             .iter()
-            .map(|n| HostSummary { name: n.name.clone(), counters: MibCounters::default() })
+            .enumerate()
+            .map(|(i, n)| {
+                let model = match self.host_of_node[i] {
+                    NO_HOST => None,
+                    h => Some(&self.hosts[h as usize]),
+                };
+                HostSummary {
+                    name: n.name.clone(),
+                    counters: MibCounters::default(),
+                    nic: model.filter(|m| m.has_nic).map(|m| NicSummary {
+                        driver: m.nic.driver.name(),
+                        rx_ring: m.nic.rx_ring,
+                        rx_queues: m.nic.rx_queues(),
+                        ethtool: m.nic.ethtool(
+                            m.allowance.as_ref().map(|a| (a.bw_in_allowance_exceeded, a.pps_allowance_exceeded)),
+                        ),
+                    }),
+                    cpu: n.cpu.as_ref().map(|c| {
+                        let elapsed = now - BOOT_NS;
+                        let on_ns = match model.and_then(|m| m.cpu.as_ref()) {
+                            Some(m) => m.on_ns_between(BOOT_NS, now),
+                            None => elapsed, // a 100 % share
+                        };
+                        CpuSummary { period_ns: c.period_ns, share: c.share, steal_ns: elapsed - on_ns, on_ns }
+                    }),
+                }
+            })
             .collect();
         for s in &self.socks {
             hosts[s.node as usize].counters.merge(&s.tp.mib);
@@ -561,6 +752,7 @@ impl Simulator {
             invariant,
             series: self.series,
             queues: self.queues,
+            host_series: self.host_series,
             events: self.events,
             packets: self.net.packets_transmitted(),
             host_packets: self.net.host_packets,

@@ -91,6 +91,33 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
         let hd = PyDict::new(py);
         hd.set_item("name", &h.name)?;
         hd.set_item("counters", counters_dict(py, &h.counters)?)?;
+        match &h.nic {
+            None => hd.set_item("nic", py.None())?,
+            Some(n) => {
+                let nd = PyDict::new(py);
+                nd.set_item("driver", n.driver)?;
+                nd.set_item("rx_ring", n.rx_ring)?;
+                nd.set_item("rx_queues", n.rx_queues)?;
+                // Names as the driver's `ethtool -S` prints them (tcplab_core::host::nic).
+                let et = PyDict::new(py);
+                for (k, v) in &n.ethtool {
+                    et.set_item(k, *v)?;
+                }
+                nd.set_item("ethtool", et)?;
+                hd.set_item("nic", nd)?;
+            }
+        }
+        match &h.cpu {
+            None => hd.set_item("cpu", py.None())?,
+            Some(c) => {
+                let cd = PyDict::new(py);
+                cd.set_item("period_ns", c.period_ns)?;
+                cd.set_item("share", c.share)?;
+                cd.set_item("steal_ns", c.steal_ns)?;
+                cd.set_item("on_ns", c.on_ns)?;
+                hd.set_item("cpu", cd)?;
+            }
+        }
         hosts.append(hd)?;
     }
     d.set_item("hosts", hosts)?;
@@ -166,6 +193,7 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     dropped.set_item("loss", i.data.dropped_loss)?;
     dropped.set_item("drop_list", i.data.dropped_drop_list)?;
     dropped.set_item("no_route", i.data.dropped_no_route)?;
+    dropped.set_item("nic", i.data.dropped_nic)?;
     inv.set_item("dropped", dropped)?;
     inv.set_item("in_flight", i.in_flight)?;
     inv.set_item("message", &i.message)?;
@@ -206,6 +234,17 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     qs.set_item("backlog_bytes", q.backlog_bytes.into_pyarray(py))?;
     qs.set_item("drops", q.drops.into_pyarray(py))?;
     d.set_item("queue_timeseries", qs)?;
+
+    // Hosts with a CPU or NIC model only (empty otherwise).
+    let h = out.host_series;
+    let hs = PyDict::new(py);
+    hs.set_item("t_ns", h.t_ns.into_pyarray(py))?;
+    hs.set_item("host", h.host.into_pyarray(py))?;
+    hs.set_item("cpu_on", h.cpu_on.into_pyarray(py))?;
+    hs.set_item("rx_ring_used", h.rx_ring_used.into_pyarray(py))?;
+    hs.set_item("rx_dropped", h.rx_dropped.into_pyarray(py))?;
+    hs.set_item("allowance_queued", h.allowance_queued.into_pyarray(py))?;
+    d.set_item("host_series", hs)?;
 
     let names = PyDict::new(py);
     let states = [CaState::Open, CaState::Disorder, CaState::Cwr, CaState::Recovery, CaState::Loss];
@@ -295,6 +334,7 @@ fn estimate_memory<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'p
     d.set_item("endpoints_bytes", e.endpoints_bytes)?;
     d.set_item("packets_held", e.packets_held)?;
     d.set_item("packets_bytes", e.packets_bytes)?;
+    d.set_item("hosts_bytes", e.hosts_bytes)?;
     d.set_item("total_bytes", e.total_bytes)?;
     d.set_item("max_memory_bytes", cfg.max_memory_bytes)?;
     Ok(d)

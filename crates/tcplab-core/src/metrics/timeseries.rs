@@ -144,3 +144,40 @@ impl QueueSeries {
     }
 }
 
+
+/// One row per (sample time, host with a CPU or NIC model): the host's CPU state and its
+/// NIC's receive side (rings summed over the receive queues).
+#[derive(Debug, Default)]
+pub struct HostSeries {
+    pub t_ns: Vec<u64>,
+    pub host: Vec<u32>,
+    /// 1 while the host is on its CPU.
+    pub cpu_on: Vec<u8>,
+    /// Descriptors holding packets, summed over the receive queues.
+    pub rx_ring_used: Vec<u32>,
+    /// Packets the rings dropped so far (cumulative).
+    pub rx_dropped: Vec<u64>,
+    /// Packets waiting in the ingress allowance's queue.
+    pub allowance_queued: Vec<u32>,
+}
+
+impl HostSeries {
+    /// Bytes one row takes across all columns.
+    pub const ROW_BYTES: usize = 2 * size_of::<u64>() + 3 * size_of::<u32>() + size_of::<u8>();
+
+    /// Make room for `additional` more rows in every column, or fail without aborting.
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), TryReserveError> {
+        self.t_ns.try_reserve(additional)?;
+        self.host.try_reserve(additional)?;
+        self.cpu_on.try_reserve(additional)?;
+        self.rx_ring_used.try_reserve(additional)?;
+        self.rx_dropped.try_reserve(additional)?;
+        self.allowance_queued.try_reserve(additional)?;
+        Ok(())
+    }
+
+    /// Rows that fit before the next reservation.
+    pub fn spare_rows(&self) -> usize {
+        self.t_ns.capacity() - self.t_ns.len()
+    }
+}

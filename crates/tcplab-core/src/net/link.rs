@@ -202,6 +202,18 @@ impl Link {
         self.pull(now_ns, id, ev);
     }
 
+    /// The time of the scheduled transmit-completion event (`NEVER`: none).
+    #[inline]
+    pub fn pending_tx_done_ns(&self) -> u64 {
+        self.pending_tx_done_ns
+    }
+
+    /// The time of the scheduled dequeue event of a timed qdisc (`NEVER`: none).
+    #[inline]
+    pub fn pending_dequeue_ns(&self) -> u64 {
+        self.pending_dequeue_ns
+    }
+
     /// Move the pending dequeue to `at_ns` (the host was off its CPU: see `host::cpu`).
     pub fn defer_dequeue(&mut self, at_ns: u64, id: u32, ev: &mut EventQueue) {
         self.pending_dequeue_ns = NEVER;

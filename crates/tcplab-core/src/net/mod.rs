@@ -18,6 +18,9 @@ pub struct DataAccounting {
     pub dropped_loss: u64,
     pub dropped_drop_list: u64,
     pub dropped_no_route: u64,
+    /// Dropped at a receiving host's NIC: its ingress allowance or a full receive ring
+    /// (`host::nic`).
+    pub dropped_nic: u64,
 }
 
 pub struct Network {

@@ -1,0 +1,126 @@
+//! One host's CPU and NIC models together, as the simulator drives them.
+//!
+//! A host gets a [`HostModel`] only if it has a CPU model (a share below 100 %) or a
+//! `nic`; every other host takes the engine's fast path untouched (`sim.rs` checks one
+//! flag per event). A host with a CPU model but no `nic` gets an ideal NIC
+//! ([`Nic::ideal`]): packets that arrive while it is off wait, unbounded and at no cost,
+//! for its next slice; while it is on they go straight to TCP as without a model.
+//!
+//! Receive path of a packet addressed to the host: allowance (if any) -> ring -> NAPI
+//! poll -> TCP. Data packets dropped on the way are counted here (`data_dropped`) for
+//! the conservation check, and the ones waiting count as in flight (`data_held`).
+
+use crate::config::NodeConfig;
+use crate::event::{EventKind, EventQueue};
+use crate::host::allowance::{Admit, Allowance};
+use crate::host::cpu::CpuModel;
+use crate::host::nic::Nic;
+use crate::packet::Packet;
+
+#[derive(Debug)]
+pub struct HostModel {
+    pub node: u32,
+    pub cpu: Option<CpuModel>,
+    pub nic: Nic,
+    /// The host has a configured NIC (not the ideal one of a CPU-only host).
+    pub has_nic: bool,
+    pub allowance: Option<Allowance>,
+    /// Data packets dropped by the allowance or a full ring.
+    pub data_dropped: u64,
+}
+
+impl HostModel {
+    /// The model of node `node`, or `None` if it needs none (no CPU model, no NIC).
+    pub fn new(cfg: &NodeConfig, node: u32, origin_ns: u64) -> Option<HostModel> {
+        let cpu = cfg.cpu.as_ref().and_then(|c| CpuModel::new(c, origin_ns));
+        if cpu.is_none() && cfg.nic.is_none() {
+            return None;
+        }
+        let (nic, allowance) = match &cfg.nic {
+            Some(n) => (Nic::new(n), n.allowance.as_ref().map(Allowance::new)),
+            None => (Nic::ideal(), None),
+        };
+        Some(HostModel { node, cpu, nic, has_nic: cfg.nic.is_some(), allowance, data_dropped: 0 })
+    }
+
+    /// If the host is off its CPU at `now_ns`: the start of its next slice.
+    #[inline]
+    pub fn off_until(&self, now_ns: u64) -> Option<u64> {
+        let c = self.cpu.as_ref()?;
+        let next = c.next_on(now_ns);
+        (next != now_ns).then_some(next)
+    }
+
+    #[inline]
+    pub fn is_on(&self, now_ns: u64) -> bool {
+        self.cpu.as_ref().is_none_or(|c| c.is_on(now_ns))
+    }
+
+    /// A packet for this host arrived (`len_bytes`: its frame on the arriving link).
+    /// Returns it if TCP takes it at once (an always-on host with an ideal NIC, idle).
+    pub fn receive(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, id: u32, ev: &mut EventQueue) -> Option<Packet> {
+        if !self.has_nic && self.nic.idle() && self.is_on(now_ns) {
+            return Some(pkt);
+        }
+        let pkt = match &mut self.allowance {
+            None => pkt,
+            Some(a) => match a.offer(pkt, len_bytes, now_ns) {
+                Admit::Pass(p) => p,
+                Admit::Held => {
+                    self.arm_allowance(id, ev);
+                    return None;
+                }
+                Admit::Dropped(p) => {
+                    self.data_dropped += p.is_data() as u64;
+                    return None;
+                }
+            },
+        };
+        self.put_on_ring(pkt, now_ns, id, ev);
+        None
+    }
+
+    fn put_on_ring(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) {
+        if let Err(p) = self.nic.enqueue(pkt, now_ns, self.cpu.as_ref(), id, ev) {
+            self.data_dropped += p.is_data() as u64;
+        }
+    }
+
+    fn arm_allowance(&mut self, id: u32, ev: &mut EventQueue) {
+        let Some(a) = &mut self.allowance else { return };
+        if let Some(at) = a.wake_at() {
+            if at != a.pending_ns {
+                a.pending_ns = at;
+                ev.push(at, EventKind::NicAllowance, id);
+            }
+        }
+    }
+
+    /// The allowance's release event: the packets whose tokens are there go to the ring.
+    pub fn on_allowance(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) {
+        let Some(a) = &mut self.allowance else { return };
+        if now_ns != a.pending_ns {
+            return;
+        }
+        a.pending_ns = crate::time::NEVER;
+        while let Some(p) = self.allowance.as_mut().and_then(|a| a.release(now_ns)) {
+            self.put_on_ring(p, now_ns, id, ev);
+        }
+        self.arm_allowance(id, ev);
+    }
+
+    /// A NAPI poll event: the packet handed to TCP now, if any.
+    #[inline]
+    pub fn on_poll(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) -> Option<Packet> {
+        self.nic.on_poll(now_ns, self.cpu.as_ref(), id, ev)
+    }
+
+    /// Data packets waiting in the allowance queue or the rings.
+    pub fn data_held(&self) -> u64 {
+        self.nic.data_held() + self.allowance.as_ref().map_or(0, |a| a.data_held())
+    }
+
+    pub fn allowance_queued(&self) -> u32 {
+        self.allowance.as_ref().map_or(0, |a| a.queued() as u32)
+    }
+}
