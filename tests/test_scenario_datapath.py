@@ -756,25 +756,8 @@ def test_qdisc_rates_in_bytes_per_second_are_warned_about():
     assert any("hosts.client.qdisc.maxrate" in w and "8 Mbit/s" in w for w in warnings)
 
 
-ROUTES_THROUGH_A_NODE = {"bandwidth-manager-pod-limit", "cni-bandwidth-pod-limit"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            n,
-            marks=pytest.mark.xfail(
-                reason="the engine routes only through routers until it reads NodeConfig.forwarding (sim.rs)",
-                strict=False,
-            ),
-        )
-        if n in ROUTES_THROUGH_A_NODE
-        else n
-        for n in NEW_BUILTINS
-    ],
-)
+@pytest.mark.parametrize("name", NEW_BUILTINS)
 def test_new_builtins_run_on_the_engine(name):
     pytest.importorskip("tcplab._core")
     result = tcplab.run(f"builtin:{name}")

@@ -119,7 +119,7 @@ def check_contract(core: dict) -> None:
         # forwarding/cpu/nic appear only when set (scenarios without them keep their JSON)
         assert NODE_KEYS <= set(node) <= NODE_KEYS | NODE_OPTIONAL_KEYS and node["kind"] in ("host", "router")
     for link in core["links"]:
-        assert LINK_KEYS <= set(link) <= LINK_KEYS | {"edt"}
+        assert LINK_KEYS <= set(link) <= LINK_KEYS | {"edt", "orphan"}
         assert link["name"] == f"{core['nodes'][link['from']]['name']}->{core['nodes'][link['to']]['name']}"
         for key in ("from", "to", "rate_bps", "delay_ns", "overhead_bytes"):
             assert is_int(link[key])

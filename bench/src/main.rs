@@ -66,7 +66,7 @@ fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) 
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, queue: QueueConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), reorder: None, queue, edt: Vec::new() });
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), reorder: None, queue, edt: Vec::new(), orphan: false });
     };
     // Access links: 10x the bottleneck, 1 us each way; the bottleneck carries the rest of
     // the RTT.

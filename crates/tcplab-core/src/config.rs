@@ -194,6 +194,14 @@ pub struct LinkConfig {
     /// node's device: one aggregate per pod; see `host::shaper`).
     #[serde(default)]
     pub edt: Vec<EdtConfig>,
+    /// The link is a veth crossing into another network namespace: a local sender's
+    /// packets leave its socket's accounting (TSQ, `skb_still_in_host_queue()`) the moment
+    /// they enter it, because the crossing orphans the skb (Linux v6.12
+    /// net/core/skbuff.c: skb_scrub_packet() -> skb_orphan() when crossing namespaces,
+    /// from veth_xmit() -> __dev_forward_skb()). Whatever queues it meets after that (the
+    /// CNI plugin's tbf on the IFB, the node's fq) no longer holds the sender back.
+    #[serde(default)]
+    pub orphan: bool,
 }
 
 /// One pod's EDT aggregate (Cilium `bpf/lib/edt.h`): packets from `nodes` are stamped

@@ -823,6 +823,7 @@ mod tests {
             reorder: None,
             queue: QueueConfig::Pfifo { limit_packets: 1000 },
             edt: Vec::new(),
+            orphan: false,
         };
         SimConfig {
             seed: 1,

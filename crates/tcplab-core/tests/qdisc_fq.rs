@@ -26,6 +26,7 @@ fn link(name: &str, from: u32, to: u32, rate_bps: u64, delay_ns: u64, queue: Que
         reorder: None,
         queue,
         edt: Vec::new(),
+            orphan: false,
     }
 }
 

@@ -173,6 +173,8 @@ class Scenario(_Model):
             }
             if link.get("edt"):
                 core_link["edt"] = link["edt"]
+            if link.get("orphan"):
+                core_link["orphan"] = True
             links.append(core_link)
         flows = []
         for f in topo.flows:

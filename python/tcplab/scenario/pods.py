@@ -5,7 +5,9 @@ becomes a host of its own (its sockets: flows name it in ``from``/``to`` like an
 joined to its node by a veth pair, and the node forwards (``ip_forward = 1``), as a node
 carries its pods' traffic. The veth costs nothing: its two one-way links run at 1 Pbit/s with
 no delay, and the pod side's ``noqueue`` is a pfifo of 2^32 - 1 packets (never full: at
-1 Pbit/s it drains at once). The pod's node must be a host (not a router, not a pod); links
+1 Pbit/s it drains at once). Crossing the veth orphans a packet (``skb_scrub_packet()``):
+the pod's TCP gets its TSQ budget back there, so the shapers beyond (the IFB's tbf, the
+node's fq) never hold the pod's sockets back; only cwnd and the buffers do. The pod's node must be a host (not a router, not a pod); links
 never name a pod (the veth is its only link).
 
 ``egress_bandwidth`` / ``ingress_bandwidth`` are the ``kubernetes.io/egress-bandwidth`` /

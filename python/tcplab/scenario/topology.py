@@ -141,6 +141,9 @@ class _Topology:
         for index, (link, spec) in enumerate(zip(self.links, specs, strict=True)):
             if "veth_queue" in spec:
                 link["queue"] = spec["veth_queue"]
+                # The crossing into the other namespace orphans the skb: the sender's TSQ
+                # budget comes back here, not after the IFB's tbf or the node's fq.
+                link["orphan"] = True
                 continue
             uplink = spec["src"] in managed
             link["queue"] = self._queue(index, link, self._queue_spec(sc, spec, uplink))

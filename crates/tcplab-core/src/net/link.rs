@@ -72,6 +72,9 @@ pub struct Link {
     pub rate_bps: u64,
     pub delay_ns: u64,
     pub overhead_bytes: u32,
+    /// A veth into another namespace: a local sender's TSQ completion happens at enqueue
+    /// (see `LinkConfig::orphan`).
+    pub orphan: bool,
     pub qdisc: Qdisc,
     /// Cilium EDT aggregates applied before the qdisc (`LinkConfig.edt`), if any.
     pub shaper: Option<EdtShaper>,
@@ -113,6 +116,7 @@ impl Link {
             rate_bps: cfg.rate_bps,
             delay_ns: cfg.delay_ns,
             overhead_bytes: cfg.overhead_bytes,
+            orphan: cfg.orphan,
             qdisc: Qdisc::new(&cfg.queue),
             shaper: EdtShaper::new(&cfg.edt),
             clears_tstamp: false,
@@ -149,6 +153,27 @@ impl Link {
     /// (`NET_XMIT_DROP` to a local sender).
     #[inline]
     pub fn enqueue(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+        if self.orphan && pkt.src_node == self.from {
+            // A veth into another namespace: the skb is orphaned as it crosses, so its
+            // sender is done with it now (TSQ budget back at once), and what happens to it
+            // beyond (a tbf on the IFB dropping it) is not reported back: veth_xmit() has
+            // returned NET_XMIT_SUCCESS.
+            if pkt.flags & flags::TSQ != 0 {
+                pkt.flags &= !flags::TSQ;
+                self.add_completion(
+                    TxCompletion { done_ns: now_ns, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() },
+                    id,
+                    ev,
+                );
+            }
+            self.enqueue_local(pkt, now_ns, id, ev);
+            return true;
+        }
+        self.enqueue_local(pkt, now_ns, id, ev)
+    }
+
+    #[inline]
+    fn enqueue_local(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
         let len = pkt.ip_bytes + self.overhead_bytes;
         if let Some(sh) = &mut self.shaper {
             // Cilium's EDT program at the device's tc egress, before the qdisc.

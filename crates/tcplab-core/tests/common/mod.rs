@@ -23,7 +23,7 @@ pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queu
     let fast = rate_bps * 100;
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, q: QueueConfig, loss: LossConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss, loss_filter: LossFilter::default(), reorder: None, queue: q, edt: Vec::new() });
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss, loss_filter: LossFilter::default(), reorder: None, queue: q, edt: Vec::new(), orphan: false });
     };
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     for i in 0..n as u32 {
