@@ -232,8 +232,8 @@ fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
         ("8a", "fan-in 16->1 at 25G, 100 x 16 x 1 MB, ideal NIC", fan_in(16, q(100, 10), 1_000_000, 20 * MS, None, q(2100, 210) * MS)),
         ("8b", "8a with an ENA rx ring of 1024 on the receiver", fan_in(16, q(100, 10), 1_000_000, 20 * MS, Some(NicConfig { rx_ring: 1024, ..NicConfig::default() }), q(2100, 210) * MS)),
         ("9", "10 CUBIC, 1 Gbit/s, 20 ms, 20 s, fq_codel", fq_codel_bottleneck(q(20, 3) * S)),
-        ("nic", "10 CUBIC -> NIC ring 1024 (ENA), 1 Gbit/s, 20 ms, 20 s", nic_fan_in(q(20, 3) * S)),
-        ("cpu", "1 BBR flow, sender at 35 % of 10 ms, 1 Gbit/s, 20 ms", vm_sender(q(20, 3) * S)),
+        ("nic", "3a into an ENA NIC ring of 1024 on the receiver", nic_fan_in(q(20, 3) * S)),
+        ("cpu", "2b with the sender at 35 % of 10 ms CPU slices", vm_sender(q(20, 3) * S)),
     ]
 }
 
