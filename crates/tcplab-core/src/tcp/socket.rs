@@ -141,6 +141,8 @@ pub struct TcpSocket {
     /// Start sequence of the highest SACKed skb (`tcp_highest_sack_seq`); None = none.
     pub highest_sack_seq: Option<u64>,
     pub retransmit_hint: u64,
+    /// SACK blocks of the previous ACK, to skip tagged runs (`tp->recv_sack_cache`).
+    pub sack_cache: crate::tcp::input::SackCache,
     /// Latest TSval seen from the peer (echoed as TSecr).
     pub ts_recent_ns: u64,
     /// TSecr of the ACK being processed.
@@ -232,6 +234,7 @@ impl TcpSocket {
                 icsk_backoff: 0,
                 highest_sack_seq: None,
                 retransmit_hint: 0,
+                sack_cache: Default::default(),
                 ts_recent_ns: 0,
                 rx_tsecr_ns: 0,
                 wmem_alloc_bytes: 0,
