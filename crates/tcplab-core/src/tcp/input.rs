@@ -66,6 +66,12 @@ impl SackCache {
         }
     }
 
+    /// The cached block holding sequence number `seq`, if any.
+    #[inline]
+    fn holding(&self, seq: u64) -> Option<SackBlock> {
+        self.blocks[..self.len as usize].iter().copied().find(|c| c.start <= seq && seq < c.end)
+    }
+
     /// The cached block holding all of `[seq, end_seq)`, if any.
     #[inline]
     fn covering(&self, seq: u64, end_seq: u64) -> Option<SackBlock> {
@@ -232,7 +238,14 @@ impl TcpSocket {
             if b.end <= b.start || b.end > self.tp.snd_nxt || b.end <= self.tp.snd_una.max(pkt.ack_seq) {
                 continue; // invalid or already acked
             }
-            let mut id = self.rtx.lower_bound_end(b.start.max(self.tp.snd_una));
+            // Start past a cached block that holds this block's start: every skb ending
+            // by its end is either inside it (tagged) or starts below `b.start` (outside
+            // this block), so the walk would pass over them without effect.
+            let mut from = b.start.max(self.tp.snd_una);
+            if let Some(c) = cache.holding(b.start) {
+                from = from.max(c.end);
+            }
+            let mut id = self.rtx.lower_bound_end(from);
             while id < self.rtx.end_id() {
                 let (seq, end_seq, sacked) = {
                     let s = self.rtx.get(id);
