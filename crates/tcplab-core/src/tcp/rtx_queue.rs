@@ -138,6 +138,21 @@ impl RtxQueue {
         }
     }
 
+    /// `find(seq)`, trying `hint` first (a caller that visits skbs mostly in order, such
+    /// as TX completions, passes the id after the last one it found: no division, and
+    /// only the one skb is read).
+    #[inline]
+    pub fn find_from(&self, hint: u64, seq: u64) -> Option<u64> {
+        if hint >= self.base_id {
+            if let Some(s) = self.q.get((hint - self.base_id) as usize) {
+                if s.seq <= seq && seq < s.end_seq {
+                    return Some(hint);
+                }
+            }
+        }
+        self.find(seq)
+    }
+
     /// First id whose `end_seq > seq` (the first skb not entirely below `seq`).
     #[inline]
     pub fn lower_bound_end(&self, seq: u64) -> u64 {
@@ -285,6 +300,12 @@ mod tests {
         assert_eq!(ts_order(&q), vec![200, 400]);
         assert_eq!(q.find(250), Some(q.front_id()));
         assert_eq!(q.find(99), None);
+        // A hint that holds `seq` is taken; any other falls back to the search.
+        let f = q.front_id();
+        assert_eq!(q.find_from(f + 2, 450), Some(f + 2));
+        assert_eq!(q.find_from(f, 450), Some(f + 2));
+        assert_eq!(q.find_from(f + 7, 450), Some(f + 2));
+        assert_eq!(q.find_from(0, 199), None);
         assert_eq!(q.lower_bound_end(300), q.front_id() + 1);
     }
 
