@@ -642,7 +642,7 @@ mod tests {
             for step in 0..400 {
                 // Grow a block by a segment or two, start a new one, or drop the oldest.
                 match rng.below(6) {
-                    0 | 1 | 2 if !blocks.is_empty() => {
+                    0..=2 if !blocks.is_empty() => {
                         let k = rng.below(blocks.len() as u32) as usize;
                         blocks[k].1 = (blocks[k].1 + 1 + rng.below(2) as u64).min(n);
                         let bk = blocks.remove(k);
