@@ -243,6 +243,13 @@ impl TcpSocket {
             // this block), so the walk would pass over them without effect.
             let mut from = b.start.max(self.tp.snd_una);
             if let Some(c) = cache.holding(b.start) {
+                if b.end <= c.end {
+                    // All of it was walked before (the usual case for all but the first
+                    // block): nothing to tag, as Linux's "rest of the block already fully
+                    // processed" skip.
+                    self.sack_cache.push(b);
+                    continue;
+                }
                 from = from.max(c.end);
             }
             let mut id = self.rtx.lower_bound_end(from);
