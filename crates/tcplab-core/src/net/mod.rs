@@ -44,7 +44,7 @@ impl Network {
     }
 
     /// Route `pkt` out of `node`: enqueue on the next-hop link.
-    #[inline(never)]
+    #[inline]
     pub fn forward(&mut self, node: u32, pkt: Packet, now_ns: u64, ev: &mut EventQueue) -> bool {
         let l = self.routes.next_hop(node, pkt.dst_node);
         if l == NO_ROUTE {
