@@ -99,7 +99,12 @@ impl TcpSocket {
             let rate = self.tp.sk_pacing_rate;
             // Original sch_fq does not pace first 10 MSS.
             if rate != u64::MAX && rate != 0 && self.tp.data_segs_out >= 10 {
-                let mut len_ns = (burst_bytes as u128 * NSEC_PER_SEC as u128 / rate as u128) as u64;
+                // u64 arithmetic whenever the product fits (any burst below 18 GB): a
+                // 128-bit division is a library call, and this runs once per burst.
+                let mut len_ns = match burst_bytes.checked_mul(NSEC_PER_SEC) {
+                    Some(p) => p / rate,
+                    None => (burst_bytes as u128 * NSEC_PER_SEC as u128 / rate as u128) as u64,
+                };
                 let credit = self.tp.tcp_wstamp_ns - prior_wstamp;
                 // Take into account OS jitter.
                 len_ns -= (len_ns / 2).min(credit);
