@@ -35,6 +35,12 @@ pub mod flags {
     pub const TSQ: u8 = 1 << 3;
     /// FIN: the sender has no more data.
     pub const FIN: u8 = 1 << 4;
+    /// A segment after the first of one TSO/GSO burst. tcplab sends a burst as separate
+    /// segments, where Linux hands its qdisc one skb; qdiscs that limit in packets (fq's
+    /// `flow_limit` and `limit` count skbs, `qdisc_qlen`) count only the burst's first
+    /// segment. The NIC segments the skb, so the flag is cleared when the packet leaves
+    /// its first link.
+    pub const GSO_TAIL: u8 = 1 << 5;
 }
 
 #[derive(Clone, Copy, Debug, Default)]

@@ -211,3 +211,19 @@ fn fq_pacing_set_by_hand_needs_fq_on_the_senders_egress() {
     assert!(err.starts_with("flows.0.tcp.fq_pacing: true, but the sender's egress qdisc (link ab) is pfifo"), "{err}");
     Simulator::new(two_hosts(100_000_000, QueueConfig::Fq(fq()), vec![f], SEC)).unwrap();
 }
+
+#[test]
+fn tsq_keeps_a_fast_senders_own_fq_far_below_flow_limit() {
+    // fq's flow_limit (100) and limit count skbs, and a TSO burst is one skb: TSQ keeps
+    // about 1 ms of data (a few skbs) in the sender's own fq, so a single BBR flow at
+    // 1 Gbit/s never reaches flow_limit on Linux (flows_plimit stays 0). Counting each
+    // MSS segment as a packet made fq drop a third of this flow's packets locally.
+    let cfg = two_hosts(1_000_000_000, QueueConfig::Fq(fq()), vec![flow("f", CcKind::Bbr)], 5 * SEC);
+    let out = Simulator::new(cfg).unwrap().run();
+    let x: std::collections::HashMap<_, _> = out.links[0].xstats.iter().cloned().collect();
+    assert_eq!(x["flows_plimit"], 0, "{:?}", out.links[0].xstats);
+    assert_eq!(out.links[0].stats.drops, 0);
+    let g = goodput_bps(out.flows[0].bytes_received, 5 * SEC);
+    assert!(g > 0.8 * 1e9 * PAYLOAD_SHARE, "goodput {g}");
+    assert!(out.invariant.ok, "{}", out.invariant.message);
+}

@@ -336,8 +336,10 @@ impl Link {
     /// The packet starts serialization now and finishes at `finish_ns`: TSQ completion,
     /// the loss model, then the propagation pipe.
     #[inline]
-    fn put_on_wire(&mut self, pkt: Packet, finish: u64, id: u32, ev: &mut EventQueue) {
+    fn put_on_wire(&mut self, mut pkt: Packet, finish: u64, id: u32, ev: &mut EventQueue) {
         self.acct.transmitted += 1;
+        // Segmented by the NIC: beyond this hop every segment is a packet of its own.
+        pkt.flags &= !flags::GSO_TAIL;
         if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
             // TX completion for the sender's TSQ accounting, in finish order.
             self.add_completion(

@@ -99,7 +99,12 @@ impl TcpSocket {
             let rate = self.tp.sk_pacing_rate;
             // Original sch_fq does not pace first 10 MSS.
             if rate != u64::MAX && rate != 0 && self.tp.data_segs_out >= 10 {
-                let mut len_ns = (burst_bytes as u128 * NSEC_PER_SEC as u128 / rate as u128) as u64;
+                // u64 arithmetic whenever the product fits (any burst below 18 GB): a
+                // 128-bit division is a library call, and this runs once per burst.
+                let mut len_ns = match burst_bytes.checked_mul(NSEC_PER_SEC) {
+                    Some(p) => p / rate,
+                    None => (burst_bytes as u128 * NSEC_PER_SEC as u128 / rate as u128) as u64,
+                };
                 let credit = self.tp.tcp_wstamp_ns - prior_wstamp;
                 // Take into account OS jitter.
                 len_ns -= (len_ns / 2).min(credit);
@@ -183,10 +188,12 @@ impl TcpSocket {
 
     /// Send one new-data segment `[seq, end_seq)` as part of a burst departing at
     /// `edt_ns`; returns false on a local drop.
-    fn send_new_segment(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, edt_ns: u64) -> bool {
+    /// `gso_tail`: not the first segment of its burst (see `flags::GSO_TAIL`).
+    fn send_new_segment(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, edt_ns: u64, gso_tail: bool) -> bool {
         // __tcp_transmit_skb: delivery-rate state is recorded after a successful send,
         // before packets_out counts the skb (so the first skb of a flight resets it).
-        if !self.transmit(ctx, seq, end_seq, 0) {
+        let f = if gso_tail { crate::packet::flags::GSO_TAIL } else { 0 };
+        if !self.transmit(ctx, seq, end_seq, f) {
             self.enter_cwr();
             return false;
         }
@@ -250,13 +257,13 @@ impl TcpSocket {
             self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
             let edt = self.tp.tcp_wstamp_ns;
             let mut sent_bytes = 0u64;
-            for _ in 0..burst_segs {
+            for k in 0..burst_segs {
                 let seq = self.tp.snd_nxt;
                 let end = (seq + mss).min(self.tp.write_seq);
                 if end <= seq || end > self.tp.snd_una + self.tp.snd_wnd as u64 {
                     break;
                 }
-                if !self.send_new_segment(ctx, seq, end, edt) {
+                if !self.send_new_segment(ctx, seq, end, edt, k > 0) {
                     break;
                 }
                 sent_bytes += end - seq;

@@ -138,8 +138,41 @@ impl RtxQueue {
         }
     }
 
+    /// `find(seq)`, trying `hint` first (a caller that visits skbs mostly in order, such
+    /// as TX completions, passes the id after the last one it found: no division, and
+    /// only the one skb is read).
+    #[inline]
+    pub fn find_from(&self, hint: u64, seq: u64) -> Option<u64> {
+        if hint >= self.base_id {
+            if let Some(s) = self.q.get((hint - self.base_id) as usize) {
+                if s.seq <= seq && seq < s.end_seq {
+                    return Some(hint);
+                }
+            }
+        }
+        self.find(seq)
+    }
+
     /// First id whose `end_seq > seq` (the first skb not entirely below `seq`).
+    #[inline]
     pub fn lower_bound_end(&self, seq: u64) -> u64 {
+        // Fast path as in `find`: with full-sized segments the skb holding `seq` is at
+        // (seq - front.seq) / len(front). Skbs are sorted and disjoint, so the skb whose
+        // `[seq, end_seq)` holds `seq` is the first one ending above it; one past the
+        // back when `seq` is at or beyond the back's end.
+        if let Some(f) = self.q.front() {
+            let len = f.end_seq - f.seq;
+            if seq >= f.seq && len > 0 {
+                let i = ((seq - f.seq) / len) as usize;
+                match self.q.get(i) {
+                    Some(s) if s.seq <= seq && seq < s.end_seq => return self.base_id + i as u64,
+                    None if self.q.back().is_some_and(|b| b.end_seq <= seq) => return self.end_id(),
+                    _ => {}
+                }
+            } else if seq < f.seq {
+                return self.base_id;
+            }
+        }
         self.base_id + self.q.partition_point(|s| s.end_seq <= seq) as u64
     }
 
@@ -267,6 +300,28 @@ mod tests {
         assert_eq!(ts_order(&q), vec![200, 400]);
         assert_eq!(q.find(250), Some(q.front_id()));
         assert_eq!(q.find(99), None);
+        // A hint that holds `seq` is taken; any other falls back to the search.
+        let f = q.front_id();
+        assert_eq!(q.find_from(f + 2, 450), Some(f + 2));
+        assert_eq!(q.find_from(f, 450), Some(f + 2));
+        assert_eq!(q.find_from(f + 7, 450), Some(f + 2));
+        assert_eq!(q.find_from(0, 199), None);
         assert_eq!(q.lower_bound_end(300), q.front_id() + 1);
+    }
+
+    #[test]
+    fn lower_bound_end_matches_a_binary_search() {
+        // Full segments, a short one in the middle (a write boundary), and the ends.
+        let mut q = RtxQueue::new();
+        let mut seq = 1000;
+        for len in [100, 100, 100, 40, 100, 100, 100] {
+            q.push_sent(seq, seq + len, 0, TxState::default());
+            seq += len;
+        }
+        q.pop_front();
+        for probe in 0..seq + 300 {
+            let want = q.front_id() + q.q.partition_point(|s| s.end_seq <= probe) as u64;
+            assert_eq!(q.lower_bound_end(probe), want, "seq {probe}");
+        }
     }
 }

@@ -143,6 +143,10 @@ pub struct TcpSocket {
     /// Start sequence of the highest SACKed skb (`tcp_highest_sack_seq`); None = none.
     pub highest_sack_seq: Option<u64>,
     pub retransmit_hint: u64,
+    /// SACK blocks of the previous ACK, to skip tagged runs (`tp->recv_sack_cache`).
+    pub sack_cache: crate::tcp::input::SackCache,
+    /// Id after the skb of the last TX completion (where the next one usually is).
+    pub tx_complete_hint: u64,
     /// Latest TSval seen from the peer (echoed as TSecr).
     pub ts_recent_ns: u64,
     /// TSecr of the ACK being processed.
@@ -234,6 +238,8 @@ impl TcpSocket {
                 icsk_backoff: 0,
                 highest_sack_seq: None,
                 retransmit_hint: 0,
+                sack_cache: Default::default(),
+                tx_complete_hint: 0,
                 ts_recent_ns: 0,
                 rx_tsecr_ns: 0,
                 wmem_alloc_bytes: 0,
@@ -519,7 +525,9 @@ impl TcpSocket {
     /// A data packet of ours left the host's NIC (TX completion, `tcp_wfree`).
     pub fn on_tx_complete(&mut self, ctx: &mut Ctx, seq: u64, payload_bytes: u32) {
         self.wmem_alloc_bytes = self.wmem_alloc_bytes.saturating_sub(payload_bytes as u64);
-        if let Some(id) = self.rtx.find(seq) {
+        // Completions come in transmission order: the next is usually the next skb.
+        if let Some(id) = self.rtx.find_from(self.tx_complete_hint, seq) {
+            self.tx_complete_hint = id + 1;
             let s = self.rtx.get_mut(id);
             s.in_host_queue = s.in_host_queue.saturating_sub(1);
         }

@@ -146,6 +146,8 @@ struct Flow {
     /// Packets in `time_to_send` order (the kernel's head/tail list plus `t_root` for the
     /// rare packet stamped earlier than the tail; FIFO among equal times).
     queue: VecDeque<Held>,
+    /// skbs queued (`f->qlen`): a TSO burst's segments count once (`flags::GSO_TAIL`).
+    skbs: u32,
     credit: i64,
     band: u8,
     place: Place,
@@ -385,6 +387,7 @@ impl Fq {
         let flow = Flow {
             key,
             queue: VecDeque::new(),
+            skbs: 0,
             credit: self.initial_quantum,
             band: 0,
             place: Place::Detached,
@@ -436,7 +439,10 @@ impl TimedQdisc for Fq {
     /// `fq_enqueue()`.
     fn enqueue(&mut self, mut pkt: Packet, len_bytes: u32, now_ns: u64, _dropped: &mut Vec<Packet>) -> bool {
         let band = PRIO2BAND[PKT_PRIORITY] as usize;
-        if self.band_pkt_count[band] >= self.limit {
+        // The later segments of a TSO burst are the rest of an skb fq already accepted
+        // (the head passed the limits); they count no packet of their own.
+        let skb = !pkt.has(crate::packet::flags::GSO_TAIL) as u32;
+        if skb == 1 && self.band_pkt_count[band] >= self.limit {
             self.stat_band_drops[band] += 1;
             self.stats.drops += 1;
             return false;
@@ -466,7 +472,7 @@ impl TimedQdisc for Fq {
         let key = held.pkt.dst_ep ^ 1;
         let f = self.classify(key, now_ns);
         let flow = &self.flows[f as usize];
-        if flow.queue.len() as u32 >= self.flow_plimit {
+        if skb == 1 && flow.skbs >= self.flow_plimit {
             self.stat_flows_plimit += 1;
             self.stats.drops += 1;
             return false;
@@ -476,13 +482,18 @@ impl TimedQdisc for Fq {
             self.flows[f as usize].band = band as u8;
             self.add_tail(f, true);
             if refill {
+                // `f->credit = max_t(u32, f->credit, q->quantum)`: compared as u32, a
+                // negative credit (a debt) is a huge number and is kept.
                 let flow = &mut self.flows[f as usize];
-                flow.credit = flow.credit.max(self.quantum);
+                if flow.credit >= 0 {
+                    flow.credit = flow.credit.max(self.quantum);
+                }
             }
         }
         let flow = &mut self.flows[f as usize];
         flow.band = band as u8;
-        self.band_pkt_count[band] += 1;
+        flow.skbs += skb;
+        self.band_pkt_count[band] += skb;
         if flow.queue.is_empty() {
             self.inactive_flows -= 1;
         }
@@ -570,7 +581,9 @@ impl TimedQdisc for Fq {
             if flow.queue.is_empty() {
                 self.inactive_flows += 1;
             }
-            self.band_pkt_count[flow.band as usize] -= 1;
+            let skb = !held.pkt.has(crate::packet::flags::GSO_TAIL) as u32;
+            flow.skbs -= skb;
+            self.band_pkt_count[flow.band as usize] -= skb;
             break (f, held);
         };
         self.stats.dequeued(held.len);
