@@ -416,9 +416,17 @@ class Result:
         return hosts
 
     def _summary(self) -> dict[str, Any]:
+        from tcplab.views.paths import flow_paths
+
+        paths = flow_paths(self.config)
         flows = []
         for row in self.flows.to_dict("records"):
-            flows.append({k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS})
+            flow = {k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS}
+            # What the route allows (tcplab.views.paths): the smallest of its link rates and
+            # shapers (tbf, fq maxrate, EDT), x mss / (mss + 52 + framing); None if unrouted.
+            path = paths.get(str(row["name"]))
+            flow["payload_ceiling_bps"] = path.payload_ceiling_bps if path else None
+            flows.append(flow)
         links = []
         for row in self.links.to_dict("records"):
             links.append({k: _json_value(row.get(k)) for k in SUMMARY_LINK_KEYS})

@@ -81,7 +81,8 @@ _TEMPLATE = """<!doctype html>
 <td>{{ f.base_rtt }}</td><td>{{ f.p50 }}</td><td>{{ f.p90 }}</td><td>{{ f.p99 }}</td></tr>
 {% endfor %}
 </table>
-<p class="note">Payload ceiling: the slowest link of the flow's data route, rate &times; MSS / (MSS + 52 B
+<p class="note">Payload ceiling: the smallest rate on the flow's data route (each link's rate, a tbf's rate
+and peakrate, an fq's maxrate per flow, a pod's EDT limit), &times; MSS / (MSS + 52 B
 TCP/IP headers + link framing), i.e. 1448/1514 of the rate on Ethernet. Base RTT: the propagation
 delays of the data and ACK routes (no serialization, no queueing).</p>
 
