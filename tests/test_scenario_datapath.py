@@ -495,6 +495,11 @@ BAD = [
         ['links.0.queue.burst: "1000b" is 1000 bytes, smaller than one full frame (1514 bytes)', "at least 1514"],
     ),
     (
+        "tbf-limit-below-a-frame",
+        with_queue({"qdisc": "tbf", "rate": "10Mbit", "burst": "32kb", "limit": "1000b"}),
+        ['links.0.queue.limit: "1000b" is 1000 bytes, smaller than one full frame (1514 bytes)', "at least 1514"],
+    ),
+    (
         "tbf-limit-and-latency",
         with_queue({**TBF, "limit": 10000}),
         ['links.0.queue.latency: both limit (10000) and latency ("50ms") given', "exactly one of limit"],
