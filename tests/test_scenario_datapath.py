@@ -664,6 +664,18 @@ BAD = [
         ['pods.web.egress_bandwidth: "999" is unreasonably small'],
     ),
     (
+        # containerd's bucket, rate x (2^32 - 1) ns, is 536 bytes at 1 kbit/s: below one frame
+        "pod-cni-bucket-below-a-frame",
+        pods({"egress_bandwidth": "1k"}),
+        ['pods.web.egress_bandwidth: "1k" gives the CNI plugin\'s tbf a bucket of 536 bytes', "at least 3k"],
+    ),
+    (
+        # CRI-O's wrapped limit is rate x 25 ms - 2 bytes: 10k -> 31 - 2 = 29 bytes
+        "pod-crio-limit-below-a-frame",
+        pods({"ingress_bandwidth": "10k", "runtime": "crio"}),
+        ['pods.web.ingress_bandwidth: "10k" gives the CNI plugin\'s tbf a limit of 29 bytes', "486k"],
+    ),
+    (
         "pod-ingress-with-cilium",
         pods({"ingress_bandwidth": "10M", "mode": "bandwidth-manager"}),
         [
