@@ -547,7 +547,7 @@ BAD = [
     (
         "unknown-default-qdisc",
         scenario(hosts={"server": {"sysctl": {"net.core.default_qdisc": "sfq"}}, "client": {}}),
-        ['hosts.server.sysctl.default_qdisc: unknown qdisc "sfq"', "pfifo_fast"],
+        ['hosts.server.sysctl.net.core.default_qdisc: unknown qdisc "sfq"', "pfifo_fast"],
     ),
     ("unknown-qdisc-bare", with_queue("sfq"), ['links.0.queue: unknown qdisc "sfq"']),
     (
@@ -638,7 +638,23 @@ BAD = [
     (
         "budget-without-nic",
         scenario(hosts={"server": {"sysctl": {"net.core.netdev_budget": 600}}, "client": {}}),
+        ["hosts.server.sysctl.net.core.netdev_budget: net.core.netdev_budget = 600 is set but the host has no nic"],
+    ),
+    (
+        # the key as written (net.core. kept), also when the value is bad
+        "core-sysctl-as-written",
+        scenario(hosts={"server": {"sysctl": {"net.core.netdev_budget": 0}, "nic": {}}, "client": {}}),
+        ["hosts.server.sysctl.net.core.netdev_budget: 0"],
+    ),
+    (
+        "core-sysctl-bare",
+        scenario(hosts={"server": {"sysctl": {"netdev_budget": 600}}, "client": {}}),
         ["hosts.server.sysctl.netdev_budget: net.core.netdev_budget = 600 is set but the host has no nic"],
+    ),
+    (
+        "ipv4-sysctl-as-written",
+        scenario(hosts={"server": {"sysctl": {"net.ipv4.tcp_frto": 9}}, "client": {}}),
+        ["hosts.server.sysctl.net.ipv4.tcp_frto: 9"],
     ),
     ("pod-unknown-node", pods({"node": "wroker"}), ['pods.web.node: unknown node "wroker" (did you mean "worker"?)']),
     ("pod-on-router", pods({"node": "sw"}), ['pods.web.node: "sw" is a router, not a host']),
@@ -650,7 +666,7 @@ BAD = [
     (
         "pod-device-sysctl",
         pods({"sysctl": {"net.core.default_qdisc": "fq"}}),
-        ["pods.web.sysctl.default_qdisc: net.core.default_qdisc = fq does nothing in a pod"],
+        ["pods.web.sysctl.net.core.default_qdisc: net.core.default_qdisc = fq does nothing in a pod"],
     ),
     ("pod-unknown-runtime", pods({"runtime": "docker"}), ['pods.web.runtime: unknown runtime "docker"']),
     (

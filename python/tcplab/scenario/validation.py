@@ -128,6 +128,34 @@ def _reference_errors(data: Mapping[str, Any], file: str, known: list[ScenarioEr
     return [e for e in found if not overlaps(e.path)]
 
 
+#: Prefixes a sysctl key may be written with; the models strip them (hosts.Sysctl).
+_KEY_PREFIXES = ("net.core.", "net/core/", "net.ipv4.", "net/ipv4/")
+
+
+def _as_written(path: str, data: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """``path`` with each key as the user wrote it: a model strips ``net.core.`` /
+    ``net.ipv4.`` from sysctl keys, so an error at ``hosts.b.sysctl.netdev_budget`` is
+    reported at ``hosts.b.sysctl.net.core.netdev_budget`` when that is what ``data`` holds."""
+    if not path:
+        return ()
+    if data is None:
+        return tuple(path.split("."))
+    out: list[str] = []
+    node: Any = data
+    for seg in path.split("."):
+        written = seg
+        if isinstance(node, Mapping):
+            if seg not in node:
+                written = next((p + seg for p in _KEY_PREFIXES if p + seg in node), seg)
+            node = node.get(written)
+        elif isinstance(node, list) and seg.isdigit() and int(seg) < len(node):
+            node = node[int(seg)]
+        else:
+            node = None
+        out.append(written)
+    return tuple(out)
+
+
 def _convert(
     exc: ValidationError, file: str, lines: Mapping[tuple[str, ...], int], data: Mapping[str, Any] | None = None
 ) -> ScenarioError:
@@ -170,7 +198,9 @@ def _convert(
     if data is not None:
         errors.extend(_reference_errors(data, file, errors))
     for e in errors:
-        e.lineno = line_of(e.path, lines)
+        parts = _as_written(e.path, data)
+        e.path = ".".join(parts)
+        e.lineno = next((lines[parts[:n]] for n in range(len(parts), 0, -1) if parts[:n] in lines), None)
         e.args = (e.line(),)
     # File order (errors without a line last, in pydantic's field order).
     errors.sort(key=lambda e: (e.lineno is None, e.lineno or 0))
