@@ -575,12 +575,29 @@ def check(
 
 
 @app.command()
-def scenarios() -> None:
-    """List the built-in scenarios."""
-    from tcplab.loader import builtin_scenarios
+def scenarios(
+    name: Annotated[
+        str | None,
+        typer.Argument(metavar="[NAME]", help="A built-in's name (or builtin:NAME): print its full description."),
+    ] = None,
+) -> None:
+    """List the built-in scenarios, or print one's full description."""
+    import yaml
 
-    for name, desc in builtin_scenarios().items():
-        typer.echo(f"{name:<28} {desc}")
+    from tcplab.loader import BUILTIN_PREFIX, _builtin_dir, builtin_scenarios
+
+    names = builtin_scenarios()
+    if name is None:
+        for builtin, desc in names.items():
+            typer.echo(f"{builtin:<28} {desc}")
+        return
+    bare = name[len(BUILTIN_PREFIX) :] if name.startswith(BUILTIN_PREFIX) else name
+    if bare not in names:
+        _fail(f"unknown built-in scenario {bare!r}; expected one of: {', '.join(names)}", 2)
+    data = yaml.safe_load((_builtin_dir() / f"{bare}.yaml").read_text(encoding="utf-8")) or {}
+    typer.echo(f"{bare}\n")
+    typer.echo(str(data.get("description") or "").rstrip())
+    typer.echo(f"\nRun it: tcplab run builtin:{bare} -o out/{bare}; see the whole file with tcplab check builtin:{bare}")
 
 
 @app.command()
