@@ -521,7 +521,21 @@ def test_compare_table_rows_for_the_components(datapath_result, fake):
     table = compare_table({"with": datapath_result, "without": plain})
     # the client's cumulative ring drops at the last sample; the server's 65 % steal
     assert table.loc["NIC ring drops", "with"] == 42 and table.loc["NIC ring drops", "without"] == 0
-    assert table.loc["CPU steal, most of any host (%)", "with"] == pytest.approx(65.0)
+    assert table.loc["CPU steal, host server (%)", "with"] == pytest.approx(65.0)
+    assert table.loc["CPU steal, host server (%)", "without"] == 0  # always on its CPU
+    # one row per host: a variant that puts the server at 100 % while the client runs at 35 %
+    # reads 0 on the server's row and 65 on the client's (not "65, most of any host")
+    swapped = copy.copy(datapath_result)
+    server_cpu = next(h["cpu"] for h in datapath_result.hosts if h["name"] == "server")
+    swapped.hosts = [
+        {**h, "cpu": {**server_cpu, "steal_ratio": 0.0 if h["name"] == "server" else 0.65}}
+        for h in datapath_result.hosts
+    ]
+    table = compare_table({"35": datapath_result, "100": swapped})
+    assert table.loc["CPU steal, host server (%)", "35"] == pytest.approx(65.0)
+    assert table.loc["CPU steal, host server (%)", "100"] == 0
+    assert table.loc["CPU steal, host client (%)", "100"] == pytest.approx(65.0)
+    assert table.loc["CPU steal, host client (%)", "35"] == 0
     assert "NIC ring drops" not in compare_table({"a": plain, "b": plain}).index
 
 
