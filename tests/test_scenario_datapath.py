@@ -789,6 +789,28 @@ def test_qdisc_rates_in_bytes_per_second_are_warned_about():
     assert any("hosts.client.qdisc.maxrate" in w and "8 Mbit/s" in w for w in warnings)
 
 
+def test_qdisc_sizes_in_bits_are_warned_about():
+    # tc reads 32kbit as 32 x 1024 bits = 4096 bytes (get_size64), not 32 KiB
+    data = with_queue({"qdisc": "tbf", "rate": "10Mbit", "burst": "32kbit", "latency": "50ms"})
+    sc = tcplab.load_scenario(data)
+    assert link(sc.to_core(), "server->r1")["queue"]["burst_bytes"] == 4096
+    warnings = [str(w) for w in sc.warnings]
+    assert any("links.0.queue.burst" in w and "4096 bytes" in w and "write 32kb" in w for w in warnings), warnings
+    data = with_queue({"qdisc": "tbf", "rate": "10Mbit", "burst": "32kb", "latency": "50ms"})
+    assert [str(w) for w in tcplab.load_scenario(data).warnings] == []
+
+
+@pytest.mark.parametrize("share, warned", [(0.35, True), (1, True), ("0.5", True), ("35%", False), (35, False)])
+def test_a_cpu_share_that_looks_like_a_fraction_is_warned_about(share, warned):
+    # a bare number is percent: 0.35 is 0.35 % of the CPU
+    data = scenario(hosts={"server": {"cpu": {"share": share}}, "client": {}})
+    sc = tcplab.load_scenario(data)
+    warnings = [str(w) for w in sc.warnings if "cpu.share" in str(w)]
+    assert bool(warnings) == warned, warnings
+    if warned:
+        assert "a bare number is percent" in warnings[0] and f"write {float(share) * 100:g}%" in warnings[0]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NEW_BUILTINS)
 def test_new_builtins_run_on_the_engine(name):
