@@ -205,6 +205,24 @@ def test_scenarios_lists_builtins():
     assert {"cubic-vs-bbr-lossy", "cubic-100mbit-20ms"} <= set(names)
 
 
+def test_scenarios_name_prints_the_full_description():
+    # the built-in's whole description, including the suggested compare command at its end
+    import yaml
+
+    from tcplab.loader import _builtin_dir
+
+    text = (_builtin_dir() / "fq-maxrate-per-flow.yaml").read_text(encoding="utf-8")
+    description = yaml.safe_load(text)["description"].rstrip()
+    for arg in ("fq-maxrate-per-flow", "builtin:fq-maxrate-per-flow"):
+        r = invoke("scenarios", arg)
+        assert r.exit_code == 0, r.output
+        assert description in r.stdout
+        assert "tcplab compare builtin:fq-maxrate-per-flow" in r.stdout
+    r = invoke("scenarios", "no-such-thing")
+    assert r.exit_code == 2
+    assert "unknown built-in scenario 'no-such-thing'" in r.stderr
+
+
 def test_check_shows_resolution():
     r = invoke("check", "builtin:cubic-vs-bbr-lossy")
     assert r.exit_code == 0, r.output

@@ -521,7 +521,21 @@ def test_compare_table_rows_for_the_components(datapath_result, fake):
     table = compare_table({"with": datapath_result, "without": plain})
     # the client's cumulative ring drops at the last sample; the server's 65 % steal
     assert table.loc["NIC ring drops", "with"] == 42 and table.loc["NIC ring drops", "without"] == 0
-    assert table.loc["CPU steal, most of any host (%)", "with"] == pytest.approx(65.0)
+    assert table.loc["CPU steal, host server (%)", "with"] == pytest.approx(65.0)
+    assert table.loc["CPU steal, host server (%)", "without"] == 0  # always on its CPU
+    # one row per host: a variant that puts the server at 100 % while the client runs at 35 %
+    # reads 0 on the server's row and 65 on the client's (not "65, most of any host")
+    swapped = copy.copy(datapath_result)
+    server_cpu = next(h["cpu"] for h in datapath_result.hosts if h["name"] == "server")
+    swapped.hosts = [
+        {**h, "cpu": {**server_cpu, "steal_ratio": 0.0 if h["name"] == "server" else 0.65}}
+        for h in datapath_result.hosts
+    ]
+    table = compare_table({"35": datapath_result, "100": swapped})
+    assert table.loc["CPU steal, host server (%)", "35"] == pytest.approx(65.0)
+    assert table.loc["CPU steal, host server (%)", "100"] == 0
+    assert table.loc["CPU steal, host client (%)", "100"] == pytest.approx(65.0)
+    assert table.loc["CPU steal, host client (%)", "35"] == 0
     assert "NIC ring drops" not in compare_table({"a": plain, "b": plain}).index
 
 
@@ -550,3 +564,28 @@ def test_tcplab_run_prints_the_datapath_lines(tmp_path: Path, monkeypatch: pytes
     assert "nic client eth0 (ena, rx ring 256): rx_drops 42, bw_in_allowance_exceeded 7" in r.stdout
     assert r.stdout.index("nic client eth0") < r.stdout.index(f"wrote {out}")
     assert (out / "ethtool-S-client.txt").is_file() and (out / "plots" / "nic-rings.png").is_file()
+
+
+# ---------------------------------------------------------------- Cilium EDT drops (issue 8 review)
+
+
+def test_cilium_edt_drops_are_shown_apart_from_tc(tmp_path: Path):
+    # bpf/lib/edt.h drops a packet 2 s or more ahead before the qdisc: the engine reports it
+    # per aggregate (links[i]["edt"]); summary.json, the CLI lines and the report show it
+    # under the pod's name, not in tc's dropped.
+    from tcplab.cli import _datapath_lines
+
+    sc = tcplab.load_scenario("builtin:bandwidth-manager-pod-limit", ["pods.web.egress_bandwidth=500k"])
+    config = sc.to_core()
+    raw = fake_core.run(json.dumps(config))
+    uplink = next(i for i, link in enumerate(config["links"]) if link.get("edt"))
+    raw["links"][uplink]["edt"] = [{"rate_bps": 500_000, "drops": 88, "stamped": 900, "passed": 12}]
+    result = _result(config, sc, raw)
+    link = result.summary["links"][uplink]
+    assert link["edt"] == [{"pods": ["web"], "rate_bps": 500_000, "drops": 88, "stamped": 900, "passed": 12}]
+    assert all(other["edt"] == [] for i, other in enumerate(result.summary["links"]) if i != uplink)
+    assert "edt on worker eth0 (pod web, 500 kbit/s): dropped 88" in _datapath_lines(result.summary)
+    out = result.write(tmp_path / "run")
+    html = (out / "report.html").read_text()
+    assert "edt (Cilium, pod web, 0.500 Mbit/s)" in html and "stamped 900 passed 12" in html
+    json.loads((out / "summary.json").read_text())

@@ -110,7 +110,9 @@ def test_override_errors_name_set(base_scenario):
     assert str(info.value).startswith('--set: links.0.rate: "5Mbt" is not a rate')
     with pytest.raises(ScenarioError) as info:
         tcplab.load_scenario(base_scenario, ["hosts.server.sysctl.net.ipv4.tcp_congestion_control=vegas"])
-    assert str(info.value).startswith("--set: hosts.server.sysctl.tcp_congestion_control: unknown congestion control")
+    assert str(info.value).startswith(
+        "--set: hosts.server.sysctl.net.ipv4.tcp_congestion_control: unknown congestion control"
+    )
 
 
 def test_override_mapping_and_seed(base_scenario):

@@ -101,7 +101,9 @@ def test_write_run_directory(result, tmp_path):
     assert summary["scenario"] == "cubic-vs-bbr-lossy" and summary["seed"] == 1 and summary["duration_s"] == 5.0
     assert summary["tcplab_version"] == tcplab.__version__
     for flow in summary["flows"]:
-        assert set(flow) == set(SUMMARY_FLOW_KEYS)
+        assert set(flow) == set(SUMMARY_FLOW_KEYS) | {"payload_ceiling_bps"}
+        # the route's slowest link: emu->client at 5 Mbit/s, x 1448/1514 on Ethernet
+        assert flow["payload_ceiling_bps"] == pytest.approx(5e6 * 1448 / 1514)
         assert flow["goodput_bps"] == pytest.approx(flow["bytes_received"] * 8 / (flow["end_s"] - flow["start_s"]))
     for link in summary["links"]:
         assert set(link) == set(SUMMARY_LINK_KEYS)

@@ -495,6 +495,11 @@ BAD = [
         ['links.0.queue.burst: "1000b" is 1000 bytes, smaller than one full frame (1514 bytes)', "at least 1514"],
     ),
     (
+        "tbf-limit-below-a-frame",
+        with_queue({"qdisc": "tbf", "rate": "10Mbit", "burst": "32kb", "limit": "1000b"}),
+        ['links.0.queue.limit: "1000b" is 1000 bytes, smaller than one full frame (1514 bytes)', "at least 1514"],
+    ),
+    (
         "tbf-limit-and-latency",
         with_queue({**TBF, "limit": 10000}),
         ['links.0.queue.latency: both limit (10000) and latency ("50ms") given', "exactly one of limit"],
@@ -542,7 +547,7 @@ BAD = [
     (
         "unknown-default-qdisc",
         scenario(hosts={"server": {"sysctl": {"net.core.default_qdisc": "sfq"}}, "client": {}}),
-        ['hosts.server.sysctl.default_qdisc: unknown qdisc "sfq"', "pfifo_fast"],
+        ['hosts.server.sysctl.net.core.default_qdisc: unknown qdisc "sfq"', "pfifo_fast"],
     ),
     ("unknown-qdisc-bare", with_queue("sfq"), ['links.0.queue: unknown qdisc "sfq"']),
     (
@@ -633,7 +638,23 @@ BAD = [
     (
         "budget-without-nic",
         scenario(hosts={"server": {"sysctl": {"net.core.netdev_budget": 600}}, "client": {}}),
+        ["hosts.server.sysctl.net.core.netdev_budget: net.core.netdev_budget = 600 is set but the host has no nic"],
+    ),
+    (
+        # the key as written (net.core. kept), also when the value is bad
+        "core-sysctl-as-written",
+        scenario(hosts={"server": {"sysctl": {"net.core.netdev_budget": 0}, "nic": {}}, "client": {}}),
+        ["hosts.server.sysctl.net.core.netdev_budget: 0"],
+    ),
+    (
+        "core-sysctl-bare",
+        scenario(hosts={"server": {"sysctl": {"netdev_budget": 600}}, "client": {}}),
         ["hosts.server.sysctl.netdev_budget: net.core.netdev_budget = 600 is set but the host has no nic"],
+    ),
+    (
+        "ipv4-sysctl-as-written",
+        scenario(hosts={"server": {"sysctl": {"net.ipv4.tcp_frto": 9}}, "client": {}}),
+        ["hosts.server.sysctl.net.ipv4.tcp_frto: 9"],
     ),
     ("pod-unknown-node", pods({"node": "wroker"}), ['pods.web.node: unknown node "wroker" (did you mean "worker"?)']),
     ("pod-on-router", pods({"node": "sw"}), ['pods.web.node: "sw" is a router, not a host']),
@@ -645,7 +666,7 @@ BAD = [
     (
         "pod-device-sysctl",
         pods({"sysctl": {"net.core.default_qdisc": "fq"}}),
-        ["pods.web.sysctl.default_qdisc: net.core.default_qdisc = fq does nothing in a pod"],
+        ["pods.web.sysctl.net.core.default_qdisc: net.core.default_qdisc = fq does nothing in a pod"],
     ),
     ("pod-unknown-runtime", pods({"runtime": "docker"}), ['pods.web.runtime: unknown runtime "docker"']),
     (
@@ -657,6 +678,18 @@ BAD = [
         "pod-bandwidth-small",
         pods({"egress_bandwidth": "999"}),
         ['pods.web.egress_bandwidth: "999" is unreasonably small'],
+    ),
+    (
+        # containerd's bucket, rate x (2^32 - 1) ns, is 536 bytes at 1 kbit/s: below one frame
+        "pod-cni-bucket-below-a-frame",
+        pods({"egress_bandwidth": "1k"}),
+        ['pods.web.egress_bandwidth: "1k" gives the CNI plugin\'s tbf a bucket of 536 bytes', "at least 3k"],
+    ),
+    (
+        # CRI-O's wrapped limit is rate x 25 ms - 2 bytes: 10k -> 31 - 2 = 29 bytes
+        "pod-crio-limit-below-a-frame",
+        pods({"ingress_bandwidth": "10k", "runtime": "crio"}),
+        ['pods.web.ingress_bandwidth: "10k" gives the CNI plugin\'s tbf a limit of 29 bytes', "486k"],
     ),
     (
         "pod-ingress-with-cilium",
@@ -719,7 +752,35 @@ def test_new_builtins_check_and_describe_themselves(name, patched_core):
     assert result.exit_code == 0, result.output
     assert builtin_scenarios()[name]  # a description
     sc = tcplab.load_scenario(f"builtin:{name}")
-    assert sc.duration <= 10 * 10**9
+    # the CNI pod limit runs 30 s so that the containerd bucket (5.4 MB at line rate) weighs
+    # less in its average goodput (its description says so); the others 10 s at most
+    assert sc.duration <= (30 if name == "cni-bandwidth-pod-limit" else 10) * 10**9
+
+
+def test_builtin_descriptions_put_each_command_on_its_own_line():
+    # a command to copy ends its line: no prose joined after "-o DIR"
+    for name in builtin_scenarios():
+        text = tcplab.load_scenario(f"builtin:{name}").description or ""
+        for line in text.splitlines():
+            words = line.split()
+            if words[:1] == ["tcplab"] and "-o" in words:
+                assert words.index("-o") == len(words) - 2, (name, line)
+
+
+@pytest.mark.slow
+def test_cni_builtin_average_includes_the_initial_bucket():
+    # containerd's bucket (rate x (2^32 - 1) ns = 5368709 B at 10 Mbit/s) passes at line rate,
+    # then tbf holds the flow to rate x 1448/1514: over T seconds the average payload goodput
+    # is at most (bucket x 1448/1514 x 8 + rate x 1448/1514 x T) / T, and well above the steady rate
+    from tcplab.scenario.bandwidth import cni_tbf
+
+    result = tcplab.run("builtin:cni-bandwidth-pod-limit")
+    duration_s = result.duration_s
+    bucket_bytes = cni_tbf(10_000_000)["burst_bytes"]
+    share = 1448 / 1514
+    ceiling = (bucket_bytes * 8 * share + 10e6 * share * duration_s) / duration_s
+    goodput = float(result.flows["goodput_bps"].iloc[0])
+    assert 10e6 * share * 1.05 < goodput <= ceiling * 1.001, (goodput, ceiling)
 
 
 def test_builtins_use_the_component_they_are_named_for():
@@ -754,6 +815,28 @@ def test_qdisc_rates_in_bytes_per_second_are_warned_about():
     warnings = [str(w) for w in tcplab.load_scenario(data).warnings]
     assert any("links.0.queue.rate" in w and "40 Mbit/s" in w for w in warnings)
     assert any("hosts.client.qdisc.maxrate" in w and "8 Mbit/s" in w for w in warnings)
+
+
+def test_qdisc_sizes_in_bits_are_warned_about():
+    # tc reads 32kbit as 32 x 1024 bits = 4096 bytes (get_size64), not 32 KiB
+    data = with_queue({"qdisc": "tbf", "rate": "10Mbit", "burst": "32kbit", "latency": "50ms"})
+    sc = tcplab.load_scenario(data)
+    assert link(sc.to_core(), "server->r1")["queue"]["burst_bytes"] == 4096
+    warnings = [str(w) for w in sc.warnings]
+    assert any("links.0.queue.burst" in w and "4096 bytes" in w and "write 32kb" in w for w in warnings), warnings
+    data = with_queue({"qdisc": "tbf", "rate": "10Mbit", "burst": "32kb", "latency": "50ms"})
+    assert [str(w) for w in tcplab.load_scenario(data).warnings] == []
+
+
+@pytest.mark.parametrize("share, warned", [(0.35, True), (1, True), ("0.5", True), ("35%", False), (35, False)])
+def test_a_cpu_share_that_looks_like_a_fraction_is_warned_about(share, warned):
+    # a bare number is percent: 0.35 is 0.35 % of the CPU
+    data = scenario(hosts={"server": {"cpu": {"share": share}}, "client": {}})
+    sc = tcplab.load_scenario(data)
+    warnings = [str(w) for w in sc.warnings if "cpu.share" in str(w)]
+    assert bool(warnings) == warned, warnings
+    if warned:
+        assert "a bare number is percent" in warnings[0] and f"write {float(share) * 100:g}%" in warnings[0]
 
 
 @pytest.mark.slow

@@ -201,7 +201,7 @@ CASES = [
     (
         "sysctl-cc",
         "hosts: {server: {sysctl: {net.ipv4.tcp_congestion_control: bbr2}}, client: {}}",
-        ['hosts.server.sysctl.tcp_congestion_control: unknown congestion control "bbr2"'],
+        ['hosts.server.sysctl.net.ipv4.tcp_congestion_control: unknown congestion control "bbr2"'],
     ),
     (
         "sysctl-typo",
@@ -492,7 +492,7 @@ def test_sysctl_with_prefix_gets_its_line(write_yaml):
     with pytest.raises(ScenarioError) as info:
         tcplab.load_scenario(path)
     e = info.value
-    assert e.path == "hosts.server.sysctl.tcp_frto"
+    assert e.path == "hosts.server.sysctl.net.ipv4.tcp_frto"  # the key as written
     assert "net.ipv4.tcp_frto" in text.splitlines()[e.lineno - 1]
 
 

@@ -342,6 +342,19 @@ def test_default_queue_and_loss():
     assert core["flows"][0]["name"] == "a-b-0"
 
 
+def test_link_queue_applies_to_both_directions_unless_reverse_sets_one():
+    # README: queue: on a links: entry is for a->b and b->a; reverse: {queue: ...} for b->a alone
+    core = tcplab.load_scenario("builtin:tbf-shaper-10mbit", ["links.1.reverse={}"]).to_core()
+    by_name = {link["name"]: link for link in core["links"]}
+    assert by_name["router->receiver"]["queue"]["kind"] == "tbf"
+    assert by_name["receiver->router"]["queue"] == by_name["router->receiver"]["queue"]
+    # the built-in's comment: its ACK direction has the default pfifo, as a link with no queue:
+    core = tcplab.load_scenario("builtin:tbf-shaper-10mbit").to_core()
+    by_name = {link["name"]: link for link in core["links"]}
+    assert by_name["receiver->router"]["queue"] == by_name["sender->router"]["queue"]
+    assert by_name["receiver->router"]["queue"] == {"kind": "pfifo", "limit_packets": 1000}
+
+
 def test_to_core_json_is_compact_and_equal():
     sc = tcplab.load_scenario("builtin:cubic-vs-bbr-lossy")
     assert json.loads(sc.to_core_json()) == sc.to_core()

@@ -63,6 +63,42 @@ def test_path_follows_the_slowest_link_per_direction_and_the_mss(base_scenario):
     assert path.base_rtt_s == pytest.approx(0.027)
 
 
+def _ceiling_and_rtt(name: str) -> tuple[float, float]:
+    config = tcplab.load_scenario(name).to_core()
+    path = flow_path(config, config["flows"][0])
+    assert path is not None
+    return path.payload_ceiling_bps, path.base_rtt_s
+
+
+def test_ceiling_is_held_to_a_tbf_on_the_path():
+    # tbf counts whole frames: 10 Mbit/s x 1448/1514, not the 100 Mbit/s line rate
+    ceiling, _ = _ceiling_and_rtt("builtin:tbf-shaper-10mbit")
+    assert ceiling == pytest.approx(10e6 * 1448 / 1514)
+
+
+def test_ceiling_is_held_to_a_tbf_peakrate():
+    # peakrate below rate is the smaller of the two buckets' rates
+    config = tcplab.load_scenario("builtin:tbf-shaper-10mbit").to_core()
+    link = next(i for i, k in enumerate(config["links"]) if k["queue"].get("kind") == "tbf")
+    config["links"][link]["queue"]["peakrate_bps"] = 4_000_000
+    path = flow_path(config, config["flows"][0])
+    assert path.payload_ceiling_bps == pytest.approx(4e6 * 1448 / 1514)
+
+
+def test_ceiling_is_held_to_fq_maxrate_per_flow():
+    ceiling, _ = _ceiling_and_rtt("builtin:fq-maxrate-per-flow")
+    assert ceiling == pytest.approx(30e6 * 1448 / 1514)
+
+
+@pytest.mark.parametrize("name", ["builtin:cni-bandwidth-pod-limit", "builtin:bandwidth-manager-pod-limit"])
+def test_pod_flows_route_through_their_node_and_its_limit(name):
+    # the pod's egress limit (CNI tbf on the veth/IFB hop, or Cilium's EDT aggregate on the
+    # node's device) caps the flow; the base RTT is the two 500 us hops, both ways
+    ceiling, base_rtt_s = _ceiling_and_rtt(name)
+    assert ceiling == pytest.approx(10e6 * 1448 / 1514)
+    assert base_rtt_s == pytest.approx(2 * (500e-6 + 500e-6))
+
+
 # -- episodes ----------------------------------------------------------------------------
 
 

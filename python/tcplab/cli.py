@@ -309,6 +309,14 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
 _TIMED_QDISCS = ("tbf", "fq", "fq_codel")
 
 
+def _rate_text(bps: float) -> str:
+    """A rate as tc prints one: ``500 kbit/s``, ``10 Mbit/s``, ``1 Gbit/s`` (3 significant digits)."""
+    for unit, scale in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bps >= scale:
+            return f"{bps / scale:.3g} {unit}"
+    return f"{bps:.3g} bit/s"
+
+
 def _datapath_lines(summary: dict) -> list[str]:
     """One line per timed qdisc (tc's dropped/overlimits and the drop-like xstats), per NIC
     (its nonzero drop counters, by their ethtool -S names) and per CPU model (steal)."""
@@ -328,6 +336,14 @@ def _datapath_lines(summary: dict) -> list[str]:
             if v and k in ("flows_plimit", "horizon_drops", "horizon_caps", "drop_overlimit", "ecn_mark")
         ]
         lines.append(text + (", " + ", ".join(extra) if extra else ""))
+    for link in summary.get("links", []):
+        # Cilium's EDT drops (bpf/lib/edt.h: 2 s or more ahead) happen before the qdisc: not
+        # in tc's counters (bpftool / cilium monitor show them on a real node).
+        for edt in link.get("edt") or []:
+            lines.append(
+                f"edt on {link.get('node', '?')} {link.get('dev', '?')} (pod {', '.join(edt.get('pods') or ['?'])}, "
+                f"{_rate_text(edt.get('rate_bps') or 0)}): dropped {edt.get('drops') or 0}"
+            )
     for host in summary.get("hosts", []):
         nic = host.get("nic")
         if nic:
@@ -575,12 +591,29 @@ def check(
 
 
 @app.command()
-def scenarios() -> None:
-    """List the built-in scenarios."""
-    from tcplab.loader import builtin_scenarios
+def scenarios(
+    name: Annotated[
+        str | None,
+        typer.Argument(metavar="[NAME]", help="A built-in's name (or builtin:NAME): print its full description."),
+    ] = None,
+) -> None:
+    """List the built-in scenarios, or print one's full description."""
+    import yaml
 
-    for name, desc in builtin_scenarios().items():
-        typer.echo(f"{name:<28} {desc}")
+    from tcplab.loader import BUILTIN_PREFIX, _builtin_dir, builtin_scenarios
+
+    names = builtin_scenarios()
+    if name is None:
+        for builtin, desc in names.items():
+            typer.echo(f"{builtin:<28} {desc}")
+        return
+    bare = name[len(BUILTIN_PREFIX) :] if name.startswith(BUILTIN_PREFIX) else name
+    if bare not in names:
+        _fail(f"unknown built-in scenario {bare!r}; expected one of: {', '.join(names)}", 2)
+    data = yaml.safe_load((_builtin_dir() / f"{bare}.yaml").read_text(encoding="utf-8")) or {}
+    typer.echo(f"{bare}\n")
+    typer.echo(str(data.get("description") or "").rstrip())
+    typer.echo(f"\nRun it: tcplab run builtin:{bare} -o out/{bare} (tcplab check builtin:{bare} shows what it sets up)")
 
 
 @app.command()

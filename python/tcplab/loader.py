@@ -303,7 +303,11 @@ def validate_with_overrides(
 
 def _attribute_to_overrides(error: ScenarioError | list[ScenarioWarning], overrides: list[Override]) -> None:
     """Errors (and warnings) in a value that came from ``--set`` name ``--set`` instead of the file."""
-    dotted = [ov.dotted.replace("sysctl.net.ipv4.", "sysctl.") for ov in overrides]
+    # Error paths name sysctl keys as written (validation._as_written); a bare key in the
+    # override can still meet a prefixed one in the file, so compare both forms.
+    dotted = [ov.dotted for ov in overrides] + [
+        ov.dotted.replace(f"sysctl.{p}", "sysctl.") for ov in overrides for p in ("net.ipv4.", "net.core.")
+    ]
     items = error if isinstance(error, list) else error.errors
     for e in items:
         if any(e.path == d or e.path.startswith(d + ".") for d in dotted):

@@ -138,6 +138,7 @@ SUMMARY_LINK_KEYS = (
     "reorder_events",
     "xstats",
     "child",
+    "edt",
 )
 #: Per host in summary.json: its NIC (``driver``, ``rx_ring``, ``rx_queues``, ``ethtool``
 #: counters by their ethtool -S names) and CPU model (``period_ns``, ``share``, ``on_ns``,
@@ -312,6 +313,7 @@ class Result:
             row["xstats"] = {str(k): int(v) for k, v in (link.get("xstats") or {}).items()}
             child = link.get("child")
             row["child"] = _child(child) if isinstance(child, dict) else None
+            row["edt"] = self._edt(i, link.get("edt"))
             rows.append(row)
         columns = [
             "name",
@@ -332,12 +334,35 @@ class Result:
             "reorder_events",
             "xstats",
             "child",
+            "edt",
         ]
         frame = pd.DataFrame(rows)
         for c in columns:
             if c not in frame.columns:
                 frame[c] = pd.Series(dtype="int64")
         return frame[columns + [c for c in frame.columns if c not in columns]]
+
+    def _edt(self, link_index: int, edt_out: Any) -> list[dict[str, Any]]:
+        """A link's Cilium EDT aggregates (bpf/lib/edt.h), one per pod limit: ``pods`` (names),
+        ``rate_bps``, ``drops`` (packets 2 s or more ahead, dropped before the qdisc: not in
+        tc's counters), ``stamped`` and ``passed``."""
+        if not isinstance(edt_out, list):
+            return []
+        cfg_links = self.config.get("links", [])
+        cfg = cfg_links[link_index].get("edt") or [] if link_index < len(cfg_links) else []
+        rows = []
+        for j, e in enumerate(edt_out):
+            nodes = cfg[j].get("nodes", []) if j < len(cfg) else []
+            rows.append(
+                {
+                    "pods": [_node_name(n, self._nodes) for n in nodes],
+                    "rate_bps": int(e.get("rate_bps", 0) or 0),
+                    "drops": int(e.get("drops", 0) or 0),
+                    "stamped": int(e.get("stamped", 0) or 0),
+                    "passed": int(e.get("passed", 0) or 0),
+                }
+            )
+        return rows
 
     def _timeseries_frame(self, out: EngineOutput) -> pd.DataFrame:
         ts = out.timeseries.copy()
@@ -416,9 +441,17 @@ class Result:
         return hosts
 
     def _summary(self) -> dict[str, Any]:
+        from tcplab.views.paths import flow_paths
+
+        paths = flow_paths(self.config)
         flows = []
         for row in self.flows.to_dict("records"):
-            flows.append({k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS})
+            flow = {k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS}
+            # What the route allows (tcplab.views.paths): the smallest of its link rates and
+            # shapers (tbf, fq maxrate, EDT), x mss / (mss + 52 + framing); None if unrouted.
+            path = paths.get(str(row["name"]))
+            flow["payload_ceiling_bps"] = path.payload_ceiling_bps if path else None
+            flows.append(flow)
         links = []
         for row in self.links.to_dict("records"):
             links.append({k: _json_value(row.get(k)) for k in SUMMARY_LINK_KEYS})
@@ -608,6 +641,8 @@ def _json_value(x: Any) -> Any:
     """:func:`_finite`, through dicts (xstats, child)."""
     if isinstance(x, dict):
         return {str(k): _json_value(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_json_value(v) for v in x]
     if x is None:
         return None
     if isinstance(x, float) and not math.isfinite(x):

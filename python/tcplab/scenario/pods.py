@@ -36,10 +36,11 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from tcplab.errors import UnitError, show_value
-from tcplab.scenario.bandwidth import RUNTIMES, parse_k8s_bandwidth
+from tcplab.scenario.bandwidth import RUNTIMES, cni_tbf, parse_k8s_bandwidth
 from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import Bool, NodeName
 from tcplab.scenario.hosts import CORE_SYSCTLS, Sysctl
+from tcplab.scenario.qdiscs import PSCHED_MTU_BYTES
 
 POD_MODES = ("cni", "bandwidth-manager")
 #: The veth pair's links: no serialization cost, no delay, a pfifo that never fills.
@@ -104,6 +105,50 @@ class Pod(_Model):
                 subpath=("ingress_bandwidth",),
             )
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cni_bucket_holds_a_frame(cls, data: Any) -> Any:
+        """The CNI plugin's tbf must pass a full frame: containerd's bucket is at most
+        ``rate x (2^32 - 1) ns`` (sch_tbf.c keeps it as a u32 of ns; see
+        :mod:`tcplab.scenario.bandwidth`), below one 1514-byte frame under ~2.9 kbit/s, and
+        CRI-O's wrapped limit (``rate x 25 ms - 2`` bytes) is below one frame under ~486 kbit/s;
+        either way tbf would drop every full-size packet (the engine refuses such a tbf).
+        Checked on the values as written (so the error quotes them); malformed ones are left to
+        the field validators."""
+        if not isinstance(data, dict) or data.get("mode", "cni") != "cni":
+            return data
+        runtime = "crio" if data.get("runtime") == "cri-o" else data.get("runtime", "containerd")
+        if runtime not in RUNTIMES:
+            return data
+        for field in ("egress_bandwidth", "ingress_bandwidth"):
+            raw = data.get(field)
+            if raw is None:
+                continue
+            try:
+                bps = parse_k8s_bandwidth(raw)
+            except UnitError:
+                continue
+            tbf = cni_tbf(bps, runtime)
+            if tbf["burst_bytes"] < PSCHED_MTU_BYTES:
+                raise UnitError(
+                    f"{show_value(raw)} gives the CNI plugin's tbf a bucket of {tbf['burst_bytes']} bytes "
+                    f"({runtime}'s burst is capped at rate x (2^32 - 1) ns), below one {PSCHED_MTU_BYTES}-byte "
+                    "frame: every full-size packet would be dropped",
+                    "at least 3k (about 2.9 kbit/s) in mode cni",
+                    raw,
+                    subpath=(field,),
+                )
+            if tbf["limit_bytes"] < PSCHED_MTU_BYTES:
+                raise UnitError(
+                    f"{show_value(raw)} gives the CNI plugin's tbf a limit of {tbf['limit_bytes']} bytes "
+                    f"({runtime}: rate x 25 ms + burst, wrapped in u32), below one {PSCHED_MTU_BYTES}-byte "
+                    "frame: every full-size packet would be dropped",
+                    f"at least 486k in mode cni with runtime {runtime}",
+                    raw,
+                    subpath=(field,),
+                )
+        return data
 
     def uses_bbr(self, manager: BandwidthManager) -> bool:
         """Whether the pod's sockets default to BBR (``bbr:`` here, else the manager's)."""

@@ -21,7 +21,8 @@ tbf (iproute2 tc/q_tbf.c: tbf_parse_opt(); Linux v6.12 net/sched/sch_tbf.c: tbf_
     refuses ``peakrate <= rate``). A ``burst`` (or ``mtu``) below one full frame
     (:data:`PSCHED_MTU_BYTES`, 1514) is refused: sch_tbf.c drops every packet longer than
     the bucket (``max_size``), so nothing full-size would ever pass (the kernel only
-    warns). ``mtu`` without ``peakrate`` is ignored, as the kernel ignores it.
+    warns); so is a ``limit`` below one full frame (tbf's child bfifo would drop every
+    full-size packet). ``mtu`` without ``peakrate`` is ignored, as the kernel ignores it.
     ``child:`` is the inner qdisc (any of them, as ``tc qdisc add ... parent 1:1``; a FIFO's
     limit in packets or bytes, not BDPs); without it the kernel's default: a bfifo of
     ``limit`` bytes.
@@ -184,6 +185,24 @@ def _u32_size(what: str, lo: int = 1, hi: int = U32_MAX) -> Callable[[Any], int]
     return parse
 
 
+def _tbf_limit(value: Any) -> int:
+    """tbf's ``limit``: the bytes its child bfifo holds. Every packet goes through the child
+    (Linux v6.12 sch_tbf.c: tbf_enqueue() -> qdisc_enqueue(); sch_fifo.c: bfifo_enqueue()
+    drops when backlog + len > limit), so a limit below one full frame drops every
+    full-size packet: refused, as a burst that small is."""
+    size = parse_tc_size(value)
+    if size < PSCHED_MTU_BYTES:
+        raise UnitError(
+            f"{show_value(value)} is {size} bytes, smaller than one full frame ({PSCHED_MTU_BYTES} bytes): "
+            "tbf's queue (a bfifo of limit bytes) would drop every full-size packet",
+            f"a limit of at least {PSCHED_MTU_BYTES} bytes (1514b), such as 100kb, or a latency such as 50ms",
+            value,
+        )
+    if size > U32_MAX:
+        raise UnitError(f"{show_value(value)} is too large", f"a limit of at most {U32_MAX} bytes", value)
+    return size
+
+
 def _packets(value: Any) -> int:
     """A packet count, also as tc prints it (``10000p``)."""
     if isinstance(value, str) and value.strip().endswith("p"):
@@ -232,7 +251,7 @@ def parse_tbf(body: dict) -> dict[str, Any]:
             subpath=("latency",),
         )
     if "limit" in body:
-        limit_bytes = _get(body, "limit", _u32_size("a limit"))
+        limit_bytes = _get(body, "limit", _tbf_limit)
     elif "latency" in body:
         latency_ns = _get(body, "latency", parse_time)
         limit_bytes = tbf_limit_from_latency(rate_bps, burst_bytes, latency_ns, peakrate_bps, mtu_bytes)

@@ -8,6 +8,7 @@ order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +18,7 @@ from tcplab.errors import ScenarioError, ScenarioWarning, UnitError, UnitErrors,
 from tcplab.scenario.base import UnknownKey
 from tcplab.scenario.checks import check_flows, check_nodes, partial_view
 from tcplab.scenario.model import Scenario
-from tcplab.units import rate_unit_warning
+from tcplab.units import parse_tc_size, rate_unit_warning
 
 
 def validate_scenario(
@@ -83,13 +84,103 @@ def _rate_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
+#: Size parameters of qdiscs, read as tc reads sizes (``kbit`` is 1024 bits, in bytes).
+QDISC_SIZE_KEYS = (
+    "burst",
+    "buffer",
+    "maxburst",
+    "mtu",
+    "minburst",
+    "limit",
+    "quantum",
+    "initial_quantum",
+    "memory_limit",
+)
+_BIT_SIZE = re.compile(r"\s*([0-9.]+(?:[eE][+-]?\d+)?)\s*([kmg])bit\s*\Z", re.IGNORECASE)
+
+
+def _size_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(dotted path, raw value) of every qdisc size parameter (tbf child included)."""
+    out: list[tuple[str, Any]] = []
+
+    def sizes(path: str, queue: Any) -> None:
+        if isinstance(queue, Mapping):
+            out.extend((f"{path}.{key}", queue[key]) for key in QDISC_SIZE_KEYS if key in queue)
+            sizes(f"{path}.child", queue.get("child"))
+
+    links = data.get("links")
+    for i, link in enumerate(links if isinstance(links, list) else []):
+        if isinstance(link, Mapping):
+            sizes(f"links.{i}.queue", link.get("queue"))
+            reverse = link.get("reverse")
+            if isinstance(reverse, Mapping):
+                sizes(f"links.{i}.reverse.queue", reverse.get("queue"))
+    hosts = data.get("hosts")
+    for name, host in hosts.items() if isinstance(hosts, Mapping) else []:
+        if isinstance(host, Mapping):
+            sizes(f"hosts.{name}.qdisc", host.get("qdisc"))
+    return out
+
+
+def size_unit_warning(value: Any) -> str | None:
+    """A note for a qdisc size written in bits (``32kbit``): tc reads it as 32 x 1024 bits =
+    4096 bytes (iproute2 get_size64()), where ``32kb`` would be 32 KiB; valid, but likely a slip."""
+    m = _BIT_SIZE.match(value) if isinstance(value, str) else None
+    if not m:
+        return None
+    try:
+        size = parse_tc_size(value)
+    except UnitError:
+        return None
+    number, prefix = m.group(1), m.group(2).lower()
+    return (
+        f"{show_value(value)} is {number} {prefix}bit = {size} bytes in tc's units (a {prefix}bit is "
+        f"1024{'^2' if prefix == 'm' else '^3' if prefix == 'g' else ''} bits); write {number}{prefix}b "
+        f"for {number} {prefix.upper()}iB"
+    )
+
+
+def _share_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    hosts = data.get("hosts")
+    out = []
+    for name, host in hosts.items() if isinstance(hosts, Mapping) else []:
+        cpu = host.get("cpu") if isinstance(host, Mapping) else None
+        if isinstance(cpu, Mapping) and "share" in cpu:
+            out.append((f"hosts.{name}.cpu.share", cpu["share"]))
+    return out
+
+
+def share_fraction_warning(value: Any) -> str | None:
+    """A CPU share written as a bare number of at most 1 (``0.35``): a bare number is percent,
+    so that is 0.35 % of the CPU; the writer likely meant a fraction (35 %)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except ValueError:  # "35%" and the like: a unit was written
+        return None
+    if not 0 < number <= 1:
+        return None
+    return (
+        f"{show_value(value)} is {number:g} % of the CPU (a bare number is percent); "
+        f"write {number * 100:g}% for {number * 100:g} %"
+    )
+
+
 def collect_warnings(data: Mapping[str, Any], file: str, lines: Mapping[tuple[str, ...], int]) -> list[ScenarioWarning]:
-    """Valid values that probably mean something else than intended: rates in tc's bytes/s."""
+    """Valid values that probably mean something else than intended: rates in tc's bytes/s,
+    qdisc sizes in bits, a CPU share that looks like a fraction."""
     warnings = []
-    for path, value in _rate_fields(data):
-        message = rate_unit_warning(value)
-        if message:
-            warnings.append(ScenarioWarning(message, file=file, path=path, lineno=line_of(path, lines)))
+    checks = [
+        (_rate_fields, rate_unit_warning),
+        (_size_fields, size_unit_warning),
+        (_share_fields, share_fraction_warning),
+    ]
+    for fields, warning in checks:
+        for path, value in fields(data):
+            message = warning(value)
+            if message:
+                warnings.append(ScenarioWarning(message, file=file, path=path, lineno=line_of(path, lines)))
     return warnings
 
 
@@ -126,6 +217,34 @@ def _reference_errors(data: Mapping[str, Any], file: str, known: list[ScenarioEr
         return any(path == t or path.startswith(t + ".") or t.startswith(path + ".") for t in taken)
 
     return [e for e in found if not overlaps(e.path)]
+
+
+#: Prefixes a sysctl key may be written with; the models strip them (hosts.Sysctl).
+_KEY_PREFIXES = ("net.core.", "net/core/", "net.ipv4.", "net/ipv4/")
+
+
+def _as_written(path: str, data: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """``path`` with each key as the user wrote it: a model strips ``net.core.`` /
+    ``net.ipv4.`` from sysctl keys, so an error at ``hosts.b.sysctl.netdev_budget`` is
+    reported at ``hosts.b.sysctl.net.core.netdev_budget`` when that is what ``data`` holds."""
+    if not path:
+        return ()
+    if data is None:
+        return tuple(path.split("."))
+    out: list[str] = []
+    node: Any = data
+    for seg in path.split("."):
+        written = seg
+        if isinstance(node, Mapping):
+            if seg not in node:
+                written = next((p + seg for p in _KEY_PREFIXES if p + seg in node), seg)
+            node = node.get(written)
+        elif isinstance(node, list) and seg.isdigit() and int(seg) < len(node):
+            node = node[int(seg)]
+        else:
+            node = None
+        out.append(written)
+    return tuple(out)
 
 
 def _convert(
@@ -170,7 +289,9 @@ def _convert(
     if data is not None:
         errors.extend(_reference_errors(data, file, errors))
     for e in errors:
-        e.lineno = line_of(e.path, lines)
+        parts = _as_written(e.path, data)
+        e.path = ".".join(parts)
+        e.lineno = next((lines[parts[:n]] for n in range(len(parts), 0, -1) if parts[:n] in lines), None)
         e.args = (e.line(),)
     # File order (errors without a line last, in pydantic's field order).
     errors.sort(key=lambda e: (e.lineno is None, e.lineno or 0))

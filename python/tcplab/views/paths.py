@@ -11,12 +11,18 @@ The reference lines of the plots, computed from the engine configuration that ra
   ``TCP_IP_HEADER_BYTES`` in crates/tcplab-core/src/packet.rs) plus the link's framing
   ``overhead_bytes`` (14 for Ethernet). So a link's payload rate is
   ``rate_bps * mss / (mss + 52 + overhead_bytes)`` (1448/1514 of the rate on Ethernet with
-  the default MSS), and the route's ceiling is the smallest along it. Random loss does not
-  lower it here: it is the rate the bottleneck serves, not what survives the loss model.
+  the default MSS), and the route's ceiling is the smallest along it. Every shaper on the
+  data route lowers it the same way, as each counts whole frames (no stab): a tbf's
+  ``rate_bps`` and ``peakrate_bps`` (and those of a tbf child), an fq's ``maxrate_bps``
+  (per flow: sch_fq.c's fq_dequeue() paces each flow to it) and a Cilium EDT aggregate
+  (``links[i].edt``) that holds the flow's sending pod (bpf/lib/edt.h: the pod's aggregate,
+  so the ceiling of one flow alone). Pods' veths are routed through (a node carrying pods
+  forwards). Random loss does not lower it here: it is the rate the bottleneck serves, not
+  what survives the loss model.
 * **Base RTT** (s): the propagation delays of the data route plus those of the ACK route,
   without serialization or queueing: no RTT sample can be below it.
-* **Bottleneck**: the data-route link with the smallest payload rate (the first along the
-  route on a tie: it is the one whose queue fills).
+* **Bottleneck**: the data-route link with the smallest payload rate, its shapers included
+  (the first along the route on a tie: it is the one whose queue fills).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Any
 
 from tcplab.routing import bfs_route, route_delay_ns
 
-__all__ = ["TCP_IP_HEADER_BYTES", "FlowPath", "flow_path", "flow_paths", "link_payload_bps"]
+__all__ = ["TCP_IP_HEADER_BYTES", "FlowPath", "flow_path", "flow_paths", "link_payload_bps", "shaped_payload_bps"]
 
 #: IP + TCP + timestamp option bytes of a data segment (crates/tcplab-core/src/packet.rs).
 TCP_IP_HEADER_BYTES = 20 + 20 + 12
@@ -51,19 +57,46 @@ def link_payload_bps(link: Mapping[str, Any], mss_bytes: int) -> float:
     return float(link["rate_bps"]) * mss_bytes / wire_bytes
 
 
+def _queue_rates_bps(queue: Mapping[str, Any] | None) -> list[float]:
+    """The rates a qdisc (and its child) hold every packet of one flow to: tbf ``rate`` and
+    ``peakrate``, fq ``maxrate``."""
+    if not queue:
+        return []
+    kind = queue.get("kind")
+    rates: list[float] = []
+    if kind == "tbf":
+        rates += [float(queue[k]) for k in ("rate_bps", "peakrate_bps") if queue.get(k)]
+        rates += _queue_rates_bps(queue.get("child"))
+    elif kind == "fq" and queue.get("maxrate_bps"):
+        rates.append(float(queue["maxrate_bps"]))
+    return rates
+
+
+def shaped_payload_bps(link: Mapping[str, Any], mss_bytes: int, src_node: int | None = None) -> float:
+    """Payload bit/s one flow gets through one link: its line rate, its qdisc's rates (tbf
+    rate/peakrate, fq maxrate) and the EDT aggregate holding ``src_node``, the smallest,
+    each ``x mss / (mss + 52 + overhead)``."""
+    rates = [float(link["rate_bps"]), *_queue_rates_bps(link.get("queue"))]
+    for edt in link.get("edt") or []:
+        if src_node is not None and src_node in [int(n) for n in edt.get("nodes", [])]:
+            rates.append(float(edt["rate_bps"]))
+    return link_payload_bps({**link, "rate_bps": min(rates)}, mss_bytes)
+
+
 def flow_path(config: Mapping[str, Any], flow: Mapping[str, Any]) -> FlowPath | None:
     """The path of one flow of ``config`` (an engine configuration), or None if unrouted."""
     nodes = config["nodes"]
     links = config["links"]
     ends = [(int(link["from"]), int(link["to"])) for link in links]
-    forwards = [n.get("kind", "host") == "router" for n in nodes]
+    # Routers forward, and so do hosts that carry pods (`forwarding`, as the engine's sim.rs).
+    forwards = [n.get("kind", "host") == "router" or bool(n.get("forwarding")) for n in nodes]
     src, dst = int(flow["src"]), int(flow["dst"])
     fwd = bfs_route(len(nodes), ends, src, dst, forwards)
     rev = bfs_route(len(nodes), ends, dst, src, forwards)
     if not fwd or rev is None:
         return None
     mss = int(flow.get("tcp", {}).get("mss_bytes", 1448))
-    rates = [link_payload_bps(links[i], mss) for i in fwd]
+    rates = [shaped_payload_bps(links[i], mss, src) for i in fwd]
     ceiling = min(rates)
     delays = [int(link["delay_ns"]) for link in links]
     return FlowPath(

@@ -81,7 +81,8 @@ _TEMPLATE = """<!doctype html>
 <td>{{ f.base_rtt }}</td><td>{{ f.p50 }}</td><td>{{ f.p90 }}</td><td>{{ f.p99 }}</td></tr>
 {% endfor %}
 </table>
-<p class="note">Payload ceiling: the slowest link of the flow's data route, rate &times; MSS / (MSS + 52 B
+<p class="note">Payload ceiling: the smallest rate on the flow's data route (each link's rate, a tbf's rate
+and peakrate, an fq's maxrate per flow, a pod's EDT limit), &times; MSS / (MSS + 52 B
 TCP/IP headers + link framing), i.e. 1448/1514 of the rate on Ethernet. Base RTT: the propagation
 delays of the data and ACK routes (no serialization, no queueing).</p>
 
@@ -100,7 +101,9 @@ delays of the data and ACK routes (no serialization, no queueing).</p>
 {% if qdiscs %}
 <h2>Qdisc statistics</h2>
 <p class="note">As <code>tc -s qdisc</code> names them: Sent bytes/pkt, dropped, overlimits (tbf: had to wait
-for tokens), requeues, backlog at the end, and the qdisc's own counters (xstats).</p>
+for tokens), requeues, backlog at the end, and the qdisc's own counters (xstats). An <code>edt</code> row is a pod's
+Cilium Bandwidth Manager limit, applied before the qdisc: its drops (packets 2 s or more ahead) are not in
+tc's counters; on a node, <code>bpftool</code> / <code>cilium monitor</code> show them.</p>
 <table>
 <tr><th class="l">device</th><th class="l">qdisc</th><th>Sent (bytes)</th><th>Sent (pkt)</th><th>dropped</th>
 <th>overlimits</th><th>requeues</th><th>backlog (b)</th><th>backlog (p)</th><th class="l">xstats</th></tr>
@@ -299,6 +302,15 @@ def _qdisc_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             row["device"] = f"{link.get('node', '?')} {link.get('dev', '?')}"
             row["kind"] = kind + suffix
             row["xstats"] = " ".join(f"{k} {v}" for k, v in xstats.items()) or "-"
+            rows.append(row)
+        # Cilium's EDT aggregates run before the qdisc (bpf/lib/edt.h): their drops are not tc's.
+        for edt in link.get("edt") or []:
+            row = dict.fromkeys(_QDISC_STATS, "-")
+            row["device"] = f"{link.get('node', '?')} {link.get('dev', '?')}"
+            pods = ", ".join(edt.get("pods") or ["?"])
+            row["kind"] = f"edt (Cilium, pod {pods}, {sig(edt.get('rate_bps', 0) / 1e6)} Mbit/s)"
+            row["drops"] = edt.get("drops", 0)
+            row["xstats"] = f"stamped {edt.get('stamped', 0)} passed {edt.get('passed', 0)}"
             rows.append(row)
     return rows
 

@@ -628,6 +628,7 @@ mod tests {
             rwnd_bytes: 1 << 20,
             tsval_ns: 0,
             tsecr_ns: 0,
+            tstamp_ns: 0,
             sack,
             num_sacks: blocks.len() as u8,
             flags: 0,
