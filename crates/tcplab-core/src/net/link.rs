@@ -83,6 +83,8 @@ pub struct Link {
     /// from the wire carries none), set by the simulator. Between a pod and its node
     /// (a veth, same kernel) the stamp survives, as since Linux 5.18.
     pub clears_tstamp: bool,
+    /// A FIFO qdisc, no shaper, no orphaning: the fast path of `enqueue`.
+    fifo_only: bool,
     pub wire: WireStats,
     pub acct: LinkAccounting,
     /// When the serializer finishes the last accepted packet.
@@ -120,6 +122,7 @@ impl Link {
             qdisc: Qdisc::new(&cfg.queue),
             shaper: EdtShaper::new(&cfg.edt),
             clears_tstamp: false,
+            fifo_only: cfg.queue.is_fifo() && cfg.edt.is_empty() && !cfg.orphan,
             wire: WireStats::default(),
             acct: LinkAccounting::default(),
             busy_until_ns: 0,
@@ -152,7 +155,32 @@ impl Link {
     /// Hand `pkt` to the link at `now_ns`. Returns false if the qdisc dropped it at once
     /// (`NET_XMIT_DROP` to a local sender).
     #[inline]
-    pub fn enqueue(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+    pub fn enqueue(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+        if self.fifo_only {
+            // The fast path of every link without issue 8's components: a FIFO, no EDT
+            // shaper, no namespace crossing (kept apart so it stays small and inlined).
+            let Qdisc::Fifo(q) = &mut self.qdisc else { unreachable!() };
+            let len = pkt.ip_bytes + self.overhead_bytes;
+            let start = now_ns.max(self.busy_until_ns);
+            if !q.offer(now_ns, start, len) {
+                if pkt.is_data() {
+                    self.acct.data_dropped_queue += 1;
+                }
+                return false;
+            }
+            // Saturating: a slow link with a long queue may finish beyond the engine's
+            // clock range; such a packet simply never arrives within the run.
+            let finish = time_add(start, self.tx_time(len));
+            self.busy_until_ns = finish;
+            self.put_on_wire(pkt, finish, id, ev);
+            return true;
+        }
+        self.enqueue_components(pkt, now_ns, id, ev)
+    }
+
+    /// `enqueue` through a veth crossing, an EDT shaper or a timed qdisc.
+    #[inline(never)]
+    fn enqueue_components(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
         if self.orphan && pkt.src_node == self.from {
             // A veth into another namespace: the skb is orphaned as it crosses, so its
             // sender is done with it now (TSQ budget back at once), and what happens to it
@@ -417,7 +445,7 @@ impl Link {
         self.pending_arrive_ns = NEVER;
         let (t, mut pkt) = self.pipe.pop_front()?;
         debug_assert!(t <= now_ns);
-        if self.clears_tstamp {
+        if self.clears_tstamp && pkt.tstamp_ns != 0 {
             pkt.tstamp_ns = 0;
         }
         if let Some((next, _)) = self.pipe.front() {
