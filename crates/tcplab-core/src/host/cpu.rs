@@ -15,9 +15,10 @@
 //! The off time is what `/proc/stat` shows as `steal` in the guest; it is accounted
 //! analytically over the run (`on_ns_between`), no event per slice.
 //!
-//! A share of 100 % (or a share whose off time rounds to 0 ns) is normalised to "no CPU
-//! model": [`CpuModel::new`] returns `None`, so such a host costs nothing and its results
-//! are byte-identical to a host without `cpu`.
+//! A share of 100 % is normalised to "no CPU model": [`CpuModel::new`] returns `None`,
+//! so such a host costs nothing and its results are byte-identical to a host without
+//! `cpu`. `validate` refuses a share below 1 whose off time rounds to 0 ns (it would
+//! silently be 100 %).
 //!
 //! Simplifications: one vCPU per host, and the slices are strictly periodic (a real
 //! hypervisor's scheduler jitters); the work done inside a slice takes no CPU time except
@@ -121,6 +122,12 @@ pub fn validate(cfg: &CpuConfig, at: &str) -> Result<(), String> {
             cfg.share, cfg.period_ns
         ));
     }
+    if cfg.share < 1.0 && (cfg.share * cfg.period_ns as f64).round() >= cfg.period_ns as f64 {
+        return Err(format!(
+            "{at}.share: {} of a {} ns period rounds to the whole period (no off time); expected 1.0 or a longer period",
+            cfg.share, cfg.period_ns
+        ));
+    }
     Ok(())
 }
 
@@ -199,6 +206,11 @@ mod tests {
         assert!(c(0, 0.5, 0).unwrap_err().starts_with("nodes.3.cpu.period_ns: 0 is outside"));
         assert!(c(10, 0.5, 10).unwrap_err().starts_with("nodes.3.cpu.phase_ns: 10 is not below period_ns (10)"));
         assert!(c(10, 0.01, 0).unwrap_err().starts_with("nodes.3.cpu.share: 0.01 of a 10 ns period"));
+        // 90 % of 3 ns rounds to 3 ns = the period: refused rather than silently 100 %.
+        let e = c(3, 0.9, 0).unwrap_err();
+        assert!(e.starts_with("nodes.3.cpu.share: 0.9 of a 3 ns period rounds to the whole period"), "{e}");
+        assert!(c(10_000_000, 1.0 - 1e-12, 0).unwrap_err().starts_with("nodes.3.cpu.share:"));
+        c(10, 0.9, 0).unwrap();
         c(10_000_000, 1.0, 0).unwrap();
     }
 }
