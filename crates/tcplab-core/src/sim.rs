@@ -787,7 +787,19 @@ fn fq_paces(cfg: &SimConfig, routes: &Routes, node: u32, peer: u32) -> bool {
     if l == crate::net::routing::NO_ROUTE {
         return false;
     }
-    matches!(&cfg.links[l as usize].queue, crate::config::QueueConfig::Fq(q) if q.pacing)
+    fq_in(&cfg.links[l as usize].queue)
+}
+
+/// Whether `q` or a qdisc under it is fq with pacing: fq as tbf's child still classifies
+/// the socket's skbs (tbf_enqueue() -> qdisc_enqueue() of the child -> fq_enqueue() ->
+/// fq_classify(), Linux v6.12 net/sched/sch_tbf.c, sch_fq.c), so it sets SK_PACING_FQ too.
+fn fq_in(q: &crate::config::QueueConfig) -> bool {
+    use crate::config::QueueConfig;
+    match q {
+        QueueConfig::Fq(f) => f.pacing,
+        QueueConfig::Tbf(t) => t.child.as_deref().is_some_and(fq_in),
+        _ => false,
+    }
 }
 
 /// The smallest RTT sample a path with propagation round trip `base_ns` can produce, at
