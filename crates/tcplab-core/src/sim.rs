@@ -240,7 +240,13 @@ impl Simulator {
     fn build_checked(cfg: SimConfig, checked: bool) -> Result<Simulator, String> {
         let mut links: Vec<Link> = cfg.links.iter().map(|l| Link::new(l, cfg.seed)).collect();
         for (l, c) in links.iter_mut().zip(&cfg.links) {
-            l.clears_tstamp = cfg.nodes[c.to as usize].kind == NodeKind::Router;
+            // A packet that crossed a wire loses its EDT stamp: a host forwarding it clears
+            // skb->tstamp (Linux v6.12 net/ipv4/ip_forward.c: ip_forward_finish() ->
+            // skb_clear_tstamp()), and one addressed to the host no longer needs it. Only a
+            // veth (`orphan`) keeps it: Cilium redirects a pod's packets into the node by BPF
+            // (no ip_forward), and since Linux 5.18 the mono delivery time survives the
+            // namespace crossing.
+            l.clears_tstamp = !c.orphan;
         }
         let pairs: Vec<(u32, u32)> = cfg.links.iter().map(|l| (l.from, l.to)).collect();
         // Routers forward, and so do hosts with `forwarding` (a Kubernetes node carrying its pods).
@@ -859,6 +865,24 @@ mod tests {
             }],
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
         }
+    }
+
+    #[test]
+    fn every_link_but_a_veth_clears_the_edt_stamp() {
+        // a -> b (a host that forwards, as a node carrying pods) -> c, b -> pod over a veth.
+        let mut cfg = two_hosts(1_000_000_000, 0, 0, 1_000_000);
+        cfg.nodes[1].forwarding = true;
+        cfg.nodes.push(NodeConfig::new("r", NodeKind::Router));
+        cfg.nodes.push(NodeConfig::new("pod", NodeKind::Host));
+        let mut l = cfg.links[0].clone();
+        (l.name, l.from, l.to) = ("br".into(), 1, 2);
+        cfg.links.push(l.clone());
+        (l.name, l.from, l.to, l.orphan) = ("bpod".into(), 1, 3, true);
+        cfg.links.push(l);
+        let sim = Simulator::build(cfg).unwrap();
+        let clears: Vec<bool> = (0..4).map(|i| sim.link(i).clears_tstamp).collect();
+        // host -> host, host -> host, host -> router, veth.
+        assert_eq!(clears, [true, true, true, false]);
     }
 
     #[test]
