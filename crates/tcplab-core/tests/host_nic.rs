@@ -167,7 +167,7 @@ fn bad_nic_and_cpu_settings_are_refused_by_field() {
             Box::new(|c| c.nodes[2].nic.as_mut().unwrap().allowance = Some(AllowanceConfig { rate_bps: 0, burst_bytes: 10_000, pps: None, pps_burst: None, queue_packets: 1 })),
         ),
         (
-            "nodes.2.nic.allowance.burst_bytes: 100 is outside [1500,",
+            "nodes.2.nic.allowance.burst_bytes: 100 is outside [1514,",
             Box::new(|c| c.nodes[2].nic.as_mut().unwrap().allowance = Some(AllowanceConfig { rate_bps: 1, burst_bytes: 100, pps: None, pps_burst: None, queue_packets: 1 })),
         ),
         ("nodes.0.cpu.share: 0 is outside (0, 1]", Box::new(|c| c.nodes[0].cpu = Some(CpuConfig { period_ns: 10, share: 0.0, phase_ns: 0 }))),
