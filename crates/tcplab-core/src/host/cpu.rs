@@ -85,8 +85,11 @@ impl CpuModel {
         (self.on_time_until(b_ns) - self.on_time_until(a_ns)) as u64
     }
 
-    /// When `work_ns` of CPU time, starting at `t_ns`, is done: the work pauses while the
-    /// host is off. With no work, the next moment the host is on.
+    /// When `work_ns` of CPU time, starting at `t_ns`, is done and its result can be used:
+    /// the work pauses while the host is off. Work that ends exactly at a slice's end
+    /// (slices are `[start, start + on_ns)`) is used at the start of the next slice, so
+    /// whatever runs then (TCP) never runs at an instant the host is off. With no work,
+    /// the next moment the host is on.
     pub fn after_on(&self, t_ns: u64, work_ns: u64) -> u64 {
         if work_ns == 0 {
             return self.next_on(t_ns);
@@ -94,8 +97,9 @@ impl CpuModel {
         let target = self.on_time_until(t_ns) + work_ns as u128;
         let (p, on) = (self.period_ns as u128, self.on_ns as u128);
         let (k, r) = (target / on, target % on);
-        // Shifted time at which the cumulative CPU time reaches `target`.
-        let y = if r == 0 { (k - 1) * p + on } else { k * p + r };
+        // Shifted time at which the cumulative CPU time reaches `target`; with r == 0 it
+        // is reached at the end of slice k - 1, and k x p is the start of slice k.
+        let y = k * p + r;
         let shift = (self.period_ns - self.phase_ns) as u128;
         (y - shift + self.origin_ns as u128).min(u64::MAX as u128) as u64
     }
@@ -186,14 +190,22 @@ mod tests {
         assert_eq!(m.after_on(O + 4_000_000, 2_000_000), O + 11_000_000);
         // Work started while off starts at the next slice.
         assert_eq!(m.after_on(O + 7_000_000, 1_000), O + 10_001_000);
-        // Work that ends exactly at a slice's end ends there.
-        assert_eq!(m.after_on(O + 4_000_000, 1_000_000), O + 5_000_000);
+        // Work that ends exactly at a slice's end (an off instant) is used at the next start.
+        assert_eq!(m.after_on(O + 4_000_000, 1_000_000), O + 10_000_000);
+        assert_eq!(m.after_on(O, 5_000_000), O + 10_000_000);
         assert_eq!(m.after_on(O + 7_000_000, 0), O + 10_000_000);
         // Consistent with the accounting.
         for (t, w) in [(O + 123, 7_654_321), (O + 6_000_000, 12_345_678)] {
             let end = m.after_on(t, w);
             assert_eq!(m.on_ns_between(t, end), w);
             assert!(m.on_ns_between(t, end - 1) < w);
+        }
+        // Ends on a slice boundary: done at the first on instant with all the work behind it.
+        for (t, w) in [(O, 5_000_000), (O + 1_000_000, 9_000_000), (O + 6_000_000, 5_000_000)] {
+            let end = m.after_on(t, w);
+            assert!(m.is_on(end), "{t} {w} -> {end}");
+            assert_eq!(m.on_ns_between(t, end), w);
+            assert_eq!(m.after_on(t, w - 1) + 1, end - (m.period_ns - m.on_ns));
         }
     }
 
