@@ -390,19 +390,21 @@ impl Simulator {
             EventKind::LinkArrive => {
                 let Some(pkt) = self.net.links[id as usize].on_arrive(now, id, &mut self.ev) else { return };
                 let node = self.net.links[id as usize].to;
-                if node == pkt.dst_node {
-                    let pkt = if self.host_models {
-                        match self.host_receive(id, node, pkt, now) {
-                            Some(p) => p,
-                            None => return,
-                        }
-                    } else {
-                        pkt
-                    };
-                    self.deliver(pkt, now);
+                // A host's NIC and CPU take every packet it receives from a wire, also those
+                // it forwards (a node carrying pods, or any host with `forwarding`): Linux
+                // forwards in the receive softirq (v6.12 net/core/dev.c:
+                // __netif_receive_skb() -> net/ipv4/ip_input.c: ip_rcv() -> ip_forward()).
+                // A packet from a pod's veth (`orphan`) does not cross the physical NIC's
+                // ring, so only those addressed to the host go through the model, as before.
+                let pkt = if self.host_models && (node == pkt.dst_node || !self.net.links[id as usize].orphan) {
+                    match self.host_receive(id, node, pkt, now) {
+                        Some(p) => p,
+                        None => return,
+                    }
                 } else {
-                    self.net.forward(node, pkt, now, &mut self.ev);
-                }
+                    pkt
+                };
+                self.deliver_or_forward(node, pkt, now);
             }
             EventKind::XmitTimer | EventKind::DelackTimer | EventKind::PacingTimer => {
                 let slot = match kind {
@@ -464,10 +466,22 @@ impl Simulator {
             }
             EventKind::NicPoll => {
                 if let Some(pkt) = self.hosts[id as usize].on_poll(now, id, &mut self.ev) {
-                    self.deliver(pkt, now);
+                    let node = self.hosts[id as usize].node;
+                    self.deliver_or_forward(node, pkt, now);
                 }
             }
             EventKind::NicAllowance => self.hosts[id as usize].on_allowance(now, id, &mut self.ev),
+        }
+    }
+
+    /// A packet that `node` received (and, with a host model, processed): to its
+    /// endpoint's TCP if addressed to the node, else forwarded.
+    #[inline]
+    fn deliver_or_forward(&mut self, node: u32, pkt: crate::packet::Packet, now: u64) {
+        if node == pkt.dst_node {
+            self.deliver(pkt, now);
+        } else {
+            self.net.forward(node, pkt, now, &mut self.ev);
         }
     }
 
@@ -483,8 +497,9 @@ impl Simulator {
         self.sync_timers(ep);
     }
 
-    /// A packet arrived over link `link` at its host `node`, which may have a model: the
-    /// packet if TCP takes it now, else `None` (held or dropped by the NIC).
+    /// A packet arrived over link `link` at host `node`, which may have a model: the
+    /// packet if the host takes it now (TCP, or forwarding), else `None` (held or dropped
+    /// by the NIC).
     #[inline(never)]
     fn host_receive(&mut self, link: u32, node: u32, pkt: crate::packet::Packet, now: u64) -> Option<crate::packet::Packet> {
         let h = self.host_of_node[node as usize];
