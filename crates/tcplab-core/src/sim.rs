@@ -240,7 +240,13 @@ impl Simulator {
     fn build_checked(cfg: SimConfig, checked: bool) -> Result<Simulator, String> {
         let mut links: Vec<Link> = cfg.links.iter().map(|l| Link::new(l, cfg.seed)).collect();
         for (l, c) in links.iter_mut().zip(&cfg.links) {
-            l.clears_tstamp = cfg.nodes[c.to as usize].kind == NodeKind::Router;
+            // A packet that crossed a wire loses its EDT stamp: a host forwarding it clears
+            // skb->tstamp (Linux v6.12 net/ipv4/ip_forward.c: ip_forward_finish() ->
+            // skb_clear_tstamp()), and one addressed to the host no longer needs it. Only a
+            // veth (`orphan`) keeps it: Cilium redirects a pod's packets into the node by BPF
+            // (no ip_forward), and since Linux 5.18 the mono delivery time survives the
+            // namespace crossing.
+            l.clears_tstamp = !c.orphan;
         }
         let pairs: Vec<(u32, u32)> = cfg.links.iter().map(|l| (l.from, l.to)).collect();
         // Routers forward, and so do hosts with `forwarding` (a Kubernetes node carrying its pods).
@@ -384,19 +390,21 @@ impl Simulator {
             EventKind::LinkArrive => {
                 let Some(pkt) = self.net.links[id as usize].on_arrive(now, id, &mut self.ev) else { return };
                 let node = self.net.links[id as usize].to;
-                if node == pkt.dst_node {
-                    let pkt = if self.host_models {
-                        match self.host_receive(id, node, pkt, now) {
-                            Some(p) => p,
-                            None => return,
-                        }
-                    } else {
-                        pkt
-                    };
-                    self.deliver(pkt, now);
+                // A host's NIC and CPU take every packet it receives from a wire, also those
+                // it forwards (a node carrying pods, or any host with `forwarding`): Linux
+                // forwards in the receive softirq (v6.12 net/core/dev.c:
+                // __netif_receive_skb() -> net/ipv4/ip_input.c: ip_rcv() -> ip_forward()).
+                // A packet from a pod's veth (`orphan`) does not cross the physical NIC's
+                // ring, so only those addressed to the host go through the model, as before.
+                let pkt = if self.host_models && (node == pkt.dst_node || !self.net.links[id as usize].orphan) {
+                    match self.host_receive(id, node, pkt, now) {
+                        Some(p) => p,
+                        None => return,
+                    }
                 } else {
-                    self.net.forward(node, pkt, now, &mut self.ev);
-                }
+                    pkt
+                };
+                self.deliver_or_forward(node, pkt, now);
             }
             EventKind::XmitTimer | EventKind::DelackTimer | EventKind::PacingTimer => {
                 let slot = match kind {
@@ -458,10 +466,22 @@ impl Simulator {
             }
             EventKind::NicPoll => {
                 if let Some(pkt) = self.hosts[id as usize].on_poll(now, id, &mut self.ev) {
-                    self.deliver(pkt, now);
+                    let node = self.hosts[id as usize].node;
+                    self.deliver_or_forward(node, pkt, now);
                 }
             }
             EventKind::NicAllowance => self.hosts[id as usize].on_allowance(now, id, &mut self.ev),
+        }
+    }
+
+    /// A packet that `node` received (and, with a host model, processed): to its
+    /// endpoint's TCP if addressed to the node, else forwarded.
+    #[inline]
+    fn deliver_or_forward(&mut self, node: u32, pkt: crate::packet::Packet, now: u64) {
+        if node == pkt.dst_node {
+            self.deliver(pkt, now);
+        } else {
+            self.net.forward(node, pkt, now, &mut self.ev);
         }
     }
 
@@ -477,8 +497,9 @@ impl Simulator {
         self.sync_timers(ep);
     }
 
-    /// A packet arrived over link `link` at its host `node`, which may have a model: the
-    /// packet if TCP takes it now, else `None` (held or dropped by the NIC).
+    /// A packet arrived over link `link` at host `node`, which may have a model: the
+    /// packet if the host takes it now (TCP, or forwarding), else `None` (held or dropped
+    /// by the NIC).
     #[inline(never)]
     fn host_receive(&mut self, link: u32, node: u32, pkt: crate::packet::Packet, now: u64) -> Option<crate::packet::Packet> {
         let h = self.host_of_node[node as usize];
@@ -787,7 +808,19 @@ fn fq_paces(cfg: &SimConfig, routes: &Routes, node: u32, peer: u32) -> bool {
     if l == crate::net::routing::NO_ROUTE {
         return false;
     }
-    matches!(&cfg.links[l as usize].queue, crate::config::QueueConfig::Fq(q) if q.pacing)
+    fq_in(&cfg.links[l as usize].queue)
+}
+
+/// Whether `q` or a qdisc under it is fq with pacing: fq as tbf's child still classifies
+/// the socket's skbs (tbf_enqueue() -> qdisc_enqueue() of the child -> fq_enqueue() ->
+/// fq_classify(), Linux v6.12 net/sched/sch_tbf.c, sch_fq.c), so it sets SK_PACING_FQ too.
+fn fq_in(q: &crate::config::QueueConfig) -> bool {
+    use crate::config::QueueConfig;
+    match q {
+        QueueConfig::Fq(f) => f.pacing,
+        QueueConfig::Tbf(t) => t.child.as_deref().is_some_and(fq_in),
+        _ => false,
+    }
 }
 
 /// The smallest RTT sample a path with propagation round trip `base_ns` can produce, at
@@ -847,6 +880,24 @@ mod tests {
             }],
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
         }
+    }
+
+    #[test]
+    fn every_link_but_a_veth_clears_the_edt_stamp() {
+        // a -> b (a host that forwards, as a node carrying pods) -> c, b -> pod over a veth.
+        let mut cfg = two_hosts(1_000_000_000, 0, 0, 1_000_000);
+        cfg.nodes[1].forwarding = true;
+        cfg.nodes.push(NodeConfig::new("r", NodeKind::Router));
+        cfg.nodes.push(NodeConfig::new("pod", NodeKind::Host));
+        let mut l = cfg.links[0].clone();
+        (l.name, l.from, l.to) = ("br".into(), 1, 2);
+        cfg.links.push(l.clone());
+        (l.name, l.from, l.to, l.orphan) = ("bpod".into(), 1, 3, true);
+        cfg.links.push(l);
+        let sim = Simulator::build(cfg).unwrap();
+        let clears: Vec<bool> = (0..4).map(|i| sim.link(i).clears_tstamp).collect();
+        // host -> host, host -> host, host -> router, veth.
+        assert_eq!(clears, [true, true, true, false]);
     }
 
     #[test]

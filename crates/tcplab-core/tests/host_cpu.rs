@@ -183,3 +183,28 @@ fn a_timed_qdisc_on_the_hosts_egress_waits_for_the_cpu_but_a_fifo_keeps_sending(
         assert!(out.flows[0].bytes_received > 1_000_000);
     }
 }
+
+#[test]
+fn tcp_never_runs_at_the_instant_a_slice_ends() {
+    // Slices are [start, start + on_ns). The receiver is on 3.5 ms of every 10 ms and its
+    // NIC spends 5 us per packet, which divides 3.5 ms: a ring busy through a whole slice
+    // (the data that arrived while it was off) finishes a packet exactly at the slice's
+    // end, where the host is already off. TCP must not take it (and ACK) then.
+    let mut cfg = dumbbell(1, CcKind::Cubic, 1_000_000_000, 5 * MS, QueueConfig::Pfifo { limit_packets: 2000 }, 1_000_000_000);
+    cfg.nodes[1].cpu = cpu(10 * MS, 0.35, 0);
+    cfg.nodes[1].nic = Some(NicConfig { rx_ring: 4096, rx_cost_ns: 5_000, irq_delay_ns: 0, ..NicConfig::default() });
+    let end = cfg.duration_ns;
+    let mut sim = Simulator::new(cfg).unwrap();
+    let acks = |s: &Simulator| s.socket(1).tp.mib.get(Mib::TcpOutSegs);
+    let (mut t, mut sent_on) = (0, 0);
+    while t + 10 * MS <= end {
+        let b = acks(&sim);
+        sim.run_until(t + 3_500_000 - 1).unwrap();
+        let a = acks(&sim);
+        sent_on += a - b;
+        sim.run_until(t + 10 * MS - 1).unwrap(); // includes the slice's end, t + 3.5 ms
+        assert_eq!(acks(&sim), a, "ACKs sent while off in [{}, {}) ns", t + 3_500_000, t + 10 * MS);
+        t += 10 * MS;
+    }
+    assert!(sent_on > 1000, "only {sent_on} ACKs");
+}

@@ -167,7 +167,7 @@ fn bad_nic_and_cpu_settings_are_refused_by_field() {
             Box::new(|c| c.nodes[2].nic.as_mut().unwrap().allowance = Some(AllowanceConfig { rate_bps: 0, burst_bytes: 10_000, pps: None, pps_burst: None, queue_packets: 1 })),
         ),
         (
-            "nodes.2.nic.allowance.burst_bytes: 100 is outside [1500,",
+            "nodes.2.nic.allowance.burst_bytes: 100 is outside [1514,",
             Box::new(|c| c.nodes[2].nic.as_mut().unwrap().allowance = Some(AllowanceConfig { rate_bps: 1, burst_bytes: 100, pps: None, pps_burst: None, queue_packets: 1 })),
         ),
         ("nodes.0.cpu.share: 0 is outside (0, 1]", Box::new(|c| c.nodes[0].cpu = Some(CpuConfig { period_ns: 10, share: 0.0, phase_ns: 0 }))),
@@ -196,4 +196,36 @@ fn the_memory_estimate_counts_the_rings_and_refuses_huge_ones_by_field() {
     cfg.nodes[1].nic = Some(NicConfig { rx_ring: 65536, rx_queues: 1024, ..NicConfig::default() });
     let err = cfg.validate().unwrap_err();
     assert!(err.starts_with("nodes.1.nic: 65536 descriptors x 1024 queues"), "{err}");
+}
+
+#[test]
+fn traffic_a_node_forwards_to_its_pod_takes_its_nic_and_cpu_too() {
+    // s0 -> worker (a node carrying a pod: `forwarding`) -> veth -> pod. The worker's NIC
+    // has a 16-descriptor ring at 50 us of CPU per packet, and the worker has 30 % of its
+    // CPU: whatever the packets' destination (the worker or its pod), they all cross its
+    // ring and NAPI (the forwarding runs in the same softirq, Linux v6.12 net/core/dev.c:
+    // __netif_receive_skb() -> ip_rcv() -> ip_forward()), so both flows together get at
+    // most 0.3 / 50 us = 6000 frames/s.
+    let d = 2_000_000_000;
+    let mut cfg = dumbbell(1, CcKind::Cubic, 1_000_000_000, MS, QueueConfig::Pfifo { limit_packets: 1000 }, d);
+    let (worker, pod) = (1u32, 4u32);
+    cfg.nodes[worker as usize].forwarding = true;
+    cfg.nodes[worker as usize].cpu = Some(CpuConfig { period_ns: 10 * MS, share: 0.3, phase_ns: 0 });
+    cfg.nodes[worker as usize].nic = Some(NicConfig { rx_ring: 16, rx_cost_ns: 50_000, ..NicConfig::default() });
+    cfg.nodes.push(NodeConfig::new("pod", NodeKind::Host));
+    for (from, to) in [(worker, pod), (pod, worker)] {
+        let mut l = cfg.links[0].clone();
+        (l.name, l.from, l.to, l.rate_bps, l.delay_ns, l.orphan) = (format!("veth{from}{to}"), from, to, 10_000_000_000, 0, true);
+        cfg.links.push(l);
+    }
+    let mut to_worker = cfg.flows[0].clone();
+    cfg.flows[0].dst = pod;
+    to_worker.name = "to-worker".into();
+    cfg.flows.push(to_worker);
+    let out = Simulator::new(cfg).unwrap().run();
+    assert!(out.invariant.ok, "{}", out.invariant.message);
+    let mbps = |i: usize| out.flows[i].bytes_received as f64 * 8.0 / (d as f64 / 1e9) / 1e6;
+    let cap_mbps = 0.3 / 50e-6 * 1448.0 * 8.0 / 1e6;
+    assert!(mbps(0) + mbps(1) <= cap_mbps * 1.01, "to the pod {:.1} + to the worker {:.1} Mbit/s, the ring carries {cap_mbps:.1}", mbps(0), mbps(1));
+    assert!(mbps(0) > 1.0 && mbps(1) > 1.0, "{:.1} {:.1}", mbps(0), mbps(1));
 }

@@ -227,3 +227,23 @@ fn tsq_keeps_a_fast_senders_own_fq_far_below_flow_limit() {
     assert!(g > 0.8 * 1e9 * PAYLOAD_SHARE, "goodput {g}");
     assert!(out.invariant.ok, "{}", out.invariant.message);
 }
+
+#[test]
+fn fq_under_tbf_still_sets_sk_pacing_fq() {
+    // tbf's child fq classifies the socket's skbs (tbf_enqueue() -> fq_enqueue() ->
+    // fq_classify(), Linux v6.12 net/sched/sch_tbf.c, sch_fq.c): SK_PACING_FQ as at top level.
+    let tbf = |child: QueueConfig| {
+        QueueConfig::Tbf(TbfConfig {
+            rate_bps: 50_000_000,
+            burst_bytes: 64_000,
+            limit_bytes: 1_000_000,
+            peakrate_bps: None,
+            mtu_bytes: None,
+            child: Some(Box::new(child)),
+        })
+    };
+    let sim = paced_bbr(tbf(QueueConfig::Fq(fq())));
+    assert_eq!(sim.socket(0).tp.sk_pacing_status, PacingStatus::Fq);
+    let sim = paced_bbr(tbf(QueueConfig::Fq(FqConfig { pacing: false, ..fq() })));
+    assert_eq!(sim.socket(0).tp.sk_pacing_status, PacingStatus::Needed);
+}

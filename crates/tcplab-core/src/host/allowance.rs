@@ -126,6 +126,14 @@ impl Allowance {
     /// A packet of `len_bytes` (frame) arrives at `now_ns`.
     pub fn offer(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64) -> Admit {
         self.refill(now_ns);
+        if len_bytes as u128 * 8 * NS > self.cap_bits {
+            // Larger than the whole byte bucket: its tokens can never be there, and a head
+            // that never passes would stall the queue for good. Dropped (and counted as
+            // exceeded, the only ENA counter such a packet can be in).
+            self.bw_in_allowance_exceeded += 1;
+            self.dropped += 1;
+            return Admit::Dropped(pkt);
+        }
         let need_bytes = self.queued_bytes + len_bytes as u64;
         let need_pkts = self.queue.len() as u64 + 1;
         let (bw, pps) = (self.bits_short(need_bytes), self.pkts_short(need_pkts));
@@ -179,7 +187,7 @@ pub fn validate(cfg: &AllowanceConfig, at: &str) -> Result<(), String> {
     }
     if cfg.burst_bytes < MTU_BYTES as u64 || cfg.burst_bytes > 1 << 40 {
         return Err(format!(
-            "{at}.burst_bytes: {} is outside [{MTU_BYTES}, {}] bytes (at least one MTU)",
+            "{at}.burst_bytes: {} is outside [{MTU_BYTES}, {}] bytes (at least one full frame)",
             cfg.burst_bytes,
             1u64 << 40
         ));
@@ -203,8 +211,9 @@ pub fn validate(cfg: &AllowanceConfig, at: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One MTU: the smallest bucket that can pass a full-sized packet.
-pub const MTU_BYTES: u32 = 1500;
+/// One full Ethernet frame (1500-byte MTU + 14-byte header): the smallest bucket that can
+/// pass a full-sized packet (a frame with more link overhead than that is dropped).
+pub const MTU_BYTES: u32 = 1514;
 
 #[cfg(test)]
 mod tests {
@@ -239,6 +248,21 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_larger_than_the_bucket_is_dropped_not_queued_for_ever() {
+        // 1514-byte bucket, 1538-byte frames (1514 + 24 bytes of preamble, FCS, gap): no
+        // refill can ever hold one, so each is dropped and the queue stays empty.
+        let cfg = AllowanceConfig { rate_bps: 1_000_000, burst_bytes: 1514, pps: None, pps_burst: None, queue_packets: 8 };
+        let mut a = Allowance::new(&cfg);
+        for k in 0..3u64 {
+            assert!(matches!(a.offer(data(1448), 1538, 1_000_000_000 * (k + 1)), Admit::Dropped(_)));
+        }
+        assert_eq!((a.queued(), a.wake_at()), (0, None));
+        assert_eq!((a.bw_in_allowance_exceeded, a.dropped), (3, 3));
+        // A frame that fits the bucket still passes.
+        assert!(matches!(a.offer(data(1462), 1514, 4_000_000_000), Admit::Pass(_)));
+    }
+
+    #[test]
     fn the_packet_bucket_counts_apart() {
         // Plenty of bytes, 1000 pps with a 2-packet bucket.
         let cfg = AllowanceConfig { rate_bps: 1 << 40, burst_bytes: 1 << 30, pps: Some(1000), pps_burst: Some(2), queue_packets: 10 };
@@ -257,8 +281,9 @@ mod tests {
         validate(&base, "x").unwrap();
         let e = validate(&AllowanceConfig { rate_bps: 0, ..base.clone() }, "nodes.1.nic.allowance").unwrap_err();
         assert!(e.starts_with("nodes.1.nic.allowance.rate_bps: 0 is outside"), "{e}");
-        let e = validate(&AllowanceConfig { burst_bytes: 1499, ..base.clone() }, "a").unwrap_err();
-        assert!(e.starts_with("a.burst_bytes: 1499 is outside [1500,"), "{e}");
+        let e = validate(&AllowanceConfig { burst_bytes: 1513, ..base.clone() }, "a").unwrap_err();
+        assert!(e.starts_with("a.burst_bytes: 1513 is outside [1514,"), "{e}");
+        validate(&AllowanceConfig { burst_bytes: 1514, ..base.clone() }, "a").unwrap();
         let e = validate(&AllowanceConfig { pps: Some(0), ..base }, "a").unwrap_err();
         assert!(e.starts_with("a.pps: 0 is outside"), "{e}");
     }

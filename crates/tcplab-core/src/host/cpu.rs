@@ -15,9 +15,10 @@
 //! The off time is what `/proc/stat` shows as `steal` in the guest; it is accounted
 //! analytically over the run (`on_ns_between`), no event per slice.
 //!
-//! A share of 100 % (or a share whose off time rounds to 0 ns) is normalised to "no CPU
-//! model": [`CpuModel::new`] returns `None`, so such a host costs nothing and its results
-//! are byte-identical to a host without `cpu`.
+//! A share of 100 % is normalised to "no CPU model": [`CpuModel::new`] returns `None`,
+//! so such a host costs nothing and its results are byte-identical to a host without
+//! `cpu`. `validate` refuses a share below 1 whose off time rounds to 0 ns (it would
+//! silently be 100 %).
 //!
 //! Simplifications: one vCPU per host, and the slices are strictly periodic (a real
 //! hypervisor's scheduler jitters); the work done inside a slice takes no CPU time except
@@ -84,8 +85,11 @@ impl CpuModel {
         (self.on_time_until(b_ns) - self.on_time_until(a_ns)) as u64
     }
 
-    /// When `work_ns` of CPU time, starting at `t_ns`, is done: the work pauses while the
-    /// host is off. With no work, the next moment the host is on.
+    /// When `work_ns` of CPU time, starting at `t_ns`, is done and its result can be used:
+    /// the work pauses while the host is off. Work that ends exactly at a slice's end
+    /// (slices are `[start, start + on_ns)`) is used at the start of the next slice, so
+    /// whatever runs then (TCP) never runs at an instant the host is off. With no work,
+    /// the next moment the host is on.
     pub fn after_on(&self, t_ns: u64, work_ns: u64) -> u64 {
         if work_ns == 0 {
             return self.next_on(t_ns);
@@ -93,8 +97,9 @@ impl CpuModel {
         let target = self.on_time_until(t_ns) + work_ns as u128;
         let (p, on) = (self.period_ns as u128, self.on_ns as u128);
         let (k, r) = (target / on, target % on);
-        // Shifted time at which the cumulative CPU time reaches `target`.
-        let y = if r == 0 { (k - 1) * p + on } else { k * p + r };
+        // Shifted time at which the cumulative CPU time reaches `target`; with r == 0 it
+        // is reached at the end of slice k - 1, and k x p is the start of slice k.
+        let y = k * p + r;
         let shift = (self.period_ns - self.phase_ns) as u128;
         (y - shift + self.origin_ns as u128).min(u64::MAX as u128) as u64
     }
@@ -118,6 +123,12 @@ pub fn validate(cfg: &CpuConfig, at: &str) -> Result<(), String> {
     if cfg.share < 1.0 && (cfg.share * cfg.period_ns as f64).round() < 1.0 {
         return Err(format!(
             "{at}.share: {} of a {} ns period is below 1 ns of CPU per period; expected a larger share or period",
+            cfg.share, cfg.period_ns
+        ));
+    }
+    if cfg.share < 1.0 && (cfg.share * cfg.period_ns as f64).round() >= cfg.period_ns as f64 {
+        return Err(format!(
+            "{at}.share: {} of a {} ns period rounds to the whole period (no off time); expected 1.0 or a longer period",
             cfg.share, cfg.period_ns
         ));
     }
@@ -179,14 +190,22 @@ mod tests {
         assert_eq!(m.after_on(O + 4_000_000, 2_000_000), O + 11_000_000);
         // Work started while off starts at the next slice.
         assert_eq!(m.after_on(O + 7_000_000, 1_000), O + 10_001_000);
-        // Work that ends exactly at a slice's end ends there.
-        assert_eq!(m.after_on(O + 4_000_000, 1_000_000), O + 5_000_000);
+        // Work that ends exactly at a slice's end (an off instant) is used at the next start.
+        assert_eq!(m.after_on(O + 4_000_000, 1_000_000), O + 10_000_000);
+        assert_eq!(m.after_on(O, 5_000_000), O + 10_000_000);
         assert_eq!(m.after_on(O + 7_000_000, 0), O + 10_000_000);
         // Consistent with the accounting.
         for (t, w) in [(O + 123, 7_654_321), (O + 6_000_000, 12_345_678)] {
             let end = m.after_on(t, w);
             assert_eq!(m.on_ns_between(t, end), w);
             assert!(m.on_ns_between(t, end - 1) < w);
+        }
+        // Ends on a slice boundary: done at the first on instant with all the work behind it.
+        for (t, w) in [(O, 5_000_000), (O + 1_000_000, 9_000_000), (O + 6_000_000, 5_000_000)] {
+            let end = m.after_on(t, w);
+            assert!(m.is_on(end), "{t} {w} -> {end}");
+            assert_eq!(m.on_ns_between(t, end), w);
+            assert_eq!(m.after_on(t, w - 1) + 1, end - (m.period_ns - m.on_ns));
         }
     }
 
@@ -199,6 +218,11 @@ mod tests {
         assert!(c(0, 0.5, 0).unwrap_err().starts_with("nodes.3.cpu.period_ns: 0 is outside"));
         assert!(c(10, 0.5, 10).unwrap_err().starts_with("nodes.3.cpu.phase_ns: 10 is not below period_ns (10)"));
         assert!(c(10, 0.01, 0).unwrap_err().starts_with("nodes.3.cpu.share: 0.01 of a 10 ns period"));
+        // 90 % of 3 ns rounds to 3 ns = the period: refused rather than silently 100 %.
+        let e = c(3, 0.9, 0).unwrap_err();
+        assert!(e.starts_with("nodes.3.cpu.share: 0.9 of a 3 ns period rounds to the whole period"), "{e}");
+        assert!(c(10_000_000, 1.0 - 1e-12, 0).unwrap_err().starts_with("nodes.3.cpu.share:"));
+        c(10, 0.9, 0).unwrap();
         c(10_000_000, 1.0, 0).unwrap();
     }
 }

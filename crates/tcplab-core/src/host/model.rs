@@ -6,8 +6,8 @@
 //! ([`Nic::ideal`]): packets that arrive while it is off wait, unbounded and at no cost,
 //! for its next slice; while it is on they go straight to TCP as without a model.
 //!
-//! Receive path of a packet addressed to the host: allowance (if any) -> ring -> NAPI
-//! poll -> TCP. Data packets dropped on the way are counted here (`data_dropped`) for
+//! Receive path of a packet the host gets from a wire, addressed to it or forwarded by
+//! it: allowance (if any) -> ring -> NAPI poll -> TCP (or forwarding, `sim.rs`). Data packets dropped on the way are counted here (`data_dropped`) for
 //! the conservation check, and the ones waiting count as in flight (`data_held`).
 
 use crate::config::NodeConfig;
@@ -56,8 +56,8 @@ impl HostModel {
         self.cpu.as_ref().is_none_or(|c| c.is_on(now_ns))
     }
 
-    /// A packet for this host arrived (`len_bytes`: its frame on the arriving link).
-    /// Returns it if TCP takes it at once (an always-on host with an ideal NIC, idle).
+    /// A packet for this host, or for it to forward, arrived (`len_bytes`: its frame on
+    /// the arriving link). Returns it if the host takes it at once (an always-on host with an ideal NIC, idle).
     pub fn receive(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, id: u32, ev: &mut EventQueue) -> Option<Packet> {
         if !self.has_nic && self.nic.idle() && self.is_on(now_ns) {
             return Some(pkt);
