@@ -192,3 +192,21 @@ def test_mq_children_are_told_apart(tmp_path: Path) -> None:
     _host, findings = diagnose_paths([tmp_path / "a.txt", tmp_path / "b.txt"])
     (f,) = [f for f in findings if f.id == "fq-codel-drops"]
     assert f.data["drops"] == 40 and "during the capture" in f.summary
+
+
+def _one_snapshot(tmp_path: Path, rtx: int, timeouts: int):  # noqa: ANN202
+    (tmp_path / "ethtool.txt").write_text("NIC statistics:\n     rx_drops: 500\n     bw_in_allowance_exceeded: 0\n")
+    (tmp_path / "nstat.txt").write_text(
+        f"#kernel\nTcpOutSegs 10000 0.0\nTcpRetransSegs {rtx} 0.0\nTcpExtTCPTimeouts {timeouts} 0.0\n"
+    )
+    _host, findings = diagnose_paths([tmp_path / "ethtool.txt", tmp_path / "nstat.txt"])
+    return {f.id: f for f in findings}["nic-rx-drops"]
+
+
+def test_ring_drops_with_retransmissions_are_a_warning_even_in_one_snapshot(tmp_path: Path) -> None:
+    # one capture (a run directory): drops since driver load alone are history (info); with
+    # the senders' retransmissions and timeouts beside them they are the losses TCP saw
+    assert _one_snapshot(tmp_path, 0, 0).severity == "info"
+    f = _one_snapshot(tmp_path, 400, 12)
+    assert f.severity == "warning" and f.seed == "004"
+    assert "400 retransmitted" in f.summary and "12 RTOs" in f.summary

@@ -454,7 +454,11 @@ def rule_nic_drops(host: Host) -> list[Finding]:
         rising = prev is not None
         dev = shown
         ring_small = rings is not None and rings.rx is not None and rings.rx_max is not None and rings.rx < rings.rx_max
-        sev = ("critical" if ring_small else "warning") if rising else "info"
+        # drops since driver load alone are history; with the senders' retransmissions or
+        # timeouts in the same capture (a run directory's counters.txt) they are the cause at hand
+        rtx, tos = host.counter("TcpRetransSegs") or 0, host.counter("TcpExtTCPTimeouts") or 0
+        with_losses = rtx > 0 or tos > 0
+        sev = ("critical" if ring_small else "warning") if rising or with_losses else "info"
         concept_list = ", ".join(f"{_CONCEPT_TEXT[c]} ({v:.0f})" for c, v in hits.items())
         checks = []
         if ring_small:
@@ -482,7 +486,9 @@ def rule_nic_drops(host: Host) -> list[Finding]:
                 id="nic-rx-drops",
                 title=f"receive-side drops on {dev}" + (" (rising)" if rising else " (since driver load)"),
                 severity=sev,
-                summary=f"{dev}: {concept_list}" + (f"; rx ring {rings.rx} of max {rings.rx_max}" if rings else ""),
+                summary=f"{dev}: {concept_list}"
+                + (f"; rx ring {rings.rx} of max {rings.rx_max}" if rings else "")
+                + (f"; with {rtx:.0f} retransmitted segments and {tos:.0f} RTOs" if with_losses else ""),
                 mechanism=(
                     "Packets arriving in a burst faster than the host drains them (or than the cloud allowance "
                     "admits) are dropped before TCP sees them; a microburst of a few milliseconds is invisible in "
