@@ -210,3 +210,25 @@ def test_ring_drops_with_retransmissions_are_a_warning_even_in_one_snapshot(tmp_
     f = _one_snapshot(tmp_path, 400, 12)
     assert f.severity == "warning" and f.seed == "004"
     assert "400 retransmitted" in f.summary and "12 RTOs" in f.summary
+
+
+def _steal_run_dir(tmp_path: Path, cc: str) -> Path:
+    import json
+
+    run = tmp_path / cc
+    run.mkdir()
+    (run / ".tcplab-run").write_text(json.dumps({"kind": "run"}))
+    (run / "proc-stat-vm.txt").write_text("cpu  0 0 0 350 0 0 0 650 0 0\n")
+    (run / "proc-stat-rx.txt").write_text("cpu  0 0 0 1000 0 0 0 0 0 0\n")
+    flows = [{"name": "f0", "from": "vm", "to": "rx", "cc": cc}]
+    (run / "summary.json").write_text(json.dumps({"flows": flows}))
+    return run
+
+
+def test_a_run_directorys_flows_say_bbr_for_cpu_steal(tmp_path: Path) -> None:
+    # a run directory has no ss text: the sender's congestion control comes from summary.json
+    _host, findings = diagnose_paths([_steal_run_dir(tmp_path, "bbr")])
+    f = {x.id: x for x in findings}["cpu-steal-bbr"]
+    assert f.seed == "003" and "65.0 %" in f.summary
+    _host, findings = diagnose_paths([_steal_run_dir(tmp_path, "cubic")])
+    assert {x.id for x in findings} >= {"cpu-steal"} and "cpu-steal-bbr" not in {x.id for x in findings}

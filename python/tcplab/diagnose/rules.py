@@ -911,6 +911,10 @@ def rule_config(host: Host) -> list[Finding]:
         )
     # CPU steal
     cpus = [s.cpu for s in host.snapshots if s.cpu is not None]
+    if host.cpu_node is not None and "bbr" in host.run_flow_cc.get(host.cpu_node, set()):
+        bbr = True  # a run directory: the diagnosed node sends with BBR (summary.json)
+    elif host.cpu_node is None and len(host.run_flow_cc) and any("bbr" in c for c in host.run_flow_cc.values()):
+        bbr = True  # one node's /proc/stat and BBR senders in the run
     if cpus:
         a, b = cpus[0], cpus[-1]
         if len(cpus) > 1 and b.total > a.total:
