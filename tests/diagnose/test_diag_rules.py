@@ -232,3 +232,27 @@ def test_a_run_directorys_flows_say_bbr_for_cpu_steal(tmp_path: Path) -> None:
     assert f.seed == "003" and "65.0 %" in f.summary
     _host, findings = diagnose_paths([_steal_run_dir(tmp_path, "cubic")])
     assert {x.id for x in findings} >= {"cpu-steal"} and "cpu-steal-bbr" not in {x.id for x in findings}
+
+
+def _tbf(tmp_path: Path, head: str, backlog: str) -> dict:
+    p = tmp_path / "tc.txt"
+    p.write_text(
+        f"qdisc tbf 1: dev eth0 root refcnt 2 rate 10Mbit {head}\n"
+        " Sent 17865266 bytes 11801 pkt (dropped 0, overlimits 16950 requeues 0)\n"
+        f" backlog {backlog} 606p requeues 0\n"
+    )
+    _host, findings = diagnose_paths([p])
+    return {f.id: f for f in findings}
+
+
+def test_a_tbf_that_queues_seconds_is_bufferbloat(tmp_path: Path) -> None:
+    # story 002: the CNI bandwidth plugin's tbf (containerd's burst of 2^32-1 bits) prints lat 425s
+    f = _tbf(tmp_path, "burst 5368708b lat 425s", "917484b")["tbf-bufferbloat"]
+    assert f.severity == "warning" and f.seed == "002"
+    assert f.data["lat_s"] == pytest.approx(425) and f.data["backlog_s"] == pytest.approx(917484 * 8 / 10e6)
+    assert "CNI bandwidth plugin" in f.mechanism
+    # a backlog of seconds at the rate is bufferbloat whatever the printed latency: 2 MB at 10 Mbit/s = 1.6 s
+    assert "tbf-bufferbloat" in _tbf(tmp_path, "burst 32Kb lat 50ms", "2000000b")
+    # a tbf with tc's usual latency only shapes
+    by_id = _tbf(tmp_path, "burst 32Kb lat 50ms", "60000b")
+    assert "tbf-bufferbloat" not in by_id and by_id["tbf-shaping"].severity == "info"

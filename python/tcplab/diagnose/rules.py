@@ -37,7 +37,7 @@ from typing import Any
 
 from tcplab.diagnose.ethtool import concept_of
 from tcplab.diagnose.snapshot import Host
-from tcplab.diagnose.source import Evidence
+from tcplab.diagnose.source import Evidence, parse_tc_rate, parse_tc_size, parse_tc_time_ns
 from tcplab.diagnose.ss import Socket
 
 __all__ = ["Finding", "SEVERITIES", "run_rules", "RULES", "severity_at_least"]
@@ -514,6 +514,22 @@ def rule_nic_drops(host: Host) -> list[Finding]:
     return out
 
 
+#: a shaper whose queue holds more than this many seconds of traffic at its rate is bufferbloat
+TBF_DEEP_S = 1.0
+
+
+def _tbf_queue_s(q) -> tuple[float, float | None, float | None, float]:  # noqa: ANN001
+    """(the longest of lat and backlog in seconds at the rate, lat s, backlog s, rate bit/s) of a tbf."""
+    rate_bps = parse_tc_rate(q.options.get("rate", "")) or 0.0
+    lat_ns = parse_tc_time_ns(q.options["lat"]) if q.options.get("lat") else None
+    lat_s = lat_ns / 1e9 if lat_ns is not None else None
+    if lat_s is None and rate_bps > 0 and q.options.get("limit"):
+        limit = parse_tc_size(q.options["limit"])
+        lat_s = limit * 8 / rate_bps if limit is not None else None  # tc prints limit when lat is not given
+    backlog_s = q.stats["backlog"] * 8 / rate_bps if rate_bps > 0 and "backlog" in q.stats else None
+    return max(lat_s or 0.0, backlog_s or 0.0), lat_s, backlog_s, rate_bps
+
+
 def rule_qdisc(host: Host) -> list[Finding]:
     out = []
     snaps = [s for s in host.snapshots if s.qdiscs is not None]
@@ -556,6 +572,32 @@ def rule_qdisc(host: Host) -> list[Finding]:
                     ev,
                     "002",
                     base,
+                )
+            )
+        elif q.kind == "tbf" and _tbf_queue_s(q)[0] > TBF_DEEP_S:
+            hold_s, lat_s, backlog_s, rate_bps = _tbf_queue_s(q)
+            out.append(
+                _qf(
+                    "tbf-bufferbloat",
+                    "warning",
+                    f"tbf on {q.dev or '?'} can queue {hold_s:.3g} s of traffic at its rate {_fmt_rate(rate_bps)}"
+                    + (f" (lat {lat_s:.3g} s)" if lat_s is not None else "")
+                    + (f"; backlog {backlog_s:.2f} s of it" if backlog_s is not None else "")
+                    + f"; {over:.0f} packets shaped, {drops:.0f} dropped {window}",
+                    "A shaper whose queue holds seconds of traffic never drops, so loss-based TCP (CUBIC) never "
+                    "backs off: it fills the queue until its send buffer is exhausted, and every flow through "
+                    "the shaper waits behind that standing queue (RTTs of seconds: bufferbloat). The CNI "
+                    "bandwidth plugin installs exactly such a tbf when Kubernetes gives only a rate: containerd "
+                    "passes a burst of 2^32-1 bits, so the plugin's limit (rate x 25 ms + burst) is about 537 MB "
+                    "and tc prints a latency of hundreds of seconds.",
+                    [
+                        "the RTT of flows through this device (`ss -ti`: rtt in seconds is this queue)",
+                        "set a small queue (tc's `latency 50ms` or `limit`), or shape with EDT and fq instead "
+                        "(story 002: Cilium's Bandwidth Manager keeps the queue at the sender's socket)",
+                    ],
+                    ev,
+                    "002",
+                    base | {"hold_s": hold_s, "lat_s": lat_s, "backlog_s": backlog_s, "rate_bps": rate_bps},
                 )
             )
         elif q.kind == "tbf" and over > 0:
