@@ -126,7 +126,8 @@ def parse_nstat_text(src: Source) -> Counters:
     senders = [
         n
         for n in names
-        if "TcpInSegs" in sections[n].values and sections[n].values.get("TcpOutSegs", 0) > sections[n].values["TcpInSegs"]
+        if "TcpInSegs" in sections[n].values
+        and sections[n].values.get("TcpOutSegs", 0) > sections[n].values["TcpInSegs"]
     ]
     if len(senders) > 1:
         out = Counters(kind="nstat")
