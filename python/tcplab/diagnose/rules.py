@@ -16,15 +16,19 @@ Rules and their thresholds (constants below, with the reason for each):
   while retransmitting -- what BBR's long-term ("lt_bw") policer model looks like (story 000).
 * ``rto-rate``: TCPTimeouts per established connection over the capture above 3 % (seed
   004's alert threshold); ``spurious-rto`` and ``tail-loss-probes`` from their counters.
-* ``nic-rx-drops``: NIC drop counters (concepts of :mod:`.ethtool`) rising, with the rx ring
-  size and its maximum (seed 004: ``ethtool -G DEV rx 8192``).
-* ``qdisc-drops``: tbf drops vs overlimits, fq ``horizon_drops``/``flows_plimit``, fq_codel drops.
+* ``nic-rx-drops``: NIC drop counters (concepts of :mod:`.ethtool`) rising, or in one capture
+  beside retransmissions/timeouts, with the rx ring size and its maximum (seed 004:
+  ``ethtool -G DEV rx 8192``).
+* ``qdisc-drops``: tbf drops vs overlimits, fq ``horizon_drops``/``flows_plimit``, fq_codel drops;
+  ``tbf-bufferbloat``: a tbf whose ``lat`` or backlog holds more than 1 s at its rate (seed 002:
+  the CNI bandwidth plugin's tbf).
 * ``rwnd-limited`` / ``sndbuf-limited``: ss ``*_limited`` >= 25 % of ``busy`` time (loopback
   sockets included: the limit is the endpoints'); when the receiving socket is in the capture
   too with unread data (Recv-Q > 0 in every snapshot), it says "receiver application reading slowly".
 * ``slow-reader``: an established socket whose Recv-Q (unread data) holds >= 25 % of its
   receive buffer (``skmem rb``), or >= 1 MiB without ``-m``, and whose sender is not in the capture.
-* ``bbr-without-fq``, ``cilium-bbr-low-rtt`` (seed 000), ``cpu-steal-bbr`` (seed 003).
+* ``bbr-without-fq``, ``cilium-bbr-low-rtt`` (seed 000), ``cpu-steal-bbr`` (seed 003; in a run
+  directory the senders' congestion control comes from summary.json).
 * ``not-collected``: counters a node_exporter scrape does not carry (default filters).
 """
 
