@@ -798,7 +798,7 @@ def test_builtins_use_the_component_they_are_named_for():
     assert all(n["cpu"]["share"] == 0.35 for n in cfg["nodes"] if n["name"].startswith("vm"))
     assert [f["cc_params"]["bbr_vm_patch"] for f in cfg["flows"]] == [False, True]
     assert all(f["cc"] == "bbr" for f in cfg["flows"])
-    assert node(core("builtin:nic-ring-fan-in"), "receiver")["nic"]["rx_ring"] == 1024
+    assert node(core("builtin:nic-ring-fan-in"), "nginx")["nic"]["rx_ring"] == 1024
 
 
 @pytest.mark.parametrize("name", NEW_BUILTINS)
@@ -856,3 +856,36 @@ def test_a_host_qdisc_limit_in_bdps_is_resolved_per_link_and_bounded():
     with pytest.raises(ScenarioError) as info:
         tcplab.load_scenario(data)
     assert 'hosts.server.qdisc.limit: "1000000000000bdp" is' in str(info.value)
+
+
+@pytest.mark.slow
+def test_nic_ring_fan_in_overflows_only_in_bursts_and_8192_absorbs_them():
+    """Story 004: the ring drops only while a synchronized burst arrives faster than NAPI
+    drains it (the drain is far above the mean load), and the story's fix (8192) absorbs it."""
+    pytest.importorskip("tcplab._core")
+    import importlib.resources
+
+    import yaml
+
+    text = (importlib.resources.files("tcplab") / "scenarios" / "nic-ring-fan-in.yaml").read_text()
+    data = yaml.safe_load(text)
+    nic = data["hosts"]["nginx"]["nic"]
+    drain_pps = 1e9 / 2_000  # rx_cost 2us
+    assert nic["rx_cost"] == "2us"
+    total_bytes = sum(f["count"] * f["app"]["bulk"]["bytes"] for f in data["flows"])
+    mean_pps = total_bytes / 1448 / 1.0  # over the 1 s run
+    assert mean_pps < drain_pps / 10 < 25e9 / (1514 * 8)  # mean far below the drain, the burst above it
+    out = {}
+    for ring in (1024, 8192):
+        nic["rx_ring"] = ring
+        r = tcplab.run(data)
+        host = next(h for h in r.hosts if h["name"] == "nginx")
+        out[ring] = (host["nic"]["ethtool"]["rx_drops"], r.flows)
+    drops_1024, flows_1024 = out[1024]
+    drops_8192, _ = out[8192]
+    burst_packets = sum(f["count"] for f in data["flows"] if f["start"] == "0ms") * 10  # IW10 each
+    arrival_s = burst_packets * 1514 * 8 / 25e9  # through the 25 Gbit/s switch port
+    backlog = burst_packets - arrival_s * drain_pps  # what the ring must hold at the burst's end
+    assert 1024 < backlog < 8192
+    assert drops_1024 > 0 and drops_8192 == 0
+    assert flows_1024["retrans_segs"].sum() > 0 and flows_1024["timeouts"].sum() > 0

@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tcplab.cli import app
+from tcplab.diagnose import netstat, source
 from tcplab.results.counters import format_nstat
 
 FIX = Path(__file__).parent / "fixtures"
@@ -235,3 +236,23 @@ def test_a_fifo_entry_in_an_archive_is_a_note(tmp_path: Path) -> None:
     r = invoke("diagnose", p, "--json")
     assert r.exit_code == 0, r.output
     assert f"skipped {p}:snap-0/pipe: not a regular file" in json.loads(r.output)["notes"]
+
+
+FAN_IN = format_nstat(
+    {
+        # a fan-in: the receiver sends more segments (ACKs) than any one sender
+        "app1": {"TcpInSegs": 400, "TcpOutSegs": 700, "TcpRetransSegs": 30, "TcpExtTCPTimeouts": 2},
+        "app2": {"TcpInSegs": 400, "TcpOutSegs": 700, "TcpRetransSegs": 50, "TcpExtTCPTimeouts": 3},
+        "nginx": {"TcpInSegs": 1480, "TcpOutSegs": 800, "TcpRetransSegs": 0, "TcpExtTCPTimeouts": 0},
+    },
+    1.0,
+)
+
+
+def test_a_fan_ins_senders_are_read_together_not_the_receiver(tmp_path: Path) -> None:
+    p = tmp_path / "counters.txt"
+    p.write_text(FAN_IN)
+    c = netstat.parse_nstat_text(source.Source.from_path(p))
+    assert c.hosts == ["app1", "app2"]
+    assert c.values["TcpRetransSegs"] == 30 + 50 and c.values["TcpExtTCPTimeouts"] == 2 + 3
+    assert "nginx" in (c.note or "") and "senders" in (c.note or "")

@@ -136,10 +136,11 @@ def test_nstat_text_and_json() -> None:
     [
         ("ethtool_ena_real.txt", "ena", {"cloud_bw_policer", "cloud_pps_policer"}),
         ("ethtool_mlx5_format.txt", "mlx5", {"rx_ring_overflow", "port_buffer_drop"}),
-        ("ethtool_ixgbe_format.txt", "ixgbe", {"rx_ring_overflow", "rx_fifo_overflow"}),
+        # rx_missed_errors (MPC) is the ring's overflow as Intel drivers count it
+        ("ethtool_ixgbe_format.txt", "ixgbe", {"rx_ring_overflow"}),
         ("ethtool_i40e_old_format.txt", "i40e", {"port_buffer_drop"}),
-        ("ethtool_i40e_new_format.txt", "i40e", {"port_buffer_drop", "rx_fifo_overflow"}),
-        ("ethtool_e1000e_format.txt", "e1000e", {"rx_ring_overflow", "rx_fifo_overflow"}),
+        ("ethtool_i40e_new_format.txt", "i40e", {"port_buffer_drop", "rx_ring_overflow"}),
+        ("ethtool_e1000e_format.txt", "e1000e", {"rx_ring_overflow"}),
         ("ethtool_r8152_format.txt", "r8152", {"rx_ring_overflow"}),
         ("ethtool_virtio_format.txt", "virtio_net", {"rx_ring_overflow"}),
         ("ethtool_virtio_real.txt", "virtio_net", {"rx_ring_overflow"}),
@@ -249,3 +250,14 @@ def test_real_loopback_ss_three_shapes_agree() -> None:
     assert two[1].bbr["bw_bps"] == 23483555600 and scaled[1].bbr["bw_bps"] == pytest.approx(23.5e9)
     assert two[0].skmem["d"] == 5 and two[1].values["rwnd_limited_pct"] == 35.7
     assert "ssthresh" not in two[0].values and two[1].values["ssthresh"] == 8
+
+
+@pytest.mark.parametrize(
+    "name",
+    # the names tcplab's engine writes for ring overflow per driver
+    # (crates/tcplab-core/src/host/nic.rs: Nic::ethtool)
+    ["rx_drops", "rx_missed_errors", "rx_out_of_buffer", "rx_queue_0_drops", "rx_queue_3_drops"],
+)
+def test_the_engines_ring_drop_names_read_as_ring_overflow(name: str) -> None:
+    concept = ethtool.concept_of(name)
+    assert concept is not None and concept[0] == "rx_ring_overflow"

@@ -192,3 +192,67 @@ def test_mq_children_are_told_apart(tmp_path: Path) -> None:
     _host, findings = diagnose_paths([tmp_path / "a.txt", tmp_path / "b.txt"])
     (f,) = [f for f in findings if f.id == "fq-codel-drops"]
     assert f.data["drops"] == 40 and "during the capture" in f.summary
+
+
+def _one_snapshot(tmp_path: Path, rtx: int, timeouts: int):  # noqa: ANN202
+    (tmp_path / "ethtool.txt").write_text("NIC statistics:\n     rx_drops: 500\n     bw_in_allowance_exceeded: 0\n")
+    (tmp_path / "nstat.txt").write_text(
+        f"#kernel\nTcpOutSegs 10000 0.0\nTcpRetransSegs {rtx} 0.0\nTcpExtTCPTimeouts {timeouts} 0.0\n"
+    )
+    _host, findings = diagnose_paths([tmp_path / "ethtool.txt", tmp_path / "nstat.txt"])
+    return {f.id: f for f in findings}["nic-rx-drops"]
+
+
+def test_ring_drops_with_retransmissions_are_a_warning_even_in_one_snapshot(tmp_path: Path) -> None:
+    # one capture (a run directory): drops since driver load alone are history (info); with
+    # the senders' retransmissions and timeouts beside them they are the losses TCP saw
+    assert _one_snapshot(tmp_path, 0, 0).severity == "info"
+    f = _one_snapshot(tmp_path, 400, 12)
+    assert f.severity == "warning" and f.seed == "004"
+    assert "400 retransmitted" in f.summary and "12 RTOs" in f.summary
+
+
+def _steal_run_dir(tmp_path: Path, cc: str) -> Path:
+    import json
+
+    run = tmp_path / cc
+    run.mkdir()
+    (run / ".tcplab-run").write_text(json.dumps({"kind": "run"}))
+    (run / "proc-stat-vm.txt").write_text("cpu  0 0 0 350 0 0 0 650 0 0\n")
+    (run / "proc-stat-rx.txt").write_text("cpu  0 0 0 1000 0 0 0 0 0 0\n")
+    flows = [{"name": "f0", "from": "vm", "to": "rx", "cc": cc}]
+    (run / "summary.json").write_text(json.dumps({"flows": flows}))
+    return run
+
+
+def test_a_run_directorys_flows_say_bbr_for_cpu_steal(tmp_path: Path) -> None:
+    # a run directory has no ss text: the sender's congestion control comes from summary.json
+    _host, findings = diagnose_paths([_steal_run_dir(tmp_path, "bbr")])
+    f = {x.id: x for x in findings}["cpu-steal-bbr"]
+    assert f.seed == "003" and "65.0 %" in f.summary
+    _host, findings = diagnose_paths([_steal_run_dir(tmp_path, "cubic")])
+    assert {x.id for x in findings} >= {"cpu-steal"} and "cpu-steal-bbr" not in {x.id for x in findings}
+
+
+def _tbf(tmp_path: Path, head: str, backlog: str) -> dict:
+    p = tmp_path / "tc.txt"
+    p.write_text(
+        f"qdisc tbf 1: dev eth0 root refcnt 2 rate 10Mbit {head}\n"
+        " Sent 17865266 bytes 11801 pkt (dropped 0, overlimits 16950 requeues 0)\n"
+        f" backlog {backlog} 606p requeues 0\n"
+    )
+    _host, findings = diagnose_paths([p])
+    return {f.id: f for f in findings}
+
+
+def test_a_tbf_that_queues_seconds_is_bufferbloat(tmp_path: Path) -> None:
+    # story 002: the CNI bandwidth plugin's tbf (containerd's burst of 2^32-1 bits) prints lat 425s
+    f = _tbf(tmp_path, "burst 5368708b lat 425s", "917484b")["tbf-bufferbloat"]
+    assert f.severity == "warning" and f.seed == "002"
+    assert f.data["lat_s"] == pytest.approx(425) and f.data["backlog_s"] == pytest.approx(917484 * 8 / 10e6)
+    assert "CNI bandwidth plugin" in f.mechanism
+    # a backlog of seconds at the rate is bufferbloat whatever the printed latency: 2 MB at 10 Mbit/s = 1.6 s
+    assert "tbf-bufferbloat" in _tbf(tmp_path, "burst 32Kb lat 50ms", "2000000b")
+    # a tbf with tc's usual latency only shapes
+    by_id = _tbf(tmp_path, "burst 32Kb lat 50ms", "60000b")
+    assert "tbf-bufferbloat" not in by_id and by_id["tbf-shaping"].severity == "info"

@@ -7,10 +7,13 @@ concepts (the alias table :data:`ALIASES`, from the drivers' ``*_ethtool.c`` str
     the receive ring had no free descriptor: the host did not refill it fast enough
     (softirq/CPU starved, or a burst longer than the ring). mlx5 ``rx_out_of_buffer``,
     ixgbe/e1000e/igb ``rx_no_buffer_count``, r8152 ``rx_missed``, virtio ``rx_queue_N_drops``
-    (and their sum ``rx_drops``), ENA's ``rx_drops``.
+    (and their sum ``rx_drops``), ENA's ``rx_drops``, and ixgbe/i40e/e1000e
+    ``rx_missed_errors`` (the MPC register: the on-chip packet buffer overflowed because the
+    ring had no free descriptor to DMA into; an Intel NIC's packet buffer only backs up when
+    the host does not refill the ring, so this is the ring's overflow as the driver sees it,
+    and it is the name tcplab's engine writes for an ixgbe ring, crates/tcplab-core/src/host/nic.rs).
 ``rx_fifo_overflow``
-    the NIC's own receive FIFO overflowed before DMA: ixgbe/i40e/e1000e ``rx_missed_errors``,
-    ``rx_fifo_errors``.
+    the netdev's generic ``rx_fifo_errors`` (drivers fold different causes into it).
 ``port_buffer_drop``
     dropped at the port for lack of port buffer (incast): mlx5 ``rx_discards_phy``,
     ``rx_prioN_discards``, ``dev_out_of_buffer``; i40e ``port.rx_dropped`` (old name) and
@@ -57,7 +60,8 @@ ALIASES: dict[str, tuple[str, str]] = {
     "rx_missed": ("rx_ring_overflow", "r8152"),
     "alloc_rx_buff_failed": ("rx_ring_overflow", "e1000e"),
     "rx_drops": ("rx_ring_overflow", "virtio_net (sum over queues), ena (ena_stats_global_strings)"),
-    "rx_missed_errors": ("rx_fifo_overflow", "ixgbe, i40e, e1000e"),
+    # MPC: the packet buffer overflowed because the ring had no descriptor (module docs)
+    "rx_missed_errors": ("rx_ring_overflow", "ixgbe, i40e, e1000e"),
     "rx_fifo_errors": ("rx_fifo_overflow", "netdev stats"),
     "rx_discards_phy": ("port_buffer_drop", "mlx5"),
     "dev_out_of_buffer": ("port_buffer_drop", "mlx5"),

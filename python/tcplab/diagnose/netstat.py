@@ -40,6 +40,8 @@ class Counters:
     kind: str = "proc"
     #: The host section this came from (tcplab's per-host counters.txt), else None.
     host: str | None = None
+    #: The host sections summed into these values (several data senders of a fan-in).
+    hosts: list[str] = field(default_factory=list)
     #: What the reader should know about the choice of section, for the report's notes.
     note: str | None = None
 
@@ -94,9 +96,10 @@ def parse_nstat_text(src: Source) -> Counters:
 
     tcplab's own ``counters.txt`` (:mod:`tcplab.counters`) has one such block per simulated
     host, each after a ``# host NAME`` line. The diagnoser reads one host at a time, so it
-    takes the section of the host that sent the most segments (``TcpOutSegs``: the data
-    sender of a bulk transfer, whose retransmissions and timeouts the rules look at; the
-    first section on a tie) and says so in :attr:`Counters.note`.
+    takes the data senders (hosts that sent more segments than they received), whose
+    retransmissions and timeouts the rules look at: one sender's section as it is, several
+    senders (a fan-in) summed; without any, the section with the most ``TcpOutSegs`` (the
+    first on a tie). It says which in :attr:`Counters.note`.
     """
     sections: dict[str, Counters] = {}
     current = Counters(kind="nstat")
@@ -117,7 +120,35 @@ def parse_nstat_text(src: Source) -> Counters:
     if not sections:
         return current
     names = list(sections)
-    chosen = max(names, key=lambda n: (sections[n].values.get("TcpOutSegs", 0), -names.index(n)))
+    # a data sender transmits more segments than it receives (its peer ACKs at most every
+    # other segment, fewer with GRO); a receiver of a fan-in sends more segments in all than
+    # any one sender, so "the most TcpOutSegs" would pick it. Read every sender together.
+    senders = [
+        n
+        for n in names
+        if "TcpInSegs" in sections[n].values
+        and sections[n].values.get("TcpOutSegs", 0) > sections[n].values["TcpInSegs"]
+    ]
+    if len(senders) > 1:
+        out = Counters(kind="nstat")
+        largest: dict[str, float] = {}
+        for n in senders:
+            for key, value in sections[n].values.items():
+                out.values[key] = out.values.get(key, 0) + value
+                if key not in largest or value > largest[key]:  # evidence: the sender with the most
+                    largest[key] = value
+                    out.evidence[key] = sections[n].evidence[key]
+        others = [n for n in names if n not in senders]
+        out.note = (
+            f"{src.name}: counters of {len(names)} hosts; diagnosing the {len(senders)} data senders together "
+            f"(more TcpOutSegs than TcpInSegs: {', '.join(senders)}; counters summed)"
+            + (f", not {', '.join(others)}" if others else "")
+        )
+        out.host = "+".join(senders)
+        out.hosts = senders
+        return out
+    pool = senders or names
+    chosen = max(pool, key=lambda n: (sections[n].values.get("TcpOutSegs", 0), -names.index(n)))
     out = sections[chosen]
     if len(names) > 1:
         others = ", ".join(n for n in names if n != chosen)
@@ -126,6 +157,7 @@ def parse_nstat_text(src: Source) -> Counters:
             f"sender), not {others}"
         )
     out.host = chosen
+    out.hosts = [chosen]
     return out
 
 

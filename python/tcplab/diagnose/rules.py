@@ -16,15 +16,19 @@ Rules and their thresholds (constants below, with the reason for each):
   while retransmitting -- what BBR's long-term ("lt_bw") policer model looks like (story 000).
 * ``rto-rate``: TCPTimeouts per established connection over the capture above 3 % (seed
   004's alert threshold); ``spurious-rto`` and ``tail-loss-probes`` from their counters.
-* ``nic-rx-drops``: NIC drop counters (concepts of :mod:`.ethtool`) rising, with the rx ring
-  size and its maximum (seed 004: ``ethtool -G DEV rx 8192``).
-* ``qdisc-drops``: tbf drops vs overlimits, fq ``horizon_drops``/``flows_plimit``, fq_codel drops.
+* ``nic-rx-drops``: NIC drop counters (concepts of :mod:`.ethtool`) rising, or in one capture
+  beside retransmissions/timeouts, with the rx ring size and its maximum (seed 004:
+  ``ethtool -G DEV rx 8192``).
+* ``qdisc-drops``: tbf drops vs overlimits, fq ``horizon_drops``/``flows_plimit``, fq_codel drops;
+  ``tbf-bufferbloat``: a tbf whose ``lat`` or backlog holds more than 1 s at its rate (seed 002:
+  the CNI bandwidth plugin's tbf).
 * ``rwnd-limited`` / ``sndbuf-limited``: ss ``*_limited`` >= 25 % of ``busy`` time (loopback
   sockets included: the limit is the endpoints'); when the receiving socket is in the capture
   too with unread data (Recv-Q > 0 in every snapshot), it says "receiver application reading slowly".
 * ``slow-reader``: an established socket whose Recv-Q (unread data) holds >= 25 % of its
   receive buffer (``skmem rb``), or >= 1 MiB without ``-m``, and whose sender is not in the capture.
-* ``bbr-without-fq``, ``cilium-bbr-low-rtt`` (seed 000), ``cpu-steal-bbr`` (seed 003).
+* ``bbr-without-fq``, ``cilium-bbr-low-rtt`` (seed 000), ``cpu-steal-bbr`` (seed 003; in a run
+  directory the senders' congestion control comes from summary.json).
 * ``not-collected``: counters a node_exporter scrape does not carry (default filters).
 """
 
@@ -37,7 +41,7 @@ from typing import Any
 
 from tcplab.diagnose.ethtool import concept_of
 from tcplab.diagnose.snapshot import Host
-from tcplab.diagnose.source import Evidence
+from tcplab.diagnose.source import Evidence, parse_tc_rate, parse_tc_size, parse_tc_time_ns
 from tcplab.diagnose.ss import Socket
 
 __all__ = ["Finding", "SEVERITIES", "run_rules", "RULES", "severity_at_least"]
@@ -454,7 +458,11 @@ def rule_nic_drops(host: Host) -> list[Finding]:
         rising = prev is not None
         dev = shown
         ring_small = rings is not None and rings.rx is not None and rings.rx_max is not None and rings.rx < rings.rx_max
-        sev = ("critical" if ring_small else "warning") if rising else "info"
+        # drops since driver load alone are history; with the senders' retransmissions or
+        # timeouts in the same capture (a run directory's counters.txt) they are the cause at hand
+        rtx, tos = host.counter("TcpRetransSegs") or 0, host.counter("TcpExtTCPTimeouts") or 0
+        with_losses = rtx > 0 or tos > 0
+        sev = ("critical" if ring_small else "warning") if rising or with_losses else "info"
         concept_list = ", ".join(f"{_CONCEPT_TEXT[c]} ({v:.0f})" for c, v in hits.items())
         checks = []
         if ring_small:
@@ -482,7 +490,9 @@ def rule_nic_drops(host: Host) -> list[Finding]:
                 id="nic-rx-drops",
                 title=f"receive-side drops on {dev}" + (" (rising)" if rising else " (since driver load)"),
                 severity=sev,
-                summary=f"{dev}: {concept_list}" + (f"; rx ring {rings.rx} of max {rings.rx_max}" if rings else ""),
+                summary=f"{dev}: {concept_list}"
+                + (f"; rx ring {rings.rx} of max {rings.rx_max}" if rings else "")
+                + (f"; with {rtx:.0f} retransmitted segments and {tos:.0f} RTOs" if with_losses else ""),
                 mechanism=(
                     "Packets arriving in a burst faster than the host drains them (or than the cloud allowance "
                     "admits) are dropped before TCP sees them; a microburst of a few milliseconds is invisible in "
@@ -506,6 +516,22 @@ def rule_nic_drops(host: Host) -> list[Finding]:
             )
         )
     return out
+
+
+#: a shaper whose queue holds more than this many seconds of traffic at its rate is bufferbloat
+TBF_DEEP_S = 1.0
+
+
+def _tbf_queue_s(q) -> tuple[float, float | None, float | None, float]:  # noqa: ANN001
+    """(the longest of lat and backlog in seconds at the rate, lat s, backlog s, rate bit/s) of a tbf."""
+    rate_bps = parse_tc_rate(q.options.get("rate", "")) or 0.0
+    lat_ns = parse_tc_time_ns(q.options["lat"]) if q.options.get("lat") else None
+    lat_s = lat_ns / 1e9 if lat_ns is not None else None
+    if lat_s is None and rate_bps > 0 and q.options.get("limit"):
+        limit = parse_tc_size(q.options["limit"])
+        lat_s = limit * 8 / rate_bps if limit is not None else None  # tc prints limit when lat is not given
+    backlog_s = q.stats["backlog"] * 8 / rate_bps if rate_bps > 0 and "backlog" in q.stats else None
+    return max(lat_s or 0.0, backlog_s or 0.0), lat_s, backlog_s, rate_bps
 
 
 def rule_qdisc(host: Host) -> list[Finding]:
@@ -550,6 +576,32 @@ def rule_qdisc(host: Host) -> list[Finding]:
                     ev,
                     "002",
                     base,
+                )
+            )
+        elif q.kind == "tbf" and _tbf_queue_s(q)[0] > TBF_DEEP_S:
+            hold_s, lat_s, backlog_s, rate_bps = _tbf_queue_s(q)
+            out.append(
+                _qf(
+                    "tbf-bufferbloat",
+                    "warning",
+                    f"tbf on {q.dev or '?'} can queue {hold_s:.3g} s of traffic at its rate {_fmt_rate(rate_bps)}"
+                    + (f" (lat {lat_s:.3g} s)" if lat_s is not None else "")
+                    + (f"; backlog {backlog_s:.2f} s of it" if backlog_s is not None else "")
+                    + f"; {over:.0f} packets shaped, {drops:.0f} dropped {window}",
+                    "A shaper whose queue holds seconds of traffic never drops, so loss-based TCP (CUBIC) never "
+                    "backs off: it fills the queue until its send buffer is exhausted, and every flow through "
+                    "the shaper waits behind that standing queue (RTTs of seconds: bufferbloat). The CNI "
+                    "bandwidth plugin installs exactly such a tbf when Kubernetes gives only a rate: containerd "
+                    "passes a burst of 2^32-1 bits, so the plugin's limit (rate x 25 ms + burst) is about 537 MB "
+                    "and tc prints a latency of hundreds of seconds.",
+                    [
+                        "the RTT of flows through this device (`ss -ti`: rtt in seconds is this queue)",
+                        "set a small queue (tc's `latency 50ms` or `limit`), or shape with EDT and fq instead "
+                        "(story 002: Cilium's Bandwidth Manager keeps the queue at the sender's socket)",
+                    ],
+                    ev,
+                    "002",
+                    base | {"hold_s": hold_s, "lat_s": lat_s, "backlog_s": backlog_s, "rate_bps": rate_bps},
                 )
             )
         elif q.kind == "tbf" and over > 0:
@@ -905,6 +957,10 @@ def rule_config(host: Host) -> list[Finding]:
         )
     # CPU steal
     cpus = [s.cpu for s in host.snapshots if s.cpu is not None]
+    if host.cpu_node is not None and "bbr" in host.run_flow_cc.get(host.cpu_node, set()):
+        bbr = True  # a run directory: the diagnosed node sends with BBR (summary.json)
+    elif host.cpu_node is None and len(host.run_flow_cc) and any("bbr" in c for c in host.run_flow_cc.values()):
+        bbr = True  # one node's /proc/stat and BBR senders in the run
     if cpus:
         a, b = cpus[0], cpus[-1]
         if len(cpus) > 1 and b.total > a.total:

@@ -71,6 +71,11 @@ class Host:
     cilium: cilium_mod.CiliumStatus | None = None
     notes: list[str] = field(default_factory=list)
     inputs: list[tuple[str, str]] = field(default_factory=list)  # (name, kind)
+    #: A tcplab run directory's congestion control per sending node (summary.json flows'
+    #: ``from`` -> ``cc``): what ``ss -ti`` would show on a real host, which a run lacks.
+    run_flow_cc: dict[str, set[str]] = field(default_factory=dict)
+    #: The node whose /proc/stat is diagnosed, when a run directory gives several.
+    cpu_node: str | None = None
 
     @property
     def first(self) -> Snapshot | None:
@@ -450,6 +455,17 @@ def _skip_reason(problem: str) -> str:
     return problem.split(" (")[0]
 
 
+def _read_run_flow_cc(path: Path, host: Host) -> None:
+    """The congestion control of each node's flows, from a run directory's summary.json."""
+    try:
+        flows = json.loads((path / "summary.json").read_text(encoding="utf-8")).get("flows")
+    except (OSError, ValueError, AttributeError):
+        return
+    for f in flows if isinstance(flows, list) else []:
+        if isinstance(f, dict) and isinstance(f.get("from"), str) and isinstance(f.get("cc"), str):
+            host.run_flow_cc.setdefault(f["from"], set()).add(f["cc"])
+
+
 def load_host(paths: Iterable[str | Path]) -> Host:
     """Read every input; raises :class:`ParseError` for the first unusable one."""
     paths = list(paths)
@@ -458,6 +474,9 @@ def load_host(paths: Iterable[str | Path]) -> Host:
     if not any(s.name != "__note__" for s in sources):
         raise ParseError(where, 0, "no input files" + (f" ({sources[0].hint['note']})" if sources else ""))
     host = load_sources(sources)
+    for p in paths:
+        if Path(p).is_dir() and _is_run_dir(Path(p)):
+            _read_run_flow_cc(Path(p), host)
     if not host.inputs:
         skipped = sum(1 for n in host.notes if n.startswith("skipped "))
         raise ParseError(
@@ -550,6 +569,7 @@ def load_sources(sources: list[Source]) -> Host:
     if run_cpus:
         node, src, cpu = max(run_cpus, key=lambda it: (_steal_share(it[2]), -run_cpus.index(it)))
         seqs.setdefault(("procstat",), []).append(((0, 0, order), src, (cpu, None)))
+        host.cpu_node = node
         if len(run_cpus) > 1:
             others = ", ".join(n for n, _s, _c in run_cpus if n != node)
             host.notes.append(
