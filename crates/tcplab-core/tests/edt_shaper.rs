@@ -2,6 +2,9 @@
 //! edt_sched_departure()) in front of fq (Linux v6.12 net/sched/sch_fq.c) on a node's
 //! uplink: pod -> node (a forwarding host) -> fq on the node's device -> receiver.
 
+mod common;
+
+use common::{bulk_flow, link};
 use tcplab_core::config::*;
 use tcplab_core::sim::{SimOutput, Simulator};
 
@@ -10,23 +13,6 @@ const MS: u64 = 1_000_000;
 /// The EDT program counts `wire_len` = skb->len at the device = IP + 14 (Ethernet), so
 /// a full segment costs 1514 bytes of the pod's rate for 1448 of payload.
 const PAYLOAD_SHARE: f64 = 1448.0 / 1514.0;
-
-fn link(name: &str, from: u32, to: u32, rate_bps: u64, delay_ns: u64, queue: QueueConfig) -> LinkConfig {
-    LinkConfig {
-        name: name.into(),
-        from,
-        to,
-        rate_bps,
-        delay_ns,
-        overhead_bytes: 14,
-        loss: LossConfig::None,
-        loss_filter: LossFilter::default(),
-        reorder: None,
-        queue,
-        edt: Vec::new(),
-            orphan: false,
-    }
-}
 
 /// Nodes: 0 pod, 1 node (forwarding host), 2 receiver. The pod's veth is 10 Gbit/s; the
 /// node's uplink 1 Gbit/s, 5 ms, with fq as Cilium installs it (horizon 2 s, 2^15
@@ -48,17 +34,7 @@ fn pod_scenario(cc: CcKind, rate_bps: u64, drop_horizon_ns: u64, fq: FqConfig, d
             link("dst->node", 2, 1, 1_000_000_000, 5 * MS, fifo()),
             link("node->pod", 1, 0, 10_000_000_000, 10_000, fifo()),
         ],
-        flows: vec![FlowConfig {
-            name: "f".into(),
-            src: 0,
-            dst: 2,
-            cc,
-            start_ns: 0,
-            stop_ns: None,
-            app: AppConfig::Bulk,
-            tcp: TcpConfig::default(),
-            cc_params: CcParams::default(),
-        }],
+        flows: vec![bulk_flow("f", 0, 2, cc)],
         max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
     }
 }

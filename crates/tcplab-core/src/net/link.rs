@@ -159,21 +159,8 @@ impl Link {
         if self.fifo_only {
             // The fast path of every link without issue 8's components: a FIFO, no EDT
             // shaper, no namespace crossing (kept apart so it stays small and inlined).
-            let Qdisc::Fifo(q) = &mut self.qdisc else { unreachable!() };
             let len = pkt.ip_bytes + self.overhead_bytes;
-            let start = now_ns.max(self.busy_until_ns);
-            if !q.offer(now_ns, start, len) {
-                if pkt.is_data() {
-                    self.acct.data_dropped_queue += 1;
-                }
-                return false;
-            }
-            // Saturating: a slow link with a long queue may finish beyond the engine's
-            // clock range; such a packet simply never arrives within the run.
-            let finish = time_add(start, self.tx_time(len));
-            self.busy_until_ns = finish;
-            self.put_on_wire(pkt, finish, id, ev);
-            return true;
+            return self.enqueue_fifo(pkt, len, now_ns, id, ev);
         }
         self.enqueue_components(pkt, now_ns, id, ev)
     }
@@ -186,18 +173,32 @@ impl Link {
             // sender is done with it now (TSQ budget back at once), and what happens to it
             // beyond (a tbf on the IFB dropping it) is not reported back: veth_xmit() has
             // returned NET_XMIT_SUCCESS.
-            if pkt.flags & flags::TSQ != 0 {
-                pkt.flags &= !flags::TSQ;
-                self.add_completion(
-                    TxCompletion { done_ns: now_ns, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() },
-                    id,
-                    ev,
-                );
-            }
+            self.owe_completion(&pkt, now_ns, id, ev);
+            pkt.flags &= !flags::TSQ;
             self.enqueue_local(pkt, now_ns, id, ev);
             return true;
         }
         self.enqueue_local(pkt, now_ns, id, ev)
+    }
+
+    /// A FIFO: the departure is known now (Lindley's recursion), so the packet goes
+    /// straight on the wire.
+    #[inline(always)]
+    fn enqueue_fifo(&mut self, pkt: Packet, len: u32, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+        let Qdisc::Fifo(q) = &mut self.qdisc else { unreachable!("enqueue_fifo on a timed qdisc") };
+        let start = now_ns.max(self.busy_until_ns);
+        if !q.offer(now_ns, start, len) {
+            if pkt.is_data() {
+                self.acct.data_dropped_queue += 1;
+            }
+            return false;
+        }
+        // Saturating: a slow link with a long queue may finish beyond the engine's clock
+        // range; such a packet simply never arrives within the run.
+        let finish = time_add(start, self.tx_time(len));
+        self.busy_until_ns = finish;
+        self.put_on_wire(pkt, finish, id, ev);
+        true
     }
 
     #[inline]
@@ -206,26 +207,12 @@ impl Link {
         if let Some(sh) = &mut self.shaper {
             // Cilium's EDT program at the device's tc egress, before the qdisc.
             if !sh.apply(&mut pkt, len, now_ns) {
-                self.drop_before_qdisc(&pkt, now_ns, id, ev);
+                self.drop_in_qdisc(&pkt, now_ns, id, ev);
                 return false;
             }
         }
         match &mut self.qdisc {
-            Qdisc::Fifo(q) => {
-                let start = now_ns.max(self.busy_until_ns);
-                if !q.offer(now_ns, start, len) {
-                    if pkt.is_data() {
-                        self.acct.data_dropped_queue += 1;
-                    }
-                    return false;
-                }
-                // Saturating: a slow link with a long queue may finish beyond the engine's
-                // clock range; such a packet simply never arrives within the run.
-                let finish = time_add(start, self.tx_time(len));
-                self.busy_until_ns = finish;
-                self.put_on_wire(pkt, finish, id, ev);
-                true
-            }
+            Qdisc::Fifo(_) => self.enqueue_fifo(pkt, len, now_ns, id, ev),
             Qdisc::Timed(q) => {
                 let is_data = pkt.is_data();
                 let ok = q.enqueue(pkt, len, now_ns, &mut self.drop_buf);
@@ -308,42 +295,37 @@ impl Link {
         }
     }
 
-    /// A packet dropped before the qdisc (EDT horizon): a queue drop for conservation, and
-    /// a local sender's TSQ budget back at once (the skb is freed: `tcp_wfree()`).
+    /// A packet dropped before or inside the qdisc (EDT horizon, CoDel, overlimit): a
+    /// queue drop for conservation, and a local sender's TSQ budget back at once (the skb
+    /// is freed: `tcp_wfree()`).
     #[cold]
-    fn drop_before_qdisc(&mut self, pkt: &Packet, now_ns: u64, id: u32, ev: &mut EventQueue) {
+    fn drop_in_qdisc(&mut self, pkt: &Packet, now_ns: u64, id: u32, ev: &mut EventQueue) {
         if pkt.is_data() {
             self.acct.data_dropped_queue += 1;
         }
-        if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
-            self.add_completion(
-                TxCompletion { done_ns: now_ns, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() },
-                id,
-                ev,
-            );
-        }
+        self.owe_completion(pkt, now_ns, id, ev);
     }
 
-    /// Account for the packets a timed qdisc dropped from its queue: conservation, and the
-    /// sender's TSQ budget, which freeing the skb returns at once (`tcp_wfree()`).
+    /// Account for the packets a timed qdisc dropped from its queue.
     fn flush_drops(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) {
         if self.drop_buf.is_empty() {
             return;
         }
         let mut buf = std::mem::take(&mut self.drop_buf);
         for pkt in buf.drain(..) {
-            if pkt.is_data() {
-                self.acct.data_dropped_queue += 1;
-            }
-            if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
-                self.add_completion(
-                    TxCompletion { done_ns: now_ns, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() },
-                    id,
-                    ev,
-                );
-            }
+            self.drop_in_qdisc(&pkt, now_ns, id, ev);
         }
         self.drop_buf = buf;
+    }
+
+    /// A local sender's packet (counted against its TSQ budget) is done with at `at_ns`:
+    /// the sending socket hears of it then.
+    #[inline]
+    fn owe_completion(&mut self, pkt: &Packet, at_ns: u64, id: u32, ev: &mut EventQueue) {
+        if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
+            let c = TxCompletion { done_ns: at_ns, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() };
+            self.add_completion(c, id, ev);
+        }
     }
 
     #[inline]
@@ -368,14 +350,8 @@ impl Link {
         self.acct.transmitted += 1;
         // Segmented by the NIC: beyond this hop every segment is a packet of its own.
         pkt.flags &= !flags::GSO_TAIL;
-        if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
-            // TX completion for the sender's TSQ accounting, in finish order.
-            self.add_completion(
-                TxCompletion { done_ns: finish, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() },
-                id,
-                ev,
-            );
-        }
+        // TX completion for the sender's TSQ accounting, in finish order.
+        self.owe_completion(&pkt, finish, id, ev);
         match self.loss.judge(&pkt) {
             LossVerdict::Pass => {}
             v => {

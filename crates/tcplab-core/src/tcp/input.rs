@@ -617,22 +617,7 @@ mod tests {
         for (k, &(s, e)) in blocks.iter().enumerate() {
             sack[k] = SackBlock { start: s * MSS, end: e * MSS };
         }
-        Packet {
-            dst_ep: 0,
-            dst_node: 0,
-            src_node: 1,
-            ip_bytes: 0,
-            seq: 0,
-            end_seq: 0,
-            ack_seq: una * MSS,
-            rwnd_bytes: 1 << 20,
-            tsval_ns: 0,
-            tsecr_ns: 0,
-            tstamp_ns: 0,
-            sack,
-            num_sacks: blocks.len() as u8,
-            flags: 0,
-        }
+        Packet { src_node: 1, ack_seq: una * MSS, rwnd_bytes: 1 << 20, sack, num_sacks: blocks.len() as u8, ..Default::default() }
     }
 
     #[test]

@@ -5,6 +5,39 @@ use tcplab_core::config::*;
 
 pub const MSS: u64 = 1448;
 
+/// A one-way link with Ethernet framing (14 bytes), no loss, no reordering, no shaper.
+pub fn link(name: &str, from: u32, to: u32, rate_bps: u64, delay_ns: u64, queue: QueueConfig) -> LinkConfig {
+    LinkConfig {
+        name: name.into(),
+        from,
+        to,
+        rate_bps,
+        delay_ns,
+        overhead_bytes: 14,
+        loss: LossConfig::None,
+        loss_filter: LossFilter::default(),
+        reorder: None,
+        queue,
+        edt: Vec::new(),
+        orphan: false,
+    }
+}
+
+/// A bulk flow (netperf TCP_STREAM) from `src` to `dst` for the whole run, Linux defaults.
+pub fn bulk_flow(name: &str, src: u32, dst: u32, cc: CcKind) -> FlowConfig {
+    FlowConfig {
+        name: name.into(),
+        src,
+        dst,
+        cc,
+        start_ns: 0,
+        stop_ns: None,
+        app: AppConfig::Bulk,
+        tcp: TcpConfig::default(),
+        cc_params: CcParams::default(),
+    }
+}
+
 /// A dumbbell: `n` sender hosts -> router r1 -> router r2 -> one receiver host.
 /// Access links are 10x the bottleneck rate with 1 ms delay... set to zero-cost here:
 /// the bottleneck r1->r2 has `rate_bps` and `one_way_delay_ns`, access links are 100x
@@ -23,7 +56,7 @@ pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queu
     let fast = rate_bps * 100;
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, q: QueueConfig, loss: LossConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss, loss_filter: LossFilter::default(), reorder: None, queue: q, edt: Vec::new(), orphan: false });
+        links.push(LinkConfig { loss, ..link(&format!("{a}->{b}"), a, b, rate, delay, q) });
     };
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     for i in 0..n as u32 {
@@ -34,19 +67,7 @@ pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queu
     add(r2, r1, rate_bps, one_way_delay_ns, big.clone(), LossConfig::None);
     add(r2, dst, fast, 1_000, big.clone(), LossConfig::None);
     add(dst, r2, fast, 1_000, big, LossConfig::None);
-    let flows = (0..n as u32)
-        .map(|i| FlowConfig {
-            name: format!("f{i}"),
-            src: i,
-            dst,
-            cc,
-            start_ns: 0,
-            stop_ns: None,
-            app: AppConfig::Bulk,
-            tcp: TcpConfig::default(),
-            cc_params: CcParams::default(),
-        })
-        .collect();
+    let flows = (0..n as u32).map(|i| bulk_flow(&format!("f{i}"), i, dst, cc)).collect();
     SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
 

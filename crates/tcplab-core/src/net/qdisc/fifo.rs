@@ -23,6 +23,34 @@ enum Limit {
     Bytes(u64),
 }
 
+impl Limit {
+    fn of(cfg: &QueueConfig) -> Limit {
+        match *cfg {
+            QueueConfig::Pfifo { limit_packets } => Limit::Packets(limit_packets),
+            QueueConfig::Bfifo { limit_bytes } => Limit::Bytes(limit_bytes),
+            _ => unreachable!("a FIFO built from a timed qdisc's config"),
+        }
+    }
+
+    fn kind(self) -> &'static str {
+        match self {
+            Limit::Packets(_) => "pfifo",
+            Limit::Bytes(_) => "bfifo",
+        }
+    }
+
+    /// Whether a packet of `len_bytes` fits beside the backlog in `stats`.
+    #[inline]
+    fn fits(self, stats: &QdiscStats, len_bytes: u32) -> bool {
+        match self {
+            // sch_fifo.c pfifo_enqueue: qlen < limit
+            Limit::Packets(n) => stats.backlog_packets < n,
+            // bfifo_enqueue: backlog + len <= limit
+            Limit::Bytes(b) => stats.backlog_bytes + len_bytes as u64 <= b,
+        }
+    }
+}
+
 /// A drop-tail FIFO (`pfifo` or `bfifo`) holding the start times of waiting packets.
 #[derive(Debug)]
 pub struct Fifo {
@@ -34,11 +62,7 @@ pub struct Fifo {
 
 impl Fifo {
     pub fn new(cfg: &QueueConfig) -> Fifo {
-        let limit = match *cfg {
-            QueueConfig::Pfifo { limit_packets } => Limit::Packets(limit_packets),
-            QueueConfig::Bfifo { limit_bytes } => Limit::Bytes(limit_bytes),
-            _ => unreachable!("Fifo::new on a timed qdisc"),
-        };
+        let limit = Limit::of(cfg);
         let cap = match limit {
             Limit::Packets(n) => (n as usize).min(4096),
             Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
@@ -47,10 +71,7 @@ impl Fifo {
     }
 
     pub fn kind(&self) -> &'static str {
-        match self.limit {
-            Limit::Packets(_) => "pfifo",
-            Limit::Bytes(_) => "bfifo",
-        }
+        self.limit.kind()
     }
 
     /// Account for every waiting packet whose transmission has started by `now_ns`.
@@ -73,12 +94,7 @@ impl Fifo {
     #[inline]
     pub fn offer(&mut self, now_ns: u64, start_ns: u64, len_bytes: u32) -> bool {
         self.advance(now_ns);
-        let fits = match self.limit {
-            // sch_fifo.c pfifo_enqueue: qlen < limit
-            Limit::Packets(n) => self.stats.backlog_packets < n,
-            // bfifo_enqueue: backlog + len <= limit
-            Limit::Bytes(b) => self.stats.backlog_bytes + len_bytes as u64 <= b,
-        };
+        let fits = self.limit.fits(&self.stats, len_bytes);
         if !fits {
             self.stats.drops += 1;
             return false;
@@ -110,11 +126,7 @@ pub struct HeldFifo {
 
 impl HeldFifo {
     pub fn new(cfg: &QueueConfig) -> HeldFifo {
-        let limit = match *cfg {
-            QueueConfig::Pfifo { limit_packets } => Limit::Packets(limit_packets),
-            QueueConfig::Bfifo { limit_bytes } => Limit::Bytes(limit_bytes),
-            _ => unreachable!("HeldFifo::new on a timed qdisc"),
-        };
+        let limit = Limit::of(cfg);
         HeldFifo { limit, queue: VecDeque::with_capacity(64), stats: QdiscStats::default() }
     }
 
@@ -127,17 +139,11 @@ impl HeldFifo {
 
 impl TimedQdisc for HeldFifo {
     fn kind(&self) -> &'static str {
-        match self.limit {
-            Limit::Packets(_) => "pfifo",
-            Limit::Bytes(_) => "bfifo",
-        }
+        self.limit.kind()
     }
 
     fn enqueue(&mut self, pkt: Packet, len_bytes: u32, _now_ns: u64, _dropped: &mut Vec<Packet>) -> bool {
-        let fits = match self.limit {
-            Limit::Packets(n) => self.stats.backlog_packets < n,
-            Limit::Bytes(b) => self.stats.backlog_bytes + len_bytes as u64 <= b,
-        };
+        let fits = self.limit.fits(&self.stats, len_bytes);
         if !fits {
             self.stats.drops += 1;
             return false;
