@@ -80,9 +80,9 @@ fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) 
     add(r2, dst, rate_bps * 10, 1_000, big.clone());
     add(dst, r2, rate_bps * 10, 1_000, big);
     let flows = (0..n as u32)
-        .map(|i| FlowConfig { name: format!("f{i}"), src: i, dst, cc, start_ns: 0, stop_ns: None, app: AppConfig::Bulk, tcp: TcpConfig::default(), cc_params: CcParams::default() })
+        .map(|i| FlowConfig { name: format!("f{i}"), src: i, dst, cc, start_ns: 0, stop_ns: None, app: AppConfig::Bulk, tcp: TcpConfig::default(), cc_params: CcParams::default(), data_side: Default::default(), reader: Default::default(), sample: true })
         .collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
 
 /// Scenario 4: `n` short flows of `bytes` each from one sender host, starting evenly over
@@ -194,9 +194,12 @@ fn fan_in(n: usize, rounds: u64, bytes: u64, every_ns: u64, nic: Option<NicConfi
             app: AppConfig::BulkBytes { bytes },
             tcp: TcpConfig::default(),
             cc_params: CcParams::default(),
+            data_side: Default::default(),
+            reader: Default::default(),
+            sample: true,
         })
         .collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
 
 /// Scenario `nic`: scenario 3a with the receiver behind an ENA-like NIC (1024 descriptors,

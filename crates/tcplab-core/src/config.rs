@@ -37,6 +37,9 @@ pub struct SimConfig {
     pub nodes: Vec<NodeConfig>,
     pub links: Vec<LinkConfig>,
     pub flows: Vec<FlowConfig>,
+    /// Applications driving flows whose `app` is `driven` (`crate::app`).
+    #[serde(default)]
+    pub apps: Vec<crate::app::AppInstanceConfig>,
     /// Refuse runs whose estimated memory ([`crate::memory::estimate`]) exceeds this.
     #[serde(default = "default_max_memory_bytes")]
     pub max_memory_bytes: u64,
@@ -422,6 +425,22 @@ pub struct FlowConfig {
     pub tcp: TcpConfig,
     #[serde(default)]
     pub cc_params: CcParams,
+    /// The endpoint whose bulk writer `app` runs (client: netperf TCP_STREAM; server:
+    /// TCP_MAERTS), and whose sender the time series and the flow summary report. For a
+    /// `driven` flow: the side that carries most of the data (HLS, NFS: the server).
+    #[serde(default)]
+    pub data_side: crate::app::Side,
+    /// How the application at the other side (the data's receiver) reads.
+    #[serde(default)]
+    pub reader: ReaderConfig,
+    /// Sample this flow into the time series (off for the thousands of connections of a
+    /// broadcast, whose per-connection series nobody reads).
+    #[serde(default = "default_true")]
+    pub sample: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -431,6 +450,21 @@ pub enum AppConfig {
     #[default]
     Bulk,
     BulkBytes { bytes: u64 },
+    /// Written by an app of `SimConfig.apps` (request/response, video, ...).
+    Driven,
+}
+
+/// The reading application of a flow's receiving endpoint (`crate::app` module docs).
+#[derive(Debug, Clone, Copy, Deserialize, Default, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ReaderConfig {
+    /// Reads everything as soon as it arrives (netperf, iperf3).
+    #[default]
+    Immediate,
+    /// Reads at most `rate_bps` (a slow consumer).
+    Rate { rate_bps: u64 },
+    /// Reads up to `bytes` every `interval_ns` (a consumer that wakes up periodically).
+    Bursts { interval_ns: u64, bytes: u64 },
 }
 
 /// Per-socket TCP settings, named after the sysctls they come from (v6.12 defaults).
@@ -658,6 +692,16 @@ impl SimConfig {
             if let AppConfig::BulkBytes { bytes } = f.app {
                 in_range(&format!("flows.{i}.app.bytes"), bytes, 1, 1 << 60, "bytes")?;
             }
+            match f.reader {
+                ReaderConfig::Immediate => {}
+                ReaderConfig::Rate { rate_bps } => {
+                    in_range(&format!("flows.{i}.reader.rate_bps"), rate_bps, 8, MAX_RATE_BPS, "bit/s")?;
+                }
+                ReaderConfig::Bursts { interval_ns, bytes } => {
+                    in_range(&format!("flows.{i}.reader.interval_ns"), interval_ns, 1, MAX_DELAY_NS, "ns (one hour)")?;
+                    in_range(&format!("flows.{i}.reader.bytes"), bytes, 1, 1 << 40, "bytes")?;
+                }
+            }
             f.tcp.validate(&format!("flows.{i}.tcp"))?;
             let c = &f.cc_params;
             let at = |name: &str| format!("flows.{i}.cc_params.{name}");
@@ -666,9 +710,40 @@ impl SimConfig {
             in_range(&at("hystart_detect"), c.hystart_detect as u64, 0, 3, "(bits: 1 = ACK train, 2 = delay)")?;
             in_range(&at("hystart_ack_delta_us"), c.hystart_ack_delta_us as u64, 0, 1_000_000, "us")?;
         }
+        self.validate_apps()?;
         let est = crate::memory::estimate(self);
         if est.total_bytes > self.max_memory_bytes {
             return Err(est.refusal(self));
+        }
+        Ok(())
+    }
+
+    /// Every app names existing flows, each `driven` flow belongs to exactly one app, and
+    /// each app's parameters are valid.
+    fn validate_apps(&self) -> Result<(), String> {
+        let mut owner: Vec<Option<usize>> = vec![None; self.flows.len()];
+        for (a, app) in self.apps.iter().enumerate() {
+            if app.flows.is_empty() {
+                return Err(format!("apps.{a}.flows: empty, expected the indices of the flows the app drives"));
+            }
+            for (k, &f) in app.flows.iter().enumerate() {
+                let Some(flow) = self.flows.get(f as usize) else {
+                    return Err(format!("apps.{a}.flows.{k}: {f} is not a flow index ({} flows)", self.flows.len()));
+                };
+                if !matches!(flow.app, AppConfig::Driven) {
+                    return Err(format!("apps.{a}.flows.{k}: flow {} ({f}) has app {:?}, expected driven", flow.name, flow.app));
+                }
+                if let Some(b) = owner[f as usize] {
+                    return Err(format!("apps.{a}.flows.{k}: flow {} ({f}) already belongs to apps.{b}", flow.name));
+                }
+                owner[f as usize] = Some(a);
+            }
+            app.spec.validate(&format!("apps.{a}.spec"), app.flows.len())?;
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            if matches!(f.app, AppConfig::Driven) && owner[i].is_none() {
+                return Err(format!("flows.{i}.app: driven, but no app in apps drives flow {}", f.name));
+            }
         }
         Ok(())
     }

@@ -33,6 +33,10 @@ pub enum EventKind {
     NicPoll,
     /// A host's ingress allowance may release queued packets (`host::allowance`; id: host model).
     NicAllowance,
+    /// An app's timer is due (`crate::app`; id: app index).
+    AppTimer,
+    /// An endpoint's slow reader reads again (id: endpoint).
+    ReadTimer,
 }
 
 /// 24 bytes of three whole words. (Packing `kind` and `id` into one `u64` matters: the
@@ -50,7 +54,7 @@ pub struct Event {
 impl Event {
     #[inline]
     pub fn kind(&self) -> EventKind {
-        const KINDS: [EventKind; 10] = [
+        const KINDS: [EventKind; 12] = [
             EventKind::LinkTxDone,
             EventKind::LinkArrive,
             EventKind::XmitTimer,
@@ -61,6 +65,8 @@ impl Event {
             EventKind::LinkDequeue,
             EventKind::NicPoll,
             EventKind::NicAllowance,
+            EventKind::AppTimer,
+            EventKind::ReadTimer,
         ];
         KINDS[(self.payload & 0xff) as usize]
     }

@@ -24,6 +24,7 @@
 //! The crate has no Python and no I/O: `tcplab-py` binds it, the `tcplab` Python package
 //! owns the user-facing API.
 
+pub mod app;
 pub mod cc;
 pub mod config;
 pub mod event;

@@ -62,7 +62,8 @@ pub fn series_bytes(rows: u64, flows: u64, links: u64) -> u64 {
 
 pub fn estimate(cfg: &SimConfig) -> MemoryEstimate {
     let rows = sample_rows(cfg.duration_ns, cfg.sample_interval_ns);
-    let series = series_bytes(rows, cfg.flows.len() as u64, cfg.links.len() as u64);
+    let sampled = cfg.flows.iter().filter(|f| f.sample).count() as u64;
+    let series = series_bytes(rows, sampled, cfg.links.len() as u64);
 
     // Two sockets per flow; one RTT histogram (the sender's: the receiving end takes no RTT
     // samples), which holds only the powers of two its samples span: charged at

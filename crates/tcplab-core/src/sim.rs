@@ -30,7 +30,8 @@ use crate::net::routing::Routes;
 use crate::net::{DataAccounting, Network};
 use crate::tcp::rate::delivery_rate_bytes_per_sec;
 use crate::tcp::sock::PacingStatus;
-use crate::tcp::socket::{Ctx, TcpSocket, T_DELACK, T_PACING, T_XMIT};
+use crate::app::{App, AppCx, AppOutput, Side};
+use crate::tcp::socket::{Ctx, TcpSocket, NO_APP, T_DELACK, T_PACING, T_READ, T_XMIT};
 use crate::time::{time_add, NEVER, NSEC_PER_MSEC, NSEC_PER_USEC};
 
 /// Engine time of the scenario's t = 0.
@@ -189,6 +190,8 @@ pub struct SimOutput {
     pub host_packets: u64,
     /// Settings that are valid but defeat the run's purpose ([`SimConfig::warnings`]).
     pub warnings: Vec<String>,
+    /// Each app's report, in `SimConfig.apps` order.
+    pub apps: Vec<AppOutput>,
 }
 
 pub struct Simulator {
@@ -211,6 +214,13 @@ pub struct Simulator {
     /// Some host has a model: the one flag the fast path checks per event.
     host_models: bool,
     host_series: HostSeries,
+    /// The applications (`SimConfig.apps`), their timer deadlines and the event queued
+    /// for each (as `TcpSocket::sched_ns`).
+    apps: Vec<Box<dyn App>>,
+    app_timer_ns: Vec<u64>,
+    app_timer_sched_ns: Vec<u64>,
+    /// Endpoints an app wrote to during a callback (reused, never shrinks).
+    app_touched: Vec<u32>,
 }
 
 const NO_HOST: u32 = u32::MAX;
@@ -306,7 +316,7 @@ impl Simulator {
         let mut series = FlowSeries::default();
         let mut queues = QueueSeries::default();
         let oom = |what: &str| format!("out of memory reserving the {what} time series ({rows} sample times)");
-        series.try_reserve(rows.saturating_mul(cfg.flows.len()).min(1 << 20)).map_err(|_| oom("flow"))?;
+        series.try_reserve(rows.saturating_mul(cfg.flows.iter().filter(|f| f.sample).count()).min(1 << 20)).map_err(|_| oom("flow"))?;
         queues.try_reserve(rows.saturating_mul(cfg.links.len()).min(1 << 20)).map_err(|_| oom("queue"))?;
         let mut hosts = Vec::new();
         let mut host_of_node = vec![NO_HOST; cfg.nodes.len()];
@@ -318,7 +328,17 @@ impl Simulator {
         }
         let mut host_series = HostSeries::default();
         host_series.try_reserve(rows.saturating_mul(hosts.len()).min(1 << 20)).map_err(|_| oom("host"))?;
-        Ok(Simulator {
+        let apps: Vec<Box<dyn App>> = cfg.apps.iter().map(|a| crate::app::build(a, cfg.seed)).collect();
+        for (a, (app_cfg, app)) in cfg.apps.iter().zip(&apps).enumerate() {
+            for &f in &app_cfg.flows {
+                for ep in [2 * f as usize, 2 * f as usize + 1] {
+                    socks[ep].app_id = a as u32;
+                    socks[ep].notify_acked = app.wants_acked();
+                }
+            }
+        }
+        let napps = apps.len();
+        let mut sim = Simulator {
             cfg,
             net,
             ev,
@@ -334,7 +354,73 @@ impl Simulator {
             hosts,
             host_of_node,
             host_series,
-        })
+            apps,
+            app_timer_ns: vec![NEVER; napps],
+            app_timer_sched_ns: vec![NEVER; napps],
+            app_touched: Vec::new(),
+        };
+        for a in 0..napps {
+            sim.with_app(a as u32, |app, cx| app.start(cx));
+        }
+        Ok(sim)
+    }
+
+    /// Run `f` on app `a` with its context, then re-sync the timers of the endpoints it
+    /// wrote to (and deliver what those writes made them report).
+    #[inline(never)]
+    fn with_app(&mut self, a: u32, f: impl FnOnce(&mut dyn App, &mut AppCx)) {
+        let mut touched = std::mem::take(&mut self.app_touched);
+        touched.clear();
+        {
+            let mut cx = AppCx {
+                now_ns: self.now_ns,
+                boot_ns: BOOT_NS,
+                socks: &mut self.socks,
+                net: &mut self.net,
+                ev: &mut self.ev,
+                app: a,
+                timer_ns: &mut self.app_timer_ns[a as usize],
+                timer_sched_ns: &mut self.app_timer_sched_ns[a as usize],
+                touched: &mut touched,
+            };
+            f(self.apps[a as usize].as_mut(), &mut cx);
+        }
+        for &ep in &touched {
+            self.sync_timers(ep);
+        }
+        self.app_touched = touched;
+    }
+
+    /// After a call into endpoint `ep`: re-arm its timers, and tell its app what happened.
+    #[inline]
+    fn after_sock(&mut self, ep: u32) {
+        self.sync_timers(ep);
+        let s = &self.socks[ep as usize];
+        if s.notify != 0 && s.app_id != NO_APP {
+            self.notify_app(ep);
+        }
+    }
+
+    /// Deliver endpoint `ep`'s pending notifications to its app.
+    #[inline(never)]
+    fn notify_app(&mut self, ep: u32) {
+        let s = &mut self.socks[ep as usize];
+        let bits = std::mem::take(&mut s.notify);
+        let (a, flow, side) = (s.app_id, ep / 2, Side::of_ep(ep));
+        use crate::tcp::socket::notify;
+        if bits & notify::ESTABLISHED != 0 {
+            self.with_app(a, |app, cx| app.on_established(cx, flow, side));
+        }
+        if bits & notify::ACKED != 0 {
+            let acked = self.socks[ep as usize].tp.snd_una;
+            self.with_app(a, |app, cx| app.on_acked(cx, flow, side, acked));
+        }
+        let s = &mut self.socks[ep as usize];
+        if bits & notify::READ != 0 && s.rcv.copied_seq > s.notified_read {
+            let read = s.rcv.copied_seq;
+            s.notified_read = read;
+            self.with_app(a, |app, cx| app.on_read(cx, flow, side, read));
+        }
     }
 
     /// Simulated time since the scenario start, ns.
@@ -384,7 +470,7 @@ impl Simulator {
                     let ep = c.ep;
                     let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
                     self.socks[ep as usize].on_tx_complete(&mut ctx, c.seq, c.payload_bytes);
-                    self.sync_timers(ep);
+                    self.after_sock(ep);
                 }
             }
             EventKind::LinkArrive => {
@@ -406,10 +492,11 @@ impl Simulator {
                 };
                 self.deliver_or_forward(node, pkt, now);
             }
-            EventKind::XmitTimer | EventKind::DelackTimer | EventKind::PacingTimer => {
+            EventKind::XmitTimer | EventKind::DelackTimer | EventKind::PacingTimer | EventKind::ReadTimer => {
                 let slot = match kind {
                     EventKind::XmitTimer => T_XMIT,
                     EventKind::DelackTimer => T_DELACK,
+                    EventKind::ReadTimer => T_READ,
                     _ => T_PACING,
                 };
                 let s = &mut self.socks[id as usize];
@@ -430,10 +517,29 @@ impl Simulator {
                     match slot {
                         T_XMIT => s.on_xmit_timer(&mut ctx),
                         T_DELACK => s.on_delack_timer(&mut ctx),
+                        T_READ => s.on_read_timer(&mut ctx),
                         _ => s.on_pacing_timer(&mut ctx),
                     }
                 }
-                self.sync_timers(id);
+                self.after_sock(id);
+            }
+            EventKind::AppTimer => {
+                let a = id as usize;
+                if self.app_timer_sched_ns[a] != now {
+                    return; // superseded
+                }
+                // Simplification: app timers are not deferred by a host's CPU model (an app
+                // may span hosts: an HLS client and its server); packet processing is.
+                self.app_timer_sched_ns[a] = NEVER;
+                if self.app_timer_ns[a] <= now {
+                    self.app_timer_ns[a] = NEVER;
+                    self.with_app(id, |app, cx| app.on_timer(cx));
+                }
+                let at = self.app_timer_ns[a];
+                if at != NEVER && at < self.app_timer_sched_ns[a] {
+                    self.app_timer_sched_ns[a] = at;
+                    self.ev.push(at, EventKind::AppTimer, id);
+                }
             }
             EventKind::LinkDequeue => {
                 if self.host_models && self.defer_link_event(kind, id, now) {
@@ -452,7 +558,7 @@ impl Simulator {
                 }
                 let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
                 self.socks[ep as usize].connect(&mut ctx);
-                self.sync_timers(ep);
+                self.after_sock(ep);
             }
             EventKind::Sample => {
                 if let Err(e) = self.sample() {
@@ -494,7 +600,7 @@ impl Simulator {
         let ep = pkt.dst_ep;
         let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
         self.socks[ep as usize].on_packet(&mut ctx, &pkt);
-        self.sync_timers(ep);
+        self.after_sock(ep);
     }
 
     /// A packet arrived over link `link` at host `node`, which may have a model: the
@@ -530,7 +636,7 @@ impl Simulator {
     fn sync_timers(&mut self, ep: u32) {
         let s = &mut self.socks[ep as usize];
         let d = s.deadlines();
-        for (slot, kind) in [(T_XMIT, EventKind::XmitTimer), (T_DELACK, EventKind::DelackTimer), (T_PACING, EventKind::PacingTimer)] {
+        for (slot, kind) in [(T_XMIT, EventKind::XmitTimer), (T_DELACK, EventKind::DelackTimer), (T_PACING, EventKind::PacingTimer), (T_READ, EventKind::ReadTimer)] {
             let at = d[slot];
             if at != NEVER && at < s.sched_ns[slot] {
                 let at = at.max(self.now_ns);
@@ -544,7 +650,7 @@ impl Simulator {
         let t = self.now_ns - BOOT_NS;
         // Grow the columns fallibly (amortized doubling) so that running out of memory is
         // an error, not an abort inside `Vec::push`.
-        let (nf, nl) = (self.cfg.flows.len(), self.net.links.len());
+        let (nf, nl) = (self.cfg.flows.iter().filter(|f| f.sample).count(), self.net.links.len());
         if self.series.spare_rows() < nf {
             let at_ns = t;
             self.series.try_reserve(nf).map_err(|_| SimError::OutOfMemory {
@@ -560,9 +666,14 @@ impl Simulator {
                 at_ns,
             })?;
         }
-        for (i, _) in self.cfg.flows.iter().enumerate() {
-            let c = &self.socks[2 * i];
-            let srv = &self.socks[2 * i + 1];
+        for (i, f) in self.cfg.flows.iter().enumerate() {
+            if !f.sample {
+                continue;
+            }
+            // The data's sender and receiver (`FlowConfig.data_side`).
+            let d = f.data_side as usize;
+            let c = &self.socks[2 * i + d];
+            let srv = &self.socks[2 * i + (1 - d)];
             let tp = &c.tp;
             let info = c.cc.get_info(tp);
             let s = &mut self.series;
@@ -617,6 +728,9 @@ impl Simulator {
                 hs.rx_dropped.push(h.nic.ring_drops());
                 hs.allowance_queued.push(h.allowance_queued());
             }
+        }
+        for app in self.apps.iter_mut() {
+            app.sample(t, &self.socks);
         }
         Ok(())
     }
@@ -721,8 +835,9 @@ impl Simulator {
         }
         let mut flows = Vec::with_capacity(self.cfg.flows.len());
         for (i, f) in self.cfg.flows.iter().enumerate() {
-            let c = &self.socks[2 * i];
-            let srv = &self.socks[2 * i + 1];
+            let d = f.data_side as usize;
+            let c = &self.socks[2 * i + d];
+            let srv = &self.socks[2 * i + (1 - d)];
             let start = f.start_ns;
             let end = c.app.done_ns.map(|t| t - BOOT_NS).unwrap_or(self.cfg.duration_ns).max(start);
             let mut counters = c.tp.mib.clone();
@@ -766,7 +881,11 @@ impl Simulator {
                     .collect(),
             })
             .collect();
+        let end_rel = now - BOOT_NS;
+        let socks = &self.socks;
+        let apps = self.apps.iter_mut().map(|a| a.finish(end_rel, socks)).collect();
         SimOutput {
+            apps,
             flows,
             links,
             hosts,
@@ -877,8 +996,11 @@ mod tests {
                 app: AppConfig::Bulk,
                 tcp: TcpConfig::default(),
                 cc_params: CcParams::default(),
+            data_side: Default::default(),
+            reader: Default::default(),
+            sample: true,
             }],
-            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
         }
     }
 

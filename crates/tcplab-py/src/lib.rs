@@ -21,6 +21,7 @@ use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use tcplab_core::app::{Column, Value};
 use tcplab_core::config::{self, CcParams, QueueConfig, SimConfig, TcpConfig};
 use tcplab_core::metrics::histogram;
 use tcplab_core::mib::{Mib, MibCounters};
@@ -254,7 +255,60 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     names.set_item("cc_mode", modes)?;
     d.set_item("names", names)?;
     d.set_item("warnings", out.warnings)?;
+    let apps = PyList::empty(py);
+    for a in out.apps {
+        let ad = PyDict::new(py);
+        ad.set_item("name", &a.name)?;
+        ad.set_item("kind", a.kind)?;
+        let sd = PyDict::new(py);
+        for (k, v) in &a.summary {
+            sd.set_item(k, value_to_py(py, v)?)?;
+        }
+        ad.set_item("summary", sd)?;
+        let tables = PyDict::new(py);
+        for t in a.tables {
+            let td = PyDict::new(py);
+            for (name, col) in t.columns {
+                match col {
+                    Column::U64(v) => td.set_item(name, v.into_pyarray(py))?,
+                    Column::F64(v) => td.set_item(name, v.into_pyarray(py))?,
+                    Column::U32(v) => td.set_item(name, v.into_pyarray(py))?,
+                    Column::Bool(v) => td.set_item(name, v.into_pyarray(py))?,
+                    Column::Str(v) => td.set_item(name, v)?,
+                }
+            }
+            tables.set_item(t.name, td)?;
+        }
+        ad.set_item("tables", tables)?;
+        apps.append(ad)?;
+    }
+    d.set_item("apps", apps)?;
     Ok(d)
+}
+
+/// An app summary value as a Python object (None, int, float, bool, str, dict, list).
+fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::U64(x) => x.into_pyobject(py)?.into_any(),
+        Value::F64(x) => x.into_pyobject(py)?.into_any(),
+        Value::Bool(x) => pyo3::types::PyBool::new(py, *x).to_owned().into_any(),
+        Value::Str(x) => x.into_pyobject(py)?.into_any(),
+        Value::None => py.None().into_bound(py),
+        Value::Map(items) => {
+            let d = PyDict::new(py);
+            for (k, x) in items {
+                d.set_item(k, value_to_py(py, x)?)?;
+            }
+            d.into_any()
+        }
+        Value::List(items) => {
+            let l = PyList::empty(py);
+            for x in items {
+                l.append(value_to_py(py, x)?)?;
+            }
+            l.into_any()
+        }
+    })
 }
 
 /// Run a simulation described by `config_json` (the resolved scenario).
@@ -318,6 +372,13 @@ fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
         "queue": QueueConfig::default(),
         "overhead_bytes": config::default_overhead(),
         "sample_interval_ns": config::default_sample_interval_ns(),
+        "apps": {
+            "rr": tcplab_core::app::rr::RrConfig::default(),
+            "hls": tcplab_core::app::hls::HlsConfig::default(),
+            "nfs_stream": tcplab_core::app::nfs::NfsConfig::default(),
+            "batch_writer": tcplab_core::app::batch_writer::BatchWriterConfig::default(),
+            "broadcast": tcplab_core::app::broadcast::BroadcastConfig::default(),
+        },
     });
     py.import("json")?.call_method1("loads", (value.to_string(),))
 }

@@ -180,6 +180,9 @@ impl TcpSocket {
             self.sndbuf_expand();
         }
         self.check_app_done(ctx.now_ns);
+        if self.notify_acked && self.tp.snd_una > prior_snd_una {
+            self.notify |= crate::tcp::socket::notify::ACKED;
+        }
         flag
     }
 
@@ -591,6 +594,9 @@ mod tests {
             app: AppConfig::Bulk,
             tcp: TcpConfig::default(),
             cc_params: CcParams::default(),
+            data_side: Default::default(),
+            reader: Default::default(),
+            sample: true,
         };
         let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
         c.state = ConnState::Established;

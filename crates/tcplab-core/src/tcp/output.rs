@@ -468,6 +468,9 @@ mod tests {
             app: AppConfig::Bulk,
             tcp: TcpConfig { tcp_slow_start_after_idle: ssai, ..TcpConfig::default() },
             cc_params: CcParams::default(),
+            data_side: Default::default(),
+            reader: Default::default(),
+            sample: true,
         };
         let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
         c.tp.snd_cwnd = 100;

@@ -137,8 +137,14 @@ pub struct Receiver {
     rcvq_space_bytes: u64,
     rcvq_space_seq: u64,
     rcvq_space_time_us: u64,
-    /// Bytes delivered in order to the application.
+    /// Bytes delivered in order (to the receive queue).
     pub bytes_received: u64,
+    /// `copied_seq`: bytes the application has read. With an immediate reader it follows
+    /// `rcv_nxt` as data arrives; a slow reader leaves bytes unread, and they occupy the
+    /// receive buffer (`tcp_space()`).
+    pub copied_seq: u64,
+    /// The application reads everything as soon as it arrives (`ReaderConfig::Immediate`).
+    pub read_immediately: bool,
     /// Data segments received (including duplicates).
     pub data_segs_in: u64,
     pub dup_segs_in: u64,
@@ -194,6 +200,8 @@ impl Receiver {
             rcvq_space_seq: 0,
             rcvq_space_time_us: 0,
             bytes_received: 0,
+            copied_seq: 0,
+            read_immediately: true,
             data_segs_in: 0,
             dup_segs_in: 0,
         }
@@ -202,6 +210,7 @@ impl Receiver {
     /// Connection established with the peer's ISN consumed: `rcv_nxt` is the next byte.
     pub fn established(&mut self, now_ns: u64, rcv_nxt: u64) {
         self.rcv_nxt = rcv_nxt;
+        self.copied_seq = rcv_nxt;
         self.rcv_wup = rcv_nxt;
         self.rcvq_space_seq = rcv_nxt;
         self.rcvq_space_time_us = now_ns / 1000;
@@ -209,10 +218,23 @@ impl Receiver {
         self.rcvq_space_bytes = self.rcv_wnd.min(10 * self.advmss);
     }
 
-    /// `tcp_space()`: window worth of free buffer (ooo data charged at 2x: truesize).
+    /// `tcp_space()`: window worth of free buffer (queued data, out of order or not yet
+    /// read, charged at 2x: truesize).
     #[inline]
     fn tcp_space(&self) -> u64 {
-        win_from_space(self.rcvbuf.saturating_sub(2 * self.ooo_bytes))
+        win_from_space(self.rcvbuf.saturating_sub(2 * (self.ooo_bytes + self.unread_bytes())))
+    }
+
+    /// Bytes received in order and not yet read by the application.
+    #[inline]
+    pub fn unread_bytes(&self) -> u64 {
+        // An immediate reader has read everything by the time anything asks (its copy
+        // of `copied_seq` catches up at the end of `on_data`).
+        if self.read_immediately {
+            0
+        } else {
+            self.rcv_nxt - self.copied_seq
+        }
     }
 
     /// `__tcp_select_window()` simplified (see module docs): free space bounded by
@@ -594,6 +616,9 @@ impl Receiver {
             if queued {
                 self.grow_window(len);
             }
+        }
+        if self.read_immediately {
+            self.copied_seq = self.rcv_nxt;
         }
         self.ack_pending = true;
         self.ack_snd_check(now_ns, srtt_us_x8)

@@ -785,6 +785,9 @@ mod tests_v612_undo {
             app: AppConfig::Bulk,
             tcp: TcpConfig::default(),
             cc_params: CcParams::default(),
+            data_side: Default::default(),
+            reader: Default::default(),
+            sample: true,
         };
         let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
         c.state = ConnState::Established;

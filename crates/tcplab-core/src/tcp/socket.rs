@@ -80,6 +80,24 @@ pub struct AppState {
     pub stopped: bool,
     /// When all the application's data was acknowledged.
     pub done_ns: Option<u64>,
+    /// Written by an app object (`crate::app`), not by the bulk writer: the socket sends
+    /// only what the app wrote.
+    pub driven: bool,
+    /// Bytes a driven app has written that the send buffer has not taken yet (a blocked
+    /// `write()`).
+    pub pending_bytes: u64,
+}
+
+/// Not driven by an app object.
+pub const NO_APP: u32 = u32::MAX;
+/// Bits of [`TcpSocket::notify`]: what happened that the socket's app must hear about.
+pub mod notify {
+    /// The connection reached ESTABLISHED.
+    pub const ESTABLISHED: u8 = 1;
+    /// The application read more bytes (`rcv.copied_seq` advanced).
+    pub const READ: u8 = 2;
+    /// `snd_una` advanced (only when the app wants it).
+    pub const ACKED: u8 = 4;
 }
 
 /// Per-endpoint statistics beyond the MIB counters.
@@ -123,6 +141,19 @@ pub struct TcpSocket {
     pub peer_ep: u32,
     pub app: AppState,
     pub stats: SockStats,
+    /// The app object driving this socket (index into the engine's apps), or [`NO_APP`].
+    pub app_id: u32,
+    /// Pending notifications for the app ([`notify`] bits); the engine delivers and
+    /// clears them after each call into the socket.
+    pub notify: u8,
+    /// The app wants [`notify::ACKED`].
+    pub notify_acked: bool,
+    /// `copied_seq` last reported to the app.
+    pub notified_read: u64,
+    /// The application's reader (see `crate::app`): how the receive queue is drained.
+    pub reader: crate::config::ReaderConfig,
+    /// Deadline of the slow reader's next read (ns), or NEVER.
+    pub read_deadline_ns: u64,
 
     // --- sender state beyond TcpSock (struct tcp_sock / inet_connection_sock) ---
     pub rack: Rack,
@@ -162,13 +193,15 @@ pub struct TcpSocket {
     pub xmit_timer: XmitTimer,
     pub xmit_deadline_ns: u64,
     pub pacing_deadline_ns: u64,
-    pub sched_ns: [u64; 3],
+    pub sched_ns: [u64; 4],
 }
 
 /// Index into `sched_ns`.
 pub const T_XMIT: usize = 0;
 pub const T_DELACK: usize = 1;
 pub const T_PACING: usize = 2;
+/// The slow reader's next read (`read_deadline_ns`).
+pub const T_READ: usize = 3;
 
 impl TcpSocket {
     /// The two endpoints of `flow`: (client/sender, server/receiver).
@@ -184,9 +217,10 @@ impl TcpSocket {
     ) -> (TcpSocket, TcpSocket) {
         let cc_rng = Rng::for_component(seed, &format!("flow:{}:cc", flow.name));
         let srv_rng = Rng::for_component(seed, &format!("flow:{}:cc:server", flow.name));
-        let total = match flow.app {
-            AppConfig::Bulk => None,
-            AppConfig::BulkBytes { bytes } => Some(bytes),
+        let (total, driven) = match flow.app {
+            AppConfig::Bulk => (None, false),
+            AppConfig::BulkBytes { bytes } => (Some(bytes), false),
+            AppConfig::Driven => (None, true),
         };
         let app = AppState {
             total_bytes: total,
@@ -194,8 +228,32 @@ impl TcpSocket {
             stop_ns: flow.stop_ns.map(|s| boot_ns + s).unwrap_or(end_ns),
             stopped: false,
             done_ns: None,
+            driven,
+            pending_bytes: 0,
         };
-        let mk = |node, peer_node, ep, peer_ep, cc: Cc, app: AppState, hz: u32| {
+        // The side without the bulk writer sends no data of its own (ACKs only); a driven
+        // flow's both sides send what the app writes.
+        let idle_app = AppState {
+            total_bytes: Some(0),
+            start_ns: NEVER,
+            stop_ns: NEVER,
+            stopped: true,
+            done_ns: None,
+            driven: false,
+            pending_bytes: 0,
+        };
+        let (client_app, server_app) = match (driven, flow.data_side) {
+            (true, _) => (app.clone(), app),
+            (false, crate::app::Side::Client) => (app, idle_app),
+            (false, crate::app::Side::Server) => (idle_app, app),
+        };
+        // The data's receiver reads as `flow.reader` says; the other side (ACKs, or the
+        // requests of a driven flow) reads at once.
+        let (client_reader, server_reader) = match flow.data_side {
+            crate::app::Side::Client => (crate::config::ReaderConfig::Immediate, flow.reader),
+            crate::app::Side::Server => (flow.reader, crate::config::ReaderConfig::Immediate),
+        };
+        let mk = |node, peer_node, ep, peer_ep, cc: Cc, app: AppState, hz: u32, reader: crate::config::ReaderConfig| {
             let cfg = flow.tcp.clone();
             let mut tp = TcpSock::new_for_test(cfg.mss_bytes, cfg.initial_cwnd);
             tp.set_hz(hz);
@@ -208,8 +266,16 @@ impl TcpSocket {
                 tp.sk_pacing_status = PacingStatus::Needed;
             }
             tp.snd_wnd = 65535;
+            let mut rcv = Receiver::new(&cfg, hz);
+            rcv.read_immediately = reader == crate::config::ReaderConfig::Immediate;
             TcpSocket {
-                rcv: Receiver::new(&cfg, hz),
+                rcv,
+                app_id: NO_APP,
+                notify: 0,
+                notify_acked: false,
+                notified_read: 0,
+                reader,
+                read_deadline_ns: NEVER,
                 tp,
                 cc,
                 rtx: RtxQueue::new(),
@@ -248,15 +314,13 @@ impl TcpSocket {
                 xmit_timer: XmitTimer::None,
                 xmit_deadline_ns: NEVER,
                 pacing_deadline_ns: NEVER,
-                sched_ns: [NEVER; 3],
+                sched_ns: [NEVER; 4],
             }
         };
         let c_ep = 2 * flow_idx;
         let s_ep = 2 * flow_idx + 1;
-        let client = mk(flow.src, flow.dst, c_ep, s_ep, Cc::new(flow.cc, &flow.cc_params, cc_rng), app, hz_src);
-        // The server side sends no data in v0.1 (bulk is one-way) but runs the same code.
-        let server_app = AppState { total_bytes: Some(0), start_ns: NEVER, stop_ns: NEVER, stopped: true, done_ns: None };
-        let server = mk(flow.dst, flow.src, s_ep, c_ep, Cc::new(flow.cc, &flow.cc_params, srv_rng), server_app, hz_dst);
+        let client = mk(flow.src, flow.dst, c_ep, s_ep, Cc::new(flow.cc, &flow.cc_params, cc_rng), client_app, hz_src, client_reader);
+        let server = mk(flow.dst, flow.src, s_ep, c_ep, Cc::new(flow.cc, &flow.cc_params, srv_rng), server_app, hz_dst, server_reader);
         (client, server)
     }
 
@@ -268,11 +332,12 @@ impl TcpSocket {
 
     /// The earliest deadline among this endpoint's timers, per timer slot.
     #[inline]
-    pub fn deadlines(&self) -> [u64; 3] {
+    pub fn deadlines(&self) -> [u64; 4] {
         [
             self.xmit_deadline_ns,
             self.rcv.delack_deadline_ns.min(self.rcv.comp_sack_deadline_ns),
             self.pacing_deadline_ns,
+            self.read_deadline_ns,
         ]
     }
 
@@ -375,6 +440,7 @@ impl TcpSocket {
     fn init_transfer(&mut self, ctx: &mut Ctx) {
         self.state = ConnState::Established;
         self.tp.inc(Mib::TcpCurrEstab);
+        self.notify |= notify::ESTABLISHED;
         self.rcv.established(ctx.now_ns, 0);
         self.tp.snd_cwnd = self.cfg.initial_cwnd;
         self.tp.snd_ssthresh = TCP_INFINITE_SSTHRESH;
@@ -466,6 +532,11 @@ impl TcpSocket {
             match self.rcv.on_data(ctx.now_ns, pkt.seq, pkt.end_seq, pkt.tsecr_ns, srtt, rto, &mut self.tp.mib) {
                 AckAction::Now => self.send_ack(ctx),
                 AckAction::Scheduled | AckAction::None => {}
+            }
+            if self.rcv.copied_seq > self.notified_read {
+                self.notify |= notify::READ;
+            } else if !self.rcv.read_immediately && self.rcv.unread_bytes() > 0 {
+                self.schedule_read(ctx.now_ns);
             }
         }
         // tcp_data_snd_check(): send what the ACK allows.
@@ -561,6 +632,15 @@ impl TcpSocket {
         }
         // Payload bytes the socket may hold (queued + unacked), see sndbuf_expand().
         let cap = self.tp.snd_una + self.sk_sndbuf;
+        if self.app.driven {
+            // A blocked write() continuing as the send buffer makes room.
+            let take = self.app.pending_bytes.min(cap.saturating_sub(self.tp.write_seq));
+            if take > 0 {
+                self.tp.write_seq += take;
+                self.app.pending_bytes -= take;
+            }
+            return;
+        }
         let mut target = cap;
         if let Some(total) = self.app.total_bytes {
             target = target.min(total);
@@ -571,6 +651,40 @@ impl TcpSocket {
             crate::tcp::rate::rate_check_app_limited(&mut self.tp, unsent, self.wmem_alloc_bytes);
             self.tp.write_seq = target;
         }
+    }
+
+    /// A driven app writes `bytes` (`tcp_sendmsg_locked()`): the flow is checked for
+    /// being application-limited first, as Linux does on every write, then the bytes
+    /// enter the send buffer as it has room and go out as TCP allows.
+    pub fn app_write(&mut self, ctx: &mut Ctx, bytes: u64) {
+        debug_assert!(self.app.driven, "app_write on a socket not driven by an app");
+        if bytes == 0 {
+            return;
+        }
+        self.refresh_clock(ctx.now_ns);
+        if self.state == ConnState::Established {
+            let unsent = self.tp.write_seq - self.tp.snd_nxt;
+            crate::tcp::rate::rate_check_app_limited(&mut self.tp, unsent, self.wmem_alloc_bytes);
+        }
+        self.app.pending_bytes += bytes;
+        if self.state == ConnState::Established {
+            // tcp_slow_start_after_idle_check() runs on the write (tcp_push ->
+            // tcp_write_xmit is reached through __tcp_push_pending_frames).
+            self.push_pending_frames(ctx);
+        }
+    }
+
+    /// Arm the slow reader's next read. PLACEHOLDER: the reader policies
+    /// (`ReaderConfig::Rate`, `Bursts`) and the window update a read triggers
+    /// (`tcp_cleanup_rbuf()`) are to be written.
+    pub fn schedule_read(&mut self, now_ns: u64) {
+        let _ = now_ns;
+    }
+
+    /// The slow reader's timer fired: read what the policy allows (PLACEHOLDER).
+    pub fn on_read_timer(&mut self, ctx: &mut Ctx) {
+        self.refresh_clock(ctx.now_ns);
+        self.read_deadline_ns = NEVER;
     }
 
     /// `tcp_sndbuf_expand()`: room for `sndbuf_expand` (2, BBR 3) windows of

@@ -35,6 +35,9 @@ pub fn bulk_flow(name: &str, src: u32, dst: u32, cc: CcKind) -> FlowConfig {
         app: AppConfig::Bulk,
         tcp: TcpConfig::default(),
         cc_params: CcParams::default(),
+            data_side: Default::default(),
+            reader: Default::default(),
+            sample: true,
     }
 }
 
@@ -68,7 +71,7 @@ pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queu
     add(r2, dst, fast, 1_000, big.clone(), LossConfig::None);
     add(dst, r2, fast, 1_000, big, LossConfig::None);
     let flows = (0..n as u32).map(|i| bulk_flow(&format!("f{i}"), i, dst, cc)).collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
 
 /// Index of the bottleneck link r1->r2 in a `dumbbell(n, ...)`.
@@ -81,4 +84,18 @@ pub fn bottleneck(n: usize) -> usize {
 /// (python/tcplab/scenario/topology.py `_queue`, tests/test_routing_bdp.py).
 pub fn bdp_packets(rate_bps: u64, rtt_ns: u64) -> u32 {
     ((rate_bps as f64 / 8.0 * rtt_ns as f64 / 1e9) / 1514.0).round() as u32
+}
+
+/// A flow driven by an app (`AppConfig::Driven`) from client `src` to server `dst`.
+pub fn driven_flow(name: &str, src: u32, dst: u32, cc: CcKind, data_side: tcplab_core::app::Side) -> FlowConfig {
+    FlowConfig { app: AppConfig::Driven, data_side, ..bulk_flow(name, src, dst, cc) }
+}
+
+/// Two hosts `a` (0) and `b` (1) joined by one link each way: `rate_bps`, `one_way_delay_ns`,
+/// a pfifo of `limit_packets`. No flows.
+pub fn two_hosts(rate_bps: u64, one_way_delay_ns: u64, limit_packets: u32, duration_ns: u64) -> SimConfig {
+    let nodes = vec![NodeConfig::new("a", NodeKind::Host), NodeConfig::new("b", NodeKind::Host)];
+    let q = QueueConfig::Pfifo { limit_packets };
+    let links = vec![link("a->b", 0, 1, rate_bps, one_way_delay_ns, q.clone()), link("b->a", 1, 0, rate_bps, one_way_delay_ns, q)];
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows: Vec::new(), apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
