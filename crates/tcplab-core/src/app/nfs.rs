@@ -181,7 +181,7 @@ impl XprtSwitch {
     /// Linux v6.12 net/sunrpc/xprtmultipath.c: xprt_switch_find_next_entry_roundrobin()
     /// (every transport active: `xps_nactive` = n), then net/sunrpc/clnt.c:
     /// rpc_task_get_xprt().
-    pub fn next(&mut self) -> usize {
+    pub fn pick(&mut self) -> usize {
         let n = self.queuelen.len();
         let mut cur = self.cursor;
         let x = loop {
@@ -382,7 +382,7 @@ impl NfsStream {
                 break;
             }
             let id = self.r_offset.len() as u64;
-            let k = self.xps.next();
+            let k = self.xps.pick();
             let bytes = self.conns[k].request(id, self.cfg.call_bytes, self.cfg.reply_header_bytes + len);
             self.r_conn.push(k as u32);
             self.r_offset.push(self.next_offset);
@@ -574,7 +574,7 @@ mod tests {
         // With every transport at the average the cursor just moves on: READ i goes to
         // transport i mod n.
         let mut x = XprtSwitch::new(4);
-        let picks: Vec<usize> = (0..8).map(|_| x.next()).collect();
+        let picks: Vec<usize> = (0..8).map(|_| x.pick()).collect();
         assert_eq!(picks, vec![0, 1, 2, 3, 0, 1, 2, 3]);
     }
 
@@ -584,7 +584,7 @@ mod tests {
         // reaches 0, whose 3 * 4 > 3, so 0 is skipped and 1 is taken.
         let mut x = XprtSwitch::new(4);
         for _ in 0..4 {
-            x.next();
+            x.pick();
         }
         // Release 1, 2, 3 (their replies came back); 0 keeps one, add two more on it.
         x.release(1);
@@ -592,12 +592,12 @@ mod tests {
         x.release(3);
         x.queuelen[0] += 2;
         x.xps_queuelen += 2;
-        assert_eq!(x.next(), 1);
+        assert_eq!(x.pick(), 1);
         // Now queues [3, 1, 0, 0], total 4: 2 (0 <= 4) is next in turn.
-        assert_eq!(x.next(), 2);
-        assert_eq!(x.next(), 3);
+        assert_eq!(x.pick(), 2);
+        assert_eq!(x.pick(), 3);
         // [3, 1, 1, 1], total 6: 0 skipped (12 > 6), 1 taken (4 <= 6).
-        assert_eq!(x.next(), 1);
+        assert_eq!(x.pick(), 1);
         assert_eq!(x.queuelen(0), 3);
     }
 
