@@ -668,8 +668,11 @@ impl TcpSocket {
         }
         self.app.pending_bytes += bytes;
         if self.state == ConnState::Established {
-            // tcp_slow_start_after_idle_check() runs on the write (tcp_push ->
-            // tcp_write_xmit is reached through __tcp_push_pending_frames).
+            // Linux v6.12 net/ipv4/tcp.c: tcp_skb_entail() runs
+            // tcp_slow_start_after_idle_check() for the skb a write appends (nothing in
+            // flight and idle for more than an RTO: cwnd restarts, tcp_cwnd_restart());
+            // then tcp_push -> __tcp_push_pending_frames -> tcp_write_xmit.
+            self.slow_start_after_idle_check();
             self.push_pending_frames(ctx);
         }
     }
