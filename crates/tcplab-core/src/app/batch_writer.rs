@@ -34,6 +34,9 @@
 //!   is a 60 s cap plus 5.92 s of jitter. A success ends the batch; the next batch starts
 //!   from `retry_min_ns` again.
 //!
+//! A worker starts attempts only on an established connection: a connection that cannot
+//! be established (its SYNs lost) shows as batches waiting, not as failed dials.
+//!
 //! Departure (Go/Linux): on a timeout Go's HTTP client cancels the request and closes the
 //! connection, and the retry dials a new one (fresh handshake, slow start). tcplab keeps
 //! the connection (the engine cannot reopen one yet): the abandoned request's bytes stay
@@ -286,7 +289,8 @@ impl BatchWriter {
         (self.produced + 1).saturating_mul(self.cfg.interval_ns)
     }
 
-    /// A batch is produced at `now`: into the queue, dropping one if it is full.
+    /// A batch is produced at `now`: into the queue, dropping one if it is full (the queue
+    /// holds only batches no worker could take).
     fn produce(&mut self, now: u64) {
         let batch = self.produced;
         self.produced += 1;
@@ -301,7 +305,6 @@ impl BatchWriter {
             }
         }
         self.queue.push_back((batch, now));
-        self.max_pending = self.max_pending.max(self.queue.len() as u64);
     }
 
     /// Every idle, established worker takes the oldest waiting batch (`MustReadBlock`).
@@ -455,6 +458,9 @@ impl App for BatchWriter {
         while self.next_batch_ns() <= now {
             let at = self.next_batch_ns();
             self.produce(at);
+            // An idle worker takes it at once; what is left waits (`max_pending`).
+            self.dispatch(cx);
+            self.max_pending = self.max_pending.max(self.queue.len() as u64);
         }
         for k in 0..self.workers.len() {
             if self.workers[k].until_ns > now {
@@ -484,6 +490,7 @@ impl App for BatchWriter {
         out.put("retries", Value::U64(self.retries));
         out.put("dropped", Value::U64(self.dropped));
         out.put("max_pending", Value::U64(self.max_pending));
+        out.put("queue_limit", Value::U64(self.cfg.max_pending));
         out.put("pending", Value::U64(self.queue.len() as u64));
         out.put("in_flight", Value::U64(self.in_flight()));
         out.put("late_responses", Value::U64(self.late_responses));
@@ -544,7 +551,7 @@ mod tests {
         let e = BatchWriterConfig { timeout_ns: 0, ..ok.clone() }.validate("a", 1).unwrap_err();
         assert!(e.starts_with("a.timeout_ns: 0 is outside [1, "), "{e}");
         assert!(ok.validate("a", 0).unwrap_err().contains("at least one connection"));
-        assert!(!BatchWriterConfig { jitter: f64::NAN, ..ok }.validate("a", 1).is_ok());
+        assert!(BatchWriterConfig { jitter: f64::NAN, ..ok }.validate("a", 1).is_err());
     }
 
     #[test]
