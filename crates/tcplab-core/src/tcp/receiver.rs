@@ -1,9 +1,12 @@
 //! The receiving half of a TCP endpoint (Linux v6.12 net/ipv4/tcp_input.c).
 //!
 //! Model:
-//! - **In-order delivery**: data at `rcv_nxt` advances it and is read by the application
-//!   at once (the bulk reader of netperf/iperf3 never lets the receive queue fill); data
-//!   beyond `rcv_nxt` waits in an out-of-order set of merged intervals (`tcp_data_queue_ofo`).
+//! - **In-order delivery**: data at `rcv_nxt` advances it; the immediate reader of
+//!   netperf/iperf3 reads it at once and never lets the receive queue fill, a slow reader
+//!   (`tcp::reader`) leaves it queued until [`Receiver::app_read`], where it occupies the
+//!   buffer (`tcp_space()`), and its reads send the window updates of `tcp_cleanup_rbuf()`;
+//!   data beyond `rcv_nxt` waits in an out-of-order set of merged intervals
+//!   (`tcp_data_queue_ofo`).
 //! - **SACK blocks** (`tcp_sack_new_ofo_skb`, `tcp_sack_remove`): up to 4 blocks remembered,
 //!   the most recently changed first; 3 fit in an ACK beside the timestamps option.
 //!   Duplicate data produces a D-SACK block (`tcp_dsack_set`) sent once.
