@@ -594,6 +594,42 @@ mod tests {
         c
     }
 
+    /// Linux v6.12 tcp_ack_probe() / tcp_probe0_when(): an ACK that leaves the window
+    /// closed restarts the probe timer at max(RTO, 200 ms) << backoff (backoff counted at
+    /// most 10 times, the timer capped at TCP_RTO_MAX); one that opens room for the next
+    /// segment clears the timer and the backoff.
+    #[test]
+    fn ack_probe_rearms_with_backoff_or_clears_when_the_window_opens() {
+        use crate::tcp::socket::XmitTimer;
+        let mut c = socket(CcKind::Cubic, false);
+        let now = 5_000_000_000;
+        c.tp.set_now(now);
+        c.tp.snd_una = 100_000;
+        c.tp.snd_nxt = 100_000;
+        c.tp.write_seq = 200_000;
+        c.tp.packets_out = 0;
+        c.tp.snd_wnd = 0;
+        c.icsk_backoff = 3;
+        c.ack_probe(now);
+        assert_eq!(c.xmit_timer, XmitTimer::Probe0);
+        assert_eq!(c.xmit_deadline_ns, c.tp.clock().timer_deadline_ns(now, 200 << 3));
+        // A larger RTO is the base; the shift stops at 10 and the timer at 120 s.
+        c.tp.icsk_rto = 300;
+        c.icsk_backoff = 15;
+        c.ack_probe(now);
+        assert_eq!(c.xmit_deadline_ns, c.tp.clock().timer_deadline_ns(now, 120_000));
+        // A window narrower than the next segment: still probing.
+        c.icsk_backoff = 1;
+        c.tp.snd_wnd = 1000;
+        c.ack_probe(now);
+        assert_eq!(c.xmit_deadline_ns, c.tp.clock().timer_deadline_ns(now, 600));
+        // Room for the next segment: timer and backoff cleared.
+        c.tp.snd_wnd = 1448;
+        c.ack_probe(now);
+        assert_eq!(c.xmit_timer, XmitTimer::None);
+        assert_eq!(c.icsk_backoff, 0);
+    }
+
     #[test]
     fn idle_for_three_rtos_halves_cwnd_twice_then_stops_at_init_cwnd() {
         // tcp_cwnd_restart(): `while ((delta -= rto) > 0 && cwnd > restart) cwnd >>= 1`,
