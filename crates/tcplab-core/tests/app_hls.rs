@@ -237,3 +237,32 @@ fn story_001_cubic_falls_to_low_bbr_holds_hd_on_a_lossy_5_mbit_path() {
     assert!(time_on(&bbr, "HD") > 0.95 * played(&bbr), "BBR HD {} of {}", time_on(&bbr, "HD"), played(&bbr));
     assert_eq!(bbr.get("switches").unwrap().as_u64(), Some(0));
 }
+
+#[test]
+fn a_finite_video_plays_to_its_end_without_a_final_stall() {
+    // 10 segments of 2 s on a fast path: all loaded within seconds, playback runs its 20 s
+    // and ends; running out of media at the end is not a stall.
+    let cfg = HlsConfig { profiles: ladder(&[("HD", 3_000_000)]), segments: Some(10), ..HlsConfig::default() };
+    let out = run_hls(50_000_000, 5_000_000, 1000, 30_000_000_000, cfg, true);
+    assert_eq!(out.get("segments").unwrap().as_u64(), Some(10));
+    assert_eq!(out.get("ended"), Some(&tcplab_core::app::Value::Bool(true)));
+    assert_eq!(out.get("stalls").unwrap().as_u64(), Some(0));
+    assert!((f64_of(&out, "played_s") - 20.0).abs() < 1e-9);
+    assert_eq!(f64_of(&out, "buffer_s"), 0.0);
+    // The series shows playback stopped after the end (t > start + 20 s).
+    let t = u64_col(&out, "series", "t_ns");
+    let playing = match out.table("series").unwrap().column("playing") {
+        Some(Column::Bool(v)) => v.clone(),
+        other => panic!("{other:?}"),
+    };
+    let start_ns = ((f64_of(&out, "connected_s") + f64_of(&out, "startup_delay_s")) * 1e9) as u64;
+    let end_ns = start_ns + 20_000_000_000;
+    let margin = 1_000_000;
+    for (&t, &p) in t.iter().zip(&playing) {
+        if t > start_ns + margin && t + margin < end_ns {
+            assert!(p, "not playing at {t} ns");
+        } else if t > end_ns + margin || t + margin < start_ns {
+            assert!(!p, "playing at {t} ns");
+        }
+    }
+}
