@@ -115,7 +115,7 @@ impl LogHistogram {
         match &mut self.counts {
             Counts::Narrow(c) => match c[off].checked_add(1) {
                 Some(n) => c[off] = n,
-                None => self.to_wide(off),
+                None => self.widen_counts(off),
             },
             Counts::Wide(c) => c[off] += 1,
         }
@@ -151,7 +151,7 @@ impl LogHistogram {
 
     /// Bucket `off` of the narrow counts is full: widen every count to `u64`, then count.
     #[cold]
-    fn to_wide(&mut self, off: usize) {
+    fn widen_counts(&mut self, off: usize) {
         if let Counts::Narrow(c) = &self.counts {
             let mut wide: Vec<u64> = c.iter().map(|&n| n as u64).collect();
             wide[off] += 1;
