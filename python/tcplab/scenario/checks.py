@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from tcplab.errors import UnitError, show_value
 from tcplab.routing import bfs_route
 from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_between, _parse_int, _parse_name, _t
-from tcplab.scenario.flows import flow_names
+from tcplab.scenario.apps import AppSpec, _parse_app
+from tcplab.scenario.flows import _parse_from, expand_flow, senders_of
 from tcplab.units import parse_time
 
 if TYPE_CHECKING:
@@ -120,19 +121,31 @@ def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bo
     hosts = list(sc.hosts) + list(getattr(sc, "pods", None) or [])
     host_list = "one of: " + ", ".join(sorted(hosts))
     topo = sc._topology() if topology_ok else None
-    names_seen: dict[str, int] = {}
+    names_seen: dict[tuple[str, str], int] = {}
     for i, flow in enumerate(sc.flows):
-        endpoints_ok = flow.from_ is not None and flow.to is not None
-        for key, n in (("from", flow.from_), ("to", flow.to)):
+        senders = senders_of(flow)
+        many = isinstance(flow.from_, (list, tuple))
+        app = getattr(flow, "app", None)
+        endpoints_ok = bool(senders) and flow.to is not None
+        if many and app is not None and app.kind != "broadcast":
+            error(
+                ("flows", i, "from"),
+                f"a list of senders for app {app.kind}",
+                "one host name (a list only for a broadcast: its senders)",
+                list(flow.from_),
+            )
+            endpoints_ok = False
+        ends = [(("from", s) if many else ("from",), n) for s, n in enumerate(senders)]
+        for key, n in [*ends, (("to",), flow.to)]:
             if n is None:
                 continue
             if n not in kinds:
-                error(("flows", i, key), f"unknown host {show_value(n)}{_did_you_mean(n, hosts)}", host_list, n)
+                error(("flows", i, *key), f"unknown host {show_value(n)}{_did_you_mean(n, hosts)}", host_list, n)
                 endpoints_ok = False
             elif kinds[n] == "router":
-                error(("flows", i, key), f"{show_value(n)} is a router, not a host", host_list, n)
+                error(("flows", i, *key), f"{show_value(n)} is a router, not a host", host_list, n)
                 endpoints_ok = False
-        if endpoints_ok and flow.from_ == flow.to:
+        if endpoints_ok and flow.to in senders:
             error(
                 ("flows", i, "to"),
                 f"flow from {show_value(flow.to)} to itself",
@@ -156,22 +169,25 @@ def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bo
                 "a stop time after start",
                 flow.stop,
             )
-        for name in flow_names(i, flow):
-            if name in names_seen:
+        conns, workloads = expand_flow(i, flow)
+        for what, name in [("flow", c.name) for c in conns] + [("app", w.name) for w in workloads]:
+            if (what, name) in names_seen:
                 error(
                     ("flows", i, "name"),
-                    f"duplicate flow name {show_value(name)} (also flows.{names_seen[name]})",
-                    "unique flow names",
+                    f"duplicate {what} name {show_value(name)} (also flows.{names_seen[what, name]})",
+                    f"unique {what} names",
                     name,
                 )
-            names_seen.setdefault(name, i)
+                break  # one report per entry (a broadcast has thousands of names)
+            names_seen.setdefault((what, name), i)
         if topo is not None and endpoints_ok:
-            src, dst = topo.index[flow.from_], topo.index[flow.to]
-            a, b = show_value(flow.from_), show_value(flow.to)
-            if bfs_route(len(topo.nodes), topo.ends, src, dst, topo.forwards) is None:
-                error(("flows", i), f"no route from {a} to {b}", "links that connect the two hosts")
-            elif bfs_route(len(topo.nodes), topo.ends, dst, src, topo.forwards) is None:
-                error(("flows", i), f"no route back from {b} to {a} for ACKs", "links that connect the two hosts")
+            for sender in dict.fromkeys(senders):
+                src, dst = topo.index[sender], topo.index[flow.to]
+                a, b = show_value(sender), show_value(flow.to)
+                if bfs_route(len(topo.nodes), topo.ends, src, dst, topo.forwards) is None:
+                    error(("flows", i), f"no route from {a} to {b}", "links that connect the two hosts")
+                elif bfs_route(len(topo.nodes), topo.ends, dst, src, topo.forwards) is None:
+                    error(("flows", i), f"no route back from {b} to {a} for ACKs", "links that connect the two hosts")
 
 
 def check_queue_limits(sc: Scenario, error: Any) -> None:
@@ -241,7 +257,8 @@ def partial_view(data: Mapping[str, Any]) -> SimpleNamespace | None:
         else [],
         flows=[
             SimpleNamespace(
-                from_=field(e, "from", _NODE),
+                from_=field(e, "from", _parse_from),
+                app=field(e, "app", _parse_app, AppSpec(kind="bulk")),
                 to=field(e, "to", _NODE),
                 start=field(e, "start", parse_time, 0),
                 stop=field(e, "stop", parse_time, None),

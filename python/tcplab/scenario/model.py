@@ -13,13 +13,23 @@ from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
 from tcplab.scenario.base import _Model
 from tcplab.scenario.checks import check_flows, check_nodes, check_pods, check_queue_limits
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
-from tcplab.scenario.flows import Flow, flow_names
+from tcplab.scenario.flows import Flow, expand_flow, flow_names
 from tcplab.scenario.hosts import Host, Sysctl
 from tcplab.scenario.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.scenario.links import Link
 from tcplab.scenario.pods import BandwidthManager, Pod
 from tcplab.scenario.topology import _Topology
 from tcplab.units import U64_MAX, parse_size
+
+
+def sampled_flows(sc: Scenario) -> int:
+    """Engine flows with time series (a broadcast's connections have none)."""
+    total = 0
+    for i, flow in enumerate(sc.flows):
+        if flow.start is None or flow.count is None:
+            continue
+        total += sum(1 for c in expand_flow(i, flow)[0] if c.sample)
+    return total
 
 
 class Limits(_Model):
@@ -78,12 +88,17 @@ class Scenario(_Model):
         check_flows(self, error, kinds, topology_ok)
         if topology_ok:
             check_queue_limits(self, error)
-        check_limits(self, error, sum(f.count for f in self.flows))
+        check_limits(self, error, sampled_flows(self))
         if len(errors) == 1:
             raise errors[0]
         if errors:
             raise UnitErrors(errors)
         return self
+
+    def workloads(self) -> list[dict[str, Any]]:
+        """The engine applications as to_core gives them, each with the index of its
+        ``flows:`` entry (``entry``)."""
+        return [dict(a) for a in self._topology().apps]
 
     @staticmethod
     def _flow_names(index: int, flow: Flow) -> list[str]:
@@ -178,9 +193,17 @@ class Scenario(_Model):
             links.append(core_link)
         flows = []
         for f in topo.flows:
-            flows.append(
-                {k: f[k] for k in ("name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params")}
-            )
+            core_flow = {k: f[k] for k in ("name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params")}
+            # data_side, reader and sample only when not the engine's default, so that the
+            # engine JSON of bulk scenarios is what it always was.
+            if f["data_side"] != "client":
+                core_flow["data_side"] = f["data_side"]
+            if f["reader"]["kind"] != "immediate":
+                core_flow["reader"] = f["reader"]
+            if not f["sample"]:
+                core_flow["sample"] = False
+            flows.append(core_flow)
+        apps = [{k: a[k] for k in ("name", "flows", "spec")} for a in topo.apps]
         return {
             "seed": self.seed,
             "duration_ns": self.duration,
@@ -189,6 +212,7 @@ class Scenario(_Model):
             "links": links,
             "flows": flows,
             "max_memory_bytes": self.limits.memory,
+            **({"apps": apps} if apps else {}),
         }
 
     def to_core_json(self) -> str:
