@@ -281,3 +281,45 @@ def _ok(parse: Any, value: Any) -> Any:
         return parse(value)
     except (UnitError, TypeError, ValueError):
         return None
+
+
+def app_warnings(sc: Scenario) -> list[tuple[tuple, str]]:
+    """(path, message) of application settings that are valid but probably not meant:
+
+    - a timeout (any ``*timeout*`` time of an app, e.g. batch_writer's ``timeout``) shorter
+      than one base RTT of the path (the propagation delay there and back): every request
+      would time out before its response could arrive;
+    - a broadcast whose first burst comes before its last connection has started (the
+      connections start over the warm-up; see :mod:`tcplab.scenario.flows`).
+    """
+    from tcplab.scenario.flows import BROADCAST_WARMUP_NS
+
+    out: list[tuple[tuple, str]] = []
+    topo = sc._topology()
+    for app in topo.apps:
+        i = app["entry"]
+        spec = app["spec"]
+        kind = spec["kind"]
+        rtt = max((topo.flows[f]["base_rtt_ns"] for f in app["flows"]), default=0)
+        for field, value in spec.items():
+            if "timeout" in field and field.endswith("_ns") and isinstance(value, int) and value < rtt:
+                out.append(
+                    (
+                        ("flows", i, "app", kind, field[:-3]),
+                        f"{_t(value)} is shorter than one base RTT of the path ({_t(rtt)}): "
+                        "every request times out before its response can arrive",
+                    )
+                )
+        first = spec.get("first_burst_ns")
+        if kind == "broadcast" and isinstance(first, int):
+            last_start = max(topo.flows[f]["start_ns"] for f in app["flows"])
+            if first <= last_start:
+                out.append(
+                    (
+                        ("flows", i, "app", kind, "first_burst"),
+                        f"{_t(first)} is not after the last connection's start ({_t(last_start)}; they start over "
+                        f"{_t(BROADCAST_WARMUP_NS)} from start): the first burst finds some not connected",
+                    )
+                )
+    # one report per entry and field (count: copies share their settings)
+    return list(dict.fromkeys(out))

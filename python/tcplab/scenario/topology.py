@@ -115,6 +115,8 @@ class _Topology:
         self.apps: list[dict[str, Any]] = []
         self.entry_flows: list[list[int]] = []
         tcp_of: dict[tuple[str, str, int], dict[str, Any]] = {}
+        cc_of: dict[tuple[str, str, int], str] = {}
+        cc_params_of: dict[tuple[str, str, int], dict[str, Any]] = {}
         for i, flow in enumerate(sc.flows):
             self.entry_flows.append([])
             senders = senders_of(flow)
@@ -137,18 +139,20 @@ class _Topology:
                     tcp["tcp_rmem"] = list(sc.sysctl_of(data_dst).tcp_rmem)
                     tcp.update(flow.tcp.overrides())
                     tcp_of[key] = tcp
+                    cc_of[key] = flow.cc or sc.default_cc_of(data_src)
+                    cc_params_of[key] = flow.cc_params.to_core()
                 self.entry_flows[i].append(len(self.flows))
                 self.flows.append(
                     {
                         "name": c.name,
                         "src": src,
                         "dst": dst,
-                        "cc": flow.cc or sc.default_cc_of(data_src),
+                        "cc": cc_of[key],
                         "start_ns": c.start_ns,
                         "stop_ns": flow.stop,
                         "app": c.app,
                         "tcp": dict(tcp_of[key]),
-                        "cc_params": flow.cc_params.to_core(),
+                        "cc_params": dict(cc_params_of[key]),
                         "data_side": c.data_side,
                         "reader": flow.reader.to_core(),
                         "sample": c.sample,
