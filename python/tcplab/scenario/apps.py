@@ -286,7 +286,12 @@ def _parse_profiles(value: Any) -> list[dict[str, Any]]:
     seen: dict[str, int] = {}
     for i, entry in enumerate(value):
         if not isinstance(entry, dict):
-            raise UnitError(f"{show_value(entry)} is not a profile", "a mapping such as {name: HD, bitrate: 3Mbit}", entry, subpath=(i,))
+            raise UnitError(
+                f"{show_value(entry)} is not a profile",
+                "a mapping such as {name: HD, bitrate: 3Mbit}",
+                entry,
+                subpath=(i,),
+            )
         for key in entry:
             if key not in PROFILE_KEYS:
                 raise UnitError(
@@ -297,13 +302,23 @@ def _parse_profiles(value: Any) -> list[dict[str, Any]]:
                 )
         for key in PROFILE_KEYS:
             if key not in entry:
-                raise UnitError("missing", "a name and a bitrate such as {name: HD, bitrate: 3Mbit}", None, subpath=(i, key))
+                raise UnitError(
+                    "missing", "a name and a bitrate such as {name: HD, bitrate: 3Mbit}", None, subpath=(i, key)
+                )
         name = entry["name"]
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
-            raise UnitError(f"{show_value(name)} is not a valid profile name", "letters, digits, '_', '.' or '-'", name, subpath=(i, "name"))
+            raise UnitError(
+                f"{show_value(name)} is not a valid profile name",
+                "letters, digits, '_', '.' or '-'",
+                name,
+                subpath=(i, "name"),
+            )
         if name in seen:
             raise UnitError(
-                f"duplicate profile name {show_value(name)} (also profiles.{seen[name]})", "unique profile names", name, subpath=(i, "name")
+                f"duplicate profile name {show_value(name)} (also profiles.{seen[name]})",
+                "unique profile names",
+                name,
+                subpath=(i, "name"),
             )
         seen[name] = i
         try:
@@ -318,7 +333,9 @@ def _parse_engine_app(kind: str, body: Any) -> AppSpec:
     if body is None:
         body = {}
     if not isinstance(body, dict):
-        raise UnitError(f"{show_value(body)} is not a mapping", f"the {kind} settings as a mapping, or {{}}", body, subpath=(kind,))
+        raise UnitError(
+            f"{show_value(body)} is not a mapping", f"the {kind} settings as a mapping, or {{}}", body, subpath=(kind,)
+        )
     keys = app_keys(kind)
     defaults = engine_app_defaults().get(kind, {})
     connections = 1
@@ -327,7 +344,11 @@ def _parse_engine_app(kind: str, body: Any) -> AppSpec:
     for key, value in body.items():
         at = (kind, str(key))
         if kind in DERIVED_FIELDS and key in DERIVED_FIELDS[kind]:
-            errors.append(UnitError(f"{show_value(key)} is not set here", f"it comes from {DERIVED_FIELDS[kind][key]}", key, subpath=at))
+            errors.append(
+                UnitError(
+                    f"{show_value(key)} is not set here", f"it comes from {DERIVED_FIELDS[kind][key]}", key, subpath=at
+                )
+            )
             continue
         if key not in keys:
             errors.append(

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import UnitError, show_value
 from tcplab.routing import bfs_route
-from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_between, _parse_int, _parse_name, _t
 from tcplab.scenario.apps import AppSpec, _parse_app
+from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_between, _parse_int, _parse_name, _t
 from tcplab.scenario.flows import _parse_from, expand_flow, senders_of
 from tcplab.units import parse_time
 

@@ -110,7 +110,12 @@ def _parse_reader(value: Any) -> ReaderSpec:
         except UnitError as e:
             raise _sub(e, "rate") from None
         if rate < 8:
-            raise UnitError(f"{rate} bit/s is less than one byte per second", "a rate of at least 8bit", value["rate"], subpath=("rate",))
+            raise UnitError(
+                f"{rate} bit/s is less than one byte per second",
+                "a rate of at least 8bit",
+                value["rate"],
+                subpath=("rate",),
+            )
         return ReaderSpec(kind="rate", rate_bps=rate)
     for key in ("every", "bytes"):
         if key not in value:

@@ -193,7 +193,9 @@ class Scenario(_Model):
             links.append(core_link)
         flows = []
         for f in topo.flows:
-            core_flow = {k: f[k] for k in ("name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params")}
+            core_flow = {
+                k: f[k] for k in ("name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params")
+            }
             # data_side, reader and sample only when not the engine's default, so that the
             # engine JSON of bulk scenarios is what it always was.
             if f["data_side"] != "client":

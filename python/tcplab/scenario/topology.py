@@ -106,7 +106,9 @@ class _Topology:
                 fwd = bfs_route(n, self.ends, src, dst, self.forwards)
                 rev = bfs_route(n, self.ends, dst, src, self.forwards)
                 routes[src, dst] = (
-                    None if fwd is None or rev is None else (fwd, rev, route_delay_ns(fwd, delays) + route_delay_ns(rev, delays))
+                    None
+                    if fwd is None or rev is None
+                    else (fwd, rev, route_delay_ns(fwd, delays) + route_delay_ns(rev, delays))
                 )
             return routes[src, dst]
 
@@ -162,7 +164,9 @@ class _Topology:
                     }
                 )
             for w in workloads:
-                self.apps.append({"name": w.name, "flows": [first + k for k in w.connections], "spec": w.spec, "entry": i})
+                self.apps.append(
+                    {"name": w.name, "flows": [first + k for k in w.connections], "spec": w.spec, "entry": i}
+                )
         # Cilium's Bandwidth Manager: per node, the pods it shapes (EDT on the node's uplinks).
         managed: dict[str, list[tuple[int, int]]] = {}
         for name, pod in sc.pods.items():
