@@ -378,3 +378,32 @@ def test_workload_builtins_are_accepted_by_the_engine(real_core, name):
 
     c = tcplab.load_scenario(f"builtin:{name}").to_core()
     real_core.validate(json.dumps(c))  # raises ValueError on what the engine refuses
+
+
+# -- the engine's refusals, with the scenario's paths ------------------------------------
+
+
+def test_engine_paths_are_translated_to_yaml_paths():
+    from tcplab.scenario.checks import engine_message
+
+    sc = scenario(flow("bulk"), flow({"rr": {"parallel": 2}}), flow(HLS, reader={"rate": "1Mbit"}))
+    assert engine_message(sc, "apps.1.spec.segment_ns: 0 is zero") == "flows.2.app.hls.segment: 0 is zero"
+    assert engine_message(sc, "apps.0.spec.request_bytes: x") == "flows.1.app.rr.request: x"
+    assert engine_message(sc, "flows.3.reader.rate_bps: x") == "flows.2.reader.rate_bps: x"  # engine flow 3: entry 2
+    assert engine_message(sc, "apps.9.spec.x: y") == "apps.9.spec.x: y"
+
+
+@pytest.mark.engine
+def test_check_reports_an_engine_refusal_at_the_yaml_path(real_core, tmp_path):
+    from typer.testing import CliRunner
+
+    from tcplab.cli import app
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\nduration: 1s\nhosts: {c: {}, s: {}}\nlinks: [{between: [c, s], rate: 10Mbit, delay: 1ms}]\n"
+        "flows:\n  - {from: c, to: s}\n  - {from: c, to: s, app: {rr: {request: 2TB}}}\n"
+    )
+    r = CliRunner().invoke(app, ["check", str(path)])
+    assert r.exit_code == 2
+    assert "flows.1.app.rr.request: 2000000000000 is outside" in r.stderr

@@ -5,6 +5,7 @@ Every problem found is reported (not just the first), each with its own field pa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -323,3 +324,35 @@ def app_warnings(sc: Scenario) -> list[tuple[tuple, str]]:
                 )
     # one report per entry and field (count: copies share their settings)
     return list(dict.fromkeys(out))
+
+
+_ENGINE_PATH = re.compile(r"\bapps\.(\d+)\.spec\.(\w+)|\bflows\.(\d+)\.")
+
+
+def engine_message(sc: Scenario, text: str) -> str:
+    """An engine message with its config paths as the scenario's YAML paths:
+    ``apps.2.spec.segment_ns`` -> ``flows.4.app.hls.segment``, ``flows.17.reader`` (an
+    engine flow) -> ``flows.3.reader`` (its entry). Unknown paths are left as they are."""
+    topo = sc._topology()
+    entry_of = {f: i for i, flows in enumerate(topo.entry_flows) for f in flows}
+
+    def path(m: re.Match) -> str:
+        return app_path(m) if m.group(1) is not None else flow_path(m)
+
+    def app_path(m: re.Match) -> str:
+        index = int(m.group(1))
+        if index >= len(topo.apps):
+            return m.group(0)
+        app = topo.apps[index]
+        field = m.group(2)
+        key = field
+        for suffix in ("_ns", "_bps", "_bytes"):
+            if field.endswith(suffix):
+                key = field[: -len(suffix)]
+        return f"flows.{app['entry']}.app.{app['spec']['kind']}.{key}"
+
+    def flow_path(m: re.Match) -> str:
+        index = int(m.group(3))
+        return f"flows.{entry_of[index]}." if index in entry_of else m.group(0)
+
+    return _ENGINE_PATH.sub(path, text)
