@@ -407,3 +407,21 @@ def test_check_reports_an_engine_refusal_at_the_yaml_path(real_core, tmp_path):
     r = CliRunner().invoke(app, ["check", str(path)])
     assert r.exit_code == 2
     assert "flows.1.app.rr.request: 2000000000000 is outside" in r.stderr
+
+
+def test_routes_follow_the_data_side():
+    routes = scenario(flow("bulk"), flow("maerts")).routes()
+    assert routes[0]["data"] == ["c->s"] and routes[0]["ack"] == ["s->c"]
+    assert routes[1]["data"] == ["s->c"] and routes[1]["ack"] == ["c->s"]  # the server sends
+
+
+def test_check_shows_apps_and_elides_a_broadcasts_connections(tmp_path):
+    from typer.testing import CliRunner
+
+    from tcplab.cli import app
+
+    r = CliRunner().invoke(app, ["check", "builtin:broadcast"])
+    assert r.exit_code == 0, r.output
+    assert "app events: broadcast over 400 connections" in r.stdout
+    assert "... 396 more connections of app events" in r.stdout
+    assert r.stdout.count("  flow events.") == 4

@@ -588,11 +588,27 @@ def check(
             extras.append(f"nic {nic['driver']} rx_ring {nic['rx_ring']} x {nic['rx_queues']} queue(s)")
         if extras:
             console.print(f"  host {node['name']}: {'; '.join(extras)}", markup=False)
-    for route in sc.routes():
+    # A workload of many connections (a broadcast's thousands) shows its first few routes.
+    shown_per_app = 4
+    hidden: dict[int, tuple[str, int]] = {}
+    for a in core.get("apps", []):
+        for k in a["flows"][shown_per_app:]:
+            hidden[k] = (a["name"], len(a["flows"]) - shown_per_app)
+    for index, route in enumerate(sc.routes()):
+        if index in hidden:
+            name, more = hidden[index]
+            if index - 1 not in hidden:
+                console.print(f"  ... {more} more connections of app {name}", markup=False)
+            continue
         console.print(
             f"  flow {route['flow']}: data {' '.join(route['data'])}; acks {' '.join(route['ack'])}; "
             f"base RTT {_time_ms(route['base_rtt_ns'])}",
             markup=False,
+        )
+    for a in core.get("apps", []):
+        n = len(a["flows"])
+        console.print(
+            f"  app {a['name']}: {a['spec']['kind']} over {n} connection{'s' if n != 1 else ''}", markup=False
         )
 
 

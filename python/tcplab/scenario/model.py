@@ -155,15 +155,18 @@ class Scenario(_Model):
         return _Topology(self)
 
     def routes(self) -> list[dict[str, Any]]:
-        """Per expanded flow: its name and the one-way link names of its data and ACK routes."""
+        """Per engine flow: its name and the one-way link names of its data and ACK routes
+        (data from the side that writes it: the server of a maerts, hls or nfs_stream)."""
         topo = self._topology()
         out = []
         for flow in topo.flows:
+            # the data goes from the side that writes it (the server for maerts, hls, ...)
+            data, ack = (flow["fwd"], flow["rev"]) if flow["data_side"] == "client" else (flow["rev"], flow["fwd"])
             out.append(
                 {
                     "flow": flow["name"],
-                    "data": [topo.links[i]["name"] for i in flow["fwd"]],
-                    "ack": [topo.links[i]["name"] for i in flow["rev"]],
+                    "data": [topo.links[i]["name"] for i in data],
+                    "ack": [topo.links[i]["name"] for i in ack],
                     "base_rtt_ns": flow["base_rtt_ns"],
                 }
             )
