@@ -146,9 +146,14 @@ def test_a_new_engine_field_is_a_key_without_python_edits(monkeypatch):
     fields["rr"]["warmup_ns"] = 0
     fields["rr"]["burst_bytes"] = 0
     fields["rr"]["nodelay"] = False
+    fields["rr"]["label"] = None  # Option<String>
+    fields["rr"]["limit"] = None  # Option<u64>
     monkeypatch.setattr(apps, "engine_app_defaults", lambda: fields)
-    spec = core(flow({"rr": {"warmup": "2s", "burst": "3KB", "nodelay": True}}))["apps"][0]["spec"]
+    app = {"rr": {"warmup": "2s", "burst": "3KB", "nodelay": True, "label": "HD", "limit": 7}}
+    spec = core(flow(app))["apps"][0]["spec"]
     assert (spec["warmup_ns"], spec["burst_bytes"], spec["nodelay"]) == (2 * 10**9, 3000, True)
+    assert (spec["label"], spec["limit"]) == ("HD", 7)
+    assert core(flow({"rr": {"limit": None}}))["apps"][0]["spec"]["limit"] is None
 
 
 # -- connections, naming, to_core shapes -------------------------------------------------

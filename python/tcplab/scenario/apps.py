@@ -20,7 +20,8 @@ A key is the engine's field name without its unit suffix, and its value is parse
 suffix: ``segment`` sets ``segment_ns`` (a time such as ``4s``), ``bitrate`` sets
 ``bitrate_bps`` (a rate such as ``3Mbit``), ``rsize`` sets ``rsize_bytes`` (a size such as
 ``1MiB``). Fields without a suffix are parsed by the type of their default: integers,
-booleans, fractions (``jitter: 10%`` or ``0.1``), ``null`` for an optional field. The
+booleans, fractions (``jitter: 10%`` or ``0.1``); an optional field (default ``null``)
+takes ``null``, a number, or a name (hls ``start_profile: HD``). The
 fields and their defaults are the engine's (``tcplab._core.defaults()["apps"]``), so a field
 added to an engine app is a scenario key at once; :data:`APP_DEFAULTS` is Python's copy for
 when the engine is not built (held equal to the engine's by ``tests/test_defaults.py``).
@@ -251,6 +252,13 @@ def _parse_fraction(value: Any) -> float:
     return float(number)
 
 
+def _to_int(text: str) -> int | None:
+    try:
+        return int(parse_number(text))
+    except UnitError:
+        return None
+
+
 def _parse_field(field: str, default: Any, value: Any) -> Any:
     """One engine field's value, parsed by the field's unit suffix or its default's type."""
     unit = _unit_of(field)
@@ -271,6 +279,8 @@ def _parse_field(field: str, default: Any, value: Any) -> Any:
         if not isinstance(value, str):
             raise UnitError(f"{show_value(value)} is not text", "a string", value)
         return value
+    if default is None and isinstance(value, str) and _to_int(value) is None:
+        return value  # an optional name (hls start_profile: HD): the engine checks it
     if isinstance(default, int) or default is None:
         return _parse_int(1 if positive else 0)(value)
     return value  # lists and mappings without a rule here: the engine checks them
