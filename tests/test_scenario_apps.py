@@ -430,3 +430,14 @@ def test_check_shows_apps_and_elides_a_broadcasts_connections(tmp_path):
     assert "app events: broadcast over 400 connections" in r.stdout
     assert "... 396 more connections of app events" in r.stdout
     assert r.stdout.count("  flow events.") == 4
+
+
+def test_too_many_connections_are_refused_before_expanding_them():
+    """100 000 copies of 1 000 000 connections would never finish expanding: refused at once."""
+    import time
+
+    started = time.perf_counter()
+    line = error_of(flow({"broadcast": {"connections": 1_000_000}}, count=100_000))
+    assert time.perf_counter() - started < 5
+    assert "flows.0.count: flows.0 brings the connections to 100000000000" in line
+    assert "at most 1000000 connections" in line

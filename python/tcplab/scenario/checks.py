@@ -14,7 +14,7 @@ from tcplab.errors import UnitError, show_value
 from tcplab.routing import bfs_route
 from tcplab.scenario.apps import AppSpec, _parse_app
 from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_between, _parse_int, _parse_name, _t
-from tcplab.scenario.flows import _parse_from, expand_flow, senders_of
+from tcplab.scenario.flows import MAX_TOTAL_CONNECTIONS, _parse_from, connections_of, expand_flow, senders_of
 from tcplab.units import parse_time
 
 if TYPE_CHECKING:
@@ -115,12 +115,32 @@ def check_pods(sc: Scenario, error: Any, kinds: dict[str, str]) -> None:
                 )
 
 
+def check_connections(sc: Scenario, error: Any) -> bool:
+    """The flows expand to at most MAX_TOTAL_CONNECTIONS engine flows (checked before
+    anything expands them). False, with the entry that goes over named, if not."""
+    total = 0
+    for i, flow in enumerate(sc.flows):
+        n = connections_of(flow)
+        total += n
+        if total > MAX_TOTAL_CONNECTIONS:
+            error(
+                ("flows", i, "count"),
+                f"flows.{i} brings the connections to {total} (count {flow.count} x {n // flow.count} per copy)",
+                f"at most {MAX_TOTAL_CONNECTIONS} connections in a scenario",
+                flow.count,
+            )
+            return False
+    return True
+
+
 def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bool) -> None:
     """Flows go between two different hosts, in time, with unique names, along a route."""
     if not sc.flows:
         error(("flows",), "no flows", "at least one flow such as {from: server, to: client}")
     hosts = list(sc.hosts) + list(getattr(sc, "pods", None) or [])
     host_list = "one of: " + ", ".join(sorted(hosts))
+    if sum(connections_of(f) for f in sc.flows if f.count is not None) > MAX_TOTAL_CONNECTIONS:
+        return  # reported by check_connections; expanding them is what would not end
     topo = sc._topology() if topology_ok else None
     names_seen: dict[tuple[str, str], int] = {}
     for i, flow in enumerate(sc.flows):

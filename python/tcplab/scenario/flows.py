@@ -256,6 +256,28 @@ class Flow(_Model):
     tcp: FlowTcp = Field(default_factory=FlowTcp)
 
 
+#: The most engine flows (TCP connections) a scenario may expand to: ten times the stories'
+#: 40 000 broadcast connections, already more than the default memory limit lets run; it
+#: keeps validation from expanding ``count: 100000`` x ``connections: 1000000``.
+MAX_TOTAL_CONNECTIONS = 1_000_000
+
+
+def connections_of(flow: Any) -> int:
+    """How many engine flows ``flow`` expands to (without expanding it)."""
+    app: AppSpec = getattr(flow, "app", None) or AppSpec(kind="bulk")
+    if app.is_engine_app:
+        per_copy = app.connections * (len(senders_of(flow)) if app.kind == "broadcast" else 1)
+    else:
+        per_copy = 2 if app.bidir else 1
+    return (flow.count or 1) * per_copy
+
+
+def sampled_connections_of(flow: Any) -> int:
+    """Those of :func:`connections_of` that keep time series (not a broadcast's)."""
+    app: AppSpec = getattr(flow, "app", None) or AppSpec(kind="bulk")
+    return 0 if app.kind == "broadcast" else connections_of(flow)
+
+
 def senders_of(flow: Any) -> list[str]:
     """The client hosts of a flow entry: ``from``, or each host of a broadcast's ``from`` list."""
     src = getattr(flow, "from_", None)

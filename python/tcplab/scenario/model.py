@@ -11,9 +11,9 @@ from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
 from tcplab.scenario.base import _Model
-from tcplab.scenario.checks import check_flows, check_nodes, check_pods, check_queue_limits
+from tcplab.scenario.checks import check_connections, check_flows, check_nodes, check_pods, check_queue_limits
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
-from tcplab.scenario.flows import Flow, expand_flow, flow_names
+from tcplab.scenario.flows import Flow, flow_names, sampled_connections_of
 from tcplab.scenario.hosts import Host, Sysctl
 from tcplab.scenario.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.scenario.links import Link
@@ -24,12 +24,7 @@ from tcplab.units import U64_MAX, parse_size
 
 def sampled_flows(sc: Scenario) -> int:
     """Engine flows with time series (a broadcast's connections have none)."""
-    total = 0
-    for i, flow in enumerate(sc.flows):
-        if flow.start is None or flow.count is None:
-            continue
-        total += sum(1 for c in expand_flow(i, flow)[0] if c.sample)
-    return total
+    return sum(sampled_connections_of(flow) for flow in sc.flows)
 
 
 class Limits(_Model):
@@ -84,8 +79,10 @@ class Scenario(_Model):
             )
         kinds = check_nodes(self, error)
         check_pods(self, error, kinds)
+        sizes_ok = check_connections(self, error)
         topology_ok = not errors
-        check_flows(self, error, kinds, topology_ok)
+        if sizes_ok:  # (else expanding the flows is what would not end)
+            check_flows(self, error, kinds, topology_ok)
         if topology_ok:
             check_queue_limits(self, error)
         check_limits(self, error, sampled_flows(self))
