@@ -88,14 +88,16 @@ APP_DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "batch_writer": {
         "body_bytes": 54_766,
-        "request_header_bytes": 300,
+        "request_header_bytes": 250,
         "response_bytes": 150,
         "interval_ns": 1_000_000_000,
         "timeout_ns": 60_000_000_000,
         "retry_min_ns": 1_000_000_000,
         "retry_max_ns": 60_000_000_000,
         "jitter": 0.1,
-        "max_pending": 10_000,
+        "jitter_max_ns": 10_000_000_000,
+        "max_pending": 0,
+        "overflow": "drop_oldest",
     },
     "broadcast": {
         "senders": 1,
