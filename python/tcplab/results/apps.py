@@ -49,6 +49,8 @@ __all__ = [
     "headline",
     "headline_text",
     "APP_TABLE_FILE",
+    "MAX_LISTED_CONNECTIONS",
+    "collapsed_flows",
     "TIMEOUT_RATIO_ALERT",
 ]
 
@@ -174,6 +176,16 @@ def app_results(apps_out: Sequence[Mapping[str, Any]], config: Mapping[str, Any]
             spec=dict(cfg.get("spec") or {}),
         )
     return results
+
+
+#: An app with more connections than this (a broadcast's thousands) is one row, not one per
+#: connection, in the CLI's and the report's flow tables and in ``tcplab compare``.
+MAX_LISTED_CONNECTIONS = 16
+
+
+def collapsed_flows(apps: Mapping[str, AppResult], limit: int = MAX_LISTED_CONNECTIONS) -> dict[str, str]:
+    """``{flow name: app name}`` for the flows of apps with more than ``limit`` connections."""
+    return {flow: name for name, app in apps.items() if len(app.flows) > limit for flow in app.flows}
 
 
 def app_summaries(apps: Mapping[str, AppResult]) -> dict[str, dict[str, Any]]:

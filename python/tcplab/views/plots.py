@@ -18,6 +18,8 @@ The model: one PNG per view, time in seconds on x, one colour per flow labelled
   more than one packet; the pfifo limit dashed.
 * ``qdisc-backlog.png``, ``nic-rings.png``: only in runs with a tbf/fq/fq_codel qdisc or a
   NIC model (:mod:`tcplab.views.datapath`).
+* ``app-NAME.png``: one per application (workload) of a plotted kind: buffers, stalls,
+  profiles, latency CDFs, timeouts, burst completion (:mod:`tcplab.views.apps`).
 * ``flow-N.png`` (flow N, in scenario order, at most :data:`MAX_FLOW_FIGURES`): the
   mechanism of one flow: a strip of its CA state and BBR mode with retransmission and RTO
   marks (:mod:`tcplab.views.episodes`), cwnd/ssthresh/inflight with Recovery and Loss
@@ -44,6 +46,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from tcplab.views.apps import app_plots
 from tcplab.views.datapath import datapath_plots
 from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
 from tcplab.views.paths import FlowPath, flow_paths
@@ -568,6 +571,7 @@ def run_plots(result: Result) -> list[Plot]:
         _rtt_plot(result, paths, colors),
         _queue_plot(result, paths),
         *datapath_plots(result),
+        *app_plots(result),
     ]
     present = set(result.timeseries["flow_name"])
     for number, name in enumerate(flows[:MAX_FLOW_FIGURES]):
