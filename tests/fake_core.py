@@ -495,6 +495,9 @@ def _fake_nfs(
             "reads": reads,
             "bytes_read": int(per_conn.sum()),
             "share_of_bytes": [float(b) / float(per_conn.sum()) for b in per_conn],
+            "min_buffer_s": min(series["buffer_ns"][int(np.argmax(series["playing"])) :]) / 1e9
+            if any(series["playing"])
+            else None,
             "latency_ms": _latency_ms(latency),
         },
         "tables": {
@@ -530,7 +533,7 @@ def _fake_batch(
         start = b * every
         attempts = [("timeout", timeout)] if b % 50 == 7 and start + timeout + retry < duration else []
         attempts.append(("ok", ok_latency + (b % 3) * (rtt_ns // 10)))
-        for a, (outcome, latency) in enumerate(attempts):
+        for a, (outcome, latency) in enumerate(attempts, start=1):  # attempts count from 1
             rows["flow"].append(flows[b % len(flows)])
             rows["batch"].append(b)
             rows["attempt"].append(a)
@@ -585,6 +588,11 @@ def _fake_broadcast(name: str, flows: list[int], spec: dict, duration: int, rtt_
     retrans = sum(f["retrans_segs"] for f in mine)
     segs = sum(f["data_segs_out"] for f in mine)
     timeouts = sum(f["timeouts"] for f in mine)
+    per_burst_timeouts = np.zeros(n, dtype=np.uint64)
+    per_burst_retrans = np.zeros(n, dtype=np.uint64)
+    if n:
+        per_burst_timeouts[np.arange(timeouts) % n] += np.uint64(1)
+        per_burst_retrans[np.arange(retrans) % n] += np.uint64(1)
     return {
         "name": name,
         "kind": "broadcast",
@@ -605,8 +613,11 @@ def _fake_broadcast(name: str, flows: list[int], spec: dict, duration: int, rtt_
                 "burst": np.arange(n, dtype=np.uint64),
                 "start_ns": starts,
                 "completion_ns": completion,
+                "complete": np.ones(n, dtype=bool),
                 "bytes": np.full(n, len(flows) * message, dtype=np.uint64),
-                "messages": np.full(n, len(flows), dtype=np.uint64),
+                "messages": np.full(n, len(flows), dtype=np.uint32),
+                "retrans_segs": per_burst_retrans,
+                "tcp_timeouts": per_burst_timeouts,
             }
         },
     }

@@ -293,10 +293,12 @@ def _num(x: Any) -> float | None:
 
 def _buffer_min_s(app: AppResult) -> float | None:
     """The lowest playback buffer once playback started (``series``: buffer_ns, playing):
-    how close the player came to a stall. A summary key ``buffer_min_s`` wins."""
-    given = _num(app.get("buffer_min_s"))
-    if given is not None:
-        return given
+    how close the player came to a stall. The app's own ``min_buffer_s`` wins (it sees
+    every change, not only the samples)."""
+    for key in ("min_buffer_s", "buffer_min_s"):
+        given = _num(app.get(key))
+        if given is not None:
+            return given
     series = app.table("series")
     if series.empty or "buffer_ns" not in series.columns:
         return None

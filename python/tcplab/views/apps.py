@@ -21,9 +21,10 @@ from the flow time series of its connections:
   **pending queue** (batches waiting) over time with the queue's limit dashed when it came
   near it.
 * ``broadcast``: each burst's **completion time** (ms, from the burst's start to the last
-  byte delivered) with the burst window dashed; **TCPTimeouts / CurrEstab** and the
-  retransmission rate (%) against the 3 % alert line of seed 004's team (over time when the
-  app reports a series of them, else the run's totals).
+  byte read; bursts still incomplete at the end marked); **TCPTimeouts / CurrEstab** (%)
+  against the 3 % alert line of seed 004's team: per burst when the ``bursts`` table has
+  the senders' RTOs of each (``tcp_timeouts``), with the run's ratio dotted; else the run's
+  ratio and retransmission rate as bars.
 
 A kind this module does not know gets no figure; its report section shows its summary and
 the first rows of each table. Missing tables or columns leave the panel with a note ("no
@@ -225,6 +226,10 @@ def _cdf_style(ax: Any, title: str, values_ms: np.ndarray) -> None:
     else:
         ax.set_xlim(left=0)
     ax.grid(True, alpha=0.3)
+
+
+def _num_or_none(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
 def _thin(n: int) -> slice:
@@ -446,8 +451,9 @@ def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
         if outcome is not None:
             counts, _ = np.histogram(fired[outcome == "timeout"], bins=edges)
             events_ax.step(edges[:-1], counts, where="post", color=_STALL, label=f"timeouts ({int(counts.sum())})")
-        if attempt is not None:
-            counts, _ = np.histogram(start[attempt > 0], bins=edges)
+        if attempt is not None and len(attempt):
+            # a retry is any attempt after a batch's first (attempts count from 1 or from 0)
+            counts, _ = np.histogram(start[attempt > attempt.min()], bins=edges)
             events_ax.step(
                 edges[:-1], counts, where="post", color="C1", linestyle="--", label=f"retries ({int(counts.sum())})"
             )
@@ -493,6 +499,17 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
         _note(burst_ax, "no bursts")
     else:
         burst_ax.plot(start, completion, color="C0", marker="o", markersize=3, linewidth=1.0, label="burst completion")
+        complete = _col(bursts, "complete", bool)
+        if complete is not None and not complete.all():
+            burst_ax.plot(
+                start[~complete],
+                completion[~complete],
+                linestyle="none",
+                marker="x",
+                markersize=7,
+                color=_STALL,
+                label=f"incomplete at the end of the run ({int((~complete).sum())})",
+            )
         p99 = app.get("completion_ms", "p99")
         if isinstance(p99, (int, float)):
             burst_ax.axhline(p99, color="0.3", linestyle=":", linewidth=1.0, label=f"p99 {p99:.3g} ms")
@@ -508,17 +525,26 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
         xmax=result.duration_s,
     )
     _legend(burst_ax)
-    series = app.table("series")
-    t = _col(series, "t_s")
-    timeouts = _col(series, "tcp_timeouts")
-    estab = _col(series, "curr_estab")
     alert = 100 * TIMEOUT_RATIO_ALERT
-    if t is not None and timeouts is not None and estab is not None and len(t):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(estab > 0, 100 * timeouts / estab, np.nan)
-        ratio_ax.plot(t, ratio, color="C3", linewidth=1.3, label="TCPTimeouts / CurrEstab")
+    per_burst = _col(bursts, "tcp_timeouts")
+    estab = _num_or_none(app.get("curr_estab"))
+    if start is not None and per_burst is not None and len(start) and estab:
+        # the senders' RTOs from each burst's start to the next, over the established
+        # connections: the ratio as the story's dashboard showed it, one interval per burst
+        ratio_ax.step(start, 100 * per_burst / estab, where="post", color="C3", linewidth=1.3, label="per burst")
+        total = app.get("timeouts_per_estab")
+        if isinstance(total, (int, float)):
+            ratio_ax.axhline(
+                100 * total, color="C3", linestyle=":", linewidth=1.0, label=f"over the run {100 * total:.3g} %"
+            )
         ratio_ax.axhline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} % (seed 004)")
-        _axes_style(ratio_ax, "%", "TCPTimeouts / CurrEstab over time", xmax=result.duration_s)
+        _axes_style(
+            ratio_ax,
+            "TCPTimeouts / CurrEstab (%)",
+            f"Senders' TCPTimeouts per burst / CurrEstab ({int(estab)} connections)",
+            xmax=result.duration_s,
+        )
+        ratio_ax.set_ylim(0, max(ratio_ax.get_ylim()[1], alert * 1.5))
     else:
         ratio = app.get("timeouts_per_estab")
         retrans = app.get("retrans_rate")
