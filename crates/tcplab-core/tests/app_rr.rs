@@ -40,3 +40,46 @@ fn rr_on_an_idle_path_takes_one_rtt_plus_serialization() {
     let tps = app.get("transactions_per_sec").unwrap().as_f64().unwrap();
     assert!((tps - 1000.0 / expect_ms).abs() < 2.0, "{tps} tps");
 }
+
+#[test]
+fn a_bulk_flow_through_a_deep_droptail_queue_adds_its_delay_to_rr_latency() {
+    // 10 Mbit/s, 5 ms each way, a pfifo of 200 packets at the bottleneck: full, it holds
+    // 200 x 1514 B = 242 ms. A CUBIC bulk flow keeps it between ~70 % (beta 0.7 after a
+    // loss) and full; the rr client queues its requests behind it, so the typical
+    // transaction takes about the queue's delay longer. The queue is a router's (r1 -> r2
+    // of a dumbbell): a sender's own qdisc would not fill (TSQ keeps a flow's bytes there
+    // to about a millisecond's worth).
+    let queue_full_ms = 200.0 * 1514.0 * 8.0 / 10e6 * 1e3;
+    let run = |with_bulk: bool| {
+        let mut cfg = dumbbell(1, CcKind::Cubic, 10_000_000, 5_000_000, QueueConfig::Pfifo { limit_packets: 200 }, 30_000_000_000);
+        let dst = 1;
+        cfg.flows.clear();
+        cfg.flows.push(driven_flow("rr", 0, dst, CcKind::Cubic, Side::Client));
+        cfg.apps.push(rr_app(vec![0], RrConfig::default()));
+        if with_bulk {
+            cfg.flows.push(bulk_flow("bulk", 0, dst, CcKind::Cubic));
+        }
+        let out = Simulator::new(cfg).unwrap().run();
+        assert!(out.invariant.ok, "{}", out.invariant.message);
+        let a = &out.apps[0];
+        let q = |k| latency_ms(a, k);
+        ([q("p50"), q("p90"), q("p99")], out.flows[0].retrans_segs)
+    };
+    let (idle, idle_rtx) = run(false);
+    let (busy, busy_rtx) = run(true);
+    // Idle: 10 ms plus 4 us of access links and two small frames at 10 Mbit/s.
+    assert!(idle[2] < 10.3 && idle_rtx == 0, "idle p99 {} ms, {idle_rtx} retransmissions", idle[2]);
+    for (k, name) in [(0, "p50"), (1, "p90")] {
+        let added = busy[k] - idle[k];
+        assert!(added > 0.6 * queue_full_ms && added <= 1.02 * queue_full_ms, "{name} rose by {added} ms; the full queue is {queue_full_ms} ms");
+    }
+    // p99 rises by at least the queue's delay at its fullest; a request or response
+    // dropped at the full queue (the rr flow shares the drop-tail queue) adds one RTO on
+    // top, never more than one (>= 200 ms, <= 200 ms + srtt + 4 x rttvar ~ 1 s here).
+    let added = busy[2] - idle[2];
+    assert!(added > 0.8 * queue_full_ms, "p99 rose by {added} ms only; the full queue is {queue_full_ms} ms");
+    if added > 1.02 * queue_full_ms {
+        assert!(busy_rtx > 0, "p99 rose by {added} ms, beyond the queue's {queue_full_ms} ms, without a retransmission");
+        assert!(added - queue_full_ms >= 200.0 && added - queue_full_ms < 1000.0, "p99 rose by {added} ms");
+    }
+}

@@ -68,6 +68,8 @@ pub struct Rr {
     /// Per connection: when it was established (scenario ns; NEVER: not yet).
     open_at_ns: Vec<u64>,
     next_id: u64,
+    /// Per connection: transactions completed.
+    done: Vec<u64>,
     // one row per completed transaction
     t_flow: Vec<u32>,
     t_start_ns: Vec<u64>,
@@ -86,6 +88,7 @@ impl Rr {
             next_at_ns: vec![NEVER; n],
             open_at_ns: vec![NEVER; n],
             next_id: 0,
+            done: vec![0; n],
             t_flow: Vec::new(),
             t_start_ns: Vec::new(),
             t_latency_ns: Vec::new(),
@@ -139,6 +142,7 @@ impl App for Rr {
                     self.t_start_ns.push(start);
                     self.t_latency_ns.push(now - start);
                     self.sent_at_ns[k] = NEVER;
+                    self.done[k] += 1;
                     if self.cfg.think_ns == 0 {
                         self.send_request(cx, k);
                     } else {
@@ -172,9 +176,7 @@ impl App for Rr {
             if open == NEVER || end_ns <= open {
                 continue;
             }
-            let f = self.flows.flow(k);
-            let done = self.t_flow.iter().filter(|&&x| x == f).count() as f64;
-            tps += done / ((end_ns - open) as f64 / 1e9);
+            tps += self.done[k] as f64 / ((end_ns - open) as f64 / 1e9);
         }
         out.put("transactions", Value::U64(n));
         out.put("transactions_per_sec", Value::F64(tps));

@@ -668,8 +668,13 @@ impl TcpSocket {
         }
         self.app.pending_bytes += bytes;
         if self.state == ConnState::Established {
-            // tcp_slow_start_after_idle_check() runs on the write (tcp_push ->
-            // tcp_write_xmit is reached through __tcp_push_pending_frames).
+            // Linux v6.12 net/ipv4/tcp.c: tcp_skb_entail() runs
+            // tcp_slow_start_after_idle_check() when the write queues a new skb; it acts
+            // only with nothing in flight (packets_out == 0), so checking on every write
+            // is the same (simplification: a write appending to an unsent skb while
+            // nothing is in flight, e.g. behind a zero window, also checks). Then
+            // tcp_push() -> __tcp_push_pending_frames() -> tcp_write_xmit().
+            self.slow_start_after_idle_check();
             self.push_pending_frames(ctx);
         }
     }
