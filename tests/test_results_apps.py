@@ -458,3 +458,31 @@ def test_real_rr_results(real_core, tmp_path):
     assert_plot(out / "plots" / "app-rr.png")
     line = headline_text(app)
     assert line.startswith("rr (rr): transactions ") and "latency p99" in line
+
+
+@pytest.mark.engine
+def test_real_hls_stalls_shaded_are_the_stalls_counted(real_core, tmp_path):
+    """HLS below its lowest profile (600 kbit/s for an 800 kbit/s ladder floor) stalls; each
+    stall is a run of samples not playing after playback started, so the figure shades as
+    many stalls as the player counted, and their total is the stalled time to within a
+    sample interval per stall."""
+    scenario = {
+        "name": "hls",
+        "duration": "60s",
+        "hosts": {"c": {}, "s": {}},
+        "links": [{"between": ["c", "s"], "rate": "600kbit", "delay": "50ms"}],
+        "flows": [{"from": "c", "to": "s"}],
+    }
+    spec = {"profiles": [{"name": "HD", "bitrate_bps": 3_000_000}, {"name": "low", "bitrate_bps": 800_000}]}
+    r = run_apps(real_core, scenario, [("viewer", "hls", spec, [0], "server")])
+    app = r.apps["viewer"]
+    series = app.tables["series"]
+    _startup, stalls = stall_spans(series["t_s"].to_numpy(), series["playing"].to_numpy(), r.sample_interval_s)
+    assert app.summary["stalls"] > 0
+    assert len(stalls) == app.summary["stalls"]
+    shaded = sum(hi - lo for lo, hi in stalls)
+    assert shaded == pytest.approx(app.summary["stall_s"], abs=r.sample_interval_s * (len(stalls) + 1))
+    assert set(app.tables["segments"]["profile"]) <= {"HD", "low"}
+    out = r.write(tmp_path / "run")
+    assert_plot(out / "plots" / "app-viewer.png")
+    assert pd.read_parquet(out / "app_segments.parquet")["app"].unique().tolist() == ["viewer"]

@@ -184,7 +184,10 @@ def _buffer_panel(ax: Any, result: Result, app: AppResult, title: str) -> None:
             text += f", {stall_s:.2f} s"
         ax.plot([], [], color=_STALL, alpha=0.35, linewidth=8, label=text)
         if startup is not None:
-            ax.plot([], [], color=_STARTUP, alpha=0.7, linewidth=8, label=f"startup {startup[1] - startup[0]:.2f} s")
+            # the app's own figure (from its connection, exact), not the samples' resolution
+            delay = app.get("startup_delay_s")
+            delay = delay if isinstance(delay, (int, float)) else startup[1] - startup[0]
+            ax.plot([], [], color=_STARTUP, alpha=0.7, linewidth=8, label=f"startup {delay:.2f} s")
     startup_ns = app.spec.get("startup_buffer_ns")
     if isinstance(startup_ns, (int, float)) and startup_ns > 0:
         ax.axhline(
@@ -293,7 +296,17 @@ def _hls(result: Result, app: AppResult) -> tuple[Any, str]:
         _note(prof_ax, "no segments")
         _note(lat_ax, "no segments")
     else:
-        prof_ax.step(t, bitrate / 1e6, where="post", color="C1", linewidth=1.6, label="profile of the segment")
+        # held from each request until the next; the last until its last byte arrived
+        seg_latency = _col(seg, "latency_ms")
+        end = float(t[-1] + seg_latency[-1] / 1e3) if seg_latency is not None else float(t[-1])
+        prof_ax.step(
+            np.append(t, end),
+            np.append(bitrate, bitrate[-1]) / 1e6,
+            where="post",
+            color="C1",
+            linewidth=1.6,
+            label="profile of the segment",
+        )
         estimate = _col(seg, "estimate_bps")
         if estimate is not None:
             prof_ax.plot(
