@@ -35,6 +35,17 @@
 //! - `nic`: scenario 3a with the receiver behind an ENA-like NIC model;
 //! - `cpu`: scenario 2b with the sender at 35 % of 10 ms CPU slices.
 //!
+//! Issue 9 (applications), story 004 at scale:
+//! - `broadcast40k`: 4 app nodes x 10,000 websocket connections (CUBIC, no per-flow time
+//!   series) into one nginx host at 25 Gbit/s behind an ENA-like ring (1024 descriptors x 4
+//!   queues, 0.6 us per packet); from t = 2 s, every second, a 1 KB message on every
+//!   connection within 20 ms; 60 s. The peak (2 Mpps) outruns NAPI (1.7 Mpps): the rings
+//!   overflow at the end of each burst, as in the story;
+//! - `broadcast10k`: the same with 4 x 2,500 connections (no ring overflow);
+//! - `idle40k` / `idle10k`: the connections of `broadcast40k` / `broadcast10k` opened and
+//!   left idle, 5 s: (peak RSS of idle40k - idle10k) / 30,000 is the memory of one idle
+//!   connection (run each in its own process).
+//!
 //! For each: wall seconds (fastest of `--repeat` runs; the runs are deterministic, so the
 //! minimum filters out interference), packets the hosts sent per wall second (each packet
 //! once: the headline), link transmissions per wall second, events per wall second,
@@ -217,6 +228,65 @@ fn vm_sender(duration_ns: u64) -> SimConfig {
     cfg
 }
 
+/// Scenarios `broadcast40k` / `idle*` (issue 9, story 004): websocket broadcasts at scale.
+/// `senders` app nodes (25 Gbit/s each) -> one switch -> one nginx receiver at 25 Gbit/s
+/// with an ENA-like NIC (1024 descriptors, 4 RSS queues, NAPI at 0.6 us per packet), 10 us
+/// per hop. Each sender holds `per_sender` long-lived connections (CUBIC, `sample: false`),
+/// opened evenly over the first second. With `bursts`, from t = 2 s on, every second each
+/// sender writes a 1 KB message to each of its connections within a 20 ms window (1 KB x
+/// 40,000 in 20 ms: 17 Gbit/s at the peak, 0.3 Gbit/s on average); without, the
+/// connections stay idle after their handshake (memory per idle connection).
+fn broadcast(senders: u32, per_sender: u32, bursts: bool, duration_ns: u64) -> SimConfig {
+    use tcplab_core::app::broadcast::BroadcastConfig;
+    use tcplab_core::app::{AppInstanceConfig, AppSpec, Side};
+    let m = senders;
+    let mut nodes: Vec<NodeConfig> = (0..m).map(|i| NodeConfig::new(format!("app{i}"), NodeKind::Host)).collect();
+    let mut rx = NodeConfig::new("nginx", NodeKind::Host);
+    rx.nic = Some(NicConfig { rx_ring: 1024, rx_queues: 4, rx_cost_ns: 600, ..NicConfig::default() });
+    nodes.push(rx);
+    nodes.push(NodeConfig::new("sw", NodeKind::Router));
+    let (dst, sw) = (m, m + 1);
+    let big = QueueConfig::Pfifo { limit_packets: 100_000 };
+    let mut links = Vec::new();
+    let mut add = |a: u32, b: u32, queue: QueueConfig| {
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: 25 * GBIT, delay_ns: 10_000, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), reorder: None, queue, edt: Vec::new(), orphan: false });
+    };
+    for i in 0..m {
+        add(i, sw, big.clone());
+        add(sw, i, big.clone());
+    }
+    add(sw, dst, QueueConfig::Pfifo { limit_packets: 10_000 });
+    add(dst, sw, big);
+    let n = m * per_sender;
+    let flows = (0..n)
+        .map(|k| FlowConfig {
+            name: format!("bc.{}.{}", k / per_sender, k % per_sender),
+            src: k / per_sender,
+            dst,
+            cc: CcKind::Cubic,
+            start_ns: S * k as u64 / n as u64,
+            stop_ns: None,
+            app: AppConfig::Driven,
+            tcp: TcpConfig::default(),
+            cc_params: CcParams::default(),
+            data_side: Side::Client,
+            reader: Default::default(),
+            sample: false,
+        })
+        .collect();
+    let spec = BroadcastConfig {
+        senders: m,
+        connections_per_sender: per_sender,
+        message_bytes: 1_000,
+        window_ns: 20 * MS,
+        interval_ns: S,
+        first_burst_ns: if bursts { 2 * S } else { duration_ns + S },
+        bursts: None,
+    };
+    let apps = vec![AppInstanceConfig { name: "bc".into(), flows: (0..n).collect(), spec: AppSpec::Broadcast(spec) }];
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+}
+
 fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
     let q = |full: u64, short: u64| if quick { short } else { full };
     vec![
@@ -237,6 +307,10 @@ fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
         ("9", "10 CUBIC, 1 Gbit/s, 20 ms, 20 s, fq_codel", fq_codel_bottleneck(q(20, 3) * S)),
         ("nic", "3a into an ENA NIC ring of 1024 on the receiver", nic_fan_in(q(20, 3) * S)),
         ("cpu", "2b with the sender at 35 % of 10 ms CPU slices", vm_sender(q(20, 3) * S)),
+        ("broadcast40k", "4 x 10k websocket conns -> 25G nginx, 1 KB bursts, 60 s", broadcast(4, q(10_000, 2_500) as u32, true, q(60, 6) * S)),
+        ("broadcast10k", "broadcast40k with 4 x 2500 connections", broadcast(4, q(2_500, 625) as u32, true, q(60, 6) * S)),
+        ("idle40k", "broadcast40k's 40k connections, idle after the handshake, 5 s", broadcast(4, q(10_000, 2_500) as u32, false, 5 * S)),
+        ("idle10k", "idle40k with 4 x 2500 connections", broadcast(4, q(2_500, 625) as u32, false, 5 * S)),
     ]
 }
 
@@ -289,6 +363,20 @@ fn bench(cfg: &SimConfig, repeat: usize, verbose: bool) -> Row {
             if let Some(cpu) = &h.cpu {
                 eprintln!("host {} cpu: {:?}", h.name, cpu);
             }
+        }
+        // Each app's scalar summary (the tables stay out).
+        for a in &out.apps {
+            let scalars: Vec<String> = a
+                .summary
+                .iter()
+                .filter_map(|(k, v)| match v {
+                    tcplab_core::app::Value::U64(x) => Some(format!("{k}={x}")),
+                    tcplab_core::app::Value::F64(x) => Some(format!("{k}={x:.4}")),
+                    tcplab_core::app::Value::Map(m) => m.iter().find(|(q, _)| q == "p99").and_then(|(_, p)| p.as_f64()).map(|p| format!("{k}.p99={p:.3}")),
+                    _ => None,
+                })
+                .collect();
+            eprintln!("app {} ({}): {}", a.name, a.kind, scalars.join(" "));
         }
     }
     let goodput_bps: f64 = out.flows.iter().map(|f| f.bytes_received as f64 * 8.0).sum::<f64>() / sim_s;
