@@ -511,8 +511,12 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
     if start is None or completion is None or len(start) == 0:
         _note(burst_ax, "no bursts")
     else:
-        burst_ax.plot(start, completion, color="C0", marker="o", markersize=3, linewidth=1.0, label="burst completion")
         complete = _col(bursts, "complete", bool)
+        done = complete if complete is not None else np.ones(len(start), dtype=bool)
+        # an incomplete burst's time is only "until the end of the run": a mark, not the line
+        burst_ax.plot(
+            start[done], completion[done], color="C0", marker="o", markersize=3, linewidth=1.0, label="burst completion"
+        )
         if complete is not None and not complete.all():
             burst_ax.plot(
                 start[~complete],
