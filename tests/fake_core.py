@@ -610,7 +610,7 @@ def _fake_broadcast(name: str, flows: list[int], spec: dict, duration: int, rtt_
         },
         "tables": {
             "bursts": {
-                "burst": np.arange(n, dtype=np.uint64),
+                "burst": np.arange(n, dtype=np.uint32),
                 "start_ns": starts,
                 "completion_ns": completion,
                 "complete": np.ones(n, dtype=bool),
