@@ -240,6 +240,11 @@ pub enum LossConfig {
     GilbertElliott { p: f64, r: f64, #[serde(default)] h: f64, #[serde(default = "one")] k: f64 },
     /// Drop exactly these packets, counted from 0 among the data packets entering the link.
     DropList { data_packets: Vec<u64> },
+    /// Lose every packet that leaves the serializer in `[start_ns, end_ns)` of scenario
+    /// time, and none outside it: a path that is down for a while (netem `loss 100%`
+    /// added at `start_ns` and removed at `end_ns`, or an nftables drop rule; the loss
+    /// filter still applies).
+    Outage { start_ns: u64, end_ns: u64 },
 }
 
 /// Which packets a link's random loss applies to, as people restrict netem-style loss with
@@ -638,6 +643,10 @@ impl SimConfig {
                     for (name, v) in [("p", p), ("r", r), ("h", h), ("k", k)] {
                         probability(&format!("links.{i}.loss.{name}"), *v)?;
                     }
+                }
+                LossConfig::Outage { start_ns, end_ns } => {
+                    in_range(&format!("links.{i}.loss.start_ns"), *start_ns, 0, MAX_DURATION_NS, "ns")?;
+                    in_range(&format!("links.{i}.loss.end_ns"), *end_ns, start_ns.saturating_add(1), MAX_DURATION_NS, "ns (after start_ns)")?;
                 }
                 LossConfig::DropList { .. } if l.loss_filter.min_ip_bytes > 0 => {
                     return Err(format!(

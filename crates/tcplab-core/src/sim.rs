@@ -1145,6 +1145,7 @@ mod tests {
             ("flows.0.tcp.tcp_comp_sack_delay_ns:", Box::new(|c| c.flows[0].tcp.tcp_comp_sack_delay_ns = u64::MAX)),
             ("flows.0.tcp.max_pacing_rate_bytes_per_sec: 0", Box::new(|c| c.flows[0].tcp.max_pacing_rate_bytes_per_sec = 0)),
             ("links.0.loss_filter.min_ip_bytes: 70000 is outside", Box::new(|c| c.links[0].loss_filter.min_ip_bytes = 70_000)),
+            ("links.1.loss.end_ns: 5 is outside [6, ", Box::new(|c| c.links[1].loss = LossConfig::Outage { start_ns: 5, end_ns: 5 })),
         ];
         base.validate().unwrap();
         for (want, edit) in cases {

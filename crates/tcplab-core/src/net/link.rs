@@ -357,7 +357,7 @@ impl Link {
             let c = TxCompletion { done_ns: finish, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() };
             self.add_completion(c, id, ev);
         }
-        match self.loss.judge(&pkt) {
+        match self.loss.judge(&pkt, finish) {
             LossVerdict::Pass => {}
             v => {
                 let is_data = pkt.is_data();
