@@ -514,3 +514,37 @@ def test_the_fake_apps_look_like_the_engine_apps(real_core):
                 else:
                     assert values.dtype == real_values.dtype, (name, table, column, values.dtype, real_values.dtype)
     assert compared >= 1
+
+
+@pytest.mark.engine
+def test_real_batch_writer_per_batch_latency_is_the_apps(real_core, tmp_path):
+    """A path down for 40 s under a 10 s request timeout: the figure's per-batch latency
+    (from a batch's first attempt to its successful response, read off the requests table)
+    is the app's own ``batch_latency_ms``, and every timeout and retry it counted is a row."""
+    from tcplab.views.apps import _batch_latency_ms
+
+    sc = tcplab.load_scenario(
+        {
+            "name": "batch",
+            "duration": "120s",
+            "hosts": {"c": {}, "s": {}},
+            "links": [{"between": ["c", "s"], "rate": "10Mbit", "delay": "5ms"}],
+            "flows": [{"from": "c", "to": "s"}],
+        }
+    )
+    config = with_apps(sc.to_core(), [("agent", "batch_writer", {"timeout_ns": 10 * 10**9}, [0], "client")])
+    for link in config["links"]:
+        link["loss"] = {"kind": "outage", "start_ns": 20 * 10**9, "end_ns": 60 * 10**9}
+    r = Result(sc, config, run_core(config, core=real_core), views=write_run_views)
+    app = r.apps["agent"]
+    req = app.tables["requests"]
+    assert app.summary["timeouts"] > 0
+    assert (req["outcome"] == "timeout").sum() == app.summary["timeouts"]
+    assert (req["attempt"] > req["attempt"].min()).sum() == app.summary["retries"]
+    per_batch = np.sort(_batch_latency_ms(req))
+    assert len(per_batch) == app.summary["batch_latency_ms"]["count"]
+    assert per_batch[-1] == pytest.approx(app.summary["batch_latency_ms"]["max"], abs=1e-6)
+    assert per_batch[-1] > 10_000  # a batch that waited out at least one timeout
+    out = r.write(tmp_path / "run")
+    assert_plot(out / "plots" / "app-agent.png")
+    assert f"timeouts {app.summary['timeouts']}, retries {app.summary['retries']}" in headline_text(app)
