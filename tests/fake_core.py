@@ -105,11 +105,15 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
     t = np.arange(interval, duration + 1, interval, dtype=np.uint64)
     columns: dict[str, list[np.ndarray]] = {}
 
+    sampled = True
+
     def add(name: str, values: np.ndarray) -> None:
-        columns.setdefault(name, []).append(values)
+        if sampled:
+            columns.setdefault(name, []).append(values)
 
     flow_out = []
     for i, f in enumerate(flows):
+        sampled = f.get("sample", True)  # the engine keeps no time series of unsampled flows
         start = f.get("start_ns", 0)
         stop = f.get("stop_ns") or duration
         active = np.clip((t.astype(np.float64) - start) / 1e9, 0, (stop - start) / 1e9)
@@ -228,8 +232,10 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
         return np.concatenate(parts).astype(dtype) if parts else np.array([], dtype=dtype)
 
     timeseries = {name: np.concatenate(parts) for name, parts in columns.items()}
-    if not timeseries:
-        timeseries = {name: np.array([], dtype=np.uint64) for name in ("t_ns", "flow")}
+    if not timeseries:  # no flow sampled (a broadcast's only): empty columns, typed
+        from tcplab.columns import TIMESERIES_DTYPES
+
+        timeseries = {name: np.array([], dtype=dtype) for name, dtype in TIMESERIES_DTYPES.items()}
     queue_ts = {
         "t_ns": cat(q_t, "uint64"),
         "link": cat(q_link, "uint32"),

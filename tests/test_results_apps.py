@@ -548,3 +548,21 @@ def test_real_batch_writer_per_batch_latency_is_the_apps(real_core, tmp_path):
     out = r.write(tmp_path / "run")
     assert_plot(out / "plots" / "app-agent.png")
     assert f"timeouts {app.summary['timeouts']}, retries {app.summary['retries']}" in headline_text(app)
+
+
+def test_legends_of_many_connections_stay_inside_the_figure():
+    """A workload's many connections (or their distinct base RTTs) would make a legend taller
+    or wider than the figure; it lists the first entries and says how many more."""
+    from tcplab.views.plots import MAX_LEGEND_ENTRIES, _figure, _legend, _png, _reference_lines
+
+    fig = _figure()
+    ax = fig.add_subplot()
+    for k in range(30):
+        ax.plot([0, 1], [k, k], label=f"events.0.{k}")
+    _reference_lines(ax, {f"f{k}": 1.0 + (k % 2) for k in range(12)}, [f"f{k}" for k in range(12)], {}, str)
+    _legend(ax)
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(texts) == MAX_LEGEND_ENTRIES and texts[-1] == f"... and {32 - MAX_LEGEND_ENTRIES + 1} more"
+    lines = [line.get_label() for line in ax.get_lines()[30:]]
+    assert lines == ["1.0 (f0, f2, f4 and 3 more)", "2.0 (f1, f3, f5 and 3 more)"]
+    _png(fig)  # no "constrained_layout not applied" warning (an error under pytest)
