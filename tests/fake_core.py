@@ -168,6 +168,12 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
                     "max": rtt_us + 9,
                     "relative_error": 1 / 128,
                 },
+                # busy for the flow's lifetime, a quarter of it window-limited
+                "chrono": {
+                    "busy_us": (stop - start) // 1000,
+                    "rwnd_limited_us": (stop - start) // 4000,
+                    "sndbuf_limited_us": 0,
+                },
                 "counters": {
                     "TcpOutSegs": segs,
                     "TcpRetransSegs": retrans,

@@ -45,6 +45,22 @@ def test_flows_frame(result):
     assert row["rtt_p50_ms"] == pytest.approx(50.05) and row["rtt_p99_ms"] == pytest.approx(50.055)
 
 
+def test_flows_frame_chrono_columns(result, fake):
+    # ss -i prints busy:Xms rwnd_limited:Yms(Z%): Z = 100 * Y / X. The double reports the
+    # flow busy for its lifetime, a quarter of it window-limited.
+    row = result.flows.iloc[0]
+    assert row["busy_ms"] == pytest.approx((row["end_s"] - row["start_s"]) * 1000, rel=1e-6)
+    assert row["rwnd_limited_ms"] == pytest.approx(row["busy_ms"] / 4, rel=1e-6)
+    assert row["rwnd_limited_pct"] == pytest.approx(25.0, rel=1e-6)
+    assert row["sndbuf_limited_ms"] == 0.0
+    # An engine output without the chronographs still parses: NaN columns.
+    out = fake.run(json.dumps(fake.calls[0]))
+    for f in out["flows"]:
+        del f["chrono"]
+    frame = result._flows_frame(parse_output(out))
+    assert frame["busy_ms"].isna().all() and frame["rwnd_limited_pct"].isna().all()
+
+
 def test_timeseries_frame(result):
     ts = result.timeseries
     for column, dtype in TIMESERIES_DTYPES.items():

@@ -372,7 +372,13 @@ fn bench(cfg: &SimConfig, repeat: usize, verbose: bool) -> Row {
                 .filter_map(|(k, v)| match v {
                     tcplab_core::app::Value::U64(x) => Some(format!("{k}={x}")),
                     tcplab_core::app::Value::F64(x) => Some(format!("{k}={x:.4}")),
-                    tcplab_core::app::Value::Map(m) => m.iter().find(|(q, _)| q == "p99").and_then(|(_, p)| p.as_f64()).map(|p| format!("{k}.p99={p:.3}")),
+                    tcplab_core::app::Value::Map(m) => Some(
+                        m.iter()
+                            .filter(|(q, _)| matches!(q.as_str(), "p50" | "p99" | "max"))
+                            .filter_map(|(q, p)| p.as_f64().map(|p| format!("{k}.{q}={p:.3}")))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    ),
                     _ => None,
                 })
                 .collect();

@@ -8,8 +8,7 @@
 //! Only counters the engine actually counts are declared: a counter printed as 0 reads as
 //! "measured, none", so one that is not modelled must not be printed at all (a unit test
 //! checks that each one is incremented somewhere). Not modelled today, so absent:
-//! `TCPRcvQDrop` (the receiver never drops for lack of memory) and `TCPWinProbe` (no
-//! zero-window probe timer).
+//! `TCPRcvQDrop` (the receiver never drops for lack of memory).
 
 macro_rules! mib_counters {
     ($($variant:ident => $name:literal,)*) => {
@@ -61,6 +60,9 @@ mib_counters! {
     TCPHystartDelayDetect => "TcpExtTCPHystartDelayDetect",
     TCPHystartDelayCwnd => "TcpExtTCPHystartDelayCwnd",
     TCPSpuriousRtxHostQueues => "TcpExtTCPSpuriousRtxHostQueues",
+    TCPWinProbe => "TcpExtTCPWinProbe",
+    TCPToZeroWindowAdv => "TcpExtTCPToZeroWindowAdv",
+    TCPFromZeroWindowAdv => "TcpExtTCPFromZeroWindowAdv",
 }
 
 /// One set of counters (a socket's or a host's).

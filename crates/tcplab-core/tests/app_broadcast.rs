@@ -180,6 +180,13 @@ fn the_same_scenario_gives_the_same_bursts_and_another_seed_other_moments() {
     assert_eq!(a.apps, b.apps);
     // Until the run ends (bursts: None): bursts at 20, 60, 100, 140, 180 ms.
     assert_eq!(get_u64(&a.apps[0], "bursts"), 5);
+    // One due exactly at the end (220 ms) is not reported: it had no time to be read.
+    let mut longer = cfg.clone();
+    longer.duration_ns = 220 * MS;
+    let l = run(longer);
+    assert_eq!(get_u64(&l.apps[0], "bursts"), 5);
+    assert_eq!(get_u64(&l.apps[0], "incomplete_bursts"), 0);
+    assert_eq!(get_u64(&l.apps[0], "messages"), 5 * 60);
     let mut other = cfg;
     other.seed = 2;
     let c = run(other);

@@ -14,8 +14,15 @@ fn ladder(p: &[(&str, u64)]) -> Vec<Profile> {
 
 /// Two hosts (client a = 0, server b = 1), one HLS connection, `cfg` for the player.
 fn run_hls(rate_bps: u64, one_way_ns: u64, limit: u32, duration_ns: u64, cfg: HlsConfig, ssai: bool) -> AppOutput {
+    run_hls_with(rate_bps, one_way_ns, limit, duration_ns, cfg, ssai, CcKind::Cubic, LossConfig::None)
+}
+
+/// As [`run_hls`], with the server's congestion control and loss on the server -> client link.
+#[allow(clippy::too_many_arguments)]
+fn run_hls_with(rate_bps: u64, one_way_ns: u64, limit: u32, duration_ns: u64, cfg: HlsConfig, ssai: bool, cc: CcKind, loss: LossConfig) -> AppOutput {
     let mut sc = two_hosts(rate_bps, one_way_ns, limit, duration_ns);
-    let mut f = driven_flow("hls", 0, 1, CcKind::Cubic, Side::Server);
+    sc.links[1].loss = loss;
+    let mut f = driven_flow("hls", 0, 1, cc, Side::Server);
     f.tcp.tcp_slow_start_after_idle = ssai;
     sc.flows.push(f);
     sc.apps.push(AppInstanceConfig { name: "video".into(), flows: vec![0], spec: AppSpec::Hls(cfg) });
@@ -207,4 +214,55 @@ fn same_scenario_same_output() {
     let b = run_hls(1_500_000, 20_000_000, 50, 30_000_000_000, cfg, true);
     assert_eq!(a, b);
     assert!(a.table("segments").unwrap().rows() > 5);
+}
+
+#[test]
+fn story_001_cubic_falls_to_low_bbr_holds_hd_on_a_lossy_5_mbit_path() {
+    // The Cilium demo (seeds/001): HD 3 Mbit/s and low 0.8 Mbit/s, 100 ms RTT, 5 Mbit/s,
+    // 1 % random loss. CUBIC's loss response caps it near MSS / RTT x 1.22 / sqrt(p)
+    // (Mathis et al.: ~1.4 Mbit/s here, CUBIC's TCP-friendly region at this small BDP),
+    // below 3 / 0.95 Mbit/s: hls.js leaves HD after the first segment. BBR does not
+    // take random loss as congestion and keeps ~5 Mbit/s: 0.95 x 5 > 3, HD throughout.
+    let cfg = HlsConfig { profiles: ladder(&[("HD", 3_000_000), ("low", 800_000)]), ..HlsConfig::default() };
+    let loss = LossConfig::Bernoulli { p: 0.01 };
+    let dur = 60_000_000_000;
+    let cubic = run_hls_with(5_000_000, 50_000_000, 1000, dur, cfg.clone(), true, CcKind::Cubic, loss.clone());
+    let bbr = run_hls_with(5_000_000, 50_000_000, 1000, dur, cfg, true, CcKind::Bbr, loss);
+    let time_on = |out: &AppOutput, p: &str| match out.get("time_on_profile_s") {
+        Some(tcplab_core::app::Value::Map(m)) => m.iter().find(|(k, _)| k == p).unwrap().1.as_f64().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let played = |out: &AppOutput| f64_of(out, "played_s");
+    assert!(time_on(&cubic, "low") > 0.8 * played(&cubic), "CUBIC low {} of {}", time_on(&cubic, "low"), played(&cubic));
+    assert!(time_on(&bbr, "HD") > 0.95 * played(&bbr), "BBR HD {} of {}", time_on(&bbr, "HD"), played(&bbr));
+    assert_eq!(bbr.get("switches").unwrap().as_u64(), Some(0));
+}
+
+#[test]
+fn a_finite_video_plays_to_its_end_without_a_final_stall() {
+    // 10 segments of 2 s on a fast path: all loaded within seconds, playback runs its 20 s
+    // and ends; running out of media at the end is not a stall.
+    let cfg = HlsConfig { profiles: ladder(&[("HD", 3_000_000)]), segments: Some(10), ..HlsConfig::default() };
+    let out = run_hls(50_000_000, 5_000_000, 1000, 30_000_000_000, cfg, true);
+    assert_eq!(out.get("segments").unwrap().as_u64(), Some(10));
+    assert_eq!(out.get("ended"), Some(&tcplab_core::app::Value::Bool(true)));
+    assert_eq!(out.get("stalls").unwrap().as_u64(), Some(0));
+    assert!((f64_of(&out, "played_s") - 20.0).abs() < 1e-9);
+    assert_eq!(f64_of(&out, "buffer_s"), 0.0);
+    // The series shows playback stopped after the end (t > start + 20 s).
+    let t = u64_col(&out, "series", "t_ns");
+    let playing = match out.table("series").unwrap().column("playing") {
+        Some(Column::Bool(v)) => v.clone(),
+        other => panic!("{other:?}"),
+    };
+    let start_ns = ((f64_of(&out, "connected_s") + f64_of(&out, "startup_delay_s")) * 1e9) as u64;
+    let end_ns = start_ns + 20_000_000_000;
+    let margin = 1_000_000;
+    for (&t, &p) in t.iter().zip(&playing) {
+        if t > start_ns + margin && t + margin < end_ns {
+            assert!(p, "not playing at {t} ns");
+        } else if t > end_ns + margin || t + margin < start_ns {
+            assert!(!p, "playing at {t} ns");
+        }
+    }
 }

@@ -82,6 +82,12 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
         // Percentiles are low edges of log-linear histogram buckets (metrics/histogram.rs).
         r.set_item("relative_error", histogram::RELATIVE_ERROR)?;
         fd.set_item("rtt_us", r)?;
+        // ss -i's busy / rwnd_limited / sndbuf_limited (tcp_info chronographs), us.
+        let ch = PyDict::new(py);
+        ch.set_item("busy_us", f.busy_time_us)?;
+        ch.set_item("rwnd_limited_us", f.rwnd_limited_us)?;
+        ch.set_item("sndbuf_limited_us", f.sndbuf_limited_us)?;
+        fd.set_item("chrono", ch)?;
         fd.set_item("counters", counters_dict(py, &f.counters)?)?;
         flows.append(fd)?;
     }

@@ -255,6 +255,16 @@ class Result:
                 return float(rtt[key]) / 1000.0 if samples > 0 and rtt.get(key) is not None else float("nan")
 
             segs = int(f["data_segs_out"])
+            # ss -i's busy / rwnd_limited:Xms(Y%) / sndbuf_limited (tcp_info chronographs);
+            # NaN from engines that did not report them.
+            chrono = f.get("chrono")
+            if chrono:
+                busy_ms = int(chrono["busy_us"]) / 1000.0
+                rwnd_ms = int(chrono["rwnd_limited_us"]) / 1000.0
+                sndbuf_ms = int(chrono["sndbuf_limited_us"]) / 1000.0
+                rwnd_pct = 100.0 * rwnd_ms / busy_ms if busy_ms > 0 else 0.0
+            else:
+                busy_ms = rwnd_ms = sndbuf_ms = rwnd_pct = float("nan")
             rows.append(
                 {
                     "name": f["name"],
@@ -280,6 +290,10 @@ class Result:
                     "rtt_p90_ms": ms("p90"),
                     "rtt_p99_ms": ms("p99"),
                     "rtt_max_ms": ms("max"),
+                    "busy_ms": busy_ms,
+                    "rwnd_limited_ms": rwnd_ms,
+                    "rwnd_limited_pct": rwnd_pct,
+                    "sndbuf_limited_ms": sndbuf_ms,
                 }
             )
         columns = [
@@ -306,6 +320,10 @@ class Result:
             "rtt_p90_ms",
             "rtt_p99_ms",
             "rtt_max_ms",
+            "busy_ms",
+            "rwnd_limited_ms",
+            "rwnd_limited_pct",
+            "sndbuf_limited_ms",
         ]
         return pd.DataFrame(rows, columns=columns)
 

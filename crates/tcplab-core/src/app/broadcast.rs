@@ -336,7 +336,15 @@ impl App for Broadcast {
             rx_timeouts += server(f).tp.mib.get(Mib::TCPTimeouts);
             bytes_read += server(f).rcv.copied_seq;
         }
-        let nb = self.b_start_ns.len();
+        // A burst due exactly at the run's end (a duration that is a multiple of the
+        // interval) had no time to be read: it is not reported.
+        let nb = self.b_start_ns.iter().take_while(|&&t| t < end_ns).count();
+        for v in [&mut self.b_messages, &mut self.b_delivered] {
+            v.truncate(nb);
+        }
+        for v in [&mut self.b_start_ns, &mut self.b_done_ns, &mut self.b_retrans, &mut self.b_timeouts] {
+            v.truncate(nb);
+        }
         let s = self.cfg.message_bytes;
         let complete: Vec<bool> = self.b_done_ns.iter().map(|&d| d != NEVER).collect();
         let completion_ns: Vec<u64> =

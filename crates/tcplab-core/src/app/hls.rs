@@ -462,11 +462,8 @@ impl Hls {
 
     /// Advance the playhead to `now`: play what is buffered; stall (or end) when it runs out.
     fn advance(&mut self, now: u64) {
-        if now <= self.clock_ns {
-            return;
-        }
         if self.play == Play::Playing {
-            let dt = now - self.clock_ns;
+            let dt = now.saturating_sub(self.clock_ns);
             let left = self.buffer_ns();
             if dt >= left {
                 self.playhead_ns = self.buffered_end_ns;
@@ -482,7 +479,7 @@ impl Hls {
                 self.playhead_ns += dt;
             }
         }
-        self.clock_ns = now;
+        self.clock_ns = self.clock_ns.max(now);
     }
 
     /// hls.js base-stream-controller.ts `getMaxBufferLength(levelBitrate)`.

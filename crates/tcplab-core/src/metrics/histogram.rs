@@ -5,12 +5,15 @@
 //! percentile is the low edge of a bucket no wider than 1/128 of its values: it is at most
 //! [`RELATIVE_ERROR`] (0.78 %) below the true sample, and exact below 256 us.
 //! Recording is one index computation and one increment. Only the buckets between the
-//! smallest and largest value seen are held, in whole powers of two (1 KB each): a flow
-//! whose RTTs span 20-40 ms holds one or two, where all 7424 buckets would be 58 KB per flow
+//! smallest and largest value seen are held, in whole powers of two (512 bytes each): a flow
+//! whose RTTs span 20-40 ms holds one or two, where all 7424 buckets would be 29 KB per flow
 //! (issue 9's tens of thousands of connections need the difference). The window grows only
 //! when a sample falls outside every power of two seen so far (at most 58 times in a flow's
 //! life), so there is no allocation per sample; endpoints that never sample (receivers,
-//! flows not yet started) hold nothing.
+//! flows not yet started) hold nothing. Counts are held as `u32` (512 bytes per power of
+//! two) and the whole window is widened to `u64` the first time a bucket would pass
+//! `u32::MAX` (billions of samples in one bucket): what idle connections keep is halved,
+//! counting stays exact.
 
 /// Sub-bucket bits: each power of two is split into `2^SUB_BITS` buckets.
 pub const SUB_BITS: u32 = 7;
@@ -26,10 +29,32 @@ const BUCKETS: usize = (LINEAR_MAX as usize) + (64 - SUB_BITS as usize - 1) * SU
 const CHUNK: usize = SUB as usize;
 const _: () = assert!(BUCKETS % CHUNK == 0);
 
+/// Bucket counts: `u32` until one would overflow, then `u64`.
+#[derive(Clone, Debug)]
+enum Counts {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl Counts {
+    fn len(&self) -> usize {
+        match self {
+            Counts::Narrow(v) => v.len(),
+            Counts::Wide(v) => v.len(),
+        }
+    }
+    fn get(&self, k: usize) -> u64 {
+        match self {
+            Counts::Narrow(v) => v[k] as u64,
+            Counts::Wide(v) => v[k],
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct LogHistogram {
     /// Counts of buckets `base .. base + counts.len()`.
-    counts: Vec<u64>,
+    counts: Counts,
     base: usize,
     pub count: u64,
     pub sum: u128,
@@ -39,7 +64,7 @@ pub struct LogHistogram {
 
 impl Default for LogHistogram {
     fn default() -> Self {
-        LogHistogram { counts: Vec::new(), base: 0, count: 0, sum: 0, min: u64::MAX, max: 0 }
+        LogHistogram { counts: Counts::Narrow(Vec::new()), base: 0, count: 0, sum: 0, min: u64::MAX, max: 0 }
     }
 }
 
@@ -69,22 +94,30 @@ fn bucket_low(i: usize) -> u64 {
 impl LogHistogram {
     /// Heap bytes of a histogram whose samples span 8 powers of two (a factor of 256
     /// between the smallest and largest RTT), for the memory estimate.
-    pub const TYPICAL_HEAP_BYTES: usize = 8 * CHUNK * std::mem::size_of::<u64>();
+    pub const TYPICAL_HEAP_BYTES: usize = 8 * CHUNK * std::mem::size_of::<u32>();
 
     /// Heap bytes held now.
     pub fn heap_bytes(&self) -> usize {
-        self.counts.capacity() * std::mem::size_of::<u64>()
+        match &self.counts {
+            Counts::Narrow(v) => v.capacity() * std::mem::size_of::<u32>(),
+            Counts::Wide(v) => v.capacity() * std::mem::size_of::<u64>(),
+        }
     }
 
     #[inline]
     pub fn record(&mut self, v: u64) {
         let i = index(v);
-        let off = i.wrapping_sub(self.base);
-        if off < self.counts.len() {
-            self.counts[off] += 1;
-        } else {
+        let mut off = i.wrapping_sub(self.base);
+        if off >= self.counts.len() {
             self.widen_to(i);
-            self.counts[i - self.base] += 1;
+            off = i - self.base;
+        }
+        match &mut self.counts {
+            Counts::Narrow(c) => match c[off].checked_add(1) {
+                Some(n) => c[off] = n,
+                None => self.widen_counts(off),
+            },
+            Counts::Wide(c) => c[off] += 1,
         }
         self.count += 1;
         self.sum += v as u128;
@@ -98,16 +131,32 @@ impl LogHistogram {
     fn widen_to(&mut self, i: usize) {
         let lo_i = i - i % CHUNK;
         let hi_i = lo_i + CHUNK;
-        let (lo, hi) = if self.counts.is_empty() {
-            (lo_i, hi_i)
-        } else {
-            (self.base.min(lo_i), (self.base + self.counts.len()).max(hi_i))
-        };
-        let mut counts = vec![0; hi - lo];
+        let len = self.counts.len();
+        let (lo, hi) = if len == 0 { (lo_i, hi_i) } else { (self.base.min(lo_i), (self.base + len).max(hi_i)) };
         let at = self.base.saturating_sub(lo);
-        counts[at..at + self.counts.len()].copy_from_slice(&self.counts);
-        self.counts = counts;
+        match &mut self.counts {
+            Counts::Narrow(c) => {
+                let mut counts = vec![0; hi - lo];
+                counts[at..at + len].copy_from_slice(c);
+                *c = counts;
+            }
+            Counts::Wide(c) => {
+                let mut counts = vec![0; hi - lo];
+                counts[at..at + len].copy_from_slice(c);
+                *c = counts;
+            }
+        }
         self.base = lo;
+    }
+
+    /// Bucket `off` of the narrow counts is full: widen every count to `u64`, then count.
+    #[cold]
+    fn widen_counts(&mut self, off: usize) {
+        if let Counts::Narrow(c) = &self.counts {
+            let mut wide: Vec<u64> = c.iter().map(|&n| n as u64).collect();
+            wide[off] += 1;
+            self.counts = Counts::Wide(wide);
+        }
     }
 
     pub fn mean(&self) -> f64 {
@@ -126,8 +175,8 @@ impl LogHistogram {
         }
         let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
         let mut acc = 0;
-        for (k, &c) in self.counts.iter().enumerate() {
-            acc += c;
+        for k in 0..self.counts.len() {
+            acc += self.counts.get(k);
             if acc >= rank {
                 return bucket_low(self.base + k).clamp(self.min, self.max);
             }
@@ -176,7 +225,7 @@ mod tests {
         for v in (20_000..40_000u64).step_by(7) {
             a.record(v);
         }
-        assert!(a.heap_bytes() <= 2 * CHUNK * 8, "{} bytes", a.heap_bytes());
+        assert!(a.heap_bytes() <= 2 * CHUNK * 4, "{} bytes", a.heap_bytes());
         // the same samples in another order, with the extremes first or last, give the
         // same quantiles as a histogram holding every bucket would
         let mut b = LogHistogram::default();
@@ -205,6 +254,28 @@ mod tests {
         });
         assert_eq!(b.count, c.count);
         assert_eq!(c.quantile(1.0), 1 << 40);
+    }
+
+    #[test]
+    fn a_bucket_past_u32_max_widens_the_counts_and_keeps_counting() {
+        let mut h = LogHistogram::default();
+        h.record(300);
+        h.record(1000);
+        assert_eq!(h.heap_bytes(), 2 * CHUNK * 4); // u32 counts: the powers of two of 300 and 1000
+        // Fill the bucket of 1000 to u32::MAX, then one more: the counts widen, exactly.
+        let off = index(1000) - h.base;
+        if let Counts::Narrow(c) = &mut h.counts {
+            c[off] = u32::MAX;
+        }
+        h.record(1000);
+        assert!(matches!(h.counts, Counts::Wide(_)));
+        assert_eq!(h.counts.get(off), u32::MAX as u64 + 1);
+        assert_eq!(h.counts.get(index(300) - h.base), 1);
+        assert_eq!(h.heap_bytes(), 2 * CHUNK * 8);
+        // Widening the window of wide counts keeps them.
+        h.record(5);
+        assert_eq!(h.counts.get(index(1000) - h.base), u32::MAX as u64 + 1);
+        assert_eq!(h.counts.get(index(5) - h.base), 1);
     }
 
     #[test]

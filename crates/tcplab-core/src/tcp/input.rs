@@ -146,6 +146,8 @@ impl TcpSocket {
             if flag & FLAG_DSACKING_ACK != 0 {
                 self.fastretrans_alert(ctx, prior_snd_una, 0, &mut flag, &mut rexmit);
             }
+            // If this ack opens up a zero window, clear backoff (tcp_ack_probe).
+            self.ack_probe(ctx.now_ns);
             if self.tlp_high_seq != 0 {
                 self.process_tlp_ack(ack, flag);
             }
@@ -153,6 +155,10 @@ impl TcpSocket {
         }
 
         flag |= self.clean_rtx_queue(pkt, prior_fack, prior_snd_una, &mut rs, &mut st, flag);
+        if self.rtx.is_empty() {
+            // tcp_clean_rtx_queue(): everything sent is acknowledged.
+            self.chrono_stop(crate::tcp::chrono::ChronoType::Busy);
+        }
 
         self.rack_update_reo_wnd(&rs);
         if self.tlp_high_seq != 0 {

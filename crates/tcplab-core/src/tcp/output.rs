@@ -15,6 +15,7 @@
 
 use crate::cc::CongestionOps;
 use crate::mib::Mib;
+use crate::tcp::chrono::ChronoType;
 use crate::tcp::rate::rate_skb_sent;
 use crate::tcp::rtx_queue::{TCPCB_EVER_RETRANS, TCPCB_LOST, TCPCB_RETRANS, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
 use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
@@ -183,6 +184,13 @@ impl TcpSocket {
                 }
                 tp.snd_cwnd_stamp = tp.jiffies32();
             }
+            // The following conditions together indicate the starvation is caused by
+            // insufficient sender buffer: not cwnd-limited (this branch), everything
+            // written was sent, and the application is blocked on the buffer
+            // (SOCK_NOSPACE).
+            if tp.snd_nxt >= tp.write_seq && self.sndbuf_nospace {
+                self.chrono_start(ChronoType::SndbufLimited);
+            }
         }
     }
 
@@ -227,6 +235,7 @@ impl TcpSocket {
         let mss = self.tp.mss_cache as u64;
         let mut sent_pkts = 0u32;
         let mut is_cwnd_limited = false;
+        let mut is_rwnd_limited = false;
         while self.tp.snd_nxt < self.tp.write_seq {
             if self.pacing_check() {
                 break;
@@ -244,6 +253,7 @@ impl TcpSocket {
             let seg_end = (self.tp.snd_nxt + mss).min(self.tp.write_seq);
             if seg_end > self.tp.snd_una + self.tp.snd_wnd as u64 {
                 // tcp_snd_wnd_test() failed: receiver-window limited.
+                is_rwnd_limited = true;
                 break;
             }
             let max_segs = self.tso_segs();
@@ -277,6 +287,11 @@ impl TcpSocket {
                 break;
             }
         }
+        if is_rwnd_limited {
+            self.chrono_start(ChronoType::RwndLimited);
+        } else {
+            self.chrono_stop(ChronoType::RwndLimited);
+        }
         is_cwnd_limited |= self.tp.packets_in_flight() >= self.tp.snd_cwnd;
         if sent_pkts > 0 || is_cwnd_limited {
             self.cwnd_validate(is_cwnd_limited);
@@ -296,6 +311,105 @@ impl TcpSocket {
             self.reset_xmit_timer(XmitTimer::Probe0, ctx.now_ns, when);
         }
         sent_pkts
+    }
+
+    /// `tcp_probe0_base()`: `max(icsk_rto, TCP_RTO_MIN)`, jiffies.
+    fn probe0_base(&self) -> u32 {
+        self.tp.icsk_rto.max(self.tp.hz() / 5)
+    }
+
+    /// `tcp_probe0_when(sk, tcp_rto_max(sk))`: the base doubled per backoff (at most
+    /// `ilog2(TCP_RTO_MAX / TCP_RTO_MIN) + 1` = 10 times), capped at TCP_RTO_MAX.
+    fn probe0_when(&self) -> u32 {
+        let backoff = self.icsk_backoff.min(10);
+        let when = (self.probe0_base() as u64) << backoff;
+        when.min(self.tp.tcp_rto_max() as u64) as u32
+    }
+
+    /// `tcp_ack_probe()` (Linux v6.12 net/ipv4/tcp_input.c), for an ACK that found
+    /// nothing in flight: if the window now takes the next segment, the zero-window probe
+    /// timer and its backoff are cleared (the send that follows arms the RTO); otherwise
+    /// the probe timer restarts from now.
+    pub fn ack_probe(&mut self, now_ns: u64) {
+        if self.tp.snd_nxt >= self.tp.write_seq {
+            return; // no send head
+        }
+        let head_end = (self.tp.snd_nxt + self.tp.mss_cache as u64).min(self.tp.write_seq);
+        if head_end <= self.tp.snd_una + self.tp.snd_wnd as u64 {
+            self.icsk_backoff = 0;
+            if self.xmit_timer == XmitTimer::Probe0 {
+                self.clear_xmit_timer();
+            }
+        } else {
+            let when = self.probe0_when();
+            self.reset_xmit_timer(XmitTimer::Probe0, now_ns, when);
+        }
+    }
+
+    /// The zero-window probe timer fired (`tcp_probe_timer()`, Linux v6.12
+    /// net/ipv4/tcp_timer.c). Nothing is done if data is in flight (its ACKs or RTO will
+    /// move things) or nothing waits to be sent; else a probe goes out
+    /// (`tcp_send_probe0`).
+    ///
+    /// Not modelled: aborting the connection after `tcp_retries2` unanswered probes
+    /// (orphaned sockets or TCP_USER_TIMEOUT only; a peer that answers resets the count).
+    pub fn probe_timer(&mut self, ctx: &mut Ctx) {
+        self.app_fill(ctx.now_ns);
+        if self.tp.packets_out > 0 || self.tp.snd_nxt >= self.tp.write_seq {
+            return;
+        }
+        self.send_probe0(ctx);
+    }
+
+    /// `tcp_send_probe0()`: probe with `tcp_write_wakeup()`, then re-arm the probe timer
+    /// with exponential backoff (`tcp_probe0_when`), or after TCP_RESOURCE_PROBE_INTERVAL
+    /// (HZ/2) if the probe was dropped locally.
+    fn send_probe0(&mut self, ctx: &mut Ctx) {
+        let sent = self.write_wakeup(ctx);
+        if self.tp.packets_out > 0 || self.tp.snd_nxt >= self.tp.write_seq {
+            // Cancel probe timer, if it is not required.
+            self.icsk_backoff = 0;
+            return;
+        }
+        let when = if sent {
+            // tcp_retries2 = 15 bounds the backoff count.
+            if self.icsk_backoff < 15 {
+                self.icsk_backoff += 1;
+            }
+            self.probe0_when()
+        } else {
+            self.tp.hz() / 2
+        };
+        self.reset_xmit_timer(XmitTimer::Probe0, ctx.now_ns, when);
+    }
+
+    /// `tcp_write_wakeup(sk, LINUX_MIB_TCPWINPROBE)` (Linux v6.12 net/ipv4/tcp_output.c):
+    /// if the peer's window opens before the next unsent byte, send what fits of one
+    /// segment there (a window narrower than a segment: sender-side silly window
+    /// avoidance held it back); else send a zero-window probe, `tcp_xmit_probe_skb()`: a
+    /// bare ACK with the old sequence number `snd_una - 1`, which the receiver must answer
+    /// with an ACK carrying its window. Returns false on a local drop.
+    fn write_wakeup(&mut self, ctx: &mut Ctx) -> bool {
+        let wnd_end = self.tp.snd_una + self.tp.snd_wnd as u64;
+        let seq = self.tp.snd_nxt;
+        if seq < self.tp.write_seq && seq < wnd_end {
+            let end = (seq + self.tp.mss_cache as u64).min(wnd_end).min(self.tp.write_seq);
+            let prior_wstamp = self.tp.tcp_wstamp_ns;
+            self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
+            let edt = self.tp.tcp_wstamp_ns;
+            if !self.send_new_segment(ctx, seq, end, edt, false) {
+                return false;
+            }
+            self.update_after_send(end - seq, prior_wstamp);
+            return true;
+        }
+        // snd_una - 1 (tcplab's sequence space starts at 0, so a probe before any data
+        // was acknowledged carries 0; a window cannot close before data arrived).
+        let probe_seq = self.tp.snd_una.saturating_sub(1);
+        let ok = self.transmit(ctx, probe_seq, probe_seq, 0);
+        self.tp.inc(Mib::TcpOutSegs);
+        self.tp.inc(Mib::TCPWinProbe);
+        ok
     }
 
     /// `tcp_retransmit_skb()` / `__tcp_retransmit_skb()`; false if not sent.
@@ -478,6 +592,42 @@ mod tests {
         c.tp.icsk_rto = 200;
         c.tp.lsndtime = 1000;
         c
+    }
+
+    /// Linux v6.12 tcp_ack_probe() / tcp_probe0_when(): an ACK that leaves the window
+    /// closed restarts the probe timer at max(RTO, 200 ms) << backoff (backoff counted at
+    /// most 10 times, the timer capped at TCP_RTO_MAX); one that opens room for the next
+    /// segment clears the timer and the backoff.
+    #[test]
+    fn ack_probe_rearms_with_backoff_or_clears_when_the_window_opens() {
+        use crate::tcp::socket::XmitTimer;
+        let mut c = socket(CcKind::Cubic, false);
+        let now = 5_000_000_000;
+        c.tp.set_now(now);
+        c.tp.snd_una = 100_000;
+        c.tp.snd_nxt = 100_000;
+        c.tp.write_seq = 200_000;
+        c.tp.packets_out = 0;
+        c.tp.snd_wnd = 0;
+        c.icsk_backoff = 3;
+        c.ack_probe(now);
+        assert_eq!(c.xmit_timer, XmitTimer::Probe0);
+        assert_eq!(c.xmit_deadline_ns, c.tp.clock().timer_deadline_ns(now, 200 << 3));
+        // A larger RTO is the base; the shift stops at 10 and the timer at 120 s.
+        c.tp.icsk_rto = 300;
+        c.icsk_backoff = 15;
+        c.ack_probe(now);
+        assert_eq!(c.xmit_deadline_ns, c.tp.clock().timer_deadline_ns(now, 120_000));
+        // A window narrower than the next segment: still probing.
+        c.icsk_backoff = 1;
+        c.tp.snd_wnd = 1000;
+        c.ack_probe(now);
+        assert_eq!(c.xmit_deadline_ns, c.tp.clock().timer_deadline_ns(now, 600));
+        // Room for the next segment: timer and backoff cleared.
+        c.tp.snd_wnd = 1448;
+        c.ack_probe(now);
+        assert_eq!(c.xmit_timer, XmitTimer::None);
+        assert_eq!(c.icsk_backoff, 0);
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! The receiving half of a TCP endpoint (Linux v6.12 net/ipv4/tcp_input.c).
 //!
 //! Model:
-//! - **In-order delivery**: data at `rcv_nxt` advances it and is read by the application
-//!   at once (the bulk reader of netperf/iperf3 never lets the receive queue fill); data
-//!   beyond `rcv_nxt` waits in an out-of-order set of merged intervals (`tcp_data_queue_ofo`).
+//! - **In-order delivery**: data at `rcv_nxt` advances it; the immediate reader of
+//!   netperf/iperf3 reads it at once and never lets the receive queue fill, a slow reader
+//!   (`tcp::reader`) leaves it queued until [`Receiver::app_read`], where it occupies the
+//!   buffer (`tcp_space()`), and its reads send the window updates of `tcp_cleanup_rbuf()`;
+//!   data beyond `rcv_nxt` waits in an out-of-order set of merged intervals
+//!   (`tcp_data_queue_ofo`).
 //! - **SACK blocks** (`tcp_sack_new_ofo_skb`, `tcp_sack_remove`): up to 4 blocks remembered,
 //!   the most recently changed first; 3 fit in an ACK beside the timestamps option.
 //!   Duplicate data produces a D-SACK block (`tcp_dsack_set`) sent once.
@@ -240,9 +243,73 @@ impl Receiver {
     /// `__tcp_select_window()` simplified (see module docs): free space bounded by
     /// rcv_ssthresh, rounded down to the window-scale granularity (wscale 7 here since
     /// `tcp_rmem[2]` is 6 MB).
+    ///
+    /// A slow reader's receiver also follows the kernel's move to a zero window (Linux
+    /// v6.12 net/ipv4/tcp_output.c: `__tcp_select_window()`): once less than half the
+    /// buffer's window is free, a free space below 1/16 of it or below one MSS is
+    /// advertised as 0 (receiver-side silly window avoidance), not as a sliver. The
+    /// immediate reader keeps the earlier simplification (its only queue is out-of-order
+    /// data, which this rule would rarely reach), so that its results stay as they were.
+    /// Not modelled: that branch also clears quick-ACK mode (`icsk_ack.quick = 0`).
     fn select_window_raw(&self) -> u64 {
-        let free = self.tcp_space().min(self.rcv_ssthresh).min(self.window_clamp);
+        let space = self.tcp_space();
+        if !self.read_immediately {
+            let allowed = win_from_space(self.rcvbuf); // tcp_full_space()
+            let full = self.window_clamp.min(allowed);
+            let mss = self.rcv_mss.min(full);
+            if space < full >> 1 {
+                let free = space & !127;
+                if free < allowed >> 4 || free < mss {
+                    return 0;
+                }
+            }
+        }
+        let free = space.min(self.rcv_ssthresh).min(self.window_clamp);
         free & !127
+    }
+
+    /// `rcv_wup`: `rcv_nxt` when the last window was advertised.
+    #[inline]
+    pub fn rcv_wup(&self) -> u64 {
+        self.rcv_wup
+    }
+
+    /// The application reads `bytes` of the in-order queue (`tcp_recvmsg()`):
+    /// `copied_seq` advances, and the receive-buffer autotuning measures what was copied
+    /// (Linux v6.12 net/ipv4/tcp.c: `tcp_recvmsg_locked()` -> `tcp_rcv_space_adjust()`).
+    /// Returns the bytes read.
+    pub fn app_read(&mut self, now_ns: u64, bytes: u64) -> u64 {
+        let n = bytes.min(self.rcv_nxt - self.copied_seq);
+        self.copied_seq += n;
+        self.rcv_space_adjust(now_ns, self.copied_seq);
+        n
+    }
+
+    /// `tcp_cleanup_rbuf(sk, copied)` (Linux v6.12 net/ipv4/tcp.c) after the application
+    /// read `copied` bytes: true if an ACK must go out now, because
+    /// - an ACK is owed and more than one full segment arrived since the last window
+    ///   update (the once-per-two-segments ACK that `tcp_input.c` held back), or
+    /// - the read freed enough buffer that the window it can now offer is at least twice
+    ///   the window still open (and the open window is at most half the clamp): a window
+    ///   update, which reopens a zero window.
+    ///
+    /// Not modelled: the ICSK_ACK_PUSHED cases (a drained queue after a small pushed
+    /// segment); tcplab does not track PSH.
+    pub fn cleanup_rbuf(&self, copied: u64) -> bool {
+        if self.ack_pending && self.rcv_nxt - self.rcv_wup > self.rcv_mss {
+            return true;
+        }
+        if copied > 0 {
+            // tcp_receive_window()
+            let rcv_window_now = (self.rcv_wup + self.rcv_wnd).saturating_sub(self.rcv_nxt);
+            if 2 * rcv_window_now <= self.window_clamp {
+                let new_window = self.select_window_raw();
+                if new_window != 0 && new_window >= 2 * rcv_window_now {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// `tcp_select_window()`: never shrink the offered window.
@@ -390,14 +457,17 @@ impl Receiver {
         }
     }
 
-    /// `tcp_rcv_space_adjust()`: dynamic right-sizing of the receive buffer.
-    fn rcv_space_adjust(&mut self, now_ns: u64) {
+    /// `tcp_rcv_space_adjust()`: dynamic right-sizing of the receive buffer, from the
+    /// bytes the application copied in the last receiver RTT. `copied_seq` is where the
+    /// reader is: an immediate reader's follows `rcv_nxt` (called as data arrives); a slow
+    /// reader's is its own, passed on each read, as `tcp_recvmsg()` calls it.
+    fn rcv_space_adjust(&mut self, now_ns: u64, copied_seq: u64) {
         let now_us = now_ns / 1000;
         let time = now_us.saturating_sub(self.rcvq_space_time_us);
         if self.rcv_rtt_us_x8 == 0 || time < (self.rcv_rtt_us_x8 >> 3) {
             return;
         }
-        let copied = self.rcv_nxt - self.rcvq_space_seq;
+        let copied = copied_seq - self.rcvq_space_seq;
         if copied > self.rcvq_space_bytes {
             if self.moderate_rcvbuf {
                 // Minimal window to cope with packet losses, assuming steady state, plus
@@ -413,7 +483,7 @@ impl Receiver {
             }
             self.rcvq_space_bytes = copied;
         }
-        self.rcvq_space_seq = self.rcv_nxt;
+        self.rcvq_space_seq = copied_seq;
         self.rcvq_space_time_us = now_us;
     }
 
@@ -584,7 +654,9 @@ impl Receiver {
             if self.num_sacks > 0 {
                 self.sack_remove();
             }
-            self.rcv_space_adjust(now_ns);
+            if self.read_immediately {
+                self.rcv_space_adjust(now_ns, self.rcv_nxt);
+            }
         } else if end_seq <= self.rcv_nxt {
             // A retransmit of data we have: force an immediate ACK with a D-SACK.
             self.dup_segs_in += 1;

@@ -671,7 +671,7 @@ impl TcpSocket {
             XmitTimer::ReoTimeout => self.rack_reo_timeout(ctx),
             XmitTimer::LossProbe => self.send_loss_probe(ctx),
             XmitTimer::Retrans => self.retransmit_timer(ctx),
-            XmitTimer::Probe0 => self.push_pending_frames(ctx),
+            XmitTimer::Probe0 => self.probe_timer(ctx),
             XmitTimer::None => {}
         }
     }

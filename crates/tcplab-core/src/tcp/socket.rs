@@ -21,6 +21,8 @@ use crate::mib::Mib;
 use crate::net::Network;
 use crate::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::rng::Rng;
+use crate::tcp::chrono::{Chrono, ChronoType};
+use crate::tcp::reader::Reader;
 use crate::tcp::receiver::{AckAction, Receiver};
 use crate::tcp::rtt::set_rto;
 use crate::tcp::rtx_queue::RtxQueue;
@@ -150,10 +152,17 @@ pub struct TcpSocket {
     pub notify_acked: bool,
     /// `copied_seq` last reported to the app.
     pub notified_read: u64,
-    /// The application's reader (see `crate::app`): how the receive queue is drained.
-    pub reader: crate::config::ReaderConfig,
+    /// The application's reader (`tcp::reader`): how the receive queue is drained.
+    pub reader: Reader,
     /// Deadline of the slow reader's next read (ns), or NEVER.
     pub read_deadline_ns: u64,
+    /// The sender's limited-time chronographs (`ss`'s busy / rwnd_limited / sndbuf_limited).
+    pub chrono: Chrono,
+    /// The application is blocked on the send buffer (SOCK_NOSPACE), for the
+    /// SNDBUF_LIMITED chronograph.
+    pub sndbuf_nospace: bool,
+    /// `tp->last_oow_ack_time` (jiffies; 0 = never): out-of-window ACKs are rate-limited.
+    pub last_oow_ack_j: u32,
 
     // --- sender state beyond TcpSock (struct tcp_sock / inet_connection_sock) ---
     pub rack: Rack,
@@ -274,8 +283,11 @@ impl TcpSocket {
                 notify: 0,
                 notify_acked: false,
                 notified_read: 0,
-                reader,
+                reader: Reader::new(reader),
                 read_deadline_ns: NEVER,
+                chrono: Chrono::default(),
+                sndbuf_nospace: false,
+                last_oow_ack_j: 0,
                 tp,
                 cc,
                 rtx: RtxQueue::new(),
@@ -399,6 +411,13 @@ impl TcpSocket {
         // The ACK fields went out with the segment either way only if it was sent.
         if ok {
             if self.state == ConnState::Established || self.state == ConnState::SynRecv {
+                // tcp_select_window(): the window's moves to and from zero.
+                let old_wnd = self.rcv.rcv_wnd;
+                if wnd == 0 && old_wnd != 0 {
+                    self.tp.inc(Mib::TCPToZeroWindowAdv);
+                } else if wnd != 0 && old_wnd == 0 {
+                    self.tp.inc(Mib::TCPFromZeroWindowAdv);
+                }
                 self.rcv.ack_sent(wnd);
             }
             if payload > 0 {
@@ -442,6 +461,7 @@ impl TcpSocket {
         self.tp.inc(Mib::TcpCurrEstab);
         self.notify |= notify::ESTABLISHED;
         self.rcv.established(ctx.now_ns, 0);
+        self.reader.established(ctx.now_ns);
         self.tp.snd_cwnd = self.cfg.initial_cwnd;
         self.tp.snd_ssthresh = TCP_INFINITE_SSTHRESH;
         self.tp.snd_cwnd_stamp = self.tp.jiffies32();
@@ -518,6 +538,18 @@ impl TcpSocket {
                     self.send_ack(ctx);
                     return;
                 }
+                if !pkt.is_data() && pkt.seq < self.rcv.rcv_wup() {
+                    // Linux v6.12 net/ipv4/tcp_input.c: tcp_validate_incoming() ->
+                    // tcp_sequence(): a segment ending before rcv_wup is old (a zero-window
+                    // probe, sent at snd_una - 1, is one). It is dropped unprocessed and
+                    // answered with a duplicate ACK carrying the current window
+                    // (tcp_send_dupack), at most one per tcp_invalid_ratelimit
+                    // (tcp_oow_rate_limited).
+                    if !self.oow_rate_limited() {
+                        self.send_ack(ctx);
+                    }
+                    return;
+                }
             }
         }
         // Established: ACK processing first (tcp_rcv_established -> tcp_ack), then data.
@@ -533,10 +565,14 @@ impl TcpSocket {
                 AckAction::Now => self.send_ack(ctx),
                 AckAction::Scheduled | AckAction::None => {}
             }
-            if self.rcv.copied_seq > self.notified_read {
-                self.notify |= notify::READ;
-            } else if !self.rcv.read_immediately && self.rcv.unread_bytes() > 0 {
-                self.schedule_read(ctx.now_ns);
+            if self.rcv.read_immediately {
+                if self.rcv.copied_seq > self.notified_read {
+                    self.notify |= notify::READ;
+                }
+            } else {
+                // The data woke the reader (sk_data_ready): a reader blocked in read()
+                // takes it now; a busy or sleeping one reads at its next deadline.
+                self.app_read(ctx, false);
             }
         }
         // tcp_data_snd_check(): send what the ACK allows.
@@ -628,17 +664,24 @@ impl TcpSocket {
         }
         if now_ns >= self.app.stop_ns {
             self.app.stopped = true;
+            self.sndbuf_nospace = false;
             return;
         }
         // Payload bytes the socket may hold (queued + unacked), see sndbuf_expand().
         let cap = self.tp.snd_una + self.sk_sndbuf;
+        if self.sndbuf_nospace {
+            self.check_space(cap);
+        }
         if self.app.driven {
             // A blocked write() continuing as the send buffer makes room.
             let take = self.app.pending_bytes.min(cap.saturating_sub(self.tp.write_seq));
             if take > 0 {
                 self.tp.write_seq += take;
                 self.app.pending_bytes -= take;
+                // tcp_add_write_queue_tail(): data in the write queue makes the socket busy.
+                self.chrono_start(ChronoType::Busy);
             }
+            self.sndbuf_nospace = self.app.pending_bytes > 0;
             return;
         }
         let mut target = cap;
@@ -650,6 +693,25 @@ impl TcpSocket {
             let unsent = self.tp.write_seq - self.tp.snd_nxt;
             crate::tcp::rate::rate_check_app_limited(&mut self.tp, unsent, self.wmem_alloc_bytes);
             self.tp.write_seq = target;
+            self.chrono_start(ChronoType::Busy);
+        }
+        // The bulk writer always has more to write until its total: blocked on the buffer.
+        self.sndbuf_nospace = self.app.total_bytes.is_none_or(|t| self.tp.write_seq < t);
+    }
+
+    /// `tcp_check_space()` -> `tcp_new_space()` -> `sk_stream_write_space()` (Linux v6.12
+    /// net/ipv4/tcp_input.c, net/core/stream.c) for an application blocked on the send
+    /// buffer: it is woken (SOCK_NOSPACE cleared, the SNDBUF_LIMITED chronograph stopped)
+    /// once the free space is at least half the queued bytes (`sk_stream_wspace() >=
+    /// sk_stream_min_wspace()`). tcplab's writers refill the buffer without waiting for
+    /// that wake-up (a simplification of the bulk writer, kept so that its flows stay as
+    /// they were); the threshold only decides when the chronograph stops.
+    fn check_space(&mut self, cap: u64) {
+        let queued = self.tp.write_seq - self.tp.snd_una;
+        let free = cap.saturating_sub(self.tp.write_seq);
+        if 2 * free >= queued {
+            self.sndbuf_nospace = false;
+            self.chrono_stop(ChronoType::SndbufLimited);
         }
     }
 
@@ -679,17 +741,61 @@ impl TcpSocket {
         }
     }
 
-    /// Arm the slow reader's next read. PLACEHOLDER: the reader policies
-    /// (`ReaderConfig::Rate`, `Bursts`) and the window update a read triggers
-    /// (`tcp_cleanup_rbuf()`) are to be written.
-    pub fn schedule_read(&mut self, now_ns: u64) {
-        let _ = now_ns;
+    /// The slow reader reads what its policy allows now (`tcp::reader`), as
+    /// `tcp_recvmsg()` does: `copied_seq` advances (the app hears of it: [`notify::READ`]),
+    /// receive-buffer autotuning measures the copied bytes, and `tcp_cleanup_rbuf()` sends
+    /// the ACK the read calls for (a window update when the read reopened the window).
+    /// Then the reader's next read is armed. `from_timer`: the reader's own timer fired.
+    pub fn app_read(&mut self, ctx: &mut Ctx, from_timer: bool) {
+        let now = ctx.now_ns;
+        let want = self.reader.take(now, self.rcv.unread_bytes(), from_timer);
+        if want > 0 {
+            let copied = self.rcv.app_read(now, want);
+            self.notify |= notify::READ;
+            if self.state == ConnState::Established && self.rcv.cleanup_rbuf(copied) {
+                self.send_ack(ctx);
+            }
+        }
+        self.read_deadline_ns = self.reader.next_read_ns(now, self.rcv.unread_bytes());
     }
 
-    /// The slow reader's timer fired: read what the policy allows (PLACEHOLDER).
+    /// The slow reader's timer fired: it reads what its policy allows.
     pub fn on_read_timer(&mut self, ctx: &mut Ctx) {
         self.refresh_clock(ctx.now_ns);
         self.read_deadline_ns = NEVER;
+        self.app_read(ctx, true);
+    }
+
+    /// `tcp_oow_rate_limited()` for a segment without data (Linux v6.12
+    /// net/ipv4/tcp_input.c: `__tcp_oow_rate_limited()`): true if an out-of-window ACK
+    /// went out less than `tcp_invalid_ratelimit` (500 ms) ago.
+    fn oow_rate_limited(&mut self) -> bool {
+        let now_j = self.tp.jiffies32();
+        let last = self.last_oow_ack_j;
+        if last != 0 {
+            let elapsed = now_j.wrapping_sub(last) as i32;
+            if elapsed >= 0 && (elapsed as u32) < self.tp.clock().msecs_to_jiffies(500) {
+                return true;
+            }
+        }
+        self.last_oow_ack_j = now_j.max(1);
+        false
+    }
+
+    /// `tcp_chrono_start()` at the current jiffy.
+    #[inline]
+    pub fn chrono_start(&mut self, kind: ChronoType) {
+        let now_j = self.tp.jiffies32();
+        self.chrono.start(kind, now_j);
+    }
+
+    /// `tcp_chrono_stop()` at the current jiffy.
+    #[inline]
+    pub fn chrono_stop(&mut self, kind: ChronoType) {
+        let now_j = self.tp.jiffies32();
+        // tcp_rtx_and_write_queues_empty()
+        let empty = self.rtx.is_empty() && self.tp.snd_nxt >= self.tp.write_seq;
+        self.chrono.stop(kind, now_j, empty);
     }
 
     /// `tcp_sndbuf_expand()`: room for `sndbuf_expand` (2, BBR 3) windows of
