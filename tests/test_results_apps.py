@@ -566,3 +566,87 @@ def test_legends_of_many_connections_stay_inside_the_figure():
     lines = [line.get_label() for line in ax.get_lines()[30:]]
     assert lines == ["1.0 (f0, f2, f4 and 3 more)", "2.0 (f1, f3, f5 and 3 more)"]
     _png(fig)  # no "constrained_layout not applied" warning (an error under pytest)
+
+
+#: Every workload on one topology, in the scenario syntax (flows.N.app).
+ALL_APPS_YAML = {
+    "name": "all-apps",
+    "duration": "20s",
+    "hosts": {"c": {}, "s": {}, "b1": {}, "b2": {}},
+    "routers": ["r"],
+    "links": [
+        {"between": ["c", "r"], "rate": "100Mbit", "delay": "5ms"},
+        {"between": ["b1", "r"], "rate": "100Mbit", "delay": "1ms"},
+        {"between": ["b2", "r"], "rate": "100Mbit", "delay": "1ms"},
+        {"between": ["r", "s"], "rate": "100Mbit", "delay": "5ms"},
+    ],
+    "flows": [
+        {"name": "web", "from": "c", "to": "s", "app": {"rr": {"request": "100B", "response": "1KB", "parallel": 2}}},
+        {
+            "name": "video",
+            "from": "c",
+            "to": "s",
+            "app": {"hls": {"profiles": [{"name": "HD", "bitrate": "3Mbit"}, {"name": "low", "bitrate": "800kbit"}]}},
+        },
+        {"name": "plex", "from": "c", "to": "s", "app": {"nfs_stream": {"nconnect": 4, "bitrate": "20Mbit"}}},
+        {"name": "vmagent", "from": "c", "to": "s", "app": {"batch_writer": {"timeout": "10s"}}},
+        {"name": "events", "from": ["b1", "b2"], "to": "s", "app": {"broadcast": {"connections": 10}}},
+        {"name": "bulk", "from": "c", "to": "s"},
+    ],
+}
+ALL_KINDS = {"web": "rr", "video": "hls", "plex": "nfs_stream", "vmagent": "batch_writer", "events": "broadcast"}
+
+
+def _scenarios_name_apps() -> bool:
+    """Whether the scenario syntax has workloads yet (ARCH9's `app: {rr: ...}`, written on
+    another branch): until it is merged, the tests below are skipped, not failed."""
+    try:
+        tcplab.load_scenario({**SCENARIO, "flows": [{"from": "c", "to": "s", "app": {"rr": {}}}]})
+    except tcplab.ScenarioError:
+        return False
+    return True
+
+
+needs_app_syntax = pytest.mark.skipif(not _scenarios_name_apps(), reason="scenario syntax for apps not merged yet")
+
+
+def _check_all_apps_run(out, stdout, plots=True):
+    summary = json.loads((out / "summary.json").read_text())
+    assert {n: a["kind"] for n, a in summary["apps"].items()} == ALL_KINDS
+    lines = [line for line in stdout.splitlines() if line.startswith("app ")]
+    assert [line.split(" ")[1] for line in lines] == list(ALL_KINDS)
+    for name, kind in ALL_KINDS.items():
+        assert SUMMARY_KEYS[kind] <= set(summary["apps"][name])
+        assert (out / "plots" / f"app-{name}.png").is_file() or not plots
+    assert "events (20 connections)" in stdout  # the broadcast's connections: one row
+    requests = pd.read_parquet(out / "app_requests.parquet")
+    assert set(requests["app"]) == {"web", "plex", "vmagent"}
+    # flows named as the scenario names them: W.k for a workload's connections
+    assert set(requests.loc[requests["app"] == "plex", "flow_name"]) == {f"plex.{k}" for k in range(4)}
+    html = (out / "report.html").read_text()
+    for name in ALL_KINDS:
+        assert f"<h3>{name} <span" in html
+
+
+@needs_app_syntax
+def test_cli_run_of_every_workload_in_a_scenario(tmp_path, patched_core, write_yaml):
+    from tcplab.cli import app as cli
+
+    out = tmp_path / "run"
+    r = CliRunner().invoke(cli, ["run", str(write_yaml(ALL_APPS_YAML)), "-o", str(out), "--no-plots"])
+    assert r.exit_code == 0, r.output
+    _check_all_apps_run(out, r.stdout, plots=False)
+
+
+@needs_app_syntax
+@pytest.mark.engine
+@pytest.mark.slow
+def test_cli_run_of_every_workload_on_the_engine(tmp_path, monkeypatch, real_core, write_yaml):
+    import tcplab.engine
+    from tcplab.cli import app as cli
+
+    monkeypatch.setattr(tcplab.engine, "import_core", lambda: real_core)
+    out = tmp_path / "run"
+    r = CliRunner().invoke(cli, ["run", str(write_yaml(ALL_APPS_YAML)), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    _check_all_apps_run(out, r.stdout)
