@@ -130,3 +130,29 @@ def test_the_fake_engine_returns_what_the_engine_returns(real_core):
     for h in fake["hosts"]:
         assert set(h["counters"]) <= set(real["hosts"][0]["counters"])
     assert fake_shape == real_shape
+
+
+@pytest.mark.engine
+def test_python_app_defaults_are_the_engine_defaults(real_core):
+    """Python's copy of each application's defaults (used when the engine is not built) is the
+    engine's; a scenario that sets nothing in an app gets exactly them in its spec."""
+    from tcplab.scenario.apps import APP_DEFAULTS
+
+    engine = real_core.defaults()["apps"]
+    assert engine == APP_DEFAULTS
+    data = dict(MINIMAL, flows=[{"from": "a", "to": "b", "app": kind} for kind in ("rr", "batch_writer")])
+    data["flows"] += [
+        {"from": "a", "to": "b", "app": {"hls": {"profiles": [{"name": "p", "bitrate": "1Mbit"}]}}},
+        {"from": "a", "to": "b", "app": "nfs_stream"},
+        {"from": "a", "to": "b", "app": "broadcast", "name": "bc"},
+    ]
+    core = tcplab.load_scenario(data).to_core()
+    for app in core["apps"]:
+        spec = dict(app["spec"])
+        kind = spec.pop("kind")
+        expected = dict(engine[kind])
+        if kind == "hls":
+            expected["profiles"] = [{"name": "p", "bitrate_bps": 1_000_000}]
+        if kind == "broadcast":  # the first burst after the connections' warm-up (flows.py)
+            expected["first_burst_ns"] = spec["first_burst_ns"]
+        assert spec == expected, kind

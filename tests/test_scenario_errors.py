@@ -246,8 +246,8 @@ CASES = [
     ),
     (
         "app-unknown",
-        "flows: [{from: server, to: client, app: rr}]",
-        ['flows.0.app: unknown app "rr"', "expected bulk or {bulk: {bytes: 10MB}}"],
+        "flows: [{from: server, to: client, app: rrr}]",
+        ['flows.0.app: unknown app "rrr" (did you mean "rr"?)', "expected bulk, maerts, or a mapping"],
     ),
     (
         "app-bytes-zero",

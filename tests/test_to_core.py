@@ -15,6 +15,8 @@ TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flow
 NODE_KEYS = {"name", "kind", "hz"}
 LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "loss_filter", "reorder", "queue"}
 FLOW_KEYS = {"name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params"}
+#: Flow keys given only when not the engine's default (bulk scenarios keep their JSON).
+FLOW_OPTIONAL_KEYS = {"data_side", "reader", "sample"}
 TCP_KEYS = {
     "mss_bytes",
     "tcp_rmem",
@@ -111,7 +113,7 @@ def check_queue(q: dict) -> None:
 
 
 def check_contract(core: dict) -> None:
-    assert set(core) == TOP_KEYS
+    assert TOP_KEYS <= set(core) <= TOP_KEYS | {"apps"}
     for key in ("seed", "duration_ns", "sample_interval_ns", "max_memory_bytes"):
         assert is_int(core[key]) and core[key] >= 0
     n = len(core["nodes"])
@@ -139,11 +141,17 @@ def check_contract(core: dict) -> None:
         assert link["reorder"] is None or set(link["reorder"]) == {"p", "delay_ns"}
         check_queue(link["queue"])
     for flow in core["flows"]:
-        assert set(flow) == FLOW_KEYS
+        assert FLOW_KEYS <= set(flow) <= FLOW_KEYS | FLOW_OPTIONAL_KEYS
+        assert flow.get("data_side", "server") == "server" and flow.get("sample", False) is False
+        assert flow.get("reader", {"kind": "rate"})["kind"] in ("rate", "bursts")
         assert is_int(flow["src"]) and is_int(flow["dst"]) and core["nodes"][flow["src"]]["kind"] == "host"
         assert flow["cc"] in ("reno", "cubic", "bbr")
         assert is_int(flow["start_ns"]) and (flow["stop_ns"] is None or is_int(flow["stop_ns"]))
-        assert flow["app"] in ({"kind": "bulk"}, {"kind": "bulk_bytes", "bytes": flow["app"].get("bytes")})
+        assert flow["app"] in (
+            {"kind": "bulk"},
+            {"kind": "driven"},
+            {"kind": "bulk_bytes", "bytes": flow["app"].get("bytes")},
+        )
         assert set(flow["tcp"]) == TCP_KEYS
         for key, value in flow["tcp"].items():
             if key in TCP_BOOLS:
@@ -155,6 +163,11 @@ def check_contract(core: dict) -> None:
         assert set(flow["cc_params"]) == CC_KEYS
         for key, value in flow["cc_params"].items():
             assert isinstance(value, bool) if key in CC_BOOLS else is_int(value), key
+    driven = {i for i, f in enumerate(core["flows"]) if f["app"]["kind"] == "driven"}
+    owned = [i for a in core.get("apps", []) for i in a["flows"]]
+    assert sorted(owned) == sorted(driven)  # every driven flow belongs to exactly one app
+    for app in core.get("apps", []):
+        assert set(app) == {"name", "flows", "spec"} and app["flows"] and "kind" in app["spec"]
     json.loads(json.dumps(core, allow_nan=False))  # plain JSON
 
 

@@ -287,30 +287,34 @@ fn broadcast(senders: u32, per_sender: u32, bursts: bool, duration_ns: u64) -> S
     SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
 }
 
-fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, SimConfig)> {
-    let q = |full: u64, short: u64| if quick { short } else { full };
+/// The scenarios, each built only when it runs (broadcast40k's 40,000 flow configurations
+/// would otherwise cost every run, and its peak RSS would count every other scenario).
+type Build = Box<dyn Fn() -> SimConfig>;
+
+fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, Build)> {
+    let q = move |full: u64, short: u64| if quick { short } else { full };
     vec![
-        ("1", "1 CUBIC flow, 100 Mbit/s, 20 ms, 60 s", dumbbell(1, CcKind::Cubic, 100 * MBIT, 20 * MS, q(60, 6) * S)),
-        ("2a", "1 CUBIC flow, 1 Gbit/s, 20 ms, 20 s", dumbbell(1, CcKind::Cubic, GBIT, 20 * MS, q(20, 3) * S)),
-        ("2b", "1 BBR flow, 1 Gbit/s, 20 ms, 20 s", dumbbell(1, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S)),
-        ("3a", "10 CUBIC flows, 1 Gbit/s, 20 ms, 20 s", dumbbell(10, CcKind::Cubic, GBIT, 20 * MS, q(20, 3) * S)),
-        ("3b", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s", dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S)),
-        ("4", "1000 x 100 KB CUBIC flows over 10 s, 1 Gbit/s", short_flows(if quick { 100 } else { 1000 }, 100_000, q(10, 1) * S, q(12, 3) * S)),
-        ("5", "4 CUBIC, 100 Mbit/s, 0.5 ms, 0.1% loss, 60 min", cluster(q(3600, 60) * S)),
-        ("3c", "3a + CPU model at 100% share on each sender", cpu_full_share(q(20, 3) * S)),
-        ("6a", "1 CUBIC, tbf 100 Mbit/s on 1 Gbit/s, 20 ms, 60 s", tbf_shaped(None, q(60, 6) * S)),
-        ("6b", "6a with an fq_codel child under tbf", tbf_shaped(Some(QueueConfig::FqCodel(FqCodelConfig::default())), q(60, 6) * S)),
-        ("7a", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, TCP pacing", dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S)),
-        ("7b", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, fq pacing", bbr_fq(q(20, 3) * S)),
-        ("8a", "fan-in 16->1 at 25G, 100 x 16 x 1 MB, ideal NIC", fan_in(16, q(100, 10), 1_000_000, 20 * MS, None, q(2100, 210) * MS)),
-        ("8b", "8a with an ENA rx ring of 1024 on the receiver", fan_in(16, q(100, 10), 1_000_000, 20 * MS, Some(NicConfig { rx_ring: 1024, ..NicConfig::default() }), q(2100, 210) * MS)),
-        ("9", "10 CUBIC, 1 Gbit/s, 20 ms, 20 s, fq_codel", fq_codel_bottleneck(q(20, 3) * S)),
-        ("nic", "3a into an ENA NIC ring of 1024 on the receiver", nic_fan_in(q(20, 3) * S)),
-        ("cpu", "2b with the sender at 35 % of 10 ms CPU slices", vm_sender(q(20, 3) * S)),
-        ("broadcast40k", "4 x 10k websocket conns -> 25G nginx, 1 KB bursts, 60 s", broadcast(4, q(10_000, 2_500) as u32, true, q(60, 6) * S)),
-        ("broadcast10k", "broadcast40k with 4 x 2500 connections", broadcast(4, q(2_500, 625) as u32, true, q(60, 6) * S)),
-        ("idle40k", "broadcast40k's 40k connections, idle after the handshake, 5 s", broadcast(4, q(10_000, 2_500) as u32, false, 5 * S)),
-        ("idle10k", "idle40k with 4 x 2500 connections", broadcast(4, q(2_500, 625) as u32, false, 5 * S)),
+        ("1", "1 CUBIC flow, 100 Mbit/s, 20 ms, 60 s", Box::new(move || dumbbell(1, CcKind::Cubic, 100 * MBIT, 20 * MS, q(60, 6) * S))),
+        ("2a", "1 CUBIC flow, 1 Gbit/s, 20 ms, 20 s", Box::new(move || dumbbell(1, CcKind::Cubic, GBIT, 20 * MS, q(20, 3) * S))),
+        ("2b", "1 BBR flow, 1 Gbit/s, 20 ms, 20 s", Box::new(move || dumbbell(1, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S))),
+        ("3a", "10 CUBIC flows, 1 Gbit/s, 20 ms, 20 s", Box::new(move || dumbbell(10, CcKind::Cubic, GBIT, 20 * MS, q(20, 3) * S))),
+        ("3b", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s", Box::new(move || dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S))),
+        ("4", "1000 x 100 KB CUBIC flows over 10 s, 1 Gbit/s", Box::new(move || short_flows(if quick { 100 } else { 1000 }, 100_000, q(10, 1) * S, q(12, 3) * S))),
+        ("5", "4 CUBIC, 100 Mbit/s, 0.5 ms, 0.1% loss, 60 min", Box::new(move || cluster(q(3600, 60) * S))),
+        ("3c", "3a + CPU model at 100% share on each sender", Box::new(move || cpu_full_share(q(20, 3) * S))),
+        ("6a", "1 CUBIC, tbf 100 Mbit/s on 1 Gbit/s, 20 ms, 60 s", Box::new(move || tbf_shaped(None, q(60, 6) * S))),
+        ("6b", "6a with an fq_codel child under tbf", Box::new(move || tbf_shaped(Some(QueueConfig::FqCodel(FqCodelConfig::default())), q(60, 6) * S))),
+        ("7a", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, TCP pacing", Box::new(move || dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S))),
+        ("7b", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, fq pacing", Box::new(move || bbr_fq(q(20, 3) * S))),
+        ("8a", "fan-in 16->1 at 25G, 100 x 16 x 1 MB, ideal NIC", Box::new(move || fan_in(16, q(100, 10), 1_000_000, 20 * MS, None, q(2100, 210) * MS))),
+        ("8b", "8a with an ENA rx ring of 1024 on the receiver", Box::new(move || fan_in(16, q(100, 10), 1_000_000, 20 * MS, Some(NicConfig { rx_ring: 1024, ..NicConfig::default() }), q(2100, 210) * MS))),
+        ("9", "10 CUBIC, 1 Gbit/s, 20 ms, 20 s, fq_codel", Box::new(move || fq_codel_bottleneck(q(20, 3) * S))),
+        ("nic", "3a into an ENA NIC ring of 1024 on the receiver", Box::new(move || nic_fan_in(q(20, 3) * S))),
+        ("cpu", "2b with the sender at 35 % of 10 ms CPU slices", Box::new(move || vm_sender(q(20, 3) * S))),
+        ("broadcast40k", "4 x 10k websocket conns -> 25G nginx, 1 KB bursts, 60 s", Box::new(move || broadcast(4, q(10_000, 2_500) as u32, true, q(60, 6) * S))),
+        ("broadcast10k", "broadcast40k with 4 x 2500 connections", Box::new(move || broadcast(4, q(2_500, 625) as u32, true, q(60, 6) * S))),
+        ("idle40k", "broadcast40k's 40k connections, idle after the handshake, 5 s", Box::new(move || broadcast(4, q(10_000, 2_500) as u32, false, 5 * S))),
+        ("idle10k", "idle40k with 4 x 2500 connections", Box::new(move || broadcast(4, q(2_500, 625) as u32, false, 5 * S))),
     ]
 }
 
@@ -428,10 +432,11 @@ fn main() {
             "id", "scenario", "wall s", "host pkts", "Mpkt/s", "link M/s", "Mev/s", "sim s/wall", "peak MB", "goodput Mb/s"
         );
     }
-    for (id, name, cfg) in all {
+    for (id, name, build) in all {
         if only.as_deref().is_some_and(|o| o != id) {
             continue;
         }
+        let cfg = build();
         let r = bench(&cfg, repeat, verbose);
         let rss = peak_rss_bytes();
         if json {

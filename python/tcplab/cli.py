@@ -234,9 +234,10 @@ def _warn(scenarios: list) -> None:
                 typer.echo(f"warning: {w.line()}", err=True)
 
 
-def _engine_check(core: dict) -> None:
+def _engine_check(core: dict, sc: Any = None) -> None:
     """The engine's own verdict on a resolved scenario, when the engine is built: what it
-    would refuse is an error now (exit 2), what it would warn about a warning."""
+    would refuse is an error now (exit 2), what it would warn about a warning (with the
+    scenario's YAML paths for the engine's app and flow paths when ``sc`` is given)."""
     try:
         from tcplab.engine import import_core
 
@@ -249,7 +250,12 @@ def _engine_check(core: dict) -> None:
         for text in validate(json.dumps(core)):
             typer.echo(f"warning: {text}", err=True)
     except ValueError as e:
-        _fail(f"engine: {e}", 2)
+        text = str(e)
+        if sc is not None:
+            from tcplab.scenario.checks import engine_message
+
+            text = engine_message(sc, text)
+        _fail(f"engine: {text}", 2)
 
 
 def _guard(fn):  # noqa: ANN001, ANN202 - decorator
@@ -575,7 +581,7 @@ def check(
     sc = load_scenario(scenario, set_ or [], seed=seed)
     _warn([sc])
     core = sc.to_core()
-    _engine_check(core)
+    _engine_check(core, sc)
     if as_json:
         typer.echo(json.dumps(core, indent=2))
         return
@@ -616,11 +622,27 @@ def check(
             extras.append(f"nic {nic['driver']} rx_ring {nic['rx_ring']} x {nic['rx_queues']} queue(s)")
         if extras:
             console.print(f"  host {node['name']}: {'; '.join(extras)}", markup=False)
-    for route in sc.routes():
+    # A workload of many connections (a broadcast's thousands) shows its first few routes.
+    shown_per_app = 4
+    hidden: dict[int, tuple[str, int]] = {}
+    for a in core.get("apps", []):
+        for k in a["flows"][shown_per_app:]:
+            hidden[k] = (a["name"], len(a["flows"]) - shown_per_app)
+    for index, route in enumerate(sc.routes()):
+        if index in hidden:
+            name, more = hidden[index]
+            if index - 1 not in hidden:
+                console.print(f"  ... {more} more connections of app {name}", markup=False)
+            continue
         console.print(
             f"  flow {route['flow']}: data {' '.join(route['data'])}; acks {' '.join(route['ack'])}; "
             f"base RTT {_time_ms(route['base_rtt_ns'])}",
             markup=False,
+        )
+    for a in core.get("apps", []):
+        n = len(a["flows"])
+        console.print(
+            f"  app {a['name']}: {a['spec']['kind']} over {n} connection{'s' if n != 1 else ''}", markup=False
         )
 
 

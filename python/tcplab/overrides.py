@@ -6,7 +6,9 @@ validation, so an overridden value is checked exactly like one written in the fi
 * ``PATH`` is dotted, list elements by index: ``links.0.loss``, ``flows.1.cc``, ``duration``,
   ``hosts.server.sysctl.tcp_congestion_control`` (after ``sysctl`` the rest of the path is one
   key, so ``hosts.server.sysctl.net.ipv4.tcp_wmem`` works too). Missing mappings on the way
-  are created; list elements are not.
+  are created; list elements are not. A value written as a name is its mapping when the
+  path goes through it: with ``app: rr``, ``flows.0.app.rr.request=100B`` gives
+  ``app: {rr: {request: 100B}}``.
 * ``VALUE`` is read as a YAML scalar or flow collection: ``0.1%`` (text), ``10`` (number),
   ``true``, ``[5, 17]``, ``{drop: [5, 17]}``; an empty value is null.
 * Commas at the top level of ``VALUE`` (not inside ``[]``, ``{}`` or quotes) separate
@@ -135,6 +137,10 @@ def _apply_one(data: dict, path: Sequence[str], value: Any) -> None:
                 node[part] = value
                 return
             child = node.get(part)
+            if isinstance(child, str) and child == path[depth + 1]:
+                # a shorthand named by the next key: "app: rr" is "app: {rr: {}}", so
+                # flows.0.app.rr.request=100B sets a key of it
+                child = node[part] = {child: {}}
             if child is None:
                 if _is_index(path[depth + 1]):
                     raise ScenarioError(

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tcplab.errors import EngineError
 from tcplab.loader import load_scenario
 from tcplab.overrides import Override, parse_overrides
 from tcplab.progress import SimProgress
@@ -80,6 +81,10 @@ def run(
     started = time.perf_counter()
     try:
         output = run_core(config, progress=callback, core=core)
+    except EngineError as e:  # name the scenario's YAML paths, not the engine config's
+        from tcplab.scenario.checks import engine_message
+
+        raise type(e)(engine_message(sc, str(e))) from e
     finally:
         if reporter is not None:
             reporter.close()

@@ -277,3 +277,26 @@ fn the_story_max_backoff_is_the_one_minute_cap_plus_jitter() {
     assert_eq!(u(&app, "dropped"), 0);
 }
 
+
+#[test]
+fn several_queues_share_one_queue_of_batches_and_account_for_every_batch() {
+    // -remoteWrite.queues=2: two workers (connections) take batches from one queue. A
+    // batch every 10 ms comes faster than one request can take (one RTT, 10 ms, plus
+    // 4.6 ms of serialization at best), so one worker cannot keep up and both are used;
+    // every batch is sent, waiting, or in flight at the end.
+    let cfg = BatchWriterConfig { interval_ns: 10 * MS, jitter: 0.0, ..Default::default() };
+    let mut sc = two_hosts(100_000_000, 5 * MS, 1000, 2 * S + 5 * MS);
+    sc.flows.push(driven_flow("rw.0", 0, 1, CcKind::Cubic, Side::Client));
+    sc.flows.push(driven_flow("rw.1", 0, 1, CcKind::Cubic, Side::Client));
+    sc.apps.push(writer_app(vec![0, 1], cfg));
+    let app = run(sc);
+    let flows = col_u32(&app, "requests", "flow");
+    for f in [0, 1] {
+        assert!(flows.iter().filter(|&&x| x == f).count() > 10, "connection {f} sent {} batches", flows.iter().filter(|&&x| x == f).count());
+    }
+    assert_eq!(u(&app, "dropped") + u(&app, "timeouts"), 0);
+    assert_eq!(u(&app, "sent") + u(&app, "pending") + u(&app, "in_flight"), u(&app, "batches"));
+    // One every 10 ms up to 2 s.
+    assert_eq!(u(&app, "batches"), 200);
+    assert_eq!(u(&app, "connections"), 2);
+}

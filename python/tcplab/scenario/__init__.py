@@ -93,10 +93,19 @@ Limits
     1 Pbit/s; see :mod:`tcplab.scenario.limits`), and a run's time series to ``limits: {memory: 4GiB}``
     (the default), which a scenario may raise.
 
-Flows
-    ``from`` is the data sender (netperf ``TCP_STREAM``'s sending side). ``count: N`` makes N
-    identical flows named ``<name>.0`` ... ``<name>.N-1``. The default name is
-    ``<from>-<to>-<index in flows>``.
+Flows and workloads
+    A ``flows:`` entry is a workload from ``from`` (the client: it connects and sends the
+    requests) to ``to`` (the server); ``app:`` says which (:mod:`~tcplab.scenario.apps`):
+    ``bulk`` (netperf ``TCP_STREAM``: the client sends, the default), ``maerts`` (the server
+    sends), ``{bulk: {bidir: true}}`` (iperf3 ``--bidir``), ``rr``, ``hls``, ``nfs_stream``,
+    ``batch_writer``, ``broadcast`` (``from`` a list of senders). An app's keys are the
+    engine's fields without their unit suffix, with the engine's defaults. ``reader:`` makes
+    the data's receiving application read slowly. ``count: N`` makes N independent copies.
+    The default name is ``<from>-<to>-<index in flows>``; the engine flows (one per TCP
+    connection) and apps are named as :mod:`~tcplab.scenario.flows` says (``<name>.0`` ...
+    ``<name>.N-1`` for N copies of one connection). ``tcp_rmem`` comes from the host that
+    receives the data, the other TCP settings and the default cc from the one that sends it
+    (the server for ``maerts``, ``hls``, ``nfs_stream``).
 
 Layout: :mod:`~tcplab.scenario.fields` (field parsers on top of :mod:`tcplab.units`),
 :mod:`~tcplab.scenario.base` (the key-checking base model), :mod:`~tcplab.scenario.hosts`
@@ -112,7 +121,7 @@ fq_codel parameters), :mod:`~tcplab.scenario.cpu`, :mod:`~tcplab.scenario.nic`,
 
 from __future__ import annotations
 
-from tcplab.scenario.apps import APP_EXPECTED, App, AppSpec
+from tcplab.scenario.apps import APP_DEFAULTS, APP_EXPECTED, APP_KINDS, App, AppSpec
 from tcplab.scenario.fields import (
     CC_NAMES,
     NAME_PATTERN,
@@ -128,7 +137,7 @@ from tcplab.scenario.fields import (
     Size,
     Time,
 )
-from tcplab.scenario.flows import CcParams, Flow, FlowTcp, flow_names
+from tcplab.scenario.flows import CcParams, Flow, FlowTcp, ReaderSpec, expand_flow, flow_names
 from tcplab.scenario.hosts import LINUX_CC_DEFAULTS, LINUX_TCP_DEFAULTS, Host, Sysctl
 from tcplab.scenario.links import LOSS_EXPECTED, Link, LinkOverrides, Loss, LossSpec, Reorder
 from tcplab.scenario.model import Scenario
@@ -170,9 +179,13 @@ __all__ = [
     "FlowTcp",
     "CcParams",
     "flow_names",
+    "expand_flow",
+    "ReaderSpec",
     "App",
     "AppSpec",
     "APP_EXPECTED",
+    "APP_DEFAULTS",
+    "APP_KINDS",
     "NAME_PATTERN",
     "Bool",
     "CcName",

@@ -5,14 +5,16 @@ Every problem found is reported (not just the first), each with its own field pa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import UnitError, show_value
 from tcplab.routing import bfs_route
+from tcplab.scenario.apps import AppSpec, _parse_app
 from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_between, _parse_int, _parse_name, _t
-from tcplab.scenario.flows import flow_names
+from tcplab.scenario.flows import MAX_TOTAL_CONNECTIONS, _parse_from, connections_of, expand_flow, senders_of
 from tcplab.units import parse_time
 
 if TYPE_CHECKING:
@@ -113,26 +115,58 @@ def check_pods(sc: Scenario, error: Any, kinds: dict[str, str]) -> None:
                 )
 
 
+def check_connections(sc: Scenario, error: Any) -> bool:
+    """The flows expand to at most MAX_TOTAL_CONNECTIONS engine flows (checked before
+    anything expands them). False, with the entry that goes over named, if not."""
+    total = 0
+    for i, flow in enumerate(sc.flows):
+        n = connections_of(flow)
+        total += n
+        if total > MAX_TOTAL_CONNECTIONS:
+            error(
+                ("flows", i, "count"),
+                f"flows.{i} brings the connections to {total} (count {flow.count} x {n // flow.count} per copy)",
+                f"at most {MAX_TOTAL_CONNECTIONS} connections in a scenario",
+                flow.count,
+            )
+            return False
+    return True
+
+
 def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bool) -> None:
     """Flows go between two different hosts, in time, with unique names, along a route."""
     if not sc.flows:
         error(("flows",), "no flows", "at least one flow such as {from: server, to: client}")
     hosts = list(sc.hosts) + list(getattr(sc, "pods", None) or [])
     host_list = "one of: " + ", ".join(sorted(hosts))
+    if sum(connections_of(f) for f in sc.flows if f.count is not None) > MAX_TOTAL_CONNECTIONS:
+        return  # reported by check_connections; expanding them is what would not end
     topo = sc._topology() if topology_ok else None
-    names_seen: dict[str, int] = {}
+    names_seen: dict[tuple[str, str], int] = {}
     for i, flow in enumerate(sc.flows):
-        endpoints_ok = flow.from_ is not None and flow.to is not None
-        for key, n in (("from", flow.from_), ("to", flow.to)):
+        senders = senders_of(flow)
+        many = isinstance(flow.from_, (list, tuple))
+        app = getattr(flow, "app", None)
+        endpoints_ok = bool(senders) and flow.to is not None
+        if many and app is not None and app.kind != "broadcast":
+            error(
+                ("flows", i, "from"),
+                f"a list of senders for app {app.kind}",
+                "one host name (a list only for a broadcast: its senders)",
+                list(flow.from_),
+            )
+            endpoints_ok = False
+        ends = [(("from", s) if many else ("from",), n) for s, n in enumerate(senders)]
+        for key, n in [*ends, (("to",), flow.to)]:
             if n is None:
                 continue
             if n not in kinds:
-                error(("flows", i, key), f"unknown host {show_value(n)}{_did_you_mean(n, hosts)}", host_list, n)
+                error(("flows", i, *key), f"unknown host {show_value(n)}{_did_you_mean(n, hosts)}", host_list, n)
                 endpoints_ok = False
             elif kinds[n] == "router":
-                error(("flows", i, key), f"{show_value(n)} is a router, not a host", host_list, n)
+                error(("flows", i, *key), f"{show_value(n)} is a router, not a host", host_list, n)
                 endpoints_ok = False
-        if endpoints_ok and flow.from_ == flow.to:
+        if endpoints_ok and flow.to in senders:
             error(
                 ("flows", i, "to"),
                 f"flow from {show_value(flow.to)} to itself",
@@ -156,22 +190,25 @@ def check_flows(sc: Scenario, error: Any, kinds: dict[str, str], topology_ok: bo
                 "a stop time after start",
                 flow.stop,
             )
-        for name in flow_names(i, flow):
-            if name in names_seen:
+        conns, workloads = expand_flow(i, flow)
+        for what, name in [("flow", c.name) for c in conns] + [("app", w.name) for w in workloads]:
+            if (what, name) in names_seen:
                 error(
                     ("flows", i, "name"),
-                    f"duplicate flow name {show_value(name)} (also flows.{names_seen[name]})",
-                    "unique flow names",
+                    f"duplicate {what} name {show_value(name)} (also flows.{names_seen[what, name]})",
+                    f"unique {what} names",
                     name,
                 )
-            names_seen.setdefault(name, i)
+                break  # one report per entry (a broadcast has thousands of names)
+            names_seen.setdefault((what, name), i)
         if topo is not None and endpoints_ok:
-            src, dst = topo.index[flow.from_], topo.index[flow.to]
-            a, b = show_value(flow.from_), show_value(flow.to)
-            if bfs_route(len(topo.nodes), topo.ends, src, dst, topo.forwards) is None:
-                error(("flows", i), f"no route from {a} to {b}", "links that connect the two hosts")
-            elif bfs_route(len(topo.nodes), topo.ends, dst, src, topo.forwards) is None:
-                error(("flows", i), f"no route back from {b} to {a} for ACKs", "links that connect the two hosts")
+            for sender in dict.fromkeys(senders):
+                src, dst = topo.index[sender], topo.index[flow.to]
+                a, b = show_value(sender), show_value(flow.to)
+                if bfs_route(len(topo.nodes), topo.ends, src, dst, topo.forwards) is None:
+                    error(("flows", i), f"no route from {a} to {b}", "links that connect the two hosts")
+                elif bfs_route(len(topo.nodes), topo.ends, dst, src, topo.forwards) is None:
+                    error(("flows", i), f"no route back from {b} to {a} for ACKs", "links that connect the two hosts")
 
 
 def check_queue_limits(sc: Scenario, error: Any) -> None:
@@ -241,7 +278,8 @@ def partial_view(data: Mapping[str, Any]) -> SimpleNamespace | None:
         else [],
         flows=[
             SimpleNamespace(
-                from_=field(e, "from", _NODE),
+                from_=field(e, "from", _parse_from),
+                app=field(e, "app", _parse_app, AppSpec(kind="bulk")),
                 to=field(e, "to", _NODE),
                 start=field(e, "start", parse_time, 0),
                 stop=field(e, "stop", parse_time, None),
@@ -264,3 +302,77 @@ def _ok(parse: Any, value: Any) -> Any:
         return parse(value)
     except (UnitError, TypeError, ValueError):
         return None
+
+
+def app_warnings(sc: Scenario) -> list[tuple[tuple, str]]:
+    """(path, message) of application settings that are valid but probably not meant:
+
+    - a timeout (any ``*timeout*`` time of an app, e.g. batch_writer's ``timeout``) shorter
+      than one base RTT of the path (the propagation delay there and back): every request
+      would time out before its response could arrive;
+    - a broadcast whose first burst comes before its last connection has started (the
+      connections start over the warm-up; see :mod:`tcplab.scenario.flows`).
+    """
+    from tcplab.scenario.flows import BROADCAST_WARMUP_NS
+
+    out: list[tuple[tuple, str]] = []
+    topo = sc._topology()
+    for app in topo.apps:
+        i = app["entry"]
+        spec = app["spec"]
+        kind = spec["kind"]
+        rtt = max((topo.flows[f]["base_rtt_ns"] for f in app["flows"]), default=0)
+        for field, value in spec.items():
+            if "timeout" in field and field.endswith("_ns") and isinstance(value, int) and value < rtt:
+                out.append(
+                    (
+                        ("flows", i, "app", kind, field[:-3]),
+                        f"{_t(value)} is shorter than one base RTT of the path ({_t(rtt)}): "
+                        "every request times out before its response can arrive",
+                    )
+                )
+        first = spec.get("first_burst_ns")
+        if kind == "broadcast" and isinstance(first, int):
+            last_start = max(topo.flows[f]["start_ns"] for f in app["flows"])
+            if first <= last_start:
+                out.append(
+                    (
+                        ("flows", i, "app", kind, "first_burst"),
+                        f"{_t(first)} is not after the last connection's start ({_t(last_start)}; they start over "
+                        f"{_t(BROADCAST_WARMUP_NS)} from start): the first burst finds some not connected",
+                    )
+                )
+    # one report per entry and field (count: copies share their settings)
+    return list(dict.fromkeys(out))
+
+
+_ENGINE_PATH = re.compile(r"\bapps\.(\d+)\.spec\.(\w+)|\bflows\.(\d+)\.")
+
+
+def engine_message(sc: Scenario, text: str) -> str:
+    """An engine message with its config paths as the scenario's YAML paths:
+    ``apps.2.spec.segment_ns`` -> ``flows.4.app.hls.segment``, ``flows.17.reader`` (an
+    engine flow) -> ``flows.3.reader`` (its entry). Unknown paths are left as they are."""
+    topo = sc._topology()
+    entry_of = {f: i for i, flows in enumerate(topo.entry_flows) for f in flows}
+
+    def path(m: re.Match) -> str:
+        return app_path(m) if m.group(1) is not None else flow_path(m)
+
+    def app_path(m: re.Match) -> str:
+        index = int(m.group(1))
+        if index >= len(topo.apps):
+            return m.group(0)
+        app = topo.apps[index]
+        field = m.group(2)
+        key = field
+        for suffix in ("_ns", "_bps", "_bytes"):
+            if field.endswith(suffix):
+                key = field[: -len(suffix)]
+        return f"flows.{app['entry']}.app.{app['spec']['kind']}.{key}"
+
+    def flow_path(m: re.Match) -> str:
+        index = int(m.group(3))
+        return f"flows.{entry_of[index]}." if index in entry_of else m.group(0)
+
+    return _ENGINE_PATH.sub(path, text)

@@ -1,16 +1,154 @@
-"""Flows: TCP connections from a sender host to a receiver host, their cc and socket settings."""
+"""Flows: a workload between a client host and a server host, its connections, cc and socket settings.
+
+A ``flows:`` entry is one workload (its ``app:``, :mod:`~tcplab.scenario.apps`) from ``from``
+(the client: it connects, and sends the requests) to ``to`` (the server). It expands into
+the engine's flows, one per TCP connection (:func:`expand_flow`), and for an application
+into one engine app per copy.
+
+Names. The workload's name ``W`` is ``name``, else ``FROM-TO-INDEX`` (FROM: the first sender
+of a broadcast). One connection is ``W``; several are ``W.0``, ``W.1``, ...; a broadcast's are
+``W.<sender>.<k>`` (sender: its position in ``from``); iperf3 ``--bidir``'s ``W.fwd`` and
+``W.rev``. ``count: K`` makes K independent copies, each prefixed ``W.<copy>`` (the copy's
+app is named ``W.<copy>``, a single copy's app ``W``).
+
+Start times. Connections start at ``start``, except a broadcast's: its connections' starts
+are spread evenly over :data:`BROADCAST_WARMUP_NS` after ``start`` (connection ``j`` of ``n``
+at ``start + j * 1s / n``), so that tens of thousands of SYNs do not reach the receiver in
+the same microsecond (as websocket clients reconnecting over time, not a synthetic storm);
+its first burst (``first_burst``, scenario time) defaults to one second after the warm-up.
+
+Readers. ``reader:`` sets how the application receiving the data reads it (engine
+``FlowConfig.reader``): at once (default), ``{rate: 2Mbit}`` (a slow consumer), or
+``{every: 100ms, bytes: 64KB}`` (one that wakes up periodically).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from tcplab.errors import UnitError
+from tcplab.errors import UnitError, show_value
 from tcplab.scenario.apps import App, AppSpec
 from tcplab.scenario.base import _Model
-from tcplab.scenario.fields import Bool, CcName, Int, IntSize, MemTriple, Name, NodeName, Rate, Time, _t
-from tcplab.units import parse_size
+from tcplab.scenario.fields import (
+    NAME_PATTERN,
+    Bool,
+    CcName,
+    Int,
+    IntSize,
+    MemTriple,
+    Name,
+    NodeName,
+    Rate,
+    Time,
+    _did_you_mean,
+    _sub,
+    _t,
+)
+from tcplab.units import parse_rate, parse_size, parse_time
+
+#: A broadcast's connections start over this long after the flow's ``start``.
+BROADCAST_WARMUP_NS = 1_000_000_000
+#: Its first burst, when not given: this long after the warm-up.
+BROADCAST_FIRST_BURST_AFTER_NS = 1_000_000_000
+
+#: Which endpoint writes a workload's data (engine ``FlowConfig.data_side``): the side whose
+#: sender the time series and the flow summary report.
+DATA_SIDE = {
+    "bulk": "client",
+    "maerts": "server",
+    "rr": "client",
+    "hls": "server",
+    "nfs_stream": "server",
+    "batch_writer": "client",
+    "broadcast": "client",
+}
+
+READER_EXPECTED = "{rate: 2Mbit} or {every: 100ms, bytes: 64KB} (or immediate)"
+
+
+class ReaderSpec(BaseModel):
+    """A parsed ``reader:``: how the data's receiving application reads."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["immediate", "rate", "bursts"] = "immediate"
+    rate_bps: int | None = None
+    interval_ns: int | None = None
+    bytes: int | None = None
+
+    def to_core(self) -> dict[str, Any]:
+        if self.kind == "rate":
+            return {"kind": "rate", "rate_bps": self.rate_bps}
+        if self.kind == "bursts":
+            return {"kind": "bursts", "interval_ns": self.interval_ns, "bytes": self.bytes}
+        return {"kind": "immediate"}
+
+
+def _parse_reader(value: Any) -> ReaderSpec:
+    if isinstance(value, ReaderSpec):
+        return value
+    if value is None or value == "immediate":
+        return ReaderSpec()
+    if not isinstance(value, dict):
+        raise UnitError(f"{show_value(value)} is not a reader", READER_EXPECTED, value)
+    allowed = ("rate", "every", "bytes")
+    for key in value:
+        if key not in allowed:
+            raise UnitError(
+                f"unknown key {show_value(key)}{_did_you_mean(key, list(allowed))}",
+                "one of: rate, or every and bytes",
+                key,
+                subpath=(str(key),),
+            )
+    if "rate" in value:
+        if len(value) > 1:
+            raise UnitError("rate given with every/bytes", READER_EXPECTED, value)
+        try:
+            rate = parse_rate(value["rate"], allow_zero=False)
+        except UnitError as e:
+            raise _sub(e, "rate") from None
+        if rate < 8:
+            raise UnitError(
+                f"{rate} bit/s is less than one byte per second",
+                "a rate of at least 8bit",
+                value["rate"],
+                subpath=("rate",),
+            )
+        return ReaderSpec(kind="rate", rate_bps=rate)
+    for key in ("every", "bytes"):
+        if key not in value:
+            raise UnitError("missing", "every and bytes, such as {every: 100ms, bytes: 64KB}", None, subpath=(key,))
+    try:
+        every = parse_time(value["every"], allow_zero=False)
+    except UnitError as e:
+        raise _sub(e, "every") from None
+    try:
+        size = parse_size(value["bytes"], allow_zero=False)
+    except UnitError as e:
+        raise _sub(e, "bytes") from None
+    return ReaderSpec(kind="bursts", interval_ns=every, bytes=size)
+
+
+Reader = Annotated[ReaderSpec, BeforeValidator(_parse_reader)]
+
+
+def _parse_from(value: Any) -> str | tuple[str, ...]:
+    """A host name, or (broadcast) a list of sender host names."""
+    expected = "a host name, or a list of host names for a broadcast such as [app1, app2]"
+    if isinstance(value, str):
+        if NAME_PATTERN.match(value):
+            return value
+        raise UnitError(f"{show_value(value)} is not a valid node name", "letters, digits, '_', '.' or '-'", value)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise UnitError("an empty list of senders", expected, value)
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or not NAME_PATTERN.match(item):
+                raise UnitError(f"{show_value(item)} is not a node name", expected, item, subpath=(i,))
+        return tuple(value)
+    raise UnitError(f"{show_value(value)} is not a host name", expected, value)
 
 
 class FlowTcp(_Model):
@@ -103,9 +241,12 @@ class CcParams(_Model):
 class Flow(_Model):
     """A ``flows:`` entry: one (or ``count``) TCP connections carrying data from -> to."""
 
-    from_: NodeName = Field(alias="from", description="the sending host's name")
-    to: NodeName = Field(description="the receiving host's name")
+    from_: Annotated[str | tuple[str, ...], BeforeValidator(_parse_from)] = Field(
+        alias="from", description="the client host's name (a list of senders for a broadcast)"
+    )
+    to: NodeName = Field(description="the server host's name")
     app: App = AppSpec(kind="bulk")
+    reader: Reader = ReaderSpec()
     cc: CcName | None = None
     start: Time = 0
     stop: Time | None = None
@@ -115,9 +256,103 @@ class Flow(_Model):
     tcp: FlowTcp = Field(default_factory=FlowTcp)
 
 
-def flow_names(index: int, flow: Flow) -> list[str]:
-    """The expanded names of ``flows[index]``: its name, or ``<name>.0`` ... with ``count``."""
-    base = flow.name or f"{flow.from_}-{flow.to}-{index}"
-    if flow.count == 1:
-        return [base]
-    return [f"{base}.{k}" for k in range(flow.count)]
+#: The most engine flows (TCP connections) a scenario may expand to: ten times the stories'
+#: 40 000 broadcast connections, already more than the default memory limit lets run; it
+#: keeps validation from expanding ``count: 100000`` x ``connections: 1000000``.
+MAX_TOTAL_CONNECTIONS = 1_000_000
+
+
+def connections_of(flow: Any) -> int:
+    """How many engine flows ``flow`` expands to (without expanding it)."""
+    app: AppSpec = getattr(flow, "app", None) or AppSpec(kind="bulk")
+    if app.is_engine_app:
+        per_copy = app.connections * (len(senders_of(flow)) if app.kind == "broadcast" else 1)
+    else:
+        per_copy = 2 if app.bidir else 1
+    return (flow.count or 1) * per_copy
+
+
+def sampled_connections_of(flow: Any) -> int:
+    """Those of :func:`connections_of` that keep time series (not a broadcast's)."""
+    app: AppSpec = getattr(flow, "app", None) or AppSpec(kind="bulk")
+    return 0 if app.kind == "broadcast" else connections_of(flow)
+
+
+def senders_of(flow: Any) -> list[str]:
+    """The client hosts of a flow entry: ``from``, or each host of a broadcast's ``from`` list."""
+    src = getattr(flow, "from_", None)
+    if src is None:
+        return []
+    return list(src) if isinstance(src, (list, tuple)) else [src]
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One TCP connection of a flow entry: one engine flow."""
+
+    name: str
+    sender: str  # the client host (it connects)
+    data_side: str  # "client" or "server": whose writer carries the data
+    app: dict[str, Any]  # the engine's per-flow app
+    start_ns: int
+    sample: bool = True
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One engine application of a flow entry: its name, its connections (positions in the
+    entry's connection list), and its engine spec."""
+
+    name: str
+    connections: list[int] = field(default_factory=list)
+    spec: dict[str, Any] = field(default_factory=dict)
+
+
+def workload_name(index: int, flow: Any) -> str:
+    """``name``, else ``FROM-TO-INDEX`` (FROM: the first sender)."""
+    senders = senders_of(flow)
+    return flow.name or f"{senders[0] if senders else None}-{flow.to}-{index}"
+
+
+def expand_flow(index: int, flow: Any) -> tuple[list[Connection], list[Workload]]:
+    """The connections and engine applications of ``flows[index]`` (see the module doc)."""
+    app: AppSpec = getattr(flow, "app", None) or AppSpec(kind="bulk")
+    base = workload_name(index, flow)
+    senders = senders_of(flow) or [str(getattr(flow, "from_", None))]
+    start = flow.start or 0
+    conns: list[Connection] = []
+    apps: list[Workload] = []
+    for copy in range(flow.count):
+        prefix = base if flow.count == 1 else f"{base}.{copy}"
+        first = len(conns)
+        if not app.is_engine_app:
+            core = app.to_core()
+            if app.bidir:
+                conns.append(Connection(f"{prefix}.fwd", senders[0], "client", core, start))
+                conns.append(Connection(f"{prefix}.rev", senders[0], "server", core, start))
+            else:
+                conns.append(Connection(prefix, senders[0], DATA_SIDE[app.kind], core, start))
+            continue
+        side = DATA_SIDE[app.kind]
+        if app.kind == "broadcast":
+            n = len(senders) * app.connections
+            for s, host in enumerate(senders):
+                for k in range(app.connections):
+                    j = s * app.connections + k
+                    at = start + j * BROADCAST_WARMUP_NS // n
+                    conns.append(Connection(f"{prefix}.{s}.{k}", host, side, {"kind": "driven"}, at, sample=False))
+        elif app.connections == 1:
+            conns.append(Connection(prefix, senders[0], side, {"kind": "driven"}, start))
+        else:
+            for k in range(app.connections):
+                conns.append(Connection(f"{prefix}.{k}", senders[0], side, {"kind": "driven"}, start))
+        spec = app.spec_to_core(len(senders))
+        if app.kind == "broadcast" and "first_burst_ns" not in app.params and "first_burst_ns" in spec:
+            spec["first_burst_ns"] = start + BROADCAST_WARMUP_NS + BROADCAST_FIRST_BURST_AFTER_NS
+        apps.append(Workload(prefix, list(range(first, len(conns))), spec))
+    return conns, apps
+
+
+def flow_names(index: int, flow: Any) -> list[str]:
+    """The engine flow names of ``flows[index]``, one per connection (see the module doc)."""
+    return [c.name for c in expand_flow(index, flow)[0]]

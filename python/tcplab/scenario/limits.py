@@ -16,7 +16,8 @@ Bounds (the engine's constants of the same names):
 - ``rto_min``: at most ``TCP_RTO_MAX`` (120 s);
 - memory: the time series hold ``duration / sample_interval + 2`` rows per flow and per
   link (the engine's ``memory::sample_rows``), each row as wide as the columns of
-  :data:`tcplab.columns.TIMESERIES_DTYPES` / :data:`~tcplab.columns.QUEUE_DTYPES`. The total
+  :data:`tcplab.columns.TIMESERIES_DTYPES` / :data:`~tcplab.columns.QUEUE_DTYPES` (a
+  broadcast's connections keep no rows: 40 000 of them cost only their sockets). The total
   must stay under ``limits.memory`` (default 4 GiB), which the user may raise. The engine
   adds its endpoints and the packets its links can hold to this estimate and refuses, at
   the start of the run, what is over the same limit.
@@ -98,7 +99,8 @@ def check_limits(sc: Scenario, error: ErrorFn, flow_count: int) -> None:
     """Report every value out of the engine's range, and a run over its memory limit.
 
     ``error(path, problem, expected, value)`` records one problem; ``flow_count`` is the
-    number of flows after ``count:`` expansion.
+    number of engine flows with time series: every connection after ``count:`` and app
+    expansion, except a broadcast's (``sample: false``, as the engine's estimate counts).
     """
     if sc.duration > MAX_DURATION_NS:
         error(

@@ -11,15 +11,20 @@ from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
 from tcplab.scenario.base import _Model
-from tcplab.scenario.checks import check_flows, check_nodes, check_pods, check_queue_limits
+from tcplab.scenario.checks import check_connections, check_flows, check_nodes, check_pods, check_queue_limits
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
-from tcplab.scenario.flows import Flow, flow_names
+from tcplab.scenario.flows import Flow, flow_names, sampled_connections_of
 from tcplab.scenario.hosts import Host, Sysctl
 from tcplab.scenario.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.scenario.links import Link
 from tcplab.scenario.pods import BandwidthManager, Pod
 from tcplab.scenario.topology import _Topology
 from tcplab.units import U64_MAX, parse_size
+
+
+def sampled_flows(sc: Scenario) -> int:
+    """Engine flows with time series (a broadcast's connections have none)."""
+    return sum(sampled_connections_of(flow) for flow in sc.flows)
 
 
 class Limits(_Model):
@@ -74,16 +79,23 @@ class Scenario(_Model):
             )
         kinds = check_nodes(self, error)
         check_pods(self, error, kinds)
+        sizes_ok = check_connections(self, error)
         topology_ok = not errors
-        check_flows(self, error, kinds, topology_ok)
+        if sizes_ok:  # (else expanding the flows is what would not end)
+            check_flows(self, error, kinds, topology_ok)
         if topology_ok:
             check_queue_limits(self, error)
-        check_limits(self, error, sum(f.count for f in self.flows))
+        check_limits(self, error, sampled_flows(self))
         if len(errors) == 1:
             raise errors[0]
         if errors:
             raise UnitErrors(errors)
         return self
+
+    def workloads(self) -> list[dict[str, Any]]:
+        """The engine applications as to_core gives them, each with the index of its
+        ``flows:`` entry (``entry``)."""
+        return [dict(a) for a in self._topology().apps]
 
     @staticmethod
     def _flow_names(index: int, flow: Flow) -> list[str]:
@@ -140,15 +152,18 @@ class Scenario(_Model):
         return _Topology(self)
 
     def routes(self) -> list[dict[str, Any]]:
-        """Per expanded flow: its name and the one-way link names of its data and ACK routes."""
+        """Per engine flow: its name and the one-way link names of its data and ACK routes
+        (data from the side that writes it: the server of a maerts, hls or nfs_stream)."""
         topo = self._topology()
         out = []
         for flow in topo.flows:
+            # the data goes from the side that writes it (the server for maerts, hls, ...)
+            data, ack = (flow["fwd"], flow["rev"]) if flow["data_side"] == "client" else (flow["rev"], flow["fwd"])
             out.append(
                 {
                     "flow": flow["name"],
-                    "data": [topo.links[i]["name"] for i in flow["fwd"]],
-                    "ack": [topo.links[i]["name"] for i in flow["rev"]],
+                    "data": [topo.links[i]["name"] for i in data],
+                    "ack": [topo.links[i]["name"] for i in ack],
                     "base_rtt_ns": flow["base_rtt_ns"],
                 }
             )
@@ -178,9 +193,19 @@ class Scenario(_Model):
             links.append(core_link)
         flows = []
         for f in topo.flows:
-            flows.append(
-                {k: f[k] for k in ("name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params")}
-            )
+            core_flow = {
+                k: f[k] for k in ("name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params")
+            }
+            # data_side, reader and sample only when not the engine's default, so that the
+            # engine JSON of bulk scenarios is what it always was.
+            if f["data_side"] != "client":
+                core_flow["data_side"] = f["data_side"]
+            if f["reader"]["kind"] != "immediate":
+                core_flow["reader"] = f["reader"]
+            if not f["sample"]:
+                core_flow["sample"] = False
+            flows.append(core_flow)
+        apps = [{k: a[k] for k in ("name", "flows", "spec")} for a in topo.apps]
         return {
             "seed": self.seed,
             "duration_ns": self.duration,
@@ -189,6 +214,7 @@ class Scenario(_Model):
             "links": links,
             "flows": flows,
             "max_memory_bytes": self.limits.memory,
+            **({"apps": apps} if apps else {}),
         }
 
     def to_core_json(self) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tcplab.routing import bfs_route, route_delay_ns
 from tcplab.scenario.bandwidth import CILIUM_FQ, cilium_edt, cni_tbf
-from tcplab.scenario.flows import flow_names
+from tcplab.scenario.flows import expand_flow, senders_of
 from tcplab.scenario.hosts import LINUX_TCP_DEFAULTS
 from tcplab.scenario.links import LinkOverrides, LossSpec
 from tcplab.scenario.pods import VETH_QUEUE, VETH_RATE_BPS, Pod
@@ -98,38 +98,74 @@ class _Topology:
         if any(a < 0 or b < 0 for a, b in self.ends):
             return  # unknown nodes: reported by the validator, nothing to route
         n = len(self.nodes)
+        delays = [link["delay_ns"] for link in self.links]
+        routes: dict[tuple[int, int], tuple[list[int], list[int], int] | None] = {}
+
+        def route(src: int, dst: int) -> tuple[list[int], list[int], int] | None:
+            if (src, dst) not in routes:
+                fwd = bfs_route(n, self.ends, src, dst, self.forwards)
+                rev = bfs_route(n, self.ends, dst, src, self.forwards)
+                routes[src, dst] = (
+                    None
+                    if fwd is None or rev is None
+                    else (fwd, rev, route_delay_ns(fwd, delays) + route_delay_ns(rev, delays))
+                )
+            return routes[src, dst]
+
+        #: Engine applications: {name, flows (global indices), spec}; and per flows: entry,
+        #: the indices of its engine flows (for the checks that speak of the entry).
+        self.apps: list[dict[str, Any]] = []
+        self.entry_flows: list[list[int]] = []
+        tcp_of: dict[tuple[str, str, int], dict[str, Any]] = {}
+        cc_of: dict[tuple[str, str, int], str] = {}
+        cc_params_of: dict[tuple[str, str, int], dict[str, Any]] = {}
         for i, flow in enumerate(sc.flows):
-            if flow.from_ not in self.index or flow.to not in self.index:
+            self.entry_flows.append([])
+            senders = senders_of(flow)
+            if not senders or any(h not in self.index for h in senders) or flow.to not in self.index:
                 continue
-            src, dst = self.index[flow.from_], self.index[flow.to]
-            fwd = bfs_route(n, self.ends, src, dst, self.forwards)
-            rev = bfs_route(n, self.ends, dst, src, self.forwards)
-            if fwd is None or rev is None:
+            if any(route(self.index[h], self.index[flow.to]) is None for h in senders):
                 continue
-            delays = [link["delay_ns"] for link in self.links]
-            base_rtt = route_delay_ns(fwd, delays) + route_delay_ns(rev, delays)
-            sender = sc.sysctl_of(flow.from_)
-            receiver = sc.sysctl_of(flow.to)
-            tcp = dict(LINUX_TCP_DEFAULTS)
-            tcp.update(sender.to_core_tcp())
-            tcp["tcp_rmem"] = list(receiver.tcp_rmem)
-            tcp.update(flow.tcp.overrides())
-            for name in flow_names(i, flow):
+            conns, workloads = expand_flow(i, flow)
+            first = len(self.flows)
+            for c in conns:
+                src, dst = self.index[c.sender], self.index[flow.to]
+                fwd, rev, base_rtt = route(src, dst)  # type: ignore[misc]
+                # The data's sender and receiver: tcp_rmem from the receiving host, every other
+                # setting (and the default cc) from the sending host (see tcplab.scenario).
+                data_src, data_dst = (c.sender, flow.to) if c.data_side == "client" else (flow.to, c.sender)
+                key = (data_src, data_dst, i)
+                if key not in tcp_of:
+                    tcp = dict(LINUX_TCP_DEFAULTS)
+                    tcp.update(sc.sysctl_of(data_src).to_core_tcp())
+                    tcp["tcp_rmem"] = list(sc.sysctl_of(data_dst).tcp_rmem)
+                    tcp.update(flow.tcp.overrides())
+                    tcp_of[key] = tcp
+                    cc_of[key] = flow.cc or sc.default_cc_of(data_src)
+                    cc_params_of[key] = flow.cc_params.to_core()
+                self.entry_flows[i].append(len(self.flows))
                 self.flows.append(
                     {
-                        "name": name,
+                        "name": c.name,
                         "src": src,
                         "dst": dst,
-                        "cc": flow.cc or sc.default_cc_of(flow.from_),
-                        "start_ns": flow.start,
+                        "cc": cc_of[key],
+                        "start_ns": c.start_ns,
                         "stop_ns": flow.stop,
-                        "app": flow.app.to_core(),
-                        "tcp": dict(tcp),
-                        "cc_params": flow.cc_params.to_core(),
+                        "app": c.app,
+                        "tcp": dict(tcp_of[key]),
+                        "cc_params": dict(cc_params_of[key]),
+                        "data_side": c.data_side,
+                        "reader": flow.reader.to_core(),
+                        "sample": c.sample,
                         "fwd": fwd,
                         "rev": rev,
                         "base_rtt_ns": base_rtt,
                     }
+                )
+            for w in workloads:
+                self.apps.append(
+                    {"name": w.name, "flows": [first + k for k in w.connections], "spec": w.spec, "entry": i}
                 )
         # Cilium's Bandwidth Manager: per node, the pods it shapes (EDT on the node's uplinks).
         managed: dict[str, list[tuple[int, int]]] = {}
