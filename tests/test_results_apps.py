@@ -597,19 +597,6 @@ ALL_APPS_YAML = {
 ALL_KINDS = {"web": "rr", "video": "hls", "plex": "nfs_stream", "vmagent": "batch_writer", "events": "broadcast"}
 
 
-def _scenarios_name_apps() -> bool:
-    """Whether the scenario syntax has workloads yet (ARCH9's `app: {rr: ...}`, written on
-    another branch): until it is merged, the tests below are skipped, not failed."""
-    try:
-        tcplab.load_scenario({**SCENARIO, "flows": [{"from": "c", "to": "s", "app": {"rr": {}}}]})
-    except tcplab.ScenarioError:
-        return False
-    return True
-
-
-needs_app_syntax = pytest.mark.skipif(not _scenarios_name_apps(), reason="scenario syntax for apps not merged yet")
-
-
 def _check_all_apps_run(out, stdout, plots=True):
     summary = json.loads((out / "summary.json").read_text())
     assert {n: a["kind"] for n, a in summary["apps"].items()} == ALL_KINDS
@@ -628,7 +615,6 @@ def _check_all_apps_run(out, stdout, plots=True):
         assert f"<h3>{name} <span" in html
 
 
-@needs_app_syntax
 def test_cli_run_of_every_workload_in_a_scenario(tmp_path, patched_core, write_yaml):
     from tcplab.cli import app as cli
 
@@ -638,7 +624,6 @@ def test_cli_run_of_every_workload_in_a_scenario(tmp_path, patched_core, write_y
     _check_all_apps_run(out, r.stdout, plots=False)
 
 
-@needs_app_syntax
 @pytest.mark.engine
 @pytest.mark.slow
 def test_cli_run_of_every_workload_on_the_engine(tmp_path, monkeypatch, real_core, write_yaml):
