@@ -368,6 +368,14 @@ def _datapath_lines(summary: dict) -> list[str]:
     return lines
 
 
+def _app_lines(result) -> list[str]:  # noqa: ANN001
+    """One line per application (workload) with its headline metrics:
+    ``app NAME (KIND): metric value, ...`` (tcplab.results.apps.headline)."""
+    from tcplab.results.apps import headline_text
+
+    return [f"app {headline_text(app)}" for app in getattr(result, "apps", {}).values()]
+
+
 def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     from rich import box
     from rich.table import Table
@@ -384,21 +392,44 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     table.add_column("cc")
     for col in ("goodput Mbit/s", "retrans %", "RTOs", "RTT p50 ms", "RTT p99 ms"):
         table.add_column(col, justify="right")
+    from tcplab.results.apps import collapsed_flows
+
+    collapsed = collapsed_flows(getattr(result, "apps", {}))
+    grouped: dict[str, list[dict]] = {}
     for f in s["flows"]:
-        table.add_row(
-            Text(f["name"]),
-            Text(f["cc"]),
-            _fmt(f["goodput_bps"], 1e-6, 3),
-            _fmt(f["retrans_ratio"], 100.0),
-            str(f["timeouts"]),
-            _fmt(f["rtt_p50_ms"], 1, 1),
-            _fmt(f["rtt_p99_ms"], 1, 1),
-        )
+        if f["name"] in collapsed:
+            grouped.setdefault(collapsed[f["name"]], []).append(f)
+    for f in s["flows"]:
+        app = collapsed.get(f["name"])
+        if app is None:
+            table.add_row(
+                Text(f["name"]),
+                Text(f["cc"]),
+                _fmt(f["goodput_bps"], 1e-6, 3),
+                _fmt(f["retrans_ratio"], 100.0),
+                str(f["timeouts"]),
+                _fmt(f["rtt_p50_ms"], 1, 1),
+                _fmt(f["rtt_p99_ms"], 1, 1),
+            )
+        elif app in grouped:  # an app's thousands of connections: one row of totals
+            members = grouped.pop(app)
+            segs = sum(m["data_segs_out"] or 0 for m in members)
+            table.add_row(
+                Text(f"{app} ({len(members)} connections)"),
+                Text(",".join(dict.fromkeys(m["cc"] for m in members))),
+                _fmt(sum(m["goodput_bps"] or 0.0 for m in members), 1e-6, 3),
+                _fmt(sum(m["retrans_segs"] or 0 for m in members) / segs if segs else 0.0, 100.0),
+                str(sum(m["timeouts"] or 0 for m in members)),
+                "-",
+                "-",
+            )
     console.print(table)
     drops = [f"{link['name']} {link['drops']}" for link in s["links"] if link.get("drops")]
     if drops:
         console.print("queue drops: " + ", ".join(drops))
     for line in _datapath_lines(s):
+        console.print(Text(line))
+    for line in _app_lines(result):
         console.print(Text(line))
     inv = s["invariant"]
     rtt = inv.get("rtt_floor") or {}
@@ -515,7 +546,10 @@ def compare(
             table.add_row("status", *["FAILED" if v.label in cmp.failures else "ok" for v in variants])
         for metric, row in cmp.table.iterrows():
             counts = ("timeouts", "queue drops", "loss drops")
-            digits = 0 if metric in counts else (3 if "goodput" in str(metric) else 2)
+            values = [x for x in row.tolist() if x == x]
+            # counts (an app's stalls, timeouts) without decimals; rates and times with them
+            whole = "(" not in str(metric) and all(float(x).is_integer() for x in values)
+            digits = 0 if metric in counts or whole else (3 if "goodput" in str(metric) else 2)
             table.add_row(str(metric), *[_fmt(x, 1.0, digits) for x in row.tolist()])
         console = _console()
         console.print(table)

@@ -22,8 +22,11 @@ propagates, so none outlives the comparison.
 The table has one row per metric and one column per variant: total goodput (Mbit/s),
 retransmitted segments (% of segments sent), RTOs, queue drops (tail drops in queues),
 loss drops (packets the links' loss models dropped), and RTT p50/p99 (ms) per
-flow (flows matched by position). When a variant has a host with a NIC model, a row of NIC
-ring drops (summed over hosts); with a CPU model, a CPU steal row per host that has one.
+flow (flows matched by position; the connections of an app with more than 16, a broadcast's,
+get no rows of their own). Each application's headline metrics follow, one row each, named
+``APP: metric (unit)`` and matched by app name (:func:`tcplab.results.apps.headline`). When
+a variant has a host with a NIC model, a row of NIC ring drops (summed over hosts); with a
+CPU model, a CPU steal row per host that has one.
 """
 
 from __future__ import annotations
@@ -156,8 +159,10 @@ def compare_table(results: Mapping[str, Result]) -> pd.DataFrame:
     """Metrics (rows) x variants (columns)."""
     import pandas as pd
 
+    from tcplab.results.apps import collapsed_flows, headline
+
     rows: dict[str, dict[str, float]] = {}
-    max_flows = max((len(r.flows) for r in results.values()), default=0)
+    max_flows = max((len(r.flows) - len(collapsed_flows(getattr(r, "apps", {}))) for r in results.values()), default=0)
 
     def put(metric: str, label: str, value: float) -> None:
         rows.setdefault(metric, {})[label] = value
@@ -170,14 +175,22 @@ def compare_table(results: Mapping[str, Result]) -> pd.DataFrame:
         put("timeouts", label, float(f["timeouts"].sum()))
         put("queue drops", label, float(r.links["drops"].sum()) if len(r.links) else 0.0)
         put("loss drops", label, float(r.links["loss_drops"].sum()) if len(r.links) else 0.0)
+        # an app's thousands of connections (a broadcast) get no row each: its headline rows below
+        listed = f[~f["name"].isin(list(collapsed_flows(getattr(r, "apps", {}))))] if len(f) else f
         for k in range(max_flows):
             prefix = "" if max_flows == 1 else f"flow {k} "
-            if k < len(f):
-                row = f.iloc[k]
+            if k < len(listed):
+                row = listed.iloc[k]
                 if max_flows > 1:
                     put(f"{prefix}goodput (Mbit/s)", label, float(row["goodput_bps"]) / 1e6)
                 put(f"{prefix}RTT p50 (ms)", label, float(row["rtt_p50_ms"]))
                 put(f"{prefix}RTT p99 (ms)", label, float(row["rtt_p99_ms"]))
+        # each application's headline numbers (rr transactions/s, stalls, timeouts, ...),
+        # matched by app name across variants
+        for app in getattr(r, "apps", {}).values():
+            for h in headline(app):
+                if not isinstance(h.value, str):
+                    put(f"{app.name}: {h.metric}", label, float("nan") if h.value is None else float(h.value))
     # the datapath around TCP: rows only when some variant has the component
     if any(h["nic"] is not None for r in results.values() for h in r.hosts):
         for label, r in results.items():

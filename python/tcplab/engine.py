@@ -16,6 +16,11 @@ from time to time. Its ``ValueError`` (a configuration it refuses, naming the JS
 accepts but that defeat the run (a receive buffer too small for one segment) come back as
 ``warnings`` and are issued as :class:`~tcplab.errors.EngineWarning` (the CLI prints them).
 
+Applications (``apps``, optional: engines before issue 9 do not report it): one entry per app
+instance of the configuration, ``{"name", "kind", "summary": {...}, "tables": {TABLE: {COLUMN:
+ndarray | list[str]}}}``. Each table becomes a DataFrame (string columns as Python ``str``);
+summaries stay the nested dicts the engine gives (:mod:`tcplab.results.apps` reads them).
+
 The engine's ``invariant`` holds two end-of-run checks: packet conservation (``ok``,
 ``message``, the counts) and, under ``rtt_floor``, that no RTT sample fell below its path's
 propagation round trip; ``ok`` is false when either fails.
@@ -80,6 +85,8 @@ class EngineOutput:
     invariant: dict[str, Any] = field(default_factory=dict)
     names: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: per app instance: ``{"name", "kind", "summary": dict, "tables": {name: DataFrame}}``
+    apps: list[dict[str, Any]] = field(default_factory=list)
 
 
 def import_core() -> Core:
@@ -162,4 +169,55 @@ def parse_output(raw: Any) -> EngineOutput:
         invariant=dict(raw["invariant"]),
         names=dict(raw["names"]),
         warnings=[str(w) for w in raw.get("warnings", [])],
+        apps=_apps(raw.get("apps")),
     )
+
+
+def _app_table(store: Any, what: str) -> pd.DataFrame:
+    """One app table: numeric columns as the engine typed them, string columns as ``str``
+    (an empty string column keeps object dtype, not NumPy's float of ``[]``)."""
+    if not isinstance(store, dict):
+        raise EngineError(f"engine output: {what} is not a mapping of columns")
+    columns: dict[str, Any] = {}
+    length = None
+    for name, array in store.items():
+        if isinstance(array, (list, tuple)):
+            values = np.empty(len(array), dtype=object)
+            values[:] = [str(v) for v in array]
+        else:
+            values = np.asarray(array)
+        if values.ndim != 1:
+            raise EngineError(f"engine output: {what}.{name} is not one-dimensional")
+        if length is None:
+            length = len(values)
+        elif len(values) != length:
+            raise EngineError(f"engine output: {what}.{name} has {len(values)} rows, other columns {length}")
+        columns[str(name)] = values
+    return pd.DataFrame(columns, copy=False)
+
+
+def _apps(raw: Any) -> list[dict[str, Any]]:
+    """The ``apps`` list, checked: each a name, a kind, a summary mapping, tables of columns."""
+    if raw is None:
+        return []
+    if not isinstance(raw, (list, tuple)):
+        raise EngineError("engine output: apps is not a list")
+    apps = []
+    for i, app in enumerate(raw):
+        if not isinstance(app, dict) or "name" not in app or "kind" not in app:
+            raise EngineError(f"engine output: apps.{i} lacks a name or a kind")
+        summary = app.get("summary") or {}
+        tables = app.get("tables") or {}
+        if not isinstance(summary, dict):
+            raise EngineError(f"engine output: apps.{i}.summary is not a mapping")
+        if not isinstance(tables, dict):
+            raise EngineError(f"engine output: apps.{i}.tables is not a mapping")
+        apps.append(
+            {
+                "name": str(app["name"]),
+                "kind": str(app["kind"]),
+                "summary": dict(summary),
+                "tables": {str(t): _app_table(cols, f"apps.{i}.tables.{t}") for t, cols in tables.items()},
+            }
+        )
+    return apps

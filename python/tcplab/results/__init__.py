@@ -6,13 +6,15 @@ view writer (plots, report.html) that ``Result.write`` calls.
 
 Modules: :mod:`~tcplab.results.result` (the :class:`Result` DataFrames and summary),
 :mod:`~tcplab.results.rundir` (writing a run directory atomically),
-:mod:`~tcplab.results.counters` (nstat text), and the other tools' texts a run directory
+:mod:`~tcplab.results.counters` (nstat text), :mod:`~tcplab.results.apps` (the
+applications' summaries, tables and headline metrics), and the other tools' texts a run directory
 holds: :mod:`~tcplab.results.tc` (``tc -s qdisc``), :mod:`~tcplab.results.ethtool`
 (``ethtool -S``), :mod:`~tcplab.results.procstat` (``/proc/stat``'s cpu lines).
 """
 
 from __future__ import annotations
 
+from tcplab.results.apps import AppResult, Headline, headline, headline_text
 from tcplab.results.result import (
     RUN_FILES,
     SUMMARY_FLOW_KEYS,
@@ -25,6 +27,10 @@ from tcplab.results.result import (
 from tcplab.results.rundir import check_output_dir, write_dir_atomically
 
 __all__ = [
+    "AppResult",
+    "Headline",
+    "headline",
+    "headline_text",
     "Result",
     "RUN_FILES",
     "SUMMARY_FLOW_KEYS",

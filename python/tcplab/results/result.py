@@ -29,6 +29,9 @@ A run directory (``Result.write(DIR)``) holds::
     queues.parquet            per (sample, link): engine columns + link_name, node, dev, qdisc, t_s
     hosts.parquet             per (sample, host with a CPU or NIC model): engine columns +
                               host_name, t_s (only when the run has such a host)
+    app_TABLE.parquet         per application table name (requests, segments, bursts, series,
+                              ...): the rows of every app with that table, ``app`` and ``kind``
+                              columns first (:mod:`tcplab.results.apps`; only when the run has apps)
     counters.txt              nstat text, one block per host
     tc-qdisc-NODE.txt         per node: its qdiscs as `tc -s qdisc show invisible` prints them
                               (devices eth0, eth1, ... = the node's links in scenario order)
@@ -70,6 +73,7 @@ import pandas as pd
 
 from tcplab.columns import HOST_DTYPES
 from tcplab.engine import EngineOutput
+from tcplab.results.apps import AppResult, app_results, app_summaries, write_app_tables
 from tcplab.results.counters import format_nstat
 from tcplab.results.ethtool import format_ethtool_stats
 from tcplab.results.procstat import format_proc_stat
@@ -183,6 +187,8 @@ class Result:
         host_series: one row per (sample, host with a CPU or NIC model): cpu_on,
             rx_ring_used, rx_dropped (cumulative), allowance_queued, host_name, t_s.
         hosts: per host, its ``nic`` and ``cpu`` dicts (None when it has no such model).
+        apps: app name -> :class:`~tcplab.results.apps.AppResult` (kind, summary, tables as
+            DataFrames), in the configuration's order; empty for a run without apps.
         counters: host, counter, value (nstat names).
         flow_counters: flow, counter, value.
         invariant: the engine's packet accounting check.
@@ -232,6 +238,7 @@ class Result:
         self.timeseries = self._timeseries_frame(output)
         self.queues = self._queues_frame(output)
         self.host_series = self._host_series_frame(output)
+        self.apps: dict[str, AppResult] = app_results(getattr(output, "apps", None) or [], config)
         self.summary = self._summary()
 
     # -- derived tables ---------------------------------------------------------------
@@ -491,6 +498,8 @@ class Result:
             "links": links,
             "hosts": [{k: h[k] for k in SUMMARY_HOST_KEYS} for h in self.hosts],
             "invariant": {k: _finite(v) if not isinstance(v, dict) else v for k, v in self.invariant.items()},
+            # per application (workload) name: its kind and what it reported (results/apps.py)
+            "apps": app_summaries(self.apps),
         }
 
     def _rtt_percentiles(self) -> dict[str, Any]:
@@ -617,6 +626,7 @@ class Result:
         _write_parquet(self.queues, out / "queues.parquet")
         if self.has_host_models:
             _write_parquet(self.host_series, out / "hosts.parquet")
+        write_app_tables(self.apps, out, _write_parquet)
         (out / "counters.txt").write_text(self.nstat_text(), encoding="utf-8")
         for name, text in self.stats_files().items():
             (out / name).write_text(text, encoding="utf-8")

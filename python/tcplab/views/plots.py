@@ -18,6 +18,8 @@ The model: one PNG per view, time in seconds on x, one colour per flow labelled
   more than one packet; the pfifo limit dashed.
 * ``qdisc-backlog.png``, ``nic-rings.png``: only in runs with a tbf/fq/fq_codel qdisc or a
   NIC model (:mod:`tcplab.views.datapath`).
+* ``app-NAME.png``: one per application (workload) of a plotted kind: buffers, stalls,
+  profiles, latency CDFs, timeouts, burst completion (:mod:`tcplab.views.apps`).
 * ``flow-N.png`` (flow N, in scenario order, at most :data:`MAX_FLOW_FIGURES`): the
   mechanism of one flow: a strip of its CA state and BBR mode with retransmission and RTO
   marks (:mod:`tcplab.views.episodes`), cwnd/ssthresh/inflight with Recovery and Loss
@@ -44,6 +46,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from tcplab.views.apps import app_plots
 from tcplab.views.datapath import datapath_plots
 from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
 from tcplab.views.paths import FlowPath, flow_paths
@@ -147,10 +150,21 @@ def _style(
         ax.set_xlim(left=0)
 
 
+#: Legend entries shown at most; beyond, the first ones and a "... and N more" line (a
+#: workload's many connections would make the legend taller than the figure).
+MAX_LEGEND_ENTRIES = 14
+
+
 def _legend(ax: Any, **kw: Any) -> None:
     """Legend to the right of the axes: it never covers the data."""
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0, **kw)
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    if len(handles) > MAX_LEGEND_ENTRIES and "handles" not in kw:
+        keep = MAX_LEGEND_ENTRIES - 1
+        more = Patch(color="none", label=f"... and {len(handles) - keep} more")
+        kw = {**kw, "handles": [*handles[:keep], more], "labels": [*labels[:keep], more.get_label()]}
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0, **kw)
 
 
 def _flow_order(result: Result) -> list[str]:
@@ -203,7 +217,8 @@ def _reference_lines(
             values.setdefault(round(per_flow[name], 9), []).append(name)
     for y, names in values.items():
         color = "0.35" if len(values) == 1 else colors.get(names[0], "0.35")
-        who = "" if len(values) == 1 else f" ({', '.join(names)})"
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        who = "" if len(values) == 1 else f" ({shown})"
         ax.axhline(y, color=color, linestyle="--", linewidth=1.0, label=f"{label(y)}{who}")
 
 
@@ -568,6 +583,7 @@ def run_plots(result: Result) -> list[Plot]:
         _rtt_plot(result, paths, colors),
         _queue_plot(result, paths),
         *datapath_plots(result),
+        *app_plots(result),
     ]
     present = set(result.timeseries["flow_name"])
     for number, name in enumerate(flows[:MAX_FLOW_FIGURES]):

@@ -34,6 +34,7 @@ __all__ = [
     "sig",
     "format_metric",
     "render_report",
+    "app_sections",
     "write_report",
     "render_compare_report",
     "write_compare_report",
@@ -143,6 +144,39 @@ tc's counters; on a node, <code>bpftool</code> / <code>cilium monitor</code> sho
 </table>
 <p class="note">Steal: the time the host was off its CPU, as a guest's <code>/proc/stat</code> counts it
 (<code>proc-stat-HOST.txt</code>).</p>
+{% endif %}
+
+{% if apps %}
+<h2>Applications</h2>
+<p class="note">What each workload's users watch (summary.json <code>apps</code>; one row per request, segment,
+burst or sample in <code>app_TABLE.parquet</code>, with an <code>app</code> column naming the workload).</p>
+{% for a in apps %}
+<h3>{{ a.name }} <span class="note">({{ a.kind }}{% if a.flows %}; connections {{ a.flows }}{% endif %})</span></h3>
+{% if a.headline %}
+<table>
+<tr>{% for metric, _ in a.headline %}<th>{{ metric }}</th>{% endfor %}</tr>
+<tr>{% for _, value in a.headline %}<td>{{ value }}</td>{% endfor %}</tr>
+</table>
+{% endif %}
+<details{% if not a.headline %} open{% endif %}><summary>summary ({{ a.summary|length }} values)</summary>
+<table>
+{% for key, value in a.summary %}<tr><td class="l">{{ key }}</td><td class="x">{{ value }}</td></tr>
+{% endfor %}
+</table></details>
+{% for t in a.tables %}
+<p class="note"><code>{{ t.file }}</code>: {{ t.rows }} rows of {{ a.name }} ({{ t.columns }})</p>
+{% if t.preview %}
+<table>
+<tr>{% for c in t.preview.columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in t.preview.rows %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}
+</table>
+{% endif %}
+{% endfor %}
+{% for p in a.figures %}
+<figure><img src="{{ p.uri }}" alt="{{ p.caption }}"><figcaption>{{ p.caption }}</figcaption></figure>
+{% endfor %}
+{% endfor %}
 {% endif %}
 
 <p>Packet accounting:
@@ -255,12 +289,26 @@ def _figures(plots: Sequence[Plot]) -> list[dict[str, str]]:
     return [{"uri": data_uri(p.png), "caption": p.caption} for p in plots]
 
 
-def _flow_rows(summary: Mapping[str, Any], config: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _flow_rows(
+    summary: Mapping[str, Any], config: Mapping[str, Any] | None, collapsed: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """One row per flow; the flows of an app in ``collapsed`` (flow -> app: a broadcast's
+    thousands of connections) as one row of totals per app."""
     from tcplab.views.paths import flow_paths
 
     paths = flow_paths(config) if config else {}
     rows = []
+    collapsed = collapsed or {}
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
     for f in summary["flows"]:
+        if f["name"] in collapsed:
+            grouped.setdefault(collapsed[f["name"]], []).append(f)
+    for f in summary["flows"]:
+        app = collapsed.get(f["name"])
+        if app is not None:
+            if app in grouped:
+                rows.append(_app_flow_row(app, grouped.pop(app)))
+            continue
         p = paths.get(f["name"])
         goodput = f.get("goodput_bps")
         ceiling = p.payload_ceiling_bps if p else None
@@ -282,6 +330,29 @@ def _flow_rows(summary: Mapping[str, Any], config: Mapping[str, Any] | None) -> 
             }
         )
     return rows
+
+
+def _app_flow_row(app: str, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The totals of an app's many connections: goodput summed, retransmissions over
+    segments sent, RTOs summed (no per-connection RTT)."""
+    segs = sum(m.get("data_segs_out") or 0 for m in members)
+    retrans = sum(m.get("retrans_segs") or 0 for m in members)
+    goodput = sum(m.get("goodput_bps") or 0.0 for m in members)
+    return {
+        "name": f"{app} ({len(members)} connections)",
+        "from": ", ".join(dict.fromkeys(str(m["from"]) for m in members)),
+        "to": ", ".join(dict.fromkeys(str(m["to"]) for m in members)),
+        "cc": ", ".join(dict.fromkeys(str(m["cc"]) for m in members)),
+        "goodput": sig(goodput / 1e6),
+        "ceiling": "-",
+        "of_ceiling": "-",
+        "retrans": _fixed(retrans / segs if segs else 0.0, 100, 2),
+        "timeouts": sum(m.get("timeouts") or 0 for m in members),
+        "base_rtt": "-",
+        "p50": "-",
+        "p90": "-",
+        "p99": "-",
+    }
 
 
 _TIMED = ("tbf", "fq", "fq_codel")
@@ -358,6 +429,81 @@ def _cpu_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+#: Rows of a table shown in the report for an app kind without a figure.
+PREVIEW_ROWS = 10
+
+
+def _cell(value: Any) -> str:
+    """A summary or table value for reading: floats to 4 significant figures, maps and lists
+    inline."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return sig(value, 4) if math.isfinite(value) else "-"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {_cell(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell(v) for v in value)
+    if hasattr(value, "item"):  # a NumPy scalar
+        return _cell(value.item())
+    return str(value)
+
+
+def _flatten(summary: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """``latency_ms.p99``-style keys (one level of maps; lists and deeper maps inline)."""
+    rows = []
+    for key, value in summary.items():
+        if isinstance(value, Mapping) and not prefix and value and len(value) <= 20:
+            rows.extend(_flatten(value, f"{key}."))
+        else:
+            rows.append((f"{prefix}{key}", _cell(value)))
+    return rows
+
+
+def app_sections(result: Result, plots: Sequence[Plot] = ()) -> list[dict[str, Any]]:
+    """The report's section of each app: headline metrics, the whole summary, its tables
+    (a preview of the first rows for a kind without a figure) and its figure."""
+    from tcplab.results.apps import headline
+    from tcplab.views.apps import app_plot_files
+
+    files = app_plot_files(result)
+    by_file = {p.filename: p for p in plots}
+    sections = []
+    for name, app in result.apps.items():
+        figure = by_file.get(files.get(name, ""))
+        tables = []
+        for tname, frame in app.tables.items():
+            preview = None
+            if figure is None and len(frame):
+                head = frame.head(PREVIEW_ROWS)
+                preview = {
+                    "columns": [str(c) for c in head.columns],
+                    "rows": [[_cell(v) for v in row] for row in head.itertuples(index=False)],
+                }
+            tables.append(
+                {
+                    "file": f"app_{tname}.parquet",
+                    "rows": len(frame),
+                    "columns": ", ".join(str(c) for c in frame.columns),
+                    "preview": preview,
+                }
+            )
+        sections.append(
+            {
+                "name": name,
+                "kind": app.kind,
+                "flows": ", ".join(app.flows[:8]) + (f", ... ({len(app.flows)} in all)" if len(app.flows) > 8 else ""),
+                "headline": [(h.label, h.text()[len(h.label) + 1 :]) for h in headline(app)],
+                "summary": _flatten(app.summary),
+                "tables": tables,
+                "figures": _figures([figure] if figure is not None else []),
+            }
+        )
+    return sections
+
+
 def render_report(
     summary: Mapping[str, Any],
     plots: Sequence[Plot] = (),
@@ -366,17 +512,22 @@ def render_report(
     counters: str = "",
     scenario_yaml: str = "",
     tool_texts: Mapping[str, str] | None = None,
+    apps: Sequence[Mapping[str, Any]] = (),
+    collapsed: Mapping[str, str] | None = None,
 ) -> str:
     """The HTML text of one run: its summary, the path's limits, the qdisc, NIC and CPU
-    tables of the components it has, the plots inline, and the tool texts of its run
-    directory (``tool_texts``: file name -> text) in collapsible blocks."""
+    tables of the components it has, a section per application (``apps``, from
+    :func:`app_sections`), the plots inline, and the tool texts of its run directory
+    (``tool_texts``: file name -> text) in collapsible blocks. Flows in ``collapsed``
+    (flow name -> app name) are one row per app."""
     return _ENV.from_string(_TEMPLATE).render(
         s=summary,
+        apps=list(apps),
         qdiscs=_qdisc_rows(summary),
         nics=_nic_rows(summary),
         cpus=_cpu_rows(summary),
         tool_texts=sorted((tool_texts or {}).items()),
-        flows=_flow_rows(summary, config),
+        flows=_flow_rows(summary, config, collapsed),
         plots=_figures(plots),
         style=_STYLE,
         config_json=json.dumps(config, indent=1) if config else "",
@@ -388,9 +539,16 @@ def render_report(
 def write_report(result: Result, path: Path, plots: Sequence[Plot] = ()) -> Path:
     """Write one run's self-contained report.html."""
     scenario_yaml = result.scenario_yaml()
+    from tcplab.results.apps import collapsed_flows
+    from tcplab.views.apps import app_plot_files
+
+    sections = app_sections(result, plots)
+    in_sections = set(app_plot_files(result).values())  # drawn in their app's section
     text = render_report(
         result.summary,
-        plots,
+        [p for p in plots if p.filename not in in_sections],
+        apps=sections,
+        collapsed=collapsed_flows(result.apps),
         config=result.config,
         counters=result.nstat_text(),
         scenario_yaml=scenario_yaml,
