@@ -732,6 +732,10 @@ impl SimConfig {
     fn validate_apps(&self) -> Result<(), String> {
         let mut owner: Vec<Option<usize>> = vec![None; self.flows.len()];
         for (a, app) in self.apps.iter().enumerate() {
+            // The name keys the app's random stream and its summary: two apps may not share it.
+            if let Some(b) = self.apps[..a].iter().position(|o| o.name == app.name) {
+                return Err(format!("apps.{a}.name: {:?} is already the name of apps.{b}; expected a unique name", app.name));
+            }
             if app.flows.is_empty() {
                 return Err(format!("apps.{a}.flows: empty, expected the indices of the flows the app drives"));
             }

@@ -83,3 +83,31 @@ fn a_bulk_flow_through_a_deep_droptail_queue_adds_its_delay_to_rr_latency() {
         assert!(added - queue_full_ms >= 200.0 && added - queue_full_ms < 1000.0, "p99 rose by {added} ms");
     }
 }
+
+#[test]
+fn a_stopped_rr_flow_counts_its_rate_up_to_its_stop() {
+    // Open from ~10 ms to 1 s of a 3 s run: ~99 transactions at one per 10 ms; the rate is
+    // over the time the flow ran, not the whole run.
+    let mut cfg = two_hosts(100_000_000, 5_000_000, 1000, 3_000_000_000);
+    let mut f = driven_flow("rr", 0, 1, CcKind::Cubic, Side::Client);
+    f.stop_ns = Some(1_000_000_000);
+    cfg.flows.push(f);
+    cfg.apps.push(rr_app(vec![0], RrConfig::default()));
+    let out = Simulator::new(cfg).unwrap().run();
+    let app = &out.apps[0];
+    let n = app.get("transactions").unwrap().as_u64().unwrap();
+    assert!((95..=100).contains(&n), "{n} transactions");
+    let tps = app.get("transactions_per_sec").unwrap().as_f64().unwrap();
+    assert!((tps - 100.0).abs() < 3.0, "{tps} tps");
+}
+
+#[test]
+fn two_apps_may_not_share_a_name() {
+    let mut cfg = two_hosts(100_000_000, 5_000_000, 1000, 1_000_000_000);
+    cfg.flows.push(driven_flow("a", 0, 1, CcKind::Cubic, Side::Client));
+    cfg.flows.push(driven_flow("b", 0, 1, CcKind::Cubic, Side::Client));
+    cfg.apps.push(rr_app(vec![0], RrConfig::default()));
+    cfg.apps.push(rr_app(vec![1], RrConfig::default()));
+    let err = cfg.validate().unwrap_err();
+    assert!(err.starts_with("apps.1.name: \"rr\" is already the name of apps.0"), "{err}");
+}

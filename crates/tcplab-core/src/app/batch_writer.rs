@@ -138,7 +138,9 @@ impl BatchWriterConfig {
             }
         }
         for (name, v, lo) in [
-            ("interval_ns", self.interval_ns, 1),
+            // At least 1 ms: each batch is a timer event and a queue entry, and an unbounded
+            // queue (`max_pending: 0`) of nanosecond batches would exhaust memory.
+            ("interval_ns", self.interval_ns, 1_000_000),
             ("timeout_ns", self.timeout_ns, 1),
             ("retry_min_ns", self.retry_min_ns, 1),
             ("retry_max_ns", self.retry_max_ns, self.retry_min_ns.max(1)),

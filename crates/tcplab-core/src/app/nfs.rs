@@ -123,8 +123,11 @@ impl NfsConfig {
             return Err(format!("{at}.rsize_bytes: {r} is not a multiple of {PAGE_BYTES} in [{PAGE_BYTES}, {NFS_MAX_FILE_IO_SIZE}] (NFS_MAX_FILE_IO_SIZE)"));
         }
         let ra = self.readahead_bytes;
-        if ra == 0 || ra % PAGE_BYTES != 0 || ra > 1 << 40 {
-            return Err(format!("{at}.readahead_bytes: {ra} is not a multiple of {PAGE_BYTES} in [{PAGE_BYTES}, 2^40]"));
+        // At most 1 GiB: READs of the window are issued at once, and 2^40 B of 4 KiB READs
+        // would be 2^28 calls in flight (Linux caps a transport's slots at
+        // sunrpc.tcp_max_slot_table_entries, 65536; read_ahead_kb is far below this).
+        if ra == 0 || ra % PAGE_BYTES != 0 || ra > 1 << 30 {
+            return Err(format!("{at}.readahead_bytes: {ra} is not a multiple of {PAGE_BYTES} in [{PAGE_BYTES}, 2^30]"));
         }
         if self.bitrate_bps == 0 || self.bitrate_bps > 1_000_000_000_000 {
             return Err(format!("{at}.bitrate_bps: {} is outside [1, 1e12] bit/s", self.bitrate_bps));

@@ -165,7 +165,7 @@ impl App for Rr {
         self.arm_timer(cx);
     }
 
-    fn finish(&mut self, end_ns: u64, _socks: &[TcpSocket]) -> AppOutput {
+    fn finish(&mut self, end_ns: u64, socks: &[TcpSocket]) -> AppOutput {
         let mut out = AppOutput::new(&self.name, "rr");
         let n = self.t_latency_ns.len() as u64;
         // Transactions per second: per connection over the time it was open, summed
@@ -173,6 +173,9 @@ impl App for Rr {
         let mut tps = 0.0;
         for k in 0..self.flows.len() {
             let open = self.open_at_ns[k];
+            // A flow with `stop` writes nothing after it: count its rate up to there.
+            let stop_abs = socks[Side::Client.ep(self.flows.flow(k)) as usize].app.stop_ns;
+            let end_ns = end_ns.min(stop_abs.saturating_sub(crate::sim::BOOT_NS));
             if open == NEVER || end_ns <= open {
                 continue;
             }

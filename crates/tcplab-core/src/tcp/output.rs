@@ -307,7 +307,7 @@ impl TcpSocket {
         } else if self.tp.packets_out == 0 && self.tp.snd_nxt < self.tp.write_seq && self.xmit_timer == XmitTimer::None && self.pacing_deadline_ns == NEVER && !self.tsq_throttled {
             // tcp_check_probe_timer(): nothing in flight and nothing sent (zero window or
             // a local drop): probe later.
-            let when = self.tp.icsk_rto.max(self.tp.tcp_timeout_init() / 5);
+            let when = self.probe0_base();
             self.reset_xmit_timer(XmitTimer::Probe0, ctx.now_ns, when);
         }
         sent_pkts
@@ -351,8 +351,9 @@ impl TcpSocket {
     /// move things) or nothing waits to be sent; else a probe goes out
     /// (`tcp_send_probe0`).
     ///
-    /// Not modelled: aborting the connection after `tcp_retries2` unanswered probes
-    /// (orphaned sockets or TCP_USER_TIMEOUT only; a peer that answers resets the count).
+    /// Not modelled: aborting the connection once `icsk_probes_out` reaches `tcp_retries2`
+    /// (15) unanswered probes (any ACK resets the count, so only a dead path gets there),
+    /// and `TCPACKSkippedSeq` for a probe's answer that the receiver rate-limits.
     pub fn probe_timer(&mut self, ctx: &mut Ctx) {
         self.app_fill(ctx.now_ns);
         if self.tp.packets_out > 0 || self.tp.snd_nxt >= self.tp.write_seq {
