@@ -34,6 +34,8 @@ bytes.
 
 from __future__ import annotations
 
+import weakref
+
 import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -180,16 +182,41 @@ def _flow_label(result: Result, name: str) -> str:
     return f"{name} ({cc})" if cc else name
 
 
+#: Per result: each flow's time-series rows and its (start_s, end_s), split once (a
+#: per-flow boolean mask over the whole table is quadratic: 40,000 broadcast connections
+#: took minutes).
+_ROWS_CACHE: "weakref.WeakKeyDictionary[Result, tuple[dict[str, pd.DataFrame], dict[str, tuple[float, float]]]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _split(result: Result) -> tuple[dict[str, pd.DataFrame], dict[str, tuple[float, float]]]:
+    cached = _ROWS_CACHE.get(result)
+    if cached is None:
+        ts = result.timeseries
+        by_flow = {str(k): g for k, g in ts.groupby("flow_name", sort=False, observed=True)}
+        fl = result.flows
+        spans = {
+            str(n): (float(a), float(b))
+            for n, a, b in zip(fl["name"].to_numpy(), fl["start_s"].to_numpy(), fl["end_s"].to_numpy())
+        }
+        cached = (by_flow, spans)
+        _ROWS_CACHE[result] = cached
+    return cached
+
+
 def _rows(result: Result, name: str) -> pd.DataFrame:
     """The flow's samples within its lifetime (from its start to one sample past its end):
     the engine samples a flow that has not started yet (cwnd 10, BBR in STARTUP), which
-    is not what it did."""
-    ts = result.timeseries
-    rows = ts[ts["flow_name"] == name]
-    flows = result.flows[result.flows["name"] == name]
-    if flows.empty:
+    is not what it did. Flows without samples (a broadcast's connections) give no rows."""
+    by_flow, spans = _split(result)
+    rows = by_flow.get(name)
+    if rows is None:
+        return result.timeseries.iloc[0:0]
+    span = spans.get(name)
+    if span is None:
         return rows
-    start, end = float(flows["start_s"].iloc[0]), float(flows["end_s"].iloc[0])
+    start, end = span
     t = rows["t_s"].to_numpy()
     return rows[(t >= start) & (t <= end + result.sample_interval_s)]
 
