@@ -62,3 +62,156 @@ def test_app_and_reader_rates_in_tc_bytes_units_warn_as_link_rates_do(app, reade
     assert not scenario(eval(text)).warnings
 
 
+# -- 2. hls profile ladders: one precise line per problem -------------------------------
+
+
+@pytest.mark.parametrize(
+    "profiles, lines",
+    [
+        ([], ["flows.0.app.hls.profiles: an empty profile ladder"]),
+        ([{"name": "HD", "bitrate": 0}], ["flows.0.app.hls.profiles.0.bitrate: 0 is zero"]),
+        (
+            [{"name": "HD", "bitrate": "3Mbit"}, {"name": "HD", "bitrate": "1Mbit"}],
+            ['flows.0.app.hls.profiles.1.name: duplicate profile name "HD" (also profiles.0)'],
+        ),
+        (
+            [{"name": "HD", "bitrat": "3Mbit"}],
+            [
+                'flows.0.app.hls.profiles.0.bitrat: unknown key "bitrat" (did you mean "bitrate"?)',
+                "flows.0.app.hls.profiles.0.bitrate: missing",
+            ],
+        ),
+        ([{"name": "HD"}], ["flows.0.app.hls.profiles.0.bitrate: missing"]),
+        (
+            [{"name": "a b", "bitrate": "500bit"}],  # two problems in one entry: both
+            [
+                'flows.0.app.hls.profiles.0.name: "a b" is not a valid profile name',
+                'flows.0.app.hls.profiles.0.bitrate: "500bit" is out of range',
+            ],
+        ),
+    ],
+)
+def test_a_broken_ladder_gets_one_line_per_problem_and_no_false_no_profiles(profiles, lines):
+    assert errors_of(flow({"hls": {"profiles": profiles}})) == lines
+
+
+def test_no_ladder_at_all_is_one_no_profiles_line():
+    assert errors_of(flow({"hls": {}})) == ["flows.0.app.hls.profiles: no profiles"]
+
+
+# -- 3. the engine's bounds, in Python ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "app, line",
+    [
+        (
+            {"batch_writer": {"retry_min": "120s"}},
+            "flows.0.app.batch_writer.retry_min: 120s is longer than retry_max (60s, its default)",
+        ),
+        (
+            {"batch_writer": {"retry_min": "2s", "retry_max": "1s"}},
+            'flows.0.app.batch_writer.retry_max: "1s" is shorter than retry_min (2s)',
+        ),
+        ({"batch_writer": {"overflow": "block"}}, 'flows.0.app.batch_writer.overflow: unknown overflow "block"'),
+        ({"batch_writer": {"jitter": "150%"}}, 'flows.0.app.batch_writer.jitter: "150%" is out of range'),
+        ({"batch_writer": {"interval": "999us"}}, 'flows.0.app.batch_writer.interval: "999us" is out of range'),
+        ({"broadcast": {"window": "2s"}}, 'flows.0.app.broadcast.window: "2s" is longer than interval (1s)'),
+        (
+            {"broadcast": {"interval": "5ms"}},
+            "flows.0.app.broadcast.interval: 5ms is shorter than window (10ms, its default)",
+        ),
+        ({"hls": {**HLS["hls"], "start_profile": "XX"}}, 'flows.0.app.hls.start_profile: "XX" is not a profile'),
+        ({"hls": {**HLS["hls"], "bw_factor": 0}}, "flows.0.app.hls.bw_factor: 0 is out of range"),
+        ({"nfs_stream": {"readahead": "2GiB"}}, 'flows.0.app.nfs_stream.readahead: "2GiB" is out of range'),
+        ({"nfs_stream": {"rsize": "5000B"}}, 'flows.0.app.nfs_stream.rsize: "5000B" is not whole pages'),
+    ],
+)
+def test_engine_only_checks_are_made_in_python_at_the_key_written(app, line):
+    assert errors_of(flow(app)) == [line]
+
+
+def test_an_engine_bound_error_has_the_file_line_and_exits_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from tcplab.cli import app
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\nduration: 1s\nhosts: {c: {}, s: {}}\nlinks: [{between: [c, s], rate: 10Mbit, delay: 1ms}]\n"
+        "flows:\n  - from: c\n    to: s\n    app:\n      batch_writer:\n        overflow: block\n"
+    )
+    for command in ("check", "run"):
+        extra = ["--output", str(tmp_path / "runs")] if command == "run" else []
+        r = CliRunner().invoke(app, [command, str(path), *extra])
+        assert r.exit_code == 2, (command, r.output)
+        assert 's.yaml:10: flows.0.app.batch_writer.overflow: unknown overflow "block"' in r.stderr
+
+
+def test_rsize_below_its_bound_says_the_real_lower_bound():
+    with pytest.raises(ScenarioError) as info:
+        scenario(flow({"nfs_stream": {"rsize": "-1MiB"}}))
+    (e,) = info.value.errors
+    assert e.expected == "a multiple of 4096 bytes from 4KiB to 1MiB"
+
+
+def _edges() -> list[tuple[str, str, Any]]:
+    """(kind, key, value) at each numeric bound Python accepts, in the user's units."""
+    from tcplab.scenario.app_bounds import RANGES, show
+
+    out = []
+    for kind, fields in RANGES.items():
+        for field, (lo, hi) in fields.items():
+            key = field.rsplit("_", 1)[0] if field.endswith(("_ns", "_bps", "_bytes")) else field
+            for bound in (lo, hi):
+                if isinstance(bound, (int, float)) and not isinstance(bound, bool):
+                    if field in ("bw_factor", "bw_up_factor") and bound == lo:
+                        bound = 1e-6  # (0, 100]: the smallest we try above 0
+                    out.append((kind, key, show(field, bound) if isinstance(bound, int) else bound))
+    return out
+
+
+def app_keys_inverse(kind: str) -> dict[str, str]:
+    from tcplab.scenario.apps import app_keys
+
+    return {field: key for key, field in app_keys(kind).items()}
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("kind, key, value", _edges())
+def test_every_edge_python_accepts_the_engine_accepts(real_core, kind, key, value):
+    """The mirror holds: a value at a bound Python accepts passes the engine's validate()."""
+    import json
+
+    from tcplab.scenario.app_bounds import RANGES
+    from tcplab.scenario.apps import app_keys
+
+    body = {**(HLS["hls"] if kind == "hls" else {}), key: value}
+    field = app_keys(kind)[key]
+    for other, bounds in RANGES[kind].items():  # a field bounded by this one follows it
+        if field in bounds:
+            body[app_keys_inverse(kind)[other]] = value
+    if kind == "broadcast":
+        body["first_burst"] = "3s"
+    c = scenario(flow({kind: body}), duration="3600s").to_core()
+    real_core.validate(json.dumps(c))  # raises ValueError on what the engine refuses
+
+
+@pytest.mark.parametrize(
+    "kind, key, value", [e for e in _edges() if isinstance(e[2], str) and e[2] not in ("0ns", "0B")]
+)
+def test_just_past_each_edge_python_refuses(kind, key, value):
+    """One unit past each integer bound is refused by Python (so the bound is really checked)."""
+    from tcplab.scenario.app_bounds import RANGES
+    from tcplab.scenario.apps import app_keys
+
+    field = app_keys(kind)[key]
+    lo, hi = RANGES[kind][field]
+    from tcplab.scenario.apps import _parse_field
+
+    n = _parse_field(field, 0, value)
+    past = n - 1 if n == lo else n + 1
+    from tcplab.scenario.app_bounds import show
+
+    body = {**(HLS["hls"] if kind == "hls" else {}), key: show(field, past)}
+    assert any(f"flows.0.app.{kind}.{key}:" in e for e in errors_of(flow({kind: body})))
