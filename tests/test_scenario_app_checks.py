@@ -215,3 +215,46 @@ def test_just_past_each_edge_python_refuses(kind, key, value):
 
     body = {**(HLS["hls"] if kind == "hls" else {}), key: show(field, past)}
     assert any(f"flows.0.app.{kind}.{key}:" in e for e in errors_of(flow({kind: body})))
+
+
+# -- 4. a loss outage window -------------------------------------------------------------
+
+
+def _outage_link(loss: Any) -> dict[str, Any]:
+    return {"links": [{"between": ["c", "s"], "rate": "10Mbit", "delay": "5ms", "loss": loss}]}
+
+
+def test_an_outage_is_one_window_of_the_engine():
+    c = scenario(flow("bulk"), **_outage_link({"outage": {"start": "10s", "end": "200s"}}), duration="300s").to_core()
+    assert c["links"][0]["loss"] == {"kind": "outage", "start_ns": 10 * 10**9, "end_ns": 200 * 10**9}
+
+
+@pytest.mark.parametrize(
+    "outage, line",
+    [
+        ({"start": "5s", "end": "5s"}, 'links.0.loss.outage.end: "5s" is not after start ("5s")'),
+        ({"start": "5s"}, "links.0.loss.outage.end: missing"),
+        (
+            {"start": "5s", "end": "6s", "again": "7s"},
+            'links.0.loss.outage.again: unknown key "again" (one window per link)',
+        ),
+        ({"start": "-1s", "end": "6s"}, 'links.0.loss.outage.start: "-1s" is negative'),
+    ],
+)
+def test_a_bad_outage_names_its_field(outage, line):
+    assert errors_of(flow("bulk"), **_outage_link({"outage": outage})) == [line]
+
+
+@pytest.mark.engine
+def test_a_batch_writer_behind_an_outage_times_out(real_core, tmp_path):
+    """Every packet is lost for 4 s: the requests sent then get no response within the 1 s
+    timeout; without the outage none times out."""
+
+    def timeouts(loss: Any) -> int:
+        sc = scenario(flow({"batch_writer": {"timeout": "1s"}}), **_outage_link(loss), duration="10s")
+        result = tcplab.run(sc)
+        (app,) = result.apps.values()
+        return app.summary["timeouts"]
+
+    assert timeouts(None) == 0
+    assert timeouts({"outage": {"start": "3s", "end": "7s"}}) > 0

@@ -601,6 +601,10 @@ def check(
         loss_text = {"none": "no loss", "bernoulli": f"loss {loss.get('p', 0) * 100:g}%"}.get(
             loss["kind"], loss["kind"]
         )
+        if loss["kind"] == "outage":
+            from tcplab.units import format_time as _fmt_time
+
+            loss_text = f"outage from {_fmt_time(loss['start_ns'])} to {_fmt_time(loss['end_ns'])} (all lost)"
         filt = link.get("loss_filter") or {}
         if loss["kind"] != "none" and filt.get("data_only"):
             loss_text += " (data segments only)"
