@@ -258,3 +258,18 @@ def test_a_batch_writer_behind_an_outage_times_out(real_core, tmp_path):
 
     assert timeouts(None) == 0
     assert timeouts({"outage": {"start": "3s", "end": "7s"}}) > 0
+
+
+# -- 5. no problem hidden by another ------------------------------------------------------
+
+
+def test_a_sender_list_for_rr_is_reported_beside_an_error_in_its_settings():
+    lines = errors_of(
+        {"from": ["c", "c2"], "to": "s", "app": {"rr": {"bogus": 1}}},
+        hosts={"c": {}, "c2": {}, "s": {}},
+        links=[{"between": [h, "s"], "rate": "10Mbit", "delay": "5ms"} for h in ("c", "c2")],
+    )
+    assert lines == [
+        'flows.0.app.rr.bogus: unknown key "bogus"',
+        "flows.0.from: a list of senders for app rr",
+    ]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import UnitError, show_value
 from tcplab.routing import bfs_route
-from tcplab.scenario.apps import AppSpec, _parse_app
+from tcplab.scenario.apps import APP_KINDS, AppSpec, _parse_app
 from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_between, _parse_int, _parse_name, _t
 from tcplab.scenario.flows import MAX_TOTAL_CONNECTIONS, _parse_from, connections_of, expand_flow, senders_of
 from tcplab.units import parse_time
@@ -279,7 +279,7 @@ def partial_view(data: Mapping[str, Any]) -> SimpleNamespace | None:
         flows=[
             SimpleNamespace(
                 from_=field(e, "from", _parse_from),
-                app=field(e, "app", _parse_app, AppSpec(kind="bulk")),
+                app=field(e, "app", _parse_app_kind, AppSpec(kind="bulk")),
                 to=field(e, "to", _NODE),
                 start=field(e, "start", parse_time, 0),
                 stop=field(e, "stop", parse_time, None),
@@ -295,6 +295,27 @@ def partial_view(data: Mapping[str, Any]) -> SimpleNamespace | None:
 
 
 _NODE = _parse_name("node name")
+
+
+def _parse_app_kind(value: Any) -> AppSpec:
+    """The app, or when its settings do not parse (their errors are reported), the app of
+    that kind with its defaults: a bad setting must not hide a problem elsewhere in the
+    flow (``from: [a, c]`` for an rr with a typo in its settings)."""
+    try:
+        return _parse_app(value)
+    except UnitError:
+        kind = (
+            value
+            if isinstance(value, str)
+            else next(iter(value))
+            if isinstance(value, Mapping) and len(value) == 1
+            else None
+        )
+        if kind in ("bulk", "maerts"):
+            return AppSpec(kind=kind)
+        if kind in APP_KINDS:
+            return AppSpec(kind=kind)
+        raise
 
 
 def _ok(parse: Any, value: Any) -> Any:
