@@ -273,3 +273,57 @@ def test_a_sender_list_for_rr_is_reported_beside_an_error_in_its_settings():
         'flows.0.app.rr.bogus: unknown key "bogus"',
         "flows.0.from: a list of senders for app rr",
     ]
+
+
+# -- 6. nits -------------------------------------------------------------------------------
+
+
+def test_a_broadcast_sender_listed_twice_is_refused():
+    lines = errors_of(
+        {"from": ["c", "c"], "to": "s", "app": {"broadcast": {"connections": 2}}},
+    )
+    assert lines == ['flows.0.from.1: "c" is already sender 0']
+
+
+@pytest.mark.parametrize(
+    "body, path",
+    [
+        ({"readahead": "512KiB"}, "flows.0.app.nfs_stream.readahead"),  # rsize 1 MiB by default
+        ({"rsize": "1MiB", "readahead": "64KiB"}, "flows.0.app.nfs_stream.readahead"),
+    ],
+)
+def test_a_readahead_below_rsize_warns(body, path):
+    (w,) = scenario(flow({"nfs_stream": body})).warnings
+    assert w.path == path and "each READ asks for at most" in w.line()
+
+
+def test_readahead_at_least_rsize_or_both_defaults_do_not_warn():
+    assert not scenario(flow({"nfs_stream": {"readahead": "1MiB"}})).warnings
+    assert not scenario(flow({"nfs_stream": {}})).warnings  # Linux's defaults: 128 KiB, 1 MiB
+
+
+def test_every_builtin_one_line_description_is_whole():
+    """``tcplab scenarios`` shows the first sentence: it must not stop inside parentheses."""
+    from tcplab.loader import builtin_scenarios
+
+    for name, line in builtin_scenarios().items():
+        assert line.count("(") == line.count(")"), (name, line)
+
+
+def test_the_bidir_builtin_is_iperf3_bidir():
+    routes = tcplab.load_scenario("builtin:bidir").routes()
+    assert [r["flow"] for r in routes] == ["bidir.fwd", "bidir.rev"]
+    assert routes[0]["data"] == routes[1]["ack"] and routes[0]["ack"] == routes[1]["data"]
+
+
+def test_check_prints_a_flows_reader():
+    from typer.testing import CliRunner
+
+    from tcplab.cli import app
+
+    r = CliRunner().invoke(app, ["check", "builtin:slow-reader"])
+    assert r.exit_code == 0
+    lines = {line.split(":")[0].strip(): line for line in r.stdout.splitlines() if line.strip().startswith("flow ")}
+    assert lines["flow rate-reader"].endswith("; reader: at most 2 Mbit/s")
+    assert lines["flow burst-reader"].endswith("; reader: 64KB every 100ms")
+    assert "; reader:" not in lines["flow fast-reader"]

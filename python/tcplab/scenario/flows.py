@@ -147,6 +147,15 @@ def _parse_from(value: Any) -> str | tuple[str, ...]:
         for i, item in enumerate(value):
             if not isinstance(item, str) or not NAME_PATTERN.match(item):
                 raise UnitError(f"{show_value(item)} is not a node name", expected, item, subpath=(i,))
+            if item in value[:i]:
+                # a host is one sender: the same one twice would be two apps' worth of
+                # connections from one host, not what a list of senders means
+                raise UnitError(
+                    f"{show_value(item)} is already sender {list(value).index(item)}",
+                    "each sender host once (connections sets the connections per sender)",
+                    item,
+                    subpath=(i,),
+                )
         return tuple(value)
     raise UnitError(f"{show_value(value)} is not a host name", expected, value)
 
