@@ -19,7 +19,10 @@ its first burst (``first_burst``, scenario time) defaults to one second after th
 
 Readers. ``reader:`` sets how the application receiving the data reads it (engine
 ``FlowConfig.reader``): at once (default), ``{rate: 2Mbit}`` (a slow consumer), or
-``{every: 100ms, bytes: 64KB}`` (one that wakes up periodically).
+``{every: 100ms, bytes: 64KB}`` (one that wakes up periodically). It slows the side that
+receives the data (the other side than :data:`DATA_SIDE`): the server for bulk, rr (reading
+requests), batch_writer and broadcast; the client for maerts, hls and nfs_stream; the
+receiver of each half of a bidir pair.
 """
 
 from __future__ import annotations
