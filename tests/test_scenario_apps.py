@@ -269,7 +269,7 @@ def test_a_bad_set_names_the_path():
             ["flows.0.app.hls.profiles: an empty profile ladder", "expected a list of profiles"],
         ),
         ({"hls": {}}, ["flows.0.app.hls.profiles: no profiles"]),
-        ({"hls": {**HLS["hls"], "segment": "0s"}}, ["flows.0.app.hls.segment:", "0s", "positive"]),
+        ({"hls": {**HLS["hls"], "segment": "0s"}}, ["flows.0.app.hls.segment:", "0s", "from 1ms"]),
         (
             {"hls": {"profiles": [{"name": "HD", "bitrate": "3Mbit"}, {"name": "HD", "bitrate": "1Mbit"}]}},
             ['flows.0.app.hls.profiles.1.name: duplicate profile name "HD" (also profiles.0)'],
@@ -399,7 +399,9 @@ def test_engine_paths_are_translated_to_yaml_paths():
 
 
 @pytest.mark.engine
-def test_check_reports_an_engine_refusal_at_the_yaml_path(real_core, tmp_path):
+def test_check_reports_an_out_of_range_app_field_at_its_file_line(real_core, tmp_path):
+    """The engine refuses a 2TB request (rr.rs: validate(), at most 2^40 bytes); Python checks
+    the same bound first, in the user's units, at the field's line."""
     from typer.testing import CliRunner
 
     from tcplab.cli import app
@@ -411,7 +413,7 @@ def test_check_reports_an_engine_refusal_at_the_yaml_path(real_core, tmp_path):
     )
     r = CliRunner().invoke(app, ["check", str(path)])
     assert r.exit_code == 2
-    assert "flows.1.app.rr.request: 2000000000000 is outside" in r.stderr
+    assert 's.yaml:7: flows.1.app.rr.request: "2TB" is out of range; expected a size from 1B to 1TiB' in r.stderr
 
 
 def test_routes_follow_the_data_side():

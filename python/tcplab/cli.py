@@ -601,6 +601,10 @@ def check(
         loss_text = {"none": "no loss", "bernoulli": f"loss {loss.get('p', 0) * 100:g}%"}.get(
             loss["kind"], loss["kind"]
         )
+        if loss["kind"] == "outage":
+            from tcplab.units import format_time as _fmt_time
+
+            loss_text = f"outage from {_fmt_time(loss['start_ns'])} to {_fmt_time(loss['end_ns'])} (all lost)"
         filt = link.get("loss_filter") or {}
         if loss["kind"] != "none" and filt.get("data_only"):
             loss_text += " (data segments only)"
@@ -634,9 +638,10 @@ def check(
             if index - 1 not in hidden:
                 console.print(f"  ... {more} more connections of app {name}", markup=False)
             continue
+        reader = _reader_text((core["flows"][index] if index < len(core["flows"]) else {}).get("reader"))
         console.print(
             f"  flow {route['flow']}: data {' '.join(route['data'])}; acks {' '.join(route['ack'])}; "
-            f"base RTT {_time_ms(route['base_rtt_ns'])}",
+            f"base RTT {_time_ms(route['base_rtt_ns'])}{reader}",
             markup=False,
         )
     for a in core.get("apps", []):
@@ -644,6 +649,17 @@ def check(
         console.print(
             f"  app {a['name']}: {a['spec']['kind']} over {n} connection{'s' if n != 1 else ''}", markup=False
         )
+
+
+def _reader_text(reader: dict | None) -> str:
+    """``; reader: 2 Mbit/s`` for a flow whose receiving application reads slowly, else ''."""
+    from tcplab.units import format_size, format_time
+
+    if not reader or reader.get("kind") == "immediate":
+        return ""
+    if reader["kind"] == "rate":
+        return f"; reader: at most {_rate_mbit(reader['rate_bps'])}"
+    return f"; reader: {format_size(reader['bytes'])} every {format_time(reader['interval_ns'])}"
 
 
 @app.command()

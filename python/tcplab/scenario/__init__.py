@@ -69,6 +69,8 @@ Loss (``netem`` meanings)
     loss is emulated with nftables: ``only: data`` applies it to segments carrying data only
     (never a SYN or a pure ACK), ``min_size: 101B`` to packets of at least that IP length
     (nftables ``meta length``), e.g. ``loss: {random: 1%, only: data}``.
+    ``{outage: {start: 10s, end: 200s}}`` loses every packet leaving the link in that window
+    of scenario time (netem ``loss 100%`` added at start, removed at end; one window per link).
 
 Qdiscs, hosts' devices, CPU and NIC
     ``queue:`` names any qdisc (``pfifo``, ``bfifo``, ``pfifo_fast``, ``tbf``, ``fq``,

@@ -41,7 +41,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from tcplab.errors import UnitError, show_value
+from tcplab.errors import UnitError, UnitErrors, show_value
+from tcplab.scenario.app_bounds import check_bounds, check_profile_bitrate, field_expected, profile_bitrate_expected
 from tcplab.scenario.fields import NAME_PATTERN, _did_you_mean, _parse_bool, _parse_int, _sub
 from tcplab.units import parse_number, parse_rate, parse_size, parse_time
 
@@ -143,8 +144,6 @@ POSITIVE_FIELDS = {
     "message_bytes",
     "max_buffer_ns",
     "start_estimate_bps",
-    "fast_half_life_ns",
-    "slow_half_life_ns",
     "segments",
     "bursts",
     "file_bytes",
@@ -267,8 +266,19 @@ def _to_int(text: str) -> int | None:
         return None
 
 
-def _parse_field(field: str, default: Any, value: Any) -> Any:
-    """One engine field's value, parsed by the field's unit suffix or its default's type."""
+def _parse_field(field: str, default: Any, value: Any, expected: str | None = None) -> Any:
+    """One engine field's value, parsed by the field's unit suffix or its default's type;
+    ``expected`` (the field's range, :mod:`~tcplab.scenario.app_bounds`) replaces the
+    parser's own "expected" (``rsize: -1MiB`` expects a multiple of 4096 bytes from 4KiB)."""
+    try:
+        return _parse_field_as_typed(field, default, value)
+    except UnitError as e:
+        if expected is None:
+            raise
+        raise UnitError(e.problem, expected, e.value, subpath=e.subpath) from None
+
+
+def _parse_field_as_typed(field: str, default: Any, value: Any) -> Any:
     unit = _unit_of(field)
     positive = field in POSITIVE_FIELDS
     if value is None and default is None:
@@ -295,55 +305,77 @@ def _parse_field(field: str, default: Any, value: Any) -> Any:
 
 
 def _parse_profiles(value: Any) -> list[dict[str, Any]]:
+    """hls's ladder: a list of ``{name, bitrate}``; every problem of every entry is reported
+    (as :class:`UnitErrors`), each at its own path."""
     expected = "a list of profiles such as [{name: HD, bitrate: 3Mbit}, {name: low, bitrate: 800kbit}]"
     if not isinstance(value, list):
         raise UnitError(f"{show_value(value)} is not a list of profiles", expected, value)
     if not value:
         raise UnitError("an empty profile ladder", expected, value)
     out = []
+    errors: list[UnitError] = []
     seen: dict[str, int] = {}
     for i, entry in enumerate(value):
         if not isinstance(entry, dict):
-            raise UnitError(
-                f"{show_value(entry)} is not a profile",
-                "a mapping such as {name: HD, bitrate: 3Mbit}",
-                entry,
-                subpath=(i,),
+            errors.append(
+                UnitError(
+                    f"{show_value(entry)} is not a profile",
+                    "a mapping such as {name: HD, bitrate: 3Mbit}",
+                    entry,
+                    subpath=(i,),
+                )
             )
+            continue
         for key in entry:
             if key not in PROFILE_KEYS:
-                raise UnitError(
-                    f"unknown key {show_value(key)}{_did_you_mean(key, list(PROFILE_KEYS))}",
-                    "one of: " + ", ".join(PROFILE_KEYS),
-                    key,
-                    subpath=(i, str(key)),
+                errors.append(
+                    UnitError(
+                        f"unknown key {show_value(key)}{_did_you_mean(key, list(PROFILE_KEYS))}",
+                        "one of: " + ", ".join(PROFILE_KEYS),
+                        key,
+                        subpath=(i, str(key)),
+                    )
                 )
         for key in PROFILE_KEYS:
             if key not in entry:
-                raise UnitError(
-                    "missing", "a name and a bitrate such as {name: HD, bitrate: 3Mbit}", None, subpath=(i, key)
+                errors.append(
+                    UnitError(
+                        "missing", "a name and a bitrate such as {name: HD, bitrate: 3Mbit}", None, subpath=(i, key)
+                    )
                 )
-        name = entry["name"]
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
-            raise UnitError(
-                f"{show_value(name)} is not a valid profile name",
-                "letters, digits, '_', '.' or '-'",
-                name,
-                subpath=(i, "name"),
+        name = entry.get("name")
+        if "name" in entry and (not isinstance(name, str) or not NAME_PATTERN.match(name)):
+            errors.append(
+                UnitError(
+                    f"{show_value(name)} is not a valid profile name",
+                    "letters, digits, '_', '.' or '-'",
+                    name,
+                    subpath=(i, "name"),
+                )
             )
-        if name in seen:
-            raise UnitError(
-                f"duplicate profile name {show_value(name)} (also profiles.{seen[name]})",
-                "unique profile names",
-                name,
-                subpath=(i, "name"),
+        elif isinstance(name, str) and name in seen:
+            errors.append(
+                UnitError(
+                    f"duplicate profile name {show_value(name)} (also profiles.{seen[name]})",
+                    "unique profile names",
+                    name,
+                    subpath=(i, "name"),
+                )
             )
-        seen[name] = i
-        try:
-            bitrate = parse_rate(entry["bitrate"], allow_zero=False)
-        except UnitError as e:
-            raise _sub(e, i, "bitrate") from None
+        elif isinstance(name, str):
+            seen[name] = i
+        bitrate = None
+        if "bitrate" in entry:
+            try:
+                bitrate = parse_rate(entry["bitrate"], allow_zero=False)
+                check_profile_bitrate(entry["bitrate"], bitrate)
+            except UnitError as e:
+                errors.append(UnitError(e.problem, profile_bitrate_expected(), e.value, subpath=(i, "bitrate")))
         out.append({"name": name, "bitrate_bps": bitrate})
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise UnitErrors(errors)
     return out
 
 
@@ -386,10 +418,15 @@ def _parse_engine_app(kind: str, body: Any) -> AppSpec:
             elif field == "profiles":
                 params[field] = _parse_profiles(value)
             else:
-                params[field] = _parse_field(field, defaults.get(field), value)
+                params[field] = _parse_field(field, defaults.get(field), value, field_expected(kind, field))
+        except UnitErrors as e:
+            errors.extend(_sub(one, *at) for one in e.errors)
         except UnitError as e:
             errors.append(_sub(e, *at))
-    if kind == "hls" and "profiles" not in params and not defaults.get("profiles"):
+    failed = {str(e.subpath[1]) for e in errors if len(e.subpath) > 1}
+    errors.extend(_sub(e, kind) for e in check_bounds(kind, body, params, defaults, failed))
+    # No ladder written at all (a ladder written but wrong has its own error above).
+    if kind == "hls" and "profiles" not in body and not defaults.get("profiles"):
         errors.append(
             UnitError(
                 "no profiles",
@@ -401,8 +438,6 @@ def _parse_engine_app(kind: str, body: Any) -> AppSpec:
     if len(errors) == 1:
         raise errors[0]
     if errors:
-        from tcplab.errors import UnitErrors
-
         raise UnitErrors(errors)
     return AppSpec(kind=kind, connections=connections, params=params)  # type: ignore[arg-type]
 

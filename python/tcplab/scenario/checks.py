@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import UnitError, show_value
 from tcplab.routing import bfs_route
-from tcplab.scenario.apps import AppSpec, _parse_app
+from tcplab.scenario.apps import APP_KINDS, AppSpec, _parse_app
 from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_between, _parse_int, _parse_name, _t
 from tcplab.scenario.flows import MAX_TOTAL_CONNECTIONS, _parse_from, connections_of, expand_flow, senders_of
-from tcplab.units import parse_time
+from tcplab.units import format_size, parse_time
 
 if TYPE_CHECKING:
     from tcplab.scenario.model import Scenario
@@ -279,7 +279,7 @@ def partial_view(data: Mapping[str, Any]) -> SimpleNamespace | None:
         flows=[
             SimpleNamespace(
                 from_=field(e, "from", _parse_from),
-                app=field(e, "app", _parse_app, AppSpec(kind="bulk")),
+                app=field(e, "app", _parse_app_kind, AppSpec(kind="bulk")),
                 to=field(e, "to", _NODE),
                 start=field(e, "start", parse_time, 0),
                 stop=field(e, "stop", parse_time, None),
@@ -297,6 +297,27 @@ def partial_view(data: Mapping[str, Any]) -> SimpleNamespace | None:
 _NODE = _parse_name("node name")
 
 
+def _parse_app_kind(value: Any) -> AppSpec:
+    """The app, or when its settings do not parse (their errors are reported), the app of
+    that kind with its defaults: a bad setting must not hide a problem elsewhere in the
+    flow (``from: [a, c]`` for an rr with a typo in its settings)."""
+    try:
+        return _parse_app(value)
+    except UnitError:
+        kind = (
+            value
+            if isinstance(value, str)
+            else next(iter(value))
+            if isinstance(value, Mapping) and len(value) == 1
+            else None
+        )
+        if kind in ("bulk", "maerts"):
+            return AppSpec(kind=kind)
+        if kind in APP_KINDS:
+            return AppSpec(kind=kind)
+        raise
+
+
 def _ok(parse: Any, value: Any) -> Any:
     try:
         return parse(value)
@@ -311,7 +332,9 @@ def app_warnings(sc: Scenario) -> list[tuple[tuple, str]]:
       than one base RTT of the path (the propagation delay there and back): every request
       would time out before its response could arrive;
     - a broadcast whose first burst comes before its last connection has started (the
-      connections start over the warm-up; see :mod:`tcplab.scenario.flows`).
+      connections start over the warm-up; see :mod:`tcplab.scenario.flows`);
+    - an nfs_stream readahead smaller than the rsize written (or an rsize above the
+      readahead written): each READ is then the readahead's size, not rsize.
     """
     from tcplab.scenario.flows import BROADCAST_WARMUP_NS
 
@@ -331,6 +354,24 @@ def app_warnings(sc: Scenario) -> list[tuple[tuple, str]]:
                         "every request times out before its response can arrive",
                     )
                 )
+        readahead, rsize = spec.get("readahead_bytes"), spec.get("rsize_bytes")
+        written = sc.flows[i].app.params
+        if (
+            kind == "nfs_stream"
+            and isinstance(readahead, int)
+            and isinstance(rsize, int)
+            and readahead < rsize
+            and {"readahead_bytes", "rsize_bytes"} & set(written)  # both defaults: Linux's own
+        ):
+            # nfs.rs: a READ asks for min(rsize, what the readahead window still wants)
+            key = "readahead" if "readahead_bytes" in written else "rsize"
+            out.append(
+                (
+                    ("flows", i, "app", kind, key),
+                    f"readahead {format_size(readahead)} is smaller than rsize {format_size(rsize)}: each READ "
+                    f"asks for at most {format_size(readahead)} (the readahead window), not rsize",
+                )
+            )
         first = spec.get("first_burst_ns")
         if kind == "broadcast" and isinstance(first, int):
             last_start = max(topo.flows[f]["start_ns"] for f in app["flows"])

@@ -19,7 +19,10 @@ its first burst (``first_burst``, scenario time) defaults to one second after th
 
 Readers. ``reader:`` sets how the application receiving the data reads it (engine
 ``FlowConfig.reader``): at once (default), ``{rate: 2Mbit}`` (a slow consumer), or
-``{every: 100ms, bytes: 64KB}`` (one that wakes up periodically).
+``{every: 100ms, bytes: 64KB}`` (one that wakes up periodically). It slows the side that
+receives the data (the other side than :data:`DATA_SIDE`): the server for bulk, rr (reading
+requests), batch_writer and broadcast; the client for maerts, hls and nfs_stream; the
+receiver of each half of a bidir pair.
 """
 
 from __future__ import annotations
@@ -147,6 +150,15 @@ def _parse_from(value: Any) -> str | tuple[str, ...]:
         for i, item in enumerate(value):
             if not isinstance(item, str) or not NAME_PATTERN.match(item):
                 raise UnitError(f"{show_value(item)} is not a node name", expected, item, subpath=(i,))
+            if item in value[:i]:
+                # a host is one sender: the same one twice would be two apps' worth of
+                # connections from one host, not what a list of senders means
+                raise UnitError(
+                    f"{show_value(item)} is already sender {list(value).index(item)}",
+                    "each sender host once (connections sets the connections per sender)",
+                    item,
+                    subpath=(i,),
+                )
         return tuple(value)
     raise UnitError(f"{show_value(value)} is not a host name", expected, value)
 

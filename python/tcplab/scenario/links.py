@@ -13,19 +13,24 @@ from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import Int, PosTime, Probability, Rate, Time, _parse_between, _parse_int, _sub
 from tcplab.scenario.queues import Queue
-from tcplab.units import U64_MAX, parse_percent, parse_size
+from tcplab.units import U64_MAX, parse_percent, parse_size, parse_time
 
 
 class LossSpec(BaseModel):
     """A parsed ``loss:`` value (engine form)."""
 
     model_config = ConfigDict(frozen=True)
-    kind: Literal["none", "bernoulli", "gilbert_elliott", "drop_list"]
+    kind: Literal["none", "bernoulli", "gilbert_elliott", "drop_list", "outage"]
     p: float = 0.0
     r: float = 0.0
     h: float = 0.0
     k: float = 1.0
     data_packets: tuple[int, ...] = ()
+    #: An outage window of scenario time (``{outage: {start: 10s, end: 200s}}``): every
+    #: packet leaving the link in [start, end) is lost (netem ``loss 100%`` added at start
+    #: and removed at end). One window per link, as the engine's ``LossConfig::Outage``.
+    start_ns: int = 0
+    end_ns: int = 0
     #: Loss filter (``only: data``, ``min_size``): which packets the random models apply to.
     data_only: bool = False
     min_ip_bytes: int = 0
@@ -40,14 +45,20 @@ class LossSpec(BaseModel):
             return {"kind": "bernoulli", "p": self.p}
         if self.kind == "gilbert_elliott":
             return {"kind": "gilbert_elliott", "p": self.p, "r": self.r, "h": self.h, "k": self.k}
+        if self.kind == "outage":
+            return {"kind": "outage", "start_ns": self.start_ns, "end_ns": self.end_ns}
         return {"kind": "drop_list", "data_packets": list(self.data_packets)}
 
 
 LOSS_EXPECTED = (
     "a loss such as 1% (a bare number is percent, as netem reads it: 0.5 is 0.5%), "
-    "{random: 1%, only: data}, {gilbert_elliott: {p: 1%, r: 30%}} or {drop: [5, 17]}"
+    "{random: 1%, only: data}, {gilbert_elliott: {p: 1%, r: 30%}}, {drop: [5, 17]} "
+    "or {outage: {start: 10s, end: 200s}}"
 )
-LOSS_MODELS = ("random", "gilbert_elliott", "drop")
+LOSS_MODELS = ("random", "gilbert_elliott", "drop", "outage")
+OUTAGE_EXPECTED = "one window such as {start: 10s, end: 200s} (every packet lost from start until end)"
+#: The engine's bound on scenario times (``MAX_DURATION_NS``: 366 days).
+MAX_OUTAGE_NS = 366 * 24 * 3600 * 10**9
 LOSS_FILTERS = ("only", "min_size")
 
 
@@ -110,6 +121,8 @@ def _parse_loss(value: Any) -> LossSpec:
         except UnitError as e:
             raise UnitError(e.problem, "a probability such as 1%", body, subpath=("random",)) from None
         return LossSpec(kind="bernoulli", p=p, **filt) if p > 0 else LossSpec(kind="none")
+    if kind == "outage":
+        return _parse_outage(body, filt)
     if kind == "drop" and filt:
         raise UnitError(
             "a drop list takes no filter",
@@ -153,6 +166,44 @@ def _parse_loss(value: Any) -> LossSpec:
     params.setdefault("h", 0.0)
     params.setdefault("k", 1.0)
     return LossSpec(kind="gilbert_elliott", **params, **filt)
+
+
+def _parse_outage(body: Any, filt: dict[str, Any]) -> LossSpec:
+    """``{outage: {start: 10s, end: 200s}}``: one window of scenario time, end after start
+    (engine ``LossConfig::Outage``, net/loss.rs: judged at the packet's serialization end)."""
+    if not isinstance(body, dict):
+        raise UnitError(f"{show_value(body)} is not a mapping", OUTAGE_EXPECTED, body, subpath=("outage",))
+    for key in body:
+        if key not in ("start", "end"):
+            raise UnitError(
+                f"unknown key {show_value(key)} (one window per link)",
+                "start and end",
+                key,
+                subpath=("outage", str(key)),
+            )
+    times = {}
+    for key in ("start", "end"):
+        if key not in body:
+            raise UnitError("missing", OUTAGE_EXPECTED, None, subpath=("outage", key))
+        try:
+            times[key] = parse_time(body[key])
+        except UnitError as e:
+            raise _sub(e, "outage", key) from None
+        if times[key] > MAX_OUTAGE_NS:
+            raise UnitError(
+                f"{show_value(body[key])} is out of range",
+                "a time of at most 366 days",
+                body[key],
+                subpath=("outage", key),
+            )
+    if times["end"] <= times["start"]:
+        raise UnitError(
+            f"{show_value(body['end'])} is not after start ({show_value(body['start'])})",
+            "an end later than start",
+            body["end"],
+            subpath=("outage", "end"),
+        )
+    return LossSpec(kind="outage", start_ns=times["start"], end_ns=times["end"], **filt)
 
 
 Loss = Annotated[LossSpec, BeforeValidator(_parse_loss)]

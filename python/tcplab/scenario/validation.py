@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tcplab.errors import ScenarioError, ScenarioWarning, UnitError, UnitErrors, show_value
+from tcplab.scenario.apps import APP_KINDS, app_keys
 from tcplab.scenario.base import UnknownKey
 from tcplab.scenario.checks import app_warnings, check_flows, check_nodes, partial_view
 from tcplab.scenario.model import Scenario
@@ -81,9 +82,36 @@ def _rate_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
                 qdisc_rates(f"hosts.{name}.nic.allowance", nic.get("allowance"))
     flows = data.get("flows")
     for i, flow in enumerate(flows if isinstance(flows, list) else []):
-        tcp = flow.get("tcp") if isinstance(flow, Mapping) else None
+        if not isinstance(flow, Mapping):
+            continue
+        tcp = flow.get("tcp")
         if isinstance(tcp, Mapping):
             out.append((f"flows.{i}.tcp.max_pacing_rate", tcp.get("max_pacing_rate")))
+        reader = flow.get("reader")
+        if isinstance(reader, Mapping) and "rate" in reader:
+            out.append((f"flows.{i}.reader.rate", reader["rate"]))
+        out.extend(_app_rate_fields(f"flows.{i}.app", flow.get("app")))
+    return out
+
+
+def _app_rate_fields(path: str, app: Any) -> list[tuple[str, Any]]:
+    """(dotted path, raw value) of an ``app:``'s rates: every key of an engine field ending in
+    ``_bps`` (hls ``start_estimate``, nfs_stream ``bitrate``) and each hls profile's bitrate."""
+    if not isinstance(app, Mapping) or len(app) != 1:
+        return []
+    kind, body = next(iter(app.items()))
+    if kind not in APP_KINDS or not isinstance(body, Mapping):
+        return []
+    keys = app_keys(kind)
+    out = [
+        (f"{path}.{kind}.{key}", value)
+        for key, value in body.items()
+        if isinstance(key, str) and keys.get(key, "").endswith("_bps")
+    ]
+    profiles = body.get("profiles") if kind == "hls" else None
+    for j, profile in enumerate(profiles if isinstance(profiles, list) else []):
+        if isinstance(profile, Mapping) and "bitrate" in profile:
+            out.append((f"{path}.{kind}.profiles.{j}.bitrate", profile["bitrate"]))
     return out
 
 
@@ -171,8 +199,8 @@ def share_fraction_warning(value: Any) -> str | None:
 
 
 def collect_warnings(data: Mapping[str, Any], file: str, lines: Mapping[tuple[str, ...], int]) -> list[ScenarioWarning]:
-    """Valid values that probably mean something else than intended: rates in tc's bytes/s,
-    qdisc sizes in bits, a CPU share that looks like a fraction."""
+    """Valid values that probably mean something else than intended: rates in tc's bytes/s
+    (links, qdiscs, pacing, apps, readers), qdisc sizes in bits, a CPU share that looks like a fraction."""
     warnings = []
     checks = [
         (_rate_fields, rate_unit_warning),
