@@ -731,3 +731,15 @@ def test_a_large_engine_configuration_is_not_embedded_in_the_report(tmp_path):
     # a small run embeds it
     small = run_apps(fake_core).write(tmp_path / "small", plots=False)
     assert "engine configuration (<code>scenario.resolved.json</code>)" in (small / "report.html").read_text()
+
+
+def test_app_result_table_and_get():
+    app = AppResult(name="v", kind="hls", summary={"stalls": 2, "latency_ms": {"p99": 1.5}}, tables={"segments": pd.DataFrame({"index": [0]})})
+    assert list(app.table("segments")["index"]) == [0]
+    with pytest.raises(KeyError, match=r"no table 'requests'; its tables: segments"):
+        app.table("requests")
+    # like dict.get: a default for a missing key, the value otherwise; key paths for nested values
+    assert app.get("stalls") == 2 and app.get("stalls", 0) == 2
+    assert app.get("missing") is None and app.get("missing", 0) == 0
+    assert app.get("latency_ms", "p99") == 1.5 and app.get("latency_ms", "p50", default=-1) == -1
+    assert app.get("missing", default="n/a") == "n/a"

@@ -40,13 +40,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from tcplab.results.apps import TIMEOUT_RATIO_ALERT, AppResult
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from tcplab.results import Result
     from tcplab.views.plots import Plot
 
@@ -164,7 +163,7 @@ def stall_spans(
 
 def _buffer_panel(ax: Any, result: Result, app: AppResult, title: str) -> None:
     """Buffer (s) over time, startup grey, stalls red (both from the ``series`` table)."""
-    series = app.table("series")
+    series = app.tables.get("series", pd.DataFrame())
     t = _col(series, "t_s")
     buffer = _col(series, "buffer_ns")
     if t is None or buffer is None or len(t) == 0:
@@ -253,7 +252,7 @@ def _figure(panels: int, height_per: float = 3.0) -> Any:
 def _rr(result: Result, app: AppResult) -> tuple[Any, str]:
     fig = _figure(2, 3.4)
     cdf_ax, time_ax = fig.subplots(2, 1)
-    req = app.table("requests")
+    req = app.tables.get("requests", pd.DataFrame())
     latency = _col(req, "latency_ms")
     if latency is None or len(latency) == 0:
         _note(cdf_ax, "no completed transactions")
@@ -290,7 +289,7 @@ def _hls(result: Result, app: AppResult) -> tuple[Any, str]:
     fig = _figure(3, 3.0)
     buf_ax, prof_ax, lat_ax = fig.subplots(3, 1, sharex=True)
     _buffer_panel(buf_ax, result, app, f"{app.name}: playback buffer (HLS)")
-    seg = app.table("segments")
+    seg = app.tables.get("segments", pd.DataFrame())
     t = _col(seg, "request_s")
     bitrate = _col(seg, "bitrate_bps")
     ladder = _ladder(app, seg)
@@ -441,7 +440,7 @@ def _cwnd_panel(ax: Any, result: Result, flows: Sequence[str]) -> None:
 def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
     fig = _figure(3, 3.0)
     cdf_ax, events_ax, queue_ax = fig.subplots(3, 1)
-    req = app.table("requests")
+    req = app.tables.get("requests", pd.DataFrame())
     latency = _col(req, "latency_ms")
     outcome = req["outcome"].to_numpy().astype(str) if "outcome" in req.columns else None
     if latency is None or len(latency) == 0:
@@ -490,7 +489,7 @@ def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
     )
     events_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     _legend(events_ax)
-    series = app.table("series")
+    series = app.tables.get("series", pd.DataFrame())
     t = _col(series, "t_s")
     pending = _col(series, "pending")
     if t is not None and pending is not None and len(t):
@@ -528,7 +527,7 @@ def _batch_latency_ms(req: pd.DataFrame) -> np.ndarray | None:
 def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
     fig = _figure(2, 3.4)
     burst_ax, ratio_ax = fig.subplots(2, 1)
-    bursts = app.table("bursts")
+    bursts = app.tables.get("bursts", pd.DataFrame())
     start = _col(bursts, "start_s")
     completion = _col(bursts, "completion_ms")
     if start is None or completion is None or len(start) == 0:
