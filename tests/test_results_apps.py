@@ -649,7 +649,7 @@ def test_summary_flows_carry_the_chronographs_and_the_data_direction(fake_result
         assert f["rwnd_limited_ms"] == pytest.approx(frame.loc[name, "rwnd_limited_ms"])
         assert f["sndbuf_limited_ms"] == pytest.approx(frame.loc[name, "sndbuf_limited_ms"])
     config_flows = fake_result.config["flows"]
-    for name, kind, _spec, indices, side in APPS:
+    for _name, kind, _spec, indices, side in APPS:
         for k in indices:
             f = flows[config_flows[k]["name"]]
             # the server (`to`) sends the data of hls and nfs_stream, the client (`from`) the others
@@ -665,7 +665,9 @@ def test_cli_flow_table_shows_the_data_direction_and_rwnd_limited(tmp_path, patc
 
     scenario = {**SCENARIO, "flows": [{"from": "c", "to": "s", "app": "maerts"}, {"from": "c", "to": "s"}]}
     out = tmp_path / "run"
-    r = CliRunner().invoke(cli, ["run", str(write_yaml(scenario)), "-o", str(out), "--no-plots"], env={"COLUMNS": "250"})
+    r = CliRunner().invoke(
+        cli, ["run", str(write_yaml(scenario)), "-o", str(out), "--no-plots"], env={"COLUMNS": "250"}
+    )
     assert r.exit_code == 0, r.output
     assert "data" in r.stdout and "rwnd-lim %" in r.stdout
     summary = json.loads((out / "summary.json").read_text())
@@ -734,7 +736,12 @@ def test_a_large_engine_configuration_is_not_embedded_in_the_report(tmp_path):
 
 
 def test_app_result_table_and_get():
-    app = AppResult(name="v", kind="hls", summary={"stalls": 2, "latency_ms": {"p99": 1.5}}, tables={"segments": pd.DataFrame({"index": [0]})})
+    app = AppResult(
+        name="v",
+        kind="hls",
+        summary={"stalls": 2, "latency_ms": {"p99": 1.5}},
+        tables={"segments": pd.DataFrame({"index": [0]})},
+    )
     assert list(app.table("segments")["index"]) == [0]
     with pytest.raises(KeyError, match=r"no table 'requests'; its tables: segments"):
         app.table("requests")
@@ -743,3 +750,60 @@ def test_app_result_table_and_get():
     assert app.get("missing") is None and app.get("missing", 0) == 0
     assert app.get("latency_ms", "p99") == 1.5 and app.get("latency_ms", "p50", default=-1) == -1
     assert app.get("missing", default="n/a") == "n/a"
+
+
+def _fig_texts(fig) -> list[str]:
+    texts = []
+    for ax in fig.axes:
+        texts += [t.get_text() for t in ax.texts] + [ax.get_title("left"), ax.get_title()]
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += [t.get_text() for t in legend.get_texts()]
+    return texts
+
+
+def test_app_plot_labels(fake_result):
+    import dataclasses
+
+    import matplotlib.pyplot as plt
+
+    from tcplab.views.apps import _batch, _broadcast, _hls
+
+    # batch_writer: every request timed out, an unbounded queue (max_pending 0), counts of 0/1
+    n = 4
+    req = pd.DataFrame(
+        {
+            "flow": np.zeros(n, dtype="u4"),
+            "batch": np.arange(n, dtype="u8"),
+            "attempt": np.ones(n, dtype="u8"),
+            "start_s": np.arange(n, dtype=float),
+            "latency_ms": np.full(n, 2000.0),
+            "outcome": ["timeout"] * n,
+        }
+    )
+    series = pd.DataFrame({"t_s": np.arange(5, dtype=float), "pending": np.array([0, 1, 0, 1, 0])})
+    batch = AppResult(
+        "agent", "batch_writer", {"dropped": 0}, {"requests": req, "series": series}, ["f"], {"max_pending": 0}
+    )
+    fig, _ = _batch(fake_result, batch)
+    fig.canvas.draw()
+    texts = _fig_texts(fig)
+    assert "no request completed" in texts
+    assert "queue unbounded" in texts and not any("queue limit" in t for t in texts)
+    _cdf_ax, events_ax, queue_ax = fig.axes
+    for ax in (events_ax, queue_ax):  # counts: integer ticks only
+        ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    plt.close(fig)
+    # hls: "1 switch", not "1 switches"
+    viewer = fake_result.apps["viewer"]
+    for switches, text in ((1, "1 switch"), (3, "3 switches")):
+        fig, _ = _hls(fake_result, dataclasses.replace(viewer, summary={**viewer.summary, "switches": switches}))
+        assert any(t.endswith(f", {text}") for t in _fig_texts(fig)), _fig_texts(fig)
+        plt.close(fig)
+    # broadcast: the alert line is the story's
+    fig, caption = _broadcast(fake_result, fake_result.apps["fanout"])
+    texts = _fig_texts(fig)
+    assert any("story 004" in t for t in texts) and not any("seed 004" in t for t in texts)
+    assert "story 004" in caption
+    plt.close(fig)

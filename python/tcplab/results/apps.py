@@ -58,7 +58,7 @@ __all__ = [
 APP_TABLE_FILE = re.compile(r"app_[a-z0-9_]+\.parquet\Z")
 _TABLE_NAME = re.compile(r"[a-z0-9_]+\Z")
 
-#: TCPTimeouts / CurrEstab above which the Mattermost team of seed 004 was alerted (3 %).
+#: TCPTimeouts / CurrEstab above which the Mattermost team of story 004 was alerted (3 %).
 TIMEOUT_RATIO_ALERT = 0.03
 
 #: ``*_ns`` columns that are instants (scenario time), shown in seconds; other ``*_ns``
