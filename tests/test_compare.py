@@ -45,10 +45,28 @@ def test_multi_flow_rows(fake):
     c = tcplab.compare(
         ["builtin:cubic-vs-bbr-lossy"], ["flows.0.count=2", "flows.0.cc=cubic,bbr", "duration=1s"], core=fake
     )
-    assert "flow 0 goodput (Mbit/s)" in c.table.index and "flow 1 RTT p99 (ms)" in c.table.index
+    # rows named by the flow (the same name in both variants), not by its position
+    first, second = c.results["cubic"].flows["name"]
+    assert f"{first} goodput (Mbit/s)" in c.table.index and f"{second} RTT p99 (ms)" in c.table.index
+    assert not any(str(m).startswith("flow 0 ") for m in c.table.index)
     assert c.table.loc["goodput (Mbit/s)", "cubic"] == pytest.approx(
-        c.table.loc["flow 0 goodput (Mbit/s)", "cubic"] + c.table.loc["flow 1 goodput (Mbit/s)", "cubic"]
+        c.table.loc[f"{first} goodput (Mbit/s)", "cubic"] + c.table.loc[f"{second} goodput (Mbit/s)", "cubic"]
     )
+
+
+def test_multi_flow_rows_of_differently_named_flows_are_by_position(fake, tmp_path, write_yaml, base_scenario):
+    a = {
+        **base_scenario,
+        "flows": [{"from": "server", "to": "client", "name": "x"}, {"from": "server", "to": "client"}],
+    }
+    b = {
+        **base_scenario,
+        "flows": [{"from": "server", "to": "client", "name": "y"}, {"from": "server", "to": "client"}],
+    }
+    c = tcplab.compare([str(write_yaml(a, "a.yaml")), str(write_yaml(b, "b.yaml"))], core=fake)
+    assert "flow 0 RTT p50 (ms)" in c.table.index  # x vs y: matched by position
+    second = c.results[list(c.results)[0]].flows["name"].iloc[1]
+    assert f"{second} RTT p50 (ms)" in c.table.index
 
 
 def test_write(cmp, tmp_path):

@@ -635,3 +635,175 @@ def test_cli_run_of_every_workload_on_the_engine(tmp_path, monkeypatch, real_cor
     r = CliRunner().invoke(cli, ["run", str(write_yaml(ALL_APPS_YAML)), "-o", str(out)])
     assert r.exit_code == 0, r.output
     _check_all_apps_run(out, r.stdout)
+
+
+# -- summary.json / report / CLI flow rows: rwnd-limited, data direction, aggregate rows ---
+
+
+def test_summary_flows_carry_the_chronographs_and_the_data_direction(fake_result, fake_run_dir):
+    flows = {f["name"]: f for f in json.loads((fake_run_dir / "summary.json").read_text())["flows"]}
+    frame = fake_result.flows.set_index("name")
+    for name, f in flows.items():
+        # ss -i's rwnd_limited:Xms(Y%): Y = rwnd_limited / busy
+        assert f["rwnd_limited_pct"] == pytest.approx(100 * f["rwnd_limited_ms"] / f["busy_ms"])
+        assert f["rwnd_limited_ms"] == pytest.approx(frame.loc[name, "rwnd_limited_ms"])
+        assert f["sndbuf_limited_ms"] == pytest.approx(frame.loc[name, "sndbuf_limited_ms"])
+    config_flows = fake_result.config["flows"]
+    for _name, kind, _spec, indices, side in APPS:
+        for k in indices:
+            f = flows[config_flows[k]["name"]]
+            # the server (`to`) sends the data of hls and nfs_stream, the client (`from`) the others
+            expected = (f["to"], f["from"]) if side == "server" else (f["from"], f["to"])
+            assert (f["data_from"], f["data_to"]) == expected, (kind, f)
+    html = (fake_run_dir / "report.html").read_text()
+    assert "rwnd-limited (%)" in html and "s \u2192 c" in html  # hls/nfs rows: data s -> c
+
+
+def test_cli_flow_table_shows_the_data_direction_and_rwnd_limited(tmp_path, patched_core, write_yaml):
+    from tcplab.cli import _show_limited
+    from tcplab.cli import app as cli
+
+    scenario = {**SCENARIO, "flows": [{"from": "c", "to": "s", "app": "maerts"}, {"from": "c", "to": "s"}]}
+    out = tmp_path / "run"
+    r = CliRunner().invoke(
+        cli, ["run", str(write_yaml(scenario)), "-o", str(out), "--no-plots"], env={"COLUMNS": "250"}
+    )
+    assert r.exit_code == 0, r.output
+    assert "data" in r.stdout and "rwnd-lim %" in r.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    hls = next(f for f in summary["flows"] if f["data_from"] != f["from"])
+    row = next(line for line in r.stdout.splitlines() if line.strip().startswith(hls["name"] + " "))
+    assert "s -> c" in row and f"{hls['rwnd_limited_pct']:.1f}" in row
+    # the column: a non-immediate reader, or a flow limited for >= 1 % of its busy time
+    quiet = [{"rwnd_limited_pct": 0.5, "busy_ms": 1000.0, "sndbuf_limited_ms": 5.0}]
+    assert not _show_limited(quiet, {"flows": [{}]})
+    assert _show_limited(quiet, {"flows": [{"reader": {"kind": "rate", "rate_bps": 1}}]})
+    assert _show_limited([{**quiet[0], "rwnd_limited_pct": 2.0}], {})
+    assert _show_limited([{**quiet[0], "sndbuf_limited_ms": 20.0}], {})
+
+
+@pytest.mark.parametrize("connections", [16, 17])
+def test_summary_folds_an_app_of_more_than_16_connections(tmp_path, connections):
+    scenario = {**SCENARIO, "flows": [{"from": "c", "to": "s", "count": connections + 1}]}
+    apps = [("fanout", "broadcast", {"connections_per_sender": connections}, list(range(connections)), "client")]
+    r = run_apps(fake_core, scenario, apps)
+    out = r.write(tmp_path / "run", plots=False)
+    summary = json.loads((out / "summary.json").read_text())
+    names = [f["name"] for f in summary["flows"]]
+    alone = r.config["flows"][connections]["name"]
+    if connections <= 16:  # listed one by one, as before
+        assert names == [f["name"] for f in r.config["flows"]]
+        assert all("connections" not in f for f in summary["flows"])
+        return
+    assert names == ["fanout", alone]
+    agg = summary["flows"][0]
+    members = r.flows[r.flows["app"] == "fanout"]
+    assert agg["connections"] == connections == len(members)
+    assert agg["per_connection"] == "flows.parquet"
+    assert agg["goodput_bps"] == pytest.approx(members["goodput_bps"].sum())
+    assert agg["retrans_segs"] == members["retrans_segs"].sum()
+    assert agg["retrans_ratio"] == pytest.approx(members["retrans_segs"].sum() / members["data_segs_out"].sum())
+    assert agg["timeouts"] == members["timeouts"].sum()
+    assert agg["rwnd_limited_pct"] == pytest.approx(100 * members["rwnd_limited_ms"].sum() / members["busy_ms"].sum())
+    assert agg["rtt_p50_ms"] is None
+    # every connection is in flows.parquet, with its app
+    parquet = pd.read_parquet(out / "flows.parquet")
+    assert len(parquet) == connections + 1
+    assert (parquet["app"] == "fanout").sum() == connections
+    html = (out / "report.html").read_text()
+    assert f"fanout ({connections} connections)" in html
+
+
+def test_a_large_engine_configuration_is_not_embedded_in_the_report(tmp_path):
+    from tcplab.views.report import REPORT_MAX_CONFIG_CHARS
+
+    n = 400
+    scenario = {**SCENARIO, "flows": [{"from": "c", "to": "s", "count": n}]}
+    apps = [("fanout", "broadcast", {"connections_per_sender": n}, list(range(n)), "client")]
+    r = run_apps(fake_core, scenario, apps)
+    out = r.write(tmp_path / "run", plots=False)
+    resolved = (out / "scenario.resolved.json").read_text()
+    assert len(resolved) > REPORT_MAX_CONFIG_CHARS
+    html = (out / "report.html").read_text()
+    assert "not embedded here" in html and "scenario.resolved.json" in html
+    assert len(html) < len(resolved)  # the configuration's text is not in the page
+    assert '"flows": [' not in html
+    summary = json.loads((out / "summary.json").read_text())
+    assert [f["name"] for f in summary["flows"]] == ["fanout"]
+    # a small run embeds it
+    small = run_apps(fake_core).write(tmp_path / "small", plots=False)
+    assert "engine configuration (<code>scenario.resolved.json</code>)" in (small / "report.html").read_text()
+
+
+def test_app_result_table_and_get():
+    app = AppResult(
+        name="v",
+        kind="hls",
+        summary={"stalls": 2, "latency_ms": {"p99": 1.5}},
+        tables={"segments": pd.DataFrame({"index": [0]})},
+    )
+    assert list(app.table("segments")["index"]) == [0]
+    with pytest.raises(KeyError, match=r"no table 'requests'; its tables: segments"):
+        app.table("requests")
+    # like dict.get: a default for a missing key, the value otherwise; key paths for nested values
+    assert app.get("stalls") == 2 and app.get("stalls", 0) == 2
+    assert app.get("missing") is None and app.get("missing", 0) == 0
+    assert app.get("latency_ms", "p99") == 1.5 and app.get("latency_ms", "p50", default=-1) == -1
+    assert app.get("missing", default="n/a") == "n/a"
+
+
+def _fig_texts(fig) -> list[str]:
+    texts = []
+    for ax in fig.axes:
+        texts += [t.get_text() for t in ax.texts] + [ax.get_title("left"), ax.get_title()]
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += [t.get_text() for t in legend.get_texts()]
+    return texts
+
+
+def test_app_plot_labels(fake_result):
+    import dataclasses
+
+    import matplotlib.pyplot as plt
+
+    from tcplab.views.apps import _batch, _broadcast, _hls
+
+    # batch_writer: every request timed out, an unbounded queue (max_pending 0), counts of 0/1
+    n = 4
+    req = pd.DataFrame(
+        {
+            "flow": np.zeros(n, dtype="u4"),
+            "batch": np.arange(n, dtype="u8"),
+            "attempt": np.ones(n, dtype="u8"),
+            "start_s": np.arange(n, dtype=float),
+            "latency_ms": np.full(n, 2000.0),
+            "outcome": ["timeout"] * n,
+        }
+    )
+    series = pd.DataFrame({"t_s": np.arange(5, dtype=float), "pending": np.array([0, 1, 0, 1, 0])})
+    batch = AppResult(
+        "agent", "batch_writer", {"dropped": 0}, {"requests": req, "series": series}, ["f"], {"max_pending": 0}
+    )
+    fig, _ = _batch(fake_result, batch)
+    fig.canvas.draw()
+    texts = _fig_texts(fig)
+    assert "no request completed" in texts
+    assert "queue unbounded" in texts and not any("queue limit" in t for t in texts)
+    _cdf_ax, events_ax, queue_ax = fig.axes
+    for ax in (events_ax, queue_ax):  # counts: integer ticks only
+        ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    plt.close(fig)
+    # hls: "1 switch", not "1 switches"
+    viewer = fake_result.apps["viewer"]
+    for switches, text in ((1, "1 switch"), (3, "3 switches")):
+        fig, _ = _hls(fake_result, dataclasses.replace(viewer, summary={**viewer.summary, "switches": switches}))
+        assert any(t.endswith(f", {text}") for t in _fig_texts(fig)), _fig_texts(fig)
+        plt.close(fig)
+    # broadcast: the alert line is the story's
+    fig, caption = _broadcast(fake_result, fake_result.apps["fanout"])
+    texts = _fig_texts(fig)
+    assert any("story 004" in t for t in texts) and not any("seed 004" in t for t in texts)
+    assert "story 004" in caption
+    plt.close(fig)

@@ -63,6 +63,28 @@ def test_path_follows_the_slowest_link_per_direction_and_the_mss(base_scenario):
     assert path.base_rtt_s == pytest.approx(0.027)
 
 
+@pytest.mark.parametrize("app", ["maerts", {"hls": {"profiles": [{"name": "HD", "bitrate": "3Mbit"}]}}])
+def test_server_sending_flows_route_their_data_from_the_server(base_scenario, app):
+    # maerts / hls: the server (`to`) writes the data (engine data_side = server), so the
+    # ceiling is the slowest link of to -> from; the client's direction carries the ACKs
+    base_scenario["links"][0] = {
+        "between": ["server", "r1"],
+        "rate": "100Mbit",
+        "delay": "5ms",
+        "reverse": {"rate": "5Mbit", "delay": "20ms"},
+    }
+    base_scenario["flows"][0]["app"] = app  # from server to client: the data goes client -> server
+    config = tcplab.load_scenario(base_scenario).to_core()
+    flow = config["flows"][0]
+    assert flow["data_side"] == "server"
+    path = flow_path(config, flow)
+    assert path is not None
+    assert path.payload_ceiling_bps == pytest.approx(5e6 * 1448 / 1514)
+    assert config["links"][path.bottleneck_link]["name"] == "r1->server"
+    assert [config["links"][i]["name"] for i in path.data_links] == ["client->r1", "r1->server"]
+    assert [config["links"][i]["name"] for i in path.ack_links] == ["server->r1", "r1->client"]
+
+
 def _ceiling_and_rtt(name: str) -> tuple[float, float]:
     config = tcplab.load_scenario(name).to_core()
     path = flow_path(config, config["flows"][0])

@@ -376,6 +376,42 @@ def _app_lines(result) -> list[str]:  # noqa: ANN001
     return [f"app {headline_text(app)}" for app in getattr(result, "apps", {}).values()]
 
 
+def _joined(value: Any) -> str:
+    return ",".join(value) if isinstance(value, list) else str(value)
+
+
+def _ends(f: dict) -> str:
+    """A summary flow's client -> server (``from -> to``)."""
+    return f"{_joined(f.get('from'))} -> {_joined(f.get('to'))}"
+
+
+def _data_dir(f: dict) -> str:
+    """A summary flow's data direction, ``data_from -> data_to`` (the sender whose goodput,
+    cwnd and RTT the row shows: the server for maerts, bidir's .rev, hls, nfs_stream)."""
+    if f.get("data_from") is None:
+        return _ends(f)
+    return f"{_joined(f['data_from'])} -> {_joined(f.get('data_to'))}"
+
+
+#: rwnd/sndbuf-limited share (percent of busy time) from which the CLI shows the column.
+LIMITED_SHOWN_PCT = 1.0
+
+
+def _show_limited(flows: list[dict], config: dict) -> bool:
+    """Show the ``rwnd-lim %`` column (ss's rwnd_limited:Xms(Y%)) when a flow has a reader
+    that is not immediate (a slow reader: ``reader:`` in the scenario) or any flow was
+    receive-window- or send-buffer-limited for at least LIMITED_SHOWN_PCT % of its busy time."""
+    if any((f.get("reader") or {}).get("kind", "immediate") != "immediate" for f in config.get("flows", [])):
+        return True
+    for f in flows:
+        busy = f.get("busy_ms") or 0.0
+        if (f.get("rwnd_limited_pct") or 0.0) >= LIMITED_SHOWN_PCT:
+            return True
+        if busy > 0 and 100.0 * (f.get("sndbuf_limited_ms") or 0.0) / busy >= LIMITED_SHOWN_PCT:
+            return True
+    return False
+
+
 def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
     from rich import box
     from rich.table import Table
@@ -388,41 +424,35 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
+    flows = s["flows"]  # an app's many connections are already one row (summary.json)
+    show_data = any(_data_dir(f) != _ends(f) for f in flows)
+    show_limited = _show_limited(flows, getattr(result, "config", {}) or {})
     table.add_column("flow", no_wrap=True)
+    if show_data:
+        table.add_column("data")
     table.add_column("cc")
-    for col in ("goodput Mbit/s", "retrans %", "RTOs", "RTT p50 ms", "RTT p99 ms"):
+    cols = ["goodput Mbit/s", "retrans %", "RTOs", "RTT p50 ms", "RTT p99 ms"]
+    if show_limited:
+        cols.append("rwnd-lim %")
+    for col in cols:
         table.add_column(col, justify="right")
-    from tcplab.results.apps import collapsed_flows
-
-    collapsed = collapsed_flows(getattr(result, "apps", {}))
-    grouped: dict[str, list[dict]] = {}
-    for f in s["flows"]:
-        if f["name"] in collapsed:
-            grouped.setdefault(collapsed[f["name"]], []).append(f)
-    for f in s["flows"]:
-        app = collapsed.get(f["name"])
-        if app is None:
-            table.add_row(
-                Text(f["name"]),
-                Text(f["cc"]),
-                _fmt(f["goodput_bps"], 1e-6, 3),
-                _fmt(f["retrans_ratio"], 100.0),
-                str(f["timeouts"]),
-                _fmt(f["rtt_p50_ms"], 1, 1),
-                _fmt(f["rtt_p99_ms"], 1, 1),
-            )
-        elif app in grouped:  # an app's thousands of connections: one row of totals
-            members = grouped.pop(app)
-            segs = sum(m["data_segs_out"] or 0 for m in members)
-            table.add_row(
-                Text(f"{app} ({len(members)} connections)"),
-                Text(",".join(dict.fromkeys(m["cc"] for m in members))),
-                _fmt(sum(m["goodput_bps"] or 0.0 for m in members), 1e-6, 3),
-                _fmt(sum(m["retrans_segs"] or 0 for m in members) / segs if segs else 0.0, 100.0),
-                str(sum(m["timeouts"] or 0 for m in members)),
-                "-",
-                "-",
-            )
+    for f in flows:
+        n = f.get("connections")
+        cells = [Text(f"{f['name']} ({n} connections)" if n else f["name"])]
+        if show_data:
+            cells.append(Text(_data_dir(f)))
+        cc = f["cc"]
+        cells += [
+            Text(",".join(cc) if isinstance(cc, list) else cc),
+            _fmt(f["goodput_bps"], 1e-6, 3),
+            _fmt(f["retrans_ratio"], 100.0),
+            str(f["timeouts"]),
+            _fmt(f["rtt_p50_ms"], 1, 1) if not n else "-",
+            _fmt(f["rtt_p99_ms"], 1, 1) if not n else "-",
+        ]
+        if show_limited:
+            cells.append(_fmt(f.get("rwnd_limited_pct"), 1, 1))
+        table.add_row(*cells)
     console.print(table)
     drops = [f"{link['name']} {link['drops']}" for link in s["links"] if link.get("drops")]
     if drops:

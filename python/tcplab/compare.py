@@ -22,7 +22,8 @@ propagates, so none outlives the comparison.
 The table has one row per metric and one column per variant: total goodput (Mbit/s),
 retransmitted segments (% of segments sent), RTOs, queue drops (tail drops in queues),
 loss drops (packets the links' loss models dropped), and RTT p50/p99 (ms) per
-flow (flows matched by position; the connections of an app with more than 16, a broadcast's,
+flow (flows matched by position, rows named ``NAME RTT p50 (ms)`` when the flow has one name
+in every variant, else ``flow K ...``; the connections of an app with more than 16, a broadcast's,
 get no rows of their own). Each application's headline metrics follow, one row each, named
 ``APP: metric (unit)`` and matched by app name (:func:`tcplab.results.apps.headline`). When
 a variant has a host with a NIC model, a row of NIC ring drops (summed over hosts); with a
@@ -167,6 +168,19 @@ def compare_table(results: Mapping[str, Result]) -> pd.DataFrame:
     def put(metric: str, label: str, value: float) -> None:
         rows.setdefault(metric, {})[label] = value
 
+    # an app's thousands of connections (a broadcast) get no row each: its headline rows below
+    listed_of = {
+        label: (
+            r.flows[~r.flows["name"].isin(list(collapsed_flows(getattr(r, "apps", {}))))] if len(r.flows) else r.flows
+        )
+        for label, r in results.items()
+    }
+    # rows named by the flow (``NAME goodput``) when the k-th flow has one name in every
+    # variant (the usual case: variants of one scenario), else by position (``flow k``)
+    prefixes = []
+    for k in range(max_flows):
+        names = {str(listed.iloc[k]["name"]) for listed in listed_of.values() if k < len(listed)}
+        prefixes.append(f"{names.pop()} " if len(names) == 1 else f"flow {k} ")
     for label, r in results.items():
         f = r.flows
         segs = f["data_segs_out"].sum()
@@ -175,10 +189,9 @@ def compare_table(results: Mapping[str, Result]) -> pd.DataFrame:
         put("timeouts", label, float(f["timeouts"].sum()))
         put("queue drops", label, float(r.links["drops"].sum()) if len(r.links) else 0.0)
         put("loss drops", label, float(r.links["loss_drops"].sum()) if len(r.links) else 0.0)
-        # an app's thousands of connections (a broadcast) get no row each: its headline rows below
-        listed = f[~f["name"].isin(list(collapsed_flows(getattr(r, "apps", {}))))] if len(f) else f
+        listed = listed_of[label]
         for k in range(max_flows):
-            prefix = "" if max_flows == 1 else f"flow {k} "
+            prefix = "" if max_flows == 1 else prefixes[k]
             if k < len(listed):
                 row = listed.iloc[k]
                 if max_flows > 1:

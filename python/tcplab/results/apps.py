@@ -58,7 +58,7 @@ __all__ = [
 APP_TABLE_FILE = re.compile(r"app_[a-z0-9_]+\.parquet\Z")
 _TABLE_NAME = re.compile(r"[a-z0-9_]+\Z")
 
-#: TCPTimeouts / CurrEstab above which the Mattermost team of seed 004 was alerted (3 %).
+#: TCPTimeouts / CurrEstab above which the Mattermost team of story 004 was alerted (3 %).
 TIMEOUT_RATIO_ALERT = 0.03
 
 #: ``*_ns`` columns that are instants (scenario time), shown in seconds; other ``*_ns``
@@ -88,15 +88,25 @@ class AppResult:
     spec: dict[str, Any] = field(default_factory=dict)
 
     def table(self, name: str) -> pd.DataFrame:
-        """A table by name (an empty frame when the app has none of that name)."""
-        return self.tables.get(name, pd.DataFrame())
+        """A table by name; KeyError naming the app's tables when it has none of that name
+        (``tables.get(name)`` for an optional one)."""
+        if name not in self.tables:
+            known = ", ".join(sorted(self.tables)) or "none"
+            raise KeyError(f"app {self.name!r} ({self.kind}) has no table {name!r}; its tables: {known}")
+        return self.tables[name]
 
-    def get(self, *path: str) -> Any:
-        """A summary value by key path (``get("latency_ms", "p99")``), or None."""
+    def get(self, *path: Any, default: Any = None) -> Any:
+        """A summary value by key path (``get("latency_ms", "p99")``), else ``default``.
+
+        Like ``dict.get``, a last argument that is not a string is the default
+        (``get("stalls", 0)``); pass ``default=`` for a string default."""
+        if path and not isinstance(path[-1], str):
+            *keys, default = path
+            path = tuple(keys)
         value: Any = self.summary
         for key in path:
             if not isinstance(value, Mapping) or key not in value:
-                return None
+                return default
             value = value[key]
         return value
 
@@ -299,7 +309,7 @@ def _buffer_min_s(app: AppResult) -> float | None:
         given = _num(app.get(key))
         if given is not None:
             return given
-    series = app.table("series")
+    series = app.tables.get("series", pd.DataFrame())
     if series.empty or "buffer_ns" not in series.columns:
         return None
     buffer = series["buffer_ns"].to_numpy(dtype=np.float64)

@@ -22,7 +22,11 @@ numbers people compare:
 A run directory (``Result.write(DIR)``) holds::
 
     summary.json              scenario, seed, versions, per-flow and per-link totals (tc -s
-                              counters, qdisc xstats, tbf child), per-host NIC and CPU, invariant
+                              counters, qdisc xstats, tbf child), per-host NIC and CPU, invariant;
+                              an app with more than 16 connections (a broadcast's thousands) is
+                              one aggregate flow row (``connections``, ``per_connection``)
+    flows.parquet             per flow (every connection): the ``Result.flows`` frame (name, from,
+                              to, data_from, data_to, app, cc, goodput, RTT, rwnd_limited, ...)
     scenario.resolved.json    the exact engine configuration (rerun it to reproduce)
     timeseries.parquet        per (sample, flow): engine columns + flow_name, t_s, goodput_bps,
                               ca_state_name, cc_mode_name
@@ -73,7 +77,7 @@ import pandas as pd
 
 from tcplab.columns import HOST_DTYPES
 from tcplab.engine import EngineOutput
-from tcplab.results.apps import AppResult, app_results, app_summaries, write_app_tables
+from tcplab.results.apps import AppResult, app_results, app_summaries, collapsed_flows, write_app_tables
 from tcplab.results.counters import format_nstat
 from tcplab.results.ethtool import format_ethtool_stats
 from tcplab.results.procstat import format_proc_stat
@@ -90,6 +94,7 @@ RUN_FILES = (
     "metadata.json",
     "summary.json",
     "scenario.resolved.json",
+    "flows.parquet",
     "timeseries.parquet",
     "queues.parquet",
     "counters.txt",
@@ -122,7 +127,20 @@ SUMMARY_FLOW_KEYS = (
     "rtt_p50_ms",
     "rtt_p90_ms",
     "rtt_p99_ms",
+    # ss -i's chronographs (tcp_info tcpi_busy_time, tcpi_rwnd_limited, tcpi_sndbuf_limited):
+    # a slow reader's headline is rwnd_limited_pct (ss's rwnd_limited:Xms(Y%))
+    "busy_ms",
+    "rwnd_limited_ms",
+    "rwnd_limited_pct",
+    "sndbuf_limited_ms",
+    # the direction of the data (the sender whose goodput, cwnd and RTT these are)
+    "data_from",
+    "data_to",
 )
+#: An application with more than this many connections (a broadcast's thousands) gets one
+#: aggregate row in summary.json's ``flows`` (``"connections": N``, ``"per_connection":
+#: "flows.parquet"``); its connections' own rows are in flows.parquet (column ``app``).
+SUMMARY_MAX_APP_CONNECTIONS = 16
 SUMMARY_LINK_KEYS = (
     "name",
     "from",
@@ -244,6 +262,8 @@ class Result:
     # -- derived tables ---------------------------------------------------------------
 
     def _flows_frame(self, out: EngineOutput) -> pd.DataFrame:
+        data_side = {str(f["name"]): str(f.get("data_side", "client")) for f in self.config.get("flows", [])}
+        app_of = {str(k): str(a["name"]) for a in self.config.get("apps", []) for k in _app_flow_names(a, self.config)}
         rows = []
         for f in out.flows:
             start, end = int(f["start_ns"]), int(f["end_ns"])
@@ -265,11 +285,18 @@ class Result:
                 rwnd_pct = 100.0 * rwnd_ms / busy_ms if busy_ms > 0 else 0.0
             else:
                 busy_ms = rwnd_ms = sndbuf_ms = rwnd_pct = float("nan")
+            src, dst = _node_name(f["src"], self._nodes), _node_name(f["dst"], self._nodes)
+            # The side that writes the data (engine FlowConfig.data_side; "server" for maerts,
+            # bidir's .rev, hls, nfs_stream): goodput, cwnd and the RTT are that sender's.
+            server_sends = data_side.get(str(f["name"])) == "server"
             rows.append(
                 {
                     "name": f["name"],
-                    "from": _node_name(f["src"], self._nodes),
-                    "to": _node_name(f["dst"], self._nodes),
+                    "from": src,
+                    "to": dst,
+                    "data_from": dst if server_sends else src,
+                    "data_to": src if server_sends else dst,
+                    "app": app_of.get(str(f["name"])),
                     "cc": f["cc"],
                     "start_s": start / 1e9,
                     "end_s": end / 1e9,
@@ -300,6 +327,9 @@ class Result:
             "name",
             "from",
             "to",
+            "data_from",
+            "data_to",
+            "app",
             "cc",
             "start_s",
             "end_s",
@@ -469,8 +499,19 @@ class Result:
         from tcplab.views.paths import flow_paths
 
         paths = flow_paths(self.config)
+        folded = collapsed_flows(self.apps, SUMMARY_MAX_APP_CONNECTIONS)
+        records = self.flows.to_dict("records")
+        members: dict[str, list[dict[str, Any]]] = {}
+        for row in records:
+            if str(row["name"]) in folded:
+                members.setdefault(folded[str(row["name"])], []).append(row)
         flows = []
-        for row in self.flows.to_dict("records"):
+        for row in records:
+            app = folded.get(str(row["name"]))
+            if app is not None:
+                if app in members:  # at the app's first connection: one row for all of them
+                    flows.append(_aggregate_flow(app, members.pop(app)))
+                continue
             flow = {k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS}
             # What the route allows (tcplab.views.paths): the smallest of its link rates and
             # shapers (tbf, fq maxrate, EDT), x mss / (mss + 52 + framing); None if unrouted.
@@ -622,6 +663,7 @@ class Result:
         (out / "metadata.json").write_text(json.dumps(self.metadata(), indent=2) + "\n", encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         (out / "scenario.resolved.json").write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
+        _write_parquet(self.flows, out / "flows.parquet")
         _write_parquet(self.timeseries, out / "timeseries.parquet")
         _write_parquet(self.queues, out / "queues.parquet")
         if self.has_host_models:
@@ -632,6 +674,55 @@ class Result:
             (out / name).write_text(text, encoding="utf-8")
         if self.views is not None:
             self.views(self, out, plots=plots)
+
+
+def _app_flow_names(app: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """The engine flow names of one engine app config (its ``flows`` are flow indices)."""
+    flows = config.get("flows", [])
+    return [str(flows[int(i)]["name"]) for i in app.get("flows", []) if 0 <= int(i) < len(flows)]
+
+
+def _aggregate_flow(app: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """summary.json's one row for an app's many connections: totals (goodput, bytes,
+    segments, retransmissions, RTOs, chronograph times summed; ratios of the sums), no RTT
+    percentiles (per connection in flows.parquet, rows whose ``app`` is ``app``)."""
+
+    def total(key: str) -> float:
+        return float(sum(v for r in rows if (v := _finite(r[key])) is not None))
+
+    def one_or_list(key: str) -> str | list[str]:
+        values = list(dict.fromkeys(str(r[key]) for r in rows))
+        return values[0] if len(values) == 1 else values
+
+    segs, busy = int(total("data_segs_out")), total("busy_ms")
+    return {
+        "name": app,
+        "app": app,
+        "connections": len(rows),
+        "per_connection": "flows.parquet",
+        "from": one_or_list("from"),
+        "to": one_or_list("to"),
+        "cc": one_or_list("cc"),
+        "start_s": min(float(r["start_s"]) for r in rows),
+        "end_s": max(float(r["end_s"]) for r in rows),
+        "goodput_bps": total("goodput_bps"),
+        "bytes_received": int(total("bytes_received")),
+        "data_segs_out": segs,
+        "retrans_segs": int(total("retrans_segs")),
+        "retrans_ratio": total("retrans_segs") / segs if segs > 0 else 0.0,
+        "timeouts": int(total("timeouts")),
+        "rtt_samples": int(total("rtt_samples")),
+        "rtt_p50_ms": None,
+        "rtt_p90_ms": None,
+        "rtt_p99_ms": None,
+        "busy_ms": busy,
+        "rwnd_limited_ms": total("rwnd_limited_ms"),
+        "rwnd_limited_pct": 100.0 * total("rwnd_limited_ms") / busy if busy > 0 else 0.0,
+        "sndbuf_limited_ms": total("sndbuf_limited_ms"),
+        "data_from": one_or_list("data_from"),
+        "data_to": one_or_list("data_to"),
+        "payload_ceiling_bps": None,
+    }
 
 
 @cache

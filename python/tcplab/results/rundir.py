@@ -51,6 +51,7 @@ RUN_ENTRIES = frozenset(
         "metadata.json",
         "scenario.yaml",
         "scenario.resolved.json",
+        "flows.parquet",
         "timeseries.parquet",
         "queues.parquet",
         "hosts.parquet",

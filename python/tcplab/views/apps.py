@@ -24,7 +24,7 @@ from the flow time series of its connections:
   near it.
 * ``broadcast``: each burst's **completion time** (ms, from the burst's start to the last
   byte read; bursts still incomplete at the end marked); **TCPTimeouts / CurrEstab** (%)
-  against the 3 % alert line of seed 004's team: per burst when the ``bursts`` table has
+  against the 3 % alert line of story 004's team: per burst when the ``bursts`` table has
   the senders' RTOs of each (``tcp_timeouts``), with the run's ratio dotted; else the run's
   ratio and retransmission rate as bars.
 
@@ -40,13 +40,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from tcplab.results.apps import TIMEOUT_RATIO_ALERT, AppResult
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from tcplab.results import Result
     from tcplab.views.plots import Plot
 
@@ -126,6 +125,20 @@ def _axes_style(
     _style(ax, ylabel, title, xlabel=xlabel, xmax=xmax)
 
 
+def _count_axis(ax: Any) -> None:
+    """A y axis of counts: integer ticks from 0 (at least 0..1, so that an axis of zeros
+    does not fall back to fractional ticks)."""
+    ax.set_ylim(0, max(ax.get_ylim()[1], 1.0))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+
+
+def _plural(n: Any, word: str) -> str:
+    """``1 switch``, ``2 switches``, ``0 stalls``: a count and its noun."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
+
+
 def _legend(ax: Any) -> None:
     from tcplab.views.plots import _legend as legend
 
@@ -164,7 +177,7 @@ def stall_spans(
 
 def _buffer_panel(ax: Any, result: Result, app: AppResult, title: str) -> None:
     """Buffer (s) over time, startup grey, stalls red (both from the ``series`` table)."""
-    series = app.table("series")
+    series = app.tables.get("series", pd.DataFrame())
     t = _col(series, "t_s")
     buffer = _col(series, "buffer_ns")
     if t is None or buffer is None or len(t) == 0:
@@ -253,7 +266,7 @@ def _figure(panels: int, height_per: float = 3.0) -> Any:
 def _rr(result: Result, app: AppResult) -> tuple[Any, str]:
     fig = _figure(2, 3.4)
     cdf_ax, time_ax = fig.subplots(2, 1)
-    req = app.table("requests")
+    req = app.tables.get("requests", pd.DataFrame())
     latency = _col(req, "latency_ms")
     if latency is None or len(latency) == 0:
         _note(cdf_ax, "no completed transactions")
@@ -290,7 +303,7 @@ def _hls(result: Result, app: AppResult) -> tuple[Any, str]:
     fig = _figure(3, 3.0)
     buf_ax, prof_ax, lat_ax = fig.subplots(3, 1, sharex=True)
     _buffer_panel(buf_ax, result, app, f"{app.name}: playback buffer (HLS)")
-    seg = app.table("segments")
+    seg = app.tables.get("segments", pd.DataFrame())
     t = _col(seg, "request_s")
     bitrate = _col(seg, "bitrate_bps")
     ladder = _ladder(app, seg)
@@ -339,7 +352,7 @@ def _hls(result: Result, app: AppResult) -> tuple[Any, str]:
                 )
     switches = app.get("switches")
     prof_title = "Profile of each segment (by request time)" + (
-        f", {switches} switches" if switches is not None else ""
+        f", {_plural(switches, 'switch')}" if switches is not None else ""
     )
     _axes_style(prof_ax, "Bitrate (Mbit/s)", prof_title, xlabel="", xmax=result.duration_s)
     _legend(prof_ax)
@@ -435,13 +448,15 @@ def _cwnd_panel(ax: Any, result: Result, flows: Sequence[str]) -> None:
     if drawn and high / max(low, 1.0) > 50:
         ax.set_yscale("log")
         ax.set_ylim(1, high * 1.5)
+    else:
+        _count_axis(ax)  # packets
     _legend(ax)
 
 
 def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
     fig = _figure(3, 3.0)
     cdf_ax, events_ax, queue_ax = fig.subplots(3, 1)
-    req = app.table("requests")
+    req = app.tables.get("requests", pd.DataFrame())
     latency = _col(req, "latency_ms")
     outcome = req["outcome"].to_numpy().astype(str) if "outcome" in req.columns else None
     if latency is None or len(latency) == 0:
@@ -459,6 +474,8 @@ def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
         timeouts = int((outcome == "timeout").sum()) if outcome is not None else 0
         if timeouts:
             cdf_ax.plot([], [], " ", label=f"+ {timeouts} timed out (not in the CDF)")
+        if not np.isfinite(ok).any():
+            _note(cdf_ax, "no request completed")
     _cdf_style(cdf_ax, f"{app.name}: batch write latency", ok)
     _legend(cdf_ax)
     # timeouts (when they fired) and retries (when sent), per bin
@@ -488,15 +505,17 @@ def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
         xlabel="",
         xmax=result.duration_s,
     )
-    events_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _count_axis(events_ax)
     _legend(events_ax)
-    series = app.table("series")
+    series = app.tables.get("series", pd.DataFrame())
     t = _col(series, "t_s")
     pending = _col(series, "pending")
     if t is not None and pending is not None and len(t):
         queue_ax.step(t, pending, where="post", color="C4", label="pending batches")
         limit = app.spec.get("max_pending")
-        if isinstance(limit, (int, float)) and len(pending) and pending.max() >= limit / 4:
+        if limit == 0:  # max_pending 0: no limit (vmagent's default)
+            queue_ax.plot([], [], " ", label="queue unbounded")
+        elif isinstance(limit, (int, float)) and len(pending) and pending.max() >= limit / 4:
             queue_ax.axhline(limit, color="0.35", linestyle="--", linewidth=1.0, label=f"queue limit {limit:g}")
         dropped = app.get("dropped")
         if dropped:
@@ -504,7 +523,7 @@ def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
     else:
         _note(queue_ax, "no queue samples (series table)")
     _axes_style(queue_ax, "Batches", "Pending queue", xmax=result.duration_s)
-    queue_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _count_axis(queue_ax)
     _legend(queue_ax)
     return fig, (
         "latency CDF of the requests that completed (and of each batch from its first attempt), timeouts and "
@@ -528,7 +547,7 @@ def _batch_latency_ms(req: pd.DataFrame) -> np.ndarray | None:
 def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
     fig = _figure(2, 3.4)
     burst_ax, ratio_ax = fig.subplots(2, 1)
-    bursts = app.table("bursts")
+    bursts = app.tables.get("bursts", pd.DataFrame())
     start = _col(bursts, "start_s")
     completion = _col(bursts, "completion_ms")
     if start is None or completion is None or len(start) == 0:
@@ -577,7 +596,7 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
             ratio_ax.axhline(
                 100 * total, color="C3", linestyle=":", linewidth=1.0, label=f"over the run {100 * total:.3g} %"
             )
-        ratio_ax.axhline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} % (seed 004)")
+        ratio_ax.axhline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} % (story 004)")
         _axes_style(
             ratio_ax,
             "TCPTimeouts / CurrEstab (%)",
@@ -595,7 +614,7 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
         ratio_ax.set_yticks([1, 0], labels)
         for y, v in zip([1, 0], values, strict=True):
             ratio_ax.text(v if np.isfinite(v) else 0, y, f"  {v:.3g} %" if np.isfinite(v) else "  -", va="center")
-        ratio_ax.axvline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} % (seed 004)")
+        ratio_ax.axvline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} % (story 004)")
         top = max([alert] + [v for v in values if np.isfinite(v)])
         ratio_ax.set_xlim(0, top * 1.3)
         ratio_ax.set_xlabel("% (over the run)")
@@ -610,5 +629,5 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
     _legend(ratio_ax)
     return fig, (
         "completion time of each burst (to the last byte delivered) against the burst window, and TCPTimeouts / "
-        f"CurrEstab with the retransmission rate against the {alert:g} % alert line of seed 004"
+        f"CurrEstab with the retransmission rate against the {alert:g} % alert line of story 004"
     )

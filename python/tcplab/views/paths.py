@@ -5,6 +5,9 @@ The reference lines of the plots, computed from the engine configuration that ra
 
 * **Route**: the one-way links a flow's data crosses, and those its ACKs cross, by the same
   static routing the engine uses (:func:`tcplab.routing.bfs_route`; only routers forward).
+  The data goes from the side that sends it: the flow's ``src`` (the client, which connects)
+  unless ``data_side`` is ``server`` (maerts, bidir's ``.rev``, hls, nfs_stream), when it
+  goes ``dst -> src``.
 * **Payload ceiling** (bit/s): the most TCP payload the data route can carry. A link sends
   ``rate_bps`` of wire bytes; a full-sized data segment is ``mss`` payload bytes inside
   ``mss + 52`` IP bytes (20 IP + 20 TCP + 12 timestamp option, as the engine builds it:
@@ -91,6 +94,9 @@ def flow_path(config: Mapping[str, Any], flow: Mapping[str, Any]) -> FlowPath | 
     # Routers forward, and so do hosts that carry pods (`forwarding`, as the engine's sim.rs).
     forwards = [n.get("kind", "host") == "router" or bool(n.get("forwarding")) for n in nodes]
     src, dst = int(flow["src"]), int(flow["dst"])
+    if str(flow.get("data_side", "client")).lower() == "server":
+        # The server sends the data (engine config.rs FlowConfig.data_side): route dst -> src.
+        src, dst = dst, src
     fwd = bfs_route(len(nodes), ends, src, dst, forwards)
     rev = bfs_route(len(nodes), ends, dst, src, forwards)
     if not fwd or rev is None:

@@ -71,17 +71,23 @@ _TEMPLATE = """<!doctype html>
 
 <h2>Flows</h2>
 <table>
-<tr><th class="l">flow</th><th class="l">from &rarr; to</th><th class="l">cc</th>
+<tr><th class="l">flow</th><th class="l">from &rarr; to</th><th class="l">data</th><th class="l">cc</th>
 <th>goodput (Mbit/s)</th><th>payload ceiling (Mbit/s)</th><th>of ceiling (%)</th><th>retrans (%)</th>
-<th>timeouts</th><th>base RTT (ms)</th><th>RTT p50 (ms)</th><th>RTT p90 (ms)</th><th>RTT p99 (ms)</th></tr>
+<th>timeouts</th><th>base RTT (ms)</th><th>RTT p50 (ms)</th><th>RTT p90 (ms)</th><th>RTT p99 (ms)</th>
+<th>rwnd-limited (ms)</th><th>rwnd-limited (%)</th><th>sndbuf-limited (ms)</th></tr>
 {% for f in flows %}
 <tr><td class="l">{{ f.name }}</td><td class="l">{{ f["from"] }} &rarr; {{ f.to }}</td>
-<td class="l">{{ f.cc }}</td>
+<td class="l">{{ f.data }}</td><td class="l">{{ f.cc }}</td>
 <td>{{ f.goodput }}</td><td>{{ f.ceiling }}</td><td>{{ f.of_ceiling }}</td><td>{{ f.retrans }}</td>
 <td>{{ f.timeouts }}</td>
-<td>{{ f.base_rtt }}</td><td>{{ f.p50 }}</td><td>{{ f.p90 }}</td><td>{{ f.p99 }}</td></tr>
+<td>{{ f.base_rtt }}</td><td>{{ f.p50 }}</td><td>{{ f.p90 }}</td><td>{{ f.p99 }}</td>
+<td>{{ f.rwnd_ms }}</td><td>{{ f.rwnd_pct }}</td><td>{{ f.sndbuf_ms }}</td></tr>
 {% endfor %}
 </table>
+<p class="note">Data: the direction of the flow's data (the sender whose goodput, cwnd and RTT the row and
+the plots show): the server for maerts, bidir's <code>.rev</code>, hls and nfs_stream. rwnd-limited /
+sndbuf-limited: the sender's time blocked by the peer's receive window / its own send buffer
+(<code>ss -i</code>'s <code>rwnd_limited:Xms(Y%)</code>, Y of its busy time): a slow reader's signature.</p>
 <p class="note">Payload ceiling: the smallest rate on the flow's data route (each link's rate, a tbf's rate
 and peakrate, an fq's maxrate per flow, a pod's EDT limit), &times; MSS / (MSS + 52 B
 TCP/IP headers + link framing), i.e. 1448/1514 of the rate on Ethernet. Base RTT: the propagation
@@ -198,8 +204,9 @@ entered Loss (only the retransmission timer enters Loss).</p>
 <h2>Inputs and counters</h2>
 {% if scenario_yaml %}<details><summary>scenario as run (every override applied; <code>scenario.yaml</code>)</summary>
 <pre>{{ scenario_yaml }}</pre></details>{% endif %}
-<details><summary>engine configuration (<code>scenario.resolved.json</code>)</summary>
+{% if config_json %}<details><summary>engine configuration (<code>scenario.resolved.json</code>)</summary>
 <pre>{{ config_json }}</pre></details>
+{% elif config_note %}<p class="note">{{ config_note }}</p>{% endif %}
 <details><summary>nstat counters (<code>counters.txt</code>)</summary>
 <pre>{{ counters }}</pre></details>
 {% for name, text in tool_texts %}
@@ -304,6 +311,9 @@ def _flow_rows(
         if f["name"] in collapsed:
             grouped.setdefault(collapsed[f["name"]], []).append(f)
     for f in summary["flows"]:
+        if f.get("connections"):  # summary.json's one row for an app's many connections
+            rows.append(_aggregate_flow_row(f))
+            continue
         app = collapsed.get(f["name"])
         if app is not None:
             if app in grouped:
@@ -327,9 +337,46 @@ def _flow_rows(
                 "p50": _fixed(f.get("rtt_p50_ms")),
                 "p90": _fixed(f.get("rtt_p90_ms")),
                 "p99": _fixed(f.get("rtt_p99_ms")),
+                **_limited_cells(f),
             }
         )
     return rows
+
+
+def _joined(value: Any) -> str:
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+
+def _limited_cells(f: Mapping[str, Any]) -> dict[str, Any]:
+    """The data direction and ss's rwnd_limited / sndbuf_limited cells of a summary flow."""
+    data = f"{_joined(f['data_from'])} \u2192 {_joined(f['data_to'])}" if f.get("data_from") is not None else "-"
+    return {
+        "data": data,
+        "rwnd_ms": _fixed(f.get("rwnd_limited_ms"), 1, 0),
+        "rwnd_pct": _fixed(f.get("rwnd_limited_pct"), 1, 1),
+        "sndbuf_ms": _fixed(f.get("sndbuf_limited_ms"), 1, 0),
+    }
+
+
+def _aggregate_flow_row(f: Mapping[str, Any]) -> dict[str, Any]:
+    """summary.json's aggregate row of an app's many connections (totals, no RTT)."""
+    goodput = f.get("goodput_bps")
+    return {
+        "name": f"{f['name']} ({f['connections']} connections)",
+        "from": _joined(f["from"]),
+        "to": _joined(f["to"]),
+        "cc": _joined(f["cc"]),
+        "goodput": sig(goodput / 1e6) if goodput is not None else "-",
+        "ceiling": "-",
+        "of_ceiling": "-",
+        "retrans": _fixed(f.get("retrans_ratio"), 100, 2),
+        "timeouts": f.get("timeouts", "-"),
+        "base_rtt": "-",
+        "p50": "-",
+        "p90": "-",
+        "p99": "-",
+        **_limited_cells(f),
+    }
 
 
 def _app_flow_row(app: str, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -352,6 +399,7 @@ def _app_flow_row(app: str, members: Sequence[Mapping[str, Any]]) -> dict[str, A
         "p50": "-",
         "p90": "-",
         "p99": "-",
+        **_limited_cells({}),
     }
 
 
@@ -530,10 +578,28 @@ def render_report(
         flows=_flow_rows(summary, config, collapsed),
         plots=_figures(plots),
         style=_STYLE,
-        config_json=json.dumps(config, indent=1) if config else "",
+        **_config_text(config),
         counters=counters,
         scenario_yaml=scenario_yaml,
     )
+
+
+#: The largest engine configuration (JSON characters) the report embeds; a larger one (a
+#: broadcast of 10,000 connections per sender: tens of MB) is left to scenario.resolved.json.
+REPORT_MAX_CONFIG_CHARS = 200_000
+
+
+def _config_text(config: Mapping[str, Any] | None) -> dict[str, str]:
+    """The report's engine configuration: its JSON, or a note pointing to the run directory's
+    scenario.resolved.json when it is larger than REPORT_MAX_CONFIG_CHARS."""
+    text = json.dumps(config, indent=1) if config else ""
+    if len(text) <= REPORT_MAX_CONFIG_CHARS:
+        return {"config_json": text, "config_note": ""}
+    note = (
+        f"Engine configuration: {len(text) / 1e6:.1f} MB, not embedded here; it is the run "
+        "directory's scenario.resolved.json (the scenario as run is above)."
+    )
+    return {"config_json": "", "config_note": note}
 
 
 def write_report(result: Result, path: Path, plots: Sequence[Plot] = ()) -> Path:
