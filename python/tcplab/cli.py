@@ -461,6 +461,11 @@ def _print_run_summary(result, out_dir: Path) -> None:  # noqa: ANN001
         console.print(Text(line))
     for line in _app_lines(result):
         console.print(Text(line))
+    # cwnd-collapse / stuck episodes (tcplab.results.stuck): nothing when none
+    from tcplab.results.stuck import episode_line
+
+    for ep in s.get("stuck") or []:
+        console.print(Text("warning: " + episode_line(ep)))
     inv = s["invariant"]
     rtt = inv.get("rtt_floor") or {}
     if not inv.get("ok", True):

@@ -175,6 +175,8 @@ def rule_cwnd_collapse(host: Host) -> list[Finding]:
         ccs = sorted({s.cc or "?" for s in bad})
         out.append(
             Finding(
+                # the same name as the run detector's episode kind (tcplab.results.stuck.COLLAPSE,
+                # the same cwnd <= 2 and ssthresh <= 2): the replay and the diagnoser agree
                 id="cwnd-collapse",
                 title=f"cwnd collapse on connections to {peer}",
                 severity=sev,

@@ -24,7 +24,9 @@ A run directory (``Result.write(DIR)``) holds::
     summary.json              scenario, seed, versions, per-flow and per-link totals (tc -s
                               counters, qdisc xstats, tbf child), per-host NIC and CPU, invariant;
                               an app with more than 16 connections (a broadcast's thousands) is
-                              one aggregate flow row (``connections``, ``per_connection``)
+                              one aggregate flow row (``connections``, ``per_connection``);
+                              ``stuck``: the cwnd-collapse and stuck episodes
+                              (tcplab.results.stuck), an empty list when none
     flows.parquet             per flow (every connection): the ``Result.flows`` frame (name, from,
                               to, data_from, data_to, app, cc, goodput, RTT, rwnd_limited, ...)
     scenario.resolved.json    the exact engine configuration (rerun it to reproduce)
@@ -82,6 +84,7 @@ from tcplab.results.counters import format_nstat
 from tcplab.results.ethtool import format_ethtool_stats
 from tcplab.results.procstat import format_proc_stat
 from tcplab.results.rundir import write_dir_atomically, write_marker
+from tcplab.results.stuck import find_episodes
 from tcplab.results.tc import STAT_KEYS, format_node, link_devices
 from tcplab.scenario import Scenario
 
@@ -257,6 +260,8 @@ class Result:
         self.queues = self._queues_frame(output)
         self.host_series = self._host_series_frame(output)
         self.apps: dict[str, AppResult] = app_results(getattr(output, "apps", None) or [], config)
+        #: cwnd-collapse and stuck episodes (:func:`tcplab.results.stuck.find_episodes`, defaults)
+        self.stuck = find_episodes(self.timeseries, config)
         self.summary = self._summary()
 
     # -- derived tables ---------------------------------------------------------------
@@ -541,6 +546,9 @@ class Result:
             "invariant": {k: _finite(v) if not isinstance(v, dict) else v for k, v in self.invariant.items()},
             # per application (workload) name: its kind and what it reported (results/apps.py)
             "apps": app_summaries(self.apps),
+            # cwnd-collapse and stuck episodes per flow, with the CC state during them
+            # (tcplab.results.stuck; an empty list when none)
+            "stuck": self.stuck,
         }
 
     def _rtt_percentiles(self) -> dict[str, Any]:

@@ -92,6 +92,24 @@ sndbuf-limited: the sender's time blocked by the peer's receive window / its own
 and peakrate, an fq's maxrate per flow, a pod's EDT limit), &times; MSS / (MSS + 52 B
 TCP/IP headers + link framing), i.e. 1448/1514 of the rate on Ethernet. Base RTT: the propagation
 delays of the data and ACK routes (no serialization, no queueing).</p>
+{% if stuck %}
+<h2>Stuck and collapsed flows</h2>
+<table>
+<tr><th class="l">kind</th><th class="l">flow</th><th>start (s)</th><th>end (s)</th><th>duration (s)</th>
+<th class="l">CA states</th><th class="l">CC modes</th><th>cwnd min / median</th><th>ssthresh median</th>
+<th>goodput median</th><th>fair share</th><th>BBR bw median</th></tr>
+{% for e in stuck %}
+<tr><td class="l">{{ e.kind }}</td><td class="l">{{ e.flow }}</td><td>{{ e.start }}</td><td>{{ e.end }}</td>
+<td>{{ e.duration }}</td><td class="l">{{ e.states }}</td><td class="l">{{ e.modes }}</td><td>{{ e.cwnd }}</td>
+<td>{{ e.ssthresh }}</td><td>{{ e.goodput }}</td><td>{{ e.fair }}</td><td>{{ e.bbr }}</td></tr>
+{% endfor %}
+</table>
+<p class="note">cwnd-collapse: cwnd &le; 2 and ssthresh &le; 2 packets (<code>ss -i</code>'s
+<code>cwnd:2 ssthresh:2</code>) for at least 1 s. stuck: a bulk flow with data waiting whose goodput
+stayed below 10&nbsp;% of its fair share (its path's payload ceiling / the flows active on its
+bottleneck) for at least 5 s. <code>tcplab diagnose</code> names the same states from a host's
+<code>ss -tin</code>.</p>
+{% endif %}
 
 <h2>Links</h2>
 <table>
@@ -552,6 +570,32 @@ def app_sections(result: Result, plots: Sequence[Plot] = ()) -> list[dict[str, A
     return sections
 
 
+def _stuck_rows(summary: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The report's rows of summary.json's ``stuck`` episodes (tcplab.results.stuck)."""
+    from tcplab.results.stuck import format_rate
+
+    rows = []
+    for e in summary.get("stuck") or []:
+        ssth = e.get("ssthresh_median")
+        rows.append(
+            {
+                "kind": e["kind"],
+                "flow": e["flow"],
+                "start": f"{e['start_s']:.2f}",
+                "end": f"{e['end_s']:.2f}",
+                "duration": f"{e['duration_s']:.2f}",
+                "states": ", ".join(e.get("ca_states") or []),
+                "modes": ", ".join(e.get("cc_modes") or []),
+                "cwnd": f"{e['cwnd_min']} / {e['cwnd_median']:g}",
+                "ssthresh": "infinite" if ssth is None or ssth >= 2147483647 else f"{ssth:g}",
+                "goodput": format_rate(e.get("goodput_median_bps")),
+                "fair": format_rate(e.get("fair_share_bps")) if e.get("fair_share_bps") is not None else "",
+                "bbr": format_rate(e.get("bbr_bw_median_bps")) if e.get("bbr_bw_median_bps") is not None else "",
+            }
+        )
+    return rows
+
+
 def render_report(
     summary: Mapping[str, Any],
     plots: Sequence[Plot] = (),
@@ -576,6 +620,7 @@ def render_report(
         cpus=_cpu_rows(summary),
         tool_texts=sorted((tool_texts or {}).items()),
         flows=_flow_rows(summary, config, collapsed),
+        stuck=_stuck_rows(summary),
         plots=_figures(plots),
         style=_STYLE,
         **_config_text(config),
