@@ -96,8 +96,11 @@ def find_episodes(
     if timeseries is None or len(timeseries) == 0:
         return []
     dt_s = float(config.get("sample_interval_ns", 0)) / 1e9
-    fair = _fair_share_bps(timeseries, config)
-    eligible = _data_waiting(timeseries, config)
+    flows = {str(f["name"]): f for f in config.get("flows", [])}
+    rows_of = _flow_rows(timeseries)
+    active = _flow_window_mask(timeseries, flows, rows_of)
+    fair = _fair_share_bps(timeseries, config, flows, rows_of, active)
+    eligible = _data_waiting(timeseries, flows, rows_of, active)
     episodes: list[dict[str, Any]] = []
     for name, rows in timeseries.groupby("flow_name", sort=False):
         rows = rows.sort_values("t_s")
@@ -217,66 +220,83 @@ def _episode(kind: str, flow: str, rows: pd.DataFrame, t: np.ndarray, a: int, b:
     }
 
 
-def _flow_window_mask(ts: pd.DataFrame, config: Mapping[str, Any]) -> tuple[pd.Series, dict[str, dict]]:
+def _flow_rows(ts: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``{flow name: positional row indices}`` (one pass over the frame, not one per flow)."""
+    return {str(k): np.asarray(v) for k, v in ts.groupby("flow_name", sort=False).indices.items()}
+
+
+def _flow_window_mask(
+    ts: pd.DataFrame, flows: Mapping[str, Mapping[str, Any]], rows: Mapping[str, np.ndarray]
+) -> np.ndarray:
     """Per row, whether its flow is between its start and stop (and, for ``bulk_bytes``,
-    has not received all its bytes yet); and the flow configs by name."""
-    flows = {str(f["name"]): f for f in config.get("flows", [])}
+    has not received all its bytes yet)."""
     t_ns = ts["t_s"].to_numpy(dtype=np.float64) * 1e9
-    names = ts["flow_name"].astype(str).to_numpy()
     active = np.zeros(len(ts), dtype=bool)
     received = ts["bytes_received"].to_numpy(dtype=np.float64) if "bytes_received" in ts else None
-    for name, f in flows.items():
-        m = names == name
-        if not m.any():
+    for name, idx in rows.items():
+        f = flows.get(name)
+        if f is None:
             continue
         start = float(f.get("start_ns") or 0)
         stop = f.get("stop_ns")
-        on = (t_ns > start) & (t_ns <= (float(stop) if stop is not None else np.inf))
+        tt = t_ns[idx]
+        on = (tt > start) & (tt <= (float(stop) if stop is not None else np.inf))
         app = f.get("app") or {"kind": "bulk"}
         if app.get("kind") == "bulk_bytes" and received is not None:
             # the previous sample's total: the sample in which the last bytes arrive still counts
-            prev = np.concatenate([[0.0], received[m][:-1]])
-            done = np.zeros(len(ts), dtype=bool)
-            done[m] = prev >= float(app.get("bytes", 0))
-            on &= ~done
-        active |= m & on
-    return pd.Series(active, index=ts.index), flows
+            got = received[idx]
+            prev = np.concatenate([[0.0], got[:-1]])
+            on &= prev < float(app.get("bytes", 0))
+        active[idx] = on
+    return active
 
 
-def _data_waiting(ts: pd.DataFrame, config: Mapping[str, Any]) -> pd.Series:
-    """Rows whose flow has data waiting (a bulk flow, immediate reader, active)."""
-    active, flows = _flow_window_mask(ts, config)
-    bulk = {
-        name
-        for name, f in flows.items()
-        if (f.get("app") or {"kind": "bulk"}).get("kind") in ("bulk", "bulk_bytes")
-        and (f.get("reader") or {"kind": "immediate"}).get("kind") == "immediate"
-    }
-    return active & ts["flow_name"].astype(str).isin(bulk)
+def _data_waiting(
+    ts: pd.DataFrame, flows: Mapping[str, Mapping[str, Any]], rows: Mapping[str, np.ndarray], active: np.ndarray
+) -> pd.Series:
+    """Rows whose flow has data waiting (a bulk flow read by the immediate reader, active)."""
+    out = np.zeros(len(ts), dtype=bool)
+    for name, idx in rows.items():
+        f = flows.get(name)
+        if (
+            f is not None
+            and (f.get("app") or {"kind": "bulk"}).get("kind") in ("bulk", "bulk_bytes")
+            and (f.get("reader") or {"kind": "immediate"}).get("kind") == "immediate"
+        ):
+            out[idx] = active[idx]
+    return pd.Series(out, index=ts.index)
 
 
-def _fair_share_bps(ts: pd.DataFrame, config: Mapping[str, Any]) -> pd.Series:
+def _fair_share_bps(
+    ts: pd.DataFrame,
+    config: Mapping[str, Any],
+    flows: Mapping[str, Mapping[str, Any]],
+    rows: Mapping[str, np.ndarray],
+    active: np.ndarray,
+) -> pd.Series:
     """Per row: the flow's path payload ceiling / the flows active on its bottleneck link at
-    that sample (NaN when unrouted)."""
-    from tcplab.views.paths import flow_paths
+    that sample (NaN when unrouted). Only sampled flows count (the engine samples every flow
+    but a broadcast's)."""
+    from tcplab.views.paths import flow_path
 
-    paths = flow_paths(config)
-    active, _ = _flow_window_mask(ts, config)
-    names = ts["flow_name"].astype(str)
-    t = ts["t_s"]
-    on = active.to_numpy()
+    paths = {name: flow_path(config, flows[name]) for name in rows if name in flows}
+    t = ts["t_s"].to_numpy(dtype=np.float64)
     # number of active flows crossing each link, per sample time
     crossing: dict[int, pd.Series] = {}
     for name, path in paths.items():
-        counts = t[on & (names == name).to_numpy()].value_counts()
+        if path is None:
+            continue
+        idx = rows[name]
+        counts = pd.Series(t[idx[active[idx]]]).value_counts()
         for link in path.data_links:
             prev = crossing.get(link)
             crossing[link] = counts if prev is None else prev.add(counts, fill_value=0)
-    out = pd.Series(np.nan, index=ts.index)
+    out = np.full(len(ts), np.nan)
     for name, path in paths.items():
-        m = (names == name).to_numpy()
-        if not m.any():
+        if path is None:
             continue
-        n = t[m].map(crossing.get(path.bottleneck_link, pd.Series(dtype=float))).fillna(0).clip(lower=1)
-        out[m] = path.payload_ceiling_bps / n.to_numpy(dtype=np.float64)
-    return out
+        idx = rows[name]
+        per_t = crossing.get(path.bottleneck_link, pd.Series(dtype=float))
+        n = pd.Series(t[idx]).map(per_t).fillna(0).clip(lower=1).to_numpy(dtype=np.float64)
+        out[idx] = path.payload_ceiling_bps / n
+    return pd.Series(out, index=ts.index)
