@@ -1,0 +1,148 @@
+"""``tcplab reproduce``: plan every experiment's runs, simulate them in parallel, judge the claims.
+
+The flow: each named experiment is *planned* (every run's scenario read, overridden and
+validated: a mistake stops everything before a packet is simulated); all runs of all the
+experiments go into one pool of worker processes (``jobs``, default one per core; the same
+workers as ``tcplab compare``, so a run that dies fails only itself); then, per experiment,
+each run's directory is written (``NAME/runs/LABEL/``, a normal run directory with its tool
+texts), :meth:`Experiment.evaluate` judges the claims, :meth:`Experiment.explain` draws the
+mechanism, and ``tcplab diagnose`` reads each cross-checked run's own tool texts.
+
+:class:`Outcome` holds all of that for one experiment; :mod:`tcplab.views.reproduce` writes
+the experiment's report and the index.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tcplab.experiments import load
+from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
+
+if TYPE_CHECKING:
+    from tcplab.compare import VariantFailure
+    from tcplab.engine import Core
+    from tcplab.results import Result
+
+__all__ = ["Outcome", "CrosscheckResult", "run_experiments", "crosscheck_run"]
+
+
+@dataclass
+class CrosscheckResult:
+    """What ``tcplab diagnose`` said about one run's tool texts, against what was expected."""
+
+    check: Crosscheck
+    found: list[str]  # finding ids, in diagnose's order
+    summaries: list[str]  # one line per finding (id: summary)
+    agree: bool
+    note: str = ""
+
+
+@dataclass
+class Outcome:
+    """One experiment after its runs: results, claims judged, mechanism, cross-checks."""
+
+    experiment: Experiment
+    quick: bool
+    runs: list[Run]
+    results: dict[str, Result]
+    failures: dict[str, str]
+    claims: list[ClaimResult] = field(default_factory=list)
+    explanations: list[Explanation] = field(default_factory=list)
+    crosschecks: list[CrosscheckResult] = field(default_factory=list)
+    wall_time_s: float = 0.0
+    error: str | None = None  # evaluate/explain failed (e.g. a run failed): said in the report
+
+    def counts(self) -> dict[str, int]:
+        from tcplab.experiments.base import VERDICTS
+
+        return {v: sum(1 for c in self.claims if c.verdict == v) for v in VERDICTS}
+
+
+def _label(experiment: str, run: str) -> str:
+    return f"{experiment}/{run}"
+
+
+def crosscheck_run(run_dir: Path, check: Crosscheck) -> CrosscheckResult:
+    """``tcplab diagnose RUN_DIR`` (the run's nstat/ss/tc/ethtool/proc-stat texts) vs ``check``."""
+    from tcplab.diagnose import ParseError, diagnose_paths
+
+    try:
+        _host, findings = diagnose_paths([run_dir])
+    except ParseError as e:  # the run's own texts must parse: say so rather than crash
+        return CrosscheckResult(check, [], [], False, note=f"diagnose could not read the run's texts: {e}")
+    ids = [f.id for f in findings]
+    summaries = [f"{f.id}: {f.summary}" for f in findings]
+    ok = (not check.expect or any(e in ids for e in check.expect)) and not any(a in ids for a in check.absent)
+    return CrosscheckResult(check, ids, summaries, ok)
+
+
+def run_experiments(
+    names: Sequence[str],
+    *,
+    quick: bool = False,
+    jobs: int | None = None,
+    out_dir: Path | None = None,
+    core: Core | None = None,
+    progress: Any = None,
+) -> list[Outcome]:
+    """Plan, run, judge. With ``out_dir``, every run's directory is written under
+    ``out_dir/NAME/runs/LABEL`` and the cross-checks read them (without it, cross-checks are
+    skipped: diagnose reads files). ``progress(done, total, label)`` is called as runs finish."""
+    from tcplab.compare import VariantFailure, _run_in_processes, _run_variant_or_failure, default_jobs
+
+    experiments = [load(n) for n in names]
+    plans = [(e, e.plan(quick)) for e in experiments]  # validate everything first
+    work = []
+    for e, planned in plans:
+        for r, sc in planned:
+            work.append((sc, _label(e.name, r.label), core, False, r.overrides_for(quick), None))
+    n_jobs = jobs if jobs is not None else default_jobs(len(work))
+    started = time.perf_counter()
+    if n_jobs > 1 and core is None:
+        outcomes: dict[str, Result | VariantFailure] = _run_in_processes(work, n_jobs)
+    else:
+        outcomes = {}
+        for i, job in enumerate(work):
+            outcomes[job[1]] = _run_variant_or_failure(job)
+            if progress is not None:
+                progress(i + 1, len(work), job[1])
+    elapsed = time.perf_counter() - started
+    result: list[Outcome] = []
+    for e, planned in plans:
+        runs = [r for r, _ in planned]
+        got = {r.label: outcomes[_label(e.name, r.label)] for r in runs}
+        oc = Outcome(
+            experiment=e,
+            quick=quick,
+            runs=runs,
+            results={k: v for k, v in got.items() if not isinstance(v, VariantFailure)},
+            failures={k: v.reason for k, v in got.items() if isinstance(v, VariantFailure)},
+            wall_time_s=elapsed,
+        )
+        exp_dir = None
+        if out_dir is not None:
+            exp_dir = Path(out_dir) / e.name
+            (exp_dir / "plots").mkdir(parents=True, exist_ok=True)
+            for label, res in oc.results.items():
+                res.write(exp_dir / "runs" / label, overwrite=True, plots=False)
+        if oc.failures:
+            oc.error = "; ".join(f"run {k} failed: {v}" for k, v in oc.failures.items())
+        else:
+            try:
+                oc.claims = e.evaluate(oc.results, quick)
+                oc.explanations = e.explain(oc.results, quick, (exp_dir or Path(".")) / "plots") if exp_dir else []
+            except Exception as ex:  # noqa: BLE001 - one experiment's bug must not hide the others
+                import traceback
+
+                oc.error = f"{type(ex).__name__}: {ex}\n{traceback.format_exc()}"
+            if exp_dir is not None:
+                for check in e.crosschecks(quick):
+                    if check.run in oc.results:
+                        oc.crosschecks.append(crosscheck_run(exp_dir / "runs" / check.run, check))
+        result.append(oc)
+    return result
