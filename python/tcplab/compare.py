@@ -409,8 +409,11 @@ def _stop(process: Any) -> None:
     process.join()
 
 
-def _run_in_processes(work: list[Job], jobs: int) -> dict[str, Result | VariantFailure]:
-    """Each job in its own worker process, at most ``jobs`` at a time; results in job order."""
+def _run_in_processes(
+    work: list[Job], jobs: int, on_done: Callable[[str, Result | VariantFailure], None] | None = None
+) -> dict[str, Result | VariantFailure]:
+    """Each job in its own worker process, at most ``jobs`` at a time; results in job order.
+    ``on_done(label, outcome)`` is called in the parent as each job finishes (progress)."""
     # fork where the platform has it: workers inherit the imported modules (no re-import of
     # pandas/matplotlib per worker) and callers need no `__main__` guard. Elsewhere, spawn.
     methods = multiprocessing.get_all_start_methods()
@@ -452,6 +455,8 @@ def _run_in_processes(work: list[Job], jobs: int) -> dict[str, Result | VariantF
                 outcomes[label] = (
                     outcome if outcome is not None else VariantFailure(label, _death_reason(process.exitcode))
                 )
+                if on_done is not None:
+                    on_done(label, outcomes[label])
     finally:
         for process, conn in running.values():
             _stop(process)

@@ -92,7 +92,9 @@ def run_experiments(
 ) -> list[Outcome]:
     """Plan, run, judge. With ``out_dir``, every run's directory is written under
     ``out_dir/NAME/runs/LABEL`` and the cross-checks read them (without it, cross-checks are
-    skipped: diagnose reads files). ``progress(done, total, label)`` is called as runs finish."""
+    skipped: diagnose reads files). ``progress(done, total, label, failure)`` is called as each
+    run finishes (``label`` is ``NAME/RUN``; ``failure`` None, or why the run failed), in
+    parallel mode too."""
     from tcplab.compare import VariantFailure, _run_in_processes, _run_variant_or_failure, default_jobs
 
     experiments = [load(n) for n in names]
@@ -103,14 +105,22 @@ def run_experiments(
             work.append((sc, _label(e.name, r.label), core, False, r.overrides_for(quick), None))
     n_jobs = jobs if jobs is not None else default_jobs(len(work))
     started = time.perf_counter()
+    finished = 0
+
+    def done(label: str, outcome: Result | VariantFailure) -> None:
+        nonlocal finished
+        finished += 1
+        if progress is not None:
+            failed = outcome.reason if isinstance(outcome, VariantFailure) else None
+            progress(finished, len(work), label, failed)
+
     if n_jobs > 1 and core is None:
-        outcomes: dict[str, Result | VariantFailure] = _run_in_processes(work, n_jobs)
+        outcomes: dict[str, Result | VariantFailure] = _run_in_processes(work, n_jobs, on_done=done)
     else:
         outcomes = {}
-        for i, job in enumerate(work):
+        for job in work:
             outcomes[job[1]] = _run_variant_or_failure(job)
-            if progress is not None:
-                progress(i + 1, len(work), job[1])
+            done(job[1], outcomes[job[1]])
     elapsed = time.perf_counter() - started
     result: list[Outcome] = []
     for e, planned in plans:
