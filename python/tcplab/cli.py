@@ -6,6 +6,8 @@
     tcplab scenarios
     tcplab collect [-o FILE.tar.gz] [--interval 10s] [--count 2]
     tcplab diagnose PATH... [--json|--markdown] [--scenario-dir DIR] [--fail-on warning|critical]
+    tcplab reproduce NAME... | --all [--quick] [-o DIR] [--jobs N] [--force]
+    tcplab experiments [path NAME]
 
 SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
 
@@ -16,6 +18,9 @@ others are written, the failed ones are marked in the table and compare.json); 1
 interrupted (SIGINT), 143 terminated (SIGTERM), in both cases after removing partial output
 and stopping worker processes (see :mod:`tcplab.signals`). ``diagnose``: 0 it ran, 2 unusable
 input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
+``reproduce``: 0 the experiments ran (whatever their verdicts), 1 a run or an experiment
+failed (stated in its report and the index), 2 an unknown name, no name and no ``--all``, or
+a scenario of an experiment that does not validate (nothing run, nothing written).
 
 Command-line mistakes (a bad ``--seed``, ``-j 0``, an unknown option) are reported in the same
 one-line ``error: OPTION: ...; expected ...`` form as scenario errors, never as a usage panel.
@@ -834,6 +839,214 @@ def diagnose(
         print_terminal(host, findings, files, console=_console())
     if fail_on is not None and any(severity_at_least(f.severity, fail_on) for f in findings):
         raise typer.Exit(1)
+
+
+def _experiment(name: str) -> Any:
+    """The experiment ``name`` (a one-line user error, exit 2, if unknown or not installed)."""
+    from tcplab.experiments import NAMES, load
+
+    try:
+        return load(name)
+    except ModuleNotFoundError as e:
+        if not (e.name or "").startswith("tcplab.experiments"):
+            raise
+        _fail(
+            f"experiment {name!r} is not installed in this tcplab (its package is missing); known: " + ", ".join(NAMES),
+            2,
+        )
+
+
+class _ReproduceProgress:
+    """One line per finished run on stderr; a rich bar instead on a terminal (failures still
+    get their line)."""
+
+    def __init__(self, total: int, quiet: bool):
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty() and sys.stdout.isatty()
+        self.bar: Any = None
+        self.task: Any = None
+        self.started = __import__("time").perf_counter()
+        if not quiet and self.tty:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(
+                TextColumn("[bold]reproduce"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("runs"),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("", total=total)
+
+    def __call__(self, done: int, total: int, label: str, failure: str | None = None) -> None:
+        import time
+
+        if failure is not None:
+            line = f"[{done}/{total}] {label}: FAILED: {failure}"
+            (self.bar.console.print(line, markup=False, highlight=False) if self.bar else typer.echo(line, err=True))
+        elif not self.quiet and self.bar is None:
+            typer.echo(f"[{done}/{total}] {label} done ({time.perf_counter() - self.started:.0f} s)", err=True)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done, description=label)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+@app.command()
+@_guard
+def reproduce(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[NAME]...", help="Experiments to run (tcplab experiments lists them)."),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Run the five experiments.")] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Shorter runs and fewer sweep points (under 2 minutes for --all).")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="DIR", help="Output directory (default: reproduce/, or reproduce-quick/)."
+        ),
+    ] = None,
+    jobs: Annotated[
+        str | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            metavar="N",
+            callback=_int_option("jobs", 1, 1024, "a number of processes"),
+            help="Processes to run the simulations in (default: one per core).",
+        ),
+    ] = None,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Replay the stories: run each experiment's scenarios, judge its claims, write the reports.
+
+    Writes DIR/NAME/report.html (and report.md, claims.json, plots/, runs/RUN/) per experiment
+    and DIR/index.html + DIR/index.md. Exit 0 when the experiments ran, whatever the verdicts;
+    1 when a run or an experiment failed (said in its report); 2 for a bad name or no name.
+    """
+    from tcplab.experiments import NAMES
+    from tcplab.views.reproduce import default_output, totals_line
+    from tcplab.views.reproduce import reproduce as run_reproduce
+
+    chosen = list(names or [])
+    if all_ and chosen:
+        _fail("NAME and --all: give experiment names or --all, not both", 2)
+    if not all_ and not chosen:
+        _fail("no experiment named; expected NAME... or --all (experiments: " + ", ".join(NAMES) + ")", 2)
+    if all_:
+        chosen = list(NAMES)
+    unknown = [n for n in chosen if n not in NAMES]
+    if unknown:
+        _fail(f"NAME: no experiment named {unknown[0]!r}; expected one of {', '.join(NAMES)}", 2)
+    chosen = list(dict.fromkeys(chosen))
+    experiments = [_experiment(n) for n in chosen]
+    out_dir = output if output is not None else default_output(quick)
+    total = sum(len(e.runs(quick)) for e in experiments)
+    progress = _ReproduceProgress(total, quiet)
+    try:
+        outcomes = run_reproduce(
+            chosen,
+            out_dir,
+            quick=quick,
+            jobs=int(jobs) if jobs is not None else None,
+            overwrite=force,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    failed = [oc for oc in outcomes if oc.error]
+    if not quiet:
+        from rich import box
+        from rich.table import Table
+
+        table = Table(
+            title=f"tcplab reproduce ({'quick' if quick else 'full'})", title_justify="left", box=box.SIMPLE_HEAD
+        )
+        for col in ("experiment", "reproduced", "partly", "not reproduced", "cross-checks", "status"):
+            table.add_column(col, justify="left" if col in ("experiment", "status") else "right")
+        totals = {"reproduced": 0, "partly": 0, "not reproduced": 0}
+        for oc in outcomes:
+            c = oc.counts()
+            for k in totals:
+                totals[k] += c[k]
+            agree = sum(1 for x in oc.crosschecks if x.agree)
+            table.add_row(
+                oc.experiment.name,
+                str(c["reproduced"]),
+                str(c["partly"]),
+                str(c["not reproduced"]),
+                f"{agree}/{len(oc.crosschecks)}",
+                "FAILED" if oc.error else "ok",
+            )
+        console = _console()
+        console.print(table)
+        for oc in outcomes:
+            for cr in oc.claims:
+                console.print(f"  {oc.experiment.name} / {cr.claim.id}: {cr.verdict}: {cr.figure}", markup=False)
+        console.print(totals_line({**totals, "claims": sum(totals.values())}), markup=False)
+        console.print(f"index: {Path(out_dir) / 'index.html'} (and index.md)", markup=False)
+    for oc in failed:
+        first = str(oc.error).strip().splitlines()[0] if oc.error else ""
+        typer.echo(f"error: experiment {oc.experiment.name}: {first} (see its report)", err=True)
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+@_guard
+def experiments(
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[path NAME]", help="`path NAME`: print the experiment's directory."),
+    ] = None,
+) -> None:
+    """List the experiments of tcplab reproduce, or print one's directory (`experiments path NAME`)."""
+    from tcplab.experiments import NAMES
+
+    args = list(args or [])
+    if args:
+        if args[0] != "path" or len(args) != 2:
+            _fail(f"experiments {' '.join(args)}: expected no argument, or `path NAME`", 2)
+        name = args[1]
+        if name not in NAMES:
+            _fail(f"NAME: no experiment named {name!r}; expected one of {', '.join(NAMES)}", 2)
+        typer.echo(str(_experiment(name).directory))
+        return
+    from tcplab.views.reproduce import _story_info
+
+    console = _console()
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD)
+    for col in ("experiment", "story", "title", "claims", "runs quick/full"):
+        table.add_column(col, justify="right" if col in ("claims", "runs quick/full") else "left")
+    for name in NAMES:
+        try:
+            e = _experiment(name)
+            table.add_row(
+                name,
+                _story_info(e.story)["heading"],
+                e.title,
+                str(len(e.claims)),
+                f"{len(e.runs(True))}/{len(e.runs(False))}",
+            )
+        except typer.Exit:
+            table.add_row(name, "-", "(not installed)", "-", "-")
+    console.print(table)
+    console.print("Run one: tcplab reproduce NAME [--quick]; all: tcplab reproduce --all --quick", markup=False)
 
 
 def main() -> None:

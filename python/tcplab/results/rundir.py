@@ -5,8 +5,8 @@ renames it into place at the end; on any failure (or SIGINT/SIGTERM, see
 :mod:`tcplab.signals`) nothing is left behind (not even the parents it created).
 
 What may be replaced (``--force``, ``overwrite=True``): only a directory that tcplab itself
-wrote. Every run and comparison directory carries a marker file, ``.tcplab-run`` (JSON:
-``{"tcplab": VERSION, "kind": "run" | "compare"}``), and holds only the files tcplab writes
+wrote. Every run, comparison and reproduce directory carries a marker file, ``.tcplab-run`` (JSON:
+``{"tcplab": VERSION, "kind": "run" | "compare" | "reproduce"}``), and holds only the files tcplab writes
 there. :func:`check_output_dir` refuses, with a one-line error and before anything is
 simulated:
 
@@ -38,6 +38,7 @@ __all__ = [
     "RUN_ENTRIES",
     "RUN_ENTRY_PATTERN",
     "COMPARE_ENTRIES",
+    "REPRODUCE_ENTRIES",
 ]
 
 #: The file that marks a directory as written by tcplab.
@@ -66,11 +67,16 @@ RUN_ENTRIES = frozenset(
 RUN_ENTRY_PATTERN = re.compile(r"(?:(?:tc-qdisc|ethtool-S|proc-stat)-[A-Za-z0-9_.-]+\.txt|app_[a-z0-9_]+\.parquet)\Z")
 #: Top-level files tcplab writes in a comparison directory, besides one run directory per variant.
 COMPARE_ENTRIES = frozenset({MARKER, "compare.json", "compare.png", "report.html"})
+#: Top-level files of a ``tcplab reproduce`` directory, besides one directory per experiment
+#: (named ``[a-z0-9-]+``) holding :data:`EXPERIMENT_ENTRIES`, ``plots/`` and ``runs/RUN/`` (run directories).
+REPRODUCE_ENTRIES = frozenset({MARKER, "index.html", "index.md", "index.json"})
+EXPERIMENT_ENTRIES = frozenset({"report.html", "report.md", "claims.json"})
+_EXPERIMENT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 _PLOT_SUFFIXES = (".png", ".svg", ".html", ".json")
 
 
 def write_marker(directory: Path, kind: str) -> None:
-    """Mark ``directory`` (being filled) as a tcplab ``kind`` ("run" or "compare") directory."""
+    """Mark ``directory`` (being filled) as a tcplab ``kind`` ("run", "compare" or "reproduce") directory."""
     from tcplab import __version__
 
     (directory / MARKER).write_text(json.dumps({"tcplab": __version__, "kind": kind}) + "\n", encoding="utf-8")
@@ -137,20 +143,20 @@ def check_output_dir(target: Path, *, overwrite: bool = False) -> Path:
         _refuse(
             given,
             f"--force refused: {foreign}",
-            "a new directory, or one written by tcplab run/compare (only those are replaced)",
+            "a new directory, or one written by tcplab run/compare/reproduce (only those are replaced)",
         )
     return resolved
 
 
 def _kind(directory: Path) -> str | None:
-    """ "run" or "compare" if tcplab wrote ``directory``, else None."""
+    """ "run", "compare" or "reproduce" if tcplab wrote ``directory``, else None."""
     marker = directory / MARKER
     if marker.is_file() and not marker.is_symlink():
         try:
             kind = json.loads(marker.read_text(encoding="utf-8")).get("kind")
         except (OSError, ValueError, AttributeError):
             return None
-        return kind if kind in ("run", "compare") else None
+        return kind if kind in ("run", "compare", "reproduce") else None
     # written before the marker existed: recognised by its summary's schema key
     summary = directory / "summary.json"
     try:
@@ -182,6 +188,10 @@ def _foreign_entry(directory: Path) -> str | None:
                 for p in entry.iterdir():
                     if p.is_symlink() or not p.is_file() or p.suffix not in _PLOT_SUFFIXES:
                         return f"it contains plots/{p.name}, which tcplab did not write"
+        elif kind == "reproduce":
+            problem = _foreign_reproduce_entry(entry)
+            if problem is not None:
+                return problem
         else:
             if entry.name in COMPARE_ENTRIES and entry.is_file():
                 continue
@@ -191,6 +201,45 @@ def _foreign_entry(directory: Path) -> str | None:
                     return f"{entry.name}: {inner}"
                 continue
             return f"it contains {entry.name}, which tcplab did not write"
+    return None
+
+
+def _foreign_plots(plots: Path, where: str) -> str | None:
+    if not plots.is_dir():
+        return f"{where} is not a directory"
+    for p in plots.iterdir():
+        if p.is_symlink() or not p.is_file() or p.suffix not in _PLOT_SUFFIXES:
+            return f"it contains {where}/{p.name}, which tcplab did not write"
+    return None
+
+
+def _foreign_reproduce_entry(entry: Path) -> str | None:
+    """Why a top-level ``entry`` of a reproduce directory is not tcplab's, or None."""
+    if entry.name in REPRODUCE_ENTRIES:
+        return None if entry.is_file() else f"{entry.name} is not a file"
+    if not (entry.is_dir() and _EXPERIMENT_NAME.match(entry.name)):
+        return f"it contains {entry.name}, which tcplab did not write"
+    for inner in sorted(entry.iterdir(), key=lambda p: p.name):
+        where = f"{entry.name}/{inner.name}"
+        if inner.is_symlink():
+            return f"it contains a link tcplab did not write: {where}"
+        if inner.name in EXPERIMENT_ENTRIES and inner.is_file():
+            continue
+        if inner.name == "plots":
+            problem = _foreign_plots(inner, where)
+            if problem is not None:
+                return problem
+            continue
+        if inner.name == "runs" and inner.is_dir():
+            for run in sorted(inner.iterdir(), key=lambda p: p.name):
+                run_where = f"{where}/{run.name}"
+                if run.is_symlink() or not run.is_dir() or _kind(run) != "run":
+                    return f"it contains {run_where}, which is not a tcplab run directory"
+                problem = _foreign_entry(run)
+                if problem is not None:
+                    return f"{run_where}: {problem}"
+            continue
+        return f"it contains {where}, which tcplab did not write"
     return None
 
 
