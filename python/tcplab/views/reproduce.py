@@ -145,13 +145,24 @@ def _story_number(seed: str) -> str:
     return m.group(1) if m else ""
 
 
+#: docs/stories.md's headings, for an installed tcplab without the repository's docs.
+_STORY_HEADINGS = {
+    "000": "Story 000 (cluster BBR timeouts)",
+    "001": "Story 001 (BBR vs CUBIC video demo)",
+    "002": "Story 002 (Bandwidth Manager: EDT and fq instead of TBF)",
+    "003": "Story 003 (BBR in VMs under CPU contention)",
+    "004": "Story 004 (timeouts from microbursts)",
+}
+
+
 def _story_heading(number: str) -> str | None:
-    """``Story 001 (BBR vs CUBIC video demo)`` from docs/stories.md, when the repository is here."""
+    """``Story 001 (BBR vs CUBIC video demo)``: from docs/stories.md when the repository is here."""
     doc = _stories_doc()
-    if doc is None or not number:
-        return None
-    m = re.search(rf"^## (Story {number}\b.*)$", doc.read_text(encoding="utf-8"), flags=re.M)
-    return m.group(1).strip() if m else None
+    if doc is not None and number:
+        m = re.search(rf"^## (Story {number}\b.*)$", doc.read_text(encoding="utf-8"), flags=re.M)
+        if m:
+            return m.group(1).strip()
+    return _STORY_HEADINGS.get(number)
 
 
 def _stories_doc() -> Path | None:
@@ -316,6 +327,11 @@ def _cell(text: Any) -> str:
     return one_line.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _line(text: Any) -> str:
+    """Text on one line (a list item)."""
+    return " ".join(str(text if text is not None else "-").split())
+
+
 def _seconds(x: Any) -> str:
     return "-" if x is None else f"{sig(float(x))} s"
 
@@ -341,9 +357,9 @@ def experiment_markdown(r: Mapping[str, Any]) -> str:
             )
         lines.append("")
         for c in r["claims"]:
-            lines.append(f"- **{c['id']}** ({c['verdict']}): {' '.join(str(c['reason']).split())}")
+            lines.append(f"- **{c['id']}** ({c['verdict']}): {_line(c['reason'])}")
             if c["conditions"]:
-                lines.append(f"  Conditions chosen: {' '.join(str(c['conditions']).split())}")
+                lines.append(f"  Conditions chosen: {_line(c['conditions'])}")
         lines.append("")
     else:
         lines += ["No claim was judged.", ""]
@@ -399,7 +415,7 @@ def index_markdown(index: Mapping[str, Any]) -> str:
     if index["failed"]:
         lines += [f"**FAILED experiments: {', '.join(index['failed'])}** (see their reports).", ""]
     lines += [
-        "| experiment | story | reproduced | partly | not reproduced | cross-checks agreeing | runs' wall time |",
+        "| experiment | story | reproduced | partly | not reproduced | cross-checks agreeing | simulation time |",
         "|---|---|---|---|---|---|---|",
     ]
     for e in index["experiments"]:
@@ -414,7 +430,7 @@ def index_markdown(index: Mapping[str, Any]) -> str:
     lines += ["", "## Every claim", ""]
     for e in index["experiments"]:
         for c in e["claims"]:
-            lines.append(f"- {e['experiment']} / {c['id']}: **{c['verdict']}**: {_cell(c['figure'])}")
+            lines.append(f"- {e['experiment']} / {c['id']}: **{c['verdict']}**: {_line(c['figure'])}")
     lines.append("")
     return "\n".join(lines)
 
@@ -566,7 +582,7 @@ _INDEX_TEMPLATE = """<!doctype html>
 <p class="failed bad">FAILED experiments: {{ i.failed | join(", ") }} (see their reports).</p>{% endif %}
 <table>
 <tr><th class="l">experiment</th><th class="l">story</th><th>reproduced</th><th>partly</th><th>not reproduced</th>
-<th>cross-checks agreeing</th><th>runs' wall time (s)</th></tr>
+<th>cross-checks agreeing</th><th>simulation time (s)</th></tr>
 {% for e in i.experiments %}
 <tr><td class="l"><a href="{{ e.report }}">{{ e.experiment }}</a>
 {% if e.error %} <span class="bad">FAILED</span>{% endif %}</td>
@@ -592,7 +608,8 @@ _INDEX_TEMPLATE = """<!doctype html>
 {% endfor %}{% endfor %}
 </table>
 <p class="note">Verdicts are derived from the runs by rules written in each experiment's code (the reason under
-each claim in its report says which); nothing is tuned to hit a published number.</p>
+each claim in its report says which); nothing is tuned to hit a published number. Simulation time:
+the engine's wall time summed over the experiment's runs (they run in parallel across cores).</p>
 </body>
 </html>
 """
