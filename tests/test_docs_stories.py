@@ -13,9 +13,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED_FILE = re.compile(r"\b\d{3}_[0-9a-f]{16}(\.txt)?\b|shared/seeds")
 
 
+#: tcplab reproduce's experiments cite the seed file each claim is quoted from (claims.yaml's
+#: ``story``, the registry's STORIES): that is the quote's provenance, checked verbatim by
+#: tests/experiments/test_framework.py. Their reports send readers to docs/stories.md first.
+EXPERIMENTS = ROOT / "python" / "tcplab" / "experiments"
+
+
 def _user_facing_files():
     yield ROOT / "README.md"
     for path in sorted((ROOT / "python" / "tcplab").rglob("*")):
+        if EXPERIMENTS in path.parents:
+            continue
         if path.suffix in (".py", ".yaml", ".yml", ".html", ".md"):
             yield path
 
