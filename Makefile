@@ -1,17 +1,18 @@
 # tcplab: two commands for a fresh machine.
-#   make demo   set everything up, then compare CUBIC and BBR on the built-in lossy path
-#               (100 ms RTT, 5 Mbit/s, 1% loss) and write a report to out/demo/
-#   make test   set everything up, then run every default test (Rust: optimised with debug
-#               assertions and overflow checks, profile release-checks; Python)
-# Other targets: make setup | make bench (tcplab vs ns-3, several minutes) | make bench-quick
-#                | make test-slow | make clean
+#   make reproduce  set everything up, then replay the five stories in their quick form
+#                   (tcplab reproduce --all --quick); index in out/reproduce/index.html
+#   make test       set everything up, then run every default test (Rust: optimised with debug
+#                   assertions and overflow checks, profile release-checks; Python)
+# Other targets: make demo (compare CUBIC and BBR on the built-in lossy path, 100 ms RTT,
+#                5 Mbit/s, 1% loss; report in out/demo/) | make setup | make bench (tcplab vs
+#                ns-3, several minutes) | make bench-quick | make test-slow | make clean
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test setup bench bench-quick test-slow clean
+.PHONY: reproduce demo test setup bench bench-quick test-slow clean
 
 $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Cargo.toml) $(shell find python -name '*.py' -o -name '*.yaml')
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +21,10 @@ $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Ca
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+reproduce: $(STAMP)
+	$(VENV)/bin/tcplab reproduce --all --quick -o out/reproduce --force
+	@echo "index: out/reproduce/index.html (and out/reproduce/index.md)"
 
 demo: $(STAMP)
 	$(VENV)/bin/tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/demo

@@ -364,3 +364,16 @@ def test_plans_are_consistent(name):
         assert {c.run for c in e.crosschecks(mode)} <= labels
     e.plan(True)  # every run's overrides validate, in both modes
     e.plan(False)
+
+
+def test_the_readme_starts_with_the_five_stories():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = readme.split("```sh", 1)[1].split("```", 1)[0]
+    assert first_block.split()[:2] == ["make", "reproduce"]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    target = makefile.split("\nreproduce:", 1)[1].split("\n\n", 1)[0]
+    assert "tcplab reproduce --all --quick -o out/reproduce" in target
+    assert "out/reproduce/index.html" in readme
+    for name in experiments.NAMES:  # each experiment is listed and linked from its story
+        assert f"`{name}`" in readme
+        assert f"tcplab reproduce {name}" in (ROOT / "docs" / "stories.md").read_text(encoding="utf-8")
