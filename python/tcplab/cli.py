@@ -891,8 +891,11 @@ class _ReproduceProgress:
             (self.bar.console.print(line, markup=False, highlight=False) if self.bar else typer.echo(line, err=True))
         elif not self.quiet and self.bar is None:
             typer.echo(f"[{done}/{total}] {label} done ({time.perf_counter() - self.started:.0f} s)", err=True)
+        last = done == total
         if self.bar is not None:
-            self.bar.update(self.task, completed=done, description=label)
+            self.bar.update(self.task, completed=done, description="writing the reports" if last else label)
+        elif last and not self.quiet:
+            typer.echo(f"all {total} runs done; judging the claims and writing the reports", err=True)
 
     def close(self) -> None:
         if self.bar is not None:
