@@ -341,7 +341,8 @@ def experiment_markdown(r: Mapping[str, Any]) -> str:
     lines = [f"# {r['experiment']}: {r['title']}", ""]
     lines.append(
         f"Replays {story['heading']} ([{story['ref']}]({_md_doc_link(story)})), "
-        f"from the seed `{story['seed']}`. Mode: {r['mode']}; tcplab {r['tcplab']}."
+        f"from the seed `{story['seed']}`. Mode: {r['mode']}; {len(r['runs'])} runs, simulation time "
+        f"{_seconds(r['runs_wall_time_s'])}; tcplab {r['tcplab']}."
     )
     lines.append("")
     if r["error"]:
@@ -478,7 +479,8 @@ _EXPERIMENT_TEMPLATE = """<!doctype html>
 <p>Replays <b>{% if r.story.href %}<a href="{{ r.story.href }}">{{ r.story.heading }}</a>
 {% else %}{{ r.story.heading }}{% endif %}</b>
  (<code>{{ r.story.ref }}</code>; seed <code>{{ r.story.seed }}</code>)
- &middot; {{ r.mode }} mode &middot; tcplab {{ r.tcplab }}
+ &middot; {{ r.mode }} mode &middot; {{ r.runs | length }} runs, simulation time {{ r.runs_wall_time_s | sig }} s
+ &middot; tcplab {{ r.tcplab }}
  &middot; <a href="../index.html">all experiments</a></p>
 {% if r.error %}
 <div class="failed"><p class="bad">FAILED: this experiment did not complete; what follows is incomplete.</p>
@@ -576,7 +578,7 @@ _INDEX_TEMPLATE = """<!doctype html>
 <body>
 <h1>tcplab reproduce: the five stories</h1>
 <p>{{ i.mode }} mode &middot; tcplab {{ i.tcplab }}{% if i.elapsed_s is not none %}
-&middot; {{ i.elapsed_s | sig }} s wall{% endif %}</p>
+ &middot; {{ i.elapsed_s | sig }} s wall{% endif %}</p>
 <p><b>{{ i.totals_line }}.</b></p>
 {% if i.failed %}
 <p class="failed bad">FAILED experiments: {{ i.failed | join(", ") }} (see their reports).</p>{% endif %}
