@@ -119,8 +119,8 @@ def server_port(app_kind: str | None) -> int:
 
 @dataclass
 class SsSocket:
-    """One socket's state line and tcp_info, in ss's units (ms, packets, bytes, bit/s).
-    ``None`` or a missing key means "ss does not print it" (unknown or zero)."""
+    """One socket's state line and tcp_info (times in us as tcp_info keeps them, printed in
+    ms; packets, bytes, bit/s). ``None``, 0 or a missing key: ss does not print it."""
 
     node: str
     local: str
@@ -137,9 +137,9 @@ class SsSocket:
         out: list[str] = []
         if self.cc:
             out.append(self.cc)
-        srtt_ms, rttvar_ms = i.get("rtt_ms"), i.get("rttvar_ms")
-        if srtt_ms:
-            out.append(f"rtt:{_g(srtt_ms)}/{_g(rttvar_ms or 0.0)}")
+        srtt_us = int(i.get("rtt_us") or 0)
+        if srtt_us:  # tcpi_rtt / 1000, tcpi_rttvar / 1000 (us -> ms, as doubles)
+            out.append(f"rtt:{_g(srtt_us / 1000)}/{_g(int(i.get('rttvar_us') or 0) / 1000)}")
         for key in ("mss", "pmtu", "rcvmss", "advmss", "cwnd"):
             if i.get(key):
                 out.append(f"{key}:{int(i[key])}")
@@ -151,14 +151,15 @@ class SsSocket:
                 out.append(f"{key}:{int(i[key])}")
         bbr = i.get("bbr")
         if bbr is not None:
-            text = f"bbr:(bw:{sprint_bw(bbr['bw_bps'])}bps,mrtt:{_g(bbr['mrtt_ms'])}"
+            text = f"bbr:(bw:{sprint_bw(bbr['bw_bps'])}bps,mrtt:{_g(int(bbr['mrtt_us']) / 1000)}"
             if bbr.get("pacing_gain"):
                 text += f",pacing_gain:{_g(bbr['pacing_gain'])}"
             if bbr.get("cwnd_gain"):
                 text += f",cwnd_gain:{_g(bbr['cwnd_gain'])}"
             out.append(text + ")")
-        if i.get("send_bps"):
-            out.append(f"send {sprint_bw(i['send_bps'])}bps")
+        # ss's own estimate (tcp_show_info()): tcpi_snd_cwnd * tcpi_snd_mss * 8000000 / tcpi_rtt
+        if srtt_us and i.get("mss") and i.get("cwnd"):
+            out.append(f"send {sprint_bw(int(i['cwnd']) * int(i['mss']) * 8000000.0 / srtt_us)}bps")
         if i.get("pacing_rate_bps"):
             text = f"pacing_rate {sprint_bw(i['pacing_rate_bps'])}bps"
             if i.get("max_pacing_rate_bps"):
@@ -176,8 +177,8 @@ class SsSocket:
                     out.append(f"{key}:{int(v) // 1000}ms({100.0 * v / busy_us:.1f}%)")
         if i.get("retrans_total"):
             out.append(f"retrans:0/{int(i['retrans_total'])}")
-        if i.get("minrtt_ms"):
-            out.append(f"minrtt:{_g(i['minrtt_ms'])}")
+        if i.get("minrtt_us"):
+            out.append(f"minrtt:{_g(int(i['minrtt_us']) / 1000)}")
         return "\t " + " ".join(out)
 
 
@@ -299,8 +300,8 @@ def _sender_info(row: Mapping[str, Any], mss: int, cc: str | None, tcp: Mapping[
     cwnd = int(row.get("cwnd", 0))
     min_rtt_us = int(row.get("min_rtt_us", 0))
     info: dict[str, Any] = {
-        "rtt_ms": srtt_us / 1000.0,
-        "rttvar_ms": int(row.get("rttvar_us", 0)) / 1000.0,
+        "rtt_us": srtt_us,
+        "rttvar_us": int(row.get("rttvar_us", 0)),
         "mss": mss,
         "pmtu": mss + _HEADER_BYTES,
         "advmss": mss,
@@ -308,12 +309,9 @@ def _sender_info(row: Mapping[str, Any], mss: int, cc: str | None, tcp: Mapping[
         "ssthresh": int(row.get("ssthresh", 0)),
         "bytes_acked": int(row.get("bytes_acked", 0)),
         "retrans_total": int(row.get("retrans_segs", 0)),
-        "minrtt_ms": min_rtt_us / 1000.0 if min_rtt_us not in (0, 0xFFFFFFFF) else None,
+        "minrtt_us": min_rtt_us if min_rtt_us != 0xFFFFFFFF else 0,
         "delivery_rate_bps": int(row.get("delivery_rate_bps", 0)),
     }
-    # ss's own estimate: tcpi_snd_cwnd * tcpi_snd_mss * 8000000 / tcpi_rtt
-    if srtt_us > 0 and cwnd > 0:
-        info["send_bps"] = cwnd * mss * 8_000_000.0 / srtt_us
     pacing = int(row.get("pacing_rate_bps", 0))
     if pacing and pacing < _U64_MAX - 7:  # ~0 (unlimited) is not printed
         info["pacing_rate_bps"] = pacing
@@ -324,7 +322,7 @@ def _sender_info(row: Mapping[str, Any], mss: int, cc: str | None, tcp: Mapping[
         bbr_rtt_us = int(row["bbr_min_rtt_us"]) if "bbr_min_rtt_us" in row else min_rtt_us
         info["bbr"] = {
             "bw_bps": int(row.get("bbr_bw_bps", 0)),
-            "mrtt_ms": bbr_rtt_us / 1000.0 if bbr_rtt_us != 0xFFFFFFFF else 0.0,
+            "mrtt_us": bbr_rtt_us if bbr_rtt_us != 0xFFFFFFFF else 0,
             "pacing_gain": float(row.get("pacing_gain", 0.0)),
             "cwnd_gain": float(row.get("cwnd_gain", 0.0)),
         }
