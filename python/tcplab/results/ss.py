@@ -37,13 +37,14 @@ Choices where tcplab must choose, and what it leaves out:
   yet (the handshake in flight: not yet ESTAB), is left out.
 * Fields tcplab does not know are omitted, never invented: ``Recv-Q``/``Send-Q`` (the queues
   are not sampled; they print 0, the column cannot be left empty), ``rto``, ``ato``,
-  ``wscale``, ``rcvmss`` of the sender, ``lastsnd``/``lastrcv``/``lastack``, ``unacked``,
+  ``wscale``, ``rcvmss`` (Linux estimates it from the segment sizes received, which are not
+  sampled), ``lastsnd``/``lastrcv``/``lastack``, ``unacked``,
   ``lost`` (tcp_info's current lost_out; the engine samples the cumulative count),
   ``delivered``, ``app_limited``, ``segs_out``/``segs_in``, ``rcv_space``,
   ``rcv_ssthresh``, ``notsent``, ``snd_wnd`` and ``skmem`` (no ``-m``). ``retrans:C/T``
   prints C (segments retransmitted and not yet acknowledged) as 0: the engine samples only T.
   The receiving socket prints only what the engine knows of it: its congestion control,
-  MSS, ``rcvmss`` (full segments), ``bytes_received``.
+  MSS and ``bytes_received``.
 * ``pmtu`` is ``mss + 52`` (20 bytes IPv4, 20 TCP, 12 of timestamps: tcplab's framing);
   ``advmss`` is the flow's MSS (both ends use the same).
 * BBR's ``mrtt`` is BBR's own windowed minimum (10 s) in Linux; the time series carries
@@ -283,7 +284,7 @@ def sockets_at(
         info = _sender_info(row, mss, cc, tcp)
         if at_end and total:
             info.update(_totals_info(total))
-        recv_info: dict[str, Any] = {"mss": mss, "rcvmss": mss, "advmss": mss}
+        recv_info: dict[str, Any] = {"mss": mss, "advmss": mss}
         received = int(total["bytes_received"]) if at_end and total else int(row.get("bytes_received", 0))
         recv_info["bytes_received"] = received
         out.setdefault(nodes[sender_node], []).append(
