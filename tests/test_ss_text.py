@@ -379,3 +379,34 @@ def test_crosscheck_at_s_diagnoses_a_capture_of_that_moment(real_core, tmp_path)
     # without at_s the run directory itself is read, and no capture is written
     plain = crosscheck_run(run_dir, Crosscheck(run="lossy", expect=("cwnd-collapse",)))
     assert plain.capture is None and "cwnd-collapse" in plain.found
+
+
+def test_before_the_end_only_sampled_counters_are_printed():
+    """At a t before the end, bytes_sent/bytes_retrans/data_segs_out and the chronographs are
+    known only from the totals (end of run): left out, unless the series carries them."""
+    cfg = _config(1)
+    ts = _series(1, [0, 1_000_000_000, 2_000_000_000])
+    flows = pd.DataFrame(
+        [
+            {
+                "name": "f0",
+                "end_s": 10.0,
+                "bytes_sent": 9_999,
+                "bytes_retrans": 10,
+                "bytes_acked": 9_000,
+                "bytes_received": 9_000,
+                "data_segs_out": 7,
+                "retrans_segs": 1,
+                "busy_ms": 10_000.0,
+                "rwnd_limited_ms": 0.0,
+                "sndbuf_limited_ms": 0.0,
+            }
+        ]
+    )
+    (mid,) = sockets_at(cfg, flows, ts, at_ns=1_500_000_000)["a"]
+    assert not {"bytes_sent", "bytes_retrans", "data_segs_out", "busy_us"} & set(mid.info)
+    (end,) = sockets_at(cfg, flows, ts)["a"]
+    assert (end.info["bytes_sent"], end.info["data_segs_out"], end.info["busy_us"]) == (9_999, 7, 10_000_000)
+    ts["bytes_sent"] = ts["t_ns"] // 100
+    (mid,) = sockets_at(cfg, flows, ts, at_ns=1_500_000_000)["a"]
+    assert mid.info["bytes_sent"] == 10_000_000

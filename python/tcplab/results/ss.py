@@ -319,6 +319,10 @@ def _sender_info(row: Mapping[str, Any], mss: int, cc: str | None, tcp: Mapping[
         max_rate = int(tcp.get("max_pacing_rate_bytes_per_sec", _U64_MAX))
         if max_rate and max_rate != _U64_MAX:
             info["max_pacing_rate_bps"] = max_rate * 8
+    # counters only the totals hold today; used at any t if the series ever carries them
+    for key in ("bytes_sent", "bytes_retrans", "data_segs_out"):
+        if key in row:
+            info[key] = int(row[key])
     if cc == "bbr":
         bbr_rtt_us = int(row["bbr_min_rtt_us"]) if "bbr_min_rtt_us" in row else min_rtt_us
         info["bbr"] = {
