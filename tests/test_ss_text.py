@@ -410,3 +410,27 @@ def test_before_the_end_only_sampled_counters_are_printed():
     ts["bytes_sent"] = ts["t_ns"] // 100
     (mid,) = sockets_at(cfg, flows, ts, at_ns=1_500_000_000)["a"]
     assert mid.info["bytes_sent"] == 10_000_000
+
+
+@pytest.mark.engine
+def test_force_accepts_a_reproduce_tree_with_captures(real_core, tmp_path):
+    """A cross-check with at_s writes NAME/captures/LABEL-at-<t>s/ into the reproduce tree:
+    ``--force`` must recognise it as tcplab's (and still refuse a file someone added there)."""
+    from tcplab.errors import ScenarioError
+    from tcplab.results.capture import write_capture
+    from tcplab.results.rundir import check_output_dir, write_marker
+
+    out = tmp_path / "out"
+    (out / "exp-a").mkdir(parents=True)
+    write_marker(out, "reproduce")
+    r = _collapse_run(real_core)
+    r.write(out / "exp-a" / "runs" / "lossy", plots=False)
+    cap = write_capture(r, out / "exp-a" / "captures" / "lossy-at-1s", 1.0)
+    assert check_output_dir(out, overwrite=True) == out.resolve()
+    (cap / "mine.csv").write_text("x")
+    with pytest.raises(ScenarioError, match="--force refused"):
+        check_output_dir(out, overwrite=True)
+    (cap / "mine.csv").unlink()
+    (out / "exp-a" / "captures" / "loose.txt").write_text("x")
+    with pytest.raises(ScenarioError, match="not a tcplab capture"):
+        check_output_dir(out, overwrite=True)
