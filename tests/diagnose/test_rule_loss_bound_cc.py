@@ -40,3 +40,9 @@ def test_cubic_on_a_randomly_lossy_path_is_named_and_bbr_is_not() -> None:
 def test_loss_with_a_standing_queue_or_far_above_the_bound_is_not_named() -> None:
     assert findings("ss_congestion_loss_format.txt") == []
     assert findings("ss_healthy_format.txt") == []
+
+
+def test_without_bytes_sent_the_loss_rate_comes_from_acked_segments() -> None:
+    (f,) = findings("ss_lossy_path_short_format.txt")
+    acked_segs = 5426008 / 1448
+    assert f.data["loss_ratio"] == pytest.approx(34 / (acked_segs + 34))

@@ -1112,13 +1112,19 @@ def mathis_bound_bps(mss_bytes: float, rtt_s: float, p: float) -> float:
 
 def _loss_p(s: Socket) -> float | None:
     """Retransmitted share of the socket's data segments (``retrans:a/TOTAL`` over
-    ``data_segs_out``), else of its bytes (``bytes_retrans`` over ``bytes_sent``)."""
+    ``data_segs_out``), else of its bytes (``bytes_retrans`` over ``bytes_sent``), else
+    ``retrans`` total over acked segments plus retransmissions (ss of older kernels)."""
     segs = s.values.get("data_segs_out", 0)
     if segs >= LOSS_BOUND_MIN_SEGS and "retrans_total" in s.values:
         return s.values["retrans_total"] / segs
+    mss = s.values.get("mss", 1448)
     sent = s.values.get("bytes_sent", 0)
-    if sent >= LOSS_BOUND_MIN_SEGS * s.values.get("mss", 1448):
+    if sent >= LOSS_BOUND_MIN_SEGS * mss:
         return s.values.get("bytes_retrans", 0) / sent
+    # ss from kernels before 4.19 (no bytes_sent/data_segs_out): acked segments + retransmissions
+    acked = s.values.get("bytes_acked", 0)
+    if "retrans_total" in s.values and acked >= LOSS_BOUND_MIN_SEGS * mss:
+        return s.values["retrans_total"] / (acked / mss + s.values["retrans_total"])
     return None
 
 

@@ -416,6 +416,12 @@ class CiliumBbrDemo(Experiment):
                 "queue drops, their delivery rate near the Mathis bound of their RTT and loss",
             ),
             Crosscheck(
+                "b-cubic",
+                expect=("loss-bound-cc",),
+                at_s=30.0,
+                why="an operator's ss -tin on the pod's node while the video plays (30 s in)",
+            ),
+            Crosscheck(
                 "b-bbr",
                 absent=("loss-bound-cc", "bbr-without-fq"),
                 why="BBR on the same path is not loss-bound, and Cilium's Bandwidth Manager gave it fq",
