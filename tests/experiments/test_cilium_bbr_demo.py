@@ -1,6 +1,6 @@
 """Story 001 (cilium-bbr-demo): what the model derives, not the report's text.
 
-A reduced plan (the five --quick runs without the 2 % loss pair, 60 s each: ~3 s) is run
+The --quick plan (seven runs of 60 s: ~3 s) is run
 once per module; assertions come from Linux's behaviour (the initial window after an idle
 restart, RFC 6928's 10 packets), slow-start arithmetic and the Mathis bound.
 """
@@ -16,7 +16,7 @@ from tcplab.experiments.cilium_bbr_demo import CCS, NO_SSAI, mathis_bps
 from tcplab.runner import run
 
 EXP = load("cilium-bbr-demo")
-MAIN = ("a-cubic", "a-bbr", NO_SSAI, "b-cubic", "b-bbr")
+MAIN = ("a-cubic", "a-bbr", NO_SSAI, "b-cubic", "b-bbr", "b-cubic-loss2", "b-bbr-loss2")
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +92,18 @@ def test_verdicts_follow_the_rules(claims):
     r = claims["a-latency-5x"].data["ratio"]
     expected = "reproduced" if 3.75 <= r <= 6.25 else "partly" if r >= 1.5 else "not reproduced"
     assert claims["a-latency-5x"].verdict == expected
+
+
+def test_more_loss_thins_cubics_margin_on_low_but_not_bbrs_hd(claims):
+    sweep = claims["b-cubic-low"].data["sweep"]
+    main, lossy = sweep["1 % loss (main)"], sweep["2 % loss"]
+    # the Mathis bound falls as 1/sqrt(p): CUBIC fetches low more slowly at 2 % than at 1 %
+    assert lossy["cubic_low_margin"] < main["cubic_low_margin"]
+    assert lossy["bbr_share_hd"] >= 0.9
+
+
+def test_cubic_low_verdict_follows_its_rule(claims):
+    c = claims["b-cubic-low"]
+    falls = c.data["share_low"] > 0.5
+    barely = c.data["stalls"] > 0 or c.data["low_margin"] < 1.25
+    assert c.verdict == ("reproduced" if falls and barely else "partly" if falls else "not reproduced")
