@@ -1,6 +1,6 @@
 """Story 001: Cilium's BBR demo, an HLS video from a pod with CUBIC and with BBR.
 
-The story (a conference demo transcript, ``001_269cff1e2f044d91.txt``): an nginx pod serves an
+The story (a conference demo transcript, story 001 in docs/stories.md): an nginx pod serves an
 HLS video in two profiles, HD and low, to a browser; one cluster sends with CUBIC, the other
 with BBR; netem on the client's side makes the path. Case A, 100 ms of latency only: the
 browser's console shows BBR's request latencies "almost five times better". Case B, 100 ms,
@@ -251,6 +251,11 @@ class CiliumBbrDemo(Experiment):
             reason += f"; with tcp_slow_start_after_idle=0 CUBIC's latency falls to {_f(no_ssai_ms, 'ms')}"
         if sweep:
             reason += "; the sweep gives " + ", ".join(f"{_f(v)}x ({k})" for k, v in sweep.items())
+        reason += (
+            ". Not modelled: a real netem with its default limit of 1000 packets counts the packets "
+            "it is delaying, so a segment sent in one burst of more than 1000 packets (BBR's here) "
+            "would lose its tail there"
+        )
         reason += "."
         return ClaimResult(
             claim,

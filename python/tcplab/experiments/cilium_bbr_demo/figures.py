@@ -4,7 +4,7 @@
   cwnd when it was requested, CUBIC vs BBR on the 100 ms path: the buffer-filling burst,
   then one request per segment with the connection idle in between, where CUBIC's cwnd is
   back at the initial window (Linux v6.12 net/ipv4/tcp_output.c: tcp_cwnd_restart(), called
-  from tcp_slow_start_after_idle_check() in net/ipv4/tcp.c, which skips CCs that have their
+  from include/net/tcp.h: tcp_slow_start_after_idle_check(), which skips CCs that have their
   own cong_control, such as BBR).
 * ``case-b-player.png``: the player's buffer and bandwidth estimate over time, with the
   thresholds of hls.js's up- and down-switch, on the lossy 5 Mbit/s path.
