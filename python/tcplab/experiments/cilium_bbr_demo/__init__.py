@@ -421,12 +421,14 @@ class CiliumBbrDemo(Experiment):
             case_a_figure,
             case_b_player_figure,
             case_b_transport_figure,
+            sweep_figure,
         )
 
         plots_dir.mkdir(parents=True, exist_ok=True)
         out = [case_a_figure(results, plots_dir, _steady, _filling)]
         out.append(case_b_player_figure(results, plots_dir, _shares))
         out.append(case_b_transport_figure(results, plots_dir, mathis_bps, _mss, _min_rtt_s))
+        out.append(sweep_figure(self._latency(results).data, self._sweep_b(results), plots_dir))
         return out
 
     # -- diagnose --------------------------------------------------------------------------------
