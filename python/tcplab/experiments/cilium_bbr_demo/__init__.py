@@ -125,6 +125,12 @@ def _shares(res: Result) -> dict[str, float]:
     return out
 
 
+def _startup_s(res: Result) -> float:
+    """The player's startup delay (playlist request to playback), NaN if it never started."""
+    v = _hls(res).get("startup_delay_s", default=None)
+    return float(v) if isinstance(v, (int, float)) else math.nan
+
+
 def _low_margin(res: Result) -> float:
     """Median download rate of the low profile's segments over low's bitrate (how much faster
     than real time they arrive)."""
@@ -306,8 +312,8 @@ class CiliumBbrDemo(Experiment):
         barely = sh["stalls"] > 0 or (not math.isnan(margin) and margin < BARELY_MARGIN)
         verdict = "reproduced" if falls and barely else "partly" if falls else "not reproduced"
         sweep = self._sweep_b(results)
-        c_start = float(_hls(res).get("startup_delay_s", default=math.nan) or math.nan)
-        b_start = float(_hls(results["b-bbr"]).get("startup_delay_s", default=math.nan) or math.nan)
+        c_start = _startup_s(res)
+        b_start = _startup_s(results["b-bbr"])
         reason = (
             f"{verdict}: CUBIC played {_f(100 * low, '%')} of the time on low (after a startup of "
             f"{_f(c_start, 's')}, BBR's {_f(b_start, 's')}), and low's segments arrived at "
