@@ -77,7 +77,11 @@ def player(result: Result, app: str = "plex") -> dict[str, Any]:
         if ok.any():
             falls = b[ok] - b[j[ok]]
             k = int(np.argmax(falls))
-            drop = {"from_s": round(float(b[ok][k]), 3), "to_s": round(float(b[j[ok]][k]), 3), "at_s": round(float(t[ok][k]), 1)}
+            drop = {
+                "from_s": round(float(b[ok][k]), 3),
+                "to_s": round(float(b[j[ok]][k]), 3),
+                "at_s": round(float(t[ok][k]), 1),
+            }
     startup = s.get("startup_delay_s")
     started = startup is not None and s.get("played_s", 0) and s.get("played_s", 0) > 0
     played = float(s.get("played_s") or 0.0)
@@ -118,6 +122,19 @@ def writes(result: Result, app: str = "vmagent", window_s: float = 120.0) -> dic
     if req is not None:
         end_s = (req["start_ns"].to_numpy() + req["latency_ns"].to_numpy()).astype(np.float64) / 1e9
         first = req[end_s <= window_s]
+    # The longest stretch the writer's connection spent in the Loss state (RTO recovery).
+    ts = result.timeseries
+    rows = ts[ts["flow_name"].isin(a.flows)] if a.flows else ts
+    in_loss = (rows["ca_state_name"] == "Loss").to_numpy()
+    longest = run = 0
+    for v in in_loss:
+        run = run + 1 if v else 0
+        longest = max(longest, run)
+    first_timeout_s = None
+    if req is not None and len(req):
+        to = req[req["outcome"] == "timeout"]
+        if len(to):
+            first_timeout_s = round(float(to["start_ns"].min()) / 1e9, 3)
     batches = int(s.get("batches") or 0)
     produced_first = min(batches, int(window_s / max(1e-9, (a.spec.get("interval_ns") or 1e9) / 1e9)))
     return {
@@ -128,6 +145,9 @@ def writes(result: Result, app: str = "vmagent", window_s: float = 120.0) -> dic
         "retries": int(s.get("retries") or 0),
         "max_backoff_s": s.get("max_backoff_s"),
         "max_pending": s.get("max_pending"),
+        "first_timeout_start_s": first_timeout_s,
+        "longest_loss_state_s": round(longest * result.sample_interval_s, 3),
+        "loss_state_fraction": round(float(in_loss.mean()), 4) if len(in_loss) else 0.0,
         "whole": part(req),
         "first_window": {**part(first), "window_s": window_s, "produced": produced_first},
     }

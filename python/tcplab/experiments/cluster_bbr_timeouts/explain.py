@@ -60,7 +60,7 @@ def _fmt_rate(bps: float | None) -> str:
 def _collapse_figure(results: Mapping[str, Result], plots_dir: Path) -> str:
     fig = _figure(height=8.0)
     axes = fig.subplots(3, 1, sharex=True)
-    for ax, cc in zip(axes[:2], ("cubic", "bbr")):
+    for ax, cc in zip(axes[:2], ("cubic", "bbr"), strict=True):
         r = results[f"nfs-{cc}"]
         ts = r.timeseries
         for i, name in enumerate(sorted(ts["flow_name"].unique())):
@@ -72,7 +72,9 @@ def _collapse_figure(results: Mapping[str, Result], plots_dir: Path) -> str:
         ax.set_yscale("symlog", linthresh=4)
         ax.axhline(2, color="black", lw=0.6, ls=":")
         ax.set_ylabel("packets")
-        ax.set_title(f"NFS server -> Plex node, {cc.upper()}: cwnd and ssthresh (dotted line: 2)", loc="left", fontsize="medium")
+        ax.set_title(
+            f"NFS server -> Plex node, {cc.upper()}: cwnd and ssthresh (dotted line: 2)", loc="left", fontsize="medium"
+        )
         ax.grid(True, alpha=0.3)
         _legend(ax)
     ax = axes[2]
@@ -98,7 +100,11 @@ def _stuck_figure(points: Mapping[str, dict[str, Any]], plots_dir: Path) -> str:
     ax.set_xscale("log")
     ax.axvline(100e3, color="black", ls="--", lw=0.8, label="story: ~100 kbit/s")
     ax.set_xlabel("lowest goodput over 10 s (bit/s, log; 1 kbit/s = none)")
-    ax.set_title("The search: a bulk flow from a 100 Mbit/s Bandwidth-Manager pod, one condition each", loc="left", fontsize="medium")
+    ax.set_title(
+        "The search: a bulk flow from a 100 Mbit/s Bandwidth-Manager pod, one condition each",
+        loc="left",
+        fontsize="medium",
+    )
     ax.grid(True, axis="x", alpha=0.3)
     from matplotlib.patches import Patch
 
@@ -148,7 +154,9 @@ def _writes_figure(results: Mapping[str, Result], check_s: float, plots_dir: Pat
         start = req["start_ns"].to_numpy() / 1e9 / 60
         lat = req["latency_ns"].to_numpy() / 1e9
         to = (req["outcome"] == "timeout").to_numpy()
-        ax.scatter(start[~to], np.maximum(lat[~to], 1e-4), s=4, color=_CC_COLORS[cc], label=f"{cc.upper()} ok", alpha=0.6)
+        ax.scatter(
+            start[~to], np.maximum(lat[~to], 1e-4), s=4, color=_CC_COLORS[cc], label=f"{cc.upper()} ok", alpha=0.6
+        )
         ax.scatter(start[to], lat[to], s=40, marker="x", color=_CC_COLORS[cc], label=f"{cc.upper()} timeout")
     ax.set_yscale("log")
     ax.axvline(check_s / 60, color="black", ls="--", lw=0.8, label="the 2-minute check")
@@ -160,7 +168,9 @@ def _writes_figure(results: Mapping[str, Result], check_s: float, plots_dir: Pat
     return _write(fig, plots_dir, "writes.png")
 
 
-def explanations(exp: ClusterBbrTimeouts, results: Mapping[str, Result], quick: bool, plots_dir: Path) -> list[Explanation]:
+def explanations(
+    exp: ClusterBbrTimeouts, results: Mapping[str, Result], quick: bool, plots_dir: Path
+) -> list[Explanation]:
     from tcplab.experiments.cluster_bbr_timeouts import analysis
     from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
 
@@ -205,6 +215,7 @@ def explanations(exp: ClusterBbrTimeouts, results: Mapping[str, Result], quick: 
             f"The slowest BBR condition was {sp['condition']}: {_fmt_rate(sp['min_bps'])} over its worst 10 s "
             f"(from {sp['at_s']:.3g} s), with {100 * sp['loss_state_fraction']:.3g} % of that window in the Loss "
             f"state (RTO recovery) and BBR's estimate never below {_fmt_rate(sp['bbr_bw_min_bps'])}. "
+            + "Per condition: "
             + "; ".join(f"{v['condition']}: {_fmt_rate(v['min_bps'])} ({v['mechanism']})" for v in points.values())
             + ".",
             _stuck_figure(points, plots_dir),
@@ -221,8 +232,12 @@ def explanations(exp: ClusterBbrTimeouts, results: Mapping[str, Result], quick: 
             "bbr_lt_bw_sampling()) only locks in after two consecutive lossy intervals (>= 20 % lost) "
             "with rates within 1/8 of each other; "
             + (
-                "it did in " + ", ".join(f"{v['condition']} ({100 * v['lt_use_fraction_run']:.3g} % of the run, lt_bw "
-                f">= {_fmt_rate(v['lt_bw_min_bps'])})" for v in lt_runs.values())
+                "it did in "
+                + ", ".join(
+                    f"{v['condition']} ({100 * v['lt_use_fraction_run']:.3g} % of the run, lt_bw "
+                    f">= {_fmt_rate(v['lt_bw_min_bps'])})"
+                    for v in lt_runs.values()
+                )
                 if lt_runs
                 else "no condition of the search made it lock in"
             )
@@ -237,14 +252,17 @@ def explanations(exp: ClusterBbrTimeouts, results: Mapping[str, Result], quick: 
     minutes = results["rw-bbr"].duration_s / 60
     out.append(
         Explanation(
-            "Write timeouts: rare, late, and the same with CUBIC",
+            "Write timeouts: a connection held in RTO recovery, the same with CUBIC",
             f"Over {minutes:.3g} minutes BBR's writer had {wb['timeouts']} timeouts "
             f"({wb['first_window']['timeouts']} in the first 2 minutes) and CUBIC's {wc['timeouts']} "
             f"({wc['first_window']['timeouts']}); {100 * (wb['sent_fraction'] or 0):.3g} % and "
             f"{100 * (wc['sent_fraction'] or 0):.3g} % of the batches were sent, the pending queue reached "
-            f"{wb['max_pending']} and {wc['max_pending']} batches. A timeout is a 54766-byte batch stuck behind "
-            "a backed-off RTO; no attempt can time out before 120 s, so a 2-minute check sees none."
-            + (" (Quick mode: 10 minutes instead of the hour.)" if quick else ""),
+            f"{wb['max_pending']} and {wc['max_pending']} batches. The writer's connection spent "
+            f"{100 * wb['loss_state_fraction']:.3g} % (BBR) and {100 * wc['loss_state_fraction']:.3g} % (CUBIC) "
+            f"of the run in RTO recovery, up to {wb['longest_loss_state_s']:.4g} s and "
+            f"{wc['longest_loss_state_s']:.4g} s at a stretch: one request at a time, a 54766-byte batch behind "
+            "a backed-off RTO waits until the RTO fires again. No attempt can time out before 120 s, so a "
+            "2-minute check sees none." + (" (Quick mode: 10 minutes instead of the hour.)" if quick else ""),
             _writes_figure(results, exp_check_s(exp), plots_dir),
         )
     )
