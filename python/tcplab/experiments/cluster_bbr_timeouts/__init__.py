@@ -103,8 +103,8 @@ class ClusterBbrTimeouts(Experiment):
                 Run(
                     f"nfs-{cc}",
                     "plex-nfs.yaml",
-                    overrides=(f"{NFS_CC}={cc}", "duration=5min"),
-                    quick_overrides=("duration=60s",),
+                    overrides=(f"{NFS_CC}={cc}", "duration=60min", "sample_interval=1s"),
+                    quick_overrides=("duration=60s", "sample_interval=100ms"),
                     group="Plex over NFS",
                 )
             )
@@ -410,6 +410,8 @@ class ClusterBbrTimeouts(Experiment):
             f"BBR, first 2 min: {first['timeouts']} timeouts, {first['ok']} writes ok; whole {minutes:.3g} min: "
             f"{whole['timeouts']} timeouts, {100 * (b['sent_fraction'] or 0):.3g} % of batches sent"
         )
+        stream = {cc: analysis.player_windows(results[f"nfs-{cc}"], window_s=CHECK_S) for cc in ("bbr", "cubic")}
+        w["stream"] = stream
         healthy_first = first["timeouts"] == 0
         failed_later = whole["timeouts"] > 0
         if healthy_first and failed_later:
@@ -435,6 +437,17 @@ class ClusterBbrTimeouts(Experiment):
                 )
                 + f" (first 2 min: {first['timeouts']} timeouts; whole: {whole['timeouts']})."
             )
+        reason += " The stream, " + "; ".join(
+            f"{cc.upper()}: first 2 min {_window_text(v['first'])}, whole run {_window_text(v['whole'])}"
+            for cc, v in stream.items()
+        )
+        changed = [cc for cc, v in stream.items() if _healthy(v["first"]) and not _healthy(v["whole"])]
+        reason += (
+            ": with " + ", ".join(x.upper() for x in changed) + " the stream too looked healthy at 2 minutes only."
+            if changed
+            else ": the stream's health does not change with the window (nothing in the model builds up over "
+            "the hour: BBR's estimates are windowed, max bw over 10 rounds, min_rtt over 10 s)."
+        )
         return ClaimResult(claim, figure, verdict, reason, w)
 
     def _cubic_fix(self, results: Mapping[str, Result]) -> ClaimResult:
@@ -510,6 +523,17 @@ class ClusterBbrTimeouts(Experiment):
                 why="the write timeouts come from RTOs: nstat's TCPTimeouts against the segments sent",
             ),
         ]
+
+
+def _healthy(p: dict[str, Any] | None) -> bool:
+    """Playing, never under 1 s of buffer, stalled under 1 % of the time."""
+    return bool(p and p["started"] and p["min_buffer_s"] >= 1.0 and p["stalled_fraction"] < 0.01)
+
+
+def _window_text(p: dict[str, Any] | None) -> str:
+    if not p or not p["started"]:
+        return "never played"
+    return f"buffer min {p['min_buffer_s']:.3g} s, stalled {100 * p['stalled_fraction']:.3g} % of the time"
 
 
 def _fall(p: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from tcplab.results import Result
 
-__all__ = ["collapse", "player", "writes", "slowest_window", "COLLAPSE_PACKETS"]
+__all__ = ["collapse", "player", "player_windows", "writes", "slowest_window", "COLLAPSE_PACKETS"]
 
 #: ``cwnd:2 ssthresh:2``: both at most this many packets (results/stuck.py's threshold).
 COLLAPSE_PACKETS = 2
@@ -96,6 +96,29 @@ def player(result: Result, app: str = "plex") -> dict[str, Any]:
         "read_p99_ms": (s.get("latency_ms") or {}).get("p99"),
         "largest_20s_fall": drop,
     }
+
+
+def player_windows(result: Result, app: str = "plex", window_s: float = 120.0) -> dict[str, Any]:
+    """The player over the first ``window_s`` and over the whole run, from its own series:
+    the lowest buffer once playback started, and the time it was not playing after it had
+    started (stalls)."""
+    series = result.apps[app].tables.get("series")
+
+    def part(rows: pd.DataFrame) -> dict[str, Any]:
+        playing = rows["playing"].to_numpy() > 0
+        if not playing.any():
+            return {"started": False, "min_buffer_s": None, "stalled_fraction": None}
+        after = rows.iloc[int(np.argmax(playing)) :]
+        return {
+            "started": True,
+            "min_buffer_s": round(float(after["buffer_ns"].min()) / 1e9, 3),
+            "stalled_fraction": round(float((after["playing"].to_numpy() == 0).mean()), 4),
+        }
+
+    if series is None or not len(series):
+        return {"first": None, "whole": None, "window_s": window_s}
+    first = series[series["t_ns"] <= window_s * 1e9]
+    return {"first": part(first), "whole": part(series), "window_s": window_s}
 
 
 def writes(result: Result, app: str = "vmagent", window_s: float = 120.0) -> dict[str, Any]:

@@ -114,34 +114,36 @@ def _stuck_figure(points: Mapping[str, dict[str, Any]], plots_dir: Path) -> str:
     return _write(fig, plots_dir, "stuck-search.png")
 
 
-def _bbr_trace_figure(result: Result, label: str, condition: str, plots_dir: Path) -> dict[str, Any]:
-    ts = result.timeseries
-    rows = ts[ts["flow_name"] == "bulk"]
-    t = rows["t_s"].to_numpy()
-    fig = _figure(height=5.5)
-    ax, ax2 = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
-    good = rows["goodput_bps"].to_numpy(dtype=np.float64) / 1e6
-    ax.plot(t, good, label="goodput", color="black", lw=0.8)
-    ax.plot(t, rows["bbr_bw_bps"].to_numpy(dtype=np.float64) / 1e6, label="BBR bw estimate", color="tab:blue")
-    lt = rows["bbr_lt_bw_bps"].to_numpy(dtype=np.float64) / 1e6
-    on = rows["bbr_lt_use_bw"].to_numpy() > 0
-    ax.plot(t, np.where(on, lt, np.nan), label="lt_bw (in use)", color="tab:purple", lw=2.5)
-    _style(ax, "Mbit/s", f"Slowest BBR run of the search: {condition} ({label})")
-    _legend(ax)
-    loss = (rows["ca_state_name"] == "Loss").to_numpy().astype(float)
-    ax2.fill_between(t, 0, loss, step="post", color="tab:red", alpha=0.5, label="Loss (RTO recovery)")
-    ax2.fill_between(t, 0, on.astype(float) * 0.5, step="post", color="tab:purple", alpha=0.5, label="lt_use_bw")
-    _style(ax2, "state")
-    ax2.set_yticks([])
-    _legend(ax2)
-    name = _write(fig, plots_dir, "bbr-trace.png")
-    return {
-        "figure": name,
-        "loss_fraction": float(loss.mean()) if len(loss) else 0.0,
-        "lt_fraction": float(on.mean()) if len(on) else 0.0,
-        "bw_median_bps": float(np.median(rows["bbr_bw_bps"])) if len(rows) else 0.0,
-        "cwnd_median": float(np.median(rows["cwnd"])) if len(rows) else 0.0,
-    }
+def _bbr_trace_figure(runs: list[tuple[Result, str, str]], plots_dir: Path) -> dict[str, Any]:
+    """Per run (result, label, condition): goodput, BBR's estimate and lt_bw while in use;
+    below it, the time in RTO recovery and with lt_use_bw set."""
+    fig = _figure(height=4.5 * len(runs))
+    axes = fig.subplots(2 * len(runs), 1, height_ratios=[3, 1] * len(runs))
+    stats: dict[str, Any] = {}
+    for n, (result, label, condition) in enumerate(runs):
+        ax, ax2 = axes[2 * n], axes[2 * n + 1]
+        ts = result.timeseries
+        rows = ts[ts["flow_name"] == "bulk"]
+        t = rows["t_s"].to_numpy()
+        ax.plot(t, rows["goodput_bps"].to_numpy(dtype=np.float64) / 1e6, label="goodput", color="black", lw=0.8)
+        ax.plot(t, rows["bbr_bw_bps"].to_numpy(dtype=np.float64) / 1e6, label="BBR bw estimate", color="tab:blue")
+        lt = rows["bbr_lt_bw_bps"].to_numpy(dtype=np.float64) / 1e6
+        on = rows["bbr_lt_use_bw"].to_numpy() > 0
+        ax.plot(t, np.where(on, lt, np.nan), label="lt_bw (in use)", color="tab:purple", lw=2.5)
+        _style(ax, "Mbit/s", f"BBR, {condition} ({label})")
+        _legend(ax)
+        loss = (rows["ca_state_name"] == "Loss").to_numpy().astype(float)
+        ax2.fill_between(t, 0, loss, step="post", color="tab:red", alpha=0.5, label="Loss (RTO recovery)")
+        ax2.fill_between(t, 0, on.astype(float) * 0.5, step="post", color="tab:purple", alpha=0.5, label="lt_use_bw")
+        _style(ax2, "state")
+        ax2.set_yticks([])
+        _legend(ax2)
+        stats[label] = {
+            "loss_fraction": float(loss.mean()) if len(loss) else 0.0,
+            "lt_fraction": float(on.mean()) if len(on) else 0.0,
+            "bw_median_bps": float(np.median(rows["bbr_bw_bps"])) if len(rows) else 0.0,
+        }
+    return {"figure": _write(fig, plots_dir, "bbr-trace.png"), "stats": stats}
 
 
 def _writes_figure(results: Mapping[str, Result], check_s: float, plots_dir: Path) -> str:
@@ -221,16 +223,21 @@ def explanations(
             _stuck_figure(points, plots_dir),
         )
     )
-    tr = _bbr_trace_figure(results[slow], slow, sp["condition"], plots_dir)
+    most_lt = max(bbr_points, key=lambda k: bbr_points[k]["lt_use_fraction_run"])
+    shown = [slow] + ([most_lt] if most_lt != slow and bbr_points[most_lt]["lt_use_fraction_run"] > 0 else [])
+    tr = _bbr_trace_figure([(results[k], k, bbr_points[k]["condition"]) for k in shown], plots_dir)
     lt_runs = {k: v for k, v in bbr_points.items() if v["lt_use_fraction_run"] > 0}
     out.append(
         Explanation(
             "BBR's long-term (policer) sampling over time",
-            f"In {slow}, BBR's bandwidth estimate had a median of {_fmt_rate(tr['bw_median_bps'])} while the flow "
-            f"spent {100 * tr['loss_fraction']:.3g} % of the run in RTO recovery and "
-            f"{100 * tr['lt_fraction']:.3g} % with lt_use_bw set. The long-term sampler (tcp_bbr.c "
-            "bbr_lt_bw_sampling()) only locks in after two consecutive lossy intervals (>= 20 % lost) "
-            "with rates within 1/8 of each other; "
+            " ".join(
+                f"In {k}, BBR's bandwidth estimate had a median of {_fmt_rate(v['bw_median_bps'])} while the flow "
+                f"spent {100 * v['loss_fraction']:.3g} % of the run in RTO recovery and "
+                f"{100 * v['lt_fraction']:.3g} % with lt_use_bw set."
+                for k, v in tr["stats"].items()
+            )
+            + " The long-term sampler (tcp_bbr.c bbr_lt_bw_sampling()) only locks in after two consecutive "
+            "lossy intervals (>= 20 % lost) with delivery rates within 1/8 or 4 kbit/s of each other; "
             + (
                 "it did in "
                 + ", ".join(
@@ -241,8 +248,9 @@ def explanations(
                 if lt_runs
                 else "no condition of the search made it lock in"
             )
-            + ". Near 100 kbit/s it would need a path that delivers that little for two intervals, i.e. a "
-            "real 100 kbit/s policer.",
+            + ". It locks onto the rate the path delivered during those intervals: near 100 kbit/s only if "
+            "the path delivered that little while losing 20 % or more, i.e. a policer at that rate, not a "
+            "healthy gigabit LAN.",
             tr["figure"],
         )
     )
