@@ -80,6 +80,7 @@ import pandas as pd
 from tcplab.columns import HOST_DTYPES
 from tcplab.engine import EngineOutput
 from tcplab.results.apps import AppResult, app_results, app_summaries, collapsed_flows, write_app_tables
+from tcplab.results.cilium import cilium_status_texts
 from tcplab.results.counters import format_nstat
 from tcplab.results.ethtool import format_ethtool_stats
 from tcplab.results.procstat import format_proc_stat
@@ -644,6 +645,7 @@ class Result:
         files = {f"tc-qdisc-{node}.txt": text for node, text in self.tc_texts().items()}
         files.update({f"ethtool-S-{host}.txt": text for host, text in self.ethtool_texts().items()})
         files.update({f"proc-stat-{host}.txt": text for host, text in self.proc_stat_texts().items()})
+        files.update({f"cilium-status-{node}.txt": text for node, text in cilium_status_texts(self.scenario).items()})
         return files
 
     @property
