@@ -519,6 +519,16 @@ class ClusterBbrTimeouts(Experiment):
             ),
             Crosscheck(
                 "rw-bbr",
+                expect=("cilium-bbr-low-rtt",),
+                why="cilium status on the nodes: the Bandwidth Manager enforces BBR on a sub-millisecond cluster",
+            ),
+            Crosscheck(
+                "rw-cubic",
+                absent=("cilium-bbr-low-rtt",),
+                why="the story's resolution: the Bandwidth Manager with CUBIC",
+            ),
+            Crosscheck(
+                "rw-bbr",
                 expect=("rto-rate", "tail-loss-probes", "spurious-rto"),
                 why="the write timeouts come from RTOs: nstat's TCPTimeouts against the segments sent",
             ),
