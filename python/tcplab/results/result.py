@@ -43,6 +43,8 @@ A run directory (``Result.write(DIR)``) holds::
                               (devices eth0, eth1, ... = the node's links in scenario order)
     ethtool-S-HOST.txt        per host with a NIC model: `ethtool -S eth0` text
     proc-stat-HOST.txt        per host with a CPU model: /proc/stat's cpu lines (steal)
+    cilium-status-NODE.txt    per node with Bandwidth-Manager pods: `cilium status`'s BandwidthManager
+                              and Routing lines (:mod:`tcplab.results.cilium`)
     plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png, } written by the view writer
           qdisc-backlog.png, nic-rings.png (when present)
     report.html               one self-contained page: tables, plots inline } the Result carries

@@ -61,9 +61,11 @@ RUN_ENTRIES = frozenset(
     }
 )
 #: Per-node tool texts in a run directory (``tc-qdisc-NODE.txt``, ``ethtool-S-HOST.txt``,
-#: ``proc-stat-HOST.txt``; node names are ``[A-Za-z0-9_.-]+``) and the applications' tables
+#: ``proc-stat-HOST.txt``, ``cilium-status-NODE.txt``; node names are ``[A-Za-z0-9_.-]+``) and the applications' tables
 #: (``app_TABLE.parquet``, engine table names are ``[a-z0-9_]+``).
-RUN_ENTRY_PATTERN = re.compile(r"(?:(?:tc-qdisc|ethtool-S|proc-stat)-[A-Za-z0-9_.-]+\.txt|app_[a-z0-9_]+\.parquet)\Z")
+RUN_ENTRY_PATTERN = re.compile(
+    r"(?:(?:tc-qdisc|ethtool-S|proc-stat|cilium-status)-[A-Za-z0-9_.-]+\.txt|app_[a-z0-9_]+\.parquet)\Z"
+)
 #: Top-level files tcplab writes in a comparison directory, besides one run directory per variant.
 COMPARE_ENTRIES = frozenset({MARKER, "compare.json", "compare.png", "report.html"})
 _PLOT_SUFFIXES = (".png", ".svg", ".html", ".json")
