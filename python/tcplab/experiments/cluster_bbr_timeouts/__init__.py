@@ -84,9 +84,10 @@ class ClusterBbrTimeouts(Experiment):
         "or CUBIC. The story measured under 0.001 % loss, which cannot give `cwnd:2 "
         "ssthresh:2`; tcplab makes the switch port towards the receiving node lose packets "
         "in bursts (Gilbert-Elliott p = 1 %, r = 20 %: 4.8 % lost, 5 at a time) and, in full "
-        "mode, sweeps p from 0.1 % to 2 %. The remote writes run 60 simulated minutes (10 in "
-        "quick mode). The search for a BBR stuck near 100 kbit/s runs a bulk flow from a "
-        "100 Mbit/s Bandwidth-Manager pod under one condition at a time (random and bursty "
+        "mode, sweeps p from 0.1 % to 2 %. The stream and the remote writes run 60 simulated "
+        "minutes in full mode (60 s and 10 min in quick mode, which cannot show the hour); a "
+        "3-minute outage of the port is a second way to stop the writes. The search for a BBR "
+        "stuck near 100 kbit/s runs a bulk flow from a 100 Mbit/s Bandwidth-Manager pod under one condition at a time (random and bursty "
         "loss, reordering, CPU share, a policer, a low EDT rate)."
     )
 
