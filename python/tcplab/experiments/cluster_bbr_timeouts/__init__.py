@@ -87,8 +87,8 @@ class ClusterBbrTimeouts(Experiment):
         "mode, sweeps p from 0.1 % to 2 %. The stream and the remote writes run 60 simulated "
         "minutes in full mode (60 s and 10 min in quick mode, which cannot show the hour); a "
         "3-minute outage of the port is a second way to stop the writes. The search for a BBR "
-        "stuck near 100 kbit/s runs a bulk flow from a 100 Mbit/s Bandwidth-Manager pod under one condition at a time (random and bursty "
-        "loss, reordering, CPU share, a policer, a low EDT rate)."
+        "stuck near 100 kbit/s runs a bulk flow from a 100 Mbit/s Bandwidth-Manager pod under "
+        "one condition at a time (random and bursty loss, reordering, CPU share, a policer, a low EDT rate)."
     )
 
     def __init__(self, directory: Path):
