@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tcplab.experiments import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
 from tcplab.experiments.cluster_bbr_timeouts import analysis
 from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
@@ -72,7 +73,7 @@ def _mbps(bps: float | None) -> str:
 
 class ClusterBbrTimeouts(Experiment):
     name = "cluster-bbr-timeouts"
-    story = "000_1ac6b37f8cbb72d4.txt"
+    story = STORIES["cluster-bbr-timeouts"]
     title = "BBR blamed for NFS stalls and 120 s write timeouts in a sub-millisecond cluster"
     setup = (
         "A gigabit switch joins the NFS server (nezuko), the Plex node (marin) and two more "
