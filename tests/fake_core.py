@@ -137,6 +137,8 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
         add("ca_state", (np.arange(n) % 5 == 4).astype(np.uint8) * 3)
         add("cc_mode", (np.full(n, 3, dtype=np.uint8) if f["cc"] == "bbr" else np.zeros(n, dtype=np.uint8)))
         add("bbr_bw_bps", np.full(n, int(share_bps) if f["cc"] == "bbr" else 0, dtype=np.uint64))
+        add("bbr_lt_use_bw", np.zeros(n, dtype=np.uint8))
+        add("bbr_lt_bw_bps", np.zeros(n, dtype=np.uint64))
         add("pacing_gain", np.full(n, 1.0))
         add("cwnd_gain", np.full(n, 2.0))
         total = int(received[-1]) if n else 0

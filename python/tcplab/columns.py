@@ -31,6 +31,8 @@ TIMESERIES_DTYPES: dict[str, str] = {
     "ca_state": "uint8",
     "cc_mode": "uint8",
     "bbr_bw_bps": "uint64",
+    "bbr_lt_use_bw": "uint8",
+    "bbr_lt_bw_bps": "uint64",
     "pacing_gain": "float64",
     "cwnd_gain": "float64",
 }

@@ -702,6 +702,8 @@ impl Simulator {
             s.ca_state.push(tp.ca_state as u8);
             s.cc_mode.push(info.mode);
             s.bbr_bw_bps.push(info.bw_bps);
+            s.bbr_lt_use_bw.push(info.lt_use_bw as u8);
+            s.bbr_lt_bw_bps.push(info.lt_bw_bps);
             s.pacing_gain.push(info.pacing_gain as f64 / 256.0);
             s.cwnd_gain.push(info.cwnd_gain as f64 / 256.0);
         }

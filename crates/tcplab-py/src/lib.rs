@@ -229,6 +229,8 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     ts.set_item("ca_state", s.ca_state.into_pyarray(py))?;
     ts.set_item("cc_mode", s.cc_mode.into_pyarray(py))?;
     ts.set_item("bbr_bw_bps", s.bbr_bw_bps.into_pyarray(py))?;
+    ts.set_item("bbr_lt_use_bw", s.bbr_lt_use_bw.into_pyarray(py))?;
+    ts.set_item("bbr_lt_bw_bps", s.bbr_lt_bw_bps.into_pyarray(py))?;
     ts.set_item("pacing_gain", s.pacing_gain.into_pyarray(py))?;
     ts.set_item("cwnd_gain", s.cwnd_gain.into_pyarray(py))?;
     d.set_item("timeseries", ts)?;

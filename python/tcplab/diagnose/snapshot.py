@@ -14,7 +14,7 @@ node_exporter for counters, ``tc -j`` over ``tc`` text.
 
 A tcplab run directory (it holds the ``.tcplab-run`` marker) is one snapshot of several
 simulated nodes: only its tool texts are read (``counters.txt``, ``tc-qdisc-NODE.txt``,
-``ethtool-S-HOST.txt``, ``proc-stat-HOST.txt``, ``ss-tin-NODE.txt``, see
+``ethtool-S-HOST.txt``, ``proc-stat-HOST.txt``, ``ss-tin-NODE.txt``, ``cilium-status-NODE.txt``, see
 :mod:`tcplab.results.result`; the nodes' ss listings are one snapshot of all their sockets,
 told apart by their addresses). Each
 node's devices are named ``NODE:ethN`` so that the nodes' qdiscs and NICs stay apart (and a
@@ -259,6 +259,10 @@ def _note(text: str) -> Source:
 _RUN_TEXT = re.compile(r"(tc-qdisc|ethtool-S|proc-stat|ss-tin)-([A-Za-z0-9_.-]+)\.txt\Z")
 
 
+#: ``cilium status`` of a run's node (tcplab.results.cilium).
+_RUN_CILIUM = re.compile(r"cilium-status-[A-Za-z0-9_.-]+\.txt\Z")
+
+
 def _is_run_dir(path: Path) -> bool:
     marker = path / ".tcplab-run"
     try:
@@ -273,6 +277,9 @@ def _run_dir_sources(path: Path) -> list[Source]:
     out: list[Source] = []
     for child in sorted(p for p in path.iterdir() if p.is_file() and not p.is_symlink()):
         if child.name == "counters.txt":
+            out.append(Source.from_path(child, hint={"snapshot": 0, "optional": True}))
+            continue
+        if _RUN_CILIUM.match(child.name):  # cilium status of a node with Bandwidth-Manager pods
             out.append(Source.from_path(child, hint={"snapshot": 0, "optional": True}))
             continue
         m = _RUN_TEXT.match(child.name)

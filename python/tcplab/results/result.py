@@ -46,6 +46,8 @@ A run directory (``Result.write(DIR)``) holds::
     ss-tin-NODE.txt           per node with a sampled flow's socket: `ss -tin` at the end of the
                               run (tcplab.results.ss: addresses 10.0.X.Y by node, fields tcplab
                               does not know omitted; apps of > 16 connections left out)
+    cilium-status-NODE.txt    per node with Bandwidth-Manager pods: `cilium status`'s BandwidthManager
+                              and Routing lines (:mod:`tcplab.results.cilium`)
     plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png, } written by the view writer
           qdisc-backlog.png, nic-rings.png (when present)
     report.html               one self-contained page: tables, plots inline } the Result carries
@@ -83,6 +85,7 @@ import pandas as pd
 from tcplab.columns import HOST_DTYPES
 from tcplab.engine import EngineOutput
 from tcplab.results.apps import AppResult, app_results, app_summaries, collapsed_flows, write_app_tables
+from tcplab.results.cilium import cilium_status_texts
 from tcplab.results.counters import format_nstat
 from tcplab.results.ethtool import format_ethtool_stats
 from tcplab.results.procstat import format_proc_stat
@@ -656,6 +659,7 @@ class Result:
         files.update({f"ss-tin-{node}.txt": text for node, text in self.ss_texts(at_ns).items()})
         files.update({f"ethtool-S-{host}.txt": text for host, text in self.ethtool_texts().items()})
         files.update({f"proc-stat-{host}.txt": text for host, text in self.proc_stat_texts().items()})
+        files.update({f"cilium-status-{node}.txt": text for node, text in cilium_status_texts(self.scenario).items()})
         return files
 
     @property

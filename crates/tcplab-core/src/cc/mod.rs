@@ -43,8 +43,12 @@ pub struct CcInfo {
     pub cwnd_gain: u32,
     /// BBR: PROBE_BW cycle index; CUBIC: unused.
     pub cycle_idx: u8,
-    /// BBR: long-term (policer) bandwidth in use.
+    /// BBR: long-term (policer) bandwidth in use (`bbr->lt_use_bw`).
     pub lt_use_bw: bool,
+    /// BBR: the long-term (policer) bandwidth estimate `bbr->lt_bw`, bits per second; 0 when
+    /// no lossy sampling interval has completed (Linux v6.12 net/ipv4/tcp_bbr.c:
+    /// bbr_lt_bw_interval_done()).
+    pub lt_bw_bps: u64,
     /// CUBIC: `last_max_cwnd` (W_max), packets.
     pub last_max_cwnd: u32,
 }

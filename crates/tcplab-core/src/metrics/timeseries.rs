@@ -27,6 +27,10 @@ pub struct FlowSeries {
     pub ca_state: Vec<u8>,
     pub cc_mode: Vec<u8>,
     pub bbr_bw_bps: Vec<u64>,
+    /// BBR's `lt_use_bw` (1: the long-term "policer" rate is the bandwidth estimate).
+    pub bbr_lt_use_bw: Vec<u8>,
+    /// BBR's `lt_bw` (the long-term rate sampled over lossy intervals), bit/s.
+    pub bbr_lt_bw_bps: Vec<u64>,
     pub pacing_gain: Vec<f64>,
     pub cwnd_gain: Vec<f64>,
 }
@@ -41,6 +45,8 @@ impl FlowSeries {
         + 4 * size_of::<u64>() // bytes_acked, bytes_received, retrans_segs, lost
         + 2 * size_of::<u8>() // ca_state, cc_mode
         + size_of::<u64>() // bbr_bw_bps
+        + size_of::<u8>() // bbr_lt_use_bw
+        + size_of::<u64>() // bbr_lt_bw_bps
         + 2 * size_of::<f64>(); // pacing_gain, cwnd_gain
 
     /// Make room for `additional` more rows in every column, or fail without aborting.
@@ -62,6 +68,8 @@ impl FlowSeries {
         self.ca_state.try_reserve(additional)?;
         self.cc_mode.try_reserve(additional)?;
         self.bbr_bw_bps.try_reserve(additional)?;
+        self.bbr_lt_use_bw.try_reserve(additional)?;
+        self.bbr_lt_bw_bps.try_reserve(additional)?;
         self.pacing_gain.try_reserve(additional)?;
         self.cwnd_gain.try_reserve(additional)?;
         Ok(())
@@ -91,6 +99,8 @@ impl FlowSeries {
             ca_state: Vec::with_capacity(n),
             cc_mode: Vec::with_capacity(n),
             bbr_bw_bps: Vec::with_capacity(n),
+            bbr_lt_use_bw: Vec::with_capacity(n),
+            bbr_lt_bw_bps: Vec::with_capacity(n),
             pacing_gain: Vec::with_capacity(n),
             cwnd_gain: Vec::with_capacity(n),
         }

@@ -593,9 +593,15 @@ impl CongestionOps for Bbr {
             .wrapping_mul(tp.mss_cache as u64)
             .wrapping_mul(USEC_PER_SEC)
             >> BW_SCALE;
+        // lt_bw in the same units as bbr_bw() (packets/us << BW_SCALE), so the same conversion.
+        let lt_bw_bytes_per_sec = (self.lt_bw as u64)
+            .wrapping_mul(tp.mss_cache as u64)
+            .wrapping_mul(USEC_PER_SEC)
+            >> BW_SCALE;
         CcInfo {
             mode: self.mode as u8 + 1,
             bw_bps: bw_bytes_per_sec.saturating_mul(8),
+            lt_bw_bps: lt_bw_bytes_per_sec.saturating_mul(8),
             min_rtt_us: self.min_rtt_us,
             pacing_gain: self.pacing_gain,
             cwnd_gain: self.cwnd_gain,

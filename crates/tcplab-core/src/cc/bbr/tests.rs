@@ -881,6 +881,11 @@ fn policer_detected_after_two_consistent_lossy_intervals() {
     assert_eq!(f.bbr.lt_bw, (bw1 + bw2) / 2);
     let info = f.info();
     assert!(info.lt_use_bw);
+    // The time series' bbr_lt_bw_bps: lt_bw converted as bbr_get_info() converts bw.
+    assert_eq!(
+        info.lt_bw_bps,
+        ((f.bbr.lt_bw as u64 * MSS as u64 * 1_000_000) >> 24) * 8
+    );
     assert_eq!(info.pacing_gain, BBR_UNIT);
     assert_eq!(
         info.bw_bps,
