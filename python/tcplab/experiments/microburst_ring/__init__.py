@@ -21,14 +21,19 @@ What tcplab chose where the story is silent, and why:
 
 * message size 1 KB (a chat event), window 20 ms ("more likely a couple tens of
   milliseconds"), one event a second;
-* 8 RSS queues (what ENA gives a 16-vCPU instance; ``ethtool -l``), 1 us per packet: the
-  kernel's receive path with no GRO coalescing (every packet of the burst belongs to a
-  different connection), about a million packets per second per core (Cloudflare, "How
-  to receive a million packets per second", 2015, needed several receive queues on
-  separate CPUs to pass 1 Mpps). tcplab drains all queues on one CPU (its NAPI model is a
-  single softirq); on the real host each queue's interrupt lands on its own vCPU, which
-  also runs nginx's workers proxying every message. The drain rate is the parameter the
-  result hinges on, so full mode sweeps it (0.5 and 2 us per packet);
+* 8 RSS queues (what ENA gives a 16-vCPU instance: check with ``ethtool -l``) and 1 us of
+  CPU per received packet as the host's aggregate drain (1 M packets/s). tcplab drains all
+  queues on one CPU (docs/kernel-pin.md: "One CPU drains every receive queue"), so
+  ``rx_cost`` is the aggregate cost. The evidence: the kernel's receive path costs about a
+  microsecond per packet per core when GRO cannot coalesce (every packet of the burst
+  belongs to a different connection; Cloudflare, "How to receive a million packets per
+  second", 2015, needed several receive queues on separate CPUs to pass 1 M packets/s),
+  and the vCPUs that take nginx's interrupts also run its workers, which proxy every
+  message to a client (read, write: several microseconds each). The aggregate lies
+  somewhere between a fraction of a microsecond (8 idle cores) and a few; the story's own
+  outcome (a deeper ring fixed it) says the drain was slower than the burst. The verdicts
+  hinge on this parameter, so full mode sweeps it (0.5 us, as fast as the burst arrives,
+  and 2 us);
 * why the YAML with the NIC's defaults collapsed (36 % retransmitted) where the bench's
   broadcast40k had 6 %: the defaults are one queue of 1024 descriptors at 1 us. The burst's
   excess over the drain (40,000 - 1 Mpps x 20 ms = 20,000 packets) is then twenty times
@@ -77,7 +82,6 @@ QUICK = (
     "flows.0.app.broadcast.window=5ms",
     "hosts.nginx.nic.rx_queues=2",
 )
-FULL_DURATION = "duration=12s"
 
 
 def ring_label(ring: int) -> str:
@@ -93,9 +97,10 @@ class MicroburstRing(Experiment):
         "(quick: 2,500 each) over 25 Gbit/s links; once a second each connection carries a 1 KB "
         "event written at a random moment of a 20 ms window (quick: 5 ms): 40,000 packets at "
         "about 2 M packets/s, 0.34 Gbit/s on average. nginx's ENA NIC spreads them over 8 RSS "
-        "queues (quick: 2) whose NAPI polls take 1 us of CPU per packet, all on one CPU in "
-        "tcplab (1 M packets/s); the switch port before it is deep, so the only drops are the "
-        "rings'. What varies: the rx ring (`ethtool -G rx` 512 to 8192), the senders' "
+        "queues (quick: 2) drained at 1 us of CPU per packet in all (1 M packets/s: about a core's "
+        "cost per packet without GRO, the cores that take the interrupts also running nginx); "
+        "the switch port before it is deep, so the only drops are the rings'. What varies: the rx ring "
+        "(`ethtool -G rx` 512 to 8192), the senders' "
         "congestion control (BBR, the story's, and CUBIC), the message size (4 KB on a quarter "
         "of the connections) and, in full mode, NAPI's per-packet cost (0.5 and 2 us), the "
         "parameter the story leaves open and the outcome hinges on. The story's message size, "
@@ -106,7 +111,7 @@ class MicroburstRing(Experiment):
     # -- runs ------------------------------------------------------------------------------
     def runs(self, quick: bool) -> list[Run]:
         q = QUICK
-        base = () if quick else (FULL_DURATION,)
+        base: tuple[str, ...] = ()
         runs = [
             Run(ring_label(r), SCENARIO, (*base, f"hosts.nginx.nic.rx_ring={r}"), q, group="ring sweep") for r in RINGS
         ]
