@@ -257,8 +257,9 @@ class MicroburstRing(Experiment):
             "reproduced" if worst >= ORDERS_REPRODUCED else ("partly" if worst >= ORDERS_PARTLY else "not reproduced")
         )
         figure = (
-            f"retransmissions {a['retrans_segs']:,} -> {b['retrans_segs']:,} ({_fx(fr)}), TCPTimeouts "
-            f"{a['tcp_timeouts']:,} -> {b['tcp_timeouts']:,} ({_fx(ft)}); burst completion p99 "
+            f"retransmissions {a['retrans_segs']:,} -> {b['retrans_segs']:,} "
+            f"({_fx(fr, b['retrans_segs'])}), TCPTimeouts "
+            f"{a['tcp_timeouts']:,} -> {b['tcp_timeouts']:,} ({_fx(ft, b['tcp_timeouts'])}); burst completion p99 "
             f"{_g(a['completion_p99_ms'])} -> {_g(b['completion_p99_ms'])} ms"
         )
         reason = (
@@ -390,7 +391,9 @@ class MicroburstRing(Experiment):
                     f"({ma['rx_queues']} x {ma['rx_ring']} descriptors) were "
                     f"{burst['used_at_first_drop']:,} full "
                     f"({_g(100 * burst['used_at_first_drop'] / ma['ring_total'])} %) "
-                    f"in the sample of the first drop, {_g(burst['first_drop_ms'])} ms into the burst; "
+                    f"in the sample of the first drop, {_g(burst['first_drop_ms'])} ms into the burst (the "
+                    f"model's expectation: descriptors / (arrival - drain) = "
+                    f"{_g(ma['ring_total'] / max(ma['burst_pps'] - ma['drain_pps'], 1) * 1e3)} ms); "
                     f"the burst lost {burst['drops']:,} packets (the model's expectation: messages - window "
                     f"x drain - descriptors = {max(ma['expected_excess'] - ma['ring_total'], 0):,.0f}). "
                     f"With 8192 descriptors the ring peaked at {figures.peak_used(b):,} and dropped "
@@ -555,8 +558,8 @@ def _json_factor(f: float) -> float:
     return float(f)
 
 
-def _fx(f: float) -> str:
-    return f"{_g(f)}x fewer"
+def _fx(f: float, after: int | None = None) -> str:
+    return "none left" if after == 0 else f"{_g(f)}x fewer"
 
 
 def _g(x: float) -> str:
