@@ -396,8 +396,9 @@ class MicroburstRing(Experiment):
                     f"({ma['rx_queues']} x {ma['rx_ring']} descriptors) were "
                     f"{burst['used_at_first_drop']:,} full "
                     f"({_g(100 * burst['used_at_first_drop'] / ma['ring_total'])} %) "
-                    f"in the sample of the first drop, {_g(burst['first_drop_ms'])} ms into the burst (the "
-                    f"model's expectation: descriptors / (arrival - drain) = "
+                    f"in the first sample that counts drops, {_g(burst['first_drop_ms'])} ms into the burst "
+                    f"({_g(ma['sample_ms'])} ms samples; the model's expectation for the first drop: "
+                    f"descriptors / (arrival - drain) = "
                     f"{_g(ma['ring_total'] / max(ma['burst_pps'] - ma['drain_pps'], 1) * 1e3)} ms); "
                     f"the burst lost {burst['drops']:,} packets (the model's expectation: messages - window "
                     f"x drain - descriptors = {max(ma['expected_excess'] - ma['ring_total'], 0):,.0f}). "
@@ -443,9 +444,14 @@ class MicroburstRing(Experiment):
                         f"{r}: {_g(100 * x['retrans_rate'])} %, {_g(100 * x['timeouts_per_estab_s'])} %/s"
                         for r, x in sweep.items()
                     )
-                    + ". The drops stop once the rings' descriptors exceed a burst's excess over the "
-                    "drain; below that each doubling of the ring removes about as many drops as it adds "
-                    "descriptors."
+                    + ". Ring drops per burst against the model's excess over the drain minus the "
+                    "descriptors: "
+                    + "; ".join(
+                        f"{r}: {x['ring_drops'] / max(x['bursts'], 1):,.0f} vs "
+                        f"{max(x['expected_excess'] - x['ring_total'], 0):,.0f}"
+                        for r, x in sweep.items()
+                    )
+                    + ": the drops stop once the rings hold a burst's excess over the drain."
                 ),
                 "ring-sweep.png",
             )
@@ -518,6 +524,7 @@ def run_metrics(res: Result) -> dict[str, Any]:
         "rx_queues": int(cfg_nic["rx_queues"]),
         "ring_total": ring_total,
         "window_ms": window_ns / 1e6,
+        "sample_ms": int(res.config["sample_interval_ns"]) / 1e6,
         "messages_per_burst": messages_per_burst,
         "packets_per_burst": packets_per_burst,
         "expected_excess": packets_per_burst - window_ns / rx_cost_ns if rx_cost_ns > 0 else 0.0,
