@@ -61,6 +61,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tcplab.experiments import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def ring_label(ring: int) -> str:
 
 class MicroburstRing(Experiment):
     name = "microburst-ring"
-    story = "004_1d56a092f5578518.txt"
+    story = STORIES["microburst-ring"]
     title = "Microbursts into nginx's NIC ring: TCP timeouts at a tenth of the link's capacity"
     setup = (
         "Four application hosts hold 10,000 websocket connections each to one nginx host "
