@@ -377,3 +377,12 @@ def test_the_readme_starts_with_the_five_stories():
     for name in experiments.NAMES:  # each experiment is listed and linked from its story
         assert f"`{name}`" in readme
         assert f"tcplab reproduce {name}" in (ROOT / "docs" / "stories.md").read_text(encoding="utf-8")
+
+
+def test_a_missing_experiment_package_is_named_not_crashed(fake, monkeypatch, tmp_path):
+    monkeypatch.setattr(experiments, "NAMES", ("fake-exp", "not-written-yet"))
+    r = _cli("experiments")
+    assert r.exit_code == 0 and "not installed" in r.output and "error" not in r.output
+    r = _cli("reproduce", "--all", "--quick", "-o", tmp_path / "o")
+    assert r.exit_code == 2 and "not-written-yet" in r.output and "not installed" in r.output
+    assert not (tmp_path / "o").exists()
