@@ -216,9 +216,10 @@ def test_a_real_run_directory(tmp_path: Path, real_core) -> None:  # noqa: ANN00
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     # a run directory (it has the .tcplab-run marker): its tool texts only, one snapshot --
-    # counters.txt and every node's tc -s qdisc text; plots, Parquet and JSON are not inputs
+    # counters.txt, the ss -tin of both hosts of the one flow (the router has no socket) and
+    # every node's tc -s qdisc text; plots, Parquet and JSON are not inputs
     nodes = [n["name"] for n in json.loads((out / "scenario.resolved.json").read_text())["nodes"]]
-    assert [i["kind"] for i in doc["inputs"]] == ["nstat_text"] + ["tc_text"] * len(nodes)
+    assert [i["kind"] for i in doc["inputs"]] == ["nstat_text"] + ["ss"] * 2 + ["tc_text"] * len(nodes)
     assert doc["snapshots"] == 1
     assert any("diagnosing host" in n for n in doc["notes"])
     assert not any(".png" in n for n in doc["notes"])

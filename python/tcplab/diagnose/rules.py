@@ -30,6 +30,10 @@ Rules and their thresholds (constants below, with the reason for each):
 * ``bbr-without-fq``, ``cilium-bbr-low-rtt`` (seed 000), ``cpu-steal-bbr`` (seed 003; in a run
   directory the senders' congestion control comes from summary.json).
 * ``not-collected``: counters a node_exporter scrape does not carry (default filters).
+* ``loss-bound-cc``: a loss-based CC (CUBIC, Reno, ...) retransmitting >= 0.2 % of its
+  segments with no standing queue (``rtt`` within 25 % of ``minrtt``) and a cwnd-allowed rate
+  (ss ``send``) within 1.5x of the Mathis bound 1.22 x MSS / (RTT x sqrt(p)): random loss, not
+  congestion, sets its rate (seed 001).
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ SEVERITIES = ("info", "warning", "critical")
 SEEDS = {
     "000": "story 000 (cluster BBR timeouts, docs/stories.md): Cilium BBR + Bandwidth Manager, NFS connections "
     "at cwnd:2 ssthresh:2, BBR stuck at ~100 Kbit/s, fixed by CUBIC",
+    "001": "story 001 (Cilium's BBR demo, docs/stories.md): on 100 ms with 1 % random loss CUBIC could not hold "
+    "an HD video that BBR held",
     "002": "story 002 (Bandwidth Manager: EDT and fq instead of TBF, docs/stories.md)",
     "003": "story 003 (BBR in VMs under CPU contention, docs/stories.md): BBR underestimates the bandwidth",
     "004": "story 004 (timeouts from microbursts, docs/stories.md): NIC drops; rx ring 1024 -> 8192 fixed it",
@@ -1083,3 +1089,113 @@ def run_rules(host: Host, scenarios: bool = True) -> list[Finding]:
             f.scenario = scenario_for(f, host)
     findings.sort(key=lambda f: -SEVERITIES.index(f.severity))
     return findings
+
+
+# ---------------------------------------------------------------- loss-bound-cc (seed 001)
+
+#: Congestion controls that cut their window on every loss (Linux's tcp_*.c loss-based modules).
+LOSS_BASED_CCS = frozenset(
+    ["cubic", "reno", "bic", "htcp", "highspeed", "hybla", "illinois", "scalable", "veno", "westwood", "yeah", "lp"]
+)
+LOSS_BOUND_MIN_P = 0.002  # 0.2 % of segments retransmitted: below it the bound is far above any path here
+LOSS_BOUND_QUEUE = 1.25  # srtt / minrtt: above it a standing queue says the loss may be congestion
+LOSS_BOUND_NEAR = 1.5  # send rate within 1.5x of the bound: the loss, not the path, sets the rate
+LOSS_BOUND_MIN_SEGS = 500  # data segments sent: enough for a loss rate to mean something
+
+
+def mathis_bound_bps(mss_bytes: float, rtt_s: float, p: float) -> float:
+    """Mathis et al. (1997): a Reno-like CC averages at most 1.22 x MSS / (RTT x sqrt(p)).
+    CUBIC's TCP-friendly region (Linux v6.12 net/ipv4/tcp_cubic.c: bictcp_update()) keeps it
+    at least at this rate, and at small windows it runs there."""
+    return 1.22 * mss_bytes * 8 / (rtt_s * p**0.5)
+
+
+def _loss_p(s: Socket) -> float | None:
+    """Retransmitted share of the socket's data segments (``retrans:a/TOTAL`` over
+    ``data_segs_out``), else of its bytes (``bytes_retrans`` over ``bytes_sent``), else
+    ``retrans`` total over acked segments plus retransmissions (ss of older kernels)."""
+    segs = s.values.get("data_segs_out", 0)
+    if segs >= LOSS_BOUND_MIN_SEGS and "retrans_total" in s.values:
+        return s.values["retrans_total"] / segs
+    mss = s.values.get("mss", 1448)
+    sent = s.values.get("bytes_sent", 0)
+    if sent >= LOSS_BOUND_MIN_SEGS * mss:
+        return s.values.get("bytes_retrans", 0) / sent
+    # ss from kernels before 4.19 (no bytes_sent/data_segs_out): acked segments + retransmissions
+    acked = s.values.get("bytes_acked", 0)
+    if "retrans_total" in s.values and acked >= LOSS_BOUND_MIN_SEGS * mss:
+        return s.values["retrans_total"] / (acked / mss + s.values["retrans_total"])
+    return None
+
+
+def rule_loss_bound_cc(host: Host) -> list[Finding]:
+    """A loss-based CC held at the Mathis bound by loss that is not congestion (seed 001).
+
+    What ``ss -tin`` on the sender shows: the CC name, ``retrans:cur/total`` against
+    ``data_segs_out`` (the loss rate p), ``rtt`` close to ``minrtt`` (no queue built up, so the
+    losses are not a full bottleneck queue's), and ``send`` (cwnd x MSS / srtt, the rate the
+    window allows) near 1.22 x MSS / (RTT x sqrt(p)). BBR is not bound this way."""
+    out: list[Finding] = []
+    for peer, socks in _by_peer(_estab_only(host)).items():
+        bound: list[tuple[Socket, float, float]] = []
+        for s in socks:
+            if (s.cc or "") not in LOSS_BASED_CCS:
+                continue
+            p = _loss_p(s)
+            rtt, minrtt, send = s.values.get("rtt"), s.values.get("minrtt"), s.values.get("send_bps")
+            if p is None or p < LOSS_BOUND_MIN_P or not rtt or not minrtt or not send:
+                continue
+            if rtt > LOSS_BOUND_QUEUE * minrtt:
+                continue
+            limit = mathis_bound_bps(s.values.get("mss", 1448), rtt / 1e3, p)
+            if send <= LOSS_BOUND_NEAR * limit:
+                bound.append((s, p, limit))
+        if not bound:
+            continue
+        ps = sorted(p for _, p, _ in bound)
+        p_med = statistics.median(ps)
+        limits = sorted(b for _, _, b in bound)
+        ccs = sorted({s.cc or "?" for s, _, _ in bound})
+        nstat_p = _retrans_ratio_counters(host)
+        out.append(
+            Finding(
+                id="loss-bound-cc",
+                title=f"random loss bounds {', '.join(ccs)} to {peer}",
+                severity="warning" if p_med >= 0.01 else "info",
+                summary=(
+                    f"{len(bound)} of {len(socks)} {', '.join(ccs)} connection(s) to {peer} retransmit "
+                    f"{100 * p_med:.2g} % of segments with rtt near minrtt (no queue) and send at the Mathis "
+                    f"bound, about {_fmt_rate(statistics.median(limits))}"
+                ),
+                mechanism=(
+                    "A loss-based congestion control cuts its window on every loss, so with a loss rate p it "
+                    "averages at most 1.22 x MSS / (RTT x sqrt(p)) whatever the link's capacity. The RTT staying "
+                    "at its minimum says the losses do not come from a full queue: the path drops at random "
+                    "(radio, a faulty hop, a policer), and the window, not the bandwidth, sets the rate."
+                ),
+                next_checks=[
+                    "nstat TcpRetransSegs / TcpOutSegs over an interval: the same loss rate host-wide?",
+                    "`tc -s qdisc` here and `ethtool -S DEV` on both ends: local drops, or on the path?",
+                    f"`mtr -rwc 500 {peer}` or ping -c 1000: which hop loses packets",
+                    "if the loss cannot be removed, BBR (with fq) does not treat isolated loss as congestion "
+                    "(story 001: BBR held an HD video CUBIC could not)",
+                ],
+                evidence=_ev([s for s, _, _ in bound]),
+                seed="001",
+                data={
+                    "peer": peer,
+                    "connections": len(socks),
+                    "bound": len(bound),
+                    "cc": ccs[0] if len(ccs) == 1 else ccs,
+                    "loss_ratio": p_med,
+                    "retrans_ratio": p_med,  # the loss tcplab diagnose's generated scenario uses
+                    "mathis_bps": statistics.median(limits),
+                    "rtt_ms": _median_rtt([s for s, _, _ in bound]),
+                    "nstat_retrans_ratio": nstat_p,
+                },
+            )
+        )
+    return out
+
+
+RULES.append(rule_loss_bound_cc)

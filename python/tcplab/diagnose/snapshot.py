@@ -14,7 +14,9 @@ node_exporter for counters, ``tc -j`` over ``tc`` text.
 
 A tcplab run directory (it holds the ``.tcplab-run`` marker) is one snapshot of several
 simulated nodes: only its tool texts are read (``counters.txt``, ``tc-qdisc-NODE.txt``,
-``ethtool-S-HOST.txt``, ``proc-stat-HOST.txt``, see :mod:`tcplab.results.result`). Each
+``ethtool-S-HOST.txt``, ``proc-stat-HOST.txt``, ``ss-tin-NODE.txt``, see
+:mod:`tcplab.results.result`; the nodes' ss listings are one snapshot of all their sockets,
+told apart by their addresses). Each
 node's devices are named ``NODE:ethN`` so that the nodes' qdiscs and NICs stay apart (and a
 finding names the node), and of several hosts' ``/proc/stat`` the one with the most steal
 is diagnosed (as ``counters.txt`` gives the data sender's counters), with a note.
@@ -254,13 +256,14 @@ def _note(text: str) -> Source:
 
 
 #: A run directory's tool texts: file name -> (kind of file, node).
-_RUN_TEXT = re.compile(r"(tc-qdisc|ethtool-S|proc-stat)-([A-Za-z0-9_.-]+)\.txt\Z")
+_RUN_TEXT = re.compile(r"(tc-qdisc|ethtool-S|proc-stat|ss-tin)-([A-Za-z0-9_.-]+)\.txt\Z")
 
 
 def _is_run_dir(path: Path) -> bool:
     marker = path / ".tcplab-run"
     try:
-        return marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("kind") == "run"
+        # "capture": a run's texts with ss as at a moment (tcplab.results.capture)
+        return marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("kind") in ("run", "capture")
     except (OSError, ValueError, AttributeError):
         return False
 

@@ -40,6 +40,9 @@ class CrosscheckResult:
     summaries: list[str]  # one line per finding (id: summary)
     agree: bool
     note: str = ""
+    #: with ``check.at_s``: the capture diagnosed (``OUT/NAME/captures/LABEL-at-<t>s/``: the
+    #: run's texts with ``ss -tin`` as at that moment, tcplab.results.capture)
+    capture: Path | None = None
 
 
 @dataclass
@@ -67,18 +70,31 @@ def _label(experiment: str, run: str) -> str:
     return f"{experiment}/{run}"
 
 
-def crosscheck_run(run_dir: Path, check: Crosscheck) -> CrosscheckResult:
-    """``tcplab diagnose RUN_DIR`` (the run's nstat/ss/tc/ethtool/proc-stat texts) vs ``check``."""
+def crosscheck_run(
+    run_dir: Path, check: Crosscheck, result: Result | None = None, captures_dir: Path | None = None
+) -> CrosscheckResult:
+    """``tcplab diagnose RUN_DIR`` (the run's nstat/ss/tc/ethtool/proc-stat texts) vs ``check``.
+    With ``check.at_s`` (and the run's ``result``), diagnose reads a capture written to
+    ``captures_dir/LABEL-at-<t>s/`` instead: the same texts with ``ss -tin`` as at that time."""
     from tcplab.diagnose import ParseError, diagnose_paths
 
+    target, capture = run_dir, None
+    if check.at_s is not None:
+        if result is None or captures_dir is None:
+            return CrosscheckResult(check, [], [], False, note="at_s needs the run's result and a captures directory")
+        from tcplab.results.capture import capture_name, write_capture
+
+        capture = target = write_capture(result, Path(captures_dir) / capture_name(check.run, check.at_s), check.at_s)
     try:
-        _host, findings = diagnose_paths([run_dir])
+        _host, findings = diagnose_paths([target])
     except ParseError as e:  # the run's own texts must parse: say so rather than crash
-        return CrosscheckResult(check, [], [], False, note=f"diagnose could not read the run's texts: {e}")
+        return CrosscheckResult(
+            check, [], [], False, note=f"diagnose could not read the run's texts: {e}", capture=capture
+        )
     ids = [f.id for f in findings]
     summaries = [f"{f.id}: {f.summary}" for f in findings]
     ok = (not check.expect or any(e in ids for e in check.expect)) and not any(a in ids for a in check.absent)
-    return CrosscheckResult(check, ids, summaries, ok)
+    return CrosscheckResult(check, ids, summaries, ok, capture=capture)
 
 
 def run_experiments(
@@ -153,6 +169,10 @@ def run_experiments(
             if exp_dir is not None:
                 for check in e.crosschecks(quick):
                     if check.run in oc.results:
-                        oc.crosschecks.append(crosscheck_run(exp_dir / "runs" / check.run, check))
+                        oc.crosschecks.append(
+                            crosscheck_run(
+                                exp_dir / "runs" / check.run, check, oc.results[check.run], exp_dir / "captures"
+                            )
+                        )
         result.append(oc)
     return result

@@ -43,6 +43,9 @@ A run directory (``Result.write(DIR)``) holds::
                               (devices eth0, eth1, ... = the node's links in scenario order)
     ethtool-S-HOST.txt        per host with a NIC model: `ethtool -S eth0` text
     proc-stat-HOST.txt        per host with a CPU model: /proc/stat's cpu lines (steal)
+    ss-tin-NODE.txt           per node with a sampled flow's socket: `ss -tin` at the end of the
+                              run (tcplab.results.ss: addresses 10.0.X.Y by node, fields tcplab
+                              does not know omitted; apps of > 16 connections left out)
     plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png, } written by the view writer
           qdisc-backlog.png, nic-rings.png (when present)
     report.html               one self-contained page: tables, plots inline } the Result carries
@@ -84,6 +87,7 @@ from tcplab.results.counters import format_nstat
 from tcplab.results.ethtool import format_ethtool_stats
 from tcplab.results.procstat import format_proc_stat
 from tcplab.results.rundir import write_dir_atomically, write_marker
+from tcplab.results.ss import ss_texts as _ss_texts
 from tcplab.results.stuck import find_episodes
 from tcplab.results.tc import STAT_KEYS, format_node, link_devices
 from tcplab.scenario import Scenario
@@ -639,9 +643,17 @@ class Result:
             if h["cpu"] is not None
         }
 
-    def stats_files(self) -> dict[str, str]:
-        """The tool-format texts of the run directory, by file name."""
+    def ss_texts(self, at_ns: int | None = None) -> dict[str, str]:
+        """``{node: ss -tin text}`` for every node with a sampled flow's socket, as at
+        ``at_ns`` (ns since the run's start; None = the end of the run), see
+        :mod:`tcplab.results.ss`."""
+        return _ss_texts(self.config, self.flows, self.timeseries, at_ns)
+
+    def stats_files(self, at_ns: int | None = None) -> dict[str, str]:
+        """The tool-format texts of the run directory, by file name (``at_ns``: ss as at that
+        time; the other texts are end-of-run counters)."""
         files = {f"tc-qdisc-{node}.txt": text for node, text in self.tc_texts().items()}
+        files.update({f"ss-tin-{node}.txt": text for node, text in self.ss_texts(at_ns).items()})
         files.update({f"ethtool-S-{host}.txt": text for host, text in self.ethtool_texts().items()})
         files.update({f"proc-stat-{host}.txt": text for host, text in self.proc_stat_texts().items()})
         return files

@@ -62,13 +62,16 @@ RUN_ENTRIES = frozenset(
     }
 )
 #: Per-node tool texts in a run directory (``tc-qdisc-NODE.txt``, ``ethtool-S-HOST.txt``,
-#: ``proc-stat-HOST.txt``; node names are ``[A-Za-z0-9_.-]+``) and the applications' tables
-#: (``app_TABLE.parquet``, engine table names are ``[a-z0-9_]+``).
-RUN_ENTRY_PATTERN = re.compile(r"(?:(?:tc-qdisc|ethtool-S|proc-stat)-[A-Za-z0-9_.-]+\.txt|app_[a-z0-9_]+\.parquet)\Z")
+#: ``proc-stat-HOST.txt``, ``ss-tin-NODE.txt``; node names are ``[A-Za-z0-9_.-]+``) and the
+#: applications' tables (``app_TABLE.parquet``, engine table names are ``[a-z0-9_]+``).
+RUN_ENTRY_PATTERN = re.compile(
+    r"(?:(?:tc-qdisc|ethtool-S|proc-stat|ss-tin)-[A-Za-z0-9_.-]+\.txt|app_[a-z0-9_]+\.parquet)\Z"
+)
 #: Top-level files tcplab writes in a comparison directory, besides one run directory per variant.
 COMPARE_ENTRIES = frozenset({MARKER, "compare.json", "compare.png", "report.html"})
 #: Top-level files of a ``tcplab reproduce`` directory, besides one directory per experiment
-#: (named ``[a-z0-9-]+``) holding :data:`EXPERIMENT_ENTRIES`, ``plots/`` and ``runs/RUN/`` (run directories).
+#: (named ``[a-z0-9-]+``) holding :data:`EXPERIMENT_ENTRIES`, ``plots/``, ``runs/RUN/`` (run directories)
+#: and ``captures/LABEL-at-<t>s/`` (a run's texts with ss as at t, :data:`CAPTURE_ENTRIES`).
 REPRODUCE_ENTRIES = frozenset({MARKER, "index.html", "index.md", "index.json"})
 EXPERIMENT_ENTRIES = frozenset({"report.html", "report.md", "claims.json"})
 _EXPERIMENT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
@@ -230,6 +233,11 @@ def _foreign_reproduce_entry(entry: Path) -> str | None:
             if problem is not None:
                 return problem
             continue
+        if inner.name == "captures" and inner.is_dir():
+            problem = _foreign_captures(inner, where)
+            if problem is not None:
+                return problem
+            continue
         if inner.name == "runs" and inner.is_dir():
             for run in sorted(inner.iterdir(), key=lambda p: p.name):
                 run_where = f"{where}/{run.name}"
@@ -241,6 +249,32 @@ def _foreign_reproduce_entry(entry: Path) -> str | None:
             continue
         return f"it contains {where}, which tcplab did not write"
     return None
+
+
+#: Files of a capture directory (tcplab.results.capture: a run's texts with ss as at a moment),
+#: besides the tool texts of :data:`RUN_ENTRY_PATTERN`.
+CAPTURE_ENTRIES = frozenset({MARKER, "counters.txt", "summary.json", "README.txt"})
+
+
+def _foreign_captures(captures: Path, where: str) -> str | None:
+    """Why ``NAME/captures`` of a reproduce directory is not tcplab's, or None: it holds
+    only capture directories (marker kind ``capture``) of tcplab's files."""
+    for cap in sorted(captures.iterdir(), key=lambda p: p.name):
+        cap_where = f"{where}/{cap.name}"
+        if cap.is_symlink() or not cap.is_dir() or _marker_kind(cap) != "capture":
+            return f"it contains {cap_where}, which is not a tcplab capture"
+        for f in sorted(cap.iterdir(), key=lambda p: p.name):
+            ok = f.name in CAPTURE_ENTRIES or RUN_ENTRY_PATTERN.match(f.name)
+            if f.is_symlink() or not f.is_file() or not ok:
+                return f"it contains {cap_where}/{f.name}, which tcplab did not write"
+    return None
+
+
+def _marker_kind(directory: Path) -> str | None:
+    try:
+        return json.loads((directory / MARKER).read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 #: The longest file name (NAME_MAX on Linux); the temporary sibling ``.NAME.XXXXXXXX.tmp``

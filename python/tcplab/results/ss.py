@@ -1,0 +1,361 @@
+"""TCP sockets as ``ss -tin`` prints them, one text per node, at the end of a run or at a time t.
+
+The model: every flow is a TCP connection between two sockets, the *client* on the flow's
+``from`` node and the *server* on its ``to`` node; one of them writes the data (the flow's
+``data_from``) and the engine samples that sender's ``tcp_sock`` into the time series
+(cwnd, ssthresh, srtt/rttvar, min RTT, pacing and delivery rates, bytes acked, total
+retransmissions, BBR's bw and gains) and the receiver's bytes received. ``ss-tin-NODE.txt``
+in the run directory holds what ``ss -tin`` (``-t`` TCP, ``-i`` tcp_info, ``-n`` numeric:
+raw ports, rates in bit/s) would print on that node, in iproute2's format (``misc/ss.c``:
+``inet_stats_print()`` for the state line, ``tcp_show_info()`` to read ``struct tcp_info``
+as Linux v6.12 ``net/ipv4/tcp.c: tcp_get_info()`` fills it, ``tcp_stats_print()`` for the
+info line, in its order, each field only when ss would print it)::
+
+    State Recv-Q Send-Q Local Address:Port Peer Address:Port Process
+    ESTAB 0      0           10.0.0.1:32768     10.0.0.2:5201
+    \t cubic rtt:20.512/0.204 mss:1448 pmtu:1500 advmss:1448 cwnd:86 ssthresh:61 bytes_sent:...
+
+Values at time t are those of the flow's last sample at or before t (the default t is the
+end of the run; then the flow's totals, which the engine counts to the end, replace the
+sampled ones and add what only the totals know: bytes_sent, bytes_retrans, data_segs_out
+and the ``busy``/``rwnd_limited``/``sndbuf_limited`` chronographs).
+
+Choices where tcplab must choose, and what it leaves out:
+
+* Addresses: node number i (its place in the scenario's node list) is ``10.0.X.Y`` with
+  ``X = i // 254``, ``Y = i % 254 + 1``; the client's port is ephemeral, ``32768 + flow
+  index`` (the start of Linux's ``ip_local_port_range``), the server's port is its
+  application's: 5201 bulk/maerts (iperf3), 2049 nfs_stream (NFS), 443 hls and broadcast
+  (HTTPS, websockets behind nginx), 8080 rr, 9090 batch_writer (a remote-write receiver).
+* Both sockets of a flow run the flow's congestion control (the engine's socket pair), so
+  both print its name.
+* Sockets listed: the flows the engine samples (every flow except those of an application
+  with more than 16 connections, the broadcast's thousands: their sockets are left out, as
+  if ss had been given a filter that excludes them), started at or before t; a flow whose
+  application finished before t (its data all acknowledged, ``end_s`` < t) has closed and is
+  left out too. A flow without a sample at or before t, or whose sender has no RTT sample
+  yet (the handshake in flight: not yet ESTAB), is left out.
+* Fields tcplab does not know are omitted, never invented: ``Recv-Q``/``Send-Q`` (the queues
+  are not sampled; they print 0, the column cannot be left empty), ``rto``, ``ato``,
+  ``wscale``, ``rcvmss`` (Linux estimates it from the segment sizes received, which are not
+  sampled), ``lastsnd``/``lastrcv``/``lastack``, ``unacked``,
+  ``lost`` (tcp_info's current lost_out; the engine samples the cumulative count),
+  ``delivered``, ``app_limited``, ``segs_out``/``segs_in``, ``rcv_space``,
+  ``rcv_ssthresh``, ``notsent``, ``snd_wnd`` and ``skmem`` (no ``-m``). ``retrans:C/T``
+  prints C (segments retransmitted and not yet acknowledged) as 0: the engine samples only T.
+  The receiving socket prints only what the engine knows of it: its congestion control,
+  MSS and ``bytes_received``.
+* ``pmtu`` is ``mss + 52`` (20 bytes IPv4, 20 TCP, 12 of timestamps: tcplab's framing);
+  ``advmss`` is the flow's MSS (both ends use the same).
+* BBR's ``mrtt`` is BBR's own windowed minimum (10 s) in Linux; the time series carries
+  TCP's (``tcp_min_rtt``, 300 s), which tcplab prints for both ``mrtt`` and ``minrtt``
+  unless the series has a ``bbr_min_rtt_us`` column. ``send`` is ss's own
+  ``cwnd * mss * 8 / srtt``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "SsSocket",
+    "format_ss",
+    "sprint_bw",
+    "node_address",
+    "server_port",
+    "sockets_at",
+    "ss_texts",
+    "CLIENT_PORT_BASE",
+    "SERVER_PORTS",
+    "MAX_SAMPLED_APP_CONNECTIONS",
+]
+
+#: The first ephemeral port (Linux's default ``ip_local_port_range``: 32768 60999).
+CLIENT_PORT_BASE = 32768
+_CLIENT_PORT_SPAN = 60999 - 32768 + 1
+#: The server's port by application kind (bulk and maerts are iperf3-like).
+SERVER_PORTS = {
+    "bulk": 5201,
+    "maerts": 5201,
+    "nfs_stream": 2049,
+    "hls": 443,
+    "broadcast": 443,
+    "rr": 8080,
+    "batch_writer": 9090,
+}
+#: An application with more connections than this is not sampled (summary.json folds it
+#: into one row, tcplab.results.result.SUMMARY_MAX_APP_CONNECTIONS): its sockets are left out.
+MAX_SAMPLED_APP_CONNECTIONS = 16
+#: ss prints ssthresh only below this (``tcp_show_info()``: ``tcpi_snd_ssthresh < 0xFFFF``).
+_SSTHRESH_SHOWN_BELOW = 0xFFFF
+#: IPv4 (20) + TCP (20) + timestamp option (12): the MSS + this is the path MTU.
+_HEADER_BYTES = 52
+_U64_MAX = (1 << 64) - 1
+
+
+def sprint_bw(bps: float) -> str:
+    """iproute2 ``misc/ss.c: sprint_bw()`` with ``-n`` (numeric): ``%.0f``."""
+    return "%.0f" % bps
+
+
+def _g(x: float) -> str:
+    """C's ``%g``."""
+    return "%g" % x
+
+
+def node_address(index: int) -> str:
+    """The IPv4 address of node number ``index``: ``10.0.X.Y`` (module doc)."""
+    return f"10.0.{index // 254}.{index % 254 + 1}"
+
+
+def server_port(app_kind: str | None) -> int:
+    """The server's port for an application kind (module doc); 5201 when unknown."""
+    return SERVER_PORTS.get(app_kind or "bulk", 5201)
+
+
+@dataclass
+class SsSocket:
+    """One socket's state line and tcp_info (times in us as tcp_info keeps them, printed in
+    ms; packets, bytes, bit/s). ``None``, 0 or a missing key: ss does not print it."""
+
+    node: str
+    local: str
+    peer: str
+    state: str = "ESTAB"
+    recv_q: int = 0
+    send_q: int = 0
+    cc: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def info_line(self) -> str:
+        """The info line as ``tcp_stats_print()`` writes it (``\\t`` then `` field`` each)."""
+        i = self.info
+        out: list[str] = []
+        if self.cc:
+            out.append(self.cc)
+        srtt_us = int(i.get("rtt_us") or 0)
+        if srtt_us:  # tcpi_rtt / 1000, tcpi_rttvar / 1000 (us -> ms, as doubles)
+            out.append(f"rtt:{_g(srtt_us / 1000)}/{_g(int(i.get('rttvar_us') or 0) / 1000)}")
+        for key in ("mss", "pmtu", "rcvmss", "advmss", "cwnd"):
+            if i.get(key):
+                out.append(f"{key}:{int(i[key])}")
+        ssthresh = i.get("ssthresh")
+        if ssthresh is not None and 0 < ssthresh < _SSTHRESH_SHOWN_BELOW:
+            out.append(f"ssthresh:{int(ssthresh)}")
+        for key in ("bytes_sent", "bytes_retrans", "bytes_acked", "bytes_received", "data_segs_out"):
+            if i.get(key):
+                out.append(f"{key}:{int(i[key])}")
+        bbr = i.get("bbr")
+        if bbr is not None:
+            text = f"bbr:(bw:{sprint_bw(bbr['bw_bps'])}bps,mrtt:{_g(int(bbr['mrtt_us']) / 1000)}"
+            if bbr.get("pacing_gain"):
+                text += f",pacing_gain:{_g(bbr['pacing_gain'])}"
+            if bbr.get("cwnd_gain"):
+                text += f",cwnd_gain:{_g(bbr['cwnd_gain'])}"
+            out.append(text + ")")
+        # ss's own estimate (tcp_show_info()): tcpi_snd_cwnd * tcpi_snd_mss * 8000000 / tcpi_rtt
+        if srtt_us and i.get("mss") and i.get("cwnd"):
+            out.append(f"send {sprint_bw(int(i['cwnd']) * int(i['mss']) * 8000000.0 / srtt_us)}bps")
+        if i.get("pacing_rate_bps"):
+            text = f"pacing_rate {sprint_bw(i['pacing_rate_bps'])}bps"
+            if i.get("max_pacing_rate_bps"):
+                text += f"/{sprint_bw(i['max_pacing_rate_bps'])}bps"
+            out.append(text)
+        if i.get("delivery_rate_bps"):
+            out.append(f"delivery_rate {sprint_bw(i['delivery_rate_bps'])}bps")
+        busy_us = i.get("busy_us")
+        if busy_us:
+            # ss: "busy:%llums", then each limit "...:%llums(%.1f%%)" when non-zero
+            out.append(f"busy:{int(busy_us) // 1000}ms")
+            for key in ("rwnd_limited", "sndbuf_limited"):
+                v = i.get(f"{key}_us")
+                if v:
+                    out.append(f"{key}:{int(v) // 1000}ms({100.0 * v / busy_us:.1f}%)")
+        if i.get("retrans_total"):
+            out.append(f"retrans:0/{int(i['retrans_total'])}")
+        if i.get("minrtt_us"):
+            out.append(f"minrtt:{_g(int(i['minrtt_us']) / 1000)}")
+        return "\t " + " ".join(out)
+
+
+def _split(addr: str) -> tuple[str, str]:
+    host, _, port = addr.rpartition(":")
+    return host, port
+
+
+def format_ss(sockets: list[SsSocket]) -> str:
+    """The ``ss -tin`` text of ``sockets``: the header, then per socket its state line and
+    info line. Columns are padded as ss pads them (addresses right-aligned up to the ``:``,
+    ports left-aligned, one space between columns)."""
+    rows = [(s.state, str(s.recv_q), str(s.send_q), *_split(s.local), *_split(s.peer)) for s in sockets]
+    head = ("State", "Recv-Q", "Send-Q", "Local Address", "Port", "Peer Address", "Port")
+    widths = [max(len(r[k]) for r in [head, *rows]) for k in range(7)]
+
+    def line(r: tuple[str, ...]) -> str:
+        return (
+            f"{r[0]:<{widths[0]}} {r[1]:<{widths[1]}} {r[2]:<{widths[2]}} "
+            f"{r[3]:>{widths[3]}}:{r[4]:<{widths[4]}} {r[5]:>{widths[5]}}:{r[6]:<{widths[6]}}"
+        )
+
+    lines = [line(head) + " Process"]
+    for s, r in zip(sockets, rows, strict=True):
+        lines.append(line(r).rstrip())
+        lines.append(s.info_line())
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- from a run
+
+
+def _app_kinds(config: Mapping[str, Any]) -> tuple[dict[int, str], set[int]]:
+    """Flow index -> its application's kind, and the flows of apps too large to sample."""
+    kind: dict[int, str] = {}
+    folded: set[int] = set()
+    for app in config.get("apps", []) or []:
+        flows = [int(i) for i in app.get("flows", [])]
+        k = str((app.get("spec") or {}).get("kind", "bulk"))
+        for i in flows:
+            kind[i] = k
+        if len(flows) > MAX_SAMPLED_APP_CONNECTIONS:
+            folded.update(flows)
+    for i, f in enumerate(config.get("flows", [])):
+        if i not in kind:
+            kind[i] = "maerts" if f.get("data_side") == "server" else "bulk"
+    return kind, folded
+
+
+def _last_rows(timeseries: pd.DataFrame, at_ns: int | None) -> dict[int, dict[str, Any]]:
+    """Flow index -> its last time-series row at or before ``at_ns`` (all rows if None)."""
+    if timeseries.empty:
+        return {}
+    t = timeseries["t_ns"].to_numpy()
+    mask = np.ones(len(t), dtype=bool) if at_ns is None else t <= np.uint64(at_ns)
+    sub = timeseries.loc[mask]
+    if sub.empty:
+        return {}
+    # rows are in time order; the last row of each flow is its latest sample
+    last = sub.drop_duplicates(subset="flow", keep="last")
+    return {int(r["flow"]): r for r in last.to_dict("records")}
+
+
+def sockets_at(
+    config: Mapping[str, Any],
+    flows: pd.DataFrame,
+    timeseries: pd.DataFrame,
+    at_ns: int | None = None,
+) -> dict[str, list[SsSocket]]:
+    """``{node: [sockets]}`` at ``at_ns`` (ns since the run's start; None = its end), from
+    the run's engine config, ``Result.flows`` and ``Result.timeseries`` (module doc)."""
+    nodes = [str(n["name"]) for n in config.get("nodes", [])]
+    duration_ns = int(config["duration_ns"])
+    t_ns = duration_ns if at_ns is None else int(at_ns)
+    at_end = at_ns is None or t_ns >= duration_ns
+    kinds, folded = _app_kinds(config)
+    rows = _last_rows(timeseries, None if at_end else t_ns)
+    totals = {str(r["name"]): r for r in flows.to_dict("records")} if not flows.empty else {}
+    out: dict[str, list[SsSocket]] = {}
+    for i, f in enumerate(config.get("flows", [])):
+        if i in folded or not f.get("sample", True) or i not in rows:
+            continue
+        start_ns = int(f.get("start_ns", 0) or 0)
+        total = totals.get(str(f["name"]), {})
+        end_ns = int(round(float(total.get("end_s", duration_ns / 1e9)) * 1e9))
+        if start_ns > t_ns or (end_ns < duration_ns and end_ns < t_ns):
+            continue
+        src, dst = int(f["src"]), int(f["dst"])
+        if not (0 <= src < len(nodes) and 0 <= dst < len(nodes)):
+            continue
+        client = f"{node_address(src)}:{CLIENT_PORT_BASE + i % _CLIENT_PORT_SPAN}"
+        server = f"{node_address(dst)}:{server_port(kinds.get(i))}"
+        server_sends = f.get("data_side", "client") == "server"
+        sender_node, receiver_node = (dst, src) if server_sends else (src, dst)
+        sender_addr, receiver_addr = (server, client) if server_sends else (client, server)
+        cc = str(f.get("cc", "")) or None
+        tcp = f.get("tcp") or {}
+        mss = int(tcp.get("mss_bytes", 1448))
+        row = rows[i]
+        if int(row.get("srtt_us", 0)) == 0:
+            continue  # no RTT sample yet: the handshake is still in flight (not ESTAB)
+        info = _sender_info(row, mss, cc, tcp)
+        if at_end and total:
+            info.update(_totals_info(total))
+        recv_info: dict[str, Any] = {"mss": mss, "advmss": mss}
+        received = int(total["bytes_received"]) if at_end and total else int(row.get("bytes_received", 0))
+        recv_info["bytes_received"] = received
+        out.setdefault(nodes[sender_node], []).append(
+            SsSocket(node=nodes[sender_node], local=sender_addr, peer=receiver_addr, cc=cc, info=info)
+        )
+        out.setdefault(nodes[receiver_node], []).append(
+            SsSocket(node=nodes[receiver_node], local=receiver_addr, peer=sender_addr, cc=cc, info=recv_info)
+        )
+    return out
+
+
+def _sender_info(row: Mapping[str, Any], mss: int, cc: str | None, tcp: Mapping[str, Any]) -> dict[str, Any]:
+    srtt_us = int(row.get("srtt_us", 0))
+    cwnd = int(row.get("cwnd", 0))
+    min_rtt_us = int(row.get("min_rtt_us", 0))
+    info: dict[str, Any] = {
+        "rtt_us": srtt_us,
+        "rttvar_us": int(row.get("rttvar_us", 0)),
+        "mss": mss,
+        "pmtu": mss + _HEADER_BYTES,
+        "advmss": mss,
+        "cwnd": cwnd,
+        "ssthresh": int(row.get("ssthresh", 0)),
+        "bytes_acked": int(row.get("bytes_acked", 0)),
+        "retrans_total": int(row.get("retrans_segs", 0)),
+        "minrtt_us": min_rtt_us if min_rtt_us != 0xFFFFFFFF else 0,
+        "delivery_rate_bps": int(row.get("delivery_rate_bps", 0)),
+    }
+    pacing = int(row.get("pacing_rate_bps", 0))
+    if pacing and pacing < _U64_MAX - 7:  # ~0 (unlimited) is not printed
+        info["pacing_rate_bps"] = pacing
+        max_rate = int(tcp.get("max_pacing_rate_bytes_per_sec", _U64_MAX))
+        if max_rate and max_rate != _U64_MAX:
+            info["max_pacing_rate_bps"] = max_rate * 8
+    # counters only the totals hold today; used at any t if the series ever carries them
+    for key in ("bytes_sent", "bytes_retrans", "data_segs_out"):
+        if key in row:
+            info[key] = int(row[key])
+    if cc == "bbr":
+        bbr_rtt_us = int(row["bbr_min_rtt_us"]) if "bbr_min_rtt_us" in row else min_rtt_us
+        info["bbr"] = {
+            "bw_bps": int(row.get("bbr_bw_bps", 0)),
+            "mrtt_us": bbr_rtt_us if bbr_rtt_us != 0xFFFFFFFF else 0,
+            "pacing_gain": float(row.get("pacing_gain", 0.0)),
+            "cwnd_gain": float(row.get("cwnd_gain", 0.0)),
+        }
+    return info
+
+
+def _totals_info(total: Mapping[str, Any]) -> dict[str, Any]:
+    """What the flow's end-of-run totals add (and make exact) at the end of the run."""
+    out: dict[str, Any] = {
+        "bytes_sent": int(total["bytes_sent"]),
+        "bytes_retrans": int(total["bytes_retrans"]),
+        "bytes_acked": int(total["bytes_acked"]),
+        "data_segs_out": int(total["data_segs_out"]),
+        "retrans_total": int(total["retrans_segs"]),
+    }
+    busy_ms = total.get("busy_ms")
+    if busy_ms is not None and np.isfinite(busy_ms):
+        # the engine reports microseconds; the flows frame keeps them as ms (exact: us / 1000)
+        out["busy_us"] = int(round(float(busy_ms) * 1000))
+        for key in ("rwnd_limited", "sndbuf_limited"):
+            v = total.get(f"{key}_ms")
+            if v is not None and np.isfinite(v):
+                out[f"{key}_us"] = int(round(float(v) * 1000))
+    return out
+
+
+def ss_texts(
+    config: Mapping[str, Any], flows: pd.DataFrame, timeseries: pd.DataFrame, at_ns: int | None = None
+) -> dict[str, str]:
+    """``{node: ss -tin text}`` for every node with a socket at ``at_ns`` (None = the end)."""
+    return {node: format_ss(socks) for node, socks in sockets_at(config, flows, timeseries, at_ns).items()}
