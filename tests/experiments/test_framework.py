@@ -95,7 +95,11 @@ class FakeExperiment(Experiment):
         return [Explanation("cwnd", f"{len(ts)} samples.", "cwnd.png")]
 
     def crosschecks(self, quick):
-        return [Crosscheck("cubic", absent=("nic-rx-drops",)), Crosscheck("bbr", expect=("no-such-finding",))]
+        return [
+            Crosscheck("cubic", absent=("nic-rx-drops",)),
+            Crosscheck("bbr", expect=("no-such-finding",)),
+            Crosscheck("cubic", absent=("nic-rx-drops",), at_s=0.5),  # ss as at 0.5 s: a capture
+        ]
 
 
 @pytest.fixture
@@ -188,8 +192,10 @@ def test_the_written_tree_and_the_index(fake, real_core, tmp_path):
     assert [x["label"] for x in record["runs"]] == ["cubic", "bbr"]
     assert record["runs"][1]["command"].endswith("tiny.yaml --set flows.0.cc=bbr")
     assert all(x["wall_time_s"] > 0 for x in record["runs"])
-    checks = {c["run"]: c["agree"] for c in record["crosschecks"]}
-    assert checks == {"cubic": True, "bbr": False}  # no diagnose rule is called no-such-finding
+    checks = [(c["run"], c["at_s"], c["agree"]) for c in record["crosschecks"]]
+    assert checks == [("cubic", None, True), ("bbr", None, False), ("cubic", 0.5, True)]  # no rule no-such-finding
+    capture = record["crosschecks"][2]["capture"]
+    assert capture and (exp / capture / "README.txt").is_file()
 
     index = json.loads((out / "index.json").read_text())
     counts = index["experiments"][0]["counts"]
@@ -197,7 +203,7 @@ def test_the_written_tree_and_the_index(fake, real_core, tmp_path):
     assert counts[expected] == 1
     assert index["totals"] == {**counts, "claims": 2}
     assert index["mode"] == "quick"
-    assert (index["experiments"][0]["crosschecks_agree"], index["experiments"][0]["crosschecks"]) == (1, 2)
+    assert (index["experiments"][0]["crosschecks_agree"], index["experiments"][0]["crosschecks"]) == (2, 3)
     assert index["totals_line"] in (out / "index.md").read_text()
     assert index["totals_line"] in (out / "index.html").read_text()
 
@@ -206,6 +212,7 @@ def test_the_written_tree_and_the_index(fake, real_core, tmp_path):
     assert not re.search(r"""src=["'](?!data:)""", html)  # nothing loaded from elsewhere
     assert "<b>bold</b>" not in html and "&lt;b&gt;bold" in html  # story text is escaped
     assert "FAILED" not in html
+    assert f'href="{capture}/README.txt"' in html
     md = (exp / "report.md").read_text()
     assert "something \\| with a pipe" in md  # one table row per claim
 
