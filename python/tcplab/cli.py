@@ -165,7 +165,8 @@ app = typer.Typer(
     epilog=(
         "Example: tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/  "
         "(story 001, BBR vs CUBIC video demo: 100 ms RTT, 5 Mbit/s, 1% loss). "
-        "The five stories tcplab is built around: docs/stories.md.\n\n"
+        "The five stories tcplab is built around: docs/stories.md; replay them all with "
+        "tcplab reproduce --all --quick (index in reproduce-quick/index.html).\n\n"
         "Exit codes: 0 success; 1 the engine failed; 2 a mistake in the scenario, an override or "
         "the command line (one `error:` line each); 3 compare: some variants failed (the others "
         "are written); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), after removing "
@@ -841,19 +842,29 @@ def diagnose(
         raise typer.Exit(1)
 
 
-def _experiment(name: str) -> Any:
-    """The experiment ``name`` (a one-line user error, exit 2, if unknown or not installed)."""
-    from tcplab.experiments import NAMES, load
+def _installed_experiment(name: str) -> Any:
+    """The experiment ``name``, or None if its package is not in this tcplab."""
+    from tcplab.experiments import load
 
     try:
         return load(name)
     except ModuleNotFoundError as e:
         if not (e.name or "").startswith("tcplab.experiments"):
             raise
+        return None
+
+
+def _experiment(name: str) -> Any:
+    """The experiment ``name`` (a one-line user error, exit 2, if unknown or not installed)."""
+    from tcplab.experiments import NAMES
+
+    e = _installed_experiment(name)
+    if e is None:
         _fail(
             f"experiment {name!r} is not installed in this tcplab (its package is missing); known: " + ", ".join(NAMES),
             2,
         )
+    return e
 
 
 class _ReproduceProgress:
@@ -908,7 +919,7 @@ class _ReproduceProgress:
 def reproduce(
     names: Annotated[
         list[str] | None,
-        typer.Argument(metavar="[NAME]...", help="Experiments to run (tcplab experiments lists them)."),
+        typer.Argument(metavar="NAME", help="Experiments to run (tcplab experiments lists them)."),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Run the five experiments.")] = False,
     quick: Annotated[
@@ -1037,17 +1048,17 @@ def experiments(
     for col in ("experiment", "story", "title", "claims", "runs quick/full"):
         table.add_column(col, justify="right" if col in ("claims", "runs quick/full") else "left")
     for name in NAMES:
-        try:
-            e = _experiment(name)
-            table.add_row(
-                name,
-                _story_info(e.story)["heading"],
-                e.title,
-                str(len(e.claims)),
-                f"{len(e.runs(True))}/{len(e.runs(False))}",
-            )
-        except typer.Exit:
+        e = _installed_experiment(name)
+        if e is None:
             table.add_row(name, "-", "(not installed)", "-", "-")
+            continue
+        table.add_row(
+            name,
+            _story_info(e.story)["heading"],
+            e.title,
+            str(len(e.claims)),
+            f"{len(e.runs(True))}/{len(e.runs(False))}",
+        )
     console.print(table)
     console.print("Run one: tcplab reproduce NAME [--quick]; all: tcplab reproduce --all --quick", markup=False)
 

@@ -95,7 +95,11 @@ class FakeExperiment(Experiment):
         return [Explanation("cwnd", f"{len(ts)} samples.", "cwnd.png")]
 
     def crosschecks(self, quick):
-        return [Crosscheck("cubic", absent=("nic-rx-drops",)), Crosscheck("bbr", expect=("no-such-finding",))]
+        return [
+            Crosscheck("cubic", absent=("nic-rx-drops",)),
+            Crosscheck("bbr", expect=("no-such-finding",)),
+            Crosscheck("cubic", absent=("nic-rx-drops",), at_s=0.5),  # ss as at 0.5 s: a capture
+        ]
 
 
 @pytest.fixture
@@ -188,8 +192,10 @@ def test_the_written_tree_and_the_index(fake, real_core, tmp_path):
     assert [x["label"] for x in record["runs"]] == ["cubic", "bbr"]
     assert record["runs"][1]["command"].endswith("tiny.yaml --set flows.0.cc=bbr")
     assert all(x["wall_time_s"] > 0 for x in record["runs"])
-    checks = {c["run"]: c["agree"] for c in record["crosschecks"]}
-    assert checks == {"cubic": True, "bbr": False}  # no diagnose rule is called no-such-finding
+    checks = [(c["run"], c["at_s"], c["agree"]) for c in record["crosschecks"]]
+    assert checks == [("cubic", None, True), ("bbr", None, False), ("cubic", 0.5, True)]  # no rule no-such-finding
+    capture = record["crosschecks"][2]["capture"]
+    assert capture and (exp / capture / "README.txt").is_file()
 
     index = json.loads((out / "index.json").read_text())
     counts = index["experiments"][0]["counts"]
@@ -197,7 +203,7 @@ def test_the_written_tree_and_the_index(fake, real_core, tmp_path):
     assert counts[expected] == 1
     assert index["totals"] == {**counts, "claims": 2}
     assert index["mode"] == "quick"
-    assert (index["experiments"][0]["crosschecks_agree"], index["experiments"][0]["crosschecks"]) == (1, 2)
+    assert (index["experiments"][0]["crosschecks_agree"], index["experiments"][0]["crosschecks"]) == (2, 3)
     assert index["totals_line"] in (out / "index.md").read_text()
     assert index["totals_line"] in (out / "index.html").read_text()
 
@@ -206,6 +212,7 @@ def test_the_written_tree_and_the_index(fake, real_core, tmp_path):
     assert not re.search(r"""src=["'](?!data:)""", html)  # nothing loaded from elsewhere
     assert "<b>bold</b>" not in html and "&lt;b&gt;bold" in html  # story text is escaped
     assert "FAILED" not in html
+    assert f'href="{capture}/README.txt"' in html
     md = (exp / "report.md").read_text()
     assert "something \\| with a pipe" in md  # one table row per claim
 
@@ -362,8 +369,13 @@ def test_plans_are_consistent(name):
     for mode in (False, True):
         labels = {r.label for r in e.runs(mode)}
         assert {c.run for c in e.crosschecks(mode)} <= labels
-    e.plan(True)  # every run's overrides validate, in both modes
-    e.plan(False)
+    e.plan(True)  # every quick run's overrides validate (the full plan: test_full_plan_validates)
+
+
+@pytest.mark.slow  # the full plans validate tens of thousands of connections (microburst-ring: ~10 s)
+@pytest.mark.parametrize("name", _installed())
+def test_full_plan_validates(name):
+    experiments.load(name).plan(False)
 
 
 def test_the_readme_starts_with_the_five_stories():
@@ -377,3 +389,12 @@ def test_the_readme_starts_with_the_five_stories():
     for name in experiments.NAMES:  # each experiment is listed and linked from its story
         assert f"`{name}`" in readme
         assert f"tcplab reproduce {name}" in (ROOT / "docs" / "stories.md").read_text(encoding="utf-8")
+
+
+def test_a_missing_experiment_package_is_named_not_crashed(fake, monkeypatch, tmp_path):
+    monkeypatch.setattr(experiments, "NAMES", ("fake-exp", "not-written-yet"))
+    r = _cli("experiments")
+    assert r.exit_code == 0 and "not installed" in r.output and "error" not in r.output
+    r = _cli("reproduce", "--all", "--quick", "-o", tmp_path / "o")
+    assert r.exit_code == 2 and "not-written-yet" in r.output and "not installed" in r.output
+    assert not (tmp_path / "o").exists()

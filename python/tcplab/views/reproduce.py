@@ -224,6 +224,8 @@ def experiment_record(outcome: Outcome, out_dir: Path | None = None) -> dict[str
             "summaries": c.summaries,
             "agree": c.agree,
             "note": c.note,
+            # a check "during the incident" (at_s) reads a capture: NAME/captures/LABEL-at-<t>s/
+            "capture": f"captures/{Path(c.capture).name}" if getattr(c, "capture", None) else None,
         }
         for c in outcome.crosschecks
     ]
@@ -375,6 +377,8 @@ def experiment_markdown(r: Mapping[str, Any]) -> str:
         lines += ["| run | expected | absent | diagnose found | agrees |", "|---|---|---|---|---|"]
         for c in r["crosschecks"]:
             run = c["run"] + (f" (ss at {sig(c['at_s'])} s)" if c["at_s"] is not None else "")
+            if c["capture"]:
+                run += f" [{c['capture']}/]({c['capture']}/README.txt)"
             lines.append(
                 f"| {_cell(run)} | {_cell(', '.join(c['expect']) or '-')} | {_cell(', '.join(c['absent']) or '-')} "
                 f"| {_cell(', '.join(c['found']) or 'nothing')} | {'yes' if c['agree'] else '**no**'} |"
@@ -530,7 +534,8 @@ _EXPERIMENT_TEMPLATE = """<!doctype html>
 <th class="l">diagnose found</th>
 <th class="l">agrees</th></tr>
 {% for c in r.crosschecks %}
-<tr><td class="l">{{ c.run }}{% if c.at_s is not none %} (ss at {{ c.at_s | sig }} s){% endif %}</td>
+<tr><td class="l">{{ c.run }}{% if c.at_s is not none %} (ss at {{ c.at_s | sig }} s){% endif %}
+{% if c.capture %}<br><a href="{{ c.capture }}/README.txt">{{ c.capture }}/</a>{% endif %}</td>
 <td class="l">{{ c.expect | join(", ") or "-" }}</td><td class="l">{{ c.absent | join(", ") or "-" }}</td>
 <td class="w">{% for s in c.summaries %}{{ s }}<br>{% else %}nothing{% endfor %}
 {% if c.note %}<br><span class="bad">{{ c.note }}</span>{% endif %}</td>
@@ -539,7 +544,8 @@ _EXPERIMENT_TEMPLATE = """<!doctype html>
 {% endfor %}
 </table>
 <p class="note">Each cross-check runs <code>tcplab diagnose</code> on the run directory's nstat, ss, tc, ethtool
-and /proc/stat texts, written in the real tools' formats, as an operator would on the real host.</p>
+and /proc/stat texts, written in the real tools' formats, as an operator would on the real host; a check
+at a time t reads a capture (<code>captures/LABEL-at-&lt;t&gt;s/</code>) with <code>ss -tin</code> as it was at t.</p>
 {% else %}
 <p>No cross-check ran.</p>
 {% endif %}
