@@ -336,7 +336,7 @@ def explanations(
                     f"{b['slice_ms']:.3g} ms slice, so each slice sends a couple of bursts and the delivery "
                     "rate those bursts measure is where the estimate settles. The patched "
                     f"sender moves {pt['pkts_per_period']:.3g} packets per period. The floor's value follows "
-                    "from the slice length, the burst size and the RTT, not from the path rate, which is why "
+                    "from the slice length and the burst size, not from the path rate, which is why "
                     "the cap is bandwidth-independent."
                 ),
                 figure="slices-35.png",
