@@ -240,6 +240,8 @@ def trace_numbers(res: Result) -> dict[str, Any]:
         "peak_bw_bps": float(bw.max()),
         "startup_end_s": startup_end,
         "bw_end_bps": float(bw[-1]),
+        # when the estimate first came within 10 % of where it ends
+        "settle_s": float(t[np.argmax((t > startup_end) & (bw <= 1.1 * bw[-1]))]),
         "pacing_end_bps": float(rows["pacing_rate_bps"].to_numpy()[-1]),
         "delivery_median_bps": float(np.median(rows["delivery_rate_bps"].to_numpy()[second])),
         "share_gain_above_1": float(np.mean(gain[second] > 1.01)),
@@ -297,11 +299,13 @@ def explanations(
             Explanation(
                 title="At 35 %: BBR's estimate drains away; the patch holds it",
                 text=(
-                    f"In the unpatched run STARTUP measures up to {_mbps(b['peak_bw_bps'])} and ends at "
-                    f"{b['startup_end_s']:.3g} s. From then on the vCPU is off {_pct(b['steal'])} of the time: "
-                    "pacing spreads BBR's target over the whole round trip, but only the slices send, so each "
-                    "round delivers less than the estimate and the max filter's new samples are lower. Within "
-                    f"about a second the estimate is down to {_mbps(b['bw_end_bps'])} (pacing "
+                    f"The vCPU is off {_pct(b['steal'])} of the time. In the unpatched run STARTUP, pacing at "
+                    f"2.89 x its estimate (2.89 x {_pct(1 - b['steal'])} = {2.885 * (1 - b['steal']):.3g} of the "
+                    "time-averaged rate it needs), measures up to "
+                    f"{_mbps(b['peak_bw_bps'])} and ends at {b['startup_end_s']:.3g} s. In PROBE_BW the gain is "
+                    "around 1: pacing spreads BBR's target over the whole round trip, but only the slices send, "
+                    "so each round delivers less than the estimate and the max filter's new samples are lower. "
+                    f"By {b['settle_s']:.3g} s the estimate is down to {_mbps(b['bw_end_bps'])} (pacing "
                     f"{_mbps(b['pacing_end_bps'])}, delivery-rate samples median {_mbps(b['delivery_median_bps'])}). "
                     f"In the second half the pacing gain is 1.25 in {_pct(b['share_gain_125'])} of the samples: "
                     "PROBE_BW's probing phase only ends once inflight reaches bbr_inflight(bw, 1.25) "
