@@ -377,10 +377,20 @@ class BbrVmContention(Experiment):
             + ", ".join(f"{_thr_text(thr[p])} ({PATHS[p][1].split(',')[0]})" for p in thr)
             + f"; unpatched BBR: {_thr_text(bbr_thr)}"
         )
+        cubic_1g = c.get("1g", {}).get("cubic", {})
+        if 35 in cubic_1g and "1g" in per_path and 35 in per_path["1g"]:
+            data["cubic_1g_35_bps"] = cubic_1g[35]
+            tail_cubic = (
+                f"; on the 1 Gbit/s path at 35 % the patched sender has {_fmt(per_path['1g'][35])} against "
+                f"CUBIC's {_fmt(cubic_1g[35])} and unpatched BBR's {_fmt(c['1g']['bbr'][35])}"
+            )
+        else:
+            tail_cubic = ""
         low = sorted(s for s in pc if s < 35)
         tail = ""
         if low:
             tail = "; below 35 %: " + ", ".join(f"{s} %: {_fmt(pc[s])} ({_pct(pc[s] / pc[100])})" for s in low)
+        tail += tail_cubic
         # The patch paces at bbr_high_gain while inflight is short: a sender that runs a share
         # s of the time sends at most gain x s x its estimate per period, so it can sustain
         # its estimate only while high_gain x s >= 1 (a limit derived here, not in the story).
@@ -390,7 +400,11 @@ class BbrVmContention(Experiment):
             f"; the patch paces at STARTUP's gain {BBR_HIGH_GAIN:.3g} x the estimate, and a sender on its CPU "
             f"a share s of the time sustains its estimate only while {BBR_HIGH_GAIN:.3g} x s >= 1, i.e. down to "
             f"{edge_pct:.3g} % share: 35 % is at that edge (the story's 'only up to a certain point')"
-            + ("" if robust else ", which is why in tcplab the patch holds there on one path and not on the other")
+            + (
+                ""
+                if robust
+                else "; tcplab sits on that edge too: the patch holds there on one path and not on the other"
+            )
         )
         verdict: Verdict
         if robust:

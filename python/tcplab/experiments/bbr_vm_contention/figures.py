@@ -285,8 +285,8 @@ def explanations(
                 "Steady goodput (second half of each run) against the VM's CPU share. "
                 + " ".join(parts)
                 + " Unpatched BBR does not lose throughput in proportion to the share: it falls off a cliff "
-                "to a floor that is the same on every path rate, while the patched sender and CUBIC keep "
-                "most of the path down to lower shares."
+                "to a floor that is the same on every path rate, while the patched sender and CUBIC lose "
+                "throughput gradually, if at all, down to lower shares."
             ),
             figure="throughput-vs-share.png",
         )
