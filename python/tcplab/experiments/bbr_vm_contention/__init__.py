@@ -1,6 +1,6 @@
 """``bbr-vm-contention``: story 003, BBR senders in VMs under CPU contention.
 
-The story (Kathrin Elmenhorst's patch mail, seed ``003_5b3ee3091019a47d.txt``): with 10 ms
+The story (003 in docs/stories.md, Kathrin Elmenhorst's kernel patch mail): with 10 ms
 periodic time slices, a VM-based BBRv1 sender "already degrades in VMs with less than 70%
 CPU time share", its throughput drops with the share "until it is bandwidth-independently
 capped at 10 Mbps for CPU time shares at 35% and lower"; CUBIC is not that sensitive; the
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tcplab.experiments import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run, Verdict
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def _threshold(shares: list[int], bps: Mapping[int, float]) -> int | None:
 
 class BbrVmContention(Experiment):
     name = "bbr-vm-contention"
-    story = "003_5b3ee3091019a47d.txt"
+    story = STORIES["bbr-vm-contention"]
     title = "BBR in VMs under CPU contention (10 ms time slices)"
     setup = (
         "One bulk sender in a VM (`vm-sender.yaml`) whose vCPU runs a share of every 10 ms period "
