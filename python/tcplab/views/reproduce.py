@@ -343,7 +343,7 @@ def experiment_markdown(r: Mapping[str, Any]) -> str:
     lines = [f"# {r['experiment']}: {r['title']}", ""]
     lines.append(
         f"Replays {story['heading']} ([{story['ref']}]({_md_doc_link(story)})), "
-        f"from the seed `{story['seed']}`. Mode: {r['mode']}; {len(r['runs'])} runs, simulation time "
+        f"from the seed `{story['seed']}`. Mode: {r['mode']}; {len(r['runs'])} runs, simulator wall time "
         f"{_seconds(r['runs_wall_time_s'])}; tcplab {r['tcplab']}."
     )
     lines.append("")
@@ -420,7 +420,7 @@ def index_markdown(index: Mapping[str, Any]) -> str:
     if index["failed"]:
         lines += [f"**FAILED experiments: {', '.join(index['failed'])}** (see their reports).", ""]
     lines += [
-        "| experiment | story | reproduced | partly | not reproduced | cross-checks agreeing | simulation time |",
+        "| experiment | story | reproduced | partly | not reproduced | cross-checks agreeing | simulator wall time |",
         "|---|---|---|---|---|---|---|",
     ]
     for e in index["experiments"]:
@@ -483,7 +483,7 @@ _EXPERIMENT_TEMPLATE = """<!doctype html>
 <p>Replays <b>{% if r.story.href %}<a href="{{ r.story.href }}">{{ r.story.heading }}</a>
 {% else %}{{ r.story.heading }}{% endif %}</b>
  (<code>{{ r.story.ref }}</code>; seed <code>{{ r.story.seed }}</code>)
- &middot; {{ r.mode }} mode &middot; {{ r.runs | length }} runs, simulation time {{ r.runs_wall_time_s | sig }} s
+ &middot; {{ r.mode }} mode &middot; {{ r.runs | length }} runs, simulator wall time {{ r.runs_wall_time_s | sig }} s
  &middot; tcplab {{ r.tcplab }}
  &middot; <a href="../index.html">all experiments</a></p>
 {% if r.error %}
@@ -590,7 +590,7 @@ _INDEX_TEMPLATE = """<!doctype html>
 <p class="failed bad">FAILED experiments: {{ i.failed | join(", ") }} (see their reports).</p>{% endif %}
 <table>
 <tr><th class="l">experiment</th><th class="l">story</th><th>reproduced</th><th>partly</th><th>not reproduced</th>
-<th>cross-checks agreeing</th><th>simulation time (s)</th></tr>
+<th>cross-checks agreeing</th><th>simulator wall time (s)</th></tr>
 {% for e in i.experiments %}
 <tr><td class="l"><a href="{{ e.report }}">{{ e.experiment }}</a>
 {% if e.error %} <span class="bad">FAILED</span>{% endif %}</td>
