@@ -183,6 +183,7 @@ class Scenario(_Model):
                 "overhead_bytes": link["overhead_bytes"],
                 "loss": link["loss"].to_core(),
                 "loss_filter": link["loss"].filter_to_core(),
+                "loss_window": link["loss"].window_to_core(),
                 "reorder": link["reorder"],
                 "queue": link["queue"],
             }
