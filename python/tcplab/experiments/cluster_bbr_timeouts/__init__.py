@@ -19,7 +19,12 @@ repeated loss (each loss episode halves ssthresh at most, Linux v6.12
 net/ipv4/tcp_cubic.c: cubictcp_recalc_ssthresh(), floored at 2). tcplab therefore puts
 bursty loss on the switch port towards the receiving node (Gilbert-Elliott, 1 % of packets
 start a burst that loses 5 packets on average: 4.8 % lost), the same for every run, and
-sweeps its rate. BBR's ssthresh is not a loss response at all: bbr_ssthresh() returns it
+sweeps its rate. The loss begins at 60 s (the scenario's ``loss: {..., start: 60s}``, a
+netem qdisc added then), once the player's buffer has filled: the story's player was
+healthy and then collapsed. The bursts are counted in packets, as netem's; a connection
+that sends one retransmission per backed-off RTO stays in one burst for minutes, which is
+what makes the write timeouts under them: the remote-write variants (an episode of loss that
+ends, independent loss of the same mean, an outage) separate that from the symptom. BBR's ssthresh is not a loss response at all: bbr_ssthresh() returns it
 unchanged and only bbr_check_drain() sets it, to the estimated BDP, when STARTUP ends
 (Linux v6.12 net/ipv4/tcp_bbr.c), so ``ssthresh:2`` is the signature of a loss-based cc,
 which the story's first incident ran (CUBIC, before BBR was enabled).
@@ -97,10 +102,12 @@ class ClusterBbrTimeouts(Experiment):
         "timeout, backoff to 1 min; both pods run under Cilium's Bandwidth Manager, with BBR "
         "or CUBIC. The story measured under 0.001 % loss, which cannot give `cwnd:2 "
         "ssthresh:2`; tcplab makes the switch port towards the receiving node lose packets "
-        "in bursts (Gilbert-Elliott p = 1 %, r = 20 %: 4.8 % lost, 5 at a time) and, in full "
-        "mode, sweeps p from 0.1 % to 2 %. The stream and the remote writes run 60 simulated "
-        "minutes in full mode (60 s and 10 min in quick mode, which cannot show the hour); a "
-        "3-minute outage of the port is a second way to stop the writes. The search for a BBR "
+        "in bursts (Gilbert-Elliott p = 1 %, r = 20 %: 4.8 % lost, 5 at a time) from t = 60 s, "
+        "once the player's buffer is full (a netem qdisc added then), and, in full mode, sweeps "
+        "p from 0.1 % to 2 %. The stream runs 60 simulated minutes in full mode (3 min in quick "
+        "mode); the remote writes run the hour in both modes, and, to tell the symptom from the "
+        "loss model (bursts counted in packets), also with the bursts ending at 10 min, with "
+        "independent loss of the same mean, and with a 3-minute outage of the port. The search for a BBR "
         "stuck near 100 kbit/s runs a bulk flow from a 100 Mbit/s Bandwidth-Manager pod under "
         "one condition at a time (random and bursty loss, reordering, CPU share, a policer, a low EDT rate)."
     )
