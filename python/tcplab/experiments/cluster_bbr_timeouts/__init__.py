@@ -24,10 +24,11 @@ netem qdisc added then), once the player's buffer has filled: the story's player
 healthy and then collapsed. The bursts are counted in packets, as netem's; a connection
 that sends one retransmission per backed-off RTO stays in one burst for minutes, which is
 what makes the write timeouts under them: the remote-write variants (an episode of loss that
-ends, independent loss of the same mean, an outage) separate that from the symptom. BBR's ssthresh is not a loss response at all: bbr_ssthresh() returns it
-unchanged and only bbr_check_drain() sets it, to the estimated BDP, when STARTUP ends
-(Linux v6.12 net/ipv4/tcp_bbr.c), so ``ssthresh:2`` is the signature of a loss-based cc,
-which the story's first incident ran (CUBIC, before BBR was enabled).
+ends, independent loss of the same mean, an outage) separate that from the symptom.
+BBR's ssthresh is not a loss response at all: bbr_ssthresh() returns it unchanged and
+only bbr_check_drain() sets it, to the estimated BDP, when STARTUP ends (Linux v6.12
+net/ipv4/tcp_bbr.c), so ``ssthresh:2`` is the signature of a loss-based cc, which the
+story's first incident ran (CUBIC, before BBR was enabled).
 """
 
 from __future__ import annotations
@@ -291,8 +292,14 @@ class ClusterBbrTimeouts(Experiment):
             "STARTUP set it (tcp_bbr.c: bbr_ssthresh() keeps it) and paces at its bandwidth estimate "
             "through the loss. The story saw cwnd:2 ssthresh:2 in its first incident, with CUBIC, which "
             "agrees; its later claim that BBR 'masked' the collapse is what BBR does by design. The "
-            "story's <0.001 % loss cannot do this (full mode: 0.1 % bursts leave both players healthy). "
+            "story's <0.001 % loss cannot take ssthresh to 2 (each loss episode cuts it once). "
         )
+        low = {k: v for k, v in sweep.items() if k.endswith("-p0.1")}
+        if low:
+            held = [k for k, v in low.items() if not _full_then_fell(v["buffer_after"])]
+            reason += (
+                f"With bursts 10x rarer (p 0.1 %), the player held with {', '.join(sorted(held)) or 'neither cc'}. "
+            )
         if ce.get("buffer_at_start_s") is not None:
             reason += (
                 f"The fall, CUBIC: {ce['buffer_at_start_s']:.3g} s of buffer at {LOSS_START_S:.0f} s, "
