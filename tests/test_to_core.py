@@ -121,7 +121,11 @@ def check_contract(core: dict) -> None:
         # forwarding/cpu/nic appear only when set (scenarios without them keep their JSON)
         assert NODE_KEYS <= set(node) <= NODE_KEYS | NODE_OPTIONAL_KEYS and node["kind"] in ("host", "router")
     for link in core["links"]:
-        assert LINK_KEYS <= set(link) <= LINK_KEYS | {"edt", "orphan"}
+        assert LINK_KEYS <= set(link) <= LINK_KEYS | {"edt", "orphan", "loss_window"}
+        if "loss_window" in link:
+            w = link["loss_window"]
+            assert set(w) == {"start_ns", "end_ns"} and is_int(w["start_ns"])
+            assert w["end_ns"] is None or w["end_ns"] > w["start_ns"]
         assert link["name"] == f"{core['nodes'][link['from']]['name']}->{core['nodes'][link['to']]['name']}"
         for key in ("from", "to", "rate_bps", "delay_ns", "overhead_bytes"):
             assert is_int(link[key])

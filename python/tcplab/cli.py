@@ -646,6 +646,13 @@ def check(
             from tcplab.units import format_time as _fmt_time
 
             loss_text = f"outage from {_fmt_time(loss['start_ns'])} to {_fmt_time(loss['end_ns'])} (all lost)"
+        window = link.get("loss_window") or {}
+        if loss["kind"] in ("bernoulli", "gilbert_elliott") and (window.get("start_ns") or window.get("end_ns")):
+            from tcplab.units import format_time as _fmt_time
+
+            loss_text += f" from {_fmt_time(window.get('start_ns') or 0)}"
+            if window.get("end_ns") is not None:
+                loss_text += f" to {_fmt_time(window['end_ns'])}"
         filt = link.get("loss_filter") or {}
         if loss["kind"] != "none" and filt.get("data_only"):
             loss_text += " (data segments only)"

@@ -189,6 +189,10 @@ pub struct LinkConfig {
     /// Which packets the loss model applies to (default: all).
     #[serde(default)]
     pub loss_filter: LossFilter,
+    /// When the random loss models (Bernoulli, Gilbert-Elliott) are active (default:
+    /// the whole run).
+    #[serde(default)]
+    pub loss_window: LossWindow,
     #[serde(default)]
     pub reorder: Option<ReorderConfig>,
     #[serde(default)]
@@ -261,8 +265,42 @@ pub struct LossFilter {
     pub min_ip_bytes: u32,
 }
 
+impl LossConfig {
+    /// The `kind` tag as written in the configuration.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            LossConfig::None => "none",
+            LossConfig::Bernoulli { .. } => "bernoulli",
+            LossConfig::GilbertElliott { .. } => "gilbert_elliott",
+            LossConfig::DropList { .. } => "drop_list",
+            LossConfig::Outage { .. } => "outage",
+        }
+    }
+}
+
 fn one() -> f64 {
     1.0
+}
+
+/// The window of scenario time `[start_ns, end_ns)` in which a link's random loss model
+/// (Bernoulli or Gilbert-Elliott) applies, judged by the time a packet leaves the
+/// serializer: a netem `loss` qdisc added at `start_ns` and removed at `end_ns` (`None`:
+/// never removed). Outside the window packets pass without drawing a random number, so
+/// the loss stream inside the window does not depend on the traffic before it, and no
+/// other component's random stream is touched (each link owns its own). The
+/// Gilbert-Elliott chain starts in its Good state at `start_ns`, as a fresh netem qdisc does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LossWindow {
+    pub start_ns: u64,
+    pub end_ns: Option<u64>,
+}
+
+impl LossWindow {
+    /// The whole run.
+    pub fn is_always(&self) -> bool {
+        self.start_ns == 0 && self.end_ns.is_none()
+    }
 }
 
 /// netem-style reordering: with probability `p` a packet is held back `delay_ns` longer.
@@ -657,6 +695,19 @@ impl SimConfig {
                 _ => {}
             }
             in_range(&format!("links.{i}.loss_filter.min_ip_bytes"), l.loss_filter.min_ip_bytes as u64, 0, MAX_IP_BYTES, "bytes")?;
+            if !l.loss_window.is_always() {
+                if !matches!(l.loss, LossConfig::Bernoulli { .. } | LossConfig::GilbertElliott { .. }) {
+                    return Err(format!(
+                        "links.{i}.loss_window: set for a loss of kind {}; expected it only with a random loss model (bernoulli, gilbert_elliott)",
+                        l.loss.kind_name()
+                    ));
+                }
+                let w = &l.loss_window;
+                in_range(&format!("links.{i}.loss_window.start_ns"), w.start_ns, 0, MAX_DURATION_NS, "ns")?;
+                if let Some(end_ns) = w.end_ns {
+                    in_range(&format!("links.{i}.loss_window.end_ns"), end_ns, w.start_ns.saturating_add(1), MAX_DURATION_NS, "ns (after start_ns)")?;
+                }
+            }
             if let Some(r) = &l.reorder {
                 probability(&format!("links.{i}.reorder.p"), r.p)?;
                 in_range(&format!("links.{i}.reorder.delay_ns"), r.delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;

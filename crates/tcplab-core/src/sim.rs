@@ -983,6 +983,7 @@ mod tests {
             overhead_bytes: 14,
             loss: LossConfig::None,
             loss_filter: LossFilter::default(),
+            loss_window: LossWindow::default(),
             reorder: None,
             queue: QueueConfig::Pfifo { limit_packets: 1000 },
             edt: Vec::new(),
@@ -1157,6 +1158,11 @@ mod tests {
             ("flows.0.tcp.max_pacing_rate_bytes_per_sec: 0", Box::new(|c| c.flows[0].tcp.max_pacing_rate_bytes_per_sec = 0)),
             ("links.0.loss_filter.min_ip_bytes: 70000 is outside", Box::new(|c| c.links[0].loss_filter.min_ip_bytes = 70_000)),
             ("links.1.loss.end_ns: 5 is outside [6, ", Box::new(|c| c.links[1].loss = LossConfig::Outage { start_ns: 5, end_ns: 5 })),
+            ("links.1.loss_window.end_ns: 5 is outside [6, ", Box::new(|c| {
+                c.links[1].loss = LossConfig::Bernoulli { p: 0.01 };
+                c.links[1].loss_window = LossWindow { start_ns: 5, end_ns: Some(5) };
+            })),
+            ("links.0.loss_window: set for a loss of kind none", Box::new(|c| c.links[0].loss_window = LossWindow { start_ns: 5, end_ns: None })),
         ];
         base.validate().unwrap();
         for (want, edit) in cases {

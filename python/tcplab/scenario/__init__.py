@@ -71,6 +71,11 @@ Loss (``netem`` meanings)
     (nftables ``meta length``), e.g. ``loss: {random: 1%, only: data}``.
     ``{outage: {start: 10s, end: 200s}}`` loses every packet leaving the link in that window
     of scenario time (netem ``loss 100%`` added at start, removed at end; one window per link).
+    A random model (``random``, ``gilbert_elliott``) may take ``start:`` and/or ``end:``
+    beside it, ``loss: {gilbert_elliott: {p: 1%, r: 20%}, start: 60s, end: 30min}``: the loss
+    applies to packets leaving the link in [start, end) only, as a netem qdisc added at start
+    and removed at end (no end: never removed). Outside the window no random number is drawn,
+    so nothing else in the run changes; a Gilbert-Elliott chain starts in its good state.
 
 Qdiscs, hosts' devices, CPU and NIC
     ``queue:`` names any qdisc (``pfifo``, ``bfifo``, ``pfifo_fast``, ``tbf``, ``fq``,

@@ -34,9 +34,17 @@ class LossSpec(BaseModel):
     #: Loss filter (``only: data``, ``min_size``): which packets the random models apply to.
     data_only: bool = False
     min_ip_bytes: int = 0
+    #: Activity window of a random model (``{random: 1%, start: 60s, end: 30min}``): the
+    #: loss applies to packets leaving the link in [start, end) only, as a netem qdisc
+    #: added at start and removed at end (None: never removed). Engine ``LossWindow``.
+    window_start_ns: int = 0
+    window_end_ns: int | None = None
 
     def filter_to_core(self) -> dict[str, Any]:
         return {"data_only": self.data_only, "min_ip_bytes": self.min_ip_bytes}
+
+    def window_to_core(self) -> dict[str, Any]:
+        return {"start_ns": self.window_start_ns, "end_ns": self.window_end_ns}
 
     def to_core(self) -> dict[str, Any]:
         if self.kind == "none":
@@ -53,13 +61,16 @@ class LossSpec(BaseModel):
 LOSS_EXPECTED = (
     "a loss such as 1% (a bare number is percent, as netem reads it: 0.5 is 0.5%), "
     "{random: 1%, only: data}, {gilbert_elliott: {p: 1%, r: 30%}}, {drop: [5, 17]} "
-    "or {outage: {start: 10s, end: 200s}}"
+    "or {outage: {start: 10s, end: 200s}}; a random model may take start/end "
+    "({random: 1%, start: 60s, end: 30min})"
 )
 LOSS_MODELS = ("random", "gilbert_elliott", "drop", "outage")
 OUTAGE_EXPECTED = "one window such as {start: 10s, end: 200s} (every packet lost from start until end)"
 #: The engine's bound on scenario times (``MAX_DURATION_NS``: 366 days).
 MAX_OUTAGE_NS = 366 * 24 * 3600 * 10**9
 LOSS_FILTERS = ("only", "min_size")
+#: The activity window of a random model (netem qdisc added at start, removed at end).
+LOSS_WINDOW = ("start", "end")
 
 
 def _parse_loss_filter(value: dict) -> dict[str, Any]:
@@ -88,6 +99,39 @@ def _parse_loss_filter(value: dict) -> dict[str, Any]:
     return out
 
 
+def _parse_loss_window(value: dict, kind: str) -> dict[str, Any]:
+    """``start: TIME`` and ``end: TIME`` next to a random model: when the loss is active."""
+    keys = [k for k in LOSS_WINDOW if k in value]
+    if not keys:
+        return {}
+    if kind not in ("random", "gilbert_elliott"):
+        raise UnitError(
+            f"a window ({keys[0]}) on a {kind} loss",
+            "start/end only with random or gilbert_elliott (an outage has its own window)",
+            value[keys[0]],
+            subpath=(keys[0],),
+        )
+    times: dict[str, int] = {}
+    for key in keys:
+        try:
+            times[key] = parse_time(value[key])
+        except UnitError as e:
+            raise _sub(e, key) from None
+        if times[key] > MAX_OUTAGE_NS:
+            raise UnitError(
+                f"{show_value(value[key])} is out of range", "a time of at most 366 days", value[key], subpath=(key,)
+            )
+    start = times.get("start", 0)
+    if "end" in times and times["end"] <= start:
+        raise UnitError(
+            f"{show_value(value['end'])} is not after start ({show_value(value.get('start', 0))})",
+            "an end later than start",
+            value["end"],
+            subpath=("end",),
+        )
+    return {"window_start_ns": start, "window_end_ns": times.get("end")}
+
+
 def _parse_loss(value: Any) -> LossSpec:
     if isinstance(value, LossSpec):
         return value
@@ -101,11 +145,11 @@ def _parse_loss(value: Any) -> LossSpec:
         return LossSpec(kind="bernoulli", p=p) if p > 0 else LossSpec(kind="none")
     if not isinstance(value, dict):
         raise UnitError(f"{show_value(value)} is not a loss", LOSS_EXPECTED, value)
-    bad = [k for k in value if k not in LOSS_MODELS + LOSS_FILTERS]
+    bad = [k for k in value if k not in LOSS_MODELS + LOSS_FILTERS + LOSS_WINDOW]
     if bad:
         raise UnitError(
             f"unknown loss model {show_value(bad[0])}",
-            "one of: " + ", ".join(LOSS_MODELS) + " (filters: only, min_size)",
+            "one of: " + ", ".join(LOSS_MODELS) + " (filters: only, min_size; window: start, end)",
             bad[0],
             subpath=(bad[0],),
         )
@@ -115,12 +159,13 @@ def _parse_loss(value: Any) -> LossSpec:
         raise UnitError(problem, "exactly one of: " + ", ".join(LOSS_MODELS), value)
     filt = _parse_loss_filter(value)
     kind, body = models[0], value[models[0]]
+    window = _parse_loss_window(value, kind)
     if kind == "random":
         try:
             p = parse_percent(body)
         except UnitError as e:
             raise UnitError(e.problem, "a probability such as 1%", body, subpath=("random",)) from None
-        return LossSpec(kind="bernoulli", p=p, **filt) if p > 0 else LossSpec(kind="none")
+        return LossSpec(kind="bernoulli", p=p, **filt, **window) if p > 0 else LossSpec(kind="none")
     if kind == "outage":
         return _parse_outage(body, filt)
     if kind == "drop" and filt:
@@ -165,7 +210,7 @@ def _parse_loss(value: Any) -> LossSpec:
     params.setdefault("r", 1.0 - params["p"])
     params.setdefault("h", 0.0)
     params.setdefault("k", 1.0)
-    return LossSpec(kind="gilbert_elliott", **params, **filt)
+    return LossSpec(kind="gilbert_elliott", **params, **filt, **window)
 
 
 def _parse_outage(body: Any, filt: dict[str, Any]) -> LossSpec:

@@ -186,6 +186,9 @@ class Scenario(_Model):
                 "reorder": link["reorder"],
                 "queue": link["queue"],
             }
+            if link["loss"].window_start_ns or link["loss"].window_end_ns is not None:
+                # only when set: scenarios without a window keep their JSON
+                core_link["loss_window"] = link["loss"].window_to_core()
             if link.get("edt"):
                 core_link["edt"] = link["edt"]
             if link.get("orphan"):

@@ -133,7 +133,7 @@ impl Link {
             pending_dequeue_ns: NEVER,
             drop_buf: Vec::new(),
             tx_cache: [(u32::MAX, 0); 2],
-            loss: Loss::new(&cfg.loss, cfg.loss_filter, loss_rng),
+            loss: Loss::new(&cfg.loss, cfg.loss_filter, loss_rng).with_window(cfg.loss_window),
             reorder,
         }
     }

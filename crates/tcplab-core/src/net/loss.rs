@@ -20,8 +20,17 @@
 //! matches, `meta length`) to keep SYNs and pure ACKs safe. A packet outside the filter
 //! passes without drawing a random number, so filtered-out traffic does not shift the
 //! loss pattern of the packets it applies to.
+//!
+//! A [`LossWindow`] limits the random models (Bernoulli, Gilbert-Elliott) to a window of
+//! scenario time `[start, end)`, judged by the time a packet leaves the serializer, as a
+//! netem `loss` qdisc added at `start` (`tc qdisc add ... netem loss ...`) and removed at
+//! `end`. Outside the window a packet passes without drawing a random number, so the
+//! window changes nothing but this link's losses (every link has its own stream), and the
+//! Gilbert-Elliott chain is in its Good state when the window opens, as a fresh netem
+//! qdisc's is (Linux v6.12 net/sched/sch_netem.c: netem_init() zeroes `clg.state`,
+//! TX_IN_GAP_PERIOD / GOOD_STATE).
 
-use crate::config::{LossConfig, LossFilter};
+use crate::config::{LossConfig, LossFilter, LossWindow};
 use crate::packet::Packet;
 use crate::rng::Rng;
 
@@ -37,17 +46,35 @@ pub enum LossVerdict {
 pub struct Loss {
     filter: LossFilter,
     model: LossModel,
+    /// Engine-time window `[start, end)` in which the random models apply (the whole run
+    /// by default; `end` = `u64::MAX` when the qdisc is never removed).
+    window_start_ns: u64,
+    window_end_ns: u64,
 }
 
 impl Loss {
     pub fn new(cfg: &LossConfig, filter: LossFilter, rng: Rng) -> Loss {
-        Loss { filter, model: LossModel::new(cfg, rng) }
+        Loss { filter, model: LossModel::new(cfg, rng), window_start_ns: 0, window_end_ns: u64::MAX }
+    }
+
+    /// Restrict the model to `window` of scenario time (validated to be used with the
+    /// random models only).
+    pub fn with_window(mut self, window: LossWindow) -> Loss {
+        if !window.is_always() {
+            let boot = crate::sim::BOOT_NS;
+            self.window_start_ns = crate::time::time_add(boot, window.start_ns);
+            self.window_end_ns = window.end_ns.map_or(u64::MAX, |e| crate::time::time_add(boot, e));
+        }
+        self
     }
 
     /// The fate of `pkt`, which leaves the serializer at engine time `now_ns`.
     #[inline]
     pub fn judge(&mut self, pkt: &Packet, now_ns: u64) -> LossVerdict {
         if (self.filter.data_only && !pkt.is_data()) || pkt.ip_bytes < self.filter.min_ip_bytes {
+            return LossVerdict::Pass;
+        }
+        if now_ns < self.window_start_ns || now_ns >= self.window_end_ns {
             return LossVerdict::Pass;
         }
         self.model.judge(pkt, now_ns)
@@ -232,5 +259,39 @@ mod tests {
         let mut d = Loss::new(&LossConfig::Outage { start_ns: 0, end_ns: s }, filter, Rng::from_seed(0));
         assert_eq!(d.judge(&ack(), boot), LossVerdict::Pass);
         assert_eq!(d.judge(&data(), boot), LossVerdict::Lost);
+    }
+
+    #[test]
+    fn window_applies_random_loss_only_inside_and_draws_nothing_outside() {
+        let boot = crate::sim::BOOT_NS;
+        let s = 1_000_000_000;
+        let window = LossWindow { start_ns: 2 * s, end_ns: Some(5 * s) };
+        for cfg in [LossConfig::Bernoulli { p: 1.0 }, LossConfig::GilbertElliott { p: 1.0, r: 0.0, h: 0.0, k: 1.0 }] {
+            let mut m = Loss::new(&cfg, LossFilter::default(), Rng::from_seed(0)).with_window(window);
+            for (t, lost) in [(0, false), (2 * s - 1, false), (2 * s, true), (5 * s - 1, true), (5 * s, false), (60 * s, false)] {
+                let expect = if lost { LossVerdict::Lost } else { LossVerdict::Pass };
+                assert_eq!(m.judge(&data(), boot + t), expect, "{cfg:?} t = {t} ns");
+            }
+        }
+        // No draws outside the window: the losses inside are those of a model that saw
+        // only the in-window packets, however much traffic came before or after.
+        let cfg = LossConfig::GilbertElliott { p: 0.05, r: 0.3, h: 0.0, k: 1.0 };
+        let mut windowed = Loss::new(&cfg, LossFilter::default(), Rng::from_seed(7)).with_window(window);
+        let mut fresh = Loss::new(&cfg, LossFilter::default(), Rng::from_seed(7));
+        for i in 0..10_000u64 {
+            assert_eq!(windowed.judge(&data(), boot + i * 100), LossVerdict::Pass);
+        }
+        let mut lost = 0;
+        for i in 0..10_000u64 {
+            let v = windowed.judge(&data(), boot + 2 * s + i * 100);
+            assert_eq!(v, fresh.judge(&data(), boot + 2 * s + i * 100), "packet {i}");
+            lost += (v == LossVerdict::Lost) as u32;
+        }
+        assert!(lost > 0);
+        // An open-ended window (qdisc never removed) keeps losing to the end.
+        let mut open = Loss::new(&LossConfig::Bernoulli { p: 1.0 }, LossFilter::default(), Rng::from_seed(0))
+            .with_window(LossWindow { start_ns: s, end_ns: None });
+        assert_eq!(open.judge(&data(), boot), LossVerdict::Pass);
+        assert_eq!(open.judge(&data(), boot + 300 * s), LossVerdict::Lost);
     }
 }

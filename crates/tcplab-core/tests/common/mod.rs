@@ -16,6 +16,7 @@ pub fn link(name: &str, from: u32, to: u32, rate_bps: u64, delay_ns: u64, queue:
         overhead_bytes: 14,
         loss: LossConfig::None,
         loss_filter: LossFilter::default(),
+        loss_window: LossWindow::default(),
         reorder: None,
         queue,
         edt: Vec::new(),

@@ -8,8 +8,12 @@ Each function reads one :class:`~tcplab.results.Result` and returns plain number
   were collapsed at once (what the story's ``ss`` showed: three of four);
 * :func:`player` -- the media player: startup, stalls, the buffer's minimum and its fall
   (the story: "27.9s -> 228ms over 20 seconds");
+* :func:`buffer_after` -- the player from the moment the loss begins: its buffer then, its
+  minimum after, the time to the first stall and each stall's length (the story: a healthy
+  player whose buffer collapsed, then 30-second stalls);
 * :func:`writes` -- vmagent's remote writes: timeouts (120 s), retries, backoff, and the same
   for the first ``window_s`` seconds only (the 2-minute check of the story's lesson);
+* :func:`after_loss` -- the writes once an episode of loss has ended: do timeouts persist?
 * :func:`slowest_window` -- a bulk flow's lowest goodput over any window of ``window_s``
   (stuck near 100 kbit/s?), and the congestion-control state over that window: BBR's
   mode, its bandwidth estimate, the long-term (policer) estimate ``lt_bw`` and whether it
@@ -27,7 +31,16 @@ if TYPE_CHECKING:
 
     from tcplab.results import Result
 
-__all__ = ["collapse", "player", "player_windows", "writes", "slowest_window", "COLLAPSE_PACKETS"]
+__all__ = [
+    "collapse",
+    "player",
+    "buffer_after",
+    "after_loss",
+    "player_windows",
+    "writes",
+    "slowest_window",
+    "COLLAPSE_PACKETS",
+]
 
 #: ``cwnd:2 ssthresh:2``: both at most this many packets (results/stuck.py's threshold).
 COLLAPSE_PACKETS = 2
@@ -95,6 +108,51 @@ def player(result: Result, app: str = "plex") -> dict[str, Any]:
         "played_fraction": round(played / result.duration_s, 4),
         "read_p99_ms": (s.get("latency_ms") or {}).get("p99"),
         "largest_20s_fall": drop,
+    }
+
+
+def buffer_after(result: Result, start_s: float, app: str = "plex") -> dict[str, Any]:
+    """The player from ``start_s`` (when the loss begins) on, from its own series: the buffer
+    at ``start_s``, its minimum after, when it first stalled (``playing`` 0 after playback had
+    started) and how long after ``start_s``, each stall's length (a stall still running at the
+    end counts up to the end), and the buffer 20 s after ``start_s``."""
+    series = result.apps[app].tables.get("series")
+    out: dict[str, Any] = {"start_s": start_s}
+    if series is None or not len(series):
+        return {**out, "buffer_at_start_s": None}
+    t = series["t_ns"].to_numpy().astype(np.float64) / 1e9
+    b = series["buffer_ns"].to_numpy().astype(np.float64) / 1e9
+    playing = series["playing"].to_numpy() > 0
+    i0 = int(np.searchsorted(t, start_s))
+    if i0 >= len(t):
+        return {**out, "buffer_at_start_s": None}
+    started_before = bool(playing[:i0].any())
+    after_t, after_b, after_p = t[i0:], b[i0:], playing[i0:]
+    stalls: list[float] = []
+    first_stall = None
+    k = 0
+    while k < len(after_p):
+        if not after_p[k] and (started_before or after_p[:k].any()):
+            j = k
+            while j < len(after_p) and not after_p[j]:
+                j += 1
+            end = after_t[j] if j < len(after_t) else result.duration_s
+            stalls.append(round(float(end - after_t[k]), 2))
+            if first_stall is None:
+                first_stall = float(after_t[k])
+            k = j
+        else:
+            k += 1
+    i20 = int(np.searchsorted(t, start_s + 20.0))
+    return {
+        **out,
+        "playing_at_start": bool(playing[i0]),
+        "buffer_at_start_s": round(float(b[i0]), 3),
+        "buffer_20s_later_s": round(float(b[i20]), 3) if i20 < len(b) else None,
+        "min_buffer_after_s": round(float(after_b.min()), 3),
+        "first_stall_s": round(first_stall, 2) if first_stall is not None else None,
+        "to_first_stall_s": round(first_stall - start_s, 2) if first_stall is not None else None,
+        "stalls_s": stalls,
     }
 
 
@@ -211,4 +269,22 @@ def slowest_window(result: Result, flow: str, window_s: float = 10.0, skip_s: fl
         else 0.0,
         "lt_bw_min_bps": int(nonzero_lt.min()) if len(nonzero_lt) else None,
         "retrans_segs": int(rows["retrans_segs"].max()),
+    }
+
+
+def after_loss(result: Result, end_s: float, app: str = "vmagent") -> dict[str, Any]:
+    """The writes once the loss has ended at ``end_s``: attempts that started after it and
+    timed out, attempts still running at ``end_s`` that timed out, and when the first
+    attempt succeeded after ``end_s`` (seconds after it)."""
+    req = result.apps[app].tables.get("requests")
+    if req is None or not len(req):
+        return {"started_after": 0, "running_at_end": 0, "first_ok_after_s": None}
+    start = req["start_ns"].to_numpy().astype(np.float64) / 1e9
+    done = start + req["latency_ns"].to_numpy().astype(np.float64) / 1e9
+    timeout = (req["outcome"] == "timeout").to_numpy()
+    ok = (req["outcome"] == "ok").to_numpy() & (done >= end_s)
+    return {
+        "started_after": int((timeout & (start >= end_s)).sum()),
+        "running_at_end": int((timeout & (start < end_s) & (done >= end_s)).sum()),
+        "first_ok_after_s": round(float(done[ok].min() - end_s), 3) if ok.any() else None,
     }

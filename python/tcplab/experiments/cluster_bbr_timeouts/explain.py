@@ -57,7 +57,7 @@ def _fmt_rate(bps: float | None) -> str:
     return f"{bps / 1e3:.3g} kbit/s" if bps < 1e6 else f"{bps / 1e6:.3g} Mbit/s"
 
 
-def _collapse_figure(results: Mapping[str, Result], plots_dir: Path) -> str:
+def _collapse_figure(results: Mapping[str, Result], loss_start_s: float, plots_dir: Path) -> str:
     fig = _figure(height=8.0)
     axes = fig.subplots(3, 1, sharex=True)
     for ax, cc in zip(axes[:2], ("cubic", "bbr"), strict=True):
@@ -81,8 +81,21 @@ def _collapse_figure(results: Mapping[str, Result], plots_dir: Path) -> str:
     for cc in ("cubic", "bbr"):
         series = results[f"nfs-{cc}"].apps["plex"].tables.get("series")
         if series is not None and len(series):
-            ax.plot(series["t_ns"] / 1e9, series["buffer_ns"] / 1e9, color=_CC_COLORS[cc], label=cc.upper())
-    _style(ax, "player buffer (s)", "The player's buffer (30 s at most)")
+            t = series["t_ns"] / 1e9
+            ax.plot(t, series["buffer_ns"] / 1e9, color=_CC_COLORS[cc], label=cc.upper())
+            stalled = (series["playing"].to_numpy() == 0) & (t.to_numpy() > loss_start_s)
+            ax.fill_between(t, 0, 31, where=stalled, color=_CC_COLORS[cc], alpha=0.15, step="post", lw=0)
+    for a in axes:
+        a.axvline(loss_start_s, color="tab:red", lw=0.9, ls="--")
+    ax.annotate(
+        "loss begins",
+        (loss_start_s, 31),
+        xytext=(4, -10),
+        textcoords="offset points",
+        color="tab:red",
+        fontsize="small",
+    )
+    _style(ax, "player buffer (s)", "The player's buffer (30 s at most; shaded: stalled)")
     _legend(ax)
     return _write(fig, plots_dir, "collapse.png")
 
@@ -146,7 +159,9 @@ def _bbr_trace_figure(runs: list[tuple[Result, str, str]], plots_dir: Path) -> d
     return {"figure": _write(fig, plots_dir, "bbr-trace.png"), "stats": stats}
 
 
-def _writes_figure(results: Mapping[str, Result], check_s: float, plots_dir: Path) -> str:
+def _writes_figure(
+    results: Mapping[str, Result], check_s: float, loss_start_s: float, episode_end_s: float, plots_dir: Path
+) -> str:
     fig = _figure(height=4.5)
     ax = fig.subplots()
     for cc in ("bbr", "cubic"):
@@ -160,8 +175,22 @@ def _writes_figure(results: Mapping[str, Result], check_s: float, plots_dir: Pat
             start[~to], np.maximum(lat[~to], 1e-4), s=4, color=_CC_COLORS[cc], label=f"{cc.upper()} ok", alpha=0.6
         )
         ax.scatter(start[to], lat[to], s=40, marker="x", color=_CC_COLORS[cc], label=f"{cc.upper()} timeout")
+        ep = results.get(f"rw-{cc}-episode")
+        ereq = ep.apps["vmagent"].tables.get("requests") if ep is not None else None
+        if ereq is not None and len(ereq):
+            eto = (ereq["outcome"] == "timeout").to_numpy()
+            ax.scatter(
+                ereq["start_ns"].to_numpy()[eto] / 1e9 / 60,
+                ereq["latency_ns"].to_numpy()[eto] / 1e9 * 1.15,
+                s=30,
+                marker="v",
+                color=_CC_COLORS[cc],
+                label=f"{cc.upper()} timeout, loss ending at {episode_end_s / 60:.3g} min",
+            )
     ax.set_yscale("log")
     ax.axvline(check_s / 60, color="black", ls="--", lw=0.8, label="the 2-minute check")
+    ax.axvline(loss_start_s / 60, color="tab:red", ls="--", lw=0.8, label="loss begins")
+    ax.axvline(episode_end_s / 60, color="tab:red", ls=":", lw=0.8, label="end of the loss episode")
     ax.set_xlabel("attempt start (min)")
     ax.set_ylabel("attempt latency (s, log)")
     ax.set_title("vmagent -> vmsingle remote writes: each attempt", loc="left", fontsize="medium")
@@ -173,7 +202,7 @@ def _writes_figure(results: Mapping[str, Result], check_s: float, plots_dir: Pat
 def explanations(
     exp: ClusterBbrTimeouts, results: Mapping[str, Result], quick: bool, plots_dir: Path
 ) -> list[Explanation]:
-    from tcplab.experiments.cluster_bbr_timeouts import analysis
+    from tcplab.experiments.cluster_bbr_timeouts import EPISODE_END_S, LOSS_START_S, _episode_text, analysis
     from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
 
     out: list[Explanation] = []
@@ -182,6 +211,8 @@ def explanations(
     b = analysis.collapse(results["nfs-bbr"])
     pc = analysis.player(results["nfs-cubic"])
     pb = analysis.player(results["nfs-bbr"])
+    ec = analysis.buffer_after(results["nfs-cubic"], LOSS_START_S)
+    eb = analysis.buffer_after(results["nfs-bbr"], LOSS_START_S)
     worst = max(c["collapsed_s"].items(), key=lambda kv: kv[1]) if c["collapsed_s"] else ("-", 0.0)
     out.append(
         Explanation(
@@ -195,8 +226,12 @@ def explanations(
             f"its cwnd fell to {b['cwnd_min']} only during RTOs. The player: CUBIC "
             f"{_played(pc)}, "
             f"READ p99 {pc['read_p99_ms'] or 0:.3g} ms; BBR played {100 * pb['played_fraction']:.3g} % "
-            f"({pb['stalls']} stalls), READ p99 {pb['read_p99_ms'] or 0:.3g} ms.",
-            _collapse_figure(results, plots_dir),
+            f"({pb['stalls']} stalls), READ p99 {pb['read_p99_ms'] or 0:.3g} ms. The loss begins at "
+            f"{LOSS_START_S:.0f} s, once the buffer is full: CUBIC {_episode_text(ec)}; BBR {_episode_text(eb)}. "
+            "With no delivery the buffer drains 1 s per second of playback, so a full 30 s buffer is the "
+            "time CUBIC's collapsed connections have before the first stall; once stalled, the player "
+            "waits for its readahead to refill (READs of 1 MiB over connections at cwnd 1-2 with RTOs).",
+            _collapse_figure(results, LOSS_START_S, plots_dir),
         )
     )
     # 2. the search
@@ -270,8 +305,14 @@ def explanations(
             f"of the run in RTO recovery, up to {wb['longest_loss_state_s']:.4g} s and "
             f"{wc['longest_loss_state_s']:.4g} s at a stretch: one request at a time, a 54766-byte batch behind "
             "a backed-off RTO waits until the RTO fires again. No attempt can time out before 120 s, so a "
-            "2-minute check sees none." + (" (Quick mode: 10 minutes instead of the hour.)" if quick else ""),
-            _writes_figure(results, exp_check_s(exp), plots_dir),
+            "2-minute check sees none (both modes run the hour of writes). The triangles: the same bursts "
+            f"ending at {EPISODE_END_S / 60:.3g} min; attempts started after the end that timed out: "
+            + ", ".join(
+                f"{cc.upper()} {analysis.after_loss(results[f'rw-{cc}-episode'], EPISODE_END_S)['started_after']}"
+                for cc in ("bbr", "cubic")
+            )
+            + ".",
+            _writes_figure(results, exp_check_s(exp), LOSS_START_S, EPISODE_END_S, plots_dir),
         )
     )
     return out
