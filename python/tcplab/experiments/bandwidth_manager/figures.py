@@ -56,7 +56,7 @@ def throughput_figure(results: Mapping[str, Result], plots_dir: Path) -> Explana
     fig = _figure(height=4.2)
     axes = fig.subplots(1, 2)
     lines = []
-    for ax, limit in zip(axes, (10, 100)):
+    for ax, limit in zip(axes, (10, 100), strict=True):
         for label, (mode, lim) in MAERTS_RUNS.items():
             if lim != limit:
                 continue
@@ -78,8 +78,7 @@ def throughput_figure(results: Mapping[str, Result], plots_dir: Path) -> Explana
         )
     _legend(axes[1])
     text = (
-        " ".join(lines)
-        + " Both enforcers count whole frames (IP + 14 bytes of Ethernet), so a bulk flow's payload "
+        " ".join(lines) + " Both enforcers count whole frames (IP + 14 bytes of Ethernet), so a bulk flow's payload "
         "tops out at rate x 1408/1474 with GKE's MTU of 1460; the story's 9.54 and 94.97 Mbit/s sit "
         "just under that ceiling."
     )
@@ -98,7 +97,13 @@ def latency_figure(results: Mapping[str, Result], plots_dir: Path) -> Explanatio
         ax.plot(t, delay_ms, color=COLORS[pod_mode], lw=1, label=f"{NAMES[pod_mode]}: backlog / rate")
         req = r.apps["rr"].table("requests")
         ax.scatter(
-            req["start_s"], req["latency_ms"], s=8, color=COLORS[pod_mode], marker="o", alpha=0.6, label="TCP_RR latency"
+            req["start_s"],
+            req["latency_ms"],
+            s=8,
+            color=COLORS[pod_mode],
+            marker="o",
+            alpha=0.6,
+            label="TCP_RR latency",
         )
         after = t >= 2.0
         med_q = float(np.median(delay_ms[after])) if after.any() else float("nan")
@@ -128,11 +133,12 @@ def latency_figure(results: Mapping[str, Result], plots_dir: Path) -> Explanatio
                 f"p99 {_sig3(lat['p99'])} ms."
             )
     ax.axvline(2.0, color="grey", ls=":", lw=1)
-    _style(ax, "Delay (ms)", f"{DEFAULT_BULK} bulk flows + TCP_RR from one pod limited to {DEFAULT_LIMIT} Mbit/s", xmax=10)
+    _style(
+        ax, "Delay (ms)", f"{DEFAULT_BULK} bulk flows + TCP_RR from one pod limited to {DEFAULT_LIMIT} Mbit/s", xmax=10
+    )
     _legend(ax)
     text = (
-        " ".join(parts)
-        + " The RR's latency follows each shaper's queue delay, sample for sample: the p99 ratio is "
+        " ".join(parts) + " The RR's latency follows each shaper's queue delay, sample for sample: the p99 ratio is "
         "the ratio of the two queues."
     )
     return Explanation("Where the response waits", text, _write(fig, plots_dir, "latency.png"))
@@ -164,9 +170,7 @@ def sweep_figure(results: Mapping[str, Result], sweep: Sequence[Mapping[str, Any
     ax.set_title("The load sweep", loc="left", fontsize="medium")
     ax.grid(True, alpha=0.3, which="both")
     _legend(ax)
-    rows = ", ".join(
-        f"{s['bulk_flows']} at {s['limit_mbps']} Mbit/s {_sig3(s['ratio'])}x" for s in sweep
-    )
+    rows = ", ".join(f"{s['bulk_flows']} at {s['limit_mbps']} Mbit/s {_sig3(s['ratio'])}x" for s in sweep)
     reversed_ = [s for s in sweep if s["ratio"] < 1.0 and s["limit_mbps"] == max(limits)]
     text = (
         f"The ratio of p99s (TBF / EDT) over the sweep: {rows}. EDT's p99 grows about in proportion "
