@@ -19,10 +19,14 @@ of bulk flows.
 What was chosen where the story is silent: GKE's MTU of 1460 (MSS 1408); CUBIC (the blog's
 Helm install does not enable ``bandwidthManager.bbr``); netperf's default 10 s; the latency
 test's load (4 bulk flows at a 100 Mbit/s limit, the RR starting 2 s in) with a sweep of 1,
-4 and 16 bulk flows (and, in full mode, a 10 Mbit/s limit), because the ratio turns out to
+4 and 16 bulk flows (64 in full mode) at 100 and 10 Mbit/s, because the ratio turns out to
 depend on it: Cilium's EDT aggregate is one timeline per pod, so the RR's response is stamped
 behind every bulk packet already stamped, and fq's per-flow limit (100 packets) bounds that
-backlog per bulk flow.
+backlog per bulk flow. The EDT case runs on both of Cilium's host-routing datapaths: legacy
+(the pod's packets reach fq orphaned, as the blog's Helm install without kube-proxy
+replacement would have it) and BPF host routing (``bandwidth_manager.host_routing=bpf``: the
+packets keep their socket, so TSQ holds the pod back while fq holds its packets, the
+post's "improves TCP TSQ handling"); the story does not say which its latency test used.
 """
 
 from __future__ import annotations
@@ -175,8 +179,11 @@ class BandwidthManager(Experiment):
         "(`latency-rr.yaml`); the RR's p99 is compared between the two enforcers. Where the "
         "story is silent tcplab chose GKE's MTU of 1460 (MSS 1408), CUBIC (the blog's Helm "
         "install does not enable BBR), 4 bulk flows at 100 Mbit/s for the headline, and a "
-        "sweep of 1, 4 and 16 bulk flows (plus a 10 Mbit/s limit and a BBR run in full mode) "
-        "to show how far the latency ratio depends on that load."
+        "sweep of 1, 4 and 16 bulk flows (64 too in full mode) at 100 and 10 Mbit/s to show how "
+        "far the latency ratio depends on that load. The EDT case runs with Cilium's legacy host "
+        "routing (the pod's packets reach fq orphaned) and with BPF host routing (they keep "
+        "their socket, so TSQ holds the pod back): the story does not say which it had. Full mode "
+        "adds a 60 s run and a BBR pod."
     )
 
     # -- runs --------------------------------------------------------------------------------
