@@ -99,7 +99,8 @@ def latency_figure(results: Mapping[str, Result], plots_dir: Path) -> Explanatio
     for mode, pod_mode in (("tbf", "cni"), ("edt", "bandwidth-manager"), ("bpf", "bpf")):
         r = results[rr_label(mode, DEFAULT_LIMIT, DEFAULT_BULK)]
         t, delay_ms = queue_delay_ms(r)
-        ax.plot(t, delay_ms, color=COLORS[pod_mode], lw=1, label=f"{NAMES[pod_mode]}: backlog / rate")
+        name = "EDT + fq, legacy host routing" if mode == "edt" else NAMES[pod_mode]
+        ax.plot(t, delay_ms, color=COLORS[pod_mode], lw=1, label=f"{name}: backlog / rate")
         req = r.apps["rr"].table("requests")
         ax.scatter(
             req["start_s"],
