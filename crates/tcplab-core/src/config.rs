@@ -199,10 +199,12 @@ pub struct LinkConfig {
     pub edt: Vec<EdtConfig>,
     /// The link is a veth crossing into another network namespace: a local sender's
     /// packets leave its socket's accounting (TSQ, `skb_still_in_host_queue()`) the moment
-    /// they enter it, because the crossing orphans the skb (Linux v6.12
-    /// net/core/skbuff.c: skb_scrub_packet() -> skb_orphan() when crossing namespaces,
-    /// from veth_xmit() -> __dev_forward_skb()). Whatever queues it meets after that (the
-    /// CNI plugin's tbf on the IFB, the node's fq) no longer holds the sender back.
+    /// they enter it, because the packet is orphaned on its way into the node: Linux v6.12
+    /// net/ipv4/ip_input.c: ip_rcv_core() calls skb_orphan() before ip_forward (Cilium's
+    /// legacy host routing), and the CNI plugin's mirred redirect to the IFB hands on a
+    /// clone (net/sched/act_mirred.c); skb_scrub_packet() itself no longer orphans in
+    /// v6.12. Whatever queues it meets after that (the CNI plugin's tbf on the IFB, the
+    /// node's fq) no longer holds the sender back.
     #[serde(default)]
     pub orphan: bool,
     /// With `orphan`: the crossing keeps `skb->sk` instead, so a local sender's packets
