@@ -201,9 +201,9 @@ pub struct LinkConfig {
     /// packets leave its socket's accounting (TSQ, `skb_still_in_host_queue()`) the moment
     /// they enter it, because the packet is orphaned on its way into the node: Linux v6.12
     /// net/ipv4/ip_input.c: ip_rcv_core() calls skb_orphan() before ip_forward (Cilium's
-    /// legacy host routing), and the CNI plugin's mirred redirect to the IFB hands on a
-    /// clone (net/sched/act_mirred.c); skb_scrub_packet() itself no longer orphans in
-    /// v6.12. Whatever queues it meets after that (the CNI plugin's tbf on the IFB, the
+    /// legacy host routing); the CNI plugin's path through the IFB (net/sched/act_mirred.c,
+    /// drivers/net/ifb.c) is modelled the same way, an assumption not checked against the
+    /// kernel here. skb_scrub_packet() itself no longer orphans in v6.12. Whatever queues it meets after that (the CNI plugin's tbf on the IFB, the
     /// node's fq) no longer holds the sender back.
     #[serde(default)]
     pub orphan: bool,
