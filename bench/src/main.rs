@@ -77,7 +77,7 @@ fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) 
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, queue: QueueConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), loss_window: LossWindow::default(), reorder: None, queue, edt: Vec::new(), orphan: false });
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), loss_window: LossWindow::default(), reorder: None, queue, edt: Vec::new(), orphan: false, keeps_sk: false });
     };
     // Access links: 10x the bottleneck, 1 us each way; the bottleneck carries the rest of
     // the RTT.
@@ -184,7 +184,7 @@ fn fan_in(n: usize, rounds: u64, bytes: u64, every_ns: u64, nic: Option<NicConfi
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, queue: QueueConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: 10_000, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), loss_window: LossWindow::default(), reorder: None, queue, edt: Vec::new(), orphan: false });
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: 10_000, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), loss_window: LossWindow::default(), reorder: None, queue, edt: Vec::new(), orphan: false, keeps_sk: false });
     };
     for i in 0..n as u32 {
         add(i, sw, 10 * GBIT, big.clone());
@@ -249,7 +249,7 @@ fn broadcast(senders: u32, per_sender: u32, bursts: bool, duration_ns: u64) -> S
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, queue: QueueConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: 25 * GBIT, delay_ns: 10_000, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), loss_window: LossWindow::default(), reorder: None, queue, edt: Vec::new(), orphan: false });
+        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: 25 * GBIT, delay_ns: 10_000, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), loss_window: LossWindow::default(), reorder: None, queue, edt: Vec::new(), orphan: false, keeps_sk: false });
     };
     for i in 0..m {
         add(i, sw, big.clone());

@@ -203,12 +203,26 @@ pub struct LinkConfig {
     pub edt: Vec<EdtConfig>,
     /// The link is a veth crossing into another network namespace: a local sender's
     /// packets leave its socket's accounting (TSQ, `skb_still_in_host_queue()`) the moment
-    /// they enter it, because the crossing orphans the skb (Linux v6.12
-    /// net/core/skbuff.c: skb_scrub_packet() -> skb_orphan() when crossing namespaces,
-    /// from veth_xmit() -> __dev_forward_skb()). Whatever queues it meets after that (the
-    /// CNI plugin's tbf on the IFB, the node's fq) no longer holds the sender back.
+    /// they enter it, because the packet is orphaned on its way into the node: Linux v6.12
+    /// net/ipv4/ip_input.c: ip_rcv_core() calls skb_orphan() before ip_forward (Cilium's
+    /// legacy host routing); the CNI plugin's path through the IFB (net/sched/act_mirred.c,
+    /// drivers/net/ifb.c) is modelled the same way, an assumption not checked against the
+    /// kernel here. skb_scrub_packet() itself no longer orphans in v6.12. Whatever queues it meets after that (the CNI plugin's tbf on the IFB, the
+    /// node's fq) no longer holds the sender back.
     #[serde(default)]
     pub orphan: bool,
+    /// With `orphan`: the crossing keeps `skb->sk` instead, so a local sender's packets
+    /// stay on its TSQ budget (`sk_wmem_alloc`) until they leave the next device, the
+    /// node's own: a queue there (Cilium's fq holding EDT-stamped packets) holds the
+    /// sender back, as `tcp_small_queue_check()` does on a host. This is the datapath of
+    /// Cilium's BPF host routing: Linux v6.12 net/core/skbuff.c: skb_scrub_packet() no
+    /// longer orphans on a namespace change (it clears mark and tstamp only), and the
+    /// host-side veth's tc program sends the packet on with bpf_redirect_neigh()
+    /// (net/core/filter.c), skipping net/ipv4/ip_input.c: ip_rcv_core(), whose
+    /// skb_orphan() is what orphans it on the legacy (upper-stack) path, which `orphan`
+    /// alone models.
+    #[serde(default)]
+    pub keeps_sk: bool,
 }
 
 /// One pod's EDT aggregate (Cilium `bpf/lib/edt.h`): packets from `nodes` are stamped

@@ -41,6 +41,10 @@ pub mod flags {
     /// segment. The NIC segments the skb, so the flag is cleared when the packet leaves
     /// its first link.
     pub const GSO_TAIL: u8 = 1 << 5;
+    /// A local sender's packet that crossed a veth into its node still holding its socket
+    /// (`skb->sk`, see `LinkConfig::keeps_sk`): its TSQ completion is owed by the next
+    /// device it leaves (the node's own), not by the veth.
+    pub const SK_KEPT: u8 = 1 << 6;
 }
 
 #[derive(Clone, Copy, Debug, Default)]

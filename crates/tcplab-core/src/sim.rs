@@ -988,6 +988,7 @@ mod tests {
             queue: QueueConfig::Pfifo { limit_packets: 1000 },
             edt: Vec::new(),
             orphan: false,
+            keeps_sk: false,
         };
         SimConfig {
             seed: 1,

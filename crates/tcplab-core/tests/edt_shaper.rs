@@ -118,3 +118,38 @@ fn edt_config_errors_name_the_field() {
     let err = cfg.validate().unwrap_err();
     assert!(err.starts_with("links.1.edt.0.drop_horizon_ns: 0 is outside"), "{err}");
 }
+
+#[test]
+fn a_veth_that_keeps_the_socket_lets_tsq_hold_the_pod_back_at_fq() {
+    // Cilium's BPF host routing: the pod's skb keeps skb->sk across the veth (Linux v6.12
+    // skb_scrub_packet() does not orphan; bpf_redirect_neigh() skips ip_rcv_core()'s
+    // skb_orphan()), so a packet held by fq on the node's device still counts against the
+    // pod socket's TSQ budget (net/ipv4/tcp_output.c: tcp_small_queue_check(): about
+    // max(2 skbs, 1 ms at the pacing rate); with this path's 10 ms RTT tcp_tso_autosize()
+    // makes skbs of 2 segments). A CUBIC pod then keeps a handful of packets in fq instead
+    // of filling its flow_limit of 100, and loses none there, at the same goodput.
+    // Orphaned at the veth (the legacy path), it fills fq to flow_limit.
+    let rate = 10_000_000;
+    let d = 20 * SEC;
+    let run = |keeps_sk: bool| {
+        let mut cfg = pod_scenario(CcKind::Cubic, rate, 2 * SEC, cilium_fq(), d);
+        cfg.links[0].orphan = true;
+        cfg.links[0].keeps_sk = keeps_sk;
+        let out = Simulator::new(cfg).unwrap().run();
+        assert!(out.invariant.ok, "{}", out.invariant.message);
+        out
+    };
+    let kept = run(true);
+    let orphaned = run(false);
+    let held_kept = kept.links[1].stats.max_backlog_packets;
+    let held_orphaned = orphaned.links[1].stats.max_backlog_packets;
+    assert!(held_orphaned >= 100, "orphaned: fq held at most {held_orphaned} packets");
+    assert!(xstat(&orphaned, 1, "flows_plimit") > 0);
+    // TSQ's budget: 2 skbs of up to tcp_min_tso_segs (2) segments, plus the one on the wire.
+    assert!(held_kept <= 8, "kept socket: fq held {held_kept} packets");
+    assert_eq!(xstat(&kept, 1, "flows_plimit"), 0);
+    assert_eq!(kept.flows[0].retrans_segs, 0);
+    let want = rate as f64 * PAYLOAD_SHARE;
+    let got = kept.flows[0].bytes_received as f64 * 8.0 / (d as f64 / 1e9);
+    assert!((got / want - 1.0).abs() < 0.02, "kept socket: goodput {got:.0} bit/s, expected {want:.0}");
+}

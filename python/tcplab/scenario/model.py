@@ -193,6 +193,8 @@ class Scenario(_Model):
                 core_link["edt"] = link["edt"]
             if link.get("orphan"):
                 core_link["orphan"] = True
+            if link.get("keeps_sk"):
+                core_link["keeps_sk"] = True
             links.append(core_link)
         flows = []
         for f in topo.flows:

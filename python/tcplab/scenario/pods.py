@@ -5,10 +5,14 @@ becomes a host of its own (its sockets: flows name it in ``from``/``to`` like an
 joined to its node by a veth pair, and the node forwards (``ip_forward = 1``), as a node
 carries its pods' traffic. The veth costs nothing: its two one-way links run at 1 Pbit/s with
 no delay, and the pod side's ``noqueue`` is a pfifo of 2^32 - 1 packets (never full: at
-1 Pbit/s it drains at once). Crossing the veth orphans a packet (``skb_scrub_packet()``):
-the pod's TCP gets its TSQ budget back there, so the shapers beyond (the IFB's tbf, the
-node's fq) never hold the pod's sockets back; only cwnd and the buffers do. The pod's node must be a host (not a router, not a pod); links
-never name a pod (the veth is its only link).
+1 Pbit/s it drains at once). Crossing into the node orphans a packet (the node's
+``ip_rcv_core()`` on the way to ip_forward; the CNI plugin's redirect to the IFB): the pod's
+TCP gets its TSQ budget back there, so the shapers beyond (the IFB's tbf, the node's fq)
+never hold the pod's sockets back; only cwnd and the buffers do. The exception is
+``bandwidth_manager: {host_routing: bpf}`` (Cilium's BPF host routing, see
+:class:`BandwidthManager`), where a Bandwidth Manager pod's packets keep their socket until
+they leave the node's device. The pod's node must be a host (not a router, not a pod);
+links never name a pod (the veth is its only link).
 
 ``egress_bandwidth`` / ``ingress_bandwidth`` are the ``kubernetes.io/egress-bandwidth`` /
 ``ingress-bandwidth`` annotations, in Kubernetes quantities (``10M`` = 10 Mbit/s), and
@@ -157,7 +161,31 @@ class Pod(_Model):
         return self.mode == "bandwidth-manager" and manager.bbr
 
 
+HOST_ROUTINGS = ("legacy", "bpf")
+
+
 class BandwidthManager(_Model):
-    """``bandwidth_manager:``: Cilium's Bandwidth Manager settings for every pod in that mode."""
+    """``bandwidth_manager:``: Cilium's Bandwidth Manager settings for every pod in that mode.
+
+    ``host_routing`` is Cilium's "Host Routing" (``cilium status``): ``legacy`` (default) sends
+    a pod's packets up the node's IP stack, whose ``ip_rcv_core()`` orphans them (Linux v6.12
+    net/ipv4/ip_input.c), so the pod's TSQ budget comes back as they enter the node; ``bpf``
+    (BPF host routing: kernel >= 5.10 with kube-proxy replacement) redirects them to the
+    device with ``bpf_redirect_neigh()``, keeping ``skb->sk``: a packet fq holds on the node's
+    device still counts against the pod socket's TSQ budget, the "improves TCP TSQ handling"
+    of story 002. Pods in mode ``cni`` are unaffected (the IFB's redirect releases them).
+    """
 
     bbr: Bool = False
+    host_routing: str = "legacy"
+
+    @field_validator("host_routing", mode="before")
+    @classmethod
+    def _host_routing(cls, v: Any) -> str:
+        if v not in HOST_ROUTINGS:
+            raise UnitError(
+                f"unknown host routing {show_value(v)}",
+                "legacy (through the node's IP stack) or bpf (BPF host routing: bpf_redirect_neigh)",
+                v,
+            )
+        return v

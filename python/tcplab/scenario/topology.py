@@ -180,6 +180,11 @@ class _Topology:
                 # The crossing into the other namespace orphans the skb: the sender's TSQ
                 # budget comes back here, not after the IFB's tbf or the node's fq.
                 link["orphan"] = True
+                # Unless Cilium's BPF host routing takes a Bandwidth Manager pod's packets
+                # to the device with skb->sk kept: TSQ then counts them until they leave it.
+                pod = sc.pods.get(spec["src"])
+                if pod is not None and pod.mode == "bandwidth-manager" and sc.bandwidth_manager.host_routing == "bpf":
+                    link["keeps_sk"] = True
                 continue
             uplink = spec["src"] in managed
             link["queue"] = self._queue(index, link, self._queue_spec(sc, spec, uplink))

@@ -75,6 +75,8 @@ pub struct Link {
     /// A veth into another namespace: a local sender's TSQ completion happens at enqueue
     /// (see `LinkConfig::orphan`).
     pub orphan: bool,
+    /// With `orphan`: the crossing keeps the socket (`LinkConfig::keeps_sk`).
+    pub keeps_sk: bool,
     pub qdisc: Qdisc,
     /// Cilium EDT aggregates applied before the qdisc (`LinkConfig.edt`), if any.
     pub shaper: Option<EdtShaper>,
@@ -119,6 +121,7 @@ impl Link {
             delay_ns: cfg.delay_ns,
             overhead_bytes: cfg.overhead_bytes,
             orphan: cfg.orphan,
+            keeps_sk: cfg.orphan && cfg.keeps_sk,
             qdisc: Qdisc::new(&cfg.queue),
             shaper: EdtShaper::new(&cfg.edt),
             clears_tstamp: false,
@@ -168,6 +171,13 @@ impl Link {
     /// `enqueue` through a veth crossing, an EDT shaper or a timed qdisc.
     #[inline(never)]
     fn enqueue_components(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+        if self.orphan && pkt.src_node == self.from && self.keeps_sk {
+            // A veth that keeps skb->sk (Cilium's BPF host routing): the packet stays on
+            // its sender's TSQ budget until it leaves the node's device (`put_on_wire` /
+            // a drop there owe the completion).
+            pkt.flags |= flags::SK_KEPT;
+            return self.enqueue_local(pkt, now_ns, id, ev);
+        }
         if self.orphan && pkt.src_node == self.from {
             // A veth into another namespace: the skb is orphaned as it crosses, so its
             // sender is done with it now (TSQ budget back at once), and what happens to it
@@ -190,6 +200,9 @@ impl Link {
         if !q.offer(now_ns, start, len) {
             if pkt.is_data() {
                 self.acct.data_dropped_queue += 1;
+            }
+            if pkt.flags & flags::SK_KEPT != 0 {
+                self.owe_completion(&pkt, now_ns, id, ev); // freed: TSQ budget back
             }
             return false;
         }
@@ -215,9 +228,16 @@ impl Link {
             Qdisc::Fifo(_) => self.enqueue_fifo(pkt, len, now_ns, id, ev),
             Qdisc::Timed(q) => {
                 let is_data = pkt.is_data();
+                // A packet whose socket was kept across a veth: if the qdisc refuses it, the
+                // skb is freed here and its socket's TSQ budget comes back (tcp_wfree()); a
+                // local sender instead hears NET_XMIT_DROP through the return value.
+                let kept = (pkt.flags & flags::SK_KEPT != 0).then_some(pkt);
                 let ok = q.enqueue(pkt, len, now_ns, &mut self.drop_buf);
                 if !ok && is_data {
                     self.acct.data_dropped_queue += 1;
+                }
+                if let (false, Some(p)) = (ok, kept) {
+                    self.owe_completion(&p, now_ns, id, ev);
                 }
                 self.flush_drops(now_ns, id, ev);
                 // __dev_xmit_skb() -> qdisc_run(): try to send at once if the device is free.
@@ -322,10 +342,18 @@ impl Link {
     /// the sending socket hears of it then.
     #[inline]
     fn owe_completion(&mut self, pkt: &Packet, at_ns: u64, id: u32, ev: &mut EventQueue) {
-        if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
+        if self.owes_tsq(pkt) {
             let c = TxCompletion { done_ns: at_ns, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() };
             self.add_completion(c, id, ev);
         }
+    }
+
+    /// Whether this link owes the packet's TSQ completion: the sender's own device, or,
+    /// for a packet that crossed a veth keeping its socket (`SK_KEPT`), the next device
+    /// it leaves (the veth itself, where it was sent from, does not).
+    #[inline(always)]
+    fn owes_tsq(&self, pkt: &Packet) -> bool {
+        pkt.flags & flags::TSQ != 0 && ((pkt.src_node == self.from) != (pkt.flags & flags::SK_KEPT != 0))
     }
 
     #[inline]
@@ -350,12 +378,16 @@ impl Link {
         self.acct.transmitted += 1;
         // Segmented by the NIC: beyond this hop every segment is a packet of its own.
         pkt.flags &= !flags::GSO_TAIL;
-        if pkt.flags & flags::TSQ != 0 && pkt.src_node == self.from {
+        if self.owes_tsq(&pkt) {
             // TX completion for the sender's TSQ accounting, in finish order (written out
             // here rather than through `owe_completion`: this is the per-packet path, and
             // the call measurably changes its inlining).
             let c = TxCompletion { done_ns: finish, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() };
             self.add_completion(c, id, ev);
+            if pkt.flags & flags::SK_KEPT != 0 {
+                // A kept socket is released here (the skb left the node): no later hop owes it.
+                pkt.flags &= !(flags::SK_KEPT | flags::TSQ);
+            }
         }
         match self.loss.judge(&pkt, finish) {
             LossVerdict::Pass => {}

@@ -21,6 +21,7 @@ pub fn link(name: &str, from: u32, to: u32, rate_bps: u64, delay_ns: u64, queue:
         queue,
         edt: Vec::new(),
         orphan: false,
+        keeps_sk: false,
     }
 }
 

@@ -1,0 +1,179 @@
+"""Experiment ``bandwidth-manager`` (story 002): what the model derives, not the report's text.
+
+The quick plan runs once for the module (about 3 s with the run directories written). The
+assertions come from the mechanisms, not from today's numbers:
+
+* both enforcers count whole frames, so a bulk flow's payload is at most
+  ``rate x MSS / frame`` = rate x 1408/1474 with GKE's MTU of 1460 (MSS 1408);
+* the CNI plugin's tbf (containerd) starts with a bucket of 2^32 - 1 ns of the rate and a
+  limit of 537 MB: netperf's 10 s average exceeds the ceiling by about bucket x 8 / 10 s,
+  and tbf never drops;
+* Cilium's EDT aggregate is one timeline per pod and fq keeps at most ``flow_limit`` (100)
+  packets per flow, so the TCP_RR's wait behind N bulk flows is bounded by about
+  N x 100 frames at the pod's rate;
+* diagnose names tbf-bufferbloat on the tbf runs and not on the EDT runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tcplab.experiments import load
+from tcplab.experiments.bandwidth_manager import (
+    BULK_FLOWS_QUICK,
+    LIMITS,
+    RATIO_AT_LEAST,
+    netperf_mbps,
+    rr_label,
+    rr_p99_ms,
+    steady_mbps,
+)
+
+pytestmark = pytest.mark.engine
+
+MSS_BYTES = 1408
+FRAME_BYTES = 1460 + 14  # IP packet at MTU 1460 + Ethernet header: what tbf and EDT count
+FQ_FLOW_LIMIT = 100  # sch_fq.c default flow_limit (in skbs)
+MIN_TSO_SEGS = 2  # net.ipv4.tcp_min_tso_segs: segments per skb at low per-flow rates
+TBF_MAX_BUFFER_S = (2**32 - 1) / 1e9  # sch_tbf.c: tbf_change() caps the bucket at ~0U ns
+BASE_RTT_MS = 1.0  # 2 x (0.25 + 0.25) ms of propagation
+
+
+@pytest.fixture(scope="module")
+def outcome(tmp_path_factory):
+    pytest.importorskip("tcplab._core")
+    from tcplab.experiments.reproduce import run_experiments
+
+    out = tmp_path_factory.mktemp("bwm")
+    (oc,) = run_experiments(["bandwidth-manager"], quick=True, jobs=1, out_dir=Path(out))
+    assert oc.error is None, oc.error
+    oc.test_out_dir = Path(out)  # where the run directories and plots went
+    return oc
+
+
+def _claim(outcome, claim_id):
+    return next(c for c in outcome.claims if c.claim.id == claim_id)
+
+
+def test_claims_in_file_order(outcome):
+    assert [c.claim.id for c in outcome.claims] == list(load("bandwidth-manager").claims)
+
+
+@pytest.mark.parametrize("limit_mbps", [10, 100])
+def test_bandwidth_manager_holds_the_frame_ceiling(outcome, limit_mbps):
+    """EDT + fq lets the pod's payload reach, not pass, rate x MSS / frame."""
+    got = netperf_mbps(outcome.results[f"bwm-{limit_mbps}m"])
+    ceiling = limit_mbps * MSS_BYTES / FRAME_BYTES
+    assert got <= ceiling * 1.001
+    assert got >= ceiling * 0.98  # netperf's 10 s include the first round trips
+
+
+@pytest.mark.parametrize("limit_mbps", [10, 100])
+def test_cni_bucket_inflates_netperf_by_its_burst(outcome, limit_mbps):
+    """containerd's tbf: steady at the ceiling, plus the initial bucket spent at line rate."""
+    cni = outcome.results[f"cni-{limit_mbps}m"]
+    ceiling = limit_mbps * MSS_BYTES / FRAME_BYTES
+    bucket_mbit = limit_mbps * TBF_MAX_BUFFER_S  # the bucket, in Mbit
+    assert steady_mbps(cni, 5.0) == pytest.approx(ceiling, rel=0.02)
+    # the bucket's frames carry payload at MSS / frame too; over netperf's 10 s
+    expected = ceiling + bucket_mbit * MSS_BYTES / FRAME_BYTES / 10.0
+    assert netperf_mbps(cni) == pytest.approx(expected, rel=0.05)
+    tbf = cni.links[cni.links["qdisc"] == "tbf"].iloc[0]
+    assert int(tbf["drops"]) == 0  # limit of 537 MB: the shaper never drops
+
+
+def test_throughput_verdicts_follow_the_tolerance(outcome):
+    for cid in ("maerts-10m", "maerts-100m"):
+        c = _claim(outcome, cid)
+        off = abs(c.data["netperf_mbps"] - c.data["published_mbps"]) / c.data["published_mbps"]
+        assert (c.verdict == "reproduced") == (off <= 0.02)
+
+
+@pytest.mark.parametrize("limit_mbps", LIMITS)
+def test_edt_wait_is_bounded_by_fq_flow_limit_per_bulk_flow(outcome, limit_mbps):
+    """The RR's response waits behind at most flow_limit skbs of each bulk flow. fq counts
+    skbs, and at these per-flow rates a TSO skb holds tcp_min_tso_segs = 2 segments, so the
+    bound is 2 x flow_limit frames per flow (a loose bound: it holds whatever the drops)."""
+    for n in BULK_FLOWS_QUICK:
+        p99 = rr_p99_ms(outcome.results[rr_label("edt", limit_mbps, n)])
+        frames = n * FQ_FLOW_LIMIT * MIN_TSO_SEGS + 10
+        bound_ms = frames * FRAME_BYTES * 8 / (limit_mbps * 1e6) * 1e3 + BASE_RTT_MS + 5
+        assert p99 <= bound_ms, (n, p99, bound_ms)
+
+
+@pytest.mark.parametrize("limit_mbps", LIMITS)
+def test_edt_wait_grows_with_the_bulk_flows(outcome, limit_mbps):
+    """One EDT timeline per pod: more bulk flows, more departure times ahead of the RR."""
+    p99s = [rr_p99_ms(outcome.results[rr_label("edt", limit_mbps, n)]) for n in BULK_FLOWS_QUICK]
+    assert p99s == sorted(p99s)
+    assert p99s[-1] > 4 * p99s[0]
+
+
+def test_single_bulk_flow_edt_beats_tbf_and_latency_verdict_follows_the_sweep(outcome):
+    """With one bulk flow EDT's queue is one fq flow_limit (about 12 ms at 100 Mbit/s) while
+    tbf's grows with CUBIC's unchecked window: the story's 4x holds there. The verdict is
+    'reproduced' only if every sweep point reaches the ratio, 'partly' if some do."""
+    c = _claim(outcome, "p99-latency")
+    sweep = c.data["sweep"]
+    one = next(s for s in sweep if s["bulk_flows"] == 1 and s["limit_mbps"] == 100)
+    assert one["ratio_edt"] >= RATIO_AT_LEAST
+    reaching = [s[f"ratio_{m}"] >= RATIO_AT_LEAST for s in sweep for m in ("edt", "bpf")]
+    expected = "reproduced" if all(reaching) else "partly" if any(reaching) else "not reproduced"
+    assert c.verdict == expected
+
+
+@pytest.mark.parametrize("limit_mbps", LIMITS)
+def test_bpf_host_routing_never_waits_longer_than_legacy(outcome, limit_mbps):
+    """Keeping skb->sk lets TSQ hold each bulk flow back while fq holds its packets: the
+    backlog on the pod's EDT timeline, and so the RR's wait, can only shrink, and it does
+    once several flows share the timeline."""
+    for n in BULK_FLOWS_QUICK:
+        legacy = rr_p99_ms(outcome.results[rr_label("edt", limit_mbps, n)])
+        bpf = rr_p99_ms(outcome.results[rr_label("bpf", limit_mbps, n)])
+        assert bpf <= legacy * 1.05, (n, bpf, legacy)
+    many = max(BULK_FLOWS_QUICK)
+    assert rr_p99_ms(outcome.results[rr_label("bpf", limit_mbps, many)]) < 0.8 * rr_p99_ms(
+        outcome.results[rr_label("edt", limit_mbps, many)]
+    )
+
+
+def test_rr_latency_tracks_the_shaper_queue(outcome):
+    """The RR's median latency is the shaper's median queue delay (backlog / rate) plus
+    about a round trip, in both modes: the queue is the whole story."""
+    import numpy as np
+
+    from tcplab.experiments.bandwidth_manager import queue_delay_ms
+
+    for mode in ("edt", "tbf"):
+        r = outcome.results[rr_label(mode, 100, 4)]
+        t, delay = queue_delay_ms(r)
+        queue_ms = float(np.median(delay[t >= 2.0]))
+        p50 = float(r.apps["rr"].get("latency_ms", "p50"))
+        assert p50 == pytest.approx(queue_ms, rel=0.15, abs=3.0), mode
+
+
+def test_diagnose_agrees(outcome):
+    assert outcome.crosschecks, "no cross-checks ran"
+    for x in outcome.crosschecks:
+        assert x.agree, (x.check.run, x.found, x.note)
+    found = {x.check.run: x.found for x in outcome.crosschecks}
+    assert "tbf-bufferbloat" in found["cni-10m"]
+    assert "tbf-bufferbloat" not in found["bwm-10m"]
+
+
+def test_explanations_draw_their_figures(outcome):
+    plots = outcome.test_out_dir / "bandwidth-manager" / "plots"
+    assert len(outcome.explanations) == 3
+    for e in outcome.explanations:
+        assert e.figure and (plots / e.figure).stat().st_size > 10_000
+
+
+def test_full_plan_adds_the_sweep_points_and_variants():
+    exp = load("bandwidth-manager")
+    quick = {r.label for r in exp.runs(quick=True)}
+    full = {r.label for r in exp.runs(quick=False)}
+    assert quick < full
+    assert {"rr-edt-100m-n64", "rr-tbf-100m-n64", "rr-edt-bbr-100m-n4", "rr-tbf-100m-n4-60s"} <= full - quick
+    exp.plan(quick=False)  # every full-mode run validates
