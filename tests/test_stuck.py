@@ -239,3 +239,29 @@ def test_diagnose_names_the_same_collapse_from_ss(tmp_path):
         text.replace("cwnd:2 ssthresh:2", "cwnd:20 ssthresh:20").replace("cwnd:1 ssthresh:2", "cwnd:9 ssthresh:7")
     )
     assert COLLAPSE not in [f.id for f in diagnose_paths([healthy])[1]]
+
+
+def test_bursty_delivery_at_full_share_is_not_stuck():
+    """A shaped flow sampled every 20 ms: one sample in five holds no arrival (a burst
+    released later), the others carry the rest, so the flow runs at its full share. Per
+    sample it looks 'stuck' 20 % of the time, and those samples are at most 80 ms apart; the
+    1 s average never falls below 10 % of the share, so there is no episode. The same flow
+    delivering nothing for 6 s is one episode of 6 s."""
+    config = _config([{"name": "bulk", "app": {"kind": "bulk"}}])
+    config["sample_interval_ns"] = 20_000_000
+    share = flow_path(config, config["flows"][0]).payload_ceiling_bps
+    n = 1000  # 20 s
+    t = np.arange(1, n + 1) * 0.02
+    goodput = np.full(n, share * 1.25)
+    goodput[::5] = 0.0  # mean = share
+    ts = _series("bulk", n, 40, INF, goodput)
+    ts["t_s"] = t
+    assert find_episodes(ts, config) == []
+    down = (t > 8.0 + 1e-9) & (t < 14.0 + 1e-9)  # the intervals from 8 to 14 s
+    goodput[down] = 0.0
+    ts = _series("bulk", n, 40, INF, goodput)
+    ts["t_s"] = t
+    (e,) = find_episodes(ts, config)
+    assert e["kind"] == STUCK
+    # (a 0-sample of the bursty pattern may sit at either edge: within one sample)
+    assert e["start_s"] == pytest.approx(8.0, abs=0.021) and e["end_s"] == pytest.approx(14.0, abs=0.021)

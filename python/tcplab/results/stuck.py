@@ -15,8 +15,11 @@ names are also the findings ``tcplab diagnose`` gives from a real host's ``ss -t
   before it can grow: the state story 000 saw on three of four NFS connections. (On paths
   whose RTT is several hundred ms, raise ``collapse_min_s``: growing from 2 to 3 packets in
   congestion avoidance takes about two RTTs.)
-* ``stuck``: goodput below ``stuck_fraction`` (default 10 %) of the flow's fair share for at
-  least ``stuck_min_s`` (default 5 s). The fair share at a sample is the payload ceiling of the
+* ``stuck``: goodput, averaged over the last ``window_s`` (default 1 s, at least one sample
+  interval), below ``stuck_fraction`` (default 10 %) of the flow's fair share for at least
+  ``stuck_min_s`` (default 5 s). The average matters at fine sample intervals: a shaped or
+  paced flow's deliveries come in bursts, and a 20 ms sample may hold no arrival at all while
+  the flow runs at its full share. The fair share at a sample is the payload ceiling of the
   flow's path (:func:`tcplab.views.paths.flow_path`: its bottleneck's rate and shapers in
   payload bit/s) divided by the number of flows active at that sample whose data route
   crosses the same bottleneck link. 10 % of a fair share is far below what any working CC
@@ -63,6 +66,7 @@ __all__ = [
     "DEFAULT_STUCK_FRACTION",
     "DEFAULT_STUCK_MIN_S",
     "DEFAULT_MERGE_GAP_S",
+    "DEFAULT_STUCK_WINDOW_S",
     "find_episodes",
     "episode_line",
     "format_rate",
@@ -76,6 +80,8 @@ DEFAULT_COLLAPSE_MIN_S = 1.0
 DEFAULT_STUCK_FRACTION = 0.10
 DEFAULT_STUCK_MIN_S = 5.0
 DEFAULT_MERGE_GAP_S = 0.5
+#: Goodput for the stuck test is averaged over this window (at least one sample interval).
+DEFAULT_STUCK_WINDOW_S = 1.0
 #: cwnd and ssthresh at or below this many packets is a collapse (Linux's ssthresh floor).
 COLLAPSE_PACKETS = 2
 
@@ -88,6 +94,7 @@ def find_episodes(
     stuck_fraction: float = DEFAULT_STUCK_FRACTION,
     stuck_min_s: float = DEFAULT_STUCK_MIN_S,
     merge_gap_s: float = DEFAULT_MERGE_GAP_S,
+    window_s: float = DEFAULT_STUCK_WINDOW_S,
 ) -> list[dict[str, Any]]:
     """Every ``cwnd-collapse`` and ``stuck`` episode of a run (see the module doc), ordered
     by start time, then flow, then kind. ``timeseries`` is ``Result.timeseries`` (columns
@@ -112,9 +119,20 @@ def find_episodes(
             episodes.append(_episode(COLLAPSE, str(name), rows.iloc[a : b + 1], t, a, b, dt_s))
         share = fair.loc[rows.index].to_numpy(dtype=np.float64)
         ok = eligible.loc[rows.index].to_numpy(dtype=bool) & np.isfinite(share) & (share > 0)
-        goodput = rows["goodput_bps"].to_numpy(dtype=np.float64)
-        low = ok & (goodput < stuck_fraction * np.where(np.isfinite(share), share, 0.0))
-        for a, b in _runs(t, low, dt_s, merge_gap_s=merge_gap_s, min_s=stuck_min_s, allowed=ok):
+        sample_bps = rows["goodput_bps"].to_numpy(dtype=np.float64)
+        limit = stuck_fraction * np.where(np.isfinite(share), share, 0.0)
+        low = ok & (_window_goodput_bps(t, sample_bps, dt_s, window_s) < limit)
+        sample_low = ok & (sample_bps < limit)
+        for a, b in _runs(t, low, dt_s, merge_gap_s=merge_gap_s, min_s=0.0, allowed=ok):
+            # The window average lags: the episode really starts at the first of the low
+            # samples just before (within one window) and ends at its last low sample.
+            first = a
+            while a > 0 and sample_low[a - 1] and t[a - 1] > t[first] - max(window_s, dt_s) - 1e-9:
+                a -= 1
+            while b > a and not sample_low[b]:
+                b -= 1
+            if t[b] - t[a] + dt_s < stuck_min_s - 1e-9:
+                continue
             ep = _episode(STUCK, str(name), rows.iloc[a : b + 1], t, a, b, dt_s)
             ep["fair_share_bps"] = _num(np.median(share[a : b + 1]))
             episodes.append(ep)
@@ -185,6 +203,22 @@ def _runs(
                 continue
         runs.append([i, i])
     return [(a, b) for a, b in runs if t[b] - t[a] + dt_s >= min_s - 1e-9]
+
+
+def _window_goodput_bps(t: np.ndarray, goodput_bps: np.ndarray, dt_s: float, window_s: float) -> np.ndarray:
+    """Per sample, the flow's goodput averaged over the last ``max(window_s, dt_s)`` seconds
+    (``(t - W, t]``; shorter at the flow's first samples). Delivery is bursty at fine sample
+    intervals (a shaper's or fq's release, delayed ACKs, a 20 ms sample holding no arrival), so
+    a single sample's goodput of 0 says nothing; a 1 s average below 10 % of the fair share does."""
+    if len(t) == 0:
+        return goodput_bps
+    w = max(window_s, dt_s)
+    cum_bits = np.concatenate([[0.0], np.cumsum(goodput_bps * dt_s)])
+    starts = np.concatenate([[t[0] - dt_s], t])  # cum_bits[k] is the total at starts[k]
+    j = np.searchsorted(starts, t - w - 1e-9, side="left")
+    span = t - starts[j]
+    bits = cum_bits[1:] - cum_bits[j]
+    return np.where(span > 0, bits / np.where(span > 0, span, 1.0), goodput_bps)
 
 
 def _names_by_count(values: pd.Series) -> list[str]:
