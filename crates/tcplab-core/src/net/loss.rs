@@ -54,7 +54,13 @@ pub struct Loss {
 
 impl Loss {
     pub fn new(cfg: &LossConfig, filter: LossFilter, rng: Rng) -> Loss {
-        Loss { filter, model: LossModel::new(cfg, rng), window_start_ns: 0, window_end_ns: u64::MAX }
+        let loss = Loss { filter, model: LossModel::new(cfg, rng), window_start_ns: 0, window_end_ns: u64::MAX };
+        match *cfg {
+            // An outage is the loss of every packet, in a window of time: the window
+            // mechanism of the random models, with a model that loses everything.
+            LossConfig::Outage { start_ns, end_ns } => loss.with_window(LossWindow { start_ns, end_ns: Some(end_ns) }),
+            _ => loss,
+        }
     }
 
     /// Restrict the model to `window` of scenario time (validated to be used with the
@@ -77,7 +83,7 @@ impl Loss {
         if now_ns < self.window_start_ns || now_ns >= self.window_end_ns {
             return LossVerdict::Pass;
         }
-        self.model.judge(pkt, now_ns)
+        self.model.judge(pkt)
     }
 }
 
@@ -87,8 +93,8 @@ pub enum LossModel {
     Bernoulli { p: f64, rng: Rng },
     GilbertElliott { p: f64, r: f64, h: f64, k: f64, bad: bool, rng: Rng },
     DropList { sorted: Vec<u64>, next: usize, data_seen: u64 },
-    /// Engine-time window `[start, end)` in which every packet is lost.
-    Outage { start: u64, end: u64 },
+    /// Every packet lost (an outage: [`Loss`] applies it only within its window).
+    All,
 }
 
 impl LossModel {
@@ -106,24 +112,15 @@ impl LossModel {
                 sorted.dedup();
                 LossModel::DropList { sorted, next: 0, data_seen: 0 }
             }
-            LossConfig::Outage { start_ns, end_ns } => {
-                let boot = crate::sim::BOOT_NS;
-                LossModel::Outage { start: crate::time::time_add(boot, *start_ns), end: crate::time::time_add(boot, *end_ns) }
-            }
+            LossConfig::Outage { .. } => LossModel::All,
         }
     }
 
     #[inline]
-    pub fn judge(&mut self, pkt: &Packet, now_ns: u64) -> LossVerdict {
+    pub fn judge(&mut self, pkt: &Packet) -> LossVerdict {
         match self {
             LossModel::None => LossVerdict::Pass,
-            LossModel::Outage { start, end } => {
-                if (*start..*end).contains(&now_ns) {
-                    LossVerdict::Lost
-                } else {
-                    LossVerdict::Pass
-                }
-            }
+            LossModel::All => LossVerdict::Lost,
             LossModel::Bernoulli { p, rng } => {
                 if rng.chance(*p) {
                     LossVerdict::Lost
@@ -177,7 +174,7 @@ mod tests {
         let (p, r, h, k) = (0.01, 0.3, 0.2, 1.0);
         let mut m = LossModel::new(&LossConfig::GilbertElliott { p, r, h, k }, Rng::from_seed(9));
         let n = 400_000;
-        let lost = (0..n).filter(|_| m.judge(&data(), 0) == LossVerdict::Lost).count() as f64 / n as f64;
+        let lost = (0..n).filter(|_| m.judge(&data()) == LossVerdict::Lost).count() as f64 / n as f64;
         let expect = (r * (1.0 - k) + p * (1.0 - h)) / (p + r);
         // Bursty losses: allow 10% relative error at 400k packets (~1000 bursts).
         assert!((lost - expect).abs() < 0.1 * expect, "lost={lost} expect={expect}");
@@ -235,8 +232,8 @@ mod tests {
         let mut ack = data();
         ack.end_seq = 0;
         let verdicts: Vec<_> = (0..5).map(|i| {
-            if i == 2 { assert_eq!(m.judge(&ack, 0), LossVerdict::Pass); }
-            m.judge(&data(), 0)
+            if i == 2 { assert_eq!(m.judge(&ack), LossVerdict::Pass); }
+            m.judge(&data())
         }).collect();
         assert_eq!(verdicts, vec![LossVerdict::Pass, LossVerdict::Listed, LossVerdict::Pass, LossVerdict::Listed, LossVerdict::Pass]);
     }
