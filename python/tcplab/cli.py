@@ -217,6 +217,20 @@ ForceOpt = Annotated[
 NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots (faster).")]
 
 
+def _jobs_opt(help_text: str) -> Any:  # noqa: ANN401 - a typer Annotated type
+    """``--jobs/-j N``: processes to run simulations in (1..1024)."""
+    return Annotated[
+        str | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            metavar="N",
+            callback=_int_option("jobs", 1, 1024, "a number of processes"),
+            help=help_text,
+        ),
+    ]
+
+
 def _fail(message: str, code: int) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
@@ -542,16 +556,7 @@ def compare(
     quiet: QuietOpt = False,
     force: ForceOpt = False,
     no_plots: NoPlotsOpt = False,
-    jobs: Annotated[
-        str | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            metavar="N",
-            callback=_int_option("jobs", 1, 1024, "a number of processes"),
-            help="Processes to run variants in (default: one per core, at most one per variant).",
-        ),
-    ] = None,
+    jobs: _jobs_opt("Processes to run variants in (default: one per core, at most one per variant).") = None,
 ) -> None:
     """Run several scenarios, or one with --set PATH=A,B alternatives, side by side.
 
@@ -938,16 +943,7 @@ def reproduce(
             "--output", "-o", metavar="DIR", help="Output directory (default: reproduce/, or reproduce-quick/)."
         ),
     ] = None,
-    jobs: Annotated[
-        str | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            metavar="N",
-            callback=_int_option("jobs", 1, 1024, "a number of processes"),
-            help="Processes to run the simulations in (default: one per core).",
-        ),
-    ] = None,
+    jobs: _jobs_opt("Processes to run the simulations in (default: one per core).") = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> None:

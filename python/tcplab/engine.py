@@ -124,20 +124,25 @@ def _columns(store: Any, dtypes: dict[str, str], what: str) -> pd.DataFrame:
     if missing:
         raise EngineError(f"engine output: {what} lacks column(s) {', '.join(missing)}")
     columns: dict[str, np.ndarray] = {}
-    length = None
     for name, array in store.items():
         dtype = dtypes.get(name)
         try:
-            values = np.asarray(array, dtype=dtype) if dtype else np.asarray(array)
+            columns[name] = np.asarray(array, dtype=dtype) if dtype else np.asarray(array)
         except (TypeError, ValueError, OverflowError) as e:
             raise EngineError(f"engine output: {what}.{name}: {e}") from e
+    return _frame(columns, what)
+
+
+def _frame(columns: dict[str, np.ndarray], what: str) -> pd.DataFrame:
+    """Columns as a DataFrame, checked: each one-dimensional, all of one length."""
+    length = None
+    for name, values in columns.items():
         if values.ndim != 1:
             raise EngineError(f"engine output: {what}.{name} is not one-dimensional")
         if length is None:
             length = len(values)
         elif len(values) != length:
-            raise EngineError(f"engine output: {what}.{name} has {len(values)} rows, {what}.t_ns has {length}")
-        columns[name] = values
+            raise EngineError(f"engine output: {what}.{name} has {len(values)} rows, the columns before it {length}")
     return pd.DataFrame(columns, copy=False)
 
 
@@ -178,22 +183,15 @@ def _app_table(store: Any, what: str) -> pd.DataFrame:
     (an empty string column keeps object dtype, not NumPy's float of ``[]``)."""
     if not isinstance(store, dict):
         raise EngineError(f"engine output: {what} is not a mapping of columns")
-    columns: dict[str, Any] = {}
-    length = None
+    columns: dict[str, np.ndarray] = {}
     for name, array in store.items():
         if isinstance(array, (list, tuple)):
             values = np.empty(len(array), dtype=object)
             values[:] = [str(v) for v in array]
         else:
             values = np.asarray(array)
-        if values.ndim != 1:
-            raise EngineError(f"engine output: {what}.{name} is not one-dimensional")
-        if length is None:
-            length = len(values)
-        elif len(values) != length:
-            raise EngineError(f"engine output: {what}.{name} has {len(values)} rows, other columns {length}")
         columns[str(name)] = values
-    return pd.DataFrame(columns, copy=False)
+    return _frame(columns, what)
 
 
 def _apps(raw: Any) -> list[dict[str, Any]]:

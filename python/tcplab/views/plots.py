@@ -34,9 +34,8 @@ bytes.
 
 from __future__ import annotations
 
-import weakref
-
 import io
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +184,7 @@ def _flow_label(result: Result, name: str) -> str:
 #: Per result: each flow's time-series rows and its (start_s, end_s), split once (a
 #: per-flow boolean mask over the whole table is quadratic: 40,000 broadcast connections
 #: took minutes).
-_ROWS_CACHE: "weakref.WeakKeyDictionary[Result, tuple[dict[str, pd.DataFrame], dict[str, tuple[float, float]]]]" = (
+_ROWS_CACHE: weakref.WeakKeyDictionary[Result, tuple[dict[str, pd.DataFrame], dict[str, tuple[float, float]]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -198,7 +197,7 @@ def _split(result: Result) -> tuple[dict[str, pd.DataFrame], dict[str, tuple[flo
         fl = result.flows
         spans = {
             str(n): (float(a), float(b))
-            for n, a, b in zip(fl["name"].to_numpy(), fl["start_s"].to_numpy(), fl["end_s"].to_numpy())
+            for n, a, b in zip(fl["name"].to_numpy(), fl["start_s"].to_numpy(), fl["end_s"].to_numpy(), strict=True)
         }
         cached = (by_flow, spans)
         _ROWS_CACHE[result] = cached

@@ -154,45 +154,20 @@ class ClusterBbrTimeouts(Experiment):
         # The remote writes cost little (one 54766-byte batch a second): every mode runs the
         # hour, so quick and full judge the writes on the same runs.
         hour = ("duration=60min", "sample_interval=1s")
-        for cc, bbr in (("cubic", "false"), ("bbr", "true")):
-            runs.append(
-                Run(
-                    f"rw-{cc}",
-                    "remote-write.yaml",
-                    overrides=(f"bandwidth_manager.bbr={bbr}", *hour),
-                    group="remote write",
-                )
-            )
-        for cc, bbr in (("cubic", "false"), ("bbr", "true")):
-            # The bursts from 60 s to 10 min only: do the timeouts persist once the loss ends?
-            runs.append(
-                Run(
-                    f"rw-{cc}-episode",
-                    "remote-write.yaml",
-                    overrides=(f"bandwidth_manager.bbr={bbr}", EPISODE, *hour),
-                    group="remote write: an episode of loss",
-                )
-            )
-        for cc, bbr in (("cubic", "false"), ("bbr", "true")):
-            # The same mean loss (4.76 %), each packet independently: do the timeouts need bursts?
-            runs.append(
-                Run(
-                    f"rw-{cc}-random",
-                    "remote-write.yaml",
-                    overrides=(f"bandwidth_manager.bbr={bbr}", RANDOM, *hour),
-                    group="remote write: random loss",
-                )
-            )
-        for cc, bbr in (("cubic", "false"), ("bbr", "true")):
-            # A 3-minute outage of the switch port (a link flap, a Cilium restart), no other loss.
-            runs.append(
-                Run(
-                    f"rw-{cc}-outage",
-                    "remote-write.yaml",
-                    overrides=(f"bandwidth_manager.bbr={bbr}", OUTAGE, "duration=10min"),
-                    group="remote write: an outage",
-                )
-            )
+        # (label suffix, extra overrides, group): the hour under bursts from 60 s; the bursts
+        # from 60 s to 10 min only (do the timeouts persist once the loss ends?); the same mean
+        # loss (4.76 %) on each packet independently (do the timeouts need bursts?); a 3-minute
+        # outage of the switch port (a link flap, a Cilium restart) and no other loss.
+        variants = (
+            ("", hour, "remote write"),
+            ("-episode", (EPISODE, *hour), "remote write: an episode of loss"),
+            ("-random", (RANDOM, *hour), "remote write: random loss"),
+            ("-outage", (OUTAGE, "duration=10min"), "remote write: an outage"),
+        )
+        for suffix, extra, group in variants:
+            for cc, bbr in (("cubic", "false"), ("bbr", "true")):
+                overrides = (f"bandwidth_manager.bbr={bbr}", *extra)
+                runs.append(Run(f"rw-{cc}{suffix}", "remote-write.yaml", overrides=overrides, group=group))
         for point in STUCK_POINTS:
             runs.append(
                 Run(
