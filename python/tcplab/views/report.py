@@ -105,7 +105,7 @@ delays of the data and ACK routes (no serialization, no queueing).</p>
 {% endfor %}
 </table>
 <p class="note">cwnd-collapse: cwnd &le; 2 and ssthresh &le; 2 packets (<code>ss -i</code>'s
-<code>cwnd:2 ssthresh:2</code>) for at least 1 s. stuck: a bulk flow with data waiting whose goodput
+<code>cwnd:2 ssthresh:2</code>) for at least 1 s. stuck: a bulk flow with data waiting whose goodput (a 1 s average)
 stayed below 10&nbsp;% of its fair share (its path's payload ceiling / the flows active on its
 bottleneck) for at least 5 s. <code>tcplab diagnose</code> names the same states from a host's
 <code>ss -tin</code>.</p>
