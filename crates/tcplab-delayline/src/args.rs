@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// The usage text printed by `--help`.
 pub const USAGE: &str = "\
 usage: tcplab-delayline --tun NAME:DELAY_NS [--tun NAME:DELAY_NS ...] [--cpu N]
-                        [--stats PATH] [--queue-limit PACKETS]
+                        [--stats PATH] [--queue-limit PACKETS] [--rt-priority N]
 
 Creates one TUN device per --tun (layer 3, no packet information, gone when the
 process exits), prints `ready` once they all exist, then holds every packet read
@@ -18,11 +18,17 @@ from a TUN for DELAY_NS nanoseconds and writes it back into the same TUN.
                           (SIGTERM/SIGINT); without it, print it on stdout at exit
   --queue-limit PACKETS   packets held per TUN at most; beyond it a packet is
                           dropped and counted (default 100000)
+  --rt-priority N         run under SCHED_FIFO at priority N (1-99; default 1),
+                          so no normal task on the CPU delays a packet; 0 keeps
+                          normal scheduling
   --help                  this text
 ";
 
 /// Default per-TUN queue limit in packets (1.2 s of 1500-byte packets at 1 Gbit/s).
 pub const DEFAULT_QUEUE_LIMIT_PACKETS: usize = 100_000;
+
+/// Default SCHED_FIFO priority (the lowest real-time one: above every normal task).
+pub const DEFAULT_RT_PRIORITY: i32 = 1;
 
 /// The longest interface name Linux accepts (IFNAMSIZ 16, minus the NUL).
 pub const MAX_IFNAME_BYTES: usize = 15;
@@ -41,6 +47,8 @@ pub struct Options {
     pub cpu: Option<usize>,
     pub stats_path: Option<PathBuf>,
     pub queue_limit_packets: usize,
+    /// SCHED_FIFO priority; 0 = normal scheduling.
+    pub rt_priority: i32,
 }
 
 /// What the command line asks for.
@@ -57,6 +65,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
     let mut cpu = None;
     let mut stats_path = None;
     let mut queue_limit_packets = DEFAULT_QUEUE_LIMIT_PACKETS;
+    let mut rt_priority = DEFAULT_RT_PRIORITY;
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -66,8 +75,10 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
         if flag == "--help" || flag == "-h" {
             return Ok(Command::Help);
         }
-        if !matches!(flag.as_str(), "--tun" | "--cpu" | "--stats" | "--queue-limit") {
-            return Err(format!("unknown argument {arg:?}; expected --tun, --cpu, --stats, --queue-limit or --help"));
+        if !matches!(flag.as_str(), "--tun" | "--cpu" | "--stats" | "--queue-limit" | "--rt-priority") {
+            return Err(format!(
+                "unknown argument {arg:?}; expected --tun, --cpu, --stats, --queue-limit, --rt-priority or --help"
+            ));
         }
         let value = match inline {
             Some(v) => v,
@@ -98,13 +109,19 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
                     _ => return Err(format!("--queue-limit {value:?}: expected a packet count >= 1")),
                 };
             }
+            "--rt-priority" => {
+                rt_priority = match value.parse::<i32>() {
+                    Ok(n) if (0..=99).contains(&n) => n,
+                    _ => return Err(format!("--rt-priority {value:?}: expected 0 (normal scheduling) or 1 to 99")),
+                };
+            }
             _ => unreachable!(),
         }
     }
     if tuns.is_empty() {
         return Err("no --tun given; expected at least one --tun NAME:DELAY_NS".to_string());
     }
-    Ok(Command::Run(Options { tuns, cpu, stats_path, queue_limit_packets }))
+    Ok(Command::Run(Options { tuns, cpu, stats_path, queue_limit_packets, rt_priority }))
 }
 
 /// `NAME:DELAY_NS`, e.g. `tab:50000000`.
@@ -141,6 +158,7 @@ mod tests {
     fn full_command_line() {
         let cmd = parse(args(&[
             "--tun", "tab:10000000", "--tun=tba:20", "--cpu", "1", "--stats", "/tmp/s.json", "--queue-limit", "64",
+            "--rt-priority", "0",
         ]))
         .unwrap();
         assert_eq!(
@@ -153,6 +171,7 @@ mod tests {
                 cpu: Some(1),
                 stats_path: Some(PathBuf::from("/tmp/s.json")),
                 queue_limit_packets: 64,
+                rt_priority: 0,
             })
         );
     }
@@ -163,6 +182,7 @@ mod tests {
         assert_eq!(o.queue_limit_packets, DEFAULT_QUEUE_LIMIT_PACKETS);
         assert_eq!(o.cpu, None);
         assert_eq!(o.stats_path, None);
+        assert_eq!(o.rt_priority, DEFAULT_RT_PRIORITY);
     }
 
     #[test]
@@ -184,6 +204,7 @@ mod tests {
         assert!(e(&["--tun", "t:1", "--cpu", "x"]).starts_with("--cpu \"x\""));
         assert!(e(&["--tun", "t:1", "--queue-limit", "0"]).contains(">= 1"));
         assert!(e(&["--tun", "t:1", "--cpu"]).contains("needs a value"));
+        assert!(e(&["--tun", "t:1", "--rt-priority", "100"]).contains("1 to 99"));
         assert!(e(&["--tun", "t:1", "--bogus"]).contains("unknown argument \"--bogus\""));
     }
 

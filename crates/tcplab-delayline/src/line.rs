@@ -48,7 +48,7 @@ const STATS_GAP_NS: u64 = 1_000_000;
 /// How often a loop that never sleeps (steady traffic) still looks at the signalfd.
 const SIGNAL_CHECK_NS: u64 = 10_000_000;
 /// Most packets read from one TUN before the loop writes due packets again.
-const READ_BATCH: usize = 64;
+const READ_BATCH: usize = 16;
 
 struct Tun {
     file: File,

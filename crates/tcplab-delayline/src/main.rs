@@ -50,6 +50,14 @@ fn main() -> ExitCode {
             return fail(format_args!("cannot pin to CPU {cpu}: {e} (online CPUs: {})", online_cpus()));
         }
     }
+    if options.rt_priority > 0 {
+        if let Err(e) = sys::set_fifo_priority(options.rt_priority) {
+            return fail(format_args!(
+                "cannot run under SCHED_FIFO priority {} (--rt-priority 0 keeps normal scheduling): {e}",
+                options.rt_priority
+            ));
+        }
+    }
     if let Err(e) = sys::set_timer_slack_ns(1) {
         return fail(format_args!("cannot set the timer slack (prctl PR_SET_TIMERSLACK): {e}"));
     }

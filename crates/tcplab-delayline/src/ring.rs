@@ -6,13 +6,19 @@
 //! hands over at most one MTU-sized IP packet per read (1500 bytes by default), which fits.
 //!
 //! The slot memory is requested zeroed in one allocation; for a large queue limit the
-//! allocator maps fresh pages that the kernel only backs when first touched, so 100000
-//! slots (200 MB) cost memory only for the depth a run actually reaches.
+//! allocator maps fresh pages that the kernel only backs when first touched. The ring
+//! wraps within an ACTIVE region (INITIAL_ACTIVE_SLOTS, doubled whenever it is full, up to
+//! the capacity), so a run touches memory for the depth it reaches, not for the queue
+//! limit: wrapping through all 100000 slots (200 MB) would page-fault once per two packets
+//! on the first pass. Growing moves the wrapped part once (at most log2(capacity) times).
 #![forbid(unsafe_code)]
 
 /// Bytes per slot: the largest packet the line holds (a longer read is truncated by the
 /// kernel; a TUN's default MTU is 1500).
 pub const SLOT_BYTES: usize = 2048;
+
+/// Slots the ring wraps within before it first grows (2 MB).
+const INITIAL_ACTIVE_SLOTS: usize = 1024;
 
 /// A bounded FIFO of packets, each with the time it is due (CLOCK_MONOTONIC ns).
 pub struct Ring {
@@ -21,6 +27,8 @@ pub struct Ring {
     due_ns: Vec<u64>,
     head: usize,
     len: usize,
+    /// The ring wraps at `active` slots (<= capacity).
+    active: usize,
 }
 
 impl Ring {
@@ -33,6 +41,7 @@ impl Ring {
             due_ns: vec![0u64; capacity_packets],
             head: 0,
             len: 0,
+            active: capacity_packets.min(INITIAL_ACTIVE_SLOTS),
         }
     }
 
@@ -58,7 +67,10 @@ impl Ring {
         if self.is_full() {
             return None;
         }
-        let i = (self.head + self.len) % self.capacity();
+        if self.len == self.active {
+            self.grow();
+        }
+        let i = (self.head + self.len) % self.active;
         Some(&mut self.slots[i * SLOT_BYTES..(i + 1) * SLOT_BYTES])
     }
 
@@ -67,7 +79,10 @@ impl Ring {
     pub fn commit(&mut self, len_bytes: usize, due_ns: u64) {
         assert!(!self.is_full(), "commit on a full ring");
         assert!(len_bytes <= SLOT_BYTES);
-        let i = (self.head + self.len) % self.capacity();
+        if self.len == self.active {
+            self.grow();
+        }
+        let i = (self.head + self.len) % self.active;
         self.lens[i] = len_bytes as u16;
         self.due_ns[i] = due_ns;
         self.len += 1;
@@ -90,8 +105,23 @@ impl Ring {
     /// Removes the oldest packet.
     pub fn pop(&mut self) {
         assert!(!self.is_empty(), "pop on an empty ring");
-        self.head = (self.head + 1) % self.capacity();
+        self.head = (self.head + 1) % self.active;
         self.len -= 1;
+    }
+
+    /// Doubles the active region (capped by the capacity) of a ring that fills it, keeping
+    /// FIFO order: the packets in [head, active) move to the end of the new region.
+    fn grow(&mut self) {
+        debug_assert!(self.len == self.active && self.active < self.capacity());
+        let old = self.active;
+        let new = (old * 2).min(self.capacity());
+        let moved = old - self.head; // packets from head to the old end
+        let new_head = new - moved;
+        self.slots.copy_within(self.head * SLOT_BYTES..old * SLOT_BYTES, new_head * SLOT_BYTES);
+        self.lens.copy_within(self.head..old, new_head);
+        self.due_ns.copy_within(self.head..old, new_head);
+        self.head = new_head;
+        self.active = new;
     }
 }
 
@@ -133,6 +163,40 @@ mod tests {
             assert!(push(&mut r, 0, 1, 0));
             r.pop();
         }
+    }
+
+    #[test]
+    fn growing_keeps_fifo_order() {
+        // Capacity above the initial active region: the ring wraps, then grows twice with
+        // the head in the middle, and still returns every packet in order.
+        let cap = INITIAL_ACTIVE_SLOTS * 3;
+        let mut r = Ring::new(cap);
+        let mut next_in = 0u64;
+        let mut next_out = 0u64;
+        // Move the head to the middle of the initial region.
+        for _ in 0..INITIAL_ACTIVE_SLOTS / 2 {
+            assert!(push(&mut r, next_in as u8, 3, next_in));
+            next_in += 1;
+        }
+        for _ in 0..INITIAL_ACTIVE_SLOTS / 2 {
+            assert_eq!(r.head_due_ns(), Some(next_out));
+            r.pop();
+            next_out += 1;
+        }
+        while push(&mut r, next_in as u8, 1 + (next_in % 100) as usize, next_in) {
+            next_in += 1;
+        }
+        assert_eq!(r.len(), cap);
+        assert_eq!(r.active, cap);
+        while let Some(due) = r.head_due_ns() {
+            assert_eq!(due, next_out);
+            let p = r.head_packet().unwrap();
+            assert_eq!(p.len(), 1 + (next_out % 100) as usize);
+            assert!(p.iter().all(|&b| b == next_out as u8));
+            r.pop();
+            next_out += 1;
+        }
+        assert_eq!(next_out, next_in);
     }
 
     #[test]

@@ -71,6 +71,19 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Runs the calling process under SCHED_FIFO at `priority` (1..=99): it then preempts
+/// every normal (CFS) task on its CPU as soon as it is runnable; the kernel's RT throttling
+/// (sched_rt_runtime_us, 95 % of each second by default) still leaves the others a share.
+pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: priority };
+    // SAFETY: pid 0 = the calling thread; `param` is a valid sched_param for the call.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Sets this thread's timer slack (how late the kernel may fire its timers to batch
 /// wake-ups; 50 us by default) to `slack_ns`.
 pub fn set_timer_slack_ns(slack_ns: u64) -> io::Result<()> {

@@ -1,0 +1,1 @@
+"""The scenario on the running Linux kernel, in network namespaces (``tcplab kernel run``)."""
