@@ -228,12 +228,22 @@ def wire():
         sh("ip", "-n", NS_B, "route", "add", "blackhole", f"{SINK_ADDR.rsplit('.', 1)[0]}.0/24")
         yield
     finally:
+        while _STARTED:  # lines a failing test left running: by PID, ours only
+            line = _STARTED.pop()
+            if line.running:
+                line.kill()
         _delete_namespaces()
         assert _our_namespaces() == []
 
 
+_STARTED: list[dl.DelayLine] = []
+
+
 def start_line(tmp_path: Path, delay_ns: int, **kw) -> dl.DelayLine:
+    """A line forwarding A <-> B with delay_ns each way (stopped by the wire fixture at the
+    latest)."""
     line = dl.DelayLine(NS_W, [("tab", delay_ns), ("tba", delay_ns)], LINE_CPU, tmp_path / "line.json", **kw)
+    _STARTED.append(line)
     line.start()
     for cmd in dl.wire_commands(NS_W, "wa", "wb", "tab", "tba"):
         sh(*cmd)
@@ -339,6 +349,9 @@ def test_added_rtt_is_under_1ms(tmp_path, delay_ms):
 
 # A paced UDP sender (stdlib only) run inside NS_A: 1472-byte payloads = 1500-byte IP
 # packets, at PPS for DURATION_S, pinned to the traffic CPU. Prints what it sent as JSON.
+# When it was descheduled it does not catch up with a burst above the rate (at most
+# MAX_BURST packets back to back): the slots it missed are counted as skipped, and a run
+# that offered less than 99 % of the rate is not a measurement (the test skips).
 BLASTER = textwrap.dedent(
     """
     import json, os, socket, sys, time
@@ -348,7 +361,8 @@ BLASTER = textwrap.dedent(
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     s.connect((dst, 9))
     send, clock, buf = s.send, time.monotonic_ns, bytes(1472)
-    sent = errors = 0
+    MAX_BURST = 32
+    sent = errors = skipped = slot = 0
     t0 = clock()
     end = t0 + int(duration_s * 1e9)
     while True:
@@ -356,13 +370,17 @@ BLASTER = textwrap.dedent(
         if now >= end:
             break
         due = (now - t0) * pps // 1_000_000_000
-        while sent < due:
+        if due - slot > MAX_BURST:  # descheduled: skip the missed slots, no catch-up burst
+            skipped += due - MAX_BURST - slot
+            slot = due - MAX_BURST
+        while slot < due:
             try:
                 send(buf)
+                sent += 1
             except OSError:
                 errors += 1
-            sent += 1
-    print(json.dumps({"sent": sent, "errors": errors, "elapsed_ns": clock() - t0}))
+            slot += 1
+    print(json.dumps({"sent": sent, "errors": errors, "skipped": skipped, "elapsed_ns": clock() - t0}))
     """
 )
 
@@ -411,9 +429,10 @@ def busy_cpus(window_s: float) -> float:
 
 def require_quiet(when: str, window_s: float) -> None:
     """Skips the test when other processes keep the machine busy (a capacity figure measured
-    next to them says nothing about the line)."""
+    next to them says nothing about the line); TCPLAB_TEST_ALLOW_BUSY=1 measures anyway."""
     busy = busy_cpus(window_s)
-    if busy > QUIET_MAX_BUSY_CPUS:
+    print(f"{busy:.2f} CPUs busy {when} the measurement")
+    if busy > QUIET_MAX_BUSY_CPUS and not os.environ.get("TCPLAB_TEST_ALLOW_BUSY"):
         pytest.skip(f"machine not quiet {when} the measurement: {busy:.2f} CPUs busy (> {QUIET_MAX_BUSY_CPUS})")
 
 
@@ -440,8 +459,8 @@ def test_capacity_1gbit_without_drops(tmp_path):
     """At 1 ms, 1.05 Gbit/s of 1500-byte packets (87.5 kpps) for 2 s: every packet
     forwarded and delivered, none dropped; the line never falls seconds behind."""
     rate_bps, duration_s = 1.05 * GBIT, 2.0
-    line = start_line(tmp_path, 1_000_000)
     require_quiet("before", 1.0)
+    line = start_line(tmp_path, 1_000_000)
     try:
         result = blast(rate_bps, duration_s)
     finally:
@@ -464,8 +483,8 @@ def test_capacity_saturated(tmp_path):
     one CPU together with the kernel's forwarding that its writes carry), it still forwards
     at least 1 Gbit/s; the figure is printed (BENCHMARKS.md)."""
     rate_bps, duration_s = 1.6 * GBIT, 3.0
-    line = start_line(tmp_path, 1_000_000)
     require_quiet("before", 1.0)
+    line = start_line(tmp_path, 1_000_000)
     try:
         result = blast(rate_bps, duration_s)
     finally:
@@ -490,6 +509,7 @@ def test_nothing_left_after_stop_or_sigkill(tmp_path):
 
     # SIGKILL: the TUNs go with the process (not persistent); its last stats remain.
     line = dl.DelayLine(NS_W, [("tab", 1_000_000), ("tba", 1_000_000)], LINE_CPU, tmp_path / "killed.json")
+    _STARTED.append(line)
     line.start()
     pid = line.pid
     os.kill(pid, signal.SIGKILL)

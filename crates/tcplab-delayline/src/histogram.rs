@@ -13,6 +13,7 @@ const SUB_COUNT: usize = 1 << SUB_BITS;
 /// Enough buckets for every u64: exponents 5..=63 give 59 groups after the linear one.
 const BUCKETS: usize = (64 - SUB_BITS as usize + 1) * SUB_COUNT;
 
+#[derive(Clone)]
 pub struct Histogram {
     counts: Box<[u64; BUCKETS]>,
     count: u64,

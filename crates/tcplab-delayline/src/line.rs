@@ -18,16 +18,25 @@
 //!    due packet (timer slack 1 ns makes the hrtimer fire on time), then spin on the clock,
 //!    still reading, until it is due. The margin (50 us to 2 ms, starting at 200 us)
 //!    follows the timer wake-ups' observed lateness: 1.5 x the latest + 20 us, decaying by
-//!    1/64 per wake-up, so the spin absorbs a VM's slow wake-ups from idle.
+//!    1/64 per wake-up, so the spin absorbs a VM's slow wake-ups from idle. The line runs
+//!    under SCHED_FIFO (main.rs) and must leave the CPU now and then, or the kernel's RT
+//!    throttling stops it for tens of ms: when it was busy more than 80 % of the last
+//!    100 ms (high packet rates), it sleeps until the due time instead of spinning
+//!    (lateness = the timer's wake-up latency, tens of us on a VM).
 //!
-//! Stats are written every second (when no packet is due in the next millisecond, so the
-//! file write does not delay one; at the latest a second later) and on SIGTERM/SIGINT.
+//! Stats are written every second and on SIGTERM/SIGINT. The periodic write is done by a
+//! second, normal-priority thread (a file write can block for tens of ms on a busy disk):
+//! the loop hands it a snapshot (a copy of the counters, once a second, when no packet is
+//! due in the next millisecond, at the latest a second later). The packet path is the one
+//! thread above.
 #![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::JoinHandle;
 
 use crate::args::Options;
 use crate::ring::{Ring, SLOT_BYTES};
@@ -41,6 +50,13 @@ use crate::sys;
 const SPIN_MIN_NS: u64 = 50_000;
 const SPIN_MAX_NS: u64 = 2_000_000;
 const SPIN_START_NS: u64 = 200_000;
+/// The line spins only while it was busy (not asleep in ppoll) at most SPIN_MAX_BUSY_PERCENT
+/// of the current BUSY_WINDOW_NS window. A SCHED_FIFO task that never sleeps hits the
+/// kernel's RT throttling (sched_rt_runtime_us: 950 ms per second) and is then stopped for
+/// the rest of the second, tens of ms: far worse than a timer's wake-up latency. Without
+/// the spin, the loop sleeps in ppoll until the due time itself.
+const BUSY_WINDOW_NS: u64 = 100_000_000;
+const SPIN_MAX_BUSY_PERCENT: u64 = 80;
 /// Period of the stats file.
 const STATS_INTERVAL_NS: u64 = 1_000_000_000;
 /// The periodic stats write waits for a gap of this long before the next due packet.
@@ -66,6 +82,12 @@ pub struct Line {
     stop: bool,
     /// The current spin margin (SPIN_MIN_NS..=SPIN_MAX_NS).
     spin_ns: u64,
+    /// Snapshots for the periodic stats writer (with --stats).
+    writer: Option<SyncSender<Vec<TunStats>>>,
+    writer_thread: Option<JoinHandle<()>>,
+    /// Start of the current busy-accounting window and the time slept in ppoll since.
+    window_start_ns: u64,
+    window_slept_ns: u64,
 }
 
 fn err(what: String, e: io::Error) -> io::Error {
@@ -85,6 +107,14 @@ impl Line {
         }
         let mut pollfds: Vec<libc::pollfd> = tuns.iter().map(|t| sys::poll_in(t.file.as_raw_fd())).collect();
         pollfds.push(sys::poll_in(signals.as_raw_fd()));
+        let (writer, writer_thread) = match &options.stats_path {
+            Some(path) => {
+                let (tx, handle) = spawn_writer(path.clone(), options.cpu)
+                    .map_err(|e| err("cannot start the stats writer thread".into(), e))?;
+                (Some(tx), Some(handle))
+            }
+            None => (None, None),
+        };
         Ok(Line {
             tuns,
             signals: File::from(signals),
@@ -94,6 +124,10 @@ impl Line {
             cpu: options.cpu,
             stop: false,
             spin_ns: SPIN_START_NS,
+            writer,
+            writer_thread,
+            window_start_ns: 0,
+            window_slept_ns: 0,
         })
     }
 
@@ -108,7 +142,7 @@ impl Line {
             let now = sys::monotonic_ns();
             let next_due = self.next_due_ns();
             if now >= next_stats && (next_due.is_none_or(|d| d > now + STATS_GAP_NS) || now >= next_stats + STATS_INTERVAL_NS) {
-                self.write_stats_file()?;
+                self.queue_stats_file();
                 next_stats = now + STATS_INTERVAL_NS;
             }
             if now >= next_signal_check {
@@ -120,16 +154,21 @@ impl Line {
             }
             let wake = match next_due {
                 Some(due) if due <= now + self.spin_ns => {
-                    self.spin_until(due)?;
-                    continue;
+                    if self.may_spin(now) {
+                        self.spin_until(due)?;
+                        continue;
+                    }
+                    due
                 }
                 Some(due) => (due - self.spin_ns).min(next_stats),
                 None => next_stats,
             };
             let ready = sys::ppoll(&mut self.pollfds, Some(wake.saturating_sub(now)))
                 .map_err(|e| err("ppoll failed".into(), e))?;
+            let woke = sys::monotonic_ns();
+            self.window_slept_ns += woke.saturating_sub(now);
             if ready == 0 {
-                self.adapt_spin(sys::monotonic_ns().saturating_sub(wake));
+                self.adapt_spin(woke.saturating_sub(wake));
             }
             if self.pollfds.last().is_some_and(|p| p.revents & libc::POLLIN != 0) {
                 self.check_signals();
@@ -203,6 +242,19 @@ impl Line {
         Ok(more)
     }
 
+    /// Whether the loop may spin now (see SPIN_MAX_BUSY_PERCENT); starts a new accounting
+    /// window every BUSY_WINDOW_NS.
+    fn may_spin(&mut self, now: u64) -> bool {
+        let elapsed = now.saturating_sub(self.window_start_ns);
+        if elapsed >= BUSY_WINDOW_NS {
+            self.window_start_ns = now;
+            self.window_slept_ns = 0;
+            return true;
+        }
+        let busy = elapsed - self.window_slept_ns.min(elapsed);
+        busy * 100 <= elapsed * SPIN_MAX_BUSY_PERCENT
+    }
+
     /// Follows the timer's wake-up lateness `late_ns` (see SPIN_MIN_NS).
     fn adapt_spin(&mut self, late_ns: u64) {
         let wanted = late_ns + late_ns / 2 + 20_000;
@@ -229,38 +281,54 @@ impl Line {
         }
     }
 
-    /// Refreshes the kernel-side drops (tx_dropped of each TUN in this namespace).
-    fn refresh_kernel_drops(&mut self) {
-        // /proc/self/net is the calling process's network namespace, whatever /sys shows.
-        let Ok(text) = std::fs::read_to_string("/proc/self/net/dev") else { return };
-        for t in &mut self.tuns {
-            if let Some(d) = stats::tx_dropped_from_proc_net_dev(&text, &t.stats.name) {
-                t.stats.kernel_drops = d;
-            }
+    /// Writes the stats file now, from this thread (at start; errors are reported).
+    pub fn write_stats_file(&mut self) -> io::Result<()> {
+        let Some(path) = self.stats_path.clone() else { return Ok(()) };
+        let mut snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
+        stats::write_file(&path, &mut snapshot, self.cpu)
+    }
+
+    /// Hands a snapshot of the stats to the writer thread (the periodic file). A file write
+    /// can block for tens of ms on a busy disk; the loop must not. If the writer is still
+    /// busy with the previous snapshot, this one is skipped.
+    fn queue_stats_file(&mut self) {
+        if let Some(writer) = &self.writer {
+            let snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
+            let _ = writer.try_send(snapshot);
         }
     }
 
-    fn stats_json(&mut self) -> String {
-        self.refresh_kernel_drops();
-        let all: Vec<&TunStats> = self.tuns.iter().map(|t| &t.stats).collect();
-        stats::to_json(&all, self.cpu)
-    }
-
-    /// Writes the stats file (when --stats was given).
-    pub fn write_stats_file(&mut self) -> io::Result<()> {
-        let Some(path) = self.stats_path.clone() else { return Ok(()) };
-        let text = self.stats_json();
-        stats::write_atomic(&path, &text).map_err(|e| err(format!("cannot write stats {}", path.display()), e))
-    }
-
-    /// The stats at exit: to the file, or to stdout without --stats.
+    /// The stats at exit: to the file (after the writer thread finished), or to stdout
+    /// without --stats.
     fn final_stats(&mut self) -> io::Result<()> {
+        if let Some(writer) = self.writer.take() {
+            drop(writer); // the thread's recv() ends
+            if let Some(handle) = self.writer_thread.take() {
+                let _ = handle.join();
+            }
+        }
         if self.stats_path.is_some() {
             return self.write_stats_file();
         }
-        let text = self.stats_json();
+        let mut snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
+        stats::refresh_kernel_drops(&mut snapshot);
+        let all: Vec<&TunStats> = snapshot.iter().collect();
         let mut out = io::stdout().lock();
-        out.write_all(text.as_bytes())?;
+        out.write_all(stats::to_json(&all, self.cpu).as_bytes())?;
         out.flush()
     }
+}
+
+/// The periodic stats writer: a normal-priority thread that writes every snapshot it is
+/// handed to `path` (errors are left to the final, synchronous write to report).
+fn spawn_writer(path: PathBuf, cpu: Option<usize>) -> io::Result<(SyncSender<Vec<TunStats>>, JoinHandle<()>)> {
+    let (tx, rx) = sync_channel::<Vec<TunStats>>(1);
+    let handle = std::thread::Builder::new().name("stats-writer".into()).spawn(move || {
+        // It inherits the line's SCHED_FIFO; file writes need none of it.
+        let _ = sys::set_normal_scheduling();
+        while let Ok(mut snapshot) = rx.recv() {
+            let _ = stats::write_file(&path, &mut snapshot, cpu);
+        }
+    })?;
+    Ok((tx, handle))
 }

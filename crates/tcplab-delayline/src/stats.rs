@@ -22,6 +22,7 @@ use std::path::Path;
 use crate::histogram::Histogram;
 
 /// Counters of one TUN (one direction of the wire).
+#[derive(Clone)]
 pub struct TunStats {
     pub name: String,
     pub delay_ns: u64,
@@ -114,6 +115,25 @@ pub fn write_atomic(path: &Path, text: &str) -> io::Result<()> {
     tmp.push(".tmp");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
+}
+
+/// Fills in `kernel_drops` of every TUN from this namespace's /proc/self/net/dev (the
+/// calling process's network namespace, whatever /sys shows); unchanged when unreadable.
+pub fn refresh_kernel_drops(tuns: &mut [TunStats]) {
+    let Ok(text) = std::fs::read_to_string("/proc/self/net/dev") else { return };
+    for t in tuns {
+        if let Some(d) = tx_dropped_from_proc_net_dev(&text, &t.name) {
+            t.kernel_drops = d;
+        }
+    }
+}
+
+/// The stats of `tuns` (kernel drops refreshed) written atomically to `path`.
+pub fn write_file(path: &Path, tuns: &mut [TunStats], cpu: Option<usize>) -> io::Result<()> {
+    refresh_kernel_drops(tuns);
+    let all: Vec<&TunStats> = tuns.iter().collect();
+    write_atomic(path, &to_json(&all, cpu))
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot write stats {}: {e}", path.display())))
 }
 
 /// The `tx_dropped` counter of every device named in `names`, from the text of

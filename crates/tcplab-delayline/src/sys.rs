@@ -84,6 +84,17 @@ pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Puts the calling thread back under normal scheduling (SCHED_OTHER).
+pub fn set_normal_scheduling() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 = the calling thread; `param` is a valid sched_param for the call.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Sets this thread's timer slack (how late the kernel may fire its timers to batch
 /// wake-ups; 50 us by default) to `slack_ns`.
 pub fn set_timer_slack_ns(slack_ns: u64) -> io::Result<()> {
@@ -113,8 +124,8 @@ pub fn termination_signalfd() -> io::Result<OwnedFd> {
             return Err(io::Error::last_os_error());
         }
     }
-    // SAFETY: `mask` is initialised; a null old-set pointer is allowed. The process has
-    // one thread, so the process-wide mask is this thread's mask.
+    // SAFETY: `mask` is initialised; a null old-set pointer is allowed. Called before any
+    // other thread exists, so every later thread inherits the mask.
     if unsafe { libc::sigprocmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut()) } < 0 {
         return Err(io::Error::last_os_error());
     }
