@@ -176,16 +176,33 @@ def _probe_qdiscs_in_netns(prefix: str) -> list[str]:
             if kind == "ingress":
                 args = ["tc", "-n", ns, "qdisc", "add", "dev", "lo", "ingress"]
             elif kind == "tbf":
-                args = ["tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1mbit", "burst", "10k",
-                        "limit", "10k"]
+                args = [
+                    "tc",
+                    "-n",
+                    ns,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    "lo",
+                    "root",
+                    "tbf",
+                    "rate",
+                    "1mbit",
+                    "burst",
+                    "10k",
+                    "limit",
+                    "10k",
+                ]
             elif kind == "htb":
                 args = ["tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "htb"]
             else:
                 args = ["tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", kind]
             if subprocess.run(args, capture_output=True).returncode == 0:
                 found.append(kind)
-                subprocess.run(["tc", "-n", ns, "qdisc", "del", "dev", "lo", "ingress" if kind == "ingress" else "root"],
-                               capture_output=True)
+                subprocess.run(
+                    ["tc", "-n", ns, "qdisc", "del", "dev", "lo", "ingress" if kind == "ingress" else "root"],
+                    capture_output=True,
+                )
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     return found

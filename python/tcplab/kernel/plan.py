@@ -289,8 +289,9 @@ def _rate(bps: int) -> str:
     return f"{int(bps)}bit"
 
 
-def _tbf_args(rate_bps: int, burst_bytes: int, limit_bytes: int, peak_bps: int | None = None,
-              mtu_bytes: int | None = None) -> list[str]:
+def _tbf_args(
+    rate_bps: int, burst_bytes: int, limit_bytes: int, peak_bps: int | None = None, mtu_bytes: int | None = None
+) -> list[str]:
     """iproute2 tc/q_tbf.c arguments: ``tbf rate R burst B limit L [peakrate P mtu M]``."""
     args = ["tbf", "rate", _rate(rate_bps), "burst", str(int(burst_bytes)), "limit", str(int(limit_bytes))]
     if peak_bps:
@@ -307,14 +308,22 @@ def _generic_qdisc_args(kind: str, queue: Mapping[str, Any]) -> list[str]:
     """fq/fq_codel and other kinds: the config's keys as tc options (unit suffixes become tc
     units, booleans flags). Only reached on kernels that have them (not this project's VMs)."""
     args = [kind]
-    names = {"limit_packets": "limit", "quantum_bytes": "quantum", "initial_quantum_bytes": "initial_quantum",
-             "flow_limit_packets": "flow_limit", "memory_limit_bytes": "memory_limit"}
+    names = {
+        "limit_packets": "limit",
+        "quantum_bytes": "quantum",
+        "initial_quantum_bytes": "initial_quantum",
+        "flow_limit_packets": "flow_limit",
+        "memory_limit_bytes": "memory_limit",
+    }
     for key, value in queue.items():
         if key in ("kind", "child") or value is None:
             continue
         if isinstance(value, bool):
-            flag = {"horizon_drop": ("horizon_drop", "horizon_cap"), "ecn": ("ecn", "noecn"),
-                    "pacing": ("pacing", "nopacing")}.get(key)
+            flag = {
+                "horizon_drop": ("horizon_drop", "horizon_cap"),
+                "ecn": ("ecn", "noecn"),
+                "pacing": ("pacing", "nopacing"),
+            }.get(key)
             if flag:
                 args.append(flag[0] if value else flag[1])
             continue
@@ -342,8 +351,13 @@ def _queue_args(queue: Mapping[str, Any], env: KernelEnv, path: str) -> list[str
             raise _unsupported("a tbf with a child queue inside a router's shaper", f"{path}.child", queue["child"])
         if not env.has_qdisc("tbf"):
             raise _unavailable("sch_tbf", f"{path}.qdisc", "tbf")
-        return _tbf_args(queue["rate_bps"], queue["burst_bytes"], queue["limit_bytes"], queue.get("peakrate_bps"),
-                         queue.get("mtu_bytes"))
+        return _tbf_args(
+            queue["rate_bps"],
+            queue["burst_bytes"],
+            queue["limit_bytes"],
+            queue.get("peakrate_bps"),
+            queue.get("mtu_bytes"),
+        )
     if kind in ("fq", "fq_codel", "netem", "codel", "sfq", "cake", "pie", "htb"):
         if not env.has_qdisc(kind):
             raise KernelUnsupported(f"kernel: sch_{kind} is not available on this kernel ({path}.qdisc={kind})")
@@ -355,23 +369,66 @@ def _check_nodes(config: Mapping[str, Any], env: KernelEnv, departures: list[str
     for node in config["nodes"]:
         name = node["name"]
         where = "hosts" if node.get("kind") == "host" else "routers"
+        for key, value in node.items():
+            if key not in KNOWN_NODE_KEYS and value not in (None, False, [], {}):
+                raise _unsupported(f"the node setting {key}", f"{where}.{name}.{key}", value)
         if node.get("cpu"):
             raise _unsupported("a host CPU model", f"{where}.{name}.cpu", "set")
         if node.get("nic"):
             raise _unsupported("a NIC model (receive ring)", f"{where}.{name}.nic", "set")
         if node.get("forwarding") and node.get("kind") == "host":
-            raise _unsupported("a host that forwards (pods)", f"pods (on {name})", "set")
+            raise KernelUnsupported(
+                f"kernel: pods are not supported in kernel mode (hosts.{name}: a host forwarding for pods)"
+            )
         if node.get("kind") not in ("host", "router"):
             raise _unsupported(f"a node of kind {node.get('kind')}", f"nodes.{name}.kind", node.get("kind"))
         hz = node.get("hz")
         if hz and env.hz and int(hz) != env.hz:
-            departures.append(f"{name}: the scenario's HZ {hz} differs from the kernel's {env.hz}: "
-                              "delayed-ACK and RTO timers tick at the kernel's")
+            departures.append(
+                f"{name}: the scenario's HZ {hz} differs from the kernel's {env.hz}: "
+                "delayed-ACK and RTO timers tick at the kernel's"
+            )
+
+
+#: Engine config keys kernel mode understands; any other key with a value is refused, so a
+#: feature added to the simulator later is never silently dropped from a kernel run.
+KNOWN_LINK_KEYS = {
+    "name",
+    "from",
+    "to",
+    "rate_bps",
+    "delay_ns",
+    "overhead_bytes",
+    "loss",
+    "loss_filter",
+    "reorder",
+    "queue",
+    "edt",
+    "orphan",
+}
+KNOWN_NODE_KEYS = {"name", "kind", "hz", "cpu", "nic", "forwarding"}
+KNOWN_FLOW_KEYS = {
+    "name",
+    "src",
+    "dst",
+    "cc",
+    "start_ns",
+    "stop_ns",
+    "app",
+    "tcp",
+    "cc_params",
+    "data_side",
+    "reader",
+    "sample",
+}
 
 
 def _check_links(config: Mapping[str, Any], env: KernelEnv) -> None:
     for i, link in enumerate(config["links"]):
         path = _link_path(config, i)
+        for key, value in link.items():
+            if key not in KNOWN_LINK_KEYS and value not in (None, False, [], {}):
+                raise _unsupported(f"the link setting {key}", f"{path}.{key}", value)
         if link.get("reorder"):
             raise _unsupported("reordering", f"{path}.reorder", "set")
         if link.get("edt"):
@@ -441,6 +498,9 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
 
     for i, flow in enumerate(flows_cfg):
         fpath = f"flows.{i}"
+        for key, value in flow.items():
+            if key not in KNOWN_FLOW_KEYS and value not in (None, False, [], {}):
+                raise _unsupported(f"the flow setting {key}", f"{fpath}.{key}", value)
         app = _app_of(config, i, flow)
         kind = app.get("kind")
         if kind not in SUPPORTED_APPS:
@@ -476,11 +536,21 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         data_src, data_dst = (src, dst) if data_side == "client" else (dst, src)
         for key, value in tcp.items():
             if key in SENDER_SYSCTLS:
-                merge(sender_sysctls.setdefault(data_src, {}), SENDER_SYSCTLS[key], value, f"{fpath}.tcp.{key}",
-                      names[data_src])
+                merge(
+                    sender_sysctls.setdefault(data_src, {}),
+                    SENDER_SYSCTLS[key],
+                    value,
+                    f"{fpath}.tcp.{key}",
+                    names[data_src],
+                )
             elif key in RECEIVER_SYSCTLS:
-                merge(receiver_sysctls.setdefault(data_dst, {}), RECEIVER_SYSCTLS[key], value, f"{fpath}.tcp.{key}",
-                      names[data_dst])
+                merge(
+                    receiver_sysctls.setdefault(data_dst, {}),
+                    RECEIVER_SYSCTLS[key],
+                    value,
+                    f"{fpath}.tcp.{key}",
+                    names[data_dst],
+                )
             elif key not in _TCP_OTHER:
                 raise _unsupported(f"the TCP setting {key}", f"{fpath}.tcp.{key}", value)
         for a, b in ((data_src, data_dst), (data_dst, data_src)):
@@ -557,29 +627,72 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
             addr_cmds.append(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
         addr_cmds.append(["ip", "-n", ns, "link", "set", dev, "up"])
         if dev != "lo":
-            offload_cmds.append(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro",
-                                 "off"])
+            offload_cmds.append(
+                ["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"]
+            )
 
     for entry in range(len(links_cfg) // 2):
         fwd, rev = links_cfg[2 * entry], links_cfg[2 * entry + 1]
         a, b = int(fwd["from"]), int(fwd["to"])
         ns_a, ns_b = nodes[a].ns, nodes[b].ns
         dev_a, dev_b = devices[2 * entry][1], devices[2 * entry + 1][1]
-        lossy = [(link.get("loss") or {}).get("kind") == "bernoulli" and float(link["loss"].get("p", 0)) > 0
-                 for link in (fwd, rev)]
+        lossy = [
+            (link.get("loss") or {}).get("kind") == "bernoulli" and float(link["loss"].get("p", 0)) > 0
+            for link in (fwd, rev)
+        ]
         delayed = [int(link["delay_ns"]) >= WIRE_MIN_DELAY_NS for link in (fwd, rev)]
-        for link_index, link in ((2 * entry, fwd), (2 * entry + 1, rev)):
+        for link in (fwd, rev):
             if 0 < int(link["delay_ns"]) < WIRE_MIN_DELAY_NS:
-                departures.append(f"{link['name']}: delay {int(link['delay_ns']) / 1000:g} us left to the veth "
-                                  f"(below {WIRE_MIN_DELAY_NS // 1000} us, no delay line)")
+                departures.append(
+                    f"{link['name']}: delay {int(link['delay_ns']) / 1000:g} us left to the veth "
+                    f"(below {WIRE_MIN_DELAY_NS // 1000} us, no delay line)"
+                )
         a_addr, a_peer = _transfer(entry, 1), _transfer(entry, 2)
         if any(lossy) or any(delayed):
             w = f"{prefix}-w{entry}"
             b_addr, b_peer = _transfer(entry, 5), _transfer(entry, 6)
-            link_cmds.append(["ip", "-n", ns_a, "link", "add", dev_a, "mtu", str(mtu), "type", "veth", "peer", "name",
-                              "wa", "netns", w, "mtu", str(mtu)])
-            link_cmds.append(["ip", "-n", ns_b, "link", "add", dev_b, "mtu", str(mtu), "type", "veth", "peer", "name",
-                              "wb", "netns", w, "mtu", str(mtu)])
+            link_cmds.append(
+                [
+                    "ip",
+                    "-n",
+                    ns_a,
+                    "link",
+                    "add",
+                    dev_a,
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "wa",
+                    "netns",
+                    w,
+                    "mtu",
+                    str(mtu),
+                ]
+            )
+            link_cmds.append(
+                [
+                    "ip",
+                    "-n",
+                    ns_b,
+                    "link",
+                    "add",
+                    dev_b,
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "wb",
+                    "netns",
+                    w,
+                    "mtu",
+                    str(mtu),
+                ]
+            )
             veths.append(VethPair(ns_a, dev_a, a_addr + "/30", w, "wa", a_peer + "/30", mtu, entry))
             veths.append(VethPair(ns_b, dev_b, b_addr + "/30", w, "wb", b_peer + "/30", mtu, entry))
             up(ns_a, dev_a, a_addr + "/30")
@@ -604,18 +717,23 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
                     in_table = str(100 + 2 * d)
                     tuns.append(WireTun(tun, int(link["delay_ns"]), link_index))
                     tun_cmds.append(["ip", "-n", w, "link", "set", tun, "mtu", str(mtu), "up"])
-                    tun_cmds.append(["ip", "netns", "exec", w, "ethtool", "-K", tun, "tso", "off", "gso", "off", "gro",
-                                     "off"])
+                    tun_cmds.append(
+                        ["ip", "netns", "exec", w, "ethtool", "-K", tun, "tso", "off", "gso", "off", "gro", "off"]
+                    )
                     tun_cmds.append(["ip", "-n", w, "route", "add", "default", "dev", tun, "table", in_table])
-                    tun_cmds.append(["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup",
-                                     in_table])
-                    tun_cmds.append(["ip", "-n", w, "rule", "add", "pref", str(1001 + 10 * d), "iif", tun, "lookup",
-                                     out_table])
+                    tun_cmds.append(
+                        ["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", in_table]
+                    )
+                    tun_cmds.append(
+                        ["ip", "-n", w, "rule", "add", "pref", str(1001 + 10 * d), "iif", tun, "lookup", out_table]
+                    )
                 else:
-                    rules.append(["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup",
-                                  out_table])
-                rules.insert(0, ["ip", "-n", w, "route", "add", "default", "via", nexthop, "dev", oif, "table",
-                                 out_table])
+                    rules.append(
+                        ["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", out_table]
+                    )
+                rules.insert(
+                    0, ["ip", "-n", w, "route", "add", "default", "via", nexthop, "dev", oif, "table", out_table]
+                )
             nft = _nft_ruleset(config, entry, lossy)
             wire = WireNs(
                 ns=w,
@@ -635,8 +753,27 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
             )
             wires.append(wire)
         else:
-            link_cmds.append(["ip", "-n", ns_a, "link", "add", dev_a, "mtu", str(mtu), "type", "veth", "peer", "name",
-                              dev_b, "netns", ns_b, "mtu", str(mtu)])
+            link_cmds.append(
+                [
+                    "ip",
+                    "-n",
+                    ns_a,
+                    "link",
+                    "add",
+                    dev_a,
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    dev_b,
+                    "netns",
+                    ns_b,
+                    "mtu",
+                    str(mtu),
+                ]
+            )
             veths.append(VethPair(ns_a, dev_a, a_addr + "/30", ns_b, dev_b, a_peer + "/30", mtu, entry))
             up(ns_a, dev_a, a_addr + "/30")
             up(ns_b, dev_b, a_peer + "/30")
@@ -662,8 +799,22 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
             burst = max(2 * FRAME_BYTES, rate * options.tbf_burst_us // 8_000_000)
             stab = ["stab", "overhead", str(overhead - 14), "linklayer", "ethernet"] if overhead != 14 else []
             # tbf's own limit only sizes the bfifo it creates; the child below replaces it.
-            cmds.append(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", *stab,
-                         *_tbf_args(rate, burst, max(_child_limit_bytes(queue), FRAME_BYTES))])
+            cmds.append(
+                [
+                    "tc",
+                    "-n",
+                    ns,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    dev,
+                    "root",
+                    "handle",
+                    "1:",
+                    *stab,
+                    *_tbf_args(rate, burst, max(_child_limit_bytes(queue), FRAME_BYTES)),
+                ]
+            )
             cmds.append(["tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *child])
         else:
             cmds.append(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", *child])
@@ -690,8 +841,20 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
             if not route:
                 continue
             dev, nexthop = hop_of[route[0]]
-            cmd = ["ip", "-n", nodes[src].ns, "route", "add", node_address(dst) + "/32", "via", nexthop, "dev", dev,
-                   "src", node_address(src)]
+            cmd = [
+                "ip",
+                "-n",
+                nodes[src].ns,
+                "route",
+                "add",
+                node_address(dst) + "/32",
+                "via",
+                nexthop,
+                "dev",
+                dev,
+                "src",
+                node_address(src),
+            ]
             for key, (value, _p) in route_attrs.get((src, dst), {}).items():
                 cmd += ["initcwnd", str(value)] if key == "initcwnd" else ["rto_min", "lock", f"{value}ms"]
             route_cmds.append(cmd)

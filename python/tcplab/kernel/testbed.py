@@ -23,6 +23,7 @@ killed outright (SIGKILL), they stop by themselves; the namespaces then remain u
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shlex
@@ -107,10 +108,8 @@ def _kill_pids(pids: Sequence[int], grace_s: float = KILL_GRACE_S) -> None:
         if not live:
             return
         for p in live:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(p, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and any(_alive(p) for p in live):
             time.sleep(0.02)
@@ -167,7 +166,9 @@ class Testbed:
         self._down = False
 
     # -- commands --------------------------------------------------------------------------------
-    def run(self, argv: Sequence[str], *, check: bool = True, input_text: str | None = None) -> subprocess.CompletedProcess:
+    def run(
+        self, argv: Sequence[str], *, check: bool = True, input_text: str | None = None
+    ) -> subprocess.CompletedProcess:
         """Run one command, record it; a failure raises :class:`KernelError` naming it."""
         text = shlex.join(argv)
         try:
@@ -252,8 +253,14 @@ class Testbed:
             line.start()
             pid = getattr(line, "pid", None)
             if pid:
-                self.log.append({"cmd": f"delay line in {w.ns}: " + " ".join(f"{t.name}:{t.delay_ns}" for t in w.tuns),
-                                 "rc": None, "pid": pid, "t_ns": time.monotonic_ns()})
+                self.log.append(
+                    {
+                        "cmd": f"delay line in {w.ns}: " + " ".join(f"{t.name}:{t.delay_ns}" for t in w.tuns),
+                        "rc": None,
+                        "pid": pid,
+                        "t_ns": time.monotonic_ns(),
+                    }
+                )
                 self.pids.append(int(pid))
             for cmd in w.tun_commands:
                 self.run(cmd)
