@@ -148,6 +148,8 @@ def cleanup(prefix: str = "tcplab") -> list[str]:
 class Testbed:
     """Build and tear down one plan's topology (module doc)."""
 
+    __test__ = False  # not a pytest test class despite the name
+
     def __init__(self, plan: Plan, workdir: str | Path, *, delayline_cpu: int = 1):
         self.plan = plan
         self.workdir = Path(workdir)
@@ -290,6 +292,9 @@ class Testbed:
                 proc.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 problems.append(f"process {proc.pid} did not exit")
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None and not pipe.closed:
+                    pipe.close()
         known = {p.pid for p in self._procs}
         for pid in self.pids:
             if pid not in known and _alive(pid):
@@ -385,6 +390,9 @@ class _ContractDelayLine:
             except subprocess.TimeoutExpired:
                 kill_group(self.proc.pid)
                 self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
         try:
             return json.loads(self.stats_path.read_text())
         except (OSError, ValueError):
