@@ -150,10 +150,11 @@ class Testbed:
 
     __test__ = False  # not a pytest test class despite the name
 
-    def __init__(self, plan: Plan, workdir: str | Path, *, delayline_cpu: int = 1):
+    def __init__(self, plan: Plan, workdir: str | Path, *, delayline_cpu: int = 1, delayline_rt_priority: int = 10):
         self.plan = plan
         self.workdir = Path(workdir)
         self.delayline_cpu = delayline_cpu
+        self.delayline_rt_priority = delayline_rt_priority
         #: Every command run: {"cmd": shell-quoted text, "rc": exit status, "t_ns": monotonic}.
         self.log: list[dict[str, Any]] = []
         #: Namespaces this testbed created (and only those are deleted).
@@ -264,8 +265,26 @@ class Testbed:
                     }
                 )
                 self.pids.append(int(pid))
+                if self.delayline_rt_priority > 0:
+                    self._realtime(int(pid), self.delayline_rt_priority)
             for cmd in w.tun_commands:
                 self.run(cmd)
+
+    def _realtime(self, pid: int, priority: int) -> None:
+        """SCHED_FIFO for every thread of ``pid``: a busy machine otherwise preempts the delay
+        line for tens of milliseconds (measured here: a 70 ms stall under load at normal
+        priority, 0.5 ms at most with SCHED_FIFO 20). The kernel's RT throttling
+        (sched_rt_runtime_us, 95 %) still leaves the CPU to others if it ever spun."""
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")] if os.path.isdir(f"/proc/{pid}/task") else [pid]
+        for tid in tids:
+            try:
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+                rc = 0
+            except OSError:
+                rc = 1
+            self.log.append(
+                {"cmd": f"sched_setscheduler {tid} SCHED_FIFO {priority}", "rc": rc, "t_ns": time.monotonic_ns()}
+            )
 
     # -- down -------------------------------------------------------------------------------------
     def stop_delaylines(self) -> dict[str, dict[str, Any]]:
