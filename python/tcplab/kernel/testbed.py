@@ -91,10 +91,12 @@ def kill_group(pid: int, grace_s: float = KILL_GRACE_S) -> None:
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 1.0)):
         try:
             os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            return
+        except (ProcessLookupError, PermissionError):
+            # not a group leader (started by someone else's Popen): the process alone
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if not _alive(pid):
