@@ -1,10 +1,11 @@
 """Errors of kernel mode (``tcplab kernel run``, ``tcplab validate``).
 
-:class:`KernelError`: something on the machine failed or is missing (not root, a tool or
-the delay line binary absent, a namespace that cannot be created, a process that died).
-:class:`KernelUnsupported`: the scenario asks for something the kernel path cannot build
-(raised before anything is created). Both are ``RuntimeError``s like
-:class:`tcplab.errors.EngineError`; the CLI reports them on one line with exit code 1.
+:class:`KernelError`: the kernel path failed (a command failed, a tool or the delay line is
+missing, a name it would create exists, not root); the CLI prints it as one line and exits 1
+(2 for "needs root"). :class:`KernelUnsupported`: the scenario asks for something the kernel
+path cannot build on this machine (sch_fq absent, a CPU model, an HLS application, ...);
+raised by :func:`tcplab.kernel.plan.make_plan` before anything is created, its message names
+the field path and the value.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ __all__ = ["KernelError", "KernelUnsupported"]
 
 
 class KernelError(RuntimeError):
-    """A kernel-mode run could not be set up or carried out; the message is one line."""
+    """A kernel-mode run could not be set up or carried out (one line, no traceback)."""
 
 
 class KernelUnsupported(KernelError):
-    """The scenario needs something kernel mode cannot do (the message names the field)."""
+    """The scenario needs something kernel mode cannot build here; nothing was created."""
