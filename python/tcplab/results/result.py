@@ -540,6 +540,8 @@ class Result:
         for row in self.links.to_dict("records"):
             links.append({k: _json_value(row.get(k)) for k in SUMMARY_LINK_KEYS})
         return {
+            # what made these numbers: the simulator (a kernel run, tcplab.kernel.result, says "kernel")
+            "kind": "simulation",
             "scenario": self.scenario.name,
             "title": self.title,
             "description": self.description,
@@ -606,6 +608,8 @@ class Result:
     def metadata(self) -> dict[str, Any]:
         """metadata.json: how and with what this run was made."""
         return {
+            # what made these numbers: the simulator (a kernel run, tcplab.kernel.result, says "kernel")
+            "kind": "simulation",
             "scenario": self.scenario.name,
             "title": self.title,
             "source": self.scenario.source,
