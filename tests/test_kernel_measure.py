@@ -282,6 +282,8 @@ def test_late_delay_line_invalidates(fixture):
     assert any("max 25.00 ms" in r for r in validity(m))
     tun["lateness_ns"] = {"p50": 10_000, "p99": 900_000, "max": 19_000_000, "count": 100}
     assert validity(m) == []
+    m.delaylines["tlh3-w1"] = {"error": "the delay line wrote no stats"}
+    assert validity(m) == ["delay line tlh3-w1 reported no stats (the delay line wrote no stats)"]
 
 
 def test_failed_or_late_agent_invalidates(fixture):

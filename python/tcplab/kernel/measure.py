@@ -627,6 +627,9 @@ def validity(m: Measurements, expected_agents: Iterable[str] = ()) -> list[str]:
     run is the caller's (tcplab.kernel.env)."""
     reasons: list[str] = []
     for ns, stats in sorted(m.delaylines.items()):
+        if "tuns" not in stats:
+            reasons.append(f"delay line {ns} reported no stats ({stats.get('error', 'none written')})")
+            continue
         for tun in stats.get("tuns", []):
             late = tun.get("lateness_ns") or {}
             p99, mx = int(late.get("p99") or 0), int(late.get("max") or 0)

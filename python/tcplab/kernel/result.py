@@ -104,6 +104,11 @@ class KernelResult(Result):
             command=command,
         )
 
+    @property  # type: ignore[override]
+    def unknown_columns(self) -> tuple[str, ...]:
+        """The time-series columns ss does not show (0 in the series; views skip them)."""
+        return tuple(self.kernel["unknown_columns"])
+
     # -- validity ---------------------------------------------------------------------
 
     @property

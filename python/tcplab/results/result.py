@@ -223,6 +223,10 @@ class Result:
         summary: the content of summary.json.
     """
 
+    #: Time-series columns this run could not record (0 in the series; views and validate
+    #: skip them): none for a simulation; a kernel run's ss does not show the CA state, ...
+    unknown_columns: tuple[str, ...] = ()
+
     def __init__(
         self,
         scenario: Scenario,
