@@ -164,7 +164,6 @@ def parse_tolerances(specs: str | list[str] | tuple[str, ...] | None, base: Tole
                     ScenarioError(
                         f'"{key}" is not a tolerance',
                         file="--tolerance",
-                        path=key,
                         value=key,
                         expected=f"one of {', '.join(TOLERANCE_KEYS)}",
                     )

@@ -66,6 +66,9 @@ __all__ = [
     "STEADY_MIN_S",
     "STEADY_FRACTION",
     "VERDICTS",
+    "ValidateError",
+    "kernel_options",
+    "preflight",
 ]
 
 #: The steady part of a flow starts this long after its start, at least ...
@@ -311,7 +314,10 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
         name = str(f["name"])
         k = kflows.get(name)
         gone = "" if k is not None else "the kernel run has no such flow"
-        kv = (lambda key: _value(k[key])) if k is not None else (lambda key: None)  # noqa: E731
+
+        def kv(key: str, k: dict[str, Any] | None = k) -> float | None:
+            return _value(k[key]) if k is not None else None
+
         rows.append(_judge("goodput_bps", name, "flow", _value(f["goodput_bps"]), kv("goodput_bps"), tol, gone))
         window = steady_window(sim, name)
         if window is not None:
@@ -415,14 +421,74 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+class ValidateError(RuntimeError):
+    """The kernel run failed (not a verdict: nothing to compare); one line, exit 1."""
+
+
+def kernel_options(*, prefix: str = "tcplab", allow_busy: bool = False, timeout_ns: int | None = None, **extra: Any):  # noqa: ANN201
+    """The kernel run's options (:class:`tcplab.kernel.KernelOptions` when kernel mode is
+    installed; its fields are matched by name, so ``timeout_ns``/``timeout_s`` both work)."""
+    values: dict[str, Any] = {"prefix": prefix, "allow_busy": allow_busy, "timeout_ns": timeout_ns, **extra}
+    try:
+        from tcplab.kernel import KernelOptions  # type: ignore[attr-defined]
+    except ImportError:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(**values)
+    import dataclasses
+
+    if dataclasses.is_dataclass(KernelOptions):
+        names = {f.name for f in dataclasses.fields(KernelOptions)}
+        if "timeout_s" in names and timeout_ns is not None:
+            values["timeout_s"] = timeout_ns / 1e9
+        return KernelOptions(**{k: v for k, v in values.items() if k in names and v is not None})
+    return KernelOptions(**{k: v for k, v in values.items() if v is not None})
+
+
+def _kernel_errors() -> tuple[type[BaseException], type[BaseException]]:
+    """(KernelError, KernelUnsupported), or two classes nothing raises without kernel mode."""
+    try:
+        from tcplab.kernel.errors import KernelError, KernelUnsupported  # type: ignore[import-not-found]
+    except ImportError:
+
+        class _Never(Exception):
+            pass
+
+        return _Never, _Never
+    return KernelError, KernelUnsupported
+
+
+def preflight(sc: Scenario, options: Any) -> None:
+    """What the kernel path cannot build, as a user error before anything runs (the
+    simulation takes a while; a scenario the kernel cannot run should not wait for it).
+    Kernel mode's own plan (:func:`tcplab.kernel.plan.make_plan`) decides; without it,
+    nothing is checked here."""
+    from tcplab.errors import ScenarioError
+
+    try:
+        from tcplab.kernel.env import probe  # type: ignore[import-not-found]
+        from tcplab.kernel.plan import make_plan  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    _, unsupported = _kernel_errors()
+    try:
+        make_plan(sc.to_core(), probe(), options)
+    except unsupported as e:
+        raise ScenarioError(str(e)) from e
+
+
 def _default_kernel_runner(sc: Scenario, options: Any) -> Result:
     try:
         from tcplab.kernel import kernel_run  # type: ignore[attr-defined]
     except ImportError as e:
-        from tcplab.errors import EngineError
-
-        raise EngineError(f"kernel mode is not available in this tcplab ({e})") from e
-    return kernel_run(sc, options=options)
+        raise ValidateError(f"kernel mode is not available in this tcplab ({e})") from e
+    kwargs: dict[str, Any] = {"options": options}
+    if getattr(options, "progress", None) is not None:
+        kwargs["progress"] = options.progress
+    try:
+        return kernel_run(sc, **kwargs)
+    except TypeError:
+        return kernel_run(sc, options=options)
 
 
 def validate(
@@ -436,6 +502,7 @@ def validate(
     overwrite: bool = False,
     kernel_runner: KernelRunner | None = None,
     command: Sequence[str] | None = None,
+    applied_overrides: Sequence[str] | None = None,
     core: Any = None,
     plots: bool = True,
 ) -> Validation:
@@ -444,23 +511,32 @@ def validate(
     directories), ``OUT/report.html``, ``OUT/report.md``, ``OUT/validation.json`` and
     ``OUT/plots/`` (:mod:`tcplab.views.validate`).
 
-    ``options`` go to the kernel run unchanged (prefix, allow_busy, timeout);
-    ``kernel_runner`` replaces :func:`tcplab.kernel.kernel_run` (tests; a stand-in).
-    A scenario mistake raises before anything runs; an output directory that cannot be
-    written too.
+    ``options`` go to the kernel run unchanged (:func:`kernel_options`: prefix, allow_busy,
+    timeout); ``kernel_runner`` replaces :func:`tcplab.kernel.kernel_run` (tests; a
+    stand-in). A scenario mistake raises before anything runs, and so does an output
+    directory that cannot be written; a kernel run that fails raises :class:`ValidateError`
+    (nothing written). An INVALID kernel run is written and compared without verdicts.
     """
     from tcplab.loader import load_scenario
     from tcplab.results.rundir import check_output_dir
     from tcplab.runner import override_texts
     from tcplab.runner import run as run_sim
+    from tcplab.scenario import Scenario as _Scenario
 
-    texts = override_texts(list(overrides or []), seed)
-    sc = load_scenario(scenario, list(overrides or []), seed=seed)
+    texts = [*(applied_overrides or []), *override_texts(list(overrides or []), seed)]
+    if isinstance(scenario, _Scenario) and overrides is None and seed is None:
+        sc = scenario
+    else:
+        sc = load_scenario(scenario, list(overrides or []), seed=seed)
     if out is not None:
         check_output_dir(Path(out), overwrite=overwrite)
     sim = run_sim(sc, applied_overrides=texts, command=command, core=core)
     runner = kernel_runner or _default_kernel_runner
-    kern = runner(sc, options)
+    failed, _ = _kernel_errors()
+    try:
+        kern = runner(sc, options)
+    except failed as e:
+        raise ValidateError(f"kernel run failed: {e}") from e
     v = compare_runs(sim, kern, tolerances)
     v.when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     v.machine = machine_info()

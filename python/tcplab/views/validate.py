@@ -185,7 +185,9 @@ def _queue_plot(sim: Result, kern: Result) -> Plot | None:
                 linewidth=1.0,
                 label=label,
             )
-        _style(ax, "backlog (packets)", f"queue of {names[index] if index < len(names) else index}", xlabel="", xmax=end)
+        _style(
+            ax, "backlog (packets)", f"queue of {names[index] if index < len(names) else index}", xlabel="", xmax=end
+        )
         _legend(ax)
     axes[-1].set_xlabel("Time (s)")
     return Plot(
