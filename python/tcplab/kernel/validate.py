@@ -482,13 +482,13 @@ def _default_kernel_runner(sc: Scenario, options: Any) -> Result:
         from tcplab.kernel import kernel_run  # type: ignore[attr-defined]
     except ImportError as e:
         raise ValidateError(f"kernel mode is not available in this tcplab ({e})") from e
+    import inspect
+
+    params = inspect.signature(kernel_run).parameters
     kwargs: dict[str, Any] = {"options": options}
-    if getattr(options, "progress", None) is not None:
-        kwargs["progress"] = options.progress
-    try:
-        return kernel_run(sc, **kwargs)
-    except TypeError:
-        return kernel_run(sc, options=options)
+    if "progress" in params:  # a progress bar on a terminal, as the simulation's
+        kwargs["progress"] = bool(getattr(options, "progress", True))
+    return kernel_run(sc, **kwargs)
 
 
 def validate(
