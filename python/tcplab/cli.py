@@ -698,6 +698,8 @@ def validate(
             command=_INVOCATION,
             applied_overrides=_override_texts(set_, seed),
             plots=not no_plots,
+            progress=not quiet,
+            say=None if quiet else (lambda text: typer.echo(text, err=True)),
         )
     except ValidateError as e:
         _fail(str(e), 1)

@@ -505,6 +505,8 @@ def validate(
     applied_overrides: Sequence[str] | None = None,
     core: Any = None,
     plots: bool = True,
+    progress: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> Validation:
     """Run ``scenario`` in the simulator and on the kernel, compare them and (with ``out``)
     write the validation directory atomically: ``OUT/sim/`` and ``OUT/kernel/`` (run
@@ -513,7 +515,8 @@ def validate(
 
     ``options`` go to the kernel run unchanged (:func:`kernel_options`: prefix, allow_busy,
     timeout); ``kernel_runner`` replaces :func:`tcplab.kernel.kernel_run` (tests; a
-    stand-in). A scenario mistake raises before anything runs, and so does an output
+    stand-in). ``progress``: the simulation's progress bar (on a terminal); ``say``: where
+    one-line status messages go (the CLI: stderr). A scenario mistake raises before anything runs, and so does an output
     directory that cannot be written; a kernel run that fails raises :class:`ValidateError`
     (nothing written). An INVALID kernel run is written and compared without verdicts.
     """
@@ -530,9 +533,12 @@ def validate(
         sc = load_scenario(scenario, list(overrides or []), seed=seed)
     if out is not None:
         check_output_dir(Path(out), overwrite=overwrite)
-    sim = run_sim(sc, applied_overrides=texts, command=command, core=core)
+    note = say or (lambda text: None)
+    note(f"simulating {sc.name} ({sc.to_core()['duration_ns'] / 1e9:g} s)")
+    sim = run_sim(sc, applied_overrides=texts, command=command, core=core, progress=progress)
     runner = kernel_runner or _default_kernel_runner
     failed, _ = _kernel_errors()
+    note("running it on the kernel (network namespaces; the same duration of traffic)")
     try:
         kern = runner(sc, options)
     except failed as e:

@@ -345,6 +345,7 @@ _TEMPLATE = """<!doctype html>
 <style>{{ style }}
  td.within { color: #186a18; font-weight: bold; } td.outside { color: #a01010; font-weight: bold; }
  td.na { color: #777; } p.invalid { color: #a01010; font-weight: bold; font-size: 1.1em; }
+ table.v td { white-space: nowrap; } table.v td.x { white-space: normal; min-width: 24em; }
 </style>
 </head>
 <body>
@@ -365,7 +366,7 @@ tolerance of the kernel's.</p>
 <p><b>{{ verdict }}</b></p>
 {% endif %}
 <p class="note">{{ steady }}. Differences are simulator minus kernel; relative ones are of the kernel's value.</p>
-<table>
+<table class="v">
 <tr><th class="l">flow / link</th><th class="l">metric</th><th>simulator</th><th>kernel</th><th>difference</th>
 <th class="l">tolerance</th><th class="l">verdict</th><th class="l">reason</th></tr>
 {% for r in rows %}
