@@ -472,7 +472,7 @@ def preflight(sc: Scenario, options: Any) -> None:
         return
     _, unsupported = _kernel_errors()
     try:
-        make_plan(sc.to_core(), probe(), options)
+        make_plan(sc.to_core(), probe(getattr(options, "prefix", "tcplab")), options)
     except unsupported as e:
         raise ScenarioError(str(e)) from e
 
