@@ -424,3 +424,21 @@ def test_cli_invalid_exit_1(tmp_path, monkeypatch, patched_core):
     assert r.exit_code == 1
     assert "INVALID: delay line late" in r.stdout
     assert (out / "report.html").is_file()
+
+
+def test_kernel_run_dir_records_the_overrides(tmp_path):
+    # the kernel run gets the scenario with the overrides applied; its run directory still
+    # names them (title, summary, metadata), as the simulation's does
+    out = tmp_path / "v"
+    validate(
+        "builtin:cubic-vs-bbr-lossy",
+        overrides=["duration=3s", "flows.0.cc=bbr"],
+        out=out,
+        kernel_runner=lambda sc, options: tcplab.run(sc, core=fake_core.FakeCore()),
+        core=fake_core.FakeCore(),
+        plots=False,
+    )
+    for run in ("sim", "kernel"):
+        summary = json.loads((out / run / "summary.json").read_text())
+        assert summary["title"] == "cubic-vs-bbr-lossy [duration=3s, flows.0.cc=bbr]", run
+        assert json.loads((out / run / "metadata.json").read_text())["overrides"] == ["duration=3s", "flows.0.cc=bbr"]

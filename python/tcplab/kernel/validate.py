@@ -474,7 +474,9 @@ def preflight(sc: Scenario, options: Any) -> None:
     try:
         make_plan(sc.to_core(), probe(getattr(options, "prefix", "tcplab")), options)
     except unsupported as e:
-        raise ScenarioError(str(e)) from e
+        from tcplab.scenario.checks import engine_message
+
+        raise ScenarioError(engine_message(sc, str(e))) from e
 
 
 def _default_kernel_runner(sc: Scenario, options: Any) -> Result:
@@ -489,6 +491,18 @@ def _default_kernel_runner(sc: Scenario, options: Any) -> Result:
     if "progress" in params:  # a progress bar on a terminal, as the simulation's
         kwargs["progress"] = bool(getattr(options, "progress", True))
     return kernel_run(sc, **kwargs)
+
+
+def _same_provenance(kern: Result, sim: Result) -> None:
+    """The kernel run was handed the scenario with the overrides already applied: record the
+    overrides it ran with (its title, summary and metadata) as the simulation's."""
+    if getattr(kern, "overrides", None) or not sim.overrides:
+        return
+    kern.overrides = list(sim.overrides)
+    if isinstance(getattr(kern, "summary", None), dict):
+        kern.summary["title"] = kern.title
+        kern.summary["description"] = kern.description
+        kern.summary["overrides"] = list(kern.overrides)
 
 
 def validate(
@@ -543,6 +557,7 @@ def validate(
         kern = runner(sc, options)
     except failed as e:
         raise ValidateError(f"kernel run failed: {e}") from e
+    _same_provenance(kern, sim)
     v = compare_runs(sim, kern, tolerances)
     v.when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     v.machine = machine_info()
