@@ -705,8 +705,8 @@ def validate(
         _fail(str(e), 1)
     if not quiet:
         _print_validation(v, out_dir)
-    if not v.valid:
-        typer.echo(v.verdict_line(), err=quiet)
+    if not v.valid:  # as tcplab kernel run says it: on stderr, after writing the directory
+        typer.echo(v.verdict_line(), err=True)
         raise typer.Exit(1)
 
 

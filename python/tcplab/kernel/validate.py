@@ -364,8 +364,7 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
                 "" if k is not None else "the kernel run has no such link",
             )
         )
-    if not valid:
-        why = "; ".join(reasons)
+    if not valid:  # the reasons are stated once (Validation.invalid_reasons), not per row
         rows = [
             MetricRow(
                 r.metric,
@@ -377,7 +376,7 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
                 r.relative,
                 r.tolerance,
                 "n/a",
-                f"no verdict: the kernel run is invalid ({why})",
+                "no verdict: the kernel run is invalid",
             )
             for r in rows
         ]
