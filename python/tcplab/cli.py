@@ -3,6 +3,7 @@
     tcplab run SCENARIO [-o DIR] [--set PATH=VALUE]... [--seed N] [--quiet] [--force]
     tcplab compare SCENARIO [SCENARIO...] [-o DIR] [--set PATH=V1,V2]... [--seed N]
     tcplab check SCENARIO [--set PATH=VALUE]... [--json]
+    tcplab validate SCENARIO [-o DIR] [--set PATH=VALUE]... [--tolerance K=V,...] [--prefix P] [--allow-busy]
     tcplab scenarios
     tcplab collect [-o FILE.tar.gz] [--interval 10s] [--count 2]
     tcplab diagnose PATH... [--json|--markdown] [--scenario-dir DIR] [--fail-on warning|critical]
@@ -28,6 +29,9 @@ INVALID (``INVALID: reasons`` on stderr, the directory written and marked); 2 no
 kernel: needs root ...``), a scenario mistake, or something kernel mode cannot build
 (``error: kernel: sch_fq is not available on this kernel (links.1.queue.qdisc=fq)``), nothing
 created; 130/143 interrupted, after removing its namespaces and processes.
+``validate``: 0 both runs ran (whatever the verdicts), 1 a run failed or the kernel run is
+invalid (``INVALID: reasons``; the directory is still written), 2 a mistake in the scenario,
+a ``--tolerance`` or the command line, not root, or a scenario kernel mode cannot build.
 
 Command-line mistakes (a bad ``--seed``, ``-j 0``, an unknown option) are reported in the same
 one-line ``error: OPTION: ...; expected ...`` form as scenario errors, never as a usage panel.
@@ -616,6 +620,139 @@ def compare(
             f"error: {ran}; {'results written to ' + str(out_dir) if cmp.results else 'nothing written'}", err=True
         )
         raise typer.Exit(EXIT_VARIANTS_FAILED)
+
+
+#: ``tcplab validate`` and the kernel run: not root.
+VALIDATE_NEEDS_ROOT = "tcplab validate: needs root (network namespaces, tc, nft): run it with sudo"
+
+
+@app.command()
+@_guard
+def validate(
+    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="DIR", help="Validation directory (default: runs/validate-NAME)."),
+    ] = None,
+    set_: SetOpt = None,
+    seed: SeedOpt = None,
+    tolerance: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tolerance",
+            metavar="KEY=VALUE,...",
+            help="Tolerances: goodput=10%,rtt_p50=15%,rtt_p99=25%,retrans=0.5pp/50%,drops=10/50% (the defaults). "
+            "A value replaces that metric's tolerance. Repeatable.",
+        ),
+    ] = None,
+    force: ForceOpt = False,
+    prefix: Annotated[
+        str, typer.Option("--prefix", metavar="P", help="Names of the kernel run's network namespaces: P-NODE.")
+    ] = "tcplab",
+    allow_busy: Annotated[
+        bool,
+        typer.Option("--allow-busy", help="Record the quiet check but do not mark the kernel run invalid on it."),
+    ] = False,
+    timeout: Annotated[
+        str | None,
+        typer.Option("--timeout", metavar="TIME", help="Bound of the kernel run (default: duration + 60s)."),
+    ] = None,
+    quiet: QuietOpt = False,
+    no_plots: NoPlotsOpt = False,
+) -> None:
+    """Run a scenario in the simulator and on this machine's kernel, side by side (root).
+
+    Writes DIR/report.html (verdict table and overlays), report.md, validation.json, and
+    both run directories DIR/sim and DIR/kernel. Exit 0 when both ran (whatever the
+    verdicts), 1 when a run failed or the kernel run is invalid, 2 a mistake in the
+    scenario, a tolerance or the command line, or not root.
+    """
+    import os
+
+    from tcplab.kernel.tolerances import parse_tolerances
+    from tcplab.kernel.validate import validate as run_validation
+    from tcplab.loader import load_scenario
+    from tcplab.results import check_output_dir
+
+    sc = load_scenario(scenario, set_ or [], seed=seed)
+    _warn([sc])
+    tol = parse_tolerances(tolerance or [])
+    timeout_ns = None
+    if timeout is not None:
+        from tcplab.units import parse_time
+
+        try:
+            timeout_ns = parse_time(timeout, allow_zero=False)
+        except ValueError as e:
+            _fail(f"--timeout: {e}", 2)
+    if os.geteuid() != 0:
+        _fail(VALIDATE_NEEDS_ROOT, 2)
+    out_dir = output if output is not None else Path("runs") / f"validate-{sc.name}"
+    check_output_dir(out_dir, overwrite=force)
+    from tcplab.kernel.validate import kernel_options, preflight
+
+    options = kernel_options(prefix=prefix, allow_busy=allow_busy, timeout_ns=timeout_ns, progress=not quiet)
+    preflight(sc, options)
+    from tcplab.kernel.validate import ValidateError
+
+    try:
+        v = run_validation(
+            sc,
+            tolerances=tol,
+            options=options,
+            out=out_dir,
+            overwrite=force,
+            command=_INVOCATION,
+            applied_overrides=_override_texts(set_, seed),
+            plots=not no_plots,
+            progress=not quiet,
+            say=None if quiet else (lambda text: typer.echo(text, err=True)),
+        )
+    except ValidateError as e:
+        _fail(str(e), 1)
+    if not quiet:
+        _print_validation(v, out_dir)
+    if not v.valid:  # as tcplab kernel run says it: on stderr, after writing the directory
+        typer.echo(v.verdict_line(), err=True)
+        raise typer.Exit(1)
+
+
+def _override_texts(set_: list[str] | None, seed: int | None) -> list[str]:
+    from tcplab.runner import override_texts
+
+    return override_texts(set_ or [], seed)
+
+
+def _print_validation(v, out_dir: Path) -> None:  # noqa: ANN001
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from tcplab.views.validate import table_rows
+
+    console = _console()
+    kernel = v.kernel.get("release") or "stand-in"
+    table = Table(title=Text(f"{v.title}: simulator vs kernel {kernel}"), title_justify="left", box=box.SIMPLE_HEAD)
+    for col, justify in (
+        ("flow / link", "left"),
+        ("metric", "left"),
+        ("simulator", "right"),
+        ("kernel", "right"),
+        ("difference", "right"),
+        ("tolerance", "left"),
+        ("verdict", "left"),
+    ):
+        table.add_column(col, justify=justify, no_wrap=col in ("flow / link", "metric"))
+    style = {"within": "green", "outside": "bold red", "n/a": "dim"}
+    for r in table_rows(v):
+        table.add_row(
+            *[Text(r[k]) for k in ("subject", "metric", "sim", "kernel", "difference", "tolerance")],
+            Text(r["verdict"], style=style.get(r["verdict"], "")),
+        )
+    console.print(table)
+    if v.valid:
+        console.print(Text(v.verdict_line()))
+    console.print(f"wrote {out_dir} (report.html)", markup=False)
 
 
 @app.command()

@@ -6,7 +6,7 @@ renames it into place at the end; on any failure (or SIGINT/SIGTERM, see
 
 What may be replaced (``--force``, ``overwrite=True``): only a directory that tcplab itself
 wrote. Every run, comparison and reproduce directory carries a marker file, ``.tcplab-run`` (JSON:
-``{"tcplab": VERSION, "kind": "run" | "compare" | "reproduce"}``), and holds only the files tcplab writes
+``{"tcplab": VERSION, "kind": "run" | "compare" | "reproduce" | "validate"}``), and holds only the files tcplab writes
 there. :func:`check_output_dir` refuses, with a one-line error and before anything is
 simulated:
 
@@ -39,6 +39,7 @@ __all__ = [
     "RUN_ENTRY_PATTERN",
     "COMPARE_ENTRIES",
     "REPRODUCE_ENTRIES",
+    "VALIDATE_ENTRIES",
 ]
 
 #: The file that marks a directory as written by tcplab.
@@ -75,6 +76,10 @@ COMPARE_ENTRIES = frozenset({MARKER, "compare.json", "compare.png", "report.html
 #: (named ``[a-z0-9-]+``) holding :data:`EXPERIMENT_ENTRIES`, ``plots/``, ``runs/RUN/`` (run directories)
 #: and ``captures/LABEL-at-<t>s/`` (a run's texts with ss as at t, :data:`CAPTURE_ENTRIES`).
 REPRODUCE_ENTRIES = frozenset({MARKER, "index.html", "index.md", "index.json"})
+#: Top-level files of a ``tcplab validate`` directory, besides ``plots/`` and the run directories
+#: ``sim/`` and ``kernel/`` (:mod:`tcplab.views.validate`).
+VALIDATE_ENTRIES = frozenset({MARKER, "report.html", "report.md", "validation.json"})
+_VALIDATE_RUNS = ("sim", "kernel")
 EXPERIMENT_ENTRIES = frozenset({"report.html", "report.md", "claims.json"})
 _EXPERIMENT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 _PLOT_SUFFIXES = (".png", ".svg", ".html", ".json")
@@ -148,7 +153,7 @@ def check_output_dir(target: Path, *, overwrite: bool = False) -> Path:
         _refuse(
             given,
             f"--force refused: {foreign}",
-            "a new directory, or one written by tcplab run/compare/reproduce (only those are replaced)",
+            "a new directory, or one written by tcplab run/compare/reproduce/validate (only those are replaced)",
         )
     return resolved
 
@@ -161,7 +166,7 @@ def _kind(directory: Path) -> str | None:
             kind = json.loads(marker.read_text(encoding="utf-8")).get("kind")
         except (OSError, ValueError, AttributeError):
             return None
-        return kind if kind in ("run", "compare", "reproduce") else None
+        return kind if kind in ("run", "compare", "reproduce", "validate") else None
     # written before the marker existed: recognised by its summary's schema key
     summary = directory / "summary.json"
     try:
@@ -197,6 +202,10 @@ def _foreign_entry(directory: Path) -> str | None:
             problem = _foreign_reproduce_entry(entry)
             if problem is not None:
                 return problem
+        elif kind == "validate":
+            problem = _foreign_validate_entry(entry)
+            if problem is not None:
+                return problem
         else:
             if entry.name in COMPARE_ENTRIES and entry.is_file():
                 continue
@@ -207,6 +216,20 @@ def _foreign_entry(directory: Path) -> str | None:
                 continue
             return f"it contains {entry.name}, which tcplab did not write"
     return None
+
+
+def _foreign_validate_entry(entry: Path) -> str | None:
+    """Why a top-level ``entry`` of a validate directory is not tcplab's, or None."""
+    if entry.name in VALIDATE_ENTRIES:
+        return None if entry.is_file() else f"{entry.name} is not a file"
+    if entry.name == "plots":
+        return _foreign_plots(entry, "plots")
+    if entry.name in _VALIDATE_RUNS:
+        if not entry.is_dir() or _kind(entry) != "run":
+            return f"it contains {entry.name}, which is not a tcplab run directory"
+        inner = _foreign_entry(entry)
+        return None if inner is None else f"{entry.name}: {inner}"
+    return f"it contains {entry.name}, which tcplab did not write"
 
 
 def _foreign_plots(plots: Path, where: str) -> str | None:

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The validation table of the issue: ``tcplab validate`` on tests/data/validate-path.yaml for
+CUBIC and BBR, without and with 1 % loss, at 5 and 100 Mbit/s, at 0 and 100 ms RTT; prints
+one Markdown table (simulator / kernel / verdict per metric and case) for the closing note.
+
+    sudo .venv/bin/python bench/validate_matrix.py [-o out/validate-matrix] [--prefix tlh5]
+        [--allow-busy] [--only cubic] [--duration 15s] [--tolerance goodput=10%,...]
+
+Needs root and kernel mode (tcplab kernel run's requirements). Every case's validation
+directory (report.html, sim/, kernel/) is kept under -o; the table is also written to
+OUT/matrix.md and OUT/matrix.json. Judge the figures on a quiet machine (uptime first): a
+busy CPU stalls the emulated path and the kernel run is marked invalid (or, with
+--allow-busy, is noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "tests" / "data" / "validate-path.yaml"
+FRAME_BYTES = 1514
+
+
+def queue_packets(rate_bps: int, rtt_ms: int) -> int:
+    """A 1-BDP pfifo, never fewer than 100 packets (validate-path.yaml's description)."""
+    return max(100, math.ceil(rate_bps * rtt_ms / 1000 / 8 / FRAME_BYTES))
+
+
+def cases(only: list[str]) -> list[tuple[str, int, int, int]]:
+    out = [(cc, rate, rtt, loss) for cc in ("cubic", "bbr") for loss in (0, 1) for rate in (5, 100) for rtt in (0, 100)]
+    return [c for c in out if not only or c[0] in only]
+
+
+def overrides(cc: str, rate_mbit: int, rtt_ms: int, loss_pct: int, duration: str | None) -> list[str]:
+    sets = [
+        f"flows.0.cc={cc}",
+        f"links.1.rate={rate_mbit}Mbit",
+        f"links.1.delay={rtt_ms // 2}ms",
+        f"links.1.loss={loss_pct}%",
+        f"links.1.queue.limit={queue_packets(rate_mbit * 10**6, rtt_ms)}",
+    ]
+    return sets + ([f"duration={duration}"] if duration else [])
+
+
+COLUMNS = [
+    ("goodput_bps", "goodput Mbit/s"),
+    ("rtt_p50_ms", "srtt p50 ms"),
+    ("rtt_p99_ms", "srtt p99 ms"),
+    ("retrans_pct", "retrans %"),
+]
+MARK = {"within": "✓", "outside": "✗", "n/a": "n/a"}
+
+
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return "-"
+
+    def num(x: float | None, metric: str) -> str:
+        if x is None:
+            return "-"
+        if metric == "goodput_bps":
+            return f"{x / 1e6:.3g}"
+        if metric == "retrans_pct":
+            return f"{x:.2f}"
+        return f"{x:.1f}"
+
+    return f"{num(row['sim'], row['metric'])} / {num(row['kernel'], row['metric'])} {MARK.get(row['verdict'], '?')}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-o", "--output", default="out/validate-matrix")
+    ap.add_argument("--prefix", default="tlh5")
+    ap.add_argument("--allow-busy", action="store_true")
+    ap.add_argument("--only", action="append", default=[], help="cubic or bbr (repeatable)")
+    ap.add_argument("--duration", default=None, help="replace the scenario's 15s")
+    ap.add_argument("--tolerance", action="append", default=[])
+    ap.add_argument("--force", action="store_true")
+    args = ap.parse_args()
+
+    from tcplab.kernel.tolerances import parse_tolerances
+    from tcplab.kernel.validate import ValidateError, kernel_options, validate
+
+    tol = parse_tolerances(args.tolerance)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    records = []
+    started = time.monotonic()
+    for cc, rate, rtt, loss in cases(args.only):
+        name = f"{cc}-{rate}mbit-{rtt}ms-{loss}pct"
+        print(f"{name} ...", file=sys.stderr, flush=True)
+        rec = {"case": name, "cc": cc, "rate_mbit": rate, "rtt_ms": rtt, "loss_pct": loss}
+        try:
+            v = validate(
+                SCENARIO,
+                overrides=overrides(cc, rate, rtt, loss, args.duration),
+                tolerances=tol,
+                options=kernel_options(prefix=args.prefix, allow_busy=args.allow_busy),
+                out=out / name,
+                overwrite=args.force,
+            )
+            doc = v.to_json()
+            rec.update(valid=v.valid, verdict=v.verdict_line(), metrics=doc["metrics"], kernel=doc["kernel"])
+        except ValidateError as e:
+            rec.update(valid=False, verdict=f"FAILED: {e}", metrics=[])
+        records.append(rec)
+    lines = [
+        "| cc | rate | RTT | loss | " + " | ".join(h for _, h in COLUMNS) + " | queue drops | verdict |",
+        "|---|--:|--:|--:|" + "--:|" * len(COLUMNS) + "--:|---|",
+    ]
+    for rec in records:
+        by = {m["metric"]: m for m in rec["metrics"] if m["kind"] == "flow"}
+        drops = [m for m in rec["metrics"] if m["metric"] == "queue_drops" and ((m["sim"] or 0) or (m["kernel"] or 0))]
+        drop_cell = "; ".join(f"{m['subject']} {_cell(m)}" for m in drops) or "0 / 0"
+        cells = [_cell(by.get(k)) for k, _ in COLUMNS]
+        lines.append(
+            f"| {rec['cc']} | {rec['rate_mbit']} Mbit/s | {rec['rtt_ms']} ms | {rec['loss_pct']} % | "
+            + " | ".join(cells)
+            + f" | {drop_cell} | {rec['verdict']} |"
+        )
+    lines.append("")
+    lines.append("Cells: simulator / kernel, ✓ within tolerance, ✗ outside (tolerances: " + tol.spec() + ").")
+    text = "\n".join(lines) + "\n"
+    (out / "matrix.md").write_text(text, encoding="utf-8")
+    (out / "matrix.json").write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")
+    print(text)
+    print(f"{len(records)} cases in {time.monotonic() - started:.0f} s; reports under {out}/", file=sys.stderr)
+    return 0 if all(r["valid"] for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,404 @@
+"""``tcplab validate``'s output: the simulator beside the kernel, written atomically.
+
+The model. :func:`write_validation` writes the validation directory through
+:func:`tcplab.results.rundir.write_dir_atomically` (marker kind ``validate``; ``--force``
+replaces only a directory ``tcplab validate`` wrote)::
+
+    OUT/report.html      self-contained (plots as data: URIs, no script, nothing from elsewhere):
+                         the header (scenario, kernel release and HZ, machine, when), the
+                         verdict line, the verdict table (per flow: goodput, srtt p50/p99 in the
+                         steady part, retransmissions; per link: queue drops; each with both
+                         values, the difference, the tolerance, the verdict and its reason), the
+                         overlays, and links to both run directories
+    OUT/report.md        the same in Markdown, figures as links to plots/
+    OUT/validation.json  the machine-readable record (:meth:`Validation.to_json`)
+    OUT/plots/           flow-N-overlay.png: per flow (at most MAX_FLOW_FIGURES), simulator and
+                         kernel on the same axes over time: cwnd, srtt, delivery rate and goodput
+                         (1 s average), the steady part's start marked; queues-overlay.png: the
+                         backlog of the flows' bottleneck queues and of every queue that dropped
+    OUT/sim/             the simulation's run directory (its own report.html)
+    OUT/kernel/          the kernel run's run directory (its own report.html, kernel.json)
+
+Colours: the simulator is blue (C0), the kernel orange (C1), everywhere. A time-series column
+the kernel could not measure (``kernel.unknown_columns``: ss does not print it) is drawn for
+the simulator only, and the caption says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import jinja2
+import numpy as np
+
+from tcplab.views.plots import (
+    MAX_FLOW_FIGURES,
+    Plot,
+    _figure,
+    _flow_order,
+    _legend,
+    _png,
+    _rows,
+    _rtt_ms,
+    _smooth,
+    _style,
+    bottleneck_queues,
+)
+from tcplab.views.report import _STYLE, data_uri, sig
+
+if TYPE_CHECKING:
+    from tcplab.kernel.validate import MetricRow, Validation
+    from tcplab.results import Result
+
+__all__ = ["write_validation", "validation_plots", "validation_markdown", "validation_html", "VALIDATE_FILES"]
+
+#: Files of a validation directory besides plots/, sim/ and kernel/.
+VALIDATE_FILES = ("report.html", "report.md", "validation.json")
+
+SIM_COLOR = "C0"
+KERNEL_COLOR = "C1"
+#: Queue panels drawn at most.
+MAX_QUEUE_PANELS = 4
+
+
+def write_validation(
+    v: Validation, sim: Result, kern: Result | None, out: Path, *, overwrite: bool = False, plots: bool = True
+) -> Path:
+    """Write the validation directory (module doc) atomically; returns its path."""
+    from tcplab.results.rundir import write_dir_atomically, write_marker
+
+    def fill(tmp: Path) -> None:
+        write_marker(tmp, "validate")
+        (tmp / "sim").mkdir()
+        sim._write_files(tmp / "sim", plots=plots)
+        v.sim_dir = "sim"
+        if kern is not None:
+            (tmp / "kernel").mkdir()
+            kern._write_files(tmp / "kernel", plots=plots)
+            v.kernel_dir = "kernel"
+        else:
+            v.kernel_dir = None
+        rendered = validation_plots(sim, kern) if kern is not None else []
+        if rendered:
+            (tmp / "plots").mkdir()
+            for p in rendered:
+                (tmp / "plots" / p.filename).write_bytes(p.png)
+        (tmp / "validation.json").write_text(
+            json.dumps(v.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+        )
+        (tmp / "report.md").write_text(validation_markdown(v, rendered), encoding="utf-8")
+        (tmp / "report.html").write_text(validation_html(v, rendered), encoding="utf-8")
+
+    return write_dir_atomically(out, fill, overwrite=overwrite)
+
+
+# -- plots ------------------------------------------------------------------------------
+
+
+def _unknown(result: Result) -> set[str]:
+    from tcplab.kernel.validate import _unknown_columns
+
+    return _unknown_columns(result)
+
+
+def _overlay_plot(sim: Result, kern: Result, number: int, name: str) -> Plot:
+    from tcplab.kernel.validate import steady_window
+
+    unknown = _unknown(kern)
+    fig = _figure(height=11.0)
+    axes = fig.subplots(4, 1, sharex=True)
+    panels = [
+        ("cwnd", "cwnd (packets)", "congestion window", lambda r: r["cwnd"].to_numpy(dtype=np.float64)),
+        ("srtt_us", "srtt (ms)", "smoothed RTT (ss rtt:)", lambda r: _rtt_ms(r, "srtt_us")),
+        (
+            "delivery_rate_bps",
+            "Mbit/s",
+            "delivery rate (ss delivery_rate)",
+            lambda r: r["delivery_rate_bps"].to_numpy(dtype=np.float64) / 1e6,
+        ),
+        (
+            "goodput_bps",
+            "Mbit/s (1 s avg)",
+            "goodput (bytes received)",
+            lambda r: _smooth(r["t_s"].to_numpy(), r["goodput_bps"].to_numpy(dtype=np.float64)) / 1e6,
+        ),
+    ]
+    skipped = []
+    window = steady_window(sim, name)
+    end = max(sim.duration_s, kern.duration_s)
+    for ax, (column, ylabel, title, values) in zip(axes, panels, strict=True):
+        for label, result, color in (("simulator", sim, SIM_COLOR), ("kernel", kern, KERNEL_COLOR)):
+            if result is kern and column in unknown:
+                skipped.append(column)
+                continue
+            rows = _rows(result, name)
+            if rows.empty:
+                continue
+            ax.plot(rows["t_s"].to_numpy(), values(rows), color=color, linewidth=1.1, label=label)
+        if window is not None:
+            ax.axvline(window[0], color="0.4", linestyle=":", linewidth=1.0, label="steady part from")
+        _style(ax, ylabel, title if ax is not axes[0] else f"flow {number}: {name} - {title}", xlabel="", xmax=end)
+        _legend(ax)
+    axes[-1].set_xlabel("Time (s)")
+    caption = (
+        f"Flow {number} ({name}): simulator (blue) and kernel (orange) over time: cwnd, smoothed RTT, "
+        "delivery rate and goodput (1 s average); the dotted line is where the steady part the RTT "
+        "percentiles cover starts"
+    )
+    if skipped:
+        caption += f"; the kernel's {', '.join(sorted(set(skipped)))} could not be measured (not drawn)"
+    return Plot(f"flow-{number}-overlay.png", caption, _png(fig))
+
+
+def _queue_links(sim: Result, kern: Result) -> list[int]:
+    links = list(bottleneck_queues(sim))
+    for result in (sim, kern):
+        for i, d in enumerate(result.links["drops"].to_numpy() if "drops" in result.links else []):
+            if d and d > 0 and i not in links:
+                links.append(i)
+    return links[:MAX_QUEUE_PANELS]
+
+
+def _queue_plot(sim: Result, kern: Result) -> Plot | None:
+    links = _queue_links(sim, kern)
+    if not links:
+        return None
+    fig = _figure(height=2.8 * len(links) + 0.6)
+    axes = fig.subplots(len(links), 1, sharex=True, squeeze=False)[:, 0]
+    end = max(sim.duration_s, kern.duration_s)
+    names = [str(link["name"]) for link in sim.config["links"]]
+    for ax, index in zip(axes, links, strict=True):
+        for label, result, color in (("simulator", sim, SIM_COLOR), ("kernel", kern, KERNEL_COLOR)):
+            q = result.queues
+            rows = q[q["link"] == index].sort_values("t_ns")
+            if rows.empty:
+                continue
+            ax.step(
+                rows["t_s"].to_numpy(),
+                rows["backlog_packets"].to_numpy(dtype=np.float64),
+                where="post",
+                color=color,
+                linewidth=1.0,
+                label=label,
+            )
+        _style(
+            ax, "backlog (packets)", f"queue of {names[index] if index < len(names) else index}", xlabel="", xmax=end
+        )
+        _legend(ax)
+    axes[-1].set_xlabel("Time (s)")
+    return Plot(
+        "queues-overlay.png",
+        "Queue backlog (packets) of the flows' bottleneck links and of every link that dropped: "
+        "simulator (blue) and kernel (orange; tc -s qdisc backlog of the link's egress root qdisc)",
+        _png(fig),
+    )
+
+
+def validation_plots(sim: Result, kern: Result) -> list[Plot]:
+    """The overlays: one per flow (scenario order, at most MAX_FLOW_FIGURES), then the queues."""
+    out = []
+    present = set(sim.timeseries["flow_name"]) | set(kern.timeseries["flow_name"])
+    for number, name in enumerate(_flow_order(sim)[:MAX_FLOW_FIGURES]):
+        if name in present:
+            out.append(_overlay_plot(sim, kern, number, name))
+    q = _queue_plot(sim, kern)
+    if q is not None:
+        out.append(q)
+    return out
+
+
+# -- tables -----------------------------------------------------------------------------
+
+
+def _cell(metric: str, value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    if metric == "goodput_bps":
+        return f"{sig(value / 1e6)} Mbit/s"
+    if metric.startswith("rtt_"):
+        return f"{value:.1f} ms"
+    if metric == "retrans_pct":
+        return f"{value:.2f} %"
+    return f"{value:.0f}"
+
+
+def _difference(r: MetricRow) -> str:
+    if r.difference is None:
+        return "-"
+    if r.metric == "goodput_bps":
+        d = f"{r.difference / 1e6:+.3g} Mbit/s"
+    elif r.metric.startswith("rtt_"):
+        d = f"{r.difference:+.1f} ms"
+    elif r.metric == "retrans_pct":
+        d = f"{r.difference:+.2f} pp"
+    else:
+        d = f"{r.difference:+.0f}"
+    if r.relative is not None:
+        d += f" ({r.relative * 100:+.1f} %)"
+    return d
+
+
+def table_rows(v: Validation) -> list[dict[str, str]]:
+    """The verdict table as text cells (the CLI, the report and report.md print these)."""
+    return [
+        {
+            "subject": r.subject,
+            "kind": r.kind,
+            "metric": r.label,
+            "sim": _cell(r.metric, r.sim),
+            "kernel": _cell(r.metric, r.kernel),
+            "difference": _difference(r),
+            "tolerance": r.tolerance,
+            "verdict": r.verdict,
+            "reason": r.reason,
+        }
+        for r in v.rows
+    ]
+
+
+def _header(v: Validation) -> dict[str, str]:
+    from tcplab import __version__
+
+    k = v.kernel
+    release = k.get("release") or ("(a simulation standing in for the kernel)" if k.get("kind") != "kernel" else "?")
+    hz = k.get("hz")
+    m = v.machine
+    machine = ", ".join(
+        str(x)
+        for x in (
+            m.get("hostname"),
+            m.get("system"),
+            f"{m['cpus']} CPUs" if m.get("cpus") else None,
+            m.get("cpu_model"),
+        )
+        if x
+    )
+    return {
+        "scenario": v.title,
+        "kernel": f"Linux {release}" + (f", HZ={hz}" if hz else "") if k.get("release") else release,
+        "machine": machine or "-",
+        "when": v.when or "-",
+        "tcplab": __version__,
+        "tolerances": v.tolerances.spec(),
+    }
+
+
+def _steady_text(v: Validation) -> str:
+    if not v.steady:
+        return "no flow had a steady part (the run is too short)"
+    spans = {f"{a:g}-{b:g} s" for a, b in v.steady.values()}
+    if len(spans) == 1:
+        return f"srtt percentiles over the steady part, {next(iter(spans))} (after max(2 s, 20 % of the run))"
+    return "srtt percentiles over each flow's steady part: " + ", ".join(
+        f"{n} {a:g}-{b:g} s" for n, (a, b) in v.steady.items()
+    )
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
+    """report.md."""
+    h = _header(v)
+    lines = [
+        f"# tcplab validate: {h['scenario']}",
+        "",
+        f"- kernel: {h['kernel']}",
+        f"- machine: {h['machine']}",
+        f"- when: {h['when']} (tcplab {h['tcplab']})",
+        f"- tolerances: `{h['tolerances']}`",
+        f"- {_steady_text(v)}",
+        "",
+        f"**{v.verdict_line()}**",
+        "",
+        "| flow / link | metric | simulator | kernel | difference | tolerance | verdict | reason |",
+        "|---|---|--:|--:|--:|---|---|---|",
+    ]
+    for r in table_rows(v):
+        cells = [r[k] for k in ("subject", "metric", "sim", "kernel", "difference", "tolerance", "verdict", "reason")]
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    lines.append("")
+    for p in plots:
+        lines += [f"![{_md_cell(p.caption)}](plots/{p.filename})", "", f"*{p.caption}*", ""]
+    lines.append("## Run directories")
+    lines.append("")
+    if v.sim_dir:
+        lines.append(f"- simulation: [{v.sim_dir}/]({v.sim_dir}/report.html)")
+    if v.kernel_dir:
+        lines.append(f"- kernel: [{v.kernel_dir}/]({v.kernel_dir}/report.html)")
+    lines.append("")
+    return "\n".join(lines)
+
+
+_ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+_TEMPLATE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>tcplab validate: {{ h.scenario }}</title>
+<style>{{ style }}
+ td.within { color: #186a18; font-weight: bold; } td.outside { color: #a01010; font-weight: bold; }
+ td.na { color: #777; } p.invalid { color: #a01010; font-weight: bold; font-size: 1.1em; }
+ table.v td { white-space: nowrap; } table.v td.x { white-space: normal; min-width: 24em; }
+</style>
+</head>
+<body>
+<h1>tcplab validate: {{ h.scenario }}</h1>
+<p>The same scenario in tcplab's simulator and on this machine's Linux kernel (network
+namespaces, the kernel's own TCP), and whether each metric of the simulator is within
+tolerance of the kernel's.</p>
+<table>
+<tr><th class="l">kernel</th><td class="l">{{ h.kernel }}</td></tr>
+<tr><th class="l">machine</th><td class="l">{{ h.machine }}</td></tr>
+<tr><th class="l">when</th><td class="l">{{ h.when }} (tcplab {{ h.tcplab }})</td></tr>
+<tr><th class="l">tolerances</th><td class="l"><code>{{ h.tolerances }}</code></td></tr>
+</table>
+{% if not valid %}
+<p class="invalid">{{ verdict }}</p>
+<p class="note">The kernel run is marked invalid: no verdicts are given (its figures are shown for reference only).</p>
+{% else %}
+<p><b>{{ verdict }}</b></p>
+{% endif %}
+<p class="note">{{ steady }}. Differences are simulator minus kernel; relative ones are of the kernel's value.</p>
+<table class="v">
+<tr><th class="l">flow / link</th><th class="l">metric</th><th>simulator</th><th>kernel</th><th>difference</th>
+<th class="l">tolerance</th><th class="l">verdict</th><th class="l">reason</th></tr>
+{% for r in rows %}
+<tr><td class="l">{{ r.subject }}</td><td class="l">{{ r.metric }}</td><td>{{ r.sim }}</td><td>{{ r.kernel }}</td>
+<td>{{ r.difference }}</td><td class="l">{{ r.tolerance }}</td>
+<td class="l {{ 'na' if r.verdict == 'n/a' else r.verdict }}">{{ r.verdict }}</td><td class="x">{{ r.reason }}</td></tr>
+{% endfor %}
+</table>
+<h2>Run directories</h2>
+<ul>
+{% if sim_dir %}<li>simulation: <a href="{{ sim_dir }}/report.html">{{ sim_dir }}/report.html</a></li>{% endif %}
+{% if kernel_dir %}<li>kernel: <a href="{{ kernel_dir }}/report.html">{{ kernel_dir }}/report.html</a></li>{% endif %}
+</ul>
+<h2>Over time</h2>
+{% for p in figures %}
+<figure><img src="{{ p.uri }}" alt="{{ p.caption }}"><figcaption>{{ p.caption }}</figcaption></figure>
+{% endfor %}
+</body>
+</html>
+"""
+
+
+def validation_html(v: Validation, plots: Sequence[Plot] = ()) -> str:
+    """report.html (self-contained)."""
+    return _ENV.from_string(_TEMPLATE).render(
+        h=_header(v),
+        style=_STYLE,
+        valid=v.valid,
+        verdict=v.verdict_line(),
+        steady=_steady_text(v),
+        rows=table_rows(v),
+        sim_dir=v.sim_dir,
+        kernel_dir=v.kernel_dir,
+        figures=[{"uri": data_uri(p.png), "caption": p.caption} for p in plots],
+    )

@@ -1,0 +1,108 @@
+"""tcplab validate on the real kernel: the matrix of the issue (CUBIC and BBR, without and
+with 1 % loss, at 5 and 100 Mbit/s, at 0 and 100 ms RTT) on tests/data/validate-path.yaml.
+
+Each case runs the simulation and the kernel (15 s of traffic each) and checks the promise
+of the report: it exists and states, per metric, a verdict with its reason. Whether the
+verdicts are "within" is the finding, not the test: bench/validate_matrix.py prints the table
+the issue's closing note gives. Marked ``kernel`` (root, network namespaces, the delay line)
+and ``slow`` (about 16 x 30 s). Namespaces use the prefix ``tlh5``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tcplab.kernel.validate import VERDICTS, kernel_options, validate
+
+pytestmark = [pytest.mark.kernel, pytest.mark.slow]
+
+SCENARIO = Path(__file__).parent / "data" / "validate-path.yaml"
+PREFIX = "tlh5"
+FRAME_BYTES = 1514
+
+
+def queue_packets(rate_bps: int, rtt_ms: int) -> int:
+    """A 1-BDP pfifo, never fewer than 100 packets (validate-path.yaml's description)."""
+    return max(100, math.ceil(rate_bps * rtt_ms / 1000 / 8 / FRAME_BYTES))
+
+
+def case_overrides(cc: str, rate_mbit: int, rtt_ms: int, loss_pct: int) -> list[str]:
+    return [
+        f"flows.0.cc={cc}",
+        f"links.1.rate={rate_mbit}Mbit",
+        f"links.1.delay={rtt_ms // 2}ms",
+        f"links.1.loss={loss_pct}%",
+        f"links.1.queue.limit={queue_packets(rate_mbit * 10**6, rtt_ms)}",
+    ]
+
+
+CASES = [(cc, rate, rtt, loss) for cc in ("cubic", "bbr") for loss in (0, 1) for rate in (5, 100) for rtt in (0, 100)]
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, tc, nft)"
+    try:
+        from tcplab.kernel.delayline import find_delayline
+
+        from tcplab.kernel import kernel_run  # noqa: F401
+    except ImportError as e:
+        return f"kernel mode is not installed in this tcplab ({e})"
+    try:
+        find_delayline()
+    except Exception as e:  # KernelError: not built
+        return str(e)
+    if shutil.which("ip") is None:
+        return "iproute2 (ip) is not installed"
+    probe = f"{PREFIX}-probe"
+    done = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return f"cannot create a network namespace: {done.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
+    return None
+
+
+@pytest.fixture(scope="module")
+def kernel_ready() -> None:
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.mark.parametrize(("cc", "rate_mbit", "rtt_ms", "loss_pct"), CASES)
+def test_validate_matrix(kernel_ready, tmp_path, cc, rate_mbit, rtt_ms, loss_pct):
+    out = tmp_path / "v"
+    v = validate(
+        SCENARIO,
+        overrides=case_overrides(cc, rate_mbit, rtt_ms, loss_pct),
+        options=kernel_options(prefix=PREFIX, allow_busy=True),
+        out=out,
+    )
+    # a verdict per metric: four per flow, one per one-way link
+    assert [(r.metric, r.subject) for r in v.rows][:4] == [
+        ("goodput_bps", "server-client-0"),
+        ("rtt_p50_ms", "server-client-0"),
+        ("rtt_p99_ms", "server-client-0"),
+        ("retrans_pct", "server-client-0"),
+    ]
+    assert len(v.rows) == 4 + 4
+    assert all(r.verdict in VERDICTS and r.reason for r in v.rows)
+    # the kernel ran its traffic: a goodput, and the sim's run as well
+    assert v.rows[0].kernel and v.rows[0].kernel > 0 and v.rows[0].sim and v.rows[0].sim > 0
+    doc = json.loads((out / "validation.json").read_text())
+    assert doc["kernel"]["release"] == os.uname().release
+    html = (out / "report.html").read_text()
+    for r in v.rows:
+        assert f">{r.verdict}<" in html
+    for run in ("sim", "kernel"):
+        assert (out / run / "report.html").is_file()
+    # nothing of ours is left
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    assert not [line for line in left.splitlines() if line.startswith(f"{PREFIX}-")]
