@@ -209,21 +209,12 @@ def _probe_qdiscs_in_netns(prefix: str) -> list[str]:
 
 
 def _delayline_path() -> str | None:
-    try:
-        from tcplab.kernel.delayline import find_delayline  # k1's module
+    from tcplab.kernel.delayline import find_delayline
 
+    try:
         return str(find_delayline())
-    except ImportError:
-        pass
     except KernelError:
         return None
-    env = os.environ.get("TCPLAB_DELAYLINE")
-    if env and Path(env).is_file():
-        return env
-    repo = Path(__file__).resolve().parents[3] / "target" / "release" / "tcplab-delayline"
-    if repo.is_file():
-        return str(repo)
-    return shutil.which("tcplab-delayline")
 
 
 def probe(prefix: str = "tcplab") -> KernelEnv:

@@ -18,9 +18,7 @@ class KernelOptions:
     it (development on a shared machine). ``delayline_cpu``/``agent_cpu``: where the delay
     lines and the traffic run (apart, so the emulated path does not wait for the senders).
     ``tbf_burst_us``: the router shapers' bucket, in microseconds of the link rate (at least
-    two full frames). ``quiet_seconds``: the quiet check's window. ``delayline_rt_priority``:
-    the delay lines run SCHED_FIFO at this priority (0: normal scheduling), so a busy
-    machine does not stall the emulated path.
+    two full frames). ``quiet_seconds``: the quiet check's window.
     """
 
     prefix: str = "tcplab"
@@ -30,7 +28,6 @@ class KernelOptions:
     agent_cpu: int = 0
     tbf_burst_us: int = 100
     quiet_seconds: float = 1.0
-    delayline_rt_priority: int = 10
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

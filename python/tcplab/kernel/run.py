@@ -199,9 +199,7 @@ def _run_traffic(plan: Any, config: dict, env: Any, options: KernelOptions, work
     except ImportError:  # pragma: no cover - the sampler is part of k3's set
         QueueSampler = None  # noqa: N806
 
-    testbed = Testbed(
-        plan, work, delayline_cpu=options.delayline_cpu, delayline_rt_priority=options.delayline_rt_priority
-    )
+    testbed = Testbed(plan, work, delayline_cpu=options.delayline_cpu)
     procs: list[Any] = []
     sampler = None
     try:

@@ -6,7 +6,8 @@ routes, qdiscs, nft tables and delay lines, and remove them again.
 * :meth:`Testbed.up` refuses first when any namespace of the plan exists (another run, or a
   crashed one: ``tcplab kernel cleanup --prefix P`` removes it), then creates the namespaces,
   runs the plan's commands in order, starts one delay line per wire namespace that has TUNs
-  (:class:`tcplab.kernel.delayline.DelayLine`, pinned to ``delayline_cpu``), waits for its
+  (:class:`tcplab.kernel.delayline.DelayLine`, pinned to ``delayline_cpu``, SCHED_FIFO: a
+  busy machine otherwise preempts it for tens of milliseconds), waits for its
   ``ready`` and configures its TUNs. Every command run is recorded (:attr:`Testbed.log`, for
   kernel.json) with its exit status, and every process started is registered by PID.
 * :meth:`Testbed.down` stops the delay lines (their stats are kept in
@@ -152,11 +153,10 @@ class Testbed:
 
     __test__ = False  # not a pytest test class despite the name
 
-    def __init__(self, plan: Plan, workdir: str | Path, *, delayline_cpu: int = 1, delayline_rt_priority: int = 10):
+    def __init__(self, plan: Plan, workdir: str | Path, *, delayline_cpu: int = 1):
         self.plan = plan
         self.workdir = Path(workdir)
         self.delayline_cpu = delayline_cpu
-        self.delayline_rt_priority = delayline_rt_priority
         #: Every command run: {"cmd": shell-quoted text, "rc": exit status, "t_ns": monotonic}.
         self.log: list[dict[str, Any]] = []
         #: Namespaces this testbed created (and only those are deleted).
@@ -247,10 +247,8 @@ class Testbed:
         wires = [w for w in self.plan.wires if w.tuns]
         if not wires:
             return
-        try:
-            from tcplab.kernel.delayline import DelayLine
-        except ImportError:  # until k1's wrapper is merged: the same contract, here
-            DelayLine = _ContractDelayLine  # noqa: N806
+        from tcplab.kernel.delayline import DelayLine
+
         for w in wires:
             stats = self.workdir / w.stats_file
             line = DelayLine(w.ns, [(t.name, t.delay_ns) for t in w.tuns], self.delayline_cpu, stats)
@@ -267,26 +265,8 @@ class Testbed:
                     }
                 )
                 self.pids.append(int(pid))
-                if self.delayline_rt_priority > 0:
-                    self._realtime(int(pid), self.delayline_rt_priority)
             for cmd in w.tun_commands:
                 self.run(cmd)
-
-    def _realtime(self, pid: int, priority: int) -> None:
-        """SCHED_FIFO for every thread of ``pid``: a busy machine otherwise preempts the delay
-        line for tens of milliseconds (measured here: a 70 ms stall under load at normal
-        priority, 0.5 ms at most with SCHED_FIFO 20). The kernel's RT throttling
-        (sched_rt_runtime_us, 95 %) still leaves the CPU to others if it ever spun."""
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")] if os.path.isdir(f"/proc/{pid}/task") else [pid]
-        for tid in tids:
-            try:
-                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
-                rc = 0
-            except OSError:
-                rc = 1
-            self.log.append(
-                {"cmd": f"sched_setscheduler {tid} SCHED_FIFO {priority}", "rc": rc, "t_ns": time.monotonic_ns()}
-            )
 
     # -- down -------------------------------------------------------------------------------------
     def stop_delaylines(self) -> dict[str, dict[str, Any]]:
@@ -339,82 +319,3 @@ class Testbed:
 
     def __exit__(self, *exc: object) -> None:
         self.down()
-
-
-def _find_delayline() -> Path:
-    env = os.environ.get("TCPLAB_DELAYLINE")
-    if env and Path(env).is_file():
-        return Path(env)
-    repo = Path(__file__).resolve().parents[3] / "target" / "release" / "tcplab-delayline"
-    if repo.is_file():
-        return repo
-    import shutil
-
-    found = shutil.which("tcplab-delayline")
-    if found:
-        return Path(found)
-    raise KernelError(
-        "the delay line binary tcplab-delayline is not built: run `cargo build --release -p tcplab-delayline` "
-        "(make setup does)"
-    )
-
-
-class _ContractDelayLine:
-    """ARCH11's DelayLine contract (``tcplab.kernel.delayline`` when present replaces it):
-    ``ip netns exec NS tcplab-delayline --tun NAME:DELAY_NS ... --cpu N --stats FILE``,
-    ``ready`` on stdout once the TUNs exist, stats JSON written on SIGTERM."""
-
-    def __init__(self, netns: str, tuns: Sequence[tuple[str, int]], cpu: int | None, stats_path: str | Path):
-        self.netns = netns
-        self.tuns = list(tuns)
-        self.cpu = cpu
-        self.stats_path = Path(stats_path)
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-    def start(self, timeout_s: float = 10.0) -> None:
-        import select
-
-        argv = ["ip", "netns", "exec", self.netns, str(_find_delayline())]
-        for name, delay_ns in self.tuns:
-            argv += ["--tun", f"{name}:{int(delay_ns)}"]
-        if self.cpu is not None and self.cpu < (os.cpu_count() or 1):
-            argv += ["--cpu", str(self.cpu)]
-        argv += ["--stats", str(self.stats_path)]
-        self.proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + timeout_s
-        assert self.proc.stdout is not None
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if ready:
-                line = self.proc.stdout.readline()
-                if line.strip() == "ready":
-                    return
-                if not line:
-                    break
-        err = self.proc.stderr.read().strip() if self.proc.poll() is not None and self.proc.stderr else ""
-        self.stop()
-        raise KernelError(f"kernel: the delay line in {self.netns} did not start: {err or 'no ready in time'}")
-
-    def stop(self) -> dict[str, Any]:
-        import json
-
-        if self.proc is None:
-            return {}
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                kill_group(self.proc.pid)
-                self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        try:
-            return json.loads(self.stats_path.read_text())
-        except (OSError, ValueError):
-            return {}
