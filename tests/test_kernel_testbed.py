@@ -312,3 +312,47 @@ def test_kernel_info_json_names_the_kernel():
     info = json.loads(r.output)
     assert info["release"] == os.uname().release
     assert set(info["cc_available"]) >= {"reno"}
+
+
+@needs_netns
+def test_cli_kernel_run_writes_a_kernel_run_directory(prefix, tmp_path):
+    for reason in (_delayline_reason(), _agent_reason()):
+        if reason:
+            pytest.skip(reason)
+    out = tmp_path / "run"
+    r = subprocess.run(
+        [
+            *TCPLAB,
+            "kernel",
+            "run",
+            "builtin:cubic-vs-bbr-lossy",
+            "--set",
+            "duration=3s",
+            "--prefix",
+            prefix,
+            "--allow-busy",
+            "-q",
+            "--no-plots",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # 0 valid; 1 INVALID (a busy machine can make the delay line late): the directory is
+    # written either way, and says which
+    assert r.returncode in (0, 1), r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    kernel = json.loads((out / "kernel.json").read_text())
+    assert summary["kind"] == "kernel"
+    assert summary["kernel"]["valid"] is (r.returncode == 0)
+    if r.returncode == 1:
+        assert r.stderr.startswith("INVALID: ")
+    commands = [c["cmd"] for c in kernel["commands"]]
+    assert (
+        f"tc -n {prefix}-emu qdisc add dev eth1 root handle 1: tbf rate 5000000bit burst 3028 limit 62074" in commands
+    )
+    assert f"ip netns del {prefix}-emu" in commands
+    assert kernel["env"]["release"] == os.uname().release
+    assert _ours(prefix) == []
