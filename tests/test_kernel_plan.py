@@ -247,3 +247,23 @@ def test_plan_is_pure_and_repeatable():
     a = plan_of("builtin:cubic-vs-bbr-lossy")[1].to_dict()
     b = plan_of("builtin:cubic-vs-bbr-lossy")[1].to_dict()
     assert a == b
+
+
+def test_netem_delays_the_wire_where_the_kernel_has_it():
+    config, plan = plan_of("builtin:cubic-vs-bbr-lossy", qdiscs=["pfifo", "bfifo", "tbf", "netem"])
+    (wire,) = plan.wires
+    assert wire.tuns == [] and wire.tun_commands == []
+    fwd = config["links"][2]  # emu -> client: 5 Mbit/s, 50 ms
+    in_flight = fwd["rate_bps"] * fwd["delay_ns"] // (8 * 64 * 10**9) + 1  # 64 B packets in 50 ms
+    assert f"tc -n {P}-w1 qdisc add dev wb root netem delay 50000us limit {max(1000, in_flight)}" in texts(plan)
+    assert f"tc -n {P}-w1 qdisc add dev wa root netem delay 50000us limit {max(1000, in_flight)}" in texts(plan)
+    # both directions go straight from one veth to the other; nft still drops after the queue
+    assert f"ip -n {P}-w1 rule add pref 1000 iif wa lookup 101" in texts(plan)
+    assert f"ip -n {P}-w1 rule add pref 1010 iif wb lookup 103" in texts(plan)
+    assert "numgen random" in wire.nft
+    # a kernel with netem can still be told to use the delay line
+    sc = tcplab.load_scenario("builtin:cubic-vs-bbr-lossy")
+    forced = make_plan(sc.to_core(), env(qdiscs=["pfifo", "tbf", "netem"]), KernelOptions(prefix=P, delay="delayline"))
+    assert [t.name for t in forced.wires[0].tuns] == ["tab", "tba"]
+    with pytest.raises(KernelUnsupported, match="sch_netem is not available"):
+        make_plan(sc.to_core(), env(), KernelOptions(prefix=P, delay="netem"))

@@ -18,7 +18,9 @@ class KernelOptions:
     it (development on a shared machine). ``delayline_cpu``/``agent_cpu``: where the delay
     lines and the traffic run (apart, so the emulated path does not wait for the senders).
     ``tbf_burst_us``: the router shapers' bucket, in microseconds of the link rate (at least
-    two full frames). ``quiet_seconds``: the quiet check's window.
+    two full frames). ``quiet_seconds``: the quiet check's window. ``delay``: how a wire
+    delays: ``"auto"`` netem where the kernel has it, else tcplab's delay line;
+    ``"delayline"`` always the delay line; ``"netem"`` netem or refuse.
     """
 
     prefix: str = "tcplab"
@@ -28,6 +30,7 @@ class KernelOptions:
     agent_cpu: int = 0
     tbf_burst_us: int = 100
     quiet_seconds: float = 1.0
+    delay: str = "auto"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,8 +18,11 @@ The model (ARCH11, "The model of a kernel run"):
   when there is a wire namespace (``+5`` node b, ``+6`` the wire).
 * Wire namespace ``{prefix}-w{K}`` when a direction of entry K has a delay >= 500 us or a
   loss: the two veths end in it (``wa`` towards a, ``wb`` towards b); it forwards by policy
-  routing on the input device: ``wa`` -> TUN ``tab`` (the delay line reads it, holds the
-  packet ``delay_ns``, writes it back into ``tab``) -> ``wb``, and ``wb`` -> ``tba`` -> ``wa``.
+  routing on the input device. Where the kernel has sch_netem (``KernelOptions.delay``
+  "auto"), the delay is a ``netem delay`` root qdisc on the wire's egress device (``wb`` for
+  a->b); otherwise (this project's VMs) ``wa`` -> TUN ``tab`` (the delay line reads it,
+  holds the packet ``delay_ns``, writes it back into ``tab``) -> ``wb``, and ``wb`` ->
+  ``tba`` -> ``wa``.
   A direction without delay (< 500 us: left to the veth) goes ``wa`` -> ``wb`` directly.
   Random loss: an nft rule in the forward chain, on packets that came in from the link's
   sender side (``iifname "wa"`` for a->b), i.e. after the sender's queue, as the simulator
@@ -182,6 +185,8 @@ class WireNs:
     #: Policy routes run with the other commands (the directions without a TUN, and the
     #: tables the TUNs' output is looked up in).
     routes: list[list[str]] = field(default_factory=list)
+    #: netem qdiscs on the wire's egress devices (kernels with sch_netem; then no TUNs).
+    netem: list[list[str]] = field(default_factory=list)
     #: Commands run once the delay line's TUNs exist (bring them up, offloads, routes).
     tun_commands: list[list[str]] = field(default_factory=list)
     stats_file: str = ""
@@ -631,6 +636,11 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
                 ["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"]
             )
 
+    if options.delay not in ("auto", "netem", "delayline"):
+        raise KernelError(f"kernel: delay {options.delay!r}: expected auto, netem or delayline")
+    use_netem = options.delay == "netem" or (options.delay == "auto" and env.has_qdisc("netem"))
+    if options.delay == "netem" and not env.has_qdisc("netem"):
+        raise KernelUnsupported("kernel: sch_netem is not available on this kernel (delay=netem)")
     for entry in range(len(links_cfg) // 2):
         fwd, rev = links_cfg[2 * entry], links_cfg[2 * entry + 1]
         a, b = int(fwd["from"]), int(fwd["to"])
@@ -704,6 +714,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
             hop_of[2 * entry + 1] = (dev_b, b_peer)
             tuns: list[WireTun] = []
             tun_cmds: list[list[str]] = []
+            netem_cmds: list[list[str]] = []
             rules: list[list[str]] = []
             # direction a->b: in on wa, out on wb towards b (b_addr); b->a: in on wb, out on wa.
             for d, (link_index, link, iif, oif, nexthop, tun) in enumerate(
@@ -713,7 +724,32 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
                 )
             ):
                 out_table = str(100 + 2 * d + 1)
-                if delayed[d]:
+                if delayed[d] and use_netem:
+                    # netem on the wire's egress towards the receiving node (Linux v6.12
+                    # net/sched/sch_netem.c): its limit holds every packet in flight on the
+                    # wire, counted at 64 B (an ACK) at the link's rate, at least netem's 1000
+                    in_flight = int(link["rate_bps"]) * int(link["delay_ns"]) // (8 * 64 * 1_000_000_000) + 1
+                    netem_cmds.append(
+                        [
+                            "tc",
+                            "-n",
+                            w,
+                            "qdisc",
+                            "add",
+                            "dev",
+                            oif,
+                            "root",
+                            "netem",
+                            "delay",
+                            _ns_arg(int(link["delay_ns"])),
+                            "limit",
+                            str(max(1000, in_flight)),
+                        ]
+                    )
+                    rules.append(
+                        ["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", out_table]
+                    )
+                elif delayed[d]:
                     in_table = str(100 + 2 * d)
                     tuns.append(WireTun(tun, int(link["delay_ns"]), link_index))
                     tun_cmds.append(["ip", "-n", w, "link", "set", tun, "mtu", str(mtu), "up"])
@@ -748,6 +784,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
                     **_no_ipv6(env),
                 },
                 routes=rules,
+                netem=netem_cmds,
                 tun_commands=tun_cmds,
                 stats_file=f"delayline-w{entry}.json",
             )
@@ -863,6 +900,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
     for ns, sysctls in [(nd.ns, nd.sysctls) for nd in nodes] + [(w.ns, w.sysctls) for w in wires]:
         sysctl_cmds.append(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *[f"{k}={v}" for k, v in sysctls.items()]])
     wire_route_cmds = [cmd for w in wires for cmd in w.routes]
+    qdisc_cmds.extend(cmd for w in wires for cmd in w.netem)
     # nft reads the wire's ruleset (WireNs.nft) on stdin
     nft_cmds = [["ip", "netns", "exec", w.ns, "nft", "-f", "-"] for w in wires if w.nft]
 
