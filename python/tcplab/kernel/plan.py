@@ -48,8 +48,10 @@ The model (ARCH11, "The model of a kernel run"):
   attributes (``initcwnd``, ``rto_min lock``) when they differ from Linux's defaults
   (TCP_INIT_CWND 10, TCP_RTO_MIN 200 ms); the MSS from the MTU (mss + 52: IPv4 20, TCP 20,
   timestamps 12). Nothing is set in the initial namespace.
-* Offloads: ``ethtool -K DEV tso off gso off gro off`` on every veth and TUN, so hosts send
-  MSS-sized segments as the simulator does (a real host with TSO sends 64 KB super-packets).
+* Offloads: ``ethtool -K DEV tso off gso off gro off`` on every veth and TUN, so every link
+  carries MSS-sized frames as the simulator's do (TCP still builds GSO skbs: Linux v6.12
+  net/core/sock.c: sk_setup_caps() forces NETIF_F_GSO for TCP; the device segments them in
+  software after the host's qdisc, net/core/dev.c: validate_xmit_skb()).
 * Flows: the client (flow ``src``) connects from ``node_address(src):32768 + i`` to the
   server (flow ``dst``) at ``node_address(dst):PORT`` (5201 bulk/maerts, 8080 rr:
   :data:`tcplab.results.ss.SERVER_PORTS`); ``data_side`` says which side writes.
