@@ -239,6 +239,10 @@ def _run_traffic(plan: Any, config: dict, env: Any, options: KernelOptions, work
         )
         return {"measurements": m, "t0_ns": t0_ns, "agent_nodes": agent_nodes, "testbed": testbed}
     finally:
+        # The cleanup is not to be cut short: the watchdog is disarmed (its own bound is the
+        # commands' timeouts) and SIGINT/SIGTERM are held until it is done.
+        if threading.current_thread() is threading.main_thread():
+            signal.setitimer(signal.ITIMER_REAL, 0)
         with _signals_held():
             if sampler is not None:
                 sampler.stop(timeout_s=1.0)
