@@ -1331,6 +1331,12 @@ def kernel_run_cmd(
     result = kernel_run(sc, options=options, progress=not quiet, command=_INVOCATION)
     result.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
+        env = result.kernel.get("env", {})
+        typer.echo(
+            f"kernel: Linux {env.get('release', '?')}, HZ {env.get('hz') or '?'}; "
+            f"namespaces {prefix}-*, removed; departures from the simulated path: "
+            f"{len(result.kernel.get('departures', []))} (kernel.json)"
+        )
         _print_run_summary(result, out_dir)
     if not result.kernel.get("valid", True):
         typer.echo("INVALID: " + "; ".join(result.kernel.get("invalid_reasons", [])), err=True)
