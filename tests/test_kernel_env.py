@@ -65,3 +65,19 @@ def test_require_root(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(kenv.KernelError, match="needs root"):
         kenv.require_root()
+
+
+@pytest.mark.kernel
+def test_qdisc_probe_in_a_scratch_namespace_agrees_with_the_config(monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("the qdisc probe needs root (a scratch network namespace)")
+    configured = kenv.probe("tlh2")
+    if not configured.qdiscs_source.startswith("/"):
+        pytest.skip("no kernel config to compare the probe with")
+    monkeypatch.setattr(kenv, "_kernel_config", lambda release: ({}, ""))
+    probed = kenv.probe("tlh2")
+    assert probed.qdiscs_source.startswith("probe")
+    assert set(probed.qdiscs) == set(configured.qdiscs)
+    from tcplab.kernel.testbed import list_netns
+
+    assert not [ns for ns in list_netns() if ns.startswith("tlh2-probe")]
