@@ -356,3 +356,65 @@ def test_cli_kernel_run_writes_a_kernel_run_directory(prefix, tmp_path):
     assert f"ip netns del {prefix}-emu" in commands
     assert kernel["env"]["release"] == os.uname().release
     assert _ours(prefix) == []
+
+
+@needs_netns
+def test_two_routers_routes_follow_the_simulators_paths(prefix, tmp_path):
+    """Each pair's ping RTT is twice the sum of the one-way delays along tcplab.routing's
+    route (the delay line adds well under a millisecond per crossing on a quiet machine)."""
+    if _delayline_reason():
+        pytest.skip(_delayline_reason())
+    from tcplab.results.ss import node_address
+    from tcplab.routing import bfs_route, route_delay_ns
+
+    sc = tcplab.Scenario.model_validate(
+        {
+            "name": "two-routers",
+            "duration": "5s",
+            "hosts": {"a": {}, "b": {}, "c": {}},
+            "routers": ["r1", "r2"],
+            "links": [
+                {"between": ["a", "r1"], "rate": "1Gbit", "delay": "1ms"},
+                {"between": ["r1", "r2"], "rate": "10Mbit", "delay": "10ms"},
+                {"between": ["r2", "b"], "rate": "1Gbit", "delay": "50us"},
+                {"between": ["c", "r2"], "rate": "1Gbit", "delay": "2ms"},
+            ],
+            "flows": [{"from": "a", "to": "b"}, {"from": "c", "to": "a"}],
+        }
+    )
+    config = sc.to_core()
+    plan = make_plan(config, probe(prefix), KernelOptions(prefix=prefix))
+    names = [n["name"] for n in config["nodes"]]
+    ends = [(link["from"], link["to"]) for link in config["links"]]
+    forwards = [n["kind"] == "router" for n in config["nodes"]]
+    delays = [link["delay_ns"] for link in config["links"]]
+    with Testbed(plan, tmp_path):
+        for src, dst in (("a", "b"), ("c", "a"), ("b", "c")):
+            i, j = names.index(src), names.index(dst)
+            rtt_ms = (
+                route_delay_ns(bfs_route(len(names), ends, i, j, forwards), delays)
+                + route_delay_ns(bfs_route(len(names), ends, j, i, forwards), delays)
+            ) / 1e6
+            ping = subprocess.run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    f"{prefix}-{src}",
+                    "ping",
+                    "-c",
+                    "3",
+                    "-i",
+                    "0.2",
+                    "-I",
+                    node_address(i),
+                    node_address(j),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            assert ping.returncode == 0, ping.stdout + ping.stderr
+            got = min(float(x) for x in re.findall(r"time=([\d.]+) ms", ping.stdout))
+            assert rtt_ms <= got < rtt_ms + 5.0, (src, dst, rtt_ms, got)
+    assert _ours(prefix) == []
