@@ -164,6 +164,9 @@ def kernel_run(
     except KernelUnsupported as e:
         raise KernelUnsupported(engine_message(sc, str(e))) from e
     _check_tools(env, plan)
+    from tcplab.kernel.testbed import check_free
+
+    check_free(plan)  # refuse before measuring anything (Testbed.up checks again)
     quiet = quiet_check(options.quiet_seconds)
     duration_ns = int(config["duration_ns"])
     timeout_s = options.timeout_s if options.timeout_s is not None else duration_ns / 1e9 + 60.0

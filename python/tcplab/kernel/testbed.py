@@ -38,7 +38,7 @@ from typing import Any
 from tcplab.kernel.errors import KernelError
 from tcplab.kernel.plan import Plan
 
-__all__ = ["Testbed", "cleanup", "list_netns", "netns_pids", "spawn", "kill_group"]
+__all__ = ["Testbed", "check_free", "cleanup", "list_netns", "netns_pids", "spawn", "kill_group"]
 
 #: How long a command may take (ip/tc/nft/ethtool answer in milliseconds).
 COMMAND_TIMEOUT_S = 20.0
@@ -129,6 +129,17 @@ def _remove_netns(ns: str) -> str | None:
     return None
 
 
+def check_free(plan: Plan) -> None:
+    """Raise :class:`KernelError` when a namespace ``plan`` would create exists."""
+    existing = set(list_netns())
+    for ns in plan.namespaces:
+        if ns in existing:
+            raise KernelError(
+                f"kernel: netns {ns} exists (another run, or a crashed one: "
+                f"tcplab kernel cleanup --prefix {plan.prefix})"
+            )
+
+
 def cleanup(prefix: str = "tcplab") -> list[str]:
     """``tcplab kernel cleanup``: remove every namespace named ``{prefix}-*`` and the
     processes inside it. Returns the names removed."""
@@ -208,13 +219,7 @@ class Testbed:
     # -- up ---------------------------------------------------------------------------------------
     def check_free(self) -> None:
         """Refuse when a namespace the plan would create exists."""
-        existing = set(list_netns())
-        for ns in self.plan.namespaces:
-            if ns in existing:
-                raise KernelError(
-                    f"kernel: netns {ns} exists (another run, or a crashed one: "
-                    f"tcplab kernel cleanup --prefix {self.plan.prefix})"
-                )
+        check_free(self.plan)
 
     def up(self) -> None:
         """Create everything (module doc); on failure, remove what was created and raise."""
