@@ -267,3 +267,12 @@ def test_netem_delays_the_wire_where_the_kernel_has_it():
     assert [t.name for t in forced.wires[0].tuns] == ["tab", "tba"]
     with pytest.raises(KernelUnsupported, match="sch_netem is not available"):
         make_plan(sc.to_core(), env(), KernelOptions(prefix=P, delay="netem"))
+
+
+@pytest.mark.parametrize("prefix", ["", "Tcplab", "a/b", "x" * 17, "-x"])
+def test_bad_prefix_is_refused(prefix):
+    from tcplab.kernel.errors import KernelError
+
+    sc = tcplab.load_scenario("builtin:cubic-vs-bbr-lossy")
+    with pytest.raises(KernelError, match="prefix"):
+        make_plan(sc.to_core(), env(), KernelOptions(prefix=prefix))

@@ -60,6 +60,7 @@ The model (ARCH11, "The model of a kernel run"):
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -470,6 +471,8 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
     """The kernel-mode plan of a resolved scenario config (module doc); pure."""
     options = options or KernelOptions()
     prefix = options.prefix
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,15}", prefix or ""):
+        raise KernelError(f"kernel: prefix {prefix!r}: expected 1 to 16 of a-z, 0-9, - (namespaces are PREFIX-NODE)")
     departures: list[str] = []
     nodes_cfg = config["nodes"]
     links_cfg = config["links"]
