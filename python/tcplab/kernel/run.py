@@ -197,12 +197,8 @@ def _run_traffic(plan: Any, config: dict, env: Any, options: KernelOptions, work
     """Testbed up, agents, sampler, wait, collect, Testbed down: what was measured."""
     from tcplab.kernel import measure
     from tcplab.kernel.agent import start_agents, stop_agents
+    from tcplab.kernel.sampler import QueueSampler, queue_targets
     from tcplab.kernel.testbed import Testbed
-
-    try:
-        from tcplab.kernel.sampler import QueueSampler, queue_targets
-    except ImportError:  # pragma: no cover - the sampler is part of k3's set
-        QueueSampler = None  # noqa: N806
 
     testbed = Testbed(plan, work, delayline_cpu=options.delayline_cpu)
     procs: list[Any] = []
@@ -214,10 +210,9 @@ def _run_traffic(plan: Any, config: dict, env: Any, options: KernelOptions, work
         procs = start_agents(plan, config, work, t0_ns, cpu=options.agent_cpu)
         for p in procs:
             testbed.register(p)
-        if QueueSampler is not None:
-            sampler = QueueSampler(
-                queue_targets(plan.queue_devices), t0_ns, plan.sample_interval_ns, plan.duration_ns
-            ).start()
+        sampler = QueueSampler(
+            queue_targets(plan.queue_devices), t0_ns, plan.sample_interval_ns, plan.duration_ns
+        ).start()
         _sleep_until(t0_ns + plan.duration_ns, bar, t0_ns, plan.duration_ns, procs)
         end_ns = t0_ns + plan.duration_ns
         final = _end_snapshot(plan, work, measure)
