@@ -18,10 +18,20 @@ __all__ = ["SimProgress"]
 class SimProgress:
     """Callable ``(sim_now_ns, duration_ns)``; use as a context manager to close the bar."""
 
-    def __init__(self, label: str, *, delay_s: float = 1.0, enabled: bool | None = None, console: Any = None):
+    def __init__(
+        self,
+        label: str,
+        *,
+        delay_s: float = 1.0,
+        enabled: bool | None = None,
+        console: Any = None,
+        unit: str = "s simulated",
+    ):
         if enabled is None:
             enabled = sys.stdout.isatty() and sys.stderr.isatty()
         self.label = label
+        #: What the seconds count: simulated time, or a kernel run's seconds of traffic.
+        self.unit = unit
         self.enabled = enabled
         self.delay_s = delay_s
         self._console = console
@@ -47,7 +57,7 @@ class SimProgress:
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
-            TextColumn("{task.completed:>7.1f}/{task.total:.1f} s simulated"),
+            TextColumn("{task.completed:>7.1f}/{task.total:.1f} " + self.unit),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=console,

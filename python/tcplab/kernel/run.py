@@ -175,7 +175,7 @@ def kernel_run(
     if progress is True:
         from tcplab.progress import SimProgress
 
-        bar = SimProgress(f"{sc.name} (kernel)")
+        bar = SimProgress(f"{sc.name} (kernel)", unit="s of traffic")
     elif callable(progress):
         bar = progress
 
