@@ -74,6 +74,8 @@ def test_run_directory(tmp_path):
     assert kernel["nft"]["tlh3-b"]["0"]["loss"] == r.links.iloc[0]["loss_drops"]
     report = (out / "report.html").read_text()
     assert 'class="notice info"' in report and "measured on Linux" in report
+    assert 'Packet accounting:\n<span class="note">not checked</span>' in report
+    assert json.loads((out / "summary.json").read_text())["rtt_percentiles"]["method"].startswith("nearest rank")
     # a kernel run's directory is tcplab's: --force may replace it
     r.write(out, overwrite=True)
 

@@ -147,6 +147,12 @@ class KernelResult(Result):
         }
         return summary
 
+    def _rtt_percentiles(self) -> dict[str, Any]:
+        return {
+            "method": "nearest rank over the data sender's srtt as ss printed it every sample interval (rtt:X)",
+            "relative_error": 0.0,
+        }
+
     def metadata(self) -> dict[str, Any]:
         meta = super().metadata()
         env = self.kernel.get("env") or {}
