@@ -677,10 +677,7 @@ def start_agents(
     engine config (kept for the signature k2's run passes; the plan carries the flows)."""
     import select
 
-    try:
-        from tcplab.kernel.errors import KernelError
-    except ImportError:  # TODO(merge): tcplab.kernel.errors comes with the testbed's branch
-        KernelError = RuntimeError  # noqa: N806
+    from tcplab.kernel.errors import KernelError
 
     del config  # the plan has everything the agents need
     work = Path(workdir)
