@@ -97,6 +97,8 @@ def test_agent_runs_bulk_maerts_and_rr(tmp_path):
     # maerts with a byte count: the server wrote exactly that and shut down; the client read it all
     c, s = eps[(1, "client")], eps[(1, "server")]
     assert s["bytes_written"] == 3 * CHUNK_BYTES + 5 and s["done_ns"] is not None
+    assert s["acked_ns"] >= s["done_ns"]  # then all of it was acknowledged
+    assert s["tcp_info"]["bytes_acked"] >= 3 * CHUNK_BYTES + 5 + 1  # + the SYN
     assert c["bytes_read"] == 3 * CHUNK_BYTES + 5 and c["done_ns"] is not None
     # rr: each transaction wrote a request and read a whole response
     c, s = eps[(2, "client")], eps[(2, "server")]

@@ -371,3 +371,36 @@ def test_ss_parser_reads_the_agents_lines():
     )
     socks = parse_lines(enumerate(line.splitlines(), 1), "x")
     assert socks[0].state == "SYN-SENT" and socks[0].cc == "bbr"
+
+
+# -- flows with a byte count ---------------------------------------------------------------------
+
+
+def test_plan_takes_bulk_with_bytes_and_the_agent_writes_them(tmp_path):
+    from test_kernel_plan import plan_of
+
+    _, plan = plan_of("builtin:cubic-vs-bbr-lossy", ["flows.0.app.bulk.bytes=2MB"])
+    specs = agent_specs(plan, tmp_path, t0_ns=0)
+    (entry,) = specs["server"]["connect"]
+    assert entry["app"] == {"kind": "bulk", "bytes": 2_000_000} and entry["data_side"] == "client"
+
+
+def test_bytes_flow_ends_when_the_sender_saw_it_acked():
+    config = load_scenario(
+        {
+            "name": "b",
+            "duration": "2s",
+            "hosts": {"a": {}, "b": {}},
+            "links": [{"between": ["a", "b"], "rate": "50Mbit", "delay": "50us"}],
+            "flows": [{"from": "a", "to": "b", "app": {"bulk": {"bytes": 100000}}}],
+        }
+    ).to_core()
+    info = {"bytes_sent": 100000, "bytes_acked": 100001, "bytes_received": 100000}
+    m = Measurements(duration_ns=2_000_000_000, sample_interval_ns=100_000_000)
+    m.agents["a"] = {"endpoints": [{"flow": 0, "role": "client", "done_ns": 3_000_000, "acked_ns": 9_000_000,
+                                    "tcp_info": info}]}  # fmt: skip
+    m.agents["b"] = {"endpoints": [{"flow": 0, "role": "server", "done_ns": 8_000_000, "tcp_info": info}]}
+    (flow,) = build_raw(config, m)["flows"]
+    assert (flow["start_ns"], flow["end_ns"]) == (0, 9_000_000)  # as the simulator's done_ns
+    del m.agents["a"]["endpoints"][0]["acked_ns"]  # not seen: the receiver's EOF
+    assert build_raw(config, m)["flows"][0]["end_ns"] == 8_000_000

@@ -111,6 +111,7 @@ class Endpoint:
     start_ns: int | None = None  # connect() called / accepted (ns since t0)
     established_ns: int | None = None
     done_ns: int | None = None  # bytes-limited sender: all written; receiver: EOF read
+    acked_ns: int | None = None  # bytes-limited sender: all of it acknowledged
     end_ns: int | None = None  # TCP_INFO read (ns since t0)
     bytes_written: int = 0
     bytes_read: int = 0
@@ -136,6 +137,7 @@ class Endpoint:
             "start_ns": self.start_ns,
             "established_ns": self.established_ns,
             "done_ns": self.done_ns,
+            "acked_ns": self.acked_ns,
             "end_ns": self.end_ns,
             "bytes_written": written,
             "bytes_read": read,
@@ -377,6 +379,21 @@ class Agent:
         if limit is not None and ep.bytes_written >= limit:
             ep.done_ns = self.now()
             sock.shutdown(socket.SHUT_WR)
+            self._wait_acked(ep, limit)
+
+    def _wait_acked(self, ep: Endpoint, limit: int) -> None:
+        """When every byte written was acknowledged: what the simulator calls the flow's end
+        (crates/tcplab-core/src/tcp/input.rs: check_app_done(), snd_una past the data). Polled
+        every millisecond from TCP_INFO: tcpi_bytes_acked counts the SYN too (Linux v6.12
+        net/ipv4/tcp_input.c: tcp_snd_una_update() from the ISN), so all data is acked at
+        limit + 1."""
+        assert ep.sock is not None
+        while not self.stopping.is_set() and self.now() < self.duration_ns:
+            info = parse_tcp_info(ep.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SIZE + 64))
+            if info.get("bytes_acked", 0) >= limit + 1:
+                ep.acked_ns = self.now()
+                return
+            time.sleep(0.001)
 
     def _bulk_receive(self, ep: Endpoint) -> None:
         assert ep.sock is not None

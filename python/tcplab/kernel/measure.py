@@ -15,8 +15,9 @@ read a kernel run as they read a simulation:
   ``data_segs_out``/``retrans_segs`` (tcpi_total_retrans) from the sender's final TCP_INFO,
   ``bytes_received`` from the receiver's; ``timeouts`` = the sender's ``tcpi_total_rto``
   (Linux >= 6.7; 0 before); ``chrono`` = tcpi_busy_time/rwnd_limited/sndbuf_limited;
-  ``start_ns`` the configured start, ``end_ns`` the receiver's EOF for a flow with a byte
-  count that finished, else the end of the run (as the simulator's ``done_ns``);
+  ``start_ns`` the configured start, ``end_ns`` for a flow with a byte count that finished
+  when the sender saw all of it acknowledged (the simulator's ``done_ns``), else the end of
+  the run;
   ``rtt_us`` summarises the sender's sampled srtt (ss ``rtt:X``), not every ACK's RTT sample
   as the simulator's histogram does: both worlds are compared on srtt (``relative_error`` 0:
   the values are exact, the sample set is different);
@@ -380,8 +381,12 @@ def _flows(config: Mapping[str, Any], m: Measurements, srtt: Mapping[int, list[i
         start = int(f.get("start_ns") or 0)
         app = f.get("app") or {}
         end = m.duration_ns
-        if app.get("bytes") is not None and rcv.get("done_ns") is not None:
-            end = min(end, int(rcv["done_ns"]))
+        if app.get("bytes") is not None:
+            # the simulator's end: all data acknowledged at the sender (check_app_done());
+            # an agent before acked_ns: the receiver's EOF
+            done = snd.get("acked_ns") if snd.get("acked_ns") is not None else rcv.get("done_ns")
+            if done is not None:
+                end = min(end, int(done))
         out.append(
             {
                 "name": f["name"],
