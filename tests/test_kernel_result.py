@@ -97,3 +97,16 @@ def test_ss_texts_at_a_time():
     t, text = blocks[5]
     assert r.ss_texts(t)["a"] == text and r.ss_texts(t + 1)["a"] == text
     assert r.ss_texts(-1) == {}
+
+
+def test_stuck_episodes_do_not_claim_a_ca_state():
+    from tcplab.results.stuck import episode_line
+
+    r = make()
+    # an episode as tcplab.results.stuck finds it, on the kernel's series (CA state unknown)
+    r.stuck.append({"kind": "stuck", "flow": "a-b-0", "start_s": 0.5, "end_s": 1.5, "duration_s": 1.0, "samples": 10,
+                    "ca_states": ["Open"], "cc_modes": [], "cwnd_min": 2, "cwnd_median": 2, "ssthresh_min": 2,
+                    "ssthresh_median": 2, "goodput_median_bps": 1e5, "bbr_bw_median_bps": None,
+                    "fair_share_bps": 4e7})  # fmt: skip
+    summary = r._summary()
+    assert summary["stuck"][-1]["ca_states"] == [] and "(1.00 s), ?, cwnd" in episode_line(summary["stuck"][-1])

@@ -137,6 +137,14 @@ class KernelResult(Result):
     # -- summary and metadata -----------------------------------------------------------
 
     def _summary(self) -> dict[str, Any]:
+        # the stuck/collapse episodes' CC state comes from columns ss does not show: not known
+        # (empty: tcplab.results.stuck.episode_line prints "?"), not "Open"
+        unknown = set(self.unknown_columns)
+        for ep in self.stuck:
+            if "ca_state" in unknown:
+                ep["ca_states"] = []
+            if "cc_mode" in unknown:
+                ep["cc_modes"] = []
         summary = super()._summary()
         summary["kind"] = "kernel"
         summary["kernel"] = {
