@@ -133,3 +133,16 @@ def test_ss_lines_of_loopback_parse():
     out = subprocess.run(["ss", "-tinH", "state", "connected", "src", "127.0.0.1"], capture_output=True, text=True)
     assert out.returncode == 0
     parse_lines(enumerate(out.stdout.splitlines(), 1), "ss")
+
+
+@pytest.mark.skipif(shutil.which("ip") is None, reason="ip (iproute2) is not installed")
+def test_start_agents_names_the_node_that_did_not_start(tmp_path):
+    import kernel_pair
+    from tcplab.kernel.agent import start_agents
+    from tcplab.kernel.errors import KernelError
+    from tcplab.loader import load_scenario
+
+    config = load_scenario(str(Path(__file__).parent / "data" / "kernel" / "pair" / "scenario.yaml")).to_core()
+    plan = kernel_pair.PairPlan(config, "tlh3-absent")  # no such namespaces
+    with pytest.raises(KernelError, match=r"kernel: the traffic agent of b did not start: .*tlh3-absent-b"):
+        start_agents(plan, config, tmp_path, time.monotonic_ns() + 10**9)
