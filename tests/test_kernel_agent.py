@@ -97,6 +97,8 @@ def test_agent_runs_bulk_maerts_and_rr(tmp_path):
     # maerts with a byte count: the server wrote exactly that and shut down; the client read it all
     c, s = eps[(1, "client")], eps[(1, "server")]
     assert s["bytes_written"] == 3 * CHUNK_BYTES + 5 and s["done_ns"] is not None
+    assert s["acked_ns"] >= s["done_ns"]  # then all of it was acknowledged
+    assert s["tcp_info"]["bytes_acked"] >= 3 * CHUNK_BYTES + 5 + 1  # + the SYN
     assert c["bytes_read"] == 3 * CHUNK_BYTES + 5 and c["done_ns"] is not None
     # rr: each transaction wrote a request and read a whole response
     c, s = eps[(2, "client")], eps[(2, "server")]
@@ -131,3 +133,16 @@ def test_ss_lines_of_loopback_parse():
     out = subprocess.run(["ss", "-tinH", "state", "connected", "src", "127.0.0.1"], capture_output=True, text=True)
     assert out.returncode == 0
     parse_lines(enumerate(out.stdout.splitlines(), 1), "ss")
+
+
+@pytest.mark.skipif(shutil.which("ip") is None, reason="ip (iproute2) is not installed")
+def test_start_agents_names_the_node_that_did_not_start(tmp_path):
+    import kernel_pair
+    from tcplab.kernel.agent import start_agents
+    from tcplab.kernel.errors import KernelError
+    from tcplab.loader import load_scenario
+
+    config = load_scenario(str(Path(__file__).parent / "data" / "kernel" / "pair" / "scenario.yaml")).to_core()
+    plan = kernel_pair.PairPlan(config, "tlh3-absent")  # no such namespaces
+    with pytest.raises(KernelError, match=r"kernel: the traffic agent of b did not start: .*tlh3-absent-b"):
+        start_agents(plan, config, tmp_path, time.monotonic_ns() + 10**9)

@@ -67,8 +67,10 @@ def share(cc: str, loss: str) -> tuple[float, object]:
     assert r.valid, r.invalid_reasons
     flow = r.flows.iloc[0]
     assert flow["cc"] == cc
+    # the run removed the namespaces it made (its nodes and the wire)
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
-    assert not any(line.startswith(f"{PREFIX}-") for line in listed.splitlines())
+    ours = {f"{PREFIX}-{n}" for n in ("server", "client", "emu", "w1")}
+    assert not ours & {line.split()[0] for line in listed.splitlines() if line.strip()}
     return float(flow["goodput_bps"]) / PAYLOAD_BPS, r
 
 

@@ -371,3 +371,99 @@ def test_ss_parser_reads_the_agents_lines():
     )
     socks = parse_lines(enumerate(line.splitlines(), 1), "x")
     assert socks[0].state == "SYN-SENT" and socks[0].cc == "bbr"
+
+
+# -- flows with a byte count ---------------------------------------------------------------------
+
+
+def test_plan_takes_bulk_with_bytes_and_the_agent_writes_them(tmp_path):
+    from test_kernel_plan import plan_of
+
+    _, plan = plan_of("builtin:cubic-vs-bbr-lossy", ["flows.0.app.bulk.bytes=2MB"])
+    specs = agent_specs(plan, tmp_path, t0_ns=0)
+    (entry,) = specs["server"]["connect"]
+    assert entry["app"] == {"kind": "bulk", "bytes": 2_000_000} and entry["data_side"] == "client"
+
+
+def test_bytes_flow_ends_when_the_sender_saw_it_acked():
+    config = load_scenario(
+        {
+            "name": "b",
+            "duration": "2s",
+            "hosts": {"a": {}, "b": {}},
+            "links": [{"between": ["a", "b"], "rate": "50Mbit", "delay": "50us"}],
+            "flows": [{"from": "a", "to": "b", "app": {"bulk": {"bytes": 100000}}}],
+        }
+    ).to_core()
+    info = {"bytes_sent": 100000, "bytes_acked": 100001, "bytes_received": 100000}
+    m = Measurements(duration_ns=2_000_000_000, sample_interval_ns=100_000_000)
+    m.agents["a"] = {"endpoints": [{"flow": 0, "role": "client", "done_ns": 3_000_000, "acked_ns": 9_000_000,
+                                    "tcp_info": info}]}  # fmt: skip
+    m.agents["b"] = {"endpoints": [{"flow": 0, "role": "server", "done_ns": 8_000_000, "tcp_info": info}]}
+    (flow,) = build_raw(config, m)["flows"]
+    assert (flow["start_ns"], flow["end_ns"]) == (0, 9_000_000)  # as the simulator's done_ns
+    del m.agents["a"]["endpoints"][0]["acked_ns"]  # not seen: the receiver's EOF
+    assert build_raw(config, m)["flows"][0]["end_ns"] == 8_000_000
+
+
+# -- CA state and BBR's mode ---------------------------------------------------------------------
+
+
+def test_ca_state_is_the_senders_tcp_info_at_each_sample(fixture):
+    config, m = fixture
+    ts = build_raw(config, m)["timeseries"]
+    assert measure.unknown_columns(m) == ["bbr_lt_use_bw", "bbr_lt_bw_bps", "lost"]
+    # flow 1 (maerts): the sender is b's server socket
+    ep = endpoint(m, "b", 1, "server")
+    recorded = {
+        round(t / m.sample_interval_ns): v for t, v in zip(ep["ca_state"]["t_ns"], ep["ca_state"]["state"], strict=True)
+    }
+    rows = np.flatnonzero(ts["flow"] == 1)
+    assert len(rows) > 0
+    for k in rows:
+        assert ts["ca_state"][k] == recorded[round(int(ts["t_ns"][k]) / m.sample_interval_ns)]
+
+
+def test_ca_state_follows_the_samples_slot():
+    config = load_scenario(str(DATA / "scenario.yaml")).to_core()
+    line = "ESTAB 0 0 10.0.0.1:32768 10.0.0.2:5201\n\t cubic rtt:1/0.5 cwnd:10\n"
+    text = "".join(f"# t_ns={t}\n{line}" for t in (2_000_000, 101_000_000, 203_000_000))
+    m = Measurements(duration_ns=2_000_000_000, sample_interval_ns=100_000_000, ss_samples={"a": text})
+    states = {"t_ns": [1_900_000, 100_900_000, 202_900_000], "state": [0, 3, 4]}  # Open, Recovery, Loss
+    m.agents["a"] = {"endpoints": [{"flow": 0, "role": "client", "local": "10.0.0.1:32768", "peer": "10.0.0.2:5201",
+                                    "ca_state": states}]}  # fmt: skip
+    ts = build_raw(config, m)["timeseries"]
+    assert ts["ca_state"].tolist() == [0, 3, 4]
+
+
+def test_without_ca_samples_the_ca_state_is_unknown(fixture):
+    _, m = fixture
+    for doc in m.agents.values():
+        for ep in doc["endpoints"]:
+            del ep["ca_state"]
+    assert measure.unknown_columns(m)[0] == "ca_state"
+
+
+def test_bbr_mode_from_the_gains_bbr_update_gains_sets():
+    # Linux v6.12 tcp_bbr.c: high_gain 2885/1000 + 1/256 (739/256), drain 1000/2885 (88/256),
+    # as ss prints them with %g
+    high, drain = float("%g" % (739 / 256)), float("%g" % (88 / 256))
+    assert (high, drain) == (2.88672, 0.34375)
+    bw = 1e6
+    assert measure.bbr_mode(high, high, bw) == 1  # STARTUP
+    assert measure.bbr_mode(drain, high, bw) == 2  # DRAIN
+    for gain in (1.25, 0.75, 1.0):  # PROBE_BW's cycle (and 1 with the long-term bw)
+        assert measure.bbr_mode(gain, 2.0, bw) == 3
+    assert measure.bbr_mode(1.0, 1.0, bw) == 4  # PROBE_RTT
+    assert measure.bbr_mode(1.0, 1.0, 0) == 1  # before the first ACK: bbr_init's STARTUP
+    assert measure.bbr_mode(1.5, 1.5, bw) == 0  # no mode sets these
+
+
+def test_bbr_flows_have_a_mode_in_every_sample(fixture):
+    config, m = fixture
+    raw = build_raw(config, m)
+    ts = raw["timeseries"]
+    for flow in (1, 2):  # bbr
+        modes = ts["cc_mode"][ts["flow"] == flow]
+        assert len(modes) > 0 and set(modes.tolist()) <= {1, 2, 3, 4}
+    assert set(ts["cc_mode"][ts["flow"] == 0].tolist()) == {0}  # cubic: no mode

@@ -52,7 +52,7 @@ def pair():
     finally:
         p.down()
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
-    assert not any(line.startswith(f"{PREFIX}-") for line in listed.splitlines())
+    assert not {p.a, p.b} & {line.split()[0] for line in listed.splitlines() if line.strip()}
 
 
 def run_pair(scenario: dict, workdir) -> KernelResult:

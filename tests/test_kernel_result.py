@@ -20,7 +20,7 @@ from test_kernel_measure import DATA, load_fixture
 ENV = {"release": "6.18.44-test", "hz": 1000, "cc_available": ["reno", "bbr", "cubic"], "qdiscs": ["tbf", "pfifo"]}
 
 
-def make(valid: bool = True, reasons: tuple[str, ...] = ()) -> KernelResult:
+def make(valid: bool = True, reasons: tuple[str, ...] = (), **kernel: object) -> KernelResult:
     config, m = load_fixture()
     scenario = load_scenario(str(DATA / "scenario.yaml"))
     return KernelResult(
@@ -28,7 +28,8 @@ def make(valid: bool = True, reasons: tuple[str, ...] = ()) -> KernelResult:
         config,
         parse_output(build_raw(config, m)),
         measurements=m,
-        kernel={"env": ENV, "valid": valid, "invalid_reasons": list(reasons), "commands": [["ip", "netns", "add"]]},
+        kernel={"env": ENV, "valid": valid, "invalid_reasons": list(reasons), "commands": [["ip", "netns", "add"]]}
+        | kernel,
         views=write_run_views,
     )
 
@@ -38,7 +39,9 @@ def test_summary_and_metadata_say_kernel():
     assert r.summary["kind"] == "kernel"
     assert r.summary["kernel"] == {"release": "6.18.44-test", "hz": 1000, "valid": True, "invalid_reasons": []}
     meta = r.metadata()["kernel"]
-    assert meta["cc_available"] == ENV["cc_available"] and "ca_state" in meta["unknown_columns"]
+    # the agents read tcpi_ca_state; BBR's long-term sampling and the cumulative lost: nowhere
+    assert meta["cc_available"] == ENV["cc_available"]
+    assert meta["unknown_columns"] == ["bbr_lt_use_bw", "bbr_lt_bw_bps", "lost"]
 
 
 def test_simulation_summary_says_simulation(fake):
@@ -74,6 +77,8 @@ def test_run_directory(tmp_path):
     assert kernel["nft"]["tlh3-b"]["0"]["loss"] == r.links.iloc[0]["loss_drops"]
     report = (out / "report.html").read_text()
     assert 'class="notice info"' in report and "measured on Linux" in report
+    assert 'Packet accounting:\n<span class="note">not checked</span>' in report
+    assert json.loads((out / "summary.json").read_text())["rtt_percentiles"]["method"].startswith("nearest rank")
     # a kernel run's directory is tcplab's: --force may replace it
     r.write(out, overwrite=True)
 
@@ -95,3 +100,16 @@ def test_ss_texts_at_a_time():
     t, text = blocks[5]
     assert r.ss_texts(t)["a"] == text and r.ss_texts(t + 1)["a"] == text
     assert r.ss_texts(-1) == {}
+
+
+def test_stuck_episodes_do_not_claim_a_ca_state():
+    from tcplab.results.stuck import episode_line
+
+    r = make(unknown_columns=["ca_state", "lost"])  # agents that could not read tcpi_ca_state
+    # an episode as tcplab.results.stuck finds it, on the kernel's series (CA state unknown)
+    r.stuck.append({"kind": "stuck", "flow": "a-b-0", "start_s": 0.5, "end_s": 1.5, "duration_s": 1.0, "samples": 10,
+                    "ca_states": ["Open"], "cc_modes": [], "cwnd_min": 2, "cwnd_median": 2, "ssthresh_min": 2,
+                    "ssthresh_median": 2, "goodput_median_bps": 1e5, "bbr_bw_median_bps": None,
+                    "fair_share_bps": 4e7})  # fmt: skip
+    summary = r._summary()
+    assert summary["stuck"][-1]["ca_states"] == [] and "(1.00 s), ?, cwnd" in episode_line(summary["stuck"][-1])

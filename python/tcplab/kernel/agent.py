@@ -30,7 +30,9 @@ Sampling: an ``ss`` thread runs ``ss -tinH state connected src ADDR`` (every TCP
 the node's address but the listeners) at ``t0 + k * sample_interval_ns`` for k = 0, 1, ...
 up to the duration, on an absolute schedule (a late sample does not delay the next one; a
 sample more than one interval late is skipped and counted as missed), appending ``# t_ns=N``
-(the sample's start, ns since t0) and ss's output to ``ss-samples-NODE.txt``. How late each
+(the sample's start, ns since t0) and ss's output to ``ss-samples-NODE.txt``; as each sample
+starts it also reads every endpoint socket's ``tcpi_ca_state`` (ss does not print the CA
+state), kept in the JSON per endpoint (``ca_state``: ``t_ns``, ``state``). How late each
 sample started is summarised in the agent's JSON (``ss.late_ns``: p50/p99/max, the count
 later than half an interval, missed).
 
@@ -111,6 +113,7 @@ class Endpoint:
     start_ns: int | None = None  # connect() called / accepted (ns since t0)
     established_ns: int | None = None
     done_ns: int | None = None  # bytes-limited sender: all written; receiver: EOF read
+    acked_ns: int | None = None  # bytes-limited sender: all of it acknowledged
     end_ns: int | None = None  # TCP_INFO read (ns since t0)
     bytes_written: int = 0
     bytes_read: int = 0
@@ -121,6 +124,9 @@ class Endpoint:
     rr_latency_ns: list[int] = field(default_factory=list)
     #: (bytes written, bytes read, transactions) when TCP_INFO was read
     at_end: tuple[int, int, int] | None = None
+    #: tcpi_ca_state at each ss sample's start (ns since t0)
+    ca_t_ns: list[int] = field(default_factory=list)
+    ca_state: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         written, read, done = self.at_end or (self.bytes_written, self.bytes_read, len(self.rr_latency_ns))
@@ -136,11 +142,13 @@ class Endpoint:
             "start_ns": self.start_ns,
             "established_ns": self.established_ns,
             "done_ns": self.done_ns,
+            "acked_ns": self.acked_ns,
             "end_ns": self.end_ns,
             "bytes_written": written,
             "bytes_read": read,
             "error": self.error,
             "tcp_info": self.tcp_info,
+            "ca_state": {"t_ns": list(self.ca_t_ns), "state": list(self.ca_state)},
         }
         if self.app.get("kind") == "rr" and self.role == "client":
             out["rr"] = {"start_ns": self.rr_start_ns[:done], "latency_ns": self.rr_latency_ns[:done]}
@@ -377,6 +385,21 @@ class Agent:
         if limit is not None and ep.bytes_written >= limit:
             ep.done_ns = self.now()
             sock.shutdown(socket.SHUT_WR)
+            self._wait_acked(ep, limit)
+
+    def _wait_acked(self, ep: Endpoint, limit: int) -> None:
+        """When every byte written was acknowledged: what the simulator calls the flow's end
+        (crates/tcplab-core/src/tcp/input.rs: check_app_done(), snd_una past the data). Polled
+        every millisecond from TCP_INFO: tcpi_bytes_acked counts the SYN too (Linux v6.12
+        net/ipv4/tcp_input.c: tcp_snd_una_update() from the ISN), so all data is acked at
+        limit + 1."""
+        assert ep.sock is not None
+        while not self.stopping.is_set() and self.now() < self.duration_ns:
+            info = parse_tcp_info(ep.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SIZE + 64))
+            if info.get("bytes_acked", 0) >= limit + 1:
+                ep.acked_ns = self.now()
+                return
+            time.sleep(0.001)
 
     def _bulk_receive(self, ep: Endpoint) -> None:
         assert ep.sock is not None
@@ -464,6 +487,7 @@ class Agent:
                     k += 1
                     continue
                 t = self.now()
+                self._sample_ca_state(t)
                 try:
                     done = subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=False)
                     text = done.stdout
@@ -477,6 +501,21 @@ class Agent:
                 self.ss_late_ns.append(max(0, late))
                 self.ss_samples += 1
                 k += 1
+
+    def _sample_ca_state(self, t_ns: int) -> None:
+        """Each endpoint socket's tcpi_ca_state as the ss sample starts: the congestion-avoidance
+        state ss does not print (Linux v6.12 net/ipv4/tcp.c: tcp_get_info() copies
+        icsk_ca_state; iproute2 misc/ss.c: tcp_show_info() skips it)."""
+        with self._lock:
+            endpoints = [ep for ep in self.endpoints if ep.sock is not None]
+        for ep in endpoints:
+            try:
+                raw = ep.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)  # type: ignore[union-attr]
+            except OSError:
+                continue
+            if len(raw) >= 2:
+                ep.ca_t_ns.append(t_ns)
+                ep.ca_state.append(raw[1])  # tcpi_ca_state: the second byte
 
     def ss_summary(self) -> dict[str, Any]:
         late = sorted(self.ss_late_ns)
@@ -677,10 +716,7 @@ def start_agents(
     engine config (kept for the signature k2's run passes; the plan carries the flows)."""
     import select
 
-    try:
-        from tcplab.kernel.errors import KernelError
-    except ImportError:  # TODO(merge): tcplab.kernel.errors comes with the testbed's branch
-        KernelError = RuntimeError  # noqa: N806
+    from tcplab.kernel.errors import KernelError
 
     del config  # the plan has everything the agents need
     work = Path(workdir)

@@ -15,8 +15,9 @@ read a kernel run as they read a simulation:
   ``data_segs_out``/``retrans_segs`` (tcpi_total_retrans) from the sender's final TCP_INFO,
   ``bytes_received`` from the receiver's; ``timeouts`` = the sender's ``tcpi_total_rto``
   (Linux >= 6.7; 0 before); ``chrono`` = tcpi_busy_time/rwnd_limited/sndbuf_limited;
-  ``start_ns`` the configured start, ``end_ns`` the receiver's EOF for a flow with a byte
-  count that finished, else the end of the run (as the simulator's ``done_ns``);
+  ``start_ns`` the configured start, ``end_ns`` for a flow with a byte count that finished
+  when the sender saw all of it acknowledged (the simulator's ``done_ns``), else the end of
+  the run;
   ``rtt_us`` summarises the sender's sampled srtt (ss ``rtt:X``), not every ACK's RTT sample
   as the simulator's histogram does: both worlds are compared on srtt (``relative_error`` 0:
   the values are exact, the sample set is different);
@@ -27,11 +28,16 @@ read a kernel run as they read a simulation:
   include/net/tcp.h: tcp_packets_in_flight(), from ss's ``unacked``, ``sacked``, ``lost`` and
   ``retrans:C/T``), ``bytes_acked``, ``bytes_received`` (the receiver's ss sample of the same
   schedule slot), ``retrans_segs`` (``retrans:C/T``'s T), BBR's ``bw``, ``pacing_gain`` and
-  ``cwnd_gain`` (``bbr:(...)``). ss does not show the CA state, BBR's mode, its long-term
-  sampling or tcp_sock's cumulative ``lost``: ``ca_state``, ``cc_mode``, ``bbr_lt_use_bw``,
-  ``bbr_lt_bw_bps`` and ``lost`` are 0 and listed in :data:`UNKNOWN_COLUMNS` (the run's
-  metadata says so; views and validate skip them). ``t_ns`` is when the sender's ss started
-  (ns since t0); the receiver's sample of the same slot started within a few ms of it;
+  ``cwnd_gain`` (``bbr:(...)``); ``ca_state``: ss does not print it, the agent reads
+  ``tcpi_ca_state`` from the sender's TCP_INFO as each ss sample starts; ``cc_mode`` (BBR's
+  mode, in no kernel interface) follows from the two gains ss prints, each mode setting its
+  own pair (Linux v6.12 net/ipv4/tcp_bbr.c: bbr_update_gains(): STARTUP high_gain/high_gain,
+  DRAIN drain_gain/high_gain, PROBE_BW cycle gain/2, PROBE_RTT 1/1). BBR's long-term
+  sampling and tcp_sock's cumulative ``lost`` are in no interface: ``bbr_lt_use_bw``,
+  ``bbr_lt_bw_bps`` and ``lost`` are 0 and listed in :func:`unknown_columns` (with
+  ``ca_state`` when the agents did not read it; the run's metadata says so, views and
+  validate skip them). ``t_ns`` is when the sender's ss started (ns since t0); the
+  receiver's sample of the same slot started within a few ms of it;
 * ``links``: per one-way link, the root qdisc of its egress device in ``tc -s -j``
   (``bytes``, ``packets``, ``drops``, ``overlimits``, ``requeues``, ``backlog``, ``qlen``) and
   its child (a tbf's); a device whose root is ``noqueue`` (a veth's default) takes
@@ -78,6 +84,8 @@ __all__ = [
     "nft_counters",
     "nstat_delta",
     "UNKNOWN_COLUMNS",
+    "unknown_columns",
+    "bbr_mode",
     "INFINITE_SSTHRESH",
     "CA_STATE_NAMES",
     "CC_MODE_NAMES",
@@ -85,7 +93,13 @@ __all__ = [
 ]
 
 #: Time-series columns ss cannot give (module doc): 0 in a kernel run's series.
-UNKNOWN_COLUMNS = ("ca_state", "cc_mode", "bbr_lt_use_bw", "bbr_lt_bw_bps", "lost")
+UNKNOWN_COLUMNS = ("bbr_lt_use_bw", "bbr_lt_bw_bps", "lost")
+#: BBR's gains as ss prints them (x 256 in the kernel: BBR_UNIT): high_gain = 2885/1000 + 1/256
+#: (739), drain_gain = 1000/2885 (88), the PROBE_BW cwnd gain 2 (512), PROBE_RTT's 1 (256).
+#: Linux v6.12 net/ipv4/tcp_bbr.c: bbr_high_gain, bbr_drain_gain, bbr_cwnd_gain, bbr_update_gains().
+BBR_HIGH_GAIN = 739 / 256
+BBR_DRAIN_GAIN = 88 / 256
+BBR_CWND_GAIN = 2.0
 #: Linux's TCP_INFINITE_SSTHRESH (include/net/tcp.h): ssthresh before the first loss.
 INFINITE_SSTHRESH = 0x7FFFFFFF
 #: The engine's names (tcplab._core's ``names``): Linux's tcp_ca_state, BBR's modes.
@@ -279,14 +293,64 @@ def flow_sockets(config: Mapping[str, Any]) -> list[FlowSockets]:
     return out
 
 
+def bbr_mode(pacing_gain: float, cwnd_gain: float, bw_bps: float) -> int:
+    """BBR's mode (the engine's cc_mode index: 1 STARTUP, 2 DRAIN, 3 PROBE_BW, 4 PROBE_RTT; 0
+    when the gains match none) from what ss prints in ``bbr:(bw:..,pacing_gain:..,
+    cwnd_gain:..)`` (5 significant digits): each mode sets its own pair of gains in Linux
+    v6.12 net/ipv4/tcp_bbr.c: bbr_update_gains(), run on every ACK (bbr_main()). Before the
+    first ACK of data the gains are not set yet and there is no bandwidth sample (``bw:0``):
+    bbr_init() has left the mode at STARTUP (bbr_reset_startup_mode()); PROBE_RTT comes
+    only after 10 s of a connection's data (bbr_min_rtt_win_sec), never without a sample."""
+
+    def near(x: float, y: float) -> bool:
+        return abs(x - y) < 1e-3
+
+    if bw_bps <= 0:
+        return 1
+    if near(cwnd_gain, BBR_HIGH_GAIN):
+        if near(pacing_gain, BBR_HIGH_GAIN):
+            return 1
+        if near(pacing_gain, BBR_DRAIN_GAIN):
+            return 2
+        return 0
+    if near(cwnd_gain, BBR_CWND_GAIN):
+        return 3
+    if near(cwnd_gain, 1.0) and near(pacing_gain, 1.0):
+        return 4
+    return 0
+
+
+def unknown_columns(m: Measurements) -> list[str]:
+    """The time-series columns this run could not record (module doc)."""
+    has_ca = any((ep.get("ca_state") or {}).get("t_ns") for doc in m.agents.values() for ep in doc.get("endpoints", []))
+    return ([] if has_ca else ["ca_state"]) + list(UNKNOWN_COLUMNS)
+
+
+def _ca_states(agents: Mapping[str, Mapping[str, Any]], interval_ns: int) -> dict[tuple[str, str], dict[int, int]]:
+    """(local, peer) of each endpoint socket -> {slot: tcpi_ca_state}."""
+    out: dict[tuple[str, str], dict[int, int]] = {}
+    for doc in agents.values():
+        for ep in doc.get("endpoints", []):
+            ca = ep.get("ca_state") or {}
+            out[(str(ep.get("local")), str(ep.get("peer")))] = {
+                _slot(int(t), interval_ns): int(v)
+                for t, v in zip(ca.get("t_ns", []), ca.get("state", []), strict=False)
+            }
+    return out
+
+
 def _slot(t_ns: int, interval_ns: int) -> int:
     return int(round(t_ns / interval_ns)) if interval_ns > 0 else 0
 
 
 def _timeseries(
-    config: Mapping[str, Any], samples: Mapping[str, list[tuple[int, list[Socket]]]], interval_ns: int
+    config: Mapping[str, Any],
+    samples: Mapping[str, list[tuple[int, list[Socket]]]],
+    interval_ns: int,
+    ca_states: Mapping[tuple[str, str], Mapping[int, int]] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[int, list[int]]]:
     """The flow time series from the ss samples (module doc) and each flow's srtt samples."""
+    ca_states = ca_states or {}
     # (node, slot) -> {(local, peer): socket}
     index: dict[tuple[str, int], dict[tuple[str, str], Socket]] = {}
     times: dict[str, list[tuple[int, int]]] = {}
@@ -324,8 +388,12 @@ def _timeseries(
                 "bytes_received": int(r.values.get("bytes_received", 0)) if r is not None else 0,
                 "retrans_segs": int(v.get("retrans_total", 0)),
                 "lost": 0,
-                "ca_state": 0,
-                "cc_mode": 0,
+                "ca_state": ca_states.get((fs.sender, fs.receiver), {}).get(slot, 0),
+                "cc_mode": bbr_mode(
+                    s.bbr.get("pacing_gain", 0.0), s.bbr.get("cwnd_gain", 0.0), s.bbr.get("bw_bps", 0.0)
+                )
+                if s.cc == "bbr"
+                else 0,
                 "bbr_bw_bps": int(s.bbr.get("bw_bps", 0)),
                 "bbr_lt_use_bw": 0,
                 "bbr_lt_bw_bps": 0,
@@ -380,8 +448,12 @@ def _flows(config: Mapping[str, Any], m: Measurements, srtt: Mapping[int, list[i
         start = int(f.get("start_ns") or 0)
         app = f.get("app") or {}
         end = m.duration_ns
-        if app.get("bytes") is not None and rcv.get("done_ns") is not None:
-            end = min(end, int(rcv["done_ns"]))
+        if app.get("bytes") is not None:
+            # the simulator's end: all data acknowledged at the sender (check_app_done());
+            # an agent before acked_ns: the receiver's EOF
+            done = snd.get("acked_ns") if snd.get("acked_ns") is not None else rcv.get("done_ns")
+            if done is not None:
+                end = min(end, int(done))
         out.append(
             {
                 "name": f["name"],
@@ -582,7 +654,7 @@ def build_raw(config: Mapping[str, Any], m: Measurements) -> dict[str, Any]:
     """The engine-shaped output of a kernel run (module doc); passes
     :func:`tcplab.engine.parse_output`. Pure: reads only ``config`` and ``m``."""
     samples = {node: ss_samples(text, f"ss-samples-{node}.txt") for node, text in m.ss_samples.items()}
-    series, srtt = _timeseries(config, samples, m.sample_interval_ns)
+    series, srtt = _timeseries(config, samples, m.sample_interval_ns, _ca_states(m.agents, m.sample_interval_ns))
     links = _links(config, m)
     hosts = []
     for n in config["nodes"]:

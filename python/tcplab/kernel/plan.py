@@ -101,7 +101,7 @@ TRANSFER_BASE = ipaddress.IPv4Address("172.16.0.0")
 TRANSFER_ADDRS_PER_ENTRY = 8
 MAX_LINK_ENTRIES = (1 << 20) // TRANSFER_ADDRS_PER_ENTRY
 #: Apps kernel mode runs (k3's agent): bulk (maerts = bulk with data_side server) and rr.
-SUPPORTED_APPS = ("bulk", "rr")
+SUPPORTED_APPS = ("bulk", "bulk_bytes", "rr")  # bulk_bytes: a bulk (or maerts) flow with ``bytes:``
 #: Flow ``tcp`` keys that are sysctls of the data sender's namespace, and their
 #: /proc/sys/net/ipv4 names (tcp_min_rtt_wlen is in seconds in both).
 SENDER_SYSCTLS = {

@@ -13,8 +13,8 @@ with the same columns, and every view (plots, report.html, ``tcplab compare``-st
 * ``kernel.json``: the kernel (:class:`tcplab.kernel.env.KernelEnv`: release, HZ, congestion
   controls and qdiscs available), the quiet check, validity (``valid``, ``invalid_reasons``),
   the delay lines' stats, the nft loss counters per link, the samplers' lateness, the
-  agents' exit and errors, the commands the testbed ran, the time-series columns ss cannot
-  give (``unknown_columns``);
+  agents' exit and errors, the commands the testbed ran, the time-series columns no kernel
+  interface gives (``unknown_columns``: BBR's long-term sampling, the cumulative lost);
 * summary.json has ``"kind": "kernel"`` and ``"kernel": {release, hz, valid,
   invalid_reasons}`` (a simulation's says ``"kind": "simulation"``); metadata.json has
   ``"kernel"`` (release, HZ, congestion controls, qdiscs, unknown columns, validity);
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tcplab.engine import EngineOutput
-from tcplab.kernel.measure import UNKNOWN_COLUMNS, Measurements, nft_counters, ss_sample_texts
+from tcplab.kernel.measure import Measurements, nft_counters, ss_sample_texts, unknown_columns
 from tcplab.results.counters import format_nstat
 from tcplab.results.result import Result, ViewWriter
 from tcplab.scenario import Scenario
@@ -70,7 +70,7 @@ class KernelResult(Result):
         self.measurements = measurements
         env = dict(kernel.get("env") or {})
         self.kernel: dict[str, Any] = dict(kernel)
-        self.kernel.setdefault("unknown_columns", list(UNKNOWN_COLUMNS))
+        self.kernel.setdefault("unknown_columns", unknown_columns(measurements))
         self.kernel["valid"] = bool(kernel.get("valid", True))
         self.kernel["invalid_reasons"] = [str(r) for r in kernel.get("invalid_reasons", [])]
         self.kernel.setdefault("release", env.get("release") or measurements.release)
@@ -131,12 +131,20 @@ class KernelResult(Result):
         return {
             "level": "info",
             "text": f"Measured on the Linux kernel {release} in network namespaces (tcplab kernel run), "
-            "not simulated; columns ss does not show are 0: " + ", ".join(self.kernel["unknown_columns"]),
+            "not simulated; columns the kernel does not report are 0: " + ", ".join(self.kernel["unknown_columns"]),
         }
 
     # -- summary and metadata -----------------------------------------------------------
 
     def _summary(self) -> dict[str, Any]:
+        # the stuck/collapse episodes' CC state comes from columns ss does not show: not known
+        # (empty: tcplab.results.stuck.episode_line prints "?"), not "Open"
+        unknown = set(self.unknown_columns)
+        for ep in self.stuck:
+            if "ca_state" in unknown:
+                ep["ca_states"] = []
+            if "cc_mode" in unknown:
+                ep["cc_modes"] = []
         summary = super()._summary()
         summary["kind"] = "kernel"
         summary["kernel"] = {
@@ -146,6 +154,12 @@ class KernelResult(Result):
             "invalid_reasons": self.invalid_reasons,
         }
         return summary
+
+    def _rtt_percentiles(self) -> dict[str, Any]:
+        return {
+            "method": "nearest rank over the data sender's srtt as ss printed it every sample interval (rtt:X)",
+            "relative_error": 0.0,
+        }
 
     def metadata(self) -> dict[str, Any]:
         meta = super().metadata()
