@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -442,3 +443,33 @@ def test_kernel_run_dir_records_the_overrides(tmp_path):
         summary = json.loads((out / run / "summary.json").read_text())
         assert summary["title"] == "cubic-vs-bbr-lossy [duration=3s, flows.0.cc=bbr]", run
         assert json.loads((out / run / "metadata.json").read_text())["overrides"] == ["duration=3s", "flows.0.cc=bbr"]
+
+
+def test_cli_unsupported_scenario_exit_2_before_the_simulation(tmp_path, monkeypatch, patched_core):
+    # what kernel mode cannot build is a user error before anything runs (the plan decides)
+    import os
+    import types
+
+    class KernelError(RuntimeError):
+        pass
+
+    class KernelUnsupported(KernelError):
+        pass
+
+    def make_plan(config, env, options):
+        raise KernelUnsupported("kernel: sch_fq_codel is not available on this kernel (links.1.queue.qdisc=fq_codel)")
+
+    fakes = {
+        "tcplab.kernel.errors": types.SimpleNamespace(KernelError=KernelError, KernelUnsupported=KernelUnsupported),
+        "tcplab.kernel.env": types.SimpleNamespace(probe=lambda prefix="tcplab": object()),
+        "tcplab.kernel.plan": types.SimpleNamespace(make_plan=make_plan),
+    }
+    for name, module in fakes.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    r = invoke("validate", "builtin:fq-codel-bottleneck", "-o", tmp_path / "v")
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines()[-1] == (
+        "error: kernel: sch_fq_codel is not available on this kernel (links.1.queue.qdisc=fq_codel)"
+    )
+    assert patched_core.calls == [] and not (tmp_path / "v").exists()
