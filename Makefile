@@ -3,6 +3,7 @@
 #                   (tcplab reproduce --all --quick); index in out/reproduce/index.html
 #   make test       set everything up, then run every default test (Rust: optimised with debug
 #                   assertions and overflow checks, profile release-checks; Python)
+# make setup also builds tcplab-delayline (target/release/), the delay line of kernel mode.
 # Other targets: make demo (compare CUBIC and BBR on the built-in lossy path, 100 ms RTT,
 #                5 Mbit/s, 1% loss; report in out/demo/) | make setup | make bench (tcplab vs
 #                ns-3, several minutes) | make bench-quick | make test-slow | make clean
@@ -18,6 +19,7 @@ $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Ca
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	cargo build --release -p tcplab-delayline
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -9,6 +9,8 @@
     tcplab diagnose PATH... [--json|--markdown] [--scenario-dir DIR] [--fail-on warning|critical]
     tcplab reproduce NAME... | --all [--quick] [-o DIR] [--jobs N] [--force]
     tcplab experiments [path NAME]
+    tcplab kernel run SCENARIO [-o DIR] [--set ...] [--seed N] [--force] [--timeout T] [--prefix P] [--allow-busy]
+    tcplab kernel cleanup [--prefix P] | tcplab kernel info [--json]
 
 SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
 
@@ -22,6 +24,11 @@ input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
 ``reproduce``: 0 the experiments ran (whatever their verdicts), 1 a run or an experiment
 failed (stated in its report and the index), 2 an unknown name, no name and no ``--all``, or
 a scenario of an experiment that does not validate (nothing run, nothing written).
+``kernel run``: 0 a valid run; 1 the run failed (``error: kernel: ...``, nothing written) or is
+INVALID (``INVALID: reasons`` on stderr, the directory written and marked); 2 not root (``tcplab
+kernel: needs root ...``), a scenario mistake, or something kernel mode cannot build
+(``error: kernel: sch_fq is not available on this kernel (links.1.queue.qdisc=fq)``), nothing
+created; 130/143 interrupted, after removing its namespaces and processes.
 ``validate``: 0 both runs ran (whatever the verdicts), 1 a run failed or the kernel run is
 invalid (``INVALID: reasons``; the directory is still written), 2 a mistake in the scenario,
 a ``--tolerance`` or the command line, not root, or a scenario kernel mode cannot build.
@@ -1201,6 +1208,159 @@ def experiments(
         )
     console.print(table)
     console.print("Run one: tcplab reproduce NAME [--quick]; all: tcplab reproduce --all --quick", markup=False)
+
+
+# -- tcplab kernel: the scenario on the running kernel (python/tcplab/kernel) -----------------
+
+kernel_app = typer.Typer(
+    cls=TyperGroup,
+    help=("Run a scenario on the running Linux kernel's TCP, in network namespaces (needs root): run, cleanup, info."),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(kernel_app, name="kernel")
+
+PrefixOpt = Annotated[
+    str,
+    typer.Option(
+        "--prefix",
+        metavar="P",
+        help="Namespace prefix: the run's namespaces are P-NODE and P-wK (default tcplab).",
+    ),
+]
+
+
+def _kernel_prefix(prefix: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,15}", prefix):
+        _fail(f"--prefix: {prefix!r} is not a namespace prefix; expected 1 to 16 of a-z, 0-9, -", 2)
+    return prefix
+
+
+def _kernel_root() -> None:
+    import os
+
+    from tcplab.kernel.env import NEEDS_ROOT
+
+    if os.geteuid() != 0:
+        typer.echo(NEEDS_ROOT, err=True)
+        raise typer.Exit(2)
+
+
+def _kernel_guard(fn):  # noqa: ANN001, ANN202 - decorator
+    """_guard plus kernel mode's errors: unsupported (exit 2, nothing created), failed (1)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        from tcplab.kernel.env import NEEDS_ROOT
+        from tcplab.kernel.errors import KernelError, KernelUnsupported
+
+        try:
+            return fn(*args, **kwargs)
+        except KernelUnsupported as e:
+            _fail(str(e), 2)
+        except KernelError as e:
+            if str(e) == NEEDS_ROOT:
+                typer.echo(NEEDS_ROOT, err=True)
+                raise typer.Exit(2) from None
+            _fail(str(e), 1)
+
+    return _guard(wrapper)
+
+
+@kernel_app.command("run")
+@_kernel_guard
+def kernel_run_cmd(
+    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="DIR", help="Run directory (default: runs/NAME-kernel)."),
+    ] = None,
+    set_: SetOpt = None,
+    seed: SeedOpt = None,
+    force: ForceOpt = False,
+    timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--timeout",
+            metavar="TIME",
+            help="Bound on the whole run, such as 120s (default: the duration + 60 s); past it "
+            "everything is stopped and removed.",
+        ),
+    ] = None,
+    prefix: PrefixOpt = "tcplab",
+    allow_busy: Annotated[
+        bool,
+        typer.Option(
+            "--allow-busy",
+            help="Record the quiet check but do not mark the run invalid when the machine is busy (development).",
+        ),
+    ] = False,
+    quiet: QuietOpt = False,
+    no_plots: NoPlotsOpt = False,
+) -> None:
+    """Run one scenario on the running kernel (namespaces, veths, tbf, nft, the delay line) and
+    write a run directory like tcplab run's. Exit 1 and `INVALID: ...` when the run cannot be
+    trusted (busy machine, late delay line or sampler, failed agent); the directory is written."""
+    _kernel_root()
+    from tcplab.kernel.options import KernelOptions
+    from tcplab.kernel.run import kernel_run
+    from tcplab.loader import load_scenario
+    from tcplab.results import check_output_dir
+
+    prefix = _kernel_prefix(prefix)
+    timeout_s = None
+    if timeout is not None:
+        from tcplab.errors import UnitError
+        from tcplab.units import parse_time
+
+        try:
+            timeout_s = parse_time(timeout, allow_zero=False) / 1e9
+        except UnitError as e:
+            _fail(f"--timeout: {e}", 2)
+    sc = load_scenario(scenario, set_ or [], seed=seed)
+    _warn([sc])
+    out_dir = output if output is not None else Path("runs") / f"{sc.name}-kernel"
+    check_output_dir(out_dir, overwrite=force)
+    options = KernelOptions(prefix=prefix, timeout_s=timeout_s, allow_busy=allow_busy)
+    result = kernel_run(sc, options=options, progress=not quiet, command=_INVOCATION)
+    result.write(out_dir, overwrite=force, plots=not no_plots)
+    if not quiet:
+        _print_run_summary(result, out_dir)
+    if not result.kernel.get("valid", True):
+        typer.echo("INVALID: " + "; ".join(result.kernel.get("invalid_reasons", [])), err=True)
+        raise typer.Exit(1)
+
+
+@kernel_app.command("cleanup")
+@_kernel_guard
+def kernel_cleanup_cmd(prefix: PrefixOpt = "tcplab") -> None:
+    """Remove every namespace named PREFIX-* and the processes inside it (after a crashed run)."""
+    _kernel_root()
+    from tcplab.kernel.testbed import cleanup
+
+    removed = cleanup(_kernel_prefix(prefix))
+    typer.echo(f"removed {len(removed)} namespace(s)" + (": " + " ".join(removed) if removed else ""))
+
+
+@kernel_app.command("info")
+@_kernel_guard
+def kernel_info_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="The probe as JSON.")] = False,
+) -> None:
+    """What this kernel offers kernel mode: release, HZ, congestion controls, qdiscs, tools."""
+    from tcplab.kernel.env import format_env, probe
+
+    env = probe()
+    if as_json:
+        typer.echo(json.dumps(env.to_dict(), indent=2))
+    else:
+        typer.echo(format_env(env), nl=False)
 
 
 def main() -> None:

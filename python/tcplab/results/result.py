@@ -223,6 +223,10 @@ class Result:
         summary: the content of summary.json.
     """
 
+    #: Time-series columns this run could not record (0 in the series; views and validate
+    #: skip them): none for a simulation; a kernel run's ss does not show the CA state, ...
+    unknown_columns: tuple[str, ...] = ()
+
     def __init__(
         self,
         scenario: Scenario,
@@ -540,6 +544,8 @@ class Result:
         for row in self.links.to_dict("records"):
             links.append({k: _json_value(row.get(k)) for k in SUMMARY_LINK_KEYS})
         return {
+            # what made these numbers: the simulator (a kernel run, tcplab.kernel.result, says "kernel")
+            "kind": "simulation",
             "scenario": self.scenario.name,
             "title": self.title,
             "description": self.description,
@@ -606,6 +612,8 @@ class Result:
     def metadata(self) -> dict[str, Any]:
         """metadata.json: how and with what this run was made."""
         return {
+            # what made these numbers: the simulator (a kernel run, tcplab.kernel.result, says "kernel")
+            "kind": "simulation",
             "scenario": self.scenario.name,
             "title": self.title,
             "source": self.scenario.source,

@@ -426,12 +426,19 @@ def _shade(ax: Any, spans: list[Any], colors: Mapping[str, str], alpha: float) -
             ax.axvspan(s.start_s, s.end_s, color=colors[s.label], alpha=alpha, linewidth=0)
 
 
-def _strip(ax: Any, rows_spans: list[tuple[str, list[Any], Mapping[str, str]]], retrans: Any, rtos: np.ndarray) -> None:
+def _strip(
+    ax: Any, rows_spans: list[tuple[str, list[Any] | None, Mapping[str, str]]], retrans: Any, rtos: np.ndarray
+) -> None:
     """The state strip: one row per state kind, plus a row of retransmission/RTO marks."""
     n = len(rows_spans) + 1
     labels = []
     for r, (title, spans, colors) in enumerate(rows_spans):
         y = n - 1 - r
+        labels.append((y + 0.5, title))
+        if spans is None:  # a column the run could not record (a kernel run's CA state: ss does not show it)
+            ax.text(0.5, y + 0.5, "not recorded (ss does not show it)", transform=ax.get_yaxis_transform(),
+                    ha="center", va="center", fontsize="small", color="0.4")  # fmt: skip
+            continue
         bars = [(s.start_s, s.end_s - s.start_s) for s in spans if s.label in colors]
         cols = [colors[s.label] for s in spans if s.label in colors]
         if bars:
@@ -448,7 +455,6 @@ def _strip(ax: Any, rows_spans: list[tuple[str, list[Any], Mapping[str, str]]], 
                 fontsize="small",
                 color="0.4",
             )
-        labels.append((y + 0.5, title))
     times, segs = retrans
     if len(times):
         ax.vlines(times, 0.15, 0.85, color=_RETRANS_COLOR, linewidth=1.0)
@@ -469,10 +475,12 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
     ca = rows["ca_state_name"].to_numpy().astype(str)
     modes = rows["cc_mode_name"].to_numpy().astype(str)
     has_modes = bool((modes != "").any())
-    ca_spans = state_spans(t, ca, interval)
+    # a kernel run's series has no CA state (ss does not show it): say so, mark no RTO
+    ca_known = "ca_state" not in getattr(result, "unknown_columns", ())
+    ca_spans = state_spans(t, ca, interval) if ca_known else []
     mode_spans = state_spans(t, modes, interval) if has_modes else []
     retrans = retransmission_marks(t, rows["retrans_segs"].to_numpy())
-    rtos = entries(t, ca, "Loss")
+    rtos = entries(t, ca, "Loss") if ca_known else np.array([], dtype=np.float64)
     cwnd = rows["cwnd"].to_numpy(dtype=np.float64)
     ssthresh = _ssthresh(rows)
     inflight = rows["inflight"].to_numpy(dtype=np.float64)
@@ -485,7 +493,7 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
     rtt = fig.add_subplot(grid[3], sharex=strip)
     zoom = fig.add_subplot(grid[4])
 
-    strip_rows = [("CA state", ca_spans, CA_COLORS)]
+    strip_rows = [("CA state", ca_spans if ca_known else None, CA_COLORS)]
     if has_modes:
         strip_rows.append(("BBR mode" if cc == "bbr" else "cc mode", mode_spans, MODE_COLORS))
     _strip(strip, strip_rows, retrans, rtos)
@@ -494,7 +502,8 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
     present = {s.label for s in ca_spans} | {s.label for s in mode_spans}
     handles = [Patch(color=c, label=k) for k, c in {**CA_COLORS, **MODE_COLORS}.items() if k in present]
     handles.append(Patch(color=_RETRANS_COLOR, label=f"retransmitted ({int(retrans[1].sum())} segs)"))
-    handles.append(Patch(color=_RTO_COLOR, label=f"RTO: entered Loss ({len(rtos)})"))
+    if ca_known:
+        handles.append(Patch(color=_RTO_COLOR, label=f"RTO: entered Loss ({len(rtos)})"))
     strip.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", borderaxespad=0)
 
     def window_panel(ax: Any, mark_samples: bool) -> None:

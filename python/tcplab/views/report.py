@@ -52,6 +52,8 @@ _STYLE = """
  img { max-width: 100%; height: auto; }
  .note { color: #555; font-size: 0.9em; }
  td.x { text-align: left; white-space: normal; max-width: 28em; font-size: 0.9em; }
+ .notice { border: 1px solid #bbb; background: #f6f6f6; padding: 0.6em 1em; }
+ .notice.bad { border: 2px solid #a01010; background: #fde8e8; color: #a01010; font-weight: bold; }
 """
 
 _TEMPLATE = """<!doctype html>
@@ -63,8 +65,10 @@ _TEMPLATE = """<!doctype html>
 </head>
 <body>
 <h1>{{ s.title }}</h1>
+{% if notice %}<p class="notice {{ notice.level }}">{{ notice.text }}</p>{% endif %}
 {% if s.description %}<pre>{{ s.description }}</pre>{% endif %}
-<p>seed {{ s.seed }} &middot; {{ "%g"|format(s.duration_s) }} s simulated,
+<p>seed {{ s.seed }} &middot; {{ "%g"|format(s.duration_s) }} s {% if s.kind == "kernel" %}measured on Linux
+ {{ s.kernel.release }}{% else %}simulated{% endif %},
  sampled every {{ "%g"|format(s.sample_interval_s * 1000) }} ms
  &middot; tcplab {{ s.tcplab_version }} (engine {{ s.engine_version }})
  &middot; {{ s.events }} events, {{ s.packets }} packets</p>
@@ -606,14 +610,17 @@ def render_report(
     tool_texts: Mapping[str, str] | None = None,
     apps: Sequence[Mapping[str, Any]] = (),
     collapsed: Mapping[str, str] | None = None,
+    notice: Mapping[str, str] | None = None,
 ) -> str:
     """The HTML text of one run: its summary, the path's limits, the qdisc, NIC and CPU
     tables of the components it has, a section per application (``apps``, from
     :func:`app_sections`), the plots inline, and the tool texts of its run directory
     (``tool_texts``: file name -> text) in collapsible blocks. Flows in ``collapsed``
-    (flow name -> app name) are one row per app."""
+    (flow name -> app name) are one row per app. ``notice`` (``{"level": "bad"|"info",
+    "text"}``, a result's ``notice``: a kernel run's) is a box under the title, red when bad."""
     return _ENV.from_string(_TEMPLATE).render(
         s=summary,
+        notice=notice,
         apps=list(apps),
         qdiscs=_qdisc_rows(summary),
         nics=_nic_rows(summary),
@@ -664,6 +671,7 @@ def write_report(result: Result, path: Path, plots: Sequence[Plot] = ()) -> Path
         counters=result.nstat_text(),
         scenario_yaml=scenario_yaml,
         tool_texts=result.stats_files(),
+        notice=getattr(result, "notice", None),
     )
     path.write_text(text, encoding="utf-8")
     return path

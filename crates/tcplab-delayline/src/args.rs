@@ -1,0 +1,216 @@
+//! Command line of `tcplab-delayline` (the contract in ARCH11.md, "Processes and files").
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+/// The usage text printed by `--help`.
+pub const USAGE: &str = "\
+usage: tcplab-delayline --tun NAME:DELAY_NS [--tun NAME:DELAY_NS ...] [--cpu N]
+                        [--stats PATH] [--queue-limit PACKETS] [--rt-priority N]
+
+Creates one TUN device per --tun (layer 3, no packet information, gone when the
+process exits), prints `ready` once they all exist, then holds every packet read
+from a TUN for DELAY_NS nanoseconds and writes it back into the same TUN.
+
+  --tun NAME:DELAY_NS     a TUN device and its one-way delay in ns (repeatable)
+  --cpu N                 pin the process to CPU N
+  --stats PATH            write the stats JSON to PATH every second and on exit
+                          (SIGTERM/SIGINT); without it, print it on stdout at exit
+  --queue-limit PACKETS   packets held per TUN at most; beyond it a packet is
+                          dropped and counted (default 100000)
+  --rt-priority N         run under SCHED_FIFO at priority N (1-99; default 1),
+                          so no normal task on the CPU delays a packet; 0 keeps
+                          normal scheduling
+  --help                  this text
+";
+
+/// Default per-TUN queue limit in packets (1.2 s of 1500-byte packets at 1 Gbit/s).
+pub const DEFAULT_QUEUE_LIMIT_PACKETS: usize = 100_000;
+
+/// Default SCHED_FIFO priority (the lowest real-time one: above every normal task).
+pub const DEFAULT_RT_PRIORITY: i32 = 1;
+
+/// The longest interface name Linux accepts (IFNAMSIZ 16, minus the NUL).
+pub const MAX_IFNAME_BYTES: usize = 15;
+
+/// One direction of a wire: a TUN device and its one-way delay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunSpec {
+    pub name: String,
+    pub delay_ns: u64,
+}
+
+/// The parsed options of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub tuns: Vec<TunSpec>,
+    pub cpu: Option<usize>,
+    pub stats_path: Option<PathBuf>,
+    pub queue_limit_packets: usize,
+    /// SCHED_FIFO priority; 0 = normal scheduling.
+    pub rt_priority: i32,
+}
+
+/// What the command line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Run(Options),
+    Help,
+}
+
+/// Parses the arguments after the program name. The error is one line naming the option,
+/// the value and what was expected.
+pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String> {
+    let mut tuns: Vec<TunSpec> = Vec::new();
+    let mut cpu = None;
+    let mut stats_path = None;
+    let mut queue_limit_packets = DEFAULT_QUEUE_LIMIT_PACKETS;
+    let mut rt_priority = DEFAULT_RT_PRIORITY;
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        if flag == "--help" || flag == "-h" {
+            return Ok(Command::Help);
+        }
+        if !matches!(flag.as_str(), "--tun" | "--cpu" | "--stats" | "--queue-limit" | "--rt-priority") {
+            return Err(format!(
+                "unknown argument {arg:?}; expected --tun, --cpu, --stats, --queue-limit, --rt-priority or --help"
+            ));
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => it.next().ok_or_else(|| format!("{flag} needs a value"))?,
+        };
+        match flag.as_str() {
+            "--tun" => {
+                let spec = parse_tun(&value)?;
+                if tuns.iter().any(|t| t.name == spec.name) {
+                    return Err(format!("--tun {value:?}: the TUN name {:?} is given twice", spec.name));
+                }
+                tuns.push(spec);
+            }
+            "--cpu" => {
+                cpu = Some(value.parse::<usize>().map_err(|_| {
+                    format!("--cpu {value:?}: not a CPU number; expected an integer >= 0")
+                })?);
+            }
+            "--stats" => {
+                if value.is_empty() {
+                    return Err("--stats \"\": expected a file path".to_string());
+                }
+                stats_path = Some(PathBuf::from(value));
+            }
+            "--queue-limit" => {
+                queue_limit_packets = match value.parse::<usize>() {
+                    Ok(n) if n >= 1 => n,
+                    _ => return Err(format!("--queue-limit {value:?}: expected a packet count >= 1")),
+                };
+            }
+            "--rt-priority" => {
+                rt_priority = match value.parse::<i32>() {
+                    Ok(n) if (0..=99).contains(&n) => n,
+                    _ => return Err(format!("--rt-priority {value:?}: expected 0 (normal scheduling) or 1 to 99")),
+                };
+            }
+            _ => unreachable!(),
+        }
+    }
+    if tuns.is_empty() {
+        return Err("no --tun given; expected at least one --tun NAME:DELAY_NS".to_string());
+    }
+    Ok(Command::Run(Options { tuns, cpu, stats_path, queue_limit_packets, rt_priority }))
+}
+
+/// `NAME:DELAY_NS`, e.g. `tab:50000000`.
+fn parse_tun(value: &str) -> Result<TunSpec, String> {
+    let Some((name, delay)) = value.rsplit_once(':') else {
+        return Err(format!("--tun {value:?}: expected NAME:DELAY_NS, e.g. tab:50000000"));
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= MAX_IFNAME_BYTES
+        && name != "."
+        && name != ".."
+        && name.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b':' && b != b'%');
+    if !name_ok {
+        return Err(format!(
+            "--tun {value:?}: {name:?} is not a usable interface name; expected 1 to {MAX_IFNAME_BYTES} \
+             printable characters without '/', ':' or '%'"
+        ));
+    }
+    let delay_ns = delay.parse::<u64>().map_err(|_| {
+        format!("--tun {value:?}: {delay:?} is not a delay; expected an integer number of nanoseconds")
+    })?;
+    Ok(TunSpec { name: name.to_string(), delay_ns })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn full_command_line() {
+        let cmd = parse(args(&[
+            "--tun", "tab:10000000", "--tun=tba:20", "--cpu", "1", "--stats", "/tmp/s.json", "--queue-limit", "64",
+            "--rt-priority", "0",
+        ]))
+        .unwrap();
+        assert_eq!(
+            cmd,
+            Command::Run(Options {
+                tuns: vec![
+                    TunSpec { name: "tab".into(), delay_ns: 10_000_000 },
+                    TunSpec { name: "tba".into(), delay_ns: 20 },
+                ],
+                cpu: Some(1),
+                stats_path: Some(PathBuf::from("/tmp/s.json")),
+                queue_limit_packets: 64,
+                rt_priority: 0,
+            })
+        );
+    }
+
+    #[test]
+    fn defaults() {
+        let Command::Run(o) = parse(args(&["--tun", "t:0"])).unwrap() else { panic!() };
+        assert_eq!(o.queue_limit_packets, DEFAULT_QUEUE_LIMIT_PACKETS);
+        assert_eq!(o.cpu, None);
+        assert_eq!(o.stats_path, None);
+        assert_eq!(o.rt_priority, DEFAULT_RT_PRIORITY);
+    }
+
+    #[test]
+    fn help_wins() {
+        assert_eq!(parse(args(&["--tun", "t:1", "--help"])), Ok(Command::Help));
+        assert_eq!(parse(args(&["-h"])), Ok(Command::Help));
+    }
+
+    #[test]
+    fn errors_name_the_option_and_value() {
+        let e = |a: &[&str]| parse(args(a)).unwrap_err();
+        assert!(e(&[]).contains("no --tun"));
+        assert!(e(&["--tun", "t:1ms"]).contains("\"1ms\" is not a delay"));
+        assert!(e(&["--tun", "t:-1"]).contains("is not a delay"));
+        assert!(e(&["--tun", "a-very-long-name-x:1"]).contains("not a usable interface name"));
+        assert!(e(&["--tun", ":1"]).contains("not a usable interface name"));
+        assert!(e(&["--tun", "a/b:1"]).contains("not a usable interface name"));
+        assert!(e(&["--tun", "t:1", "--tun", "t:2"]).contains("given twice"));
+        assert!(e(&["--tun", "t:1", "--cpu", "x"]).starts_with("--cpu \"x\""));
+        assert!(e(&["--tun", "t:1", "--queue-limit", "0"]).contains(">= 1"));
+        assert!(e(&["--tun", "t:1", "--cpu"]).contains("needs a value"));
+        assert!(e(&["--tun", "t:1", "--rt-priority", "100"]).contains("1 to 99"));
+        assert!(e(&["--tun", "t:1", "--bogus"]).contains("unknown argument \"--bogus\""));
+    }
+
+    #[test]
+    fn fifteen_byte_names_are_the_limit() {
+        assert!(parse(args(&["--tun", "abcdefghijklmno:1"])).is_ok());
+        assert!(parse(args(&["--tun", "abcdefghijklmnop:1"])).is_err());
+    }
+}

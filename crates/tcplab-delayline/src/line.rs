@@ -1,0 +1,334 @@
+//! The delay line's single-threaded event loop.
+//!
+//! Model: every TUN is one direction of a wire. A packet read from it at time t
+//! (CLOCK_MONOTONIC, taken right after the read) is written back into the same TUN at
+//! t + delay_ns; the kernel then routes the written packet on (the wire namespace's policy
+//! routing sends what arrives from a veth into a TUN, and what comes out of a TUN to the
+//! other veth). This is netem's constant `delay` without jitter, reordering or rate
+//! (Linux v6.12 net/sched/sch_netem.c: netem_enqueue() stamps time_to_send = now + latency
+//! and netem_dequeue() releases a packet when that time is reached); loss is not the
+//! line's job (the wire's nft rule does it).
+//!
+//! One thread, no allocation per packet:
+//! 1. write every due packet, earliest due first across the TUNs, recording its lateness
+//!    (write time - due time);
+//! 2. read every TUN until EAGAIN (at most READ_BATCH per TUN per round, so a burst on one
+//!    direction does not hold back the other's due packets), each into its ring slot;
+//! 3. sleep in ppoll(2) on all TUN fds and a signalfd until a spin margin before the next
+//!    due packet (timer slack 1 ns makes the hrtimer fire on time), then spin on the clock,
+//!    still reading, until it is due. The margin (50 us to 2 ms, starting at 200 us)
+//!    follows the timer wake-ups' observed lateness: 1.5 x the latest + 20 us, decaying by
+//!    1/64 per wake-up, so the spin absorbs a VM's slow wake-ups from idle. The line runs
+//!    under SCHED_FIFO (main.rs) and must leave the CPU now and then, or the kernel's RT
+//!    throttling stops it for tens of ms: when it was busy more than 80 % of the last
+//!    100 ms (high packet rates), it sleeps until the due time instead of spinning
+//!    (lateness = the timer's wake-up latency, tens of us on a VM).
+//!
+//! Stats are written every second and on SIGTERM/SIGINT. The periodic write is done by a
+//! second, normal-priority thread (a file write can block for tens of ms on a busy disk):
+//! the loop hands it a snapshot (a copy of the counters, once a second, when no packet is
+//! due in the next millisecond, at the latest a second later). The packet path is the one
+//! thread above.
+#![forbid(unsafe_code)]
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::JoinHandle;
+
+use crate::args::Options;
+use crate::ring::{Ring, SLOT_BYTES};
+use crate::stats::{self, TunStats};
+use crate::sys;
+
+/// Bounds of the spin margin: how long before a packet is due the loop stops sleeping and
+/// spins on the clock. The margin adapts to how late ppoll's timer wakes the thread: on a
+/// VM the halted vCPU's wake-up takes 20 to 150 us (measured on this project's Firecracker
+/// VMs, growing with the sleep's length), far beyond the 1 ns timer slack.
+const SPIN_MIN_NS: u64 = 50_000;
+const SPIN_MAX_NS: u64 = 2_000_000;
+const SPIN_START_NS: u64 = 200_000;
+/// The line spins only while it was busy (not asleep in ppoll) at most SPIN_MAX_BUSY_PERCENT
+/// of the current BUSY_WINDOW_NS window. A SCHED_FIFO task that never sleeps hits the
+/// kernel's RT throttling (sched_rt_runtime_us: 950 ms per second) and is then stopped for
+/// the rest of the second, tens of ms: far worse than a timer's wake-up latency. Without
+/// the spin, the loop sleeps in ppoll until the due time itself.
+const BUSY_WINDOW_NS: u64 = 100_000_000;
+const SPIN_MAX_BUSY_PERCENT: u64 = 80;
+/// Period of the stats file.
+const STATS_INTERVAL_NS: u64 = 1_000_000_000;
+/// The periodic stats write waits for a gap of this long before the next due packet.
+const STATS_GAP_NS: u64 = 1_000_000;
+/// How often a loop that never sleeps (steady traffic) still looks at the signalfd.
+const SIGNAL_CHECK_NS: u64 = 10_000_000;
+/// Most packets read from one TUN before the loop writes due packets again.
+const READ_BATCH: usize = 16;
+
+struct Tun {
+    file: File,
+    ring: Ring,
+    stats: TunStats,
+}
+
+pub struct Line {
+    tuns: Vec<Tun>,
+    signals: File,
+    pollfds: Vec<libc::pollfd>,
+    scratch: Box<[u8; SLOT_BYTES]>,
+    stats_path: Option<PathBuf>,
+    cpu: Option<usize>,
+    stop: bool,
+    /// The current spin margin (SPIN_MIN_NS..=SPIN_MAX_NS).
+    spin_ns: u64,
+    /// Snapshots for the periodic stats writer (with --stats).
+    writer: Option<SyncSender<Vec<TunStats>>>,
+    writer_thread: Option<JoinHandle<()>>,
+    /// Start of the current busy-accounting window and the time slept in ppoll since.
+    window_start_ns: u64,
+    window_slept_ns: u64,
+}
+
+fn err(what: String, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+impl Line {
+    /// Creates the TUN devices and the queues (everything the loop will need).
+    pub fn new(options: &Options, signals: OwnedFd) -> io::Result<Line> {
+        let mut tuns = Vec::with_capacity(options.tuns.len());
+        for spec in &options.tuns {
+            tuns.push(Tun {
+                file: sys::open_tun(&spec.name)?,
+                ring: Ring::new(options.queue_limit_packets),
+                stats: TunStats::new(&spec.name, spec.delay_ns),
+            });
+        }
+        let mut pollfds: Vec<libc::pollfd> = tuns.iter().map(|t| sys::poll_in(t.file.as_raw_fd())).collect();
+        pollfds.push(sys::poll_in(signals.as_raw_fd()));
+        let (writer, writer_thread) = match &options.stats_path {
+            Some(path) => {
+                let (tx, handle) = spawn_writer(path.clone(), options.cpu)
+                    .map_err(|e| err("cannot start the stats writer thread".into(), e))?;
+                (Some(tx), Some(handle))
+            }
+            None => (None, None),
+        };
+        Ok(Line {
+            tuns,
+            signals: File::from(signals),
+            pollfds,
+            scratch: Box::new([0; SLOT_BYTES]),
+            stats_path: options.stats_path.clone(),
+            cpu: options.cpu,
+            stop: false,
+            spin_ns: SPIN_START_NS,
+            writer,
+            writer_thread,
+            window_start_ns: 0,
+            window_slept_ns: 0,
+        })
+    }
+
+    /// Runs until SIGTERM/SIGINT, then writes the final stats.
+    pub fn run(&mut self) -> io::Result<()> {
+        let start = sys::monotonic_ns();
+        let mut next_stats = start + STATS_INTERVAL_NS;
+        let mut next_signal_check = start + SIGNAL_CHECK_NS;
+        while !self.stop {
+            self.write_due();
+            let more = self.read_batch()?;
+            let now = sys::monotonic_ns();
+            let next_due = self.next_due_ns();
+            if now >= next_stats && (next_due.is_none_or(|d| d > now + STATS_GAP_NS) || now >= next_stats + STATS_INTERVAL_NS) {
+                self.queue_stats_file();
+                next_stats = now + STATS_INTERVAL_NS;
+            }
+            if now >= next_signal_check {
+                self.check_signals();
+                next_signal_check = now + SIGNAL_CHECK_NS;
+            }
+            if more {
+                continue;
+            }
+            let wake = match next_due {
+                Some(due) if due <= now + self.spin_ns => {
+                    if self.may_spin(now) {
+                        self.spin_until(due)?;
+                        continue;
+                    }
+                    due
+                }
+                Some(due) => (due - self.spin_ns).min(next_stats),
+                None => next_stats,
+            };
+            let ready = sys::ppoll(&mut self.pollfds, Some(wake.saturating_sub(now)))
+                .map_err(|e| err("ppoll failed".into(), e))?;
+            let woke = sys::monotonic_ns();
+            self.window_slept_ns += woke.saturating_sub(now);
+            if ready == 0 {
+                self.adapt_spin(woke.saturating_sub(wake));
+            }
+            if self.pollfds.last().is_some_and(|p| p.revents & libc::POLLIN != 0) {
+                self.check_signals();
+            }
+        }
+        self.final_stats()
+    }
+
+    /// The earliest due time over all queues.
+    fn next_due_ns(&self) -> Option<u64> {
+        self.tuns.iter().filter_map(|t| t.ring.head_due_ns()).min()
+    }
+
+    /// Writes every packet that is due, earliest first across the TUNs.
+    fn write_due(&mut self) {
+        loop {
+            let now = sys::monotonic_ns();
+            let mut pick: Option<(usize, u64)> = None;
+            for (i, t) in self.tuns.iter().enumerate() {
+                if let Some(due) = t.ring.head_due_ns() {
+                    if due <= now && pick.is_none_or(|(_, d)| due < d) {
+                        pick = Some((i, due));
+                    }
+                }
+            }
+            let Some((i, due)) = pick else { return };
+            let tun = &mut self.tuns[i];
+            let packet = tun.ring.head_packet().expect("a due packet");
+            match (&tun.file).write(packet) {
+                Ok(_) => {
+                    tun.stats.packets += 1;
+                    tun.stats.bytes += packet.len() as u64;
+                    tun.stats.lateness_ns.record(now - due);
+                }
+                // A TUN refuses a write when it is down or the packet is malformed: the
+                // packet is lost, counted as a drop of the line.
+                Err(_) => tun.stats.line_drops += 1,
+            }
+            tun.ring.pop();
+        }
+    }
+
+    /// Reads up to READ_BATCH packets from every TUN; true when some TUN may hold more.
+    fn read_batch(&mut self) -> io::Result<bool> {
+        let mut more = false;
+        for tun in &mut self.tuns {
+            let mut n = 0;
+            while n < READ_BATCH {
+                let (result, queued) = match tun.ring.tail_slot() {
+                    Some(slot) => ((&tun.file).read(slot), true),
+                    None => ((&tun.file).read(&mut self.scratch[..]), false),
+                };
+                match result {
+                    Ok(len) => {
+                        let t = sys::monotonic_ns();
+                        n += 1;
+                        if queued {
+                            tun.ring.commit(len, t + tun.stats.delay_ns);
+                            tun.stats.queue_max_packets = tun.stats.queue_max_packets.max(tun.ring.len() as u64);
+                        } else {
+                            tun.stats.line_drops += 1; // over the queue limit
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(err(format!("cannot read TUN {}", tun.stats.name), e)),
+                }
+            }
+            more |= n == READ_BATCH;
+        }
+        Ok(more)
+    }
+
+    /// Whether the loop may spin now (see SPIN_MAX_BUSY_PERCENT); starts a new accounting
+    /// window every BUSY_WINDOW_NS.
+    fn may_spin(&mut self, now: u64) -> bool {
+        let elapsed = now.saturating_sub(self.window_start_ns);
+        if elapsed >= BUSY_WINDOW_NS {
+            self.window_start_ns = now;
+            self.window_slept_ns = 0;
+            return true;
+        }
+        let busy = elapsed - self.window_slept_ns.min(elapsed);
+        busy * 100 <= elapsed * SPIN_MAX_BUSY_PERCENT
+    }
+
+    /// Follows the timer's wake-up lateness `late_ns` (see SPIN_MIN_NS).
+    fn adapt_spin(&mut self, late_ns: u64) {
+        let wanted = late_ns + late_ns / 2 + 20_000;
+        let decayed = self.spin_ns - self.spin_ns / 64;
+        self.spin_ns = decayed.max(wanted).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
+    }
+
+    /// Spins until `due_ns`, reading arrivals meanwhile (so their timestamps stay exact).
+    fn spin_until(&mut self, due_ns: u64) -> io::Result<()> {
+        while sys::monotonic_ns() < due_ns {
+            self.read_batch()?;
+        }
+        Ok(())
+    }
+
+    /// Drains the signalfd; any SIGTERM/SIGINT asks the loop to stop.
+    fn check_signals(&mut self) {
+        let mut buf = [0u8; 128]; // one struct signalfd_siginfo
+        while let Ok(n) = (&self.signals).read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            self.stop = true;
+        }
+    }
+
+    /// Writes the stats file now, from this thread (at start; errors are reported).
+    pub fn write_stats_file(&mut self) -> io::Result<()> {
+        let Some(path) = self.stats_path.clone() else { return Ok(()) };
+        let mut snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
+        stats::write_file(&path, &mut snapshot, self.cpu)
+    }
+
+    /// Hands a snapshot of the stats to the writer thread (the periodic file). A file write
+    /// can block for tens of ms on a busy disk; the loop must not. If the writer is still
+    /// busy with the previous snapshot, this one is skipped.
+    fn queue_stats_file(&mut self) {
+        if let Some(writer) = &self.writer {
+            let snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
+            let _ = writer.try_send(snapshot);
+        }
+    }
+
+    /// The stats at exit: to the file (after the writer thread finished), or to stdout
+    /// without --stats.
+    fn final_stats(&mut self) -> io::Result<()> {
+        if let Some(writer) = self.writer.take() {
+            drop(writer); // the thread's recv() ends
+            if let Some(handle) = self.writer_thread.take() {
+                let _ = handle.join();
+            }
+        }
+        if self.stats_path.is_some() {
+            return self.write_stats_file();
+        }
+        let mut snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
+        stats::refresh_kernel_drops(&mut snapshot);
+        let all: Vec<&TunStats> = snapshot.iter().collect();
+        let mut out = io::stdout().lock();
+        out.write_all(stats::to_json(&all, self.cpu).as_bytes())?;
+        out.flush()
+    }
+}
+
+/// The periodic stats writer: a normal-priority thread that writes every snapshot it is
+/// handed to `path` (errors are left to the final, synchronous write to report).
+fn spawn_writer(path: PathBuf, cpu: Option<usize>) -> io::Result<(SyncSender<Vec<TunStats>>, JoinHandle<()>)> {
+    let (tx, rx) = sync_channel::<Vec<TunStats>>(1);
+    let handle = std::thread::Builder::new().name("stats-writer".into()).spawn(move || {
+        // It inherits the line's SCHED_FIFO; file writes need none of it.
+        let _ = sys::set_normal_scheduling();
+        while let Ok(mut snapshot) = rx.recv() {
+            let _ = stats::write_file(&path, &mut snapshot, cpu);
+        }
+    })?;
+    Ok((tx, handle))
+}

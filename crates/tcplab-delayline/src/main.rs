@@ -1,0 +1,86 @@
+//! `tcplab-delayline`: tcplab's one-way delay for kernel-mode runs on kernels without
+//! sch_netem (this project's machines have none).
+//!
+//! Each `--tun NAME:DELAY_NS` creates a TUN device (one direction of an emulated wire) in
+//! the namespace the program runs in; the line holds every packet read from it for
+//! DELAY_NS and writes it back into the same TUN. The wire namespace's policy routing
+//! (set up by the caller once `ready` is printed) steers the traffic through the TUNs. See
+//! `line.rs` for the loop and `stats.rs` for what is measured.
+//!
+//! Unsafe code: the workspace forbids it, this crate cannot: creating a TUN device needs
+//! the TUNSETIFF ioctl, and pinning, timer slack, ppoll and signalfd have no std wrapper.
+//! All of it is in `sys.rs`, each call with a SAFETY comment; every other module is
+//! `#![forbid(unsafe_code)]`.
+
+mod args;
+mod histogram;
+mod line;
+mod ring;
+mod stats;
+mod sys;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use args::Command;
+
+const PROGRAM: &str = "tcplab-delayline";
+
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("{PROGRAM}: {message}");
+    ExitCode::from(1)
+}
+
+/// The online CPUs as the kernel lists them (e.g. "0-1"), for error messages.
+fn online_cpus() -> String {
+    std::fs::read_to_string("/sys/devices/system/cpu/online").map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
+}
+
+fn main() -> ExitCode {
+    let options = match args::parse(std::env::args().skip(1)) {
+        Ok(Command::Help) => {
+            print!("{}", args::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Run(o)) => o,
+        Err(e) => return fail(format_args!("{e} (see --help)")),
+    };
+    if let Some(cpu) = options.cpu {
+        if let Err(e) = sys::pin_to_cpu(cpu) {
+            return fail(format_args!("cannot pin to CPU {cpu}: {e} (online CPUs: {})", online_cpus()));
+        }
+    }
+    if options.rt_priority > 0 {
+        if let Err(e) = sys::set_fifo_priority(options.rt_priority) {
+            return fail(format_args!(
+                "cannot run under SCHED_FIFO priority {} (--rt-priority 0 keeps normal scheduling): {e}",
+                options.rt_priority
+            ));
+        }
+    }
+    if let Err(e) = sys::set_timer_slack_ns(1) {
+        return fail(format_args!("cannot set the timer slack (prctl PR_SET_TIMERSLACK): {e}"));
+    }
+    let signals = match sys::termination_signalfd() {
+        Ok(fd) => fd,
+        Err(e) => return fail(format_args!("cannot set up SIGTERM/SIGINT handling (signalfd): {e}")),
+    };
+    let mut line = match line::Line::new(&options, signals) {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    // A stats file exists from the start, so even a line killed at once leaves one.
+    if let Err(e) = line.write_stats_file() {
+        return fail(e);
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        if writeln!(out, "ready").and_then(|_| out.flush()).is_err() {
+            // Nobody reads stdout: keep going, the caller sees the TUNs and the stats.
+        }
+    }
+    match line.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}

@@ -1,0 +1,932 @@
+"""The kernel-mode topology of a scenario, as data: :func:`make_plan` -> :class:`Plan` (PURE).
+
+``make_plan(config, env, options)`` reads the resolved engine config (``Scenario.to_core()``)
+and the probed :class:`~tcplab.kernel.env.KernelEnv` and returns every name, address, route,
+sysctl, tc and nft command the :class:`~tcplab.kernel.testbed.Testbed` will run, in order,
+without running anything. What the kernel path cannot build raises
+:class:`~tcplab.kernel.errors.KernelUnsupported` here, before anything exists.
+
+The model (ARCH11, "The model of a kernel run"):
+
+* Node number ``i`` (hosts, then routers, the engine's order) -> network namespace
+  ``{prefix}-{node}``; its address ``tcplab.results.ss.node_address(i)`` is a /32 on ``lo``
+  and every route names it as the source, so sockets of both worlds print the same addresses.
+* Link entry ``K`` (one-way links ``2K`` a->b and ``2K+1`` b->a) -> a veth pair. Each node's
+  devices are ``eth0``, ``eth1``, ... in link order (:func:`tcplab.results.tc.link_devices`).
+  Transfer nets: ``172.16.0.0/12``, 8 addresses per entry: ``+1``/``+2`` a /30 on the a side
+  (``+1`` node a, ``+2`` the wire namespace or node b), ``+5``/``+6`` a /30 on the b side
+  when there is a wire namespace (``+5`` node b, ``+6`` the wire).
+* Wire namespace ``{prefix}-w{K}`` when a direction of entry K has a delay >= 500 us or a
+  loss: the two veths end in it (``wa`` towards a, ``wb`` towards b); it forwards by policy
+  routing on the input device: ``wa`` -> TUN ``tab`` (the delay line reads it, holds the
+  packet ``delay_ns``, writes it back into ``tab``) -> ``wb``, and ``wb`` -> ``tba`` -> ``wa``.
+  A direction without delay (< 500 us: left to the veth) goes ``wa`` -> ``wb`` directly.
+  Random loss: an nft rule in the forward chain, on packets that came in from the link's
+  sender side (``iifname "wa"`` for a->b), i.e. after the sender's queue, as the simulator
+  loses packets after the queue: ``numgen random mod 1000000 < p * 1e6 counter drop``;
+  the loss filter ``data_only`` adds ``ip length > 80`` (a pure ACK with timestamps and three
+  SACK blocks is 20 + 20 + 12 + 28 = 80 bytes: an approximation: a data segment of less than
+  29 bytes of payload is spared), ``min_ip_bytes`` adds ``ip length >= N``.
+  Each wire packet is forwarded twice (TTL - 2; ``traceroute`` sees the wire as hops).
+* Rate and queue (Linux v6.12 net/sched/sch_tbf.c, iproute2 tc/q_tbf.c): the egress device of
+  a link whose sender is a ROUTER, or of a host-to-host link, gets a root ``tbf`` at the link
+  rate, bucket ``max(2 x 1514 B, rate x 100 us)`` (a link that serialises one frame at a
+  time has no bucket; two frames is the least tbf accepts without starving), with the
+  scenario's queue as its child (``pfifo limit N``, ``bfifo limit B``, a nested ``tbf``).
+  tbf counts ``qdisc_pkt_len`` = ``skb->len``, which on a veth includes the 14-byte Ethernet
+  header: the simulator's 1514 B per full frame, so ``stab overhead (overhead_bytes - 14)
+  linklayer ethernet`` is added only when a link's overhead differs from 14.
+  A host's link to a router keeps the scenario's queue as the root qdisc, without a rate:
+  the veth is faster than the link, the host does not queue (departure: documented).
+* Sysctls per namespace: ``ip_forward`` (routers and wires 1, hosts 0), ``rp_filter`` 0
+  (routes need not be symmetric), and per host the flows' ``tcp`` settings: ``tcp_rmem`` on
+  the data's receiver, every other one on the data's sender (as
+  :mod:`tcplab.scenario.topology` resolves them); ``initial_cwnd`` and ``rto_min`` as route
+  attributes (``initcwnd``, ``rto_min lock``) when they differ from Linux's defaults
+  (TCP_INIT_CWND 10, TCP_RTO_MIN 200 ms); the MSS from the MTU (mss + 52: IPv4 20, TCP 20,
+  timestamps 12). Nothing is set in the initial namespace.
+* Offloads: ``ethtool -K DEV tso off gso off gro off`` on every veth and TUN, so hosts send
+  MSS-sized segments as the simulator does (a real host with TSO sends 64 KB super-packets).
+* Flows: the client (flow ``src``) connects from ``node_address(src):32768 + i`` to the
+  server (flow ``dst``) at ``node_address(dst):PORT`` (5201 bulk/maerts, 8080 rr:
+  :data:`tcplab.results.ss.SERVER_PORTS`); ``data_side`` says which side writes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tcplab.kernel.env import KernelEnv
+from tcplab.kernel.errors import KernelError, KernelUnsupported
+from tcplab.kernel.options import KernelOptions
+from tcplab.results.ss import CLIENT_PORT_BASE, node_address, server_port
+from tcplab.results.tc import link_devices
+from tcplab.routing import bfs_route
+
+__all__ = [
+    "Plan",
+    "NodeNs",
+    "VethPair",
+    "WireNs",
+    "FlowPlan",
+    "make_plan",
+    "WIRE_MIN_DELAY_NS",
+    "FRAME_BYTES",
+    "DATA_ONLY_MIN_IP_BYTES",
+]
+
+#: One-way delays below this are left to the veth (a few us): no wire namespace for them.
+WIRE_MIN_DELAY_NS = 500_000
+#: A full-size frame on the wire: 1500 (IP) + 14 (Ethernet header), what tbf counts on a veth.
+FRAME_BYTES = 1514
+#: ``data_only`` loss filter: IP packets longer than this carry data (module doc).
+DATA_ONLY_MIN_IP_BYTES = 81
+#: Linux's TCP_INIT_CWND and TCP_RTO_MIN (include/net/tcp.h).
+LINUX_INIT_CWND = 10
+LINUX_RTO_MIN_MS = 200
+#: IPv4 + TCP + timestamp option: MTU = MSS + 52.
+TCP_IP_TS_HEADER_BYTES = 52
+DEFAULT_MSS_BYTES = 1448
+#: The transfer nets (module doc).
+TRANSFER_BASE = ipaddress.IPv4Address("172.16.0.0")
+TRANSFER_ADDRS_PER_ENTRY = 8
+MAX_LINK_ENTRIES = (1 << 20) // TRANSFER_ADDRS_PER_ENTRY
+#: Apps kernel mode runs (k3's agent): bulk (maerts = bulk with data_side server) and rr.
+SUPPORTED_APPS = ("bulk", "rr")
+#: Flow ``tcp`` keys that are sysctls of the data sender's namespace, and their
+#: /proc/sys/net/ipv4 names (tcp_min_rtt_wlen is in seconds in both).
+SENDER_SYSCTLS = {
+    "tcp_wmem": "tcp_wmem",
+    "tcp_slow_start_after_idle": "tcp_slow_start_after_idle",
+    "tcp_early_retrans": "tcp_early_retrans",
+    "tcp_recovery": "tcp_recovery",
+    "tcp_frto": "tcp_frto",
+    "tcp_reordering": "tcp_reordering",
+    "tcp_max_reordering": "tcp_max_reordering",
+    "tcp_min_rtt_wlen_s": "tcp_min_rtt_wlen",
+    "tcp_limit_output_bytes": "tcp_limit_output_bytes",
+    "tcp_pacing_ss_ratio": "tcp_pacing_ss_ratio",
+    "tcp_pacing_ca_ratio": "tcp_pacing_ca_ratio",
+    "tcp_moderate_rcvbuf": "tcp_moderate_rcvbuf",
+    "tcp_comp_sack_delay_ns": "tcp_comp_sack_delay_ns",
+    "tcp_comp_sack_nr": "tcp_comp_sack_nr",
+    "tcp_min_tso_segs": "tcp_min_tso_segs",
+    "tcp_tso_rtt_log": "tcp_tso_rtt_log",
+}
+RECEIVER_SYSCTLS = {"tcp_rmem": "tcp_rmem"}
+#: ``tcp`` keys handled elsewhere (route attributes, MTU) or checked against a default.
+_TCP_OTHER = {"mss_bytes", "initial_cwnd", "rto_min_ms", "fq_pacing", "max_pacing_rate_bytes_per_sec"}
+_U64_MAX = (1 << 64) - 1
+#: CUBIC's module parameters the engine config carries (name in cc_params = module name).
+CUBIC_PARAMS = (
+    "hystart",
+    "hystart_detect",
+    "hystart_low_window",
+    "hystart_ack_delta_us",
+    "fast_convergence",
+    "tcp_friendliness",
+    "beta",
+    "bic_scale",
+    "initial_ssthresh",
+)
+
+
+@dataclass
+class NodeNs:
+    """One node's namespace: its address (a /32 on lo) and sysctls."""
+
+    node: str
+    index: int
+    kind: str  # "host" | "router"
+    ns: str
+    address: str
+    sysctls: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class VethPair:
+    """A veth: ``dev`` in ``ns`` (address ``addr``, a /30) and ``peer_dev`` in ``peer_ns``."""
+
+    ns: str
+    dev: str
+    addr: str
+    peer_ns: str
+    peer_dev: str
+    peer_addr: str
+    mtu: int
+    entry: int
+
+
+@dataclass
+class WireTun:
+    """One direction of a wire through the delay line: TUN ``name`` holding ``delay_ns``."""
+
+    name: str
+    delay_ns: int
+    link: int  # the one-way link index
+
+
+@dataclass
+class WireNs:
+    """A wire namespace between the two ends of link entry ``entry``."""
+
+    ns: str
+    entry: int
+    links: tuple[int, int]
+    tuns: list[WireTun]
+    nft: str | None  # the nft ruleset (loss), or None
+    sysctls: dict[str, str] = field(default_factory=dict)
+    #: Policy routes run with the other commands (the directions without a TUN, and the
+    #: tables the TUNs' output is looked up in).
+    routes: list[list[str]] = field(default_factory=list)
+    #: Commands run once the delay line's TUNs exist (bring them up, offloads, routes).
+    tun_commands: list[list[str]] = field(default_factory=list)
+    stats_file: str = ""
+
+
+@dataclass
+class FlowPlan:
+    """One flow's two sockets: the server listens, the client connects."""
+
+    index: int
+    name: str
+    client_node: str
+    client_ns: str
+    client_addr: str
+    client_port: int
+    server_node: str
+    server_ns: str
+    server_addr: str
+    server_port: int
+    cc: str
+    app: dict[str, Any]
+    start_ns: int
+    stop_ns: int
+    data_side: str  # "client" | "server": who writes
+
+
+@dataclass
+class Plan:
+    """Everything a kernel run creates, in the order the Testbed creates it."""
+
+    prefix: str
+    nodes: list[NodeNs]
+    veths: list[VethPair]
+    wires: list[WireNs]
+    flows: list[FlowPlan]
+    #: Commands after the namespaces exist, in order: links, addresses, sysctls, offloads,
+    #: routes, qdiscs, nft (each an argv list; all ``ip -n``/``tc -n``/``ip netns exec``).
+    commands: list[list[str]]
+    #: (ns, dev) -> the tc commands that set that device's qdiscs (also inside ``commands``).
+    tc: dict[tuple[str, str], list[list[str]]]
+    #: ns -> the egress devices with a scenario queue, for the queue sampler: (dev, link index).
+    queue_devices: dict[str, list[tuple[str, int]]]
+    #: User-visible departures of this run from the simulation, one line each.
+    departures: list[str]
+    duration_ns: int
+    sample_interval_ns: int
+
+    @property
+    def namespaces(self) -> list[str]:
+        """Every namespace the run creates: nodes first, then wires."""
+        return [n.ns for n in self.nodes] + [w.ns for w in self.wires]
+
+    def ns_of(self, node: str) -> str:
+        for n in self.nodes:
+            if n.node == node:
+                return n.ns
+        raise KeyError(node)
+
+    @property
+    def hosts(self) -> list[NodeNs]:
+        return [n for n in self.nodes if n.kind == "host"]
+
+    @property
+    def routers(self) -> list[NodeNs]:
+        return [n for n in self.nodes if n.kind == "router"]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["tc"] = {f"{ns} {dev}": cmds for (ns, dev), cmds in self.tc.items()}
+        return out
+
+
+def _unsupported(what: str, path: str, value: Any) -> KernelUnsupported:
+    return KernelUnsupported(f"kernel: {what} is not supported in kernel mode ({path}={_show(value)})")
+
+
+def _unavailable(what: str, path: str, value: Any) -> KernelUnsupported:
+    return KernelUnsupported(f"kernel: {what} is not available on this kernel ({path}={_show(value)})")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return str(value.get("kind", value))
+    return str(value)
+
+
+def _link_path(config: Mapping[str, Any], link: int) -> str:
+    """The scenario path of one-way link ``link``: ``links.K`` or ``links.K.reverse``."""
+    entry = link // 2
+    if link % 2 == 0:
+        return f"links.{entry}"
+    links = config["links"]
+    fwd, rev = links[link - 1], links[link]
+    same = all(fwd.get(k) == rev.get(k) for k in ("queue", "loss", "loss_filter", "delay_ns", "rate_bps"))
+    return f"links.{entry}" if same else f"links.{entry}.reverse"
+
+
+def _transfer(entry: int, offset: int) -> str:
+    return str(TRANSFER_BASE + entry * TRANSFER_ADDRS_PER_ENTRY + offset)
+
+
+def _rate(bps: int) -> str:
+    return f"{int(bps)}bit"
+
+
+def _tbf_args(
+    rate_bps: int, burst_bytes: int, limit_bytes: int, peak_bps: int | None = None, mtu_bytes: int | None = None
+) -> list[str]:
+    """iproute2 tc/q_tbf.c arguments: ``tbf rate R burst B limit L [peakrate P mtu M]``."""
+    args = ["tbf", "rate", _rate(rate_bps), "burst", str(int(burst_bytes)), "limit", str(int(limit_bytes))]
+    if peak_bps:
+        args += ["peakrate", _rate(peak_bps), "mtu", str(int(mtu_bytes or FRAME_BYTES))]
+    return args
+
+
+def _ns_arg(v: int) -> str:
+    """A time for tc in microseconds (tc's ``us`` suffix)."""
+    return f"{int(v) / 1000:g}us"
+
+
+def _generic_qdisc_args(kind: str, queue: Mapping[str, Any]) -> list[str]:
+    """fq/fq_codel and other kinds: the config's keys as tc options (unit suffixes become tc
+    units, booleans flags). Only reached on kernels that have them (not this project's VMs)."""
+    args = [kind]
+    names = {
+        "limit_packets": "limit",
+        "quantum_bytes": "quantum",
+        "initial_quantum_bytes": "initial_quantum",
+        "flow_limit_packets": "flow_limit",
+        "memory_limit_bytes": "memory_limit",
+    }
+    for key, value in queue.items():
+        if key in ("kind", "child") or value is None:
+            continue
+        if isinstance(value, bool):
+            flag = {
+                "horizon_drop": ("horizon_drop", "horizon_cap"),
+                "ecn": ("ecn", "noecn"),
+                "pacing": ("pacing", "nopacing"),
+            }.get(key)
+            if flag:
+                args.append(flag[0] if value else flag[1])
+            continue
+        name = names.get(key, key)
+        if key.endswith("_bps"):
+            args += [name[:-4], _rate(value)]
+        elif key.endswith("_ns"):
+            args += [name[:-3], _ns_arg(value)]
+        elif key.endswith("_bytes") and key not in names:
+            args += [name[:-6], str(int(value))]
+        else:
+            args += [name, str(value)]
+    return args
+
+
+def _queue_args(queue: Mapping[str, Any], env: KernelEnv, path: str) -> list[str]:
+    """The tc arguments of a scenario queue (after ``root``/``parent X handle Y``)."""
+    kind = queue.get("kind")
+    if kind == "pfifo":
+        return ["pfifo", "limit", str(int(queue["limit_packets"]))]
+    if kind == "bfifo":
+        return ["bfifo", "limit", str(int(queue["limit_bytes"]))]
+    if kind == "tbf":
+        if queue.get("child"):
+            raise _unsupported("a tbf with a child queue inside a router's shaper", f"{path}.child", queue["child"])
+        if not env.has_qdisc("tbf"):
+            raise _unavailable("sch_tbf", f"{path}.qdisc", "tbf")
+        return _tbf_args(
+            queue["rate_bps"],
+            queue["burst_bytes"],
+            queue["limit_bytes"],
+            queue.get("peakrate_bps"),
+            queue.get("mtu_bytes"),
+        )
+    if kind in ("fq", "fq_codel", "netem", "codel", "sfq", "cake", "pie", "htb"):
+        if not env.has_qdisc(kind):
+            raise KernelUnsupported(f"kernel: sch_{kind} is not available on this kernel ({path}.qdisc={kind})")
+        return _generic_qdisc_args(kind, queue)
+    raise _unsupported(f"the queue {kind}", f"{path}.qdisc", kind)
+
+
+def _check_nodes(config: Mapping[str, Any], env: KernelEnv, departures: list[str]) -> None:
+    for node in config["nodes"]:
+        name = node["name"]
+        where = "hosts" if node.get("kind") == "host" else "routers"
+        for key, value in node.items():
+            if key not in KNOWN_NODE_KEYS and value not in (None, False, [], {}):
+                raise _unsupported(f"the node setting {key}", f"{where}.{name}.{key}", value)
+        if node.get("cpu"):
+            raise _unsupported("a host CPU model", f"{where}.{name}.cpu", "set")
+        if node.get("nic"):
+            raise _unsupported("a NIC model (receive ring)", f"{where}.{name}.nic", "set")
+        if node.get("forwarding") and node.get("kind") == "host":
+            raise KernelUnsupported(
+                f"kernel: pods are not supported in kernel mode (hosts.{name}: a host forwarding for pods)"
+            )
+        if node.get("kind") not in ("host", "router"):
+            raise _unsupported(f"a node of kind {node.get('kind')}", f"nodes.{name}.kind", node.get("kind"))
+        hz = node.get("hz")
+        if hz and env.hz and int(hz) != env.hz:
+            departures.append(
+                f"{name}: the scenario's HZ {hz} differs from the kernel's {env.hz}: "
+                "delayed-ACK and RTO timers tick at the kernel's"
+            )
+
+
+#: Engine config keys kernel mode understands; any other key with a value is refused, so a
+#: feature added to the simulator later is never silently dropped from a kernel run.
+KNOWN_LINK_KEYS = {
+    "name",
+    "from",
+    "to",
+    "rate_bps",
+    "delay_ns",
+    "overhead_bytes",
+    "loss",
+    "loss_filter",
+    "reorder",
+    "queue",
+    "edt",
+    "orphan",
+}
+KNOWN_NODE_KEYS = {"name", "kind", "hz", "cpu", "nic", "forwarding"}
+KNOWN_FLOW_KEYS = {
+    "name",
+    "src",
+    "dst",
+    "cc",
+    "start_ns",
+    "stop_ns",
+    "app",
+    "tcp",
+    "cc_params",
+    "data_side",
+    "reader",
+    "sample",
+}
+
+
+def _check_links(config: Mapping[str, Any], env: KernelEnv) -> None:
+    for i, link in enumerate(config["links"]):
+        path = _link_path(config, i)
+        for key, value in link.items():
+            if key not in KNOWN_LINK_KEYS and value not in (None, False, [], {}):
+                raise _unsupported(f"the link setting {key}", f"{path}.{key}", value)
+        if link.get("reorder"):
+            raise _unsupported("reordering", f"{path}.reorder", "set")
+        if link.get("edt"):
+            raise _unsupported("a bandwidth manager (EDT pod rates)", f"{path}.edt", "set")
+        if link.get("orphan"):
+            raise _unsupported("pod veths (orphaned skbs)", f"{path}.orphan", "true")
+        loss = link.get("loss") or {"kind": "none"}
+        if loss.get("kind") not in ("none", "bernoulli"):
+            raise _unsupported(f"the loss model {loss.get('kind')}", f"{path}.loss", loss.get("kind"))
+        if loss.get("kind") == "bernoulli" and not env.tools.get("nft"):
+            raise KernelUnsupported(f"kernel: nft (nftables) is needed for random loss ({path}.loss={loss.get('p')})")
+
+
+def _app_of(config: Mapping[str, Any], flow_index: int, flow: Mapping[str, Any]) -> dict[str, Any]:
+    app = dict(flow.get("app") or {"kind": "bulk"})
+    if app.get("kind") == "driven":
+        for a in config.get("apps", []):
+            if flow_index in a.get("flows", []):
+                return dict(a["spec"])
+    return app
+
+
+def _sysctl_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(int(v)) for v in value)
+    return str(int(value))
+
+
+def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions | None = None) -> Plan:
+    """The kernel-mode plan of a resolved scenario config (module doc); pure."""
+    options = options or KernelOptions()
+    prefix = options.prefix
+    departures: list[str] = []
+    nodes_cfg = config["nodes"]
+    links_cfg = config["links"]
+    flows_cfg = config["flows"]
+    n_nodes = len(nodes_cfg)
+    if len(links_cfg) % 2:
+        raise KernelError("kernel: the engine config's links are not in pairs (a tcplab bug)")
+    if len(links_cfg) // 2 > MAX_LINK_ENTRIES:
+        raise _unsupported(f"more than {MAX_LINK_ENTRIES} links", "links", len(links_cfg) // 2)
+    _check_nodes(config, env, departures)
+    _check_links(config, env)
+
+    names = [n["name"] for n in nodes_cfg]
+    kinds = [n["kind"] for n in nodes_cfg]
+    forwards = [k == "router" for k in kinds]
+    ends = [(int(link["from"]), int(link["to"])) for link in links_cfg]
+    devices = link_devices(config)  # per one-way link: (egress node, ethK)
+
+    # -- flows: apps, cc, tcp settings (checked before anything else is planned) -------------
+    mss_values: set[int] = set()
+    sender_sysctls: dict[int, dict[str, tuple[Any, str]]] = {}
+    receiver_sysctls: dict[int, dict[str, tuple[Any, str]]] = {}
+    route_attrs: dict[tuple[int, int], dict[str, tuple[Any, str]]] = {}
+    flows: list[FlowPlan] = []
+    duration_ns = int(config["duration_ns"])
+
+    def merge(table: dict[str, tuple[Any, str]], key: str, value: Any, path: str, host: str) -> None:
+        if key in table and table[key][0] != value:
+            raise _unsupported(
+                f"two values of {key} on host {host} ({table[key][1]}={_show(table[key][0])})", path, _show(value)
+            )
+        table.setdefault(key, (value, path))
+
+    for i, flow in enumerate(flows_cfg):
+        fpath = f"flows.{i}"
+        for key, value in flow.items():
+            if key not in KNOWN_FLOW_KEYS and value not in (None, False, [], {}):
+                raise _unsupported(f"the flow setting {key}", f"{fpath}.{key}", value)
+        app = _app_of(config, i, flow)
+        kind = app.get("kind")
+        if kind not in SUPPORTED_APPS:
+            raise _unsupported(f"the application {kind}", f"{fpath}.app", kind)
+        if flow.get("reader"):
+            raise _unsupported("a slow reader", f"{fpath}.reader", flow["reader"].get("kind", "set"))
+        cc = flow.get("cc") or "cubic"
+        if env.cc_available and cc not in env.cc_available:
+            raise KernelUnsupported(
+                f"kernel: the congestion control {cc} is not available on this kernel "
+                f"({fpath}.cc={cc}; available: {' '.join(env.cc_available)})"
+            )
+        params = flow.get("cc_params") or {}
+        if params.get("bbr_vm_patch"):
+            raise _unsupported("BBR's VM inflight patch", f"{fpath}.cc_params.bbr_vm_patch", True)
+        if cc == "cubic" and env.cubic_params:
+            for p in CUBIC_PARAMS:
+                if p in params and p in env.cubic_params and int(params[p]) != int(env.cubic_params[p]):
+                    raise _unsupported(
+                        f"tcp_cubic's {p} other than the module's {env.cubic_params[p]} (a global module parameter)",
+                        f"{fpath}.cc_params.{p}",
+                        params[p],
+                    )
+        tcp = flow.get("tcp") or {}
+        if tcp.get("fq_pacing"):
+            raise _unsupported("fq pacing", f"{fpath}.tcp.fq_pacing", True)
+        mpr = tcp.get("max_pacing_rate_bytes_per_sec")
+        if mpr is not None and int(mpr) != _U64_MAX:
+            raise _unsupported("SO_MAX_PACING_RATE", f"{fpath}.tcp.max_pacing_rate", mpr)
+        mss_values.add(int(tcp.get("mss_bytes", DEFAULT_MSS_BYTES)))
+        data_side = flow.get("data_side") or "client"
+        src, dst = int(flow["src"]), int(flow["dst"])
+        data_src, data_dst = (src, dst) if data_side == "client" else (dst, src)
+        for key, value in tcp.items():
+            if key in SENDER_SYSCTLS:
+                merge(
+                    sender_sysctls.setdefault(data_src, {}),
+                    SENDER_SYSCTLS[key],
+                    value,
+                    f"{fpath}.tcp.{key}",
+                    names[data_src],
+                )
+            elif key in RECEIVER_SYSCTLS:
+                merge(
+                    receiver_sysctls.setdefault(data_dst, {}),
+                    RECEIVER_SYSCTLS[key],
+                    value,
+                    f"{fpath}.tcp.{key}",
+                    names[data_dst],
+                )
+            elif key not in _TCP_OTHER:
+                raise _unsupported(f"the TCP setting {key}", f"{fpath}.tcp.{key}", value)
+        for a, b in ((data_src, data_dst), (data_dst, data_src)):
+            attrs = route_attrs.setdefault((a, b), {})
+            icw = int(tcp.get("initial_cwnd", LINUX_INIT_CWND))
+            if icw != LINUX_INIT_CWND:
+                merge(attrs, "initcwnd", icw, f"{fpath}.tcp.initial_cwnd", names[a])
+            rto = int(tcp.get("rto_min_ms", LINUX_RTO_MIN_MS))
+            if rto != LINUX_RTO_MIN_MS:
+                merge(attrs, "rto_min", rto, f"{fpath}.tcp.rto_min", names[a])
+        stop = flow.get("stop_ns")
+        flows.append(
+            FlowPlan(
+                index=i,
+                name=flow["name"],
+                client_node=names[src],
+                client_ns=f"{prefix}-{names[src]}",
+                client_addr=node_address(src),
+                client_port=CLIENT_PORT_BASE + i,
+                server_node=names[dst],
+                server_ns=f"{prefix}-{names[dst]}",
+                server_addr=node_address(dst),
+                server_port=server_port(kind),
+                cc=cc,
+                app=app,
+                start_ns=int(flow.get("start_ns") or 0),
+                stop_ns=int(stop) if stop is not None else duration_ns,
+                data_side=data_side,
+            )
+        )
+        if kinds[src] != "host" or kinds[dst] != "host":
+            raise _unsupported("a flow ending on a router", fpath, f"{names[src]}->{names[dst]}")
+        if bfs_route(n_nodes, ends, src, dst, forwards) is None or bfs_route(n_nodes, ends, dst, src, forwards) is None:
+            raise _unsupported("a flow without a route", fpath, f"{names[src]}->{names[dst]}")
+    if len(mss_values) > 1:
+        raise _unsupported("flows with different MSS", "flows.*.tcp.mss", sorted(mss_values))
+    mss = mss_values.pop() if mss_values else DEFAULT_MSS_BYTES
+    mtu = mss + TCP_IP_TS_HEADER_BYTES
+    if mss != DEFAULT_MSS_BYTES:
+        departures.append(f"MTU {mtu} on every device (MSS {mss} + 52)")
+
+    # -- namespaces ----------------------------------------------------------------------------
+    nodes = [
+        NodeNs(node=names[i], index=i, kind=kinds[i], ns=f"{prefix}-{names[i]}", address=node_address(i))
+        for i in range(n_nodes)
+    ]
+    for nd in nodes:
+        s = nd.sysctls
+        s["net.ipv4.ip_forward"] = "1" if nd.kind == "router" else "0"
+        s["net.ipv4.conf.all.rp_filter"] = "0"
+        s["net.ipv4.conf.default.rp_filter"] = "0"
+        s.update(_no_ipv6(env))
+        for table in (sender_sysctls.get(nd.index, {}), receiver_sysctls.get(nd.index, {})):
+            for key, (value, _path) in table.items():
+                s[f"net.ipv4.{key}"] = _sysctl_value(value)
+        # No net.ipv4.tcp_congestion_control: outside the initial namespace Linux lets it name
+        # only an allowed (non-restricted) algorithm (v6.12 net/ipv4/tcp_cong.c:
+        # tcp_set_default_congestion_control() -> -EPERM); the agents set TCP_CONGESTION per
+        # socket instead, which root may do for any available algorithm.
+
+    commands: list[list[str]] = []
+    veths: list[VethPair] = []
+    wires: list[WireNs] = []
+    tc: dict[tuple[str, str], list[list[str]]] = {}
+    queue_devices: dict[str, list[tuple[str, int]]] = {}
+    # addresses of each one-way link's next hop, seen from its sender: (dev, nexthop)
+    hop_of: dict[int, tuple[str, str]] = {}
+    link_cmds: list[list[str]] = []
+    addr_cmds: list[list[str]] = []
+    offload_cmds: list[list[str]] = []
+
+    def up(ns: str, dev: str, addr: str | None) -> None:
+        if addr:
+            addr_cmds.append(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
+        addr_cmds.append(["ip", "-n", ns, "link", "set", dev, "up"])
+        if dev != "lo":
+            offload_cmds.append(
+                ["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"]
+            )
+
+    for entry in range(len(links_cfg) // 2):
+        fwd, rev = links_cfg[2 * entry], links_cfg[2 * entry + 1]
+        a, b = int(fwd["from"]), int(fwd["to"])
+        ns_a, ns_b = nodes[a].ns, nodes[b].ns
+        dev_a, dev_b = devices[2 * entry][1], devices[2 * entry + 1][1]
+        lossy = [
+            (link.get("loss") or {}).get("kind") == "bernoulli" and float(link["loss"].get("p", 0)) > 0
+            for link in (fwd, rev)
+        ]
+        delayed = [int(link["delay_ns"]) >= WIRE_MIN_DELAY_NS for link in (fwd, rev)]
+        for link in (fwd, rev):
+            if 0 < int(link["delay_ns"]) < WIRE_MIN_DELAY_NS:
+                departures.append(
+                    f"{link['name']}: delay {int(link['delay_ns']) / 1000:g} us left to the veth "
+                    f"(below {WIRE_MIN_DELAY_NS // 1000} us, no delay line)"
+                )
+        a_addr, a_peer = _transfer(entry, 1), _transfer(entry, 2)
+        if any(lossy) or any(delayed):
+            w = f"{prefix}-w{entry}"
+            b_addr, b_peer = _transfer(entry, 5), _transfer(entry, 6)
+            link_cmds.append(
+                [
+                    "ip",
+                    "-n",
+                    ns_a,
+                    "link",
+                    "add",
+                    dev_a,
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "wa",
+                    "netns",
+                    w,
+                    "mtu",
+                    str(mtu),
+                ]
+            )
+            link_cmds.append(
+                [
+                    "ip",
+                    "-n",
+                    ns_b,
+                    "link",
+                    "add",
+                    dev_b,
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "wb",
+                    "netns",
+                    w,
+                    "mtu",
+                    str(mtu),
+                ]
+            )
+            veths.append(VethPair(ns_a, dev_a, a_addr + "/30", w, "wa", a_peer + "/30", mtu, entry))
+            veths.append(VethPair(ns_b, dev_b, b_addr + "/30", w, "wb", b_peer + "/30", mtu, entry))
+            up(ns_a, dev_a, a_addr + "/30")
+            up(w, "wa", a_peer + "/30")
+            up(ns_b, dev_b, b_addr + "/30")
+            up(w, "wb", b_peer + "/30")
+            up(w, "lo", None)
+            hop_of[2 * entry] = (dev_a, a_peer)
+            hop_of[2 * entry + 1] = (dev_b, b_peer)
+            tuns: list[WireTun] = []
+            tun_cmds: list[list[str]] = []
+            rules: list[list[str]] = []
+            # direction a->b: in on wa, out on wb towards b (b_addr); b->a: in on wb, out on wa.
+            for d, (link_index, link, iif, oif, nexthop, tun) in enumerate(
+                (
+                    (2 * entry, fwd, "wa", "wb", b_addr, "tab"),
+                    (2 * entry + 1, rev, "wb", "wa", a_addr, "tba"),
+                )
+            ):
+                out_table = str(100 + 2 * d + 1)
+                if delayed[d]:
+                    in_table = str(100 + 2 * d)
+                    tuns.append(WireTun(tun, int(link["delay_ns"]), link_index))
+                    tun_cmds.append(["ip", "-n", w, "link", "set", tun, "mtu", str(mtu), "up"])
+                    tun_cmds.append(
+                        ["ip", "netns", "exec", w, "ethtool", "-K", tun, "tso", "off", "gso", "off", "gro", "off"]
+                    )
+                    tun_cmds.append(["ip", "-n", w, "route", "add", "default", "dev", tun, "table", in_table])
+                    tun_cmds.append(
+                        ["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", in_table]
+                    )
+                    tun_cmds.append(
+                        ["ip", "-n", w, "rule", "add", "pref", str(1001 + 10 * d), "iif", tun, "lookup", out_table]
+                    )
+                else:
+                    rules.append(
+                        ["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", out_table]
+                    )
+                rules.insert(
+                    0, ["ip", "-n", w, "route", "add", "default", "via", nexthop, "dev", oif, "table", out_table]
+                )
+            nft = _nft_ruleset(config, entry, lossy)
+            wire = WireNs(
+                ns=w,
+                entry=entry,
+                links=(2 * entry, 2 * entry + 1),
+                tuns=tuns,
+                nft=nft,
+                sysctls={
+                    "net.ipv4.ip_forward": "1",
+                    "net.ipv4.conf.all.rp_filter": "0",
+                    "net.ipv4.conf.default.rp_filter": "0",
+                    **_no_ipv6(env),
+                },
+                routes=rules,
+                tun_commands=tun_cmds,
+                stats_file=f"delayline-w{entry}.json",
+            )
+            wires.append(wire)
+        else:
+            link_cmds.append(
+                [
+                    "ip",
+                    "-n",
+                    ns_a,
+                    "link",
+                    "add",
+                    dev_a,
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    dev_b,
+                    "netns",
+                    ns_b,
+                    "mtu",
+                    str(mtu),
+                ]
+            )
+            veths.append(VethPair(ns_a, dev_a, a_addr + "/30", ns_b, dev_b, a_peer + "/30", mtu, entry))
+            up(ns_a, dev_a, a_addr + "/30")
+            up(ns_b, dev_b, a_peer + "/30")
+            hop_of[2 * entry] = (dev_a, a_peer)
+            hop_of[2 * entry + 1] = (dev_b, a_addr)
+
+    # -- qdiscs ----------------------------------------------------------------------------------
+    qdisc_cmds: list[list[str]] = []
+    for link_index, link in enumerate(links_cfg):
+        sender, receiver = ends[link_index]
+        node_name, dev = devices[link_index]
+        ns = nodes[sender].ns
+        path = _link_path(config, link_index)
+        queue = link.get("queue") or {"kind": "pfifo", "limit_packets": 1000}
+        child = _queue_args(queue, env, f"{path}.queue")
+        shaped = kinds[sender] == "router" or kinds[receiver] == "host"
+        overhead = int(link.get("overhead_bytes", 14))
+        cmds: list[list[str]] = []
+        if shaped:
+            if not env.has_qdisc("tbf"):
+                raise _unavailable("sch_tbf (the link rate shaper)", f"{path}.rate", link["rate_bps"])
+            rate = int(link["rate_bps"])
+            burst = max(2 * FRAME_BYTES, rate * options.tbf_burst_us // 8_000_000)
+            stab = ["stab", "overhead", str(overhead - 14), "linklayer", "ethernet"] if overhead != 14 else []
+            # tbf's own limit only sizes the bfifo it creates; the child below replaces it.
+            cmds.append(
+                [
+                    "tc",
+                    "-n",
+                    ns,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    dev,
+                    "root",
+                    "handle",
+                    "1:",
+                    *stab,
+                    *_tbf_args(rate, burst, max(_child_limit_bytes(queue), FRAME_BYTES)),
+                ]
+            )
+            cmds.append(["tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *child])
+        else:
+            cmds.append(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", *child])
+            if overhead != 14:
+                departures.append(f"{link['name']}: overhead {overhead} B not applied (host egress, no shaper)")
+            departures.append(
+                f"{link['name']}: rate {link['rate_bps'] / 1e6:g} Mbit/s not emulated on the host's egress "
+                f"(the veth is faster; the router's shapers set the path's rate)"
+            )
+        tc[(ns, dev)] = cmds
+        qdisc_cmds.extend(cmds)
+        queue_devices.setdefault(ns, []).append((dev, link_index))
+
+    # -- routes ----------------------------------------------------------------------------------
+    route_cmds: list[list[str]] = []
+    for nd in nodes:
+        addr_cmds.append(["ip", "-n", nd.ns, "addr", "add", nd.address + "/32", "dev", "lo"])
+        addr_cmds.append(["ip", "-n", nd.ns, "link", "set", "lo", "up"])
+    for src in range(n_nodes):
+        for dst in range(n_nodes):
+            if src == dst:
+                continue
+            route = bfs_route(n_nodes, ends, src, dst, forwards)
+            if not route:
+                continue
+            dev, nexthop = hop_of[route[0]]
+            cmd = [
+                "ip",
+                "-n",
+                nodes[src].ns,
+                "route",
+                "add",
+                node_address(dst) + "/32",
+                "via",
+                nexthop,
+                "dev",
+                dev,
+                "src",
+                node_address(src),
+            ]
+            for key, (value, _p) in route_attrs.get((src, dst), {}).items():
+                cmd += ["initcwnd", str(value)] if key == "initcwnd" else ["rto_min", "lock", f"{value}ms"]
+            route_cmds.append(cmd)
+
+    sysctl_cmds: list[list[str]] = []
+    for ns, sysctls in [(nd.ns, nd.sysctls) for nd in nodes] + [(w.ns, w.sysctls) for w in wires]:
+        sysctl_cmds.append(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *[f"{k}={v}" for k, v in sysctls.items()]])
+    wire_route_cmds = [cmd for w in wires for cmd in w.routes]
+    # nft reads the wire's ruleset (WireNs.nft) on stdin
+    nft_cmds = [["ip", "netns", "exec", w.ns, "nft", "-f", "-"] for w in wires if w.nft]
+
+    commands = sysctl_cmds + link_cmds + addr_cmds + offload_cmds + route_cmds + wire_route_cmds + qdisc_cmds + nft_cmds
+    return Plan(
+        prefix=prefix,
+        nodes=nodes,
+        veths=veths,
+        wires=wires,
+        flows=flows,
+        commands=commands,
+        tc=tc,
+        queue_devices=queue_devices,
+        departures=list(dict.fromkeys(departures)),
+        duration_ns=duration_ns,
+        sample_interval_ns=int(config["sample_interval_ns"]),
+    )
+
+
+def _no_ipv6(env: KernelEnv) -> dict[str, str]:
+    """No IPv6 in the run's namespaces: a device coming up would send router solicitations,
+    DAD and MLD reports across the emulated links (packets the simulation does not have)."""
+    if not env.ipv6:
+        return {}
+    return {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
+
+
+def _child_limit_bytes(queue: Mapping[str, Any]) -> int:
+    if "limit_bytes" in queue:
+        return int(queue["limit_bytes"])
+    if "limit_packets" in queue:
+        return int(queue["limit_packets"]) * FRAME_BYTES
+    return 1000 * FRAME_BYTES
+
+
+def _nft_ruleset(config: Mapping[str, Any], entry: int, lossy: Sequence[bool]) -> str | None:
+    """The wire's nft table ``tcplab``: per lossy direction a counter of what came in from the
+    sender's side and the random drop (module doc); ``None`` without loss."""
+    if not any(lossy):
+        return None
+    rules = []
+    for d, (link_index, iif) in enumerate(((2 * entry, "wa"), (2 * entry + 1, "wb"))):
+        if not lossy[d]:
+            continue
+        link = config["links"][link_index]
+        p = float(link["loss"]["p"])
+        threshold = round(p * 1_000_000)
+        flt = link.get("loss_filter") or {}
+        match = ""
+        if flt.get("data_only"):
+            match += f" ip length >= {DATA_ONLY_MIN_IP_BYTES}"
+        if int(flt.get("min_ip_bytes") or 0) > 0:
+            match += f" ip length >= {int(flt['min_ip_bytes'])}"
+        rules.append(f'    iifname "{iif}"{match} counter comment "link={link_index} seen"')
+        rules.append(
+            f'    iifname "{iif}"{match} numgen random mod 1000000 < {threshold} counter drop '
+            f'comment "link={link_index} loss"'
+        )
+    body = "\n".join(rules)
+    return (
+        "table inet tcplab {\n"
+        "  chain forward {\n"
+        "    type filter hook forward priority 0; policy accept;\n"
+        f"{body}\n"
+        "  }\n"
+        "}\n"
+    )
