@@ -473,3 +473,24 @@ def test_cli_unsupported_scenario_exit_2_before_the_simulation(tmp_path, monkeyp
         "error: kernel: sch_fq_codel is not available on this kernel (links.1.queue.qdisc=fq_codel)"
     )
     assert patched_core.calls == [] and not (tmp_path / "v").exists()
+
+
+def test_path_table_reports_loss_drops_of_both_worlds():
+    def with_loss(n):
+        def edit(raw):
+            raw["links"][2]["loss_drops"] = n
+            raw["links"][2]["sent_packets"] = 1000
+
+        return tcplab.run("builtin:cubic-vs-bbr-lossy", overrides=["duration=3s"], core=EditedCore(edit))
+
+    v = compare_runs(with_loss(10), with_loss(12))
+    (entry,) = [p for p in v.path if p["link"] == "emu->client"]
+    assert entry["loss_drops"] == {"sim": 10, "kernel": 12}
+    assert entry["sent_packets"] == {"sim": 1000, "kernel": 1000}
+    from tcplab.views.validate import validation_html, validation_markdown
+
+    md = validation_markdown(v)
+    assert re.search(r"^\| emu->client \| 1000 / 1000 \| \d+ / \d+ \| 10 / 12 \|$", md, flags=re.M), md
+    assert "<td>10 / 12</td>" in validation_html(v)
+    # not judged: no verdict rows for it
+    assert not [r for r in v.rows if "loss" in r.metric]

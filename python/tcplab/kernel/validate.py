@@ -135,6 +135,9 @@ class Validation:
     sim_dir: str | None = "sim"
     kernel_dir: str | None = "kernel"
     command: list[str] | None = None
+    #: per one-way link, what each world's path did (not judged): packets sent by the link's
+    #: egress qdisc, its queue drops and the random-loss drops after it (nft in the kernel)
+    path: list[dict[str, Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """How many metrics got each verdict."""
@@ -169,6 +172,7 @@ class Validation:
                 "runs": {"sim": self.sim_dir, "kernel": self.kernel_dir},
                 "command": self.command,
                 "metrics": [asdict(r) for r in self.rows],
+                "path": self.path,
             }
         )
 
@@ -380,6 +384,13 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
             )
             for r in rows
         ]
+    path = []
+    for link in sim.links.to_dict("records"):
+        k = klinks.get(str(link["name"])) or {}
+        entry: dict[str, Any] = {"link": str(link["name"])}
+        for key in ("sent_packets", "drops", "loss_drops"):
+            entry[key] = {"sim": _value(link.get(key)), "kernel": _value(k.get(key))}
+        path.append(entry)
     info = (kern.summary or {}).get("kernel")
     kernel = dict(info) if isinstance(info, Mapping) else {}
     kernel.setdefault("kind", (kern.summary or {}).get("kind", "kernel" if info else "stand-in"))
@@ -392,6 +403,7 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
         invalid_reasons=reasons,
         steady=steady,
         kernel=kernel,
+        path=path,
     )
 
 

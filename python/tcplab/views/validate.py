@@ -260,6 +260,26 @@ def table_rows(v: Validation) -> list[dict[str, str]]:
     ]
 
 
+def _pair(pair: dict[str, float | None]) -> str:
+    def one(x: float | None) -> str:
+        return "-" if x is None else f"{x:.0f}"
+
+    return f"{one(pair.get('sim'))} / {one(pair.get('kernel'))}"
+
+
+def path_rows(v: Validation) -> list[dict[str, str]]:
+    """The "what the path did" table: per link, simulator / kernel counts."""
+    return [
+        {
+            "link": p["link"],
+            "sent": _pair(p["sent_packets"]),
+            "drops": _pair(p["drops"]),
+            "loss": _pair(p["loss_drops"]),
+        }
+        for p in v.path
+    ]
+
+
 def _header(v: Validation) -> dict[str, str]:
     from tcplab import __version__
 
@@ -323,6 +343,15 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
         cells = [r[k] for k in ("subject", "metric", "sim", "kernel", "difference", "tolerance", "verdict", "reason")]
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     lines.append("")
+    if v.path:
+        lines += [
+            "What the path did (simulator / kernel, not judged):",
+            "",
+            "| link | sent packets | queue drops | loss drops |",
+            "|---|--:|--:|--:|",
+        ]
+        lines += [f"| {_md_cell(r['link'])} | {r['sent']} | {r['drops']} | {r['loss']} |" for r in path_rows(v)]
+        lines.append("")
     for p in plots:
         lines += [f"![{_md_cell(p.caption)}](plots/{p.filename})", "", f"*{p.caption}*", ""]
     lines.append("## Run directories")
@@ -375,6 +404,18 @@ tolerance of the kernel's.</p>
 <td class="l {{ 'na' if r.verdict == 'n/a' else r.verdict }}">{{ r.verdict }}</td><td class="x">{{ r.reason }}</td></tr>
 {% endfor %}
 </table>
+{% if path %}
+<h2>What the path did</h2>
+<p class="note">Per one-way link, simulator / kernel, not judged: packets its egress qdisc sent, its queue
+drops, and the random-loss drops after the queue (the loss model; nft on the kernel's wire). The same loss
+rate drops about the same share of the packets in both worlds.</p>
+<table class="v">
+<tr><th class="l">link</th><th>sent packets</th><th>queue drops</th><th>loss drops</th></tr>
+{% for p in path %}
+<tr><td class="l">{{ p.link }}</td><td>{{ p.sent }}</td><td>{{ p.drops }}</td><td>{{ p.loss }}</td></tr>
+{% endfor %}
+</table>
+{% endif %}
 <h2>Run directories</h2>
 <ul>
 {% if sim_dir %}<li>simulation: <a href="{{ sim_dir }}/report.html">{{ sim_dir }}/report.html</a></li>{% endif %}
@@ -400,5 +441,6 @@ def validation_html(v: Validation, plots: Sequence[Plot] = ()) -> str:
         rows=table_rows(v),
         sim_dir=v.sim_dir,
         kernel_dir=v.kernel_dir,
+        path=path_rows(v),
         figures=[{"uri": data_uri(p.png), "caption": p.caption} for p in plots],
     )
