@@ -494,3 +494,29 @@ def test_path_table_reports_loss_drops_of_both_worlds():
     assert "<td>10 / 12</td>" in validation_html(v)
     # not judged: no verdict rows for it
     assert not [r for r in v.rows if "loss" in r.metric]
+
+
+def test_notes_quiet_check_hz_and_departures():
+    sim = make_result(bytes_received=KERNEL_BYTES)
+    kern = make_result(
+        bytes_received=KERNEL_BYTES,
+        summary_kernel={"release": "6.18", "hz": 1000, "valid": True, "invalid_reasons": []},
+    )
+    # a KernelResult carries kernel.json as .kernel: the quiet check and the departures
+    kern.kernel = {
+        "quiet": {"ok": False, "reason": "other processes used 1.98 CPU over 1 s", "allow_busy": True},
+        "departures": ["server->emu: delay 50 us left to the veth (below 500 us, no delay line)"],
+    }
+    v = compare_runs(sim, kern)
+    # the scenario's hosts run at HZ=250 (the default), this "kernel" at 1000
+    assert any("hosts.NAME.hz=1000" in n and "client, server" in n for n in v.notes)
+    assert any("not quiet" in n and "1.98 CPU" in n for n in v.notes)
+    from tcplab.views.validate import validation_html, validation_markdown
+
+    html, md = validation_html(v), validation_markdown(v)
+    assert "left to the veth" in html and "left to the veth" in md
+    assert "hosts.NAME.hz=1000" in html and "hosts.NAME.hz=1000" in md
+    # the same HZ and a quiet machine: no notes
+    kern.summary["kernel"]["hz"] = 250
+    kern.kernel = {"quiet": {"ok": True}}
+    assert compare_runs(sim, kern).notes == []

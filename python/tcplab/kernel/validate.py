@@ -135,6 +135,9 @@ class Validation:
     sim_dir: str | None = "sim"
     kernel_dir: str | None = "kernel"
     command: list[str] | None = None
+    #: things a reader should know before trusting the verdicts (one line each): the
+    #: kernel's quiet check failed but was allowed, HZ differs between the worlds, ...
+    notes: list[str] = field(default_factory=list)
     #: per one-way link, what each world's path did (not judged): packets sent by the link's
     #: egress qdisc, its queue drops and the random-loss drops after it (nft in the kernel)
     path: list[dict[str, Any]] = field(default_factory=list)
@@ -173,6 +176,7 @@ class Validation:
                 "command": self.command,
                 "metrics": [asdict(r) for r in self.rows],
                 "path": self.path,
+                "notes": list(self.notes),
             }
         )
 
@@ -394,6 +398,12 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
     info = (kern.summary or {}).get("kernel")
     kernel = dict(info) if isinstance(info, Mapping) else {}
     kernel.setdefault("kind", (kern.summary or {}).get("kind", "kernel" if info else "stand-in"))
+    record = getattr(kern, "kernel", None)  # a KernelResult's kernel.json
+    if isinstance(record, Mapping):
+        for key in ("departures", "quiet"):
+            if record.get(key) is not None:
+                kernel[key] = record[key]
+    notes = _notes(sim, kernel)
     return Validation(
         scenario=sim.scenario.name,
         title=sim.title,
@@ -404,7 +414,32 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
         steady=steady,
         kernel=kernel,
         path=path,
+        notes=notes,
     )
+
+
+def _notes(sim: Result, kernel: Mapping[str, Any]) -> list[str]:
+    """What the reader should know before trusting the verdicts."""
+    notes = []
+    quiet = kernel.get("quiet")
+    if isinstance(quiet, Mapping) and quiet.get("ok") is False:
+        notes.append(
+            f"the machine was not quiet before the kernel run ({quiet.get('reason', 'busy')}); "
+            "allowed with --allow-busy: the kernel's figures may be noisy"
+        )
+    hz = kernel.get("hz")
+    if hz:
+        differ = sorted(
+            str(n["name"])
+            for n in sim.config.get("nodes", [])
+            if n.get("kind", "host") == "host" and n.get("hz") not in (None, hz)
+        )
+        if differ:
+            notes.append(
+                f"the simulated hosts {', '.join(differ)} run at another HZ than this kernel's {hz} "
+                f"(set hosts.NAME.hz={hz} to compare like with like: HZ sets CUBIC's clock and the timers)"
+            )
+    return notes
 
 
 # -- running both -----------------------------------------------------------------------

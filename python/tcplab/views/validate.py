@@ -333,6 +333,7 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
         f"- when: {h['when']} (tcplab {h['tcplab']})",
         f"- tolerances: `{h['tolerances']}`",
         f"- {_steady_text(v)}",
+        *[f"- note: {n}" for n in v.notes],
         "",
         f"**{v.verdict_line()}**",
         "",
@@ -354,6 +355,11 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
         lines.append("")
     for p in plots:
         lines += [f"![{_md_cell(p.caption)}](plots/{p.filename})", "", f"*{p.caption}*", ""]
+    departures = [str(d) for d in v.kernel.get("departures") or []]
+    if departures:
+        lines += ["## Where the kernel's path departs from the simulated one", ""]
+        lines += [f"- {_md_cell(d)}" for d in departures]
+        lines.append("")
     lines.append("## Run directories")
     lines.append("")
     if v.sim_dir:
@@ -394,6 +400,8 @@ tolerance of the kernel's.</p>
 {% else %}
 <p><b>{{ verdict }}</b></p>
 {% endif %}
+{% for n in notes %}<p class="note"><b>Note:</b> {{ n }}.</p>
+{% endfor %}
 <p class="note">{{ steady }}. Differences are simulator minus kernel; relative ones are of the kernel's value.</p>
 <table class="v">
 <tr><th class="l">flow / link</th><th class="l">metric</th><th>simulator</th><th>kernel</th><th>difference</th>
@@ -415,6 +423,15 @@ rate drops about the same share of the packets in both worlds.</p>
 <tr><td class="l">{{ p.link }}</td><td>{{ p.sent }}</td><td>{{ p.drops }}</td><td>{{ p.loss }}</td></tr>
 {% endfor %}
 </table>
+{% endif %}
+{% if departures %}
+<h2>Where the kernel's path departs from the simulated one</h2>
+<p class="note">As kernel mode built it (kernel/kernel.json <code>departures</code>;
+docs/kernel-pin.md, Kernel mode).</p>
+<ul>
+{% for d in departures %}<li>{{ d }}</li>
+{% endfor %}
+</ul>
 {% endif %}
 <h2>Run directories</h2>
 <ul>
@@ -442,5 +459,7 @@ def validation_html(v: Validation, plots: Sequence[Plot] = ()) -> str:
         sim_dir=v.sim_dir,
         kernel_dir=v.kernel_dir,
         path=path_rows(v),
+        notes=v.notes,
+        departures=[str(d) for d in v.kernel.get("departures") or []],
         figures=[{"uri": data_uri(p.png), "caption": p.caption} for p in plots],
     )
