@@ -291,7 +291,7 @@ def test_tolerance_errors_all_reported():
 # -- the validation directory -----------------------------------------------------------
 
 
-def seed_standin(sc, options):
+def seed_standin(sc, options, progress=False):
     """A simulation of the same scenario with another seed standing in for the kernel."""
     return tcplab.run(sc, seed=int(sc.seed) + 1, core=fake_core.FakeCore())
 
@@ -412,7 +412,7 @@ def test_cli_invalid_exit_1(tmp_path, monkeypatch, patched_core):
 
     import tcplab.kernel.validate as kv
 
-    def invalid(sc, options):
+    def invalid(sc, options, progress=False):
         r = seed_standin(sc, options)
         r.summary["kernel"] = {"release": "6.18", "valid": False, "invalid_reasons": ["delay line late"]}
         return r
@@ -520,3 +520,25 @@ def test_notes_quiet_check_hz_and_departures():
     kern.summary["kernel"]["hz"] = 250
     kern.kernel = {"quiet": {"ok": True}}
     assert compare_runs(sim, kern).notes == []
+
+
+@pytest.mark.parametrize(("flag", "expected"), [([], True), (["-q"], False)])
+def test_cli_quiet_means_no_kernel_progress_bar(tmp_path, monkeypatch, patched_core, flag, expected):
+    import os
+
+    import tcplab.kernel.validate as kv
+
+    seen = []
+
+    def runner(sc, options, progress=True):
+        seen.append(progress)
+        return seed_standin(sc, options)
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(kv, "preflight", lambda sc, options: None)
+    monkeypatch.setattr(kv, "_default_kernel_runner", runner)
+    r = invoke(
+        "validate", "builtin:cubic-vs-bbr-lossy", "-o", tmp_path / "v", "--set", "duration=2s", "--no-plots", *flag
+    )
+    assert r.exit_code == 0, r.output
+    assert seen == [expected]

@@ -525,7 +525,7 @@ def preflight(sc: Scenario, options: Any) -> None:
         raise ScenarioError(engine_message(sc, str(e))) from e
 
 
-def _default_kernel_runner(sc: Scenario, options: Any) -> Result:
+def _default_kernel_runner(sc: Scenario, options: Any, progress: bool = True) -> Result:
     try:
         from tcplab.kernel import kernel_run  # type: ignore[attr-defined]
     except ImportError as e:
@@ -535,7 +535,7 @@ def _default_kernel_runner(sc: Scenario, options: Any) -> Result:
     params = inspect.signature(kernel_run).parameters
     kwargs: dict[str, Any] = {"options": options}
     if "progress" in params:  # a progress bar on a terminal, as the simulation's
-        kwargs["progress"] = bool(getattr(options, "progress", True))
+        kwargs["progress"] = progress
     return kernel_run(sc, **kwargs)
 
 
@@ -596,11 +596,13 @@ def validate(
     note = say or (lambda text: None)
     note(f"simulating {sc.name} ({sc.to_core()['duration_ns'] / 1e9:g} s)")
     sim = run_sim(sc, applied_overrides=texts, command=command, core=core, progress=progress)
-    runner = kernel_runner or _default_kernel_runner
     failed, _ = _kernel_errors()
     note("running it on the kernel (network namespaces; the same duration of traffic)")
     try:
-        kern = runner(sc, options)
+        if kernel_runner is not None:
+            kern = kernel_runner(sc, options)
+        else:
+            kern = _default_kernel_runner(sc, options, progress=progress)
     except failed as e:
         raise ValidateError(f"kernel run failed: {e}") from e
     _same_provenance(kern, sim)
