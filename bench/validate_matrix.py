@@ -68,6 +68,8 @@ def _cell(row: dict | None) -> str:
             return f"{x / 1e6:.3g}"
         if metric == "retrans_pct":
             return f"{x:.2f}"
+        if metric == "queue_drops":
+            return f"{x:.0f}"
         return f"{x:.1f}"
 
     return f"{num(row['sim'], row['metric'])} / {num(row['kernel'], row['metric'])} {MARK.get(row['verdict'], '?')}"

@@ -5,7 +5,8 @@ Each case runs the simulation and the kernel (15 s of traffic each) and checks t
 of the report: it exists and states, per metric, a verdict with its reason. Whether the
 verdicts are "within" is the finding, not the test: bench/validate_matrix.py prints the table
 the issue's closing note gives. Marked ``kernel`` (root, network namespaces, the delay line)
-and ``slow`` (about 16 x 30 s). Namespaces use the prefix ``tlh5``.
+and ``slow`` (about 16 x 30 s), except one short end-to-end case of the command that the default
+run keeps (about 10 s). Namespaces use the prefix ``tlh5``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 
 from tcplab.kernel.validate import VERDICTS, kernel_options, validate
 
-pytestmark = [pytest.mark.kernel, pytest.mark.slow]
+pytestmark = [pytest.mark.kernel]
 
 SCENARIO = Path(__file__).parent / "data" / "validate-path.yaml"
 PREFIX = "tlh5"
@@ -50,9 +51,8 @@ def _skip_reason() -> str | None:
     if os.geteuid() != 0:
         return "needs root (network namespaces, tc, nft)"
     try:
-        from tcplab.kernel.delayline import find_delayline
-
         from tcplab.kernel import kernel_run  # noqa: F401
+        from tcplab.kernel.delayline import find_delayline
     except ImportError as e:
         return f"kernel mode is not installed in this tcplab ({e})"
     try:
@@ -76,6 +76,7 @@ def kernel_ready() -> None:
         pytest.skip(reason)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("cc", "rate_mbit", "rtt_ms", "loss_pct"), CASES)
 def test_validate_matrix(kernel_ready, tmp_path, cc, rate_mbit, rtt_ms, loss_pct):
     out = tmp_path / "v"
@@ -104,5 +105,31 @@ def test_validate_matrix(kernel_ready, tmp_path, cc, rate_mbit, rtt_ms, loss_pct
     for run in ("sim", "kernel"):
         assert (out / run / "report.html").is_file()
     # nothing of ours is left
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    assert not [line for line in left.splitlines() if line.startswith(f"{PREFIX}-")]
+
+
+def test_validate_command_end_to_end(kernel_ready, tmp_path):
+    # the command as a user runs it, on a short BBR run: the table, the files, exit 0 or 1
+    # (1 only when the busy shared machine made the kernel run INVALID: said on stderr)
+    from typer.testing import CliRunner
+
+    from tcplab.cli import app
+
+    out = tmp_path / "v"
+    sets = [*case_overrides("bbr", 5, 100, 0), "duration=4s"]
+    args = ["validate", str(SCENARIO), "-o", str(out), "--prefix", PREFIX, "--allow-busy", "--no-plots", "-q"]
+    for s in sets:
+        args += ["--set", s]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code in (0, 1), r.output
+    doc = json.loads((out / "validation.json").read_text())
+    assert (r.exit_code == 1) == (not doc["valid"])
+    if not doc["valid"]:
+        assert r.stderr.strip().splitlines()[-1].startswith("INVALID: ")
+    assert len(doc["metrics"]) == 8 and all(m["verdict"] in VERDICTS for m in doc["metrics"])
+    assert doc["metrics"][0]["kernel"] > 0
+    for f in ("report.html", "report.md", "sim/summary.json", "kernel/summary.json", "kernel/kernel.json"):
+        assert (out / f).is_file(), f
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
     assert not [line for line in left.splitlines() if line.startswith(f"{PREFIX}-")]

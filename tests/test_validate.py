@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -290,7 +291,7 @@ def test_tolerance_errors_all_reported():
 # -- the validation directory -----------------------------------------------------------
 
 
-def seed_standin(sc, options):
+def seed_standin(sc, options, progress=False):
     """A simulation of the same scenario with another seed standing in for the kernel."""
     return tcplab.run(sc, seed=int(sc.seed) + 1, core=fake_core.FakeCore())
 
@@ -411,7 +412,7 @@ def test_cli_invalid_exit_1(tmp_path, monkeypatch, patched_core):
 
     import tcplab.kernel.validate as kv
 
-    def invalid(sc, options):
+    def invalid(sc, options, progress=False):
         r = seed_standin(sc, options)
         r.summary["kernel"] = {"release": "6.18", "valid": False, "invalid_reasons": ["delay line late"]}
         return r
@@ -442,3 +443,102 @@ def test_kernel_run_dir_records_the_overrides(tmp_path):
         summary = json.loads((out / run / "summary.json").read_text())
         assert summary["title"] == "cubic-vs-bbr-lossy [duration=3s, flows.0.cc=bbr]", run
         assert json.loads((out / run / "metadata.json").read_text())["overrides"] == ["duration=3s", "flows.0.cc=bbr"]
+
+
+def test_cli_unsupported_scenario_exit_2_before_the_simulation(tmp_path, monkeypatch, patched_core):
+    # what kernel mode cannot build is a user error before anything runs (the plan decides)
+    import os
+    import types
+
+    class KernelError(RuntimeError):
+        pass
+
+    class KernelUnsupported(KernelError):
+        pass
+
+    def make_plan(config, env, options):
+        raise KernelUnsupported("kernel: sch_fq_codel is not available on this kernel (links.1.queue.qdisc=fq_codel)")
+
+    fakes = {
+        "tcplab.kernel.errors": types.SimpleNamespace(KernelError=KernelError, KernelUnsupported=KernelUnsupported),
+        "tcplab.kernel.env": types.SimpleNamespace(probe=lambda prefix="tcplab": object()),
+        "tcplab.kernel.plan": types.SimpleNamespace(make_plan=make_plan),
+    }
+    for name, module in fakes.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    r = invoke("validate", "builtin:fq-codel-bottleneck", "-o", tmp_path / "v")
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines()[-1] == (
+        "error: kernel: sch_fq_codel is not available on this kernel (links.1.queue.qdisc=fq_codel)"
+    )
+    assert patched_core.calls == [] and not (tmp_path / "v").exists()
+
+
+def test_path_table_reports_loss_drops_of_both_worlds():
+    def with_loss(n):
+        def edit(raw):
+            raw["links"][2]["loss_drops"] = n
+            raw["links"][2]["sent_packets"] = 1000
+
+        return tcplab.run("builtin:cubic-vs-bbr-lossy", overrides=["duration=3s"], core=EditedCore(edit))
+
+    v = compare_runs(with_loss(10), with_loss(12))
+    (entry,) = [p for p in v.path if p["link"] == "emu->client"]
+    assert entry["loss_drops"] == {"sim": 10, "kernel": 12}
+    assert entry["sent_packets"] == {"sim": 1000, "kernel": 1000}
+    from tcplab.views.validate import validation_html, validation_markdown
+
+    md = validation_markdown(v)
+    assert re.search(r"^\| emu->client \| 1000 / 1000 \| \d+ / \d+ \| 10 / 12 \|$", md, flags=re.M), md
+    assert "<td>10 / 12</td>" in validation_html(v)
+    # not judged: no verdict rows for it
+    assert not [r for r in v.rows if "loss" in r.metric]
+
+
+def test_notes_quiet_check_hz_and_departures():
+    sim = make_result(bytes_received=KERNEL_BYTES)
+    kern = make_result(
+        bytes_received=KERNEL_BYTES,
+        summary_kernel={"release": "6.18", "hz": 1000, "valid": True, "invalid_reasons": []},
+    )
+    # a KernelResult carries kernel.json as .kernel: the quiet check and the departures
+    kern.kernel = {
+        "quiet": {"ok": False, "reason": "other processes used 1.98 CPU over 1 s", "allow_busy": True},
+        "departures": ["server->emu: delay 50 us left to the veth (below 500 us, no delay line)"],
+    }
+    v = compare_runs(sim, kern)
+    # the scenario's hosts run at HZ=250 (the default), this "kernel" at 1000
+    assert any("hosts.NAME.hz=1000" in n and "client, server" in n for n in v.notes)
+    assert any("not quiet" in n and "1.98 CPU" in n for n in v.notes)
+    from tcplab.views.validate import validation_html, validation_markdown
+
+    html, md = validation_html(v), validation_markdown(v)
+    assert "left to the veth" in html and "left to the veth" in md
+    assert "hosts.NAME.hz=1000" in html and "hosts.NAME.hz=1000" in md
+    # the same HZ and a quiet machine: no notes
+    kern.summary["kernel"]["hz"] = 250
+    kern.kernel = {"quiet": {"ok": True}}
+    assert compare_runs(sim, kern).notes == []
+
+
+@pytest.mark.parametrize(("flag", "expected"), [([], True), (["-q"], False)])
+def test_cli_quiet_means_no_kernel_progress_bar(tmp_path, monkeypatch, patched_core, flag, expected):
+    import os
+
+    import tcplab.kernel.validate as kv
+
+    seen = []
+
+    def runner(sc, options, progress=True):
+        seen.append(progress)
+        return seed_standin(sc, options)
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(kv, "preflight", lambda sc, options: None)
+    monkeypatch.setattr(kv, "_default_kernel_runner", runner)
+    r = invoke(
+        "validate", "builtin:cubic-vs-bbr-lossy", "-o", tmp_path / "v", "--set", "duration=2s", "--no-plots", *flag
+    )
+    assert r.exit_code == 0, r.output
+    assert seen == [expected]

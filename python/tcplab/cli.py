@@ -691,7 +691,7 @@ def validate(
     check_output_dir(out_dir, overwrite=force)
     from tcplab.kernel.validate import kernel_options, preflight
 
-    options = kernel_options(prefix=prefix, allow_busy=allow_busy, timeout_ns=timeout_ns, progress=not quiet)
+    options = kernel_options(prefix=prefix, allow_busy=allow_busy, timeout_ns=timeout_ns)
     preflight(sc, options)
     from tcplab.kernel.validate import ValidateError
 

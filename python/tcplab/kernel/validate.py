@@ -135,6 +135,12 @@ class Validation:
     sim_dir: str | None = "sim"
     kernel_dir: str | None = "kernel"
     command: list[str] | None = None
+    #: things a reader should know before trusting the verdicts (one line each): the
+    #: kernel's quiet check failed but was allowed, HZ differs between the worlds, ...
+    notes: list[str] = field(default_factory=list)
+    #: per one-way link, what each world's path did (not judged): packets sent by the link's
+    #: egress qdisc, its queue drops and the random-loss drops after it (nft in the kernel)
+    path: list[dict[str, Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """How many metrics got each verdict."""
@@ -169,6 +175,8 @@ class Validation:
                 "runs": {"sim": self.sim_dir, "kernel": self.kernel_dir},
                 "command": self.command,
                 "metrics": [asdict(r) for r in self.rows],
+                "path": self.path,
+                "notes": list(self.notes),
             }
         )
 
@@ -380,9 +388,22 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
             )
             for r in rows
         ]
+    path = []
+    for link in sim.links.to_dict("records"):
+        k = klinks.get(str(link["name"])) or {}
+        entry: dict[str, Any] = {"link": str(link["name"])}
+        for key in ("sent_packets", "drops", "loss_drops"):
+            entry[key] = {"sim": _value(link.get(key)), "kernel": _value(k.get(key))}
+        path.append(entry)
     info = (kern.summary or {}).get("kernel")
     kernel = dict(info) if isinstance(info, Mapping) else {}
     kernel.setdefault("kind", (kern.summary or {}).get("kind", "kernel" if info else "stand-in"))
+    record = getattr(kern, "kernel", None)  # a KernelResult's kernel.json
+    if isinstance(record, Mapping):
+        for key in ("departures", "quiet"):
+            if record.get(key) is not None:
+                kernel[key] = record[key]
+    notes = _notes(sim, kernel)
     return Validation(
         scenario=sim.scenario.name,
         title=sim.title,
@@ -392,7 +413,33 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
         invalid_reasons=reasons,
         steady=steady,
         kernel=kernel,
+        path=path,
+        notes=notes,
     )
+
+
+def _notes(sim: Result, kernel: Mapping[str, Any]) -> list[str]:
+    """What the reader should know before trusting the verdicts."""
+    notes = []
+    quiet = kernel.get("quiet")
+    if isinstance(quiet, Mapping) and quiet.get("ok") is False:
+        notes.append(
+            f"the machine was not quiet before the kernel run ({quiet.get('reason', 'busy')}); "
+            "allowed with --allow-busy: the kernel's figures may be noisy"
+        )
+    hz = kernel.get("hz")
+    if hz:
+        differ = sorted(
+            str(n["name"])
+            for n in sim.config.get("nodes", [])
+            if n.get("kind", "host") == "host" and n.get("hz") not in (None, hz)
+        )
+        if differ:
+            notes.append(
+                f"the simulated hosts {', '.join(differ)} run at another HZ than this kernel's {hz} "
+                f"(set hosts.NAME.hz={hz} to compare like with like: HZ sets CUBIC's clock and the timers)"
+            )
+    return notes
 
 
 # -- running both -----------------------------------------------------------------------
@@ -478,7 +525,7 @@ def preflight(sc: Scenario, options: Any) -> None:
         raise ScenarioError(engine_message(sc, str(e))) from e
 
 
-def _default_kernel_runner(sc: Scenario, options: Any) -> Result:
+def _default_kernel_runner(sc: Scenario, options: Any, progress: bool = True) -> Result:
     try:
         from tcplab.kernel import kernel_run  # type: ignore[attr-defined]
     except ImportError as e:
@@ -488,7 +535,7 @@ def _default_kernel_runner(sc: Scenario, options: Any) -> Result:
     params = inspect.signature(kernel_run).parameters
     kwargs: dict[str, Any] = {"options": options}
     if "progress" in params:  # a progress bar on a terminal, as the simulation's
-        kwargs["progress"] = bool(getattr(options, "progress", True))
+        kwargs["progress"] = progress
     return kernel_run(sc, **kwargs)
 
 
@@ -549,11 +596,13 @@ def validate(
     note = say or (lambda text: None)
     note(f"simulating {sc.name} ({sc.to_core()['duration_ns'] / 1e9:g} s)")
     sim = run_sim(sc, applied_overrides=texts, command=command, core=core, progress=progress)
-    runner = kernel_runner or _default_kernel_runner
     failed, _ = _kernel_errors()
     note("running it on the kernel (network namespaces; the same duration of traffic)")
     try:
-        kern = runner(sc, options)
+        if kernel_runner is not None:
+            kern = kernel_runner(sc, options)
+        else:
+            kern = _default_kernel_runner(sc, options, progress=progress)
     except failed as e:
         raise ValidateError(f"kernel run failed: {e}") from e
     _same_provenance(kern, sim)

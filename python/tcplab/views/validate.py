@@ -260,6 +260,26 @@ def table_rows(v: Validation) -> list[dict[str, str]]:
     ]
 
 
+def _pair(pair: dict[str, float | None]) -> str:
+    def one(x: float | None) -> str:
+        return "-" if x is None else f"{x:.0f}"
+
+    return f"{one(pair.get('sim'))} / {one(pair.get('kernel'))}"
+
+
+def path_rows(v: Validation) -> list[dict[str, str]]:
+    """The "what the path did" table: per link, simulator / kernel counts."""
+    return [
+        {
+            "link": p["link"],
+            "sent": _pair(p["sent_packets"]),
+            "drops": _pair(p["drops"]),
+            "loss": _pair(p["loss_drops"]),
+        }
+        for p in v.path
+    ]
+
+
 def _header(v: Validation) -> dict[str, str]:
     from tcplab import __version__
 
@@ -313,6 +333,7 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
         f"- when: {h['when']} (tcplab {h['tcplab']})",
         f"- tolerances: `{h['tolerances']}`",
         f"- {_steady_text(v)}",
+        *[f"- note: {n}" for n in v.notes],
         "",
         f"**{v.verdict_line()}**",
         "",
@@ -323,8 +344,22 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
         cells = [r[k] for k in ("subject", "metric", "sim", "kernel", "difference", "tolerance", "verdict", "reason")]
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     lines.append("")
+    if v.path:
+        lines += [
+            "What the path did (simulator / kernel, not judged):",
+            "",
+            "| link | sent packets | queue drops | loss drops |",
+            "|---|--:|--:|--:|",
+        ]
+        lines += [f"| {_md_cell(r['link'])} | {r['sent']} | {r['drops']} | {r['loss']} |" for r in path_rows(v)]
+        lines.append("")
     for p in plots:
         lines += [f"![{_md_cell(p.caption)}](plots/{p.filename})", "", f"*{p.caption}*", ""]
+    departures = [str(d) for d in v.kernel.get("departures") or []]
+    if departures:
+        lines += ["## Where the kernel's path departs from the simulated one", ""]
+        lines += [f"- {_md_cell(d)}" for d in departures]
+        lines.append("")
     lines.append("## Run directories")
     lines.append("")
     if v.sim_dir:
@@ -365,6 +400,8 @@ tolerance of the kernel's.</p>
 {% else %}
 <p><b>{{ verdict }}</b></p>
 {% endif %}
+{% for n in notes %}<p class="note"><b>Note:</b> {{ n }}.</p>
+{% endfor %}
 <p class="note">{{ steady }}. Differences are simulator minus kernel; relative ones are of the kernel's value.</p>
 <table class="v">
 <tr><th class="l">flow / link</th><th class="l">metric</th><th>simulator</th><th>kernel</th><th>difference</th>
@@ -375,6 +412,27 @@ tolerance of the kernel's.</p>
 <td class="l {{ 'na' if r.verdict == 'n/a' else r.verdict }}">{{ r.verdict }}</td><td class="x">{{ r.reason }}</td></tr>
 {% endfor %}
 </table>
+{% if path %}
+<h2>What the path did</h2>
+<p class="note">Per one-way link, simulator / kernel, not judged: packets its egress qdisc sent, its queue
+drops, and the random-loss drops after the queue (the loss model; nft on the kernel's wire). The same loss
+rate drops about the same share of the packets in both worlds.</p>
+<table class="v">
+<tr><th class="l">link</th><th>sent packets</th><th>queue drops</th><th>loss drops</th></tr>
+{% for p in path %}
+<tr><td class="l">{{ p.link }}</td><td>{{ p.sent }}</td><td>{{ p.drops }}</td><td>{{ p.loss }}</td></tr>
+{% endfor %}
+</table>
+{% endif %}
+{% if departures %}
+<h2>Where the kernel's path departs from the simulated one</h2>
+<p class="note">As kernel mode built it (kernel/kernel.json <code>departures</code>;
+docs/kernel-pin.md, Kernel mode).</p>
+<ul>
+{% for d in departures %}<li>{{ d }}</li>
+{% endfor %}
+</ul>
+{% endif %}
 <h2>Run directories</h2>
 <ul>
 {% if sim_dir %}<li>simulation: <a href="{{ sim_dir }}/report.html">{{ sim_dir }}/report.html</a></li>{% endif %}
@@ -400,5 +458,8 @@ def validation_html(v: Validation, plots: Sequence[Plot] = ()) -> str:
         rows=table_rows(v),
         sim_dir=v.sim_dir,
         kernel_dir=v.kernel_dir,
+        path=path_rows(v),
+        notes=v.notes,
+        departures=[str(d) for d in v.kernel.get("departures") or []],
         figures=[{"uri": data_uri(p.png), "caption": p.caption} for p in plots],
     )
