@@ -436,7 +436,11 @@ def require_quiet(when: str, window_s: float) -> None:
         pytest.skip(f"machine not quiet {when} the measurement: {busy:.2f} CPUs busy (> {QUIET_MAX_BUSY_CPUS})")
 
 
-def _check_blast(result: dict, stats: dict, rate_bps: float, duration_s: float) -> tuple[dict, str]:
+def _check_blast(
+    result: dict, stats: dict, rate_bps: float, duration_s: float, min_offered_bps: float | None = None
+) -> tuple[dict, str]:
+    """The line's A -> B figures (printed); skips when the generator offered less than
+    min_offered_bps (default: 99 % of rate_bps) or the machine got busy."""
     tab = next(t for t in stats["tuns"] if t["name"] == "tab")
     elapsed_s = result["elapsed_ns"] / 1e9
     summary = (
@@ -446,8 +450,9 @@ def _check_blast(result: dict, stats: dict, rate_bps: float, duration_s: float) 
         f"lateness {tab['lateness_ns']}, delivered {result['delivered']}"
     )
     print(summary)
-    if result["errors"] or result["sent"] < 0.99 * rate_bps / (IP_PACKET_BYTES * 8) * duration_s:
-        pytest.skip(f"the traffic generator could not offer {rate_bps / 1e9:g} Gbit/s on this machine: {summary}")
+    floor_bps = 0.99 * rate_bps if min_offered_bps is None else min_offered_bps
+    if result["errors"] or result["sent"] < floor_bps / (IP_PACKET_BYTES * 8) * duration_s:
+        pytest.skip(f"the traffic generator could not offer {floor_bps / 1e9:.3g} Gbit/s on this machine: {summary}")
     require_quiet("after", 0.5)
     return tab, summary
 
@@ -479,9 +484,9 @@ def test_capacity_1gbit_without_drops(tmp_path):
 @needs_kernel
 @pytest.mark.usefixtures("wire")
 def test_capacity_saturated(tmp_path):
-    """The line's own ceiling: offered 1.6 Gbit/s (133 kpps, more than it can forward on
-    one CPU together with the kernel's forwarding that its writes carry), it still forwards
-    at least 1 Gbit/s; the figure is printed (BENCHMARKS.md)."""
+    """The line's ceiling: asked for 1.6 Gbit/s (133 kpps; the Python generator reaches
+    1.2 to 1.5 on this project's 2-CPU VMs, which is then the figure), the line forwards at
+    least 1 Gbit/s and loses under 1 %; the figures are printed (BENCHMARKS.md)."""
     rate_bps, duration_s = 1.6 * GBIT, 3.0
     require_quiet("before", 1.0)
     line = start_line(tmp_path, 1_000_000)
@@ -489,9 +494,9 @@ def test_capacity_saturated(tmp_path):
         result = blast(rate_bps, duration_s)
     finally:
         stats = line.stop()
-    tab, summary = _check_blast(result, stats, rate_bps, duration_s)
+    tab, summary = _check_blast(result, stats, rate_bps, duration_s, min_offered_bps=1.1 * GBIT)
     assert tab["packets"] * IP_PACKET_BYTES * 8 / (result["elapsed_ns"] / 1e9) >= GBIT, summary
-    assert tab["packets"] + tab["drops"] >= result["sent"] * 0.99, summary
+    assert tab["packets"] >= result["sent"] * 0.99, summary
 
 
 @pytest.mark.kernel

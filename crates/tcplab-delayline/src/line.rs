@@ -263,9 +263,12 @@ impl Line {
     }
 
     /// Spins until `due_ns`, reading arrivals meanwhile (so their timestamps stay exact).
+    /// It yields on every round: the lines of a scenario's wires share one CPU at the same
+    /// SCHED_FIFO priority, and a spinning line must not hold back another's due packet.
     fn spin_until(&mut self, due_ns: u64) -> io::Result<()> {
         while sys::monotonic_ns() < due_ns {
             self.read_batch()?;
+            sys::yield_cpu();
         }
         Ok(())
     }

@@ -95,6 +95,13 @@ pub fn set_normal_scheduling() -> io::Result<()> {
     Ok(())
 }
 
+/// sched_yield(2): under SCHED_FIFO, lets another runnable task of the same priority run
+/// (another delay line pinned to the same CPU); returns at once when there is none.
+pub fn yield_cpu() {
+    // SAFETY: sched_yield takes no arguments, touches no memory and cannot fail on Linux.
+    unsafe { libc::sched_yield() };
+}
+
 /// Sets this thread's timer slack (how late the kernel may fire its timers to batch
 /// wake-ups; 50 us by default) to `slack_ns`.
 pub fn set_timer_slack_ns(slack_ns: u64) -> io::Result<()> {
