@@ -115,6 +115,8 @@ def test_command_line(tmp_path):
         "--stats", str(tmp_path / "s.json"),
     ]  # fmt: skip
     assert line.pid is None
+    line = dl.DelayLine("ns", [("t", 1)], None, "s.json", binary="b", queue_limit_packets=9, rt_priority=0)
+    assert line.command()[5:] == ["--tun", "t:1", "--stats", "s.json", "--queue-limit", "9", "--rt-priority", "0"]
     for tuns, message in [
         ([], "no TUN devices"),
         ([("a-name-that-is-too-long", 1)], "not a usable TUN name"),
