@@ -327,8 +327,16 @@ impl Line {
 fn spawn_writer(path: PathBuf, cpu: Option<usize>) -> io::Result<(SyncSender<Vec<TunStats>>, JoinHandle<()>)> {
     let (tx, rx) = sync_channel::<Vec<TunStats>>(1);
     let handle = std::thread::Builder::new().name("stats-writer".into()).spawn(move || {
-        // It inherits the line's SCHED_FIFO; file writes need none of it.
+        // It inherits the line's SCHED_FIFO and CPU; file writes need neither. On the line's
+        // CPU, a write inside the kernel (not preemptible on a PREEMPT_NONE kernel) would
+        // delay the line's wake-up: the writer runs on the other CPUs when there are any.
         let _ = sys::set_normal_scheduling();
+        if let Some(line_cpu) = cpu {
+            let others: Vec<usize> = (0..sys::online_cpu_count()).filter(|&c| c != line_cpu).collect();
+            if !others.is_empty() {
+                let _ = sys::pin_to_cpus(&others);
+            }
+        }
         while let Ok(mut snapshot) = rx.recv() {
             let _ = stats::write_file(&path, &mut snapshot, cpu);
         }
