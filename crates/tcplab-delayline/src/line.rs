@@ -152,6 +152,8 @@ impl Line {
             if more {
                 continue;
             }
+            // A stats write waiting for a gap must not turn the sleep into a busy loop.
+            let stats_wake = next_stats.max(now + STATS_GAP_NS);
             let wake = match next_due {
                 Some(due) if due <= now + self.spin_ns => {
                     if self.may_spin(now) {
@@ -160,8 +162,8 @@ impl Line {
                     }
                     due
                 }
-                Some(due) => (due - self.spin_ns).min(next_stats),
-                None => next_stats,
+                Some(due) => (due - self.spin_ns).min(stats_wake),
+                None => stats_wake,
             };
             let ready = sys::ppoll(&mut self.pollfds, Some(wake.saturating_sub(now)))
                 .map_err(|e| err("ppoll failed".into(), e))?;
