@@ -18,9 +18,10 @@ from a TUN for DELAY_NS nanoseconds and writes it back into the same TUN.
                           (SIGTERM/SIGINT); without it, print it on stdout at exit
   --queue-limit PACKETS   packets held per TUN at most; beyond it a packet is
                           dropped and counted (default 100000)
-  --rt-priority N         run under SCHED_FIFO at priority N (1-99; default 1),
-                          so no normal task on the CPU delays a packet; 0 keeps
-                          normal scheduling
+  --rt-priority N         run under SCHED_FIFO at priority N (1-99), so no normal
+                          task on the CPU delays a packet; 0 keeps normal
+                          scheduling. Default: 1 where allowed, else a warning on
+                          stderr and normal scheduling
   --help                  this text
 ";
 
@@ -47,8 +48,9 @@ pub struct Options {
     pub cpu: Option<usize>,
     pub stats_path: Option<PathBuf>,
     pub queue_limit_packets: usize,
-    /// SCHED_FIFO priority; 0 = normal scheduling.
-    pub rt_priority: i32,
+    /// SCHED_FIFO priority (0 = normal scheduling); None = DEFAULT_RT_PRIORITY where the
+    /// system allows it (no --rt-priority given).
+    pub rt_priority: Option<i32>,
 }
 
 /// What the command line asks for.
@@ -65,7 +67,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
     let mut cpu = None;
     let mut stats_path = None;
     let mut queue_limit_packets = DEFAULT_QUEUE_LIMIT_PACKETS;
-    let mut rt_priority = DEFAULT_RT_PRIORITY;
+    let mut rt_priority = None;
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -111,7 +113,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             }
             "--rt-priority" => {
                 rt_priority = match value.parse::<i32>() {
-                    Ok(n) if (0..=99).contains(&n) => n,
+                    Ok(n) if (0..=99).contains(&n) => Some(n),
                     _ => return Err(format!("--rt-priority {value:?}: expected 0 (normal scheduling) or 1 to 99")),
                 };
             }
@@ -171,7 +173,7 @@ mod tests {
                 cpu: Some(1),
                 stats_path: Some(PathBuf::from("/tmp/s.json")),
                 queue_limit_packets: 64,
-                rt_priority: 0,
+                rt_priority: Some(0),
             })
         );
     }
@@ -182,7 +184,7 @@ mod tests {
         assert_eq!(o.queue_limit_packets, DEFAULT_QUEUE_LIMIT_PACKETS);
         assert_eq!(o.cpu, None);
         assert_eq!(o.stats_path, None);
-        assert_eq!(o.rt_priority, DEFAULT_RT_PRIORITY);
+        assert_eq!(o.rt_priority, None);
     }
 
     #[test]

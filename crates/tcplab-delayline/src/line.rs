@@ -152,6 +152,8 @@ impl Line {
             if more {
                 continue;
             }
+            // A stats write waiting for a gap must not turn the sleep into a busy loop.
+            let stats_wake = next_stats.max(now + STATS_GAP_NS);
             let wake = match next_due {
                 Some(due) if due <= now + self.spin_ns => {
                     if self.may_spin(now) {
@@ -160,8 +162,8 @@ impl Line {
                     }
                     due
                 }
-                Some(due) => (due - self.spin_ns).min(next_stats),
-                None => next_stats,
+                Some(due) => (due - self.spin_ns).min(stats_wake),
+                None => stats_wake,
             };
             let ready = sys::ppoll(&mut self.pollfds, Some(wake.saturating_sub(now)))
                 .map_err(|e| err("ppoll failed".into(), e))?;
@@ -263,9 +265,12 @@ impl Line {
     }
 
     /// Spins until `due_ns`, reading arrivals meanwhile (so their timestamps stay exact).
+    /// It yields on every round: the lines of a scenario's wires share one CPU at the same
+    /// SCHED_FIFO priority, and a spinning line must not hold back another's due packet.
     fn spin_until(&mut self, due_ns: u64) -> io::Result<()> {
         while sys::monotonic_ns() < due_ns {
             self.read_batch()?;
+            sys::yield_cpu();
         }
         Ok(())
     }
@@ -324,8 +329,16 @@ impl Line {
 fn spawn_writer(path: PathBuf, cpu: Option<usize>) -> io::Result<(SyncSender<Vec<TunStats>>, JoinHandle<()>)> {
     let (tx, rx) = sync_channel::<Vec<TunStats>>(1);
     let handle = std::thread::Builder::new().name("stats-writer".into()).spawn(move || {
-        // It inherits the line's SCHED_FIFO; file writes need none of it.
+        // It inherits the line's SCHED_FIFO and CPU; file writes need neither. On the line's
+        // CPU, a write inside the kernel (not preemptible on a PREEMPT_NONE kernel) would
+        // delay the line's wake-up: the writer runs on the other CPUs when there are any.
         let _ = sys::set_normal_scheduling();
+        if let Some(line_cpu) = cpu {
+            let others: Vec<usize> = (0..sys::online_cpu_count()).filter(|&c| c != line_cpu).collect();
+            if !others.is_empty() {
+                let _ = sys::pin_to_cpus(&others);
+            }
+        }
         while let Ok(mut snapshot) = rx.recv() {
             let _ = stats::write_file(&path, &mut snapshot, cpu);
         }

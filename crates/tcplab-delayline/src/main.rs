@@ -50,12 +50,24 @@ fn main() -> ExitCode {
             return fail(format_args!("cannot pin to CPU {cpu}: {e} (online CPUs: {})", online_cpus()));
         }
     }
-    if options.rt_priority > 0 {
-        if let Err(e) = sys::set_fifo_priority(options.rt_priority) {
-            return fail(format_args!(
-                "cannot run under SCHED_FIFO priority {} (--rt-priority 0 keeps normal scheduling): {e}",
-                options.rt_priority
-            ));
+    match options.rt_priority {
+        Some(0) => {}
+        Some(priority) => {
+            if let Err(e) = sys::set_fifo_priority(priority) {
+                return fail(format_args!(
+                    "cannot run under SCHED_FIFO priority {priority} (--rt-priority 0 keeps normal scheduling): {e}"
+                ));
+            }
+        }
+        None => {
+            // The default is best effort: a cgroup without a real-time budget (RT group
+            // scheduling) refuses it, and the line still works, only less precisely.
+            if let Err(e) = sys::set_fifo_priority(args::DEFAULT_RT_PRIORITY) {
+                eprintln!(
+                    "{PROGRAM}: warning: cannot run under SCHED_FIFO priority {} ({e}); normal scheduling",
+                    args::DEFAULT_RT_PRIORITY
+                );
+            }
         }
     }
     if let Err(e) = sys::set_timer_slack_ns(1) {

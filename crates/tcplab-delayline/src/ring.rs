@@ -1,52 +1,70 @@
-//! The per-TUN packet queue: a FIFO ring of fixed 2048-byte slots, allocated once.
+//! The per-TUN packet queue: a FIFO of fixed 2048-byte slots in chunks that are reused.
 //!
 //! A constant delay keeps arrival order, so the packet at the head is always the next one
 //! due, and a FIFO is the whole scheduler. Slots are fixed-size so that a packet is read
 //! straight into its slot (no copy, no allocation per packet): a TUN without offloads
 //! hands over at most one MTU-sized IP packet per read (1500 bytes by default), which fits.
 //!
-//! The slot memory is requested zeroed in one allocation; for a large queue limit the
-//! allocator maps fresh pages that the kernel only backs when first touched. The ring
-//! wraps within an ACTIVE region (INITIAL_ACTIVE_SLOTS, doubled whenever it is full, up to
-//! the capacity), so a run touches memory for the depth it reaches, not for the queue
-//! limit: wrapping through all 100000 slots (200 MB) would page-fault once per two packets
-//! on the first pass. Growing moves the wrapped part once (at most log2(capacity) times).
+//! Slots come in chunks of CHUNK_SLOTS (512 KB). A chunk emptied at the head goes to a
+//! free list and is reused at the tail; a new chunk is allocated only when the queue gets
+//! deeper than ever before (at most queue_limit / CHUNK_SLOTS times in a run; the first
+//! INITIAL_CHUNKS are allocated and touched at start). So memory follows the deepest queue
+//! a run reaches, not the limit (100000 slots would be 200 MB), and growing never copies
+//! packets (a ring doubling in place would move megabytes at once: milliseconds of stall).
 #![forbid(unsafe_code)]
+
+use std::collections::VecDeque;
 
 /// Bytes per slot: the largest packet the line holds (a longer read is truncated by the
 /// kernel; a TUN's default MTU is 1500).
 pub const SLOT_BYTES: usize = 2048;
 
-/// Slots the ring wraps within before it first grows (2 MB).
-const INITIAL_ACTIVE_SLOTS: usize = 1024;
+/// Slots per chunk (512 KB of packet memory).
+const CHUNK_SLOTS: usize = 256;
+/// Chunks allocated and touched before the line is ready (1024 slots, 2 MB).
+const INITIAL_CHUNKS: usize = 4;
+
+struct Chunk {
+    data: Box<[u8]>,
+    lens: [u16; CHUNK_SLOTS],
+    due_ns: [u64; CHUNK_SLOTS],
+}
+
+impl Chunk {
+    fn new() -> Chunk {
+        let mut data = vec![0u8; CHUNK_SLOTS * SLOT_BYTES].into_boxed_slice();
+        // Touch every page now (a fresh mapping is backed on first write), so the packet
+        // path does not page-fault on it later.
+        for byte in data.iter_mut().step_by(4096) {
+            *byte = 1;
+        }
+        Chunk { data, lens: [0; CHUNK_SLOTS], due_ns: [0; CHUNK_SLOTS] }
+    }
+}
 
 /// A bounded FIFO of packets, each with the time it is due (CLOCK_MONOTONIC ns).
 pub struct Ring {
-    slots: Vec<u8>,
-    lens: Vec<u16>,
-    due_ns: Vec<u64>,
+    /// Chunks in FIFO order: the head packet is in the first, the tail slot in the last.
+    chunks: VecDeque<Chunk>,
+    free: Vec<Chunk>,
+    /// Index of the head packet in chunks[0].
     head: usize,
+    /// Index of the next free slot in the last chunk (CHUNK_SLOTS: it is full).
+    tail: usize,
     len: usize,
-    /// The ring wraps at `active` slots (<= capacity).
-    active: usize,
+    capacity: usize,
 }
 
 impl Ring {
     /// An empty ring holding at most `capacity_packets` packets (>= 1).
     pub fn new(capacity_packets: usize) -> Ring {
         assert!(capacity_packets >= 1, "a ring holds at least one packet");
-        Ring {
-            slots: vec![0u8; capacity_packets * SLOT_BYTES],
-            lens: vec![0u16; capacity_packets],
-            due_ns: vec![0u64; capacity_packets],
-            head: 0,
-            len: 0,
-            active: capacity_packets.min(INITIAL_ACTIVE_SLOTS),
+        let max_chunks = capacity_packets.div_ceil(CHUNK_SLOTS) + 1;
+        let mut free = Vec::with_capacity(max_chunks);
+        for _ in 0..INITIAL_CHUNKS.min(max_chunks) {
+            free.push(Chunk::new());
         }
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.lens.len()
+        Ring { chunks: VecDeque::with_capacity(max_chunks), free, head: 0, tail: CHUNK_SLOTS, len: 0, capacity: capacity_packets }
     }
 
     pub fn len(&self) -> usize {
@@ -58,7 +76,13 @@ impl Ring {
     }
 
     pub fn is_full(&self) -> bool {
-        self.len == self.capacity()
+        self.len == self.capacity
+    }
+
+    /// Chunks the ring owns (in use and free): its memory is this x 512 KB.
+    #[cfg(test)]
+    fn chunks_owned(&self) -> usize {
+        self.chunks.len() + self.free.len()
     }
 
     /// The free slot the next packet is read into (None when the ring is full). Nothing is
@@ -67,11 +91,14 @@ impl Ring {
         if self.is_full() {
             return None;
         }
-        if self.len == self.active {
-            self.grow();
+        if self.chunks.is_empty() || self.tail == CHUNK_SLOTS {
+            let chunk = self.free.pop().unwrap_or_else(Chunk::new);
+            self.chunks.push_back(chunk);
+            self.tail = 0;
         }
-        let i = (self.head + self.len) % self.active;
-        Some(&mut self.slots[i * SLOT_BYTES..(i + 1) * SLOT_BYTES])
+        let t = self.tail;
+        let chunk = self.chunks.back_mut().expect("a tail chunk");
+        Some(&mut chunk.data[t * SLOT_BYTES..(t + 1) * SLOT_BYTES])
     }
 
     /// Queues the packet just read into [`Ring::tail_slot`]: `len_bytes` long, due at
@@ -79,18 +106,18 @@ impl Ring {
     pub fn commit(&mut self, len_bytes: usize, due_ns: u64) {
         assert!(!self.is_full(), "commit on a full ring");
         assert!(len_bytes <= SLOT_BYTES);
-        if self.len == self.active {
-            self.grow();
-        }
-        let i = (self.head + self.len) % self.active;
-        self.lens[i] = len_bytes as u16;
-        self.due_ns[i] = due_ns;
+        assert!(!self.chunks.is_empty() && self.tail < CHUNK_SLOTS, "commit without tail_slot");
+        let t = self.tail;
+        let chunk = self.chunks.back_mut().expect("a tail chunk");
+        chunk.lens[t] = len_bytes as u16;
+        chunk.due_ns[t] = due_ns;
+        self.tail += 1;
         self.len += 1;
     }
 
     /// When the oldest packet is due, if any.
     pub fn head_due_ns(&self) -> Option<u64> {
-        (!self.is_empty()).then(|| self.due_ns[self.head])
+        (!self.is_empty()).then(|| self.chunks[0].due_ns[self.head])
     }
 
     /// The oldest packet's bytes.
@@ -98,30 +125,25 @@ impl Ring {
         if self.is_empty() {
             return None;
         }
+        let chunk = &self.chunks[0];
         let start = self.head * SLOT_BYTES;
-        Some(&self.slots[start..start + self.lens[self.head] as usize])
+        Some(&chunk.data[start..start + chunk.lens[self.head] as usize])
     }
 
-    /// Removes the oldest packet.
+    /// Removes the oldest packet; a chunk emptied at the head goes back to the free list.
     pub fn pop(&mut self) {
         assert!(!self.is_empty(), "pop on an empty ring");
-        self.head = (self.head + 1) % self.active;
+        self.head += 1;
         self.len -= 1;
-    }
-
-    /// Doubles the active region (capped by the capacity) of a ring that fills it, keeping
-    /// FIFO order: the packets in [head, active) move to the end of the new region.
-    fn grow(&mut self) {
-        debug_assert!(self.len == self.active && self.active < self.capacity());
-        let old = self.active;
-        let new = (old * 2).min(self.capacity());
-        let moved = old - self.head; // packets from head to the old end
-        let new_head = new - moved;
-        self.slots.copy_within(self.head * SLOT_BYTES..old * SLOT_BYTES, new_head * SLOT_BYTES);
-        self.lens.copy_within(self.head..old, new_head);
-        self.due_ns.copy_within(self.head..old, new_head);
-        self.head = new_head;
-        self.active = new;
+        if self.len == 0 && self.chunks.len() == 1 {
+            // Empty with one chunk: start it over instead of walking on to a new one.
+            self.head = 0;
+            self.tail = 0;
+        } else if self.head == CHUNK_SLOTS {
+            let chunk = self.chunks.pop_front().expect("a head chunk");
+            self.free.push(chunk);
+            self.head = 0;
+        }
     }
 }
 
@@ -166,19 +188,19 @@ mod tests {
     }
 
     #[test]
-    fn growing_keeps_fifo_order() {
-        // Capacity above the initial active region: the ring wraps, then grows twice with
-        // the head in the middle, and still returns every packet in order.
-        let cap = INITIAL_ACTIVE_SLOTS * 3;
+    fn chunks_are_reused_and_order_is_kept() {
+        // Capacity of several chunks: fill to the limit with the head mid-chunk, drain, and
+        // run a steady queue of 300 packets for a long time: every packet comes out in
+        // order, and the ring owns no more chunks than the deepest queue needed.
+        let cap = CHUNK_SLOTS * 10 + 17;
         let mut r = Ring::new(cap);
         let mut next_in = 0u64;
         let mut next_out = 0u64;
-        // Move the head to the middle of the initial region.
-        for _ in 0..INITIAL_ACTIVE_SLOTS / 2 {
-            assert!(push(&mut r, next_in as u8, 3, next_in));
+        for _ in 0..CHUNK_SLOTS / 2 {
+            assert!(push(&mut r, next_in as u8, 1 + (next_in % 100) as usize, next_in));
             next_in += 1;
         }
-        for _ in 0..INITIAL_ACTIVE_SLOTS / 2 {
+        for _ in 0..CHUNK_SLOTS / 4 {
             assert_eq!(r.head_due_ns(), Some(next_out));
             r.pop();
             next_out += 1;
@@ -187,7 +209,8 @@ mod tests {
             next_in += 1;
         }
         assert_eq!(r.len(), cap);
-        assert_eq!(r.active, cap);
+        // The head is a quarter into the first chunk.
+        assert_eq!(r.chunks_owned(), (CHUNK_SLOTS / 4 + cap).div_ceil(CHUNK_SLOTS));
         while let Some(due) = r.head_due_ns() {
             assert_eq!(due, next_out);
             let p = r.head_packet().unwrap();
@@ -197,6 +220,17 @@ mod tests {
             next_out += 1;
         }
         assert_eq!(next_out, next_in);
+        let owned = r.chunks_owned();
+        for _ in 0..100_000 {
+            assert!(push(&mut r, next_in as u8, 2, next_in));
+            next_in += 1;
+            if r.len() > 300 {
+                assert_eq!(r.head_due_ns(), Some(next_out));
+                r.pop();
+                next_out += 1;
+            }
+        }
+        assert_eq!(r.chunks_owned(), owned, "no chunk allocated for a shallower queue");
     }
 
     #[test]

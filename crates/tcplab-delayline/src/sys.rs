@@ -53,22 +53,36 @@ pub fn open_tun(name: &str) -> io::Result<File> {
     Ok(file)
 }
 
-/// Pins the calling process (its only thread) to CPU `cpu`.
+/// Pins the calling thread to CPU `cpu` (threads created later inherit it).
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    // CPU_SETSIZE is 1024; CPU_SET on a larger index would write out of bounds.
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
+    pin_to_cpus(&[cpu])
+}
+
+/// Restricts the calling thread to the CPUs in `cpus` (each < CPU_SETSIZE).
+pub fn pin_to_cpus(cpus: &[usize]) -> io::Result<()> {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` < CPU_SETSIZE (checked above), so CPU_SET stays inside `set`.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus {
+        // CPU_SETSIZE is 1024; CPU_SET on a larger index would write out of bounds.
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: `cpu` < CPU_SETSIZE (checked above), so CPU_SET stays inside `set`.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: pid 0 = the calling thread; `set` is a valid cpu_set_t of the size passed.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// The number of CPUs online (sysconf _SC_NPROCESSORS_ONLN), at least 1.
+pub fn online_cpu_count() -> usize {
+    // SAFETY: sysconf takes a constant name and touches no memory.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n < 1 { 1 } else { n as usize }
 }
 
 /// Runs the calling process under SCHED_FIFO at `priority` (1..=99): it then preempts
@@ -93,6 +107,13 @@ pub fn set_normal_scheduling() -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// sched_yield(2): under SCHED_FIFO, lets another runnable task of the same priority run
+/// (another delay line pinned to the same CPU); returns at once when there is none.
+pub fn yield_cpu() {
+    // SAFETY: sched_yield takes no arguments, touches no memory and cannot fail on Linux.
+    unsafe { libc::sched_yield() };
 }
 
 /// Sets this thread's timer slack (how late the kernel may fire its timers to batch

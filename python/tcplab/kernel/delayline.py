@@ -198,7 +198,9 @@ class DelayLine:
     not pinned); ``stats_path``: where it writes its stats JSON. The process runs as
     ``ip netns exec NETNS tcplab-delayline ...`` (ip execs the binary, so :attr:`pid` is
     the line's own) in a process group of its own, so a Ctrl-C at the terminal reaches the
-    orchestrator, which stops the line by PID.
+    orchestrator, which stops the line by PID. ``queue_limit_packets`` and ``rt_priority``
+    (SCHED_FIFO priority, the binary's default 1; 0 = normal scheduling) are passed on
+    when given.
     """
 
     def __init__(
@@ -210,6 +212,7 @@ class DelayLine:
         *,
         binary: str | os.PathLike[str] | None = None,
         queue_limit_packets: int | None = None,
+        rt_priority: int | None = None,
     ) -> None:
         if not tuns:
             raise KernelError(f"delay line in {netns}: no TUN devices given")
@@ -227,6 +230,7 @@ class DelayLine:
         self.stats_path = Path(stats_path)
         self.binary = Path(binary) if binary is not None else None
         self.queue_limit_packets = queue_limit_packets
+        self.rt_priority = rt_priority
         self._proc: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
@@ -240,6 +244,8 @@ class DelayLine:
         cmd += ["--stats", str(self.stats_path)]
         if self.queue_limit_packets is not None:
             cmd += ["--queue-limit", str(self.queue_limit_packets)]
+        if self.rt_priority is not None:
+            cmd += ["--rt-priority", str(self.rt_priority)]
         return cmd
 
     @property
