@@ -158,7 +158,7 @@ def compare_repeated(
     (of N >= 2) give a validation without verdicts (``valid`` false). The simulations all
     count (a simulation cannot be invalid). Needs at least one simulation and one kernel
     result."""
-    from tcplab.kernel.validate import MetricRow, compare_runs, kernel_validity
+    from tcplab.kernel.validate import compare_runs, kernel_validity
 
     tol = tolerances if tolerances is not None else Tolerances()
     failures = dict(failures or {})

@@ -142,7 +142,7 @@ def _runs_lines(results: Sequence[Result]) -> list[tuple[Result, float, float, b
 
 
 def _overlay_plot(sims: Sequence[Result], kerns: Sequence[Result], number: int, name: str) -> Plot:
-    sim, kern = sims[0], kerns[0]
+    sim = sims[0]
     from tcplab.kernel.validate import steady_window
 
     unknown = set().union(*(_unknown(k) for k in kerns))
@@ -487,7 +487,8 @@ _TEMPLATE = """<!doctype html>
 <title>tcplab validate: {{ h.scenario }}</title>
 <style>{{ style }}
  td.within { color: #186a18; font-weight: bold; } td.outside { color: #a01010; font-weight: bold; }
- td.na { color: #777; } td.inconclusive { color: #8a6d00; font-weight: bold; } p.invalid { color: #a01010; font-weight: bold; font-size: 1.1em; }
+ td.na { color: #777; } td.inconclusive { color: #8a6d00; font-weight: bold; }
+ p.invalid { color: #a01010; font-weight: bold; font-size: 1.1em; }
  table.v td { white-space: nowrap; } table.v td.x { white-space: normal; min-width: 24em; }
 </style>
 </head>
@@ -501,7 +502,9 @@ tolerance of the kernel's.</p>
 <tr><th class="l">machine</th><td class="l">{{ h.machine }}</td></tr>
 <tr><th class="l">when</th><td class="l">{{ h.when }} (tcplab {{ h.tcplab }})</td></tr>
 <tr><th class="l">tolerances</th><td class="l"><code>{{ h.tolerances }}</code></td></tr>
-{% for line in runs_text %}<tr><th class="l">{{ "runs" if loop.first else "verdict rule" }}</th><td class="l">{{ line.split(": ", 1)[1] }}</td></tr>
+{% for line in runs_text %}
+<tr><th class="l">{{ "runs" if loop.first else "verdict rule" }}</th>
+<td class="l">{{ line.split(": ", 1)[1] }}</td></tr>
 {% endfor %}
 </table>
 {% if not valid %}
@@ -526,7 +529,8 @@ tolerance of the kernel's.</p>
 <tr><td class="l">{{ r.subject }}</td><td class="l">{{ r.metric }}</td><td>{{ r.sim }}</td><td>{{ r.kernel }}</td>
 {% if repeated %}<td>{{ r.sim_runs }}</td><td>{{ r.kernel_runs }}</td>{% endif %}
 <td>{{ r.difference }}</td><td class="l">{{ r.tolerance }}</td>
-<td class="l {{ 'na' if r.verdict == 'n/a' else r.verdict.split(' ')[0] }}">{{ r.verdict }}</td><td class="x">{{ r.reason }}</td></tr>
+<td class="l {{ 'na' if r.verdict == 'n/a' else r.verdict.split(' ')[0] }}">{{ r.verdict }}</td>
+<td class="x">{{ r.reason }}</td></tr>
 {% endfor %}
 </table>
 {% if path %}
