@@ -135,6 +135,8 @@ def test_invalid_kernel_run_is_excluded_and_named():
     g = row(v, "goodput_bps")
     # run 2's 9 Mbit/s is not in the kernel's statistics
     assert g.kernel_stats["n"] == 2 and g.kernel == pytest.approx(5.1e6) and g.verdict == "within"
+    # the values stay aligned with the run numbers
+    assert g.kernel_stats["values"][0] == pytest.approx(5.0e6) and g.kernel_stats["values"][1] is None
 
 
 def test_fewer_than_two_valid_kernel_runs_gives_no_verdicts():
@@ -150,6 +152,8 @@ def test_fewer_than_two_valid_kernel_runs_gives_no_verdicts():
     assert v.excluded == ["kernel run-2: INVALID: delay line late", "kernel run-3: failed: agent died"]
     assert v.verdict_line().startswith("INVALID: 1 of 3 kernel runs valid, at least 2 needed")
     assert all(r.verdict == "n/a" for r in v.rows)
+    # for reference: the figures of both runs that produced a result, the invalid one too
+    assert row(v, "goodput_bps").kernel_stats["n"] == 2
 
 
 # -- validate(runs=N): the directory ----------------------------------------------------

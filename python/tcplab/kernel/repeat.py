@@ -35,8 +35,10 @@ With few runs it is lenient (Student's t at 95 % is 4.3 for 2 degrees of freedom
 4): an ``outside`` from N = 2 or 3 runs is a strong hint, not proof; more runs narrow it.
 
 Invalid kernel runs (the machine was busy, the delay line late; ``summary.kernel.valid``
-false) and failed ones are excluded and named (:attr:`Validation.excluded`); fewer than 2
-valid kernel runs of N >= 2 give no verdicts (the validation is invalid, exit 1).
+false) and failed ones are excluded and named (:attr:`Validation.excluded`); their place in
+the runs' values is empty (``values`` stay aligned with the run numbers). Fewer than 2 valid
+kernel runs of N >= 2 give no verdicts (the validation is invalid, exit 1); the kernel's
+figures then cover every run that produced a result, invalid ones included, for reference.
 """
 
 from __future__ import annotations
@@ -180,7 +182,14 @@ def compare_repeated(
     ref = valid_k[0][1] if valid_k else present[0]
     base = compare_runs(sims[0], ref, tol)
     sim_values = [_values(compare_runs(s, ref, tol).rows, "sim") for s in sims]
-    kern_values = [_values(compare_runs(sims[0], k, tol).rows, "kernel") for _, k in valid_k]
+    enough = len(valid_k) >= 2 or runs < 2
+    # aligned with the run numbers (an excluded run: no values); with too few valid runs
+    # the invalid ones are shown for reference (no verdicts are given then)
+    counted = {i for i, _ in valid_k} if enough else {i for i, k in enumerate(kerns) if k is not None}
+    kern_values = [
+        _values(compare_runs(sims[0], k, tol).rows, "kernel") if k is not None and i in counted else {}
+        for i, k in enumerate(kerns)
+    ]
     rows: list[MetricRow] = []
     for r in base.rows:
         key = (r.metric, r.subject)
@@ -188,14 +197,14 @@ def compare_repeated(
         k = spread([v.get(key) for v in kern_values])
         missing = r.reason if r.verdict == "n/a" and (s.n == 0 or k.n == 0) else ""
         rows.append(judge_repeated(r.metric, r.subject, r.kind, s, k, tol, missing))
-    enough = len(valid_k) >= 2 or runs < 2
     invalid_reasons: list[str] = []
     if not enough:
         invalid_reasons = [
             f"{len(valid_k)} of {runs} kernel runs valid, at least 2 needed for a verdict"
             + (f" ({'; '.join(excluded)})" if excluded else "")
         ]
-        rows = [replace(r, verdict="n/a", reason="no verdict: fewer than 2 valid kernel runs") for r in rows]
+        why = "no verdict: fewer than 2 valid kernel runs (the kernel's figures cover the invalid ones, for reference)"
+        rows = [replace(r, verdict="n/a", reason=why) for r in rows]
     path = []
     for entry in base.path:
         link = entry["link"]
