@@ -212,10 +212,13 @@ def compare_repeated(
         for key in ("sent_packets", "drops", "loss_drops"):
             out[key] = {
                 "sim": _mean([_link_value(s, link, key) for s in sims]),
-                "kernel": _mean([_link_value(k, link, key) for _, k in valid_k]),
+                "kernel": _mean(
+                    [_link_value(k, link, key) for i, k in enumerate(kerns) if k is not None and i in counted]
+                ),
             }
         path.append(out)
-    notes = list(base.notes) + [f"excluded: {e}" for e in excluded]
+    # the excluded runs: named once (in the INVALID line when there are too few valid ones)
+    notes = list(base.notes) + ([f"excluded: {e}" for e in excluded] if enough else [])
     v = replace(
         base,
         rows=rows,

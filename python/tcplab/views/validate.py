@@ -451,7 +451,8 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
     lines.append("")
     if v.path:
         lines += [
-            "What the path did (simulator / kernel, not judged):",
+            "What the path did (simulator / kernel, not judged"
+            + ("; means over the runs counted):" if v.runs > 1 else "):"),
             "",
             "| link | sent packets | queue drops | loss drops |",
             "|---|--:|--:|--:|",
@@ -537,7 +538,8 @@ tolerance of the kernel's.</p>
 <h2>What the path did</h2>
 <p class="note">Per one-way link, simulator / kernel, not judged: packets its egress qdisc sent, its queue
 drops, and the random-loss drops after the queue (the loss model; nft on the kernel's wire). The same loss
-rate drops about the same share of the packets in both worlds.</p>
+rate drops about the same share of the packets in both worlds.
+{% if repeated %}Means over the runs counted.{% endif %}</p>
 <table class="v">
 <tr><th class="l">link</th><th>sent packets</th><th>queue drops</th><th>loss drops</th></tr>
 {% for p in path %}
