@@ -4,7 +4,11 @@ CUBIC and BBR, without and with 1 % loss, at 5 and 100 Mbit/s, at 0 and 100 ms R
 one Markdown table (simulator / kernel / verdict per metric and case) for the closing note.
 
     sudo .venv/bin/python bench/validate_matrix.py [-o out/validate-matrix] [--prefix tlh5]
-        [--allow-busy] [--only cubic] [--duration 15s] [--tolerance goodput=10%,...]
+        [--allow-busy] [--only cubic] [--duration 15s] [--tolerance goodput=10%,...] [--runs N]
+
+``--runs N`` (default 1) runs each case N times in each world (``tcplab validate --runs``):
+the cells are then mean ± sd over the runs and the verdicts follow the repeated rule
+(``~``: inconclusive (spread); tcplab.kernel.repeat).
 
 Needs root and kernel mode (tcplab kernel run's requirements). Every case's validation
 directory (report.html, sim/, kernel/) is kept under -o; the table is also written to
@@ -54,7 +58,7 @@ COLUMNS = [
     ("rtt_p99_ms", "srtt p99 ms"),
     ("retrans_pct", "retrans %"),
 ]
-MARK = {"within": "✓", "outside": "✗", "n/a": "n/a"}
+MARK = {"within": "✓", "outside": "✗", "inconclusive (spread)": "~", "n/a": "n/a"}
 
 
 def _cell(row: dict | None) -> str:
@@ -72,7 +76,14 @@ def _cell(row: dict | None) -> str:
             return f"{x:.0f}"
         return f"{x:.1f}"
 
-    return f"{num(row['sim'], row['metric'])} / {num(row['kernel'], row['metric'])} {MARK.get(row['verdict'], '?')}"
+    def world(which: str) -> str:
+        text = num(row[which], row["metric"])
+        stats = row.get(f"{which}_stats") or {}
+        if stats.get("sd") is not None and text != "-":
+            text += "±" + num(stats["sd"], row["metric"])
+        return text
+
+    return f"{world('sim')} / {world('kernel')} {MARK.get(row['verdict'], '?')}"
 
 
 def main() -> int:
@@ -84,7 +95,10 @@ def main() -> int:
     ap.add_argument("--duration", default=None, help="replace the scenario's 15s")
     ap.add_argument("--tolerance", action="append", default=[])
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--runs", type=int, default=1, help="runs per world and case (tcplab validate --runs)")
     args = ap.parse_args()
+    if args.runs < 1:
+        ap.error(f"--runs: {args.runs} is not a count of runs; expected 1 or more")
 
     from tcplab.kernel.tolerances import parse_tolerances
     from tcplab.kernel.validate import ValidateError, kernel_options, validate
@@ -106,6 +120,7 @@ def main() -> int:
                 options=kernel_options(prefix=args.prefix, allow_busy=args.allow_busy),
                 out=out / name,
                 overwrite=args.force,
+                runs=args.runs,
             )
             doc = v.to_json()
             rec.update(valid=v.valid, verdict=v.verdict_line(), metrics=doc["metrics"], kernel=doc["kernel"])
@@ -127,7 +142,14 @@ def main() -> int:
             + f" | {drop_cell} | {rec['verdict']} |"
         )
     lines.append("")
-    lines.append("Cells: simulator / kernel, ✓ within tolerance, ✗ outside (tolerances: " + tol.spec() + ").")
+    if args.runs > 1:
+        lines.append(
+            f"Cells: simulator / kernel, mean ± sd over {args.runs} runs each; ✓ within tolerance, ✗ outside "
+            "(beyond tolerance and 2 standard errors of the difference), ~ inconclusive (spread) "
+            "(tolerances: " + tol.spec() + ")."
+        )
+    else:
+        lines.append("Cells: simulator / kernel, ✓ within tolerance, ✗ outside (tolerances: " + tol.spec() + ").")
     text = "\n".join(lines) + "\n"
     (out / "matrix.md").write_text(text, encoding="utf-8")
     (out / "matrix.json").write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")

@@ -26,6 +26,8 @@ pytestmark = [pytest.mark.kernel]
 
 SCENARIO = Path(__file__).parent / "data" / "validate-path.yaml"
 PREFIX = "tlh5"
+#: the --runs test's own prefix (its kernel runs never meet the other tests' namespaces)
+RUNS_PREFIX = "tlf4"
 FRAME_BYTES = 1514
 
 
@@ -133,3 +135,41 @@ def test_validate_command_end_to_end(kernel_ready, tmp_path):
         assert (out / f).is_file(), f
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
     assert not [line for line in left.splitlines() if line.startswith(f"{PREFIX}-")]
+
+
+def test_validate_runs_two_end_to_end(kernel_ready, tmp_path):
+    # --runs 2 on a short lossy CUBIC run: two simulations (seeds S, S+1), two kernel runs one
+    # after the other, each its own run directory; per metric both worlds' runs, mean and sd,
+    # and a verdict of the repeated rule (or none, exit 1, when a busy machine made a kernel
+    # run invalid: then it is excluded and named)
+    from typer.testing import CliRunner
+
+    from tcplab.cli import app
+
+    out = tmp_path / "v"
+    sets = [*case_overrides("cubic", 5, 20, 1), "duration=3s"]
+    args = ["validate", str(SCENARIO), "-o", str(out), "--prefix", RUNS_PREFIX, "--allow-busy", "--no-plots", "-q"]
+    args += ["--runs", "2", "--seed", "5"]
+    for s in sets:
+        args += ["--set", s]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code in (0, 1), r.output
+    doc = json.loads((out / "validation.json").read_text())
+    assert (r.exit_code == 1) == (not doc["valid"])
+    assert doc["repeat"]["runs"] == 2 and doc["repeat"]["seeds"] == [5, 6]
+    for k in (1, 2):
+        assert (out / "sim" / f"run-{k}" / "summary.json").is_file()
+        assert json.loads((out / "kernel" / f"run-{k}" / "summary.json").read_text())["kind"] == "kernel"
+    excluded = doc["repeat"]["excluded"]
+    assert len(doc["repeat"]["valid_kernel_runs"]) + len(excluded) == 2
+    goodput = doc["metrics"][0]
+    assert goodput["metric"] == "goodput_bps" and goodput["sim_stats"]["n"] == 2
+    # the valid runs; with fewer than 2 valid ones every run that produced a result (reference)
+    counted = doc["repeat"]["valid_kernel_runs"] if doc["valid"] else doc["repeat"]["kernel"]
+    assert goodput["kernel_stats"]["n"] == len(counted)
+    assert all(m["verdict"] in VERDICTS for m in doc["metrics"])
+    if doc["valid"]:
+        assert all(v > 0 for v in goodput["kernel_stats"]["values"])
+        assert goodput["kernel"] == pytest.approx(sum(goodput["kernel_stats"]["values"]) / 2)
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    assert not [line for line in left.splitlines() if line.startswith(f"{RUNS_PREFIX}-")]

@@ -3,7 +3,7 @@
     tcplab run SCENARIO [-o DIR] [--set PATH=VALUE]... [--seed N] [--quiet] [--force]
     tcplab compare SCENARIO [SCENARIO...] [-o DIR] [--set PATH=V1,V2]... [--seed N]
     tcplab check SCENARIO [--set PATH=VALUE]... [--json]
-    tcplab validate SCENARIO [-o DIR] [--set PATH=VALUE]... [--tolerance K=V,...] [--prefix P] [--allow-busy]
+    tcplab validate SCENARIO [-o DIR] [--set PATH=VALUE]... [--tolerance K=V,...] [--runs N] [--prefix P] [--allow-busy]
     tcplab scenarios
     tcplab collect [-o FILE.tar.gz] [--interval 10s] [--count 2]
     tcplab diagnose PATH... [--json|--markdown] [--scenario-dir DIR] [--fail-on warning|critical]
@@ -657,6 +657,16 @@ def validate(
         str | None,
         typer.Option("--timeout", metavar="TIME", help="Bound of the kernel run (default: duration + 60s)."),
     ] = None,
+    runs: Annotated[
+        int,
+        typer.Option(
+            "--runs",
+            metavar="N",
+            min=1,
+            help="Run each world N times (simulation seeds seed..seed+N-1; N kernel runs one after the other) "
+            "and judge the means against the runs' spread.",
+        ),
+    ] = 1,
     quiet: QuietOpt = False,
     no_plots: NoPlotsOpt = False,
 ) -> None:
@@ -665,7 +675,9 @@ def validate(
     Writes DIR/report.html (verdict table and overlays), report.md, validation.json, and
     both run directories DIR/sim and DIR/kernel. Exit 0 when both ran (whatever the
     verdicts), 1 when a run failed or the kernel run is invalid, 2 a mistake in the
-    scenario, a tolerance or the command line, or not root.
+    scenario, a tolerance or the command line, or not root. With --runs N > 1 the run
+    directories are DIR/sim/run-K and DIR/kernel/run-K; an invalid or failed kernel run is
+    excluded and named, and fewer than 2 valid ones give no verdicts (exit 1).
     """
     import os
 
@@ -707,6 +719,7 @@ def validate(
             plots=not no_plots,
             progress=not quiet,
             say=None if quiet else (lambda text: typer.echo(text, err=True)),
+            runs=runs,
         )
     except ValidateError as e:
         _fail(str(e), 1)
@@ -732,7 +745,10 @@ def _print_validation(v, out_dir: Path) -> None:  # noqa: ANN001
 
     console = _console()
     kernel = v.kernel.get("release") or "stand-in"
-    table = Table(title=Text(f"{v.title}: simulator vs kernel {kernel}"), title_justify="left", box=box.SIMPLE_HEAD)
+    title = f"{v.title}: simulator vs kernel {kernel}"
+    if v.runs > 1:
+        title += f" ({v.runs} runs each: mean ± sd)"
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
     for col, justify in (
         ("flow / link", "left"),
         ("metric", "left"),
@@ -743,13 +759,15 @@ def _print_validation(v, out_dir: Path) -> None:  # noqa: ANN001
         ("verdict", "left"),
     ):
         table.add_column(col, justify=justify, no_wrap=col in ("flow / link", "metric"))
-    style = {"within": "green", "outside": "bold red", "n/a": "dim"}
+    style = {"within": "green", "outside": "bold red", "n/a": "dim", "inconclusive (spread)": "yellow"}
     for r in table_rows(v):
         table.add_row(
             *[Text(r[k]) for k in ("subject", "metric", "sim", "kernel", "difference", "tolerance")],
             Text(r["verdict"], style=style.get(r["verdict"], "")),
         )
     console.print(table)
+    for line in v.excluded:
+        console.print(Text(f"excluded: {line}"))
     if v.valid:
         console.print(Text(v.verdict_line()))
     console.print(f"wrote {out_dir} (report.html)", markup=False)

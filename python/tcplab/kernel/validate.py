@@ -78,7 +78,7 @@ STEADY_FRACTION = 0.20
 #: Fewer non-zero srtt samples than this in the steady part: no RTT verdict.
 MIN_RTT_SAMPLES = 10
 #: The verdicts a metric can get.
-VERDICTS = ("within", "outside", "n/a")
+VERDICTS = ("within", "outside", "inconclusive (spread)", "n/a")
 
 #: metric key -> (what people read, tolerance key)
 METRICS: dict[str, tuple[str, str]] = {
@@ -106,6 +106,12 @@ class MetricRow:
     tolerance: str
     verdict: str
     reason: str
+    #: ``--runs N`` > 1 only (:mod:`tcplab.kernel.repeat`): each world's runs (values, n,
+    #: mean, sd, min, max); ``sim``/``kernel`` above are then the means
+    sim_stats: dict[str, Any] | None = None
+    kernel_stats: dict[str, Any] | None = None
+    #: standard error of the difference of the means (None: a world has fewer than 2 values)
+    se_difference: float | None = None
 
     @property
     def label(self) -> str:
@@ -141,6 +147,17 @@ class Validation:
     #: per one-way link, what each world's path did (not judged): packets sent by the link's
     #: egress qdisc, its queue drops and the random-loss drops after it (nft in the kernel)
     path: list[dict[str, Any]] = field(default_factory=list)
+    #: ``--runs N``: runs per world (1: a single pair, today's comparison)
+    runs: int = 1
+    #: the simulations' seeds, in run order
+    seeds: list[int] = field(default_factory=list)
+    #: kernel runs left out of the statistics, one line each (``kernel run-2: INVALID: ...``)
+    excluded: list[str] = field(default_factory=list)
+    #: the kernel runs (1-based) the statistics cover
+    valid_kernel_runs: list[int] = field(default_factory=list)
+    #: with runs > 1: every run directory, relative to the validation directory
+    sim_dirs: list[str] = field(default_factory=list)
+    kernel_dirs: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """How many metrics got each verdict."""
@@ -154,7 +171,12 @@ class Validation:
         if not self.valid:
             return "INVALID: " + "; ".join(self.invalid_reasons or ["the kernel run is invalid"])
         c = self.counts()
-        return f"{len(self.rows)} metrics: {c['within']} within tolerance, {c['outside']} outside, {c['n/a']} n/a"
+        line = f"{len(self.rows)} metrics: {c['within']} within tolerance, {c['outside']} outside, {c['n/a']} n/a"
+        if self.runs > 1 or c["inconclusive (spread)"]:
+            line += f", {c['inconclusive (spread)']} inconclusive (spread)"
+        if self.runs > 1:
+            line += f" ({self.runs} runs each)"
+        return line
 
     def to_json(self) -> dict[str, Any]:
         """validation.json."""
@@ -177,8 +199,22 @@ class Validation:
                 "metrics": [asdict(r) for r in self.rows],
                 "path": self.path,
                 "notes": list(self.notes),
+                **({"repeat": self._repeat_json()} if self.runs > 1 else {}),
             }
         )
+
+    def _repeat_json(self) -> dict[str, Any]:
+        from tcplab.kernel.repeat import RULE
+
+        return {
+            "runs": self.runs,
+            "seeds": list(self.seeds),
+            "valid_kernel_runs": list(self.valid_kernel_runs),
+            "excluded": list(self.excluded),
+            "sim": list(self.sim_dirs),
+            "kernel": list(self.kernel_dirs),
+            "rule": RULE,
+        }
 
 
 def _clean(x: Any) -> Any:
@@ -567,6 +603,7 @@ def validate(
     plots: bool = True,
     progress: bool = False,
     say: Callable[[str], None] | None = None,
+    runs: int = 1,
 ) -> Validation:
     """Run ``scenario`` in the simulator and on the kernel, compare them and (with ``out``)
     write the validation directory atomically: ``OUT/sim/`` and ``OUT/kernel/`` (run
@@ -579,6 +616,11 @@ def validate(
     one-line status messages go (the CLI: stderr). A scenario mistake raises before anything runs, and so does an output
     directory that cannot be written; a kernel run that fails raises :class:`ValidateError`
     (nothing written). An INVALID kernel run is written and compared without verdicts.
+
+    ``runs`` N > 1 (:mod:`tcplab.kernel.repeat`): N simulations with the seeds seed ..
+    seed+N-1 and N kernel runs, one after the other, written to ``OUT/sim/run-K`` and
+    ``OUT/kernel/run-K``; verdicts from the means and the spread. A kernel run that fails or
+    is invalid is excluded and named; with fewer than 2 valid ones there are no verdicts.
     """
     from tcplab.loader import load_scenario
     from tcplab.results.rundir import check_output_dir
@@ -594,6 +636,12 @@ def validate(
     if out is not None:
         check_output_dir(Path(out), overwrite=overwrite)
     note = say or (lambda text: None)
+    if runs < 1:
+        raise ValueError(f"runs must be at least 1, got {runs}")
+    if runs > 1:
+        return _validate_repeated(
+            sc, texts, runs, tolerances, options, out, overwrite, kernel_runner, command, core, plots, progress, note
+        )
     note(f"simulating {sc.name} ({sc.to_core()['duration_ns'] / 1e9:g} s)")
     sim = run_sim(sc, applied_overrides=texts, command=command, core=core, progress=progress)
     failed, _ = _kernel_errors()
@@ -614,4 +662,68 @@ def validate(
         from tcplab.views.validate import write_validation
 
         write_validation(v, sim, kern, Path(out), overwrite=overwrite, plots=plots)
+    return v
+
+
+def _validate_repeated(
+    sc: Scenario,
+    texts: list[str],
+    runs: int,
+    tolerances: Tolerances | None,
+    options: Any,
+    out: str | Path | None,
+    overwrite: bool,
+    kernel_runner: KernelRunner | None,
+    command: Sequence[str] | None,
+    core: Any,
+    plots: bool,
+    progress: bool,
+    note: Callable[[str], None],
+) -> Validation:
+    """``validate(runs=N)``, N > 1: N simulations (seeds seed .. seed+N-1), then N kernel runs
+    one after the other (the machine quiet for each), then :func:`compare_repeated`."""
+    from tcplab.kernel.repeat import compare_repeated
+    from tcplab.runner import run as run_sim
+
+    seed0 = int(sc.seed)
+    seeds = [seed0 + k for k in range(runs)]
+    base_texts = [t for t in texts if not t.startswith("seed=")]
+    duration_s = sc.to_core()["duration_ns"] / 1e9
+    sims = []
+    for k, seed in enumerate(seeds):
+        note(f"simulating {sc.name} ({duration_s:g} s), run {k + 1} of {runs} (seed {seed})")
+        sims.append(run_sim(sc, seed=seed, applied_overrides=base_texts, command=command, core=core, progress=progress))
+    failed, _ = _kernel_errors()
+    kerns: list[Result | None] = []
+    failures: dict[int, str] = {}
+    for k in range(runs):
+        note(f"running it on the kernel, run {k + 1} of {runs} (network namespaces; the same duration of traffic)")
+        try:
+            if kernel_runner is not None:
+                kern = kernel_runner(sc, options)
+            else:
+                kern = _default_kernel_runner(sc, options, progress=progress)
+        except (failed, ValidateError) as e:
+            note(f"kernel run {k + 1} failed: {e}")
+            kerns.append(None)
+            failures[k] = str(e)
+            continue
+        from types import SimpleNamespace
+
+        # the kernel ran the same overrides; the simulations' seed=S is theirs, not its
+        _same_provenance(kern, SimpleNamespace(overrides=list(base_texts)))  # type: ignore[arg-type]
+        kerns.append(kern)
+    if all(k is None for k in kerns):
+        raise ValidateError(f"kernel run failed: all {runs} runs failed ({failures[0]})")
+    v = compare_repeated(sims, kerns, tolerances, failures)
+    v.seeds = seeds
+    # what ran: the overrides without run 1's seed (the seeds are listed apart)
+    v.title = f"{sc.name} [{', '.join(base_texts)}]" if base_texts else sc.name
+    v.when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    v.machine = machine_info()
+    v.command = list(command) if command is not None else None
+    if out is not None:
+        from tcplab.views.validate import write_validation
+
+        write_validation(v, sims, kerns, Path(out), overwrite=overwrite, plots=plots)
     return v

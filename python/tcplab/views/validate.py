@@ -66,23 +66,53 @@ MAX_QUEUE_PANELS = 4
 
 
 def write_validation(
-    v: Validation, sim: Result, kern: Result | None, out: Path, *, overwrite: bool = False, plots: bool = True
+    v: Validation,
+    sim: Result | Sequence[Result],
+    kern: Result | None | Sequence[Result | None],
+    out: Path,
+    *,
+    overwrite: bool = False,
+    plots: bool = True,
 ) -> Path:
-    """Write the validation directory (module doc) atomically; returns its path."""
+    """Write the validation directory (module doc) atomically; returns its path. With lists
+    (``--runs N`` > 1) every run goes to ``sim/run-K`` and ``kernel/run-K`` (a failed kernel
+    run, None, has no directory)."""
     from tcplab.results.rundir import write_dir_atomically, write_marker
+
+    sims = list(sim) if isinstance(sim, Sequence) else [sim]
+    kerns = list(kern) if isinstance(kern, Sequence) else [kern]
+    repeated = isinstance(sim, Sequence)
 
     def fill(tmp: Path) -> None:
         write_marker(tmp, "validate")
-        (tmp / "sim").mkdir()
-        sim._write_files(tmp / "sim", plots=plots)
-        v.sim_dir = "sim"
-        if kern is not None:
-            (tmp / "kernel").mkdir()
-            kern._write_files(tmp / "kernel", plots=plots)
-            v.kernel_dir = "kernel"
+        if not repeated:
+            (tmp / "sim").mkdir()
+            sims[0]._write_files(tmp / "sim", plots=plots)
+            v.sim_dir = "sim"
+            if kerns[0] is not None:
+                (tmp / "kernel").mkdir()
+                kerns[0]._write_files(tmp / "kernel", plots=plots)
+                v.kernel_dir = "kernel"
+            else:
+                v.kernel_dir = None
         else:
-            v.kernel_dir = None
-        rendered = validation_plots(sim, kern) if kern is not None else []
+            v.sim_dirs, v.kernel_dirs = [], []
+            for k, r in enumerate(sims):
+                (tmp / "sim" / f"run-{k + 1}").mkdir(parents=True)
+                r._write_files(tmp / "sim" / f"run-{k + 1}", plots=plots)
+                v.sim_dirs.append(f"sim/run-{k + 1}")
+            for k, r in enumerate(kerns):
+                if r is None:
+                    continue
+                (tmp / "kernel" / f"run-{k + 1}").mkdir(parents=True)
+                r._write_files(tmp / "kernel" / f"run-{k + 1}", plots=plots)
+                v.kernel_dirs.append(f"kernel/run-{k + 1}")
+            v.sim_dir = v.sim_dirs[0]
+            first = v.valid_kernel_runs[0] if v.valid_kernel_runs else None
+            v.kernel_dir = f"kernel/run-{first}" if first else (v.kernel_dirs[0] if v.kernel_dirs else None)
+        drawn = [kerns[i - 1] for i in v.valid_kernel_runs] if repeated else kerns
+        drawn = [k for k in drawn if k is not None] or [k for k in kerns if k is not None]
+        rendered = validation_plots(sims, drawn) if drawn else []
         if rendered:
             (tmp / "plots").mkdir()
             for p in rendered:
@@ -105,10 +135,17 @@ def _unknown(result: Result) -> set[str]:
     return _unknown_columns(result)
 
 
-def _overlay_plot(sim: Result, kern: Result, number: int, name: str) -> Plot:
+def _runs_lines(results: Sequence[Result]) -> list[tuple[Result, float, float, bool]]:
+    """(result, linewidth, alpha, labelled) per run: the first run as a full line, the
+    others (``--runs N``) as thin, lighter lines of the same colour."""
+    return [(r, 1.1 if i == 0 else 0.6, 1.0 if i == 0 else 0.45, i == 0) for i, r in enumerate(results)]
+
+
+def _overlay_plot(sims: Sequence[Result], kerns: Sequence[Result], number: int, name: str) -> Plot:
+    sim = sims[0]
     from tcplab.kernel.validate import steady_window
 
-    unknown = _unknown(kern)
+    unknown = set().union(*(_unknown(k) for k in kerns))
     fig = _figure(height=11.0)
     axes = fig.subplots(4, 1, sharex=True)
     panels = [
@@ -129,16 +166,24 @@ def _overlay_plot(sim: Result, kern: Result, number: int, name: str) -> Plot:
     ]
     skipped = []
     window = steady_window(sim, name)
-    end = max(sim.duration_s, kern.duration_s)
+    end = max(r.duration_s for r in [*sims, *kerns])
     for ax, (column, ylabel, title, values) in zip(axes, panels, strict=True):
-        for label, result, color in (("simulator", sim, SIM_COLOR), ("kernel", kern, KERNEL_COLOR)):
-            if result is kern and column in unknown:
+        for label, results, color in (("simulator", sims, SIM_COLOR), ("kernel", kerns, KERNEL_COLOR)):
+            if results is kerns and column in unknown:
                 skipped.append(column)
                 continue
-            rows = _rows(result, name)
-            if rows.empty:
-                continue
-            ax.plot(rows["t_s"].to_numpy(), values(rows), color=color, linewidth=1.1, label=label)
+            for result, width, alpha, first in _runs_lines(results):
+                rows = _rows(result, name)
+                if rows.empty:
+                    continue
+                ax.plot(
+                    rows["t_s"].to_numpy(),
+                    values(rows),
+                    color=color,
+                    linewidth=width,
+                    alpha=alpha,
+                    label=label if first else None,
+                )
         if window is not None:
             ax.axvline(window[0], color="0.4", linestyle=":", linewidth=1.0, label="steady part from")
         _style(ax, ylabel, title if ax is not axes[0] else f"flow {number}: {name} - {title}", xlabel="", xmax=end)
@@ -149,63 +194,72 @@ def _overlay_plot(sim: Result, kern: Result, number: int, name: str) -> Plot:
         "delivery rate and goodput (1 s average); the dotted line is where the steady part the RTT "
         "percentiles cover starts"
     )
+    if len(sims) > 1 or len(kerns) > 1:
+        caption += f"; {len(sims)} simulated and {len(kerns)} kernel runs, the first of each drawn thicker"
     if skipped:
         caption += f"; the kernel's {', '.join(sorted(set(skipped)))} could not be measured (not drawn)"
     return Plot(f"flow-{number}-overlay.png", caption, _png(fig))
 
 
-def _queue_links(sim: Result, kern: Result) -> list[int]:
+def _queue_links(sim: Result, kerns: Sequence[Result]) -> list[int]:
     links = list(bottleneck_queues(sim))
-    for result in (sim, kern):
+    for result in (sim, *kerns):
         for i, d in enumerate(result.links["drops"].to_numpy() if "drops" in result.links else []):
             if d and d > 0 and i not in links:
                 links.append(i)
     return links[:MAX_QUEUE_PANELS]
 
 
-def _queue_plot(sim: Result, kern: Result) -> Plot | None:
-    links = _queue_links(sim, kern)
+def _queue_plot(sims: Sequence[Result], kerns: Sequence[Result]) -> Plot | None:
+    sim = sims[0]
+    links = _queue_links(sim, kerns)
     if not links:
         return None
     fig = _figure(height=2.8 * len(links) + 0.6)
     axes = fig.subplots(len(links), 1, sharex=True, squeeze=False)[:, 0]
-    end = max(sim.duration_s, kern.duration_s)
+    end = max(r.duration_s for r in [*sims, *kerns])
     names = [str(link["name"]) for link in sim.config["links"]]
     for ax, index in zip(axes, links, strict=True):
-        for label, result, color in (("simulator", sim, SIM_COLOR), ("kernel", kern, KERNEL_COLOR)):
-            q = result.queues
-            rows = q[q["link"] == index].sort_values("t_ns")
-            if rows.empty:
-                continue
-            ax.step(
-                rows["t_s"].to_numpy(),
-                rows["backlog_packets"].to_numpy(dtype=np.float64),
-                where="post",
-                color=color,
-                linewidth=1.0,
-                label=label,
-            )
+        for label, results, color in (("simulator", sims, SIM_COLOR), ("kernel", kerns, KERNEL_COLOR)):
+            for result, width, alpha, first in _runs_lines(results):
+                q = result.queues
+                rows = q[q["link"] == index].sort_values("t_ns")
+                if rows.empty:
+                    continue
+                ax.step(
+                    rows["t_s"].to_numpy(),
+                    rows["backlog_packets"].to_numpy(dtype=np.float64),
+                    where="post",
+                    color=color,
+                    linewidth=width * 0.9,
+                    alpha=alpha,
+                    label=label if first else None,
+                )
         _style(
             ax, "backlog (packets)", f"queue of {names[index] if index < len(names) else index}", xlabel="", xmax=end
         )
         _legend(ax)
     axes[-1].set_xlabel("Time (s)")
-    return Plot(
-        "queues-overlay.png",
+    caption = (
         "Queue backlog (packets) of the flows' bottleneck links and of every link that dropped: "
-        "simulator (blue) and kernel (orange; tc -s qdisc backlog of the link's egress root qdisc)",
-        _png(fig),
+        "simulator (blue) and kernel (orange; tc -s qdisc backlog of the link's egress root qdisc)"
     )
+    if len(sims) > 1 or len(kerns) > 1:
+        caption += f"; {len(sims)} simulated and {len(kerns)} kernel runs, the first of each drawn thicker"
+    return Plot("queues-overlay.png", caption, _png(fig))
 
 
-def validation_plots(sim: Result, kern: Result) -> list[Plot]:
-    """The overlays: one per flow (scenario order, at most MAX_FLOW_FIGURES), then the queues."""
+def validation_plots(sim: Result | Sequence[Result], kern: Result | Sequence[Result]) -> list[Plot]:
+    """The overlays: one per flow (scenario order, at most MAX_FLOW_FIGURES), then the queues.
+    Lists (``--runs N``): every run, the first of each world drawn thicker."""
+    sims = list(sim) if isinstance(sim, Sequence) else [sim]
+    kerns = list(kern) if isinstance(kern, Sequence) else [kern]
     out = []
-    present = set(sim.timeseries["flow_name"]) | set(kern.timeseries["flow_name"])
-    for number, name in enumerate(_flow_order(sim)[:MAX_FLOW_FIGURES]):
+    present = set().union(*(set(r.timeseries["flow_name"]) for r in [*sims, *kerns]))
+    for number, name in enumerate(_flow_order(sims[0])[:MAX_FLOW_FIGURES]):
         if name in present:
-            out.append(_overlay_plot(sim, kern, number, name))
-    q = _queue_plot(sim, kern)
+            out.append(_overlay_plot(sims, kerns, number, name))
+    q = _queue_plot(sims, kerns)
     if q is not None:
         out.append(q)
     return out
@@ -242,15 +296,41 @@ def _difference(r: MetricRow) -> str:
     return d
 
 
+def _stats_cell(metric: str, mean: float | None, stats: dict | None) -> str:
+    """``4.58 ± 0.12 Mbit/s`` (mean ± sd over the runs) or, for one run, the value."""
+    if stats is None or mean is None or stats.get("sd") is None:
+        return _cell(metric, mean)
+    text = _cell(metric, mean)
+    sd = _cell(metric, stats["sd"])
+    number, _, unit = text.partition(" ")
+    sd_number = sd.partition(" ")[0]
+    return f"{number} ± {sd_number}" + (f" {unit}" if unit else "")
+
+
+def _runs_cell(metric: str, stats: dict | None) -> str:
+    """The runs' values in run order (``-``: that run has none), unit once at the end."""
+    if stats is None:
+        return "-"
+    cells = [_cell(metric, x) for x in stats.get("values") or []]
+    units = {c.partition(" ")[2] for c in cells if c != "-"}
+    if len(units) == 1 and (unit := next(iter(units))):
+        return ", ".join(c.partition(" ")[0] for c in cells) + f" {unit}"
+    return ", ".join(cells)
+
+
 def table_rows(v: Validation) -> list[dict[str, str]]:
-    """The verdict table as text cells (the CLI, the report and report.md print these)."""
+    """The verdict table as text cells (the CLI, the report and report.md print these);
+    with ``--runs N`` the simulator/kernel cells are mean ± sd and ``sim_runs`` /
+    ``kernel_runs`` list the runs' values."""
     return [
         {
             "subject": r.subject,
             "kind": r.kind,
             "metric": r.label,
-            "sim": _cell(r.metric, r.sim),
-            "kernel": _cell(r.metric, r.kernel),
+            "sim": _stats_cell(r.metric, r.sim, r.sim_stats),
+            "kernel": _stats_cell(r.metric, r.kernel, r.kernel_stats),
+            "sim_runs": _runs_cell(r.metric, r.sim_stats),
+            "kernel_runs": _runs_cell(r.metric, r.kernel_stats),
             "difference": _difference(r),
             "tolerance": r.tolerance,
             "verdict": r.verdict,
@@ -318,6 +398,20 @@ def _steady_text(v: Validation) -> str:
     )
 
 
+def _runs_lines_text(v: Validation) -> list[str]:
+    """With ``--runs N``: how many runs, the seeds, the rule, the kernel runs counted."""
+    if v.runs <= 1:
+        return []
+    from tcplab.kernel.repeat import RULE
+
+    seeds = ", ".join(str(x) for x in v.seeds) if v.seeds else "-"
+    counted = ", ".join(f"run-{i}" for i in v.valid_kernel_runs) or "none"
+    return [
+        f"runs: {v.runs} of each world; simulation seeds {seeds}; kernel runs counted: {counted}",
+        f"verdict rule: {RULE}",
+    ]
+
+
 def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -333,20 +427,32 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
         f"- when: {h['when']} (tcplab {h['tcplab']})",
         f"- tolerances: `{h['tolerances']}`",
         f"- {_steady_text(v)}",
+        *[f"- {line}" for line in _runs_lines_text(v)],
         *[f"- note: {n}" for n in v.notes],
         "",
         f"**{v.verdict_line()}**",
         "",
-        "| flow / link | metric | simulator | kernel | difference | tolerance | verdict | reason |",
-        "|---|---|--:|--:|--:|---|---|---|",
     ]
+    keys = ["subject", "metric", "sim", "kernel", "difference", "tolerance", "verdict", "reason"]
+    if v.runs > 1:
+        keys[4:4] = ["sim_runs", "kernel_runs"]
+        lines += [
+            "| flow / link | metric | simulator mean ± sd | kernel mean ± sd | simulator runs | kernel runs "
+            "| difference of means | tolerance | verdict | reason |",
+            "|---|---|--:|--:|--:|--:|--:|---|---|---|",
+        ]
+    else:
+        lines += [
+            "| flow / link | metric | simulator | kernel | difference | tolerance | verdict | reason |",
+            "|---|---|--:|--:|--:|---|---|---|",
+        ]
     for r in table_rows(v):
-        cells = [r[k] for k in ("subject", "metric", "sim", "kernel", "difference", "tolerance", "verdict", "reason")]
-        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(_md_cell(r[k]) for k in keys) + " |")
     lines.append("")
     if v.path:
         lines += [
-            "What the path did (simulator / kernel, not judged):",
+            "What the path did (simulator / kernel, not judged"
+            + ("; means over the runs counted):" if v.runs > 1 else "):"),
             "",
             "| link | sent packets | queue drops | loss drops |",
             "|---|--:|--:|--:|",
@@ -362,9 +468,12 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
         lines.append("")
     lines.append("## Run directories")
     lines.append("")
-    if v.sim_dir:
+    if v.runs > 1:
+        lines += [f"- simulation: [{d}/]({d}/report.html)" for d in v.sim_dirs]
+        lines += [f"- kernel: [{d}/]({d}/report.html)" for d in v.kernel_dirs]
+    elif v.sim_dir:
         lines.append(f"- simulation: [{v.sim_dir}/]({v.sim_dir}/report.html)")
-    if v.kernel_dir:
+    if v.kernel_dir and v.runs == 1:
         lines.append(f"- kernel: [{v.kernel_dir}/]({v.kernel_dir}/report.html)")
     lines.append("")
     return "\n".join(lines)
@@ -379,7 +488,8 @@ _TEMPLATE = """<!doctype html>
 <title>tcplab validate: {{ h.scenario }}</title>
 <style>{{ style }}
  td.within { color: #186a18; font-weight: bold; } td.outside { color: #a01010; font-weight: bold; }
- td.na { color: #777; } p.invalid { color: #a01010; font-weight: bold; font-size: 1.1em; }
+ td.na { color: #777; } td.inconclusive { color: #8a6d00; font-weight: bold; }
+ p.invalid { color: #a01010; font-weight: bold; font-size: 1.1em; }
  table.v td { white-space: nowrap; } table.v td.x { white-space: normal; min-width: 24em; }
 </style>
 </head>
@@ -393,6 +503,10 @@ tolerance of the kernel's.</p>
 <tr><th class="l">machine</th><td class="l">{{ h.machine }}</td></tr>
 <tr><th class="l">when</th><td class="l">{{ h.when }} (tcplab {{ h.tcplab }})</td></tr>
 <tr><th class="l">tolerances</th><td class="l"><code>{{ h.tolerances }}</code></td></tr>
+{% for line in runs_text %}
+<tr><th class="l">{{ "runs" if loop.first else "verdict rule" }}</th>
+<td class="l">{{ line.split(": ", 1)[1] }}</td></tr>
+{% endfor %}
 </table>
 {% if not valid %}
 <p class="invalid">{{ verdict }}</p>
@@ -404,19 +518,28 @@ tolerance of the kernel's.</p>
 {% endfor %}
 <p class="note">{{ steady }}. Differences are simulator minus kernel; relative ones are of the kernel's value.</p>
 <table class="v">
+{% if repeated %}
+<tr><th class="l">flow / link</th><th class="l">metric</th><th>simulator mean ± sd</th><th>kernel mean ± sd</th>
+<th>simulator runs</th><th>kernel runs</th><th>difference of means</th>
+<th class="l">tolerance</th><th class="l">verdict</th><th class="l">reason</th></tr>
+{% else %}
 <tr><th class="l">flow / link</th><th class="l">metric</th><th>simulator</th><th>kernel</th><th>difference</th>
 <th class="l">tolerance</th><th class="l">verdict</th><th class="l">reason</th></tr>
+{% endif %}
 {% for r in rows %}
 <tr><td class="l">{{ r.subject }}</td><td class="l">{{ r.metric }}</td><td>{{ r.sim }}</td><td>{{ r.kernel }}</td>
+{% if repeated %}<td>{{ r.sim_runs }}</td><td>{{ r.kernel_runs }}</td>{% endif %}
 <td>{{ r.difference }}</td><td class="l">{{ r.tolerance }}</td>
-<td class="l {{ 'na' if r.verdict == 'n/a' else r.verdict }}">{{ r.verdict }}</td><td class="x">{{ r.reason }}</td></tr>
+<td class="l {{ 'na' if r.verdict == 'n/a' else r.verdict.split(' ')[0] }}">{{ r.verdict }}</td>
+<td class="x">{{ r.reason }}</td></tr>
 {% endfor %}
 </table>
 {% if path %}
 <h2>What the path did</h2>
 <p class="note">Per one-way link, simulator / kernel, not judged: packets its egress qdisc sent, its queue
 drops, and the random-loss drops after the queue (the loss model; nft on the kernel's wire). The same loss
-rate drops about the same share of the packets in both worlds.</p>
+rate drops about the same share of the packets in both worlds.
+{% if repeated %}Means over the runs counted.{% endif %}</p>
 <table class="v">
 <tr><th class="l">link</th><th>sent packets</th><th>queue drops</th><th>loss drops</th></tr>
 {% for p in path %}
@@ -435,8 +558,15 @@ docs/kernel-pin.md, Kernel mode).</p>
 {% endif %}
 <h2>Run directories</h2>
 <ul>
+{% if repeated %}
+{% for d in sim_dirs %}<li>simulation: <a href="{{ d }}/report.html">{{ d }}/report.html</a></li>
+{% endfor %}
+{% for d in kernel_dirs %}<li>kernel: <a href="{{ d }}/report.html">{{ d }}/report.html</a></li>
+{% endfor %}
+{% else %}
 {% if sim_dir %}<li>simulation: <a href="{{ sim_dir }}/report.html">{{ sim_dir }}/report.html</a></li>{% endif %}
 {% if kernel_dir %}<li>kernel: <a href="{{ kernel_dir }}/report.html">{{ kernel_dir }}/report.html</a></li>{% endif %}
+{% endif %}
 </ul>
 <h2>Over time</h2>
 {% for p in figures %}
@@ -458,6 +588,10 @@ def validation_html(v: Validation, plots: Sequence[Plot] = ()) -> str:
         rows=table_rows(v),
         sim_dir=v.sim_dir,
         kernel_dir=v.kernel_dir,
+        repeated=v.runs > 1,
+        runs_text=_runs_lines_text(v),
+        sim_dirs=v.sim_dirs,
+        kernel_dirs=v.kernel_dirs,
         path=path_rows(v),
         notes=v.notes,
         departures=[str(d) for d in v.kernel.get("departures") or []],
