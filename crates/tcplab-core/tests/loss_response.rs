@@ -120,3 +120,33 @@ fn bbr_goodput_follows_the_paper_under_random_loss() {
     }
     assert!(failures.is_empty(), "{failures:?}");
 }
+
+/// STARTUP exit time (ns) of the paper path's BBR flow with the sender's `tcp_wmem[2]`.
+fn startup_exit_ns(wmem_max_bytes: u64) -> u64 {
+    let mut cfg = lossy_path(0.0, 5_000);
+    cfg.sample_interval_ns = 10 * MS;
+    cfg.flows[0].tcp.tcp_wmem[2] = wmem_max_bytes;
+    let out = run(cfg);
+    let s = &out.series;
+    let i = (0..s.len()).find(|&i| s.cc_mode[i] > STARTUP).expect("BBR left STARTUP");
+    s.t_ns[i]
+}
+
+/// Issue 11 (validate, BBR 100 Mbit/s 100 ms): a bulk writer blocked on the send buffer
+/// is woken only once the free space reaches half the queued bytes (Linux v6.12
+/// net/core/stream.c: sk_stream_write_space()). With Linux's default tcp_wmem[2] of 4 MB,
+/// STARTUP's window (2.89 BDP, ~2400 packets, 3.5 MB) nearly fills the buffer: TCP sends
+/// all it holds before the writer wakes, the next write finds the write queue empty and
+/// marks the flow application-limited (tcp_rate_check_app_limited()), and BBR's full-
+/// bandwidth check ignores app-limited rounds (bbr_check_full_bw_reached()). The kernel
+/// shows it (ss: app_limited with notsent < 1 MSS; STARTUP until ~3.4 s where a 64 MB
+/// buffer leaves at ~1.7 s). So STARTUP must last longer with the 4 MB buffer than with a
+/// buffer that never limits; by at least 3 rounds (300 ms: the full-bw check needs 3
+/// non-app-limited rounds without growth, and app-limited rounds do not count).
+#[test]
+fn bbr_startup_is_prolonged_by_a_send_buffer_the_window_nearly_fills() {
+    let small = startup_exit_ns(4 << 20);
+    let large = startup_exit_ns(64 << 20);
+    eprintln!("STARTUP exit: 4 MB wmem {:.2} s, 64 MB {:.2} s", small as f64 / 1e9, large as f64 / 1e9);
+    assert!(small >= large + 300 * MS, "STARTUP exit with 4 MB wmem {small} ns, with 64 MB {large} ns");
+}

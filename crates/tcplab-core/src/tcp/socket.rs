@@ -669,6 +669,7 @@ impl TcpSocket {
         }
         // Payload bytes the socket may hold (queued + unacked), see sndbuf_expand().
         let cap = self.tp.snd_una + self.sk_sndbuf;
+        let was_blocked = self.sndbuf_nospace;
         if self.sndbuf_nospace {
             self.check_space(cap);
         }
@@ -682,6 +683,17 @@ impl TcpSocket {
                 self.chrono_start(ChronoType::Busy);
             }
             self.sndbuf_nospace = self.app.pending_bytes > 0;
+            return;
+        }
+        // A bulk writer blocked on the send buffer sleeps in sk_stream_wait_memory() until
+        // sk_stream_write_space() wakes it, i.e. until the free space is at least half the
+        // queued bytes (Linux v6.12 net/core/stream.c: sk_stream_write_space(),
+        // include/net/sock.h: __sk_stream_is_writeable()). Meanwhile TCP may send all it
+        // holds: with a buffer little larger than the window (BBR's STARTUP at 4 MB
+        // tcp_wmem[2] on a 100 Mbit/s x 100 ms path) the write queue runs dry and the next
+        // write marks the flow application-limited, as the kernel's ss shows (app_limited,
+        // notsent below one MSS).
+        if was_blocked && self.sndbuf_nospace {
             return;
         }
         let mut target = cap;
@@ -703,9 +715,9 @@ impl TcpSocket {
     /// net/ipv4/tcp_input.c, net/core/stream.c) for an application blocked on the send
     /// buffer: it is woken (SOCK_NOSPACE cleared, the SNDBUF_LIMITED chronograph stopped)
     /// once the free space is at least half the queued bytes (`sk_stream_wspace() >=
-    /// sk_stream_min_wspace()`). tcplab's writers refill the buffer without waiting for
-    /// that wake-up (a simplification of the bulk writer, kept so that its flows stay as
-    /// they were); the threshold only decides when the chronograph stops.
+    /// sk_stream_min_wspace()`). The bulk writer waits for that wake-up before it writes
+    /// again; apps driving the socket (`app.driven`) refill as the buffer makes room (a
+    /// simplification kept for them; for those the threshold only stops the chronograph).
     fn check_space(&mut self, cap: u64) {
         let queued = self.tp.write_seq - self.tp.snd_una;
         let free = cap.saturating_sub(self.tp.write_seq);
