@@ -39,8 +39,12 @@ The model (ARCH11, "The model of a kernel run"):
   tbf counts ``qdisc_pkt_len`` = ``skb->len``, which on a veth includes the 14-byte Ethernet
   header: the simulator's 1514 B per full frame, so ``stab overhead (overhead_bytes - 14)
   linklayer ethernet`` is added only when a link's overhead differs from 14.
-  A host's link to a router keeps the scenario's queue as the root qdisc, without a rate:
-  the veth is faster than the link, the host does not queue (departure: documented).
+  A host's link to a router gets the same shaper (the host's scenario queue as the child,
+  TSQ then sees the shaper as it sees a NIC) when it is the narrowest link (rate <= every
+  other link's rate) of the data or ACK route of some flow (:func:`shaped_host_links`;
+  builtin:maerts: the server's own 50 Mbit/s link). A host link faster than its routes'
+  narrowest link keeps the scenario's queue as the root qdisc, without a rate: the veth is
+  faster still, the host does not queue there, nor does it in the simulator (documented).
 * Sysctls per namespace: ``ip_forward`` (routers and wires 1, hosts 0), ``rp_filter`` 0
   (routes need not be symmetric), and per host the flows' ``tcp`` settings: ``tcp_rmem`` on
   the data's receiver, every other one on the data's sender (as
@@ -79,6 +83,7 @@ __all__ = [
     "WireNs",
     "FlowPlan",
     "make_plan",
+    "shaped_host_links",
     "WIRE_MIN_DELAY_NS",
     "FRAME_BYTES",
     "DATA_ONLY_MIN_IP_BYTES",
@@ -823,6 +828,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
             hop_of[2 * entry + 1] = (dev_b, a_addr)
 
     # -- qdiscs ----------------------------------------------------------------------------------
+    host_bottlenecks = shaped_host_links(config)
     qdisc_cmds: list[list[str]] = []
     for link_index, link in enumerate(links_cfg):
         sender, receiver = ends[link_index]
@@ -831,7 +837,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         path = _link_path(config, link_index)
         queue = link.get("queue") or {"kind": "pfifo", "limit_packets": 1000}
         child = _queue_args(queue, env, f"{path}.queue")
-        shaped = kinds[sender] == "router" or kinds[receiver] == "host"
+        shaped = kinds[sender] == "router" or kinds[receiver] == "host" or link_index in host_bottlenecks
         overhead = int(link.get("overhead_bytes", 14))
         cmds: list[list[str]] = []
         if shaped:
@@ -864,7 +870,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
                 departures.append(f"{link['name']}: overhead {overhead} B not applied (host egress, no shaper)")
             departures.append(
                 f"{link['name']}: rate {link['rate_bps'] / 1e6:g} Mbit/s not emulated on the host's egress "
-                f"(the veth is faster; the router's shapers set the path's rate)"
+                f"(faster than a router link on every route over it: the router's shaper sets the rate)"
             )
         tc[(ns, dev)] = cmds
         qdisc_cmds.extend(cmds)
@@ -923,6 +929,37 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         duration_ns=duration_ns,
         sample_interval_ns=int(config["sample_interval_ns"]),
     )
+
+
+def shaped_host_links(config: Mapping[str, Any]) -> set[int]:
+    """The one-way links leaving a HOST for a router that get the tbf shaper: those that are
+    the narrowest link (rate <= every other link's rate) of a route some flow uses, its data
+    route or its ACK route (:func:`tcplab.routing.bfs_route`, the simulator's routes).
+
+    The simulator serialises a host's egress at its link rate like any link, with the host's
+    queue in front (and TSQ on the sender's own qdisc); in kernel mode a veth is far faster
+    than that. Where the host link is a flow's bottleneck (builtin:maerts: the server's own
+    50 Mbit/s link) it must be shaped, or the flow runs at the next link's rate. A host link
+    faster than the route's narrowest router link changes nothing there (its queue stays
+    empty in the simulator too) and shaping it would only cost CPU, so it is left alone.
+    A host-to-host link (no router) is shaped whatever the rates (make_plan)."""
+    nodes = config["nodes"]
+    links = config["links"]
+    n_nodes = len(nodes)
+    ends = [(int(link["from"]), int(link["to"])) for link in links]
+    forwards = [n["kind"] == "router" for n in nodes]
+    rates = [int(link["rate_bps"]) for link in links]
+    shaped: set[int] = set()
+    for flow in config["flows"]:
+        src, dst = int(flow["src"]), int(flow["dst"])
+        for a, b in ((src, dst), (dst, src)):
+            route = bfs_route(n_nodes, ends, a, b, forwards) or []
+            for k in route:
+                if forwards[ends[k][0]]:
+                    continue  # a router's egress: always shaped
+                if all(rates[k] <= rates[j] for j in route if j != k):
+                    shaped.add(k)
+    return shaped
 
 
 def _no_ipv6(env: KernelEnv) -> dict[str, str]:
