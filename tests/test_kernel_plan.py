@@ -162,6 +162,11 @@ def test_tbf_shaper_is_nested_under_the_link_rate():
         ("hls", "kernel: the application hls is not supported in kernel mode (flows.0.app=hls)"),
         ("slow-reader", "kernel: a slow reader is not supported in kernel mode (flows.0.reader=rate)"),
         ("nic-ring-fan-in", "kernel: a NIC model (receive ring) is not supported in kernel mode (hosts.nginx.nic=set)"),
+        (
+            "bandwidth-manager-pod-limit",
+            "kernel: pods (a host forwarding for its pods) are not supported in kernel mode (pods.web.node=worker)",
+        ),
+        ("batch_writer", "kernel: the application batch_writer is not supported in kernel mode (flows.0.app=batch_writer)"),
     ],
 )
 def test_unsupported_builtins_fail_before_anything_runs(scenario, message, monkeypatch):
@@ -329,3 +334,19 @@ def test_host_link_no_flow_crosses_is_not_shaped(base_scenario):
     idle = next(i for i, link in enumerate(config["links"]) if link["name"] == "idle->r1")
     assert idle not in shaped_host_links(config)
     assert "tbf" not in tc_of(plan, f"{P}-idle", "eth0")[0]
+
+
+def test_loss_window_is_refused_by_its_yaml_field(base_scenario):
+    """``loss: {random: 1%, start: 60s}``: one line naming the YAML field and its value, not
+    the engine's ``loss_window`` dict; a non-Bernoulli model is named before its window."""
+    base_scenario["links"][1]["loss"] = {"random": "1%", "start": "60s"}
+    with pytest.raises(KernelUnsupported) as e:
+        plan_of(base_scenario)
+    assert str(e.value) == (
+        "kernel: a loss window (loss that starts or ends during the run) is not supported in kernel mode "
+        "(links.1.loss.start=60s)"
+    )
+    base_scenario["links"][1]["loss"] = {"gilbert_elliott": {"p": "1%", "r": "20%"}, "start": "60s"}
+    with pytest.raises(KernelUnsupported) as e:
+        plan_of(base_scenario)
+    assert "the loss model gilbert_elliott" in str(e.value) and "(links.1.loss=gilbert_elliott)" in str(e.value)

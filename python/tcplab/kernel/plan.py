@@ -390,8 +390,16 @@ def _check_nodes(config: Mapping[str, Any], env: KernelEnv, departures: list[str
         if node.get("nic"):
             raise _unsupported("a NIC model (receive ring)", f"{where}.{name}.nic", "set")
         if node.get("forwarding") and node.get("kind") == "host":
+            # the pods are the nodes behind the host's pod veths (``orphan`` links from it)
+            index = config["nodes"].index(node)
+            pods = [
+                config["nodes"][int(link["to"])]["name"]
+                for link in config["links"]
+                if link.get("orphan") and int(link["from"]) == index
+            ]
+            where_pod = f"pods.{pods[0]}.node={name}" if pods else f"hosts.{name}.forwarding=true"
             raise KernelUnsupported(
-                f"kernel: pods are not supported in kernel mode (hosts.{name}: a host forwarding for pods)"
+                f"kernel: pods (a host forwarding for its pods) are not supported in kernel mode ({where_pod})"
             )
         if node.get("kind") not in ("host", "router"):
             raise _unsupported(f"a node of kind {node.get('kind')}", f"nodes.{name}.kind", node.get("kind"))
@@ -439,6 +447,16 @@ KNOWN_FLOW_KEYS = {
 def _check_links(config: Mapping[str, Any], env: KernelEnv) -> None:
     for i, link in enumerate(config["links"]):
         path = _link_path(config, i)
+        loss = link.get("loss") or {"kind": "none"}
+        if loss.get("kind") not in ("none", "bernoulli"):
+            raise _unsupported(f"the loss model {loss.get('kind')}", f"{path}.loss", loss.get("kind"))
+        window = link.get("loss_window")
+        if window:
+            # the YAML's ``loss: {..., start: T, end: T}``: nft cannot switch a rule on mid-run
+            start, end = window.get("start_ns"), window.get("end_ns")
+            key, value = ("start", start) if start else ("end", end)
+            raise _unsupported("a loss window (loss that starts or ends during the run)", f"{path}.loss.{key}",
+                               f"{int(value or 0) / 1e9:g}s")
         for key, value in link.items():
             if key not in KNOWN_LINK_KEYS and value not in (None, False, [], {}):
                 raise _unsupported(f"the link setting {key}", f"{path}.{key}", value)
@@ -448,9 +466,6 @@ def _check_links(config: Mapping[str, Any], env: KernelEnv) -> None:
             raise _unsupported("a bandwidth manager (EDT pod rates)", f"{path}.edt", "set")
         if link.get("orphan"):
             raise _unsupported("pod veths (orphaned skbs)", f"{path}.orphan", "true")
-        loss = link.get("loss") or {"kind": "none"}
-        if loss.get("kind") not in ("none", "bernoulli"):
-            raise _unsupported(f"the loss model {loss.get('kind')}", f"{path}.loss", loss.get("kind"))
         if loss.get("kind") == "bernoulli" and not env.tools.get("nft"):
             raise KernelUnsupported(f"kernel: nft (nftables) is needed for random loss ({path}.loss={loss.get('p')})")
 
