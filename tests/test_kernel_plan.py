@@ -150,7 +150,9 @@ def test_tbf_shaper_is_nested_under_the_link_rate():
         f"tc -n {P}-receiver qdisc add dev eth0 parent 1:1 handle 10: pfifo limit 1000",
     ]
     # the sender's 1 Gbit/s NIC in front of the 100 Mbit/s router link: not shaped
-    assert tc_of(plan, f"{P}-sender", "eth0") == [f"tc -n {P}-sender qdisc add dev eth0 root handle 1: pfifo limit 1000"]
+    assert tc_of(plan, f"{P}-sender", "eth0") == [
+        f"tc -n {P}-sender qdisc add dev eth0 root handle 1: pfifo limit 1000"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -166,7 +168,10 @@ def test_tbf_shaper_is_nested_under_the_link_rate():
             "bandwidth-manager-pod-limit",
             "kernel: pods (a host forwarding for its pods) are not supported in kernel mode (pods.web.node=worker)",
         ),
-        ("batch_writer", "kernel: the application batch_writer is not supported in kernel mode (flows.0.app=batch_writer)"),
+        (
+            "batch_writer",
+            "kernel: the application batch_writer is not supported in kernel mode (flows.0.app=batch_writer)",
+        ),
     ],
 )
 def test_unsupported_builtins_fail_before_anything_runs(scenario, message, monkeypatch):
@@ -301,7 +306,9 @@ def test_maerts_server_link_is_the_bottleneck_and_is_shaped():
         f"burst {burst(50_000_000)} limit {limit * FRAME_BYTES}",
         f"tc -n {P}-server qdisc add dev eth0 parent 1:1 handle 10: pfifo limit {limit}",
     ]
-    assert tc_of(plan, f"{P}-client", "eth0") == [f"tc -n {P}-client qdisc add dev eth0 root handle 1: pfifo limit 1000"]
+    assert tc_of(plan, f"{P}-client", "eth0") == [
+        f"tc -n {P}-client qdisc add dev eth0 root handle 1: pfifo limit 1000"
+    ]
     assert any("client->router: rate 1000 Mbit/s not emulated" in d for d in plan.departures)
     assert not any(d.startswith("server->router: rate") for d in plan.departures)
 

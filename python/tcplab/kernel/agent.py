@@ -717,6 +717,7 @@ def start_agents(
     import select
 
     from tcplab.kernel.errors import KernelError
+    from tcplab.kernel.testbed import pdeathsig_preexec
 
     del config  # the plan has everything the agents need
     work = Path(workdir)
@@ -737,6 +738,7 @@ def start_agents(
                     stderr=err,
                     text=True,
                     start_new_session=True,  # the run's Ctrl-C reaches it through the run, by PID
+                    preexec_fn=pdeathsig_preexec(),  # noqa: PLW1509 - SIGTERMed if the run is SIGKILLed
                 )
             finally:
                 err.close()

@@ -455,8 +455,11 @@ def _check_links(config: Mapping[str, Any], env: KernelEnv) -> None:
             # the YAML's ``loss: {..., start: T, end: T}``: nft cannot switch a rule on mid-run
             start, end = window.get("start_ns"), window.get("end_ns")
             key, value = ("start", start) if start else ("end", end)
-            raise _unsupported("a loss window (loss that starts or ends during the run)", f"{path}.loss.{key}",
-                               f"{int(value or 0) / 1e9:g}s")
+            raise _unsupported(
+                "a loss window (loss that starts or ends during the run)",
+                f"{path}.loss.{key}",
+                f"{int(value or 0) / 1e9:g}s",
+            )
         for key, value in link.items():
             if key not in KNOWN_LINK_KEYS and value not in (None, False, [], {}):
                 raise _unsupported(f"the link setting {key}", f"{path}.{key}", value)
