@@ -162,7 +162,6 @@ def test_tbf_shaper_is_nested_under_the_link_rate():
         ("fq-maxrate-per-flow", "kernel: sch_fq is not available on this kernel (links.0.queue.qdisc=fq)"),
         ("bbr-vm-cpu-35pct", "kernel: a host CPU model is not supported in kernel mode (hosts.vm-stock.cpu=set)"),
         ("hls", "kernel: the application hls is not supported in kernel mode (flows.0.app=hls)"),
-        ("slow-reader", "kernel: a slow reader is not supported in kernel mode (flows.0.reader=rate)"),
         ("nic-ring-fan-in", "kernel: a NIC model (receive ring) is not supported in kernel mode (hosts.nginx.nic=set)"),
         (
             "bandwidth-manager-pod-limit",
@@ -357,3 +356,23 @@ def test_loss_window_is_refused_by_its_yaml_field(base_scenario):
     with pytest.raises(KernelUnsupported) as e:
         plan_of(base_scenario)
     assert "the loss model gilbert_elliott" in str(e.value) and "(links.1.loss=gilbert_elliott)" in str(e.value)
+
+
+def test_slow_readers_reach_the_agent():
+    """builtin:slow-reader: the receiving agents read as the engine's readers do (rate, bursts);
+    the fast reader's app has no reader."""
+    from tcplab.kernel.agent import agent_app
+
+    config, plan = plan_of("builtin:slow-reader")
+    apps = [agent_app(dict(f.app)) for f in plan.flows]
+    assert apps[0]["reader"] == {"kind": "rate", "rate_bps": config["flows"][0]["reader"]["rate_bps"]}
+    assert apps[1]["reader"] == {"kind": "bursts", "interval_ns": 100_000_000, "bytes": 64_000}
+    assert "reader" not in apps[2]
+
+
+def test_slow_reader_of_an_rr_flow_is_refused(base_scenario):
+    base_scenario["flows"][0]["app"] = {"rr": {}}
+    base_scenario["flows"][0]["reader"] = {"rate": "2Mbit"}
+    with pytest.raises(KernelUnsupported) as e:
+        plan_of(base_scenario)
+    assert str(e.value) == "kernel: a slow reader of an rr flow is not supported in kernel mode (flows.0.reader=rate)"

@@ -538,8 +538,14 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         kind = app.get("kind")
         if kind not in SUPPORTED_APPS:
             raise _unsupported(f"the application {kind}", f"{fpath}.app", kind)
-        if flow.get("reader"):
-            raise _unsupported("a slow reader", f"{fpath}.reader", flow["reader"].get("kind", "set"))
+        reader = dict(flow.get("reader") or {"kind": "immediate"})
+        if reader.get("kind") not in ("immediate", "rate", "bursts"):
+            raise _unsupported(f"the reader {reader.get('kind')}", f"{fpath}.reader", reader.get("kind"))
+        if reader["kind"] != "immediate":
+            if kind == "rr":
+                raise _unsupported("a slow reader of an rr flow", f"{fpath}.reader", reader["kind"])
+            # the agent's receiving side reads as the engine's reader does (tcplab.kernel.agent)
+            app["reader"] = reader
         cc = flow.get("cc") or "cubic"
         if env.cc_available and cc not in env.cc_available:
             raise KernelUnsupported(
