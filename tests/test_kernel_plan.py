@@ -142,9 +142,16 @@ def test_tbf_shaper_is_nested_under_the_link_rate():
     assert child.endswith(
         f"parent 1:1 handle 10: tbf rate 10000000bit burst {q['burst_bytes']} limit {q['limit_bytes']}"
     )
-    # reverse: the receiver's own pfifo (reverse.queue), no shaper on a host's link to a router
+    # reverse: the receiver's own pfifo (reverse.queue) under a 100 Mbit/s shaper: that link is
+    # the narrowest of the ACK route (100 Mbit/s, then the sender's 1 Gbit/s link)
     assert tc_of(plan, f"{P}-receiver", "eth0") == [
-        f"tc -n {P}-receiver qdisc add dev eth0 root handle 1: pfifo limit 1000"
+        f"tc -n {P}-receiver qdisc add dev eth0 root handle 1: tbf rate 100000000bit "
+        f"burst {burst(100_000_000)} limit {1000 * FRAME_BYTES}",
+        f"tc -n {P}-receiver qdisc add dev eth0 parent 1:1 handle 10: pfifo limit 1000",
+    ]
+    # the sender's 1 Gbit/s NIC in front of the 100 Mbit/s router link: not shaped
+    assert tc_of(plan, f"{P}-sender", "eth0") == [
+        f"tc -n {P}-sender qdisc add dev eth0 root handle 1: pfifo limit 1000"
     ]
 
 
@@ -155,8 +162,15 @@ def test_tbf_shaper_is_nested_under_the_link_rate():
         ("fq-maxrate-per-flow", "kernel: sch_fq is not available on this kernel (links.0.queue.qdisc=fq)"),
         ("bbr-vm-cpu-35pct", "kernel: a host CPU model is not supported in kernel mode (hosts.vm-stock.cpu=set)"),
         ("hls", "kernel: the application hls is not supported in kernel mode (flows.0.app=hls)"),
-        ("slow-reader", "kernel: a slow reader is not supported in kernel mode (flows.0.reader=rate)"),
         ("nic-ring-fan-in", "kernel: a NIC model (receive ring) is not supported in kernel mode (hosts.nginx.nic=set)"),
+        (
+            "bandwidth-manager-pod-limit",
+            "kernel: pods (a host forwarding for its pods) are not supported in kernel mode (pods.web.node=worker)",
+        ),
+        (
+            "batch_writer",
+            "kernel: the application batch_writer is not supported in kernel mode (flows.0.app=batch_writer)",
+        ),
     ],
 )
 def test_unsupported_builtins_fail_before_anything_runs(scenario, message, monkeypatch):
@@ -276,3 +290,89 @@ def test_bad_prefix_is_refused(prefix):
     sc = tcplab.load_scenario("builtin:cubic-vs-bbr-lossy")
     with pytest.raises(KernelError, match="prefix"):
         make_plan(sc.to_core(), env(), KernelOptions(prefix=prefix))
+
+
+def test_maerts_server_link_is_the_bottleneck_and_is_shaped():
+    """builtin:maerts: the 50 Mbit/s bottleneck is the server's own link (the server sends the
+    data): its egress gets the tbf at 50 Mbit/s with the scenario's 1-BDP pfifo as the child,
+    as a router's port would; the client's 1 Gbit/s link in front of the router's 50 Mbit/s
+    port is faster than every route's bottleneck over it and keeps its plain queue."""
+    config, plan = plan_of("builtin:maerts")
+    server_link = next(i for i, link in enumerate(config["links"]) if link["name"] == "server->router")
+    limit = config["links"][server_link]["queue"]["limit_packets"]
+    assert tc_of(plan, f"{P}-server", "eth0") == [
+        f"tc -n {P}-server qdisc add dev eth0 root handle 1: tbf rate 50000000bit "
+        f"burst {burst(50_000_000)} limit {limit * FRAME_BYTES}",
+        f"tc -n {P}-server qdisc add dev eth0 parent 1:1 handle 10: pfifo limit {limit}",
+    ]
+    assert tc_of(plan, f"{P}-client", "eth0") == [
+        f"tc -n {P}-client qdisc add dev eth0 root handle 1: pfifo limit 1000"
+    ]
+    assert any("client->router: rate 1000 Mbit/s not emulated" in d for d in plan.departures)
+    assert not any(d.startswith("server->router: rate") for d in plan.departures)
+
+
+@pytest.mark.parametrize(
+    ("server_rate", "router_rate", "shaped"),
+    [
+        ("10Mbit", "10Mbit", True),  # equal: the host link is (one of) the narrowest
+        ("5Mbit", "10Mbit", True),  # the host link is the bottleneck
+        ("1Gbit", "10Mbit", False),  # a fast NIC in front of the router's bottleneck
+    ],
+)
+def test_host_link_shaped_only_when_it_is_a_routes_narrowest(base_scenario, server_rate, router_rate, shaped):
+    from tcplab.kernel.plan import shaped_host_links
+
+    base_scenario["links"][0]["rate"] = server_rate
+    base_scenario["links"][1]["rate"] = router_rate
+    config, plan = plan_of(base_scenario)
+    assert (0 in shaped_host_links(config)) is shaped  # server -> r1
+    assert ("tbf rate" in tc_of(plan, f"{P}-server", "eth0")[0]) is shaped
+
+
+def test_host_link_no_flow_crosses_is_not_shaped(base_scenario):
+    from tcplab.kernel.plan import shaped_host_links
+
+    # a third host on r1 with a 1 Mbit/s link (narrower than anything) but no flow to or from it
+    base_scenario["hosts"]["idle"] = {}
+    base_scenario["links"].append({"between": ["idle", "r1"], "rate": "1Mbit", "delay": "5ms"})
+    config, plan = plan_of(base_scenario)
+    idle = next(i for i, link in enumerate(config["links"]) if link["name"] == "idle->r1")
+    assert idle not in shaped_host_links(config)
+    assert "tbf" not in tc_of(plan, f"{P}-idle", "eth0")[0]
+
+
+def test_loss_window_is_refused_by_its_yaml_field(base_scenario):
+    """``loss: {random: 1%, start: 60s}``: one line naming the YAML field and its value, not
+    the engine's ``loss_window`` dict; a non-Bernoulli model is named before its window."""
+    base_scenario["links"][1]["loss"] = {"random": "1%", "start": "60s"}
+    with pytest.raises(KernelUnsupported) as e:
+        plan_of(base_scenario)
+    assert str(e.value) == (
+        "kernel: a loss window (loss that starts or ends during the run) is not supported in kernel mode "
+        "(links.1.loss.start=60s)"
+    )
+    base_scenario["links"][1]["loss"] = {"gilbert_elliott": {"p": "1%", "r": "20%"}, "start": "60s"}
+    with pytest.raises(KernelUnsupported) as e:
+        plan_of(base_scenario)
+    assert "the loss model gilbert_elliott" in str(e.value) and "(links.1.loss=gilbert_elliott)" in str(e.value)
+
+
+def test_slow_readers_reach_the_agent():
+    """builtin:slow-reader: the receiving agents read as the engine's readers do (rate, bursts);
+    the fast reader's app has no reader."""
+    from tcplab.kernel.agent import agent_app
+
+    config, plan = plan_of("builtin:slow-reader")
+    apps = [agent_app(dict(f.app)) for f in plan.flows]
+    assert apps[0]["reader"] == {"kind": "rate", "rate_bps": config["flows"][0]["reader"]["rate_bps"]}
+    assert apps[1]["reader"] == {"kind": "bursts", "interval_ns": 100_000_000, "bytes": 64_000}
+    assert "reader" not in apps[2]
+
+
+def test_slow_reader_of_an_rr_flow_is_refused(base_scenario):
+    base_scenario["flows"][0]["app"] = {"rr": {}}
+    base_scenario["flows"][0]["reader"] = {"rate": "2Mbit"}
+    with pytest.raises(KernelUnsupported) as e:
+        plan_of(base_scenario)
+    assert str(e.value) == "kernel: a slow reader of an rr flow is not supported in kernel mode (flows.0.reader=rate)"

@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -129,9 +130,25 @@ def test_refuses_when_a_name_exists_and_touches_nothing(prefix, tmp_path):
         with pytest.raises(KernelError) as e:
             tb.up()
         assert str(e.value) == (
-            f"kernel: netns {squatter} exists (another run, or a crashed one: tcplab kernel cleanup --prefix {prefix})"
+            f"kernel: netns {squatter} exists with nothing running in it (left by a killed run: "
+            f"tcplab kernel cleanup --prefix {prefix})"
         )
         assert _ours(prefix) == [squatter]  # the squatter is not ours to delete; nothing else made
+        # a process inside: another run is going on; the message names it, and no cleanup hint
+        sleeper = subprocess.Popen(["ip", "netns", "exec", squatter, "sleep", "30"])
+        try:
+            deadline = time.monotonic() + 5
+            while not netns_pids(squatter) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            pid = netns_pids(squatter)[0]
+            with pytest.raises(KernelError) as e:
+                Testbed(plan, tmp_path).up()
+            assert str(e.value).startswith(f"kernel: netns {squatter} exists and pid {pid} (sleep 30) runs in it: ")
+            assert "another run with the prefix" in str(e.value) and "cleanup" not in str(e.value)
+            assert _ours(prefix) == [squatter]
+        finally:
+            sleeper.kill()
+            sleeper.wait()
     finally:
         subprocess.run(["ip", "netns", "del", squatter], capture_output=True)
 
@@ -233,8 +250,13 @@ def test_sigkill_half_way_next_run_refuses_and_cleanup_clears(prefix, tmp_path):
         pids = _wait_for_traffic(prefix, proc)
         proc.kill()
         proc.communicate(timeout=10)
-        # the namespaces outlive a SIGKILLed parent: the next run refuses, naming the fix
+        # the namespaces outlive a SIGKILLed parent, the processes in them do not: the delay
+        # line and the agents get SIGTERM from the kernel (PR_SET_PDEATHSIG) and exit
         assert _ours(prefix)
+        assert _gone([p for ps in pids.values() for p in ps], timeout_s=5.0), {
+            ns: netns_pids(ns) for ns in _ours(prefix)
+        }
+        # the next run refuses, naming the fix
         again = subprocess.run(
             [
                 *TCPLAB,
@@ -253,7 +275,10 @@ def test_sigkill_half_way_next_run_refuses_and_cleanup_clears(prefix, tmp_path):
             timeout=60,
         )
         assert again.returncode == 1
-        assert f"exists (another run, or a crashed one: tcplab kernel cleanup --prefix {prefix})" in again.stderr
+        # the children died with their parent (PR_SET_PDEATHSIG): the namespaces are left empty
+        assert f"exists with nothing running in it (left by a killed run: tcplab kernel cleanup --prefix {prefix})" in (
+            again.stderr
+        )
         done = subprocess.run(
             [*TCPLAB, "kernel", "cleanup", "--prefix", prefix],
             capture_output=True,
@@ -262,7 +287,9 @@ def test_sigkill_half_way_next_run_refuses_and_cleanup_clears(prefix, tmp_path):
         )
         assert done.returncode == 0, done.stderr
         assert _ours(prefix) == []
-        assert _gone([p for ps in pids.values() for p in ps])
+        # and the killed run's work directory ($TMPDIR/PREFIX-kernel-*)
+        assert "work directory" in done.stdout
+        assert not list(Path(tempfile.gettempdir()).glob(f"{prefix}-kernel-*"))
     finally:
         if proc.poll() is None:
             proc.kill()

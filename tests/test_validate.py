@@ -475,6 +475,27 @@ def test_cli_unsupported_scenario_exit_2_before_the_simulation(tmp_path, monkeyp
     assert patched_core.calls == [] and not (tmp_path / "v").exists()
 
 
+def test_cli_busy_prefix_exit_1_before_the_simulation(tmp_path, monkeypatch, patched_core):
+    # a namespace the kernel run would create exists (another run going on, or a killed
+    # one's): refused before the simulation, not after it, with the testbed's line
+    import os
+
+    import tcplab.kernel.testbed as tb
+    from tcplab.kernel.errors import KernelError
+
+    line = "kernel: netns tcplab-emu exists and pid 42 (sleep) runs in it: another run with the prefix tcplab"
+
+    def busy(plan):
+        raise KernelError(line)
+
+    monkeypatch.setattr(tb, "check_free", busy)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    r = invoke("validate", "builtin:cubic-vs-bbr-lossy", "-o", tmp_path / "v")
+    assert r.exit_code == 1
+    assert r.stderr.strip().splitlines()[-1] == f"error: {line}"
+    assert patched_core.calls == [] and not (tmp_path / "v").exists()
+
+
 def test_path_table_reports_loss_drops_of_both_worlds():
     def with_loss(n):
         def edit(raw):

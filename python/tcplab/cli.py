@@ -704,10 +704,10 @@ def validate(
     from tcplab.kernel.validate import kernel_options, preflight
 
     options = kernel_options(prefix=prefix, allow_busy=allow_busy, timeout_ns=timeout_ns)
-    preflight(sc, options)
     from tcplab.kernel.validate import ValidateError
 
     try:
+        preflight(sc, options)
         v = run_validation(
             sc,
             tolerances=tol,
@@ -1364,12 +1364,16 @@ def kernel_run_cmd(
 @kernel_app.command("cleanup")
 @_kernel_guard
 def kernel_cleanup_cmd(prefix: PrefixOpt = "tcplab") -> None:
-    """Remove every namespace named PREFIX-* and the processes inside it (after a crashed run)."""
+    """Remove every namespace named PREFIX-* and the processes inside it, and the work
+    directories $TMPDIR/PREFIX-kernel-* (after a killed run)."""
     _kernel_root()
-    from tcplab.kernel.testbed import cleanup
+    from tcplab.kernel.testbed import cleanup, cleanup_workdirs
 
     removed = cleanup(_kernel_prefix(prefix))
     typer.echo(f"removed {len(removed)} namespace(s)" + (": " + " ".join(removed) if removed else ""))
+    dirs = cleanup_workdirs(_kernel_prefix(prefix))
+    if dirs:
+        typer.echo(f"removed {len(dirs)} work directory(ies): " + " ".join(dirs))
 
 
 @kernel_app.command("info")

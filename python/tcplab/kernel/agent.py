@@ -403,6 +403,11 @@ class Agent:
 
     def _bulk_receive(self, ep: Endpoint) -> None:
         assert ep.sock is not None
+        reader = ep.app.get("reader") or {}
+        if reader.get("kind") == "rate":
+            return self._rate_receive(ep, int(reader["rate_bps"]))
+        if reader.get("kind") == "bursts":
+            return self._bursts_receive(ep, int(reader["interval_ns"]), int(reader["bytes"]))
         sock = ep.sock
         buf = bytearray(CHUNK_BYTES)
         while not self.stopping.is_set():
@@ -414,6 +419,55 @@ class Agent:
                 ep.done_ns = self.now()
                 return
             ep.bytes_read += n
+
+    def _rate_receive(self, ep: Endpoint, rate_bps: int) -> None:
+        """A slow reader at ``rate_bps``, as the engine's (crates/tcplab-core/src/tcp/reader.rs,
+        ``Rate``): ``n = read(fd, buf, 64 KiB)``, then "process" the n bytes for
+        ``n * 8 / rate_bps`` seconds without reading, then read again; what is not read stays
+        in the receive queue and shrinks the window (Linux v6.12 net/ipv4/tcp.c:
+        tcp_recvmsg() -> tcp_cleanup_rbuf())."""
+        assert ep.sock is not None
+        sock = ep.sock
+        buf = bytearray(READ_CHUNK_BYTES)
+        while not self.stopping.is_set():
+            try:
+                n = sock.recv_into(buf)
+            except TimeoutError:
+                continue
+            if n == 0:
+                ep.done_ns = self.now()
+                return
+            ep.bytes_read += n
+            self.stopping.wait(n * 8 / max(1, rate_bps))
+        return
+
+    def _bursts_receive(self, ep: Endpoint, interval_ns: int, burst_bytes: int) -> None:
+        """A reader that wakes every ``interval_ns`` from the connection's establishment and
+        reads up to ``burst_bytes`` of what is queued (non-blocking), as the engine's ``Bursts``
+        reader (crates/tcplab-core/src/tcp/reader.rs)."""
+        assert ep.sock is not None
+        sock = ep.sock
+        buf = bytearray(READ_CHUNK_BYTES)
+        phase_ns = ep.established_ns or self.now()
+        interval = max(1, interval_ns)
+        sock.settimeout(0)  # non-blocking: a wake-up takes what is queued, never waits for more
+        while not self.stopping.is_set():
+            now = self.now()
+            wake_ns = phase_ns + ((now - phase_ns) // interval + 1) * interval
+            if self.stopping.wait((wake_ns - now) / 1e9):
+                return
+            got = 0
+            while got < burst_bytes:
+                try:
+                    n = sock.recv_into(buf, min(len(buf), burst_bytes - got), socket.MSG_DONTWAIT)
+                except (BlockingIOError, TimeoutError):
+                    break
+                if n == 0:
+                    ep.done_ns = self.now()
+                    return
+                got += n
+                ep.bytes_read += n
+        return
 
     def _read_exactly(self, ep: Endpoint, want: int, buf: bytearray) -> bool:
         """Read ``want`` bytes; False on EOF or when the run ends first."""
@@ -621,6 +675,11 @@ class Agent:
 # -- the parent's side: SPECs and processes ---------------------------------------
 
 
+#: Bytes one read() of a rate-limited slow reader asks for (the engine's READ_CHUNK_BYTES,
+#: crates/tcplab-core/src/tcp/reader.rs).
+READ_CHUNK_BYTES = 64 * 1024
+
+
 def agent_app(app: dict[str, Any]) -> dict[str, Any]:
     """A flow's application as the agent runs it: ``{"kind": "bulk"[, "bytes": N]}`` (bulk,
     bulk_bytes, maerts: the engine's bulk app, data_side says who writes) or ``{"kind": "rr",
@@ -631,6 +690,11 @@ def agent_app(app: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "bulk"}
         if app.get("bytes") is not None:
             out["bytes"] = int(app["bytes"])
+        reader = app.get("reader") or {}
+        if reader.get("kind") == "rate":
+            out["reader"] = {"kind": "rate", "rate_bps": int(reader["rate_bps"])}
+        elif reader.get("kind") == "bursts":
+            out["reader"] = {"kind": "bursts", "interval_ns": int(reader["interval_ns"]), "bytes": int(reader["bytes"])}
         return out
     if kind == "rr":
         return {
@@ -717,6 +781,7 @@ def start_agents(
     import select
 
     from tcplab.kernel.errors import KernelError
+    from tcplab.kernel.testbed import pdeathsig_preexec
 
     del config  # the plan has everything the agents need
     work = Path(workdir)
@@ -737,6 +802,7 @@ def start_agents(
                     stderr=err,
                     text=True,
                     start_new_session=True,  # the run's Ctrl-C reaches it through the run, by PID
+                    preexec_fn=pdeathsig_preexec(),  # noqa: PLW1509 - SIGTERMed if the run is SIGKILLed
                 )
             finally:
                 err.close()

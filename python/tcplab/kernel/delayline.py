@@ -262,6 +262,8 @@ class DelayLine:
         with the line's stderr if it exits or stays silent for ``timeout_s``."""
         if self._proc is not None:
             raise KernelError(f"delay line in {self.netns}: already started (pid {self._proc.pid})")
+        from tcplab.kernel.testbed import pdeathsig_preexec
+
         cmd = self.command()
         try:
             self._proc = subprocess.Popen(
@@ -270,6 +272,7 @@ class DelayLine:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 process_group=0,
+                preexec_fn=pdeathsig_preexec(),  # noqa: PLW1509 - SIGTERMed if the run is SIGKILLed
             )
         except OSError as e:
             raise KernelError(f"delay line in {self.netns}: cannot start {cmd[0]}: {e.strerror or e}") from None

@@ -39,8 +39,12 @@ The model (ARCH11, "The model of a kernel run"):
   tbf counts ``qdisc_pkt_len`` = ``skb->len``, which on a veth includes the 14-byte Ethernet
   header: the simulator's 1514 B per full frame, so ``stab overhead (overhead_bytes - 14)
   linklayer ethernet`` is added only when a link's overhead differs from 14.
-  A host's link to a router keeps the scenario's queue as the root qdisc, without a rate:
-  the veth is faster than the link, the host does not queue (departure: documented).
+  A host's link to a router gets the same shaper (the host's scenario queue as the child,
+  TSQ then sees the shaper as it sees a NIC) when it is the narrowest link (rate <= every
+  other link's rate) of the data or ACK route of some flow (:func:`shaped_host_links`;
+  builtin:maerts: the server's own 50 Mbit/s link). A host link faster than its routes'
+  narrowest link keeps the scenario's queue as the root qdisc, without a rate: the veth is
+  faster still, the host does not queue there, nor does it in the simulator (documented).
 * Sysctls per namespace: ``ip_forward`` (routers and wires 1, hosts 0), ``rp_filter`` 0
   (routes need not be symmetric), and per host the flows' ``tcp`` settings: ``tcp_rmem`` on
   the data's receiver, every other one on the data's sender (as
@@ -79,6 +83,7 @@ __all__ = [
     "WireNs",
     "FlowPlan",
     "make_plan",
+    "shaped_host_links",
     "WIRE_MIN_DELAY_NS",
     "FRAME_BYTES",
     "DATA_ONLY_MIN_IP_BYTES",
@@ -385,8 +390,16 @@ def _check_nodes(config: Mapping[str, Any], env: KernelEnv, departures: list[str
         if node.get("nic"):
             raise _unsupported("a NIC model (receive ring)", f"{where}.{name}.nic", "set")
         if node.get("forwarding") and node.get("kind") == "host":
+            # the pods are the nodes behind the host's pod veths (``orphan`` links from it)
+            index = config["nodes"].index(node)
+            pods = [
+                config["nodes"][int(link["to"])]["name"]
+                for link in config["links"]
+                if link.get("orphan") and int(link["from"]) == index
+            ]
+            where_pod = f"pods.{pods[0]}.node={name}" if pods else f"hosts.{name}.forwarding=true"
             raise KernelUnsupported(
-                f"kernel: pods are not supported in kernel mode (hosts.{name}: a host forwarding for pods)"
+                f"kernel: pods (a host forwarding for its pods) are not supported in kernel mode ({where_pod})"
             )
         if node.get("kind") not in ("host", "router"):
             raise _unsupported(f"a node of kind {node.get('kind')}", f"nodes.{name}.kind", node.get("kind"))
@@ -434,6 +447,19 @@ KNOWN_FLOW_KEYS = {
 def _check_links(config: Mapping[str, Any], env: KernelEnv) -> None:
     for i, link in enumerate(config["links"]):
         path = _link_path(config, i)
+        loss = link.get("loss") or {"kind": "none"}
+        if loss.get("kind") not in ("none", "bernoulli"):
+            raise _unsupported(f"the loss model {loss.get('kind')}", f"{path}.loss", loss.get("kind"))
+        window = link.get("loss_window")
+        if window:
+            # the YAML's ``loss: {..., start: T, end: T}``: nft cannot switch a rule on mid-run
+            start, end = window.get("start_ns"), window.get("end_ns")
+            key, value = ("start", start) if start else ("end", end)
+            raise _unsupported(
+                "a loss window (loss that starts or ends during the run)",
+                f"{path}.loss.{key}",
+                f"{int(value or 0) / 1e9:g}s",
+            )
         for key, value in link.items():
             if key not in KNOWN_LINK_KEYS and value not in (None, False, [], {}):
                 raise _unsupported(f"the link setting {key}", f"{path}.{key}", value)
@@ -443,9 +469,6 @@ def _check_links(config: Mapping[str, Any], env: KernelEnv) -> None:
             raise _unsupported("a bandwidth manager (EDT pod rates)", f"{path}.edt", "set")
         if link.get("orphan"):
             raise _unsupported("pod veths (orphaned skbs)", f"{path}.orphan", "true")
-        loss = link.get("loss") or {"kind": "none"}
-        if loss.get("kind") not in ("none", "bernoulli"):
-            raise _unsupported(f"the loss model {loss.get('kind')}", f"{path}.loss", loss.get("kind"))
         if loss.get("kind") == "bernoulli" and not env.tools.get("nft"):
             raise KernelUnsupported(f"kernel: nft (nftables) is needed for random loss ({path}.loss={loss.get('p')})")
 
@@ -515,8 +538,14 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         kind = app.get("kind")
         if kind not in SUPPORTED_APPS:
             raise _unsupported(f"the application {kind}", f"{fpath}.app", kind)
-        if flow.get("reader"):
-            raise _unsupported("a slow reader", f"{fpath}.reader", flow["reader"].get("kind", "set"))
+        reader = dict(flow.get("reader") or {"kind": "immediate"})
+        if reader.get("kind") not in ("immediate", "rate", "bursts"):
+            raise _unsupported(f"the reader {reader.get('kind')}", f"{fpath}.reader", reader.get("kind"))
+        if reader["kind"] != "immediate":
+            if kind == "rr":
+                raise _unsupported("a slow reader of an rr flow", f"{fpath}.reader", reader["kind"])
+            # the agent's receiving side reads as the engine's reader does (tcplab.kernel.agent)
+            app["reader"] = reader
         cc = flow.get("cc") or "cubic"
         if env.cc_available and cc not in env.cc_available:
             raise KernelUnsupported(
@@ -823,6 +852,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
             hop_of[2 * entry + 1] = (dev_b, a_addr)
 
     # -- qdiscs ----------------------------------------------------------------------------------
+    host_bottlenecks = shaped_host_links(config)
     qdisc_cmds: list[list[str]] = []
     for link_index, link in enumerate(links_cfg):
         sender, receiver = ends[link_index]
@@ -831,7 +861,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         path = _link_path(config, link_index)
         queue = link.get("queue") or {"kind": "pfifo", "limit_packets": 1000}
         child = _queue_args(queue, env, f"{path}.queue")
-        shaped = kinds[sender] == "router" or kinds[receiver] == "host"
+        shaped = kinds[sender] == "router" or kinds[receiver] == "host" or link_index in host_bottlenecks
         overhead = int(link.get("overhead_bytes", 14))
         cmds: list[list[str]] = []
         if shaped:
@@ -864,7 +894,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
                 departures.append(f"{link['name']}: overhead {overhead} B not applied (host egress, no shaper)")
             departures.append(
                 f"{link['name']}: rate {link['rate_bps'] / 1e6:g} Mbit/s not emulated on the host's egress "
-                f"(the veth is faster; the router's shapers set the path's rate)"
+                f"(faster than a router link on every route over it: the router's shaper sets the rate)"
             )
         tc[(ns, dev)] = cmds
         qdisc_cmds.extend(cmds)
@@ -923,6 +953,37 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         duration_ns=duration_ns,
         sample_interval_ns=int(config["sample_interval_ns"]),
     )
+
+
+def shaped_host_links(config: Mapping[str, Any]) -> set[int]:
+    """The one-way links leaving a HOST for a router that get the tbf shaper: those that are
+    the narrowest link (rate <= every other link's rate) of a route some flow uses, its data
+    route or its ACK route (:func:`tcplab.routing.bfs_route`, the simulator's routes).
+
+    The simulator serialises a host's egress at its link rate like any link, with the host's
+    queue in front (and TSQ on the sender's own qdisc); in kernel mode a veth is far faster
+    than that. Where the host link is a flow's bottleneck (builtin:maerts: the server's own
+    50 Mbit/s link) it must be shaped, or the flow runs at the next link's rate. A host link
+    faster than the route's narrowest router link changes nothing there (its queue stays
+    empty in the simulator too) and shaping it would only cost CPU, so it is left alone.
+    A host-to-host link (no router) is shaped whatever the rates (make_plan)."""
+    nodes = config["nodes"]
+    links = config["links"]
+    n_nodes = len(nodes)
+    ends = [(int(link["from"]), int(link["to"])) for link in links]
+    forwards = [n["kind"] == "router" for n in nodes]
+    rates = [int(link["rate_bps"]) for link in links]
+    shaped: set[int] = set()
+    for flow in config["flows"]:
+        src, dst = int(flow["src"]), int(flow["dst"])
+        for a, b in ((src, dst), (dst, src)):
+            route = bfs_route(n_nodes, ends, a, b, forwards) or []
+            for k in route:
+                if forwards[ends[k][0]]:
+                    continue  # a router's egress: always shaped
+                if all(rates[k] <= rates[j] for j in route if j != k):
+                    shaped.add(k)
+    return shaped
 
 
 def _no_ipv6(env: KernelEnv) -> dict[str, str]:

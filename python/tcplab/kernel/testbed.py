@@ -59,17 +59,28 @@ def netns_pids(ns: str) -> list[int]:
     return [int(p) for p in out.stdout.split() if p.isdigit()]
 
 
-def _pdeathsig() -> None:  # runs in the child between fork and exec
+def pdeathsig_preexec() -> Any:
+    """A ``preexec_fn`` that asks the kernel to SIGTERM the child when this process dies
+    (``prctl(PR_SET_PDEATHSIG)``; kept across ``ip netns exec``'s execve), or None where
+    libc cannot be loaded. libc is loaded here, in the parent: the child, between fork and
+    exec, only makes the call. Every process a run starts (delay lines, agents, the
+    testbed's) uses it, so a SIGKILLed run leaves only its namespaces behind, which
+    ``tcplab kernel cleanup`` removes."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    except OSError:
-        pass
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    sig = int(signal.SIGTERM)
+
+    def child() -> None:
+        prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+    return child
 
 
 def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
     """Start a child in its own process group, SIGTERMed if this process dies."""
-    return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=_pdeathsig, **kwargs)  # noqa: PLW1509
+    return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=pdeathsig_preexec(), **kwargs)  # noqa: PLW1509
 
 
 def _alive(pid: int) -> bool:
@@ -134,10 +145,26 @@ def check_free(plan: Plan) -> None:
     existing = set(list_netns())
     for ns in plan.namespaces:
         if ns in existing:
+            pids = netns_pids(ns)
+            if pids:
+                raise KernelError(
+                    f"kernel: netns {ns} exists and pid {pids[0]} ({_comm(pids[0])}) runs in it: another run "
+                    f"with the prefix {plan.prefix} is going on (wait for it, or give this one --prefix P)"
+                )
             raise KernelError(
-                f"kernel: netns {ns} exists (another run, or a crashed one: "
+                f"kernel: netns {ns} exists with nothing running in it (left by a killed run: "
                 f"tcplab kernel cleanup --prefix {plan.prefix})"
             )
+
+
+def _comm(pid: int) -> str:
+    """A process's command line for a message (``cmdline``, at most 60 characters)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            text = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def cleanup(prefix: str = "tcplab") -> list[str]:
@@ -156,6 +183,24 @@ def cleanup(prefix: str = "tcplab") -> list[str]:
                 removed.append(ns)
     if errors:
         raise KernelError("kernel: cleanup failed: " + "; ".join(errors))
+    return removed
+
+
+def cleanup_workdirs(prefix: str = "tcplab") -> list[str]:
+    """``tcplab kernel cleanup``, after :func:`cleanup`: remove the work directories
+    ``$TMPDIR/{prefix}-kernel-*`` runs of this prefix left behind (a run removes its own at the
+    end; a SIGKILLed one cannot). Returns the paths removed."""
+    import shutil
+    import tempfile
+
+    if not prefix or "/" in prefix:
+        raise KernelError(f"kernel: bad prefix {prefix!r}")
+    removed = []
+    for path in sorted(Path(tempfile.gettempdir()).glob(f"{prefix}-kernel-*")):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            if not path.exists():
+                removed.append(str(path))
     return removed
 
 

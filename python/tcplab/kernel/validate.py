@@ -552,13 +552,22 @@ def preflight(sc: Scenario, options: Any) -> None:
         from tcplab.kernel.plan import make_plan  # type: ignore[import-not-found]
     except ImportError:
         return
-    _, unsupported = _kernel_errors()
+    failed, unsupported = _kernel_errors()
     try:
-        make_plan(sc.to_core(), probe(getattr(options, "prefix", "tcplab")), options)
+        plan = make_plan(sc.to_core(), probe(getattr(options, "prefix", "tcplab")), options)
     except unsupported as e:
         from tcplab.scenario.checks import engine_message
 
         raise ScenarioError(engine_message(sc, str(e))) from e
+    # another run with this prefix (or a killed one's leftovers): refuse before simulating
+    try:
+        from tcplab.kernel.testbed import check_free  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    try:
+        check_free(plan)
+    except failed as e:
+        raise ValidateError(str(e)) from e
 
 
 def _default_kernel_runner(sc: Scenario, options: Any, progress: bool = True) -> Result:
