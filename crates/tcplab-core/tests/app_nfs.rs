@@ -223,7 +223,11 @@ fn a_connection_losing_its_packets_collapses_and_the_buffer_drains_at_the_playou
     // every packet marked lost) and ssthresh = CUBIC's max(cwnd x 717 / 1024, 2) of the
     // cwnd it had (bictcp_recalc_ssthresh()); the other connections lose nothing.
     let s = &out.series;
-    let in_outage = |k: usize| s.t_ns[k] > start_ns + 250_000_000 && s.t_ns[k] < start_ns + lat_ns;
+    // The outage ends before the READ does: once the last RTO's retransmission gets
+    // through, the reply's other 45 segments follow in slow start from cwnd 1 (1, 2, 4, ...
+    // 6 round trips of 2 ms, plus the ACK clock), so a sample in the READ's last ~15 ms may
+    // see cwnd regrow; 50 ms of margin keep it out.
+    let in_outage = |k: usize| s.t_ns[k] > start_ns + 250_000_000 && s.t_ns[k] + 50_000_000 < start_ns + lat_ns;
     let before: Vec<usize> = (0..s.t_ns.len()).filter(|&k| s.flow[k] == 1 && s.t_ns[k] < start_ns).collect();
     let cwnd_before = s.cwnd[*before.last().unwrap()];
     // Steady before the outage (cwnd-limited by one 46-segment reply at a time).

@@ -23,7 +23,8 @@
 //!   With small windows or short RTTs the cubic curve is slower and this region rules.
 //! - Before any loss (`W_max = 0`) growth is at least 5% per RTT; it is never more than
 //!   50% per RTT (one packet per two ACKed).
-//! - HyStart (in slow start, `cwnd >= hystart_low_window`): leave slow start
+//! - HyStart (in slow start; rounds are tracked from the first ACK, the checks run once
+//!   `cwnd >= hystart_low_window`): leave slow start
 //!   (`ssthresh = cwnd`) when either the ACK train of a round (ACKs at most
 //!   `hystart_ack_delta_us` apart) spans more than the minimum RTT (half of it when not
 //!   paced), or the minimum of the round's first 8 RTT samples exceeds
@@ -367,13 +368,25 @@ impl Cubic {
         self.cnt = self.cnt.max(2);
     }
 
-    // Linux v6.12 net/ipv4/tcp_cubic.c: hystart_update()
-    /// One HyStart step on an RTT sample `delay_us` (slow start, cwnd >= low window).
+    // Linux v6.12 net/ipv4/tcp_cubic.c: hystart_update() (+ stable fix 25c1a9ca53db)
+    /// One HyStart step on an RTT sample `delay_us` (slow start): a new round once the last
+    /// one is ACKed, then, with cwnd >= low window, the ACK-train and delay checks.
     fn hystart_update(&mut self, tp: &mut TcpSock, delay_us: u32) {
         // A new round once everything sent at the last round start is ACKed (tracked here
         // from snd_una since v5.16, commit 4e1fddc98d25, not in cong_avoid).
         if tp.snd_una > self.end_seq {
             self.bictcp_hystart_reset(tp);
+        }
+
+        // The low-window gate comes after the round reset (upstream 25c1a9ca53db "tcp_cubic:
+        // fix incorrect HyStart round start detection", v6.13; backported to the stable
+        // trees, e.g. the 6.1-stable review of 2025-02-19; this machine's 6.18 has it): rounds start at flight boundaries even while cwnd is below
+        // hystart_low_window, so a round's first samples are the first of a flight. Before
+        // it, the first round began at the ACK where cwnd reached 16, mid-flight, and every
+        // later round began mid-flight too (its first samples in the tail of a flight, where
+        // the queue is longest): HyStart's delay check fired a round or more early.
+        if tp.snd_cwnd < self.hystart_low_window {
+            return;
         }
 
         if self.hystart_detect & HYSTART_ACK_TRAIN != 0 {
@@ -520,11 +533,8 @@ impl CongestionOps for Cubic {
             self.delay_min = delay_us;
         }
 
-        if !self.found
-            && tp.in_slow_start()
-            && self.hystart
-            && tp.snd_cwnd >= self.hystart_low_window
-        {
+        // The low-window gate is inside hystart_update(), after the round reset.
+        if !self.found && tp.in_slow_start() && self.hystart {
             self.hystart_update(tp, delay_us);
         }
     }
@@ -976,6 +986,80 @@ mod tests {
         assert_eq!(h.tp.snd_cwnd, p.hystart_low_window);
         assert_eq!(h.mib(Mib::TCPHystartDelayDetect), 0);
         assert_eq!(h.tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
+    }
+
+    /// Slow start from an initial window of 10 as a sender that always has data sees it: each
+    /// ACK releases new packets up to cwnd (`snd_nxt = snd_una + cwnd`), and the packets sent
+    /// on one flight's ACKs form the next flight. The bottleneck queue builds during a flight
+    /// and drains in the gap before the next, so the i-th ACK of every flight carries
+    /// `base_us + i·step_us` (the kernel trace of validate-path at 5 Mbit/s, 100 ms: each
+    /// flight's ACKs rise 2.4 ms apiece from the base RTT while cwnd < BDP). Returns the
+    /// harness once cwnd reached `until_cwnd` or HyStart fired.
+    fn flights(base_us: u32, step_us: u32, until_cwnd: u32) -> Harness {
+        let p = params_with(|p| p.hystart_detect = HYSTART_DELAY);
+        let mut h = Harness::new(&p, 10); // init at establishment: snd_nxt == snd_una
+        h.tp.snd_nxt = h.tp.snd_una + 10 * MSS; // the initial window goes out
+        let mut flight_end = h.tp.snd_nxt;
+        let (mut i, mut now_ns) = (0u32, T0_NS);
+        while !h.cc.found && h.tp.snd_cwnd < until_cwnd {
+            if h.tp.snd_una >= flight_end {
+                // The first ACK of the next flight: everything sent so far is its flight.
+                flight_end = h.tp.snd_nxt;
+                i = 0;
+            }
+            now_ns += step_us as u64 * 1000;
+            h.ack(now_ns, (base_us + i * step_us) as i32);
+            h.tp.snd_nxt = h.tp.snd_una + h.tp.snd_cwnd as u64 * MSS;
+            i += 1;
+        }
+        h
+    }
+
+    /// Linux (since upstream 25c1a9ca53db, v6.13 and the stable trees) resets the HyStart
+    /// round on every ACK that passes `end_seq`, whatever cwnd; only the checks wait for
+    /// `hystart_low_window`. So rounds coincide with flights, each round's minimum is its
+    /// flight's first sample, the base RTT, and a within-flight rise however large never
+    /// ends slow start. With the old gate (no round reset below cwnd 16) the first round
+    /// began at the ACK where cwnd reached 16, mid-flight, and so did every later one: with
+    /// a 2 ms rise per ACK a round starting 7 ACKs into a flight holds only samples
+    /// >= base + 14 ms > base + 12.5 ms, and HyStart left slow start at a small cwnd.
+    #[test]
+    fn hystart_rounds_follow_flights_from_the_first_ack() {
+        let h = flights(100_000, 2_000, 400);
+        assert_eq!(h.mib(Mib::TCPHystartDelayDetect), 0, "exit at cwnd {}", h.tp.snd_cwnd);
+        assert_eq!(h.tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
+        assert!(h.tp.snd_cwnd >= 400);
+        // The round is the current flight: it began at the flight's first ACK.
+        assert!(h.cc.end_seq > h.tp.snd_una);
+    }
+
+    /// The same flights, but from some flight on every sample is past the threshold (the
+    /// queue no longer drains between flights): HyStart exits on the 9th ACK of the first
+    /// such flight, i.e. at that flight's starting cwnd + 8 (one packet per ACK).
+    #[test]
+    fn hystart_delay_exits_on_the_ninth_ack_of_the_first_high_flight() {
+        // Flights start at cwnd 10, 20, 40, 80, 160: make the 80-flight the first high one.
+        let p = params_with(|p| p.hystart_detect = HYSTART_DELAY);
+        let mut h = Harness::new(&p, 10);
+        h.tp.snd_nxt = h.tp.snd_una + 10 * MSS;
+        let mut flight_end = h.tp.snd_nxt;
+        let (mut i, mut now_ns, mut flight_cwnd) = (0u32, T0_NS, 10u32);
+        let thresh_us = 100_000 + hystart_delay_thresh(100_000 >> 3);
+        while !h.cc.found && h.tp.snd_cwnd < 400 {
+            if h.tp.snd_una >= flight_end {
+                flight_end = h.tp.snd_nxt;
+                flight_cwnd = h.tp.snd_cwnd;
+                i = 0;
+            }
+            now_ns += 2 * NSEC_PER_MSEC;
+            let rtt_us = if flight_cwnd >= 80 { thresh_us + 1 } else { 100_000 + i * 1000 };
+            h.ack(now_ns, rtt_us as i32);
+            h.tp.snd_nxt = h.tp.snd_una + h.tp.snd_cwnd as u64 * MSS;
+            i += 1;
+        }
+        assert_eq!(flight_cwnd, 80);
+        assert_eq!(h.mib(Mib::TCPHystartDelayDetect), 1);
+        assert_eq!(h.tp.snd_ssthresh, 80 + HYSTART_MIN_SAMPLES as u32);
     }
 
     // --- HyStart ACK train ---
