@@ -133,10 +133,13 @@ def test_mechanism_rule():
 
 
 @pytest.mark.slow
-def test_quick_experiment_verdicts(tmp_path: Path):
+def test_experiment_verdicts(tmp_path: Path):
+    # The full form (~10 s wall): since the HyStart-round and writer wake-up fixes (issue 11)
+    # the quick form's shorter loss period shows 1 of 4 CUBIC connections collapsed at once,
+    # not the >= 2 the claim needs (see the issue 11 closing note); the full form shows 3 of 4.
     from tcplab.experiments.reproduce import run_experiments
 
-    o = run_experiments(["cluster-bbr-timeouts"], quick=True, out_dir=tmp_path)[0]
+    o = run_experiments(["cluster-bbr-timeouts"], quick=False, out_dir=tmp_path)[0]
     assert o.error is None, o.error
     claims = {c.claim.id: c for c in o.claims}
     assert list(claims) == list(EXP.claims)
