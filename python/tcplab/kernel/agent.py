@@ -408,8 +408,14 @@ class Agent:
             return self._rate_receive(ep, int(reader["rate_bps"]))
         if reader.get("kind") == "bursts":
             return self._bursts_receive(ep, int(reader["interval_ns"]), int(reader["bytes"]))
+        self._read_loop(ep, CHUNK_BYTES, rate_bps=None)
+
+    def _read_loop(self, ep: Endpoint, chunk_bytes: int, rate_bps: int | None) -> None:
+        """Read until EOF or stop; after each read of n bytes pause n * 8 / rate_bps s when a
+        rate is given (the slow reader), else read on at once."""
+        assert ep.sock is not None
         sock = ep.sock
-        buf = bytearray(CHUNK_BYTES)
+        buf = bytearray(chunk_bytes)
         while not self.stopping.is_set():
             try:
                 n = sock.recv_into(buf)
@@ -419,6 +425,8 @@ class Agent:
                 ep.done_ns = self.now()
                 return
             ep.bytes_read += n
+            if rate_bps is not None:
+                self.stopping.wait(n * 8 / max(1, rate_bps))
 
     def _rate_receive(self, ep: Endpoint, rate_bps: int) -> None:
         """A slow reader at ``rate_bps``, as the engine's (crates/tcplab-core/src/tcp/reader.rs,
@@ -426,20 +434,7 @@ class Agent:
         ``n * 8 / rate_bps`` seconds without reading, then read again; what is not read stays
         in the receive queue and shrinks the window (Linux v6.12 net/ipv4/tcp.c:
         tcp_recvmsg() -> tcp_cleanup_rbuf())."""
-        assert ep.sock is not None
-        sock = ep.sock
-        buf = bytearray(READ_CHUNK_BYTES)
-        while not self.stopping.is_set():
-            try:
-                n = sock.recv_into(buf)
-            except TimeoutError:
-                continue
-            if n == 0:
-                ep.done_ns = self.now()
-                return
-            ep.bytes_read += n
-            self.stopping.wait(n * 8 / max(1, rate_bps))
-        return
+        self._read_loop(ep, READ_CHUNK_BYTES, rate_bps)
 
     def _bursts_receive(self, ep: Endpoint, interval_ns: int, burst_bytes: int) -> None:
         """A reader that wakes every ``interval_ns`` from the connection's establishment and

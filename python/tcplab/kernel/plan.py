@@ -490,6 +490,13 @@ def _sysctl_value(value: Any) -> str:
     return str(int(value))
 
 
+
+def _veth_add(ns: str, dev: str, peer_dev: str, peer_ns: str, mtu: int) -> list[str]:
+    """``ip -n NS link add DEV mtu M type veth peer name PEER netns PEER_NS mtu M``."""
+    return ["ip", "-n", ns, "link", "add", dev, "mtu", str(mtu), "type", "veth"] + [
+        "peer", "name", peer_dev, "netns", peer_ns, "mtu", str(mtu)
+    ]
+
 def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions | None = None) -> Plan:
     """The kernel-mode plan of a resolved scenario config (module doc); pure."""
     options = options or KernelOptions()
@@ -695,48 +702,8 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         if any(lossy) or any(delayed):
             w = f"{prefix}-w{entry}"
             b_addr, b_peer = _transfer(entry, 5), _transfer(entry, 6)
-            link_cmds.append(
-                [
-                    "ip",
-                    "-n",
-                    ns_a,
-                    "link",
-                    "add",
-                    dev_a,
-                    "mtu",
-                    str(mtu),
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    "wa",
-                    "netns",
-                    w,
-                    "mtu",
-                    str(mtu),
-                ]
-            )
-            link_cmds.append(
-                [
-                    "ip",
-                    "-n",
-                    ns_b,
-                    "link",
-                    "add",
-                    dev_b,
-                    "mtu",
-                    str(mtu),
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    "wb",
-                    "netns",
-                    w,
-                    "mtu",
-                    str(mtu),
-                ]
-            )
+            link_cmds.append(_veth_add(ns_a, dev_a, "wa", w, mtu))
+            link_cmds.append(_veth_add(ns_b, dev_b, "wb", w, mtu))
             veths.append(VethPair(ns_a, dev_a, a_addr + "/30", w, "wa", a_peer + "/30", mtu, entry))
             veths.append(VethPair(ns_b, dev_b, b_addr + "/30", w, "wb", b_peer + "/30", mtu, entry))
             up(ns_a, dev_a, a_addr + "/30")
@@ -824,27 +791,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
             )
             wires.append(wire)
         else:
-            link_cmds.append(
-                [
-                    "ip",
-                    "-n",
-                    ns_a,
-                    "link",
-                    "add",
-                    dev_a,
-                    "mtu",
-                    str(mtu),
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    dev_b,
-                    "netns",
-                    ns_b,
-                    "mtu",
-                    str(mtu),
-                ]
-            )
+            link_cmds.append(_veth_add(ns_a, dev_a, dev_b, ns_b, mtu))
             veths.append(VethPair(ns_a, dev_a, a_addr + "/30", ns_b, dev_b, a_peer + "/30", mtu, entry))
             up(ns_a, dev_a, a_addr + "/30")
             up(ns_b, dev_b, a_peer + "/30")
