@@ -422,3 +422,42 @@ def test_cli_sweep_real_engine_and_resume(tmp_path, real_core):
     r = _cli(*args)  # resume: nothing to do, the same table
     assert r.exit_code == 0, r.output
     assert (out / "sweep.parquet").read_bytes() == first
+
+
+# -- views ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("grid", "random", "n", "expected"),
+    [
+        (None, ["links.1.loss=0%..1%"], 3, ["metrics.png"]),
+        (["flows.0.cc=cubic,bbr"], None, None, ["metrics.png"]),
+        (
+            ["flows.0.cc=cubic,bbr", "links.1.loss=0%,1%"],
+            None,
+            None,
+            ["heatmap-goodput.png", "heatmap-retrans.png", "heatmap-rtos.png", "heatmap-rtt-p99.png", "metrics.png"],
+        ),
+    ],
+)
+def test_plots_for_one_and_two_parameters(tmp_path, counting, grid, random, n, expected):
+    from plotcheck import assert_plot
+
+    plan = plan_sweep(LOSSY, grid, random, n, seeds=2, overrides=["duration=2s"], core=counting)
+    run_sweep(plan, tmp_path / "out", jobs=2)
+    plots = sorted(p.name for p in (tmp_path / "out" / "plots").iterdir())
+    assert plots == expected
+    for name in plots:
+        assert_plot(tmp_path / "out" / "plots" / name)
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert report.count("<img src='data:image/png;base64,") == len(expected)
+    for p in plan.parameters:
+        assert p.path in report
+
+
+def test_report_lists_failed_runs(tmp_path):
+    core = CountingCore(tmp_path / "calls.log", reject=("bbr",))
+    plan = plan_sweep(LOSSY, ["flows.0.cc=cubic,bbr"], seeds=1, overrides=["duration=2s"], core=core)
+    res = run_sweep(plan, tmp_path / "out", jobs=2)
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "Failed runs" in report and "injected failure for bbr" in report
+    (key,) = res.failures
+    assert key in report
