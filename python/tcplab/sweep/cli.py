@@ -36,8 +36,11 @@ class _Bar:
         self.bar: Any = None
         self.task: Any = None
         self.warnings: dict[str, None] = {}
+        #: runs found done (a resumed sweep)
+        self.skipped = 0
 
     def __call__(self, p: Any) -> None:
+        self.skipped = p.skipped
         if p.outcome is not None:
             for w in p.outcome.warnings:
                 self.warnings.setdefault(w)
@@ -217,9 +220,10 @@ def register(app: typer.Typer) -> None:
         if not quiet:
             console = _console()
             points = len(plan.points)
+            before = f" ({bar.skipped} done before)" if bar.skipped else ""
             console.print(
                 f"sweep {plan.scenario_name}: {points} point{'s' if points != 1 else ''} x {len(plan.seeds)} "
-                f"seed{'s' if len(plan.seeds) != 1 else ''} = {total} run{'s' if total != 1 else ''}, "
+                f"seed{'s' if len(plan.seeds) != 1 else ''} = {total} run{'s' if total != 1 else ''}{before}, "
                 f"{total - failed} ok, {failed} failed",
                 markup=False,
             )
