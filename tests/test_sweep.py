@@ -436,6 +436,19 @@ def test_cli_sweep_real_engine_and_resume(tmp_path, real_core):
             None,
             ["heatmap-goodput.png", "heatmap-retrans.png", "heatmap-rtos.png", "heatmap-rtt-p99.png", "metrics.png"],
         ),
+        (
+            None,
+            ["links.1.loss=0%..1%", "links.1.rate=2Mbit..10Mbit"],
+            4,
+            [
+                "links.1.loss.png",
+                "links.1.rate.png",
+                "scatter-goodput.png",
+                "scatter-retrans.png",
+                "scatter-rtos.png",
+                "scatter-rtt-p99.png",
+            ],
+        ),
     ],
 )
 def test_plots_for_one_and_two_parameters(tmp_path, counting, grid, random, n, expected):
@@ -461,3 +474,28 @@ def test_report_lists_failed_runs(tmp_path):
     assert "Failed runs" in report and "injected failure for bbr" in report
     (key,) = res.failures
     assert key in report
+
+
+@pytest.mark.engine
+def test_app_rows_and_host_models_in_the_table(real_core):
+    # a broadcast of 4 x 100 connections: ONE aggregate row named by the app (> 16
+    # connections, as in summary.json), its summary's numeric leaves as app.NAME.KEY columns
+    res = tcplab.sweep("builtin:broadcast", seeds=1, overrides=["duration=2s"], jobs=1)
+    t = res.table
+    assert list(t["flow"]) == ["events"] and list(t["app"]) == ["events"] and list(t["flow_index"]) == [0]
+    single = tcplab.run("builtin:broadcast", overrides=["duration=2s"])
+    summary = single.summary["apps"]["events"]
+    assert t["app.events.connections"].iloc[0] == summary["connections"] == 400
+    assert t["app.events.bursts"].iloc[0] == summary["bursts"]
+    p99 = summary["completion_ms"]["p99"]  # null when no burst completed: NaN in the table
+    assert (
+        t["app.events.completion_ms.p99"].isna().iloc[0]
+        if p99 is None
+        else t["app.events.completion_ms.p99"].iloc[0] == p99
+    )
+    apps = [c for c in t.columns if c.startswith("app.")]
+    assert apps == sorted(apps) and "app.events.kind" not in apps
+    # CPU model: 35 % share of 10 ms slices -> the host is off its CPU 65 % of the time
+    cpu = tcplab.sweep("builtin:bbr-vm-cpu-35pct", seeds=1, overrides=["duration=2s"], jobs=1).table
+    assert cpu["run.cpu_steal_pct"].iloc[0] == pytest.approx(65.0, abs=1.0)
+    assert cpu["run.nic_ring_drops"].isna().all()

@@ -16,11 +16,13 @@ min..max (the band), with every seed's run drawn as a dot, so the spread is visi
 
 * one parameter: ``plots/metrics.png``, each metric against the parameter (its number,
   ``PATH#value``, when its values are numbers with one unit; else its labels in plan order);
-* two parameters: ``plots/heatmap-METRIC.png`` per metric (seed means; rows the first
+* two grid parameters: ``plots/heatmap-METRIC.png`` per metric (seed means; rows the first
   parameter, columns the second) and ``plots/metrics.png``, each metric against the second
   parameter, one line per value of the first;
-* three or more: ``plots/PATH.png`` per parameter, each metric against it (mean, band over
-  seeds and the other parameters);
+* two parameters of which one is sampled (``--random``: no grid to fill), or three and
+  more: ``plots/PATH.png`` per parameter, each metric against it (mean, band over seeds and
+  the other parameters); with two numeric parameters also ``plots/scatter-METRIC.png``,
+  the points coloured by the metric's seed mean;
 * no parameter (a sweep of seeds): ``plots/seeds.png``, each metric per seed.
 
 Failed runs are left out of the plots and listed in the report. Figures use matplotlib's
@@ -227,6 +229,20 @@ def _heatmap(
     return _png(fig)
 
 
+def _scatter(runs: pd.DataFrame, a: str, b: str, metric: str, label: str, title: str) -> bytes:
+    """The sampled points at (b, a), coloured by the metric's mean over seeds."""
+    means = runs.groupby("point").agg(x=(f"{b}#value", "first"), y=(f"{a}#value", "first"), v=(metric, "mean"))
+    fig, axes = _figure(1, 1, width=8.0, height=5.5)
+    ax = axes[0][0]
+    points = ax.scatter(means["x"], means["y"], c=means["v"], cmap="viridis", s=60, edgecolors="black", linewidths=0.5)
+    fig.colorbar(points, ax=ax, label=f"{label}, mean over seeds")
+    ax.set_xlabel(f"{b} ({_unit(list(runs[b]))})" if _unit(list(runs[b])) else b)
+    ax.set_ylabel(f"{a} ({_unit(list(runs[a]))})" if _unit(list(runs[a])) else a)
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title)
+    return _png(fig)
+
+
 def _sig3(x: float) -> str:
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
@@ -258,7 +274,7 @@ def sweep_plots(table: pd.DataFrame, plan: dict[str, Any]) -> list[SweepPlot]:
         p = paths[0]
         png = _metric_grid(runs, p, labels[p], f"{name}: metrics against {p} ({band})")
         plots.append(SweepPlot("metrics.png", f"each metric against {p}; {band}", png))
-    elif len(paths) == 2:
+    elif len(paths) == 2 and all(p["kind"] == "grid" for p in params):
         a, b = paths
         for metric, label, stem in METRICS:
             png = _heatmap(runs, a, labels[a], b, labels[b], metric, label, f"{name}: {label}")
@@ -273,6 +289,16 @@ def sweep_plots(table: pd.DataFrame, plan: dict[str, Any]) -> list[SweepPlot]:
         )
         plots.append(SweepPlot("metrics.png", f"each metric against {b}, one line per {a}; {band}", png))
     else:
+        # sampled points (no grid to fill a heatmap) or three parameters and more: each
+        # metric against each parameter, and for two numeric ones a scatter of the points
+        numeric = [p for p in paths if f"{p}#value" in runs.columns]
+        if len(paths) == 2 and len(numeric) == 2:
+            a, b = paths
+            for metric, label, stem in METRICS:
+                png = _scatter(runs, a, b, metric, label, f"{name}: {label} (mean over {seeds} seeds)")
+                plots.append(
+                    SweepPlot(f"scatter-{stem}.png", f"{label}: mean over seeds at each point, {a} x {b}", png)
+                )
         for p in paths:
             png = _metric_grid(
                 runs,
