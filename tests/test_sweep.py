@@ -144,7 +144,8 @@ def test_a_point_that_does_not_validate_names_the_grid_and_nothing_is_written(tm
     [
         (["--grid", "flows.0.cc"], 'error: --grid: "flows.0.cc" has no "="'),
         (["--random", "links.1.loss=0%..1%"], "error: -n: --random needs"),
-        (["--grid", "seed=1,2"], "error: --grid: seed: this path is given twice"),
+        (["--grid", "seed=1,2"], "error: --grid: seed: seeds are not a parameter; expected --seeds K"),
+        (["--jobs", "2", "--dask", "tcp://127.0.0.1:8786"], "error: --jobs and --dask: give one executor"),
         (["--seeds", "0"], "error: --seeds: 0 is out of range"),
         (["--grid", "flows.0.cc=cubic,bbr", "--set", "flows.0.cc=reno"], "error: --grid: flows.0.cc: this path"),
     ],
