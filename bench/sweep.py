@@ -47,26 +47,38 @@ def _noop(job):  # noqa: ANN001, ANN202 - a job that does nothing but send back 
     return [{"flow_index": 0, "goodput_bps": 1.0}]
 
 
-def one_process(plan) -> float:  # noqa: ANN001
+def _cpu() -> tuple[float, float]:
+    """(this process's CPU seconds, its reaped children's)."""
+    t = os.times()
+    return t.user + t.system, t.children_user + t.children_system
+
+
+def one_process(plan) -> tuple[float, float, float]:  # noqa: ANN001
+    """(wall s, this process's CPU s, children's CPU s)."""
     from tcplab.sweep.executors import PointJob, run_point
 
+    c0, k0 = _cpu()
     started = time.perf_counter()
     for key, (entry, sc) in plan.scenarios.items():
         outcome = run_point(PointJob(key=key, scenario=sc, engine=plan.engine, overrides=plan.overrides_of(entry)))
         assert outcome.ok, outcome.error
-    return time.perf_counter() - started
+    c1, k1 = _cpu()
+    return time.perf_counter() - started, c1 - c0, k1 - k0
 
 
-def pool(args, jobs: int) -> float:  # noqa: ANN001
+def pool(args, jobs: int) -> tuple[float, float, float]:  # noqa: ANN001
+    """(wall s, the parent's CPU s, the workers' CPU s): plan, runs, rows, table."""
     tmp = Path(tempfile.mkdtemp(prefix="tcplab-bench-sweep-"))
     try:
+        c0, k0 = _cpu()
         started = time.perf_counter()
         res = tcplab.sweep(
             SCENARIO, GRID, seeds=5, overrides=[f"duration={args.duration}"], out=tmp / "sw", jobs=jobs, plots=False
         )
         elapsed = time.perf_counter() - started
+        c1, k1 = _cpu()
         assert res.ok and len(res.table) == 40
-        return elapsed
+        return elapsed, c1 - c0, k1 - k0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -122,19 +134,33 @@ def main() -> None:
     print(f"40 runs: {SCENARIO} duration={args.duration}, {' '.join('--grid ' + g for g in GRID)}, 5 seeds")
     for name, value in overheads(plan).items():
         print(f"  {name:42s} {value:8.2f}")
-    times: dict[str, list[float]] = {"one process": [], "pool -j 1": [], f"pool -j {args.jobs}": []}
+    times: dict[str, list[tuple[float, float, float]]] = {
+        "one process": [],
+        "pool -j 1": [],
+        f"pool -j {args.jobs}": [],
+    }
     for r in range(args.rounds):
         load = os.getloadavg()[0]
         times["one process"].append(one_process(plan))
         times["pool -j 1"].append(pool(args, 1))
         times[f"pool -j {args.jobs}"].append(pool(args, args.jobs))
-        print(f"round {r + 1} (load {load:.2f}): " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()))
+        print(f"round {r + 1} (load {load:.2f}): " + ", ".join(f"{k} {v[-1][0]:.2f} s" for k, v in times.items()))
     best = {k: min(v) for k, v in times.items()}
-    base = best["one process"]
-    print("fastest round of each:")
-    for k, v in best.items():
-        print(f"  {k:14s} {v:7.2f} s  ({base / v:.2f}x one process; median {statistics.median(times[k]):.2f} s)")
-    print(f"fork-path overhead per run: {1e3 * (best['pool -j 1'] - base) / 40:.1f} ms")
+    base = best["one process"][0]
+    print("fastest round of each (wall; CPU of the parent + its workers):")
+    for k, (wall, parent, workers) in best.items():
+        print(
+            f"  {k:14s} {wall:7.2f} s  ({base / wall:.2f}x one process; median "
+            f"{statistics.median(t[0] for t in times[k]):.2f} s)  CPU {parent:.2f} + {workers:.2f} s"
+        )
+    cpu_one = min(t[1] for t in times["one process"])
+    cpu_pool = min(t[1] + t[2] for t in times["pool -j 1"])
+    parent = min(t[1] for t in times["pool -j 1"])
+    print(
+        f"fork-path overhead per run, wall: {1e3 * (best['pool -j 1'][0] - base) / 40:.1f} ms; "
+        f"CPU: {1e3 * (cpu_pool - cpu_one) / 40:.1f} ms (of which the parent's serial work "
+        f"{1e3 * parent / 40:.1f} ms per run, plan and table included)"
+    )
 
 
 if __name__ == "__main__":
