@@ -152,7 +152,9 @@ def register(app: typer.Typer) -> None:
         keep_runs: Annotated[
             bool,
             typer.Option(
-                "--keep-runs", help="Also keep each run's directory in DIR/runs/KEY/ (without PNG plots; large)."
+                "--keep-runs",
+                help="Also keep each run's directory in DIR/runs/KEY/ (without PNG plots; large; runs "
+                "already done in DIR are not rerun for it).",
             ),
         ] = False,
         no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the sweep's plots and report.")] = False,
@@ -169,6 +171,9 @@ def register(app: typer.Typer) -> None:
         DIR/rows/KEY.parquet per run as it ends. A failed run is recorded (exit 3), never
         aborts the sweep. Interrupted (Ctrl-C), the same command resumes: runs are keyed
         by their resolved scenario and the engine version, and done ones are skipped.
+
+        Example: tcplab sweep builtin:cubic-vs-bbr-lossy --grid flows.0.cc=cubic,bbr
+        --grid links.1.loss=0%,1% --seeds 3 --set duration=20s -o out/sweep
         """
         from tcplab.cli import _INVOCATION, _console
         from tcplab.signals import Terminated, exit_code_for
