@@ -500,3 +500,16 @@ def test_app_rows_and_host_models_in_the_table(real_core):
     cpu = tcplab.sweep("builtin:bbr-vm-cpu-35pct", seeds=1, overrides=["duration=2s"], jobs=1).table
     assert cpu["run.cpu_steal_pct"].iloc[0] == pytest.approx(65.0, abs=1.0)
     assert cpu["run.nic_ring_drops"].isna().all()
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("scenario", ["builtin:cubic-vs-bbr-lossy", "builtin:broadcast", "builtin:nic-ring-fan-in"])
+def test_rows_without_time_series_equal_the_full_runs_rows(real_core, scenario):
+    from tcplab.loader import load_scenario
+    from tcplab.sweep.executors import rows_result
+    from tcplab.sweep.rows import rows_from_result
+
+    sc = load_scenario(scenario, ["duration=1s"])
+    full = rows_from_result(tcplab.run(sc))
+    lean = rows_from_result(rows_result(sc))
+    assert pd.DataFrame(lean).equals(pd.DataFrame(full))

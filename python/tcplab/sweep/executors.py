@@ -18,7 +18,8 @@ that the sweep does not need). The parent writes each outcome's rows as it arriv
 
 :func:`run_point` never raises: an engine error, an exception, a run directory that cannot
 be written all become the outcome's ``error`` (one line). A worker that dies is the
-executor's to report, as an outcome with an error.
+executor's to report, as an outcome with an error. Without ``--keep-runs`` a worker does not
+build the run's time-series frames (:func:`rows_result`): the rows do not use them.
 """
 
 from __future__ import annotations
@@ -71,6 +72,30 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def rows_result(scenario: Scenario, core: Any = None) -> Any:
+    """Simulate ``scenario`` and return a :class:`~tcplab.results.Result` complete for the
+    table's rows (summary, links, hosts, counters, apps, the hosts' series) but with empty
+    per-flow and per-queue time series: the rows never read them, and turning them into
+    frames (and finding stuck episodes in them) is a third of a short run's Python work in
+    each worker. Engine errors name the scenario's YAML paths, as :func:`tcplab.run`'s."""
+    from dataclasses import replace
+
+    from tcplab.engine import run_core
+    from tcplab.errors import EngineError
+    from tcplab.results import Result
+
+    config = scenario.to_core()
+    started = time.perf_counter()
+    try:
+        output = run_core(config, core=core)
+    except EngineError as e:
+        from tcplab.scenario.checks import engine_message
+
+        raise type(e)(engine_message(scenario, str(e))) from e
+    output = replace(output, timeseries=output.timeseries.iloc[:0], queues=output.queues.iloc[:0])
+    return Result(scenario, config, output, wall_time_s=time.perf_counter() - started)
+
+
 def run_point(job: PointJob) -> PointOutcome:
     """Run one job in this process and return its rows or its error (never raises an
     Exception; a top-level function so that process pools and Dask can pickle it)."""
@@ -83,7 +108,10 @@ def run_point(job: PointJob) -> PointOutcome:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = run(job.scenario, core=job.core, applied_overrides=job.overrides, command=job.command)
+            if job.keep_dir is None:
+                result = rows_result(job.scenario, job.core)
+            else:
+                result = run(job.scenario, core=job.core, applied_overrides=job.overrides, command=job.command)
         if result.engine_version != job.engine:
             return PointOutcome(
                 job.key,
