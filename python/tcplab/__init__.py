@@ -11,11 +11,15 @@ happened per flow and over time, in the names ``ss``, ``nstat`` and ``tc -s`` us
     >>> result.write("runs/bbr")                     # doctest: +SKIP
     >>> cmp = tcplab.compare(["builtin:cubic-vs-bbr-lossy"], ["flows.0.cc=cubic,bbr"])  # doctest: +SKIP
     >>> cmp.table                                    # doctest: +SKIP
+    >>> rec = tcplab.recommend("runs/sweep", choose=["flows.0.cc"], maximize="goodput",
+    ...                        subject_to=["p99 RTT < 175 ms"])  # doctest: +SKIP
+    >>> rec.sentence                                 # doctest: +SKIP
 
 Modules: :mod:`~tcplab.units` (human units), :mod:`~tcplab.scenario` (the schema),
 :mod:`~tcplab.loader` and :mod:`~tcplab.overrides` (reading, ``--set``), :mod:`~tcplab.routing`,
 :mod:`~tcplab.engine` (the bridge to ``tcplab._core``), :mod:`~tcplab.results`,
-:mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.cli`.
+:mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.recommend`,
+:mod:`~tcplab.cli`.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ __all__ = [
     "Scenario",
     "Result",
     "CompareResult",
+    "recommend",
     "ScenarioError",
     "EngineError",
 ]
@@ -55,6 +60,12 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "recommend":
+        # the package tcplab.recommend, callable: tcplab.recommend(...) is
+        # tcplab.recommend.recommend(...) (importing it binds tcplab.recommend to the module)
+        import importlib
+
+        return importlib.import_module("tcplab.recommend")
     if name in _LAZY:
         import importlib
 

@@ -1,0 +1,152 @@
+"""``tcplab recommend`` on a sweep directory (a synthetic table in ARCH12's SCHEMA): the
+output, the files, --json, exit codes (0, 4 no feasible setting, 2 mistakes) and one-line
+errors, through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from recommend_tables import sweep_table
+from tcplab.cli import app
+
+CC = "flows.0.cc"
+LOSS = "links.1.loss"
+
+
+def _sweep_dir(tmp_path, fn, params=None, seeds=(1, 2)):
+    d = tmp_path / "sweep"
+    d.mkdir()
+    t = sweep_table(params or {CC: ["cubic", "bbr"], LOSS: ["0.5%", "1%"]}, list(seeds), fn)
+    t.to_parquet(d / "sweep.parquet")
+    (d / "sweep.json").write_text(json.dumps({"status": "complete"}))
+    (d / ".tcplab-run").write_text(json.dumps({"tcplab": "0", "kind": "sweep"}))
+    return d
+
+
+def _lossy(v, s):
+    # bbr: high goodput, queue full (p99 RTT 200 ms); cubic: loss-bound, short queue
+    if v[CC] == "bbr":
+        return {"goodput_bps": 4.5e6, "rtt_p99_ms": 200.0}
+    return {"goodput_bps": (2.0e6 if v[LOSS] == "0.5%" else 1.3e6) + s * 1e4, "rtt_p99_ms": 130.0}
+
+
+def _run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_cli_recommends_and_writes(tmp_path):
+    d = _sweep_dir(tmp_path, _lossy)
+    out = tmp_path / "rec"
+    r = _run("recommend", d, "--choose", CC, "--over", LOSS, "--maximize", "goodput", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "Recommend flows.0.cc=bbr" in r.output
+    assert "rule: each setting is scored by its worst condition" in r.output
+    assert "goodput = run.goodput_bps" in r.output
+    assert f"wrote {out}" in r.output
+    for f in ("recommend.json", "report.html", "plots/recommend.png", ".tcplab-run"):
+        assert (out / f).is_file(), f
+    data = json.loads((out / "recommend.json").read_text())
+    assert data["recommendation"] == {CC: "bbr"} and data["runner_up"] == {CC: "cubic"}
+    assert data["margin"] > 0 and data["worst_condition"] == {LOSS: "0.5%"} or data["worst_condition"]
+    assert {e["run"] for e in data["evidence"]}  # runs named
+    html = (out / "report.html").read_text()
+    assert "Recommend flows.0.cc=bbr" in html and "data:image/png;base64," in html
+    # rerun into the same recommend directory: files replaced, no --force needed
+    r2 = _run(
+        "recommend",
+        d,
+        "--choose",
+        CC,
+        "--over",
+        LOSS,
+        "--maximize",
+        "goodput",
+        "--subject-to",
+        "p99 RTT < 175 ms",
+        "-o",
+        out,
+    )
+    assert r2.exit_code == 0, r2.output
+    assert json.loads((out / "recommend.json").read_text())["recommendation"] == {CC: "cubic"}
+
+
+def test_cli_objective_sentence_and_json(tmp_path):
+    d = _sweep_dir(tmp_path, _lossy)
+    r = _run(
+        "recommend",
+        d,
+        "--choose",
+        CC,
+        "--over",
+        LOSS,
+        "--json",
+        "--objective",
+        "maximize goodput subject to p99 RTT < 175 ms",
+    )
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["recommendation"] == {CC: "cubic"}
+    assert data["objective"]["constraints"][0]["bound"] == 175.0
+    bbr = next(c for c in data["choices"] if c["setting"] == {CC: "bbr"})
+    assert not bbr["feasible"] and "p99 RTT < 175 ms" in bbr["why_not"]
+
+
+def test_cli_no_feasible_setting_exits_4_and_still_writes(tmp_path):
+    d = _sweep_dir(tmp_path, _lossy)
+    out = tmp_path / "rec"
+    r = _run("recommend", d, "--choose", CC, "--maximize", "goodput", "--subject-to", "p99 RTT < 100 ms", "-o", out)
+    assert r.exit_code == 4, r.output
+    assert "No setting meets p99 RTT < 100 ms" in r.output
+    assert json.loads((out / "recommend.json").read_text())["recommendation"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["--choose", "flows.9.cc", "--maximize", "goodput"], 'error: --choose: "flows.9.cc" is not a swept parameter'),
+        (["--choose", CC, "--maximize", "goodness"], 'error: --maximize: "goodness": "goodness" is not a metric'),
+        (["--choose", CC, "--maximize", "goodput", "--subject-to", "p99 RTT < 50"], "error: --subject-to: "),
+        (["--choose", CC, "--maximize", "goodput", "--minimize", "p99 RTT"], "error: --maximize: --maximize and"),
+        (["--maximize", "goodput"], "error: --choose: no setting to choose"),
+        (["--choose", CC, "--maximize", "goodput", "--seeds", "3"], "error: --seeds: --seeds only applies"),
+        (["--choose", CC, "--over", CC, "--maximize", "goodput"], "error: --over: "),
+    ],
+)
+def test_cli_mistakes_are_one_line_exit_2(tmp_path, args, start):
+    d = _sweep_dir(tmp_path, _lossy)
+    out = tmp_path / "rec"
+    r = _run("recommend", d, *args, "-o", out)
+    assert r.exit_code == 2, r.output
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith(start), r.output
+    assert not out.exists()  # nothing written
+
+
+def test_cli_refuses_a_directory_it_did_not_write(tmp_path):
+    d = _sweep_dir(tmp_path, _lossy)
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    r = _run("recommend", d, "--choose", CC, "--maximize", "goodput", "-o", out)
+    assert r.exit_code == 2 and "not a tcplab recommend directory" in r.output
+    assert (out / "notes.txt").read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_cli_not_a_sweep_and_not_a_scenario(tmp_path):
+    r = _run("recommend", tmp_path / "nothing", "--choose", CC, "--maximize", "goodput")
+    assert r.exit_code == 2
+    assert r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1
+
+
+def test_api_callable_package(tmp_path):
+    import tcplab
+
+    d = _sweep_dir(tmp_path, _lossy)
+    rec = tcplab.recommend(d, choose=[CC], over=[LOSS], maximize="goodput", subject_to=["p99 RTT < 175 ms"])
+    assert rec.setting == {CC: "cubic"}
+    import tcplab.recommend.metrics  # noqa: F401 - a submodule import keeps tcplab.recommend callable
+
+    assert callable(tcplab.recommend)
