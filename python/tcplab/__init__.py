@@ -11,6 +11,8 @@ happened per flow and over time, in the names ``ss``, ``nstat`` and ``tc -s`` us
     >>> result.write("runs/bbr")                     # doctest: +SKIP
     >>> cmp = tcplab.compare(["builtin:cubic-vs-bbr-lossy"], ["flows.0.cc=cubic,bbr"])  # doctest: +SKIP
     >>> cmp.table                                    # doctest: +SKIP
+    >>> sw = tcplab.sweep("cubic-vs-bbr-lossy", grid={"flows.0.cc": ["cubic", "bbr"]})  # doctest: +SKIP
+    >>> sw.table                                     # doctest: +SKIP
     >>> rec = tcplab.recommend("runs/sweep", choose=["flows.0.cc"], maximize="goodput",
     ...                        subject_to=["p99 RTT < 175 ms"])  # doctest: +SKIP
     >>> rec.sentence                                 # doctest: +SKIP
@@ -18,7 +20,7 @@ happened per flow and over time, in the names ``ss``, ``nstat`` and ``tc -s`` us
 Modules: :mod:`~tcplab.units` (human units), :mod:`~tcplab.scenario` (the schema),
 :mod:`~tcplab.loader` and :mod:`~tcplab.overrides` (reading, ``--set``), :mod:`~tcplab.routing`,
 :mod:`~tcplab.engine` (the bridge to ``tcplab._core``), :mod:`~tcplab.results`,
-:mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.recommend`,
+:mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.sweep`, :mod:`~tcplab.recommend`,
 :mod:`~tcplab.cli`.
 """
 
@@ -46,6 +48,9 @@ __all__ = [
     "Scenario",
     "Result",
     "CompareResult",
+    "sweep",
+    "load_sweep",
+    "SweepResult",
     "recommend",
     "ScenarioError",
     "EngineError",
@@ -56,16 +61,23 @@ __all__ = [
 _LAZY = {
     "Result": ("tcplab.results", "Result"),
     "CompareResult": ("tcplab.compare", "CompareResult"),
+    "load_sweep": ("tcplab.sweep", "load_sweep"),
+    "SweepResult": ("tcplab.sweep", "SweepResult"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name == "recommend":
-        # the package tcplab.recommend, callable: tcplab.recommend(...) is
-        # tcplab.recommend.recommend(...) (importing it binds tcplab.recommend to the module)
+    if name in ("sweep", "recommend"):
+        # the packages tcplab.sweep and tcplab.recommend, callable: tcplab.sweep(...) is
+        # tcplab.sweep.sweep(...) (importing one binds tcplab.NAME to the module, so the two
+        # must be one object)
         import importlib
 
-        return importlib.import_module("tcplab.recommend")
+        return importlib.import_module(f"tcplab.{name}")
+    return _lazy(name)
+
+
+def _lazy(name: str) -> Any:
     if name in _LAZY:
         import importlib
 

@@ -2,6 +2,7 @@
 
     tcplab run SCENARIO [-o DIR] [--set PATH=VALUE]... [--seed N] [--quiet] [--force]
     tcplab compare SCENARIO [SCENARIO...] [-o DIR] [--set PATH=V1,V2]... [--seed N]
+    tcplab sweep SCENARIO --grid PATH=V1,V2 [--random PATH=LO..HI -n N] [--seeds K] -o DIR [--jobs N | --dask ADDR]
     tcplab recommend SWEEP_DIR|SCENARIO --choose PATH[=V1,V2]... [--over PATH[=V1,V2|=LO..HI]]...
                      (--maximize M | --minimize M) [--subject-to C]... [-o DIR] [--json]
     tcplab check SCENARIO [--set PATH=VALUE]... [--json]
@@ -21,9 +22,11 @@ Exit codes: 0 success; 2 a mistake in the scenario, an override or the command l
 failed (``error: engine: ...``) or is not installed; 3 ``compare``: some variants failed (the
 others are written, the failed ones are marked in the table and compare.json); 130
 interrupted (SIGINT), 143 terminated (SIGTERM), in both cases after removing partial output
-and stopping worker processes (see :mod:`tcplab.signals`). ``recommend``: 4 no setting meets
-the constraints (the ranking is still printed and written); its scenario form's sweep keeps
-the runs done when interrupted (the same command resumes). ``diagnose``: 0 it ran, 2 unusable
+and stopping worker processes (see :mod:`tcplab.signals`). ``sweep``: 3 some runs failed (recorded
+in the table and failed/KEY.json, the rest written); 130/143 keep the runs done (the same
+command resumes). ``recommend``: 4 no setting meets the constraints (the ranking is still
+printed and written); its scenario form's sweep keeps the runs done when interrupted (the
+same command resumes). ``diagnose``: 0 it ran, 2 unusable
 input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
 ``reproduce``: 0 the experiments ran (whatever their verdicts), 1 a run or an experiment
 failed (stated in its report and the index), 2 an unknown name, no name and no ``--all``, or
@@ -1394,6 +1397,10 @@ def kernel_info_cmd(
     else:
         typer.echo(format_env(env), nl=False)
 
+
+from tcplab.sweep.cli import register as _reg_sweep  # noqa: E402 - commands of their own modules
+
+_reg_sweep(app)
 
 from tcplab.recommend.cli import register as _reg_recommend  # noqa: E402 - a command of its own module
 
