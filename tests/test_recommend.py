@@ -134,12 +134,16 @@ def test_ties_broken_by_mean_then_sweep_order_and_said():
     assert rec.setting == {CC: "B"}
     assert "tie on the worst case" in rec.sentence and "mean" in rec.sentence
     assert rec.selection.margin == 0.0
-    # identical: the one swept first, whatever order the table rows come in
-    t2 = sweep_table({CC: ["B", "A"]}, [1], lambda v, s: _flow(4))
+    # identical: the one swept first, whatever order the table rows come in; the tied one is
+    # named, and the margin is over the next setting that does not tie (C: 1 Mbit/s less)
+    t2 = sweep_table({CC: ["B", "A", "C"]}, [1], lambda v, s: _flow(3 if v[CC] == "C" else 4))
     for frame in (t2, t2.iloc[::-1].reset_index(drop=True)):
         rec2 = recommend_table(frame, choose=[CC], maximize="goodput")
         assert rec2.setting == {CC: "B"}
-        assert "sweep's order" in rec2.sentence
+        assert "sweep's order" in rec2.sentence and "with flows.0.cc=A" in rec2.sentence
+        assert [c.setting[CC] for c in rec2.selection.ties] == ["A"]
+        assert rec2.selection.next_best.setting == {CC: "C"}
+        assert "next setting that does not tie, flows.0.cc=C: +1 Mbit/s" in rec2.sentence
 
 
 def test_other_swept_parameters_are_conditions_too():

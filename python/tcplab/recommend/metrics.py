@@ -357,20 +357,25 @@ def _column_metric(text: str, name: str, column: str, table_cols: Sequence[str])
 
 
 def _unit_of(column: str) -> str:
-    last = column.split(".")[-1]
+    """A column's unit from its name: the innermost part with a unit suffix decides
+    (``completion_ms.p99`` is ms, ``time_on_profile_s.HD`` s); ``*_per_sec`` is a plain
+    rate (``ratio``); ``*ratio``/``*rate``/``*_per_*``/``share*`` are fractions."""
     parts = column.split(".")
-    if column in ("run.goodput_bps",) or last.endswith("_bps"):
-        return "bps"
-    if last.endswith("_pct"):
-        return "pct"
-    if last.endswith("_ms") or any(p.endswith("_ms") for p in parts[:-1]):
-        return "ms"
-    if last.endswith("_s") or any(p.endswith("_s") for p in parts[2:-1]):
-        return "s"
-    if last.endswith("_bytes"):
-        return "bytes"
-    if re.search(r"(ratio|rate|_per_|share)", last):
-        return "fraction"
+    for part in reversed(parts[1:] or parts):
+        if part.endswith("_bps"):
+            return "bps"
+        if part.endswith("_pct"):
+            return "pct"
+        if part.endswith("_ms"):
+            return "ms"
+        if part.endswith("_s") and not part.endswith("_per_s"):
+            return "s"
+        if (part.endswith("_bytes") or part.startswith("bytes_")) and not part.startswith("share"):
+            return "bytes"
+        if part.endswith(("_per_sec", "_per_s")):
+            return "ratio"
+        if re.search(r"(ratio|rate|_per_|share)", part):
+            return "fraction"
     return "count"
 
 
@@ -425,10 +430,10 @@ def _app_metric(text: str, table_cols: Sequence[str]) -> Metric | None:
             return None
         words = words[1:]
     want = frozenset(_WORD_FORMS.get(w, w) for w in words if w not in _UNIT_WORDS)
-    cols = [apps[a][k] for a in selected for k in sorted(apps[a]) if _key_words(k) == want]
-    if not cols:
+    found = [(k, apps[a][k]) for a in selected for k in sorted(apps[a]) if _key_words(k) == want]
+    if not found:
         return None
-    key = cols[0].split(".", 2)[2]
+    key, cols = found[0][0], [c for _, c in found]
     unit = _unit_of(cols[0])
     how = "sum" if unit == "count" and not re.search(r"p\d|max|mean|min", key) else "max"
     over = qualifier or ("every app" if len(cols) > 1 else "")

@@ -43,6 +43,13 @@ def _num(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
+def _gap(obj: Any, a: float, b: float) -> float:
+    """How much better ``a`` is than ``b`` (positive = better) for this objective."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return a - b if obj.maximize else b - a
+
+
 def _cond_text(cond: dict[str, str]) -> str:
     return describe(cond) if cond else "every run"
 
@@ -129,7 +136,15 @@ class Recommendation:
         else:
             text += f", the best of {n_all} settings" if n_all > 1 else ", the only setting swept"
         text += f" over {over}."
-        if s.runner_up is not None:
+        if s.ties and s.next_best is not None:
+            nb = s.next_best
+            state = "" if nb.feasible else f" (infeasible: {self.why_not(nb)})"
+            gap = _gap(obj, rec.worst, nb.worst)
+            text += (
+                f" Margin over the next setting that does not tie, {describe(nb.setting)}{state}: "
+                f"{m.fmt(gap, signed=True)} in the worst case ({m.fmt(nb.worst)} at {_cond_text(nb.worst_condition)})."
+            )
+        elif s.runner_up is not None and not s.ties:
             ru = s.runner_up
             state = "" if ru.feasible else f" (infeasible: {self.why_not(ru)})"
             rel = f", {100 * s.margin_relative:+.3g} %" if not math.isnan(s.margin_relative) else ""
@@ -189,13 +204,15 @@ class Recommendation:
                         [check.worst_run],
                         check.constraint.metric.name,
                     )
-        if s.runner_up is not None:
-            ru = s.runner_up
-            add("runner-up, worst condition", ru, ru.worst_condition, ru.worst_runs(), m)
+        others = [("runner-up", s.runner_up)] if s.runner_up is not None else []
+        if s.ties and s.next_best is not None:
+            others.append(("next setting that does not tie", s.next_best))
+        for role, ru in others:
+            add(f"{role}, worst condition", ru, ru.worst_condition, ru.worst_runs(), m)
             for check in ru.checks:
                 if not check.holds and check.worst_run is not None:
                     add(
-                        f"runner-up, breaks {check.constraint.label}",
+                        f"{role}, breaks {check.constraint.label}",
                         ru,
                         check.worst_condition,
                         [check.worst_run],
@@ -293,6 +310,8 @@ class Recommendation:
             "margin": _num(s.margin),
             "margin_relative": _num(s.margin_relative),
             "tie": s.tie_note,
+            "ties": [dict(c.setting) for c in s.ties],
+            "next_best": dict(s.next_best.setting) if s.next_best else None,
             "notes": s.notes,
             "sentence": self.sentence,
             "evidence": self.evidence,

@@ -171,6 +171,11 @@ class Selection:
     margin_relative: float
     tie_note: str | None
     notes: list[str]
+    #: feasible settings with exactly the recommendation's worst case and mean (a tie the
+    #: sweep's order broke), in rank order
+    ties: list[Choice] = field(default_factory=list)
+    #: the first setting ranked after the recommendation that does not tie with it
+    next_best: Choice | None = None
     #: one row per run: point, seed, run, status, error, the parameters, ``objective`` and
     #: ``constraint 1``, ``constraint 2``, ... (each metric's per-run value, native unit)
     per_run: Any = None
@@ -312,13 +317,20 @@ def select(
     for i, c in enumerate(ranked, start=1):
         c.rank = i
     recommended = ranked[0] if ranked and ranked[0].feasible else None
-    runner_up = None
+    runner_up = next_best = None
+    ties: list[Choice] = []
     margin = margin_rel = math.nan
     if recommended is not None and len(ranked) > 1:
         runner_up = ranked[1]
         margin = _signed_gap(objective, recommended.worst, runner_up.worst)
         if not math.isnan(margin) and runner_up.worst != 0:
             margin_rel = margin / abs(runner_up.worst)
+        for c in ranked[1:]:
+            if c.feasible and c.worst == recommended.worst and c.mean == recommended.mean:
+                ties.append(c)
+            else:
+                next_best = c
+                break
     return Selection(
         objective=objective,
         choose=list(choose),
@@ -332,6 +344,8 @@ def select(
         margin_relative=margin_rel,
         tie_note=tie_note if recommended is not None else None,
         notes=notes,
+        ties=ties,
+        next_best=next_best,
         per_run=runs.drop(columns=["__choice", "__cond"]).rename(
             columns={f"__m{i}": ("objective" if i == 0 else f"constraint {i}") for i in range(len(metrics))}
         ),
@@ -383,9 +397,12 @@ def _rank(objective: Objective, choices: list[Choice]) -> tuple[list[Choice], st
                     f"conditions ({objective.metric.fmt(a.mean)} against {objective.metric.fmt(b.mean)})"
                 )
             else:
+                tied = [
+                    describe(c.setting) for c in ranked[1:] if c.feasible and c.worst == a.worst and c.mean == a.mean
+                ]
                 note = (
-                    f"tie on the worst case ({objective.metric.fmt(a.worst)} {name}) and on the mean: broken by the "
-                    "sweep's order (the setting swept first)"
+                    f"tie on the worst case ({objective.metric.fmt(a.worst)} {name}) and on the mean with "
+                    f"{'; '.join(tied)}: broken by the sweep's order (the setting swept first)"
                 )
     return ranked, note
 
