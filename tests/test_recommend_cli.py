@@ -150,3 +150,27 @@ def test_api_callable_package(tmp_path):
     import tcplab.recommend.metrics  # noqa: F401 - a submodule import keeps tcplab.recommend callable
 
     assert callable(tcplab.recommend)
+
+
+# -- the scenario form: mistakes are found before anything runs ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["--choose", CC, "--maximize", "goodput"], "error: --choose: flows.0.cc: no values"),
+        (["--choose", f"{CC}=cubic,bbr", "--over", "links.1.loss", "--maximize", "goodput"], "error: --over: "),
+        (["--choose", f"{CC}=cubic,bbr", "--over", "links.1.loss=0%..1%", "--maximize", "goodput"], "error: -n: "),
+        (["--choose", f"{CC}=cubic,bbr", "--maximize", "goodput", "--subject-to", "p99 RTT < 50"],
+         "error: --subject-to: "),
+        (["--choose", f"{CC}=cubic,bbr", "--objective", "improve goodput"], "error: --objective: "),
+        (["--choose", f"{CC}=cubic,reno2", "--maximize", "goodput"], "error: --grid: "),
+    ],
+)
+def test_scenario_form_mistakes_before_anything_runs(tmp_path, args, start):
+    out = tmp_path / "rec"
+    r = _run("recommend", "builtin:cubic-vs-bbr-lossy", *args, "-o", out)
+    assert r.exit_code == 2, r.output
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith(start), r.output
+    assert not out.exists()

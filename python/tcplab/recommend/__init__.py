@@ -177,6 +177,7 @@ def recommend(
     dask: str | None = None,
     force: bool = False,
     quiet: bool = True,
+    keep_runs: bool = False,
 ) -> Recommendation:
     """Recommend a setting (module doc).
 
@@ -194,8 +195,10 @@ def recommend(
     elif _is_sweep_dir(source):
         rec = recommend_table(load_table(source), choose=choose, over=over, sweep_dir=source, **kw)
     else:
+        from tcplab.recommend.objective import check_grammar
         from tcplab.recommend.scenario import sweep_for_recommend
 
+        check_grammar(**kw)  # before anything runs
         result = sweep_for_recommend(
             source,
             choose=_specs(choose, "--choose"),
@@ -209,6 +212,7 @@ def recommend(
             dask=dask,
             force=force,
             quiet=quiet,
+            keep_runs=keep_runs,
         )
         rec = recommend_table(
             result.table,

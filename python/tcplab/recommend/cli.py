@@ -199,6 +199,13 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--dask", metavar="ADDRESS", help="Scenario form: run the sweep on this Dask scheduler."),
         ] = None,
+        keep_runs: Annotated[
+            bool,
+            typer.Option(
+                "--keep-runs",
+                help="Scenario form: keep each run's directory in DIR/sweep/runs/KEY/ (the evidence names them).",
+            ),
+        ] = False,
         force: Annotated[
             bool, typer.Option("--force", "-f", help="Scenario form: start the sweep in DIR/sweep over.")
         ] = False,
@@ -213,6 +220,7 @@ def register(app: typer.Typer) -> None:
             raise ScenarioError("no setting to choose", file="--choose", expected="--choose PATH (a swept parameter)")
         if _is_sweep_dir(source):
             for opt, given in (
+                ("--keep-runs", keep_runs or None),
                 ("--seeds", seeds),
                 ("-n", n),
                 ("--seed", seed),
@@ -250,20 +258,39 @@ def register(app: typer.Typer) -> None:
             from tcplab.recommend.objective import check_grammar
 
             check_grammar(maximize=maximize, minimize=minimize, subject_to=subject_to or [], objective=objective)
-            result = sweep_for_recommend(
-                source,
-                choose=chosen,
-                over=overs,
-                seeds=int(seeds) if seeds else None,
-                seed=int(seed) if seed is not None else None,
-                n=int(n) if n else None,
-                overrides=set_ or [],
-                out=out_dir,
-                jobs=int(jobs) if jobs else None,
-                dask=dask,
-                force=force,
-                quiet=quiet or as_json,
-            )
+            try:
+                result = sweep_for_recommend(
+                    source,
+                    choose=chosen,
+                    over=overs,
+                    seeds=int(seeds) if seeds else None,
+                    seed=int(seed) if seed is not None else None,
+                    n=int(n) if n else None,
+                    overrides=set_ or [],
+                    out=out_dir,
+                    jobs=int(jobs) if jobs else None,
+                    dask=dask,
+                    force=force,
+                    keep_runs=keep_runs,
+                    quiet=quiet or as_json,
+                )
+            except KeyboardInterrupt as e:  # the runs done are kept: the same command resumes
+                from tcplab.signals import Terminated, exit_code_for
+
+                what = "terminated" if isinstance(e, Terminated) else "interrupted"
+                rows = Path(out_dir) / "sweep" / "rows"
+                kept = len(list(rows.glob("*.parquet"))) if rows.is_dir() else 0
+                typer.echo(
+                    f"error: {what}; {kept} runs kept in {Path(out_dir) / 'sweep'} (the same command resumes)", err=True
+                )
+                raise typer.Exit(exit_code_for(e)) from None
+            failures = getattr(result, "failures", None) or {}
+            if failures:
+                typer.echo(
+                    f"warning: {len(failures)} run(s) of the sweep failed (recorded in {Path(out_dir) / 'sweep'}); "
+                    "the settings they belong to are infeasible",
+                    err=True,
+                )
             rec = recommend_table(
                 result.table,
                 choose=[p for p, _, _ in chosen],

@@ -85,6 +85,7 @@ def sweep_for_recommend(
     dask: str | None,
     force: bool,
     quiet: bool,
+    keep_runs: bool = False,
 ) -> Any:
     """Plan (every point validated before anything runs) and run the sweep; its result."""
     from tcplab.recommend.recommendation import prepare_recommend_dir
@@ -101,26 +102,21 @@ def sweep_for_recommend(
     if jobs is not None and dask is not None:
         raise ScenarioError("--jobs and --dask given together", file="--dask", expected="one executor, not both")
     grid, random = _grid_and_random(choose, over, n)
-    plan = plan_sweep(source, grid, random, n, seeds=seeds or DEFAULT_SEEDS, seed=seed, overrides=list(overrides or []))
-    if out is None:
+    if out is None:  # the API without a directory: the sweep runs in a temporary one
         import tcplab.sweep as sweep_pkg
 
         return sweep_pkg.sweep(
-            source,
-            grid,
-            random,
-            n,
-            seeds=seeds or DEFAULT_SEEDS,
-            seed=seed,
-            overrides=list(overrides or []),
-            jobs=jobs,
-            dask=dask,
-        )
+            source, grid, random, n, seeds=seeds or DEFAULT_SEEDS, seed=seed, overrides=list(overrides or []),
+            jobs=jobs, dask=dask,
+        )  # fmt: skip
+    plan = plan_sweep(source, grid, random, n, seeds=seeds or DEFAULT_SEEDS, seed=seed, overrides=list(overrides or []))
     target, _ = prepare_recommend_dir(Path(out))  # kept on failure: the sweep in it resumes
     from tcplab.sweep.cli import _Bar
 
     bar = _Bar(enabled=not quiet)
     try:
-        return run_sweep(plan, target / SWEEP_SUBDIR, jobs=jobs, dask=dask, force=force, progress=bar)
+        return run_sweep(
+            plan, target / SWEEP_SUBDIR, jobs=jobs, dask=dask, force=force, keep_runs=keep_runs, progress=bar
+        )
     finally:
         bar.close()

@@ -111,6 +111,7 @@ def recommend_plots(rec: Recommendation) -> list[Plot]:
                 "linestyle": "-" if choice.feasible else "--",
                 "marker": "o",
                 "markersize": 4,
+                "zorder": 3 if is_rec else 2,  # on top of a setting that ties with it
             }
             if x_param is None:
                 vals = metric.display(rows[column].to_numpy(dtype=float))
