@@ -303,6 +303,7 @@ def test_bounds_with_units(metric, bound, value):
     ("constraint", "message"),
     [
         ("p99 RTT < 50", "has no unit"),
+        ("retransmission rate < 3", "is more than 1 for a fraction"),
         ("goodput > 3 %", "is a percentage but goodput is a rate"),
         ("p99 RTT < 10 Mbit", "not a time"),
         ("p99 RTT < fast", "is not a number"),

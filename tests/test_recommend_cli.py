@@ -161,8 +161,10 @@ def test_api_callable_package(tmp_path):
         (["--choose", CC, "--maximize", "goodput"], "error: --choose: flows.0.cc: no values"),
         (["--choose", f"{CC}=cubic,bbr", "--over", "links.1.loss", "--maximize", "goodput"], "error: --over: "),
         (["--choose", f"{CC}=cubic,bbr", "--over", "links.1.loss=0%..1%", "--maximize", "goodput"], "error: -n: "),
-        (["--choose", f"{CC}=cubic,bbr", "--maximize", "goodput", "--subject-to", "p99 RTT < 50"],
-         "error: --subject-to: "),
+        (
+            ["--choose", f"{CC}=cubic,bbr", "--maximize", "goodput", "--subject-to", "p99 RTT < 50"],
+            "error: --subject-to: ",
+        ),
         (["--choose", f"{CC}=cubic,bbr", "--objective", "improve goodput"], "error: --objective: "),
         (["--choose", f"{CC}=cubic,reno2", "--maximize", "goodput"], "error: --grid: "),
     ],

@@ -231,6 +231,11 @@ class Metric:
         number, unit = float(m.group(1)), m.group(2)
         try:
             if unit == "":
+                if self.unit == "fraction" and abs(number) > 1:
+                    raise metric_error(
+                        option, whole, f"{show_value(raw)} is more than 1 for a fraction ({self.name})",
+                        "a percentage with its sign such as 3 % (or a fraction such as 0.03)",
+                    )  # fmt: skip
                 if self.unit in ("count", "ratio", "fraction", "pct"):
                     return number
                 raise metric_error(

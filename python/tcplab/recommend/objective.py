@@ -129,19 +129,19 @@ class Objective:
     def maximize(self) -> bool:
         return self.sense == "maximize"
 
-    def better(self, a: float, b: float) -> bool:
-        """Is ``a`` strictly better than ``b``? NaN is worse than anything."""
+    def worse(self, a: float, b: float) -> bool:
+        """Is objective value ``a`` worse than ``b``? A missing value (NaN) is the worst."""
         if math.isnan(a):
-            return False
+            return not math.isnan(b)
         if math.isnan(b):
-            return True
-        return a > b if self.maximize else a < b
+            return False
+        return a < b if self.maximize else a > b
 
-    def worst(self, values: Sequence[float]) -> float:
-        """The worst of ``values`` (NaN if any is NaN: a missing value is the worst case)."""
-        if any(math.isnan(v) for v in values):
+    def gap(self, a: float, b: float) -> float:
+        """How much better ``a`` is than ``b`` (positive = better), in the metric's unit."""
+        if math.isnan(a) or math.isnan(b):
             return math.nan
-        return min(values) if self.maximize else max(values)
+        return a - b if self.maximize else b - a
 
     @property
     def text(self) -> str:

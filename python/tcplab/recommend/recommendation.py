@@ -43,13 +43,6 @@ def _num(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
-def _gap(obj: Any, a: float, b: float) -> float:
-    """How much better ``a`` is than ``b`` (positive = better) for this objective."""
-    if math.isnan(a) or math.isnan(b):
-        return math.nan
-    return a - b if obj.maximize else b - a
-
-
 def _cond_text(cond: dict[str, str]) -> str:
     return describe(cond) if cond else "every run"
 
@@ -139,7 +132,7 @@ class Recommendation:
         if s.ties and s.next_best is not None:
             nb = s.next_best
             state = "" if nb.feasible else f" (infeasible: {self.why_not(nb)})"
-            gap = _gap(obj, rec.worst, nb.worst)
+            gap = obj.gap(rec.worst, nb.worst)
             text += (
                 f" Margin over the next setting that does not tie, {describe(nb.setting)}{state}: "
                 f"{m.fmt(gap, signed=True)} in the worst case ({m.fmt(nb.worst)} at {_cond_text(nb.worst_condition)})."

@@ -302,7 +302,7 @@ def select(
             conditions.append(ConditionResult(condition, mean, lo, hi, obj_runs))
         worst_cond = conditions[0]
         for cond in conditions[1:]:
-            if _worse(objective, cond.mean, worst_cond.mean):
+            if objective.worse(cond.mean, worst_cond.mean):
                 worst_cond = cond
         finite = [c.mean for c in conditions if not math.isnan(c.mean)]
         overall = sum(finite) / len(finite) if len(finite) == len(conditions) else math.nan
@@ -322,7 +322,7 @@ def select(
     margin = margin_rel = math.nan
     if recommended is not None and len(ranked) > 1:
         runner_up = ranked[1]
-        margin = _signed_gap(objective, recommended.worst, runner_up.worst)
+        margin = objective.gap(recommended.worst, runner_up.worst)
         if not math.isnan(margin) and runner_up.worst != 0:
             margin_rel = margin / abs(runner_up.worst)
         for c in ranked[1:]:
@@ -350,21 +350,6 @@ def select(
             columns={f"__m{i}": ("objective" if i == 0 else f"constraint {i}") for i in range(len(metrics))}
         ),
     )
-
-
-def _worse(objective: Objective, a: float, b: float) -> bool:
-    """Is ``a`` a worse objective value than ``b`` (NaN worst)?"""
-    if math.isnan(a):
-        return not math.isnan(b)
-    if math.isnan(b):
-        return False
-    return a < b if objective.maximize else a > b
-
-
-def _signed_gap(objective: Objective, a: float, b: float) -> float:
-    if math.isnan(a) or math.isnan(b):
-        return math.nan
-    return a - b if objective.maximize else b - a
 
 
 def _score_key(objective: Objective, value: float) -> float:
