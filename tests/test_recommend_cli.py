@@ -176,3 +176,24 @@ def test_scenario_form_mistakes_before_anything_runs(tmp_path, args, start):
     lines = [x for x in r.output.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith(start), r.output
     assert not out.exists()
+
+
+@pytest.mark.engine
+def test_scenario_form_with_a_random_range_and_resume(tmp_path, real_core):
+    out = tmp_path / "rec"
+    args = ["recommend", "builtin:cubic-vs-bbr-lossy", "--set", "duration=2s", "--choose", f"{CC}=cubic,bbr",
+            "--over", f"{LOSS}=0.5%..2%", "-n", "2", "--seeds", "1", "--maximize", "goodput", "-o", out, "--json"]  # fmt: skip
+    r = _run(*args)
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert len(data["choices"]) == 2 and data["conditions"] == [LOSS]
+    losses = {c["condition"][LOSS] for c in data["choices"][0]["conditions"]}
+    assert len(losses) == 2 and all(0.5 <= float(v.rstrip("%")) <= 2 for v in losses)
+    rows = sorted((out / "sweep" / "rows").glob("*.parquet"))
+    assert len(rows) == 4
+    stamps = [p.stat().st_mtime_ns for p in rows]
+    # the same command again: the sweep resumes (nothing rerun), the answer is the same
+    r2 = _run(*args)
+    assert r2.exit_code == 0, r2.output
+    assert json.loads(r2.output)["recommendation"] == data["recommendation"]
+    assert [p.stat().st_mtime_ns for p in sorted((out / "sweep" / "rows").glob("*.parquet"))] == stamps
