@@ -197,3 +197,28 @@ def test_scenario_form_with_a_random_range_and_resume(tmp_path, real_core):
     assert r2.exit_code == 0, r2.output
     assert json.loads(r2.output)["recommendation"] == data["recommendation"]
     assert [p.stat().st_mtime_ns for p in sorted((out / "sweep" / "rows").glob("*.parquet"))] == stamps
+
+
+def test_written_files_are_deterministic_and_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    from tcplab.recommend import recommend_table
+
+    t = sweep_table({CC: ["cubic", "bbr"], LOSS: ["0.5%", "1%"]}, [1, 2], _lossy)
+    rec = recommend_table(t, choose=[CC], over=[LOSS], maximize="goodput", subject_to=["p99 RTT < 175 ms"])
+    a, b = rec.write(tmp_path / "a"), rec.write(tmp_path / "b")
+    for f in ("recommend.json", "report.html", "plots/recommend.png"):
+        assert (a / f).read_bytes() == (b / f).read_bytes(), f
+
+    import tcplab.views.recommend as views
+
+    def boom(_rec):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(views, "recommend_plots", boom)
+    with pytest.raises(OSError):
+        rec.write(tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+    # an existing recommend directory keeps its previous files when a rewrite fails
+    with pytest.raises(OSError):
+        rec.write(a)
+    assert json.loads((a / "recommend.json").read_text())["recommendation"] == {CC: "cubic"}
+    assert sorted(p.name for p in a.iterdir()) == [".tcplab-run", "plots", "recommend.json", "report.html"]

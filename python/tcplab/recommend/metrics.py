@@ -33,7 +33,11 @@ an nstat name, with or without prefix     ``nstat.TcpExtTCPTimeouts`` for ``TCPT
                                           ``timeouts_per_estab`` (its senders' TCPTimeouts over
                                           their established connections; the worst app) when
                                           the table has one, else the nstat ratio (note: nstat
-                                          sums CurrEstab over *both* ends of each connection)
+                                          sums CurrEstab over *both* ends of each connection).
+                                          Either counts the whole run's timeouts: stricter than
+                                          the story's per-second Prometheus rate by the number
+                                          of seconds with bursts (the microburst-ring
+                                          experiment computes the per-second form)
 app metrics: ``[APP or KIND] KEY words``  ``app.APP.KEY[.SUB]`` by its words without units:
                                           ``HLS stalls`` (sum of ``app.*.stalls`` over hls
                                           apps), ``burst completion p99`` (worst broadcast
