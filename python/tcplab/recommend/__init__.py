@@ -106,20 +106,17 @@ def _specs(spec: ParamSpec, option: str) -> list[tuple[str, list[str] | None, st
 
 
 def load_table(directory: str | os.PathLike[str]) -> pd.DataFrame:
-    """A sweep directory's table (``sweep.parquet``), with a one-line error when it has none."""
-    import pandas as pd
-
+    """A sweep directory's table (``sweep.parquet``, through :func:`tcplab.sweep.load_sweep`),
+    with a one-line error when it is not a complete sweep."""
     d = Path(directory)
-    table = d / "sweep.parquet"
-    if not table.is_file():
-        what = "is not a directory" if not d.is_dir() else "has no sweep.parquet"
+    if not d.is_dir():
         raise ScenarioError(
-            what, file=str(d), expected="a directory written by tcplab sweep (or a scenario with --choose PATH=V1,V2)"
-        )
-    try:
-        return pd.read_parquet(table)
-    except Exception as e:  # noqa: BLE001 - pyarrow's many error types: a one-line message
-        raise ScenarioError(f"sweep.parquet cannot be read ({e})", file=str(d), expected="a complete sweep") from None
+            "is not a directory", file=str(d),
+            expected="a directory written by tcplab sweep (or a scenario with --choose PATH=V1,V2)",
+        )  # fmt: skip
+    from tcplab.sweep import load_sweep
+
+    return load_sweep(d).table
 
 
 def recommend_table(
