@@ -112,6 +112,7 @@ def test_cli_no_feasible_setting_exits_4_and_still_writes(tmp_path):
         (["--choose", CC, "--maximize", "goodput", "--minimize", "p99 RTT"], "error: --maximize: --maximize and"),
         (["--maximize", "goodput"], "error: --choose: no setting to choose"),
         (["--choose", CC, "--maximize", "goodput", "--seeds", "3"], "error: --seeds: --seeds only applies"),
+        (["--choose", CC, "--maximize", "goodput", "--seed", "0"], "error: --seed: --seed only applies"),
         (["--choose", CC, "--over", CC, "--maximize", "goodput"], "error: --over: "),
     ],
 )

@@ -220,14 +220,14 @@ def register(app: typer.Typer) -> None:
             raise ScenarioError("no setting to choose", file="--choose", expected="--choose PATH (a swept parameter)")
         if _is_sweep_dir(source):
             for opt, given in (
-                ("--keep-runs", keep_runs or None),
-                ("--seeds", seeds),
-                ("-n", n),
-                ("--seed", seed),
-                ("--set", set_),
-                ("--jobs", jobs),
-                ("--dask", dask),
-                ("--force", force or None),
+                ("--keep-runs", keep_runs),
+                ("--seeds", seeds is not None),
+                ("-n", n is not None),
+                ("--seed", seed is not None),
+                ("--set", bool(set_)),
+                ("--jobs", jobs is not None),
+                ("--dask", dask is not None),
+                ("--force", force),
             ):
                 if given:
                     raise ScenarioError(
@@ -253,8 +253,8 @@ def register(app: typer.Typer) -> None:
             chosen = [parse_choice(c, "--choose") for c in choose_specs]
             overs = [parse_choice(o, "--over") for o in over_specs]
             out_dir = output if output is not None else default_out(source, set_ or [])
-            # the objective is checked before anything runs: against the columns the sweep
-            # will have (known after it ran), so only its grammar here
+            # the objective is checked before anything runs: its grammar, and the metrics and
+            # bounds the table's fixed columns decide (app and nstat metrics once it has run)
             from tcplab.recommend.objective import check_grammar
 
             check_grammar(maximize=maximize, minimize=minimize, subject_to=subject_to or [], objective=objective)
