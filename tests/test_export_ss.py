@@ -148,3 +148,11 @@ def test_kernel_run_uses_its_ss_samples(two_bulk):
     only_b = ss_at(run, 2_000_000_000, "b")
     assert list(only_b) == ["client"] and "bbr" in only_b["client"] and "cubic" not in only_b["client"]
     assert _only_socket(KERNEL_SAMPLE, "10.0.0.9:1", "10.0.0.1:5201") is None
+
+
+def test_ss_before_any_socket_prints_the_header_alone(two_bulk):
+    """At 0 s no handshake has completed (no RTT sample): ss lists no socket, only its header."""
+    _, out = two_bulk
+    done = CliRunner().invoke(app, ["ss", str(out), "--at", "0s"])
+    assert done.exit_code == 0
+    assert done.output.splitlines() == ["State Recv-Q Send-Q Local Address:Port Peer Address:Port Process"]

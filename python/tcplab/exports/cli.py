@@ -149,7 +149,7 @@ def register(app: typer.Typer) -> None:
     def ss_cmd(
         run_dir: RunArg,
         flow: Annotated[
-            str | None, typer.Argument(metavar="[FLOW]", help="Only this flow's two sockets (its name).")
+            str | None, typer.Argument(metavar="FLOW", help="Only this flow's two sockets (its name).")
         ] = None,
         at: Annotated[
             str | None,
@@ -163,10 +163,10 @@ def register(app: typer.Typer) -> None:
         run = RunData.load(run_dir)
         at_ns = parse_at(run, at) if at is not None else run.duration_ns
         text = ss_at_text(run, at_ns, flow)
-        if not text:
-            what = f"flow {flow!r} has" if flow else "the run has"
-            typer.echo(f"# no socket: {what} no established socket at {at or 'the end'}")
-            return
+        if not text:  # no socket established then: ss prints its header alone
+            from tcplab.results.ss import format_ss
+
+            text = format_ss([])
         typer.echo(text, nl=False)
 
     # H-pcap's `tcplab export pcap` (tcplab/exports/pcap_cli.py), when present
