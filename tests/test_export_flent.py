@@ -188,3 +188,23 @@ def test_export_flent_cli_errors(tmp_path):
     done = runner.invoke(app, ["export", "flent", str(tmp_path / "empty")])
     assert done.exit_code == 2 and "has no summary.json" in done.output
     assert not list((tmp_path / "empty").iterdir())  # nothing written
+
+
+def test_samples_near_the_grid_go_to_their_slot(two_bulk):
+    """A kernel run's ss samples are taken near the grid times (each node on its own clock):
+    the x values stay the sample grid and each flow keeps a value at every slot."""
+    from tcplab.exports.flent import flent_data
+
+    result, _ = two_bulk
+    ts = result.timeseries.copy()
+    late = ts["flow_name"] == "b"
+    ts.loc[late, "t_ns"] = ts.loc[late, "t_ns"] + 3_000_000  # 3 ms after the grid
+    run = RunData(kind="kernel", config=result.config, summary=result.summary, flows=result.flows, timeseries=ts)
+    data = flent_data(run)
+    step = result.sample_interval_s
+    assert data["x_values"] == pytest.approx([k * step for k in range(len(data["x_values"]))])
+    assert len(data["x_values"]) == ts["t_ns"][~late].nunique()
+    b = data["results"]["TCP upload::2"]
+    assert all(v is not None for v in b[1:])
+    # raw values keep the real sample times
+    assert data["raw_values"]["TCP upload::2"][5]["t"] == pytest.approx(5 * step + 0.003)

@@ -80,6 +80,11 @@ def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else float(x)
 
 
+def _slots(t_ns: np.ndarray, step_ns: int) -> np.ndarray:
+    """The sample-grid slot of each time (nearest multiple of the step)."""
+    return np.rint(np.asarray(t_ns, dtype=np.float64) / step_ns).astype(np.int64)
+
+
 def _test_for(flows: list[ExportFlow]) -> str:
     ups = sum(f.upload for f in flows)
     if flows and ups == 0:
@@ -137,39 +142,41 @@ def flent_data(run: RunData) -> dict[str, Any]:
     test = _test_for(flows)
     names = _series_names(test, flows)
     ts = run.timeseries
-    times_ns = np.unique(ts["t_ns"].to_numpy().astype(np.int64)) if not ts.empty else np.array([], dtype=np.int64)
-    if len(times_ns) == 0:  # no sample at all: flent needs x values; one point at 0
-        times_ns = np.array([0], dtype=np.int64)
-    x_values = [t / 1e9 for t in times_ns.tolist()]
-    pos = {int(t): k for k, t in enumerate(times_ns.tolist())}
+    # x values on the sample grid (a kernel run's samples are taken near, not at, the grid
+    # times: each goes to its nearest slot, the last sample of a flow in a slot wins)
+    step_ns = max(1, run.sample_interval_ns)
+    slots = np.unique(_slots(ts["t_ns"].to_numpy(), step_ns)) if not ts.empty else np.array([], dtype=np.int64)
+    if len(slots) == 0:  # no sample at all: flent needs x values; one point at 0
+        slots = np.array([0], dtype=np.int64)
+    x_values = [int(k) * step_ns / 1e9 for k in slots.tolist()]
+    pos = {int(slot): k for k, slot in enumerate(slots.tolist())}
     n = len(x_values)
     results: dict[str, list] = {}
     raw: dict[str, list] = {}
     meta: dict[str, dict] = {}
-    rtt_sum = [0.0] * n
-    rtt_count = [0] * n
+    rtt_at: list[dict[int, float]] = [{} for _ in range(n)]  # per x: flow index -> srtt (ms)
     for f, series in zip(flows, names, strict=True):
         values: list[Any] = [None] * n
         raws: list[dict[str, Any]] = []
         closed_after = f.end_s if f.end_s < run.duration_ns / 1e9 else math.inf
         cols = run.flow_columns(f.index, ("t_ns", "goodput_bps", *_RAW_COLUMNS))
         t_col = cols["t_ns"].astype(np.int64) if "t_ns" in cols else np.zeros(0, dtype=np.int64)
+        slot_col = _slots(t_col, step_ns)
         goodput = cols["goodput_bps"].astype(np.float64) if "goodput_bps" in cols else None
         srtt = cols["srtt_us"].astype(np.int64) if "srtt_us" in cols else np.zeros(len(t_col), dtype=np.int64)
         for j in range(len(t_col)):
             t_ns = int(t_col[j])
             t_s = t_ns / 1e9
-            if t_s < f.start_s or t_s > closed_after or t_ns not in pos:
+            k = pos.get(int(slot_col[j]))
+            if t_s < f.start_s or t_s > closed_after or k is None:
                 continue
-            k = pos[t_ns]
             gp = float(goodput[j]) if goodput is not None else float("nan")
             val = _mbit(gp) if math.isfinite(gp) else None
             values[k] = val
             entry: dict[str, Any] = {"t": t_s, "val": val}
             if srtt[j] > 0:  # ESTAB, as ss would list it
                 entry.update(_ss_raw(cols, j, f.cc))
-                rtt_sum[k] += int(srtt[j]) / 1000.0
-                rtt_count[k] += 1
+                rtt_at[k][f.index] = int(srtt[j]) / 1000.0
             raws.append(entry)
         results[series] = values
         raw[series] = raws
@@ -184,7 +191,7 @@ def flent_data(run: RunData) -> dict[str, Any]:
             "TCP_RETRANSMIT": int(total.get("retrans_segs", 0)) if total else None,
             "FLOW": f.name,
         }
-    ping = [rtt_sum[k] / rtt_count[k] if rtt_count[k] else None for k in range(n)]
+    ping = [math.fsum(r.values()) / len(r) if r else None for r in rtt_at]
     ping_name = "Ping (ms)::ICMP" if test == "rrul_var" else "Ping (ms) ICMP"
     results[ping_name] = ping
     raw[ping_name] = [{"t": x_values[k], "val": v} for k, v in enumerate(ping) if v is not None]
