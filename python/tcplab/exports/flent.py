@@ -23,7 +23,9 @@ Which flent test: the one whose series are the run's flows, named as flent names
 Series values: a flow's series is its goodput in Mbit/s at each sample (the time series'
 ``goodput_bps``: bytes delivered to the receiving application since the previous sample), as
 netperf's interim results are; ``null`` before the flow starts and after it closes (its
-application finished). The RTT series (``Ping (ms) ICMP``, in rrul_var ``Ping (ms)::ICMP``)
+application finished). The x values are the sample grid (``k * sample_interval``); a kernel
+run's samples, taken near the grid times, each go to the nearest slot (raw values keep the
+real times). The RTT series (``Ping (ms) ICMP``, in rrul_var ``Ping (ms)::ICMP``)
 is not an ICMP ping (tcplab sends none): it is the mean over the flows that have an RTT
 sample of their smoothed RTT (``srtt``, ms) at that moment, the RTT a ping along the same
 queues would see plus what delayed ACKs add. Each flow's raw values carry what flent's ss
