@@ -32,12 +32,11 @@ def mixed(tmp_path_factory):
     return run_dir(tmp_path_factory, "builtin:maerts", "maerts", ["duration=3s"])
 
 
-def _flent(args, cwd):
+def _flent(args, cwd, quiet=True):
     """flent's CLI in this Python (matplotlib without a display)."""
     env = dict(os.environ, MPLBACKEND="Agg")
-    return subprocess.run(
-        [sys.executable, "-m", "flent", "-q", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+    command = [sys.executable, "-m", "flent", *(["-q"] if quiet else []), *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_flent_reader_loads_it_as_tcp_nup_with_a_series_per_flow(two_bulk):
@@ -208,3 +207,23 @@ def test_samples_near_the_grid_go_to_their_slot(two_bulk):
     assert all(v is not None for v in b[1:])
     # raw values keep the real sample times
     assert data["raw_values"]["TCP upload::2"][5]["t"] == pytest.approx(5 * step + 0.003)
+
+
+def _plots_of(data_file, tmp_path) -> list[str]:
+    """Every plot flent offers for the file's test (`flent TEST -t PARAMS --list-plots`)."""
+    obj = json.loads(gzip.decompress(data_file.read_bytes()))
+    params = [f"{k}={v}" for k, v in obj["metadata"]["TEST_PARAMETERS"].items()]
+    args = [obj["metadata"]["NAME"], *[x for p in params for x in ("-t", p)], "--list-plots"]
+    listing = _flent(args, tmp_path, quiet=False).stdout.splitlines()  # -q hides the list
+    return [line.split()[0] for line in listing if line.startswith(" ")]
+
+
+@pytest.mark.slow
+def test_flent_cli_draws_every_plot_of_each_test(two_bulk, mixed, tmp_path):
+    flent_module()
+    for _, out in (two_bulk, mixed):
+        plots = _plots_of(out / FLENT_FILE, tmp_path)
+        assert len(plots) > 15
+        for plot in plots:
+            done = _flent(["-i", str(out / FLENT_FILE), "-p", plot, "-o", str(tmp_path / "p.png")], tmp_path)
+            assert done.returncode == 0 and "ERROR" not in done.stderr, (plot, done.stderr)
