@@ -227,3 +227,13 @@ def test_flent_cli_draws_every_plot_of_each_test(two_bulk, mixed, tmp_path):
         for plot in plots:
             done = _flent(["-i", str(out / FLENT_FILE), "-p", plot, "-o", str(tmp_path / "p.png")], tmp_path)
             assert done.returncode == 0 and "ERROR" not in done.stderr, (plot, done.stderr)
+
+
+def test_hosts_are_the_flows_servers_local_host_the_client(mixed):
+    """flent runs on the client and tests against a netserver: HOST is the flows' server
+    (10.0.0.2 = node 1, `server`) whether it sends (maerts) or receives (bidir.fwd)."""
+    resultset = flent_module()
+    _, out = mixed
+    rs = resultset.load(str(out / FLENT_FILE))
+    assert rs.meta("HOSTS") == ["10.0.0.2"] and rs.meta("HOST") == "10.0.0.2"
+    assert rs.meta("LOCAL_HOST") == "client"

@@ -42,8 +42,9 @@ Unix epoch, ``1970-01-01T00:00:00.000000Z``, the simulation's time 0, so a raw v
 gives the same bytes.
 
 Metadata: ``NAME`` (the test), ``TITLE`` (the run's title: scenario and overrides), ``NOTE``
-(what made it), ``HOST``/``HOSTS`` (the receivers' addresses as ss.py numbers nodes),
-``LOCAL_HOST`` (the first flow's sender node), ``LENGTH`` = ``TOTAL_LENGTH`` (the run's
+(what made it), ``HOST``/``HOSTS`` (the flows' servers, the netserver flent tests against,
+addressed as ss.py numbers nodes), ``LOCAL_HOST`` (the first flow's client node, where flent
+would run), ``LENGTH`` = ``TOTAL_LENGTH`` (the run's
 duration, s), ``STEP_SIZE`` (the sample interval, s), ``TEST_PARAMETERS`` (as flent's ``-t``
 strings, with ``cc_algos``), ``IP_VERSION`` 4, ``FLENT_VERSION`` saying tcplab wrote it, and
 ``SERIES_META`` per series (``UNITS``, ``MEAN_VALUE``, and for a flow ``CONG_CONTROL``,
@@ -202,16 +203,19 @@ def flent_data(run: RunData) -> dict[str, Any]:
         results[name] = _computed(name, how, members, results, n)
         meta[name] = {"UNITS": units, "MEAN_VALUE": _mean(results[name]), "COMPUTED_LATE": False}
     params = _test_parameters(test, flows)
-    receivers = list(dict.fromkeys(f.receiver_addr for f in flows)) or ["10.0.0.1"]
+    # flent runs on the client and tests against a netserver (HOST): each flow's client and
+    # server, whichever of them sends the data
+    servers = list(dict.fromkeys(f.receiver_addr if f.upload else f.sender_addr for f in flows)) or ["10.0.0.1"]
+    client = (flows[0].sender_node if flows[0].upload else flows[0].receiver_node) if flows else None
     metadata = {
         "NAME": test,
         "TITLE": run.title,
         "NOTE": _note(run),
         "TIME": EPOCH,
         "T0": EPOCH,
-        "HOST": receivers[0],
-        "HOSTS": receivers,
-        "LOCAL_HOST": flows[0].sender_node if flows else (run.nodes[0] if run.nodes else "tcplab"),
+        "HOST": servers[0],
+        "HOSTS": servers,
+        "LOCAL_HOST": client or (run.nodes[0] if run.nodes else "tcplab"),
         "LENGTH": _num(run.duration_ns / 1e9),
         "TOTAL_LENGTH": _num(run.duration_ns / 1e9),
         "STEP_SIZE": _num(run.sample_interval_ns / 1e9),
