@@ -191,7 +191,8 @@ app = typer.Typer(
         "tcplab reproduce --all --quick (index in reproduce-quick/index.html).\n\n"
         "Exit codes: 0 success; 1 the engine failed; 2 a mistake in the scenario, an override or "
         "the command line (one `error:` line each); 3 compare: some variants failed (the others "
-        "are written); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), after removing "
+        "are written), sweep: some runs failed (the table records them); 130 interrupted (Ctrl-C), "
+        "143 terminated (SIGTERM), after removing "
         "partial output and stopping workers."
     ),
     add_completion=False,
