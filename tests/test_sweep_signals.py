@@ -38,8 +38,11 @@ class Core(fake_core.FakeCore):
         with open(os.path.join(marker_dir, "calls.log"), "a") as f:
             f.write(cc + "\n")
         if mode == "stall" and cc == "bbr":
-            with open(os.path.join(marker_dir, f"worker-{os.getpid()}"), "w") as f:
+            # written whole, then renamed: the test reads the pid as soon as the name appears
+            tmp = os.path.join(marker_dir, f".tmp-{os.getpid()}")
+            with open(tmp, "w") as f:
                 f.write(str(os.getpid()))
+            os.replace(tmp, os.path.join(marker_dir, f"worker-{os.getpid()}"))
             time.sleep(60)
         return super().run(config_json, progress)
 
