@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Speed of `tcplab sweep`'s local pool: the speed-up over one process, and the per-run overhead.
 
-    .venv/bin/python bench/sweep.py [--duration 30s] [--rounds 3] [--jobs 2]
+    .venv/bin/python bench/sweep.py [--duration 300s] [--rounds 3] [--jobs 2]
 
 The sweep: builtin:cubic-100mbit-20ms (one bulk flow, 100 Mbit/s, 20 ms RTT) with --set
 duration=D, --grid flows.0.cc=cubic,bbr --grid links.1.loss=0%,0.01%,0.1%,1% and 5 seeds:
-40 short runs (30 s of simulated time: ~0.1 s of engine time each on this machine).
+40 short runs (300 s of simulated time: ~0.3 s each on this machine; BENCHMARKS.md also
+gives 120 s and 30 s).
 
 * **one process**: the 40 runs one after another in this process (tcplab.sweep.executors.run_point,
   no fork, no files): what a loop over tcplab.run would cost.
@@ -125,7 +126,7 @@ def overheads(plan, n: int = 40) -> dict[str, float]:  # noqa: ANN001
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--duration", default="30s", help="simulated duration of each run (default 30s)")
+    ap.add_argument("--duration", default="300s", help="simulated duration of each run (default 300s)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args()
