@@ -1,6 +1,7 @@
 """The ``tcplab`` command.
 
     tcplab run SCENARIO [-o DIR] [--set PATH=VALUE]... [--seed N] [--quiet] [--force]
+               [--pcap FLOW [--pcap-at sender|receiver]]
     tcplab compare SCENARIO [SCENARIO...] [-o DIR] [--set PATH=V1,V2]... [--seed N]
     tcplab check SCENARIO [--set PATH=VALUE]... [--json]
     tcplab validate SCENARIO [-o DIR] [--set PATH=VALUE]... [--tolerance K=V,...] [--runs N] [--prefix P] [--allow-busy]
@@ -11,6 +12,7 @@
     tcplab experiments [path NAME]
     tcplab kernel run SCENARIO [-o DIR] [--set ...] [--seed N] [--force] [--timeout T] [--prefix P] [--allow-busy]
     tcplab kernel cleanup [--prefix P] | tcplab kernel info [--json]
+    tcplab export pcap RUN --flow FLOW [--at sender|receiver] [-o FILE] [--max-packets N]
 
 SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
 
@@ -32,6 +34,9 @@ created; 130/143 interrupted, after removing its namespaces and processes.
 ``validate``: 0 both runs ran (whatever the verdicts), 1 a run failed or the kernel run is
 invalid (``INVALID: reasons``; the directory is still written), 2 a mistake in the scenario,
 a ``--tolerance`` or the command line, not root, or a scenario kernel mode cannot build.
+``export pcap``: 0 written; 2 RUN is not a simulation run directory, an unknown flow, or RUN
+was made by another engine version (one ``error:`` line, nothing written); 1 the engine
+failed or its rerun of RUN differs from RUN.
 
 Command-line mistakes (a bad ``--seed``, ``-j 0``, an unknown option) are reported in the same
 one-line ``error: OPTION: ...; expected ...`` form as scenario errors, never as a usage panel.
@@ -522,6 +527,19 @@ def run(
     quiet: QuietOpt = False,
     force: ForceOpt = False,
     no_plots: NoPlotsOpt = False,
+    pcap: Annotated[
+        str | None,
+        typer.Option(
+            "--pcap",
+            metavar="FLOW",
+            help="Also write FLOW.pcap in the run directory: the flow's packets as tcpdump -s 128 on its "
+            "sender records them (headers, real TCP options). FLOW: a flow name or index.",
+        ),
+    ] = None,
+    pcap_at: Annotated[
+        str | None,
+        typer.Option("--pcap-at", metavar="SIDE", help="Where --pcap captures: sender (default) or receiver."),
+    ] = None,
 ) -> None:
     """Simulate one scenario and write its run directory."""
     from tcplab.loader import load_scenario
@@ -532,6 +550,14 @@ def run(
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
     _warn([sc])
+    capture = None
+    if pcap_at is not None and pcap is None:
+        _fail(f"--pcap-at: {pcap_at!r} given without --pcap; expected --pcap FLOW with it", 2)
+    if pcap is not None:
+        from tcplab.exports.pcap import capture_config
+
+        capture = {"flow": pcap, "at": pcap_at or "sender"}
+        capture_config(sc.to_core(), **capture)  # an unknown flow or side: exit 2 before running
     out_dir = output if output is not None else Path("runs") / sc.name
     check_output_dir(out_dir, overwrite=force)
     import warnings
@@ -542,7 +568,11 @@ def run(
         warnings.simplefilter("always", EngineWarning)
         with SimProgress(sc.name, enabled=None if not quiet else False) as progress:
             result = run_scenario(
-                sc, progress=progress, applied_overrides=override_texts(set_ or [], seed), command=_INVOCATION
+                sc,
+                progress=progress,
+                applied_overrides=override_texts(set_ or [], seed),
+                command=_INVOCATION,
+                capture=capture,
             )
     for w in caught:
         if issubclass(w.category, EngineWarning):
@@ -550,8 +580,23 @@ def run(
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     result.write(out_dir, overwrite=force, plots=not no_plots)
+    pcap_line = None
+    if result.capture is not None:
+        from tcplab.exports.pcap import pcap_name
+        from tcplab.exports.pcap_cli import capture_summary
+
+        line, warning = capture_summary(
+            out_dir / pcap_name(result.config, result.capture.flow),
+            len(result.capture.packets),
+            result.capture.truncated,
+        )
+        if warning:
+            typer.echo(f"warning: {warning}", err=True)
+        pcap_line = line
     if not quiet:
         _print_run_summary(result, out_dir)
+        if pcap_line:
+            typer.echo(pcap_line)
 
 
 @app.command()
@@ -1389,6 +1434,12 @@ def kernel_info_cmd(
         typer.echo(json.dumps(env.to_dict(), indent=2))
     else:
         typer.echo(format_env(env), nl=False)
+
+
+# -- commands living in their own modules (one line each) -----------------------------------
+from tcplab.exports.cli import register as _reg_exports  # noqa: E402
+
+_reg_exports(app)
 
 
 def main() -> None:

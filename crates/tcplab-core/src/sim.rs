@@ -16,6 +16,7 @@
 //! host's clock is never 0. All times reported to callers are relative to the start of
 //! the scenario.
 
+use crate::capture::{CaptureAt, CaptureBuf, CaptureOutput, EgressTap};
 use crate::cc::CongestionOps;
 use crate::config::{NodeKind, SimConfig};
 use crate::event::{EventKind, EventQueue};
@@ -197,6 +198,8 @@ pub struct SimOutput {
     pub warnings: Vec<String>,
     /// Each app's report, in `SimConfig.apps` order.
     pub apps: Vec<AppOutput>,
+    /// The packets of `SimConfig.capture`, when it is set (`crate::capture`).
+    pub capture: Option<CaptureOutput>,
 }
 
 pub struct Simulator {
@@ -226,7 +229,16 @@ pub struct Simulator {
     app_timer_sched_ns: Vec<u64>,
     /// Endpoints an app wrote to during a callback (reused, never shrinks).
     app_touched: Vec<u32>,
+    /// The endpoint whose received packets the capture records (`NO_EP`: capture off;
+    /// the one comparison per delivered packet the capture costs when off).
+    capture_ep: u32,
+    /// The capture's received packets, and where the egress tap sits (its link).
+    capture_in: Option<Box<CaptureBuf>>,
+    capture_link: u32,
 }
+
+/// No endpoint: [`Simulator::capture_ep`] when the capture is off.
+const NO_EP: u32 = u32::MAX;
 
 const NO_HOST: u32 = u32::MAX;
 
@@ -278,7 +290,7 @@ impl Simulator {
             let prop = fwd.iter().chain(rev.iter()).fold(0u64, |acc, &l| time_add(acc, cfg.links[l as usize].delay_ns));
             base_rtt_ns.push(prop);
         }
-        let net = Network {
+        let mut net = Network {
             links,
             routes,
             data: DataAccounting::default(),
@@ -343,6 +355,20 @@ impl Simulator {
             }
         }
         let napps = apps.len();
+        let (mut capture_ep, mut capture_in, mut capture_link) = (NO_EP, None, u32::MAX);
+        if let Some(c) = &cfg.capture {
+            // The capture endpoint: the data's sender or receiver (`FlowConfig.data_side`).
+            let d = cfg.flows[c.flow as usize].data_side as u32;
+            let ep = 2 * c.flow + if c.at == CaptureAt::Sender { d } else { 1 - d };
+            let (node, peer) = (socks[ep as usize].node, socks[ep as usize ^ 1].node);
+            // Every packet of the endpoint leaves its host on the route's first link.
+            let l = net.routes.next_hop(node, peer);
+            if l == crate::net::routing::NO_ROUTE {
+                return Err(format!("capture.flow: {}: no route from the capture host", c.flow));
+            }
+            net.links[l as usize].tap = Some(Box::new(EgressTap { peer_ep: ep ^ 1, buf: CaptureBuf::new(c.max_packets) }));
+            (capture_ep, capture_in, capture_link) = (ep, Some(Box::new(CaptureBuf::new(c.max_packets))), l);
+        }
         let mut sim = Simulator {
             cfg,
             net,
@@ -363,6 +389,9 @@ impl Simulator {
             app_timer_ns: vec![NEVER; napps],
             app_timer_sched_ns: vec![NEVER; napps],
             app_touched: Vec::new(),
+            capture_ep,
+            capture_in,
+            capture_link,
         };
         for a in 0..napps {
             sim.with_app(a as u32, |app, cx| app.start(cx));
@@ -603,9 +632,21 @@ impl Simulator {
             self.net.data.received += 1;
         }
         let ep = pkt.dst_ep;
+        if ep == self.capture_ep {
+            // tcpdump's receive tap: the host takes the packet off its NIC (Linux v6.12
+            // net/core/dev.c: __netif_receive_skb_core(), after the ring).
+            self.capture_received(&pkt, now);
+        }
         let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
         self.socks[ep as usize].on_packet(&mut ctx, &pkt);
         self.after_sock(ep);
+    }
+
+    #[inline(never)]
+    fn capture_received(&mut self, pkt: &crate::packet::Packet, now: u64) {
+        if let Some(b) = &mut self.capture_in {
+            b.record(now, pkt);
+        }
     }
 
     /// A packet arrived over link `link` at host `node`, which may have a model: the
@@ -892,6 +933,12 @@ impl Simulator {
                     .collect(),
             })
             .collect();
+        let capture = self.cfg.capture.as_ref().map(|c| {
+            let out = self.net.links[self.capture_link as usize].tap.take().map(|t| t.buf).unwrap_or_default();
+            let inc = self.capture_in.take().map(|b| *b).unwrap_or_default();
+            let ep = self.capture_ep;
+            crate::capture::merge(c, self.socks[ep as usize].node, ep, out, inc, BOOT_NS)
+        });
         let end_rel = now - BOOT_NS;
         let socks = &self.socks;
         let apps = self.apps.iter_mut().map(|a| a.finish(end_rel, socks)).collect();
@@ -908,6 +955,7 @@ impl Simulator {
             packets: self.net.packets_transmitted(),
             host_packets: self.net.host_packets,
             warnings: self.cfg.warnings(),
+            capture,
         }
     }
 
@@ -1013,7 +1061,7 @@ mod tests {
             reader: Default::default(),
             sample: true,
             }],
-            apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
         }
     }
 

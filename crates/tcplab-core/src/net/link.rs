@@ -103,6 +103,9 @@ pub struct Link {
     tx_cache: [(u32, u64); 2],
     loss: Loss,
     reorder: Option<Reorder>,
+    /// The packet capture's egress tap (`crate::capture`), on the capture host's link
+    /// toward its peer only; `None` everywhere else and whenever the capture is off.
+    pub tap: Option<Box<crate::capture::EgressTap>>,
 }
 
 impl Link {
@@ -138,6 +141,7 @@ impl Link {
             tx_cache: [(u32::MAX, 0); 2],
             loss: Loss::new(&cfg.loss, cfg.loss_filter, loss_rng).with_window(cfg.loss_window),
             reorder,
+            tap: None,
         }
     }
 
@@ -210,7 +214,7 @@ impl Link {
         // range; such a packet simply never arrives within the run.
         let finish = time_add(start, self.tx_time(len));
         self.busy_until_ns = finish;
-        self.put_on_wire(pkt, finish, id, ev);
+        self.put_on_wire(pkt, start, finish, id, ev);
         true
     }
 
@@ -305,7 +309,7 @@ impl Link {
                 let finish = time_add(now_ns, self.tx_time(len));
                 self.busy_until_ns = finish;
                 self.schedule_dequeue(finish, id, ev);
-                self.put_on_wire(pkt, finish, id, ev);
+                self.put_on_wire(pkt, now_ns, finish, id, ev);
             }
             Dequeue::Wait(t) => {
                 debug_assert!(t > now_ns, "{}: qdisc asked to wait until {t} at {now_ns}", self.name);
@@ -371,11 +375,16 @@ impl Link {
         }
     }
 
-    /// The packet starts serialization now and finishes at `finish_ns`: TSQ completion,
-    /// the loss model, then the propagation pipe.
+    /// The packet starts serialization at `start` and finishes at `finish`: the capture's
+    /// tap, TSQ completion, the loss model, then the propagation pipe.
     #[inline]
-    fn put_on_wire(&mut self, mut pkt: Packet, finish: u64, id: u32, ev: &mut EventQueue) {
+    fn put_on_wire(&mut self, mut pkt: Packet, start: u64, finish: u64, id: u32, ev: &mut EventQueue) {
         self.acct.transmitted += 1;
+        if let Some(tap) = &mut self.tap {
+            // tcpdump's egress tap: the driver takes the packet from the qdisc
+            // (Linux v6.12 net/core/dev.c: dev_hard_start_xmit() -> dev_queue_xmit_nit()).
+            tap.observe(start, &pkt);
+        }
         // Segmented by the NIC: beyond this hop every segment is a packet of its own.
         pkt.flags &= !flags::GSO_TAIL;
         if self.owes_tsq(&pkt) {

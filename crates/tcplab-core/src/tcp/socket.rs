@@ -197,6 +197,9 @@ pub struct TcpSocket {
     pub tsq_throttled: bool,
     /// Zero-window/probe0 and SYN retransmission counters.
     pub syn_retries: u32,
+    /// Packets handed to IP so far (wrapping): the IP ID of the next one, less the socket's
+    /// random `inet_id` start, which only the packet capture adds (see `Packet::ip_id`).
+    pub ip_id_next: u16,
 
     // --- timers: deadlines (ns) and the event currently queued for each ---
     pub xmit_timer: XmitTimer,
@@ -323,6 +326,7 @@ impl TcpSocket {
                 wmem_alloc_bytes: 0,
                 tsq_throttled: false,
                 syn_retries: 0,
+                ip_id_next: 0,
                 xmit_timer: XmitTimer::None,
                 xmit_deadline_ns: NEVER,
                 pacing_deadline_ns: NEVER,
@@ -386,6 +390,18 @@ impl TcpSocket {
         if payload > 0 {
             f |= flags::TSQ;
         }
+        // IPv4 identification (Linux v6.12 include/net/ip.h: ip_select_ident_segs()): a
+        // connected socket's `inet_id`, one per segment. The server's SYN-ACK is sent by the
+        // listener's request socket instead, through net/ipv4/ip_output.c:
+        // ip_build_and_send_pkt(), which writes ID 0 under DF; the connection's own counter
+        // starts with its first packet after that (tcp_v4_syn_recv_sock()).
+        let ip_id = if pkt_flags & flags::SYN != 0 && self.ep & 1 == 1 {
+            0
+        } else {
+            let id = self.ip_id_next;
+            self.ip_id_next = id.wrapping_add(1);
+            id
+        };
         let pkt = Packet {
             dst_ep: self.peer_ep,
             dst_node: self.peer_node,
@@ -403,6 +419,7 @@ impl TcpSocket {
             sack,
             num_sacks,
             flags: f,
+            ip_id,
         };
         if payload > 0 {
             self.stats.data_pkts_sent += 1;
