@@ -104,8 +104,14 @@ def test_a_pcap_in_a_run_directory_does_not_block_force(run_dir, tmp_path, engin
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--pcap", "sideways"], "error: --pcap: 'sideways' is not a flow of this run; expected a flow name or index: down, up"),
-        (["--pcap", "up", "--pcap-at", "middle"], "error: --pcap-at: 'middle' is not a capture side; expected sender or receiver"),
+        (
+            ["--pcap", "sideways"],
+            "error: --pcap: 'sideways' is not a flow of this run; expected a flow name or index: down, up",
+        ),
+        (
+            ["--pcap", "up", "--pcap-at", "middle"],
+            "error: --pcap-at: 'middle' is not a capture side; expected sender or receiver",
+        ),
         (["--pcap-at", "receiver"], "error: --pcap-at: 'receiver' given without --pcap; expected --pcap FLOW with it"),
     ],
 )
@@ -166,6 +172,9 @@ def test_export_refuses_what_is_not_a_simulation_run(run_dir, tmp_path):
     assert r.exit_code == 2 and "a kernel run: its packets were not simulated" in r.output
     r = invoke("export", "pcap", run_dir, "--flow", "sideways")
     assert r.exit_code == 2
-    assert r.output.strip() == "error: --flow: 'sideways' is not a flow of this run; expected a flow name or index: down, up"
+    assert (
+        r.output.strip()
+        == "error: --flow: 'sideways' is not a flow of this run; expected a flow name or index: down, up"
+    )
     r = invoke("export", "pcap", run_dir, "--flow", "up", "-o", tmp_path / "no" / "such" / "x.pcap")
     assert r.exit_code == 2 and "is not a directory" in r.output
