@@ -13,6 +13,7 @@ same run gives the same bytes.
 from __future__ import annotations
 
 import importlib
+import re
 import struct
 
 import numpy as np
@@ -368,3 +369,60 @@ def test_window_scale_follows_tcp_select_initial_window():
 def test_an_empty_capture_is_a_valid_empty_file():
     data = pcap_bytes(CONFIG, _capture([]))
     assert read(data) == []
+
+
+# -- the engine bridge's checks of out["capture"] (tcplab.engine) ---------------------------
+
+
+def _raw_capture(**change):
+    from tcplab.columns import CAPTURE_DTYPES
+
+    raw = {
+        "flow": 0,
+        "at": "sender",
+        "node": 0,
+        "ep": 0,
+        "truncated": 0,
+        "flag_bits": {"syn": 1, "dsack": 2, "retrans": 4, "fin": 16},
+        "columns": {c: np.zeros(2, dtype=d) for c, d in CAPTURE_DTYPES.items()},
+    }
+    raw.update(change)
+    return raw
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"at": "middle"}, "capture.at is 'middle', expected sender or receiver"),
+        ({"flag_bits": {"syn": 1}}, "capture.flag_bits lacks one of syn, dsack, retrans, fin"),
+        ({"columns": {"t_ns": np.zeros(2, dtype="uint64")}}, "capture.columns lacks column(s) dir"),
+        ({"ep": "missing"}, "capture lacks ep"),
+    ],
+)
+def test_the_bridge_checks_the_capture(change, message):
+    from tcplab.engine import _capture
+    from tcplab.errors import EngineError
+
+    raw = _raw_capture(**change)
+    if raw["ep"] == "missing":
+        del raw["ep"]
+    with pytest.raises(EngineError, match=re.escape(message)):
+        _capture(raw)
+
+
+def test_the_bridge_keeps_a_good_capture_and_none():
+    from tcplab.engine import _capture
+
+    assert _capture(None) is None
+    c = _capture(_raw_capture(truncated=5))
+    assert (c.truncated, len(c.packets), c.at) == (5, 2, "sender")
+    assert str(c.packets["ip_id"].dtype) == "uint16"
+
+
+def test_a_capture_the_engine_did_not_return_is_an_error(patched_core):
+    import tcplab
+    from tcplab.errors import EngineError
+
+    with pytest.raises(EngineError, match="no capture, although the configuration asked for one"):
+        tcplab.run("builtin:cubic-vs-bbr-lossy", overrides=["duration=1s"], capture={"flow": 0})
+    assert patched_core.calls[-1]["capture"] == {"flow": 0, "at": "sender"}

@@ -108,6 +108,8 @@ def run(
         overrides=applied,
         command=command,
     )
+    if capture is not None and output.capture is None:
+        raise EngineError("engine output: no capture, although the configuration asked for one")
     if output.capture is not None:
         from tcplab.exports.pcap import pcap_bytes, pcap_name
 
