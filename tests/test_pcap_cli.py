@@ -178,3 +178,11 @@ def test_export_refuses_what_is_not_a_simulation_run(run_dir, tmp_path):
     )
     r = invoke("export", "pcap", run_dir, "--flow", "up", "-o", tmp_path / "no" / "such" / "x.pcap")
     assert r.exit_code == 2 and "is not a directory" in r.output
+
+
+def test_export_max_packets_beyond_the_memory_limit_is_a_usage_error(run_dir, tmp_path):
+    r = invoke("export", "pcap", run_dir, "--flow", "up", "--max-packets", "100000000", "-o", tmp_path / "x.pcap")
+    assert r.exit_code == 2
+    assert r.output.startswith("error: --max-packets: 100000000 packets may hold ")
+    assert "expected at most" in r.output and len(r.output.strip().splitlines()) == 1
+    assert not (tmp_path / "x.pcap").exists()

@@ -93,7 +93,14 @@ def capture_run(
             f"tcplab with engine {made_by} (or run the scenario again with tcplab run --pcap)",
         )
     spec = capture_config(config, flow, at, max_packets, option="--flow")
-    output = run_core({**config, "capture": spec}, progress=progress, core=engine)
+    try:
+        output = run_core({**config, "capture": spec}, progress=progress, core=engine)
+    except EngineError as e:
+        # The engine's own bound on the capture's memory (max_memory_bytes): a usage mistake.
+        prefix = "capture.max_packets: "
+        if str(e).startswith(prefix):
+            raise ScenarioError(str(e)[len(prefix) :], file="--max-packets", value=max_packets) from None
+        raise
     if output.capture is None:
         raise EngineError("engine output: no capture although the configuration asked for one")
     _check_same_run(d, summary, output.flows)
