@@ -6,16 +6,18 @@
 //! drops is never seen); incoming packets in `__netif_receive_skb_core()`, when the NAPI
 //! poll takes them off the NIC's ring (a packet the ring or an ingress allowance drops is
 //! never seen). tcplab taps the same two places: the capture host's egress link toward the
-//! peer, when a packet starts serialization (`Link::put_on_wire`: for a FIFO that is the
-//! moment its departure is known, possibly ahead of the event that enqueued it), and the
-//! delivery of a packet to the capture endpoint (`Simulator::deliver`, after the host's NIC
-//! and CPU models). A packet lost on the wire after it left is seen at the sender and not
-//! at the receiver, as with tcpdump.
+//! peer, when a packet starts serialization (a FIFO's packet when it is enqueued, with the
+//! start its departure is known to have, possibly ahead of the event that enqueued it:
+//! `Link::enqueue_tapped`; a timed qdisc's when it dequeues it: [`TappedQdisc`]), and the
+//! capture endpoint's receipt of a packet (`TcpSocket::on_packet`, after the host's NIC and
+//! CPU models). A packet lost on the wire after it left is seen at the sender and not at
+//! the receiver, as with tcpdump.
 //!
 //! Each record is the engine's [`Packet`] (no payload bytes) with its time; the Python front
 //! turns them into a pcap file with real headers (`tcplab.exports.pcap`). Off, the capture
-//! costs one comparison per delivered packet and one `Option` test per packet leaving a
-//! link; on, it allocates only as its buffers grow (amortised doubling, fallibly), up to
+//! costs one flag test per packet a socket receives (the tapped link is taken off the FIFO
+//! fast path, and a timed qdisc is wrapped, so other links pay nothing); on, it allocates
+//! only as its buffers grow (amortised doubling, fallibly), up to
 //! `max_packets` per direction; packets beyond are counted as `truncated`. The two
 //! directions are merged in time order at the end of the run (at equal times, a received
 //! packet before a sent one: what a host sends at the instant it receives a packet is
@@ -23,6 +25,8 @@
 
 use serde::Deserialize;
 
+use crate::net::link::Link;
+use crate::net::qdisc::{ChildStats, Dequeue, Fifo, Qdisc, QdiscStats, TimedQdisc};
 use crate::packet::{flags, Packet, MAX_SACK_BLOCKS};
 
 /// Default of [`CaptureConfig::max_packets`].
@@ -158,6 +162,77 @@ impl EgressTap {
         if pkt.dst_ep == self.peer_ep {
             self.buf.record(start_ns, pkt);
         }
+    }
+}
+
+/// A timed qdisc (tbf, fq, fq_codel) with the capture's egress tap on its dequeue: the
+/// packet it hands to the serializer starts now (`Link::pull`). Wrapping only the capture
+/// link's qdisc keeps every other link's path as it was (no test per packet there).
+#[derive(Debug)]
+pub struct TappedQdisc {
+    inner: Box<dyn TimedQdisc>,
+    tap: EgressTap,
+}
+
+impl TimedQdisc for TappedQdisc {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    fn enqueue(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, dropped: &mut Vec<Packet>) -> bool {
+        self.inner.enqueue(pkt, len_bytes, now_ns, dropped)
+    }
+
+    fn dequeue(&mut self, now_ns: u64, dropped: &mut Vec<Packet>) -> Dequeue {
+        let d = self.inner.dequeue(now_ns, dropped);
+        if let Dequeue::Packet(pkt, _) = &d {
+            self.tap.observe(now_ns, pkt);
+        }
+        d
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        self.inner.stats()
+    }
+
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.inner.for_each_packet(f)
+    }
+
+    fn xstats(&self) -> Vec<(&'static str, u64)> {
+        self.inner.xstats()
+    }
+
+    fn child(&self) -> Option<ChildStats> {
+        self.inner.child()
+    }
+
+    fn take_capture(&mut self) -> Option<CaptureBuf> {
+        Some(std::mem::take(&mut self.tap.buf))
+    }
+}
+
+/// Put the egress tap for packets to `peer_ep` on `link`: on the link itself for a FIFO
+/// (`Link::set_tap`), around the qdisc for a timed one.
+pub fn install_tap(link: &mut Link, peer_ep: u32, max_packets: u64) {
+    let tap = EgressTap { peer_ep, buf: CaptureBuf::new(max_packets) };
+    match std::mem::replace(&mut link.qdisc, Qdisc::Fifo(Fifo::new(&Default::default()))) {
+        Qdisc::Timed(inner) => link.qdisc = Qdisc::Timed(Box::new(TappedQdisc { inner, tap })),
+        fifo => {
+            link.qdisc = fifo;
+            link.set_tap(tap);
+        }
+    }
+}
+
+/// The packets `install_tap` recorded on `link`.
+pub fn take_tap(link: &mut Link) -> CaptureBuf {
+    if let Some(t) = link.take_tap() {
+        return t.buf;
+    }
+    match &mut link.qdisc {
+        Qdisc::Timed(q) => q.take_capture().unwrap_or_default(),
+        Qdisc::Fifo(_) => CaptureBuf::default(),
     }
 }
 

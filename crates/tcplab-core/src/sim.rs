@@ -16,7 +16,7 @@
 //! host's clock is never 0. All times reported to callers are relative to the start of
 //! the scenario.
 
-use crate::capture::{CaptureAt, CaptureBuf, CaptureOutput, EgressTap};
+use crate::capture::{CaptureAt, CaptureBuf, CaptureOutput};
 use crate::cc::CongestionOps;
 use crate::config::{NodeKind, SimConfig};
 use crate::event::{EventKind, EventQueue};
@@ -229,16 +229,10 @@ pub struct Simulator {
     app_timer_sched_ns: Vec<u64>,
     /// Endpoints an app wrote to during a callback (reused, never shrinks).
     app_touched: Vec<u32>,
-    /// The endpoint whose received packets the capture records (`NO_EP`: capture off;
-    /// the one comparison per delivered packet the capture costs when off).
+    /// The capture endpoint, and the link whose tap holds its sent packets (when on).
     capture_ep: u32,
-    /// The capture's received packets, and where the egress tap sits (its link).
-    capture_in: Option<Box<CaptureBuf>>,
     capture_link: u32,
 }
-
-/// No endpoint: [`Simulator::capture_ep`] when the capture is off.
-const NO_EP: u32 = u32::MAX;
 
 const NO_HOST: u32 = u32::MAX;
 
@@ -295,6 +289,7 @@ impl Simulator {
             routes,
             data: DataAccounting::default(),
             host_packets: 0,
+            capture_in: None,
         };
         let end_ns = BOOT_NS + cfg.duration_ns;
         let mut socks = Vec::with_capacity(cfg.flows.len() * 2);
@@ -355,7 +350,7 @@ impl Simulator {
             }
         }
         let napps = apps.len();
-        let (mut capture_ep, mut capture_in, mut capture_link) = (NO_EP, None, u32::MAX);
+        let (mut capture_ep, mut capture_link) = (u32::MAX, u32::MAX);
         if let Some(c) = &cfg.capture {
             // The capture endpoint: the data's sender or receiver (`FlowConfig.data_side`).
             let d = cfg.flows[c.flow as usize].data_side as u32;
@@ -366,8 +361,10 @@ impl Simulator {
             if l == crate::net::routing::NO_ROUTE {
                 return Err(format!("capture.flow: {}: no route from the capture host", c.flow));
             }
-            net.links[l as usize].tap = Some(Box::new(EgressTap { peer_ep: ep ^ 1, buf: CaptureBuf::new(c.max_packets) }));
-            (capture_ep, capture_in, capture_link) = (ep, Some(Box::new(CaptureBuf::new(c.max_packets))), l);
+            crate::capture::install_tap(&mut net.links[l as usize], ep ^ 1, c.max_packets);
+            net.capture_in = Some(Box::new(CaptureBuf::new(c.max_packets)));
+            socks[ep as usize].captured = true;
+            (capture_ep, capture_link) = (ep, l);
         }
         let mut sim = Simulator {
             cfg,
@@ -390,7 +387,6 @@ impl Simulator {
             app_timer_sched_ns: vec![NEVER; napps],
             app_touched: Vec::new(),
             capture_ep,
-            capture_in,
             capture_link,
         };
         for a in 0..napps {
@@ -632,21 +628,9 @@ impl Simulator {
             self.net.data.received += 1;
         }
         let ep = pkt.dst_ep;
-        if ep == self.capture_ep {
-            // tcpdump's receive tap: the host takes the packet off its NIC (Linux v6.12
-            // net/core/dev.c: __netif_receive_skb_core(), after the ring).
-            self.capture_received(&pkt, now);
-        }
         let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
         self.socks[ep as usize].on_packet(&mut ctx, &pkt);
         self.after_sock(ep);
-    }
-
-    #[inline(never)]
-    fn capture_received(&mut self, pkt: &crate::packet::Packet, now: u64) {
-        if let Some(b) = &mut self.capture_in {
-            b.record(now, pkt);
-        }
     }
 
     /// A packet arrived over link `link` at host `node`, which may have a model: the
@@ -934,8 +918,8 @@ impl Simulator {
             })
             .collect();
         let capture = self.cfg.capture.as_ref().map(|c| {
-            let out = self.net.links[self.capture_link as usize].tap.take().map(|t| t.buf).unwrap_or_default();
-            let inc = self.capture_in.take().map(|b| *b).unwrap_or_default();
+            let out = crate::capture::take_tap(&mut self.net.links[self.capture_link as usize]);
+            let inc = self.net.capture_in.take().map(|b| *b).unwrap_or_default();
             let ep = self.capture_ep;
             crate::capture::merge(c, self.socks[ep as usize].node, ep, out, inc, BOOT_NS)
         });

@@ -180,16 +180,17 @@ fn max_packets_keeps_the_first_ones_and_counts_the_rest() {
 
 #[test]
 fn ip_ids_count_the_senders_packets() {
-    // Each socket numbers its packets one by one (ip_select_ident_segs); the SYN-ACK comes
-    // from the listener with ID 0 and does not count.
+    // Each socket numbers its packets one by one (ip_select_ident_segs), from 0 here (the
+    // capture adds the random start): the sender's as it sent them, the receiver's as they
+    // arrived (nothing is lost on the way back).
     let out = run(capture(&lossy(vec![], S), CaptureAt::Sender, 1_000_000));
     let c = out.capture.unwrap();
     let ids = |dir: u8| (0..c.len()).filter(|&i| c.dir[i] == dir).map(|i| (c.ip_id[i], c.flags[i])).collect::<Vec<_>>();
-    let sent = ids(DIR_OUT);
-    assert!(sent.iter().enumerate().all(|(k, &(id, _))| id == k as u16));
-    let got = ids(DIR_IN);
-    assert_eq!(got[0], (0, flags::SYN));
-    assert!(got[1..].iter().enumerate().all(|(k, &(id, _))| id == k as u16));
+    for dir in [DIR_OUT, DIR_IN] {
+        let got = ids(dir);
+        assert_eq!(got[0], (0, flags::SYN));
+        assert!(got.iter().enumerate().all(|(k, &(id, _))| id == k as u16));
+    }
 }
 
 #[test]
@@ -207,4 +208,50 @@ fn a_bad_capture_is_refused_by_field() {
     assert!(err.starts_with("capture.max_packets: 100000000 packets may hold"), "{err}");
     let parsed = SimConfig::parse_json(r#"{"seed":1,"duration_ns":1,"nodes":[],"links":[],"flows":[],"capture":{"flow":0,"at":"middle"}}"#);
     assert!(parsed.unwrap_err().contains("unknown variant `middle`"));
+}
+
+/// `lossy` with fq (maxrate 10 Mbit/s, so it holds packets) on the sender's own egress.
+fn fq_sender(duration_ns: u64) -> SimConfig {
+    let mut cfg = lossy(vec![300], duration_ns);
+    cfg.links[0].queue = QueueConfig::Fq(FqConfig { maxrate_bps: Some(10_000_000), ..FqConfig::default() });
+    cfg
+}
+
+#[test]
+fn a_timed_qdisc_is_tapped_when_it_releases_a_packet() {
+    // fq paces the flow at 10 Mbit/s on the sender: tcpdump sees each segment when fq hands
+    // it to the driver, spaced by the pacing, not when TCP queued it.
+    let cfg = fq_sender(2 * S);
+    let off = run(cfg.clone());
+    let on = run(capture(&cfg, CaptureAt::Sender, 1_000_000));
+    assert_eq!((on.events, on.flows[0].bytes_acked), (off.events, off.flows[0].bytes_acked));
+    assert_eq!(on.links[0].qdisc, "fq");
+    let c = on.capture.unwrap();
+    let data: Vec<usize> = (0..c.len()).filter(|&i| c.dir[i] == DIR_OUT && c.end_seq[i] > c.seq[i]).collect();
+    let f = &on.flows[0];
+    // Everything TCP sent left the host but what fq still held or dropped at the end.
+    let held = on.links[0].stats.backlog_packets as u64 + on.links[0].stats.drops;
+    assert_eq!(data.len() as u64 + held, f.data_segs_out);
+    // Departures at 10 Mbit/s: 1514-byte frames at least 1.2112 ms apart once fq paces
+    // (skip the first second: fq's initial quantum lets a burst through).
+    let gap_ns = 1514 * 8 * 1_000_000_000 / 10_000_000;
+    let late: Vec<u64> = data.iter().map(|&i| c.t_ns[i]).filter(|&t| t > S).collect();
+    assert!(late.len() > 100);
+    let close = late.windows(2).filter(|w| w[1] - w[0] + 1_000 < gap_ns).count();
+    assert!(close * 20 < late.len(), "{close} of {} departures closer than fq's rate allows", late.len());
+}
+
+#[test]
+fn the_receivers_capture_misses_what_its_nic_ring_dropped() {
+    // A receiver whose NAPI takes 1 ms a packet (1000 packets/s) behind a ring of 16
+    // descriptors cannot keep up with 20 Mbit/s (1650 frames/s): the ring drops, and
+    // tcpdump there sees only what the ring passed to the stack.
+    let mut cfg = lossy(vec![], 2 * S);
+    cfg.nodes[1].nic = Some(NicConfig { rx_ring: 16, rx_cost_ns: 1_000_000, ..NicConfig::default() });
+    let out = run(capture(&cfg, CaptureAt::Receiver, 1_000_000));
+    let c = out.capture.as_ref().unwrap();
+    let data_in = (0..c.len()).filter(|&i| c.dir[i] == DIR_IN && c.end_seq[i] > c.seq[i]).count() as u64;
+    let nic_drops = out.invariant.data.dropped_nic;
+    assert!(nic_drops > 0, "the ring dropped nothing");
+    assert_eq!(data_in, out.invariant.data.received, "the capture sees exactly what the stack received");
 }

@@ -200,6 +200,9 @@ pub struct TcpSocket {
     /// Packets handed to IP so far (wrapping): the IP ID of the next one, less the socket's
     /// random `inet_id` start, which only the packet capture adds (see `Packet::ip_id`).
     pub ip_id_next: u16,
+    /// The packet capture records what this endpoint receives (`crate::capture`: tcpdump's
+    /// receive tap, after the host's NIC): the one test the capture costs per packet here.
+    pub captured: bool,
 
     // --- timers: deadlines (ns) and the event currently queued for each ---
     pub xmit_timer: XmitTimer,
@@ -327,6 +330,7 @@ impl TcpSocket {
                 tsq_throttled: false,
                 syn_retries: 0,
                 ip_id_next: 0,
+                captured: false,
                 xmit_timer: XmitTimer::None,
                 xmit_deadline_ns: NEVER,
                 pacing_deadline_ns: NEVER,
@@ -391,17 +395,12 @@ impl TcpSocket {
             f |= flags::TSQ;
         }
         // IPv4 identification (Linux v6.12 include/net/ip.h: ip_select_ident_segs()): a
-        // connected socket's `inet_id`, one per segment. The server's SYN-ACK is sent by the
-        // listener's request socket instead, through net/ipv4/ip_output.c:
-        // ip_build_and_send_pkt(), which writes ID 0 under DF; the connection's own counter
-        // starts with its first packet after that (tcp_v4_syn_recv_sock()).
-        let ip_id = if pkt_flags & flags::SYN != 0 && self.ep & 1 == 1 {
-            0
-        } else {
-            let id = self.ip_id_next;
-            self.ip_id_next = id.wrapping_add(1);
-            id
-        };
+        // connected socket's `inet_id`, one per segment, from a random start the capture
+        // adds. The server's SYN-ACK, which Linux sends from the listener with ID 0
+        // (net/ipv4/ip_output.c: ip_build_and_send_pkt()), is counted too: its ID is written
+        // as 0 by the capture, and the count it takes only shifts the random start.
+        let ip_id = self.ip_id_next;
+        self.ip_id_next = ip_id.wrapping_add(1);
         let pkt = Packet {
             dst_ep: self.peer_ep,
             dst_node: self.peer_node,
@@ -508,6 +507,9 @@ impl TcpSocket {
 
     /// A packet addressed to this endpoint arrived.
     pub fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        if self.captured {
+            ctx.net.capture_received(ctx.now_ns, pkt);
+        }
         self.refresh_clock(ctx.now_ns);
         self.tp.inc(Mib::TcpInSegs);
         if pkt.tsval_ns != 0 {
