@@ -426,3 +426,11 @@ def test_a_capture_the_engine_did_not_return_is_an_error(patched_core):
     with pytest.raises(EngineError, match="no capture, although the configuration asked for one"):
         tcplab.run("builtin:cubic-vs-bbr-lossy", overrides=["duration=1s"], capture={"flow": 0})
     assert patched_core.calls[-1]["capture"] == {"flow": 0, "at": "sender"}
+
+
+def test_the_file_is_the_same_written_in_chunks(sender_run, monkeypatch):
+    import tcplab.exports.pcap as pcap
+
+    whole = sender_run.extra_files["bulk.pcap"]
+    monkeypatch.setattr(pcap, "_CHUNK_PACKETS", 7)
+    assert pcap.pcap_bytes(sender_run.config, sender_run.capture) == whole

@@ -238,19 +238,30 @@ def _fold(total: np.ndarray) -> np.ndarray:
 
 
 def _words(h: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """Per row, the sum of the big-endian 16-bit words of columns ``[start, stop)``."""
-    b = h[:, start:stop].astype(np.uint64)
-    return (b[:, 0::2] << np.uint64(8)).sum(axis=1) + b[:, 1::2].sum(axis=1)
+    """Per row, the sum of the big-endian 16-bit words of columns ``[start, stop)`` (even)."""
+    return np.ascontiguousarray(h[:, start:stop]).view(">u2").sum(axis=1, dtype=np.uint64)
+
+
+#: Packets turned into records at a time (bounds the working arrays: ~25 MB a chunk).
+_CHUNK_PACKETS = 100_000
 
 
 def pcap_bytes(config: Mapping[str, Any], capture: Capture) -> bytes:
     """The capture as a pcap file's bytes (module doc)."""
-    p = capture.packets
-    n = len(p)
     header = struct.pack("<IHHiIII", _PCAP_MAGIC_US, 2, 4, 0, 0, SNAPLEN, LINKTYPE_ETHERNET)
-    if n == 0:
+    p = capture.packets
+    if len(p) == 0:
         return header
     client, server = endpoints(config, capture.flow)
+    parts = [header]
+    for lo in range(0, len(p), _CHUNK_PACKETS):
+        parts.append(_records(p.iloc[lo : lo + _CHUNK_PACKETS], capture, client, server))
+    return b"".join(parts)
+
+
+def _records(p: Any, capture: Capture, client: Endpoint, server: Endpoint) -> bytes:
+    """pcap records (record header + frame headers) of the packets of ``p``."""
+    n = len(p)
     bits = capture.flag_bits
     u64 = np.uint64
     col = {c: p[c].to_numpy() for c in p.columns}
@@ -358,7 +369,7 @@ def pcap_bytes(config: Mapping[str, Any], capture: Capture) -> bytes:
     recs[:, :_REC] = rec_hdr.view(np.uint8).reshape(n, _REC)
     recs[:, _REC:] = h
     keep = np.arange(_REC + _MAX_HDR)[None, :] < (_REC + hdr_len)[:, None]
-    return header + recs[keep].tobytes()
+    return recs[keep].tobytes()
 
 
 def write_pcap(path: str | os.PathLike[str], config: Mapping[str, Any], capture: Capture) -> Path:
