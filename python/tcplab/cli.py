@@ -4,6 +4,8 @@
                [--pcap FLOW [--pcap-at sender|receiver]]
     tcplab compare SCENARIO [SCENARIO...] [-o DIR] [--set PATH=V1,V2]... [--seed N]
     tcplab sweep SCENARIO --grid PATH=V1,V2 [--random PATH=LO..HI -n N] [--seeds K] -o DIR [--jobs N | --dask ADDR]
+    tcplab recommend SWEEP_DIR|SCENARIO --choose PATH[=V1,V2]... [--over PATH[=V1,V2|=LO..HI]]...
+                     (--maximize M | --minimize M) [--subject-to C]... [-o DIR] [--json]
     tcplab check SCENARIO [--set PATH=VALUE]... [--json]
     tcplab validate SCENARIO [-o DIR] [--set PATH=VALUE]... [--tolerance K=V,...] [--runs N] [--prefix P] [--allow-busy]
     tcplab scenarios
@@ -13,7 +15,9 @@
     tcplab experiments [path NAME]
     tcplab kernel run SCENARIO [-o DIR] [--set ...] [--seed N] [--force] [--timeout T] [--prefix P] [--allow-busy]
     tcplab kernel cleanup [--prefix P] | tcplab kernel info [--json]
+    tcplab export flent RUN [-o FILE] | tcplab export iperf3 RUN [--flow F] [--interval 1s] [-o PATH]
     tcplab export pcap RUN --flow FLOW [--at sender|receiver] [-o FILE] [--max-packets N]
+    tcplab ss RUN [--at T] [FLOW]
 
 SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
 
@@ -24,7 +28,9 @@ others are written, the failed ones are marked in the table and compare.json); 1
 interrupted (SIGINT), 143 terminated (SIGTERM), in both cases after removing partial output
 and stopping worker processes (see :mod:`tcplab.signals`). ``sweep``: 3 some runs failed (recorded
 in the table and failed/KEY.json, the rest written); 130/143 keep the runs done (the same
-command resumes). ``diagnose``: 0 it ran, 2 unusable
+command resumes). ``recommend``: 4 no setting meets the constraints (the ranking is still
+printed and written); its scenario form's sweep keeps the runs done when interrupted (the
+same command resumes). ``diagnose``: 0 it ran, 2 unusable
 input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
 ``reproduce``: 0 the experiments ran (whatever their verdicts), 1 a run or an experiment
 failed (stated in its report and the index), 2 an unknown name, no name and no ``--all``, or
@@ -37,6 +43,8 @@ created; 130/143 interrupted, after removing its namespaces and processes.
 ``validate``: 0 both runs ran (whatever the verdicts), 1 a run failed or the kernel run is
 invalid (``INVALID: reasons``; the directory is still written), 2 a mistake in the scenario,
 a ``--tolerance`` or the command line, not root, or a scenario kernel mode cannot build.
+``export``, ``ss``: 0 written (printed), 2 RUN is not a run directory, an unknown flow, a
+time outside the run (one ``error:`` line naming it, nothing written).
 ``export pcap``: 0 written; 2 RUN is not a simulation run directory, an unknown flow, or RUN
 was made by another engine version (one ``error:`` line, nothing written); 1 the engine
 failed or its rerun of RUN differs from RUN.
@@ -188,7 +196,8 @@ app = typer.Typer(
         "tcplab reproduce --all --quick (index in reproduce-quick/index.html).\n\n"
         "Exit codes: 0 success; 1 the engine failed; 2 a mistake in the scenario, an override or "
         "the command line (one `error:` line each); 3 compare: some variants failed (the others "
-        "are written); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), after removing "
+        "are written), sweep: some runs failed (the table records them); 130 interrupted (Ctrl-C), "
+        "143 terminated (SIGTERM), after removing "
         "partial output and stopping workers."
     ),
     add_completion=False,
@@ -1440,12 +1449,16 @@ def kernel_info_cmd(
 
 
 # -- commands living in their own modules (one line each) -----------------------------------
-from tcplab.exports.cli import register as _reg_exports  # noqa: E402
-
-_reg_exports(app)
 from tcplab.sweep.cli import register as _reg_sweep  # noqa: E402 - commands of their own modules
 
 _reg_sweep(app)
+from tcplab.exports.cli import register as _reg_exports  # noqa: E402
+
+_reg_exports(app)
+
+from tcplab.recommend.cli import register as _reg_recommend  # noqa: E402 - a command of its own module
+
+_reg_recommend(app)
 
 
 def main() -> None:
