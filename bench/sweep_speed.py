@@ -2,12 +2,17 @@
 """How fast `tcplab sweep` runs a sweep of short runs: one process against the local pool,
 and where each run's time goes.
 
-    python bench/sweep_speed.py                 # 40 runs (make bench-sweep)
-    python bench/sweep_speed.py --repeat 5 --duration 20s --jobs 2
+    python bench/sweep_speed.py                 # both cases (make bench-sweep)
+    python bench/sweep_speed.py --only short --repeat 5 --jobs 2 [--duration 20s]
 
-The sweep: builtin:cubic-vs-bbr-lossy (one bulk flow, 5 Mbit/s, 100 ms RTT) shortened to
---duration (default 20 simulated seconds), --grid flows.0.cc=cubic,bbr x --grid
-links.1.loss=0.5%,1%,2%,4% (8 points) x --seeds 5: 40 runs.
+Two sweeps of 40 runs each: 8 points (--grid flows.0.cc=cubic,bbr x a second parameter with
+4 values) x --seeds 5:
+
+* short: builtin:cubic-100mbit-20ms at 1 Gbit/s (--set links.1.rate=1Gbit), 10 simulated
+  seconds, x links.1.delay=1ms,2ms,5ms,10ms: about 0.15 s of simulation per run.
+* tiny: builtin:cubic-vs-bbr-lossy (5 Mbit/s, 100 ms RTT), 20 simulated seconds, x
+  links.1.loss=0.5%,1%,2%,4%: about 10 ms per run, so the fixed costs show (imports, the
+  table, the plots and report.html) and the speed-up is bounded by them.
 
 What is measured (wall seconds, each the fastest of --repeat, every command in a fresh
 process, so interpreter start and imports count once in each):
@@ -37,6 +42,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,9 +51,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "target" / "bench"
-SCENARIO = "builtin:cubic-vs-bbr-lossy"
-GRID = ["flows.0.cc=cubic,bbr", "links.1.loss=0.5%,1%,2%,4%"]
 SEEDS = 5
+#: name -> (scenario, --set overrides, --grid parameters, what it is); 8 points x 5 seeds each
+CASES = {
+    "short": (
+        "builtin:cubic-100mbit-20ms",
+        ["links.1.rate=1Gbit", "duration=10s"],
+        ["flows.0.cc=cubic,bbr", "links.1.delay=1ms,2ms,5ms,10ms"],
+        "one bulk flow, 1 Gbit/s, 10 simulated s",
+    ),
+    "tiny": (
+        "builtin:cubic-vs-bbr-lossy",
+        ["duration=20s"],
+        ["flows.0.cc=cubic,bbr", "links.1.loss=0.5%,1%,2%,4%"],
+        "one bulk flow, 5 Mbit/s, 100 ms RTT, 20 simulated s",
+    ),
+}
 
 
 def say(msg: str) -> None:
@@ -59,16 +78,22 @@ def tcplab_exe() -> str:
     return str(here) if here.exists() else (shutil.which("tcplab") or "tcplab")
 
 
-def sweep_args(duration: str) -> list[str]:
-    args = [SCENARIO]
-    for g in GRID:
+def sweep_args(case: str, duration: str | None) -> list[str]:
+    """`tcplab sweep` arguments of a case (without -o and --jobs)."""
+    scenario, sets, grid, _ = CASES[case]
+    args = [scenario]
+    for g in grid:
         args += ["--grid", g]
-    return [*args, "--seeds", str(SEEDS), "--set", f"duration={duration}"]
+    for s in sets:
+        if duration is not None and s.startswith("duration="):
+            s = f"duration={duration}"
+        args += ["--set", s]
+    return [*args, "--seeds", str(SEEDS), "--quiet", "--force"]
 
 
-def n_runs() -> int:
+def n_runs(case: str) -> int:
     n = SEEDS
-    for g in GRID:
+    for g in CASES[case][2]:
         n *= len(g.partition("=")[2].split(","))
     return n
 
@@ -93,54 +118,245 @@ def best_of(repeat: int, label: str, cmd: list[str]) -> dict:
     return {"wall_s": min(walls), "walls_s": walls, "load1": loads}
 
 
-# ---- inner modes (run in a fresh process by the outer harness)
+# ---- inner modes (run in a fresh process by the outer harness): `tcplab sweep` itself, in
+# this process, with the sweep's own functions patched (serial) or wrapped with timers (split)
 
 
-def inner_serial(duration: str, out: Path) -> dict:
-    """The sweep in this process, one run after another."""
-    import tcplab
+def _cli_sweep(argv: list[str]) -> None:
+    """`tcplab sweep ARGV` in this process."""
+    from tcplab import cli
 
+    sys.argv = ["tcplab", "sweep", *argv]
+    try:
+        cli.main()
+    except SystemExit as e:
+        if e.code not in (0, None):
+            raise SystemExit(f"error: tcplab sweep exited {e.code}") from None
+
+
+def inner_serial(argv: list[str]) -> dict:
+    """The sweep in this process, no worker process: the local executor's map replaced by a
+    loop calling the per-run function in turn (plan, rows, table and views as usual)."""
+    from tcplab.sweep import executors
+
+    def in_process(self, jobs, fn=executors.run_point):
+        executors.warm_imports(jobs[0].core if jobs else None)
+        for i, job in enumerate(jobs):
+            yield i, fn(job)
+
+    executors.LocalExecutor.map_unordered = in_process
     t0 = time.perf_counter()
-    n = 0
-    for cc in ("cubic", "bbr"):
-        for loss in GRID[1].partition("=")[2].split(","):
-            for seed in range(1, 1 + SEEDS):
-                tcplab.run(
-                    SCENARIO, overrides=[f"duration={duration}", f"flows.0.cc={cc}", f"links.1.loss={loss}"], seed=seed
-                )
-                n += 1
-    return {"runs": n, "wall_s": time.perf_counter() - t0}
+    _cli_sweep(argv)
+    return {"wall_s": time.perf_counter() - t0}
+
+
+def inner_split(argv: list[str]) -> dict:
+    """The pool as `tcplab sweep` runs it, with timers (time.monotonic(): one clock for every
+    process on Linux) around: each worker's start (the parent's Process.start() call), the
+    per-run function in the worker, the parent's receipt of each outcome, and the parent's
+    write of each run's rows."""
+    import multiprocessing.process
+
+    from tcplab.sweep import executors, store
+
+    t_begin = time.monotonic()
+    started: dict[str, float] = {}  # process name -> the parent's start() call
+    received: dict[str, float] = {}  # run key -> the parent holds its outcome
+    writes: dict[str, tuple[float, float]] = {}  # run key -> write_rows start, end
+    in_worker: dict[str, tuple[float, float]] = {}  # run key -> the per-run function's start, end
+
+    original_start = multiprocessing.process.BaseProcess.start
+
+    def start(self):
+        started[self.name] = time.monotonic()
+        return original_start(self)
+
+    multiprocessing.process.BaseProcess.start = start
+
+    original_run_point = executors.run_point
+
+    def timed_run_point(job):
+        t0 = time.monotonic()
+        outcome = original_run_point(job)
+        outcome.bench_times = (t0, time.monotonic())  # travels back with the outcome
+        return outcome
+
+    # the per-run function is passed by reference: replace it wherever the sweep holds it
+    for name, module in list(sys.modules.items()):
+        if name.startswith("tcplab.sweep") and getattr(module, "run_point", None) is original_run_point:
+            module.run_point = timed_run_point
+    original_map = executors.LocalExecutor.map_unordered
+
+    def map_unordered(self, jobs, fn=timed_run_point):
+        fn = timed_run_point if fn is original_run_point else fn
+        for i, outcome in original_map(self, jobs, fn):
+            received[outcome.key] = time.monotonic()
+            if hasattr(outcome, "bench_times"):
+                in_worker[outcome.key] = outcome.bench_times
+            yield i, outcome
+
+    executors.LocalExecutor.map_unordered = map_unordered
+    original_write = store.SweepStore.write_rows
+
+    def write_rows(self, key, rows):
+        t0 = time.monotonic()
+        original_write(self, key, rows)
+        writes[key] = (t0, time.monotonic())
+
+    store.SweepStore.write_rows = write_rows
+    _cli_sweep(argv)
+    t_end = time.monotonic()
+
+    runs = []
+    for key, (w0, w1) in in_worker.items():
+        name = next((n for n in started if n.endswith(key)), None)
+        if name is None or key not in writes:
+            continue
+        runs.append(
+            {
+                "key": key,
+                "process_start_s": w0 - started[name],
+                "run_s": w1 - w0,
+                "ipc_s": received[key] - w1,
+                "write_rows_s": writes[key][1] - writes[key][0],
+            }
+        )
+    first_start = min(started.values()) if started else t_end
+    last_write = max(w[1] for w in writes.values()) if writes else t_begin
+    return {
+        "wall_s": t_end - t_begin,
+        "before_first_run_s": first_start - t_begin,
+        "after_last_run_s": t_end - last_write,
+        "runs": runs,
+    }
+
+
+def _stats(values: list[float]) -> dict:
+    return {"mean_ms": 1e3 * statistics.fmean(values), "max_ms": 1e3 * max(values)} if values else {}
+
+
+def split_summary(split: dict) -> dict:
+    """Mean and max per part of a run, from an instrumented pool (``inner_split``)."""
+    runs = split["runs"]
+    parts = ("process_start_s", "ipc_s", "write_rows_s", "run_s")
+    out = {p.removesuffix("_s"): _stats([r[p] for r in runs]) for p in parts}
+    out["overhead"] = _stats([r["process_start_s"] + r["ipc_s"] + r["write_rows_s"] for r in runs])
+    out.update(
+        runs=len(runs),
+        wall_s=split["wall_s"],
+        before_first_run_s=split["before_first_run_s"],
+        after_last_run_s=split["after_last_run_s"],
+    )
+    return out
+
+
+def measure_case(case: str, args: argparse.Namespace, tmp: Path) -> dict:
+    runs = n_runs(case)
+    scenario, sets, grid, what = CASES[case]
+    sweep = sweep_args(case, args.duration)
+    me = [sys.executable, str(Path(__file__).resolve())]
+    fig: dict = {"case": case, "what": what, "runs": runs, "command": ["tcplab", "sweep", *sweep, "-o", "OUT"]}
+    out = str(tmp / case)
+    # interleaved rounds: a change in the machine's load falls on every form alike
+    forms = {
+        "one_process": [*me, "--inner", "serial", "--result", str(tmp / "r.json"), "--", *sweep, "-o", out],
+        "pool_1": [tcplab_exe(), "sweep", *sweep, "-o", out, "--jobs", "1"],
+        f"pool_{args.jobs}": [tcplab_exe(), "sweep", *sweep, "-o", out, "--jobs", str(args.jobs)],
+    }
+    walls: dict[str, list[float]] = {k: [] for k in forms}
+    loads: dict[str, list[float]] = {k: [] for k in forms}
+    for _ in range(args.repeat):
+        for form, cmd in forms.items():
+            loads[form].append(round(os.getloadavg()[0], 2))
+            wall, _ = timed(cmd)
+            walls[form].append(wall)
+            say(f"{case} {form}: {wall:.2f} s (load {loads[form][-1]})")
+    for form in forms:
+        fig[form] = {"wall_s": min(walls[form]), "walls_s": walls[form], "load1": loads[form]}
+    one, pool1, pooln = (fig[f]["wall_s"] for f in forms)
+    fig["speedup"] = one / pooln
+    fig["pool_cost_per_run_s"] = (pool1 - one) / runs
+    for jobs in sorted({1, args.jobs}):
+        result = tmp / "split.json"
+        timed([*me, "--inner", "split", "--result", str(result), "--", *sweep, "-o", out, "--jobs", str(jobs)])
+        fig[f"split_{jobs}"] = split_summary(json.loads(result.read_text()))
+    return fig
+
+
+def markdown(figures: dict) -> str:
+    jobs = figures["jobs"]
+    lines = [
+        f"tcplab sweep, {SEEDS} seeds x 8 points = 40 runs per case; wall s = fastest of {figures['repeat']}"
+        f" (fresh process each, imports included); load = 1-min load average before each.",
+        "",
+        f"| case | runs | one process s | pool -j 1 s | pool -j {jobs} s | speed-up | pool cost per run (ms) | load |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in figures["cases"]:
+        load = max(max(c[f]["load1"]) for f in ("one_process", "pool_1", f"pool_{jobs}"))
+        lines.append(
+            f"| {c['case']}: {c['what']} | {c['runs']} | {c['one_process']['wall_s']:.2f} | {c['pool_1']['wall_s']:.2f}"
+            f" | {c[f'pool_{jobs}']['wall_s']:.2f} | {c['speedup']:.2f}x"
+            f" | {1e3 * c['pool_cost_per_run_s']:.1f} | {load} |"
+        )
+    lines += [
+        "",
+        "Per run, from the instrumented pool (mean / max ms; overhead = start + IPC + writing rows):",
+        "",
+        "| case | jobs | process start | IPC | writing rows | overhead | the run itself | before the first run s |"
+        " after the last s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in figures["cases"]:
+        for jobs_ in sorted({1, jobs}):
+            s = c[f"split_{jobs_}"]
+
+            def cell(part: str, s: dict = s) -> str:
+                return f"{s[part]['mean_ms']:.1f} / {s[part]['max_ms']:.1f}"
+
+            lines.append(
+                f"| {c['case']} | {jobs_} | {cell('process_start')} | {cell('ipc')} | {cell('write_rows')}"
+                f" | {cell('overhead')} | {cell('run')} | {s['before_first_run_s']:.2f} | {s['after_last_run_s']:.2f} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--duration", default="20s", help="simulated time of each run (default 20s)")
+    ap.add_argument("--duration", help="simulated time of each run (default: each case's own)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="the pool's processes (default: cores)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the fastest counts")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of each measurement; the fastest counts")
+    ap.add_argument("--only", choices=sorted(CASES), help="one case")
     ap.add_argument(
         "--out", default=str(OUT / "sweep-speed"), help="OUT.json and OUT.md (default target/bench/sweep-speed)"
     )
-    ap.add_argument("--inner", choices=["serial"], help=argparse.SUPPRESS)
-    ap.add_argument("--dir", help=argparse.SUPPRESS)
+    ap.add_argument("--inner", choices=["serial", "split"], help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)
+    ap.add_argument("sweep", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
-    if args.inner == "serial":
-        print(json.dumps(inner_serial(args.duration, Path(args.dir))))
+    if args.inner:
+        result = (inner_serial if args.inner == "serial" else inner_split)(args.sweep)
+        Path(args.result).write_text(json.dumps(result))
         return 0
 
-    runs = n_runs()
-    figures: dict = {"runs": runs, "scenario": SCENARIO, "grid": GRID, "seeds": SEEDS, "duration": args.duration}
+    figures: dict = {
+        "jobs": args.jobs,
+        "repeat": args.repeat,
+        "seeds": SEEDS,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "cases": [],
+    }
     with tempfile.TemporaryDirectory(prefix="tcplab-sweep-bench-") as tmp:
-        me = [sys.executable, str(Path(__file__).resolve())]
-        figures["one_process"] = best_of(
-            args.repeat, "one process", [*me, "--inner", "serial", "--duration", args.duration, "--dir", tmp]
-        )
-    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
-    figures["machine"] = machine
+        for case in [args.only] if args.only else list(CASES):
+            figures["cases"].append(measure_case(case, args, Path(tmp)))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(figures, indent=2) + "\n")
-    print(json.dumps(figures, indent=2))
+    text = markdown(figures)
+    out.with_suffix(".md").write_text(text)
+    print(text)
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
     return 0
 
 
