@@ -11,11 +11,13 @@ happened per flow and over time, in the names ``ss``, ``nstat`` and ``tc -s`` us
     >>> result.write("runs/bbr")                     # doctest: +SKIP
     >>> cmp = tcplab.compare(["builtin:cubic-vs-bbr-lossy"], ["flows.0.cc=cubic,bbr"])  # doctest: +SKIP
     >>> cmp.table                                    # doctest: +SKIP
+    >>> sw = tcplab.sweep("cubic-vs-bbr-lossy", grid={"flows.0.cc": ["cubic", "bbr"]})  # doctest: +SKIP
+    >>> sw.table                                     # doctest: +SKIP
 
 Modules: :mod:`~tcplab.units` (human units), :mod:`~tcplab.scenario` (the schema),
 :mod:`~tcplab.loader` and :mod:`~tcplab.overrides` (reading, ``--set``), :mod:`~tcplab.routing`,
 :mod:`~tcplab.engine` (the bridge to ``tcplab._core``), :mod:`~tcplab.results`,
-:mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.cli`.
+:mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.sweep`, :mod:`~tcplab.cli`.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ __all__ = [
     "Scenario",
     "Result",
     "CompareResult",
+    "sweep",
+    "load_sweep",
+    "SweepResult",
     "ScenarioError",
     "EngineError",
 ]
@@ -51,10 +56,22 @@ __all__ = [
 _LAZY = {
     "Result": ("tcplab.results", "Result"),
     "CompareResult": ("tcplab.compare", "CompareResult"),
+    "load_sweep": ("tcplab.sweep", "load_sweep"),
+    "SweepResult": ("tcplab.sweep", "SweepResult"),
 }
 
 
 def __getattr__(name: str) -> Any:
+    if name == "sweep":
+        # the package tcplab.sweep, callable: tcplab.sweep(...) is tcplab.sweep.sweep(...)
+        # (importing it binds tcplab.sweep to the module, so the two must be one object)
+        import importlib
+
+        return importlib.import_module("tcplab.sweep")
+    return _lazy(name)
+
+
+def _lazy(name: str) -> Any:
     if name in _LAZY:
         import importlib
 

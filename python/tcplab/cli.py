@@ -2,6 +2,7 @@
 
     tcplab run SCENARIO [-o DIR] [--set PATH=VALUE]... [--seed N] [--quiet] [--force]
     tcplab compare SCENARIO [SCENARIO...] [-o DIR] [--set PATH=V1,V2]... [--seed N]
+    tcplab sweep SCENARIO --grid PATH=V1,V2 [--random PATH=LO..HI -n N] [--seeds K] -o DIR [--jobs N | --dask ADDR]
     tcplab check SCENARIO [--set PATH=VALUE]... [--json]
     tcplab validate SCENARIO [-o DIR] [--set PATH=VALUE]... [--tolerance K=V,...] [--runs N] [--prefix P] [--allow-busy]
     tcplab scenarios
@@ -19,7 +20,9 @@ Exit codes: 0 success; 2 a mistake in the scenario, an override or the command l
 failed (``error: engine: ...``) or is not installed; 3 ``compare``: some variants failed (the
 others are written, the failed ones are marked in the table and compare.json); 130
 interrupted (SIGINT), 143 terminated (SIGTERM), in both cases after removing partial output
-and stopping worker processes (see :mod:`tcplab.signals`). ``diagnose``: 0 it ran, 2 unusable
+and stopping worker processes (see :mod:`tcplab.signals`). ``sweep``: 3 some runs failed (recorded
+in the table and failed/KEY.json, the rest written); 130/143 keep the runs done (the same
+command resumes). ``diagnose``: 0 it ran, 2 unusable
 input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
 ``reproduce``: 0 the experiments ran (whatever their verdicts), 1 a run or an experiment
 failed (stated in its report and the index), 2 an unknown name, no name and no ``--all``, or
@@ -1389,6 +1392,11 @@ def kernel_info_cmd(
         typer.echo(json.dumps(env.to_dict(), indent=2))
     else:
         typer.echo(format_env(env), nl=False)
+
+
+from tcplab.sweep.cli import register as _reg_sweep  # noqa: E402 - commands of their own modules
+
+_reg_sweep(app)
 
 
 def main() -> None:

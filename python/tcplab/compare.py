@@ -37,10 +37,8 @@ import math
 import multiprocessing
 import os
 import re
-import signal
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait as wait_for_any
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +46,6 @@ from tcplab.errors import EngineError, ScenarioError
 from tcplab.loader import scenario_data, validate_with_overrides
 from tcplab.overrides import Override, expand_variants, parse_overrides
 from tcplab.scenario import Scenario
-from tcplab.signals import raise_if_terminated, signals_blocked
 
 if TYPE_CHECKING:  # pandas, NumPy and pyarrow load on first use: `import tcplab` stays quick
     import pandas as pd
@@ -355,112 +352,23 @@ def default_jobs(n_variants: int) -> int:
     return max(1, min(n_variants, os.cpu_count() or 1))
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    """Linux: have the kernel SIGKILL this worker if the comparison process dies (even by
-    SIGKILL, when no cleanup of ours can run). Best effort; elsewhere a no-op."""
-    try:
-        import ctypes
-
-        pr_set_pdeathsig = 1  # <linux/prctl.h>
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def _worker_main(conn: Any, job: Job, parent_pid: int) -> None:
-    """Body of a variant's worker process: run it, send back ("ok", Result) or ("failed", reason)."""
-    # The parent decides when workers stop: Ctrl-C in a terminal reaches the whole process
-    # group, and the parent then terminates its workers (SIGTERM, default action).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked by the parent's fork
-    _die_with_parent(parent_pid)
-    try:
-        outcome = _run_variant_or_failure(job)
-    except Exception as e:  # noqa: BLE001 - any failure is this variant's, reported in one line
-        outcome = VariantFailure(job[1], f"{type(e).__name__}: {e}")
-    try:
-        conn.send(outcome)
-    except Exception as e:  # noqa: BLE001 - e.g. a result that cannot be pickled
-        conn.send(VariantFailure(job[1], f"result could not be sent back: {type(e).__name__}: {e}"))
-    conn.close()
-
-
-def _death_reason(exitcode: int | None) -> str:
-    if exitcode is not None and exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = f"signal {-exitcode}"
-        return f"worker process was killed by {name}"
-    return f"worker process exited with status {exitcode} without a result"
-
-
-def _stop(process: Any) -> None:
-    """Terminate a worker and reap it (SIGKILL if it ignores SIGTERM for 5 s)."""
-    if process.is_alive():
-        process.terminate()
-        process.join(5)
-        if process.is_alive():
-            process.kill()
-    process.join()
-
-
 def _run_in_processes(
     work: list[Job], jobs: int, on_done: Callable[[str, Result | VariantFailure], None] | None = None
 ) -> dict[str, Result | VariantFailure]:
     """Each job in its own worker process, at most ``jobs`` at a time; results in job order.
-    ``on_done(label, outcome)`` is called in the parent as each job finishes (progress)."""
-    # fork where the platform has it: workers inherit the imported modules (no re-import of
-    # pandas/matplotlib per worker) and callers need no `__main__` guard. Elsewhere, spawn.
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pending = list(work)
-    running: dict[str, tuple[Any, Any]] = {}
+    ``on_done(label, outcome)`` is called in the parent as each job finishes (progress).
+    The process machinery (fork, die-with-parent, signals, a dead worker failing only its
+    job) is :mod:`tcplab.procpool`'s, shared with ``tcplab sweep``."""
+    from tcplab.procpool import WorkerFailure, map_in_processes
+
     outcomes: dict[str, Result | VariantFailure] = {}
-    try:
-        while pending or running:
-            while pending and len(running) < jobs:
-                job = pending.pop(0)
-                receiver, sender = ctx.Pipe(duplex=False)
-                process = ctx.Process(
-                    target=_worker_main, args=(sender, job, os.getpid()), name=f"tcplab-{job[1]}", daemon=True
-                )
-                with signals_blocked():  # a signal during fork must not land in an after-fork hook
-                    process.start()
-                sender.close()
-                running[job[1]] = (process, receiver)
-            waitables = [x for process, conn in running.values() for x in (conn, process.sentinel)]
-            ready = wait_for_any(waitables, timeout=1.0)
-            raise_if_terminated()
-            for label, (process, conn) in list(running.items()):
-                if conn not in ready and process.sentinel not in ready:
-                    continue
-                outcome: Result | VariantFailure | None = None
-                try:
-                    if conn.poll():
-                        outcome = conn.recv()
-                except (EOFError, OSError):
-                    outcome = None
-                except Exception as e:  # noqa: BLE001 - a result that does not unpickle
-                    outcome = VariantFailure(label, f"result could not be read: {type(e).__name__}: {e}")
-                if outcome is None and process.is_alive():
-                    continue  # woke for the pipe, nothing complete yet
-                process.join()
-                conn.close()
-                del running[label]
-                outcomes[label] = (
-                    outcome if outcome is not None else VariantFailure(label, _death_reason(process.exitcode))
-                )
-                if on_done is not None:
-                    on_done(label, outcomes[label])
-    finally:
-        for process, conn in running.values():
-            _stop(process)
-            conn.close()
+    for i, outcome in map_in_processes(work, _run_variant_or_failure, jobs, name=lambda i: f"tcplab-{work[i][1]}"):
+        label = work[i][1]
+        if isinstance(outcome, WorkerFailure):
+            outcome = VariantFailure(label, outcome.reason)
+        outcomes[label] = outcome
+        if on_done is not None:
+            on_done(label, outcome)
     return {job[1]: outcomes[job[1]] for job in work}
 
 

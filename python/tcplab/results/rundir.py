@@ -6,8 +6,8 @@ renames it into place at the end; on any failure (or SIGINT/SIGTERM, see
 
 What may be replaced (``--force``, ``overwrite=True``): only a directory that tcplab itself
 wrote. Every run, comparison and reproduce directory carries a marker file, ``.tcplab-run`` (JSON:
-``{"tcplab": VERSION, "kind": "run" | "compare" | "reproduce" | "validate"}``), and holds only the files tcplab writes
-there. :func:`check_output_dir` refuses, with a one-line error and before anything is
+``{"tcplab": VERSION, "kind": "run" | "compare" | "reproduce" | "validate" | "sweep"}``), and
+holds only the files tcplab writes there. :func:`check_output_dir` refuses, with a one-line error and before anything is
 simulated:
 
 * the current directory, any of its parents, and the filesystem root (``-o .``, ``-o ..``,
@@ -40,6 +40,8 @@ __all__ = [
     "COMPARE_ENTRIES",
     "REPRODUCE_ENTRIES",
     "VALIDATE_ENTRIES",
+    "SWEEP_ENTRIES",
+    "SWEEP_DIRS",
 ]
 
 #: The file that marks a directory as written by tcplab.
@@ -80,6 +82,11 @@ REPRODUCE_ENTRIES = frozenset({MARKER, "index.html", "index.md", "index.json"})
 #: ``sim/`` and ``kernel/`` (:mod:`tcplab.views.validate`).
 VALIDATE_ENTRIES = frozenset({MARKER, "report.html", "report.md", "validation.json"})
 _VALIDATE_RUNS = ("sim", "kernel")
+#: Top-level files of a ``tcplab sweep`` directory (:mod:`tcplab.sweep.store`), and its
+#: subdirectories: ``rows/KEY.parquet``, ``failed/KEY.json``, ``runs/KEY/`` (run directories,
+#: ``--keep-runs``), ``plots/``.
+SWEEP_ENTRIES = frozenset({MARKER, "sweep.json", "sweep.parquet", "report.html"})
+SWEEP_DIRS = frozenset({"rows", "failed", "runs", "plots"})
 EXPERIMENT_ENTRIES = frozenset({"report.html", "report.md", "claims.json"})
 _EXPERIMENT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 _PLOT_SUFFIXES = (".png", ".svg", ".html", ".json")
@@ -153,7 +160,7 @@ def check_output_dir(target: Path, *, overwrite: bool = False) -> Path:
         _refuse(
             given,
             f"--force refused: {foreign}",
-            "a new directory, or one written by tcplab run/compare/reproduce/validate (only those are replaced)",
+            "a new directory, or one written by tcplab run/compare/reproduce/validate/sweep (only those are replaced)",
         )
     return resolved
 
@@ -166,7 +173,7 @@ def _kind(directory: Path) -> str | None:
             kind = json.loads(marker.read_text(encoding="utf-8")).get("kind")
         except (OSError, ValueError, AttributeError):
             return None
-        return kind if kind in ("run", "compare", "reproduce", "validate") else None
+        return kind if kind in ("run", "compare", "reproduce", "validate", "sweep") else None
     # written before the marker existed: recognised by its summary's schema key
     summary = directory / "summary.json"
     try:
@@ -206,6 +213,10 @@ def _foreign_entry(directory: Path) -> str | None:
             problem = _foreign_validate_entry(entry)
             if problem is not None:
                 return problem
+        elif kind == "sweep":
+            problem = _foreign_sweep_entry(entry)
+            if problem is not None:
+                return problem
         else:
             if entry.name in COMPARE_ENTRIES and entry.is_file():
                 continue
@@ -229,6 +240,33 @@ def _foreign_validate_entry(entry: Path) -> str | None:
             return f"it contains {entry.name}, which is not a tcplab run directory"
         inner = _foreign_entry(entry)
         return None if inner is None else f"{entry.name}: {inner}"
+    return f"it contains {entry.name}, which tcplab did not write"
+
+
+def _foreign_sweep_entry(entry: Path) -> str | None:
+    """Why a top-level ``entry`` of a sweep directory is not tcplab's, or None."""
+    if entry.name in SWEEP_ENTRIES:
+        return None if entry.is_file() else f"{entry.name} is not a file"
+    if entry.name.startswith(".") and entry.name.endswith(".tmp") and entry.is_file():
+        return None  # a write interrupted before its rename
+    if entry.name == "plots":
+        return _foreign_plots(entry, "plots")
+    if entry.name in ("rows", "failed") and entry.is_dir():
+        suffix = ".parquet" if entry.name == "rows" else ".json"
+        for f in entry.iterdir():
+            if f.is_symlink() or not f.is_file() or not (f.name.endswith(suffix) or f.name.endswith(".tmp")):
+                return f"it contains {entry.name}/{f.name}, which tcplab did not write"
+        return None
+    if entry.name == "runs" and entry.is_dir():
+        for run in sorted(entry.iterdir(), key=lambda p: p.name):
+            if run.name.startswith(".") and (run.name.endswith(".tmp") or run.name.endswith(".old")):
+                continue
+            if run.is_symlink() or not run.is_dir() or _kind(run) != "run":
+                return f"it contains runs/{run.name}, which is not a tcplab run directory"
+            problem = _foreign_entry(run)
+            if problem is not None:
+                return f"runs/{run.name}: {problem}"
+        return None
     return f"it contains {entry.name}, which tcplab did not write"
 
 

@@ -1,0 +1,194 @@
+"""A sweep's output directory: the plan, each run's rows as it ends, failures, the table.
+
+Layout (ARCH12)::
+
+    OUT/.tcplab-run          marker, kind "sweep"
+    OUT/sweep.json           the plan (scenario, base overrides, parameters, seeds,
+                             sample_seed, versions, points with their keys), status
+                             "running" | "complete" | "interrupted", counts (done, failed)
+    OUT/rows/KEY.parquet     one completed run's rows (written as the run ends: tmp + rename)
+    OUT/failed/KEY.json      a failed run: {"key", "point", "seed", "overrides", "error"}
+    OUT/runs/KEY/            the run directory, only with --keep-runs
+    OUT/sweep.parquet        the table, written atomically at the end
+    OUT/plots/*.png, OUT/report.html   the views (tcplab.views.sweep)
+
+Unlike a run directory, a sweep directory is filled in place, run by run: that is what makes
+it resumable. What keeps it consistent: every file appears whole (a temporary sibling renamed
+into place), ``rows/KEY.parquet`` exists only for a run that completed, the table and the
+views are (re)written only at the end, and ``sweep.parquet`` is removed when a (resumed)
+sweep starts, so a table is never older than the rows beside it.
+
+Resume: the same command with the same ``-o DIR`` finds the marker and sweep.json, refuses
+(one line, exit 2) when the scenario, the base overrides or the engine version differ from
+the stored plan (``--force`` starts over), and otherwise skips every key whose rows exist and
+reruns the failed ones. Parameters and seeds may differ (an extended grid): runs are keyed by
+their configuration, so whatever is already done is reused and nothing stale can be.
+
+``--force`` replaces only a directory tcplab marked as a sweep (or an empty one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tcplab.errors import ScenarioError
+from tcplab.results.rundir import MARKER, SWEEP_DIRS, SWEEP_ENTRIES, check_output_writable, write_marker
+from tcplab.results.rundir import _foreign_entry as _foreign_tcplab_entry
+
+__all__ = ["SweepStore", "SWEEP_ENTRIES", "SWEEP_DIRS", "PLAN_FILE", "TABLE_FILE"]
+
+PLAN_FILE = "sweep.json"
+TABLE_FILE = "sweep.parquet"
+
+
+def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    _atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def marker_kind(directory: Path) -> str | None:
+    try:
+        return json.loads((directory / MARKER).read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+class SweepStore:
+    """The files of one sweep directory (module doc)."""
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self.dir = Path(directory)
+
+    # -- paths ----------------------------------------------------------------------------
+    @property
+    def plan_path(self) -> Path:
+        return self.dir / PLAN_FILE
+
+    @property
+    def table_path(self) -> Path:
+        return self.dir / TABLE_FILE
+
+    def rows_path(self, key: str) -> Path:
+        return self.dir / "rows" / f"{key}.parquet"
+
+    def failed_path(self, key: str) -> Path:
+        return self.dir / "failed" / f"{key}.json"
+
+    def run_dir(self, key: str) -> Path:
+        return self.dir / "runs" / key
+
+    # -- opening ----------------------------------------------------------------------------
+    def check(self, *, force: bool = False) -> dict[str, Any] | None:
+        """Before anything runs: may we write here? Returns the stored plan when this is a
+        sweep directory to resume (None for a new or empty directory, or with ``force``)."""
+        given = self.dir
+        check_output_writable(given)
+        if given.is_symlink():
+            raise ScenarioError("is a symbolic link", file=str(given), expected="a path for a sweep directory")
+        resolved = given.resolve()
+        cwd = Path.cwd().resolve()
+        if resolved == cwd or resolved in cwd.parents or resolved.parent == resolved:
+            raise ScenarioError(
+                "is the current directory or one of its parents",
+                file=str(given),
+                expected="a new directory for the sweep, such as runs/sweep-NAME",
+            )
+        if not resolved.exists():
+            return None
+        if not resolved.is_dir():
+            raise ScenarioError("exists and is not a directory", file=str(given), expected="a sweep directory")
+        if not any(resolved.iterdir()):
+            return None
+        if marker_kind(resolved) != "sweep":
+            raise ScenarioError(
+                "exists and is not a sweep directory written by tcplab",
+                file=str(given),
+                expected="a new or empty directory, or a sweep's directory to resume",
+            )
+        foreign = _foreign_tcplab_entry(resolved)
+        if foreign is not None:
+            raise ScenarioError(
+                f"{'--force refused' if force else 'cannot resume'}: {foreign}",
+                file=str(given),
+                expected="a sweep directory holding only what tcplab wrote",
+            )
+        if force:
+            return None
+        try:
+            plan = json.loads(self.plan_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ScenarioError(
+                f"cannot read {PLAN_FILE} ({e})", file=str(given), expected="a sweep directory (or --force)"
+            ) from None
+        return plan
+
+    def start(self, plan: dict[str, Any], *, fresh: bool) -> None:
+        """Create (or with ``fresh`` empty) the directory, mark it, write the plan; the old
+        table and views go (they are rewritten at the end)."""
+        if fresh and self.dir.exists():
+            for entry in self.dir.iterdir():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for sub in ("rows", "failed"):
+            (self.dir / sub).mkdir(exist_ok=True)
+        for stale in (self.table_path, self.dir / "report.html"):
+            stale.unlink(missing_ok=True)
+        shutil.rmtree(self.dir / "plots", ignore_errors=True)
+        for entry in self.dir.iterdir():
+            if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                entry.unlink(missing_ok=True)
+        if not (self.dir / MARKER).exists():
+            write_marker(self.dir, "sweep")
+        self.write_plan(plan)
+
+    def write_plan(self, plan: dict[str, Any]) -> None:
+        write_text_atomically(self.plan_path, json.dumps(plan, indent=2, allow_nan=False) + "\n")
+
+    def read_plan(self) -> dict[str, Any]:
+        return json.loads(self.plan_path.read_text(encoding="utf-8"))
+
+    # -- runs -----------------------------------------------------------------------------
+    def done(self, key: str) -> bool:
+        return self.rows_path(key).is_file()
+
+    def write_rows(self, key: str, rows: list[dict[str, Any]]) -> None:
+        from tcplab.sweep.rows import write_run_rows
+
+        write_run_rows(rows, self.rows_path(key))
+        self.failed_path(key).unlink(missing_ok=True)
+
+    def write_failure(self, key: str, record: dict[str, Any]) -> None:
+        write_text_atomically(self.failed_path(key), json.dumps(record, indent=2) + "\n")
+
+    def failure(self, key: str) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.failed_path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    # -- the table ------------------------------------------------------------------------
+    def write_table(self, table: Any) -> None:
+        """sweep.parquet, atomically; no pandas metadata (the bytes depend only on the data)."""
+        import pyarrow.parquet as pq
+
+        table = table.replace_schema_metadata(None)
+        _atomic_write(self.table_path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
