@@ -5,7 +5,9 @@ running the tests (``make setup``'s ``.venv``: ipykernel's own kernel spec, whic
 ``sys.executable``), in a temporary working directory. A failing cell fails the test with the
 cell and its traceback (nbclient's CellExecutionError). Also checked: the kernel imported the
 tcplab being tested (not another install), every cell that draws a figure shows one, and no
-cell writes to stderr (a warning in a notebook is a bug in the docs).
+cell writes to stderr (a warning in a notebook is a bug in the docs), and the kernel's state
+after the last cell is what the notebook's text promises (``STATE_PROBES``: the runs and the
+sweep's points x seeds).
 
 nbclient, nbformat and ipykernel come with the ``test`` extra; without them (a bare install)
 the execution test is skipped with the reason, and with ``CI=true`` it fails instead.
@@ -27,6 +29,18 @@ NOTEBOOKS = sorted((ROOT / "docs" / "notebooks").glob("*.ipynb"))
 STRIP = "python3 docs/notebooks/strip_outputs.py docs/notebooks/*.ipynb"
 #: seconds one cell may take (the notebooks are meant to run in well under a minute in all)
 CELL_TIMEOUT_S = 120
+
+#: notebook -> (an expression evaluated in the kernel after the last cell, what it must give):
+#: what each notebook promises in its text
+STATE_PROBES = {
+    # two runs (CUBIC, BBR) of one flow; a sweep of 2 values x 2 seeds, every run ok, one flow each
+    "tcplab-python.ipynb": (
+        '{"runs": sorted(runs), "flows": len(flows), "sweep_rows": len(table), '
+        '"sweep_ok": int((table["status"] == "ok").sum()), "cc": sorted(table["flows.0.cc"].unique()), '
+        '"seeds": sorted(int(s) for s in table["seed"].unique())}',
+        {"runs": ["bbr", "cubic"], "flows": 2, "sweep_rows": 4, "sweep_ok": 4, "cc": ["bbr", "cubic"], "seeds": [1, 2]},
+    ),
+}
 
 sys.path.insert(0, str(ROOT / "docs" / "notebooks"))
 import strip_outputs  # noqa: E402
@@ -107,13 +121,15 @@ def test_notebook_runs(path: Path, real_core, tmp_path: Path, monkeypatch: pytes
     nb = nbformat.read(path, as_version=4)
     n_cells = len(nb.cells)
     probe = "import sys, tcplab\nprint(sys.prefix)\nprint(tcplab.__file__)"
+    if path.name in STATE_PROBES:
+        probe += f"\nimport json\nprint(json.dumps({STATE_PROBES[path.name][0]}))"
     nb.cells.append(nbformat.v4.new_code_cell(probe))
     client = nbclient.NotebookClient(
         nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()
 
-    prefix, module = "".join(o["text"] for o in nb.cells[-1].outputs).split()
+    prefix, module = "".join(o["text"] for o in nb.cells[-1].outputs).split()[:2]
     assert prefix == sys.prefix, "the kernel python3 is not this environment's"
     assert Path(module) == Path(tcplab.__file__), "the kernel imported another tcplab"
     cells = nb.cells[:n_cells]
@@ -123,3 +139,6 @@ def test_notebook_runs(path: Path, real_core, tmp_path: Path, monkeypatch: pytes
     for i, c in enumerate(cells):
         if "plt.subplots" in "".join(c.source):
             assert any("image/png" in o.get("data", {}) for o in _outputs(c)), f"cell {i} draws no figure"
+    if path.name in STATE_PROBES:
+        state = json.loads("".join(o["text"] for o in nb.cells[-1].outputs).splitlines()[2])
+        assert state == STATE_PROBES[path.name][1]
