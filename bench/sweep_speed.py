@@ -139,52 +139,65 @@ def inner_serial(argv: list[str]) -> dict:
     loop calling the per-run function in turn (plan, rows, table and views as usual)."""
     from tcplab.sweep import executors
 
+    run_s: list[float] = []
+
     def in_process(self, jobs, fn=executors.run_point):
         executors.warm_imports(jobs[0].core if jobs else None)
         for i, job in enumerate(jobs):
-            yield i, fn(job)
+            t0 = time.monotonic()
+            outcome = fn(job)
+            run_s.append(time.monotonic() - t0)
+            yield i, outcome
 
     executors.LocalExecutor.map_unordered = in_process
     t0 = time.perf_counter()
     _cli_sweep(argv)
-    return {"wall_s": time.perf_counter() - t0}
+    return {"wall_s": time.perf_counter() - t0, "run_s": run_s}
 
 
 def inner_split(argv: list[str]) -> dict:
     """The pool as `tcplab sweep` runs it, with timers (time.monotonic(): one clock for every
-    process on Linux) around: each worker's start (the parent's Process.start() call), the
-    per-run function in the worker, the parent's receipt of each outcome, and the parent's
-    write of each run's rows."""
+    process on Linux) around: each worker process's start (the parent's Process.start()
+    call) and exit (the parent's join()), the per-run function in the worker, the parent's
+    receipt of each outcome, and the parent's write of each run's rows. A worker may run
+    several runs in a row (a batch): its start, IPC and exit are shared by them."""
     import multiprocessing.process
 
     from tcplab.sweep import executors, store
 
     t_begin = time.monotonic()
-    started: dict[str, float] = {}  # process name -> the parent's start() call
+    started: dict[int, float] = {}  # worker pid -> the parent's start() call
+    joined: dict[int, float] = {}  # worker pid -> seconds in the parent's join() (the worker's exit)
     received: dict[str, float] = {}  # run key -> the parent holds its outcome
     writes: dict[str, tuple[float, float]] = {}  # run key -> write_rows start, end
-    in_worker: dict[str, tuple[float, float]] = {}  # run key -> the per-run function's start, end
+    in_worker: dict[str, tuple[float, float, int]] = {}  # run key -> the per-run function's start, end, pid
 
     original_start = multiprocessing.process.BaseProcess.start
+    original_join = multiprocessing.process.BaseProcess.join
 
     def start(self):
-        started[self.name] = time.monotonic()
-        return original_start(self)
+        t0 = time.monotonic()
+        original_start(self)
+        started[self.pid] = t0
+
+    def join(self, timeout=None):
+        t0 = time.monotonic()
+        original_join(self, timeout)
+        joined[self.pid] = joined.get(self.pid, 0.0) + time.monotonic() - t0
 
     multiprocessing.process.BaseProcess.start = start
+    multiprocessing.process.BaseProcess.join = join
 
     original_run_point = executors.run_point
 
     def timed_run_point(job):
         t0 = time.monotonic()
         outcome = original_run_point(job)
-        outcome.bench_times = (t0, time.monotonic())  # travels back with the outcome
+        outcome.bench_times = (t0, time.monotonic(), os.getpid())  # travels back with the outcome
         return outcome
 
-    # the per-run function is passed by reference: replace it wherever the sweep holds it
-    for name, module in list(sys.modules.items()):
-        if name.startswith("tcplab.sweep") and getattr(module, "run_point", None) is original_run_point:
-            module.run_point = timed_run_point
+    # the sweep looks the per-run function up in executors when it starts the pool
+    executors.run_point = timed_run_point
     original_map = executors.LocalExecutor.map_unordered
 
     def map_unordered(self, jobs, fn=timed_run_point):
@@ -207,20 +220,30 @@ def inner_split(argv: list[str]) -> dict:
     _cli_sweep(argv)
     t_end = time.monotonic()
 
-    runs = []
-    for key, (w0, w1) in in_worker.items():
-        name = next((n for n in started if n.endswith(key)), None)
-        if name is None or key not in writes:
-            continue
-        runs.append(
+    runs = [
+        {"key": k, "pid": pid, "start": w0, "end": w1, "run_s": w1 - w0, "write_rows_s": writes[k][1] - writes[k][0]}
+        for k, (w0, w1, pid) in in_worker.items()
+        if k in writes
+    ]
+    processes = []
+    for pid in sorted({r["pid"] for r in runs}, key=lambda p: started.get(p, 0.0)):
+        mine = sorted((r for r in runs if r["pid"] == pid), key=lambda r: r["start"])
+        last = mine[-1]
+        processes.append(
             {
-                "key": key,
-                "process_start_s": w0 - started[name],
-                "run_s": w1 - w0,
-                "ipc_s": received[key] - w1,
-                "write_rows_s": writes[key][1] - writes[key][0],
+                "pid": pid,
+                "runs": len(mine),
+                "started": started[pid],
+                "process_start_s": mine[0]["start"] - started[pid],
+                "ipc_s": received[last["key"]] - last["end"] - joined.get(pid, 0.0),
+                "exit_s": joined.get(pid, 0.0),
+                "last_write_end": max(writes[r["key"]][1] for r in mine),
             }
         )
+    # the parent's own time from a worker's rows written to the next worker's start
+    # (meaningful with one job at a time: progress, bookkeeping, the pool's loop)
+    for prev, nxt in zip(processes, processes[1:], strict=False):
+        prev["parent_until_next_start_s"] = nxt["started"] - prev["last_write_end"]
     first_start = min(started.values()) if started else t_end
     last_write = max(w[1] for w in writes.values()) if writes else t_begin
     return {
@@ -228,6 +251,7 @@ def inner_split(argv: list[str]) -> dict:
         "before_first_run_s": first_start - t_begin,
         "after_last_run_s": t_end - last_write,
         "runs": runs,
+        "processes": processes,
     }
 
 
@@ -236,13 +260,25 @@ def _stats(values: list[float]) -> dict:
 
 
 def split_summary(split: dict) -> dict:
-    """Mean and max per part of a run, from an instrumented pool (``inner_split``)."""
-    runs = split["runs"]
-    parts = ("process_start_s", "ipc_s", "write_rows_s", "run_s")
-    out = {p.removesuffix("_s"): _stats([r[p] for r in runs]) for p in parts}
-    out["overhead"] = _stats([r["process_start_s"] + r["ipc_s"] + r["write_rows_s"] for r in runs])
+    """Per run (mean over runs; max over runs or processes), from an instrumented pool
+    (``inner_split``): a worker's start, IPC and exit are divided among the runs it ran."""
+    runs, procs = split["runs"], split["processes"]
+    n = len(runs)
+    out: dict = {"runs": n, "processes": len(procs)}
+    for part in ("process_start_s", "ipc_s", "exit_s"):
+        values = [p[part] for p in procs]
+        out[part.removesuffix("_s")] = {"mean_ms": 1e3 * sum(values) / n, "max_ms": 1e3 * max(values)}
+    out["write_rows"] = _stats([r["write_rows_s"] for r in runs])
+    out["run"] = _stats([r["run_s"] for r in runs])
+    out["overhead"] = {
+        "mean_ms": sum(out[p]["mean_ms"] for p in ("process_start", "ipc", "exit", "write_rows")),
+        "max_ms": max(p["process_start_s"] + p["ipc_s"] + p["exit_s"] for p in procs) * 1e3
+        + out["write_rows"]["max_ms"],
+    }
+    out["parent_until_next_start"] = _stats(
+        [p["parent_until_next_start_s"] for p in procs if "parent_until_next_start_s" in p]
+    )
     out.update(
-        runs=len(runs),
         wall_s=split["wall_s"],
         before_first_run_s=split["before_first_run_s"],
         after_last_run_s=split["after_last_run_s"],
@@ -258,8 +294,9 @@ def measure_case(case: str, args: argparse.Namespace, tmp: Path) -> dict:
     fig: dict = {"case": case, "what": what, "runs": runs, "command": ["tcplab", "sweep", *sweep, "-o", "OUT"]}
     out = str(tmp / case)
     # interleaved rounds: a change in the machine's load falls on every form alike
+    serial_result = tmp / "serial.json"
     forms = {
-        "one_process": [*me, "--inner", "serial", "--result", str(tmp / "r.json"), "--", *sweep, "-o", out],
+        "one_process": [*me, "--inner", "serial", "--result", str(serial_result), "--", *sweep, "-o", out],
         "pool_1": [tcplab_exe(), "sweep", *sweep, "-o", out, "--jobs", "1"],
         f"pool_{args.jobs}": [tcplab_exe(), "sweep", *sweep, "-o", out, "--jobs", str(args.jobs)],
     }
@@ -273,6 +310,7 @@ def measure_case(case: str, args: argparse.Namespace, tmp: Path) -> dict:
             say(f"{case} {form}: {wall:.2f} s (load {loads[form][-1]})")
     for form in forms:
         fig[form] = {"wall_s": min(walls[form]), "walls_s": walls[form], "load1": loads[form]}
+    fig["one_process"]["run"] = _stats(json.loads(serial_result.read_text())["run_s"])  # the last round's
     one, pool1, pooln = (fig[f]["wall_s"] for f in forms)
     fig["speedup"] = one / pooln
     fig["pool_cost_per_run_s"] = (pool1 - one) / runs
@@ -301,22 +339,33 @@ def markdown(figures: dict) -> str:
         )
     lines += [
         "",
-        "Per run, from the instrumented pool (mean / max ms; overhead = start + IPC + writing rows):",
+        "Per run, from the instrumented pool, ms: mean per run / max (a worker process's start, IPC and exit"
+        " are shared by the runs it ran, and their max is per process); overhead = process start + IPC + worker"
+        " exit + writing rows; parent = the parent's time from a worker's rows written to the next worker's start;"
+        " the run itself = the per-run function (simulation, Result, rows) in the worker:",
         "",
-        "| case | jobs | process start | IPC | writing rows | overhead | the run itself | before the first run s |"
-        " after the last s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| case | jobs | runs / processes | process start | IPC | worker exit | writing rows | overhead"
+        " | the run itself | parent | before the first run s | after the last s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    for c in figures["cases"]:
+        r = c["one_process"]["run"]
+        lines.append(
+            f"| {c['case']} | one process | {c['runs']} / 1 | | | | | | {r['mean_ms']:.1f} / {r['max_ms']:.1f} | | | |"
+        )
     for c in figures["cases"]:
         for jobs_ in sorted({1, jobs}):
             s = c[f"split_{jobs_}"]
 
             def cell(part: str, s: dict = s) -> str:
-                return f"{s[part]['mean_ms']:.1f} / {s[part]['max_ms']:.1f}"
+                return f"{s[part]['mean_ms']:.1f} / {s[part]['max_ms']:.1f}" if s[part] else "-"
 
+            parent = cell("parent_until_next_start") if jobs_ == 1 else "-"
             lines.append(
-                f"| {c['case']} | {jobs_} | {cell('process_start')} | {cell('ipc')} | {cell('write_rows')}"
-                f" | {cell('overhead')} | {cell('run')} | {s['before_first_run_s']:.2f} | {s['after_last_run_s']:.2f} |"
+                f"| {c['case']} | {jobs_} | {s['runs']} / {s['processes']} | {cell('process_start')} | {cell('ipc')}"
+                f" | {cell('exit')}"
+                f" | {cell('write_rows')} | {cell('overhead')} | {cell('run')} | {parent}"
+                f" | {s['before_first_run_s']:.2f} | {s['after_last_run_s']:.2f} |"
             )
     return "\n".join(lines) + "\n"
 
