@@ -98,24 +98,20 @@ def n_runs(case: str) -> int:
     return n
 
 
-def timed(cmd: list[str]) -> tuple[float, str]:
-    """Wall seconds of a command (a fresh process); its stdout."""
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"error: {' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
-    return wall, proc.stdout
-
-
-def best_of(repeat: int, label: str, cmd: list[str]) -> dict:
-    walls, loads = [], []
-    for _ in range(repeat):
-        loads.append(round(os.getloadavg()[0], 2))
-        wall, _ = timed(cmd)
-        walls.append(wall)
-        say(f"{label}: {wall:.2f} s (load {loads[-1]})")
-    return {"wall_s": min(walls), "walls_s": walls, "load1": loads}
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds of a command (a fresh process) and its CPU seconds (user + system of the
+    process and every worker it waited for, from wait4)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: keep Popen from waiting again
+        if proc.returncode != 0:
+            err.seek(0)
+            text = err.read().decode(errors="replace").strip()[-500:]
+            raise SystemExit(f"error: {' '.join(cmd)} exited {proc.returncode}: {text}")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 # ---- inner modes (run in a fresh process by the outer harness): `tcplab sweep` itself, in
@@ -301,19 +297,29 @@ def measure_case(case: str, args: argparse.Namespace, tmp: Path) -> dict:
         f"pool_{args.jobs}": [tcplab_exe(), "sweep", *sweep, "-o", out, "--jobs", str(args.jobs)],
     }
     walls: dict[str, list[float]] = {k: [] for k in forms}
+    cpus: dict[str, list[float]] = {k: [] for k in forms}
     loads: dict[str, list[float]] = {k: [] for k in forms}
     for _ in range(args.repeat):
         for form, cmd in forms.items():
             loads[form].append(round(os.getloadavg()[0], 2))
-            wall, _ = timed(cmd)
+            wall, cpu = timed(cmd)
             walls[form].append(wall)
-            say(f"{case} {form}: {wall:.2f} s (load {loads[form][-1]})")
+            cpus[form].append(cpu)
+            say(f"{case} {form}: {wall:.2f} s, CPU {cpu:.2f} s (load {loads[form][-1]})")
     for form in forms:
-        fig[form] = {"wall_s": min(walls[form]), "walls_s": walls[form], "load1": loads[form]}
+        fig[form] = {
+            "wall_s": min(walls[form]),
+            "cpu_s": min(cpus[form]),
+            "walls_s": walls[form],
+            "cpus_s": cpus[form],
+            "load1": loads[form],
+        }
     fig["one_process"]["run"] = _stats(json.loads(serial_result.read_text())["run_s"])  # the last round's
     one, pool1, pooln = (fig[f]["wall_s"] for f in forms)
     fig["speedup"] = one / pooln
     fig["pool_cost_per_run_s"] = (pool1 - one) / runs
+    # the same from CPU time, which other processes on the machine do not inflate
+    fig["pool_cpu_per_run_s"] = (fig["pool_1"]["cpu_s"] - fig["one_process"]["cpu_s"]) / runs
     for jobs in sorted({1, args.jobs}):
         result = tmp / "split.json"
         timed([*me, "--inner", "split", "--result", str(result), "--", *sweep, "-o", out, "--jobs", str(jobs)])
@@ -327,15 +333,18 @@ def markdown(figures: dict) -> str:
         f"tcplab sweep, {SEEDS} seeds x 8 points = 40 runs per case; wall s = fastest of {figures['repeat']}"
         f" (fresh process each, imports included); load = 1-min load average before each.",
         "",
-        f"| case | runs | one process s | pool -j 1 s | pool -j {jobs} s | speed-up | pool cost per run (ms) | load |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| case | runs | one process s | pool -j 1 s | pool -j {jobs} s | speed-up | pool cost per run (ms)"
+        " | CPU s: one process, -j 1, -j N | pool CPU per run (ms) | load |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in figures["cases"]:
         load = max(max(c[f]["load1"]) for f in ("one_process", "pool_1", f"pool_{jobs}"))
         lines.append(
             f"| {c['case']}: {c['what']} | {c['runs']} | {c['one_process']['wall_s']:.2f} | {c['pool_1']['wall_s']:.2f}"
             f" | {c[f'pool_{jobs}']['wall_s']:.2f} | {c['speedup']:.2f}x"
-            f" | {1e3 * c['pool_cost_per_run_s']:.1f} | {load} |"
+            f" | {1e3 * c['pool_cost_per_run_s']:.1f}"
+            f" | {c['one_process']['cpu_s']:.2f}, {c['pool_1']['cpu_s']:.2f}, {c[f'pool_{jobs}']['cpu_s']:.2f}"
+            f" | {1e3 * c['pool_cpu_per_run_s']:.1f} | {load} |"
         )
     lines += [
         "",
