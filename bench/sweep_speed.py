@@ -2,14 +2,15 @@
 """How fast `tcplab sweep` runs a sweep of short runs: one process against the local pool,
 and where each run's time goes.
 
-    python bench/sweep_speed.py                 # both cases (make bench-sweep)
+    python bench/sweep_speed.py                 # every case, ~5 minutes (make bench-sweep)
     python bench/sweep_speed.py --only short --repeat 5 --jobs 2 [--duration 20s]
 
-Two sweeps of 40 runs each: 8 points (--grid flows.0.cc=cubic,bbr x a second parameter with
+Three sweeps of 40 runs each: 8 points (--grid flows.0.cc=cubic,bbr x a second parameter with
 4 values) x --seeds 5:
 
 * short: builtin:cubic-100mbit-20ms at 1 Gbit/s (--set links.1.rate=1Gbit), 10 simulated
   seconds, x links.1.delay=1ms,2ms,5ms,10ms: about 0.15 s of simulation per run.
+* medium: the same at 40 simulated seconds: about 0.6 s per run.
 * tiny: builtin:cubic-vs-bbr-lossy (5 Mbit/s, 100 ms RTT), 20 simulated seconds, x
   links.1.loss=0.5%,1%,2%,4%: about 10 ms per run, so the fixed costs show (imports, the
   table, the plots and report.html) and the speed-up is bounded by them.
@@ -59,6 +60,12 @@ CASES = {
         ["links.1.rate=1Gbit", "duration=10s"],
         ["flows.0.cc=cubic,bbr", "links.1.delay=1ms,2ms,5ms,10ms"],
         "one bulk flow, 1 Gbit/s, 10 simulated s",
+    ),
+    "medium": (
+        "builtin:cubic-100mbit-20ms",
+        ["links.1.rate=1Gbit", "duration=40s"],
+        ["flows.0.cc=cubic,bbr", "links.1.delay=1ms,2ms,5ms,10ms"],
+        "one bulk flow, 1 Gbit/s, 40 simulated s",
     ),
     "tiny": (
         "builtin:cubic-vs-bbr-lossy",
