@@ -1,8 +1,8 @@
 """The local pool runs short batches of runs per worker process (tcplab.sweep.executors).
 
-Why: a run in a freshly forked worker pays for the memory it touches first (copy-on-write and
-first-touch page faults, ~20 ms of CPU for a short run), so one process per run made short
-runs 1.5-3x dearer than in a warm process (bench/sweep_speed.py). What must still hold: every
+Why: a freshly forked worker pays for the memory it touches first (copy-on-write and
+first-touch page faults) and for its exit: with one process per run the pool cost 22-27 ms of
+CPU per run more than one process, with batches 6-7 ms (bench/sweep_speed.py). What must still hold: every
 run's outcome comes back once, the table is what one process gives, and a worker that dies
 fails only its own run.
 

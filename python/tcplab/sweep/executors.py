@@ -11,10 +11,11 @@ that the sweep does not need). The parent writes each outcome's rows as it arriv
   processes, at most N at a time (:mod:`tcplab.procpool`, shared with ``tcplab compare``:
   die-with-parent, SIGINT/SIGTERM handled by the parent). Fork keeps a worker's start to a
   few milliseconds: the parent imports the engine, pandas and pyarrow once
-  (:func:`warm_imports`) and every child inherits them. A fresh child still pays for its
-  memory on first touch (~3,500 page faults, ~20 ms of CPU for a short run: a run in a new
-  child cost 1.5-3x the same run in a warm process, bench/sweep_speed.py), so a worker runs
-  a short batch of runs in a row (:func:`batch_sizes`: at most :data:`MAX_BATCH`, shrinking
+  (:func:`warm_imports`) and every child inherits them. A fresh child still pays for the
+  memory it touches first (copy-on-write and first-touch page faults: ~3,500 for a short
+  run), and for its exit: with a process per run the pool cost 22-27 ms of CPU per run more
+  than one process, with batches 6-7 ms (bench/sweep_speed.py). So a worker runs a short
+  batch of runs in a row (:func:`batch_sizes`: at most :data:`MAX_BATCH`, shrinking
   to single runs at the end so the workers finish together). A worker that dies fails only
   its run: the runs of a batch whose worker died are run again one per process.
 * :class:`tcplab.sweep.dask.DaskExecutor` (``--dask ADDRESS``): an existing Dask
