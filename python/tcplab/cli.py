@@ -12,6 +12,8 @@
     tcplab experiments [path NAME]
     tcplab kernel run SCENARIO [-o DIR] [--set ...] [--seed N] [--force] [--timeout T] [--prefix P] [--allow-busy]
     tcplab kernel cleanup [--prefix P] | tcplab kernel info [--json]
+    tcplab export flent RUN [-o FILE] | tcplab export iperf3 RUN [--flow F] [--interval 1s] [-o PATH]
+    tcplab ss RUN [--at T] [FLOW]
 
 SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
 
@@ -35,6 +37,8 @@ created; 130/143 interrupted, after removing its namespaces and processes.
 ``validate``: 0 both runs ran (whatever the verdicts), 1 a run failed or the kernel run is
 invalid (``INVALID: reasons``; the directory is still written), 2 a mistake in the scenario,
 a ``--tolerance`` or the command line, not root, or a scenario kernel mode cannot build.
+``export``, ``ss``: 0 written (printed), 2 RUN is not a run directory, an unknown flow, a
+time outside the run (one ``error:`` line naming it, nothing written).
 
 Command-line mistakes (a bad ``--seed``, ``-j 0``, an unknown option) are reported in the same
 one-line ``error: OPTION: ...; expected ...`` form as scenario errors, never as a usage panel.
@@ -1394,9 +1398,13 @@ def kernel_info_cmd(
         typer.echo(format_env(env), nl=False)
 
 
+# -- commands living in their own modules (one line each) -----------------------------------
 from tcplab.sweep.cli import register as _reg_sweep  # noqa: E402 - commands of their own modules
 
 _reg_sweep(app)
+from tcplab.exports.cli import register as _reg_exports  # noqa: E402
+
+_reg_exports(app)
 
 
 def main() -> None:

@@ -48,6 +48,11 @@ A run directory (``Result.write(DIR)``) holds::
                               does not know omitted; apps of > 16 connections left out)
     cilium-status-NODE.txt    per node with Bandwidth-Manager pods: `cilium status`'s BandwidthManager
                               and Routing lines (:mod:`tcplab.results.cilium`)
+    run.flent.gz              flent's data file of the run (`flent -i run.flent.gz -p totals`):
+                              per-flow goodput, srtt as the ping series, tcp_info raw values
+                              (:mod:`tcplab.exports.flent`)
+    iperf3-FLOW.json          per sampled bulk/maerts flow: what `iperf3 -c -J` prints on its
+                              sender (:mod:`tcplab.exports.iperf3`)
     plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png, } written by the view writer
           qdisc-backlog.png, nic-rings.png (when present)
     report.html               one self-contained page: tables, plots inline } the Result carries
@@ -108,6 +113,7 @@ RUN_FILES = (
     "timeseries.parquet",
     "queues.parquet",
     "counters.txt",
+    "run.flent.gz",
     "plots/goodput.png",
     "plots/cwnd.png",
     "plots/rtt.png",
@@ -709,6 +715,9 @@ class Result:
         (out / "counters.txt").write_text(self.nstat_text(), encoding="utf-8")
         for name, text in self.stats_files().items():
             (out / name).write_text(text, encoding="utf-8")
+        from tcplab.exports import write_exports  # a kernel run's too: its series have the same columns
+
+        write_exports(self, out)
         if self.views is not None:
             self.views(self, out, plots=plots)
 

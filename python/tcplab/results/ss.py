@@ -248,9 +248,11 @@ def sockets_at(
     flows: pd.DataFrame,
     timeseries: pd.DataFrame,
     at_ns: int | None = None,
+    flow: str | None = None,
 ) -> dict[str, list[SsSocket]]:
     """``{node: [sockets]}`` at ``at_ns`` (ns since the run's start; None = its end), from
-    the run's engine config, ``Result.flows`` and ``Result.timeseries`` (module doc)."""
+    the run's engine config, ``Result.flows`` and ``Result.timeseries`` (module doc);
+    ``flow``: only that flow's two sockets (the flow's name as in the configuration)."""
     nodes = [str(n["name"]) for n in config.get("nodes", [])]
     duration_ns = int(config["duration_ns"])
     t_ns = duration_ns if at_ns is None else int(at_ns)
@@ -261,6 +263,8 @@ def sockets_at(
     out: dict[str, list[SsSocket]] = {}
     for i, f in enumerate(config.get("flows", [])):
         if i in folded or not f.get("sample", True) or i not in rows:
+            continue
+        if flow is not None and str(f["name"]) != flow:
             continue
         start_ns = int(f.get("start_ns", 0) or 0)
         total = totals.get(str(f["name"]), {})
@@ -355,7 +359,12 @@ def _totals_info(total: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def ss_texts(
-    config: Mapping[str, Any], flows: pd.DataFrame, timeseries: pd.DataFrame, at_ns: int | None = None
+    config: Mapping[str, Any],
+    flows: pd.DataFrame,
+    timeseries: pd.DataFrame,
+    at_ns: int | None = None,
+    flow: str | None = None,
 ) -> dict[str, str]:
-    """``{node: ss -tin text}`` for every node with a socket at ``at_ns`` (None = the end)."""
-    return {node: format_ss(socks) for node, socks in sockets_at(config, flows, timeseries, at_ns).items()}
+    """``{node: ss -tin text}`` for every node with a socket at ``at_ns`` (None = the end);
+    ``flow``: only the nodes of that flow's two sockets, and only those sockets."""
+    return {node: format_ss(socks) for node, socks in sockets_at(config, flows, timeseries, at_ns, flow).items()}

@@ -1,0 +1,57 @@
+"""A run in the formats of the tools people already use.
+
+* :mod:`tcplab.exports.rundir`: :class:`RunData`, a run directory read back (simulation or
+  kernel run), or the data of a Result being written;
+* :mod:`tcplab.exports.flent`: ``run.flent.gz``, flent's data file (``flent -i``, ``--gui``);
+* :mod:`tcplab.exports.iperf3`: ``iperf3-FLOW.json``, iperf3 ``-J`` output per bulk flow;
+* :mod:`tcplab.exports.ss_at`: ``tcplab ss RUN --at T [FLOW]``, ``ss -tin`` at a moment;
+* :mod:`tcplab.exports.cli`: the ``tcplab export`` and ``tcplab ss`` commands.
+
+Every simulation run directory gets ``run.flent.gz`` and one ``iperf3-FLOW.json`` per
+sampled bulk/maerts flow (:func:`write_exports`, called by ``Result.write``); ``tcplab export
+flent|iperf3 RUN`` writes them for an existing directory (older runs, kernel runs).
+
+This package's ``__init__`` imports nothing heavy (the CLI loads it at start); the names
+below are loaded on first use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RunData", "load_run", "write_exports", "flent_data", "iperf3_json", "ss_at_text"]
+
+_LAZY = {
+    "RunData": ("tcplab.exports.rundir", "RunData"),
+    "load_run": ("tcplab.exports.rundir", "load_run"),
+    "flent_data": ("tcplab.exports.flent", "flent_data"),
+    "iperf3_json": ("tcplab.exports.iperf3", "iperf3_json"),
+    "ss_at_text": ("tcplab.exports.ss_at", "ss_at_text"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'tcplab.exports' has no attribute {name!r}")
+
+
+def write_exports(result: Any, directory: Path) -> list[str]:
+    """Write ``run.flent.gz`` and the ``iperf3-FLOW.json`` files of ``result`` (a
+    :class:`~tcplab.results.Result`) into the run directory being filled; the names written."""
+    from tcplab.exports.flent import FLENT_FILE, flent_bytes
+    from tcplab.exports.iperf3 import iperf3_file_name, iperf3_flows, iperf3_text
+    from tcplab.exports.rundir import RunData
+
+    run = RunData.from_result(result)
+    (directory / FLENT_FILE).write_bytes(flent_bytes(run))
+    names = [FLENT_FILE]
+    for flow in iperf3_flows(run):
+        name = iperf3_file_name(flow.name)
+        (directory / name).write_text(iperf3_text(run, flow), encoding="utf-8")
+        names.append(name)
+    return names

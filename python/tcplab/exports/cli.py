@@ -1,0 +1,176 @@
+"""The export commands: ``tcplab export flent|iperf3 RUN ...`` and ``tcplab ss RUN --at T [FLOW]``.
+
+``register(app)`` adds them to the root ``tcplab`` app (:mod:`tcplab.cli` calls it once).
+``export_app`` is the ``tcplab export`` group; ``tcplab export pcap`` is added to it by
+``tcplab.exports.pcap_cli.register(export_app)`` when that module exists.
+
+    tcplab export flent RUN [-o FILE]
+    tcplab export iperf3 RUN [--flow F] [--interval 1s] [-o PATH]
+    tcplab ss RUN [--at T] [FLOW]
+
+RUN is a run directory of ``tcplab run`` (or ``tcplab kernel run``). Files are written
+atomically (a temporary sibling renamed into place). Mistakes (not a run directory, an
+unknown flow, a time outside the run) are one ``error:`` line and exit 2.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+__all__ = ["register", "export_app"]
+
+export_app = typer.Typer(
+    cls=TyperGroup,
+    help=("Write a run in other tools' formats: flent's data file (flent -i FILE), iperf3 -J JSON per bulk flow."),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+RunArg = Annotated[Path, typer.Argument(metavar="RUN", help="A run directory (tcplab run or tcplab kernel run).")]
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _interval_s(text: str) -> float:
+    from tcplab.errors import ScenarioError, UnitError
+    from tcplab.units import parse_time
+
+    try:
+        ns = parse_time(text, allow_zero=False)
+    except UnitError as e:
+        raise ScenarioError(e.problem, path="--interval", value=text, expected=e.expected) from None
+    return ns / 1e9
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``tcplab export ...`` and ``tcplab ss`` to the root app."""
+    from tcplab.cli import _guard
+
+    @export_app.command("flent")
+    @_guard
+    def export_flent(
+        run_dir: RunArg,
+        output: Annotated[
+            Path | None,
+            typer.Option("--output", "-o", metavar="FILE", help="Where to write it (default: RUN/run.flent.gz)."),
+        ] = None,
+    ) -> None:
+        """Write the run as a flent data file: open it with flent -i FILE -p totals (or flent --gui FILE)."""
+        from tcplab.exports.flent import FLENT_FILE, flent_bytes
+        from tcplab.exports.rundir import RunData
+
+        run = RunData.load(run_dir)
+        path = output if output is not None else run_dir / FLENT_FILE
+        _write_atomically(path, flent_bytes(run))
+        typer.echo(f"wrote {path}")
+
+    @export_app.command("iperf3")
+    @_guard
+    def export_iperf3(
+        run_dir: RunArg,
+        flow: Annotated[
+            str | None,
+            typer.Option("--flow", metavar="F", help="Only this flow (default: every bulk and maerts flow)."),
+        ] = None,
+        interval: Annotated[
+            str,
+            typer.Option("--interval", "-i", metavar="T", help="Reporting interval, as iperf3 -i (default 1s)."),
+        ] = "1s",
+        output: Annotated[
+            str | None,
+            typer.Option(
+                "--output",
+                "-o",
+                metavar="PATH",
+                help="With --flow: the file ('-' prints it); without: the directory (default: RUN).",
+            ),
+        ] = None,
+    ) -> None:
+        """Write iperf3 -J JSON (iperf3-FLOW.json) for the run's bulk and maerts flows."""
+        from tcplab.errors import ScenarioError
+        from tcplab.exports.iperf3 import iperf3_file_name, iperf3_flows, iperf3_text
+        from tcplab.exports.rundir import RunData
+
+        seconds = _interval_s(interval)
+        run = RunData.load(run_dir)
+        if flow is not None:
+            text = iperf3_text(run, flow, interval_s=seconds)
+            if output == "-":
+                typer.echo(text, nl=False)
+                return
+            path = Path(output) if output is not None else run_dir / iperf3_file_name(flow)
+            _write_atomically(path, text.encode("utf-8"))
+            typer.echo(f"wrote {path}")
+            return
+        flows = iperf3_flows(run)
+        if not flows:
+            raise ScenarioError(
+                "the run has no sampled bulk or maerts flow",
+                file=str(run_dir),
+                expected="a run with a bulk or maerts flow (iperf3 files are for bulk transfers)",
+            )
+        if output == "-":
+            raise ScenarioError(
+                "'-' prints one flow", path="--output", value=output, expected="--flow F with -o -, or a directory"
+            )
+        directory = Path(output) if output is not None else run_dir
+        texts = {iperf3_file_name(f.name): iperf3_text(run, f, interval_s=seconds) for f in flows}
+        for name, text in texts.items():
+            _write_atomically(directory / name, text.encode("utf-8"))
+            typer.echo(f"wrote {directory / name}")
+
+    app.add_typer(export_app, name="export")
+
+    @app.command("ss")
+    @_guard
+    def ss_cmd(
+        run_dir: RunArg,
+        flow: Annotated[
+            str | None, typer.Argument(metavar="FLOW", help="Only this flow's two sockets (its name).")
+        ] = None,
+        at: Annotated[
+            str | None,
+            typer.Option("--at", metavar="T", help="The moment from the run's start: 12.3s, 500ms (default: the end)."),
+        ] = None,
+    ) -> None:
+        """Print the run's sockets as ss -tin showed them at time T (a # NODE line before each node)."""
+        from tcplab.exports.rundir import RunData
+        from tcplab.exports.ss_at import parse_at, ss_at_text
+
+        run = RunData.load(run_dir)
+        at_ns = parse_at(run, at) if at is not None else run.duration_ns
+        text = ss_at_text(run, at_ns, flow)
+        if not text:  # no socket established then: ss prints its header alone
+            from tcplab.results.ss import format_ss
+
+            text = format_ss([])
+        typer.echo(text, nl=False)
+
+    # H-pcap's `tcplab export pcap` (tcplab/exports/pcap_cli.py), when present
+    if importlib.util.find_spec("tcplab.exports.pcap_cli") is not None:
+        from tcplab.exports.pcap_cli import register as _register_pcap
+
+        _register_pcap(export_app)

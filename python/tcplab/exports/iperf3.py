@@ -1,0 +1,277 @@
+"""A bulk flow as the JSON ``iperf3 -c RECEIVER -J`` prints, for scripts written against iperf3.
+
+The shape is iperf 3.12's ``-J`` output for one TCP stream as the sending client prints it
+(``reverse`` 0; tests/data/iperf3-3.12-tcp.json is a real one): ``start`` (connected,
+version, system_info, timestamp, connecting_to, cookie, tcp_mss_default, target_bitrate,
+sock_bufsize, sndbuf_actual, rcvbuf_actual, test_start), ``intervals`` (per interval: the
+stream's socket, start, end, seconds, bytes, bits_per_second, retransmits, snd_cwnd,
+snd_wnd, rtt, rttvar, pmtu, omitted, sender; and their ``sum``), ``end`` (the stream's
+sender and receiver totals with max_snd_cwnd, max_snd_wnd, max_rtt, min_rtt, mean_rtt;
+sum_sent, sum_received, cpu_utilization_percent, sender_tcp_congestion,
+receiver_tcp_congestion). Units are iperf3's: seconds from the test's start, bytes, bit/s,
+``rtt``/``rttvar`` in microseconds (tcp_info's tcpi_rtt/tcpi_rttvar), ``snd_cwnd`` in bytes
+(tcpi_snd_cwnd x tcpi_snd_mss), ``pmtu`` bytes.
+
+One file per bulk or maerts flow (``iperf3-FLOW.json`` in the run directory), from the
+flow's data sender: for a maerts flow (or bidir's ``.rev``) the sending side is the server
+node, and the file is what iperf3 would print had the test been run from there (ports are
+ss.py's: the sender's local port is then 5201, the peer's the ephemeral one). Flows of
+applications with more than 16 connections are not sampled and get no file.
+
+Where the numbers come from, and where they depart from iperf3:
+
+* Interval boundaries every ``interval_s`` (1 s, iperf3's default ``-i``) from the flow's
+  start to its end (the last one may be shorter). A boundary's values are those of the last
+  time-series sample at or before it (samples every ``sample_interval``: choose an interval
+  that is a multiple of it for exact boundaries); the flow's end uses its totals.
+* ``bytes`` of an interval: the bytes delivered to the receiving application in it (the
+  time series' cumulative ``bytes_received``), so the intervals sum to the flow's
+  ``bytes_received``. iperf3's sender counts the bytes its application wrote into the
+  socket instead (running ahead of the receiver by up to the send buffer); tcplab does not
+  sample the writer, so both views use the delivered bytes except the end's sender total.
+* ``end.streams[].sender.bytes`` and ``sum_sent.bytes``: the bytes the sender transmitted
+  once (``bytes_sent - bytes_retrans``, tcp_info's bytes_sent without retransmissions);
+  ``receiver.bytes``/``sum_received.bytes``: ``bytes_received``.
+* ``retransmits``: segments retransmitted in the interval (tcpi_total_retrans differences,
+  as iperf3 computes them); the end's total is the flow's ``retrans_segs``.
+* ``snd_cwnd``, ``rtt``, ``rttvar`` at the interval's end; ``max_snd_cwnd``, ``max_rtt``,
+  ``min_rtt`` and ``mean_rtt`` (integer mean) over the intervals, as iperf3 keeps them.
+* ``snd_wnd`` is -1 in every interval: tcplab does not sample the peer's window, and -1 is
+  what iperf3's get_snd_wnd() writes when it cannot read tcpi_snd_wnd; ``max_snd_wnd`` is
+  then 0, iperf3's starting value that no sample exceeded.
+* ``cpu_utilization_percent``: all six values 0.0; the simulator does not measure the CPU
+  an endpoint would spend (the keys stay, as iperf3 always writes them).
+* ``system_info`` is the empty string (no uname to report); ``version`` is ``iperf 3.12``
+  (the format followed); ``timestamp`` is the Unix epoch (the simulation's time 0: no
+  wall-clock time in a run directory); ``cookie`` is 36 characters of iperf3's alphabet
+  derived from the run and the flow (iperf3 draws it at random); ``socket`` is 5, the first
+  data socket iperf3 opens. ``title`` (iperf3's ``-T``) names the run and the flow and
+  ``extra_data`` (iperf3's ``--extra-data``) carries tcplab's provenance.
+* ``sndbuf_actual``/``rcvbuf_actual``: tcp_wmem[1] and tcp_rmem[1], what SO_SNDBUF and
+  SO_RCVBUF read on a socket without ``-w``; ``blksize`` iperf3's TCP default, 131072.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from tcplab.errors import ScenarioError
+from tcplab.exports.flows import IPERF3_KINDS, ExportFlow, export_flows
+from tcplab.exports.rundir import RunData
+
+__all__ = ["iperf3_json", "iperf3_flows", "iperf3_text", "iperf3_file_name", "DEFAULT_INTERVAL_S", "IPERF3_VERSION"]
+
+#: iperf3's default reporting interval (``-i 1``).
+DEFAULT_INTERVAL_S = 1.0
+#: The iperf3 release whose -J shape the files follow.
+IPERF3_VERSION = "iperf 3.12"
+#: iperf3's default TCP block size (128 KiB).
+_BLKSIZE = 131072
+#: IPv4 (20) + TCP (20) + timestamps (12): tcplab's framing, mss + this = the path MTU.
+_HEADER_BYTES = 52
+_SOCKET = 5
+
+
+def iperf3_file_name(flow_name: str) -> str:
+    """``iperf3-FLOW.json``; characters outside ``[A-Za-z0-9_.-]`` become ``_``."""
+    safe = "".join(c if (c.isascii() and c.isalnum()) or c in "_.-" else "_" for c in flow_name)
+    return f"iperf3-{safe}.json"
+
+
+def iperf3_flows(run: RunData) -> list[ExportFlow]:
+    """The flows that get an iperf3 file: sampled bulk and maerts flows (module doc)."""
+    return [f for f in export_flows(run) if f.kind in IPERF3_KINDS]
+
+
+def _cookie(run: RunData, flow: ExportFlow) -> str:
+    """36 characters of iperf3's cookie alphabet (a-z, 2-7), derived from the run and flow."""
+    key = json.dumps([run.summary.get("scenario"), run.summary.get("seed"), run.summary.get("overrides"), flow.name])
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    return base64.b32encode(digest).decode("ascii").lower()[:36]
+
+
+def _at(times_ns: np.ndarray, values: np.ndarray, t_ns: int) -> int:
+    """The value of the last sample at or before ``t_ns`` (0 before the first)."""
+    k = int(np.searchsorted(times_ns, t_ns, side="right")) - 1
+    return int(values[k]) if k >= 0 else 0
+
+
+def _interval(start: float, end: float, nbytes: int, **extra: Any) -> dict[str, Any]:
+    seconds = end - start
+    return {
+        "start": start,
+        "end": end,
+        "seconds": seconds,
+        "bytes": int(nbytes),
+        "bits_per_second": nbytes * 8 / seconds if seconds > 0 else 0.0,
+        **extra,
+    }
+
+
+def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEFAULT_INTERVAL_S) -> dict[str, Any]:
+    """The iperf3 -J object of one bulk/maerts flow of ``run`` (module doc)."""
+    if not (isinstance(interval_s, (int, float)) and math.isfinite(interval_s) and interval_s > 0):
+        raise ScenarioError(
+            f"{interval_s!r} is not a positive interval", path="--interval", expected="a time such as 1s or 500ms"
+        )
+    f = flow if isinstance(flow, ExportFlow) else _flow_named(run, flow)
+    total = run.flow_totals(f.name)
+    names = ("bytes_received", "retrans_segs", "cwnd", "srtt_us", "rttvar_us")
+    raw = run.flow_columns(f.index, ("t_ns", *names))
+    t_ns = raw["t_ns"].astype(np.int64) if "t_ns" in raw else np.zeros(0, dtype=np.int64)
+    cols = {c: raw[c].astype(np.int64) if c in raw else np.zeros(len(t_ns), dtype=np.int64) for c in names}
+    start_ns = int(round(f.start_s * 1e9))
+    end_ns = int(round(f.end_s * 1e9))
+    step_ns = max(1, int(round(interval_s * 1e9)))
+    bounds = list(range(start_ns, end_ns, step_ns)) + [end_ns]
+    if len(bounds) >= 2 and bounds[-1] == bounds[-2]:
+        bounds.pop()
+    received_end = int(total.get("bytes_received", _at(t_ns, cols["bytes_received"], end_ns)))
+    retrans_end = int(total.get("retrans_segs", _at(t_ns, cols["retrans_segs"], end_ns)))
+
+    def cum(name: str, b: int, end_value: int) -> int:
+        return end_value if b >= end_ns else _at(t_ns, cols[name], b)
+
+    intervals = []
+    cwnds: list[int] = []
+    rtts: list[int] = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        nbytes = cum("bytes_received", b, received_end) - cum("bytes_received", a, received_end)
+        retrans = cum("retrans_segs", b, retrans_end) - cum("retrans_segs", a, retrans_end)
+        snd_cwnd = _at(t_ns, cols["cwnd"], b) * f.mss
+        rtt = _at(t_ns, cols["srtt_us"], b)
+        rttvar = _at(t_ns, cols["rttvar_us"], b)
+        cwnds.append(snd_cwnd)
+        rtts.append(rtt)
+        start, end = (a - start_ns) / 1e9, (b - start_ns) / 1e9
+        stream = {
+            "socket": _SOCKET,
+            **_interval(
+                start,
+                end,
+                nbytes,
+                retransmits=int(retrans),
+                snd_cwnd=int(snd_cwnd),
+                snd_wnd=-1,
+                rtt=int(rtt),
+                rttvar=int(rttvar),
+                pmtu=f.mss + _HEADER_BYTES,
+                omitted=False,
+                sender=True,
+            ),
+        }
+        summed = _interval(start, end, nbytes, retransmits=int(retrans), omitted=False, sender=True)
+        intervals.append({"streams": [stream], "sum": summed})
+
+    seconds = (end_ns - start_ns) / 1e9
+    sent_once = int(total.get("bytes_sent", received_end)) - int(total.get("bytes_retrans", 0))
+    measured = [r for r in rtts if r > 0]
+    sender = {
+        "socket": _SOCKET,
+        **_interval(0, seconds, sent_once, retransmits=retrans_end),
+        "max_snd_cwnd": max(cwnds, default=0),
+        "max_snd_wnd": 0,
+        "max_rtt": max(measured, default=0),
+        "min_rtt": min(measured, default=0),
+        "mean_rtt": int(sum(measured) / len(measured)) if measured else 0,
+        "sender": True,
+    }
+    receiver = {"socket": _SOCKET, **_interval(0, seconds, received_end), "sender": True}
+    duration = int(round(seconds))
+    tcp = f.tcp
+    out = {
+        "start": {
+            "connected": [
+                {
+                    "socket": _SOCKET,
+                    "local_host": f.sender_addr,
+                    "local_port": f.sender_port,
+                    "remote_host": f.receiver_addr,
+                    "remote_port": f.receiver_port,
+                }
+            ],
+            "version": IPERF3_VERSION,
+            "system_info": "",
+            "timestamp": {"time": "Thu, 01 Jan 1970 00:00:00 GMT", "timesecs": 0},
+            "connecting_to": {"host": f.receiver_addr, "port": f.receiver_port},
+            "cookie": _cookie(run, f),
+            "tcp_mss_default": f.mss,
+            "target_bitrate": 0,
+            "sock_bufsize": 0,
+            "sndbuf_actual": int((tcp.get("tcp_wmem") or [4096, 16384])[1]),
+            "rcvbuf_actual": int((tcp.get("tcp_rmem") or [4096, 131072])[1]),
+            "test_start": {
+                "protocol": "TCP",
+                "num_streams": 1,
+                "blksize": _BLKSIZE,
+                "omit": 0,
+                "duration": duration,
+                "bytes": 0,
+                "blocks": 0,
+                "reverse": 0,
+                "tos": 0,
+                "target_bitrate": 0,
+            },
+        },
+        "intervals": intervals,
+        "end": {
+            "streams": [{"sender": sender, "receiver": receiver}],
+            "sum_sent": {**_interval(0, seconds, sent_once, retransmits=retrans_end), "sender": True},
+            "sum_received": {**_interval(0, seconds, received_end), "sender": True},
+            "cpu_utilization_percent": {
+                "host_total": 0.0,
+                "host_user": 0.0,
+                "host_system": 0.0,
+                "remote_total": 0.0,
+                "remote_user": 0.0,
+                "remote_system": 0.0,
+            },
+            "sender_tcp_congestion": f.cc,
+            "receiver_tcp_congestion": f.cc,
+        },
+        "title": f"{run.title}: {f.name}",
+        "extra_data": (
+            f"tcplab {run.summary.get('tcplab_version', '?')} {run.kind}, engine "
+            f"{run.summary.get('engine_version', '?')}, seed {run.summary.get('seed')}, flow {f.name} "
+            f"({f.sender_node} -> {f.receiver_node})"
+        ),
+    }
+    return out
+
+
+def _cjson_numbers(x: Any) -> Any:
+    """Numbers as iperf3's cJSON prints them: a double with an integral value is printed as
+    an integer (``"start": 0``, ``"end": 5``), other doubles keep their fraction."""
+    if isinstance(x, dict):
+        return {k: _cjson_numbers(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_cjson_numbers(v) for v in x]
+    if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
+        return int(x)
+    return x
+
+
+def iperf3_text(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEFAULT_INTERVAL_S) -> str:
+    """The file's text: the object with cJSON's number forms, indented (iperf3 indents with
+    tabs, tcplab with 2 spaces: the same JSON)."""
+    obj = _cjson_numbers(iperf3_json(run, flow, interval_s=interval_s))
+    return json.dumps(obj, indent=2, allow_nan=False) + "\n"
+
+
+def _flow_named(run: RunData, name: str) -> ExportFlow:
+    flows = iperf3_flows(run)
+    for f in flows:
+        if f.name == name:
+            return f
+    names = ", ".join(f.name for f in flows) or "none in this run"
+    if run.flow_index(name) is not None:
+        problem = f"flow {name!r} is not a sampled bulk or maerts flow"
+    else:
+        problem = f"no flow named {name!r}"
+    raise ScenarioError(problem, path="--flow", value=name, expected=f"one of: {names}")
