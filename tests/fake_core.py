@@ -284,6 +284,8 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
         },
         "names": {"ca_state": CA_STATES, "cc_mode": {"bbr": ["", "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"]}},
         "apps": _apps(config, rtt_us, share_bps, flow_out),
+        # no packet capture: the fake has no packets (a run asking for one fails in the runner)
+        "capture": None,
     }
 
 

@@ -144,7 +144,8 @@ def test_a_point_that_does_not_validate_names_the_grid_and_nothing_is_written(tm
     [
         (["--grid", "flows.0.cc"], 'error: --grid: "flows.0.cc" has no "="'),
         (["--random", "links.1.loss=0%..1%"], "error: -n: --random needs"),
-        (["--grid", "seed=1,2"], "error: --grid: seed: this path is given twice"),
+        (["--grid", "seed=1,2"], "error: --grid: seed: seeds are not a parameter; expected --seeds K"),
+        (["--jobs", "2", "--dask", "tcp://127.0.0.1:8786"], "error: --jobs and --dask: give one executor"),
         (["--seeds", "0"], "error: --seeds: 0 is out of range"),
         (["--grid", "flows.0.cc=cubic,bbr", "--set", "flows.0.cc=reno"], "error: --grid: flows.0.cc: this path"),
     ],
@@ -422,3 +423,80 @@ def test_cli_sweep_real_engine_and_resume(tmp_path, real_core):
     r = _cli(*args)  # resume: nothing to do, the same table
     assert r.exit_code == 0, r.output
     assert (out / "sweep.parquet").read_bytes() == first
+
+
+# -- views ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("grid", "random", "n", "expected"),
+    [
+        (None, ["links.1.loss=0%..1%"], 3, ["metrics.png"]),
+        (["flows.0.cc=cubic,bbr"], None, None, ["metrics.png"]),
+        (
+            ["flows.0.cc=cubic,bbr", "links.1.loss=0%,1%"],
+            None,
+            None,
+            ["heatmap-goodput.png", "heatmap-retrans.png", "heatmap-rtos.png", "heatmap-rtt-p99.png", "metrics.png"],
+        ),
+        (
+            None,
+            ["links.1.loss=0%..1%", "links.1.rate=2Mbit..10Mbit"],
+            4,
+            [
+                "links.1.loss.png",
+                "links.1.rate.png",
+                "scatter-goodput.png",
+                "scatter-retrans.png",
+                "scatter-rtos.png",
+                "scatter-rtt-p99.png",
+            ],
+        ),
+    ],
+)
+def test_plots_for_one_and_two_parameters(tmp_path, counting, grid, random, n, expected):
+    from plotcheck import assert_plot
+
+    plan = plan_sweep(LOSSY, grid, random, n, seeds=2, overrides=["duration=2s"], core=counting)
+    run_sweep(plan, tmp_path / "out", jobs=2)
+    plots = sorted(p.name for p in (tmp_path / "out" / "plots").iterdir())
+    assert plots == expected
+    for name in plots:
+        assert_plot(tmp_path / "out" / "plots" / name)
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert report.count("<img src='data:image/png;base64,") == len(expected)
+    for p in plan.parameters:
+        assert p.path in report
+
+
+def test_report_lists_failed_runs(tmp_path):
+    core = CountingCore(tmp_path / "calls.log", reject=("bbr",))
+    plan = plan_sweep(LOSSY, ["flows.0.cc=cubic,bbr"], seeds=1, overrides=["duration=2s"], core=core)
+    res = run_sweep(plan, tmp_path / "out", jobs=2)
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "Failed runs" in report and "injected failure for bbr" in report
+    (key,) = res.failures
+    assert key in report
+
+
+@pytest.mark.engine
+def test_app_rows_and_host_models_in_the_table(real_core):
+    # a broadcast of 4 x 100 connections: ONE aggregate row named by the app (> 16
+    # connections, as in summary.json), its summary's numeric leaves as app.NAME.KEY columns
+    res = tcplab.sweep("builtin:broadcast", seeds=1, overrides=["duration=2s"], jobs=1)
+    t = res.table
+    assert list(t["flow"]) == ["events"] and list(t["app"]) == ["events"] and list(t["flow_index"]) == [0]
+    single = tcplab.run("builtin:broadcast", overrides=["duration=2s"])
+    summary = single.summary["apps"]["events"]
+    assert t["app.events.connections"].iloc[0] == summary["connections"] == 400
+    assert t["app.events.bursts"].iloc[0] == summary["bursts"]
+    p99 = summary["completion_ms"]["p99"]  # null when no burst completed: NaN in the table
+    assert (
+        t["app.events.completion_ms.p99"].isna().iloc[0]
+        if p99 is None
+        else t["app.events.completion_ms.p99"].iloc[0] == p99
+    )
+    apps = [c for c in t.columns if c.startswith("app.")]
+    assert apps == sorted(apps) and "app.events.kind" not in apps
+    # CPU model: 35 % share of 10 ms slices -> the host is off its CPU 65 % of the time
+    cpu = tcplab.sweep("builtin:bbr-vm-cpu-35pct", seeds=1, overrides=["duration=2s"], jobs=1).table
+    assert cpu["run.cpu_steal_pct"].iloc[0] == pytest.approx(65.0, abs=1.0)
+    assert cpu["run.nic_ring_drops"].isna().all()

@@ -93,7 +93,7 @@ fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) 
     let flows = (0..n as u32)
         .map(|i| FlowConfig { name: format!("f{i}"), src: i, dst, cc, start_ns: 0, stop_ns: None, app: AppConfig::Bulk, tcp: TcpConfig::default(), cc_params: CcParams::default(), data_side: Default::default(), reader: Default::default(), sample: true })
         .collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
 }
 
 /// Scenario 4: `n` short flows of `bytes` each from one sender host, starting evenly over
@@ -210,7 +210,7 @@ fn fan_in(n: usize, rounds: u64, bytes: u64, every_ns: u64, nic: Option<NicConfi
             sample: true,
         })
         .collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
 }
 
 /// Scenario `nic`: scenario 3a with the receiver behind an ENA-like NIC (1024 descriptors,
@@ -284,7 +284,7 @@ fn broadcast(senders: u32, per_sender: u32, bursts: bool, duration_ns: u64) -> S
         bursts: None,
     };
     let apps = vec![AppInstanceConfig { name: "bc".into(), flows: (0..n).collect(), spec: AppSpec::Broadcast(spec) }];
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
 }
 
 /// The scenarios, each built only when it runs (broadcast40k's 40,000 flow configurations

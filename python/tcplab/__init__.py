@@ -13,11 +13,15 @@ happened per flow and over time, in the names ``ss``, ``nstat`` and ``tc -s`` us
     >>> cmp.table                                    # doctest: +SKIP
     >>> sw = tcplab.sweep("cubic-vs-bbr-lossy", grid={"flows.0.cc": ["cubic", "bbr"]})  # doctest: +SKIP
     >>> sw.table                                     # doctest: +SKIP
+    >>> rec = tcplab.recommend("runs/sweep", choose=["flows.0.cc"], maximize="goodput",
+    ...                        subject_to=["p99 RTT < 175 ms"])  # doctest: +SKIP
+    >>> rec.sentence                                 # doctest: +SKIP
 
 Modules: :mod:`~tcplab.units` (human units), :mod:`~tcplab.scenario` (the schema),
 :mod:`~tcplab.loader` and :mod:`~tcplab.overrides` (reading, ``--set``), :mod:`~tcplab.routing`,
 :mod:`~tcplab.engine` (the bridge to ``tcplab._core``), :mod:`~tcplab.results`,
-:mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.sweep`, :mod:`~tcplab.cli`.
+:mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.sweep`, :mod:`~tcplab.recommend`,
+:mod:`~tcplab.cli`.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ __all__ = [
     "sweep",
     "load_sweep",
     "SweepResult",
+    "recommend",
     "ScenarioError",
     "EngineError",
 ]
@@ -62,12 +67,13 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "sweep":
-        # the package tcplab.sweep, callable: tcplab.sweep(...) is tcplab.sweep.sweep(...)
-        # (importing it binds tcplab.sweep to the module, so the two must be one object)
+    if name in ("sweep", "recommend"):
+        # the packages tcplab.sweep and tcplab.recommend, callable: tcplab.sweep(...) is
+        # tcplab.sweep.sweep(...) (importing one binds tcplab.NAME to the module, so the two
+        # must be one object)
         import importlib
 
-        return importlib.import_module("tcplab.sweep")
+        return importlib.import_module(f"tcplab.{name}")
     return _lazy(name)
 
 

@@ -1,8 +1,11 @@
 """The ``tcplab`` command.
 
     tcplab run SCENARIO [-o DIR] [--set PATH=VALUE]... [--seed N] [--quiet] [--force]
+               [--pcap FLOW [--pcap-at sender|receiver]]
     tcplab compare SCENARIO [SCENARIO...] [-o DIR] [--set PATH=V1,V2]... [--seed N]
     tcplab sweep SCENARIO --grid PATH=V1,V2 [--random PATH=LO..HI -n N] [--seeds K] -o DIR [--jobs N | --dask ADDR]
+    tcplab recommend SWEEP_DIR|SCENARIO --choose PATH[=V1,V2]... [--over PATH[=V1,V2|=LO..HI]]...
+                     (--maximize M | --minimize M) [--subject-to C]... [-o DIR] [--json]
     tcplab check SCENARIO [--set PATH=VALUE]... [--json]
     tcplab validate SCENARIO [-o DIR] [--set PATH=VALUE]... [--tolerance K=V,...] [--runs N] [--prefix P] [--allow-busy]
     tcplab scenarios
@@ -13,6 +16,7 @@
     tcplab kernel run SCENARIO [-o DIR] [--set ...] [--seed N] [--force] [--timeout T] [--prefix P] [--allow-busy]
     tcplab kernel cleanup [--prefix P] | tcplab kernel info [--json]
     tcplab export flent RUN [-o FILE] | tcplab export iperf3 RUN [--flow F] [--interval 1s] [-o PATH]
+    tcplab export pcap RUN --flow FLOW [--at sender|receiver] [-o FILE] [--max-packets N]
     tcplab ss RUN [--at T] [FLOW]
 
 SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
@@ -24,7 +28,9 @@ others are written, the failed ones are marked in the table and compare.json); 1
 interrupted (SIGINT), 143 terminated (SIGTERM), in both cases after removing partial output
 and stopping worker processes (see :mod:`tcplab.signals`). ``sweep``: 3 some runs failed (recorded
 in the table and failed/KEY.json, the rest written); 130/143 keep the runs done (the same
-command resumes). ``diagnose``: 0 it ran, 2 unusable
+command resumes). ``recommend``: 4 no setting meets the constraints (the ranking is still
+printed and written); its scenario form's sweep keeps the runs done when interrupted (the
+same command resumes). ``diagnose``: 0 it ran, 2 unusable
 input (``error: FILE:LINE: ...``), 1 a finding at or above ``--fail-on`` exists.
 ``reproduce``: 0 the experiments ran (whatever their verdicts), 1 a run or an experiment
 failed (stated in its report and the index), 2 an unknown name, no name and no ``--all``, or
@@ -39,6 +45,9 @@ invalid (``INVALID: reasons``; the directory is still written), 2 a mistake in t
 a ``--tolerance`` or the command line, not root, or a scenario kernel mode cannot build.
 ``export``, ``ss``: 0 written (printed), 2 RUN is not a run directory, an unknown flow, a
 time outside the run (one ``error:`` line naming it, nothing written).
+``export pcap``: 0 written; 2 RUN is not a simulation run directory, an unknown flow, or RUN
+was made by another engine version (one ``error:`` line, nothing written); 1 the engine
+failed or its rerun of RUN differs from RUN.
 
 Command-line mistakes (a bad ``--seed``, ``-j 0``, an unknown option) are reported in the same
 one-line ``error: OPTION: ...; expected ...`` form as scenario errors, never as a usage panel.
@@ -187,7 +196,8 @@ app = typer.Typer(
         "tcplab reproduce --all --quick (index in reproduce-quick/index.html).\n\n"
         "Exit codes: 0 success; 1 the engine failed; 2 a mistake in the scenario, an override or "
         "the command line (one `error:` line each); 3 compare: some variants failed (the others "
-        "are written); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), after removing "
+        "are written), sweep: some runs failed (the table records them); 130 interrupted (Ctrl-C), "
+        "143 terminated (SIGTERM), after removing "
         "partial output and stopping workers."
     ),
     add_completion=False,
@@ -529,6 +539,19 @@ def run(
     quiet: QuietOpt = False,
     force: ForceOpt = False,
     no_plots: NoPlotsOpt = False,
+    pcap: Annotated[
+        str | None,
+        typer.Option(
+            "--pcap",
+            metavar="FLOW",
+            help="Also write FLOW.pcap in the run directory: the flow's packets as tcpdump -s 128 on its "
+            "sender records them (headers, real TCP options). FLOW: a flow name or index.",
+        ),
+    ] = None,
+    pcap_at: Annotated[
+        str | None,
+        typer.Option("--pcap-at", metavar="SIDE", help="Where --pcap captures: sender (default) or receiver."),
+    ] = None,
 ) -> None:
     """Simulate one scenario and write its run directory."""
     from tcplab.loader import load_scenario
@@ -539,6 +562,14 @@ def run(
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
     _warn([sc])
+    capture = None
+    if pcap_at is not None and pcap is None:
+        _fail(f"--pcap-at: {pcap_at!r} given without --pcap; expected --pcap FLOW with it", 2)
+    if pcap is not None:
+        from tcplab.exports.pcap import capture_config
+
+        capture = {"flow": pcap, "at": pcap_at or "sender"}
+        capture_config(sc.to_core(), **capture)  # an unknown flow or side: exit 2 before running
     out_dir = output if output is not None else Path("runs") / sc.name
     check_output_dir(out_dir, overwrite=force)
     import warnings
@@ -549,7 +580,11 @@ def run(
         warnings.simplefilter("always", EngineWarning)
         with SimProgress(sc.name, enabled=None if not quiet else False) as progress:
             result = run_scenario(
-                sc, progress=progress, applied_overrides=override_texts(set_ or [], seed), command=_INVOCATION
+                sc,
+                progress=progress,
+                applied_overrides=override_texts(set_ or [], seed),
+                command=_INVOCATION,
+                capture=capture,
             )
     for w in caught:
         if issubclass(w.category, EngineWarning):
@@ -557,8 +592,23 @@ def run(
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     result.write(out_dir, overwrite=force, plots=not no_plots)
+    pcap_line = None
+    if result.capture is not None:
+        from tcplab.exports.pcap import pcap_name
+        from tcplab.exports.pcap_cli import capture_summary
+
+        line, warning = capture_summary(
+            out_dir / pcap_name(result.config, result.capture.flow),
+            len(result.capture.packets),
+            result.capture.truncated,
+        )
+        if warning:
+            typer.echo(f"warning: {warning}", err=True)
+        pcap_line = line
     if not quiet:
         _print_run_summary(result, out_dir)
+        if pcap_line:
+            typer.echo(pcap_line)
 
 
 @app.command()
@@ -1405,6 +1455,10 @@ _reg_sweep(app)
 from tcplab.exports.cli import register as _reg_exports  # noqa: E402
 
 _reg_exports(app)
+
+from tcplab.recommend.cli import register as _reg_recommend  # noqa: E402 - a command of its own module
+
+_reg_recommend(app)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ estimates a run's memory from the row widths) without loading NumPy or pandas.
 
 from __future__ import annotations
 
-__all__ = ["TIMESERIES_DTYPES", "QUEUE_DTYPES", "HOST_DTYPES", "DTYPE_BYTES", "row_bytes"]
+__all__ = ["TIMESERIES_DTYPES", "QUEUE_DTYPES", "HOST_DTYPES", "CAPTURE_DTYPES", "DTYPE_BYTES", "row_bytes"]
 
 #: Columns of the per-flow time series and their dtypes (units in the names; cwnd,
 #: ssthresh and inflight in packets as Linux keeps them; ssthresh 2147483647 = infinite).
@@ -59,8 +59,38 @@ HOST_DTYPES: dict[str, str] = {
     "allowance_queued": "uint32",
 }
 
+#: Columns of a packet capture (``out["capture"]["columns"]``, only with ``capture`` in the
+#: engine config), one row per packet in time order, as tcpdump on the capture host would
+#: see it (tcplab_core::capture): ``t_ns`` since the run's start; ``dir`` 0 sent by the host,
+#: 1 received by it; sequence numbers are 64-bit byte offsets from the connection's start
+#: (the SYN takes none); ``rwnd_bytes`` the advertised window unscaled; ``tsval_ns`` the
+#: sender's clock, ``tsecr_ns`` the echoed one (0: none); ``flags`` the engine's bits
+#: (``flag_bits``: syn, dsack, retrans, fin); SACK blocks ``sackK_start``/``sackK_end``
+#: (K < ``num_sacks``; a D-SACK is block 0); ``ip_bytes`` the IP packet's length as the
+#: engine counts it; ``ip_id`` the sending socket's packet count.
+CAPTURE_DTYPES: dict[str, str] = {
+    "t_ns": "uint64",
+    "dir": "uint8",
+    "seq": "uint64",
+    "end_seq": "uint64",
+    "ack_seq": "uint64",
+    "rwnd_bytes": "uint32",
+    "tsval_ns": "uint64",
+    "tsecr_ns": "uint64",
+    "flags": "uint8",
+    "num_sacks": "uint8",
+    "sack0_start": "uint64",
+    "sack0_end": "uint64",
+    "sack1_start": "uint64",
+    "sack1_end": "uint64",
+    "sack2_start": "uint64",
+    "sack2_end": "uint64",
+    "ip_bytes": "uint32",
+    "ip_id": "uint16",
+}
+
 #: Bytes per value of each dtype above.
-DTYPE_BYTES: dict[str, int] = {"uint8": 1, "uint32": 4, "uint64": 8, "float64": 8}
+DTYPE_BYTES: dict[str, int] = {"uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8, "float64": 8}
 
 
 def row_bytes(dtypes: dict[str, str]) -> int:

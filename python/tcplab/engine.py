@@ -21,6 +21,12 @@ instance of the configuration, ``{"name", "kind", "summary": {...}, "tables": {T
 ndarray | list[str]}}}``. Each table becomes a DataFrame (string columns as Python ``str``);
 summaries stay the nested dicts the engine gives (:mod:`tcplab.results.apps` reads them).
 
+Packet capture (``capture``, optional: None unless the config asks for one): one flow's
+packets at one of its hosts, ``{"flow", "at", "node", "ep", "truncated", "flag_bits",
+"columns"}``; the columns are checked against :data:`tcplab.columns.CAPTURE_DTYPES` and
+become :class:`Capture` (``EngineOutput.capture``). :mod:`tcplab.exports.pcap` writes them as
+a pcap file.
+
 The engine's ``invariant`` holds two end-of-run checks: packet conservation (``ok``,
 ``message``, the counts) and, under ``rtt_floor``, that no RTT sample fell below its path's
 propagation round trip; ``ok`` is false when either fails.
@@ -40,10 +46,20 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from tcplab.columns import HOST_DTYPES, QUEUE_DTYPES, TIMESERIES_DTYPES
+from tcplab.columns import CAPTURE_DTYPES, HOST_DTYPES, QUEUE_DTYPES, TIMESERIES_DTYPES
 from tcplab.errors import EngineError, EngineMemoryError, EngineWarning
 
-__all__ = ["Core", "EngineOutput", "import_core", "run_core", "TIMESERIES_DTYPES", "QUEUE_DTYPES", "HOST_DTYPES"]
+__all__ = [
+    "Capture",
+    "Core",
+    "EngineOutput",
+    "import_core",
+    "run_core",
+    "TIMESERIES_DTYPES",
+    "QUEUE_DTYPES",
+    "HOST_DTYPES",
+    "CAPTURE_DTYPES",
+]
 
 ProgressFn = Callable[[int, int], None]
 
@@ -68,6 +84,24 @@ class Core(Protocol):
 
 
 @dataclass
+class Capture:
+    """One flow's packets as tcpdump on one of its hosts saw them (module doc)."""
+
+    #: flow index in the engine config, and the capture side: "sender" or "receiver"
+    flow: int
+    at: str
+    #: the capture host (node index) and its endpoint (even: the flow's client)
+    node: int
+    ep: int
+    #: packets seen but not kept (beyond ``max_packets``)
+    truncated: int
+    #: one row per packet in time order (:data:`tcplab.columns.CAPTURE_DTYPES`)
+    packets: pd.DataFrame
+    #: the engine's flag bits by name: ``syn``, ``dsack``, ``retrans``, ``fin``
+    flag_bits: dict[str, int]
+
+
+@dataclass
 class EngineOutput:
     """The engine's answer, with the column stores as DataFrames."""
 
@@ -87,6 +121,8 @@ class EngineOutput:
     warnings: list[str] = field(default_factory=list)
     #: per app instance: ``{"name", "kind", "summary": dict, "tables": {name: DataFrame}}``
     apps: list[dict[str, Any]] = field(default_factory=list)
+    #: the packet capture, when the config asked for one
+    capture: Capture | None = None
 
 
 def import_core() -> Core:
@@ -175,6 +211,39 @@ def parse_output(raw: Any) -> EngineOutput:
         names=dict(raw["names"]),
         warnings=[str(w) for w in raw.get("warnings", [])],
         apps=_apps(raw.get("apps")),
+        capture=_capture(raw.get("capture")),
+    )
+
+
+_CAPTURE_KEYS = ("flow", "at", "node", "ep", "truncated", "flag_bits", "columns")
+_FLAG_NAMES = ("syn", "dsack", "retrans", "fin")
+
+
+def _capture(raw: Any) -> Capture | None:
+    """The ``capture`` entry, checked: its keys, its columns and dtypes, its flag names."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise EngineError("engine output: capture is not a mapping")
+    missing = [k for k in _CAPTURE_KEYS if k not in raw]
+    if missing:
+        raise EngineError(f"engine output: capture lacks {', '.join(missing)}")
+    if raw["at"] not in ("sender", "receiver"):
+        raise EngineError(f"engine output: capture.at is {raw['at']!r}, expected sender or receiver")
+    bits = raw["flag_bits"]
+    if not isinstance(bits, dict) or any(name not in bits for name in _FLAG_NAMES):
+        raise EngineError(f"engine output: capture.flag_bits lacks one of {', '.join(_FLAG_NAMES)}")
+    packets = _columns(raw["columns"], CAPTURE_DTYPES, "capture.columns")
+    if (packets["dir"] > 1).any() or (packets["num_sacks"] > 3).any():
+        raise EngineError("engine output: capture.columns: dir above 1 or num_sacks above 3")
+    return Capture(
+        flow=int(raw["flow"]),
+        at=str(raw["at"]),
+        node=int(raw["node"]),
+        ep=int(raw["ep"]),
+        truncated=int(raw["truncated"]),
+        packets=packets,
+        flag_bits={k: int(bits[k]) for k in _FLAG_NAMES},
     )
 
 

@@ -114,6 +114,10 @@ def map_in_processes(
     ctx = _context()
     pending = deque(range(len(work)))
     running: dict[int, tuple[Any, Any]] = {}
+    # Workers that sent their outcome and are exiting: reaped as they go, without holding a
+    # slot (a worker's exit, unmapping a large inherited address space, takes milliseconds
+    # that the next job need not wait for).
+    exiting: list[Any] = []
     jobs = max(1, int(jobs))
     try:
         while pending or running:
@@ -133,6 +137,7 @@ def map_in_processes(
             waitables = [x for process, conn in running.values() for x in (conn, process.sentinel)]
             ready = wait_for_any(waitables, timeout=1.0)
             raise_if_terminated()
+            exiting = [p for p in exiting if p.exitcode is None]  # reaps those that ended
             for i, (process, conn) in list(running.items()):
                 if conn not in ready and process.sentinel not in ready:
                     continue
@@ -149,11 +154,18 @@ def map_in_processes(
                     received = True
                 if not received and process.is_alive():
                     continue  # woke for the pipe, nothing complete yet
-                process.join()
                 conn.close()
                 del running[i]
+                if received:
+                    exiting.append(process)
+                else:
+                    process.join()
                 yield i, (outcome if received else WorkerFailure(death_reason(process.exitcode)))
     finally:
         for process, conn in running.values():
             stop_process(process)
             conn.close()
+        for process in exiting:
+            process.join(5)
+            if process.exitcode is None:
+                stop_process(process)

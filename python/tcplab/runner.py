@@ -42,6 +42,7 @@ def run(
     core: Core | None = None,
     applied_overrides: Sequence[str] | None = None,
     command: Sequence[str] | None = None,
+    capture: Mapping[str, Any] | None = None,
 ) -> Result:
     """Simulate a scenario and return its :class:`~tcplab.results.Result`.
 
@@ -55,6 +56,10 @@ def run(
         applied_overrides: for a :class:`Scenario` that already has overrides applied (the
             CLI, ``tcplab.compare``), their text, recorded in the run directory and title.
         command: the command line, recorded in metadata.json.
+        capture: capture one flow's packets, ``{"flow": NAME or INDEX, "at": "sender" |
+            "receiver", "max_packets": N}`` (``at`` and ``max_packets`` optional): the result
+            holds them (``Result.capture``) and its run directory ``FLOW.pcap``
+            (:mod:`tcplab.exports.pcap`). The run itself is the same with or without it.
 
     Raises:
         ScenarioError: the scenario is invalid (nothing was run).
@@ -70,6 +75,12 @@ def run(
         sc = load_scenario(scenario, overrides, seed=seed)
     applied = [*(applied_overrides or []), *override_texts(overrides, seed)]
     config = sc.to_core()
+    engine_config = config
+    if capture is not None:
+        from tcplab.exports.pcap import capture_config
+
+        spec = dict(capture)
+        engine_config = {**config, "capture": capture_config(config, spec.pop("flow"), **spec)}
     reporter: SimProgress | None = None
     if callable(progress):
         callback: Callable[[int, int], None] | None = progress
@@ -80,7 +91,7 @@ def run(
         callback = None
     started = time.perf_counter()
     try:
-        output = run_core(config, progress=callback, core=core)
+        output = run_core(engine_config, progress=callback, core=core)
     except EngineError as e:  # name the scenario's YAML paths, not the engine config's
         from tcplab.scenario.checks import engine_message
 
@@ -88,7 +99,7 @@ def run(
     finally:
         if reporter is not None:
             reporter.close()
-    return Result(
+    result = Result(
         sc,
         config,
         output,
@@ -97,3 +108,10 @@ def run(
         overrides=applied,
         command=command,
     )
+    if capture is not None and output.capture is None:
+        raise EngineError("engine output: no capture, although the configuration asked for one")
+    if output.capture is not None:
+        from tcplab.exports.pcap import pcap_bytes, pcap_name
+
+        result.extra_files[pcap_name(config, output.capture.flow)] = pcap_bytes(config, output.capture)
+    return result

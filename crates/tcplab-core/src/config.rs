@@ -43,6 +43,10 @@ pub struct SimConfig {
     /// Refuse runs whose estimated memory ([`crate::memory::estimate`]) exceeds this.
     #[serde(default = "default_max_memory_bytes")]
     pub max_memory_bytes: u64,
+    /// Capture one flow's packets at one of its hosts, as tcpdump there would
+    /// (`crate::capture`); `None` = off. An observation only: the run is the same.
+    #[serde(default)]
+    pub capture: Option<crate::capture::CaptureConfig>,
 }
 
 pub fn default_sample_interval_ns() -> u64 {
@@ -788,6 +792,9 @@ impl SimConfig {
         let est = crate::memory::estimate(self);
         if est.total_bytes > self.max_memory_bytes {
             return Err(est.refusal(self));
+        }
+        if let Some(c) = &self.capture {
+            c.validate(self.flows.len(), self.max_memory_bytes - est.total_bytes)?;
         }
         Ok(())
     }

@@ -18,6 +18,8 @@
 //!   sampling, pacing (EDT), TSQ and slow start after idle.
 //! - **Congestion control** ([`cc`]): a trait shaped like `tcp_congestion_ops` with Reno,
 //!   CUBIC (tcp_cubic.c with HyStart) and BBRv1 (tcp_bbr.c).
+//! - **Capture** ([`capture`]): optionally, one flow's packets as tcpdump on one of its
+//!   hosts would see them (headers only; the Python front writes the pcap).
 //! - **Applications** ([`app`]) drive sockets; **metrics** ([`metrics`]) record columnar
 //!   time series and nstat-named counters without allocating per packet.
 //!
@@ -25,6 +27,7 @@
 //! owns the user-facing API.
 
 pub mod app;
+pub mod capture;
 pub mod cc;
 pub mod config;
 pub mod event;

@@ -74,6 +74,12 @@ pub struct Packet {
     pub sack: [SackBlock; MAX_SACK_BLOCKS],
     pub num_sacks: u8,
     pub flags: u8,
+    /// The sending socket's count of packets it handed to IP (wrapping), the IPv4
+    /// identification before its random start: Linux v6.12 include/net/ip.h:
+    /// ip_select_ident_segs() gives a connected socket's packets `inet_id`, advanced by
+    /// one per segment. Read only by the packet capture (`crate::capture`), which adds
+    /// the socket's start; nothing in the model depends on it.
+    pub ip_id: u16,
 }
 
 impl Packet {

@@ -16,6 +16,7 @@
 //! host's clock is never 0. All times reported to callers are relative to the start of
 //! the scenario.
 
+use crate::capture::{CaptureAt, CaptureBuf, CaptureOutput};
 use crate::cc::CongestionOps;
 use crate::config::{NodeKind, SimConfig};
 use crate::event::{EventKind, EventQueue};
@@ -197,6 +198,8 @@ pub struct SimOutput {
     pub warnings: Vec<String>,
     /// Each app's report, in `SimConfig.apps` order.
     pub apps: Vec<AppOutput>,
+    /// The packets of `SimConfig.capture`, when it is set (`crate::capture`).
+    pub capture: Option<CaptureOutput>,
 }
 
 pub struct Simulator {
@@ -226,6 +229,9 @@ pub struct Simulator {
     app_timer_sched_ns: Vec<u64>,
     /// Endpoints an app wrote to during a callback (reused, never shrinks).
     app_touched: Vec<u32>,
+    /// The capture endpoint, and the link whose tap holds its sent packets (when on).
+    capture_ep: u32,
+    capture_link: u32,
 }
 
 const NO_HOST: u32 = u32::MAX;
@@ -278,11 +284,12 @@ impl Simulator {
             let prop = fwd.iter().chain(rev.iter()).fold(0u64, |acc, &l| time_add(acc, cfg.links[l as usize].delay_ns));
             base_rtt_ns.push(prop);
         }
-        let net = Network {
+        let mut net = Network {
             links,
             routes,
             data: DataAccounting::default(),
             host_packets: 0,
+            capture_in: None,
         };
         let end_ns = BOOT_NS + cfg.duration_ns;
         let mut socks = Vec::with_capacity(cfg.flows.len() * 2);
@@ -343,6 +350,22 @@ impl Simulator {
             }
         }
         let napps = apps.len();
+        let (mut capture_ep, mut capture_link) = (u32::MAX, u32::MAX);
+        if let Some(c) = &cfg.capture {
+            // The capture endpoint: the data's sender or receiver (`FlowConfig.data_side`).
+            let d = cfg.flows[c.flow as usize].data_side as u32;
+            let ep = 2 * c.flow + if c.at == CaptureAt::Sender { d } else { 1 - d };
+            let (node, peer) = (socks[ep as usize].node, socks[ep as usize ^ 1].node);
+            // Every packet of the endpoint leaves its host on the route's first link.
+            let l = net.routes.next_hop(node, peer);
+            if l == crate::net::routing::NO_ROUTE {
+                return Err(format!("capture.flow: {}: no route from the capture host", c.flow));
+            }
+            crate::capture::install_tap(&mut net.links[l as usize], ep ^ 1, c.max_packets);
+            net.capture_in = Some(Box::new(CaptureBuf::new(c.max_packets)));
+            socks[ep as usize].captured = true;
+            (capture_ep, capture_link) = (ep, l);
+        }
         let mut sim = Simulator {
             cfg,
             net,
@@ -363,6 +386,8 @@ impl Simulator {
             app_timer_ns: vec![NEVER; napps],
             app_timer_sched_ns: vec![NEVER; napps],
             app_touched: Vec::new(),
+            capture_ep,
+            capture_link,
         };
         for a in 0..napps {
             sim.with_app(a as u32, |app, cx| app.start(cx));
@@ -892,6 +917,12 @@ impl Simulator {
                     .collect(),
             })
             .collect();
+        let capture = self.cfg.capture.as_ref().map(|c| {
+            let out = crate::capture::take_tap(&mut self.net.links[self.capture_link as usize]);
+            let inc = self.net.capture_in.take().map(|b| *b).unwrap_or_default();
+            let ep = self.capture_ep;
+            crate::capture::merge(c, self.socks[ep as usize].node, ep, out, inc, BOOT_NS)
+        });
         let end_rel = now - BOOT_NS;
         let socks = &self.socks;
         let apps = self.apps.iter_mut().map(|a| a.finish(end_rel, socks)).collect();
@@ -908,6 +939,7 @@ impl Simulator {
             packets: self.net.packets_transmitted(),
             host_packets: self.net.host_packets,
             warnings: self.cfg.warnings(),
+            capture,
         }
     }
 
@@ -1013,7 +1045,7 @@ mod tests {
             reader: Default::default(),
             sample: true,
             }],
-            apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
         }
     }
 

@@ -67,7 +67,7 @@ fn fan_in(fan: Fan, bc: BroadcastConfig, duration_ns: u64) -> SimConfig {
         links,
         flows,
         apps: vec![app],
-        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
     }
 }
 

@@ -56,7 +56,7 @@ fn own_paths(n: u32, rate_bps: u64, one_way_ns: u64, duration_ns: u64, cfg: NfsC
         links.push(link(&format!("media->nfs{k}"), 0, k, rate_bps, one_way_ns, q.clone()));
         links.push(link(&format!("nfs{k}->media"), k, 0, rate_bps, one_way_ns, q.clone()));
     }
-    let mut sc = SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows: Vec::new(), apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES };
+    let mut sc = SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows: Vec::new(), apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None };
     for k in 0..n {
         sc.flows.push(driven_flow(&format!("plex.{k}"), 0, k + 1, CcKind::Cubic, Side::Server));
     }

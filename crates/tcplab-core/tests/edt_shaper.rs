@@ -35,7 +35,7 @@ fn pod_scenario(cc: CcKind, rate_bps: u64, drop_horizon_ns: u64, fq: FqConfig, d
             link("node->pod", 1, 0, 10_000_000_000, 10_000, fifo()),
         ],
         flows: vec![bulk_flow("f", 0, 2, cc)],
-        apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
     }
 }
 

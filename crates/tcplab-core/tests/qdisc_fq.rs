@@ -27,7 +27,7 @@ fn two_hosts(rate_bps: u64, queue: QueueConfig, flows: Vec<FlowConfig>, duration
             link("ba", 1, 0, rate_bps, 5 * MS, QueueConfig::Pfifo { limit_packets: 1000 }),
         ],
         flows,
-        apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
     }
 }
 

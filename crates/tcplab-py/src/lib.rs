@@ -13,6 +13,8 @@
 //! `estimate_memory(config_json) -> dict` gives the engine's memory estimate of a run
 //! (`tcplab_core::memory`), so the Python front can check its own copy against it;
 //! `validate(config_json) -> list[str]` runs the engine's checks alone (warnings returned).
+//! With `capture` in the configuration, `run`'s dict has `capture`: one flow's packets as
+//! columns (see `capture_to_python`); else `capture` is None.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -22,6 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use tcplab_core::app::{Column, Value};
+use tcplab_core::capture::CaptureOutput;
 use tcplab_core::config::{self, CcParams, QueueConfig, SimConfig, TcpConfig};
 use tcplab_core::metrics::histogram;
 use tcplab_core::mib::{Mib, MibCounters};
@@ -291,6 +294,46 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
         apps.append(ad)?;
     }
     d.set_item("apps", apps)?;
+    match out.capture {
+        None => d.set_item("capture", py.None())?,
+        Some(c) => d.set_item("capture", capture_to_python(py, c)?)?,
+    }
+    Ok(d)
+}
+
+/// `SimConfig.capture`'s packets (`tcplab_core::capture`): `{"flow", "at", "node", "ep",
+/// "truncated", "columns": {name: ndarray}}`, one row per packet in time order.
+fn capture_to_python(py: Python<'_>, c: CaptureOutput) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("flow", c.flow)?;
+    d.set_item("at", c.at.map(|a| a.name()))?;
+    d.set_item("node", c.node)?;
+    d.set_item("ep", c.ep)?;
+    d.set_item("truncated", c.truncated)?;
+    let cols = PyDict::new(py);
+    cols.set_item("t_ns", c.t_ns.into_pyarray(py))?;
+    cols.set_item("dir", c.dir.into_pyarray(py))?;
+    cols.set_item("seq", c.seq.into_pyarray(py))?;
+    cols.set_item("end_seq", c.end_seq.into_pyarray(py))?;
+    cols.set_item("ack_seq", c.ack_seq.into_pyarray(py))?;
+    cols.set_item("rwnd_bytes", c.rwnd_bytes.into_pyarray(py))?;
+    cols.set_item("tsval_ns", c.tsval_ns.into_pyarray(py))?;
+    cols.set_item("tsecr_ns", c.tsecr_ns.into_pyarray(py))?;
+    cols.set_item("flags", c.flags.into_pyarray(py))?;
+    cols.set_item("num_sacks", c.num_sacks.into_pyarray(py))?;
+    for (b, (start, end)) in c.sack_start.into_iter().zip(c.sack_end).enumerate() {
+        cols.set_item(format!("sack{b}_start"), start.into_pyarray(py))?;
+        cols.set_item(format!("sack{b}_end"), end.into_pyarray(py))?;
+    }
+    cols.set_item("ip_bytes", c.ip_bytes.into_pyarray(py))?;
+    cols.set_item("ip_id", c.ip_id.into_pyarray(py))?;
+    d.set_item("columns", cols)?;
+    let fl = PyDict::new(py);
+    fl.set_item("syn", tcplab_core::packet::flags::SYN)?;
+    fl.set_item("dsack", tcplab_core::packet::flags::DSACK)?;
+    fl.set_item("retrans", tcplab_core::packet::flags::RETRANS)?;
+    fl.set_item("fin", tcplab_core::packet::flags::FIN)?;
+    d.set_item("flag_bits", fl)?;
     Ok(d)
 }
 

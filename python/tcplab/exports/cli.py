@@ -28,7 +28,7 @@ __all__ = ["register", "export_app"]
 
 export_app = typer.Typer(
     cls=TyperGroup,
-    help=("Write a run in other tools' formats: flent's data file (flent -i FILE), iperf3 -J JSON per bulk flow."),
+    help=("Write a run in other tools' formats: flent's data file (flent -i FILE), iperf3 -J JSON per bulk flow, a flow's packets as pcap."),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -53,6 +53,9 @@ A run directory (``Result.write(DIR)``) holds::
                               (:mod:`tcplab.exports.flent`)
     iperf3-FLOW.json          per sampled bulk/maerts flow: what `iperf3 -c -J` prints on its
                               sender (:mod:`tcplab.exports.iperf3`)
+    FLOW.pcap                 only when the run captured a flow (``tcplab run --pcap FLOW``):
+                              its packets as tcpdump on its sender (or receiver) records them,
+                              headers only (:mod:`tcplab.exports.pcap`)
     plots/goodput.png, cwnd.png, rtt.png, queues.png, flow-N.png, } written by the view writer
           qdisc-backlog.png, nic-rings.png (when present)
     report.html               one self-contained page: tables, plots inline } the Result carries
@@ -286,6 +289,11 @@ class Result:
         #: cwnd-collapse and stuck episodes (:func:`tcplab.results.stuck.find_episodes`, defaults)
         self.stuck = find_episodes(self.timeseries, config)
         self.summary = self._summary()
+        #: the packet capture the run was asked for (``tcplab.run(..., capture=...)``), or None
+        self.capture = getattr(output, "capture", None)
+        #: more files for the run directory, by name (``FLOW.pcap`` of a capture; written
+        #: by :meth:`write`, names matching results.rundir.RUN_ENTRY_PATTERN)
+        self.extra_files: dict[str, bytes] = {}
 
     # -- derived tables ---------------------------------------------------------------
 
@@ -715,6 +723,8 @@ class Result:
         (out / "counters.txt").write_text(self.nstat_text(), encoding="utf-8")
         for name, text in self.stats_files().items():
             (out / name).write_text(text, encoding="utf-8")
+        for name, data in self.extra_files.items():
+            (out / name).write_bytes(data)
         from tcplab.exports import write_exports  # a kernel run's too: its series have the same columns
 
         write_exports(self, out)

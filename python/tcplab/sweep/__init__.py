@@ -320,6 +320,7 @@ def run_sweep(
         total = len(plan.scenarios)
         skipped = total - len(todo)
         done, failed = skipped, 0
+        fresh: dict[str, Any] = {}  # rows of the runs of this invocation: not read back
         started = time.perf_counter()
         if progress is not None:
             progress(Progress(done, failed, total, skipped, None, 0.0))
@@ -328,7 +329,7 @@ def run_sweep(
                 job = todo[i]
                 entry = plan.scenarios[job.key][0]
                 if outcome.ok:
-                    store.write_rows(job.key, outcome.rows or [])
+                    fresh[job.key] = store.write_rows(job.key, outcome.rows or [])
                 else:
                     failed += 1
                     store.write_failure(
@@ -347,7 +348,7 @@ def run_sweep(
         except BaseException:
             store.write_plan(plan.to_json(status="interrupted", done=done - failed, failed=failed))
             raise
-        result = _collect(plan, store)
+        result = _collect(plan, store, fresh)
         store.write_table(result._arrow)
         store.write_plan(result.plan)
         result.dir = store.dir
@@ -366,14 +367,17 @@ def _run_point_fn() -> Callable[[PointJob], PointOutcome]:
     return run_point
 
 
-def _collect(plan: SweepPlan, store: Any) -> SweepResult:
-    """Read every run's rows (or failure) and build the table."""
+def _collect(plan: SweepPlan, store: Any, fresh: Mapping[str, Any] | None = None) -> SweepResult:
+    """Every run's rows (``fresh`` ones as they are, the others read back) or failure, and
+    the table."""
     from tcplab.sweep.rows import build_table, read_run_rows
 
     run_rows: dict[str, Any] = {}
     failures: dict[str, dict[str, Any]] = {}
     for key in plan.scenarios:
-        if store.done(key):
+        if fresh and key in fresh:
+            run_rows[key] = fresh[key]
+        elif store.done(key):
             run_rows[key] = read_run_rows(store.rows_path(key))
         else:
             failures[key] = store.failure(key) or {"key": key, "error": "no result"}

@@ -36,8 +36,11 @@ class _Bar:
         self.bar: Any = None
         self.task: Any = None
         self.warnings: dict[str, None] = {}
+        #: runs found done (a resumed sweep)
+        self.skipped = 0
 
     def __call__(self, p: Any) -> None:
+        self.skipped = p.skipped
         if p.outcome is not None:
             for w in p.outcome.warnings:
                 self.warnings.setdefault(w)
@@ -149,7 +152,9 @@ def register(app: typer.Typer) -> None:
         keep_runs: Annotated[
             bool,
             typer.Option(
-                "--keep-runs", help="Also keep each run's directory in DIR/runs/KEY/ (without PNG plots; large)."
+                "--keep-runs",
+                help="Also keep each run's directory in DIR/runs/KEY/ (without PNG plots; large; runs "
+                "already done in DIR are not rerun for it).",
             ),
         ] = False,
         no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the sweep's plots and report.")] = False,
@@ -166,6 +171,9 @@ def register(app: typer.Typer) -> None:
         DIR/rows/KEY.parquet per run as it ends. A failed run is recorded (exit 3), never
         aborts the sweep. Interrupted (Ctrl-C), the same command resumes: runs are keyed
         by their resolved scenario and the engine version, and done ones are skipped.
+
+        Example: tcplab sweep builtin:cubic-vs-bbr-lossy --grid flows.0.cc=cubic,bbr
+        --grid links.1.loss=0%,1% --seeds 3 --set duration=20s -o out/sweep
         """
         from tcplab.cli import _INVOCATION, _console
         from tcplab.signals import Terminated, exit_code_for
@@ -217,9 +225,10 @@ def register(app: typer.Typer) -> None:
         if not quiet:
             console = _console()
             points = len(plan.points)
+            before = f" ({bar.skipped} done before)" if bar.skipped else ""
             console.print(
                 f"sweep {plan.scenario_name}: {points} point{'s' if points != 1 else ''} x {len(plan.seeds)} "
-                f"seed{'s' if len(plan.seeds) != 1 else ''} = {total} run{'s' if total != 1 else ''}, "
+                f"seed{'s' if len(plan.seeds) != 1 else ''} = {total} run{'s' if total != 1 else ''}{before}, "
                 f"{total - failed} ok, {failed} failed",
                 markup=False,
             )

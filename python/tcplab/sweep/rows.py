@@ -193,8 +193,10 @@ def _run_schema(rows: Sequence[Mapping[str, Any]]) -> pa.Schema:
     return pa.schema(fields)
 
 
-def write_run_rows(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """``rows/KEY.parquet``, atomically (a temporary file renamed into place)."""
+def write_run_rows(rows: Sequence[Mapping[str, Any]], path: Path) -> pa.Table:
+    """``rows/KEY.parquet``, atomically (a temporary file renamed into place); returns the
+    rows as the Arrow table written. Uncompressed, without statistics: a few KB that the
+    parent writes once per run, where every millisecond is serial work."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -204,11 +206,12 @@ def write_run_rows(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="none", write_statistics=False)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return table
 
 
 def read_run_rows(path: Path) -> pa.Table:

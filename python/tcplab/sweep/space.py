@@ -264,6 +264,11 @@ def plan_points(
     drawn = _draw(ranges, n, sample_seed) if ranges else []
     seen: set[str] = set(base_paths)
     for p in [*params, *drawn]:
+        if p.path == "seed":
+            option = "--grid" if p.kind == "grid" else "--random"
+            raise _error(
+                option, "seeds are not a parameter", "--seeds K (and --seed BASE) for seeds BASE..BASE+K-1", "seed"
+            )
         if p.path in seen:
             option = "--grid" if p.kind == "grid" else "--random"
             raise _error(option, "this path is given twice (with --set, --grid or --random)", "each path once", p.path)

@@ -170,11 +170,13 @@ class SweepStore:
     def done(self, key: str) -> bool:
         return self.rows_path(key).is_file()
 
-    def write_rows(self, key: str, rows: list[dict[str, Any]]) -> None:
+    def write_rows(self, key: str, rows: list[dict[str, Any]]) -> Any:
+        """Write a run's rows; returns them as the Arrow table written."""
         from tcplab.sweep.rows import write_run_rows
 
-        write_run_rows(rows, self.rows_path(key))
+        table = write_run_rows(rows, self.rows_path(key))
         self.failed_path(key).unlink(missing_ok=True)
+        return table
 
     def write_failure(self, key: str, record: dict[str, Any]) -> None:
         write_text_atomically(self.failed_path(key), json.dumps(record, indent=2) + "\n")

@@ -1,16 +1,404 @@
-"""A sweep's views (plots, report.html): written by :func:`write_sweep_views`.
+"""A sweep's views: plots that fit a sweep, and one self-contained report.html.
 
-Not drawn yet in this commit: the table (sweep.parquet) is the sweep's result; the plots
-(metric against one parameter with a band over seeds, a heatmap for two) follow.
+The model: the views read only the sweep's table (:mod:`tcplab.sweep.rows`) and plan, so
+``tcplab.load_sweep(DIR)`` can redraw them. Each run (point x seed) is reduced to four
+numbers (:func:`run_metrics`):
+
+* goodput (Mbit/s): ``run.goodput_bps``, the sum over the run's flows;
+* p99 RTT (ms): ``run.rtt_p99_ms``, the largest flow p99;
+* retransmissions (%): retransmitted over sent data segments, summed over the run's flows
+  (as ``TcpRetransSegs / TcpOutSegs`` reads on a host);
+* RTOs: ``nstat.TcpExtTCPTimeouts`` summed over hosts (the flows' ``timeouts`` when the
+  counter is absent).
+
+Then, over the seeds of each point: the mean (the line, the heatmap cell), and the range
+min..max (the band), with every seed's run drawn as a dot, so the spread is visible:
+
+* one parameter: ``plots/metrics.png``, each metric against the parameter (its number,
+  ``PATH#value``, when its values are numbers with one unit; else its labels in plan order);
+* two grid parameters: ``plots/heatmap-METRIC.png`` per metric (seed means; rows the first
+  parameter, columns the second) and ``plots/metrics.png``, each metric against the second
+  parameter, one line per value of the first;
+* two parameters of which one is sampled (``--random``: no grid to fill), or three and
+  more: ``plots/PATH.png`` per parameter, each metric against it (mean, band over seeds and
+  the other parameters); with two numeric parameters also ``plots/scatter-METRIC.png``,
+  the points coloured by the metric's seed mean;
+* no parameter (a sweep of seeds): ``plots/seeds.png``, each metric per seed.
+
+Failed runs are left out of the plots and listed in the report. Figures use matplotlib's
+object API on the Agg canvas and are saved without a software stamp (same data, same bytes).
 """
 
 from __future__ import annotations
 
+import html
+import io
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["write_sweep_views"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from tcplab.sweep import SweepResult
+
+__all__ = ["write_sweep_views", "sweep_plots", "run_metrics", "METRICS", "SweepPlot"]
+
+#: (column of :func:`run_metrics`, axis label, file stem)
+METRICS = (
+    ("goodput_mbps", "goodput (Mbit/s)", "goodput"),
+    ("rtt_p99_ms", "p99 RTT (ms)", "rtt-p99"),
+    ("retrans_pct", "retransmissions (%)", "retrans"),
+    ("rtos", "RTOs (TcpExtTCPTimeouts)", "rtos"),
+)
+_SAVE = {"dpi": 100, "metadata": {"Software": None}}
 
 
-def write_sweep_views(result: Any, out: Path) -> None:  # noqa: ARG001 - filled in by the next commit
-    """Write the sweep's plots and report into ``out`` (nothing yet)."""
+@dataclass
+class SweepPlot:
+    """One figure: its file name under plots/, caption and PNG bytes."""
+
+    name: str
+    caption: str
+    png: bytes
+
+
+def run_metrics(table: pd.DataFrame, parameters: Sequence[str]) -> pd.DataFrame:
+    """One row per completed run (point, seed): the parameters and the four metrics."""
+    import numpy as np
+    import pandas as pd
+
+    ok = table[table["status"] == "ok"]
+    if ok.empty:
+        return pd.DataFrame(columns=["point", "seed", *parameters, *(m for m, _, _ in METRICS)])
+    value_cols = [f"{p}#value" for p in parameters if f"{p}#value" in table.columns]
+    keys = ["point", "seed"]
+    first = ok.groupby(keys, sort=True)[[*parameters, *value_cols, "run.goodput_bps", "run.rtt_p99_ms"]].first()
+    sums = ok.groupby(keys, sort=True)[["retrans_segs", "data_segs_out", "timeouts"]].sum(min_count=1)
+    out = first.join(sums)
+    out["goodput_mbps"] = out["run.goodput_bps"] / 1e6
+    out["rtt_p99_ms"] = out["run.rtt_p99_ms"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["retrans_pct"] = np.where(
+            out["data_segs_out"] > 0, 100.0 * out["retrans_segs"] / out["data_segs_out"], np.nan
+        )
+    if "nstat.TcpExtTCPTimeouts" in ok.columns:
+        out["rtos"] = ok.groupby(keys, sort=True)["nstat.TcpExtTCPTimeouts"].first()
+    else:
+        out["rtos"] = out["timeouts"]
+    return out.reset_index()
+
+
+def _figure(rows: int, cols: int, width: float = 11.0, height: float = 3.6) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height * rows), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    return fig, axes
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **_SAVE)
+    return buf.getvalue()
+
+
+def _x_of(runs: pd.DataFrame, path: str, labels: Sequence[str]) -> tuple[dict[str, float], bool]:
+    """Position of each label on x: its number (``PATH#value``) or its rank in plan order."""
+    col = f"{path}#value"
+    if col in runs.columns:
+        pairs = runs[[path, col]].drop_duplicates()
+        return dict(zip(pairs[path], pairs[col].astype(float), strict=True)), True
+    return {label: float(i) for i, label in enumerate(labels)}, False
+
+
+def _line_band(ax: Any, runs: pd.DataFrame, path: str, x_of: dict[str, float], metric: str, **style: Any) -> None:
+    """Seed mean as a line, min..max as a band, each run as a dot, against ``path``."""
+    import numpy as np
+
+    per_x: dict[float, list[float]] = {}
+    for label, value in zip(runs[path], runs[metric], strict=True):
+        if value == value:  # not NaN
+            per_x.setdefault(x_of[label], []).append(float(value))
+    if not per_x:
+        return
+    xs = np.array(sorted(per_x))
+    mean = np.array([np.mean(per_x[x]) for x in xs])
+    lo = np.array([min(per_x[x]) for x in xs])
+    hi = np.array([max(per_x[x]) for x in xs])
+    (line,) = ax.plot(xs, mean, marker="o", markersize=4, **style)
+    ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color(), linewidth=0)
+    dots_x = [x for x in xs for _ in per_x[x]]
+    dots_y = [v for x in xs for v in per_x[x]]
+    ax.plot(dots_x, dots_y, linestyle="none", marker=".", markersize=3, color=line.get_color(), alpha=0.6)
+
+
+def _labels_axis(ax: Any, path: str, x_of: dict[str, float], numeric: bool, unit: str) -> None:
+    if numeric:
+        ax.set_xlabel(f"{path} ({unit})" if unit else path)
+    else:
+        ticks = sorted(x_of.items(), key=lambda kv: kv[1])
+        ax.set_xticks([x for _, x in ticks], [label for label, _ in ticks], rotation=30 if len(ticks) > 6 else 0)
+        ax.set_xlabel(path)
+
+
+def _unit(labels: Sequence[str]) -> str:
+    from tcplab.sweep.space import number_and_unit
+
+    parsed = number_and_unit(labels[0]) if labels else None
+    return parsed[1] if parsed else ""
+
+
+def _metric_grid(
+    runs: pd.DataFrame,
+    path: str,
+    labels: Sequence[str],
+    title: str,
+    group: str | None = None,
+    group_labels: Sequence[str] = (),
+) -> bytes:
+    fig, axes = _figure(2, 2, height=3.4)
+    x_of, numeric = _x_of(runs, path, labels)
+    unit = _unit(labels)
+    for ax, (metric, ylabel, _) in zip(axes.flat, METRICS, strict=True):
+        if group is None:
+            _line_band(ax, runs, path, x_of, metric)
+        else:
+            for g in group_labels:
+                _line_band(ax, runs[runs[group] == g], path, x_of, metric, label=f"{group}={g}")
+        _labels_axis(ax, path, x_of, numeric, unit)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+    if group is not None:
+        axes[0][0].legend(fontsize="small", loc="best")
+    fig.suptitle(title)
+    return _png(fig)
+
+
+def _heatmap(
+    runs: pd.DataFrame,
+    rows_p: str,
+    rows_l: Sequence[str],
+    cols_p: str,
+    cols_l: Sequence[str],
+    metric: str,
+    label: str,
+    title: str,
+) -> bytes:
+    import numpy as np
+
+    means = runs.groupby([rows_p, cols_p])[metric].mean()
+    grid = np.full((len(rows_l), len(cols_l)), np.nan)
+    for i, r in enumerate(rows_l):
+        for j, c in enumerate(cols_l):
+            if (r, c) in means.index:
+                grid[i, j] = means.loc[(r, c)]
+    width = min(14.0, 3.0 + 0.9 * len(cols_l))
+    height = min(10.0, 1.8 + 0.5 * len(rows_l))
+    fig, axes = _figure(1, 1, width=width, height=height)
+    ax = axes[0][0]
+    image = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap="viridis", origin="lower")
+    ax.set_xticks(range(len(cols_l)), list(cols_l), rotation=30 if len(cols_l) > 6 else 0)
+    ax.set_yticks(range(len(rows_l)), list(rows_l))
+    ax.set_xlabel(cols_p)
+    ax.set_ylabel(rows_p)
+    fig.colorbar(image, ax=ax, label=f"{label}, mean over seeds")
+    finite = grid[np.isfinite(grid)]
+    if len(rows_l) * len(cols_l) <= 100 and finite.size:
+        mid = (finite.min() + finite.max()) / 2
+        for i in range(len(rows_l)):
+            for j in range(len(cols_l)):
+                v = grid[i, j]
+                if math.isfinite(v):
+                    ax.text(
+                        j,
+                        i,
+                        _sig3(v),
+                        ha="center",
+                        va="center",
+                        fontsize="small",
+                        color="white" if v < mid else "black",
+                    )
+    ax.set_title(title)
+    return _png(fig)
+
+
+def _scatter(runs: pd.DataFrame, a: str, b: str, metric: str, label: str, title: str) -> bytes:
+    """The sampled points at (b, a), coloured by the metric's mean over seeds."""
+    means = runs.groupby("point").agg(x=(f"{b}#value", "first"), y=(f"{a}#value", "first"), v=(metric, "mean"))
+    fig, axes = _figure(1, 1, width=8.0, height=5.5)
+    ax = axes[0][0]
+    points = ax.scatter(means["x"], means["y"], c=means["v"], cmap="viridis", s=60, edgecolors="black", linewidths=0.5)
+    fig.colorbar(points, ax=ax, label=f"{label}, mean over seeds")
+    ax.set_xlabel(f"{b} ({_unit(list(runs[b]))})" if _unit(list(runs[b])) else b)
+    ax.set_ylabel(f"{a} ({_unit(list(runs[a]))})" if _unit(list(runs[a])) else a)
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title)
+    return _png(fig)
+
+
+def _sig3(x: float) -> str:
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
+    return f"{x:.{digits}f}"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "parameter"
+
+
+def sweep_plots(table: pd.DataFrame, plan: dict[str, Any]) -> list[SweepPlot]:
+    """The sweep's figures (module doc); none when no run completed."""
+    params = plan.get("parameters") or []
+    paths = [p["path"] for p in params]
+    runs = run_metrics(table, paths)
+    if runs.empty:
+        return []
+    name = (plan.get("scenario") or {}).get("name") or "sweep"
+    seeds = len(plan.get("seeds") or [])
+    band = f"line: mean over {seeds} seed{'s' if seeds != 1 else ''}; band: min..max; dots: runs"
+    labels = {p["path"]: list(dict.fromkeys(p["values"])) for p in params}
+    plots: list[SweepPlot] = []
+    if not paths:
+        runs = runs.assign(seed_label=runs["seed"].astype(str))
+        png = _metric_grid(runs, "seed_label", list(dict.fromkeys(runs["seed_label"])), f"{name}: per seed")
+        plots.append(SweepPlot("seeds.png", "each metric per seed", png))
+    elif len(paths) == 1:
+        p = paths[0]
+        png = _metric_grid(runs, p, labels[p], f"{name}: metrics against {p} ({band})")
+        plots.append(SweepPlot("metrics.png", f"each metric against {p}; {band}", png))
+    elif len(paths) == 2 and all(p["kind"] == "grid" for p in params):
+        a, b = paths
+        for metric, label, stem in METRICS:
+            png = _heatmap(runs, a, labels[a], b, labels[b], metric, label, f"{name}: {label}")
+            plots.append(SweepPlot(f"heatmap-{stem}.png", f"{label}: mean over seeds, {a} x {b}", png))
+        png = _metric_grid(
+            runs,
+            b,
+            labels[b],
+            f"{name}: metrics against {b}, one line per {a} ({band})",
+            group=a,
+            group_labels=labels[a],
+        )
+        plots.append(SweepPlot("metrics.png", f"each metric against {b}, one line per {a}; {band}", png))
+    else:
+        # sampled points (no grid to fill a heatmap) or three parameters and more: each
+        # metric against each parameter, and for two numeric ones a scatter of the points
+        numeric = [p for p in paths if f"{p}#value" in runs.columns]
+        if len(paths) == 2 and len(numeric) == 2:
+            a, b = paths
+            for metric, label, stem in METRICS:
+                png = _scatter(runs, a, b, metric, label, f"{name}: {label} (mean over {seeds} seeds)")
+                plots.append(
+                    SweepPlot(f"scatter-{stem}.png", f"{label}: mean over seeds at each point, {a} x {b}", png)
+                )
+        for p in paths:
+            png = _metric_grid(
+                runs,
+                p,
+                labels[p],
+                f"{name}: metrics against {p} (mean and min..max over seeds and the other parameters)",
+            )
+            plots.append(SweepPlot(f"{_safe(p)}.png", f"each metric against {p}, over the other parameters", png))
+    return plots
+
+
+def _report(result: SweepResult, plots: Sequence[SweepPlot]) -> str:
+    from tcplab.views.report import data_uri
+
+    plan = result.plan
+    params = plan.get("parameters") or []
+    paths = [p["path"] for p in params]
+    runs = run_metrics(result.table, paths)
+    sc = plan.get("scenario") or {}
+    e = html.escape
+    counts = plan.get("counts") or {}
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>tcplab sweep: {e(str(sc.get('name')))}</title>",
+        "<style>body{font-family:sans-serif;max-width:1200px;margin:1em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;"
+        "text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}img{max-width:100%}"
+        ".failed{color:#b00}</style></head><body>",
+        f"<h1>tcplab sweep: {e(str(sc.get('name')))}</h1>",
+        f"<p>Scenario {e(str(sc.get('source')))}; base overrides: "
+        f"{e(', '.join(plan.get('base_overrides') or []) or 'none')}; seeds {e(str(plan.get('seeds')))}; "
+        f"engine {e(str((plan.get('versions') or {}).get('engine')))}. "
+        f"{counts.get('runs', '?')} runs: {counts.get('done', '?')} ok, {counts.get('failed', '?')} failed.</p>",
+        "<h2>Parameters</h2><table><tr><th class='l'>path</th><th class='l'>kind</th><th class='l'>values</th></tr>",
+    ]
+    for p in params:
+        values = ", ".join(dict.fromkeys(p["values"]))
+        kind = p["kind"] + (f" {p['range'][0]}..{p['range'][1]}" if p.get("range") else "")
+        parts.append(
+            f"<tr><td class='l'>{e(p['path'])}</td><td class='l'>{e(kind)}</td><td class='l'>{e(values)}</td></tr>"
+        )
+    parts.append("</table>")
+    # per point: means over seeds
+    parts.append("<h2>Points (mean over the seeds that ran)</h2><table><tr><th>point</th>")
+    parts += [f"<th class='l'>{e(p)}</th>" for p in paths]
+    parts += [f"<th>{e(label)}</th>" for _, label, _ in METRICS]
+    parts.append("<th>runs ok</th></tr>")
+    table = result.table
+    for point, group in table.groupby("point", sort=True):
+        first = group.iloc[0]
+        mine = runs[runs["point"] == point]
+        ok = int(group.drop_duplicates(["seed"])["status"].eq("ok").sum())
+        total = group["seed"].nunique()
+        cells = [f"<td>{int(point)}</td>"] + [f"<td class='l'>{e(str(first[p]))}</td>" for p in paths]
+        for metric, _, _ in METRICS:
+            v = float(mine[metric].mean()) if len(mine) else float("nan")
+            cells.append(f"<td>{_sig3(v) if math.isfinite(v) else '-'}</td>")
+        cls = " class='failed'" if ok < total else ""
+        cells.append(f"<td{cls}>{ok}/{total}</td>")
+        parts.append("<tr>" + "".join(cells) + "</tr>")
+    parts.append("</table>")
+    if result.failures:
+        parts.append(
+            "<h2 class='failed'>Failed runs</h2><table><tr><th class='l'>run</th><th class='l'>overrides</th>"
+            "<th class='l'>error</th></tr>"
+        )
+        for key, rec in sorted(result.failures.items()):
+            parts.append(
+                f"<tr><td class='l'>{e(key)}</td><td class='l'>{e(', '.join(rec.get('overrides') or []))}</td>"
+                f"<td class='l'>{e(str(rec.get('error')))}</td></tr>"
+            )
+        parts.append("</table>")
+    parts.append("<h2>Plots</h2>")
+    if not plots:
+        parts.append("<p>No run completed: nothing to plot.</p>")
+    for p in plots:
+        parts.append(
+            f"<figure><img src='{data_uri(p.png)}' alt='{e(p.caption)}'><figcaption>{e(p.caption)}"
+            "</figcaption></figure>"
+        )
+    parts.append(
+        "<p>The table: sweep.parquet (one row per run and flow); "
+        "<code>tcplab.load_sweep(DIR).table</code> reads it.</p></body></html>\n"
+    )
+    return "\n".join(parts)
+
+
+def write_sweep_views(result: SweepResult, out: Path) -> list[Path]:
+    """``out/plots/*.png`` and ``out/report.html`` (each file written whole, then renamed)."""
+    from tcplab.sweep.store import write_text_atomically
+
+    plots = sweep_plots(result.table, result.plan)
+    plot_dir = out / "plots"
+    plot_dir.mkdir(exist_ok=True)
+    written = []
+    for p in plots:
+        path = plot_dir / p.name
+        tmp = plot_dir / f".{p.name}.tmp"
+        tmp.write_bytes(p.png)
+        tmp.replace(path)
+        written.append(path)
+    write_text_atomically(out / "report.html", _report(result, plots))
+    return written

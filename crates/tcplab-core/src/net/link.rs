@@ -103,6 +103,11 @@ pub struct Link {
     tx_cache: [(u32, u64); 2],
     loss: Loss,
     reorder: Option<Reorder>,
+    /// The packet capture's egress tap (`crate::capture`) on the capture host's link toward
+    /// its peer, when that link's qdisc is a FIFO (`enqueue_tapped` records into it; a
+    /// timed qdisc carries the tap itself, `capture::TappedQdisc`); `None` everywhere else
+    /// and whenever the capture is off. Set with [`Link::set_tap`].
+    tap: Option<Box<crate::capture::EgressTap>>,
 }
 
 impl Link {
@@ -138,6 +143,7 @@ impl Link {
             tx_cache: [(u32::MAX, 0); 2],
             loss: Loss::new(&cfg.loss, cfg.loss_filter, loss_rng).with_window(cfg.loss_window),
             reorder,
+            tap: None,
         }
     }
 
@@ -168,9 +174,38 @@ impl Link {
         self.enqueue_components(pkt, now_ns, id, ev)
     }
 
-    /// `enqueue` through a veth crossing, an EDT shaper or a timed qdisc.
+    /// `enqueue` through a veth crossing, an EDT shaper, a timed qdisc, or the capture's tap.
     #[inline(never)]
-    fn enqueue_components(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+    fn enqueue_components(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+        if self.tap.is_some() {
+            return self.enqueue_tapped(pkt, now_ns, id, ev);
+        }
+        self.enqueue_untapped(pkt, now_ns, id, ev)
+    }
+
+    /// `enqueue` on the capture host's FIFO egress toward its peer (`crate::capture`): the
+    /// packet goes on the wire at once (or is dropped), starting at the later of now and
+    /// the end of what the link holds; the tap records it with that start, as tcpdump does
+    /// when the driver takes it (Linux v6.12 net/core/dev.c: dev_hard_start_xmit() ->
+    /// dev_queue_xmit_nit()). A timed qdisc carries the tap itself (`capture::TappedQdisc`).
+    #[cold]
+    #[inline(never)]
+    fn enqueue_tapped(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+        let (start, sent_before) = (now_ns.max(self.busy_until_ns), self.acct.transmitted);
+        let ok = self.enqueue_untapped(pkt, now_ns, id, ev);
+        // On the wire iff the link transmitted it (a veth reports success even for a packet
+        // its FIFO dropped).
+        if self.acct.transmitted > sent_before {
+            if let Some(tap) = &mut self.tap {
+                tap.observe(start, &pkt);
+            }
+        }
+        ok
+    }
+
+    /// `enqueue_components` without the tap.
+    #[inline]
+    fn enqueue_untapped(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
         if self.orphan && pkt.src_node == self.from && self.keeps_sk {
             // A veth that keeps skb->sk (Cilium's BPF host routing): the packet stays on
             // its sender's TSQ budget until it leaves the node's device (`put_on_wire` /
@@ -260,6 +295,18 @@ impl Link {
             return;
         }
         self.pull(now_ns, id, ev);
+    }
+
+    /// Put the capture's tap on this (FIFO) link: its packets then take the slow path
+    /// (`enqueue_components`), so the fast path of every other link stays as it was.
+    pub fn set_tap(&mut self, tap: crate::capture::EgressTap) {
+        self.tap = Some(Box::new(tap));
+        self.fifo_only = false;
+    }
+
+    /// The tap's packets, taken once at the end of the run.
+    pub fn take_tap(&mut self) -> Option<crate::capture::EgressTap> {
+        self.tap.take().map(|t| *t)
     }
 
     /// The time of the scheduled transmit-completion event (`NEVER`: none).

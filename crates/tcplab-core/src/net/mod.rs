@@ -31,6 +31,8 @@ pub struct Network {
     pub data: DataAccounting,
     /// Packets hosts sent into the network (data and ACKs, each counted once).
     pub host_packets: u64,
+    /// The capture's received packets (`TcpSocket::captured` says whose).
+    pub capture_in: Option<Box<crate::capture::CaptureBuf>>,
 }
 
 impl Network {
@@ -43,6 +45,16 @@ impl Network {
             self.data.sent += 1;
         }
         self.forward(node, pkt, now_ns, ev)
+    }
+
+    /// The capture endpoint received `pkt` at `now_ns` (tcpdump's receive tap, Linux v6.12
+    /// net/core/dev.c: __netif_receive_skb_core(), after the host's NIC ring).
+    #[cold]
+    #[inline(never)]
+    pub fn capture_received(&mut self, now_ns: u64, pkt: &Packet) {
+        if let Some(b) = &mut self.capture_in {
+            b.record(now_ns, pkt);
+        }
     }
 
     /// Route `pkt` out of `node`: enqueue on the next-hop link.

@@ -197,6 +197,12 @@ pub struct TcpSocket {
     pub tsq_throttled: bool,
     /// Zero-window/probe0 and SYN retransmission counters.
     pub syn_retries: u32,
+    /// Packets handed to IP so far (wrapping): the IP ID of the next one, less the socket's
+    /// random `inet_id` start, which only the packet capture adds (see `Packet::ip_id`).
+    pub ip_id_next: u16,
+    /// The packet capture records what this endpoint receives (`crate::capture`: tcpdump's
+    /// receive tap, after the host's NIC): the one test the capture costs per packet here.
+    pub captured: bool,
 
     // --- timers: deadlines (ns) and the event currently queued for each ---
     pub xmit_timer: XmitTimer,
@@ -323,6 +329,8 @@ impl TcpSocket {
                 wmem_alloc_bytes: 0,
                 tsq_throttled: false,
                 syn_retries: 0,
+                ip_id_next: 0,
+                captured: false,
                 xmit_timer: XmitTimer::None,
                 xmit_deadline_ns: NEVER,
                 pacing_deadline_ns: NEVER,
@@ -386,6 +394,13 @@ impl TcpSocket {
         if payload > 0 {
             f |= flags::TSQ;
         }
+        // IPv4 identification (Linux v6.12 include/net/ip.h: ip_select_ident_segs()): a
+        // connected socket's `inet_id`, one per segment, from a random start the capture
+        // adds. The server's SYN-ACK, which Linux sends from the listener with ID 0
+        // (net/ipv4/ip_output.c: ip_build_and_send_pkt()), is counted too: its ID is written
+        // as 0 by the capture, and the count it takes only shifts the random start.
+        let ip_id = self.ip_id_next;
+        self.ip_id_next = ip_id.wrapping_add(1);
         let pkt = Packet {
             dst_ep: self.peer_ep,
             dst_node: self.peer_node,
@@ -403,6 +418,7 @@ impl TcpSocket {
             sack,
             num_sacks,
             flags: f,
+            ip_id,
         };
         if payload > 0 {
             self.stats.data_pkts_sent += 1;
@@ -491,6 +507,9 @@ impl TcpSocket {
 
     /// A packet addressed to this endpoint arrived.
     pub fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        if self.captured {
+            ctx.net.capture_received(ctx.now_ns, pkt);
+        }
         self.refresh_clock(ctx.now_ns);
         self.tp.inc(Mib::TcpInSegs);
         if pkt.tsval_ns != 0 {

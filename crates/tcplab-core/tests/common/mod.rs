@@ -73,7 +73,7 @@ pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queu
     add(r2, dst, fast, 1_000, big.clone(), LossConfig::None);
     add(dst, r2, fast, 1_000, big, LossConfig::None);
     let flows = (0..n as u32).map(|i| bulk_flow(&format!("f{i}"), i, dst, cc)).collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
 }
 
 /// Index of the bottleneck link r1->r2 in a `dumbbell(n, ...)`.
@@ -99,5 +99,5 @@ pub fn two_hosts(rate_bps: u64, one_way_delay_ns: u64, limit_packets: u32, durat
     let nodes = vec![NodeConfig::new("a", NodeKind::Host), NodeConfig::new("b", NodeKind::Host)];
     let q = QueueConfig::Pfifo { limit_packets };
     let links = vec![link("a->b", 0, 1, rate_bps, one_way_delay_ns, q.clone()), link("b->a", 1, 0, rate_bps, one_way_delay_ns, q)];
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows: Vec::new(), apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows: Vec::new(), apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
 }

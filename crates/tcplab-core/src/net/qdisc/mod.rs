@@ -119,6 +119,12 @@ pub trait TimedQdisc: std::fmt::Debug + Send {
     fn child(&self) -> Option<ChildStats> {
         None
     }
+
+    /// The packets the capture's tap recorded on dequeue, if this qdisc carries it
+    /// (`crate::capture::TappedQdisc`); taken once, at the end of the run.
+    fn take_capture(&mut self) -> Option<crate::capture::CaptureBuf> {
+        None
+    }
 }
 
 /// A link's egress qdisc.

@@ -1,0 +1,146 @@
+"""``tcplab sweep --dask ADDRESS``: the sweep's runs on an existing Dask distributed cluster.
+
+The model: the sweep connects a ``distributed.Client`` to the scheduler at ADDRESS (as Dask
+users give it: ``tcp://10.0.0.5:8786``), submits one task per run
+(``client.submit(run_point, job, pure=False)``) and takes the outcomes as they complete
+(``distributed.as_completed``); the parent writes each run's rows as on the local pool, so
+the table is the same (runs are deterministic; the table is sorted by point, seed, flow).
+
+* Before anything is written: the scheduler must answer within ``timeout_s`` and have at
+  least one worker (waited for up to ``timeout_s``), and every worker must run the same
+  tcplab and engine versions as this process (a run key names the engine version: a worker
+  with another engine would produce runs under the wrong key). Otherwise a one-line
+  :class:`~tcplab.sweep.SweepError` naming both versions (exit 2).
+* A task that raises, or whose worker dies (``KilledWorker`` after Dask's own retries), is
+  that run's failure; the sweep goes on.
+* Interrupted (Ctrl-C, SIGTERM), the pending tasks are cancelled and the client closed; the
+  cluster itself is not touched.
+* ``--keep-runs``: the workers write the run directories to ``OUT/runs/KEY/`` (an absolute
+  path): OUT must then be on a file system every worker shares.
+
+Start a cluster (``pip install 'tcplab[sweep]'`` on every machine)::
+
+    dask scheduler                      # prints tcp://HOST:8786
+    dask worker tcp://HOST:8786 --nthreads 1 --nworkers 2   # on each machine
+    tcplab sweep SCENARIO --grid ... -o DIR --dask tcp://HOST:8786
+
+One thread per worker process is the right shape: a simulation holds one core, and the
+engine releases the GIL, so several threads per process also work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+
+from tcplab.sweep import SweepError
+from tcplab.sweep.executors import PointJob, PointOutcome
+
+__all__ = ["DaskExecutor", "worker_versions"]
+
+DASK_EXPECTED = (
+    "the address of a running Dask scheduler, such as tcp://127.0.0.1:8786 (start one with `dask scheduler`)"
+)
+
+
+def worker_versions() -> dict[str, str]:
+    """On a worker: its tcplab and engine versions (the engine's, "not built" if absent)."""
+    from tcplab import __version__
+
+    try:
+        from tcplab.sweep.keys import engine_version
+
+        engine = engine_version()
+    except ImportError:
+        engine = "not built"
+    return {"tcplab": __version__, "engine": engine}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+class DaskExecutor:
+    """Runs a sweep's jobs on the Dask cluster at ``address`` (module doc)."""
+
+    def __init__(self, address: str, *, timeout_s: float = 20.0):
+        try:
+            import distributed
+        except ImportError:
+            raise SweepError(
+                "dask.distributed is not installed",
+                file="--dask",
+                expected="pip install 'tcplab[sweep]' (dask and distributed), or the local pool (--jobs)",
+            ) from None
+        self.address = address
+        try:
+            self.client = distributed.Client(address, timeout=f"{timeout_s}s", set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as e:
+            raise SweepError(
+                f"cannot connect to the Dask scheduler at {address} ({_one_line(e)})",
+                file="--dask",
+                expected=DASK_EXPECTED,
+            ) from None
+        try:
+            self._check_workers(timeout_s)
+        except BaseException:
+            self.client.close()
+            raise
+
+    def _check_workers(self, timeout_s: float) -> None:
+        from tcplab import __version__
+        from tcplab.sweep.keys import engine_version
+
+        try:
+            self.client.wait_for_workers(1, timeout=timeout_s)
+        except (OSError, TimeoutError) as e:
+            raise SweepError(
+                f"the Dask scheduler at {self.address} has no workers ({_one_line(e) or 'timed out'})",
+                file="--dask",
+                expected="workers started with `dask worker ADDRESS`",
+            ) from None
+        here = {"tcplab": __version__, "engine": engine_version()}
+        versions = self.client.run(worker_versions)
+        for worker, theirs in sorted(versions.items()):
+            for what in ("tcplab", "engine"):
+                if theirs.get(what) != here[what]:
+                    raise SweepError(
+                        f"worker {worker} runs {what} {theirs.get(what)}, this tcplab {what} {here[what]}",
+                        file="--dask",
+                        expected="the same tcplab and engine on every worker (pip install the same tcplab there)",
+                    )
+        self.workers = len(versions)
+
+    def map_unordered(
+        self, jobs: Sequence[PointJob], fn: Callable[[PointJob], PointOutcome]
+    ) -> Iterator[tuple[int, PointOutcome]]:
+        from distributed import as_completed
+
+        tag = uuid.uuid4().hex[:8]
+        futures = [
+            self.client.submit(fn, job, pure=False, key=f"tcplab-sweep-{job.key}-{tag}-{i}")
+            for i, job in enumerate(jobs)
+        ]
+        index = {f.key: i for i, f in enumerate(futures)}
+        pending = set(index)
+        try:
+            for future in as_completed(futures, loop=self.client.loop):
+                i = index[future.key]
+                pending.discard(future.key)
+                try:
+                    outcome = future.result()
+                except Exception as e:  # noqa: BLE001 - a task error or a dead worker is this run's failure
+                    outcome = PointOutcome(jobs[i].key, error=_one_line(f"dask: {type(e).__name__}: {e}"))
+                yield i, outcome
+        finally:
+            left = [f for f in futures if f.key in pending]
+            if left:
+                self.client.cancel(left)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # a client whose scheduler went away
+            self.client.close(timeout=5)
+
+    def describe(self) -> str:
+        return f"the Dask cluster at {self.address} ({self.workers} worker{'s' if self.workers != 1 else ''})"
