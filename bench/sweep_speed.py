@@ -171,8 +171,9 @@ def inner_serial(argv: list[str]) -> dict:
     original_write = store.SweepStore.write_rows
 
     def write_rows(self, key, rows):
-        original_write(self, key, rows)
+        written = original_write(self, key, rows)
         phase[1:] = [time.monotonic()]
+        return written
 
     executors.LocalExecutor.map_unordered = in_process
     store.SweepStore.write_rows = write_rows
@@ -239,8 +240,9 @@ def inner_split(argv: list[str]) -> dict:
 
     def write_rows(self, key, rows):
         t0 = time.monotonic()
-        original_write(self, key, rows)
+        written = original_write(self, key, rows)
         writes[key] = (t0, time.monotonic())
+        return written
 
     store.SweepStore.write_rows = write_rows
     _cli_sweep(argv)
