@@ -6,14 +6,15 @@
 # make setup also builds tcplab-delayline (target/release/), the delay line of kernel mode.
 # Other targets: make demo (compare CUBIC and BBR on the built-in lossy path, 100 ms RTT,
 #                5 Mbit/s, 1% loss; report in out/demo/) | make setup | make bench (tcplab vs
-#                ns-3, several minutes) | make bench-quick | make test-slow | make clean
+#                ns-3, several minutes) | make bench-quick | make bench-sweep (tcplab sweep: one
+#                process vs the local pool, 40 short runs) | make test-slow | make clean
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: reproduce demo test setup bench bench-quick test-slow clean
+.PHONY: reproduce demo test setup bench bench-quick bench-sweep test-slow clean
 
 $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Cargo.toml) $(shell find python -name '*.py' -o -name '*.yaml')
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +45,9 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) bench/run.py --quick
+
+bench-sweep: $(STAMP)
+	$(PY) bench/sweep_speed.py
 
 clean:
 	rm -rf $(VENV) target out

@@ -7,12 +7,17 @@ scenario, a few strings); an outcome carries the run's rows (:mod:`tcplab.sweep.
 list of dicts: a few KB), never a :class:`~tcplab.results.Result` (megabytes of time series
 that the sweep does not need). The parent writes each outcome's rows as it arrives.
 
-* :class:`LocalExecutor` (the default, ``--jobs N``, N = cores by default): one forked
-  worker process per run, at most N at a time (:mod:`tcplab.procpool`, shared with
-  ``tcplab compare``: die-with-parent, SIGINT/SIGTERM handled by the parent, a worker that
-  dies fails only its run). Fork keeps a run's overhead to a few milliseconds: the parent
-  imports the engine, pandas and pyarrow once (:func:`warm_imports`) and every child
-  inherits them.
+* :class:`LocalExecutor` (the default, ``--jobs N``, N = cores by default): forked worker
+  processes, at most N at a time (:mod:`tcplab.procpool`, shared with ``tcplab compare``:
+  die-with-parent, SIGINT/SIGTERM handled by the parent). Fork keeps a worker's start to a
+  few milliseconds: the parent imports the engine, pandas and pyarrow once
+  (:func:`warm_imports`) and every child inherits them. A fresh child still pays for the
+  memory it touches first (copy-on-write and first-touch page faults: ~3,500 for a short
+  run), and for its exit: with a process per run the pool cost 22-27 ms of CPU per run more
+  than one process, with batches 6-7 ms (bench/sweep_speed.py). So a worker runs a short
+  batch of runs in a row (:func:`batch_sizes`: at most :data:`MAX_BATCH`, shrinking
+  to single runs at the end so the workers finish together). A worker that dies fails only
+  its run: the runs of a batch whose worker died are run again one per process.
 * :class:`tcplab.sweep.dask.DaskExecutor` (``--dask ADDRESS``): an existing Dask
   distributed cluster.
 
@@ -34,7 +39,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from tcplab.scenario import Scenario
 
-__all__ = ["PointJob", "PointOutcome", "run_point", "Executor", "LocalExecutor", "warm_imports", "default_jobs"]
+__all__ = [
+    "PointJob",
+    "PointOutcome",
+    "run_point",
+    "Executor",
+    "LocalExecutor",
+    "warm_imports",
+    "default_jobs",
+    "batch_sizes",
+    "MAX_BATCH",
+]
 
 
 @dataclass
@@ -163,8 +178,36 @@ def warm_imports(core: Any = None) -> None:
         import_core()
 
 
+#: Runs a local worker process runs in a row, at most. A batch's rows reach the parent (and
+#: rows/KEY.parquet) when the batch ends, so an interrupted sweep loses at most this many
+#: finished runs per worker (resume reruns them); small enough for that, large enough that
+#: the cost of a fresh process falls on a few runs instead of one.
+MAX_BATCH = 4
+
+
+def batch_sizes(n_runs: int, workers: int, max_batch: int = MAX_BATCH) -> list[int]:
+    """Sizes of the consecutive batches that cover ``n_runs`` runs: guided self-scheduling,
+    each batch a ``1 / (3 x workers)`` share of the runs not yet handed out, between 1 and
+    ``max_batch``: few processes while there is much to do, single runs at the end so that no
+    worker is left with a long batch while the others idle."""
+    sizes: list[int] = []
+    left = n_runs
+    while left > 0:
+        size = max(1, min(max_batch, -(-left // (3 * max(1, workers)))))
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+def _run_batch(batch: tuple[Callable[[PointJob], PointOutcome], list[PointJob]]) -> list[PointOutcome]:
+    """Body of a worker process: the batch's runs in a row (a top-level function: picklable)."""
+    fn, jobs = batch
+    return [fn(job) for job in jobs]
+
+
 class LocalExecutor:
-    """A process per run on this machine, ``jobs`` at a time (module doc)."""
+    """Forked worker processes on this machine, ``jobs`` at a time, each running a short batch
+    of runs (module doc)."""
 
     def __init__(self, jobs: int | None = None):
         self.jobs = default_jobs() if jobs is None else max(1, int(jobs))
@@ -175,10 +218,28 @@ class LocalExecutor:
         from tcplab.procpool import WorkerFailure, map_in_processes
 
         warm_imports(jobs[0].core if jobs else None)
-        for i, outcome in map_in_processes(jobs, fn, self.jobs, name=lambda i: f"tcplab-sweep-{jobs[i].key}"):
-            if isinstance(outcome, WorkerFailure):
-                outcome = PointOutcome(jobs[i].key, error=outcome.reason)
-            yield i, outcome
+        batches: list[list[int]] = []
+        for size in batch_sizes(len(jobs), self.jobs):
+            first = batches[-1][-1] + 1 if batches else 0
+            batches.append(list(range(first, first + size)))
+        work = [(fn, [jobs[i] for i in batch]) for batch in batches]
+        rerun: list[int] = []
+        for b, outcomes in map_in_processes(
+            work, _run_batch, self.jobs, name=lambda b: f"tcplab-sweep-{jobs[batches[b][0]].key}"
+        ):
+            if isinstance(outcomes, WorkerFailure):
+                if len(batches[b]) > 1:  # which run killed it? each again in a process of its own
+                    rerun.extend(batches[b])
+                    continue
+                outcomes = [PointOutcome(jobs[batches[b][0]].key, error=outcomes.reason)]
+            yield from zip(batches[b], outcomes, strict=True)
+        if rerun:
+            for r, outcome in map_in_processes(
+                [jobs[i] for i in rerun], fn, self.jobs, name=lambda r: f"tcplab-sweep-{jobs[rerun[r]].key}"
+            ):
+                if isinstance(outcome, WorkerFailure):
+                    outcome = PointOutcome(jobs[rerun[r]].key, error=outcome.reason)
+                yield rerun[r], outcome
 
     def close(self) -> None:
         pass
