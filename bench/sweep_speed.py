@@ -178,7 +178,7 @@ def inner_serial(argv: list[str]) -> dict:
     executors.LocalExecutor.map_unordered = in_process
     store.SweepStore.write_rows = write_rows
     t0 = time.perf_counter()
-    _cli_sweep(argv)
+    _cli_sweep([*argv, "--jobs", "1"])  # one process: the figures too are drawn in this one
     return {"wall_s": time.perf_counter() - t0, "run_s": run_s, "runs_phase_s": phase[1] - phase[0]}
 
 

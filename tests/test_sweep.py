@@ -467,6 +467,48 @@ def test_plots_for_one_and_two_parameters(tmp_path, counting, grid, random, n, e
         assert p.path in report
 
 
+def test_figures_drawn_in_processes_are_the_ones_drawn_in_one(tmp_path, counting):
+    """Drawing the figures in forked processes changes who draws them, not the bytes, the
+    names or their order (the report embeds them in that order)."""
+    from tcplab.views.sweep import sweep_plots
+
+    plan = plan_sweep(
+        LOSSY, ["flows.0.cc=cubic,bbr", "links.1.loss=0%,1%"], seeds=2, overrides=["duration=2s"], core=counting
+    )
+    res = run_sweep(plan, tmp_path / "out", jobs=2, plots=False)
+    one = sweep_plots(res.table, res.plan, jobs=1)
+    three = sweep_plots(res.table, res.plan, jobs=3)
+    assert [p.name for p in three] == [p.name for p in one]
+    assert [p.png for p in three] == [p.png for p in one]
+
+
+def test_figure_groups_balance_axes_and_cover_every_figure_once():
+    from tcplab.views.sweep import _FigureSpec, _groups
+
+    def spec(axes):
+        return _FigureSpec("f.png", "", None, (), axes)
+
+    specs = [spec(2), spec(2), spec(2), spec(2), spec(4)]  # four heatmaps and the metric grid
+    groups = _groups(specs, 2)
+    assert sorted(i for g in groups for i in g) == list(range(len(specs)))
+    loads = sorted(sum(specs[i].axes for i in g) for g in groups)
+    assert loads == [6, 6]
+    assert _groups(specs[:1], 2) == [[0]]  # no empty group: no process forked for nothing
+
+
+def test_an_error_in_a_figure_drawn_in_a_process_surfaces_as_in_one(monkeypatch):
+    """A drawing process that fails has its figures drawn again in the caller, so the error
+    is the figure's own exception, not a worker's one-line summary."""
+    from tcplab.views import sweep as views
+
+    def broken(label):
+        raise RuntimeError(f"cannot draw {label}")
+
+    specs = [views._FigureSpec("a.png", "", broken, ("a",), 2), views._FigureSpec("b.png", "", broken, ("b",), 2)]
+    with pytest.raises(RuntimeError, match="cannot draw a"):
+        views._render(specs, 2)
+
+
 def test_report_lists_failed_runs(tmp_path):
     core = CountingCore(tmp_path / "calls.log", reject=("bbr",))
     plan = plan_sweep(LOSSY, ["flows.0.cc=cubic,bbr"], seeds=1, overrides=["duration=2s"], core=core)

@@ -355,10 +355,18 @@ def run_sweep(
         if plots:
             from tcplab.views.sweep import write_sweep_views
 
-            write_sweep_views(result, store.dir)
+            write_sweep_views(result, store.dir, _local_jobs(executor))
         return result
     finally:
         executor.close()
+
+
+def _local_jobs(executor: Any = None) -> int:
+    """Processes this machine may draw the figures in: the local pool's ``jobs``; for Dask
+    (the runs were elsewhere) or no executor, this machine's cores."""
+    from tcplab.sweep.executors import LocalExecutor, default_jobs
+
+    return executor.jobs if isinstance(executor, LocalExecutor) else default_jobs()
 
 
 def _run_point_fn() -> Callable[[PointJob], PointOutcome]:
@@ -451,7 +459,7 @@ class SweepResult:
         if plots:
             from tcplab.views.sweep import write_sweep_views
 
-            write_sweep_views(self, store.dir)
+            write_sweep_views(self, store.dir, _local_jobs())
         return store.dir
 
     def __repr__(self) -> str:

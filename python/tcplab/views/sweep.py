@@ -27,6 +27,13 @@ min..max (the band), with every seed's run drawn as a dot, so the spread is visi
 
 Failed runs are left out of the plots and listed in the report. Figures use matplotlib's
 object API on the Agg canvas and are saved without a software stamp (same data, same bytes).
+
+Drawing: a sweep of two grid parameters has five figures, ~0.1 s of CPU each, drawn after
+the last run, when the sweep's own worker processes have ended and the cores are idle.
+With ``jobs`` > 1 they are drawn in that many forked processes (:mod:`tcplab.procpool`),
+balanced by their number of axes; the PNG bytes are the same whichever process draws them.
+A process that fails has its figures drawn again in the caller, so an error in a figure
+surfaces as it would in one process.
 """
 
 from __future__ import annotations
@@ -55,6 +62,59 @@ METRICS = (
     ("rtos", "RTOs (TcpExtTCPTimeouts)", "rtos"),
 )
 _SAVE = {"dpi": 100, "metadata": {"Software": None}}
+
+
+@dataclass(frozen=True)
+class _FigureSpec:
+    """A figure to draw: ``draw(*args)`` returns its PNG bytes; ``axes`` weighs its cost."""
+
+    name: str
+    caption: str
+    draw: Any
+    args: tuple[Any, ...]
+    axes: int
+
+    def render(self) -> SweepPlot:
+        return SweepPlot(self.name, self.caption, self.draw(*self.args))
+
+
+def _render_group(specs: Sequence[_FigureSpec]) -> list[bytes]:
+    """Body of a drawing process: the PNG bytes of each figure of ``specs``, in order."""
+    return [spec.render().png for spec in specs]
+
+
+def _groups(specs: Sequence[_FigureSpec], n: int) -> list[list[int]]:
+    """``specs``' indices split into ``n`` groups of about equal cost (the most axes first,
+    each to the group with the fewest so far; ties by index: deterministic)."""
+    groups: list[list[int]] = [[] for _ in range(n)]
+    load = [0] * n
+    for i in sorted(range(len(specs)), key=lambda i: (-specs[i].axes, i)):
+        g = min(range(n), key=lambda g: (load[g], g))
+        groups[g].append(i)
+        load[g] += specs[i].axes
+    return [sorted(g) for g in groups if g]
+
+
+def _render(specs: Sequence[_FigureSpec], jobs: int) -> list[SweepPlot]:
+    """Every figure of ``specs``, in order: in up to ``jobs`` forked processes (module doc)."""
+    jobs = min(max(1, int(jobs)), len(specs))
+    if jobs <= 1:
+        return [spec.render() for spec in specs]
+    # imported here, once: the drawing processes inherit matplotlib instead of each importing it
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+    from tcplab.procpool import WorkerFailure, map_in_processes
+
+    groups = _groups(specs, jobs)
+    pngs: dict[int, bytes] = {}
+    for g, outcome in map_in_processes(
+        [[specs[i] for i in group] for group in groups], _render_group, len(groups), name=lambda g: "tcplab-sweep-plots"
+    ):
+        if isinstance(outcome, WorkerFailure):  # draw them here: a figure's error surfaces as it is
+            outcome = _render_group([specs[i] for i in groups[g]])
+        pngs.update(zip(groups[g], outcome, strict=True))
+    return [SweepPlot(spec.name, spec.caption, pngs[i]) for i, spec in enumerate(specs)]
 
 
 @dataclass
@@ -254,8 +314,14 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "parameter"
 
 
-def sweep_plots(table: pd.DataFrame, plan: dict[str, Any]) -> list[SweepPlot]:
-    """The sweep's figures (module doc); none when no run completed."""
+def sweep_plots(table: pd.DataFrame, plan: dict[str, Any], jobs: int = 1) -> list[SweepPlot]:
+    """The sweep's figures (module doc), drawn in up to ``jobs`` processes; none when no
+    run completed."""
+    return _render(_figure_specs(table, plan), jobs)
+
+
+def _figure_specs(table: pd.DataFrame, plan: dict[str, Any]) -> list[_FigureSpec]:
+    """What :func:`sweep_plots` draws, not yet drawn."""
     params = plan.get("parameters") or []
     paths = [p["path"] for p in params]
     runs = run_metrics(table, paths)
@@ -265,29 +331,24 @@ def sweep_plots(table: pd.DataFrame, plan: dict[str, Any]) -> list[SweepPlot]:
     seeds = len(plan.get("seeds") or [])
     band = f"line: mean over {seeds} seed{'s' if seeds != 1 else ''}; band: min..max; dots: runs"
     labels = {p["path"]: list(dict.fromkeys(p["values"])) for p in params}
-    plots: list[SweepPlot] = []
+    plots: list[_FigureSpec] = []
     if not paths:
         runs = runs.assign(seed_label=runs["seed"].astype(str))
-        png = _metric_grid(runs, "seed_label", list(dict.fromkeys(runs["seed_label"])), f"{name}: per seed")
-        plots.append(SweepPlot("seeds.png", "each metric per seed", png))
+        args = (runs, "seed_label", list(dict.fromkeys(runs["seed_label"])), f"{name}: per seed")
+        plots.append(_FigureSpec("seeds.png", "each metric per seed", _metric_grid, args, 4))
     elif len(paths) == 1:
         p = paths[0]
-        png = _metric_grid(runs, p, labels[p], f"{name}: metrics against {p} ({band})")
-        plots.append(SweepPlot("metrics.png", f"each metric against {p}; {band}", png))
+        args = (runs, p, labels[p], f"{name}: metrics against {p} ({band})")
+        plots.append(_FigureSpec("metrics.png", f"each metric against {p}; {band}", _metric_grid, args, 4))
     elif len(paths) == 2 and all(p["kind"] == "grid" for p in params):
         a, b = paths
         for metric, label, stem in METRICS:
-            png = _heatmap(runs, a, labels[a], b, labels[b], metric, label, f"{name}: {label}")
-            plots.append(SweepPlot(f"heatmap-{stem}.png", f"{label}: mean over seeds, {a} x {b}", png))
-        png = _metric_grid(
-            runs,
-            b,
-            labels[b],
-            f"{name}: metrics against {b}, one line per {a} ({band})",
-            group=a,
-            group_labels=labels[a],
-        )
-        plots.append(SweepPlot("metrics.png", f"each metric against {b}, one line per {a}; {band}", png))
+            args = (runs, a, labels[a], b, labels[b], metric, label, f"{name}: {label}")
+            caption = f"{label}: mean over seeds, {a} x {b}"
+            plots.append(_FigureSpec(f"heatmap-{stem}.png", caption, _heatmap, args, 2))
+        args = (runs, b, labels[b], f"{name}: metrics against {b}, one line per {a} ({band})", a, labels[a])
+        caption = f"each metric against {b}, one line per {a}; {band}"
+        plots.append(_FigureSpec("metrics.png", caption, _metric_grid, args, 4))
     else:
         # sampled points (no grid to fill a heatmap) or three parameters and more: each
         # metric against each parameter, and for two numeric ones a scatter of the points
@@ -295,18 +356,14 @@ def sweep_plots(table: pd.DataFrame, plan: dict[str, Any]) -> list[SweepPlot]:
         if len(paths) == 2 and len(numeric) == 2:
             a, b = paths
             for metric, label, stem in METRICS:
-                png = _scatter(runs, a, b, metric, label, f"{name}: {label} (mean over {seeds} seeds)")
-                plots.append(
-                    SweepPlot(f"scatter-{stem}.png", f"{label}: mean over seeds at each point, {a} x {b}", png)
-                )
+                args = (runs, a, b, metric, label, f"{name}: {label} (mean over {seeds} seeds)")
+                caption = f"{label}: mean over seeds at each point, {a} x {b}"
+                plots.append(_FigureSpec(f"scatter-{stem}.png", caption, _scatter, args, 2))
         for p in paths:
-            png = _metric_grid(
-                runs,
-                p,
-                labels[p],
-                f"{name}: metrics against {p} (mean and min..max over seeds and the other parameters)",
-            )
-            plots.append(SweepPlot(f"{_safe(p)}.png", f"each metric against {p}, over the other parameters", png))
+            title = f"{name}: metrics against {p} (mean and min..max over seeds and the other parameters)"
+            args = (runs, p, labels[p], title)
+            caption = f"each metric against {p}, over the other parameters"
+            plots.append(_FigureSpec(f"{_safe(p)}.png", caption, _metric_grid, args, 4))
     return plots
 
 
@@ -386,11 +443,12 @@ def _report(result: SweepResult, plots: Sequence[SweepPlot]) -> str:
     return "\n".join(parts)
 
 
-def write_sweep_views(result: SweepResult, out: Path) -> list[Path]:
-    """``out/plots/*.png`` and ``out/report.html`` (each file written whole, then renamed)."""
+def write_sweep_views(result: SweepResult, out: Path, jobs: int = 1) -> list[Path]:
+    """``out/plots/*.png`` and ``out/report.html`` (each file written whole, then renamed);
+    the figures drawn in up to ``jobs`` processes."""
     from tcplab.sweep.store import write_text_atomically
 
-    plots = sweep_plots(result.table, result.plan)
+    plots = sweep_plots(result.table, result.plan, jobs)
     plot_dir = out / "plots"
     plot_dir.mkdir(exist_ok=True)
     written = []
