@@ -255,3 +255,39 @@ fn the_receivers_capture_misses_what_its_nic_ring_dropped() {
     assert!(nic_drops > 0, "the ring dropped nothing");
     assert_eq!(data_in, out.invariant.data.received, "the capture sees exactly what the stack received");
 }
+
+/// RFC 7323 section 4.3, as Linux v6.12 implements it (tcp_input.c: tcp_replace_ts_recent()):
+/// the receiver's ACKs echo the TSval of the earliest segment they acknowledge; a segment is
+/// taken as ts_recent only if it starts at or before rcv_wup (rcv_nxt when the last ACK went
+/// out) and its TSval is not older. Replayed on the receiver's own capture, where each ACK
+/// sent carries rcv_wup as its ack_seq, the rule predicts every TSecr it wrote.
+#[test]
+fn the_receiver_echoes_the_tsval_of_the_earliest_unacknowledged_segment() {
+    let cfg = lossy(vec![300, 301, 900], 3 * S);
+    let out = run(capture(&cfg, CaptureAt::Receiver, 1_000_000));
+    let c = out.capture.as_ref().unwrap();
+    let mut ts_recent = 0u64;
+    let mut rcv_wup: Option<u64> = None; // none before the first ACK: the handshake's rules
+    let mut latest_tsval = 0u64;
+    let (mut acks, mut older_than_latest) = (0, 0);
+    for i in 0..c.len() {
+        if c.dir[i] == DIR_IN {
+            let in_window_start = rcv_wup.is_none_or(|w| c.seq[i] <= w);
+            if c.tsval_ns[i] != 0 && in_window_start && c.tsval_ns[i] >= ts_recent {
+                ts_recent = c.tsval_ns[i];
+            }
+            latest_tsval = latest_tsval.max(c.tsval_ns[i]);
+        } else {
+            if c.flags[i] & flags::SYN == 0 {
+                assert_eq!(c.tsecr_ns[i], ts_recent, "ACK {i} (ack {}) echoes another TSval", c.ack_seq[i]);
+                acks += 1;
+                older_than_latest += usize::from(c.tsecr_ns[i] < latest_tsval);
+            }
+            rcv_wup = Some(c.ack_seq[i]);
+        }
+    }
+    assert!(acks > 100, "too few ACKs to judge: {acks}");
+    // Delayed ACKs (one per two segments) and the SACKs above each hole echo an older TSval
+    // than the latest segment's: the rule is not "echo the last TSval seen".
+    assert!(older_than_latest * 4 > acks, "{older_than_latest} of {acks} ACKs echo an older TSval");
+}

@@ -505,6 +505,27 @@ impl TcpSocket {
         set_rto(&mut self.tp);
     }
 
+    /// The TSval this endpoint echoes as TSecr (RFC 7323 section 4.3: the TSval of the
+    /// earliest segment not yet acknowledged). Linux v6.12 net/ipv4/tcp_input.c:
+    /// tcp_replace_ts_recent() (called from tcp_ack() with FLAG_UPDATE_TS_RECENT) and the
+    /// fast path of tcp_rcv_established(): an established socket stores the segment's TSval
+    /// only when the segment starts at or before `rcv_wup` (rcv_nxt when the last ACK or
+    /// window went out) and its TSval is not older than ts_recent (tcp_paws_check()). So
+    /// with delayed ACKs the echo is the first segment's TSval of those the ACK covers, and
+    /// a segment above a hole never moves it. The handshake takes the SYN's or SYN-ACK's
+    /// TSval as it is (tcp_rcv_synsent_state_process(), tcp_openreq_init()).
+    /// Simplified: a segment with an older TSval only leaves ts_recent alone; it is not
+    /// dropped as tcp_validate_incoming()'s PAWS check drops it in Linux. TSvals here are
+    /// engine nanoseconds, not Linux's millisecond ticks, so a segment reordered by less than
+    /// a tick, which Linux accepts (same TSval), is "older" here; keeping it is the closer
+    /// model.
+    fn store_ts_recent(&mut self, pkt: &Packet) {
+        let established = matches!(self.state, ConnState::Established);
+        if !established || (pkt.seq <= self.rcv.rcv_wup() && pkt.tsval_ns >= self.ts_recent_ns) {
+            self.ts_recent_ns = pkt.tsval_ns;
+        }
+    }
+
     /// A packet addressed to this endpoint arrived.
     pub fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
         if self.captured {
@@ -513,7 +534,7 @@ impl TcpSocket {
         self.refresh_clock(ctx.now_ns);
         self.tp.inc(Mib::TcpInSegs);
         if pkt.tsval_ns != 0 {
-            self.ts_recent_ns = pkt.tsval_ns;
+            self.store_ts_recent(pkt);
         }
         self.rx_tsecr_ns = pkt.tsecr_ns;
         match self.state {
