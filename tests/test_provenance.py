@@ -91,3 +91,14 @@ def test_api_run_records_its_overrides(fake):
     assert result.overrides == ["flows.0.cc=reno", "seed=3"]
     assert result.title == "cubic-vs-bbr-lossy [flows.0.cc=reno, seed=3]"
     assert result.metadata()["command"] is None
+
+
+def test_engine_version_names_the_release_and_the_sources(real_core):
+    """The engine version is the crate's release plus a digest of the engine sources (build.rs),
+    so runs keyed by it (sweeps) change key when the engine changes between releases."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    release = tomllib.loads((root / "Cargo.toml").read_text())["workspace"]["package"]["version"]
+    assert re.fullmatch(re.escape(release) + r"\+[0-9a-f]{12}", real_core.__version__), real_core.__version__

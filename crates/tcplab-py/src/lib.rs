@@ -53,7 +53,7 @@ fn counters_dict<'py>(py: Python<'py>, c: &MibCounters) -> PyResult<Bound<'py, P
 
 fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("version", env!("CARGO_PKG_VERSION"))?;
+    d.set_item("version", env!("TCPLAB_ENGINE_VERSION"))?;
     d.set_item("events", out.events)?;
     d.set_item("packets", out.packets)?;
     d.set_item("host_packets", out.host_packets)?;
@@ -458,6 +458,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
-    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("__version__", env!("TCPLAB_ENGINE_VERSION"))?;
     Ok(())
 }

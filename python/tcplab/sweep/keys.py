@@ -9,7 +9,9 @@ engine that runs it. Its key is::
 in hex, first 16 characters (64 bits: a collision among a sweep's runs is out of reach).
 The same configuration always has the same key, whatever overrides produced it, so two grid
 points that resolve to the same configuration share one run; any change of configuration or
-engine version gives another key, so a resumed sweep never reuses a stale run.
+engine version gives another key, so a resumed sweep never reuses a stale run. The engine
+version is the release plus a digest of the engine's sources (crates/tcplab-py/build.rs:
+``0.1.0+3f9a0c21d4e7``), so a fix between releases changes it too.
 """
 
 from __future__ import annotations
