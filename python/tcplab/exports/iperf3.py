@@ -20,10 +20,12 @@ applications with more than 16 connections are not sampled and get no file.
 
 Where the numbers come from, and where they depart from iperf3:
 
-* Interval boundaries every ``interval_s`` (1 s, iperf3's default ``-i``) from the flow's
-  start to its end (the last one may be shorter). A boundary's values are those of the last
-  time-series sample at or before it (samples every ``sample_interval``: choose an interval
-  that is a multiple of it for exact boundaries); the flow's end uses its totals.
+* Interval boundaries every ``interval_s`` from the flow's start to its end (the last one
+  may be shorter). A boundary's values are those of the last time-series sample at or before
+  it, so the interval must be a whole number of the run's ``sample_interval`` (else the
+  intervals would alternate between holding no sample and two: 0 bit/s, then double); one
+  that is not is refused. The default is iperf3's 1 s (``-i``), or the multiple of the
+  sample interval nearest to it when 1 s is not one. The flow's end uses its totals.
 * ``bytes`` of an interval: the bytes delivered to the receiving application in it (the
   time series' cumulative ``bytes_received``), so the intervals sum to the flow's
   ``bytes_received``. iperf3's sender counts the bytes its application wrote into the
@@ -114,12 +116,39 @@ def _interval(start: float, end: float, nbytes: int, **extra: Any) -> dict[str, 
     }
 
 
-def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEFAULT_INTERVAL_S) -> dict[str, Any]:
-    """The iperf3 -J object of one bulk/maerts flow of ``run`` (module doc)."""
+def _step_ns(run: RunData, interval_s: float | None) -> int:
+    """The reporting interval in ns: ``interval_s`` if it is a whole number of sample
+    intervals, iperf3's 1 s (or the nearest multiple of the sample interval) when None."""
+    from tcplab.units import format_time
+
+    try:
+        sample_ns = int(run.sample_interval_ns)
+    except (KeyError, TypeError, ValueError):
+        sample_ns = 0
+    if interval_s is None:
+        default_ns = int(DEFAULT_INTERVAL_S * 1e9)
+        return max(1, round(default_ns / sample_ns)) * sample_ns if sample_ns > 0 else default_ns
     if not (isinstance(interval_s, (int, float)) and math.isfinite(interval_s) and interval_s > 0):
         raise ScenarioError(
             f"{interval_s!r} is not a positive interval", path="--interval", expected="a time such as 1s or 500ms"
         )
+    step_ns = max(1, int(round(interval_s * 1e9)))
+    if sample_ns > 0 and step_ns % sample_ns:
+        sample = format_time(sample_ns)
+        near = format_time(max(1, round(step_ns / sample_ns)) * sample_ns)
+        raise ScenarioError(
+            f"{format_time(step_ns)} is not a whole number of the run's sample interval, {sample}",
+            path="--interval",
+            value=interval_s,
+            expected=f"a multiple of {sample}, such as {near}",
+        )
+    return step_ns
+
+
+def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | None = None) -> dict[str, Any]:
+    """The iperf3 -J object of one bulk/maerts flow of ``run`` (module doc); ``interval_s``
+    None: iperf3's 1 s, as a whole number of the run's sample interval."""
+    step_ns = _step_ns(run, interval_s)
     f = flow if isinstance(flow, ExportFlow) else _flow_named(run, flow)
     total = run.flow_totals(f.name)
     names = ("bytes_received", "retrans_segs", "cwnd", "srtt_us", "rttvar_us")
@@ -128,7 +157,6 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEF
     cols = {c: raw[c].astype(np.int64) if c in raw else np.zeros(len(t_ns), dtype=np.int64) for c in names}
     start_ns = int(round(f.start_s * 1e9))
     end_ns = int(round(f.end_s * 1e9))
-    step_ns = max(1, int(round(interval_s * 1e9)))
     bounds = list(range(start_ns, end_ns, step_ns)) + [end_ns]
     if len(bounds) >= 2 and bounds[-1] == bounds[-2]:
         bounds.pop()
@@ -257,7 +285,7 @@ def _cjson_numbers(x: Any) -> Any:
     return x
 
 
-def iperf3_text(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEFAULT_INTERVAL_S) -> str:
+def iperf3_text(run: RunData, flow: str | ExportFlow, *, interval_s: float | None = None) -> str:
     """The file's text: the object with cJSON's number forms, indented (iperf3 indents with
     tabs, tcplab with 2 spaces: the same JSON)."""
     obj = _cjson_numbers(iperf3_json(run, flow, interval_s=interval_s))
