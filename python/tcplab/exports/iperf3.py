@@ -38,9 +38,11 @@ Where the numbers come from, and where they depart from iperf3:
   as iperf3 computes them); the end's total is the flow's ``retrans_segs``.
 * ``snd_cwnd``, ``rtt``, ``rttvar`` at the interval's end; ``max_snd_cwnd``, ``max_rtt``,
   ``min_rtt`` and ``mean_rtt`` (integer mean) over the intervals, as iperf3 keeps them.
-* ``snd_wnd`` is -1 in every interval: tcplab does not sample the peer's window, and -1 is
-  what iperf3's get_snd_wnd() writes when it cannot read tcpi_snd_wnd; ``max_snd_wnd`` is
-  then 0, iperf3's starting value that no sample exceeded.
+* ``snd_wnd``: the peer's advertised window (bytes, tcp_info's tcpi_snd_wnd, the time
+  series' ``snd_wnd_bytes``) at the interval's end; ``max_snd_wnd`` its largest value, as
+  iperf3 keeps it. A run directory from before that column existed gives -1 in every
+  interval (what iperf3's get_snd_wnd() writes when it cannot read tcpi_snd_wnd) and a
+  ``max_snd_wnd`` of 0, iperf3's starting value.
 * ``cpu_utilization_percent``: all six values 0.0; the simulator does not measure the CPU
   an endpoint would spend (the keys stay, as iperf3 always writes them).
 * ``system_info`` is the empty string (no uname to report); ``version`` is ``iperf 3.12``
@@ -151,8 +153,9 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
     step_ns = _step_ns(run, interval_s)
     f = flow if isinstance(flow, ExportFlow) else _flow_named(run, flow)
     total = run.flow_totals(f.name)
-    names = ("bytes_received", "retrans_segs", "cwnd", "srtt_us", "rttvar_us")
+    names = ("bytes_received", "retrans_segs", "cwnd", "srtt_us", "rttvar_us", "snd_wnd_bytes")
     raw = run.flow_columns(f.index, ("t_ns", *names))
+    has_snd_wnd = "snd_wnd_bytes" in raw
     t_ns = raw["t_ns"].astype(np.int64) if "t_ns" in raw else np.zeros(0, dtype=np.int64)
     cols = {c: raw[c].astype(np.int64) if c in raw else np.zeros(len(t_ns), dtype=np.int64) for c in names}
     start_ns = int(round(f.start_s * 1e9))
@@ -169,12 +172,15 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
     intervals = []
     cwnds: list[int] = []
     rtts: list[int] = []
+    snd_wnds: list[int] = []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         nbytes = cum("bytes_received", b, received_end) - cum("bytes_received", a, received_end)
         retrans = cum("retrans_segs", b, retrans_end) - cum("retrans_segs", a, retrans_end)
         snd_cwnd = _at(t_ns, cols["cwnd"], b) * f.mss
         rtt = _at(t_ns, cols["srtt_us"], b)
         rttvar = _at(t_ns, cols["rttvar_us"], b)
+        snd_wnd = _at(t_ns, cols["snd_wnd_bytes"], b) if has_snd_wnd else -1
+        snd_wnds.append(snd_wnd)
         cwnds.append(snd_cwnd)
         rtts.append(rtt)
         start, end = (a - start_ns) / 1e9, (b - start_ns) / 1e9
@@ -186,7 +192,7 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
                 nbytes,
                 retransmits=int(retrans),
                 snd_cwnd=int(snd_cwnd),
-                snd_wnd=-1,
+                snd_wnd=int(snd_wnd),
                 rtt=int(rtt),
                 rttvar=int(rttvar),
                 pmtu=f.mss + _HEADER_BYTES,
@@ -204,7 +210,7 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
         "socket": _SOCKET,
         **_interval(0, seconds, sent_once, retransmits=retrans_end),
         "max_snd_cwnd": max(cwnds, default=0),
-        "max_snd_wnd": 0,
+        "max_snd_wnd": max([0, *snd_wnds]),
         "max_rtt": max(measured, default=0),
         "min_rtt": min(measured, default=0),
         "mean_rtt": int(sum(measured) / len(measured)) if measured else 0,
