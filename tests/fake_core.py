@@ -141,6 +141,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
         add("bbr_lt_bw_bps", np.zeros(n, dtype=np.uint64))
         add("pacing_gain", np.full(n, 1.0))
         add("cwnd_gain", np.full(n, 2.0))
+        add("snd_wnd_bytes", np.full(n, 3 << 20, dtype=np.uint32))
         total = int(received[-1]) if n else 0
         segs = total // MSS + 1
         retrans = segs // 100

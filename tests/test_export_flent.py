@@ -137,11 +137,31 @@ def test_both_directions_are_rrul_var_and_flent_draws_totals(mixed, tmp_path):
     result, out = mixed
     rs = resultset.load(str(out / FLENT_FILE))
     assert rs.meta("NAME") == "rrul_var"
-    # maerts (server sends) and bidir.rev are downloads, bidir.fwd an upload, in flow order
-    assert {"TCP download::1", "TCP upload::2", "TCP download::3", "TCP totals", "Ping (ms)::ICMP"} <= set(
+    # maerts (server sends) and bidir.rev are downloads, bidir.fwd an upload; the streams'
+    # labels are the flows' names, so flent's legends name them
+    assert {"TCP download::maerts", "TCP upload::bidir.fwd", "TCP download::bidir.rev", "TCP totals"} <= set(
         rs.series_names
     )
-    assert rs.meta("TEST_PARAMETERS") == {"bidir_streams": "3", "labels": "1,2,3", "cc_algos": "cubic,cubic,cubic"}
+    assert rs.meta("TEST_PARAMETERS") == {
+        "bidir_streams": "3",
+        "labels": "maerts,bidir.fwd,bidir.rev",
+        "cc_algos": "cubic,cubic,cubic",
+    }
+    # every latency series rrul_var defines for those labels has data: ICMP (the flows' mean
+    # srtt) and each stream's own "UDP" one (its flow's srtt), and their average
+    data = json.loads(gzip.decompress((out / FLENT_FILE).read_bytes()))
+    results = data["results"]
+    ts = result.timeseries
+    for name in ("maerts", "bidir.fwd", "bidir.rev"):
+        udp = results[f"Ping (ms)::UDP {name}"]
+        rows = ts[(ts["flow_name"] == name) & (ts["srtt_us"] > 0)]
+        by_x = {round(x, 6): v for x, v in zip(data["x_values"], udp, strict=True) if v is not None}
+        assert by_x and by_x == {round(t, 6): us / 1000 for t, us in zip(rows["t_s"], rows["srtt_us"], strict=True)}
+    pings = [results[k] for k in results if k.startswith("Ping (ms)::")]
+    assert len(pings) == 4
+    for i, avg in enumerate(results["Ping (ms) avg"]):
+        values = [p[i] for p in pings if p[i] is not None]
+        assert avg == (pytest.approx(sum(values) / len(values)) if values else None)
     done = _flent(["-i", str(out / FLENT_FILE), "-p", "totals", "-o", str(tmp_path / "x.png")], tmp_path)
     assert done.returncode == 0, done.stderr
 

@@ -148,6 +148,51 @@ def test_interval_option(two_bulk):
     assert sum(i["sum"]["bytes"] for i in half["intervals"]) == int(result.flows.iloc[0]["bytes_received"])
 
 
+def test_an_interval_is_a_whole_number_of_samples(two_bulk, tmp_path_factory):
+    """A boundary takes the last sample at or before it: an interval that is not a multiple
+    of the sample interval would hold no sample, then two (0 bit/s, then twice the rate), so
+    it is refused; the default 1 s becomes the nearest multiple when it is not one."""
+    from tcplab.errors import ScenarioError
+
+    _, out = two_bulk
+    run = RunData.load(out)
+    sample_s = run.sample_interval_ns / 1e9
+    for bad in (sample_s / 2, sample_s * 1.5):
+        with pytest.raises(ScenarioError, match=r"^--interval: .* not a whole number of the run's sample interval"):
+            iperf3_json(run, "a", interval_s=bad)
+    done = CliRunner().invoke(app, ["export", "iperf3", str(out), "--flow", "a", "-o", "-", "--interval", "50ms"])
+    assert done.exit_code == 2, done.output
+    assert done.output.startswith("error: --interval: 50ms is not a whole number") and done.output.count("\n") == 1
+    # a run sampled every 300 ms: the default interval is 900 ms (3 samples), every interval
+    # holding the same number of samples
+    _, odd = run_dir(tmp_path_factory, TWO_BULK, "two-bulk-300ms", ["sample_interval=300ms"])
+    data = json.loads((odd / "iperf3-a.json").read_text())
+    starts = [i["sum"]["start"] for i in data["intervals"]]
+    assert starts[:3] == pytest.approx([0.0, 0.9, 1.8])
+
+
+def test_snd_wnd_is_the_receivers_window(tmp_path_factory):
+    """snd_wnd is tcp_info's tcpi_snd_wnd, the window the receiver advertises: with its
+    buffer fixed at 64 KB (tcp_rmem 65536 65536) the window is at most half of it (Linux's
+    default scaling_ratio, tcp_win_from_space()), 32768 bytes, which the immediate reader
+    offers once the window has grown; iperf3's max_snd_wnd is the largest sample."""
+    scenario = json.loads(json.dumps(TWO_BULK))
+    for f in scenario["flows"]:
+        f["tcp"] = {"tcp_rmem": [4096, 65536, 65536]}
+    result, out = run_dir(tmp_path_factory, scenario, "two-bulk-64k")
+    ts = result.timeseries
+    for name in ("a", "b"):
+        data = json.loads((out / f"iperf3-{name}.json").read_text())
+        wnds = [i["streams"][0]["snd_wnd"] for i in data["intervals"]]
+        assert all(0 < w <= 32768 for w in wnds), wnds
+        assert data["end"]["streams"][0]["sender"]["max_snd_wnd"] == max(wnds) == 32768
+        # each interval's value is the sample at its end
+        rows = ts[ts["flow_name"] == name]
+        for i in data["intervals"]:
+            at = rows[rows["t_s"] <= i["sum"]["end"] + 1e-9].iloc[-1]
+            assert i["streams"][0]["snd_wnd"] == int(at["snd_wnd_bytes"])
+
+
 def test_maerts_is_written_from_its_sender(tmp_path_factory):
     result, out = run_dir(tmp_path_factory, "builtin:maerts", "maerts", ["duration=3s"])
     names = sorted(p.name for p in out.glob("iperf3-*.json"))

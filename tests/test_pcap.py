@@ -282,6 +282,27 @@ def test_windows_are_the_advertised_bytes_scaled(sender_run):
             assert p["win"] << 7 <= engine_rwnd < (p["win"] + 1) << 7
 
 
+def test_syn_windows_are_linuxs_initial_windows(sender_run):
+    """The SYN and SYN-ACK carry the initial receive window unscaled: the window of
+    tcp_rmem[1] (half of it, Linux's default scaling_ratio) rounded down to the MSS option on
+    the connecting side (tcp_connect_init(): 64240 on a 1500-byte path) and to the MSS less
+    the timestamp option on the listener (tcp_openreq_init_rwin(): 65160), as tcpdump shows
+    Linux's handshakes. The connecting side here sends the data and never receives any, so
+    every later segment of it offers that window rounded up to the scale (ALIGN in
+    __tcp_select_window(): 502 << 7)."""
+    pkts = read(sender_run.extra_files["bulk.pcap"])
+    syn = next(p for p in pkts if p["flags"] & dpkt.tcp.TH_SYN and not p["flags"] & dpkt.tcp.TH_ACK)
+    synack = next(p for p in pkts if p["flags"] & dpkt.tcp.TH_SYN and p["flags"] & dpkt.tcp.TH_ACK)
+    mss_option = struct.unpack("!H", dict(syn["opts"])[dpkt.tcp.TCP_OPT_MSS])[0]
+    wscale = dict(syn["opts"])[dpkt.tcp.TCP_OPT_WSCALE][0]
+    window = 131072 // 2  # tcp_win_from_space(tcp_rmem[1]) at scaling_ratio 128/256
+    assert syn["win"] == window // mss_option * mss_option
+    payload_mss = mss_option - 12
+    assert synack["win"] == window // payload_mss * payload_mss
+    later = {p["win"] for p in pkts if p["src"] == syn["src"] and not p["flags"] & dpkt.tcp.TH_SYN}
+    assert later == {-(-syn["win"] // (1 << wscale))}
+
+
 def test_the_capture_changes_nothing_and_repeats(engine, sender_run):
     plain = _run(engine, None)
     assert plain.capture is None and plain.extra_files == {}

@@ -114,6 +114,10 @@ def test_fewest_breaks_first_among_infeasible():
     t = sweep_table({CC: ["A", "B"]}, [1, 2], fn)
     rec = recommend_table(t, choose=[CC], maximize="goodput", subject_to=["p99 RTT < 150 ms"])
     assert [c.setting[CC] for c in rec.selection.choices] == ["B", "A"]
+    # why not, with how many of the setting's runs break it: A in both of its 2, B in 1 of 2
+    by = {c.setting[CC]: c for c in rec.selection.choices}
+    assert rec.why_not(by["A"]).endswith("(in 2 of 2 runs)")
+    assert rec.why_not(by["B"]).endswith("(in 1 of 2 runs)")
 
 
 def test_failed_run_makes_its_setting_infeasible():

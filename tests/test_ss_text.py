@@ -57,6 +57,7 @@ _PRINTED = (
     "sndbuf_limited:",
     "retrans:",
     "minrtt:",
+    "snd_wnd:",
 )
 
 
@@ -107,6 +108,7 @@ def test_info_line_is_the_real_ss_line_restricted_to_what_tcplab_knows():
             "rwnd_limited_us": 240_000,
             "retrans_total": 5,
             "minrtt_us": 3,
+            "snd_wnd": 33028096,
         },
     )
     ours = sock.info_line()
@@ -208,6 +210,7 @@ def _series(n_flows: int, times_ns: list[int]) -> pd.DataFrame:
                     "bytes_acked": t // 1000,
                     "bytes_received": t // 1000,
                     "retrans_segs": 0,
+                    "snd_wnd_bytes": 64000 + t // 1_000_000,
                     "bbr_bw_bps": 0,
                     "pacing_gain": 0.0,
                     "cwnd_gain": 0.0,
@@ -222,6 +225,7 @@ def test_values_are_the_last_sample_at_or_before_t():
     at = sockets_at(cfg, pd.DataFrame(), ts, at_ns=2_500_000_000)
     (sender,) = at["a"]
     assert sender.info["cwnd"] == 12 and sender.info["bytes_acked"] == 2_000_000
+    assert sender.info["snd_wnd"] == 66000 and sender.info_line().endswith(" snd_wnd:66000")
     (receiver,) = at["b"]
     assert receiver.info["bytes_received"] == 2_000_000 and "cwnd" not in receiver.info
     assert sender.local == f"{node_address(0)}:32768" and sender.peer == f"{node_address(1)}:5201"

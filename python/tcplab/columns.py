@@ -13,6 +13,7 @@ __all__ = ["TIMESERIES_DTYPES", "QUEUE_DTYPES", "HOST_DTYPES", "CAPTURE_DTYPES",
 #: ssthresh and inflight in packets as Linux keeps them; ssthresh 2147483647 = infinite).
 #: ``srtt_us``/``rttvar_us`` are what ``ss`` prints as ``rtt:X/Y`` (tcp_info's tcpi_rtt and
 #: tcpi_rttvar: the smoothed RTT and its mean deviation), not the RTO's floored variance.
+#: ``snd_wnd_bytes`` is tcp_info's tcpi_snd_wnd, the peer's advertised window (ss ``snd_wnd:``).
 TIMESERIES_DTYPES: dict[str, str] = {
     "t_ns": "uint64",
     "flow": "uint32",
@@ -35,6 +36,7 @@ TIMESERIES_DTYPES: dict[str, str] = {
     "bbr_lt_bw_bps": "uint64",
     "pacing_gain": "float64",
     "cwnd_gain": "float64",
+    "snd_wnd_bytes": "uint32",
 }
 
 #: Columns of the per-link queue time series (``drops`` is cumulative).

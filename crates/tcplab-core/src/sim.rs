@@ -731,6 +731,7 @@ impl Simulator {
             s.bbr_lt_bw_bps.push(info.lt_bw_bps);
             s.pacing_gain.push(info.pacing_gain as f64 / 256.0);
             s.cwnd_gain.push(info.cwnd_gain as f64 / 256.0);
+            s.snd_wnd_bytes.push(tp.snd_wnd);
         }
         let now = self.now_ns;
         for (i, l) in self.net.links.iter_mut().enumerate() {

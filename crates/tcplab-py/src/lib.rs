@@ -236,6 +236,7 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     ts.set_item("bbr_lt_bw_bps", s.bbr_lt_bw_bps.into_pyarray(py))?;
     ts.set_item("pacing_gain", s.pacing_gain.into_pyarray(py))?;
     ts.set_item("cwnd_gain", s.cwnd_gain.into_pyarray(py))?;
+    ts.set_item("snd_wnd_bytes", s.snd_wnd_bytes.into_pyarray(py))?;
     d.set_item("timeseries", ts)?;
 
     let q = out.queues;

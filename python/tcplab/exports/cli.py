@@ -96,9 +96,14 @@ def register(app: typer.Typer) -> None:
             typer.Option("--flow", metavar="F", help="Only this flow (default: every bulk and maerts flow)."),
         ] = None,
         interval: Annotated[
-            str,
-            typer.Option("--interval", "-i", metavar="T", help="Reporting interval, as iperf3 -i (default 1s)."),
-        ] = "1s",
+            str | None,
+            typer.Option(
+                "--interval",
+                "-i",
+                metavar="T",
+                help="Reporting interval, as iperf3 -i: a multiple of the run's sample interval (default 1s).",
+            ),
+        ] = None,
         output: Annotated[
             str | None,
             typer.Option(
@@ -114,7 +119,7 @@ def register(app: typer.Typer) -> None:
         from tcplab.exports.iperf3 import iperf3_file_name, iperf3_flows, iperf3_text
         from tcplab.exports.rundir import RunData
 
-        seconds = _interval_s(interval)
+        seconds = None if interval is None else _interval_s(interval)
         run = RunData.load(run_dir)
         if flow is not None:
             text = iperf3_text(run, flow, interval_s=seconds)

@@ -16,9 +16,13 @@ Which flent test: the one whose series are the run's flows, named as flent names
 * every exported flow sends from its server (maerts, hls, nfs_stream: TCP_MAERTS):
   ``tcp_ndown``, ``TCP download::K`` and ``TCP download sum``/``avg``/``fairness``;
 * both directions (bidir, a maerts next to a bulk flow): ``rrul_var`` with ``bidir_streams``
-  = N and ``labels`` 1..N, flow K being ``TCP upload::K`` or ``TCP download::K`` (the other
-  direction of that stream has no series), plus ``TCP upload sum``/``avg``,
-  ``TCP download sum``/``avg``, ``TCP totals`` and ``Ping (ms) avg``.
+  = N and ``labels`` = the flows' names (flent's legend then names them; a comma, which
+  would split the list, becomes ``_``), a flow being ``TCP upload::NAME`` or ``TCP
+  download::NAME`` (the other direction of that stream has no series: flent lists it in the
+  legend without a line), and its ``Ping (ms)::UDP NAME`` the flow's own srtt (rrul_var's
+  per-stream latency; not UDP), plus ``TCP upload sum``/``avg``, ``TCP download
+  sum``/``avg``, ``TCP totals`` and ``Ping (ms) avg`` (over every ``Ping (ms)::`` series, as
+  rrul_var computes it).
 
 Series values: a flow's series is its goodput in Mbit/s at each sample (the time series'
 ``goodput_bps``: bytes delivered to the receiving application since the previous sample), as
@@ -97,13 +101,29 @@ def _test_for(flows: list[ExportFlow]) -> str:
     return "rrul_var"
 
 
+def _labels(flows: list[ExportFlow]) -> list[str]:
+    """rrul_var's stream labels: the flows' names, without the commas that separate them in
+    ``-t labels=...``, unique (flent refuses a duplicate label)."""
+    out: list[str] = []
+    for f in flows:
+        label = f.name.replace(",", "_") or "flow"
+        base, k = label, 2
+        while label in out:
+            label = f"{base}_{k}"
+            k += 1
+        out.append(label)
+    return out
+
+
 def _series_names(test: str, flows: list[ExportFlow]) -> list[str]:
     """The flent name of each flow's series, in the order of ``flows``."""
     if test == "tcp_nup":
         return [f"TCP upload::{k}" for k in range(1, len(flows) + 1)]
     if test == "tcp_ndown":
         return [f"TCP download::{k}" for k in range(1, len(flows) + 1)]
-    return [f"TCP {'upload' if f.upload else 'download'}::{k}" for k, f in enumerate(flows, 1)]
+    return [
+        f"TCP {'upload' if f.upload else 'download'}::{label}" for f, label in zip(flows, _labels(flows), strict=True)
+    ]
 
 
 def _mbit(bps: float) -> float:
@@ -158,9 +178,11 @@ def flent_data(run: RunData) -> dict[str, Any]:
     raw: dict[str, list] = {}
     meta: dict[str, dict] = {}
     rtt_at: list[dict[int, float]] = [{} for _ in range(n)]  # per x: flow index -> srtt (ms)
-    for f, series in zip(flows, names, strict=True):
+    udp_names = [f"Ping (ms)::UDP {label}" for label in _labels(flows)] if test == "rrul_var" else []
+    for i, (f, series) in enumerate(zip(flows, names, strict=True)):
         values: list[Any] = [None] * n
         raws: list[dict[str, Any]] = []
+        rtts: list[Any] = [None] * n
         closed_after = f.end_s if f.end_s < run.duration_ns / 1e9 else math.inf
         cols = run.flow_columns(f.index, ("t_ns", "goodput_bps", *_RAW_COLUMNS))
         t_col = cols["t_ns"].astype(np.int64) if "t_ns" in cols else np.zeros(0, dtype=np.int64)
@@ -179,10 +201,15 @@ def flent_data(run: RunData) -> dict[str, Any]:
             entry: dict[str, Any] = {"t": t_s, "val": val}
             if srtt[j] > 0:  # ESTAB, as ss would list it
                 entry.update(_ss_raw(cols, j, f.cc))
-                rtt_at[k][f.index] = int(srtt[j]) / 1000.0
+                rtt_at[k][f.index] = rtts[k] = int(srtt[j]) / 1000.0
             raws.append(entry)
         results[series] = values
         raw[series] = raws
+        if udp_names:  # rrul_var's per-stream latency: this flow's srtt
+            udp = udp_names[i]
+            results[udp] = rtts
+            raw[udp] = [{"t": x_values[k], "val": v} for k, v in enumerate(rtts) if v is not None]
+            meta[udp] = {"UNITS": "ms", "MEAN_VALUE": _mean(rtts), "SOURCE": f"srtt of flow {f.name} (not UDP)"}
         total = run.flow_totals(f.name)
         meta[series] = {
             "UNITS": "Mbits/s",
@@ -199,7 +226,7 @@ def flent_data(run: RunData) -> dict[str, Any]:
     results[ping_name] = ping
     raw[ping_name] = [{"t": x_values[k], "val": v} for k, v in enumerate(ping) if v is not None]
     meta[ping_name] = {"UNITS": "ms", "MEAN_VALUE": _mean(ping), "SOURCE": "mean srtt of the flows (not ICMP)"}
-    for name, how, members, units in _computed_series(test, names):
+    for name, how, members, units in _computed_series(test, names + udp_names):
         results[name] = _computed(name, how, members, results, n)
         meta[name] = {"UNITS": units, "MEAN_VALUE": _mean(results[name]), "COMPUTED_LATE": False}
     params = _test_parameters(test, flows)
@@ -271,7 +298,7 @@ def _computed_series(test: str, names: list[str]) -> list[tuple[str, str, list[s
         ("TCP download avg", "average", downs, "Mbits/s"),
         ("TCP download sum", "sum", downs, "Mbits/s"),
         ("TCP totals", "sum", ups + downs, "Mbits/s"),
-        ("Ping (ms) avg", "average", ["Ping (ms)::ICMP"], "ms"),
+        ("Ping (ms) avg", "average", ["Ping (ms)::ICMP", *(s for s in names if s.startswith("Ping (ms)::"))], "ms"),
     ]
 
 
@@ -284,7 +311,7 @@ def _test_parameters(test: str, flows: list[ExportFlow]) -> dict[str, str]:
         params["download_streams"] = str(len(flows))
     else:
         params["bidir_streams"] = str(len(flows))
-        params["labels"] = ",".join(str(k) for k in range(1, len(flows) + 1))
+        params["labels"] = ",".join(_labels(flows))
     return params
 
 

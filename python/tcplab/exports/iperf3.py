@@ -20,10 +20,12 @@ applications with more than 16 connections are not sampled and get no file.
 
 Where the numbers come from, and where they depart from iperf3:
 
-* Interval boundaries every ``interval_s`` (1 s, iperf3's default ``-i``) from the flow's
-  start to its end (the last one may be shorter). A boundary's values are those of the last
-  time-series sample at or before it (samples every ``sample_interval``: choose an interval
-  that is a multiple of it for exact boundaries); the flow's end uses its totals.
+* Interval boundaries every ``interval_s`` from the flow's start to its end (the last one
+  may be shorter). A boundary's values are those of the last time-series sample at or before
+  it, so the interval must be a whole number of the run's ``sample_interval`` (else the
+  intervals would alternate between holding no sample and two: 0 bit/s, then double); one
+  that is not is refused. The default is iperf3's 1 s (``-i``), or the multiple of the
+  sample interval nearest to it when 1 s is not one. The flow's end uses its totals.
 * ``bytes`` of an interval: the bytes delivered to the receiving application in it (the
   time series' cumulative ``bytes_received``), so the intervals sum to the flow's
   ``bytes_received``. iperf3's sender counts the bytes its application wrote into the
@@ -36,9 +38,11 @@ Where the numbers come from, and where they depart from iperf3:
   as iperf3 computes them); the end's total is the flow's ``retrans_segs``.
 * ``snd_cwnd``, ``rtt``, ``rttvar`` at the interval's end; ``max_snd_cwnd``, ``max_rtt``,
   ``min_rtt`` and ``mean_rtt`` (integer mean) over the intervals, as iperf3 keeps them.
-* ``snd_wnd`` is -1 in every interval: tcplab does not sample the peer's window, and -1 is
-  what iperf3's get_snd_wnd() writes when it cannot read tcpi_snd_wnd; ``max_snd_wnd`` is
-  then 0, iperf3's starting value that no sample exceeded.
+* ``snd_wnd``: the peer's advertised window (bytes, tcp_info's tcpi_snd_wnd, the time
+  series' ``snd_wnd_bytes``) at the interval's end; ``max_snd_wnd`` its largest value, as
+  iperf3 keeps it. A run directory from before that column existed gives -1 in every
+  interval (what iperf3's get_snd_wnd() writes when it cannot read tcpi_snd_wnd) and a
+  ``max_snd_wnd`` of 0, iperf3's starting value.
 * ``cpu_utilization_percent``: all six values 0.0; the simulator does not measure the CPU
   an endpoint would spend (the keys stay, as iperf3 always writes them).
 * ``system_info`` is the empty string (no uname to report); ``version`` is ``iperf 3.12``
@@ -114,21 +118,48 @@ def _interval(start: float, end: float, nbytes: int, **extra: Any) -> dict[str, 
     }
 
 
-def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEFAULT_INTERVAL_S) -> dict[str, Any]:
-    """The iperf3 -J object of one bulk/maerts flow of ``run`` (module doc)."""
+def _step_ns(run: RunData, interval_s: float | None) -> int:
+    """The reporting interval in ns: ``interval_s`` if it is a whole number of sample
+    intervals, iperf3's 1 s (or the nearest multiple of the sample interval) when None."""
+    from tcplab.units import format_time
+
+    try:
+        sample_ns = int(run.sample_interval_ns)
+    except (KeyError, TypeError, ValueError):
+        sample_ns = 0
+    if interval_s is None:
+        default_ns = int(DEFAULT_INTERVAL_S * 1e9)
+        return max(1, round(default_ns / sample_ns)) * sample_ns if sample_ns > 0 else default_ns
     if not (isinstance(interval_s, (int, float)) and math.isfinite(interval_s) and interval_s > 0):
         raise ScenarioError(
             f"{interval_s!r} is not a positive interval", path="--interval", expected="a time such as 1s or 500ms"
         )
+    step_ns = max(1, int(round(interval_s * 1e9)))
+    if sample_ns > 0 and step_ns % sample_ns:
+        sample = format_time(sample_ns)
+        near = format_time(max(1, round(step_ns / sample_ns)) * sample_ns)
+        raise ScenarioError(
+            f"{format_time(step_ns)} is not a whole number of the run's sample interval, {sample}",
+            path="--interval",
+            value=interval_s,
+            expected=f"a multiple of {sample}, such as {near}",
+        )
+    return step_ns
+
+
+def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | None = None) -> dict[str, Any]:
+    """The iperf3 -J object of one bulk/maerts flow of ``run`` (module doc); ``interval_s``
+    None: iperf3's 1 s, as a whole number of the run's sample interval."""
+    step_ns = _step_ns(run, interval_s)
     f = flow if isinstance(flow, ExportFlow) else _flow_named(run, flow)
     total = run.flow_totals(f.name)
-    names = ("bytes_received", "retrans_segs", "cwnd", "srtt_us", "rttvar_us")
+    names = ("bytes_received", "retrans_segs", "cwnd", "srtt_us", "rttvar_us", "snd_wnd_bytes")
     raw = run.flow_columns(f.index, ("t_ns", *names))
+    has_snd_wnd = "snd_wnd_bytes" in raw
     t_ns = raw["t_ns"].astype(np.int64) if "t_ns" in raw else np.zeros(0, dtype=np.int64)
     cols = {c: raw[c].astype(np.int64) if c in raw else np.zeros(len(t_ns), dtype=np.int64) for c in names}
     start_ns = int(round(f.start_s * 1e9))
     end_ns = int(round(f.end_s * 1e9))
-    step_ns = max(1, int(round(interval_s * 1e9)))
     bounds = list(range(start_ns, end_ns, step_ns)) + [end_ns]
     if len(bounds) >= 2 and bounds[-1] == bounds[-2]:
         bounds.pop()
@@ -141,12 +172,15 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEF
     intervals = []
     cwnds: list[int] = []
     rtts: list[int] = []
+    snd_wnds: list[int] = []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         nbytes = cum("bytes_received", b, received_end) - cum("bytes_received", a, received_end)
         retrans = cum("retrans_segs", b, retrans_end) - cum("retrans_segs", a, retrans_end)
         snd_cwnd = _at(t_ns, cols["cwnd"], b) * f.mss
         rtt = _at(t_ns, cols["srtt_us"], b)
         rttvar = _at(t_ns, cols["rttvar_us"], b)
+        snd_wnd = _at(t_ns, cols["snd_wnd_bytes"], b) if has_snd_wnd else -1
+        snd_wnds.append(snd_wnd)
         cwnds.append(snd_cwnd)
         rtts.append(rtt)
         start, end = (a - start_ns) / 1e9, (b - start_ns) / 1e9
@@ -158,7 +192,7 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEF
                 nbytes,
                 retransmits=int(retrans),
                 snd_cwnd=int(snd_cwnd),
-                snd_wnd=-1,
+                snd_wnd=int(snd_wnd),
                 rtt=int(rtt),
                 rttvar=int(rttvar),
                 pmtu=f.mss + _HEADER_BYTES,
@@ -176,7 +210,7 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEF
         "socket": _SOCKET,
         **_interval(0, seconds, sent_once, retransmits=retrans_end),
         "max_snd_cwnd": max(cwnds, default=0),
-        "max_snd_wnd": 0,
+        "max_snd_wnd": max([0, *snd_wnds]),
         "max_rtt": max(measured, default=0),
         "min_rtt": min(measured, default=0),
         "mean_rtt": int(sum(measured) / len(measured)) if measured else 0,
@@ -257,7 +291,7 @@ def _cjson_numbers(x: Any) -> Any:
     return x
 
 
-def iperf3_text(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEFAULT_INTERVAL_S) -> str:
+def iperf3_text(run: RunData, flow: str | ExportFlow, *, interval_s: float | None = None) -> str:
     """The file's text: the object with cJSON's number forms, indented (iperf3 indents with
     tabs, tcplab with 2 spaces: the same JSON)."""
     obj = _cjson_numbers(iperf3_json(run, flow, interval_s=interval_s))

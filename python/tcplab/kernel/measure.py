@@ -28,7 +28,8 @@ read a kernel run as they read a simulation:
   include/net/tcp.h: tcp_packets_in_flight(), from ss's ``unacked``, ``sacked``, ``lost`` and
   ``retrans:C/T``), ``bytes_acked``, ``bytes_received`` (the receiver's ss sample of the same
   schedule slot), ``retrans_segs`` (``retrans:C/T``'s T), BBR's ``bw``, ``pacing_gain`` and
-  ``cwnd_gain`` (``bbr:(...)``); ``ca_state``: ss does not print it, the agent reads
+  ``cwnd_gain`` (``bbr:(...)``), ``snd_wnd_bytes`` (``snd_wnd:``, printed by iproute2 6.x on
+  Linux 6.2 and later; 0 when absent); ``ca_state``: ss does not print it, the agent reads
   ``tcpi_ca_state`` from the sender's TCP_INFO as each ss sample starts; ``cc_mode`` (BBR's
   mode, in no kernel interface) follows from the two gains ss prints, each mode setting its
   own pair (Linux v6.12 net/ipv4/tcp_bbr.c: bbr_update_gains(): STARTUP high_gain/high_gain,
@@ -399,6 +400,7 @@ def _timeseries(
                 "bbr_lt_bw_bps": 0,
                 "pacing_gain": float(s.bbr.get("pacing_gain", 0.0)),
                 "cwnd_gain": float(s.bbr.get("cwnd_gain", 0.0)),
+                "snd_wnd_bytes": int(v.get("snd_wnd", 0)),
             }
             rows.append((slot, fs.flow, row))
     rows.sort(key=lambda x: (x[0], x[1]))

@@ -84,19 +84,20 @@ class Recommendation:
             return f"run failed at point {r.point}, seed {r.seed}: {r.error or 'no error recorded'}{more}"
         for check in choice.checks:
             if not check.holds:
-                return self._broken_text(check)
+                return self._broken_text(check, choice)
         if math.isnan(choice.worst):
             return f"no value of {self.objective.metric.name} in some condition"
         return ""
 
-    def _broken_text(self, check: ConstraintCheck) -> str:
+    def _broken_text(self, check: ConstraintCheck, choice: Choice | None = None) -> str:
         c = check.constraint
-        n, total = len(check.broken_runs), None
+        n = len(check.broken_runs)
         value = c.metric.fmt(check.worst_value) if not math.isnan(check.worst_value) else "no value"
         where = _cond_text(check.worst_condition)
         seed = f", seed {check.worst_run.seed}" if check.worst_run else ""
-        del total
-        return f"breaks {c.label}: {value} at {where}{seed} ({n} run{'s' if n != 1 else ''})"
+        total = sum(len(cond.runs) for cond in choice.conditions) if choice is not None else 0
+        of = f" of {total}" if total >= n > 0 else ""
+        return f"breaks {c.label}: {value} at {where}{seed} (in {n}{of} run{'s' if (total or n) != 1 else ''})"
 
     @property
     def sentence(self) -> str:

@@ -41,7 +41,9 @@ Choices where tcplab must choose, and what it leaves out:
   sampled), ``lastsnd``/``lastrcv``/``lastack``, ``unacked``,
   ``lost`` (tcp_info's current lost_out; the engine samples the cumulative count),
   ``delivered``, ``app_limited``, ``segs_out``/``segs_in``, ``rcv_space``,
-  ``rcv_ssthresh``, ``notsent``, ``snd_wnd`` and ``skmem`` (no ``-m``). ``retrans:C/T``
+  ``rcv_ssthresh``, ``notsent``, the receiving socket's ``snd_wnd`` and ``skmem`` (no
+  ``-m``). The sending socket's ``snd_wnd`` (tcpi_snd_wnd, the receiver's advertised window;
+  iproute2 prints it last, after ``minrtt``) comes from the time series. ``retrans:C/T``
   prints C (segments retransmitted and not yet acknowledged) as 0: the engine samples only T.
   The receiving socket prints only what the engine knows of it: its congestion control,
   MSS and ``bytes_received``.
@@ -180,6 +182,8 @@ class SsSocket:
             out.append(f"retrans:0/{int(i['retrans_total'])}")
         if i.get("minrtt_us"):
             out.append(f"minrtt:{_g(int(i['minrtt_us']) / 1000)}")
+        if i.get("snd_wnd"):  # iproute2 6.x: after minrtt (and rcv_ooopack, not sampled)
+            out.append(f"snd_wnd:{int(i['snd_wnd'])}")
         return "\t " + " ".join(out)
 
 
@@ -316,6 +320,7 @@ def _sender_info(row: Mapping[str, Any], mss: int, cc: str | None, tcp: Mapping[
         "retrans_total": int(row.get("retrans_segs", 0)),
         "minrtt_us": min_rtt_us if min_rtt_us != 0xFFFFFFFF else 0,
         "delivery_rate_bps": int(row.get("delivery_rate_bps", 0)),
+        "snd_wnd": int(row.get("snd_wnd_bytes", 0)),
     }
     pacing = int(row.get("pacing_rate_bps", 0))
     if pacing and pacing < _U64_MAX - 7:  # ~0 (unlimited) is not printed

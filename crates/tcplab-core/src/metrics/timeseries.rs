@@ -33,6 +33,10 @@ pub struct FlowSeries {
     pub bbr_lt_bw_bps: Vec<u64>,
     pub pacing_gain: Vec<f64>,
     pub cwnd_gain: Vec<f64>,
+    /// The peer's advertised receive window, bytes: tcp_info's tcpi_snd_wnd (`tp->snd_wnd`,
+    /// Linux v6.12 net/ipv4/tcp.c: tcp_get_info()), what ss prints as `snd_wnd:` and iperf3
+    /// as `snd_wnd`.
+    pub snd_wnd_bytes: Vec<u32>,
 }
 
 impl FlowSeries {
@@ -47,7 +51,8 @@ impl FlowSeries {
         + size_of::<u64>() // bbr_bw_bps
         + size_of::<u8>() // bbr_lt_use_bw
         + size_of::<u64>() // bbr_lt_bw_bps
-        + 2 * size_of::<f64>(); // pacing_gain, cwnd_gain
+        + 2 * size_of::<f64>() // pacing_gain, cwnd_gain
+        + size_of::<u32>(); // snd_wnd_bytes
 
     /// Make room for `additional` more rows in every column, or fail without aborting.
     pub fn try_reserve(&mut self, additional: usize) -> Result<(), TryReserveError> {
@@ -72,6 +77,7 @@ impl FlowSeries {
         self.bbr_lt_bw_bps.try_reserve(additional)?;
         self.pacing_gain.try_reserve(additional)?;
         self.cwnd_gain.try_reserve(additional)?;
+        self.snd_wnd_bytes.try_reserve(additional)?;
         Ok(())
     }
 
@@ -103,6 +109,7 @@ impl FlowSeries {
             bbr_lt_bw_bps: Vec::with_capacity(n),
             pacing_gain: Vec::with_capacity(n),
             cwnd_gain: Vec::with_capacity(n),
+            snd_wnd_bytes: Vec::with_capacity(n),
         }
     }
 

@@ -59,6 +59,25 @@ fn win_from_space(space: u64) -> u64 {
     (space * SCALING_RATIO) >> 8
 }
 
+/// `TCPOLEN_TSTAMP_ALIGNED`: the timestamp option's 12 bytes on every segment, which the
+/// MSS option (`advmss`) includes and the payload MSS does not.
+const TCPOLEN_TSTAMP_ALIGNED: u64 = 12;
+
+/// The largest window a SYN can carry: its window field is never scaled (RFC 7323 2.2).
+pub const MAX_SYN_WINDOW_BYTES: u64 = 65535;
+
+/// Linux v6.12 net/ipv4/tcp_output.c: tcp_select_initial_window(): the window of the
+/// default buffer (`tcp_full_space()`), rounded down to a multiple of `quantum_bytes`. No
+/// 64 KB cap since v6.10 ("tcp: remove 64 KByte limit for initial tp->rcv_wnd value"); only
+/// the SYN's own unscaled field is capped at 65535 ([`Receiver::syn_window`]).
+fn initial_rcv_wnd(rcvbuf_bytes: u64, quantum_bytes: u64) -> u64 {
+    let mut space = win_from_space(rcvbuf_bytes);
+    if space > quantum_bytes {
+        space -= space % quantum_bytes;
+    }
+    space
+}
+
 #[inline]
 fn space_from_win(win: u64) -> u64 {
     (win << 8) / SCALING_RATIO
@@ -158,14 +177,10 @@ impl Receiver {
     pub fn new(cfg: &TcpConfig, hz: u32) -> Receiver {
         let mss = cfg.mss_bytes as u64;
         let rcvbuf = cfg.tcp_rmem[1];
-        // Linux v6.12 net/ipv4/tcp_output.c: tcp_select_initial_window(): space rounded down
-        // to a multiple of mss. No 64 KB cap since v6.10 ("tcp: remove 64 KByte limit for
-        // initial tp->rcv_wnd value"); only the SYN's own unscaled field is capped at 65535.
-        let mut space = win_from_space(rcvbuf);
-        if space > mss {
-            space -= space % mss;
-        }
-        let rcv_wnd = space;
+        // The listener's window (Linux v6.12 net/ipv4/tcp_minisocks.c:
+        // tcp_openreq_init_rwin(): the MSS less the timestamp option); the connecting side
+        // quantizes to its MSS option instead (`active_open`).
+        let rcv_wnd = initial_rcv_wnd(rcvbuf, mss);
         Receiver {
             rcv_nxt: 0,
             rcv_wup: 0,
@@ -266,6 +281,25 @@ impl Receiver {
         }
         let free = space.min(self.rcv_ssthresh).min(self.window_clamp);
         free & !127
+    }
+
+    /// The connecting side's initial window (Linux v6.12 net/ipv4/tcp_output.c:
+    /// tcp_connect_init()): `tcp_select_initial_window()` gets `tp->advmss`, the MSS option
+    /// with the timestamp bytes still in it (they are taken off only once a peer's timestamp
+    /// was seen, `ts_recent_stamp`, which is not before the SYN-ACK), so the window is a
+    /// multiple of 1460 on a 1500-byte path (64240), where the listener's is a multiple of
+    /// 1448 (65160). Call before sending the SYN.
+    pub fn active_open(&mut self) {
+        self.rcv_wnd = initial_rcv_wnd(self.rcvbuf, self.advmss + TCPOLEN_TSTAMP_ALIGNED);
+        self.rcv_ssthresh = self.rcv_wnd;
+    }
+
+    /// The window field of this side's SYN or SYN-ACK, in bytes: the initial `rcv_wnd`
+    /// unscaled, at most 65535 (Linux v6.12 net/ipv4/tcp_output.c: __tcp_transmit_skb() for
+    /// a SYN, tcp_make_synack() for a SYN-ACK); not the scaled, rounded-up value of
+    /// `tcp_select_window()`, which only later segments carry.
+    pub fn syn_window(&self) -> u32 {
+        self.rcv_wnd.min(MAX_SYN_WINDOW_BYTES) as u32
     }
 
     /// `rcv_wup`: `rcv_nxt` when the last window was advertised.
@@ -854,6 +888,28 @@ mod tests {
     /// quick ACK), to look at the delayed-ACK policy alone.
     fn no_growth_room(r: &mut Receiver) {
         r.rcv_ssthresh = r.window_clamp.min(r.tcp_space());
+    }
+
+    #[test]
+    fn the_connecting_side_quantizes_its_window_to_the_mss_option() {
+        // tcp_connect_init(): 65536 of window rounded down to the MSS option (1448 + 12 bytes
+        // of timestamps = 1460): 44 * 1460 = 64240, what Linux clients' SYNs carry.
+        let mut r = Receiver::new(&TcpConfig::default(), 1000);
+        r.active_open();
+        let mss_option = MSS + TCPOLEN_TSTAMP_ALIGNED;
+        assert_eq!(r.rcv_wnd, (65536 / mss_option) * mss_option);
+        assert_eq!(r.rcv_ssthresh, r.rcv_wnd);
+        assert_eq!(r.syn_window() as u64, r.rcv_wnd);
+    }
+
+    #[test]
+    fn a_syn_window_is_unscaled_and_capped_at_65535() {
+        let cfg = TcpConfig { tcp_rmem: [4096, 1 << 20, 6 << 20], ..TcpConfig::default() };
+        let r = Receiver::new(&cfg, 1000);
+        assert!(r.rcv_wnd > MAX_SYN_WINDOW_BYTES);
+        assert_eq!(r.syn_window() as u64, MAX_SYN_WINDOW_BYTES);
+        let (d, _) = rx();
+        assert_eq!(d.syn_window() as u64, d.rcv_wnd, "65160 fits: sent as is, not rounded up to 128");
     }
 
     #[test]

@@ -385,7 +385,12 @@ impl TcpSocket {
     /// egress. Returns false if the local qdisc dropped it (NET_XMIT_DROP).
     pub fn transmit(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, pkt_flags: u8) -> bool {
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
-        let (ack_seq, wnd, num_sacks, dsack) = self.rcv.fill_ack(&mut sack);
+        let (ack_seq, mut wnd, num_sacks, dsack) = self.rcv.fill_ack(&mut sack);
+        let syn = pkt_flags & flags::SYN != 0;
+        if syn {
+            // A SYN or SYN-ACK carries the initial window unscaled (Receiver::syn_window).
+            wnd = self.rcv.syn_window();
+        }
         let payload = (end_seq - seq) as u32;
         let mut f = pkt_flags;
         if dsack {
@@ -426,7 +431,9 @@ impl TcpSocket {
         let ok = ctx.net.send_from_host(self.node, pkt, ctx.now_ns, ctx.ev);
         // The ACK fields went out with the segment either way only if it was sent.
         if ok {
-            if self.state == ConnState::Established || self.state == ConnState::SynRecv {
+            // A SYN-ACK leaves rcv_wnd as tcp_select_initial_window() set it (the listener's
+            // request sock, Linux v6.12 net/ipv4/tcp_output.c: tcp_make_synack()).
+            if !syn && (self.state == ConnState::Established || self.state == ConnState::SynRecv) {
                 // tcp_select_window(): the window's moves to and from zero.
                 let old_wnd = self.rcv.rcv_wnd;
                 if wnd == 0 && old_wnd != 0 {
@@ -459,6 +466,7 @@ impl TcpSocket {
         self.refresh_clock(ctx.now_ns);
         self.state = ConnState::SynSent;
         self.tp.inc(Mib::TcpActiveOpens);
+        self.rcv.active_open();
         self.send_syn(ctx);
     }
 
