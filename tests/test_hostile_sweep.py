@@ -65,3 +65,85 @@ def test_bad_n_is_one_line_naming_n(tmp_path, scenario, n):
     r = _cli("sweep", scenario, "--random", "links.0.loss=0%..1%", "-n", n, "-o", out, "-q")
     assert_one_line_error(r, "-n: ", n)
     assert not out.exists()
+
+
+# -- --dask with an address that is not a scheduler ---------------------------------------
+def _run_cli(args: list[object], timeout_s: float = 60, **env: str) -> subprocess.CompletedProcess:
+    """``tcplab ARGS`` in a real process (Dask's client threads, signals, exit paths)."""
+    return subprocess.run(
+        [sys.executable, "-c", "from tcplab.cli import main; main()", *[str(a) for a in args]],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env={**os.environ, **env},
+    )
+
+
+class _Server:
+    """A TCP server on 127.0.0.1 that is not Dask: it accepts and then stays silent
+    (``reply=None``, as an HTTP server waiting for a request) or writes ``reply``."""
+
+    def __init__(self, reply: bytes | None):
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.reply = reply
+        self.conns: list = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            if self.reply is not None:
+                conn.sendall(self.reply)
+
+    def close(self) -> None:
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+@pytest.mark.parametrize(
+    "address, needle",
+    [
+        ("", "an empty address"),
+        ("not a url::", "is not a scheduler address"),
+        ("http://127.0.0.1:8786", "unknown scheme 'http'"),
+        ("tcp://127.0.0.1", "missing port"),
+        ("tcp://127.0.0.1:99999", "a port from 1 to 65535"),
+        ("inproc://x", "unknown scheme 'inproc'"),
+    ],
+)
+def test_malformed_dask_address_is_one_line_at_once(tmp_path, scenario, address, needle):
+    pytest.importorskip("distributed")
+    out = tmp_path / "o"
+    r = _run_cli(["sweep", scenario, "--seeds", "1", "--dask", address, "-o", out, "-q"], timeout_s=30)
+    assert_one_line_error(r, "--dask: ", needle)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("reply", [None, b"HTTP/1.0 400 Bad Request\r\n\r\n" + b"\xff" * 64], ids=["silent", "garbage"])
+def test_a_port_that_is_not_a_scheduler_fails_in_bounded_time(tmp_path, scenario, reply):
+    """Before: distributed's handshake read waited forever on a silent server (and tried to
+    allocate exabytes on garbage), then Client.__del__ printed a TimeoutError traceback."""
+    pytest.importorskip("distributed")
+    server = _Server(reply)
+    out = tmp_path / "o"
+    try:
+        r = _run_cli(
+            ["sweep", scenario, "--seeds", "1", "--dask", f"tcp://127.0.0.1:{server.port}", "-o", out, "-q"],
+            timeout_s=40,
+            DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s",
+        )
+    finally:
+        server.close()
+    assert_one_line_error(r, "--dask: ", f"127.0.0.1:{server.port}")
+    assert not out.exists()
