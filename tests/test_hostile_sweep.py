@@ -7,7 +7,6 @@ process (signals, Dask's client, a run of the engine) use subprocess with a 1 s 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -147,3 +146,107 @@ def test_a_port_that_is_not_a_scheduler_fails_in_bounded_time(tmp_path, scenario
         server.close()
     assert_one_line_error(r, "--dask: ", f"127.0.0.1:{server.port}")
     assert not out.exists()
+
+
+# -- damaged sweep directories: resume and load_sweep --------------------------------------
+@pytest.fixture(scope="module")
+def done_sweep(tmp_path_factory) -> Path:
+    """A complete 2-run sweep of the 1 s scenario (the real engine, made once)."""
+    pytest.importorskip("tcplab._core")
+    base = tmp_path_factory.mktemp("sweep")
+    (base / "s.yaml").write_text(SCENARIO, encoding="utf-8")
+    r = _cli(
+        "sweep",
+        base / "s.yaml",
+        "--grid",
+        "flows.0.cc=cubic,bbr",
+        "--seeds",
+        "1",
+        "-o",
+        base / "sw",
+        "-q",
+        "--no-plots",
+    )
+    assert r.exit_code == 0, r.output
+    return base / "sw"
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _resume(d: Path, done_sweep: Path):
+    """The command that made ``done_sweep`` (its scenario path is part of the plan), into ``d``."""
+    return _cli(
+        "sweep",
+        done_sweep.parent / "s.yaml",
+        "--grid",
+        "flows.0.cc=cubic,bbr",
+        "--seeds",
+        "1",
+        "-o",
+        d,
+        "-q",
+        "--no-plots",
+    )
+
+
+def test_resume_reruns_a_truncated_rows_file(tmp_path, done_sweep):
+    """Before: pyarrow's ArrowInvalid traceback (exit 1) when the table was built."""
+    import tcplab
+
+    d = _copy(done_sweep, tmp_path / "sw")
+    victim = sorted((d / "rows").glob("*.parquet"))[0]
+    victim.write_bytes(victim.read_bytes()[:200])
+    r = _resume(d, done_sweep)
+    assert r.exit_code == 0, r.output
+    assert "Traceback" not in r.output
+    assert f"warning: {victim} is damaged" in r.output
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(tcplab.load_sweep(d).table, tcplab.load_sweep(done_sweep).table)
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("[1]", "a JSON list"),
+        ('{"scenario": 3}', "'scenario' is not an object"),
+        ('{"status": ', "cannot read"),
+    ],
+)
+def test_resume_and_load_with_a_damaged_sweep_json(tmp_path, done_sweep, content, needle):
+    """Before: AttributeError: 'list' object has no attribute 'get' (resume and load_sweep)."""
+    import tcplab
+    from tcplab.errors import ScenarioError
+
+    d = _copy(done_sweep, tmp_path / "sw")
+    (d / "sweep.json").write_text(content, encoding="utf-8")
+    assert_one_line_error(_resume(d, done_sweep), f"error: {d}: ", "sweep.json", needle)
+    with pytest.raises(ScenarioError, match="sweep.json") as err:
+        tcplab.load_sweep(d)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_load_sweep_with_a_truncated_or_missing_table(tmp_path, done_sweep):
+    """Before: ArrowInvalid traceback (truncated); "the sweep is complete (no sweep.parquet)"
+    (missing)."""
+    import tcplab
+    from tcplab.errors import ScenarioError
+
+    d = _copy(done_sweep, tmp_path / "sw")
+    table = d / "sweep.parquet"
+    table.write_bytes(table.read_bytes()[:100])
+    with pytest.raises(ScenarioError, match="sweep.parquet cannot be read") as err:
+        tcplab.load_sweep(d)
+    assert "\n" not in str(err.value)
+    table.unlink()
+    with pytest.raises(ScenarioError, match="sweep.parquet is missing"):
+        tcplab.load_sweep(d)
+    r = _cli("recommend", d, "--choose", "flows.0.cc", "--maximize", "goodput", "-o", tmp_path / "rec")
+    assert_one_line_error(r, "sweep.parquet is missing")
+    assert _resume(d, done_sweep).exit_code == 0  # the same command rebuilds the table
+    assert len(tcplab.load_sweep(d).table) == 2

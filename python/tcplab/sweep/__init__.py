@@ -305,7 +305,11 @@ def run_sweep(
         todo: list[PointJob] = []
         for key, (entry, sc) in plan.scenarios.items():
             if store.done(key):
-                continue
+                damage = store.damaged_rows(key)
+                if damage is None:
+                    continue
+                print(f"warning: {store.rows_path(key)} is damaged ({damage}); running it again", file=sys.stderr)
+                store.rows_path(key).unlink()
             todo.append(
                 PointJob(
                     key=key,
@@ -480,12 +484,26 @@ def load_sweep(directory: str | Path) -> SweepResult:
         plan = store.read_plan()
     except (OSError, ValueError) as e:
         raise SweepError(f"cannot read sweep.json ({e})", file=str(directory), expected="a sweep directory") from None
-    if plan.get("status") != "complete" or not store.table_path.is_file():
+    if plan.get("status") != "complete":
         raise SweepError(
-            f"the sweep is {plan.get('status', 'incomplete')} (no sweep.parquet)",
+            f"the sweep is {plan.get('status')} (sweep.json), not complete",
             file=str(directory),
             expected="a complete sweep: rerun its tcplab sweep command to resume it",
         )
+    if not store.table_path.is_file():
+        raise SweepError(
+            "sweep.parquet is missing",
+            file=str(directory),
+            expected="a complete sweep: rerun its tcplab sweep command to write the table again",
+        )
+    try:
+        table = pq.read_table(store.table_path)
+    except (OSError, ValueError) as e:  # ArrowInvalid is a ValueError
+        raise SweepError(
+            f"sweep.parquet cannot be read ({' '.join(str(e).split())})",
+            file=str(directory),
+            expected="a complete sweep: rerun its tcplab sweep command to write the table again",
+        ) from None
     failures = {}
     failed_dir = store.dir / "failed"
     if failed_dir.is_dir():
@@ -494,7 +512,7 @@ def load_sweep(directory: str | Path) -> SweepResult:
                 failures[f.stem] = json.loads(f.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 failures[f.stem] = {"key": f.stem, "error": "unreadable failure record"}
-    return SweepResult(plan, pq.read_table(store.table_path), failures, directory=store.dir)
+    return SweepResult(plan, table, failures, directory=store.dir)
 
 
 def sweep(

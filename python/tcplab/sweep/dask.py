@@ -118,7 +118,7 @@ def _probe_scheduler(address: str, timeout_s: float) -> None:
 
     try:
         reply = asyncio.run(asyncio.wait_for(identity(), timeout_s))
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         raise SweepError(
             f"no Dask scheduler answered at {address} within {timeout_s:g} s",
             file="--dask",
