@@ -250,3 +250,64 @@ def test_load_sweep_with_a_truncated_or_missing_table(tmp_path, done_sweep):
     assert_one_line_error(r, "sweep.parquet is missing")
     assert _resume(d, done_sweep).exit_code == 0  # the same command rebuilds the table
     assert len(tcplab.load_sweep(d).table) == 2
+
+
+# -- errors name the option the user typed --------------------------------------------------
+def test_an_unknown_grid_path_names_grid_not_set(tmp_path, scenario):
+    """Before: "--set: flows.0.ccx: unknown key" (the first point's validation, used for the
+    base seed, was not relabelled)."""
+    out = tmp_path / "o"
+    r = _cli("sweep", scenario, "--grid", "flows.0.ccx=cubic,bbr", "-o", out, "-q")
+    assert_one_line_error(r, "error: --grid: flows.0.ccx: unknown key")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--choose", "flows.0.cc=cubic,foo", "--over", "links.0.loss=0%,1%"], "error: --choose: flows.0.cc: "),
+        (["--choose", "flows.0.ccc=cubic,bbr", "--over", "links.0.loss=0%,1%"], "error: --choose: flows.0.ccc: "),
+        (["--choose", "flows.0.cc=cubic,bbr", "--over", "links.0.loss=0%,x"], "error: --over: links.0.loss: "),
+        (
+            ["--choose", "flows.0.cc=cubic,bbr", "--over", "links.0.loss=1%..0%", "-n", "2"],
+            "error: --over: links.0.loss",
+        ),
+    ],
+)
+def test_recommend_scenario_form_errors_name_choose_and_over(tmp_path, scenario, args, expected):
+    """Before: the sweep's own option names (--grid, --random, --set), which the user never typed."""
+    out = tmp_path / "rec"
+    r = _cli("recommend", scenario, *args, "--maximize", "goodput", "-o", out, "-q")
+    assert_one_line_error(r, expected)
+    assert not out.exists()
+
+
+# -- sizes ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (
+            [
+                "--grid",
+                "links.0.delay=" + ",".join(f"{i}ms" for i in range(1000)),
+                "--grid",
+                "links.1.delay=" + ",".join(f"{i}ms" for i in range(1000)),
+            ],
+            "--grid",
+        ),  # fmt: skip
+        (["--random", "links.0.loss=0%..1%", "-n", "1000000"], "-n"),
+        (["--grid", "flows.0.cc=cubic,bbr", "--seeds", "60000"], "--seeds"),
+    ],
+)
+def test_a_sweep_of_millions_of_runs_is_refused_at_once(tmp_path, scenario, args, option):
+    """Before: 10^6 points were all validated first (over 2 minutes and 2.4 GB, then killed)."""
+    import time
+
+    from tcplab.sweep import MAX_RUNS
+
+    out = tmp_path / "o"
+    t0 = time.perf_counter()
+    r = _cli("sweep", scenario, *args, "-o", out, "-q")
+    assert time.perf_counter() - t0 < 5
+    assert_one_line_error(r, f"error: {option}: ", f"at most {MAX_RUNS} runs")
+    assert not out.exists()

@@ -65,9 +65,14 @@ __all__ = [
     "sweep",
     "SweepError",
     "INT64_MAX",
+    "MAX_RUNS",
 ]
 
 INT64_MAX = 2**63 - 1
+#: Runs (points x seeds) one sweep may hold: every one is validated and keyed before the
+#: first runs (about 1 ms each), and sweep.json lists them all; beyond this, split the
+#: sweep or sample the space (--random ... -n N).
+MAX_RUNS = 100_000
 
 
 class SweepError(ScenarioError):
@@ -185,11 +190,20 @@ def plan_sweep(
                 expected="one value (sweep several with --grid PATH=V1,V2)",
             )
     parameters, points = plan_points(
-        grid, random, n, sample_seed=sample_seed, base_paths=[ov.dotted for ov in base] + ["seed"]
+        grid,
+        random,
+        n,
+        sample_seed=sample_seed,
+        base_paths=[ov.dotted for ov in base] + ["seed"],
+        seeds=seeds,
+        max_runs=MAX_RUNS,
     )
     label, data = scenario_data(scenario)
     if seed is None:
-        first = validate_with_overrides(data, [*base, *points[0].overrides(parameters)], label)
+        try:
+            first = validate_with_overrides(data, [*base, *points[0].overrides(parameters)], label)
+        except ScenarioError as e:
+            raise _relabel(e, parameters) from None
         seed = int(first.seed)
     if seed < 0 or seed + seeds - 1 > INT64_MAX:
         raise ScenarioError(
