@@ -265,6 +265,7 @@ def iperf3_text(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEF
 
 
 def _flow_named(run: RunData, name: str) -> ExportFlow:
+    name = run.flow_name(name)  # an index names the flow too
     flows = iperf3_flows(run)
     for f in flows:
         if f.name == name:
@@ -274,4 +275,4 @@ def _flow_named(run: RunData, name: str) -> ExportFlow:
         problem = f"flow {name!r} is not a sampled bulk or maerts flow"
     else:
         problem = f"no flow named {name!r}"
-    raise ScenarioError(problem, path="--flow", value=name, expected=f"one of: {names}")
+    raise ScenarioError(problem, path="--flow", value=name, expected=f"a flow name or index: {names}")
