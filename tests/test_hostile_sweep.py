@@ -311,3 +311,35 @@ def test_a_sweep_of_millions_of_runs_is_refused_at_once(tmp_path, scenario, args
     assert time.perf_counter() - t0 < 5
     assert_one_line_error(r, f"error: {option}: ", f"at most {MAX_RUNS} runs")
     assert not out.exists()
+
+
+# -- odd ranges, names and sources ---------------------------------------------------------------
+@pytest.mark.parametrize("value", ["0%...1%", "0%..1%..2%"])
+def test_a_range_with_more_than_one_dotdot_is_refused(tmp_path, scenario, value):
+    """Before: 0%...1% was read as 0%..0.1% (split at the first ..) and ran."""
+    out = tmp_path / "o"
+    r = _cli("sweep", scenario, "--random", f"links.0.loss={value}", "-n", "2", "-o", out, "-q")
+    assert_one_line_error(r, "error: --random: links.0.loss: ", "ambiguous")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["sweep", "run"])
+def test_an_empty_scenario_name_is_not_the_current_directory(tmp_path, command):
+    """Before: "error: : is a directory" (Path("") is the current directory)."""
+    r = _cli(command, "", "-o", tmp_path / "o", "-q")
+    assert_one_line_error(r, "error: SCENARIO: an empty name")
+
+
+def test_recommend_on_a_directory_that_is_not_a_sweep(tmp_path, done_sweep):
+    """Before: read as a scenario: "--choose: flows.0.cc: no values" (misleading)."""
+    import shutil
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    r = _cli("recommend", plain, "--choose", "flows.0.cc", "--maximize", "goodput", "-o", tmp_path / "r")
+    assert_one_line_error(r, f"error: {plain}: is a directory but not a sweep directory")
+    rec = tmp_path / "rec"
+    shutil.copytree(done_sweep, rec / "sweep")
+    r = _cli("recommend", rec, "--choose", "flows.0.cc", "--maximize", "goodput", "-o", tmp_path / "r")
+    assert_one_line_error(r, f"the sweep of a recommendation is {rec / 'sweep'}")
+    assert not (tmp_path / "r").exists()

@@ -218,6 +218,14 @@ def register(app: typer.Typer) -> None:
         over_specs = over or []
         if not choose_specs:
             raise ScenarioError("no setting to choose", file="--choose", expected="--choose PATH (a swept parameter)")
+        if Path(source).is_dir() and not _is_sweep_dir(source):
+            nested = Path(source) / "sweep"
+            hint = f" (the sweep of a recommendation is {nested})" if _is_sweep_dir(str(nested)) else ""
+            raise ScenarioError(
+                f"is a directory but not a sweep directory (no sweep.json){hint}",
+                file=str(source),
+                expected="a sweep directory (tcplab sweep -o DIR) or a scenario file",
+            )
         if _is_sweep_dir(source):
             for opt, given in (
                 ("--keep-runs", keep_runs),

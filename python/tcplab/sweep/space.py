@@ -176,6 +176,8 @@ def parse_random(text: str) -> _Range:
     path, value = _split_path(text, "--random", RANDOM_EXPECTED)
     if ".." not in value:
         raise _error("--random", f"{show_value(value)} is not a range LO..HI", RANDOM_EXPECTED, path)
+    if "..." in value or value.count("..") > 1:  # 0%...1% is 0%..0.1% or 0%..1%? refuse to guess
+        raise _error("--random", f"{show_value(value)} is ambiguous (more than one ..)", RANDOM_EXPECTED, path)
     lo_text, hi_text = (v.strip() for v in value.split("..", 1))
     ends = []
     for end in (lo_text, hi_text):
