@@ -343,3 +343,48 @@ def test_recommend_on_a_directory_that_is_not_a_sweep(tmp_path, done_sweep):
     r = _cli("recommend", rec, "--choose", "flows.0.cc", "--maximize", "goodput", "-o", tmp_path / "r")
     assert_one_line_error(r, f"the sweep of a recommendation is {rec / 'sweep'}")
     assert not (tmp_path / "r").exists()
+
+
+# -- the Python API ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs, option",
+    [
+        ({"grid": 42}, "--grid"),
+        ({"seed": "5"}, "--seed"),
+        ({"seed": 1.5}, "--seed"),
+        ({"random": ["links.0.loss=0%..1%"], "n": "2"}, "-n"),
+        ({"random": ["links.0.loss=0%..1%"], "n": 2.5}, "-n"),
+        ({"random": ["links.0.loss=0%..1%"], "n": 2, "sample_seed": -1}, "--sample-seed"),
+        ({"jobs": 0}, "--jobs"),
+        ({"jobs": -3}, "--jobs"),
+        ({"jobs": "2"}, "--jobs"),
+        ({"jobs": 2, "dask": "tcp://127.0.0.1:1"}, "--dask"),
+    ],
+)
+def test_api_bad_arguments_are_scenario_errors_as_on_the_cli(tmp_path, scenario, kwargs, option):
+    """Before: TypeError tracebacks (seed/n of the wrong type, grid=42) or silently accepted
+    (jobs=0/-3/"2", sample_seed=-1, jobs with dask: dask was used)."""
+    import tcplab
+    from tcplab.errors import ScenarioError
+
+    out = tmp_path / "o"
+    with pytest.raises(ScenarioError) as err:
+        tcplab.sweep(scenario, seeds=1, out=out, **kwargs)
+    assert str(err.value).startswith(f"{option}: ") and "\n" not in str(err.value)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "address, needle",
+    [("tcp://127.0.0.1:1", "nothing listens at tcp://127.0.0.1:1"), ("tcp://nosuchhost.invalid:8786", "unknown host")],
+)
+def test_a_closed_port_or_unknown_host_fails_at_once(tmp_path, scenario, address, needle):
+    """Before: distributed retried until its 20 s timeout (a closed port) and printed
+    Client.__del__'s TimeoutError traceback after the error line."""
+    pytest.importorskip("distributed")
+    import time
+
+    t0 = time.perf_counter()
+    r = _run_cli(["sweep", scenario, "--seeds", "1", "--dask", address, "-o", tmp_path / "o", "-q"], timeout_s=60)
+    assert time.perf_counter() - t0 < 10
+    assert_one_line_error(r, "--dask: ", needle)

@@ -178,8 +178,19 @@ def plan_sweep(
         grid = [grid]
     if isinstance(random, str):
         random = [random]
+    if grid is not None and not isinstance(grid, (Mapping, Iterable)):
+        raise ScenarioError(
+            f"{grid!r} is not a grid", file="--grid", expected='{"PATH": [V1, V2]} or ["PATH=V1,V2", ...]'
+        )
+    if random is not None and not isinstance(random, Iterable):
+        raise ScenarioError(f"{random!r} is not a list of ranges", file="--random", expected='["PATH=LO..HI", ...]')
     if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
         raise ScenarioError(f"{seeds!r} seeds", file="--seeds", expected="a number of seeds of 1 or more")
+    for option, value, low in (("--seed", seed, 0), ("-n", n, 1), ("--sample-seed", sample_seed, 0)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
+            raise ScenarioError(f"{value!r}", file=option, expected=f"an integer of {low} or more")
+    if sample_seed > INT64_MAX:
+        raise ScenarioError(f"{sample_seed}", file="--sample-seed", expected=f"an integer from 0 to {INT64_MAX}")
     base = parse_overrides(overrides)
     for ov in base:
         if ov.varies:
@@ -305,6 +316,14 @@ def run_sweep(
     from tcplab.sweep.executors import PointJob
     from tcplab.sweep.store import SweepStore
 
+    if jobs is not None and dask is not None:
+        raise SweepError("--jobs and --dask given together", file="--dask", expected="one executor, not both")
+    if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or not 1 <= jobs <= 1024):
+        raise SweepError(f"{jobs!r}", file="--jobs", expected="a number of processes, an integer from 1 to 1024")
+    if dask is not None and not isinstance(dask, str):
+        raise SweepError(
+            f"{dask!r} is not an address", file="--dask", expected="a scheduler address such as tcp://HOST:8786"
+        )
     store = SweepStore(out)
     stored = store.check(force=force)
     if stored is not None:

@@ -104,9 +104,31 @@ def _probe_scheduler(address: str, timeout_s: float) -> None:
     own connect waits for the peer's handshake without a time limit (a port of an HTTP
     server hangs it) and trusts the frame lengths it reads (garbage can ask for exabytes)."""
     import asyncio
+    import socket
 
     from distributed.comm import connect
+    from distributed.comm.addressing import parse_address, parse_host_port
     from distributed.security import Security
+
+    scheme, location = parse_address(address, strict=False)
+    if scheme == "tcp":  # a closed port answers at once; distributed retries until the timeout
+        host, port = parse_host_port(location)
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+        except ConnectionRefusedError:
+            raise SweepError(
+                f"nothing listens at {address} (connection refused)", file="--dask", expected=DASK_EXPECTED
+            ) from None
+        except socket.gaierror as e:
+            raise SweepError(
+                f"unknown host {host!r} in {address} ({e.strerror or e})", file="--dask", expected=DASK_EXPECTED
+            ) from None
+        except TimeoutError:
+            raise SweepError(
+                f"no answer from {address} within {timeout_s:g} s", file="--dask", expected=DASK_EXPECTED
+            ) from None
+        except OSError:
+            pass  # unreachable network and the like: the handshake below says it in Dask's words
 
     async def identity() -> object:
         comm = await connect(address, timeout=timeout_s, **Security().get_connection_args("client"))
