@@ -388,3 +388,16 @@ def test_a_closed_port_or_unknown_host_fails_at_once(tmp_path, scenario, address
     r = _run_cli(["sweep", scenario, "--seeds", "1", "--dask", address, "-o", tmp_path / "o", "-q"], timeout_s=60)
     assert time.perf_counter() - t0 < 10
     assert_one_line_error(r, "--dask: ", needle)
+
+
+def test_recommend_on_a_missing_source_says_so_first(tmp_path):
+    """Before: "--choose: flows.0.cc: no values" (a missing path was taken for a scenario)."""
+    import tcplab
+    from tcplab.errors import ScenarioError
+
+    missing = tmp_path / "nope"
+    r = _cli("recommend", missing, "--choose", "flows.0.cc", "--maximize", "goodput", "-o", tmp_path / "r")
+    assert_one_line_error(r, f"error: {missing}: no such sweep directory, scenario file or built-in scenario")
+    with pytest.raises(ScenarioError, match="no such sweep directory"):
+        tcplab.recommend(str(missing), choose=["flows.0.cc"], maximize="goodput")
+    assert not (tmp_path / "r").exists()

@@ -121,6 +121,22 @@ def sweep_for_recommend(
 
     if jobs is not None and dask is not None:
         raise ScenarioError("--jobs and --dask given together", file="--dask", expected="one executor, not both")
+    from tcplab.loader import scenario_data
+
+    try:  # a missing or unreadable SOURCE is the first thing to say
+        scenario_data(source)
+    except ScenarioError:
+        if (
+            isinstance(source, (str, os.PathLike))
+            and not str(source).startswith("builtin:")
+            and not Path(source).exists()
+        ):
+            raise ScenarioError(
+                "no such sweep directory, scenario file or built-in scenario",
+                file=str(source),
+                expected="a sweep directory (tcplab sweep -o DIR), a scenario YAML file or builtin:NAME",
+            ) from None
+        raise
     grid, random = _grid_and_random(choose, over, n)
     try:
         plan = plan_sweep(
