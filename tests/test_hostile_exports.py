@@ -64,3 +64,38 @@ def test_flows_by_index_in_ss_and_iperf3_as_in_pcap(tmp_path, run_dir):
     assert r.exit_code == 0 and r.output == (run_dir / "iperf3-server-client-0.json").read_text()
     for args in (["ss", run_dir, "1", "--at", "0.5s"], ["export", "iperf3", run_dir, "--flow", "1"]):
         assert_one_line_error(_cli(*args), "no flow named '1'", "a flow name or index: server-client-0")
+
+
+@pytest.mark.parametrize(
+    "name, content, needle",
+    [
+        ("summary.json", "[]", "summary.json is a JSON list, not an object"),
+        ("scenario.resolved.json", "[]", "scenario.resolved.json is a JSON list, not an object"),
+    ],
+)
+def test_export_pcap_of_a_run_with_damaged_json(tmp_path, run_dir, name, content, needle):
+    """Before: AttributeError: 'list' object has no attribute 'get' (exit 1)."""
+    import shutil
+
+    d = tmp_path / "run"
+    shutil.copytree(run_dir, d)
+    (d / name).write_text(content, encoding="utf-8")
+    r = _cli("export", "pcap", d, "--flow", "0", "-o", tmp_path / "x.pcap")
+    assert_one_line_error(r, f"error: {d}: {needle}")
+    assert not (tmp_path / "x.pcap").exists()
+
+
+def test_export_pcap_of_a_configuration_the_engine_refuses(tmp_path, run_dir):
+    """Before: "error: engine: engine config: invalid type ..." with exit 1, as if the engine
+    had failed; it is a damaged scenario.resolved.json (exit 2, naming it)."""
+    import json
+    import shutil
+
+    d = tmp_path / "run"
+    shutil.copytree(run_dir, d)
+    config = json.loads((d / "scenario.resolved.json").read_text())
+    config["duration_ns"] = "x"
+    (d / "scenario.resolved.json").write_text(json.dumps(config))
+    r = _cli("export", "pcap", d, "--flow", "0", "-o", tmp_path / "x.pcap")
+    assert_one_line_error(r, f"error: {d}: scenario.resolved.json is not a configuration the engine takes")
+    assert not (tmp_path / "x.pcap").exists()
