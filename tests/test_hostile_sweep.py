@@ -401,3 +401,20 @@ def test_recommend_on_a_missing_source_says_so_first(tmp_path):
     with pytest.raises(ScenarioError, match="no such sweep directory"):
         tcplab.recommend(str(missing), choose=["flows.0.cc"], maximize="goodput")
     assert not (tmp_path / "r").exists()
+
+
+def test_recommend_a_parameter_chosen_twice(tmp_path, done_sweep):
+    """Before: accepted silently (the same parameter twice in the ranking)."""
+    r = _cli("recommend", done_sweep, "--choose", "flows.0.cc", "--choose", "flows.0.cc", "--maximize", "goodput",
+             "-o", tmp_path / "r")  # fmt: skip
+    assert_one_line_error(r, 'error: --choose: "flows.0.cc" is given twice')
+    assert not (tmp_path / "r").exists()
+
+
+def test_no_feasible_sentence_reads_with_every_reason(tmp_path, done_sweep):
+    """Before: "Closest: flows.0.cc=cubic, which no value of ..." (a noun phrase after
+    "which"), and numpy's "Mean of empty slice" from the plot of a metric with no value."""
+    r = _cli("recommend", done_sweep, "--choose", "flows.0.cc", "--maximize", "TCPTimeouts / TCPTimeouts",
+             "-o", tmp_path / "r")  # fmt: skip
+    assert r.exit_code == 4, r.output
+    assert ", which no value" not in r.output and "Closest: flows.0.cc=" in r.output
