@@ -99,3 +99,27 @@ def test_export_pcap_of_a_configuration_the_engine_refuses(tmp_path, run_dir):
     r = _cli("export", "pcap", d, "--flow", "0", "-o", tmp_path / "x.pcap")
     assert_one_line_error(r, f"error: {d}: scenario.resolved.json is not a configuration the engine takes")
     assert not (tmp_path / "x.pcap").exists()
+
+
+@pytest.mark.parametrize("interval", ["1ns", "1us", "50ms", "61s"])
+def test_iperf3_interval_outside_iperf3s_range(tmp_path, run_dir, interval):
+    """Before: -i 1ns over a 1 s run built 10^9 intervals and the process was killed for
+    memory (exit 137). iperf3 takes 0.1 s to 60 s (src/iperf.h MIN_INTERVAL/MAX_INTERVAL)."""
+    import tcplab.exports.iperf3 as iperf3
+    from tcplab.errors import ScenarioError
+    from tcplab.exports.rundir import RunData
+
+    r = _cli("export", "iperf3", run_dir, "--flow", "0", "-i", interval, "-o", tmp_path / "x.json")
+    assert_one_line_error(r, "error: --interval: ", f"'{interval}' is outside iperf3 -i's range")
+    assert not (tmp_path / "x.json").exists()
+    with pytest.raises(ScenarioError, match="--interval"):
+        iperf3.iperf3_json(RunData.load(run_dir), "server-client-0", interval_s=1e-9)
+
+
+def test_iperf3_interval_at_iperf3s_bounds_is_accepted(tmp_path, run_dir):
+    import json
+
+    for interval, n_intervals in (("100ms", 10), ("60s", 1)):  # the run lasts 1 s
+        r = _cli("export", "iperf3", run_dir, "--flow", "0", "-i", interval, "-o", "-")
+        assert r.exit_code == 0, r.output
+        assert len(json.loads(r.output)["intervals"]) == n_intervals

@@ -100,6 +100,15 @@ def _interval_s(text: str) -> float:
         ns = parse_time(text, allow_zero=False)
     except UnitError as e:
         raise ScenarioError(e.problem, path="--interval", value=text, expected=e.expected) from None
+    from tcplab.exports.iperf3 import MAX_INTERVAL_S, MIN_INTERVAL_S
+
+    if not MIN_INTERVAL_S <= ns / 1e9 <= MAX_INTERVAL_S:
+        raise ScenarioError(
+            f"{text!r} is outside iperf3 -i's range",
+            path="--interval",
+            value=text,
+            expected=f"a time from {MIN_INTERVAL_S:g}s to {MAX_INTERVAL_S:g}s such as 1s or 500ms",
+        )
     return ns / 1e9
 
 

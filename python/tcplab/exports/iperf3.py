@@ -69,6 +69,11 @@ __all__ = ["iperf3_json", "iperf3_flows", "iperf3_text", "iperf3_file_name", "DE
 
 #: iperf3's default reporting interval (``-i 1``).
 DEFAULT_INTERVAL_S = 1.0
+#: The reporting intervals iperf3 accepts: iperf3 src/iperf.h MIN_INTERVAL 0.1 and
+#: MAX_INTERVAL 60.0 (iperf_parse_arguments refuses others with IEINTERVAL). Below 0.1 s a
+#: long run would also mean millions of interval objects (1 ns over 1 s: 10^9, out of memory).
+MIN_INTERVAL_S = 0.1
+MAX_INTERVAL_S = 60.0
 #: The iperf3 release whose -J shape the files follow.
 IPERF3_VERSION = "iperf 3.12"
 #: iperf3's default TCP block size (128 KiB).
@@ -116,9 +121,15 @@ def _interval(start: float, end: float, nbytes: int, **extra: Any) -> dict[str, 
 
 def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float = DEFAULT_INTERVAL_S) -> dict[str, Any]:
     """The iperf3 -J object of one bulk/maerts flow of ``run`` (module doc)."""
-    if not (isinstance(interval_s, (int, float)) and math.isfinite(interval_s) and interval_s > 0):
+    if not (
+        isinstance(interval_s, (int, float))
+        and math.isfinite(interval_s)
+        and MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S
+    ):
         raise ScenarioError(
-            f"{interval_s!r} is not a positive interval", path="--interval", expected="a time such as 1s or 500ms"
+            f"{interval_s!r} s is not an interval iperf3 reports at",
+            path="--interval",
+            expected=f"a time from {MIN_INTERVAL_S:g}s to {MAX_INTERVAL_S:g}s (iperf3 -i's range) such as 1s or 500ms",
         )
     f = flow if isinstance(flow, ExportFlow) else _flow_named(run, flow)
     total = run.flow_totals(f.name)
