@@ -418,3 +418,17 @@ def test_no_feasible_sentence_reads_with_every_reason(tmp_path, done_sweep):
              "-o", tmp_path / "r")  # fmt: skip
     assert r.exit_code == 4, r.output
     assert ", which no value" not in r.output and "Closest: flows.0.cc=" in r.output
+
+
+def test_recommend_with_thousands_of_constraints_is_refused(tmp_path, done_sweep):
+    """Before: 2000 'and' constraints ran over two minutes (and printed thousands of pandas
+    PerformanceWarning lines)."""
+    from tcplab.recommend.objective import MAX_CONSTRAINTS
+
+    sentence = "maximize goodput subject to " + " and ".join(["p99 RTT < 500 ms"] * 2000)
+    r = _cli("recommend", done_sweep, "--choose", "flows.0.cc", "--objective", sentence, "-o", tmp_path / "r")
+    assert_one_line_error(r, "error: --objective: 2000 constraints", f"at most {MAX_CONSTRAINTS}")
+    many = [a for _ in range(MAX_CONSTRAINTS + 1) for a in ("--subject-to", "retransmissions <= 100000")]
+    r = _cli("recommend", done_sweep, "--choose", "flows.0.cc", "--maximize", "goodput", *many, "-o", tmp_path / "r")
+    assert_one_line_error(r, f"error: --subject-to: {MAX_CONSTRAINTS + 1} constraints")
+    assert not (tmp_path / "r").exists()
