@@ -432,3 +432,15 @@ def test_recommend_with_thousands_of_constraints_is_refused(tmp_path, done_sweep
     r = _cli("recommend", done_sweep, "--choose", "flows.0.cc", "--maximize", "goodput", *many, "-o", tmp_path / "r")
     assert_one_line_error(r, f"error: --subject-to: {MAX_CONSTRAINTS + 1} constraints")
     assert not (tmp_path / "r").exists()
+
+
+def test_recommend_scenario_form_unknown_metric_says_the_sweep_is_kept(tmp_path, scenario):
+    """An nstat or app metric exists only once the sweep has run, so an unknown one is found
+    after it; before, the error did not say the runs are kept (and reused by the fix)."""
+    out = tmp_path / "rec"
+    args = ["recommend", scenario, "--choose", "flows.0.cc=cubic,bbr", "--seeds", "1", "-o", out, "-q"]
+    r = _cli(*args, "--maximize", "TCPTimeoutz")
+    assert_one_line_error(r, '"TCPTimeoutz" is not a metric', f"the sweep is kept in {out / 'sweep'}")
+    assert (out / "sweep" / "sweep.parquet").is_file()
+    r = _cli(*args, "--maximize", "goodput")
+    assert r.exit_code == 0, r.output

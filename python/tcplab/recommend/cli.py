@@ -299,16 +299,27 @@ def register(app: typer.Typer) -> None:
                     "the settings they belong to are infeasible",
                     err=True,
                 )
-            rec = recommend_table(
-                result.table,
-                choose=[p for p, _, _ in chosen],
-                over=[p for p, _, _ in overs],
-                maximize=maximize,
-                minimize=minimize,
-                subject_to=subject_to or [],
-                objective=objective,
-                sweep_dir=getattr(result, "dir", None),
-            )
+            try:
+                rec = recommend_table(
+                    result.table,
+                    choose=[p for p, _, _ in chosen],
+                    over=[p for p, _, _ in overs],
+                    maximize=maximize,
+                    minimize=minimize,
+                    subject_to=subject_to or [],
+                    objective=objective,
+                    sweep_dir=getattr(result, "dir", None),
+                )
+            except ScenarioError as e:
+                # a metric only the table decides (an app's, an nstat counter's): the sweep
+                # ran and is kept; say so, so the corrected command is known to be quick
+                kept = getattr(result, "dir", None)
+                if kept is not None:
+                    e.expected = (e.expected + "; " if e.expected else "") + (
+                        f"the sweep is kept in {kept}: the corrected command reuses its runs"
+                    )
+                    e.args = (e.line(),)
+                raise
         if out_dir is not None:
             rec.write(out_dir, plots=not no_plots)
         if as_json:
