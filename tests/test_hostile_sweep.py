@@ -444,3 +444,21 @@ def test_recommend_scenario_form_unknown_metric_says_the_sweep_is_kept(tmp_path,
     assert (out / "sweep" / "sweep.parquet").is_file()
     r = _cli(*args, "--maximize", "goodput")
     assert r.exit_code == 0, r.output
+
+
+def test_resume_reruns_a_rows_file_that_is_another_table(tmp_path, done_sweep):
+    """Before: ArrowInvalid "Could not convert nan ... to int64" traceback when the table
+    was built from a valid Parquet file that is not a run's rows."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import tcplab
+
+    d = _copy(done_sweep, tmp_path / "sw")
+    victim = sorted((d / "rows").glob("*.parquet"))[0]
+    pq.write_table(pa.table({"x": [1, 2]}), victim)
+    r = _resume(d, done_sweep)
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    assert "not a run's rows: no column flow_index" in r.output
+    pd.testing.assert_frame_equal(tcplab.load_sweep(d).table, tcplab.load_sweep(done_sweep).table)

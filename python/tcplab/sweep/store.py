@@ -189,10 +189,16 @@ class SweepStore:
         on another tool's copy): the run is redone rather than the sweep failing."""
         import pyarrow.parquet as pq
 
+        from tcplab.sweep.rows import FLOW_IDENTITY, FLOW_METRICS, RUN_METRICS
+
         try:
-            pq.read_metadata(self.rows_path(key))
+            meta = pq.read_metadata(self.rows_path(key))
+            names = set(meta.schema.to_arrow_schema().names)
         except (OSError, ValueError) as e:  # ArrowInvalid is a ValueError
             return " ".join(str(e).split())
+        missing = [c for c in ("flow_index", *FLOW_IDENTITY, *FLOW_METRICS, *RUN_METRICS) if c not in names]
+        if missing and meta.num_rows > 0:  # valid Parquet, but not a run's rows (another table copied in)
+            return f"not a run's rows: no column {missing[0]}"
         return None
 
     def write_rows(self, key: str, rows: list[dict[str, Any]]) -> Any:
