@@ -220,6 +220,6 @@ def test_cli(two_bulk, tmp_path):
     assert len(json.loads((tmp_path / "j" / "iperf3-a.json").read_text())["intervals"]) == 2
     done = runner.invoke(app, ["export", "iperf3", str(out), "--flow", "zz"])
     assert done.exit_code == 2
-    assert done.output == "error: --flow: no flow named 'zz'; expected one of: a, b\n"
+    assert done.output == "error: --flow: no flow named 'zz'; expected a flow name or index: a, b\n"
     done = runner.invoke(app, ["export", "iperf3", str(out), "--interval", "1"])
     assert done.exit_code == 2 and done.output.startswith("error: --interval: ")

@@ -76,7 +76,7 @@ def test_ss_errors(two_bulk, tmp_path):
     assert done.exit_code == 2 and done.output.startswith('error: --at: "2" has no unit;') and "4s" in done.output
     done = runner.invoke(app, ["ss", str(out), "zz", "--at", "1s"])
     assert done.exit_code == 2
-    assert done.output == "error: FLOW: no flow named 'zz' in this run; expected one of: a, b\n"
+    assert done.output == "error: FLOW: no flow named 'zz' in this run; expected a flow name or index: a, b\n"
     done = runner.invoke(app, ["ss", str(tmp_path)])
     assert done.exit_code == 2 and "has no summary.json" in done.output and done.output.count("\n") == 1
 

@@ -167,7 +167,7 @@ def test_api_callable_package(tmp_path):
             "error: --subject-to: ",
         ),
         (["--choose", f"{CC}=cubic,bbr", "--objective", "improve goodput"], "error: --objective: "),
-        (["--choose", f"{CC}=cubic,reno2", "--maximize", "goodput"], "error: --grid: "),
+        (["--choose", f"{CC}=cubic,reno2", "--maximize", "goodput"], "error: --choose: "),
     ],
 )
 def test_scenario_form_mistakes_before_anything_runs(tmp_path, args, start):

@@ -134,5 +134,19 @@ def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path):
 
     with pytest.raises(ScenarioError) as err, _quiet():
         DaskExecutor("tcp://127.0.0.1:9", timeout_s=1)
-    assert str(err.value).startswith("--dask: cannot connect to the Dask scheduler at tcp://127.0.0.1:9")
+    assert str(err.value).startswith("--dask: nothing listens at tcp://127.0.0.1:9")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.engine
+def test_a_worker_address_is_not_a_scheduler(tmp_path, cluster):
+    """A worker answers Dask's handshake too: its identity says what it is (tests/
+    test_hostile_sweep.py has the addresses where nothing Dask answers)."""
+    from tcplab.sweep.dask import DaskExecutor
+
+    with _quiet(), distributed.Client(cluster) as client:
+        worker = sorted(client.scheduler_info()["workers"])[0]
+    with pytest.raises(ScenarioError) as err, _quiet():
+        DaskExecutor(worker, timeout_s=5)
+    assert str(err.value).startswith(f"--dask: {worker} answers but is not a Dask scheduler (Worker)")
     assert "\n" not in str(err.value)

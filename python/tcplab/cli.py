@@ -88,7 +88,10 @@ def _usage_line(e: Any) -> str:
         and param is not None
         and not isinstance(e, _click_errors.MissingParameter)
     ):
-        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or [param.human_readable_name]
+        # the long name (--seeds), else the short one (-n): a TyperOption has no
+        # human_readable_name, so a short-only option must not fall back on it
+        names = list(getattr(param, "opts", None) or [])
+        opts = [o for o in names if o.startswith("--")] or names or [getattr(param, "name", None) or "option"]
         message = f"{opts[0]}: {e.message.strip().rstrip('.')}"
         if "expected" not in message:
             message += "; expected a value as `--help` describes"

@@ -102,6 +102,10 @@ def resolve_reference(ref: str | Path) -> tuple[str, str]:
     text_ref = str(ref)
     if text_ref.startswith(BUILTIN_PREFIX):
         return _read_builtin(text_ref[len(BUILTIN_PREFIX) :], text_ref)
+    if not text_ref.strip():  # Path("") is the current directory
+        raise ScenarioError(
+            "an empty name", file="SCENARIO", value=text_ref, expected="a scenario YAML file or builtin:NAME"
+        )
     path = Path(text_ref)
     if path.is_file():
         try:

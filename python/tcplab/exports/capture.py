@@ -51,6 +51,10 @@ def load_run_config(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], di
             raise _refuse(d, f"not a tcplab run directory (no {name})", "a run directory of tcplab run") from None
         except (OSError, ValueError) as e:
             raise _refuse(d, f"{name} is unreadable ({e})", "a run directory of tcplab run") from None
+        if not isinstance(files[name], dict):
+            raise _refuse(
+                d, f"{name} is a JSON {type(files[name]).__name__}, not an object", "a run directory of tcplab run"
+            )
     summary = files["summary.json"]
     if summary.get("kind", "simulation") != "simulation":
         raise _refuse(
@@ -100,6 +104,13 @@ def capture_run(
         prefix = "capture.max_packets: "
         if str(e).startswith(prefix):
             raise ScenarioError(str(e)[len(prefix) :], file="--max-packets", value=max_packets) from None
+        if "engine config:" in str(e):  # the engine refused the file's configuration: damaged
+            detail = str(e).split("engine config:", 1)[1].strip()
+            raise _refuse(
+                d,
+                f"scenario.resolved.json is not a configuration the engine takes ({detail})",
+                "a run directory of tcplab run, unmodified",
+            ) from None
         raise
     if output.capture is None:
         raise EngineError("engine output: no capture although the configuration asked for one")

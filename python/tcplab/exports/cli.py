@@ -28,7 +28,10 @@ __all__ = ["register", "export_app"]
 
 export_app = typer.Typer(
     cls=TyperGroup,
-    help=("Write a run in other tools' formats: flent's data file (flent -i FILE), iperf3 -J JSON per bulk flow, a flow's packets as pcap."),
+    help=(
+        "Write a run in other tools' formats: flent's data file (flent -i FILE), iperf3 -J JSON per bulk flow, "
+        "a flow's packets as pcap."
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -39,7 +42,42 @@ export_app = typer.Typer(
 RunArg = Annotated[Path, typer.Argument(metavar="RUN", help="A run directory (tcplab run or tcplab kernel run).")]
 
 
+def _output_path(output: str | Path | None, default_dir: Path, name: str) -> Path:
+    """Where ``-o`` says to write ``name``: the default directory when absent, inside it
+    when ``-o`` is an existing directory (as cp does), else the file itself."""
+    if output is None:
+        return default_dir / name
+    path = Path(output)
+    return path / name if path.is_dir() else path
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` whole (a temporary sibling renamed into place); a path that cannot be
+    written is one line naming ``--output``."""
+    from tcplab.errors import ScenarioError
+
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise ScenarioError(
+            f"{str(parent)!r} is not a directory",
+            path="--output",
+            value=str(path),
+            expected="a file in a directory (missing directories are made)",
+        )
+    try:
+        _write_file(path, data)
+    except OSError as e:
+        raise ScenarioError(
+            f"{str(path)!r} cannot be written ({e.strerror or e})",
+            path="--output",
+            value=str(path),
+            expected="a file in a writable directory",
+        ) from None
+
+
+def _write_file(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -62,6 +100,15 @@ def _interval_s(text: str) -> float:
         ns = parse_time(text, allow_zero=False)
     except UnitError as e:
         raise ScenarioError(e.problem, path="--interval", value=text, expected=e.expected) from None
+    from tcplab.exports.iperf3 import MAX_INTERVAL_S, MIN_INTERVAL_S
+
+    if not MIN_INTERVAL_S <= ns / 1e9 <= MAX_INTERVAL_S:
+        raise ScenarioError(
+            f"{text!r} is outside iperf3 -i's range",
+            path="--interval",
+            value=text,
+            expected=f"a time from {MIN_INTERVAL_S:g}s to {MAX_INTERVAL_S:g}s such as 1s or 500ms",
+        )
     return ns / 1e9
 
 
@@ -75,7 +122,12 @@ def register(app: typer.Typer) -> None:
         run_dir: RunArg,
         output: Annotated[
             Path | None,
-            typer.Option("--output", "-o", metavar="FILE", help="Where to write it (default: RUN/run.flent.gz)."),
+            typer.Option(
+                "--output",
+                "-o",
+                metavar="FILE",
+                help="Where to write it; a directory: FILE/run.flent.gz in it (default: RUN/run.flent.gz).",
+            ),
         ] = None,
     ) -> None:
         """Write the run as a flent data file: open it with flent -i FILE -p totals (or flent --gui FILE)."""
@@ -83,7 +135,7 @@ def register(app: typer.Typer) -> None:
         from tcplab.exports.rundir import RunData
 
         run = RunData.load(run_dir)
-        path = output if output is not None else run_dir / FLENT_FILE
+        path = _output_path(output, run_dir, FLENT_FILE)
         _write_atomically(path, flent_bytes(run))
         typer.echo(f"wrote {path}")
 
@@ -93,7 +145,9 @@ def register(app: typer.Typer) -> None:
         run_dir: RunArg,
         flow: Annotated[
             str | None,
-            typer.Option("--flow", metavar="F", help="Only this flow (default: every bulk and maerts flow)."),
+            typer.Option(
+                "--flow", metavar="F", help="Only this flow, by name or index (default: every bulk and maerts flow)."
+            ),
         ] = None,
         interval: Annotated[
             str | None,
@@ -110,7 +164,8 @@ def register(app: typer.Typer) -> None:
                 "--output",
                 "-o",
                 metavar="PATH",
-                help="With --flow: the file ('-' prints it); without: the directory (default: RUN).",
+                help="With --flow: the file ('-' prints it; a directory: the file in it); without: the directory "
+                "(default: RUN).",
             ),
         ] = None,
     ) -> None:
@@ -122,11 +177,12 @@ def register(app: typer.Typer) -> None:
         seconds = None if interval is None else _interval_s(interval)
         run = RunData.load(run_dir)
         if flow is not None:
+            flow = run.flow_name(flow)  # a name, or an index as export pcap takes it
             text = iperf3_text(run, flow, interval_s=seconds)
             if output == "-":
                 typer.echo(text, nl=False)
                 return
-            path = Path(output) if output is not None else run_dir / iperf3_file_name(flow)
+            path = _output_path(output, run_dir, iperf3_file_name(flow))
             _write_atomically(path, text.encode("utf-8"))
             typer.echo(f"wrote {path}")
             return
@@ -154,7 +210,7 @@ def register(app: typer.Typer) -> None:
     def ss_cmd(
         run_dir: RunArg,
         flow: Annotated[
-            str | None, typer.Argument(metavar="FLOW", help="Only this flow's two sockets (its name).")
+            str | None, typer.Argument(metavar="FLOW", help="Only this flow's two sockets (its name or index).")
         ] = None,
         at: Annotated[
             str | None,

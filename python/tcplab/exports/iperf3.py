@@ -73,6 +73,11 @@ __all__ = ["iperf3_json", "iperf3_flows", "iperf3_text", "iperf3_file_name", "DE
 
 #: iperf3's default reporting interval (``-i 1``).
 DEFAULT_INTERVAL_S = 1.0
+#: The reporting intervals iperf3 accepts: iperf3 src/iperf.h MIN_INTERVAL 0.1 and
+#: MAX_INTERVAL 60.0 (iperf_parse_arguments refuses others with IEINTERVAL). Below 0.1 s a
+#: long run would also mean millions of interval objects (1 ns over 1 s: 10^9, out of memory).
+MIN_INTERVAL_S = 0.1
+MAX_INTERVAL_S = 60.0
 #: The iperf3 release whose -J shape the files follow.
 IPERF3_VERSION = "iperf 3.12"
 #: iperf3's default TCP block size (128 KiB).
@@ -130,9 +135,15 @@ def _step_ns(run: RunData, interval_s: float | None) -> int:
     if interval_s is None:
         default_ns = int(DEFAULT_INTERVAL_S * 1e9)
         return max(1, round(default_ns / sample_ns)) * sample_ns if sample_ns > 0 else default_ns
-    if not (isinstance(interval_s, (int, float)) and math.isfinite(interval_s) and interval_s > 0):
+    if not (
+        isinstance(interval_s, (int, float))
+        and math.isfinite(interval_s)
+        and MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S
+    ):
         raise ScenarioError(
-            f"{interval_s!r} is not a positive interval", path="--interval", expected="a time such as 1s or 500ms"
+            f"{interval_s!r} s is not an interval iperf3 reports at",
+            path="--interval",
+            expected=f"a time from {MIN_INTERVAL_S:g}s to {MAX_INTERVAL_S:g}s (iperf3 -i's range) such as 1s or 500ms",
         )
     step_ns = max(1, int(round(interval_s * 1e9)))
     if sample_ns > 0 and step_ns % sample_ns:
@@ -299,6 +310,7 @@ def iperf3_text(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
 
 
 def _flow_named(run: RunData, name: str) -> ExportFlow:
+    name = run.flow_name(name)  # an index names the flow too
     flows = iperf3_flows(run)
     for f in flows:
         if f.name == name:
@@ -308,4 +320,4 @@ def _flow_named(run: RunData, name: str) -> ExportFlow:
         problem = f"flow {name!r} is not a sampled bulk or maerts flow"
     else:
         problem = f"no flow named {name!r}"
-    raise ScenarioError(problem, path="--flow", value=name, expected=f"one of: {names}")
+    raise ScenarioError(problem, path="--flow", value=name, expected=f"a flow name or index: {names}")

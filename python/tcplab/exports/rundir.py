@@ -137,6 +137,18 @@ class RunData:
                 return i
         return None
 
+    def flow_name(self, flow: str) -> str:
+        """A flow as the user names it (its name, or its 0-based index as ``tcplab export
+        pcap --flow`` takes it) -> its name; unchanged when it is neither (the caller says
+        it is unknown). A name wins over an index (a flow may be named "1")."""
+        text = str(flow).strip()
+        if self.flow_index(text) is not None:
+            return text
+        flows = self.config.get("flows", [])
+        if text.isdigit() and int(text) < len(flows):
+            return str(flows[int(text)].get("name"))
+        return str(flow)
+
     def flow_totals(self, name: str) -> dict[str, Any]:
         """flows.parquet's row of flow ``name`` as a dict (empty if absent)."""
         if self._totals is None:

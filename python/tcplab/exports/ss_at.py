@@ -43,11 +43,16 @@ def _check_flow(run: RunData, flow: str | None) -> None:
     if run.flow_index(flow) is None:
         names = [str(f["name"]) for f in run.config.get("flows", [])]
         shown = ", ".join(names[:20]) + (f", ... ({len(names)} flows)" if len(names) > 20 else "")
-        raise ScenarioError(f"no flow named {flow!r} in this run", path="FLOW", value=flow, expected=f"one of: {shown}")
+        raise ScenarioError(
+            f"no flow named {flow!r} in this run", path="FLOW", value=flow, expected=f"a flow name or index: {shown}"
+        )
 
 
 def ss_at(run: RunData, at_ns: int, flow: str | None = None) -> dict[str, str]:
-    """``{node: ss -tin text}`` at ``at_ns`` (module doc), in the scenario's node order."""
+    """``{node: ss -tin text}`` at ``at_ns`` (module doc), in the scenario's node order.
+    ``flow``: a flow's name or index."""
+    if flow is not None:
+        flow = run.flow_name(flow)
     _check_flow(run, flow)
     if run.kind == "kernel" and run.ss_samples:
         texts = _kernel_texts(run, at_ns, flow)

@@ -218,6 +218,14 @@ def register(app: typer.Typer) -> None:
         over_specs = over or []
         if not choose_specs:
             raise ScenarioError("no setting to choose", file="--choose", expected="--choose PATH (a swept parameter)")
+        if Path(source).is_dir() and not _is_sweep_dir(source):
+            nested = Path(source) / "sweep"
+            hint = f" (the sweep of a recommendation is {nested})" if _is_sweep_dir(str(nested)) else ""
+            raise ScenarioError(
+                f"is a directory but not a sweep directory (no sweep.json){hint}",
+                file=str(source),
+                expected="a sweep directory (tcplab sweep -o DIR) or a scenario file",
+            )
         if _is_sweep_dir(source):
             for opt, given in (
                 ("--keep-runs", keep_runs),
@@ -291,16 +299,27 @@ def register(app: typer.Typer) -> None:
                     "the settings they belong to are infeasible",
                     err=True,
                 )
-            rec = recommend_table(
-                result.table,
-                choose=[p for p, _, _ in chosen],
-                over=[p for p, _, _ in overs],
-                maximize=maximize,
-                minimize=minimize,
-                subject_to=subject_to or [],
-                objective=objective,
-                sweep_dir=getattr(result, "dir", None),
-            )
+            try:
+                rec = recommend_table(
+                    result.table,
+                    choose=[p for p, _, _ in chosen],
+                    over=[p for p, _, _ in overs],
+                    maximize=maximize,
+                    minimize=minimize,
+                    subject_to=subject_to or [],
+                    objective=objective,
+                    sweep_dir=getattr(result, "dir", None),
+                )
+            except ScenarioError as e:
+                # a metric only the table decides (an app's, an nstat counter's): the sweep
+                # ran and is kept; say so, so the corrected command is known to be quick
+                kept = getattr(result, "dir", None)
+                if kept is not None:
+                    e.expected = (e.expected + "; " if e.expected else "") + (
+                        f"the sweep is kept in {kept}: the corrected command reuses its runs"
+                    )
+                    e.args = (e.line(),)
+                raise
         if out_dir is not None:
             rec.write(out_dir, plots=not no_plots)
         if as_json:

@@ -247,7 +247,36 @@ def parse_objective(text: str, columns: Sequence[str], option: str = "--objectiv
     return Objective(sense, metric, tuple(constraints))
 
 
+#: Constraints one objective may have: each is a pass over the sweep's runs (a pandas column
+#: per constraint); thousands made recommend run for minutes. Far more than anyone states.
+MAX_CONSTRAINTS = 50
+
+
+def _check_count(objective: Objective, option: str) -> Objective:
+    n = len(objective.constraints)
+    if n > MAX_CONSTRAINTS:
+        raise ScenarioError(f"{n} constraints", file=option, expected=f"at most {MAX_CONSTRAINTS} constraints")
+    return objective
+
+
 def build_objective(
+    columns: Sequence[str],
+    *,
+    maximize: str | None = None,
+    minimize: str | None = None,
+    subject_to: Sequence[str] = (),
+    objective: str | None = None,
+) -> Objective:
+    """The objective from the options (``--maximize``/``--minimize``/``--subject-to``) or
+    from one ``--objective`` sentence; exactly one of the three forms; at most
+    ``MAX_CONSTRAINTS`` constraints."""
+    return _check_count(
+        _build_objective(columns, maximize=maximize, minimize=minimize, subject_to=subject_to, objective=objective),
+        "--objective" if objective is not None else "--subject-to",
+    )
+
+
+def _build_objective(
     columns: Sequence[str],
     *,
     maximize: str | None = None,

@@ -111,7 +111,9 @@ class Recommendation:
             best = s.choices[0] if s.choices else None
             text = f"No setting meets {cons} in every condition ({over}; {seeds} seed{'s' * (seeds != 1)})."
             if best is not None:
-                text += f" Closest: {describe(best.setting)}, which {self.why_not(best)}."
+                # why_not is a clause ("breaks ...") or a noun phrase ("run failed ...",
+                # "no value of ..."): a colon reads right after either
+                text += f" Closest: {describe(best.setting)}: {self.why_not(best)}."
             return text
         rec = s.recommended
         text = (

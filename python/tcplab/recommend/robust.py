@@ -230,6 +230,10 @@ def select(
                 )
     if not choose:
         raise ScenarioError("no setting to choose", file="--choose", expected="--choose PATH, a swept parameter")
+    for opt, paths in (("--choose", choose), ("--over", over)):
+        twice = sorted({p for p in paths if list(paths).count(p) > 1})
+        if twice:
+            raise ScenarioError(f"{show_value(twice[0])} is given twice", file=opt, expected="each parameter once")
     both = [p for p in choose if p in over]
     if both:
         raise ScenarioError(

@@ -71,6 +71,26 @@ def _grid_and_random(choose: Sequence[Spec], over: Sequence[Spec], n: int | None
     return grid, random
 
 
+def _as_recommend_error(error: ScenarioError, choose: Sequence[Spec], over: Sequence[Spec]) -> ScenarioError:
+    """A sweep's error in the options the user typed: a value of a chosen path names
+    ``--choose``, of a condition ``--over`` (the sweep names ``--grid``/``--random``/``--set``)."""
+    options = {path: "--choose" for path, _, _ in choose} | {path: "--over" for path, _, _ in over}
+    for e in error.errors:
+        if e.file not in ("--grid", "--random", "--set"):
+            continue
+        for path, option in options.items():
+            if e.path == path or e.path.startswith(path + "."):
+                e.file = option
+                break
+        else:
+            if e.file in ("--grid", "--random"):  # the space as a whole (too many points)
+                e.file = "--choose/--over"
+    if error.errors:
+        error.file = error.errors[0].file
+    error.args = (error.line(),)
+    return error
+
+
 def sweep_for_recommend(
     source: Any,
     *,
@@ -101,15 +121,40 @@ def sweep_for_recommend(
 
     if jobs is not None and dask is not None:
         raise ScenarioError("--jobs and --dask given together", file="--dask", expected="one executor, not both")
-    grid, random = _grid_and_random(choose, over, n)
-    if out is None:  # the API without a directory: the sweep runs in a temporary one
-        import tcplab.sweep as sweep_pkg
+    from tcplab.loader import scenario_data
 
-        return sweep_pkg.sweep(
-            source, grid, random, n, seeds=seeds or DEFAULT_SEEDS, seed=seed, overrides=list(overrides or []),
-            jobs=jobs, dask=dask,
-        )  # fmt: skip
-    plan = plan_sweep(source, grid, random, n, seeds=seeds or DEFAULT_SEEDS, seed=seed, overrides=list(overrides or []))
+    try:  # a missing or unreadable SOURCE is the first thing to say
+        scenario_data(source)
+    except ScenarioError:
+        if (
+            isinstance(source, (str, os.PathLike))
+            and not str(source).startswith("builtin:")
+            and not Path(source).exists()
+        ):
+            raise ScenarioError(
+                "no such sweep directory, scenario file or built-in scenario",
+                file=str(source),
+                expected="a sweep directory (tcplab sweep -o DIR), a scenario YAML file or builtin:NAME",
+            ) from None
+        raise
+    grid, random = _grid_and_random(choose, over, n)
+    try:
+        plan = plan_sweep(
+            source, grid, random, n, seeds=seeds or DEFAULT_SEEDS, seed=seed, overrides=list(overrides or [])
+        )
+    except ScenarioError as e:
+        raise _as_recommend_error(e, choose, over) from None
+    if out is None:  # the API without a directory: the sweep runs in a temporary one
+        import shutil
+        import tempfile
+
+        tmp = Path(tempfile.mkdtemp(prefix="tcplab-recommend-"))
+        try:
+            result = run_sweep(plan, tmp / SWEEP_SUBDIR, jobs=jobs, dask=dask, plots=False)
+            result.dir = None
+            return result
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     target, _ = prepare_recommend_dir(Path(out))  # kept on failure: the sweep in it resumes
     from tcplab.sweep.cli import _Bar
 

@@ -65,9 +65,14 @@ __all__ = [
     "sweep",
     "SweepError",
     "INT64_MAX",
+    "MAX_RUNS",
 ]
 
 INT64_MAX = 2**63 - 1
+#: Runs (points x seeds) one sweep may hold: every one is validated and keyed before the
+#: first runs (about 1 ms each), and sweep.json lists them all; beyond this, split the
+#: sweep or sample the space (--random ... -n N).
+MAX_RUNS = 100_000
 
 
 class SweepError(ScenarioError):
@@ -173,8 +178,19 @@ def plan_sweep(
         grid = [grid]
     if isinstance(random, str):
         random = [random]
+    if grid is not None and not isinstance(grid, (Mapping, Iterable)):
+        raise ScenarioError(
+            f"{grid!r} is not a grid", file="--grid", expected='{"PATH": [V1, V2]} or ["PATH=V1,V2", ...]'
+        )
+    if random is not None and not isinstance(random, Iterable):
+        raise ScenarioError(f"{random!r} is not a list of ranges", file="--random", expected='["PATH=LO..HI", ...]')
     if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
         raise ScenarioError(f"{seeds!r} seeds", file="--seeds", expected="a number of seeds of 1 or more")
+    for option, value, low in (("--seed", seed, 0), ("-n", n, 1), ("--sample-seed", sample_seed, 0)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
+            raise ScenarioError(f"{value!r}", file=option, expected=f"an integer of {low} or more")
+    if sample_seed > INT64_MAX:
+        raise ScenarioError(f"{sample_seed}", file="--sample-seed", expected=f"an integer from 0 to {INT64_MAX}")
     base = parse_overrides(overrides)
     for ov in base:
         if ov.varies:
@@ -185,11 +201,20 @@ def plan_sweep(
                 expected="one value (sweep several with --grid PATH=V1,V2)",
             )
     parameters, points = plan_points(
-        grid, random, n, sample_seed=sample_seed, base_paths=[ov.dotted for ov in base] + ["seed"]
+        grid,
+        random,
+        n,
+        sample_seed=sample_seed,
+        base_paths=[ov.dotted for ov in base] + ["seed"],
+        seeds=seeds,
+        max_runs=MAX_RUNS,
     )
     label, data = scenario_data(scenario)
     if seed is None:
-        first = validate_with_overrides(data, [*base, *points[0].overrides(parameters)], label)
+        try:
+            first = validate_with_overrides(data, [*base, *points[0].overrides(parameters)], label)
+        except ScenarioError as e:
+            raise _relabel(e, parameters) from None
         seed = int(first.seed)
     if seed < 0 or seed + seeds - 1 > INT64_MAX:
         raise ScenarioError(
@@ -291,6 +316,14 @@ def run_sweep(
     from tcplab.sweep.executors import PointJob
     from tcplab.sweep.store import SweepStore
 
+    if jobs is not None and dask is not None:
+        raise SweepError("--jobs and --dask given together", file="--dask", expected="one executor, not both")
+    if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or not 1 <= jobs <= 1024):
+        raise SweepError(f"{jobs!r}", file="--jobs", expected="a number of processes, an integer from 1 to 1024")
+    if dask is not None and not isinstance(dask, str):
+        raise SweepError(
+            f"{dask!r} is not an address", file="--dask", expected="a scheduler address such as tcp://HOST:8786"
+        )
     store = SweepStore(out)
     stored = store.check(force=force)
     if stored is not None:
@@ -305,7 +338,11 @@ def run_sweep(
         todo: list[PointJob] = []
         for key, (entry, sc) in plan.scenarios.items():
             if store.done(key):
-                continue
+                damage = store.damaged_rows(key)
+                if damage is None:
+                    continue
+                print(f"warning: {store.rows_path(key)} is damaged ({damage}); running it again", file=sys.stderr)
+                store.rows_path(key).unlink()
             todo.append(
                 PointJob(
                     key=key,
@@ -488,12 +525,26 @@ def load_sweep(directory: str | Path) -> SweepResult:
         plan = store.read_plan()
     except (OSError, ValueError) as e:
         raise SweepError(f"cannot read sweep.json ({e})", file=str(directory), expected="a sweep directory") from None
-    if plan.get("status") != "complete" or not store.table_path.is_file():
+    if plan.get("status") != "complete":
         raise SweepError(
-            f"the sweep is {plan.get('status', 'incomplete')} (no sweep.parquet)",
+            f"the sweep is {plan.get('status')} (sweep.json), not complete",
             file=str(directory),
             expected="a complete sweep: rerun its tcplab sweep command to resume it",
         )
+    if not store.table_path.is_file():
+        raise SweepError(
+            "sweep.parquet is missing",
+            file=str(directory),
+            expected="a complete sweep: rerun its tcplab sweep command to write the table again",
+        )
+    try:
+        table = pq.read_table(store.table_path)
+    except (OSError, ValueError) as e:  # ArrowInvalid is a ValueError
+        raise SweepError(
+            f"sweep.parquet cannot be read ({' '.join(str(e).split())})",
+            file=str(directory),
+            expected="a complete sweep: rerun its tcplab sweep command to write the table again",
+        ) from None
     failures = {}
     failed_dir = store.dir / "failed"
     if failed_dir.is_dir():
@@ -502,7 +553,7 @@ def load_sweep(directory: str | Path) -> SweepResult:
                 failures[f.stem] = json.loads(f.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 failures[f.stem] = {"key": f.stem, "error": "unreadable failure record"}
-    return SweepResult(plan, pq.read_table(store.table_path), failures, directory=store.dir)
+    return SweepResult(plan, table, failures, directory=store.dir)
 
 
 def sweep(

@@ -6,7 +6,13 @@ users give it: ``tcp://10.0.0.5:8786``), submits one task per run
 (``distributed.as_completed``); the parent writes each run's rows as on the local pool, so
 the table is the same (runs are deterministic; the table is sorted by point, seed, flow).
 
-* Before anything is written: the scheduler must answer within ``timeout_s`` and have at
+* Before anything is written: the address must parse (``tcp://HOST:PORT``, a port from 1
+  to 65535), and whatever listens there must answer Dask's handshake and say it is a
+  scheduler (``identity``) within ``timeout_s``: an address nothing listens on, a port of
+  another server (HTTP, ssh: they never answer or answer garbage) and a Dask worker are
+  refused with one line, in bounded time. ``timeout_s`` defaults to Dask's own connect
+  timeout (``distributed.comm.timeouts.connect``, 30 s; set it with
+  ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s``). Then the scheduler must have at
   least one worker (waited for up to ``timeout_s``), and every worker must run the same
   tcplab and engine versions as this process (a run key names the engine version: a worker
   with another engine would produce runs under the wrong key). Otherwise a one-line
@@ -61,10 +67,119 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _connect_timeout_s() -> float:
+    """Dask's connect timeout (``distributed.comm.timeouts.connect``) in seconds."""
+    import dask.config
+    from dask.utils import parse_timedelta
+
+    try:
+        value = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect", "30s"), default="seconds")
+    except (TypeError, ValueError):
+        value = 30.0
+    return float(value) if value and value > 0 else 30.0
+
+
+def _check_address(address: str) -> None:
+    """The address as Dask reads it: ``SCHEME://HOST:PORT`` (scheme tcp when absent)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    if not address.strip():
+        raise SweepError("an empty address", file="--dask", expected=DASK_EXPECTED)
+    try:
+        scheme, location = parse_address(address, strict=False)
+        if scheme in ("tcp", "tls", "ws", "wss", "ucx"):
+            host, port = parse_host_port(location)
+            if not host or not 1 <= int(port) <= 65535:
+                raise ValueError("a host and a port from 1 to 65535")
+        else:  # inproc:// is within one process: not a cluster's address
+            raise ValueError(f"unknown scheme {scheme!r}")
+    except (ValueError, TypeError) as e:
+        raise SweepError(
+            f"{address!r} is not a scheduler address ({_one_line(e)})", file="--dask", expected=DASK_EXPECTED
+        ) from None
+
+
+def _probe_scheduler(address: str, timeout_s: float) -> None:
+    """Connect, shake hands and ask ``identity``, all within ``timeout_s``: distributed's
+    own connect waits for the peer's handshake without a time limit (a port of an HTTP
+    server hangs it) and trusts the frame lengths it reads (garbage can ask for exabytes)."""
+    import asyncio
+    import socket
+
+    from distributed.comm import connect
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.security import Security
+
+    scheme, location = parse_address(address, strict=False)
+    if scheme == "tcp":  # a closed port answers at once; distributed retries until the timeout
+        host, port = parse_host_port(location)
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+        except ConnectionRefusedError:
+            raise SweepError(
+                f"nothing listens at {address} (connection refused)", file="--dask", expected=DASK_EXPECTED
+            ) from None
+        except socket.gaierror as e:
+            raise SweepError(
+                f"unknown host {host!r} in {address} ({e.strerror or e})", file="--dask", expected=DASK_EXPECTED
+            ) from None
+        except TimeoutError:
+            raise SweepError(
+                f"no answer from {address} within {timeout_s:g} s", file="--dask", expected=DASK_EXPECTED
+            ) from None
+        except OSError:
+            pass  # unreachable network and the like: the handshake below says it in Dask's words
+
+    async def identity() -> object:
+        comm = await connect(address, timeout=timeout_s, **Security().get_connection_args("client"))
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), timeout_s))
+    except TimeoutError:
+        raise SweepError(
+            f"no Dask scheduler answered at {address} within {timeout_s:g} s",
+            file="--dask",
+            expected=DASK_EXPECTED,
+        ) from None
+    except MemoryError:  # frame lengths read from another protocol's bytes
+        raise SweepError(
+            f"{address} answers with something that is not Dask's protocol",
+            file="--dask",
+            expected=DASK_EXPECTED,
+        ) from None
+    except Exception as e:  # noqa: BLE001 - refused, reset, garbage: not a scheduler
+        raise SweepError(
+            f"cannot connect to the Dask scheduler at {address} ({_one_line(e) or type(e).__name__})",
+            file="--dask",
+            expected=DASK_EXPECTED,
+        ) from None
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind != "Scheduler":
+        raise SweepError(
+            f"{address} answers but is not a Dask scheduler ({kind or 'not a Dask server'})",
+            file="--dask",
+            expected=DASK_EXPECTED,
+        )
+
+
+def _abandon(client: object) -> None:
+    """Mark a client whose constructor failed as closed and stop its event loop thread."""
+    import contextlib
+
+    client.status = "closed"  # type: ignore[attr-defined]  # makes close()/__del__ no-ops
+    with contextlib.suppress(Exception):
+        client._loop_runner.stop()  # type: ignore[attr-defined]
+
+
 class DaskExecutor:
     """Runs a sweep's jobs on the Dask cluster at ``address`` (module doc)."""
 
-    def __init__(self, address: str, *, timeout_s: float = 20.0):
+    def __init__(self, address: str, *, timeout_s: float | None = None):
         try:
             import distributed
         except ImportError:
@@ -73,12 +188,29 @@ class DaskExecutor:
                 file="--dask",
                 expected="pip install 'tcplab[sweep]' (dask and distributed), or the local pool (--jobs)",
             ) from None
+        if timeout_s is None:
+            timeout_s = _connect_timeout_s()
         self.address = address
+        _check_address(address)
+        _probe_scheduler(address, timeout_s)
+        made: list[distributed.Client] = []
+
+        class _Client(distributed.Client):
+            """Keeps hold of itself, so a constructor that fails can be shut down here
+            (else its __del__ waits 2 x timeout on a loop that is gone, then prints a
+            traceback at exit)."""
+
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                made.append(self)
+                super().__init__(*args, **kwargs)
+
         try:
-            self.client = distributed.Client(address, timeout=f"{timeout_s}s", set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as e:
+            self.client = _Client(address, timeout=f"{timeout_s}s", set_as_default=False)
+        except Exception as e:  # noqa: BLE001 - any failure to connect is this one-line error
+            for client in made:
+                _abandon(client)
             raise SweepError(
-                f"cannot connect to the Dask scheduler at {address} ({_one_line(e)})",
+                f"cannot connect to the Dask scheduler at {address} ({_one_line(e) or type(e).__name__})",
                 file="--dask",
                 expected=DASK_EXPECTED,
             ) from None

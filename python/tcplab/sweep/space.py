@@ -176,6 +176,8 @@ def parse_random(text: str) -> _Range:
     path, value = _split_path(text, "--random", RANDOM_EXPECTED)
     if ".." not in value:
         raise _error("--random", f"{show_value(value)} is not a range LO..HI", RANDOM_EXPECTED, path)
+    if "..." in value or value.count("..") > 1:  # 0%...1% is 0%..0.1% or 0%..1%? refuse to guess
+        raise _error("--random", f"{show_value(value)} is ambiguous (more than one ..)", RANDOM_EXPECTED, path)
     lo_text, hi_text = (v.strip() for v in value.split("..", 1))
     ends = []
     for end in (lo_text, hi_text):
@@ -238,8 +240,13 @@ def plan_points(
     *,
     sample_seed: int = 0,
     base_paths: Iterable[str] = (),
+    seeds: int = 1,
+    max_runs: int | None = None,
 ) -> tuple[list[Parameter], list[Point]]:
-    """Parameters (grid ones first, in the order given, then random ones) and points."""
+    """Parameters (grid ones first, in the order given, then random ones) and points.
+
+    ``max_runs``: refuse (one line, before drawing or combining anything) a space whose
+    points x ``seeds`` are more runs."""
     params: list[Parameter] = []
     if isinstance(grid, Mapping):
         for path, values in grid.items():
@@ -261,6 +268,20 @@ def plan_points(
         raise _error("-n", f"{n} points to draw but no --random range", "-n only with --random PATH=LO..HI")
     if n is not None and n < 1:
         raise _error("-n", f"{n} points", "a number of points of 1 or more")
+    if max_runs is not None:
+        # before anything is drawn or combined: 10^6 points would take minutes and
+        # gigabytes to validate only to be refused
+        grid_count = math.prod(len(p.labels) for p in params)
+        count = grid_count * (n if ranges else 1)
+        if count * seeds > max_runs:
+            option = "--seeds" if count <= max_runs else ("--grid" if grid_count > 1 else "-n")
+            s_ = "s" if seeds != 1 else ""
+            raise _error(
+                option,
+                f"{count} point{'s' if count != 1 else ''} x {seeds} seed{s_} = {count * seeds} runs",
+                f"at most {max_runs} runs in one sweep (split it, fewer seeds, or sample the space "
+                "with --random PATH=LO..HI -n N)",
+            )
     drawn = _draw(ranges, n, sample_seed) if ranges else []
     seen: set[str] = set(base_paths)
     for p in [*params, *drawn]:

@@ -131,7 +131,7 @@ class SweepStore:
         if force:
             return None
         try:
-            plan = json.loads(self.plan_path.read_text(encoding="utf-8"))
+            plan = self.read_plan()
         except (OSError, ValueError) as e:
             raise ScenarioError(
                 f"cannot read {PLAN_FILE} ({e})", file=str(given), expected="a sweep directory (or --force)"
@@ -164,11 +164,42 @@ class SweepStore:
         write_text_atomically(self.plan_path, json.dumps(plan, indent=2, allow_nan=False) + "\n")
 
     def read_plan(self) -> dict[str, Any]:
-        return json.loads(self.plan_path.read_text(encoding="utf-8"))
+        """sweep.json; ValueError when it is not JSON, not an object, or a key of the plan has
+        the wrong type."""
+        plan = json.loads(self.plan_path.read_text(encoding="utf-8"))
+        if not isinstance(plan, dict):
+            raise ValueError(f"a JSON {type(plan).__name__}, not the plan's object")
+        for name, kind, what in (
+            ("scenario", dict, "an object"),
+            ("base_overrides", list, "a list"),
+            ("versions", dict, "an object"),
+            ("status", str, "a string"),
+        ):
+            if not isinstance(plan.get(name, kind()), kind):  # absent: resume refuses it later
+                raise ValueError(f"{name!r} is not {what}")
+        return plan
 
     # -- runs -----------------------------------------------------------------------------
     def done(self, key: str) -> bool:
         return self.rows_path(key).is_file()
+
+    def damaged_rows(self, key: str) -> str | None:
+        """Why ``rows/KEY.parquet`` cannot be read back (None when it can). Rows are written
+        whole (tmp + rename), so this is damage from outside (a truncated copy, a full disk
+        on another tool's copy): the run is redone rather than the sweep failing."""
+        import pyarrow.parquet as pq
+
+        from tcplab.sweep.rows import FLOW_IDENTITY, FLOW_METRICS, RUN_METRICS
+
+        try:
+            meta = pq.read_metadata(self.rows_path(key))
+            names = set(meta.schema.to_arrow_schema().names)
+        except (OSError, ValueError) as e:  # ArrowInvalid is a ValueError
+            return " ".join(str(e).split())
+        missing = [c for c in ("flow_index", *FLOW_IDENTITY, *FLOW_METRICS, *RUN_METRICS) if c not in names]
+        if missing and meta.num_rows > 0:  # valid Parquet, but not a run's rows (another table copied in)
+            return f"not a run's rows: no column {missing[0]}"
+        return None
 
     def write_rows(self, key: str, rows: list[dict[str, Any]]) -> Any:
         """Write a run's rows; returns them as the Arrow table written."""

@@ -55,6 +55,17 @@ def _setting_label(setting: dict[str, str], choose: list[str]) -> str:
 
 
 def recommend_plots(rec: Recommendation) -> list[Plot]:
+    """The plots (see the module doc). A setting whose metric has no value anywhere (every
+    run failed, 0/0 ratios) is drawn as nothing, without numpy's empty-slice warnings."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        warnings.filterwarnings("ignore", "All-NaN (slice|axis) encountered", RuntimeWarning)
+        return _recommend_plots(rec)
+
+
+def _recommend_plots(rec: Recommendation) -> list[Plot]:
     """``recommend.png`` (module doc)."""
     import numpy as np
 
