@@ -105,12 +105,19 @@ def _context() -> Any:
 
 
 def map_in_processes(
-    work: Sequence[Any], fn: Callable[[Any], Any], jobs: int, *, name: Callable[[int], str] | None = None
+    work: Sequence[Any],
+    fn: Callable[[Any], Any],
+    jobs: int,
+    *,
+    name: Callable[[int], str] | None = None,
+    when_started: Callable[[], None] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """``fn(work[i])`` for each i, each in its own worker process, at most ``jobs`` at a
     time; yields ``(i, outcome)`` as each finishes (outcome: ``fn``'s return value or a
     :class:`WorkerFailure`). ``fn`` must be a top-level function (picklable under spawn).
-    ``name(i)`` names the process (``ps``)."""
+    ``name(i)`` names the process (``ps``). ``when_started()`` is called once, in this
+    process, when the first workers are running: work the caller needs later (an import)
+    done while they run instead of after; the processes forked after it inherit what it did."""
     ctx = _context()
     pending = deque(range(len(work)))
     running: dict[int, tuple[Any, Any]] = {}
@@ -134,6 +141,9 @@ def map_in_processes(
                     process.start()
                 sender.close()
                 running[i] = (process, receiver)
+            if when_started is not None:
+                started, when_started = when_started, None
+                started()
             waitables = [x for process, conn in running.values() for x in (conn, process.sentinel)]
             ready = wait_for_any(waitables, timeout=1.0)
             raise_if_terminated()

@@ -211,6 +211,8 @@ class LocalExecutor:
 
     def __init__(self, jobs: int | None = None):
         self.jobs = default_jobs() if jobs is None else max(1, int(jobs))
+        #: called once in the parent when the first workers run (procpool's ``when_started``)
+        self.when_started: Callable[[], None] | None = None
 
     def map_unordered(
         self, jobs: Sequence[PointJob], fn: Callable[[PointJob], PointOutcome] = run_point
@@ -225,7 +227,11 @@ class LocalExecutor:
         work = [(fn, [jobs[i] for i in batch]) for batch in batches]
         rerun: list[int] = []
         for b, outcomes in map_in_processes(
-            work, _run_batch, self.jobs, name=lambda b: f"tcplab-sweep-{jobs[batches[b][0]].key}"
+            work,
+            _run_batch,
+            self.jobs,
+            name=lambda b: f"tcplab-sweep-{jobs[batches[b][0]].key}",
+            when_started=self.when_started,
         ):
             if isinstance(outcomes, WorkerFailure):
                 if len(batches[b]) > 1:  # which run killed it? each again in a process of its own
