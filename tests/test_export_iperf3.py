@@ -157,12 +157,13 @@ def test_an_interval_is_a_whole_number_of_samples(two_bulk, tmp_path_factory):
     _, out = two_bulk
     run = RunData.load(out)
     sample_s = run.sample_interval_ns / 1e9
-    for bad in (sample_s / 2, sample_s * 1.5):
+    assert sample_s * 1.5 >= 0.1  # within iperf3 -i's range (0.1 s .. 60 s): refused for the samples alone
+    for bad in (sample_s * 1.5, sample_s * 2.5):
         with pytest.raises(ScenarioError, match=r"^--interval: .* not a whole number of the run's sample interval"):
             iperf3_json(run, "a", interval_s=bad)
-    done = CliRunner().invoke(app, ["export", "iperf3", str(out), "--flow", "a", "-o", "-", "--interval", "50ms"])
+    done = CliRunner().invoke(app, ["export", "iperf3", str(out), "--flow", "a", "-o", "-", "--interval", "150ms"])
     assert done.exit_code == 2, done.output
-    assert done.output.startswith("error: --interval: 50ms is not a whole number") and done.output.count("\n") == 1
+    assert done.output.startswith("error: --interval: 150ms is not a whole number") and done.output.count("\n") == 1
     # a run sampled every 300 ms: the default interval is 900 ms (3 samples), every interval
     # holding the same number of samples
     _, odd = run_dir(tmp_path_factory, TWO_BULK, "two-bulk-300ms", ["sample_interval=300ms"])
