@@ -555,3 +555,48 @@ def test_rows_without_time_series_equal_the_full_runs_rows(real_core, scenario):
     full = rows_from_result(tcplab.run(sc))
     lean = rows_from_result(rows_result(sc))
     assert pd.DataFrame(lean).equals(pd.DataFrame(full))
+
+
+# -- one writer at a time ------------------------------------------------------------------------
+def test_a_second_sweep_into_a_directory_being_written_is_refused_and_touches_nothing(tmp_path, counting):
+    """While a sweep holds the directory's lock (flock, as a running `tcplab sweep` does), a
+    second one (a resume or --force) is one line naming the writer's pid, exit 2, and every
+    file stays as it was; once the lock is released the same command resumes."""
+    import os
+
+    from tcplab.sweep.store import LOCK_FILE, SweepStore
+
+    out = tmp_path / "out"
+    plan = plan_sweep(LOSSY, ["flows.0.cc=cubic,bbr"], seeds=1, overrides=["duration=2s"], core=counting)
+    run_sweep(plan, out, jobs=1, plots=False)
+    assert (out / LOCK_FILE).exists()  # part of a sweep directory, not a leftover
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != LOCK_FILE}
+    holder = SweepStore(out)
+    holder.lock()
+    try:
+        # --force through the CLI (the real engine: a plain resume would be refused for the
+        # engine double's version first), a resume through the API
+        r = _cli("sweep", LOSSY, "--grid", "flows.0.cc=cubic,bbr", "--set", "duration=2s", "-o", out, "--force")
+        assert r.exit_code == 2, r.output
+        assert r.output.count("\n") == 1
+        assert f"another tcplab sweep (pid {os.getpid()}) is writing this directory" in r.output
+        with pytest.raises(ScenarioError, match="another tcplab sweep"):
+            run_sweep(plan, out, jobs=1, plots=False)
+        after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != LOCK_FILE}
+        assert after == before
+    finally:
+        holder.close()
+    calls_before = len(calls(counting.log))
+    run_sweep(plan, out, jobs=1, plots=False)  # resumes: nothing left to run
+    assert len(calls(counting.log)) == calls_before
+
+
+def test_a_directory_holding_only_a_lock_file_is_a_new_one(tmp_path, counting):
+    from tcplab.sweep.store import LOCK_FILE
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / LOCK_FILE).write_text("12345\n")
+    plan = plan_sweep(LOSSY, ["flows.0.cc=cubic"], seeds=1, overrides=["duration=2s"], core=counting)
+    res = run_sweep(plan, out, jobs=1, plots=False)
+    assert res.ok and (out / "sweep.parquet").exists()

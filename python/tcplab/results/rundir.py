@@ -89,7 +89,8 @@ _VALIDATE_RUNS = ("sim", "kernel")
 #: Top-level files of a ``tcplab sweep`` directory (:mod:`tcplab.sweep.store`), and its
 #: subdirectories: ``rows/KEY.parquet``, ``failed/KEY.json``, ``runs/KEY/`` (run directories,
 #: ``--keep-runs``), ``plots/``.
-SWEEP_ENTRIES = frozenset({MARKER, "sweep.json", "sweep.parquet", "report.html"})
+#: ".tcplab-sweep.lock": held (flock) by the process writing the sweep (tcplab.sweep.store)
+SWEEP_ENTRIES = frozenset({MARKER, "sweep.json", "sweep.parquet", "report.html", ".tcplab-sweep.lock"})
 SWEEP_DIRS = frozenset({"rows", "failed", "runs", "plots"})
 EXPERIMENT_ENTRIES = frozenset({"report.html", "report.md", "claims.json"})
 _EXPERIMENT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")

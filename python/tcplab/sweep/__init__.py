@@ -403,6 +403,7 @@ def run_sweep(
         return result
     finally:
         executor.close()
+        store.close()
 
 
 def _warm_views() -> None:
@@ -500,18 +501,21 @@ class SweepResult:
 
         store = SweepStore(directory)
         store.check(force=True) if force else _check_new(store)
-        store.start(dict(self.plan, status="running"), fresh=force)
-        for key, rows in self._run_rows.items():
-            write_run_rows(rows.to_pylist(), store.rows_path(key))
-        for key, record in self.failures.items():
-            store.write_failure(key, record)
-        store.write_table(self._arrow)
-        store.write_plan(dict(self.plan, status="complete"))
-        self.dir = store.dir
-        if plots:
-            from tcplab.views.sweep import write_sweep_views
+        try:
+            store.start(dict(self.plan, status="running"), fresh=force)
+            for key, rows in self._run_rows.items():
+                write_run_rows(rows.to_pylist(), store.rows_path(key))
+            for key, record in self.failures.items():
+                store.write_failure(key, record)
+            store.write_table(self._arrow)
+            store.write_plan(dict(self.plan, status="complete"))
+            self.dir = store.dir
+            if plots:
+                from tcplab.views.sweep import write_sweep_views
 
-            write_sweep_views(self, store.dir, _local_jobs())
+                write_sweep_views(self, store.dir, _local_jobs())
+        finally:
+            store.close()
         return store.dir
 
     def __repr__(self) -> str:

@@ -25,6 +25,13 @@ reruns the failed ones. Parameters and seeds may differ (an extended grid): runs
 their configuration, so whatever is already done is reused and nothing stale can be.
 
 ``--force`` replaces only a directory tcplab marked as a sweep (or an empty one).
+
+One writer at a time: :meth:`SweepStore.start` takes an exclusive ``flock`` on
+``OUT/.tcplab-sweep.lock`` (its content: the writer's pid) before it changes anything, and
+holds it until :meth:`SweepStore.close`; a second sweep (or ``--force``) into the same
+directory meanwhile is refused in one line naming the pid, and nothing of the first is
+touched. The kernel releases the lock when the writer exits, however it ends, so a stale
+lock file never blocks a resume.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ __all__ = ["SweepStore", "SWEEP_ENTRIES", "SWEEP_DIRS", "PLAN_FILE", "TABLE_FILE
 
 PLAN_FILE = "sweep.json"
 TABLE_FILE = "sweep.parquet"
+LOCK_FILE = ".tcplab-sweep.lock"
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
@@ -74,6 +82,7 @@ class SweepStore:
 
     def __init__(self, directory: str | os.PathLike[str]):
         self.dir = Path(directory)
+        self._lock_fd: int | None = None
 
     # -- paths ----------------------------------------------------------------------------
     @property
@@ -113,8 +122,8 @@ class SweepStore:
             return None
         if not resolved.is_dir():
             raise ScenarioError("exists and is not a directory", file=str(given), expected="a sweep directory")
-        if not any(resolved.iterdir()):
-            return None
+        if all(entry.name == LOCK_FILE for entry in resolved.iterdir()):
+            return None  # empty, or a sweep that ended before writing anything but its lock
         if marker_kind(resolved) != "sweep":
             raise ScenarioError(
                 "exists and is not a sweep directory written by tcplab",
@@ -138,11 +147,44 @@ class SweepStore:
             ) from None
         return plan
 
+    def lock(self) -> None:
+        """Take the directory's writer lock (module doc), creating the directory; a one-line
+        error when another process holds it."""
+        import fcntl
+
+        if self._lock_fd is not None:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise ScenarioError(
+                f"another tcplab sweep (pid {holder}) is writing this directory",
+                file=str(self.dir),
+                expected="another -o, or this one once that sweep has ended (then the same command resumes it)",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        """Release the writer lock (the lock file stays: it is part of the directory)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
     def start(self, plan: dict[str, Any], *, fresh: bool) -> None:
-        """Create (or with ``fresh`` empty) the directory, mark it, write the plan; the old
-        table and views go (they are rewritten at the end)."""
+        """Take the writer lock, create (or with ``fresh`` empty) the directory, mark it,
+        write the plan; the old table and views go (they are rewritten at the end)."""
+        self.lock()
         if fresh and self.dir.exists():
             for entry in self.dir.iterdir():
+                if entry.name == LOCK_FILE:
+                    continue
                 if entry.is_dir() and not entry.is_symlink():
                     shutil.rmtree(entry)
                 else:
