@@ -17,27 +17,10 @@ from typing import Any
 
 import pandas as pd
 
-FLOW_COLS = (
-    "goodput_bps",
-    "bytes_received",
-    "data_segs_out",
-    "retrans_segs",
-    "retrans_ratio",
-    "timeouts",
-    "rtt_p50_ms",
-    "rtt_p90_ms",
-    "rtt_p99_ms",
-    "rwnd_limited_pct",
-    "payload_ceiling_bps",
-)
-RUN_COLS = (
-    "run.goodput_bps",
-    "run.queue_drops",
-    "run.loss_drops",
-    "run.nic_ring_drops",
-    "run.cpu_steal_pct",
-    "run.rtt_p99_ms",
-)
+from tcplab.sweep.rows import FLOW_IDENTITY
+from tcplab.sweep.rows import FLOW_METRICS as FLOW_COLS
+from tcplab.sweep.rows import RUN_METRICS as RUN_COLS
+
 _NUM = re.compile(r"\A([0-9.]+)\s*([A-Za-z%]*)\Z")
 
 
@@ -97,7 +80,7 @@ def sweep_table(
                 rows.append(row)
     head = ["point", "seed", "run", "status", "error", *names]
     head += [f"{p}#value" for p in numeric]
-    cols = head + ["flow_index", "flow", "from", "to", "cc", "app", *FLOW_COLS, *RUN_COLS]
+    cols = head + ["flow_index", *FLOW_IDENTITY, *FLOW_COLS, *RUN_COLS]
     cols += sorted(c for c in extra if c.startswith("nstat.")) + sorted(c for c in extra if c.startswith("app."))
     frame = pd.DataFrame(rows)
     for c in cols:

@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tcplab.errors import ScenarioError, UnitError, show_value
+from tcplab.sweep.rows import FLOW_IDENTITY, FLOW_METRICS, RUN_METRICS
 from tcplab.units import parse_rate, parse_size, parse_time
 
 if TYPE_CHECKING:
@@ -77,36 +78,7 @@ __all__ = ["BASE_COLUMNS", "Metric", "resolve_metric", "run_index", "RUN_KEYS", 
 
 #: The columns every sweep table has (ARCH12 SCHEMA), whatever the scenario: enough to check
 #: an objective's grammar before the sweep runs.
-BASE_COLUMNS = (
-    "point",
-    "seed",
-    "run",
-    "status",
-    "error",
-    "flow_index",
-    "flow",
-    "from",
-    "to",
-    "cc",
-    "app",
-    "goodput_bps",
-    "bytes_received",
-    "data_segs_out",
-    "retrans_segs",
-    "retrans_ratio",
-    "timeouts",
-    "rtt_p50_ms",
-    "rtt_p90_ms",
-    "rtt_p99_ms",
-    "rwnd_limited_pct",
-    "payload_ceiling_bps",
-    "run.goodput_bps",
-    "run.queue_drops",
-    "run.loss_drops",
-    "run.nic_ring_drops",
-    "run.cpu_steal_pct",
-    "run.rtt_p99_ms",
-)
+BASE_COLUMNS = ("point", "seed", "run", "status", "error", "flow_index", *FLOW_IDENTITY, *FLOW_METRICS, *RUN_METRICS)
 
 #: Columns that identify one run of a sweep table (the run key may repeat across points).
 RUN_KEYS = ("point", "seed")
