@@ -71,9 +71,9 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-@pytest.fixture
-def real_core():
-    """The compiled engine; skipped when tcplab._core is not built, a failure in CI."""
+def compiled_engine():
+    """The compiled engine, tcplab._core; the calling test (or fixture) is skipped when it is
+    not built, and fails in CI."""
     try:
         return importlib.import_module("tcplab._core")
     except ImportError as e:
@@ -81,3 +81,9 @@ def real_core():
         if in_ci():
             pytest.fail(f"CI=true but the engine does not import: {message}")
         pytest.skip(message)
+
+
+@pytest.fixture
+def real_core():
+    """The compiled engine; skipped when tcplab._core is not built, a failure in CI."""
+    return compiled_engine()

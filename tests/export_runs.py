@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from conftest import in_ci
+from conftest import compiled_engine, in_ci
 
 TWO_BULK = {
     "name": "two-bulk",
@@ -36,12 +36,7 @@ TWO_BULK = {
 
 def engine():
     """tcplab._core, skipped when it is not built (a failure with CI=true)."""
-    try:
-        return importlib.import_module("tcplab._core")
-    except ImportError as e:
-        if in_ci():
-            pytest.fail(f"CI=true but the engine does not import: {e}")
-        pytest.skip(f"tcplab._core is not built (run `make setup`): {e}")
+    return compiled_engine()
 
 
 def tool(name: str) -> str:
@@ -50,7 +45,7 @@ def tool(name: str) -> str:
     if path is None:
         if in_ci():
             pytest.fail(f"CI=true but {name} is not installed (.ci/run installs it)")
-        pytest.skip(f"{name} is not installed")
+        pytest.skip(f"{name} is not installed (apt-get install {name}; .ci/run does as root)")
     return path
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import in_ci
+from conftest import compiled_engine, in_ci
 
 dpkt = pytest.importorskip("dpkt") if not in_ci() else importlib.import_module("dpkt")
 
@@ -52,12 +52,7 @@ U32 = 1 << 32
 
 @pytest.fixture(scope="module")
 def engine():
-    try:
-        return importlib.import_module("tcplab._core")
-    except ImportError as e:
-        if in_ci():
-            pytest.fail(f"CI=true but the engine does not import: {e}")
-        pytest.skip(f"tcplab._core is not built (run `make setup`): {e}")
+    return compiled_engine()
 
 
 def _run(engine, at: str | None):

@@ -10,14 +10,13 @@ version; a rerun that does not reproduce the directory is exit 1, nothing writte
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from conftest import in_ci
+from conftest import compiled_engine
 from tcplab.cli import app
 
 SCENARIO = {
@@ -39,12 +38,7 @@ def invoke(*args):
 
 @pytest.fixture(scope="module")
 def engine():
-    try:
-        return importlib.import_module("tcplab._core")
-    except ImportError as e:
-        if in_ci():
-            pytest.fail(f"CI=true but the engine does not import: {e}")
-        pytest.skip(f"tcplab._core is not built (run `make setup`): {e}")
+    return compiled_engine()
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,13 @@ retransmitted segments, SACK-carrying ACKs, the window scale and MSS it negotiat
 
 from __future__ import annotations
 
-import importlib
 import re
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import in_ci
+from conftest import compiled_engine
+from export_runs import tool
 
 SCENARIO = {
     "name": "pcap-tools",
@@ -32,24 +31,9 @@ SCENARIO = {
 }
 
 
-def tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        message = f"{name} is not installed (apt-get install {name}; .ci/run does as root)"
-        if in_ci():
-            pytest.fail(f"CI=true but {message}")
-        pytest.skip(message)
-    return path
-
-
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory):
-    try:
-        engine = importlib.import_module("tcplab._core")
-    except ImportError as e:
-        if in_ci():
-            pytest.fail(f"CI=true but the engine does not import: {e}")
-        pytest.skip(f"tcplab._core is not built (run `make setup`): {e}")
+    engine = compiled_engine()
     import tcplab
 
     result = tcplab.run(SCENARIO, core=engine, capture={"flow": "bulk"})

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
+from wrapped_tcplab import ROOT, alive, finish, start, wait_for
 
 # A `tcplab` whose engine is the double; TCPLAB_TEST_MODE picks where it stalls, and it
 # writes a marker file (its pid) when it gets there.
@@ -63,58 +62,7 @@ main()
 
 
 def _start(tmp_path: Path, mode: str, args: list[str]) -> tuple[subprocess.Popen, Path]:
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    script = tmp_path / "tcplab_slow.py"
-    script.write_text(WRAPPER)
-    env = dict(os.environ)
-    env.update(
-        TESTS_DIR=str(TESTS),
-        MARKER_DIR=str(markers),
-        TCPLAB_TEST_MODE=mode,
-        PYTHONPATH=str(ROOT / "python") + os.pathsep + env.get("PYTHONPATH", ""),
-    )
-    proc = subprocess.Popen(
-        [sys.executable, str(script), *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a signal to the test's group must not reach it, and vice versa
-    )
-    return proc, markers
-
-
-def _wait_for(predicate, timeout_s: float, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if proc.poll() is not None:
-            pytest.fail(f"tcplab exited early (rc {proc.returncode}): {proc.stderr.read()}")
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    pytest.fail("timed out waiting for tcplab to reach the point to signal")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
-def _finish(proc: subprocess.Popen) -> tuple[int, str]:
-    try:
-        _, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("tcplab did not exit within 30 s of SIGTERM")
-    return proc.returncode, err
+    return start(tmp_path, WRAPPER, mode, args)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -124,44 +72,44 @@ def test_sigterm_to_compare_stops_its_workers(tmp_path):
         "simulate",
         ["compare", "builtin:cubic-vs-bbr-lossy", "--set", "flows.0.cc=cubic,bbr", "-j", "2", "-o", "cmp", "-q"],
     )
-    _wait_for(lambda: len(list(markers.glob("worker-*"))) == 2, 60, proc)
+    wait_for(lambda: len(list(markers.glob("worker-*"))) == 2, 60, proc, "tcplab")
     workers = [int(p.read_text()) for p in markers.glob("worker-*")]
-    assert all(_alive(pid) for pid in workers)
+    assert all(alive(pid) for pid in workers)
     proc.send_signal(signal.SIGTERM)
-    rc, err = _finish(proc)
+    rc, err = finish(proc)
     assert rc == 143, err
     assert err.strip().splitlines()[-1] == "error: terminated; no output written"
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(pid) for pid in workers), "a worker outlived tcplab compare"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_slow.py"]
+    assert not any(alive(pid) for pid in workers), "a worker outlived tcplab compare"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_wrapped.py"]
 
 
 def test_sigterm_while_writing_leaves_no_temp_dir(tmp_path):
     proc, markers = _start(
         tmp_path, "write", ["run", "builtin:cubic-vs-bbr-lossy", "--set", "duration=1s", "-o", "out/lossy", "-q"]
     )
-    _wait_for(lambda: any(markers.glob("writing-*")), 60, proc)
+    wait_for(lambda: any(markers.glob("writing-*")), 60, proc, "tcplab")
     assert [p.name for p in (tmp_path / "out").iterdir()][0].endswith(".tmp")  # mid-write
     proc.send_signal(signal.SIGTERM)
-    rc, err = _finish(proc)
+    rc, err = finish(proc)
     assert rc == 143, err
     assert err.strip().splitlines()[-1] == "error: terminated; no output written"
     # Neither the run directory, nor its hidden temporary, nor the parent we created.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_slow.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_wrapped.py"]
 
 
 def test_sigint_still_exits_130(tmp_path):
     proc, markers = _start(
         tmp_path, "write", ["run", "builtin:cubic-vs-bbr-lossy", "--set", "duration=1s", "-o", "out/lossy", "-q"]
     )
-    _wait_for(lambda: any(markers.glob("writing-*")), 60, proc)
+    wait_for(lambda: any(markers.glob("writing-*")), 60, proc, "tcplab")
     proc.send_signal(signal.SIGINT)
-    rc, err = _finish(proc)
+    rc, err = finish(proc)
     assert rc == 130, err
     assert err.strip().splitlines()[-1] == "error: interrupted; no output written"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_slow.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["markers", "tcplab_wrapped.py"]
 
 
 SIGTERM_IN_SCENARIOS = """

@@ -9,7 +9,6 @@ work can be counted. Every wait is bounded.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
+from wrapped_tcplab import alive, finish, start, wait_for
 
 WRAPPER = r"""
 import json, os, sys, time
@@ -69,47 +67,7 @@ ARGS = [
 
 
 def _start(tmp_path: Path, mode: str) -> subprocess.Popen:
-    markers = tmp_path / "markers"
-    markers.mkdir(exist_ok=True)
-    script = tmp_path / "tcplab_wrapped.py"
-    script.write_text(WRAPPER)
-    env = dict(os.environ)
-    env.update(
-        TESTS_DIR=str(TESTS),
-        MARKER_DIR=str(markers),
-        TCPLAB_TEST_MODE=mode,
-        PYTHONPATH=str(ROOT / "python") + os.pathsep + env.get("PYTHONPATH", ""),
-    )
-    return subprocess.Popen(
-        [sys.executable, str(script), *ARGS],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
-def _wait_for(predicate, timeout_s: float, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if proc.poll() is not None:
-            pytest.fail(f"tcplab exited early (rc {proc.returncode}): {proc.stderr.read()}")
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    pytest.fail("timed out waiting for the sweep to reach the point to signal")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
+    return start(tmp_path, WRAPPER, mode, ARGS)[0]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -120,25 +78,22 @@ def test_signal_keeps_finished_runs_and_the_same_command_resumes(tmp_path, signu
     proc = _start(tmp_path, "stall")
     markers, rows = tmp_path / "markers", tmp_path / "sw" / "rows"
     # both cubic runs done (their rows written), both bbr runs stalled in their workers
-    _wait_for(
+    wait_for(
         lambda: len(list(markers.glob("worker-*"))) == 2 and rows.is_dir() and len(list(rows.glob("*.parquet"))) == 2,
         60,
         proc,
+        "the sweep",
     )
     workers = [int(p.read_text()) for p in markers.glob("worker-*")]
     kept = {p.name: p.stat().st_mtime_ns for p in rows.glob("*.parquet")}
     proc.send_signal(signum)
-    try:
-        _, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("tcplab sweep did not exit within 30 s of the signal")
-    assert proc.returncode == code, err
+    rc, err = finish(proc)
+    assert rc == code, err
     assert err.strip().splitlines()[-1] == f"error: {word}; 2 of 4 runs kept in sw (the same command resumes)"
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(pid) for pid in workers), "a worker outlived tcplab sweep"
+    assert not any(alive(pid) for pid in workers), "a worker outlived tcplab sweep"
     state = json.loads((tmp_path / "sw" / "sweep.json").read_text())
     assert state["status"] == "interrupted"
     assert not (tmp_path / "sw" / "sweep.parquet").exists()
