@@ -309,3 +309,20 @@ def test_cli(two_bulk, tmp_path):
     assert done.output == "error: --flow: no flow named 'zz'; expected a flow name or index: a, b\n"
     done = runner.invoke(app, ["export", "iperf3", str(out), "--interval", "1"])
     assert done.exit_code == 2 and done.output.startswith("error: --interval: ")
+
+
+def test_stdout_takes_the_only_flow(tmp_path_factory, two_bulk):
+    """`export iperf3 RUN -o -` prints the run's flow when it has one (before: "'-' prints
+    one flow" even then); with several, the one error line lists them."""
+    scenario = json.loads(json.dumps(TWO_BULK))
+    scenario["flows"] = scenario["flows"][:1]
+    _, one = run_dir(tmp_path_factory, scenario, "one-bulk")
+    runner = CliRunner()
+    done = runner.invoke(app, ["export", "iperf3", str(one), "-o", "-"])
+    assert done.exit_code == 0, done.output
+    assert done.output == (one / "iperf3-a.json").read_text()
+    _, several = two_bulk
+    done = runner.invoke(app, ["export", "iperf3", str(several), "-o", "-"])
+    assert done.exit_code == 2
+    assert done.output.startswith("error: --output: ") and done.output.count("\n") == 1
+    assert "a, b" in done.output and "--flow" in done.output
