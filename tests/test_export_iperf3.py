@@ -20,13 +20,26 @@ from tcplab.exports.rundir import RunData
 from tcplab.exports.ss_at import ss_at
 
 DATA = Path(__file__).parent / "data"
-#: A real `iperf3 -c 127.0.0.1 -t 2 -J` (iperf 3.12, Linux), for machines without iperf3.
-STORED = DATA / "iperf3-3.12-tcp.json"
+#: Real `iperf3 -c 127.0.0.1 -t 2 [-R | --bidir] -J -T TITLE --extra-data TEXT` (iperf 3.12,
+#: Linux), for machines without iperf3: the client sends, the server sends (-R), both.
+STORED = {
+    "forward": DATA / "iperf3-3.12-tcp.json",
+    "reverse": DATA / "iperf3-3.12-tcp-reverse.json",
+    "bidir": DATA / "iperf3-3.12-tcp-bidir.json",
+}
+#: The client's options for each capture.
+MODES = {"forward": [], "reverse": ["-R"], "bidir": ["--bidir"]}
 
 
 @pytest.fixture(scope="module")
 def two_bulk(tmp_path_factory):
     return run_dir(tmp_path_factory, TWO_BULK, "two-bulk")
+
+
+@pytest.fixture(scope="module")
+def maerts(tmp_path_factory):
+    """builtin:maerts: a maerts flow (the server sends) and a bidir pair (.fwd, .rev)."""
+    return run_dir(tmp_path_factory, "builtin:maerts", "maerts", ["duration=3s"])
 
 
 def _free_port() -> int:
@@ -36,27 +49,32 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def real_iperf3() -> dict:
-    """A real iperf3 -J capture on loopback (1 s), made now when iperf3 is installed (the
-    stored copy of one otherwise)."""
+def real_iperf3() -> dict[str, dict]:
+    """Real iperf3 -J captures on loopback (1 s each): ``forward`` (the client sends),
+    ``reverse`` (-R: the server sends) and ``bidir`` (--bidir), made now when iperf3 is
+    installed (the stored copies otherwise), with -T and --extra-data as tcplab writes them."""
     path = shutil.which("iperf3")
     if path is None:
-        return json.loads(STORED.read_text())
+        return {mode: json.loads(stored.read_text()) for mode, stored in STORED.items()}
     port = str(_free_port())
-    server = subprocess.Popen([path, "-s", "-1", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([path, "-s", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out: dict[str, dict] = {}
     try:
-        for _ in range(40):  # until the server listens (a refused client says so in its JSON)
-            done = subprocess.run(
-                [path, "-c", "127.0.0.1", "-p", port, "-t", "1", "-J"], capture_output=True, text=True, timeout=30
-            )
-            data = json.loads(done.stdout)
-            if "error" not in data:
-                return data
-            time.sleep(0.05)
+        for mode, options in MODES.items():
+            command = [path, "-c", "127.0.0.1", "-p", port, "-t", "1", *options, "-J"]
+            command += ["-T", "capture", "--extra-data", "loopback"]
+            for _ in range(40):  # until the server listens (a refused client says so in its JSON)
+                data = json.loads(subprocess.run(command, capture_output=True, text=True, timeout=30).stdout)
+                if "error" not in data:
+                    out[mode] = data
+                    break
+                time.sleep(0.05)
+            else:
+                pytest.fail(f"iperf3 -c {' '.join(options)} on loopback failed: {data.get('error')}")
     finally:
         server.kill()
         server.wait()
-    pytest.fail(f"iperf3 -c on loopback failed: {data.get('error')}")
+    return out
 
 
 def _kind(v) -> str:
@@ -67,35 +85,105 @@ def _kind(v) -> str:
     return type(v).__name__
 
 
-def _missing(real, ours, where="") -> list[str]:
-    """Keys (and types) of ``real`` absent from ``ours`` at the same place."""
-    problems = []
+def _shape_diff(real, ours, where="") -> list[str]:
+    """Where ``ours`` differs in shape from ``real``: a key missing, a key real has not, a
+    different order of keys, a different JSON type; every element of a list of ours against
+    the real first element."""
     if _kind(real) != _kind(ours):
         return [f"{where or '/'}: {_kind(ours)} instead of {_kind(real)}"]
+    problems = []
     if isinstance(real, dict):
-        for k, v in real.items():
-            if k not in ours:
-                problems.append(f"{where}/{k}: missing")
-            else:
-                problems += _missing(v, ours[k], f"{where}/{k}")
-    elif isinstance(real, list) and real and ours:
-        for item in ours:  # every element of ours against the real first element
-            problems += _missing(real[0], item, f"{where}[]")
+        problems += [f"{where}/{k}: missing" for k in real if k not in ours]
+        problems += [f"{where}/{k}: not in iperf3's" for k in ours if k not in real]
+        if not problems and list(real) != list(ours):
+            problems.append(f"{where}: keys in the order {list(ours)}, iperf3's {list(real)}")
+        problems += [p for k in real if k in ours for p in _shape_diff(real[k], ours[k], f"{where}/{k}")]
+    elif isinstance(real, list) and real:
+        if not ours:
+            problems.append(f"{where}: empty")
+        for item in ours:
+            problems += _shape_diff(real[0], item, f"{where}[]")
     return problems
 
 
-def test_has_every_key_of_a_real_iperf3_json_at_the_same_place(two_bulk, real_iperf3):
-    _, out = two_bulk
-    for name in ("a", "b"):
+def _senders(obj, where="") -> dict[str, bool]:
+    """Every ``sender`` flag of an iperf3 JSON (not end.streams[]'s ``sender`` totals), by its place."""
+    found = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            found.update({f"{where}/{k}": v} if isinstance(v, bool) and k == "sender" else _senders(v, f"{where}/{k}"))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            found.update(_senders(v, f"{where}[{i}]"))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("which", "flow", "mode"),
+    [
+        ("two_bulk", "a", "forward"),
+        ("two_bulk", "b", "forward"),
+        ("maerts", "bidir.fwd", "forward"),
+        ("maerts", "maerts", "reverse"),
+        ("maerts", "bidir.rev", "reverse"),
+    ],
+)
+def test_same_shape_as_a_real_iperf3_json(which, flow, mode, request, real_iperf3):
+    """A flow its client sends has the shape of `iperf3 -c SERVER -J`; one its server sends
+    (maerts, bidir.rev), of `iperf3 -c SERVER -R -J`. Before: maerts was the forward shape
+    from the server's side ("connecting" to the client's port, reverse 0)."""
+    _, out = request.getfixturevalue(which)
+    ours = json.loads((out / f"iperf3-{flow}.json").read_text())
+    assert _shape_diff(real_iperf3[mode], ours) == []
+    assert ours["intervals"] and ours["end"]["streams"]
+
+
+def test_reverse_is_the_receiving_clients_view(maerts, real_iperf3):
+    """What `iperf3 -c SERVER -R` prints on the client: reverse 1, the client's own socket
+    (its ephemeral port to the server's 5201, connecting_to the server) and `sender` false
+    everywhere, as in the real -R capture; the client's interval stream has the shape of
+    --bidir's reverse stream (the one the client receives)."""
+    result, out = maerts
+    run = RunData.load(out)
+    real = real_iperf3["reverse"]
+    bidir_received = next(s for s in real_iperf3["bidir"]["intervals"][0]["streams"] if s["sender"] is False)
+    for name in ("maerts", "bidir.rev"):
         ours = json.loads((out / f"iperf3-{name}.json").read_text())
-        assert _missing(real_iperf3, ours) == []
-        assert ours["intervals"] and ours["end"]["streams"]
+        for data in (real, ours):
+            start, connected = data["start"], data["start"]["connected"][0]
+            assert start["test_start"]["reverse"] == 1
+            assert (connected["remote_host"], connected["remote_port"]) == (
+                start["connecting_to"]["host"],
+                start["connecting_to"]["port"],
+            )
+            assert connected["local_port"] != connected["remote_port"]
+            senders = _senders(data)
+            assert senders and not any(senders.values()), senders
+        assert _shape_diff(bidir_received, ours["intervals"][0]["streams"][0]) == []
+        # the client's socket as `tcplab ss` shows it on the client node
+        connected = ours["start"]["connected"][0]
+        state = ss_at(run, 1_000_000_000, name)["client"].splitlines()[1]
+        local, peer = state.split()[3:5]
+        assert f"{connected['local_host']}:{connected['local_port']}" == local
+        assert f"{connected['remote_host']}:{connected['remote_port']}" == peer
+        assert connected["remote_port"] == 5201  # iperf3's server port
+        # the numbers: the client's intervals are the bytes it received; the end has the
+        # server's bytes sent and retransmissions
+        row = result.flows[result.flows["name"] == name].iloc[0]
+        assert sum(i["sum"]["bytes"] for i in ours["intervals"]) == row["bytes_received"]
+        end = ours["end"]
+        assert end["sum_received"]["bytes"] == end["streams"][0]["receiver"]["bytes"] == row["bytes_received"]
+        assert end["sum_sent"]["bytes"] == row["bytes_sent"] - row["bytes_retrans"]
+        assert end["sum_sent"]["retransmits"] == end["streams"][0]["sender"]["retransmits"] == row["retrans_segs"]
 
 
-def test_stored_capture_is_a_real_iperf3_output():
-    stored = json.loads(STORED.read_text())
-    assert stored["start"]["version"].startswith("iperf 3.")
-    assert stored["intervals"][0]["streams"][0]["sender"] is True
+def test_stored_captures_are_real_iperf3_outputs():
+    for mode, path in STORED.items():
+        stored = json.loads(path.read_text())
+        assert stored["start"]["version"] == "iperf 3.12"
+        assert stored["start"]["test_start"]["reverse"] == int(mode == "reverse")
+        assert stored["intervals"][0]["streams"][0]["sender"] is (mode != "reverse")
+        assert len(stored["intervals"][0]["streams"]) == (2 if mode == "bidir" else 1)
 
 
 def test_intervals_add_up_to_the_flow(two_bulk):
@@ -194,13 +282,10 @@ def test_snd_wnd_is_the_receivers_window(tmp_path_factory):
             assert i["streams"][0]["snd_wnd"] == int(at["snd_wnd_bytes"])
 
 
-def test_maerts_is_written_from_its_sender(tmp_path_factory):
-    result, out = run_dir(tmp_path_factory, "builtin:maerts", "maerts", ["duration=3s"])
+def test_maerts_run_has_a_file_per_bulk_and_maerts_flow(maerts):
+    _, out = maerts
     names = sorted(p.name for p in out.glob("iperf3-*.json"))
     assert names == ["iperf3-bidir.fwd.json", "iperf3-bidir.rev.json", "iperf3-maerts.json"]
-    data = json.loads((out / "iperf3-maerts.json").read_text())
-    assert data["start"]["connected"][0]["local_port"] == 5201  # the server sends
-    assert data["start"]["connected"][0]["local_host"] == "10.0.0.2"
 
 
 def test_no_iperf3_file_for_application_flows(tmp_path_factory):
@@ -224,3 +309,20 @@ def test_cli(two_bulk, tmp_path):
     assert done.output == "error: --flow: no flow named 'zz'; expected a flow name or index: a, b\n"
     done = runner.invoke(app, ["export", "iperf3", str(out), "--interval", "1"])
     assert done.exit_code == 2 and done.output.startswith("error: --interval: ")
+
+
+def test_stdout_takes_the_only_flow(tmp_path_factory, two_bulk):
+    """`export iperf3 RUN -o -` prints the run's flow when it has one (before: "'-' prints
+    one flow" even then); with several, the one error line lists them."""
+    scenario = json.loads(json.dumps(TWO_BULK))
+    scenario["flows"] = scenario["flows"][:1]
+    _, one = run_dir(tmp_path_factory, scenario, "one-bulk")
+    runner = CliRunner()
+    done = runner.invoke(app, ["export", "iperf3", str(one), "-o", "-"])
+    assert done.exit_code == 0, done.output
+    assert done.output == (one / "iperf3-a.json").read_text()
+    _, several = two_bulk
+    done = runner.invoke(app, ["export", "iperf3", str(several), "-o", "-"])
+    assert done.exit_code == 2
+    assert done.output.startswith("error: --output: ") and done.output.count("\n") == 1
+    assert "a, b" in done.output and "--flow" in done.output

@@ -165,7 +165,7 @@ def register(app: typer.Typer) -> None:
                 "-o",
                 metavar="PATH",
                 help="With --flow: the file ('-' prints it; a directory: the file in it); without: the directory "
-                "(default: RUN).",
+                "(default: RUN), or '-' to print the flow of a run that has one.",
             ),
         ] = None,
     ) -> None:
@@ -193,9 +193,16 @@ def register(app: typer.Typer) -> None:
                 file=str(run_dir),
                 expected="a run with a bulk or maerts flow (iperf3 files are for bulk transfers)",
             )
-        if output == "-":
+        if output == "-":  # stdout holds one flow: the run's only one, else name it
+            if len(flows) == 1:
+                typer.echo(iperf3_text(run, flows[0], interval_s=seconds), nl=False)
+                return
+            names = ", ".join(f.name for f in flows)
             raise ScenarioError(
-                "'-' prints one flow", path="--output", value=output, expected="--flow F with -o -, or a directory"
+                "'-' prints one flow",
+                path="--output",
+                value=output,
+                expected=f"--flow F with -o - (the run's flows: {names}), or a directory",
             )
         directory = Path(output) if output is not None else run_dir
         texts = {iperf3_file_name(f.name): iperf3_text(run, f, interval_s=seconds) for f in flows}

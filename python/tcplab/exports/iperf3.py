@@ -1,22 +1,34 @@
-"""A bulk flow as the JSON ``iperf3 -c RECEIVER -J`` prints, for scripts written against iperf3.
+"""A bulk flow as the JSON ``iperf3 -c SERVER -J`` prints, for scripts written against iperf3.
 
-The shape is iperf 3.12's ``-J`` output for one TCP stream as the sending client prints it
-(``reverse`` 0; tests/data/iperf3-3.12-tcp.json is a real one): ``start`` (connected,
-version, system_info, timestamp, connecting_to, cookie, tcp_mss_default, target_bitrate,
-sock_bufsize, sndbuf_actual, rcvbuf_actual, test_start), ``intervals`` (per interval: the
-stream's socket, start, end, seconds, bytes, bits_per_second, retransmits, snd_cwnd,
-snd_wnd, rtt, rttvar, pmtu, omitted, sender; and their ``sum``), ``end`` (the stream's
-sender and receiver totals with max_snd_cwnd, max_snd_wnd, max_rtt, min_rtt, mean_rtt;
-sum_sent, sum_received, cpu_utilization_percent, sender_tcp_congestion,
-receiver_tcp_congestion). Units are iperf3's: seconds from the test's start, bytes, bit/s,
-``rtt``/``rttvar`` in microseconds (tcp_info's tcpi_rtt/tcpi_rttvar), ``snd_cwnd`` in bytes
-(tcpi_snd_cwnd x tcpi_snd_mss), ``pmtu`` bytes.
+iperf3 runs on the client and connects to the server (port 5201): a flow its client sends
+(bulk, bidir's ``.fwd``) is ``iperf3 -c SERVER -J``, one its server sends (maerts, bidir's
+``.rev``) is ``iperf3 -c SERVER -R -J`` (reverse: the server sends, the client receives).
+The file is what the client prints in each case (iperf 3.12; tests/data holds real captures
+of both, and of ``--bidir``, whose reverse stream has the ``-R`` shape):
 
-One file per bulk or maerts flow (``iperf3-FLOW.json`` in the run directory), from the
-flow's data sender: for a maerts flow (or bidir's ``.rev``) the sending side is the server
-node, and the file is what iperf3 would print had the test been run from there (ports are
-ss.py's: the sender's local port is then 5201, the peer's the ephemeral one). Flows of
-applications with more than 16 connections are not sampled and get no file.
+* the shape of both: ``start`` (connected, version, system_info, timestamp, connecting_to,
+  cookie, tcp_mss_default, target_bitrate, sock_bufsize, sndbuf_actual, rcvbuf_actual,
+  test_start), ``intervals`` (per interval: the stream and their ``sum``), ``end`` (the
+  stream's sender and receiver totals; sum_sent, sum_received, cpu_utilization_percent,
+  sender_tcp_congestion, receiver_tcp_congestion), ``title`` and ``extra_data``.
+  ``connected`` is the client's socket as the client sees it: ``local`` the client's
+  address and ephemeral port, ``remote`` the server's 5201 (ports are ss.py's), and
+  ``connecting_to`` the server;
+* the client sends (``test_start.reverse`` 0): every ``sender`` key is true; an interval's
+  stream has the sender's tcp_info (retransmits, snd_cwnd, snd_wnd, rtt, rttvar, pmtu) and
+  the end's sender total max_snd_cwnd, max_snd_wnd, max_rtt, min_rtt, mean_rtt;
+* the server sends (``-R``, ``test_start.reverse`` 1): every ``sender`` key is false (the
+  client's stream receives); an interval's stream and sum have the bytes received only (no
+  retransmits, no tcp_info: the receiving client has no sender's tcp_info to read), and the
+  end's sender total has the server's bytes and retransmits (the server sends its totals to
+  the client) with max_snd_cwnd, max_snd_wnd, max_rtt, min_rtt and mean_rtt 0, as iperf3
+  writes them (the sender's cwnd and RTT are in run.flent.gz and the time series).
+
+Units are iperf3's: seconds from the test's start, bytes, bit/s, ``rtt``/``rttvar`` in
+microseconds (tcp_info's tcpi_rtt/tcpi_rttvar), ``snd_cwnd`` in bytes (tcpi_snd_cwnd x
+tcpi_snd_mss), ``pmtu`` bytes. One file per bulk or maerts flow (``iperf3-FLOW.json`` in
+the run directory). Flows of applications with more than 16 connections are not sampled and
+get no file.
 
 Where the numbers come from, and where they depart from iperf3:
 
@@ -31,14 +43,16 @@ Where the numbers come from, and where they depart from iperf3:
   ``bytes_received``. iperf3's sender counts the bytes its application wrote into the
   socket instead (running ahead of the receiver by up to the send buffer); tcplab does not
   sample the writer, so both views use the delivered bytes except the end's sender total.
+  (With ``-R`` the client's intervals count the bytes it received: exactly these.)
 * ``end.streams[].sender.bytes`` and ``sum_sent.bytes``: the bytes the sender transmitted
   once (``bytes_sent - bytes_retrans``, tcp_info's bytes_sent without retransmissions);
   ``receiver.bytes``/``sum_received.bytes``: ``bytes_received``.
-* ``retransmits``: segments retransmitted in the interval (tcpi_total_retrans differences,
-  as iperf3 computes them); the end's total is the flow's ``retrans_segs``.
-* ``snd_cwnd``, ``rtt``, ``rttvar`` at the interval's end; ``max_snd_cwnd``, ``max_rtt``,
+* ``retransmits`` (the client sends): segments retransmitted in the interval
+  (tcpi_total_retrans differences, as iperf3 computes them); the end's total (either way) is
+  the flow's ``retrans_segs``.
+* (the client sends) ``snd_cwnd``, ``rtt``, ``rttvar`` at the interval's end; ``max_snd_cwnd``, ``max_rtt``,
   ``min_rtt`` and ``mean_rtt`` (integer mean) over the intervals, as iperf3 keeps them.
-* ``snd_wnd``: the peer's advertised window (bytes, tcp_info's tcpi_snd_wnd, the time
+* (the client sends) ``snd_wnd``: the peer's advertised window (bytes, tcp_info's tcpi_snd_wnd, the time
   series' ``snd_wnd_bytes``) at the interval's end; ``max_snd_wnd`` its largest value, as
   iperf3 keeps it. A run directory from before that column existed gives -1 in every
   interval (what iperf3's get_snd_wnd() writes when it cannot read tcpi_snd_wnd) and a
@@ -180,6 +194,10 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
     def cum(name: str, b: int, end_value: int) -> int:
         return end_value if b >= end_ns else _at(t_ns, cols[name], b)
 
+    # iperf3 runs on the client: a flow its client sends is `iperf3 -c SERVER`, the client
+    # the data sender; one its server sends is `iperf3 -c SERVER -R`, the client the receiver
+    reverse = not f.upload
+    is_sender = not reverse
     intervals = []
     cwnds: list[int] = []
     rtts: list[int] = []
@@ -195,56 +213,61 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
         cwnds.append(snd_cwnd)
         rtts.append(rtt)
         start, end = (a - start_ns) / 1e9, (b - start_ns) / 1e9
-        stream = {
-            "socket": _SOCKET,
-            **_interval(
-                start,
-                end,
-                nbytes,
-                retransmits=int(retrans),
-                snd_cwnd=int(snd_cwnd),
-                snd_wnd=int(snd_wnd),
-                rtt=int(rtt),
-                rttvar=int(rttvar),
-                pmtu=f.mss + _HEADER_BYTES,
-                omitted=False,
-                sender=True,
-            ),
-        }
-        summed = _interval(start, end, nbytes, retransmits=int(retrans), omitted=False, sender=True)
+        if reverse:  # the receiving client's interval: bytes only, no tcp_info of a sender
+            stream = {"socket": _SOCKET, **_interval(start, end, nbytes, omitted=False, sender=False)}
+            summed = _interval(start, end, nbytes, omitted=False, sender=False)
+        else:
+            tcp_info = {
+                "retransmits": int(retrans),
+                "snd_cwnd": int(snd_cwnd),
+                "snd_wnd": int(snd_wnd),
+                "rtt": int(rtt),
+                "rttvar": int(rttvar),
+                "pmtu": f.mss + _HEADER_BYTES,
+            }
+            stream = {"socket": _SOCKET, **_interval(start, end, nbytes, **tcp_info, omitted=False, sender=True)}
+            summed = _interval(start, end, nbytes, retransmits=int(retrans), omitted=False, sender=True)
         intervals.append({"streams": [stream], "sum": summed})
 
     seconds = (end_ns - start_ns) / 1e9
     sent_once = int(total.get("bytes_sent", received_end)) - int(total.get("bytes_retrans", 0))
     measured = [r for r in rtts if r > 0]
+    if reverse:  # the server's totals reach the client; its tcp_info does not (iperf3 writes 0)
+        sender_info = {"max_snd_cwnd": 0, "max_snd_wnd": 0, "max_rtt": 0, "min_rtt": 0, "mean_rtt": 0}
+    else:
+        sender_info = {
+            "max_snd_cwnd": max(cwnds, default=0),
+            "max_snd_wnd": max([0, *snd_wnds]),
+            "max_rtt": max(measured, default=0),
+            "min_rtt": min(measured, default=0),
+            "mean_rtt": int(sum(measured) / len(measured)) if measured else 0,
+        }
     sender = {
         "socket": _SOCKET,
         **_interval(0, seconds, sent_once, retransmits=retrans_end),
-        "max_snd_cwnd": max(cwnds, default=0),
-        "max_snd_wnd": max([0, *snd_wnds]),
-        "max_rtt": max(measured, default=0),
-        "min_rtt": min(measured, default=0),
-        "mean_rtt": int(sum(measured) / len(measured)) if measured else 0,
-        "sender": True,
+        **sender_info,
+        "sender": is_sender,
     }
-    receiver = {"socket": _SOCKET, **_interval(0, seconds, received_end), "sender": True}
+    receiver = {"socket": _SOCKET, **_interval(0, seconds, received_end), "sender": is_sender}
     duration = int(round(seconds))
     tcp = f.tcp
+    client_host, client_port = (f.sender_addr, f.sender_port) if is_sender else (f.receiver_addr, f.receiver_port)
+    server_host, server_port = (f.receiver_addr, f.receiver_port) if is_sender else (f.sender_addr, f.sender_port)
     out = {
         "start": {
             "connected": [
                 {
                     "socket": _SOCKET,
-                    "local_host": f.sender_addr,
-                    "local_port": f.sender_port,
-                    "remote_host": f.receiver_addr,
-                    "remote_port": f.receiver_port,
+                    "local_host": client_host,
+                    "local_port": client_port,
+                    "remote_host": server_host,
+                    "remote_port": server_port,
                 }
             ],
             "version": IPERF3_VERSION,
             "system_info": "",
             "timestamp": {"time": "Thu, 01 Jan 1970 00:00:00 GMT", "timesecs": 0},
-            "connecting_to": {"host": f.receiver_addr, "port": f.receiver_port},
+            "connecting_to": {"host": server_host, "port": server_port},
             "cookie": _cookie(run, f),
             "tcp_mss_default": f.mss,
             "target_bitrate": 0,
@@ -259,7 +282,7 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
                 "duration": duration,
                 "bytes": 0,
                 "blocks": 0,
-                "reverse": 0,
+                "reverse": int(reverse),
                 "tos": 0,
                 "target_bitrate": 0,
             },
@@ -267,8 +290,8 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
         "intervals": intervals,
         "end": {
             "streams": [{"sender": sender, "receiver": receiver}],
-            "sum_sent": {**_interval(0, seconds, sent_once, retransmits=retrans_end), "sender": True},
-            "sum_received": {**_interval(0, seconds, received_end), "sender": True},
+            "sum_sent": {**_interval(0, seconds, sent_once, retransmits=retrans_end), "sender": is_sender},
+            "sum_received": {**_interval(0, seconds, received_end), "sender": is_sender},
             "cpu_utilization_percent": {
                 "host_total": 0.0,
                 "host_user": 0.0,

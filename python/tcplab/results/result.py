@@ -51,8 +51,8 @@ A run directory (``Result.write(DIR)``) holds::
     run.flent.gz              flent's data file of the run (`flent -i run.flent.gz -p totals`):
                               per-flow goodput, srtt as the ping series, tcp_info raw values
                               (:mod:`tcplab.exports.flent`)
-    iperf3-FLOW.json          per sampled bulk/maerts flow: what `iperf3 -c -J` prints on its
-                              sender (:mod:`tcplab.exports.iperf3`)
+    iperf3-FLOW.json          per sampled bulk/maerts flow: what `iperf3 -c -J` (`-R` when the
+                              server sends) prints on its client (:mod:`tcplab.exports.iperf3`)
     FLOW.pcap                 only when the run captured a flow (``tcplab run --pcap FLOW``):
                               its packets as tcpdump on its sender (or receiver) records them,
                               headers only (:mod:`tcplab.exports.pcap`)
