@@ -272,6 +272,15 @@ def test_write_file_atomically_does_not_replace_a_file_that_appears_meanwhile(tm
     with pytest.raises(ScenarioError, match="exists"):
         write_file_atomically(target, b"data")
     assert target.read_text() == "appeared\n"
+    target.unlink()
+
+    def write_while_another_creates_it(tmp: str) -> None:  # between the last check and the rename
+        Path(tmp).write_bytes(b"data")
+        target.write_text("appeared\n")
+
+    with pytest.raises(ScenarioError, match="exists"):
+        write_file_atomically(target, write_while_another_creates_it)
+    assert target.read_text() == "appeared\n"
     _no_temporaries(tmp_path)
 
 

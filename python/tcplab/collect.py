@@ -166,20 +166,16 @@ def collect(
     overwrite: bool = False,
 ) -> CollectResult:
     """Capture this host; returns where the archive went and what could not be read."""
-    from tcplab.output_files import check_output_file, check_path_length, write_file_atomically
+    from tcplab.output_files import check_output_file, is_directory, write_file_atomically
 
     if count < 1:
         raise ValueError("count must be at least 1")
     host = socket.gethostname() or "host"
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     default_name = f"tcplab-collect-{host}-{stamp}.tar.gz"
-    if output:
-        output = Path(output)
-        check_path_length(output, option="--output")  # before is_dir(), which raises on too long a path
-        if output.is_dir():
-            output = output / default_name
-    else:
-        output = Path(default_name)
+    output = Path(output) if output else Path(default_name)
+    if is_directory(output):
+        output = output / default_name
     check_output_file(output, overwrite=overwrite, option="--output")
     deadline = time.monotonic() + (count - 1) * interval_s + DEADLINE_SLACK_S
     with tempfile.TemporaryDirectory(prefix="tcplab-collect-") as tmp:

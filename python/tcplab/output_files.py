@@ -49,6 +49,7 @@ __all__ = [
     "new_file_mode",
     "new_dir_mode",
     "shown_path",
+    "is_directory",
     "check_path_length",
     "check_output_file",
     "write_file_atomically",
@@ -99,6 +100,15 @@ def shown_path(path: str | os.PathLike[str], limit: int = 120) -> str:
     if len(text) <= limit:
         return text
     return f"{text[: limit // 2]}...{text[-(limit // 2 - 3) :]}"
+
+
+def is_directory(path: str | os.PathLike[str]) -> bool:
+    """``Path.is_dir()`` that answers False for a path too long to look up (ENAMETOOLONG),
+    where pathlib raises: the caller's check of the path then says what is wrong."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _bytes(text: str) -> int:

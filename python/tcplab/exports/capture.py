@@ -149,13 +149,12 @@ def export_pcap(
     checked before the rerun (:func:`tcplab.output_files.check_output_file`): an existing
     file is replaced only with ``overwrite``, anything but a regular file never."""
     from tcplab.exports.pcap import capture_config, pcap_name, write_pcap
-    from tcplab.output_files import check_output_file, check_path_length
+    from tcplab.output_files import check_output_file, is_directory
 
     config, _ = load_run_config(run_dir)
     name = pcap_name(config, capture_config(config, flow, at, max_packets, option="--flow")["flow"])
     target = Path(run_dir) / name if output is None else Path(output)
-    check_path_length(target, option="--output")  # before is_dir(), which raises on too long a path
-    if target.is_dir():
+    if is_directory(target):
         target = target / name
     check_output_file(target, overwrite=overwrite, option="--output")
     if not target.parent.is_dir():

@@ -53,13 +53,12 @@ ForceOpt = Annotated[
 def _output_path(output: str | Path | None, default_dir: Path, name: str) -> Path:
     """Where ``-o`` says to write ``name``: the default directory when absent, inside it
     when ``-o`` is an existing directory (as cp does), else the file itself."""
-    from tcplab.output_files import check_path_length
+    from tcplab.output_files import is_directory
 
     if output is None:
         return default_dir / name
     path = Path(output)
-    check_path_length(path, option="--output")  # before is_dir(), which raises on too long a path
-    return path / name if path.is_dir() else path
+    return path / name if is_directory(path) else path
 
 
 def _check_output(path: Path, force: bool) -> None:
