@@ -9,22 +9,25 @@
     tcplab check SCENARIO [--set PATH=VALUE]... [--json]
     tcplab validate SCENARIO [-o DIR] [--set PATH=VALUE]... [--tolerance K=V,...] [--runs N] [--prefix P] [--allow-busy]
     tcplab scenarios
-    tcplab collect [-o FILE.tar.gz] [--interval 10s] [--count 2]
-    tcplab diagnose PATH... [--json|--markdown] [--scenario-dir DIR] [--fail-on warning|critical]
+    tcplab collect [-o FILE.tar.gz] [--interval 10s] [--count 2] [--force]
+    tcplab diagnose PATH... [--json|--markdown] [--scenario-dir DIR [--force]] [--fail-on warning|critical]
     tcplab reproduce NAME... | --all [--quick] [-o DIR] [--jobs N] [--force]
     tcplab experiments [path NAME]
     tcplab kernel run SCENARIO [-o DIR] [--set ...] [--seed N] [--force] [--timeout T] [--prefix P] [--allow-busy]
     tcplab kernel cleanup [--prefix P] | tcplab kernel info [--json]
-    tcplab export flent RUN [-o FILE] | tcplab export iperf3 RUN [--flow F] [--interval 1s] [-o PATH]
-    tcplab export pcap RUN --flow FLOW [--at sender|receiver] [-o FILE] [--max-packets N]
+    tcplab export flent RUN [-o FILE] [--force]
+    tcplab export iperf3 RUN [--flow F] [--interval 1s] [-o PATH] [--force]
+    tcplab export pcap RUN --flow FLOW [--at sender|receiver] [-o FILE] [--max-packets N] [--force]
     tcplab ss RUN [--at T] [FLOW]
 
 SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
 
 Exit codes: 0 success; 2 a mistake in the scenario, an override or the command line (one
 ``error: ...`` line per problem on stderr, nothing run, no output directory); 1 the engine
-failed (``error: engine: ...``) or is not installed; 3 ``compare``: some variants failed (the
-others are written, the failed ones are marked in the table and compare.json); 130
+failed (``error: engine: ...``) or is not installed, or writing the output failed (a full
+disk: ``error: PATH: No space left on device``, nothing half-written left); 3 ``compare``:
+some variants failed (the others are written, the failed ones are marked in the table and
+compare.json); 130
 interrupted (SIGINT), 143 terminated (SIGTERM), in both cases after removing partial output
 and stopping worker processes (see :mod:`tcplab.signals`). ``sweep``: 3 some runs failed (recorded
 in the table and failed/KEY.json, the rest written); 130/143 keep the runs done (the same
@@ -44,7 +47,9 @@ created; 130/143 interrupted, after removing its namespaces and processes.
 invalid (``INVALID: reasons``; the directory is still written), 2 a mistake in the scenario,
 a ``--tolerance`` or the command line, not root, or a scenario kernel mode cannot build.
 ``export``, ``ss``: 0 written (printed), 2 RUN is not a run directory, an unknown flow, a
-time outside the run (one ``error:`` line naming it, nothing written).
+time outside the run, an ``-o`` that exists (without ``--force``) or is not a regular file
+(one ``error:`` line naming it, nothing written). Output paths (every ``-o``, ``--scenario-dir``)
+are checked before anything runs: too long for Linux (PATH_MAX, NAME_MAX) is exit 2.
 ``export pcap``: 0 written; 2 RUN is not a simulation run directory, an unknown flow, or RUN
 was made by another engine version (one ``error:`` line, nothing written); 1 the engine
 failed or its rerun of RUN differs from RUN.
@@ -969,7 +974,10 @@ def collect(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", metavar="FILE", help="Archive to write (default: tcplab-collect-HOST-TIME.tar.gz)."
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Archive to write; a directory: the default name in it (default: tcplab-collect-HOST-TIME.tar.gz).",
         ),
     ] = None,
     interval: Annotated[str, typer.Option("--interval", help="Time between snapshots, e.g. 10s or 500ms.")] = "10s",
@@ -984,6 +992,12 @@ def collect(
     ] = "2",
     timeout: Annotated[str, typer.Option("--timeout", help="Timeout of each command, e.g. 10s.")] = "10s",
     quiet: QuietOpt = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", "-f", help="Replace an existing file (never a link, directory, device, FIFO or socket)."
+        ),
+    ] = False,
 ) -> None:
     """Capture this host's TCP, qdisc and NIC counters, read-only, into a .tar.gz for `tcplab diagnose`."""
     from tcplab.collect import collect as run_collect
@@ -996,9 +1010,23 @@ def collect(
     except UnitError as e:
         _fail(f"--interval/--timeout: {e}", 2)
     log = (lambda _m: None) if quiet else (lambda m: typer.echo(m, err=True))
-    res = run_collect(output, interval_s=interval_s, count=int(count), timeout_s=timeout_s, log=log)
+    res = run_collect(output, interval_s=interval_s, count=int(count), timeout_s=timeout_s, log=log, overwrite=force)
     if not quiet:
         typer.echo(f"wrote {res.path} ({res.snapshots} snapshots, {res.files} files, {len(res.missing)} notes)")
+
+
+def _check_scenario_dir(scenario_dir: Path) -> None:
+    """``diagnose --scenario-dir DIR``, before anything is read: a path Linux takes (with
+    room for the file names in it), and a directory or nothing."""
+    from tcplab.output_files import NAME_MAX_BYTES, check_path_length, shown_path
+
+    try:
+        check_path_length(scenario_dir, option="--scenario-dir", reserve_bytes=1 + NAME_MAX_BYTES)
+    except ScenarioError as e:
+        _user_error(e)
+    if scenario_dir.exists() and not scenario_dir.is_dir():
+        what = f"{shown_path(scenario_dir)!r} is not a directory"
+        _fail(f"--scenario-dir: {what}; expected a directory for the scenarios", 2)
 
 
 @app.command()
@@ -1022,6 +1050,12 @@ def diagnose(
             "above --fail-on, 1 there is one, 2 unusable input. Implies --fail-on warning unless given.",
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", "-f", help="--scenario-dir: replace existing files (never a link, directory, device, FIFO...)."
+        ),
+    ] = False,
 ) -> None:
     """Read a host's captured counters and say which known pathology it is in."""
     from tcplab.diagnose import ParseError, diagnose_paths
@@ -1036,6 +1070,8 @@ def diagnose(
         _fail(f"--quiet and {'--json' if as_json else '--markdown'}: choose one", 2)
     if quiet and fail_on is None:
         fail_on = "warning"  # as grep -q: the status is the answer
+    if scenario_dir is not None:
+        _check_scenario_dir(scenario_dir)
     try:
         host, findings = diagnose_paths(paths)
     except ParseError as e:
@@ -1049,19 +1085,27 @@ def diagnose(
     files: dict[int, str] = {}
     if scenario_dir is not None:
         from tcplab.diagnose.scenarios import scenario_yaml
+        from tcplab.output_files import check_output_file, write_file_atomically
 
+        texts: dict[int, tuple[Path, str]] = {}
+        for i, f in enumerate(findings):
+            if f.scenario is None:
+                continue
+            p = scenario_dir / f"{f.scenario['name']}.yaml"
+            n = 2
+            while any(p == q for q, _ in texts.values()):
+                p = scenario_dir / f"{f.scenario['name']}-{n}.yaml"
+                n += 1
+            texts[i] = (p, scenario_yaml(f.scenario))
         try:
+            for p, _ in texts.values():  # every file may be written, or none is
+                check_output_file(p, overwrite=force, option="--scenario-dir")
             scenario_dir.mkdir(parents=True, exist_ok=True)
-            for i, f in enumerate(findings):
-                if f.scenario is None:
-                    continue
-                p = scenario_dir / f"{f.scenario['name']}.yaml"
-                n = 2
-                while str(p) in files.values():
-                    p = scenario_dir / f"{f.scenario['name']}-{n}.yaml"
-                    n += 1
-                p.write_text(scenario_yaml(f.scenario))
+            for i, (p, text) in texts.items():
+                write_file_atomically(p, text, overwrite=force, make_parents=True, option="--scenario-dir")
                 files[i] = str(p)
+        except ScenarioError as e:
+            _user_error(e)
         except OSError as e:
             _fail(f"{e.filename or scenario_dir}: {e.strerror or e}", 1)
     if quiet:

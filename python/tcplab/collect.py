@@ -17,6 +17,10 @@ Guarantees:
   ``(count - 1) * interval + 120 s``.
 * **forgiving**: a missing tool, a permission error or a timeout is recorded in the manifest
   (and printed), never fatal. Works without root: what needed root is listed.
+* **safe output**: the archive's path is checked before anything is captured (an existing
+  file is replaced only with ``overwrite``/``--force``; a link, directory, device, FIFO or
+  socket never; ``-o DIR`` puts the default name in DIR), and it is written whole, with the
+  user's umask (:mod:`tcplab.output_files`); a full disk leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,13 +162,21 @@ def collect(
     count: int = 2,
     timeout_s: float = 10.0,
     log=print,  # noqa: ANN001
+    *,
+    overwrite: bool = False,
 ) -> CollectResult:
     """Capture this host; returns where the archive went and what could not be read."""
+    from tcplab.output_files import check_output_file, is_directory, write_file_atomically
+
     if count < 1:
         raise ValueError("count must be at least 1")
     host = socket.gethostname() or "host"
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    output = Path(output) if output else Path(f"tcplab-collect-{host}-{stamp}.tar.gz")
+    default_name = f"tcplab-collect-{host}-{stamp}.tar.gz"
+    output = Path(output) if output else Path(default_name)
+    if is_directory(output):
+        output = output / default_name
+    check_output_file(output, overwrite=overwrite, option="--output")
     deadline = time.monotonic() + (count - 1) * interval_s + DEADLINE_SLACK_S
     with tempfile.TemporaryDirectory(prefix="tcplab-collect-") as tmp:
         root = Path(tmp)
@@ -216,11 +229,17 @@ def collect(
             "missing": cap.missing,
         }
         (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp_out = output.with_name(output.name + ".part")
-        with tarfile.open(tmp_out, "w:gz") as tf:
+        write_file_atomically(output, _archive(root), overwrite=overwrite, make_parents=True, option="--output")
+    return CollectResult(path=output, snapshots=count, files=len(cap.files), missing=cap.missing)
+
+
+def _archive(root: Path) -> Callable[[str], None]:
+    """A writer of ``root``'s files as a .tar.gz (for :func:`write_file_atomically`)."""
+
+    def write(path: str) -> None:
+        with tarfile.open(path, "w:gz") as tf:
             for p in sorted(root.rglob("*")):
                 if p.is_file():
                     tf.add(p, arcname=str(p.relative_to(root)))
-        os.replace(tmp_out, output)
-    return CollectResult(path=output, snapshots=count, files=len(cap.files), missing=cap.missing)
+
+    return write

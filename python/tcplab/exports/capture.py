@@ -142,19 +142,24 @@ def export_pcap(
     max_packets: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     core: Core | None = None,
+    overwrite: bool = False,
 ) -> tuple[Path, Capture]:
     """Write ``flow``'s pcap for ``run_dir`` to ``output`` (default ``RUN/FLOW.pcap``; a
-    directory: ``FLOW.pcap`` in it). Returns the path written and the capture."""
+    directory: ``FLOW.pcap`` in it). Returns the path written and the capture. The path is
+    checked before the rerun (:func:`tcplab.output_files.check_output_file`): an existing
+    file is replaced only with ``overwrite``, anything but a regular file never."""
     from tcplab.exports.pcap import capture_config, pcap_name, write_pcap
+    from tcplab.output_files import check_output_file, is_directory
 
     config, _ = load_run_config(run_dir)
     name = pcap_name(config, capture_config(config, flow, at, max_packets, option="--flow")["flow"])
     target = Path(run_dir) / name if output is None else Path(output)
-    if target.is_dir():
+    if is_directory(target):
         target = target / name
+    check_output_file(target, overwrite=overwrite, option="--output")
     if not target.parent.is_dir():
         raise ScenarioError(
             f"{target.parent} is not a directory", file="--output", expected="a file in an existing directory"
         )
     config, capture = capture_run(run_dir, flow, at, max_packets=max_packets, progress=progress, core=core)
-    return write_pcap(target, config, capture), capture
+    return write_pcap(target, config, capture, overwrite=overwrite), capture

@@ -9,15 +9,17 @@
     tcplab ss RUN [--at T] [FLOW]
 
 RUN is a run directory of ``tcplab run`` (or ``tcplab kernel run``). Files are written
-atomically (a temporary sibling renamed into place). Mistakes (not a run directory, an
-unknown flow, a time outside the run) are one ``error:`` line and exit 2.
+atomically (a temporary sibling renamed into place, :mod:`tcplab.output_files`), with the
+user's umask. An existing file is replaced only with ``--force``; a link, a directory, a
+device, a FIFO or a socket never is. Mistakes (not a run directory, an unknown flow, a time
+outside the run, an output path that may not be written) are one ``error:`` line and exit
+2, checked before anything is written; an OS error while writing (a full disk) is one line
+naming the file, exit 1.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -40,56 +42,38 @@ export_app = typer.Typer(
 )
 
 RunArg = Annotated[Path, typer.Argument(metavar="RUN", help="A run directory (tcplab run or tcplab kernel run).")]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force", "-f", help="Replace an existing file (never a link, directory, device, FIFO or socket)."
+    ),
+]
 
 
 def _output_path(output: str | Path | None, default_dir: Path, name: str) -> Path:
     """Where ``-o`` says to write ``name``: the default directory when absent, inside it
     when ``-o`` is an existing directory (as cp does), else the file itself."""
+    from tcplab.output_files import is_directory
+
     if output is None:
         return default_dir / name
     path = Path(output)
-    return path / name if path.is_dir() else path
+    return path / name if is_directory(path) else path
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` whole (a temporary sibling renamed into place); a path that cannot be
-    written is one line naming ``--output``."""
-    from tcplab.errors import ScenarioError
+def _check_output(path: Path, force: bool) -> None:
+    """Before anything is written: may ``path`` be written (``tcplab.output_files``)?"""
+    from tcplab.output_files import check_output_file
 
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if parent.exists() and not parent.is_dir():
-        raise ScenarioError(
-            f"{str(parent)!r} is not a directory",
-            path="--output",
-            value=str(path),
-            expected="a file in a directory (missing directories are made)",
-        )
-    try:
-        _write_file(path, data)
-    except OSError as e:
-        raise ScenarioError(
-            f"{str(path)!r} cannot be written ({e.strerror or e})",
-            path="--output",
-            value=str(path),
-            expected="a file in a writable directory",
-        ) from None
+    check_output_file(path, overwrite=force, option="--output")
 
 
-def _write_file(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _write_atomically(path: Path, data: bytes, force: bool) -> None:
+    """Write ``data`` whole (missing directories are made); what may not be replaced is
+    one line naming ``--output`` (exit 2), an OS error one line naming the file (exit 1)."""
+    from tcplab.output_files import write_file_atomically
+
+    write_file_atomically(path, data, overwrite=force, make_parents=True, option="--output")
 
 
 def _interval_s(text: str) -> float:
@@ -129,14 +113,16 @@ def register(app: typer.Typer) -> None:
                 help="Where to write it; a directory: FILE/run.flent.gz in it (default: RUN/run.flent.gz).",
             ),
         ] = None,
+        force: ForceOpt = False,
     ) -> None:
         """Write the run as a flent data file: open it with flent -i FILE -p totals (or flent --gui FILE)."""
         from tcplab.exports.flent import FLENT_FILE, flent_bytes
         from tcplab.exports.rundir import RunData
 
-        run = RunData.load(run_dir)
         path = _output_path(output, run_dir, FLENT_FILE)
-        _write_atomically(path, flent_bytes(run))
+        _check_output(path, force)
+        run = RunData.load(run_dir)
+        _write_atomically(path, flent_bytes(run), force)
         typer.echo(f"wrote {path}")
 
     @export_app.command("iperf3")
@@ -168,6 +154,7 @@ def register(app: typer.Typer) -> None:
                 "(default: RUN), or '-' to print the flow of a run that has one.",
             ),
         ] = None,
+        force: ForceOpt = False,
     ) -> None:
         """Write iperf3 -J JSON (iperf3-FLOW.json) for the run's bulk and maerts flows."""
         from tcplab.errors import ScenarioError
@@ -183,7 +170,8 @@ def register(app: typer.Typer) -> None:
                 typer.echo(text, nl=False)
                 return
             path = _output_path(output, run_dir, iperf3_file_name(flow))
-            _write_atomically(path, text.encode("utf-8"))
+            _check_output(path, force)
+            _write_atomically(path, text.encode("utf-8"), force)
             typer.echo(f"wrote {path}")
             return
         flows = iperf3_flows(run)
@@ -205,9 +193,12 @@ def register(app: typer.Typer) -> None:
                 expected=f"--flow F with -o - (the run's flows: {names}), or a directory",
             )
         directory = Path(output) if output is not None else run_dir
-        texts = {iperf3_file_name(f.name): iperf3_text(run, f, interval_s=seconds) for f in flows}
+        names = [iperf3_file_name(f.name) for f in flows]
+        for name in names:  # every file may be written, or none is
+            _check_output(directory / name, force)
+        texts = {name: iperf3_text(run, f, interval_s=seconds) for name, f in zip(names, flows)}
         for name, text in texts.items():
-            _write_atomically(directory / name, text.encode("utf-8"))
+            _write_atomically(directory / name, text.encode("utf-8"), force)
             typer.echo(f"wrote {directory / name}")
 
     app.add_typer(export_app, name="export")

@@ -480,8 +480,9 @@ def flent_bytes(run: RunData) -> bytes:
     return buf.getvalue()
 
 
-def write_flent(run: RunData, path: str | Path) -> Path:
-    """Write ``run``'s flent data file to ``path``."""
-    p = Path(path)
-    p.write_bytes(flent_bytes(run))
-    return p
+def write_flent(run: RunData, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write ``run``'s flent data file to ``path``, whole, with the user's umask (an existing
+    file only with ``overwrite``; :func:`tcplab.output_files.write_file_atomically`)."""
+    from tcplab.output_files import write_file_atomically
+
+    return write_file_atomically(path, flent_bytes(run), overwrite=overwrite)

@@ -57,7 +57,6 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -372,16 +371,12 @@ def _records(p: Any, capture: Capture, client: Endpoint, server: Endpoint) -> by
     return recs[keep].tobytes()
 
 
-def write_pcap(path: str | os.PathLike[str], config: Mapping[str, Any], capture: Capture) -> Path:
-    """Write the capture to ``path`` atomically (a temporary sibling renamed into place)."""
-    target = Path(path)
-    data = pcap_bytes(config, capture)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+def write_pcap(
+    path: str | os.PathLike[str], config: Mapping[str, Any], capture: Capture, *, overwrite: bool = False
+) -> Path:
+    """Write the capture to ``path`` atomically, with the user's umask
+    (:func:`tcplab.output_files.write_file_atomically`: an existing file is replaced only
+    with ``overwrite``, anything but a regular file never)."""
+    from tcplab.output_files import write_file_atomically
+
+    return write_file_atomically(path, pcap_bytes(config, capture), overwrite=overwrite, option="--output")

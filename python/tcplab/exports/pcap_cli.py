@@ -4,9 +4,12 @@
 (:mod:`tcplab.exports.cli`). It reruns the run directory's ``scenario.resolved.json`` with the
 flow's packets captured (:mod:`tcplab.exports.capture`: the same engine version is required,
 and the rerun must reproduce the directory) and writes them as a pcap file
-(:mod:`tcplab.exports.pcap`), by default ``RUN/FLOW.pcap``. Exit codes: 0 written; 2 RUN is not
-a simulation run directory, an unknown flow, another engine version (one ``error:`` line,
-nothing written); 1 the engine failed or the rerun differs from the directory.
+(:mod:`tcplab.exports.pcap`), by default ``RUN/FLOW.pcap``. An existing file there is
+replaced only with ``--force``, a link, directory, device, FIFO or socket never (checked
+before the rerun). Exit codes: 0 written; 2 RUN is not a simulation run directory, an
+unknown flow, another engine version, an output path that may not be written (one
+``error:`` line, nothing written); 1 the engine failed, the rerun differs from the
+directory, or writing failed (a full disk: one line naming the file).
 """
 
 # No `from __future__ import annotations`: typer evaluates the command's annotations, which
@@ -58,6 +61,12 @@ def register(export_app: typer.Typer) -> None:
                 help="Keep at most the first N packets (default 1000000).",
             ),
         ] = None,
+        force: Annotated[
+            bool,
+            typer.Option(
+                "--force", "-f", help="Replace an existing file (never a link, directory, device, FIFO or socket)."
+            ),
+        ] = False,
     ) -> None:
         """Write a flow's packets as a pcap file (headers only, real TCP options), by rerunning RUN.
 
@@ -69,7 +78,15 @@ def register(export_app: typer.Typer) -> None:
         from tcplab.progress import SimProgress
 
         with SimProgress(f"pcap {flow}") as progress:
-            path, capture = export_pcap(run_dir, flow, at, output, max_packets=max_packets, progress=progress)  # type: ignore[arg-type]
+            path, capture = export_pcap(
+                run_dir,
+                flow,
+                at,
+                output,
+                max_packets=max_packets,  # type: ignore[arg-type]
+                progress=progress,
+                overwrite=force,
+            )
         line, warning = capture_summary(path, len(capture.packets), capture.truncated)
         if warning:
             typer.echo(f"warning: {warning}", err=True)

@@ -339,10 +339,15 @@ class Recommendation:
             os.replace(tmp / "plots", target / "plots")
             os.replace(tmp / "report.html", target / "report.html")
             os.replace(tmp / "recommend.json", target / "recommend.json")
-        except BaseException:
+        except BaseException as e:
             shutil.rmtree(tmp, ignore_errors=True)
             if created:
                 shutil.rmtree(target, ignore_errors=True)
+            if isinstance(e, OSError):  # a full disk: name the file, not the temporary one
+                from tcplab.output_files import output_error
+                from tcplab.results.rundir import in_target
+
+                raise output_error(e, in_target(e, tmp, target)) from e
             raise
         shutil.rmtree(tmp, ignore_errors=True)
         return target

@@ -29,11 +29,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tcplab.errors import ScenarioError
+from tcplab.output_files import (
+    DIRECTORY_RESERVE_BYTES,
+    check_path_length,
+    new_dir_mode,
+    output_error,
+    write_file_atomically,
+)
 
 __all__ = [
     "write_dir_atomically",
     "check_output_dir",
     "write_marker",
+    "in_target",
     "MARKER",
     "RUN_ENTRIES",
     "RUN_ENTRY_PATTERN",
@@ -101,7 +109,9 @@ def write_marker(directory: Path, kind: str) -> None:
     """Mark ``directory`` (being filled) as a tcplab ``kind`` ("run", "compare" or "reproduce") directory."""
     from tcplab import __version__
 
-    (directory / MARKER).write_text(json.dumps({"tcplab": __version__, "kind": kind}) + "\n", encoding="utf-8")
+    # whole or absent (a full disk must not leave an empty marker that blocks a resume)
+    text = json.dumps({"tcplab": __version__, "kind": kind}) + "\n"
+    write_file_atomically(directory / MARKER, text, overwrite=True, durable=False)
 
 
 def write_dir_atomically(
@@ -110,22 +120,40 @@ def write_dir_atomically(
     """Create ``directory`` by letting ``fill`` write into a temporary sibling, then
     renaming it into place; on any failure nothing is left behind (not even parents we
     created). An existing non-empty ``directory`` is an error unless ``overwrite``, and even
-    then only a directory tcplab wrote is replaced (see the module doc)."""
+    then only a directory tcplab wrote is replaced (see the module doc). An OS error while
+    writing (a full disk) is raised naming the file of ``directory`` being written, not the
+    temporary one (which is gone by then)."""
     target = check_output_dir(Path(directory), overwrite=overwrite)
     created = _make_parents(target.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp = None
     try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
         fill(tmp)
         check_output_dir(target, overwrite=overwrite)  # again: the simulation took a while
         _replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException as e:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         for d in reversed(created):
             try:
                 d.rmdir()
             except OSError:
                 break
+        if isinstance(e, OSError):
+            given = Path(directory)  # named as the user gave it
+            raise output_error(e, in_target(e, tmp, given), note=" (nothing written)") from e
         raise
+    return target
+
+
+def in_target(error: OSError, tmp: Path | None, target: Path) -> Path:
+    """The path ``error`` is about, as it would have been in ``target``: a file of the
+    temporary directory ``tmp`` by its final name, anything else as ``target`` itself."""
+    if error.filename and tmp is not None:
+        try:
+            return target / Path(os.fsdecode(error.filename)).relative_to(tmp)
+        except (ValueError, TypeError):
+            pass
     return target
 
 
@@ -352,8 +380,10 @@ _TMP_EXTRA_BYTES = len(".") + len(".") + 8 + len(".tmp")
 
 
 def check_output_writable(target: Path) -> None:
-    """A user error if ``target`` could not be created: a name too long for the file system
-    (with its temporary sibling), a parent that is a file, or a directory we may not write."""
+    """A user error if ``target`` could not be created: a path or a name too long for Linux
+    (PATH_MAX, NAME_MAX, with room for the temporary sibling and the files inside), a
+    parent that is a file, or a directory we may not write."""
+    check_path_length(target, reserve_bytes=DIRECTORY_RESERVE_BYTES)
     target = target.absolute()
     name_bytes = len(os.fsencode(target.name))
     if name_bytes + _TMP_EXTRA_BYTES > NAME_MAX_BYTES:
@@ -409,6 +439,4 @@ def _replace_dir(tmp: Path, target: Path) -> None:
         shutil.rmtree(trash, ignore_errors=True)
     else:
         tmp.rename(target)
-    umask = os.umask(0)
-    os.umask(umask)
-    target.chmod(0o777 & ~umask)  # mkdtemp made it 0700
+    target.chmod(new_dir_mode())  # mkdtemp made it 0700

@@ -390,16 +390,20 @@ def run_sweep(
                 if progress is not None:
                     progress(Progress(done, failed, total, skipped, outcome, time.perf_counter() - started))
         except BaseException:
-            store.write_plan(plan.to_json(status="interrupted", done=done - failed, failed=failed))
+            store.mark_unfinished(plan.to_json(status="interrupted", done=done - failed, failed=failed))
             raise
         result = _collect(plan, store, fresh)
-        store.write_table(result._arrow)
-        store.write_plan(result.plan)
-        result.dir = store.dir
-        if plots:
-            from tcplab.views.sweep import write_sweep_views
+        try:
+            store.write_table(result._arrow)
+            result.dir = store.dir
+            if plots:
+                from tcplab.views.sweep import write_sweep_views
 
-            write_sweep_views(result, store.dir, _local_jobs(executor))
+                write_sweep_views(result, store.dir, _local_jobs(executor))
+            store.write_plan(result.plan)  # "complete" last: only a finished sweep says so
+        except BaseException:
+            store.mark_unfinished(plan.to_json(status="interrupted", done=done - failed, failed=failed))
+            raise
         return result
     finally:
         executor.close()
@@ -507,13 +511,17 @@ class SweepResult:
                 write_run_rows(rows.to_pylist(), store.rows_path(key))
             for key, record in self.failures.items():
                 store.write_failure(key, record)
-            store.write_table(self._arrow)
-            store.write_plan(dict(self.plan, status="complete"))
-            self.dir = store.dir
-            if plots:
-                from tcplab.views.sweep import write_sweep_views
+            try:
+                store.write_table(self._arrow)
+                self.dir = store.dir
+                if plots:
+                    from tcplab.views.sweep import write_sweep_views
 
-                write_sweep_views(self, store.dir, _local_jobs())
+                    write_sweep_views(self, store.dir, _local_jobs())
+                store.write_plan(dict(self.plan, status="complete"))  # last (see run_sweep)
+            except BaseException:
+                store.mark_unfinished(dict(self.plan, status="interrupted"))
+                raise
         finally:
             store.close()
         return store.dir

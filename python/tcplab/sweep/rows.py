@@ -28,11 +28,11 @@ points resolving to one configuration share it), so the identity columns (``poin
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tcplab.output_files import write_file_atomically
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -203,14 +203,13 @@ def write_run_rows(rows: Sequence[Mapping[str, Any]], path: Path) -> pa.Table:
     schema = _run_schema(rows)
     columns = {f.name: [r.get(f.name) for r in rows] for f in schema}
     table = pa.Table.from_pydict(columns, schema=schema)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="none", write_statistics=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # not fsynced: a run's rows are redone on resume when damaged (SweepStore.damaged_rows)
+    write_file_atomically(
+        path,
+        lambda tmp: pq.write_table(table, tmp, compression="none", write_statistics=False),
+        overwrite=True,
+        durable=False,
+    )
     return table
 
 

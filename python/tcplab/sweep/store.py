@@ -39,12 +39,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tcplab.errors import ScenarioError
+from tcplab.output_files import output_error, write_file_atomically
 from tcplab.results.rundir import MARKER, SWEEP_DIRS, SWEEP_ENTRIES, check_output_writable, write_marker
 from tcplab.results.rundir import _foreign_entry as _foreign_tcplab_entry
 
@@ -55,19 +55,20 @@ TABLE_FILE = "sweep.parquet"
 LOCK_FILE = ".tcplab-sweep.lock"
 
 
-def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _atomic_write(path: Path, write: Callable[[str], object]) -> None:
+    """A file of the sweep directory, whole, with the user's umask (tcplab.output_files)."""
+    write_file_atomically(path, write, overwrite=True)
 
 
 def write_text_atomically(path: Path, text: str) -> None:
-    _atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    write_file_atomically(path, text, overwrite=True)
+
+
+def _nothing_yet(entry: Path) -> bool:
+    """An entry of a sweep that stopped before writing anything: its lock, empty rows/ and failed/."""
+    if entry.name == LOCK_FILE and entry.is_file() and not entry.is_symlink():
+        return True
+    return entry.name in ("rows", "failed") and entry.is_dir() and not entry.is_symlink() and not any(entry.iterdir())
 
 
 def marker_kind(directory: Path) -> str | None:
@@ -122,7 +123,7 @@ class SweepStore:
             return None
         if not resolved.is_dir():
             raise ScenarioError("exists and is not a directory", file=str(given), expected="a sweep directory")
-        if all(entry.name == LOCK_FILE for entry in resolved.iterdir()):
+        if all(_nothing_yet(entry) for entry in resolved.iterdir()):
             return None  # empty, or a sweep that ended before writing anything but its lock
         if marker_kind(resolved) != "sweep":
             raise ScenarioError(
@@ -156,7 +157,7 @@ class SweepStore:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
         path = self.dir / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)  # & ~umask, as any new file
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -167,9 +168,12 @@ class SweepStore:
                 file=str(self.dir),
                 expected="another -o, or this one once that sweep has ended (then the same command resumes it)",
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._lock_fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except OSError as e:  # a full disk: name the file
+            raise output_error(e, path) from e
 
     def close(self) -> None:
         """Release the writer lock (the lock file stays: it is part of the directory)."""
@@ -179,7 +183,19 @@ class SweepStore:
 
     def start(self, plan: dict[str, Any], *, fresh: bool) -> None:
         """Take the writer lock, create (or with ``fresh`` empty) the directory, mark it,
-        write the plan; the old table and views go (they are rewritten at the end)."""
+        write the plan; the old table and views go (they are rewritten at the end). A
+        directory this creates is removed again if starting fails (a full disk): an
+        unmarked directory left behind would block the next attempt."""
+        created = not self.dir.exists()
+        try:
+            self._start(plan, fresh=fresh)
+        except BaseException:
+            if created and self.dir.is_dir():
+                shutil.rmtree(self.dir, ignore_errors=True)
+                self.close()
+            raise
+
+    def _start(self, plan: dict[str, Any], *, fresh: bool) -> None:
         self.lock()
         if fresh and self.dir.exists():
             for entry in self.dir.iterdir():
@@ -204,6 +220,21 @@ class SweepStore:
 
     def write_plan(self, plan: dict[str, Any]) -> None:
         write_text_atomically(self.plan_path, json.dumps(plan, indent=2, allow_nan=False) + "\n")
+
+    def mark_unfinished(self, plan: dict[str, Any]) -> None:
+        """After a failure (a full disk, a signal): remove the table and the views, which
+        would look like a finished sweep's, and record ``plan`` (status "interrupted") if
+        the disk takes it; the rows stay, and the same command resumes."""
+        for path in (self.table_path, self.dir / "report.html"):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
+        shutil.rmtree(self.dir / "plots", ignore_errors=True)
+        try:
+            self.write_plan(plan)
+        except OSError:
+            pass  # sweep.json still says "running": not complete either
 
     def read_plan(self) -> dict[str, Any]:
         """sweep.json; ValueError when it is not JSON, not an object, or a key of the plan has

@@ -447,19 +447,15 @@ def _report(result: SweepResult, plots: Sequence[SweepPlot]) -> str:
 
 
 def write_sweep_views(result: SweepResult, out: Path, jobs: int = 1) -> list[Path]:
-    """``out/plots/*.png`` and ``out/report.html`` (each file written whole, then renamed);
-    the figures drawn in up to ``jobs`` processes."""
-    from tcplab.sweep.store import write_text_atomically
+    """``out/plots/*.png`` and ``out/report.html`` (each file written whole, then renamed,
+    with the user's umask: tcplab.output_files); the figures drawn in up to ``jobs`` processes."""
+    from tcplab.output_files import write_file_atomically
 
     plots = sweep_plots(result.table, result.plan, jobs)
     plot_dir = out / "plots"
     plot_dir.mkdir(exist_ok=True)
     written = []
     for p in plots:
-        path = plot_dir / p.name
-        tmp = plot_dir / f".{p.name}.tmp"
-        tmp.write_bytes(p.png)
-        tmp.replace(path)
-        written.append(path)
-    write_text_atomically(out / "report.html", _report(result, plots))
+        written.append(write_file_atomically(plot_dir / p.name, p.png, overwrite=True, durable=False))
+    write_file_atomically(out / "report.html", _report(result, plots), overwrite=True)
     return written
