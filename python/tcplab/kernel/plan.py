@@ -64,13 +64,13 @@ The model (ARCH11, "The model of a kernel run"):
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tcplab.kernel.env import KernelEnv
 from tcplab.kernel.errors import KernelError, KernelUnsupported
+from tcplab.kernel.names import check_prefix, max_node_name, node_ns, wire_ns
 from tcplab.kernel.options import KernelOptions
 from tcplab.results.ss import CLIENT_PORT_BASE, node_address, server_port
 from tcplab.results.tc import link_devices
@@ -500,9 +500,7 @@ def _veth_add(ns: str, dev: str, peer_dev: str, peer_ns: str, mtu: int) -> list[
 def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions | None = None) -> Plan:
     """The kernel-mode plan of a resolved scenario config (module doc); pure."""
     options = options or KernelOptions()
-    prefix = options.prefix
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,15}", prefix or ""):
-        raise KernelError(f"kernel: prefix {prefix!r}: expected 1 to 16 of a-z, 0-9, - (namespaces are PREFIX-NODE)")
+    prefix = check_prefix(options.prefix, "kernel: prefix")
     departures: list[str] = []
     nodes_cfg = config["nodes"]
     links_cfg = config["links"]

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from tcplab.kernel.errors import KernelError
+from tcplab.kernel.names import check_prefix, is_ours
 from tcplab.kernel.plan import Plan
 
 __all__ = ["Testbed", "check_free", "cleanup", "list_netns", "netns_pids", "spawn", "kill_group"]
@@ -170,8 +171,7 @@ def _comm(pid: int) -> str:
 def cleanup(prefix: str = "tcplab") -> list[str]:
     """``tcplab kernel cleanup``: remove every namespace named ``{prefix}-*`` and the
     processes inside it. Returns the names removed."""
-    if not prefix or "/" in prefix:
-        raise KernelError(f"kernel: bad prefix {prefix!r}")
+    check_prefix(prefix, "kernel: prefix")
     removed = []
     errors = []
     for ns in list_netns():
@@ -193,8 +193,7 @@ def cleanup_workdirs(prefix: str = "tcplab") -> list[str]:
     import shutil
     import tempfile
 
-    if not prefix or "/" in prefix:
-        raise KernelError(f"kernel: bad prefix {prefix!r}")
+    check_prefix(prefix, "kernel: prefix")
     removed = []
     for path in sorted(Path(tempfile.gettempdir()).glob(f"{prefix}-kernel-*")):
         if path.is_dir() and not path.is_symlink():
