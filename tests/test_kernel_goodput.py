@@ -23,6 +23,8 @@ import subprocess
 
 import pytest
 
+from tcplab.kernel.names import is_ours
+
 PREFIX = "tlh3"
 SCENARIO = "builtin:cubic-vs-bbr-lossy"
 PAYLOAD_BPS = 5_000_000 * 1448 / 1514
@@ -70,8 +72,7 @@ def share(cc: str, loss: str) -> tuple[float, object]:
     assert flow["cc"] == cc
     # the run removed the namespaces it made (its nodes and the wire)
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
-    ours = {f"{PREFIX}-{n}" for n in ("server", "client", "emu", "w1")}
-    assert not ours & {line.split()[0] for line in listed.splitlines() if line.strip()}
+    assert not [line for line in listed.splitlines() if line.strip() and is_ours(PREFIX, line.split()[0])]
     share = float(flow["goodput_bps"]) / PAYLOAD_BPS
     print(f"\n{cc} at {loss} loss: {flow['goodput_bps'] / 1e6:.3f} Mbit/s = {100 * share:.1f} % of the payload rate")
     return share, r

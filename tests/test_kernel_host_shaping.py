@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tcplab.kernel.names import is_ours
+
 from test_kernel_goodput import _skip_reason
 
 PREFIX = "tlf3"
@@ -41,6 +43,4 @@ def test_maerts_flow_is_held_to_the_servers_link():
     share = float(flow.goodput_bps) / PAYLOAD_BPS
     assert 0.9 <= share <= 1.1, f"maerts on the kernel: {flow.goodput_bps / 1e6:.1f} Mbit/s, {100 * share:.0f} %"
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
-    assert not {f"{PREFIX}-{n}" for n in ("client", "server", "router", "w1")} & {
-        line.split()[0] for line in listed.splitlines() if line.strip()
-    }
+    assert not [line for line in listed.splitlines() if line.strip() and is_ours(PREFIX, line.split()[0])]

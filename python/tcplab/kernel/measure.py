@@ -72,6 +72,7 @@ from tcplab.diagnose.netstat import GAUGES
 from tcplab.diagnose.source import ParseError, text_source
 from tcplab.diagnose.ss import Socket, parse_lines
 from tcplab.diagnose.tc import Qdisc, parse_tc_json
+from tcplab.kernel.names import node_of_agent_file
 from tcplab.results.counters import parse_nstat
 
 __all__ = [
@@ -203,8 +204,8 @@ def collect(
         if getattr(w, "nft", None):
             attempt(m.nft_json, w.ns, ["ip", "netns", "exec", w.ns, "nft", "-j", "list", "ruleset"])
     for path in sorted(work.glob("agent-*.json")):
-        node = path.name[len("agent-") : -len(".json")]
-        if node.startswith("spec-"):
+        node = node_of_agent_file(path.name)
+        if node is None:
             continue
         try:
             m.agents[node] = json.loads(path.read_text(encoding="utf-8"))

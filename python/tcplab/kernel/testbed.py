@@ -169,13 +169,14 @@ def _comm(pid: int) -> str:
 
 
 def cleanup(prefix: str = "tcplab") -> list[str]:
-    """``tcplab kernel cleanup``: remove every namespace named ``{prefix}-*`` and the
-    processes inside it. Returns the names removed."""
+    """``tcplab kernel cleanup``: remove every namespace of ``prefix`` (``{prefix}-*`` and
+    ``{prefix}:*``, :func:`tcplab.kernel.names.is_ours`) and the processes inside it. Returns
+    the names removed."""
     check_prefix(prefix, "kernel: prefix")
     removed = []
     errors = []
     for ns in list_netns():
-        if ns.startswith(prefix + "-"):
+        if is_ours(prefix, ns):
             err = _remove_netns(ns)
             if err:
                 errors.append(f"{ns}: {err}")
