@@ -7,11 +7,13 @@ path cannot build on this machine (sch_fq absent, a CPU model, an HLS applicatio
 raised by :func:`tcplab.kernel.plan.make_plan` before anything is created, its message names
 the field path and the value. :class:`KernelUsageError`: an option of kernel mode itself is
 wrong (the namespace prefix): exit 2, as for any usage error, before anything runs.
+:class:`KernelRunBroken`: the run's namespaces or processes went away under it
+(:mod:`tcplab.kernel.watch`): exit 1, nothing written.
 """
 
 from __future__ import annotations
 
-__all__ = ["KernelError", "KernelUnsupported", "KernelUsageError"]
+__all__ = ["KernelError", "KernelUnsupported", "KernelUsageError", "KernelRunBroken"]
 
 
 class KernelError(RuntimeError):
@@ -24,3 +26,8 @@ class KernelUnsupported(KernelError):
 
 class KernelUsageError(KernelError):
     """An option of kernel mode is wrong (``--prefix``); one line, exit 2, nothing created."""
+
+
+class KernelRunBroken(KernelError):
+    """The run's namespaces or processes went away under it (a cleanup of its prefix, a kill):
+    what it measured is not a run of the scenario; nothing is written."""
