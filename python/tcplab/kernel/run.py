@@ -353,9 +353,9 @@ def _make_result(
 
     m = record["measurements"]
     testbed = record["testbed"]
-    reasons = []
+    reasons: list[measure.Reason] = []
     if not quiet.ok and not options.allow_busy:
-        reasons.append(f"the machine was busy before the run: {quiet.reason}")
+        reasons.append(measure.Reason(f"the machine was busy before the run: {quiet.reason}", machine=True))
     reasons.extend(measure.validity(m, record["agent_nodes"]))
     kernel = {
         "env": env.to_dict(),
