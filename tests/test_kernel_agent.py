@@ -118,10 +118,9 @@ def test_agent_runs_bulk_maerts_and_rr(tmp_path):
 @pytest.mark.skipif(shutil.which("ss") is None, reason="ss (iproute2) is not installed")
 def test_agent_writes_its_json_on_sigterm(tmp_path):
     t0 = time.monotonic_ns() + 200_000_000
-    started = time.monotonic()
     doc, _ = run_agent(tmp_path, flows_spec(tmp_path, 30_000_000_000, t0), signal_after_s=0.8)
-    assert time.monotonic() - started < 10  # not the 30 s of the run
-    assert doc["stopped_by"] == "signal"
+    # it ended on the signal, not after the 30 s of the run (by its own clock: no wall-clock bound)
+    assert doc["stopped_by"] == "signal" and doc["ended_ns"] < doc["duration_ns"]
     bulk = next(e for e in doc["endpoints"] if e["flow"] == 0 and e["role"] == "server")
     assert bulk["tcp_info"]["bytes_received"] > 0
 

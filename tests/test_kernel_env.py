@@ -80,4 +80,4 @@ def test_qdisc_probe_in_a_scratch_namespace_agrees_with_the_config(monkeypatch):
     assert set(probed.qdiscs) == set(configured.qdiscs)
     from tcplab.kernel.testbed import list_netns
 
-    assert not [ns for ns in list_netns() if ns.startswith("tlh2-probe")]
+    assert not [ns for ns in list_netns() if ns.startswith("tlh2:probe")]  # tcplab.kernel.names.probe_ns

@@ -276,14 +276,14 @@ def test_fixture_is_valid(fixture):
 def test_late_delay_line_invalidates(fixture):
     _, m = fixture
     tun = {"name": "tab", "lateness_ns": {"p50": 10_000, "p99": 1_500_000, "max": 2_000_000, "count": 100}}
-    m.delaylines["tlh3-w0"] = {"version": 1, "tuns": [tun]}
-    assert any("delay line tlh3-w0/tab was late" in r for r in validity(m))
+    m.delaylines["tlh3:w0"] = {"version": 1, "tuns": [tun]}
+    assert any("delay line tlh3:w0/tab was late" in r for r in validity(m))
     tun["lateness_ns"] = {"p50": 10_000, "p99": 500_000, "max": 25_000_000, "count": 100}
     assert any("max 25.00 ms" in r for r in validity(m))
     tun["lateness_ns"] = {"p50": 10_000, "p99": 900_000, "max": 19_000_000, "count": 100}
     assert validity(m) == []
-    m.delaylines["tlh3-w1"] = {"error": "the delay line wrote no stats"}
-    assert validity(m) == ["delay line tlh3-w1 reported no stats (the delay line wrote no stats)"]
+    m.delaylines["tlh3:w1"] = {"error": "the delay line wrote no stats"}
+    assert validity(m) == ["delay line tlh3:w1 reported no stats (the delay line wrote no stats)"]
 
 
 def test_failed_or_late_agent_invalidates(fixture):

@@ -76,7 +76,7 @@ def burst(rate_bps: int) -> int:
 def test_lossy_path_namespaces_qdiscs_loss_and_delay():
     config, plan = plan_of("builtin:cubic-vs-bbr-lossy")
     # nodes: server, client (hosts), emu (router); entry 1 (emu<->client) has 50 ms and loss: a wire
-    assert plan.namespaces == [f"{P}-server", f"{P}-client", f"{P}-emu", f"{P}-w1"]
+    assert plan.namespaces == [f"{P}-server", f"{P}-client", f"{P}-emu", f"{P}:w1"]
     # entry 0 (server<->emu, 50 us, no loss) is a plain veth: no wire namespace
     assert not any(w.entry == 0 for w in plan.wires)
     bottleneck = config["links"][2]  # emu -> client
@@ -96,15 +96,15 @@ def test_lossy_path_namespaces_qdiscs_loss_and_delay():
     # 1 % loss on emu -> client only (it enters the wire on wa), after the router's queue
     assert "numgen random mod 1000000 < 10000 counter drop" in wire.nft
     assert 'iifname "wa"' in wire.nft and 'iifname "wb"' not in wire.nft
-    assert f"ip netns exec {P}-w1 nft -f -" in texts(plan)
+    assert f"ip netns exec {P}:w1 nft -f -" in texts(plan)
     # routes: the server reaches the client via the router's address on their link
     assert f"ip -n {P}-server route add 10.0.0.2/32 via 172.16.0.2 dev eth0 src 10.0.0.1" in texts(plan)
     # the wire forwards a->b through the TUN, then to the client's address on the b side
     tun_cmds = [" ".join(c) for c in wire.tun_commands]
-    assert f"ip -n {P}-w1 rule add pref 1000 iif wa lookup 100" in tun_cmds
-    assert f"ip -n {P}-w1 route add default dev tab table 100" in tun_cmds
-    assert f"ip -n {P}-w1 rule add pref 1001 iif tab lookup 101" in tun_cmds
-    assert f"ip -n {P}-w1 route add default via 172.16.0.13 dev wb table 101" in texts(plan)
+    assert f"ip -n {P}:w1 rule add pref 1000 iif wa lookup 100" in tun_cmds
+    assert f"ip -n {P}:w1 route add default dev tab table 100" in tun_cmds
+    assert f"ip -n {P}:w1 rule add pref 1001 iif tab lookup 101" in tun_cmds
+    assert f"ip -n {P}:w1 route add default via 172.16.0.13 dev wb table 101" in texts(plan)
     # sysctls: router forwards, hosts do not; the data receiver gets tcp_rmem
     sysctl = {c[3]: c for c in plan.commands if c[4:5] == ["sysctl"]}
     assert "net.ipv4.ip_forward=1" in sysctl[f"{P}-emu"]
@@ -269,11 +269,11 @@ def test_netem_delays_the_wire_where_the_kernel_has_it():
     assert wire.tuns == [] and wire.tun_commands == []
     fwd = config["links"][2]  # emu -> client: 5 Mbit/s, 50 ms
     in_flight = fwd["rate_bps"] * fwd["delay_ns"] // (8 * 64 * 10**9) + 1  # 64 B packets in 50 ms
-    assert f"tc -n {P}-w1 qdisc add dev wb root netem delay 50000us limit {max(1000, in_flight)}" in texts(plan)
-    assert f"tc -n {P}-w1 qdisc add dev wa root netem delay 50000us limit {max(1000, in_flight)}" in texts(plan)
+    assert f"tc -n {P}:w1 qdisc add dev wb root netem delay 50000us limit {max(1000, in_flight)}" in texts(plan)
+    assert f"tc -n {P}:w1 qdisc add dev wa root netem delay 50000us limit {max(1000, in_flight)}" in texts(plan)
     # both directions go straight from one veth to the other; nft still drops after the queue
-    assert f"ip -n {P}-w1 rule add pref 1000 iif wa lookup 101" in texts(plan)
-    assert f"ip -n {P}-w1 rule add pref 1010 iif wb lookup 103" in texts(plan)
+    assert f"ip -n {P}:w1 rule add pref 1000 iif wa lookup 101" in texts(plan)
+    assert f"ip -n {P}:w1 rule add pref 1010 iif wb lookup 103" in texts(plan)
     assert "numgen random" in wire.nft
     # a kernel with netem can still be told to use the delay line
     sc = tcplab.load_scenario("builtin:cubic-vs-bbr-lossy")

@@ -25,6 +25,7 @@ import pytest
 import tcplab
 from tcplab.kernel.env import probe
 from tcplab.kernel.errors import KernelError
+from tcplab.kernel.names import is_ours
 from tcplab.kernel.options import KernelOptions
 from tcplab.kernel.plan import WIRE_MIN_DELAY_NS, make_plan
 from tcplab.kernel.testbed import Testbed, cleanup, list_netns, netns_pids
@@ -67,7 +68,7 @@ def _agent_reason() -> str | None:
 
 
 def _ours(prefix: str) -> list[str]:
-    return [ns for ns in list_netns() if ns.startswith(prefix + "-")]
+    return [ns for ns in list_netns() if is_ours(prefix, ns)]
 
 
 @pytest.fixture
@@ -114,7 +115,7 @@ def test_lossy_path_comes_up_with_its_qdiscs_and_rtt_and_leaves_nothing(prefix, 
     assert _ours(prefix) == []
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
-    stats = tb.delayline_stats[f"{prefix}-w1"]
+    stats = tb.delayline_stats[f"{prefix}:w1"]
     assert {t["name"] for t in stats["tuns"]} == {"tab", "tba"}
     # down() is idempotent
     assert tb.down() == []
@@ -202,7 +203,7 @@ def _wait_for_traffic(prefix: str, proc: subprocess.Popen, timeout_s: float = 40
         if proc.poll() is not None:
             pytest.fail(f"the run ended early: {proc.returncode} {proc.stderr.read()}")
         pids = {ns: netns_pids(ns) for ns in _ours(prefix)}
-        if pids.get(f"{prefix}-server") and pids.get(f"{prefix}-client") and pids.get(f"{prefix}-w1"):
+        if pids.get(f"{prefix}-server") and pids.get(f"{prefix}-client") and pids.get(f"{prefix}:w1"):
             time.sleep(1.0)
             return {ns: netns_pids(ns) for ns in _ours(prefix)}
         time.sleep(0.1)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tcplab.kernel.names import is_ours
 from tcplab.kernel.validate import VERDICTS, kernel_options, validate
 
 pytestmark = [pytest.mark.kernel]
@@ -108,7 +109,7 @@ def test_validate_matrix(kernel_ready, tmp_path, cc, rate_mbit, rtt_ms, loss_pct
         assert (out / run / "report.html").is_file()
     # nothing of ours is left
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
-    assert not [line for line in left.splitlines() if line.startswith(f"{PREFIX}-")]
+    assert not [line for line in left.splitlines() if is_ours(PREFIX, line.split()[0])]
 
 
 def test_validate_command_end_to_end(kernel_ready, tmp_path):
@@ -134,7 +135,7 @@ def test_validate_command_end_to_end(kernel_ready, tmp_path):
     for f in ("report.html", "report.md", "sim/summary.json", "kernel/summary.json", "kernel/kernel.json"):
         assert (out / f).is_file(), f
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
-    assert not [line for line in left.splitlines() if line.startswith(f"{PREFIX}-")]
+    assert not [line for line in left.splitlines() if is_ours(PREFIX, line.split()[0])]
 
 
 def test_validate_runs_two_end_to_end(kernel_ready, tmp_path):
@@ -172,4 +173,4 @@ def test_validate_runs_two_end_to_end(kernel_ready, tmp_path):
         assert all(v > 0 for v in goodput["kernel_stats"]["values"])
         assert goodput["kernel"] == pytest.approx(sum(goodput["kernel_stats"]["values"]) / 2)
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
-    assert not [line for line in left.splitlines() if line.startswith(f"{RUNS_PREFIX}-")]
+    assert not [line for line in left.splitlines() if is_ours(RUNS_PREFIX, line.split()[0])]

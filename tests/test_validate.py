@@ -456,11 +456,16 @@ def test_cli_unsupported_scenario_exit_2_before_the_simulation(tmp_path, monkeyp
     class KernelUnsupported(KernelError):
         pass
 
+    class KernelUsageError(KernelError):
+        pass
+
     def make_plan(config, env, options):
         raise KernelUnsupported("kernel: sch_fq_codel is not available on this kernel (links.1.queue.qdisc=fq_codel)")
 
     fakes = {
-        "tcplab.kernel.errors": types.SimpleNamespace(KernelError=KernelError, KernelUnsupported=KernelUnsupported),
+        "tcplab.kernel.errors": types.SimpleNamespace(
+            KernelError=KernelError, KernelUnsupported=KernelUnsupported, KernelUsageError=KernelUsageError
+        ),
         "tcplab.kernel.env": types.SimpleNamespace(probe=lambda prefix="tcplab": object()),
         "tcplab.kernel.plan": types.SimpleNamespace(make_plan=make_plan),
     }

@@ -712,7 +712,10 @@ def validate(
     ] = None,
     force: ForceOpt = False,
     prefix: Annotated[
-        str, typer.Option("--prefix", metavar="P", help="Names of the kernel run's network namespaces: P-NODE.")
+        str,
+        typer.Option(
+            "--prefix", metavar="P", help="Names of the kernel run's network namespaces: P-NODE (1 to 16 of a-z, 0-9)."
+        ),
     ] = "tcplab",
     allow_busy: Annotated[
         bool,
@@ -751,6 +754,7 @@ def validate(
     from tcplab.loader import load_scenario
     from tcplab.results import check_output_dir
 
+    prefix = _kernel_prefix(prefix)
     sc = load_scenario(scenario, set_ or [], seed=seed)
     _warn([sc])
     tol = parse_tolerances(tolerance or [])
@@ -1350,17 +1354,20 @@ PrefixOpt = Annotated[
     typer.Option(
         "--prefix",
         metavar="P",
-        help="Namespace prefix: the run's namespaces are P-NODE and P-wK (default tcplab).",
+        help="Namespace prefix, 1 to 16 of a-z and 0-9: the run's namespaces are P-NODE and P:wK (default tcplab).",
     ),
 ]
 
 
 def _kernel_prefix(prefix: str) -> str:
-    import re
+    """--prefix of validate, kernel run and kernel cleanup: one check (tcplab.kernel.names), exit 2."""
+    from tcplab.kernel.errors import KernelUsageError
+    from tcplab.kernel.names import check_prefix
 
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,15}", prefix):
-        _fail(f"--prefix: {prefix!r} is not a namespace prefix; expected 1 to 16 of a-z, 0-9, -", 2)
-    return prefix
+    try:
+        return check_prefix(prefix)
+    except KernelUsageError as e:
+        _fail(str(e), 2)
 
 
 def _kernel_root() -> None:
@@ -1380,11 +1387,11 @@ def _kernel_guard(fn):  # noqa: ANN001, ANN202 - decorator
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         from tcplab.kernel.env import NEEDS_ROOT
-        from tcplab.kernel.errors import KernelError, KernelUnsupported
+        from tcplab.kernel.errors import KernelError, KernelUnsupported, KernelUsageError
 
         try:
             return fn(*args, **kwargs)
-        except KernelUnsupported as e:
+        except (KernelUnsupported, KernelUsageError) as e:
             _fail(str(e), 2)
         except KernelError as e:
             if str(e) == NEEDS_ROOT:

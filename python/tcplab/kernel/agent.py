@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tcplab.kernel.names import agent_file, agent_stderr_file, node_ns, spec_file, ss_samples_file
 from tcplab.kernel.tcpinfo import TCP_INFO_SIZE, parse_tcp_info
 
 __all__ = [
@@ -624,7 +625,7 @@ class Agent:
         }
 
     def write(self) -> Path:
-        path = self.out / f"agent-{self.node}.json"
+        path = self.out / agent_file(self.node)
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self.result(), indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, path)
@@ -642,7 +643,7 @@ class Agent:
             print(f"error: listen: {e}", file=sys.stderr, flush=True)
             return 1
         print("ready", flush=True)
-        ss_path = self.out / f"ss-samples-{self.node}.txt"
+        ss_path = self.out / ss_samples_file(self.node)
         sampler = threading.Thread(target=self._ss_loop, args=(ss_path,), name="ss", daemon=True)
         sampler.start()
         self.start_clients()
@@ -757,7 +758,7 @@ def agent_specs(plan: Any, workdir: str | os.PathLike[str], t0_ns: int, cpu: int
 
 def _ns_of(plan: Any, node: str) -> str:
     ns_of = getattr(plan, "ns_of", None)
-    return ns_of(node) if callable(ns_of) else f"{plan.prefix}-{node}"
+    return ns_of(node) if callable(ns_of) else node_ns(plan.prefix, node)
 
 
 #: How long an agent may take to print ``ready``.
@@ -768,7 +769,7 @@ def start_agents(
     plan: Any, config: dict[str, Any], workdir: str | os.PathLike[str], t0_ns: int, *, cpu: int | None = 0
 ) -> list[subprocess.Popen]:
     """Start one agent per host with flow endpoints (``ip netns exec NS python -m
-    tcplab.kernel.agent SPEC.json``, SPEC-NODE.json written into ``workdir``) and wait until
+    tcplab.kernel.agent SPEC.json``, ``spec-NODE.json`` written into ``workdir``) and wait until
     each has printed ``ready`` (its listeners listen). Agents whose flows' servers they hold
     start first. On a failure the agents already started are killed (by PID) and
     :class:`~tcplab.kernel.errors.KernelError` names the node. ``config`` is the resolved
@@ -786,9 +787,9 @@ def start_agents(
     procs: list[subprocess.Popen] = []
     try:
         for node in order:
-            path = work / f"agent-spec-{node}.json"
+            path = work / spec_file(node)
             path.write_text(json.dumps(specs[node], indent=1) + "\n", encoding="utf-8")
-            err = open(work / f"agent-{node}.stderr", "w", encoding="utf-8")  # noqa: SIM115
+            err = open(work / agent_stderr_file(node), "w", encoding="utf-8")  # noqa: SIM115
             try:
                 proc = subprocess.Popen(
                     ["ip", "netns", "exec", _ns_of(plan, node), sys.executable, "-m", "tcplab.kernel.agent", str(path)],
@@ -806,7 +807,7 @@ def start_agents(
             ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT_S)
             line = proc.stdout.readline() if ready else ""
             if line.strip() != "ready":
-                text = (work / f"agent-{node}.stderr").read_text(encoding="utf-8", errors="replace").strip()
+                text = (work / agent_stderr_file(node)).read_text(encoding="utf-8", errors="replace").strip()
                 why = text.splitlines()[-1] if text else ("no answer" if not ready else f"said {line.strip()!r}")
                 raise KernelError(f"kernel: the traffic agent of {node} did not start: {why}")
     except BaseException:

@@ -257,6 +257,11 @@ class DelayLine:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def returncode(self) -> int | None:
+        """The line's exit status once it ended (negative: the signal that killed it)."""
+        return self._proc.poll() if self._proc is not None else None
+
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Starts the line and waits until it prints ``ready`` (its TUNs exist); KernelError
         with the line's stderr if it exits or stays silent for ``timeout_s``."""

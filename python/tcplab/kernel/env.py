@@ -167,7 +167,9 @@ def _cubic_params() -> dict[str, int]:
 
 def _probe_qdiscs_in_netns(prefix: str) -> list[str]:
     """Add each qdisc kind on ``lo`` of a scratch netns; the kinds tc accepts are present."""
-    ns = f"{prefix}-probe{os.getpid()}"
+    from tcplab.kernel.names import probe_ns
+
+    ns = probe_ns(prefix, os.getpid())
     found: list[str] = []
     if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
         return found

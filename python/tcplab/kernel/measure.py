@@ -72,6 +72,7 @@ from tcplab.diagnose.netstat import GAUGES
 from tcplab.diagnose.source import ParseError, text_source
 from tcplab.diagnose.ss import Socket, parse_lines
 from tcplab.diagnose.tc import Qdisc, parse_tc_json
+from tcplab.kernel.names import node_of_agent_file
 from tcplab.results.counters import parse_nstat
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "nstat_snapshot",
     "build_raw",
     "validity",
+    "Reason",
     "ss_samples",
     "flow_sockets",
     "nft_counters",
@@ -203,8 +205,8 @@ def collect(
         if getattr(w, "nft", None):
             attempt(m.nft_json, w.ns, ["ip", "netns", "exec", w.ns, "nft", "-j", "list", "ruleset"])
     for path in sorted(work.glob("agent-*.json")):
-        node = path.name[len("agent-") : -len(".json")]
-        if node.startswith("spec-"):
+        node = node_of_agent_file(path.name)
+        if node is None:
             continue
         try:
             m.agents[node] = json.loads(path.read_text(encoding="utf-8"))
@@ -693,43 +695,59 @@ def _late_frac(summary: Mapping[str, Any]) -> float:
     return int(summary.get("late_over_half_interval", 0)) / due if due else 0.0
 
 
-def validity(m: Measurements, expected_agents: Iterable[str] = ()) -> list[str]:
+class Reason(str):
+    """One reason a kernel run is INVALID, its text; ``machine``: the machine's load caused it
+    (the quiet check before the run, a delay line or a sampler late: the scheduler did not
+    run them in time), so the same run may be valid on a quieter machine; not for a failure
+    of tcplab's own (an agent that failed, a delay line without stats). A ``str``: whoever
+    reads ``invalid_reasons`` reads text as before."""
+
+    machine: bool
+
+    def __new__(cls, text: str, machine: bool = False) -> Reason:
+        reason = super().__new__(cls, text)
+        reason.machine = machine
+        return reason
+
+
+def validity(m: Measurements, expected_agents: Iterable[str] = ()) -> list[Reason]:
     """Why the measurements cannot be trusted (ARCH11's rules), one line each; empty when
     they can: a delay line late by more than 1 ms at p99 or 20 ms at most, a sampler (an
     agent's ss, the queue sampler) late by more than half an interval more than 2 % of the
-    time, an agent that failed (no JSON, errors, a non-zero exit). The quiet check before the
-    run is the caller's (tcplab.kernel.env)."""
-    reasons: list[str] = []
+    time (these three the machine's, :class:`Reason`), an agent that failed (no JSON, errors,
+    a non-zero exit). The quiet check before the run is the caller's (tcplab.kernel.env)."""
+    reasons: list[Reason] = []
     for ns, stats in sorted(m.delaylines.items()):
         if "tuns" not in stats:
-            reasons.append(f"delay line {ns} reported no stats ({stats.get('error', 'none written')})")
+            reasons.append(Reason(f"delay line {ns} reported no stats ({stats.get('error', 'none written')})"))
             continue
         for tun in stats.get("tuns", []):
             late = tun.get("lateness_ns") or {}
             p99, mx = int(late.get("p99") or 0), int(late.get("max") or 0)
             if p99 > LIMITS["delayline_late_p99_ns"] or mx > LIMITS["delayline_late_max_ns"]:
-                reasons.append(
+                text = (
                     f"delay line {ns}/{tun.get('name', '?')} was late: p99 {p99 / 1e6:.2f} ms, max {mx / 1e6:.2f} ms "
                     f"(limits 1 ms, 20 ms)"
                 )
+                reasons.append(Reason(text, machine=True))
     for node in sorted(set(expected_agents) | set(m.agents)):
         doc = m.agents.get(node)
         code = m.agent_exit.get(node)
         if doc is None:
-            reasons.append(f"agent {node} failed: it wrote no result")
+            reasons.append(Reason(f"agent {node} failed: it wrote no result"))
             continue
         if code not in (None, 0):
-            reasons.append(f"agent {node} failed: exit status {code}")
+            reasons.append(Reason(f"agent {node} failed: exit status {code}"))
         for err in doc.get("errors", [])[:3]:
-            reasons.append(f"agent {node} failed: {err}")
+            reasons.append(Reason(f"agent {node} failed: {err}"))
         ss = doc.get("ss") or {}
         frac = _late_frac(ss)
         if frac > LIMITS["sampler_late_frac"]:
-            reasons.append(
-                f"ss sampler of {node} was late by more than half an interval {100 * frac:.1f} % of the time"
-            )
+            text = f"ss sampler of {node} was late by more than half an interval {100 * frac:.1f} % of the time"
+            reasons.append(Reason(text, machine=True))
     if m.queue_lateness:
         frac = _late_frac(m.queue_lateness)
         if frac > LIMITS["sampler_late_frac"]:
-            reasons.append(f"queue sampler was late by more than half an interval {100 * frac:.1f} % of the time")
+            text = f"queue sampler was late by more than half an interval {100 * frac:.1f} % of the time"
+            reasons.append(Reason(text, machine=True))
     return reasons

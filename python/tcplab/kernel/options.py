@@ -12,7 +12,8 @@ __all__ = ["KernelOptions"]
 class KernelOptions:
     """How a kernel run is built and bounded.
 
-    ``prefix``: every namespace is ``{prefix}-{node}`` or ``{prefix}-w{K}``; tests use their own.
+    ``prefix``: 1 to 16 of a-z and 0-9; every namespace is ``{prefix}-{node}`` or
+    ``{prefix}:w{K}`` (:mod:`tcplab.kernel.names`); tests use their own.
     ``timeout_s``: the whole run (setup, traffic, collection) is killed and cleaned past it;
     ``None`` = duration + 60 s. ``allow_busy``: record the quiet check, do not invalidate on
     it (development on a shared machine). ``delayline_cpu``/``agent_cpu``: where the delay

@@ -9,14 +9,15 @@ without running anything. What the kernel path cannot build raises
 The model (ARCH11, "The model of a kernel run"):
 
 * Node number ``i`` (hosts, then routers, the engine's order) -> network namespace
-  ``{prefix}-{node}``; its address ``tcplab.results.ss.node_address(i)`` is a /32 on ``lo``
+  ``{prefix}-{node}`` (:mod:`tcplab.kernel.names`: no node's name meets a wire's); its
+  address ``tcplab.results.ss.node_address(i)`` is a /32 on ``lo``
   and every route names it as the source, so sockets of both worlds print the same addresses.
 * Link entry ``K`` (one-way links ``2K`` a->b and ``2K+1`` b->a) -> a veth pair. Each node's
   devices are ``eth0``, ``eth1``, ... in link order (:func:`tcplab.results.tc.link_devices`).
   Transfer nets: ``172.16.0.0/12``, 8 addresses per entry: ``+1``/``+2`` a /30 on the a side
   (``+1`` node a, ``+2`` the wire namespace or node b), ``+5``/``+6`` a /30 on the b side
   when there is a wire namespace (``+5`` node b, ``+6`` the wire).
-* Wire namespace ``{prefix}-w{K}`` when a direction of entry K has a delay >= 500 us or a
+* Wire namespace ``{prefix}:w{K}`` when a direction of entry K has a delay >= 500 us or a
   loss: the two veths end in it (``wa`` towards a, ``wb`` towards b); it forwards by policy
   routing on the input device. Where the kernel has sch_netem (``KernelOptions.delay``
   "auto"), the delay is a ``netem delay`` root qdisc on the wire's egress device (``wb`` for
@@ -64,13 +65,13 @@ The model (ARCH11, "The model of a kernel run"):
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tcplab.kernel.env import KernelEnv
 from tcplab.kernel.errors import KernelError, KernelUnsupported
+from tcplab.kernel.names import NAME_MAX, check_prefix, max_node_name, node_ns, wire_ns
 from tcplab.kernel.options import KernelOptions
 from tcplab.results.ss import CLIENT_PORT_BASE, node_address, server_port
 from tcplab.results.tc import link_devices
@@ -411,6 +412,20 @@ def _check_nodes(config: Mapping[str, Any], env: KernelEnv, departures: list[str
             )
 
 
+def _check_node_names(config: Mapping[str, Any], prefix: str) -> None:
+    """A node name kernel mode can name its namespace and files after
+    (:func:`tcplab.kernel.names.max_node_name`)."""
+    longest = max_node_name(prefix)
+    for node in config["nodes"]:
+        name = str(node["name"])
+        if len(name) > longest:
+            where = "hosts" if node.get("kind") == "host" else "routers"
+            raise KernelUnsupported(
+                f"kernel: {where}.{name}: a name of {len(name)} characters: expected at most {longest} in kernel "
+                f"mode (its namespace {node_ns(prefix, 'NAME')} and files are file names, at most {NAME_MAX} bytes)"
+            )
+
+
 #: Engine config keys kernel mode understands; any other key with a value is refused, so a
 #: feature added to the simulator later is never silently dropped from a kernel run.
 KNOWN_LINK_KEYS = {
@@ -500,9 +515,7 @@ def _veth_add(ns: str, dev: str, peer_dev: str, peer_ns: str, mtu: int) -> list[
 def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions | None = None) -> Plan:
     """The kernel-mode plan of a resolved scenario config (module doc); pure."""
     options = options or KernelOptions()
-    prefix = options.prefix
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,15}", prefix or ""):
-        raise KernelError(f"kernel: prefix {prefix!r}: expected 1 to 16 of a-z, 0-9, - (namespaces are PREFIX-NODE)")
+    prefix = check_prefix(options.prefix, "kernel: prefix")
     departures: list[str] = []
     nodes_cfg = config["nodes"]
     links_cfg = config["links"]
@@ -513,6 +526,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
     if len(links_cfg) // 2 > MAX_LINK_ENTRIES:
         raise _unsupported(f"more than {MAX_LINK_ENTRIES} links", "links", len(links_cfg) // 2)
     _check_nodes(config, env, departures)
+    _check_node_names(config, prefix)
     _check_links(config, env)
 
     names = [n["name"] for n in nodes_cfg]
@@ -613,11 +627,11 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
                 index=i,
                 name=flow["name"],
                 client_node=names[src],
-                client_ns=f"{prefix}-{names[src]}",
+                client_ns=node_ns(prefix, names[src]),
                 client_addr=node_address(src),
                 client_port=CLIENT_PORT_BASE + i,
                 server_node=names[dst],
-                server_ns=f"{prefix}-{names[dst]}",
+                server_ns=node_ns(prefix, names[dst]),
                 server_addr=node_address(dst),
                 server_port=server_port(kind),
                 cc=cc,
@@ -640,7 +654,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
 
     # -- namespaces ----------------------------------------------------------------------------
     nodes = [
-        NodeNs(node=names[i], index=i, kind=kinds[i], ns=f"{prefix}-{names[i]}", address=node_address(i))
+        NodeNs(node=names[i], index=i, kind=kinds[i], ns=node_ns(prefix, names[i]), address=node_address(i))
         for i in range(n_nodes)
     ]
     for nd in nodes:
@@ -700,7 +714,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
                 )
         a_addr, a_peer = _transfer(entry, 1), _transfer(entry, 2)
         if any(lossy) or any(delayed):
-            w = f"{prefix}-w{entry}"
+            w = wire_ns(prefix, entry)
             b_addr, b_peer = _transfer(entry, 5), _transfer(entry, 6)
             link_cmds.append(_veth_add(ns_a, dev_a, "wa", w, mtu))
             link_cmds.append(_veth_add(ns_b, dev_b, "wb", w, mtu))

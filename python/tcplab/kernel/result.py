@@ -11,7 +11,8 @@ with the same columns, and every view (plots, report.html, ``tcplab compare``-st
   ``counters.txt`` the ``nstat -asz`` counters of each node, after minus before the run;
   ``ss-samples-NODE.txt`` keeps every ss sample (``# t_ns=N`` then ss's lines);
 * ``kernel.json``: the kernel (:class:`tcplab.kernel.env.KernelEnv`: release, HZ, congestion
-  controls and qdiscs available), the quiet check, validity (``valid``, ``invalid_reasons``),
+  controls and qdiscs available), the quiet check, validity (``valid``, ``invalid_reasons``,
+  and ``machine_reasons``: those the machine's load caused),
   the delay lines' stats, the nft loss counters per link, the samplers' lateness, the
   agents' exit and errors, the commands the testbed ran, the time-series columns no kernel
   interface gives (``unknown_columns``: BBR's long-term sampling, the cumulative lost);
@@ -72,7 +73,10 @@ class KernelResult(Result):
         self.kernel: dict[str, Any] = dict(kernel)
         self.kernel.setdefault("unknown_columns", unknown_columns(measurements))
         self.kernel["valid"] = bool(kernel.get("valid", True))
-        self.kernel["invalid_reasons"] = [str(r) for r in kernel.get("invalid_reasons", [])]
+        reasons = list(kernel.get("invalid_reasons", []))
+        self.kernel["invalid_reasons"] = [str(r) for r in reasons]
+        # those the machine's load caused (tcplab.kernel.measure.Reason), unless given
+        self.kernel.setdefault("machine_reasons", [str(r) for r in reasons if getattr(r, "machine", False)])
         self.kernel.setdefault("release", env.get("release") or measurements.release)
         self.kernel.setdefault("hz", env.get("hz"))
         self.kernel.setdefault("delaylines", measurements.delaylines)
@@ -118,6 +122,12 @@ class KernelResult(Result):
     @property
     def invalid_reasons(self) -> list[str]:
         return list(self.kernel["invalid_reasons"])
+
+    @property
+    def machine_reasons(self) -> list[str]:
+        """Those of :attr:`invalid_reasons` the machine's load caused (a busy machine, a delay
+        line or sampler late): the same run may be valid on a quieter machine."""
+        return list(self.kernel.get("machine_reasons", []))
 
     @property
     def notice(self) -> dict[str, str]:

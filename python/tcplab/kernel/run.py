@@ -12,12 +12,16 @@ The order (each step bounded in time):
    ``nstat`` of every node before the traffic, the traffic agents (one per host,
    ``tcplab.kernel.agent``) started with a common ``t0`` a moment ahead (CLOCK_MONOTONIC,
    shared by every namespace), the queue sampler (``tcplab.kernel.sampler``);
-5. wait for the duration (a progress bar on a terminal); at ``t0 + duration`` read every
+5. wait for the duration (a progress bar on a terminal), checking every 0.2 s that the run
+   is whole (:func:`tcplab.kernel.watch.during`: its namespaces, agents, delay lines and
+   sampler; a cleanup of the prefix or a kill raises :class:`~tcplab.kernel.errors.KernelRunBroken`,
+   nothing is written); at ``t0 + duration`` read every
    counter at once (``tc -s``, ``ip -s link``, ``nstat``, ``nft``: :class:`_Snapshot`, so
    the teardown is not counted), stop the agents (they end by themselves at ``t0 +
    duration``; SIGTERM after a grace), the sampler and the delay lines (their stats), then
    collect (``tcplab.kernel.measure.collect``: those counters and the agents' files) while
-   the namespaces still exist;
+   the namespaces still exist, and check once more (:func:`tcplab.kernel.watch.after`: no
+   agent stopped by a signal, samples up to the end);
 6. Testbed down (always: success, failure, Ctrl-C, SIGTERM, timeout), then the result with
    its validity: INVALID when the quiet check failed (unless ``allow_busy``), a delay line
    or a sampler was late, or an agent failed (:func:`tcplab.kernel.measure.validity`).
@@ -38,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,8 +99,11 @@ def _signals_held() -> Iterator[None]:
         yield
 
 
-def _sleep_until(deadline_ns: int, progress: Any, t0_ns: int, duration_ns: int, procs: Sequence[Any]) -> None:
-    """Wait for the traffic, updating the progress bar; stop early if every agent ended."""
+def _sleep_until(
+    deadline_ns: int, progress: Any, t0_ns: int, duration_ns: int, check: Callable[[], None] | None = None
+) -> None:
+    """Wait for the traffic, updating the progress bar; ``check()`` at each wake-up (every
+    0.2 s at most) raises when the run is broken under it (:mod:`tcplab.kernel.watch`)."""
     from tcplab.signals import raise_if_terminated
 
     while True:
@@ -105,8 +112,8 @@ def _sleep_until(deadline_ns: int, progress: Any, t0_ns: int, duration_ns: int, 
             progress(max(0, min(now - t0_ns, duration_ns)), duration_ns)
         if now >= deadline_ns:
             return
-        if procs and all(p.poll() is not None for p in procs):
-            return
+        if check is not None:
+            check()
         raise_if_terminated()
         time.sleep(min(0.2, (deadline_ns - now) / 1e9))
 
@@ -195,7 +202,7 @@ def kernel_run(
 
 def _run_traffic(plan: Any, config: dict, env: Any, options: KernelOptions, work: Path, bar: Any) -> dict[str, Any]:
     """Testbed up, agents, sampler, wait, collect, Testbed down: what was measured."""
-    from tcplab.kernel import measure
+    from tcplab.kernel import measure, watch
     from tcplab.kernel.agent import start_agents, stop_agents
     from tcplab.kernel.sampler import QueueSampler, queue_targets
     from tcplab.kernel.testbed import Testbed
@@ -213,11 +220,24 @@ def _run_traffic(plan: Any, config: dict, env: Any, options: KernelOptions, work
         sampler = QueueSampler(
             queue_targets(plan.queue_devices), t0_ns, plan.sample_interval_ns, plan.duration_ns
         ).start()
-        _sleep_until(t0_ns + plan.duration_ns, bar, t0_ns, plan.duration_ns, procs)
         end_ns = t0_ns + plan.duration_ns
+        agent_nodes = _agent_nodes(plan)
+        agents = dict(zip(agent_nodes, procs, strict=False))
+
+        def check() -> None:
+            problems = watch.during(testbed, agents, sampler, end_ns)
+            if problems:
+                at_ns = time.monotonic_ns() - t0_ns
+                # a cleanup kills the processes first, then deletes the namespaces: look once
+                # more, so the line names the cause and not only its first symptom
+                time.sleep(watch.SETTLE_S)
+                again = watch.during(testbed, agents, sampler, end_ns)
+                problems = again + [p for p in problems if p not in again]
+                raise watch.broken(problems, at_ns, plan.duration_ns, plan.prefix)
+
+        _sleep_until(end_ns, bar, t0_ns, plan.duration_ns, check)
         final = _end_snapshot(plan, work, measure)
         codes = stop_agents(procs, timeout_s=max(0.0, (end_ns - time.monotonic_ns()) / 1e9) + AGENT_GRACE_S)
-        agent_nodes = _agent_nodes(plan)
         agent_exit = dict(zip(agent_nodes, codes, strict=False))
         queue = queue_lateness = None
         if sampler is not None:
@@ -235,6 +255,10 @@ def _run_traffic(plan: Any, config: dict, env: Any, options: KernelOptions, work
             agent_exit=agent_exit,
             runner=final.runner,
         )
+        # broken at the very end (after the last check), or cut short by what was recorded
+        problems = testbed.lost() + watch.after(m, agent_nodes)
+        if problems:
+            raise watch.broken(problems, time.monotonic_ns() - t0_ns, plan.duration_ns, plan.prefix)
         return {"measurements": m, "t0_ns": t0_ns, "agent_nodes": agent_nodes, "testbed": testbed}
     finally:
         # The cleanup is not to be cut short: the watchdog is disarmed (its own bound is the
@@ -329,9 +353,9 @@ def _make_result(
 
     m = record["measurements"]
     testbed = record["testbed"]
-    reasons = []
+    reasons: list[measure.Reason] = []
     if not quiet.ok and not options.allow_busy:
-        reasons.append(f"the machine was busy before the run: {quiet.reason}")
+        reasons.append(measure.Reason(f"the machine was busy before the run: {quiet.reason}", machine=True))
     reasons.extend(measure.validity(m, record["agent_nodes"]))
     kernel = {
         "env": env.to_dict(),

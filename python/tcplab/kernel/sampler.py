@@ -141,6 +141,11 @@ class QueueSampler:
             self._thread.start()
         return self
 
+    @property
+    def running(self) -> bool:
+        """The sampling thread runs (it ends after the sample due at the duration)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def sample_once(self, t_ns: int) -> None:
         """One sample of every namespace, its rows stamped ``t_ns``."""
         for ns, targets in self._by_ns.items():

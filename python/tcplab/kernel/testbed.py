@@ -14,7 +14,11 @@ routes, qdiscs, nft tables and delay lines, and remove them again.
   :attr:`Testbed.delayline_stats`), kills the process groups it started, kills whatever still
   runs inside a namespace it created (``ip netns pids``), and deletes those namespaces (which
   removes their veths, TUNs, qdiscs and nft tables with them). Idempotent; it never touches
-  a name it did not create. A context manager calls it on any exit.
+  a name it did not create, nor one deleted under it and made again by someone else (each
+  namespace's identity, :func:`netns_id`, is recorded when it is created). A context
+  manager calls it on any exit.
+* :meth:`Testbed.lost`: what went away while it was up (a namespace, a delay line), for
+  :mod:`tcplab.kernel.watch`.
 
 Children are started in their own process group (so a terminal's Ctrl-C reaches only the
 parent, which stops them in order) with ``PR_SET_PDEATHSIG`` = SIGTERM: if the parent is
@@ -36,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from tcplab.kernel.errors import KernelError
+from tcplab.kernel.names import check_prefix, is_ours
 from tcplab.kernel.plan import Plan
 
-__all__ = ["Testbed", "check_free", "cleanup", "list_netns", "netns_pids", "spawn", "kill_group"]
+__all__ = ["Testbed", "check_free", "cleanup", "list_netns", "netns_id", "netns_pids", "spawn", "kill_group"]
 
 #: How long a command may take (ip/tc/nft/ethtool answer in milliseconds).
 COMMAND_TIMEOUT_S = 20.0
@@ -51,6 +56,20 @@ def list_netns() -> list[str]:
     """The named network namespaces (``ip netns list``: ``NAME [(id: N)]`` per line)."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
     return [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+
+
+#: Where ``ip netns`` keeps the namespaces' names (iproute2's NETNS_RUN_DIR): each a bind
+#: mount of the namespace, whose inode is the namespace's (``/proc/PID/ns/net``).
+NETNS_RUN_DIR = Path("/var/run/netns")
+
+
+def netns_id(ns: str) -> int | None:
+    """The identity of namespace ``ns`` (its inode, as ``ip netns identify`` compares them),
+    or None when no namespace has that name."""
+    try:
+        return os.stat(NETNS_RUN_DIR / ns).st_ino
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def netns_pids(ns: str) -> list[int]:
@@ -168,14 +187,14 @@ def _comm(pid: int) -> str:
 
 
 def cleanup(prefix: str = "tcplab") -> list[str]:
-    """``tcplab kernel cleanup``: remove every namespace named ``{prefix}-*`` and the
-    processes inside it. Returns the names removed."""
-    if not prefix or "/" in prefix:
-        raise KernelError(f"kernel: bad prefix {prefix!r}")
+    """``tcplab kernel cleanup``: remove every namespace of ``prefix`` (``{prefix}-*`` and
+    ``{prefix}:*``, :func:`tcplab.kernel.names.is_ours`) and the processes inside it. Returns
+    the names removed."""
+    check_prefix(prefix, "kernel: prefix")
     removed = []
     errors = []
     for ns in list_netns():
-        if ns.startswith(prefix + "-"):
+        if is_ours(prefix, ns):
             err = _remove_netns(ns)
             if err:
                 errors.append(f"{ns}: {err}")
@@ -193,8 +212,7 @@ def cleanup_workdirs(prefix: str = "tcplab") -> list[str]:
     import shutil
     import tempfile
 
-    if not prefix or "/" in prefix:
-        raise KernelError(f"kernel: bad prefix {prefix!r}")
+    check_prefix(prefix, "kernel: prefix")
     removed = []
     for path in sorted(Path(tempfile.gettempdir()).glob(f"{prefix}-kernel-*")):
         if path.is_dir() and not path.is_symlink():
@@ -215,8 +233,12 @@ class Testbed:
         self.delayline_cpu = delayline_cpu
         #: Every command run: {"cmd": shell-quoted text, "rc": exit status, "t_ns": monotonic}.
         self.log: list[dict[str, Any]] = []
-        #: Namespaces this testbed created (and only those are deleted).
+        #: Namespaces this testbed created (and only those are deleted), and their identity
+        #: (:func:`netns_id`) when created: one deleted and made again by someone else is not ours.
         self.created: list[str] = []
+        self.ns_ids: dict[str, int | None] = {}
+        #: Delay lines found ended when stopped (killed from outside), one line each.
+        self.ended_early: list[str] = []
         #: PIDs of the processes this testbed (or its owner, :meth:`register`) started.
         self.pids: list[int] = []
         self._procs: list[subprocess.Popen] = []
@@ -281,6 +303,7 @@ class Testbed:
                         f"if it exists: tcplab kernel cleanup --prefix {self.plan.prefix}"
                     )
                 self.created.append(ns)
+                self.ns_ids[ns] = netns_id(ns)
             nft_of = {w.ns: w.nft for w in self.plan.wires}
             for cmd in self.plan.commands:
                 if cmd[:3] == ["ip", "netns", "exec"] and cmd[4:] == ["nft", "-f", "-"]:
@@ -318,10 +341,34 @@ class Testbed:
             for cmd in w.tun_commands:
                 self.run(cmd)
 
+    # -- while up ---------------------------------------------------------------------------------
+    def lost(self) -> list[str]:
+        """What went away under the testbed, one line each (:mod:`tcplab.kernel.watch`): a
+        namespace deleted, or deleted and made again by someone else (another identity), a
+        delay line that ended."""
+        from tcplab.kernel.watch import exit_text
+
+        problems: list[str] = []
+        for ns in self.created:
+            now = netns_id(ns)
+            if now is None:
+                problems.append(f"netns {ns} is gone")
+            elif self.ns_ids.get(ns) not in (None, now):
+                problems.append(f"netns {ns} is another namespace now")
+        for ns, line in self.delaylines.items():
+            if not line.running:
+                problems.append(f"the delay line in {ns} ended ({exit_text(line.returncode)})")
+        return problems + self.ended_early
+
     # -- down -------------------------------------------------------------------------------------
     def stop_delaylines(self) -> dict[str, dict[str, Any]]:
-        """Stop the delay lines (SIGTERM: each writes its stats) and keep their stats."""
+        """Stop the delay lines (SIGTERM: each writes its stats) and keep their stats; a line
+        that had ended already is noted in :attr:`ended_early`."""
+        from tcplab.kernel.watch import exit_text
+
         for ns, line in list(self.delaylines.items()):
+            if not line.running:
+                self.ended_early.append(f"the delay line in {ns} ended ({exit_text(line.returncode)})")
             try:
                 self.delayline_stats[ns] = line.stop() or {}
             except Exception as e:  # noqa: BLE001 - a stats failure must not stop the cleanup
@@ -353,6 +400,12 @@ class Testbed:
                 if _alive(pid):
                     _kill_pids([pid])
         for ns in reversed(self.created):
+            now = netns_id(ns)
+            if now is None or self.ns_ids.get(ns) not in (None, now):
+                # deleted under the run already, or made again by someone else: not ours to delete
+                note = f"# netns {ns}: gone or not ours, left alone"
+                self.log.append({"cmd": note, "rc": None, "t_ns": time.monotonic_ns()})
+                continue
             err = _remove_netns(ns)
             if err:
                 problems.append(f"{ns}: {err}")
