@@ -647,8 +647,24 @@ def compare(
     if n_jobs > 1 and len(variants) > 1 and not quiet:
         _console().print(f"running {len(variants)} variants in {min(n_jobs, len(variants))} processes")
     # Each variant in its own worker process: one that the engine rejects or whose worker
-    # dies fails alone; the others are written.
-    cmp = run_variants(variants, progress=not quiet, jobs=n_jobs, isolate=True, command=_INVOCATION)
+    # dies fails alone; the others are written. Off a terminal, one line per finished
+    # variant (as reproduce); on one, each variant's bar of simulated time when they run one
+    # at a time, else a bar of variants.
+    from tcplab.progress import RunLines
+
+    one_at_a_time = min(n_jobs, len(variants)) == 1
+    lines = RunLines(len(variants), title="compare", what="writing the comparison", quiet=quiet, bar=not one_at_a_time)
+    try:
+        cmp = run_variants(
+            variants,
+            progress=not quiet,
+            jobs=n_jobs,
+            isolate=True,
+            command=_INVOCATION,
+            on_done=lambda done, label, failure: lines(done, len(variants), label, failure),
+        )
+    finally:
+        lines.close()
     if cmp.results:
         cmp.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
@@ -1101,53 +1117,6 @@ def _experiment(name: str) -> Any:
     return e
 
 
-class _ReproduceProgress:
-    """One line per finished run on stderr; a rich bar instead on a terminal (failures still
-    get their line)."""
-
-    def __init__(self, total: int, quiet: bool):
-        self.quiet = quiet
-        self.tty = sys.stderr.isatty() and sys.stdout.isatty()
-        self.bar: Any = None
-        self.task: Any = None
-        self.started = __import__("time").perf_counter()
-        if not quiet and self.tty:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.bar = Progress(
-                TextColumn("[bold]reproduce"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("runs"),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self.bar.start()
-            self.task = self.bar.add_task("", total=total)
-
-    def __call__(self, done: int, total: int, label: str, failure: str | None = None) -> None:
-        import time
-
-        if failure is not None:
-            line = f"[{done}/{total}] {label}: FAILED: {failure}"
-            (self.bar.console.print(line, markup=False, highlight=False) if self.bar else typer.echo(line, err=True))
-        elif not self.quiet and self.bar is None:
-            typer.echo(f"[{done}/{total}] {label} done ({time.perf_counter() - self.started:.0f} s)", err=True)
-        last = done == total
-        if self.bar is not None:
-            self.bar.update(self.task, completed=done, description="writing the reports" if last else label)
-        elif last and not self.quiet:
-            typer.echo(f"all {total} runs done; judging the claims and writing the reports", err=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-            self.bar = None
-
-
 @app.command()
 @_guard
 def reproduce(
@@ -1193,7 +1162,9 @@ def reproduce(
     experiments = [_experiment(n) for n in chosen]
     out_dir = output if output is not None else default_output(quick)
     total = sum(len(e.runs(quick)) for e in experiments)
-    progress = _ReproduceProgress(total, quiet)
+    from tcplab.progress import RunLines
+
+    progress = RunLines(total, title="reproduce", what="judging the claims and writing the reports", quiet=quiet)
     try:
         outcomes = run_reproduce(
             chosen,
