@@ -194,6 +194,8 @@ class Metric:
             text = f"{v:+.0f}" if signed else f"{v:.0f}"
         else:
             text = f"{v:+.4g}" if signed else f"{v:.4g}"
+            if "e" in text:  # 10,000 and more: whole numbers, never 1.234e+04
+                text = f"{v:+,.0f}" if signed else f"{v:,.0f}"
         return f"{text} {unit}".rstrip()
 
     # -- thresholds ----------------------------------------------------------------------

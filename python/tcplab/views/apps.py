@@ -134,9 +134,9 @@ def _count_axis(ax: Any) -> None:
 
 def _plural(n: Any, word: str) -> str:
     """``1 switch``, ``2 switches``, ``0 stalls``: a count and its noun."""
-    if n == 1:
-        return f"{n} {word}"
-    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
+    from tcplab.units import plural
+
+    return plural(n, word)
 
 
 def _legend(ax: Any) -> None:

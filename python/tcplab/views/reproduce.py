@@ -271,6 +271,8 @@ def index_record(records: Sequence[Mapping[str, Any]], *, quick: bool, elapsed_s
     from tcplab import __version__
 
     totals = _totals(records)
+    # in the stories' order (story 000 first), whatever order the experiments were named in
+    records = sorted(records, key=lambda r: (r["story"]["number"] or "999", r["experiment"]))
     return _clean(
         {
             "mode": "quick" if quick else "full",
