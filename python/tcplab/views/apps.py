@@ -23,10 +23,12 @@ from the flow time series of its connections:
   **pending queue** (batches waiting) over time with the queue's limit dashed when it came
   near it.
 * ``broadcast``: each burst's **completion time** (ms, from the burst's start to the last
-  byte read; bursts still incomplete at the end marked); **TCPTimeouts / CurrEstab** (%)
-  against the 3 % alert line of story 004's team: per burst when the ``bursts`` table has
-  the senders' RTOs of each (``tcp_timeouts``), with the run's ratio dotted; else the run's
-  ratio and retransmission rate as bars.
+  byte read; bursts still incomplete at the end marked); **rate(TCPTimeouts) / CurrEstab**
+  (%/s, as a Prometheus ``rate()`` gives it: :func:`tcplab.results.apps.timeout_rate`)
+  against the 3 %/s alert line of story 004's team: per burst interval when the ``bursts``
+  table has the senders' RTOs of each (``tcp_timeouts``: ``rate(TCPTimeouts[interval])``),
+  with the rate over all the bursts dotted; else that rate and the retransmission rate as
+  bars.
 
 A kind this module does not know gets no figure; its report section shows its summary and
 the first rows of each table. Missing tables or columns leave the panel with a note ("no
@@ -43,7 +45,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from tcplab.results.apps import TIMEOUT_RATIO_ALERT, AppResult
+from tcplab.results.apps import TIMEOUT_RATE_NAME, TIMEOUT_RATIO_ALERT, AppResult
 
 if TYPE_CHECKING:
     from tcplab.results import Result
@@ -587,40 +589,57 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
     alert = 100 * TIMEOUT_RATIO_ALERT
     per_burst = _col(bursts, "tcp_timeouts")
     estab = _num_or_none(app.get("curr_estab"))
-    if start is not None and per_burst is not None and len(start) and estab:
-        # the senders' RTOs from each burst's start to the next, over the established
-        # connections: the ratio as the story's dashboard showed it, one interval per burst
-        ratio_ax.step(start, 100 * per_burst / estab, where="post", color="C3", linewidth=1.3, label="per burst")
-        total = app.get("timeouts_per_estab")
+    interval_ns = _num_or_none(app.spec.get("interval_ns"))
+    window_s = _num_or_none(app.get("timeouts_rate_window_s"))
+    if start is not None and per_burst is not None and len(start) and estab and interval_ns:
+        # the senders' RTOs from each burst's start to the next, per second, over the
+        # established connections: rate(TCPTimeouts[interval]) / CurrEstab, one interval per
+        # burst, as the story's dashboard showed it
+        interval_s = interval_ns / 1e9
+        ratio_ax.step(
+            start,
+            100 * per_burst / interval_s / estab,
+            where="post",
+            color="C3",
+            linewidth=1.3,
+            label=f"per burst interval (rate over {interval_s:g} s)",
+        )
+        total = app.get("timeouts_rate_per_estab")
         if isinstance(total, (int, float)):
+            over = f" {window_s:.3g} s" if window_s else ""
             ratio_ax.axhline(
-                100 * total, color="C3", linestyle=":", linewidth=1.0, label=f"over the run {100 * total:.3g} %"
+                100 * total,
+                color="C3",
+                linestyle=":",
+                linewidth=1.0,
+                label=f"over the bursts' {over.strip() or 'span'}: {100 * total:.3g} %/s",
             )
-        ratio_ax.axhline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} % (story 004)")
+        ratio_ax.axhline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} %/s (story 004)")
         _axes_style(
             ratio_ax,
-            "TCPTimeouts / CurrEstab (%)",
-            f"Senders' TCPTimeouts per burst / CurrEstab ({int(estab)} connections)",
+            f"{TIMEOUT_RATE_NAME} (%/s)",
+            f"Senders' {TIMEOUT_RATE_NAME} ({int(estab)} connections)",
             xmax=result.duration_s,
         )
         ratio_ax.set_ylim(0, max(ratio_ax.get_ylim()[1], alert * 1.5))
     else:
-        ratio = app.get("timeouts_per_estab")
+        ratio = app.get("timeouts_rate_per_estab")
         retrans = app.get("retrans_rate")
-        labels = ["TCPTimeouts / CurrEstab", "retransmitted segments"]
+        labels = [f"{TIMEOUT_RATE_NAME} (%/s)", "retransmitted segments (%)"]
         values = [100 * v if isinstance(v, (int, float)) else np.nan for v in (ratio, retrans)]
         colors = [_STALL if v > alert else "C0" for v in values]
         ratio_ax.barh([1, 0], values, color=colors, height=0.5)
         ratio_ax.set_yticks([1, 0], labels)
-        for y, v in zip([1, 0], values, strict=True):
-            ratio_ax.text(v if np.isfinite(v) else 0, y, f"  {v:.3g} %" if np.isfinite(v) else "  -", va="center")
-        ratio_ax.axvline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} % (story 004)")
+        for y, v, unit in zip([1, 0], values, ["%/s", "%"], strict=True):
+            ratio_ax.text(v if np.isfinite(v) else 0, y, f"  {v:.3g} {unit}" if np.isfinite(v) else "  -", va="center")
+        ratio_ax.axvline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} %/s (story 004)")
         top = max([alert] + [v for v in values if np.isfinite(v)])
         ratio_ax.set_xlim(0, top * 1.3)
-        ratio_ax.set_xlabel("% (over the run)")
+        ratio_ax.set_xlabel("%/s (over the bursts' span) and % (of segments sent)")
         estab_n, tcp_timeouts = app.get("curr_estab"), app.get("tcp_timeouts")
+        span = f" over {window_s:.3g} s" if window_s else ""
         ratio_ax.set_title(
-            f"TCPTimeouts {tcp_timeouts if tcp_timeouts is not None else '-'} / CurrEstab "
+            f"TCPTimeouts {tcp_timeouts if tcp_timeouts is not None else '-'}{span} / CurrEstab "
             f"{estab_n if estab_n is not None else '-'}, and the retransmission rate",
             loc="left",
             fontsize="medium",
@@ -628,6 +647,7 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
         ratio_ax.grid(True, axis="x", alpha=0.3)
     _legend(ratio_ax)
     return fig, (
-        "completion time of each burst (to the last byte delivered) against the burst window, and TCPTimeouts / "
-        f"CurrEstab with the retransmission rate against the {alert:g} % alert line of story 004"
+        "completion time of each burst (to the last byte delivered) against the burst window, and "
+        f"{TIMEOUT_RATE_NAME} (per second, as Prometheus' rate() gives it) with the retransmission rate against "
+        f"the {alert:g} %/s alert line of story 004"
     )
