@@ -22,6 +22,10 @@ from the flow time series of its connections:
   retries over time** (a timeout counted when it fired, a retry when it was sent); the
   **pending queue** (batches waiting) over time with the queue's limit dashed when it came
   near it.
+* in a comparison (:func:`compare_app_plots`): per app, the **latency CDF of every variant
+  overlaid** (flent's ``ping_cdf`` for request/response: the metric that answers "which
+  variant answers faster"): rr transactions, NFS reads, batch writes that completed, HLS
+  segments, broadcast bursts' completion; p50 and p99 of each variant in the legend.
 * ``broadcast``: each burst's **completion time** (ms, from the burst's start to the last
   byte read; bursts still incomplete at the end marked); **rate(TCPTimeouts) / CurrEstab**
   (%/s, as a Prometheus ``rate()`` gives it: :func:`tcplab.results.apps.timeout_rate`)
@@ -51,7 +55,16 @@ if TYPE_CHECKING:
     from tcplab.results import Result
     from tcplab.views.plots import Plot
 
-__all__ = ["app_plots", "app_plot_files", "stall_spans", "MAX_CDF_LINES", "PLOTTED_KINDS"]
+__all__ = [
+    "app_plots",
+    "app_plot_files",
+    "compare_app_plots",
+    "compare_app_figure",
+    "compared_apps",
+    "stall_spans",
+    "MAX_CDF_LINES",
+    "PLOTTED_KINDS",
+]
 
 #: Per-connection CDF lines drawn at most (beyond, only the aggregate).
 MAX_CDF_LINES = 8
@@ -651,3 +664,92 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
         f"{TIMEOUT_RATE_NAME} (per second, as Prometheus' rate() gives it) with the retransmission rate against "
         f"the {alert:g} %/s alert line of story 004"
     )
+
+
+# -- comparisons -------------------------------------------------------------------------
+
+#: Per kind: (table, latency column, what one row is, the figure's title) of the per-item
+#: latency whose CDFs a comparison overlays.
+COMPARE_LATENCY = {
+    "rr": ("requests", "latency_ms", "transactions", "request/response latency"),
+    "nfs_stream": ("requests", "latency_ms", "reads", "NFS read latency"),
+    "batch_writer": ("requests", "latency_ms", "requests that completed", "batch write latency"),
+    "hls": ("segments", "latency_ms", "segments", "segment latency (request to last byte)"),
+    "broadcast": ("bursts", "completion_ms", "bursts", "burst completion (start to last byte read)"),
+}
+
+
+def _compare_latency(app: AppResult) -> np.ndarray | None:
+    """The per-item latencies (ms) a comparison overlays for ``app``, or None."""
+    spec = COMPARE_LATENCY.get(app.kind)
+    if spec is None:
+        return None
+    table, column, _, _ = spec
+    frame = app.tables.get(table)
+    values = _col(frame, column)
+    if values is None:
+        return None
+    if app.kind == "batch_writer" and "outcome" in frame.columns:
+        values = values[(frame["outcome"].astype(str) == "ok").to_numpy()]
+    if app.kind == "broadcast" and "complete" in frame.columns:
+        values = values[frame["complete"].to_numpy().astype(bool)]
+    return values[np.isfinite(values)]
+
+
+def compare_app_plots(results: Mapping[str, Result]) -> list[Plot]:
+    """One figure per app of a latency kind (:data:`COMPARE_LATENCY`) found in the
+    variants (matched by app name): its latency CDF in each variant, overlaid
+    (:func:`compare_app_figure`)."""
+    from tcplab.views.plots import Plot, _png
+
+    plots = []
+    for name, kind in compared_apps(results).items():
+        fig, caption = compare_app_figure(results, name, kind)
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "app"
+        plots.append(Plot(f"compare-app-{stem}.png", caption, _png(fig)))
+    return plots
+
+
+def compared_apps(results: Mapping[str, Result]) -> dict[str, str]:
+    """``{app name: kind}`` of the apps of a latency kind in any variant, in order."""
+    names: dict[str, str] = {}
+    for r in results.values():
+        for name, app in getattr(r, "apps", {}).items():
+            if app.kind in COMPARE_LATENCY:
+                names.setdefault(name, app.kind)
+    return names
+
+
+def compare_app_figure(results: Mapping[str, Result], name: str, kind: str) -> tuple[Any, str]:
+    """The CDF of app ``name``'s per-item latency in each variant, one colour per variant
+    (:mod:`tcplab.views.colors`), each variant's p50 and p99 in the legend; and a caption."""
+    from tcplab.views.colors import variant_colors
+
+    colors = variant_colors(results)
+    _, _, items, what = COMPARE_LATENCY[kind]
+    fig = _figure(1, 4.2)
+    ax = fig.add_subplot()
+    every: list[np.ndarray] = []
+    for label, r in results.items():
+        app = getattr(r, "apps", {}).get(name)
+        values = _compare_latency(app) if app is not None and app.kind == kind else None
+        if values is None or len(values) == 0:
+            ax.plot([], [], color=colors[label], label=f"{label}: no {items}")
+            continue
+        every.append(values)
+        p50, p99 = np.quantile(values, [0.5, 0.99], method="inverted_cdf")
+        _cdf(ax, values, f"{label}: p50 {p50:.3g} ms, p99 {p99:.3g} ms ({len(values)} {items})", colors[label])
+    _cdf_style(
+        ax,
+        f"{name} ({kind}): {what}, CDF of each variant",
+        np.concatenate(every) if every else np.array([], dtype=np.float64),
+    )
+    if not every:
+        _note(ax, f"no {items} in any variant")
+    ax.set_ylabel(f"Fraction of {items}")
+    _legend(ax)
+    caption = (
+        f"{name} ({kind}): {what}: the CDF of each variant overlaid (as flent's ping_cdf), "
+        "p50 and p99 in the legend"
+    )
+    return fig, caption

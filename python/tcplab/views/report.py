@@ -732,16 +732,21 @@ def write_compare_report(
     plots: bool = True,
     per_variant: int = 2,
 ) -> Path:
-    """DIR/compare.png (if ``plots``) and DIR/report.html with compare.png and the first
-    ``per_variant`` flow figures of each variant (read from ``DIR/<variant>/plots``,
-    written by the run views) inline."""
+    """DIR/compare.png (if ``plots``) and DIR/report.html with compare.png, each app's
+    latency CDFs of the variants overlaid (:func:`tcplab.views.apps.compare_app_plots`,
+    inline only) and the first ``per_variant`` flow figures of each variant (read from
+    ``DIR/<variant>/plots``, written by the run views) inline."""
     from tcplab.views.plots import Plot, compare_plot
 
     figures: list[Plot] = []
     if plots:
+        from tcplab.views.apps import compare_app_plots
+
         cmp = compare_plot(results)
         (directory / "compare.png").write_bytes(cmp.png)
         figures.append(cmp)
+        # the apps' own answer (which variant serves requests faster): latency CDFs overlaid
+        figures.extend(compare_app_plots(results))
         for label in variants:
             for number in range(per_variant):
                 png = directory / label / "plots" / f"flow-{number}.png"
