@@ -32,13 +32,13 @@ EXIT_RUNS_FAILED = 3
 
 class _Bar:
     """runs done/total, failed, ETA: a rich bar on a terminal; otherwise one line per finished
-    run (``label_of(key)`` names it), unless ``enabled`` is False (--quiet)."""
+    run (named by its point and seed in ``plan``), unless ``enabled`` is False (--quiet)."""
 
-    def __init__(self, enabled: bool, label_of: Any = str):
+    def __init__(self, enabled: bool, plan: Any = None):
         from tcplab.progress import RunLines
 
         self.enabled = enabled and sys.stderr.isatty()
-        self.label_of = label_of
+        self.plan = plan
         #: off a terminal: reproduce's lines (failures are listed at the end, as before)
         self.lines = None if self.enabled or not enabled else RunLines(0, what="writing the table", bar=False, tty=False)
         self.bar: Any = None
@@ -54,6 +54,13 @@ class _Bar:
                 self.warnings.setdefault(w)
             if self.lines is not None:
                 self.lines(p.done, p.total, self.label_of(p.outcome.key), None if p.outcome.ok else p.outcome.error)
+
+    def label_of(self, key: str) -> str:
+        """A run as its line names it: its point's values and seed (``flows.0.cc=bbr,seed=2``)."""
+        if self.plan is None or key not in self.plan.scenarios:
+            return key
+        entry = self.plan.scenarios[key][0]
+        return ",".join([*entry.point.texts(self.plan.parameters), f"seed={entry.seed}"])
         if not self.enabled:
             return
         if self.bar is None:
@@ -203,11 +210,7 @@ def register(app: typer.Typer) -> None:
             sample_seed=int(sample_seed),
         )
         _warn([sc for _, sc in plan.scenarios.values()][:1])
-        def label_of(key: str) -> str:
-            entry = plan.scenarios[key][0]
-            return ",".join([*entry.point.texts(plan.parameters), f"seed={entry.seed}"])
-
-        bar = _Bar(enabled=not quiet, label_of=label_of)
+        bar = _Bar(enabled=not quiet, plan=plan)
         try:
             result = run_sweep(
                 plan,
