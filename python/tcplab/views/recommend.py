@@ -256,7 +256,7 @@ def _cell(v: Any) -> str:
 
 def render_recommend_report(rec: Recommendation, figures: list[Plot]) -> str:
     from tcplab.recommend.robust import RULE, describe
-    from tcplab.views.report import _STYLE, data_uri
+    from tcplab.views.report import _STYLE, data_uri, scrolling
 
     s = rec.selection
     table = rec.table
@@ -282,7 +282,7 @@ def render_recommend_report(rec: Recommendation, figures: list[Plot]) -> str:
             }
         )
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.from_string(_TEMPLATE).render(
+    return env.from_string(scrolling(_TEMPLATE)).render(
         style=_STYLE,
         objective=s.objective.text,
         rule=RULE,

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
-from tcplab.views.report import _STYLE, data_uri, sig
+from tcplab.views.report import _STYLE, data_uri, scrolling, sig
 
 if TYPE_CHECKING:
     from tcplab.experiments.reproduce import Outcome
@@ -653,6 +653,10 @@ the engine's wall time summed over the experiment's runs (they run in parallel a
 </body>
 </html>
 """
+
+
+_EXPERIMENT_TEMPLATE = scrolling(_EXPERIMENT_TEMPLATE)
+_INDEX_TEMPLATE = scrolling(_INDEX_TEMPLATE)
 
 
 def experiment_html(r: Mapping[str, Any], plots_dir: Path) -> str:
