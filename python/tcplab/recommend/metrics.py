@@ -174,9 +174,8 @@ class Metric:
     # -- display -----------------------------------------------------------------------
     @property
     def display_unit(self) -> str:
-        return {"bps": "Mbit/s", "ms": "ms", "s": "s", "bytes": "bytes", "fraction": "%", "fraction_per_s": "%/s", "pct": "%"}.get(
-            self.unit, ""
-        )
+        units = {"bps": "Mbit/s", "ms": "ms", "s": "s", "bytes": "bytes", "fraction": "%", "fraction_per_s": "%/s"}
+        return {**units, "pct": "%"}.get(self.unit, "")
 
     def display(self, value: float) -> float:
         """The value in :attr:`display_unit`."""

@@ -40,7 +40,8 @@ class _Bar:
         self.enabled = enabled and sys.stderr.isatty()
         self.plan = plan
         #: off a terminal: reproduce's lines (failures are listed at the end, as before)
-        self.lines = None if self.enabled or not enabled else RunLines(0, what="writing the table", bar=False, tty=False)
+        off_terminal = enabled and not self.enabled
+        self.lines = RunLines(0, what="writing the table", bar=False, tty=False) if off_terminal else None
         self.bar: Any = None
         self.task: Any = None
         self.warnings: dict[str, None] = {}

@@ -322,7 +322,9 @@ def envelope(t: np.ndarray, v: np.ndarray, span: tuple[float, float], bins: int 
     return starts, mins, meds, maxs, width
 
 
-def trace(ax: Any, t: np.ndarray, v: np.ndarray, span: tuple[float, float], *, label: str, color: str, **style: Any) -> bool:
+def trace(
+    ax: Any, t: np.ndarray, v: np.ndarray, span: tuple[float, float], *, label: str, color: str, **style: Any
+) -> bool:
     """``v`` against ``t``: a line, or, when it is dense (:func:`is_dense`), its min..max per
     bin shaded and the bin's median as the line (the label says so). True if enveloped."""
     if not is_dense(v):
@@ -634,9 +636,11 @@ def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -
             if not mark_samples:  # said once, above the panel (the zoom's title says it short)
                 import textwrap
 
-                note = (f"In flight is sampled every {interval * 1e3:g} ms; this connection makes a request every "
-                        f"{cycle * 1e3:.3g} ms, faster than half the sampling: the points cannot show the cycle (any "
-                        "on/off pattern in them is aliasing). The app's latency figure shows each request.")  # fmt: skip
+                note = (
+                    f"In flight is sampled every {interval * 1e3:g} ms; this connection makes a request every "
+                    f"{cycle * 1e3:.3g} ms, faster than half the sampling: the points cannot show the cycle (any "
+                    "on/off pattern in them is aliasing). The app's latency figure shows each request."
+                )
                 ax.set_title(textwrap.fill(note, 120), loc="left", fontsize="small", color="0.25")
         elif mark_samples:
             ax.plot(t, inflight, color="C2", linewidth=1.6, alpha=0.6, label="in flight", zorder=2)

@@ -216,7 +216,8 @@ class ClusterBbrTimeouts(Experiment):
         if not p["started"]:
             return "playback never started"
         mb = p["min_buffer_s"]
-        return f"played {100 * p['played_fraction']:.3g} % of the run, {plural(p['stalls'], 'stall')} ({p['stall_s']:.3g} s)" + (
+        stalls = plural(p["stalls"], "stall")
+        return f"played {100 * p['played_fraction']:.3g} % of the run, {stalls} ({p['stall_s']:.3g} s)" + (
             f", buffer min {mb:.3g} s" if mb is not None else ""
         )
 
