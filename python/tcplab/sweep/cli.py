@@ -55,13 +55,6 @@ class _Bar:
                 self.warnings.setdefault(w)
             if self.lines is not None:
                 self.lines(p.done, p.total, self.label_of(p.outcome.key), None if p.outcome.ok else p.outcome.error)
-
-    def label_of(self, key: str) -> str:
-        """A run as its line names it: its point's values and seed (``flows.0.cc=bbr,seed=2``)."""
-        if self.plan is None or key not in self.plan.scenarios:
-            return key
-        entry = self.plan.scenarios[key][0]
-        return ",".join([*entry.point.texts(self.plan.parameters), f"seed={entry.seed}"])
         if not self.enabled:
             return
         if self.bar is None:
@@ -87,6 +80,13 @@ class _Bar:
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+    def label_of(self, key: str) -> str:
+        """A run as its line names it: its point's values and seed (``flows.0.cc=bbr,seed=2``)."""
+        if self.plan is None or key not in self.plan.scenarios:
+            return key
+        entry = self.plan.scenarios[key][0]
+        return ",".join([*entry.point.texts(self.plan.parameters), f"seed={entry.seed}"])
 
 
 def register(app: typer.Typer) -> None:
