@@ -113,3 +113,15 @@ def test_the_index_lists_the_stories_in_order():
     numbers = [e["story"]["number"] for e in index["experiments"]]
     assert numbers == sorted(numbers) and numbers[0] == "000"
     assert [_story_info(load(n).story)["number"] for n in NAMES] == sorted(numbers)
+
+
+def test_recommend_margin_in_percent_is_plain_digits():
+    from recommend_tables import sweep_table
+    from tcplab.recommend import recommend_table
+
+    # A's worst case 19.4 Mbit/s, B's 1: A is better by +18.4 Mbit/s, +1,840 %
+    goodput = {"A": 19.4e6, "B": 1e6}
+    t = sweep_table({"flows.0.cc": ["A", "B"]}, [1], lambda v, s: {"goodput_bps": goodput[v["flows.0.cc"]]})
+    rec = recommend_table(t, choose=["flows.0.cc"], maximize="goodput")
+    text = rec.sentence
+    assert "+1,840 %" in text and "e+" not in text
