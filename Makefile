@@ -5,7 +5,7 @@
 #                   assertions and overflow checks, profile release-checks; Python)
 # make setup also builds tcplab-delayline (target/release/), the delay line of kernel mode.
 # Other targets: make demo (compare CUBIC and BBR on the built-in lossy path, 100 ms RTT,
-#                5 Mbit/s, 1% loss; report in out/demo/) | make setup | make bench (tcplab vs
+#                5 Mbit/s, 1% loss; report in out/demo/, replaced on each run) | make setup | make bench (tcplab vs
 #                ns-3, several minutes) | make bench-quick | make bench-sweep (tcplab sweep: one
 #                process vs the local pool, 40 short runs) | make test-slow | make clean
 
@@ -30,7 +30,7 @@ reproduce: $(STAMP)
 	@echo "index: out/reproduce/index.html (and out/reproduce/index.md)"
 
 demo: $(STAMP)
-	$(VENV)/bin/tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/demo
+	$(VENV)/bin/tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/demo --force
 	@echo "report: out/demo/report.html"
 
 test: $(STAMP)

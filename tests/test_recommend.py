@@ -248,13 +248,14 @@ def test_story_ratio_prefers_the_broadcast_apps_senders():
     extra = {
         "nstat.TcpExtTCPTimeouts": 300,
         "nstat.TcpCurrEstab": 20000,
-        "app.events.timeouts_per_estab": 0.03,
+        "app.events.timeouts_rate_per_estab": 0.03,
         "app.events.bursts": 3,
     }
     t = sweep_table({CC: ["A"]}, [1], lambda v, s: _flow(1, **extra))
     m = resolve_metric("TCPTimeouts / CurrEstab", list(t.columns))
-    assert m.values(t).iloc[0] == pytest.approx(0.03) and m.unit == "fraction"
-    assert "app.events.timeouts_per_estab" in m.source
+    assert m.values(t).iloc[0] == pytest.approx(0.03) and m.unit == "fraction_per_s"
+    assert m.name == "rate(TCPTimeouts) / CurrEstab" and m.fmt(0.03) == "3 %/s"
+    assert "app.events.timeouts_rate_per_estab" in m.source
     # without a broadcast app: the nstat ratio, a fraction
     t2 = sweep_table(
         {CC: ["A"]}, [1], lambda v, s: _flow(1, **{"nstat.TcpExtTCPTimeouts": 3, "nstat.TcpCurrEstab": 100})
@@ -273,7 +274,7 @@ def test_app_metrics_by_kind_and_name():
         "app.media.stalls": 5,
         "app.media.bytes_read": 1e6,  # nfs_stream: not an HLS stall
         "app.events.completion_ms.p99": 412.0,
-        "app.events.timeouts_per_estab": 0.1,
+        "app.events.timeouts_rate_per_estab": 0.1,
     }
     t = sweep_table({CC: ["A"]}, [1], lambda v, s: _flow(1, **extra))
     cols = list(t.columns)
@@ -329,7 +330,7 @@ def test_bad_constraints_are_one_line_errors(constraint, message):
 
 def test_objective_sentences():
     cols = _cols(
-        **{"app.v.stalls": 0, "app.v.switches": 0, "app.e.completion_ms.p99": 1, "app.e.timeouts_per_estab": 0.0}
+        **{"app.v.stalls": 0, "app.v.switches": 0, "app.e.completion_ms.p99": 1, "app.e.timeouts_rate_per_estab": 0.0}
     )
     o = parse_objective("maximize goodput subject to p99 RTT < 50 ms and no HLS stalls", cols)
     assert o.sense == "maximize" and o.metric.name == "goodput"
@@ -341,7 +342,7 @@ def test_objective_sentences():
     assert o.sense == "minimize" and o.metric.unit == "ms"
     assert o.constraints[0].bound == pytest.approx(0.03) and not o.implied
     o = parse_objective("keep TCPTimeouts / CurrEstab < 3 %", cols)
-    assert o.implied and o.sense == "minimize" and o.metric.name == "TCPTimeouts / CurrEstab"
+    assert o.implied and o.sense == "minimize" and o.metric.name == "rate(TCPTimeouts) / CurrEstab"
     o = parse_objective("Minimise p99 RTT such that goodput at least 2 Mbit/s", cols)
     assert o.sense == "minimize" and o.constraints[0].op == ">=" and o.constraints[0].bound == 2e6
 

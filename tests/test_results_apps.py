@@ -60,7 +60,8 @@ SUMMARY_KEYS = {
         "retrans_rate",
         "tcp_timeouts",
         "curr_estab",
-        "timeouts_per_estab",
+        "timeouts_rate_per_estab",
+        "timeouts_rate_window_s",
     },
 }
 TABLE_COLUMNS = {
@@ -104,7 +105,7 @@ APPS = [
     ),
     ("media", "nfs_stream", {"bitrate_bps": 8_000_000, "rsize_bytes": 1 << 20}, [3, 4, 5, 6], "server"),
     ("agent", "batch_writer", {"timeout_ns": 2_000_000_000, "max_pending": 4}, [7], "client"),
-    ("fanout", "broadcast", {"window_ns": 10_000_000, "connections_per_sender": 2}, [8, 9], "client"),
+    ("fanout", "broadcast", {"window_ns": 10_000_000, "interval_ns": 1_000_000_000, "connections_per_sender": 2}, [8, 9], "client"),
 ]
 
 
@@ -306,7 +307,7 @@ def test_report_has_a_section_and_a_figure_per_app(fake_result, fake_run_dir):
         assert_plot(fake_run_dir / "plots" / f"app-{name}.png")
     # the headline metrics head each section
     assert "<th>latency p99</th>" in sections and "<th>stalls</th>" in sections
-    assert "<th>TCPTimeouts/CurrEstab</th>" in sections
+    assert "<th>rate(TCPTimeouts) / CurrEstab</th>" in sections
     assert "app_requests.parquet" in sections
 
 
@@ -398,8 +399,8 @@ def test_cli_run_prints_one_line_per_app(tmp_path, monkeypatch, write_yaml):
     assert "share per connection" in lines["app media"] and "buffer min" in lines["app media"]
     batch = summary["agent"]
     assert f"timeouts {batch['timeouts']}, retries {batch['retries']}, dropped {batch['dropped']}" in lines["app agent"]
-    ratio = 100 * summary["fanout"]["timeouts_per_estab"]
-    assert f"TCPTimeouts/CurrEstab {ratio:.2f} %" in lines["app fanout"]
+    rate = summary["fanout"]["timeouts_rate_per_estab"]  # None: no burst in this short run
+    assert f"rate(TCPTimeouts) / CurrEstab {'-' if rate is None else f'{100 * rate:.3g} %/s'}" in lines["app fanout"]
 
 
 def test_compare_has_app_headline_rows(monkeypatch):

@@ -70,6 +70,7 @@ from typer.core import TyperGroup
 
 from tcplab.errors import EngineError, ScenarioError
 from tcplab.signals import Terminated, exit_code_for, sigterm_as_interrupt, terminated_seen
+from tcplab.units import plural
 
 try:  # typer >= 0.2x carries its own copy of click
     from typer._click import exceptions as _click_errors
@@ -201,7 +202,8 @@ app = typer.Typer(
         "Example: tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/  "
         "(story 001, BBR vs CUBIC video demo: 100 ms RTT, 5 Mbit/s, 1% loss). "
         "The five stories tcplab is built around: docs/stories.md; replay them all with "
-        "tcplab reproduce --all --quick (index in reproduce-quick/index.html).\n\n"
+        "tcplab reproduce --all --quick -o out/reproduce (what make reproduce runs; index in "
+        "out/reproduce/index.html).\n\n"
         "Exit codes: 0 success; 1 the engine failed; 2 a mistake in the scenario, an override or "
         "the command line (one `error:` line each); 3 compare: some variants failed (the others "
         "are written), sweep: some runs failed (the table records them); 130 interrupted (Ctrl-C), "
@@ -652,8 +654,24 @@ def compare(
     if n_jobs > 1 and len(variants) > 1 and not quiet:
         _console().print(f"running {len(variants)} variants in {min(n_jobs, len(variants))} processes")
     # Each variant in its own worker process: one that the engine rejects or whose worker
-    # dies fails alone; the others are written.
-    cmp = run_variants(variants, progress=not quiet, jobs=n_jobs, isolate=True, command=_INVOCATION)
+    # dies fails alone; the others are written. Off a terminal, one line per finished
+    # variant (as reproduce); on one, each variant's bar of simulated time when they run one
+    # at a time, else a bar of variants.
+    from tcplab.progress import RunLines
+
+    one_at_a_time = min(n_jobs, len(variants)) == 1
+    lines = RunLines(len(variants), title="compare", what="writing the comparison", quiet=quiet, bar=not one_at_a_time)
+    try:
+        cmp = run_variants(
+            variants,
+            progress=not quiet,
+            jobs=n_jobs,
+            isolate=True,
+            command=_INVOCATION,
+            on_done=lambda done, label, failure: lines(done, len(variants), label, failure),
+        )
+    finally:
+        lines.close()
     if cmp.results:
         cmp.write(out_dir, overwrite=force, plots=not no_plots)
     if not quiet:
@@ -864,7 +882,8 @@ def check(
         return
     console = _console()
     console.print(
-        f"{sc.name}: ok ({len(core['nodes'])} nodes, {len(core['links'])} one-way links, {len(core['flows'])} flows)",
+        f"{sc.name}: ok ({plural(len(core['nodes']), 'node')}, {plural(len(core['links']), 'one-way link')}, "
+        f"{plural(len(core['flows']), 'flow')})",
         markup=False,
     )
     # One unit per quantity: rates in Mbit/s, times in ms, queue limits in packets or bytes.
@@ -907,7 +926,7 @@ def check(
             extras.append(f"cpu {cpu['share'] * 100:g}% of every {_time_ms(cpu['period_ns'])}")
         if node.get("nic"):
             nic = node["nic"]
-            extras.append(f"nic {nic['driver']} rx_ring {nic['rx_ring']} x {nic['rx_queues']} queue(s)")
+            extras.append(f"nic {nic['driver']} rx_ring {nic['rx_ring']} x {plural(nic['rx_queues'], 'queue')}")
         if extras:
             console.print(f"  host {node['name']}: {'; '.join(extras)}", markup=False)
     # A workload of many connections (a broadcast's thousands) shows its first few routes.
@@ -1149,53 +1168,6 @@ def _experiment(name: str) -> Any:
     return e
 
 
-class _ReproduceProgress:
-    """One line per finished run on stderr; a rich bar instead on a terminal (failures still
-    get their line)."""
-
-    def __init__(self, total: int, quiet: bool):
-        self.quiet = quiet
-        self.tty = sys.stderr.isatty() and sys.stdout.isatty()
-        self.bar: Any = None
-        self.task: Any = None
-        self.started = __import__("time").perf_counter()
-        if not quiet and self.tty:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.bar = Progress(
-                TextColumn("[bold]reproduce"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("runs"),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self.bar.start()
-            self.task = self.bar.add_task("", total=total)
-
-    def __call__(self, done: int, total: int, label: str, failure: str | None = None) -> None:
-        import time
-
-        if failure is not None:
-            line = f"[{done}/{total}] {label}: FAILED: {failure}"
-            (self.bar.console.print(line, markup=False, highlight=False) if self.bar else typer.echo(line, err=True))
-        elif not self.quiet and self.bar is None:
-            typer.echo(f"[{done}/{total}] {label} done ({time.perf_counter() - self.started:.0f} s)", err=True)
-        last = done == total
-        if self.bar is not None:
-            self.bar.update(self.task, completed=done, description="writing the reports" if last else label)
-        elif last and not self.quiet:
-            typer.echo(f"all {total} runs done; judging the claims and writing the reports", err=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-            self.bar = None
-
-
 @app.command()
 @_guard
 def reproduce(
@@ -1241,7 +1213,9 @@ def reproduce(
     experiments = [_experiment(n) for n in chosen]
     out_dir = output if output is not None else default_output(quick)
     total = sum(len(e.runs(quick)) for e in experiments)
-    progress = _ReproduceProgress(total, quiet)
+    from tcplab.progress import RunLines
+
+    progress = RunLines(total, title="reproduce", what="judging the claims and writing the reports", quiet=quiet)
     try:
         outcomes = run_reproduce(
             chosen,
@@ -1481,10 +1455,10 @@ def kernel_cleanup_cmd(prefix: PrefixOpt = "tcplab") -> None:
     from tcplab.kernel.testbed import cleanup, cleanup_workdirs
 
     removed = cleanup(_kernel_prefix(prefix))
-    typer.echo(f"removed {len(removed)} namespace(s)" + (": " + " ".join(removed) if removed else ""))
+    typer.echo(f"removed {plural(len(removed), 'namespace')}" + (": " + " ".join(removed) if removed else ""))
     dirs = cleanup_workdirs(_kernel_prefix(prefix))
     if dirs:
-        typer.echo(f"removed {len(dirs)} work directory(ies): " + " ".join(dirs))
+        typer.echo(f"removed {plural(len(dirs), 'work directory', 'work directories')}: " + " ".join(dirs))
 
 
 @kernel_app.command("info")
@@ -1513,6 +1487,51 @@ _reg_exports(app)
 from tcplab.recommend.cli import register as _reg_recommend  # noqa: E402 - a command of its own module
 
 _reg_recommend(app)
+
+
+#: Each command's line in ``tcplab --help`` (and ``tcplab kernel|export --help``): whole
+#: sentences that fit one line at 80 columns, where click would cut the docstring's first
+#: sentence at "...". ``tcplab COMMAND --help`` shows the full text.
+SHORT_HELP = {
+    "run": "Simulate one scenario and write its run directory.",
+    "compare": "Run scenarios, or --set alternatives, side by side.",
+    "validate": "Run a scenario simulated and on this kernel (root).",
+    "check": "Validate a scenario and show how it resolves.",
+    "scenarios": "List the built-in scenarios, or describe one.",
+    "collect": "Capture this host's TCP, qdisc and NIC counters.",
+    "diagnose": "Say which known pathology captured counters show.",
+    "reproduce": "Replay the five stories and judge their claims.",
+    "experiments": "List the experiments of reproduce, or one's path.",
+    "sweep": "Run a scenario over a grid of settings x seeds.",
+    "ss": "Print a run's sockets as ss -tin showed them at T.",
+    "recommend": "Recommend the setting that meets an objective.",
+    "kernel": "Run a scenario on this Linux kernel's TCP (root).",
+    "export": "Write a run for flent, iperf3 or Wireshark (pcap).",
+    "kernel run": "Run one scenario on this kernel; write its run directory.",
+    "kernel cleanup": "Remove the namespaces and work directories of PREFIX.",
+    "kernel info": "What this kernel offers kernel mode (HZ, cc, qdiscs).",
+    "export flent": "Write the run as a flent data file (flent -i FILE).",
+    "export iperf3": "Write iperf3 -J JSON of the run's bulk and maerts flows.",
+    "export pcap": "Write a flow's packets as a pcap file (headers only).",
+}
+
+
+def _set_short_help(typer_app: typer.Typer, prefix: str = "") -> None:
+    """Give every registered command and group its :data:`SHORT_HELP` line."""
+    for info in typer_app.registered_commands:
+        name = info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
+        text = SHORT_HELP.get(f"{prefix}{name}")
+        if text:
+            info.short_help = text
+    for group in typer_app.registered_groups:
+        text = SHORT_HELP.get(f"{prefix}{group.name}")
+        if text:
+            group.short_help = text
+        if group.typer_instance is not None:
+            _set_short_help(group.typer_instance, f"{prefix}{group.name} ")
+
+
+_set_short_help(app)
 
 
 def main() -> None:

@@ -381,6 +381,7 @@ def run_variants(
     jobs: int = 1,
     isolate: bool = False,
     command: list[str] | None = None,
+    on_done: Callable[[int, str, str | None], None] | None = None,
 ) -> CompareResult:
     """Run planned variants (see :func:`plan_variants`) and tabulate them.
 
@@ -392,19 +393,32 @@ def run_variants(
 
     A variant that fails (an engine error, a worker that dies) is reported in
     ``.failures``; the others are in ``.results``. ``command`` (the command line) is recorded
-    in each variant's metadata.json.
+    in each variant's metadata.json. ``on_done(done, label, failure)`` is called as each
+    variant finishes (``done`` counts the finished ones; ``failure`` is None or the one-line
+    reason): the CLI's progress lines.
     """
     labels = [v.label for v in variants]
+    finished = 0
+
+    def report(label: str, outcome: Result | VariantFailure) -> None:
+        nonlocal finished
+        finished += 1
+        if on_done is not None:
+            on_done(finished, label, outcome.reason if isinstance(outcome, VariantFailure) else None)
+
     use_processes = map_fn is None and (isolate or (jobs > 1 and len(variants) > 1))
     if use_processes and core is not None and "fork" not in multiprocessing.get_all_start_methods():
         use_processes = False  # an engine module passed in does not cross a spawn
     if use_processes:
         n = max(1, min(jobs, len(variants)))
         work = [(v.scenario, v.label, core, progress and n == 1, v.overrides, command) for v in variants]
-        outcomes = _run_in_processes(work, n)
+        outcomes = _run_in_processes(work, n, report)
     else:
         work = [(v.scenario, v.label, core, progress, v.overrides, command) for v in variants]
-        outcomes = dict(zip(labels, (map_fn or map)(_run_variant_or_failure, work), strict=True))
+        outcomes = {}
+        for label, outcome in zip(labels, (map_fn or map)(_run_variant_or_failure, work), strict=True):
+            outcomes[label] = outcome
+            report(label, outcome)
     results = {label: o for label, o in outcomes.items() if not isinstance(o, VariantFailure)}
     failures = {label: o for label, o in outcomes.items() if isinstance(o, VariantFailure)}
     return CompareResult(variants, results, failures)

@@ -49,6 +49,8 @@ from typing import Any
 from tcplab.errors import UnitError, show_value
 
 __all__ = [
+    "plural",
+    "percent_text",
     "U64_MAX",
     "RATE_EXPECTED",
     "TIME_EXPECTED",
@@ -365,3 +367,33 @@ def rate_unit_warning(value: Any) -> str | None:
         f"{show_value(value)} is {number} {name} per second in tc's units ({human_rate(bps)}); "
         f"write {number}{bit_unit} for {name.replace('bytes', 'bits')}"
     )
+
+
+# -- words for counts and percentages in output ----------------------------------------------
+
+
+def plural(n: int | float, word: str, words: str | None = None) -> str:
+    """A count and its noun, as people write them: ``1 flow``, ``0 stalls``, ``2 switches``
+    (``words``: an irregular plural)."""
+    count = int(n) if float(n).is_integer() else n
+    if count == 1:
+        return f"{count} {word}"
+    if words is None:
+        words = f"{word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{word}s"
+    return f"{count} {words}"
+
+
+def percent_text(value_pct: float, *, signed: bool = False) -> str:
+    """A percentage for reading: 3 significant figures below 1000 % (``12.3 %``,
+    ``-0.512 %``), whole numbers with thousands separators above (``+1,840 %``, never
+    ``+1.84e+03 %``)."""
+    sign = "+" if signed else ""
+    if value_pct != value_pct:  # NaN
+        return "- %"
+    if abs(value_pct) >= 999.5:  # would round to 1000 or more: e notation in .3g
+        return f"{value_pct:{sign},.0f} %"
+    text = f"{value_pct:{sign}.3g}"
+    if "e" in text:  # below 0.0001 %: plain decimals, 3 significant figures
+        decimals = 2 - math.floor(math.log10(abs(value_pct)))
+        text = f"{value_pct:{sign}.{decimals}f}"
+    return f"{text} %"

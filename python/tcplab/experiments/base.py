@@ -124,7 +124,12 @@ class Run:
     group: str = ""
 
     def overrides_for(self, quick: bool) -> list[str]:
-        return [*self.overrides, *(self.quick_overrides if quick else ())]
+        """The ``--set`` texts of the run, each path once with the value it takes: a quick
+        override of a path the run also sets (``duration=40s``, then ``duration=6s``) replaces
+        it (the same scenario as applying both in order: the later one overwrites)."""
+        given = [*self.overrides, *(self.quick_overrides if quick else ())]
+        path = [text.split("=", 1)[0].strip() for text in given]
+        return [text for i, text in enumerate(given) if path[i] not in path[i + 1 :]]
 
     def command(self, experiment: str, quick: bool) -> str:
         """The ``tcplab run`` command line that makes this run by hand."""

@@ -25,6 +25,7 @@ from typing import Annotated, Any
 import typer
 
 from tcplab.errors import ScenarioError
+from tcplab.units import plural
 
 __all__ = ["register"]
 
@@ -295,7 +296,8 @@ def register(app: typer.Typer) -> None:
             failures = getattr(result, "failures", None) or {}
             if failures:
                 typer.echo(
-                    f"warning: {len(failures)} run(s) of the sweep failed (recorded in {Path(out_dir) / 'sweep'}); "
+                    f"warning: {plural(len(failures), 'run')} of the sweep failed "
+                    f"(recorded in {Path(out_dir) / 'sweep'}); "
                     "the settings they belong to are infeasible",
                     err=True,
                 )

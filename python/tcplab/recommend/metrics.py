@@ -29,15 +29,15 @@ an nstat name, with or without prefix     ``nstat.TcpExtTCPTimeouts`` for ``TCPT
                                           ``nstat.TcpCurrEstab`` for ``CurrEstab`` (summed over hosts)
 ``A / B``                                 per run, A divided by B (each resolved as above); a
                                           ratio of two like quantities is a fraction, shown in %
-``TCPTimeouts / CurrEstab``               story 004's alert ratio: a broadcast app's own
-                                          ``timeouts_per_estab`` (its senders' TCPTimeouts over
-                                          their established connections; the worst app) when
-                                          the table has one, else the nstat ratio (note: nstat
-                                          sums CurrEstab over *both* ends of each connection).
-                                          Either counts the whole run's timeouts: stricter than
-                                          the story's per-second Prometheus rate by the number
-                                          of seconds with bursts (the microburst-ring
-                                          experiment computes the per-second form)
+``TCPTimeouts / CurrEstab``               story 004's alert ratio, named
+                                          ``rate(TCPTimeouts) / CurrEstab``: a broadcast app's
+                                          ``timeouts_rate_per_estab``, its senders' TCPTimeouts
+                                          per second over the bursts' span over their
+                                          established connections, as Prometheus'
+                                          ``rate(TCPTimeouts[W]) / CurrEstab`` gives it (the
+                                          worst app; thresholds in %/s or %). Without a
+                                          broadcast app, the plain ratio of the nstat counters
+                                          (``A / B`` below: whole run, both ends in CurrEstab)
 app metrics: ``[APP or KIND] KEY words``  ``app.APP.KEY[.SUB]`` by its words without units:
                                           ``HLS stalls`` (sum of ``app.*.stalls`` over hls
                                           apps), ``burst completion p99`` (worst broadcast
@@ -49,7 +49,7 @@ any column name                           itself (``run.goodput_bps``, ``app.eve
 
 An app's kind is not a numeric column, so it is recognised by the keys only that kind
 reports (ARCH9's summary keys): ``hls`` has ``time_on_profile_s``/``switches``,
-``broadcast`` ``timeouts_per_estab``, ``nfs_stream`` ``bytes_read``, ``rr``
+``broadcast`` ``timeouts_rate_per_estab``, ``nfs_stream`` ``bytes_read``, ``rr``
 ``transactions_per_sec``, ``batch_writer`` ``max_pending``.
 
 Thresholds carry units as users write them (:meth:`Metric.threshold`): ``50 ms`` or
@@ -85,7 +85,7 @@ RUN_KEYS = ("point", "seed")
 
 #: Units a metric can have (native values in the table): ``bps``, ``ms``, ``s``, ``bytes``,
 #: ``fraction`` (0..1, shown in %), ``pct`` (already percent), ``count``, ``ratio`` (unitless).
-UNITS = ("bps", "ms", "s", "bytes", "fraction", "pct", "count", "ratio")
+UNITS = ("bps", "ms", "s", "bytes", "fraction", "fraction_per_s", "pct", "count", "ratio")
 
 #: Flow columns and how a run aggregates them over its flows.
 FLOW_AGG = {
@@ -104,7 +104,7 @@ FLOW_AGG = {
 #: Keys only one app kind reports (ARCH9's summary keys): how a kind is recognised.
 KIND_SIGNATURE = {
     "hls": ("time_on_profile_s", "switches"),
-    "broadcast": ("timeouts_per_estab",),
+    "broadcast": ("timeouts_rate_per_estab",),
     "nfs_stream": ("bytes_read",),
     "rr": ("transactions_per_sec",),
     "batch_writer": ("max_pending",),
@@ -174,13 +174,14 @@ class Metric:
     # -- display -----------------------------------------------------------------------
     @property
     def display_unit(self) -> str:
-        return {"bps": "Mbit/s", "ms": "ms", "s": "s", "bytes": "bytes", "fraction": "%", "pct": "%"}.get(self.unit, "")
+        units = {"bps": "Mbit/s", "ms": "ms", "s": "s", "bytes": "bytes", "fraction": "%", "fraction_per_s": "%/s"}
+        return {**units, "pct": "%"}.get(self.unit, "")
 
     def display(self, value: float) -> float:
         """The value in :attr:`display_unit`."""
         if self.unit == "bps":
             return value / 1e6
-        if self.unit == "fraction":
+        if self.unit in ("fraction", "fraction_per_s"):
             return value * 100.0
         return value
 
@@ -194,6 +195,8 @@ class Metric:
             text = f"{v:+.0f}" if signed else f"{v:.0f}"
         else:
             text = f"{v:+.4g}" if signed else f"{v:.4g}"
+            if "e" in text:  # 10,000 and more: whole numbers, never 1.234e+04
+                text = f"{v:+,.0f}" if signed else f"{v:,.0f}"
         return f"{text} {unit}".rstrip()
 
     # -- thresholds ----------------------------------------------------------------------
@@ -207,18 +210,18 @@ class Metric:
         number, unit = float(m.group(1)), m.group(2)
         try:
             if unit == "":
-                if self.unit == "fraction" and abs(number) > 1:
+                if self.unit in ("fraction", "fraction_per_s") and abs(number) > 1:
                     raise metric_error(
                         option, whole, f"{show_value(raw)} is more than 1 for a fraction ({self.name})",
                         "a percentage with its sign such as 3 % (or a fraction such as 0.03)",
                     )  # fmt: skip
-                if self.unit in ("count", "ratio", "fraction", "pct"):
+                if self.unit in ("count", "ratio", "fraction", "fraction_per_s", "pct"):
                     return number
                 raise metric_error(
                     option, whole, f"{show_value(raw)} has no unit ({self.name} is {self._what()})", self._expected()
                 )
-            if unit == "%":
-                if self.unit == "fraction":
+            if unit == "%" or (unit == "%/s" and self.unit == "fraction_per_s"):
+                if self.unit in ("fraction", "fraction_per_s"):
                     return number / 100.0
                 if self.unit == "pct":
                     return number
@@ -248,6 +251,7 @@ class Metric:
             "s": "a time",
             "bytes": "a size",
             "fraction": "a fraction",
+            "fraction_per_s": "a fraction per second",
             "pct": "a percentage",
             "count": "a count",
             "ratio": "a ratio",
@@ -260,6 +264,7 @@ class Metric:
             "s": TIME_HINT,
             "bytes": "a size such as 64 KB",
             "fraction": "a percentage such as 3 % (or a fraction such as 0.03)",
+            "fraction_per_s": "a percentage per second such as 3 %/s (or 3 %, or a fraction such as 0.03)",
             "pct": "a percentage such as 3 %",
             "count": "a number such as 0 or 10",
             "ratio": "a number such as 0.5",
@@ -497,16 +502,21 @@ def _nstat(text: str, table_cols: Sequence[str]) -> Metric | None:
 
 
 def _story_ratio(text: str, table_cols: Sequence[str]) -> Metric | None:
-    """``TCPTimeouts / CurrEstab``: a broadcast app's own ratio when there is one (module doc)."""
-    cols = [c for c in table_cols if c.startswith("app.") and c.endswith(".timeouts_per_estab")]
+    """``TCPTimeouts / CurrEstab``: story 004's alert ratio, a broadcast app's
+    ``rate(TCPTimeouts) / CurrEstab`` (per second, :func:`tcplab.results.apps.timeout_rate`)
+    when the table has one (module doc)."""
+    from tcplab.results.apps import TIMEOUT_RATE_NAME
+
+    cols = [c for c in table_cols if c.startswith("app.") and c.endswith(".timeouts_rate_per_estab")]
     if not cols:
         return None
     how = "max"
     source = (cols[0] if len(cols) == 1 else f"max of {', '.join(cols)}") + (
-        ": the broadcast app's senders' TCPTimeouts / CurrEstab (story 004's alert ratio)"
+        f": the broadcast app's senders' {TIMEOUT_RATE_NAME}, per second over the bursts' span "
+        "(story 004's alert ratio)"
     )
     compute = _first(cols[0]) if len(cols) == 1 else _combine(cols, how)
-    return Metric(text, "TCPTimeouts / CurrEstab", "fraction", source, tuple(cols), compute)
+    return Metric(text, TIMEOUT_RATE_NAME, "fraction_per_s", source, tuple(cols), compute)
 
 
 def _single(text: str, table_cols: Sequence[str]) -> Metric | None:

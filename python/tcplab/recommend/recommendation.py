@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tcplab.units import percent_text
 from tcplab.recommend.robust import RULE, Choice, ConstraintCheck, Run, Selection, describe
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ class Recommendation:
         elif s.runner_up is not None and not s.ties:
             ru = s.runner_up
             state = "" if ru.feasible else f" (infeasible: {self.why_not(ru)})"
-            rel = f", {100 * s.margin_relative:+.3g} %" if not math.isnan(s.margin_relative) else ""
+            rel = f", {percent_text(100 * s.margin_relative, signed=True)}" if not math.isnan(s.margin_relative) else ""
             text += (
                 f" Margin over the runner-up {describe(ru.setting)}{state}: "
                 f"{m.fmt(s.margin, signed=True)}{rel} in the worst case "

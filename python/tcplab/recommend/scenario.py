@@ -158,7 +158,7 @@ def sweep_for_recommend(
     target, _ = prepare_recommend_dir(Path(out))  # kept on failure: the sweep in it resumes
     from tcplab.sweep.cli import _Bar
 
-    bar = _Bar(enabled=not quiet)
+    bar = _Bar(enabled=not quiet, plan=plan)
     try:
         return run_sweep(
             plan, target / SWEEP_SUBDIR, jobs=jobs, dask=dask, force=force, keep_runs=keep_runs, progress=bar

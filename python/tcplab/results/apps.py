@@ -18,7 +18,8 @@ each kind). :func:`app_results` turns them into :class:`AppResult` objects:
   column ``app`` names the app of each row (:func:`write_app_tables`);
 * :func:`headline` picks the few numbers a user of each kind looks at first (netperf's
   transactions per second and latency percentiles, a player's stalls and startup delay,
-  vmagent's timeouts and retries, the TCPTimeouts / CurrEstab ratio a team alerted on);
+  vmagent's timeouts and retries, the rate(TCPTimeouts) / CurrEstab ratio a team alerted on,
+  :func:`timeout_rate`);
   the CLI prints them, ``tcplab compare`` tabulates them, the report heads each app's
   section with them.
 
@@ -52,14 +53,22 @@ __all__ = [
     "MAX_LISTED_CONNECTIONS",
     "collapsed_flows",
     "TIMEOUT_RATIO_ALERT",
+    "TIMEOUT_RATE_NAME",
+    "timeout_rate",
 ]
 
 #: ``app_<table>.parquet``: the file of one table name (engine table names are ``[a-z0-9_]+``).
 APP_TABLE_FILE = re.compile(r"app_[a-z0-9_]+\.parquet\Z")
 _TABLE_NAME = re.compile(r"[a-z0-9_]+\Z")
 
-#: TCPTimeouts / CurrEstab above which the Mattermost team of story 004 was alerted (3 %).
+#: rate(TCPTimeouts) / CurrEstab above which the Mattermost team of story 004 was alerted
+#: (3 %, per second: their Grafana panel, Prometheus metrics).
 TIMEOUT_RATIO_ALERT = 0.03
+
+#: The name of story 004's alert ratio wherever tcplab shows it (reports, runs tables,
+#: ``tcplab run``/``compare``, ``recommend``, the microburst-ring experiment): one
+#: definition, :func:`timeout_rate`.
+TIMEOUT_RATE_NAME = "rate(TCPTimeouts) / CurrEstab"
 
 #: ``*_ns`` columns that are instants (scenario time), shown in seconds; other ``*_ns``
 #: columns are durations, shown in milliseconds.
@@ -177,15 +186,65 @@ def app_results(apps_out: Sequence[Mapping[str, Any]], config: Mapping[str, Any]
             if not isinstance(frame, pd.DataFrame):
                 frame = pd.DataFrame(dict(frame))
             tables[str(tname)] = _with_convenience(frame, flow_names)
+        summary = json_safe(dict(app.get("summary") or {}))
+        spec = dict(cfg.get("spec") or {})
+        if str(app["kind"]) == "broadcast":
+            summary = _with_timeout_rate(summary, tables.get("bursts"), spec, config.get("duration_ns"))
         results[unique] = AppResult(
             name=unique,
             kind=str(app["kind"]),
-            summary=json_safe(dict(app.get("summary") or {})),
+            summary=summary,
             tables=tables,
             flows=flows,
-            spec=dict(cfg.get("spec") or {}),
+            spec=spec,
         )
     return results
+
+
+def timeout_rate(
+    summary: Mapping[str, Any], bursts: pd.DataFrame | None, spec: Mapping[str, Any], duration_ns: Any
+) -> tuple[float | None, float | None]:
+    """Story 004's alert ratio as Prometheus gives it: ``rate(TCPTimeouts[W]) / CurrEstab``,
+    the senders' RTOs per second over the window W, over their established connections
+    (a fraction per second; 3 %/s was the team's alert). W is the span of the bursts, from
+    the first burst's start to the end of the last burst's interval (or of the run, if it
+    ends first); the RTOs are those counted in it (the ``bursts`` table's ``tcp_timeouts``,
+    else the whole run's). Returns ``(ratio_per_s, window_s)``, ``(None, None)`` when
+    there is no window or no established connection."""
+    estab = _num(summary.get("curr_estab"))
+    interval = _num(spec.get("interval_ns"))
+    starts = None
+    if bursts is not None and "start_ns" in bursts.columns and len(bursts):
+        starts = bursts["start_ns"].to_numpy(dtype=np.float64)
+    if not estab or starts is None or interval is None:
+        return None, None
+    end = starts[-1] + interval
+    duration = _num(duration_ns)
+    if duration is not None:
+        end = min(end, duration)
+    window_s = (end - starts[0]) / 1e9
+    if window_s <= 0:
+        return None, None
+    if "tcp_timeouts" in bursts.columns:
+        increase = float(bursts["tcp_timeouts"].to_numpy(dtype=np.float64).sum())
+    else:
+        increase = _num(summary.get("tcp_timeouts")) or 0.0
+    return float(increase / window_s / estab), float(window_s)
+
+
+def _with_timeout_rate(
+    summary: dict[str, Any], bursts: pd.DataFrame | None, spec: Mapping[str, Any], duration_ns: Any
+) -> dict[str, Any]:
+    """A broadcast's summary with the one alert ratio (:func:`timeout_rate`):
+    ``timeouts_rate_per_estab`` (per second) and ``timeouts_rate_window_s``, in place of the
+    engine's whole-run TCPTimeouts / CurrEstab (``timeouts_per_estab``), which is not the
+    story's ratio (it grows with the run's length) and is dropped so that no report shows a
+    second definition."""
+    ratio, window = timeout_rate(summary, bursts, spec, duration_ns)
+    out = {k: v for k, v in summary.items() if k != "timeouts_per_estab"}
+    out["timeouts_rate_per_estab"] = ratio
+    out["timeouts_rate_window_s"] = window
+    return out
 
 
 #: An app with more connections than this (a broadcast's thousands) is one row, not one per
@@ -283,6 +342,10 @@ def _value_text(value: float | str | None, unit: str) -> str:
         text = f"{value:.1f}"
     elif unit == "%":
         text = f"{value:.2f}"
+    elif unit == "%/s":  # a rate: 3 significant figures, plain digits (1,840 %/s, not 1.84e+03)
+        from tcplab.units import percent_text
+
+        text = percent_text(value).removesuffix(" %")
     elif unit in ("ms", "s"):
         text = f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}"
     else:
@@ -366,12 +429,13 @@ def headline(app: AppResult) -> list[Headline]:
             Headline("latency p99", _num(g("latency_ms", "p99")), "ms"),
         ]
     if kind == "broadcast":
-        ratio = _num(g("timeouts_per_estab"))
+        ratio = _num(g("timeouts_rate_per_estab"))
         return [
             Headline("burst completion p99", _num(g("completion_ms", "p99")), "ms"),
             Headline("TCPTimeouts", _num(g("tcp_timeouts"))),
             Headline("CurrEstab", _num(g("curr_estab"))),
-            Headline("TCPTimeouts/CurrEstab", None if ratio is None else 100 * ratio, "%"),
+            Headline(TIMEOUT_RATE_NAME, None if ratio is None else 100 * ratio, "%/s"),
+            Headline("rate window", _num(g("timeouts_rate_window_s")), "s"),
         ]
     return []
 

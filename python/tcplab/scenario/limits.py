@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tcplab.columns import QUEUE_DTYPES, TIMESERIES_DTYPES, row_bytes
+from tcplab.units import plural
 
 if TYPE_CHECKING:
     from tcplab.scenario import Scenario
@@ -181,9 +182,9 @@ def check_limits(sc: Scenario, error: ErrorFn, flow_count: int) -> None:
     if need > limit:
         error(
             ("sample_interval",),
-            f"{_time(sc.sample_interval)} over a {_time(sc.duration)} run keeps {rows} samples of {flow_count} flow(s) "
-            f"and {links} one-way link(s), about {human_bytes(need)}, above the memory limit of "
-            f"{_limit(limit)} (limits.memory)",
+            f"{_time(sc.sample_interval)} over a {_time(sc.duration)} run keeps {rows} samples of "
+            f"{plural(flow_count, 'flow')} and {plural(links, 'one-way link')}, about {human_bytes(need)}, "
+            f"above the memory limit of {_limit(limit)} (limits.memory)",
             "a longer sample_interval, a shorter duration, or a larger limits.memory such as 16GiB",
             sc.sample_interval,
         )

@@ -10,8 +10,10 @@ nothing written), a directory that holds another sweep, a Dask cluster that cann
 1 the engine is not installed; 130/143 interrupted (SIGINT/SIGTERM): the runs done are kept
 and sweep.json says "interrupted"; the same command resumes.
 
-Output: a rich progress bar on a terminal (runs done/total, failed, ETA); otherwise only the
-final lines (and ``error: run KEY ...`` per failure on stderr); ``--quiet``: nothing but errors.
+Output: a rich progress bar on a terminal (runs done/total, failed, ETA); otherwise one line
+per finished run on stderr, as ``tcplab reproduce`` prints them (``[k/N] POINT,seed=S done (T s)``
+or ``[k/N] ...: FAILED: why``, :class:`tcplab.progress.RunLines`), then the final lines (and
+``error: run KEY ...`` per failure); ``--quiet``: nothing but errors.
 """
 
 # No `from __future__ import annotations`: typer reads the command's annotations at run
@@ -29,10 +31,17 @@ EXIT_RUNS_FAILED = 3
 
 
 class _Bar:
-    """runs done/total, failed, ETA: a rich bar on a terminal, nothing otherwise."""
+    """runs done/total, failed, ETA: a rich bar on a terminal; otherwise one line per finished
+    run (named by its point and seed in ``plan``), unless ``enabled`` is False (--quiet)."""
 
-    def __init__(self, enabled: bool):
+    def __init__(self, enabled: bool, plan: Any = None):
+        from tcplab.progress import RunLines
+
         self.enabled = enabled and sys.stderr.isatty()
+        self.plan = plan
+        #: off a terminal: reproduce's lines (failures are listed at the end, as before)
+        off_terminal = enabled and not self.enabled
+        self.lines = RunLines(0, what="writing the table", bar=False, tty=False) if off_terminal else None
         self.bar: Any = None
         self.task: Any = None
         self.warnings: dict[str, None] = {}
@@ -44,6 +53,8 @@ class _Bar:
         if p.outcome is not None:
             for w in p.outcome.warnings:
                 self.warnings.setdefault(w)
+            if self.lines is not None:
+                self.lines(p.done, p.total, self.label_of(p.outcome.key), None if p.outcome.ok else p.outcome.error)
         if not self.enabled:
             return
         if self.bar is None:
@@ -69,6 +80,13 @@ class _Bar:
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+    def label_of(self, key: str) -> str:
+        """A run as its line names it: its point's values and seed (``flows.0.cc=bbr,seed=2``)."""
+        if self.plan is None or key not in self.plan.scenarios:
+            return key
+        entry = self.plan.scenarios[key][0]
+        return ",".join([*entry.point.texts(self.plan.parameters), f"seed={entry.seed}"])
 
 
 def register(app: typer.Typer) -> None:
@@ -193,7 +211,7 @@ def register(app: typer.Typer) -> None:
             sample_seed=int(sample_seed),
         )
         _warn([sc for _, sc in plan.scenarios.values()][:1])
-        bar = _Bar(enabled=not quiet)
+        bar = _Bar(enabled=not quiet, plan=plan)
         try:
             result = run_sweep(
                 plan,

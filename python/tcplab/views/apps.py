@@ -22,11 +22,17 @@ from the flow time series of its connections:
   retries over time** (a timeout counted when it fired, a retry when it was sent); the
   **pending queue** (batches waiting) over time with the queue's limit dashed when it came
   near it.
+* in a comparison (:func:`compare_app_plots`): per app, the **latency CDF of every variant
+  overlaid** (flent's ``ping_cdf`` for request/response: the metric that answers "which
+  variant answers faster"): rr transactions, NFS reads, batch writes that completed, HLS
+  segments, broadcast bursts' completion; p50 and p99 of each variant in the legend.
 * ``broadcast``: each burst's **completion time** (ms, from the burst's start to the last
-  byte read; bursts still incomplete at the end marked); **TCPTimeouts / CurrEstab** (%)
-  against the 3 % alert line of story 004's team: per burst when the ``bursts`` table has
-  the senders' RTOs of each (``tcp_timeouts``), with the run's ratio dotted; else the run's
-  ratio and retransmission rate as bars.
+  byte read; bursts still incomplete at the end marked); **rate(TCPTimeouts) / CurrEstab**
+  (%/s, as a Prometheus ``rate()`` gives it: :func:`tcplab.results.apps.timeout_rate`)
+  against the 3 %/s alert line of story 004's team: per burst interval when the ``bursts``
+  table has the senders' RTOs of each (``tcp_timeouts``: ``rate(TCPTimeouts[interval])``),
+  with the rate over all the bursts dotted; else that rate and the retransmission rate as
+  bars.
 
 A kind this module does not know gets no figure; its report section shows its summary and
 the first rows of each table. Missing tables or columns leave the panel with a note ("no
@@ -43,13 +49,22 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from tcplab.results.apps import TIMEOUT_RATIO_ALERT, AppResult
+from tcplab.results.apps import TIMEOUT_RATE_NAME, TIMEOUT_RATIO_ALERT, AppResult
 
 if TYPE_CHECKING:
     from tcplab.results import Result
     from tcplab.views.plots import Plot
 
-__all__ = ["app_plots", "app_plot_files", "stall_spans", "MAX_CDF_LINES", "PLOTTED_KINDS"]
+__all__ = [
+    "app_plots",
+    "app_plot_files",
+    "compare_app_plots",
+    "compare_app_figure",
+    "compared_apps",
+    "stall_spans",
+    "MAX_CDF_LINES",
+    "PLOTTED_KINDS",
+]
 
 #: Per-connection CDF lines drawn at most (beyond, only the aggregate).
 MAX_CDF_LINES = 8
@@ -134,9 +149,9 @@ def _count_axis(ax: Any) -> None:
 
 def _plural(n: Any, word: str) -> str:
     """``1 switch``, ``2 switches``, ``0 stalls``: a count and its noun."""
-    if n == 1:
-        return f"{n} {word}"
-    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
+    from tcplab.units import plural
+
+    return plural(n, word)
 
 
 def _legend(ax: Any) -> None:
@@ -587,40 +602,57 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
     alert = 100 * TIMEOUT_RATIO_ALERT
     per_burst = _col(bursts, "tcp_timeouts")
     estab = _num_or_none(app.get("curr_estab"))
-    if start is not None and per_burst is not None and len(start) and estab:
-        # the senders' RTOs from each burst's start to the next, over the established
-        # connections: the ratio as the story's dashboard showed it, one interval per burst
-        ratio_ax.step(start, 100 * per_burst / estab, where="post", color="C3", linewidth=1.3, label="per burst")
-        total = app.get("timeouts_per_estab")
+    interval_ns = _num_or_none(app.spec.get("interval_ns"))
+    window_s = _num_or_none(app.get("timeouts_rate_window_s"))
+    if start is not None and per_burst is not None and len(start) and estab and interval_ns:
+        # the senders' RTOs from each burst's start to the next, per second, over the
+        # established connections: rate(TCPTimeouts[interval]) / CurrEstab, one interval per
+        # burst, as the story's dashboard showed it
+        interval_s = interval_ns / 1e9
+        ratio_ax.step(
+            start,
+            100 * per_burst / interval_s / estab,
+            where="post",
+            color="C3",
+            linewidth=1.3,
+            label=f"per burst interval (rate over {interval_s:g} s)",
+        )
+        total = app.get("timeouts_rate_per_estab")
         if isinstance(total, (int, float)):
+            over = f" {window_s:.3g} s" if window_s else ""
             ratio_ax.axhline(
-                100 * total, color="C3", linestyle=":", linewidth=1.0, label=f"over the run {100 * total:.3g} %"
+                100 * total,
+                color="C3",
+                linestyle=":",
+                linewidth=1.0,
+                label=f"over the bursts' {over.strip() or 'span'}: {100 * total:.3g} %/s",
             )
-        ratio_ax.axhline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} % (story 004)")
+        ratio_ax.axhline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} %/s (story 004)")
         _axes_style(
             ratio_ax,
-            "TCPTimeouts / CurrEstab (%)",
-            f"Senders' TCPTimeouts per burst / CurrEstab ({int(estab)} connections)",
+            f"{TIMEOUT_RATE_NAME} (%/s)",
+            f"Senders' {TIMEOUT_RATE_NAME} ({int(estab)} connections)",
             xmax=result.duration_s,
         )
         ratio_ax.set_ylim(0, max(ratio_ax.get_ylim()[1], alert * 1.5))
     else:
-        ratio = app.get("timeouts_per_estab")
+        ratio = app.get("timeouts_rate_per_estab")
         retrans = app.get("retrans_rate")
-        labels = ["TCPTimeouts / CurrEstab", "retransmitted segments"]
+        labels = [f"{TIMEOUT_RATE_NAME} (%/s)", "retransmitted segments (%)"]
         values = [100 * v if isinstance(v, (int, float)) else np.nan for v in (ratio, retrans)]
         colors = [_STALL if v > alert else "C0" for v in values]
         ratio_ax.barh([1, 0], values, color=colors, height=0.5)
         ratio_ax.set_yticks([1, 0], labels)
-        for y, v in zip([1, 0], values, strict=True):
-            ratio_ax.text(v if np.isfinite(v) else 0, y, f"  {v:.3g} %" if np.isfinite(v) else "  -", va="center")
-        ratio_ax.axvline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} % (story 004)")
+        for y, v, unit in zip([1, 0], values, ["%/s", "%"], strict=True):
+            ratio_ax.text(v if np.isfinite(v) else 0, y, f"  {v:.3g} {unit}" if np.isfinite(v) else "  -", va="center")
+        ratio_ax.axvline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} %/s (story 004)")
         top = max([alert] + [v for v in values if np.isfinite(v)])
         ratio_ax.set_xlim(0, top * 1.3)
-        ratio_ax.set_xlabel("% (over the run)")
+        ratio_ax.set_xlabel("%/s (over the bursts' span) and % (of segments sent)")
         estab_n, tcp_timeouts = app.get("curr_estab"), app.get("tcp_timeouts")
+        span = f" over {window_s:.3g} s" if window_s else ""
         ratio_ax.set_title(
-            f"TCPTimeouts {tcp_timeouts if tcp_timeouts is not None else '-'} / CurrEstab "
+            f"TCPTimeouts {tcp_timeouts if tcp_timeouts is not None else '-'}{span} / CurrEstab "
             f"{estab_n if estab_n is not None else '-'}, and the retransmission rate",
             loc="left",
             fontsize="medium",
@@ -628,6 +660,96 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
         ratio_ax.grid(True, axis="x", alpha=0.3)
     _legend(ratio_ax)
     return fig, (
-        "completion time of each burst (to the last byte delivered) against the burst window, and TCPTimeouts / "
-        f"CurrEstab with the retransmission rate against the {alert:g} % alert line of story 004"
+        "completion time of each burst (to the last byte delivered) against the burst window, and "
+        f"{TIMEOUT_RATE_NAME} (per second, as Prometheus' rate() gives it) with the retransmission rate against "
+        f"the {alert:g} %/s alert line of story 004"
     )
+
+
+# -- comparisons -------------------------------------------------------------------------
+
+#: Per kind: (table, latency column, what one row is, the figure's title) of the per-item
+#: latency whose CDFs a comparison overlays.
+COMPARE_LATENCY = {
+    "rr": ("requests", "latency_ms", "transactions", "request/response latency"),
+    "nfs_stream": ("requests", "latency_ms", "reads", "NFS read latency"),
+    "batch_writer": ("requests", "latency_ms", "requests that completed", "batch write latency"),
+    "hls": ("segments", "latency_ms", "segments", "segment latency (request to last byte)"),
+    "broadcast": ("bursts", "completion_ms", "bursts", "burst completion (start to last byte read)"),
+}
+
+
+def _compare_latency(app: AppResult) -> np.ndarray | None:
+    """The per-item latencies (ms) a comparison overlays for ``app``, or None."""
+    spec = COMPARE_LATENCY.get(app.kind)
+    if spec is None:
+        return None
+    table, column, _, _ = spec
+    frame = app.tables.get(table)
+    values = _col(frame, column)
+    if values is None:
+        return None
+    if app.kind == "batch_writer" and "outcome" in frame.columns:
+        values = values[(frame["outcome"].astype(str) == "ok").to_numpy()]
+    if app.kind == "broadcast" and "complete" in frame.columns:
+        values = values[frame["complete"].to_numpy().astype(bool)]
+    return values[np.isfinite(values)]
+
+
+def compare_app_plots(results: Mapping[str, Result]) -> list[Plot]:
+    """One figure per app of a latency kind (:data:`COMPARE_LATENCY`) found in the
+    variants (matched by app name): its latency CDF in each variant, overlaid
+    (:func:`compare_app_figure`)."""
+    from tcplab.views.plots import Plot, _png
+
+    plots = []
+    for name, kind in compared_apps(results).items():
+        fig, caption = compare_app_figure(results, name, kind)
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "app"
+        plots.append(Plot(f"compare-app-{stem}.png", caption, _png(fig)))
+    return plots
+
+
+def compared_apps(results: Mapping[str, Result]) -> dict[str, str]:
+    """``{app name: kind}`` of the apps of a latency kind in any variant, in order."""
+    names: dict[str, str] = {}
+    for r in results.values():
+        for name, app in getattr(r, "apps", {}).items():
+            if app.kind in COMPARE_LATENCY:
+                names.setdefault(name, app.kind)
+    return names
+
+
+def compare_app_figure(results: Mapping[str, Result], name: str, kind: str) -> tuple[Any, str]:
+    """The CDF of app ``name``'s per-item latency in each variant, one colour per variant
+    (:mod:`tcplab.views.colors`), each variant's p50 and p99 in the legend; and a caption."""
+    from tcplab.views.colors import variant_colors
+
+    colors = variant_colors(results)
+    _, _, items, what = COMPARE_LATENCY[kind]
+    fig = _figure(1, 4.2)
+    ax = fig.add_subplot()
+    every: list[np.ndarray] = []
+    for label, r in results.items():
+        app = getattr(r, "apps", {}).get(name)
+        values = _compare_latency(app) if app is not None and app.kind == kind else None
+        if values is None or len(values) == 0:
+            ax.plot([], [], color=colors[label], label=f"{label}: no {items}")
+            continue
+        every.append(values)
+        p50, p99 = np.quantile(values, [0.5, 0.99], method="inverted_cdf")
+        _cdf(ax, values, f"{label}: p50 {p50:.3g} ms, p99 {p99:.3g} ms ({len(values)} {items})", colors[label])
+    _cdf_style(
+        ax,
+        f"{name} ({kind}): {what}, CDF of each variant",
+        np.concatenate(every) if every else np.array([], dtype=np.float64),
+    )
+    if not every:
+        _note(ax, f"no {items} in any variant")
+    ax.set_ylabel(f"Fraction of {items}")
+    _legend(ax)
+    caption = (
+        f"{name} ({kind}): {what}: the CDF of each variant overlaid (as flent's ping_cdf), "
+        "p50 and p99 in the legend"
+    )
+    return fig, caption

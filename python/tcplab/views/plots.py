@@ -10,7 +10,11 @@ The model: one PNG per view, time in seconds on x, one colour per flow labelled
   also their total. A dashed line is the route's **payload ceiling**
   (:mod:`tcplab.views.paths`: the bottleneck rate x 1448/1514 on Ethernet).
 * ``cwnd.png``: ``cwnd`` in packets (as Linux and ``ss`` report it, not bytes), and
-  ``ssthresh`` dotted where it is set (not the initial "infinite" 0x7fffffff).
+  ``ssthresh`` dotted where it is set (not the initial "infinite" 0x7fffffff). A trace that
+  reverses direction at most samples (BBR's cwnd over a minute at 100 ms) would draw as a
+  solid band: it is drawn as its median per bin with the min..max band shaded
+  (:func:`trace`), here, in compare.png and in each flow's figure (whose zoom shows every
+  sample).
 * ``rtt.png``: smoothed RTT ``srtt_us`` in ms (what ``ss`` prints as ``rtt:``), and the
   route's **base RTT** (propagation only) dashed.
 * ``queues.png``: backlog (packets) and tail drops per sample interval of each bottleneck
@@ -25,7 +29,10 @@ The model: one PNG per view, time in seconds on x, one colour per flow labelled
   marks (:mod:`tcplab.views.episodes`), cwnd/ssthresh/inflight with Recovery and Loss
   shaded, pacing and delivery rate (and BBR's bandwidth estimate) with BBR's mode shaded
   and the payload ceiling, RTT with the base RTT, and a zoomed cwnd panel around the
-  first loss (every sample marked, so the sampling resolution shows).
+  first loss (every sample marked, so the sampling resolution shows). On a connection
+  whose app makes a request faster than every two samples (an rr transaction every 51 ms,
+  sampled every 100 ms) in flight is drawn as points, and the panel says the cycle aliases
+  (:func:`transaction_cycle_s`): the engine samples, it does not keep per-interval extremes.
 
 Figures are drawn with matplotlib's object API on the Agg canvas (no pyplot state, no
 display needed), and saved without a software/date stamp so the same data gives the same
@@ -66,6 +73,12 @@ __all__ = [
     "compare_plot",
     "plot_compare",
     "bottleneck_queues",
+    "cwnd_figure",
+    "flow_figure",
+    "trace",
+    "is_dense",
+    "envelope",
+    "transaction_cycle_s",
 ]
 
 #: The overview files of every run (the per-flow ``flow-N.png`` come after them).
@@ -270,6 +283,63 @@ def _rtt_ms(rows: pd.DataFrame, column: str) -> np.ndarray:
     return np.where(v > 0, v, np.nan)
 
 
+#: A trace of more samples than this whose direction reverses at more than
+#: :data:`ENVELOPE_REVERSALS` of its samples (BBR's cwnd, cycling every few RTTs, sampled
+#: every 100 ms for a minute: 600 samples, 70 % reversals) draws as a solid band: it is drawn
+#: as its min..max per bin (shaded) and the bin's median (the line) instead.
+ENVELOPE_MIN_SAMPLES = 200
+ENVELOPE_REVERSALS = 0.25
+#: Bins across the plotted span of an enveloped trace.
+ENVELOPE_BINS = 120
+
+
+def is_dense(v: np.ndarray) -> bool:
+    """True when ``v`` would draw as a solid band (see :data:`ENVELOPE_MIN_SAMPLES`)."""
+    finite = v[np.isfinite(v)]
+    if len(finite) <= ENVELOPE_MIN_SAMPLES:
+        return False
+    steps = np.sign(np.diff(finite))
+    steps = steps[steps != 0]
+    if len(steps) < 2:
+        return False
+    return float((steps[1:] != steps[:-1]).mean()) > ENVELOPE_REVERSALS
+
+
+def envelope(t: np.ndarray, v: np.ndarray, span: tuple[float, float], bins: int = ENVELOPE_BINS):
+    """Per bin of ``span``: (bin starts, min, median, max) of the samples in it (NaN where
+    a bin has none); the bin width is ``(span[1] - span[0]) / bins``."""
+    lo_t, hi_t = span
+    width = (hi_t - lo_t) / bins if hi_t > lo_t else 1.0
+    idx = np.clip(((t - lo_t) // width).astype(np.int64), 0, bins - 1)
+    starts = lo_t + width * np.arange(bins)
+    mins = np.full(bins, np.nan)
+    meds = np.full(bins, np.nan)
+    maxs = np.full(bins, np.nan)
+    ok = np.isfinite(v)
+    for b in np.unique(idx[ok]):
+        vals = v[ok & (idx == b)]
+        mins[b], meds[b], maxs[b] = vals.min(), np.median(vals), vals.max()
+    return starts, mins, meds, maxs, width
+
+
+def trace(
+    ax: Any, t: np.ndarray, v: np.ndarray, span: tuple[float, float], *, label: str, color: str, **style: Any
+) -> bool:
+    """``v`` against ``t``: a line, or, when it is dense (:func:`is_dense`), its min..max per
+    bin shaded and the bin's median as the line (the label says so). True if enveloped."""
+    if not is_dense(v):
+        ax.plot(t, v, label=label, color=color, **style)
+        return False
+    starts, mins, meds, maxs, width = envelope(t, v, span)
+    edges = np.append(starts, starts[-1] + width)
+    ax.fill_between(edges, np.append(mins, mins[-1]), np.append(maxs, maxs[-1]), step="post", color=color,
+                    alpha=0.25, linewidth=0)  # fmt: skip
+    line_style = {k: v for k, v in style.items() if k not in ("marker", "markersize")}
+    ax.step(edges, np.append(meds, meds[-1]), where="post", color=color,
+            label=f"{label}: median per {width:.2g} s, band min..max", **line_style)  # fmt: skip
+    return True
+
+
 # -- the overview plots ------------------------------------------------------------------
 
 
@@ -302,6 +372,18 @@ def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping
 
 
 def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
+    return Plot(
+        "cwnd.png",
+        "Congestion window and ssthresh of each flow, in packets (a cwnd that changes direction at most "
+        "samples, as BBR's does, is drawn as its median and min..max band per bin: each flow's mechanism "
+        "figure zooms into it)",
+        _png(cwnd_figure(result, colors)),
+    )
+
+
+def cwnd_figure(result: Result, colors: Mapping[str, str]) -> Figure:
+    """``cwnd.png``'s figure: each flow's cwnd (enveloped when dense, :func:`trace`) and
+    ssthresh."""
     fig = _figure()
     ax = fig.add_subplot()
     any_ssthresh = False
@@ -310,7 +392,8 @@ def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
         if rows.empty:
             continue
         t = rows["t_s"].to_numpy()
-        ax.plot(t, rows["cwnd"].to_numpy(dtype=np.float64), label=_flow_label(result, name), color=colors[name], lw=1.2)
+        cwnd = rows["cwnd"].to_numpy(dtype=np.float64)
+        trace(ax, t, cwnd, (0.0, result.duration_s), label=_flow_label(result, name), color=colors[name], lw=1.2)
         ss = _ssthresh(rows)
         if np.isfinite(ss).any():
             any_ssthresh = True
@@ -319,7 +402,7 @@ def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
         ax.plot([], [], color="0.3", linestyle=":", label="ssthresh (dotted)")
     _style(ax, "cwnd (packets)", f"TCP congestion window - {result.title}", xmax=result.duration_s)
     _legend(ax)
-    return Plot("cwnd.png", "Congestion window and ssthresh of each flow, in packets", _png(fig))
+    return fig
 
 
 def _rtt_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str, str]) -> Plot:
@@ -420,6 +503,26 @@ def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
 # -- the mechanism of one flow -----------------------------------------------------------
 
 
+def transaction_cycle_s(result: Result, name: str) -> float | None:
+    """The median time between the requests an app makes on connection ``name`` (an rr
+    transaction, an NFS read, a batch write: the app's ``requests`` table), or None when
+    the flow carries no such app. In flight rises and falls once per request, so a cycle
+    shorter than two sample intervals cannot be seen in the samples (it aliases: a 51 ms
+    cycle sampled every 100 ms reads as a slow on/off)."""
+    for app in getattr(result, "apps", {}).values():
+        if name not in app.flows:
+            continue
+        req = app.tables.get("requests")
+        if req is None or "flow_name" not in req.columns or "start_s" not in req.columns:
+            continue
+        starts = np.sort(req.loc[req["flow_name"] == name, "start_s"].to_numpy(dtype=np.float64))
+        if len(starts) >= 3:
+            return float(np.median(np.diff(starts)))
+    return None
+
+
+
+
 def _shade(ax: Any, spans: list[Any], colors: Mapping[str, str], alpha: float) -> None:
     for s in spans:
         if s.label in colors:
@@ -468,6 +571,12 @@ def _strip(
 
 
 def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) -> Plot:
+    fig, caption = flow_figure(result, number, name, path)
+    return Plot(f"flow-{number}.png", caption, _png(fig))
+
+
+def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -> tuple[Figure, str]:
+    """The mechanism figure of flow ``number`` (``flow-N.png``, module doc) and its caption."""
     rows = _rows(result, name).sort_values("t_ns")
     cc = _flow_cc(result).get(name, "")
     interval = result.sample_interval_s
@@ -484,6 +593,11 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
     cwnd = rows["cwnd"].to_numpy(dtype=np.float64)
     ssthresh = _ssthresh(rows)
     inflight = rows["inflight"].to_numpy(dtype=np.float64)
+    # a request/response cycle shorter than two samples aliases in the in-flight trace: draw
+    # the samples as points (nothing between them is known) and say so on the panel
+    cycle = transaction_cycle_s(result, name)
+    aliased = cycle is not None and cycle < 2.0 * interval
+    span = (0.0, result.duration_s)
 
     fig = _figure(height=13.0)
     grid = fig.add_gridspec(5, 1, height_ratios=[0.8 if has_modes else 0.55, 3, 2.4, 2.4, 3])
@@ -510,10 +624,28 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
         _shade(ax, ca_spans, {k: CA_COLORS[k] for k in _SHADED_CA}, 0.18)
         marker = {"marker": "o", "markersize": 2.5} if mark_samples else {}
         # cwnd on top: a cwnd-limited flow has in flight = cwnd, and cwnd is the trace to read
-        ax.plot(t, cwnd, color="C0", linewidth=1.2, label="cwnd", zorder=3, **marker)
+        if mark_samples:
+            ax.plot(t, cwnd, color="C0", linewidth=1.2, label="cwnd", zorder=3, **marker)
+        else:
+            trace(ax, t, cwnd, span, label="cwnd", color="C0", linewidth=1.2, zorder=3)
         if np.isfinite(ssthresh).any():
             ax.plot(t, ssthresh, color="C3", linestyle=":", linewidth=1.2, label="ssthresh", zorder=2.5)
-        ax.plot(t, inflight, color="C2", linewidth=1.6, alpha=0.6, label="in flight", zorder=2)
+        if aliased:
+            ax.plot(t, inflight, linestyle="none", marker=".", markersize=3, color="C2", zorder=2,
+                    label=f"in flight (samples only: the {cycle * 1e3:.3g} ms request cycle aliases)")  # fmt: skip
+            if not mark_samples:  # said once, above the panel (the zoom's title says it short)
+                import textwrap
+
+                note = (
+                    f"In flight is sampled every {interval * 1e3:g} ms; this connection makes a request every "
+                    f"{cycle * 1e3:.3g} ms, faster than half the sampling: the points cannot show the cycle (any "
+                    "on/off pattern in them is aliasing). The app's latency figure shows each request."
+                )
+                ax.set_title(textwrap.fill(note, 120), loc="left", fontsize="small", color="0.25")
+        elif mark_samples:
+            ax.plot(t, inflight, color="C2", linewidth=1.6, alpha=0.6, label="in flight", zorder=2)
+        else:
+            trace(ax, t, inflight, span, label="in flight", color="C2", linewidth=1.6, alpha=0.6, zorder=2)
         for x in rtos:
             ax.axvline(x, color=_RTO_COLOR, linestyle="--", linewidth=0.9)
         if mark_samples and len(retrans[0]):
@@ -588,7 +720,8 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
     zoom.set_xlim(*window)
     zoom.set_ylim(0, top * 1.1)
     zoom.set_title(
-        f"Zoom: cwnd {window[0]:.2f}-{window[1]:.2f} s, {what}; one point per {interval * 1e3:g} ms sample",
+        f"Zoom: cwnd {window[0]:.2f}-{window[1]:.2f} s, {what}; one point per {interval * 1e3:g} ms sample"
+        + ("; in flight aliases (see above)" if aliased else ""),
         loc="left",
         fontsize="medium",
     )
@@ -596,11 +729,9 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
     zoom.set_ylabel("packets")
     zoom.grid(True, alpha=0.3)
     _legend(zoom)
-    return Plot(
-        f"flow-{number}.png",
+    return fig, (
         f"Mechanism of flow {number}, {_flow_label(result, name)}: CA state and BBR mode, cwnd, rates, "
-        f"RTT and a zoom (one point per sample: a smaller sample_interval gives a finer trace)",
-        _png(fig),
+        f"RTT and a zoom (one point per sample: a smaller sample_interval gives a finer trace)"
     )
 
 
@@ -668,7 +799,8 @@ def compare_plot(results: Mapping[str, Result]) -> Plot:
             t = rows["t_s"].to_numpy()
             style = {"color": color, "linestyle": styles[k % 4], "label": line_label, "linewidth": 1.1}
             good.plot(t, _smooth(t, rows["goodput_bps"].to_numpy(dtype=np.float64)) / 1e6, **style)
-            win.plot(t, rows["cwnd"].to_numpy(dtype=np.float64), **style)
+            end = max(r.duration_s for r in results.values())
+            trace(win, t, rows["cwnd"].to_numpy(dtype=np.float64), (0.0, end), **style)
             rtt.plot(t, _rtt_ms(rows, "srtt_us"), **style)
         for p in paths.values():
             ceilings.setdefault(round(p.payload_ceiling_bps, 3), []).append(label)

@@ -67,12 +67,21 @@ def recommend_plots(rec: Recommendation) -> list[Plot]:
 
 def _recommend_plots(rec: Recommendation) -> list[Plot]:
     """``recommend.png`` (module doc)."""
+    drawn = recommend_figure(rec)
+    if drawn is None:
+        return []
+    fig, caption = drawn
+    return [Plot(PLOT_FILE, caption, _png(fig))]
+
+
+def recommend_figure(rec: Recommendation) -> tuple[Any, str] | None:
+    """The figure of ``recommend.png`` and its caption (None: no run to draw)."""
     import numpy as np
 
     s = rec.selection
     frame = s.per_run
     if frame is None or frame.empty:
-        return []
+        return None
     obj = s.objective
     constraints = list(obj.constraints)
     panels = [("objective", obj.metric, None, "mean")] + [
@@ -87,7 +96,15 @@ def _recommend_plots(rec: Recommendation) -> list[Plot]:
     others = [p for p in s.conditions_params if p != x_param]
     fig = _figure(height=3.2 * len(panels), width=10.0)
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
-    colors = [f"C{i % 10}" for i in range(len(s.choices))]
+    # one colour per setting, by its place in the sweep's plan (not its rank): the sweep's
+    # figures draw the same setting in the same colour (tcplab.views.colors)
+    from tcplab.views.colors import variant_colors
+
+    def key(choice: Any) -> tuple[str, ...]:
+        return tuple(str(choice.setting[p]) for p in s.choose)
+
+    palette = variant_colors(key(c) for c in sorted(s.choices, key=lambda c: c.order))
+    colors = [palette[key(c)] for c in s.choices]
     rec_setting = s.recommended.setting if s.recommended else None
 
     if x_param is not None:
@@ -190,7 +207,7 @@ def _recommend_plots(rec: Recommendation) -> list[Plot]:
         f"{obj.sense} {obj.metric.name} over {', '.join(s.over) or 'seeds'}: one line per setting "
         "(thick: recommended; dashed: infeasible); constraints below with their bounds."
     )
-    return [Plot(PLOT_FILE, caption, _png(fig))]
+    return fig, caption
 
 
 _TEMPLATE = """<!doctype html>
@@ -239,7 +256,7 @@ def _cell(v: Any) -> str:
 
 def render_recommend_report(rec: Recommendation, figures: list[Plot]) -> str:
     from tcplab.recommend.robust import RULE, describe
-    from tcplab.views.report import _STYLE, data_uri
+    from tcplab.views.report import _STYLE, data_uri, scrolling
 
     s = rec.selection
     table = rec.table
@@ -265,7 +282,7 @@ def render_recommend_report(rec: Recommendation, figures: list[Plot]) -> str:
             }
         )
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.from_string(_TEMPLATE).render(
+    return env.from_string(scrolling(_TEMPLATE)).render(
         style=_STYLE,
         objective=s.objective.text,
         rule=RULE,

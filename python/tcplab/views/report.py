@@ -39,11 +39,18 @@ __all__ = [
     "render_compare_report",
     "write_compare_report",
     "data_uri",
+    "scrolling",
 ]
 
 _STYLE = """
  body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
  table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+ /* every table sits in a box of the page's width: it wraps its cells to fit, and what still
+    does not fit scrolls inside the box; the page never runs off the right */
+ div.scroll { overflow-x: auto; max-width: 100%; margin: 1em 0; }
+ div.scroll > table { margin: 0; }
+ td.l.wrap { white-space: normal; min-width: 4em; }
+ table.flows { font-size: 0.82em; } table.flows th, table.flows td { padding: 0.3em 0.4em; }
  th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
  th { background: #f3f3f3; } td.l, th.l { text-align: left; } td.l { white-space: nowrap; }
  .ok { color: #186a18; } .bad { color: #a01010; font-weight: bold; }
@@ -74,14 +81,14 @@ _TEMPLATE = """<!doctype html>
  &middot; {{ s.events }} events, {{ s.packets }} packets</p>
 
 <h2>Flows</h2>
-<table>
+<div class="scroll"><table class="flows">
 <tr><th class="l">flow</th><th class="l">from &rarr; to</th><th class="l">data</th><th class="l">cc</th>
 <th>goodput (Mbit/s)</th><th>payload ceiling (Mbit/s)</th><th>of ceiling (%)</th><th>retrans (%)</th>
 <th>timeouts</th><th>base RTT (ms)</th><th>RTT p50 (ms)</th><th>RTT p90 (ms)</th><th>RTT p99 (ms)</th>
 <th>rwnd-limited (ms)</th><th>rwnd-limited (%)</th><th>sndbuf-limited (ms)</th></tr>
 {% for f in flows %}
-<tr><td class="l">{{ f.name }}</td><td class="l">{{ f["from"] }} &rarr; {{ f.to }}</td>
-<td class="l">{{ f.data }}</td><td class="l">{{ f.cc }}</td>
+<tr><td class="l">{{ f.name }}</td><td class="l wrap">{{ f["from"] }} &rarr; {{ f.to }}</td>
+<td class="l wrap">{{ f.data }}</td><td class="l">{{ f.cc }}</td>
 <td>{{ f.goodput }}</td><td>{{ f.ceiling }}</td><td>{{ f.of_ceiling }}</td><td>{{ f.retrans }}</td>
 <td>{{ f.timeouts }}</td>
 <td>{{ f.base_rtt }}</td><td>{{ f.p50 }}</td><td>{{ f.p90 }}</td><td>{{ f.p99 }}</td>
@@ -241,6 +248,13 @@ entered Loss (only the retransmission timer enters Loss).</p>
 """
 
 
+def scrolling(template: str) -> str:
+    """``template`` with each ``<table>`` in a ``div.scroll`` box (see the style)."""
+    return template.replace("<table>", '<div class="scroll"><table>').replace("</table>", "</table></div>")
+
+
+_TEMPLATE = scrolling(_TEMPLATE)
+
 _COMPARE_TEMPLATE = """<!doctype html>
 <html lang="en">
 <head>
@@ -267,6 +281,9 @@ dropped (random loss). Payload ceiling and base RTT: of the first flow's route (
 </body>
 </html>
 """
+
+
+_COMPARE_TEMPLATE = scrolling(_COMPARE_TEMPLATE)
 
 
 def sig(x: float, digits: int = 3) -> str:
@@ -732,16 +749,21 @@ def write_compare_report(
     plots: bool = True,
     per_variant: int = 2,
 ) -> Path:
-    """DIR/compare.png (if ``plots``) and DIR/report.html with compare.png and the first
-    ``per_variant`` flow figures of each variant (read from ``DIR/<variant>/plots``,
-    written by the run views) inline."""
+    """DIR/compare.png (if ``plots``) and DIR/report.html with compare.png, each app's
+    latency CDFs of the variants overlaid (:func:`tcplab.views.apps.compare_app_plots`,
+    inline only) and the first ``per_variant`` flow figures of each variant (read from
+    ``DIR/<variant>/plots``, written by the run views) inline."""
     from tcplab.views.plots import Plot, compare_plot
 
     figures: list[Plot] = []
     if plots:
+        from tcplab.views.apps import compare_app_plots
+
         cmp = compare_plot(results)
         (directory / "compare.png").write_bytes(cmp.png)
         figures.append(cmp)
+        # the apps' own answer (which variant serves requests faster): latency CDFs overlaid
+        figures.extend(compare_app_plots(results))
         for label in variants:
             for number in range(per_variant):
                 png = directory / label / "plots" / f"flow-{number}.png"

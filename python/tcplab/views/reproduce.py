@@ -6,7 +6,10 @@ The model. :func:`reproduce` plans and runs the experiments
 
 ``OUT/NAME/report.html``
     self-contained (plots embedded as ``data:`` URIs, no script, no outside file, as a run's
-    report.html): the story it replays (linked to docs/stories.md), the setup paragraph, the
+    report.html): the story it replays (its heading, its ``docs/stories.md#anchor`` named as
+    text, and the story itself embedded: what happened, the mechanism, the fix, quoted from
+    docs/stories.md, so that the page still tells it when attached to a ticket, where no link
+    to the clone would resolve), the setup paragraph, the
     claims table "claim (story, quoted) | published | tcplab's figure | verdict" with the
     reason under each claim, the explanations with their figures, the ``tcplab diagnose``
     cross-check table, and the runs (label, group, scenario file, overrides, the ``tcplab
@@ -42,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
-from tcplab.views.report import _STYLE, data_uri, sig
+from tcplab.views.report import _STYLE, data_uri, scrolling, sig
 
 if TYPE_CHECKING:
     from tcplab.experiments.reproduce import Outcome
@@ -177,17 +180,38 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-")
 
 
+#: The story's own paragraphs the reports embed (docs/stories.md's sections): the rest of a
+#: section is about tcplab, which the report itself shows.
+_STORY_PARTS = ("**What happened.**", "**Mechanism.**", "**Fix.**")
+
+
+def _story_excerpt(number: str) -> str:
+    """The story's "What happened", "Mechanism" and "Fix" paragraphs (Markdown), from
+    docs/stories.md when the repository is here; "" otherwise."""
+    doc = _stories_doc()
+    if doc is None or not number:
+        return ""
+    page = doc.read_text(encoding="utf-8")
+    m = re.search(rf"^## Story {number}\b.*?$(.*?)(?=^## |\Z)", page, flags=re.M | re.S)
+    if not m:
+        return ""
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", m.group(1)) if p.strip()]
+    return "\n\n".join(p for p in paragraphs if p.startswith(_STORY_PARTS))
+
+
 def _story_info(seed: str) -> dict[str, str]:
+    """The story an experiment replays: its number, heading, seed, where it is told
+    (``ref``: docs/stories.md#anchor in tcplab's repository, as text: a report travels
+    without the clone, so it links to no file) and its text (``excerpt``, embedded)."""
     number = _story_number(seed)
     heading = _story_heading(number) or (f"Story {number}" if number else "story")
     anchor = _slug(heading)
-    doc = _stories_doc()
     return {
         "number": number,
         "heading": heading,
         "seed": seed,
         "ref": f"{STORIES_DOC}#{anchor}",
-        "href": (doc.as_uri() + "#" + anchor) if doc is not None else "",
+        "excerpt": _story_excerpt(number),
     }
 
 
@@ -271,6 +295,8 @@ def index_record(records: Sequence[Mapping[str, Any]], *, quick: bool, elapsed_s
     from tcplab import __version__
 
     totals = _totals(records)
+    # in the stories' order (story 000 first), whatever order the experiments were named in
+    records = sorted(records, key=lambda r: (r["story"]["number"] or "999", r["experiment"]))
     return _clean(
         {
             "mode": "quick" if quick else "full",
@@ -342,11 +368,15 @@ def experiment_markdown(r: Mapping[str, Any]) -> str:
     story = r["story"]
     lines = [f"# {r['experiment']}: {r['title']}", ""]
     lines.append(
-        f"Replays {story['heading']} ([{story['ref']}]({_md_doc_link(story)})), "
+        f"Replays {story['heading']} (`{story['ref']}` in tcplab's repository), "
         f"from the seed `{story['seed']}`. Mode: {r['mode']}; {len(r['runs'])} runs, simulator wall time "
         f"{_seconds(r['runs_wall_time_s'])}; tcplab {r['tcplab']}."
     )
     lines.append("")
+    if story.get("excerpt"):
+        lines += ["## The story", ""]
+        lines += [f"> {line}" if line else ">" for line in str(story["excerpt"]).splitlines()]
+        lines.append("")
     if r["error"]:
         lines += ["**FAILED: this experiment did not complete; the results below are incomplete.**", ""]
         lines += ["```", str(r["error"]).rstrip(), "```", ""]
@@ -408,10 +438,6 @@ def experiment_markdown(r: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _md_doc_link(story: Mapping[str, str]) -> str:
-    return story["href"] or story["ref"]
-
-
 def index_markdown(index: Mapping[str, Any]) -> str:
     lines = ["# tcplab reproduce: the five stories", ""]
     elapsed = f", {sig(index['elapsed_s'])} s wall" if index.get("elapsed_s") is not None else ""
@@ -464,6 +490,7 @@ _EXTRA_STYLE = """
  .v-not { color: #a01010; font-weight: bold; }
  .failed { border: 2px solid #a01010; padding: 0.5em 1em; background: #fff3f3; }
  code.cmd { font-size: 0.85em; }
+ blockquote.story { border-left: 4px solid #ccc; margin: 1em 0; padding: 0.2em 1em; color: #333; }
 """
 
 _ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -480,15 +507,20 @@ _EXPERIMENT_TEMPLATE = """<!doctype html>
 </head>
 <body>
 <h1>{{ r.experiment }}: {{ r.title }}</h1>
-<p>Replays <b>{% if r.story.href %}<a href="{{ r.story.href }}">{{ r.story.heading }}</a>
-{% else %}{{ r.story.heading }}{% endif %}</b>
- (<code>{{ r.story.ref }}</code>; seed <code>{{ r.story.seed }}</code>)
+<p>Replays <b>{{ r.story.heading }}</b>
+ (<code>{{ r.story.ref }}</code> in tcplab's repository; seed <code>{{ r.story.seed }}</code>)
  &middot; {{ r.mode }} mode &middot; {{ r.runs | length }} runs, simulator wall time {{ r.runs_wall_time_s | sig }} s
  &middot; tcplab {{ r.tcplab }}
  &middot; <a href="../index.html">all experiments</a></p>
 {% if r.error %}
 <div class="failed"><p class="bad">FAILED: this experiment did not complete; what follows is incomplete.</p>
 <pre>{{ r.error }}</pre></div>
+{% endif %}
+
+{% if r.story.excerpt %}
+<h2>The story</h2>
+<blockquote class="story">{{ r.story.excerpt | md }}</blockquote>
+<p class="note">From <code>{{ r.story.ref }}</code>; the claims below quote the story's sources.</p>
 {% endif %}
 
 <h2>Setup</h2>
@@ -621,6 +653,10 @@ the engine's wall time summed over the experiment's runs (they run in parallel a
 </body>
 </html>
 """
+
+
+_EXPERIMENT_TEMPLATE = scrolling(_EXPERIMENT_TEMPLATE)
+_INDEX_TEMPLATE = scrolling(_INDEX_TEMPLATE)
 
 
 def experiment_html(r: Mapping[str, Any], plots_dir: Path) -> str:

@@ -222,6 +222,22 @@ def _metric_grid(
     group: str | None = None,
     group_labels: Sequence[str] = (),
 ) -> bytes:
+    return _png(metric_grid_figure(runs, path, labels, title, group, group_labels))
+
+
+def metric_grid_figure(
+    runs: pd.DataFrame,
+    path: str,
+    labels: Sequence[str],
+    title: str,
+    group: str | None = None,
+    group_labels: Sequence[str] = (),
+) -> Any:
+    """Each metric against ``path``; one line per value of ``group`` (in its plan order's
+    colour, :mod:`tcplab.views.colors`, as recommend draws the same setting)."""
+    from tcplab.views.colors import variant_colors
+
+    colors = variant_colors((g,) for g in group_labels)
     fig, axes = _figure(2, 2, height=3.4)
     x_of, numeric = _x_of(runs, path, labels)
     unit = _unit(labels)
@@ -230,7 +246,7 @@ def _metric_grid(
             _line_band(ax, runs, path, x_of, metric)
         else:
             for g in group_labels:
-                _line_band(ax, runs[runs[group] == g], path, x_of, metric, label=f"{group}={g}")
+                _line_band(ax, runs[runs[group] == g], path, x_of, metric, label=f"{group}={g}", color=colors[(g,)])
         _labels_axis(ax, path, x_of, numeric, unit)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
@@ -238,7 +254,7 @@ def _metric_grid(
     if group is not None:
         axes[0][0].legend(fontsize="small", loc="best")
     fig.suptitle(title)
-    return _png(fig)
+    return fig
 
 
 def _heatmap(

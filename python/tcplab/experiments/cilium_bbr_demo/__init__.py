@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
+from tcplab.units import plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -317,7 +318,7 @@ class CiliumBbrDemo(Experiment):
         reason = (
             f"{verdict}: CUBIC played {_f(100 * low, '%')} of the time on low (after a startup of "
             f"{_f(c_start, 's')}, BBR's {_f(b_start, 's')}), and low's segments arrived at "
-            f"{_f(margin)}x their play rate with {int(sh['stalls'])} stall(s) (rule: more than half "
+            f"{_f(margin)}x their play rate with {plural(int(sh['stalls']), 'stall')} (rule: more than half "
             f"the time on low is 'falls to low'; a stall or under {BARELY_MARGIN}x, the buffer "
             f"gaining under a quarter second per second, is 'barely holds it')"
         )
@@ -330,7 +331,7 @@ class CiliumBbrDemo(Experiment):
         if len(sweep) > 1:
             reason += ". Sweep, CUBIC's time on low / low's margin: " + ", ".join(
                 f"{k}: {_f(100 * v['cubic_share_low'], '%')} / {_f(v['cubic_low_margin'])}x"
-                + (f" ({int(v['cubic_stalls'])} stalls)" if v["cubic_stalls"] else "")
+                + (f" ({plural(int(v['cubic_stalls']), 'stall')})" if v["cubic_stalls"] else "")
                 for k, v in sweep.items()
                 if not k.endswith("(main)")
             )
@@ -338,7 +339,7 @@ class CiliumBbrDemo(Experiment):
         return ClaimResult(
             claim,
             f"CUBIC on low {_f(100 * low, '%')} of the time; low segments at {_f(margin)}x real time; "
-            f"{int(sh['stalls'])} stalls",
+            f"{plural(int(sh['stalls']), 'stall')}",
             verdict,
             reason,
             {
@@ -363,7 +364,7 @@ class CiliumBbrDemo(Experiment):
         sweep = self._sweep_b(results)
         reason = (
             f"{verdict}: BBR played {_f(100 * hd, '%')} of the time on HD with "
-            f"{int(sh['stalls'])} stall(s) on the path where CUBIC fell to low (rule: at least "
+            f"{plural(int(sh['stalls']), 'stall')} on the path where CUBIC fell to low (rule: at least "
             f"{int(100 * HOLDS_HD)} % on HD and no stall)"
         )
         if len(sweep) > 1:
@@ -379,7 +380,7 @@ class CiliumBbrDemo(Experiment):
         reason += "."
         return ClaimResult(
             claim,
-            f"BBR on HD {_f(100 * hd, '%')} of the time, {int(sh['stalls'])} stalls",
+            f"BBR on HD {_f(100 * hd, '%')} of the time, {plural(int(sh['stalls']), 'stall')}",
             verdict,
             reason,
             {"share_hd": hd, "stalls": sh["stalls"], "sweep": sweep},

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tcplab.experiments.base import Explanation
+from tcplab.units import plural
 from tcplab.views.plots import _figure, _legend, _png, _smooth, _style
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ def sweep_figure(latency_data: dict[str, Any], b_sweep: dict[str, dict[str, floa
     for i, k in enumerate(labels):
         m = b_sweep[k]["cubic_low_margin"]
         stalls = int(b_sweep[k]["cubic_stalls"])
-        note = f"low at {_f(m)}x" + (f", {stalls} stall(s)" if stalls else "")
+        note = f"low at {_f(m)}x" + (f", {plural(stalls, 'stall')}" if stalls else "")
         ax2.text(2, i - 0.2, note, va="center", fontsize="x-small", color="white")
     ax2.set_yticks(y, labels, fontsize="small")
     ax2.invert_yaxis()

@@ -41,6 +41,7 @@ from tcplab.experiments import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
 from tcplab.experiments.cluster_bbr_timeouts import analysis
 from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
+from tcplab.units import plural
 
 if TYPE_CHECKING:
     from tcplab.results import Result
@@ -215,7 +216,8 @@ class ClusterBbrTimeouts(Experiment):
         if not p["started"]:
             return "playback never started"
         mb = p["min_buffer_s"]
-        return f"played {100 * p['played_fraction']:.3g} % of the run, {p['stalls']} stalls ({p['stall_s']:.3g} s)" + (
+        stalls = plural(p["stalls"], "stall")
+        return f"played {100 * p['played_fraction']:.3g} % of the run, {stalls} ({p['stall_s']:.3g} s)" + (
             f", buffer min {mb:.3g} s" if mb is not None else ""
         )
 

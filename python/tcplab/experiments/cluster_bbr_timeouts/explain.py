@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tcplab.experiments.base import Explanation
+from tcplab.units import plural
 from tcplab.views.plots import _figure, _legend, _png, _style
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ def explanations(
             f"its cwnd fell to {b['cwnd_min']} only during RTOs. The player: CUBIC "
             f"{_played(pc)}, "
             f"READ p99 {pc['read_p99_ms'] or 0:.3g} ms; BBR played {100 * pb['played_fraction']:.3g} % "
-            f"({pb['stalls']} stalls), READ p99 {pb['read_p99_ms'] or 0:.3g} ms. The loss begins at "
+            f"({plural(pb['stalls'], 'stall')}), READ p99 {pb['read_p99_ms'] or 0:.3g} ms. The loss begins at "
             f"{LOSS_START_S:.0f} s, once the buffer is full: CUBIC {_episode_text(ec)}; BBR {_episode_text(eb)}. "
             "With no delivery the buffer drains 1 s per second of playback, so a full 30 s buffer is the "
             "time CUBIC's collapsed connections have before the first stall; once stalled, the player "

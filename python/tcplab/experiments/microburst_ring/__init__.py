@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 from tcplab.experiments import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
+from tcplab.results.apps import TIMEOUT_RATE_NAME
 
 if TYPE_CHECKING:
     from tcplab.results import Result
@@ -76,8 +77,8 @@ THRESHOLD = 0.03
 ORDERS_REPRODUCED = 50.0
 ORDERS_PARTLY = 10.0
 #: The story's "rate of TCP timeouts" as Prometheus computes a rate: per second
-#: (rate(node_netstat_TcpExt_TCPTimeouts[...]) / node_netstat_Tcp_CurrEstab).
-RATIO_WINDOW_S = 1.0
+#: (rate(node_netstat_TcpExt_TCPTimeouts[W]) / node_netstat_Tcp_CurrEstab), the broadcast
+#: app's ``timeouts_rate_per_estab`` (tcplab.results.apps.timeout_rate: W the bursts' span).
 NGINX = "nginx"
 SENDERS = ("app1", "app2", "app3", "app4")
 APP = "events"
@@ -311,6 +312,7 @@ class MicroburstRing(Experiment):
 
     def _threshold(self, m: dict[str, dict[str, Any]]) -> ClaimResult:
         ratios = {r: m[ring_label(r)]["timeouts_per_estab_s"] for r in RINGS if ring_label(r) in m}
+        window = m[ring_label(1024)]["rate_window_s"] if ring_label(1024) in m else float("nan")
         below = [r for r in sorted(ratios) if ratios[r] < THRESHOLD]
         first_below = None
         for r in sorted(ratios):  # the smallest ring from which every larger one stays below
@@ -319,7 +321,7 @@ class MicroburstRing(Experiment):
                 break
         ok = ratios.get(1024, 0.0) > THRESHOLD and ratios.get(8192, 1.0) < THRESHOLD
         figure = ", ".join(f"ring {r}: {_g(100 * v)} %" for r, v in sorted(ratios.items())) + (
-            f" (TCPTimeouts per second / CurrEstab); below 3 % from ring {first_below}"
+            f" ({TIMEOUT_RATE_NAME}, per second); below 3 % from ring {first_below}"
             if first_below
             else "; never below 3 %"
         )
@@ -334,8 +336,8 @@ class MicroburstRing(Experiment):
             )
             + f" (rings below 3 %: {', '.join(map(str, below)) or 'none'}). "
             "The story calls its ratio a rate and its metrics are "
-            "Prometheus': tcplab takes TCPTimeouts per second (over the seconds with bursts, one a second) "
-            "/ CurrEstab."
+            f"Prometheus': tcplab takes {TIMEOUT_RATE_NAME} as a rate() gives it, the senders' TCPTimeouts "
+            f"per second over the bursts' span ({_g(window)} s: one burst a second) / their CurrEstab."
         )
         return ClaimResult(
             self.claim("timeouts-threshold"),
@@ -439,7 +441,7 @@ class MicroburstRing(Experiment):
             Explanation(
                 "Retransmissions and timeouts against the ring size",
                 (
-                    "Each ring size's retransmission rate and TCPTimeouts per second / CurrEstab (the "
+                    f"Each ring size's retransmission rate and {TIMEOUT_RATE_NAME} (per second; the "
                     "story's 3 % alert dashed): "
                     + "; ".join(
                         f"{r}: {_g(100 * x['retrans_rate'])} %, {_g(100 * x['timeouts_per_estab_s'])} %/s"
@@ -509,7 +511,8 @@ def run_metrics(res: Result) -> dict[str, Any]:
     bursts = int(s["bursts"])
     curr_estab = total("TcpCurrEstab")
     timeouts = total("TcpExtTCPTimeouts")
-    per_s = timeouts / max(bursts * interval_s, 1e-9) * RATIO_WINDOW_S / max(curr_estab, 1)
+    # one definition of the alert ratio for every report: the app's (results.apps.timeout_rate)
+    per_s = float(app.get("timeouts_rate_per_estab") or 0.0)
     table = app.table("bursts")
     later = table[table["burst"] > 0]
     ring_drops = int(nic["ethtool"].get("rx_drops", 0))
@@ -539,6 +542,7 @@ def run_metrics(res: Result) -> dict[str, Any]:
         "tcp_timeouts": timeouts,
         "curr_estab": curr_estab,
         "timeouts_per_estab_s": per_s,
+        "rate_window_s": float(app.get("timeouts_rate_window_s") or bursts * interval_s),
         "completion_p99_ms": float(s["completion_ms"]["p99"]) if s.get("completion_ms") else float("nan"),
         "loss_per_burst": ring_drops / max(bursts * packets_per_burst, 1),
         "rtos_per_later_burst": float(later["tcp_timeouts"].mean()) if len(later) else 0.0,

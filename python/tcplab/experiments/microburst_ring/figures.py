@@ -7,8 +7,8 @@ the Agg canvas, no date stamp, so the same runs give the same bytes):
   queues, as ``host_series`` samples it) and the drops per sample through the first burst,
   ring 1024 against ring 8192, the descriptors in all dashed;
 * ``bursts.png``: retransmitted segments and RTOs (TCPTimeouts) per burst, both rings;
-* ``ring-sweep.png``: retransmission rate and TCPTimeouts per second / CurrEstab against the
-  ring size, the story's 3 % alert dashed.
+* ``ring-sweep.png``: retransmission rate and rate(TCPTimeouts) / CurrEstab (per second)
+  against the ring size, the story's 3 %/s alert dashed.
 """
 
 from __future__ import annotations
@@ -176,9 +176,9 @@ def sweep_plot(sweep: Mapping[int, Mapping[str, Any]], threshold: float, path: P
         [100 * sweep[r]["timeouts_per_estab_s"] for r in rings],
         "s-",
         color="#b00020",
-        label="TCPTimeouts per second / CurrEstab (%)",
+        label="rate(TCPTimeouts) / CurrEstab (%/s)",
     )
-    ax.axhline(100 * threshold, color="#b00020", ls="--", lw=1, label="the story's alert: 3 %")
+    ax.axhline(100 * threshold, color="#b00020", ls="--", lw=1, label="the story's alert: 3 %/s")
     ax.set_xscale("log", base=2)
     ax.set_xticks(rings, [str(r) for r in rings])
     ax.set_xlabel("nginx's rx ring (descriptors per queue, ethtool -g)")
