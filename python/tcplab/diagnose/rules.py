@@ -198,8 +198,12 @@ def rule_cwnd_collapse(host: Host) -> list[Finding]:
                     "on that path (a policer, a lossy or overrun hop, a receiver dropping bursts), not the application."
                 ),
                 next_checks=[
-                    f"watch them: `ss -tin dst {peer}` every second (cwnd, ssthresh, retrans, lost)",
-                    "take two `nstat -az` snapshots: TcpExtTCPTimeouts, TCPLossProbes, TCPSackRecovery rising?",
+                    f"watch them: `ss -tin dst {peer}` every second (cwnd, ssthresh, retrans, lost)"
+                    if not host.simulated
+                    else f"watch them through the run: `tcplab ss RUN --at T` (cwnd, ssthresh, retrans to {peer})",
+                    "take two `nstat -az` snapshots: TcpExtTCPTimeouts, TCPLossProbes, TCPSackRecovery rising?"
+                    if not host.simulated
+                    else "the run's counters.txt (the whole run): TcpExtTCPTimeouts, TCPLossProbes, TCPSackRecovery",
                     f"on {peer}: `ethtool -S DEV` drop counters and `tc -s qdisc`; on this host `tc -s qdisc`",
                     "compare CUBIC against BBR on this path (story 000 found CUBIC fixed it)",
                 ],
@@ -508,7 +512,7 @@ def rule_nic_drops(host: Host) -> list[Finding]:
                 amounts[name] = amount
         if not hits:
             continue
-        rising = prev is not None
+        rising = prev is not None or host.simulated  # a run's NIC counters start with the run
         dev = shown
         ring_small = rings is not None and rings.rx is not None and rings.rx_max is not None and rings.rx < rings.rx_max
         # drops since driver load alone are history; with the senders' retransmissions or
@@ -541,7 +545,8 @@ def rule_nic_drops(host: Host) -> list[Finding]:
         out.append(
             Finding(
                 id="nic-rx-drops",
-                title=f"receive-side drops on {dev}" + (" (rising)" if rising else " (since driver load)"),
+                title=f"receive-side drops on {dev}"
+                + (" (rising)" if prev is not None else " (during the run)" if host.simulated else " (since driver load)"),
                 severity=sev,
                 summary=f"{dev}: {concept_list}"
                 + (f"; rx ring {rings.rx} of max {rings.rx_max}" if rings else "")
@@ -609,8 +614,11 @@ def rule_qdisc(host: Host) -> list[Finding]:
         def d(name: str, q=q, p=p) -> float:  # noqa: ANN001
             return q.value(name) - (p.value(name) if p is not None else 0.0)
 
-        window = "during the capture" if p is not None else "since the qdisc was created"
-        cap = (lambda sev: sev) if p is not None else (lambda sev: "info")  # noqa: E731 - one snapshot: since boot
+        window = "during the capture" if p is not None else host.cumulative_window("since the qdisc was created")
+        # one snapshot of a real host: counts since the qdisc's creation, history (info); a
+        # simulated run's qdiscs were created with the run, so its counts are the run's
+        measured = p is not None or host.simulated
+        cap = (lambda sev: sev) if measured else (lambda sev: "info")  # noqa: E731
         drops, pkts, over = d("drops"), d("packets"), d("overlimits")
         ev = q.evidence + (p.evidence if p is not None else [])
         base = {"device": q.dev, "kind": q.kind, "handle": q.handle, "drops": drops, "packets": pkts}
@@ -929,6 +937,36 @@ def rule_window_limited(host: Host) -> list[Finding]:
     return out
 
 
+def _run_qdisc_words(host: Host, qsnap) -> tuple[str, list[str]]:  # noqa: ANN001
+    """For a simulated run, what its scenario gives each BBR-sending host: the root qdiscs of
+    its devices (its tc texts), its ``net.core.default_qdisc`` (scenario.yaml), and where the
+    scenario changes them. A real host's advice (``sysctl -w``) does not apply to a run."""
+    bbr_ccs = {"bbr", "bbr2", "bbr3"}
+    senders = sorted(n for n, ccs in host.run_flow_cc.items() if ccs & bbr_ccs)
+    parts: list[str] = []
+    checks: list[str] = []
+    for n in senders:
+        devs = [q for q in (qsnap.qdiscs if qsnap else []) if (q.dev or "").startswith(f"{n}:") and q.parent == "root"]
+        text = f"{n}: " + (", ".join(f"{q.dev} has {q.kind}" for q in devs) or "no device in the tc texts")
+        if n in host.run_default_qdisc:
+            d = host.run_default_qdisc[n]
+            text += (
+                f", default_qdisc is {d} in the scenario"
+                if d
+                else ", default_qdisc is not set in the scenario (pfifo_fast, Linux's default)"
+            )
+            if host.run_host_qdisc.get(n):
+                text += f", hosts.{n}.qdisc is {host.run_host_qdisc[n]}"
+        parts.append(text)
+        checks.append(
+            f"give the sender fq in the scenario: `hosts.{n}.qdisc: fq` (or `sysctl: {{default_qdisc: fq}}`), "
+            "or Cilium's Bandwidth Manager (EDT with fq)"
+        )
+    return "; ".join(parts) or "the BBR senders are not named in summary.json", checks or [
+        "give the BBR senders fq in the scenario (`hosts.NAME.qdisc: fq`)"
+    ]
+
+
 def rule_config(host: Host) -> list[Finding]:
     out = []
     bbr = _bbr_in_use(host)
@@ -949,6 +987,7 @@ def rule_config(host: Host) -> list[Finding]:
                 ev.append(host.sysctls.evidence["net.core.default_qdisc"])
             if qsnap is not None:
                 ev.extend(q.evidence[0] for q in qsnap.qdiscs[:4] if q.evidence)
+            run_words, run_checks = _run_qdisc_words(host, qsnap) if host.simulated else ("", [])
             out.append(
                 Finding(
                     id="bbr-without-fq",
@@ -957,7 +996,12 @@ def rule_config(host: Host) -> list[Finding]:
                     summary=(
                         "BBR is in use, "
                         + ("no egress device has fq" if qsnap is not None else "no tc capture to check the devices")
-                        + f" and default_qdisc is {host.sysctls.get('net.core.default_qdisc') or 'unknown'}"
+                        + (
+                            f" ({run_words})"
+                            if host.simulated
+                            else " and default_qdisc is "
+                            + (host.sysctls.get("net.core.default_qdisc") or "not in the capture (no sysctl output)")
+                        )
                         + (
                             f" (kernel {host.kernel.release} < 4.13: BBR is not paced at all)"
                             if old
@@ -969,7 +1013,9 @@ def rule_config(host: Host) -> list[Finding]:
                         "paced, and since then TCP falls back to an hrtimer per socket, which works but costs CPU and "
                         "is less precise at high rates. Unpaced or coarsely paced BBR bursts into shallow buffers."
                     ),
-                    next_checks=[
+                    next_checks=run_checks
+                    if host.simulated
+                    else [
                         "`sysctl -w net.core.default_qdisc=fq` and re-create the root qdisc (`tc qdisc replace "
                         "dev DEV root fq`), or use EDT (Cilium Bandwidth Manager)"
                     ],
@@ -987,8 +1033,10 @@ def rule_config(host: Host) -> list[Finding]:
                 id="cilium-bbr-low-rtt",
                 title="Cilium Bandwidth Manager with BBR" + (" on sub-millisecond paths" if sub_ms else ""),
                 severity="warning" if sub_ms else "info",
-                summary=f"BandwidthManager enforces BBR (Cilium {c.version or '?'}, "
-                f"devices {', '.join(c.bm_devices) or '?'})"
+                summary="BandwidthManager enforces BBR ("
+                + (f"Cilium {c.version}" if c.version else "Cilium version not in the capture")
+                + (f", devices {', '.join(c.bm_devices)}" if c.bm_devices else ", devices not listed")
+                + ")"
                 + (
                     f"; median srtt of {len(socks)} connections {rtt:.3f} ms"
                     if rtt is not None
@@ -1022,7 +1070,7 @@ def rule_config(host: Host) -> list[Finding]:
             window = "during the capture"
         else:
             steal = b.ticks.get("steal", 0) / b.total if b.total else 0.0
-            window = "since boot"
+            window = host.cumulative_window("since boot")
         if steal >= STEAL_WARN:
             sev = ("critical" if steal >= STEAL_CRIT else "warning") if bbr else "info"
             if window == "since boot" and sev != "info":

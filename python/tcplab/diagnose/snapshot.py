@@ -84,6 +84,10 @@ class Host:
     simulated: bool = False
     #: The simulated run's duration (summary.json), when known.
     run_duration_s: float | None = None
+    #: A simulated run's hosts: the ``net.core.default_qdisc`` its scenario gives each (None:
+    #: not set, so Linux's pfifo_fast), and the qdisc ``hosts.NAME.qdisc`` sets (None: none).
+    run_default_qdisc: dict[str, str | None] = field(default_factory=dict)
+    run_host_qdisc: dict[str, str | None] = field(default_factory=dict)
 
     def cumulative_window(self, since: str = "since boot") -> str:
         """What one snapshot's cumulative counters cover: ``since`` on a real host (boot, the
@@ -490,9 +494,25 @@ def _read_run_summary(path: Path, host: Host) -> None:
     duration = summary.get("duration_s")
     if isinstance(duration, int | float) and not isinstance(duration, bool) and math.isfinite(duration):
         host.run_duration_s = float(duration)
+    _read_run_scenario(path, host)
     for f in flows if isinstance(flows, list) else []:
         if isinstance(f, dict) and isinstance(f.get("from"), str) and isinstance(f.get("cc"), str):
             host.run_flow_cc.setdefault(f["from"], set()).add(f["cc"])
+
+
+def _read_run_scenario(path: Path, host: Host) -> None:
+    """Each host's qdisc settings from the run's ``scenario.yaml`` (the scenario as run): what
+    a real host's ``sysctl net.core.default_qdisc`` would say. Nothing when it cannot be read."""
+    from tcplab.errors import ScenarioError
+    from tcplab.loader import load_scenario
+
+    try:
+        sc = load_scenario(path / "scenario.yaml")
+    except (ScenarioError, OSError, ValueError):
+        return
+    for name, h in sc.hosts.items():
+        host.run_default_qdisc[name] = h.sysctl.default_qdisc
+        host.run_host_qdisc[name] = h.qdisc.qdisc if h.qdisc is not None else None
 
 
 def load_host(paths: Iterable[str | Path]) -> Host:
