@@ -249,3 +249,22 @@ def test_tc_text_shows_a_child_the_scenario_configured():
     config, link = _tbf_link(child={"kind": "pfifo", "limit_packets": 100})
     text = format_node(config, [link], "a")
     assert "qdisc pfifo 10: dev eth0 parent 1:1 limit 100p" in text
+
+
+@pytest.mark.engine
+def test_tcplab_ss_at_t_prints_the_sampled_counters(real_core, tmp_path):
+    """`tcplab ss RUN --at T`: bytes_sent, data_segs_out and busy as they were at T."""
+    from typer.testing import CliRunner
+
+    from tcplab.cli import app
+
+    r = _slow_reader(real_core)
+    out = r.write(tmp_path / "run", plots=False)
+    done = CliRunner().invoke(app, ["ss", str(out), "--at", "3s", "rate-reader"])
+    assert done.exit_code == 0, done.output
+    ts = r.timeseries
+    row = ts[(ts["t_ns"] <= 3_000_000_000) & (ts["flow_name"] == "rate-reader")].iloc[-1]
+    words = done.output.split()
+    assert f"bytes_sent:{int(row['bytes_sent'])}" in words and f"data_segs_out:{int(row['data_segs_out'])}" in words
+    assert f"busy:{int(row['busy_us']) // 1000}ms" in words
+    assert int(row["recv_q_bytes"]) > 0 and str(int(row["recv_q_bytes"])) in words  # the receiver's Recv-Q
