@@ -1000,7 +1000,7 @@ def rule_config(host: Host) -> list[Finding]:
                             f" ({run_words})"
                             if host.simulated
                             else " and default_qdisc is "
-                            + (host.sysctls.get("net.core.default_qdisc") or "not in the capture (no sysctl output)")
+                            + (host.sysctls.get("net.core.default_qdisc") or "not in the capture")
                         )
                         + (
                             f" (kernel {host.kernel.release} < 4.13: BBR is not paced at all)"
