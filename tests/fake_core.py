@@ -142,6 +142,16 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
         add("pacing_gain", np.full(n, 1.0))
         add("cwnd_gain", np.full(n, 2.0))
         add("snd_wnd_bytes", np.full(n, 3 << 20, dtype=np.uint32))
+        add("rto_us", np.full(n, 200_000 + rtt_us, dtype=np.uint32))
+        add("backoff", np.zeros(n, dtype=np.uint8))
+        add("bytes_sent", received + (received // MSS // 100) * MSS)
+        add("bytes_retrans", (received // MSS // 100) * MSS)
+        add("data_segs_out", (received // MSS + 1).astype(np.uint32))
+        add("busy_us", (active * 1e6).astype(np.uint64))
+        add("rwnd_limited_us", np.zeros(n, dtype=np.uint64))
+        add("sndbuf_limited_us", np.zeros(n, dtype=np.uint64))
+        add("send_q_bytes", np.full(n, 4 << 20, dtype=np.uint32))
+        add("recv_q_bytes", np.zeros(n, dtype=np.uint32))
         total = int(received[-1]) if n else 0
         segs = total // MSS + 1
         retrans = segs // 100

@@ -16,7 +16,10 @@ Guarantees:
   straight to a file, and the whole run stops starting new commands past a deadline of
   ``(count - 1) * interval + 120 s``.
 * **forgiving**: a missing tool, a permission error or a timeout is recorded in the manifest
-  (and printed), never fatal. Works without root: what needed root is listed.
+  (and printed), never fatal. Works without root: what needed root is listed. A tool that
+  answers "nothing to show" with a non-zero status is not an error: ``ethtool -S lo`` prints
+  ``no stats available`` and exits 94 (ethtool 6.1), which is noted as "no NIC statistics"
+  (:data:`NO_DATA`).
 * **safe output**: the archive's path is checked before anything is captured (an existing
   file is replaced only with ``overwrite``/``--force``; a link, directory, device, FIFO or
   socket never; ``-o DIR`` puts the default name in DIR), and it is written whole, with the
@@ -42,6 +45,9 @@ from tcplab.diagnose.sysctl import RELEVANT
 __all__ = ["collect", "CollectResult", "physical_interfaces"]
 
 DEADLINE_SLACK_S = 120.0
+#: (tool, option) -> (what it prints on stderr when the device has nothing to show, what that
+#: means): a normal answer, recorded as a note, not as the command's error.
+NO_DATA = {("ethtool", "-S"): ("no stats available", "no NIC statistics (the device exports none)")}
 SYSCTL_EXTRA = ("net.core.netdev_max_backlog", "net.ipv4.tcp_mem", "net.ipv4.tcp_notsent_lowat")
 
 
@@ -109,7 +115,11 @@ class _Capture:
                 )
             rec["rc"] = proc.returncode
             err = proc.stderr.decode("utf-8", "replace").strip()[:500]
-            if proc.returncode != 0:
+            no_data = NO_DATA.get((Path(tool).name, argv[1] if len(argv) > 1 else ""))
+            if proc.returncode != 0 and no_data is not None and err == no_data[0]:
+                rec["note"] = no_data[1]
+                self._note(f"{Path(tool).name} {' '.join(argv[1:])}: {no_data[1]}")
+            elif proc.returncode != 0:
                 rec["error"] = err or f"exit status {proc.returncode}"
                 self._note(f"{' '.join(argv)}: {rec['error'].splitlines()[0] if rec['error'] else 'failed'}")
         except subprocess.TimeoutExpired:

@@ -14,6 +14,11 @@ __all__ = ["TIMESERIES_DTYPES", "QUEUE_DTYPES", "HOST_DTYPES", "CAPTURE_DTYPES",
 #: ``srtt_us``/``rttvar_us`` are what ``ss`` prints as ``rtt:X/Y`` (tcp_info's tcpi_rtt and
 #: tcpi_rttvar: the smoothed RTT and its mean deviation), not the RTO's floored variance.
 #: ``snd_wnd_bytes`` is tcp_info's tcpi_snd_wnd, the peer's advertised window (ss ``snd_wnd:``).
+#: Then what ``ss -tin`` prints of the sender: ``rto_us`` (tcpi_rto, ``rto:``), ``backoff``,
+#: ``bytes_sent``, ``bytes_retrans``, ``data_segs_out`` and the chronographs ``busy_us``,
+#: ``rwnd_limited_us``, ``sndbuf_limited_us`` (cumulative, as tcp_info reports them at the
+#: sample), its Send-Q ``send_q_bytes`` (written, not yet acknowledged), and the receiver's
+#: Recv-Q ``recv_q_bytes`` (arrived, not yet read by the application).
 TIMESERIES_DTYPES: dict[str, str] = {
     "t_ns": "uint64",
     "flow": "uint32",
@@ -37,6 +42,16 @@ TIMESERIES_DTYPES: dict[str, str] = {
     "pacing_gain": "float64",
     "cwnd_gain": "float64",
     "snd_wnd_bytes": "uint32",
+    "rto_us": "uint32",
+    "backoff": "uint8",
+    "bytes_sent": "uint64",
+    "bytes_retrans": "uint64",
+    "data_segs_out": "uint32",
+    "busy_us": "uint64",
+    "rwnd_limited_us": "uint64",
+    "sndbuf_limited_us": "uint64",
+    "send_q_bytes": "uint32",
+    "recv_q_bytes": "uint32",
 }
 
 #: Columns of the per-link queue time series (``drops`` is cumulative).

@@ -696,6 +696,7 @@ impl Simulator {
                 at_ns,
             })?;
         }
+        let now_ns = self.now_ns;
         for (i, f) in self.cfg.flows.iter().enumerate() {
             if !f.sample {
                 continue;
@@ -732,6 +733,19 @@ impl Simulator {
             s.pacing_gain.push(info.pacing_gain as f64 / 256.0);
             s.cwnd_gain.push(info.cwnd_gain as f64 / 256.0);
             s.snd_wnd_bytes.push(tp.snd_wnd);
+            // tcp_info as tcp_get_info() fills it at this moment (Linux v6.12 net/ipv4/tcp.c)
+            s.rto_us.push(tp.jiffies_to_usecs(tp.icsk_rto).min(u32::MAX as u64) as u32);
+            s.backoff.push(c.icsk_backoff.min(u8::MAX as u32) as u8);
+            s.bytes_sent.push(tp.bytes_sent);
+            s.bytes_retrans.push(tp.bytes_retrans);
+            s.data_segs_out.push(tp.data_segs_out);
+            let chrono = c.chrono.stats(tp.clock().ns_to_jiffies32(now_ns), tp.hz());
+            s.busy_us.push(chrono.busy_us);
+            s.rwnd_limited_us.push(chrono.rwnd_limited_us);
+            s.sndbuf_limited_us.push(chrono.sndbuf_limited_us);
+            // the socket queues ss prints on the state line (tcp_diag_get_info(): u32 fields)
+            s.send_q_bytes.push(tp.write_seq.saturating_sub(tp.snd_una).min(u32::MAX as u64) as u32);
+            s.recv_q_bytes.push(srv.rcv.unread_bytes().min(u32::MAX as u64) as u32);
         }
         let now = self.now_ns;
         for (i, l) in self.net.links.iter_mut().enumerate() {

@@ -237,6 +237,16 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     ts.set_item("pacing_gain", s.pacing_gain.into_pyarray(py))?;
     ts.set_item("cwnd_gain", s.cwnd_gain.into_pyarray(py))?;
     ts.set_item("snd_wnd_bytes", s.snd_wnd_bytes.into_pyarray(py))?;
+    ts.set_item("rto_us", s.rto_us.into_pyarray(py))?;
+    ts.set_item("backoff", s.backoff.into_pyarray(py))?;
+    ts.set_item("bytes_sent", s.bytes_sent.into_pyarray(py))?;
+    ts.set_item("bytes_retrans", s.bytes_retrans.into_pyarray(py))?;
+    ts.set_item("data_segs_out", s.data_segs_out.into_pyarray(py))?;
+    ts.set_item("busy_us", s.busy_us.into_pyarray(py))?;
+    ts.set_item("rwnd_limited_us", s.rwnd_limited_us.into_pyarray(py))?;
+    ts.set_item("sndbuf_limited_us", s.sndbuf_limited_us.into_pyarray(py))?;
+    ts.set_item("send_q_bytes", s.send_q_bytes.into_pyarray(py))?;
+    ts.set_item("recv_q_bytes", s.recv_q_bytes.into_pyarray(py))?;
     d.set_item("timeseries", ts)?;
 
     let q = out.queues;

@@ -82,8 +82,8 @@ def sniff(src: Source) -> str:
         return "nstat_text"  # tcplab's counters.txt: a `# host NAME` line before each nstat block
     if first.startswith("# HELP") or first.startswith("# TYPE"):
         return "prom"
-    if first.startswith("NIC statistics"):
-        return "ethtool_stats"
+    if first.startswith("NIC statistics") or first == "no stats available":
+        return "ethtool_stats"  # the second: ethtool -S DEV 2>&1 of a device without statistics
     if first.startswith("Ring parameters for") or first.startswith("Pre-set maximums"):
         return "ethtool_rings"
     if first.startswith("driver:"):

@@ -29,6 +29,11 @@ Unknown names are kept as opaque counters. ``ethtool -S`` text is ``NIC statisti
 settings" section of ``Label:\\tvalue`` lines (``n/a`` allowed); ``ethtool --json -g`` gives
 ``rx-max``/``rx`` keys. ``ethtool -S`` does not name its device: the device comes from the
 collect manifest, the file name, or ``-g``/``-i`` output collected next to it.
+
+A device whose driver exports no statistics (the loopback device, most virtual ones) makes
+``ethtool -S`` print ``no stats available`` on stderr and exit non-zero (ethtool 6.1 on
+``lo``: status 94; tests/data/real-tools/ethtool-S-lo.txt): that output, saved with
+``2>&1``, reads as a device without NIC statistics (:data:`NO_STATS`), not as a bad input.
 """
 
 from __future__ import annotations
@@ -49,7 +54,11 @@ __all__ = [
     "parse_ethtool_rings",
     "parse_ethtool_rings_json",
     "parse_ethtool_driver",
+    "NO_STATS",
 ]
+
+#: What ethtool prints (on stderr) for a device without statistics (ethtool.c: do_gnicstats()).
+NO_STATS = "no stats available"
 
 CONCEPTS = ("rx_ring_overflow", "rx_fifo_overflow", "port_buffer_drop", "cloud_bw_policer", "cloud_pps_policer")
 
@@ -114,6 +123,8 @@ class NicStats:
     values: dict[str, float] = field(default_factory=dict)
     evidence: dict[str, Evidence] = field(default_factory=dict)
     driver: str | None = None  # from ethtool -i, else guessed from the names
+    #: For the report's notes: the device has no statistics at all (:data:`NO_STATS`).
+    note: str | None = None
 
     def concepts(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -149,6 +160,11 @@ def parse_ethtool_stats(src: Source, device: str | None = None) -> NicStats:
             continue
         if t.startswith("NIC statistics") or t.startswith("# ethtool") or t.startswith("$ ethtool"):
             seen_header = seen_header or t.startswith("NIC statistics")
+            continue
+        if t == NO_STATS and not out.values:
+            dev = f"device {device}" if device and device != "?" else "the device"
+            out.note = f"{src.name}: no NIC statistics ({dev} exports none: ethtool -S printed '{NO_STATS}')"
+            seen_header = True
             continue
         name, sep, value = t.rpartition(": ")
         if not sep and t.endswith(":"):

@@ -15,7 +15,11 @@ Rules and their thresholds (constants below, with the reason for each):
   peer, or (two ss snapshots) pinned at the same ``bbr:(bw:...)`` with ``pacing_gain:1``
   while retransmitting -- what BBR's long-term ("lt_bw") policer model looks like (story 000).
 * ``rto-rate``: TCPTimeouts per established connection over the capture above 3 % (seed
-  004's alert threshold); ``spurious-rto`` and ``tail-loss-probes`` from their counters.
+  004's alert threshold); the established connections are ``TcpCurrEstab`` (``/proc/net/snmp``,
+  not printed by ``nstat``) or the ESTAB sockets of an ``ss`` capture, and without either the
+  finding says the ratio is not available rather than calling rising timeouts healthy;
+  ``spurious-rto`` and ``tail-loss-probes`` from their counters. One snapshot of a real host
+  counts since boot (severity info); one of a simulated run counts the whole run.
 * ``nic-rx-drops``: NIC drop counters (concepts of :mod:`.ethtool`) rising, or in one capture
   beside retransmissions/timeouts, with the rx ring size and its maximum (seed 004:
   ``ethtool -G DEV rx 8192``).
@@ -45,7 +49,7 @@ from typing import Any
 
 from tcplab.diagnose.ethtool import concept_of
 from tcplab.diagnose.snapshot import Host
-from tcplab.diagnose.source import Evidence, parse_tc_rate, parse_tc_size, parse_tc_time_ns
+from tcplab.diagnose.source import Evidence
 from tcplab.diagnose.ss import Socket
 
 __all__ = ["Finding", "SEVERITIES", "run_rules", "RULES", "severity_at_least"]
@@ -194,8 +198,12 @@ def rule_cwnd_collapse(host: Host) -> list[Finding]:
                     "on that path (a policer, a lossy or overrun hop, a receiver dropping bursts), not the application."
                 ),
                 next_checks=[
-                    f"watch them: `ss -tin dst {peer}` every second (cwnd, ssthresh, retrans, lost)",
-                    "take two `nstat -az` snapshots: TcpExtTCPTimeouts, TCPLossProbes, TCPSackRecovery rising?",
+                    f"watch them: `ss -tin dst {peer}` every second (cwnd, ssthresh, retrans, lost)"
+                    if not host.simulated
+                    else f"watch them through the run: `tcplab ss RUN --at T` (cwnd, ssthresh, retrans to {peer})",
+                    "take two `nstat -az` snapshots: TcpExtTCPTimeouts, TCPLossProbes, TCPSackRecovery rising?"
+                    if not host.simulated
+                    else "the run's counters.txt (the whole run): TcpExtTCPTimeouts, TCPLossProbes, TCPSackRecovery",
                     f"on {peer}: `ethtool -S DEV` drop counters and `tc -s qdisc`; on this host `tc -s qdisc`",
                     "compare CUBIC against BBR on this path (story 000 found CUBIC fixed it)",
                 ],
@@ -318,71 +326,112 @@ def _retrans_ratio_counters(host: Host) -> float | None:
     return r / o if r is not None and o else None
 
 
+def _established(host: Host) -> tuple[float | None, str | None, list[Evidence]]:
+    """Connections established now, where that came from, and its evidence.
+
+    The gauge ``TcpCurrEstab`` (``/proc/net/snmp``'s ``Tcp: ... CurrEstab``, node_exporter's
+    ``node_netstat_Tcp_CurrEstab``, tcplab's counters.txt) when an input has it; real ``nstat``
+    never prints it (iproute2 misc/nstat.c: ``useless_number()`` drops it, with the other
+    gauges), so two ``nstat -az`` snapshots alone lack it. Else the ESTAB sockets of the last
+    ``ss`` capture, loopback ones too, as CurrEstab counts them (a filtered ``ss`` counts
+    fewer). Else (None, None, [])."""
+    if host.counter("TcpCurrEstab") is not None:
+        return host.counter("TcpCurrEstab"), "TcpCurrEstab", host.counter_evidence("TcpCurrEstab")
+    snap = next((s for s in reversed(host.snapshots) if s.sockets is not None), None)
+    if snap is None:
+        return None, None, []
+    estab = [s for s in snap.sockets or [] if s.state == "ESTAB"]
+    return float(len(estab)), "ss", [e for s in estab[:1] for e in s.evidence[:1]]
+
+
+#: What a finding says when no input gives the established connections.
+NO_ESTABLISHED = (
+    "per established connection: not available (nstat does not print the gauge TcpCurrEstab: "
+    "add /proc/net/snmp or an `ss -tan` taken at the same time)"
+)
+
+
+def _counted(host: Host, name: str) -> float | None:
+    """A counter's rise between the first and last snapshot; with one snapshot, its
+    cumulative value (since boot, or over a simulated run)."""
+    return host.delta(name) if len(host.counter_snaps()) > 1 else host.counter(name)
+
+
 def rule_rto(host: Host) -> list[Finding]:
     out: list[Finding] = []
     if host.counter_status("TcpExtTCPTimeouts") != "present":
         return out
-    estab = host.counter("TcpCurrEstab")
+    estab, estab_from, estab_ev = _established(host)
     d_to = host.delta("TcpExtTCPTimeouts")
-    since_boot = d_to is None
-    timeouts = host.counter("TcpExtTCPTimeouts") if since_boot else d_to
-    ev = host.counter_evidence("TcpExtTCPTimeouts") + host.counter_evidence("TcpCurrEstab")
+    # one snapshot of a real host counts since boot; of a simulated run, the whole run
+    since_boot = d_to is None and not host.simulated
+    timeouts = _counted(host, "TcpExtTCPTimeouts")
+    ev = host.counter_evidence("TcpExtTCPTimeouts") + estab_ev
     rtx = _retrans_ratio_counters(host)
-    if estab and timeouts is not None:
-        ratio = timeouts / estab
-        if ratio > RTO_RATIO_WARN:
-            sev = "critical" if ratio > RTO_RATIO_CRIT else "warning"
-            if since_boot:
-                sev = "info"
-            window = (
-                "since boot (one snapshot)"
-                if since_boot
-                else (f"over {host.interval_s:.0f} s" if host.interval_s else "between the snapshots")
+    if d_to is not None:
+        window = f"over {host.interval_s:.0f} s" if host.interval_s else "between the snapshots"
+    else:
+        window = host.cumulative_window("since boot (one snapshot)")
+    estab_text = (
+        ""
+        if estab_from == "TcpCurrEstab"
+        else " (the ESTAB sockets in the ss capture; nstat does not print TcpCurrEstab)"
+    )
+    ratio = timeouts / estab if estab and timeouts is not None else None
+    sev = None
+    if ratio is not None and ratio > RTO_RATIO_WARN:
+        sev = "info" if since_boot else "critical" if ratio > RTO_RATIO_CRIT else "warning"
+        summary = (
+            f"TCPTimeouts is {timeouts:.0f} since boot with {estab:.0f} established connections now{estab_text} "
+            "(one snapshot: take two to measure the current rate)"
+            if since_boot
+            else f"TCPTimeouts rose by {timeouts:.0f} {window} with {estab:.0f} established connections"
+            f"{estab_text}: {100 * ratio:.1f} % (threshold {100 * RTO_RATIO_WARN:.0f} %)"
+        )
+    elif ratio is None and timeouts and not since_boot:
+        # timeouts measured over an interval, nothing to divide them by: say so, never "healthy"
+        sev = "warning"
+        summary = f"TCPTimeouts rose by {timeouts:.0f} {window}; {NO_ESTABLISHED}"
+    elif ratio is None and timeouts:
+        host.notes.append(f"TCPTimeouts is {timeouts:.0f} since boot; {NO_ESTABLISHED}")
+    if sev is not None:
+        out.append(
+            Finding(
+                id="rto-rate",
+                title="retransmission timeouts above 3 % of established connections"
+                if ratio is not None
+                else "retransmission timeouts (established connections not captured)",
+                severity=sev,
+                summary=summary + (f"; retransmitted {100 * rtx:.2f} % of segments" if rtx is not None else ""),
+                mechanism=(
+                    "An RTO fires when no ACK arrives for a whole retransmission timeout (at least 200 ms), "
+                    "which happens when a burst loses a window's tail or the retransmission itself, so fast "
+                    "recovery and tail loss probes could not repair it. Many RTOs on a healthy-looking network "
+                    "usually mean short bursts of drops somewhere: a NIC ring or allowance, a shallow switch "
+                    "buffer, a policer."
+                ),
+                next_checks=[
+                    "`ethtool -S DEV` on both ends (rx_missed_errors, rx_no_buffer_count, rx_out_of_buffer, "
+                    "bw_in_allowance_exceeded) -- story 004 found the receiver's NIC",
+                    "`ethtool -g DEV`: is the rx ring below its maximum?",
+                    "`tc -s qdisc` drops; `nstat -az` TCPLossProbes, TCPSpuriousRTOs over the same interval",
+                ],
+                evidence=ev,
+                seed="004",
+                data={
+                    "timeouts": timeouts,
+                    "established": estab,
+                    "established_from": estab_from,
+                    "ratio": ratio,
+                    "since_boot": since_boot,
+                    "retrans_ratio": rtx,
+                    "interval_s": host.interval_s,
+                    "rtt_ms": _median_rtt(_estab_only(host)),
+                    "cc": host.cc_default(),
+                },
             )
-            out.append(
-                Finding(
-                    id="rto-rate",
-                    title="retransmission timeouts above 3 % of established connections",
-                    severity=sev,
-                    summary=(
-                        (
-                            f"TCPTimeouts is {timeouts:.0f} since boot with {estab:.0f} established connections now "
-                            "(one snapshot: take two to measure the current rate)"
-                            if since_boot
-                            else f"TCPTimeouts rose by {timeouts:.0f} {window} with {estab:.0f} established "
-                            "connections: "
-                            f"{100 * ratio:.1f} % (threshold {100 * RTO_RATIO_WARN:.0f} %)"
-                        )
-                        + (f"; retransmitted {100 * rtx:.2f} % of segments" if rtx is not None else "")
-                    ),
-                    mechanism=(
-                        "An RTO fires when no ACK arrives for a whole retransmission timeout (at least 200 ms), "
-                        "which happens when a burst loses a window's tail or the retransmission itself, so fast "
-                        "recovery and tail loss probes could not repair it. Many RTOs on a healthy-looking network "
-                        "usually mean short bursts of drops somewhere: a NIC ring or allowance, a shallow switch "
-                        "buffer, a policer."
-                    ),
-                    next_checks=[
-                        "`ethtool -S DEV` on both ends (rx_missed_errors, rx_no_buffer_count, rx_out_of_buffer, "
-                        "bw_in_allowance_exceeded) -- story 004 found the receiver's NIC",
-                        "`ethtool -g DEV`: is the rx ring below its maximum?",
-                        "`tc -s qdisc` drops; `nstat -az` TCPLossProbes, TCPSpuriousRTOs over the same interval",
-                    ],
-                    evidence=ev,
-                    seed="004",
-                    data={
-                        "timeouts": timeouts,
-                        "established": estab,
-                        "ratio": ratio,
-                        "since_boot": since_boot,
-                        "retrans_ratio": rtx,
-                        "interval_s": host.interval_s,
-                        "rtt_ms": _median_rtt(_estab_only(host)),
-                        "cc": host.cc_default(),
-                    },
-                )
-            )
-    d_sp = host.delta("TcpExtTCPSpuriousRTOs") if not since_boot else host.counter("TcpExtTCPSpuriousRTOs")
+        )
+    d_sp = _counted(host, "TcpExtTCPSpuriousRTOs")
     if d_sp and timeouts and d_sp / timeouts >= 0.2:
         out.append(
             Finding(
@@ -403,10 +452,10 @@ def rule_rto(host: Host) -> list[Finding]:
                 data={"spurious": d_sp, "timeouts": timeouts},
             )
         )
-    tlp = host.delta("TcpExtTCPLossProbes") if not since_boot else host.counter("TcpExtTCPLossProbes")
-    outsegs = host.delta("TcpOutSegs") if not since_boot else host.counter("TcpOutSegs")
+    tlp = _counted(host, "TcpExtTCPLossProbes")
+    outsegs = _counted(host, "TcpOutSegs")
     if tlp and outsegs and tlp / outsegs > 0.001:
-        rec = host.delta("TcpExtTCPLossProbeRecovery") if not since_boot else host.counter("TcpExtTCPLossProbeRecovery")
+        rec = _counted(host, "TcpExtTCPLossProbeRecovery")
         out.append(
             Finding(
                 id="tail-loss-probes",
@@ -463,7 +512,7 @@ def rule_nic_drops(host: Host) -> list[Finding]:
                 amounts[name] = amount
         if not hits:
             continue
-        rising = prev is not None
+        rising = prev is not None or host.simulated  # a run's NIC counters start with the run
         dev = shown
         ring_small = rings is not None and rings.rx is not None and rings.rx_max is not None and rings.rx < rings.rx_max
         # drops since driver load alone are history; with the senders' retransmissions or
@@ -496,7 +545,8 @@ def rule_nic_drops(host: Host) -> list[Finding]:
         out.append(
             Finding(
                 id="nic-rx-drops",
-                title=f"receive-side drops on {dev}" + (" (rising)" if rising else " (since driver load)"),
+                title=f"receive-side drops on {dev}"
+                + (" (rising)" if prev is not None else " (during the run)" if host.simulated else " (since driver load)"),
                 severity=sev,
                 summary=f"{dev}: {concept_list}"
                 + (f"; rx ring {rings.rx} of max {rings.rx_max}" if rings else "")
@@ -531,13 +581,14 @@ TBF_DEEP_S = 1.0
 
 
 def _tbf_queue_s(q) -> tuple[float, float | None, float | None, float]:  # noqa: ANN001
-    """(the longest of lat and backlog in seconds at the rate, lat s, backlog s, rate bit/s) of a tbf."""
-    rate_bps = parse_tc_rate(q.options.get("rate", "")) or 0.0
-    lat_ns = parse_tc_time_ns(q.options["lat"]) if q.options.get("lat") else None
+    """(the longest of lat and backlog in seconds at the rate, lat s, backlog s, rate bit/s) of
+    a tbf, from its options in base units (:attr:`tcplab.diagnose.tc.Qdisc.params`: the same
+    from ``tc -s qdisc`` and ``tc -s -j qdisc``)."""
+    rate_bps = q.params.get("rate_bps", 0.0)
+    lat_ns = q.params.get("lat_ns")
     lat_s = lat_ns / 1e9 if lat_ns is not None else None
-    if lat_s is None and rate_bps > 0 and q.options.get("limit"):
-        limit = parse_tc_size(q.options["limit"])
-        lat_s = limit * 8 / rate_bps if limit is not None else None  # tc prints limit when lat is not given
+    if lat_s is None and rate_bps > 0 and q.params.get("limit_bytes") is not None:
+        lat_s = q.params["limit_bytes"] * 8 / rate_bps  # tc prints limit when lat is not given
     backlog_s = q.stats["backlog"] * 8 / rate_bps if rate_bps > 0 and "backlog" in q.stats else None
     return max(lat_s or 0.0, backlog_s or 0.0), lat_s, backlog_s, rate_bps
 
@@ -563,8 +614,11 @@ def rule_qdisc(host: Host) -> list[Finding]:
         def d(name: str, q=q, p=p) -> float:  # noqa: ANN001
             return q.value(name) - (p.value(name) if p is not None else 0.0)
 
-        window = "during the capture" if p is not None else "since the qdisc was created"
-        cap = (lambda sev: sev) if p is not None else (lambda sev: "info")  # noqa: E731 - one snapshot: since boot
+        window = "during the capture" if p is not None else host.cumulative_window("since the qdisc was created")
+        # one snapshot of a real host: counts since the qdisc's creation, history (info); a
+        # simulated run's qdiscs were created with the run, so its counts are the run's
+        measured = p is not None or host.simulated
+        cap = (lambda sev: sev) if measured else (lambda sev: "info")  # noqa: E731
         drops, pkts, over = d("drops"), d("packets"), d("overlimits")
         ev = q.evidence + (p.evidence if p is not None else [])
         base = {"device": q.dev, "kind": q.kind, "handle": q.handle, "drops": drops, "packets": pkts}
@@ -883,6 +937,36 @@ def rule_window_limited(host: Host) -> list[Finding]:
     return out
 
 
+def _run_qdisc_words(host: Host, qsnap) -> tuple[str, list[str]]:  # noqa: ANN001
+    """For a simulated run, what its scenario gives each BBR-sending host: the root qdiscs of
+    its devices (its tc texts), its ``net.core.default_qdisc`` (scenario.yaml), and where the
+    scenario changes them. A real host's advice (``sysctl -w``) does not apply to a run."""
+    bbr_ccs = {"bbr", "bbr2", "bbr3"}
+    senders = sorted(n for n, ccs in host.run_flow_cc.items() if ccs & bbr_ccs)
+    parts: list[str] = []
+    checks: list[str] = []
+    for n in senders:
+        devs = [q for q in (qsnap.qdiscs if qsnap else []) if (q.dev or "").startswith(f"{n}:") and q.parent == "root"]
+        text = f"{n}: " + (", ".join(f"{q.dev} has {q.kind}" for q in devs) or "no device in the tc texts")
+        if n in host.run_default_qdisc:
+            d = host.run_default_qdisc[n]
+            text += (
+                f", default_qdisc is {d} in the scenario"
+                if d
+                else ", default_qdisc is not set in the scenario (pfifo_fast, Linux's default)"
+            )
+            if host.run_host_qdisc.get(n):
+                text += f", hosts.{n}.qdisc is {host.run_host_qdisc[n]}"
+        parts.append(text)
+        checks.append(
+            f"give the sender fq in the scenario: `hosts.{n}.qdisc: fq` (or `sysctl: {{default_qdisc: fq}}`), "
+            "or Cilium's Bandwidth Manager (EDT with fq)"
+        )
+    return "; ".join(parts) or "the BBR senders are not named in summary.json", checks or [
+        "give the BBR senders fq in the scenario (`hosts.NAME.qdisc: fq`)"
+    ]
+
+
 def rule_config(host: Host) -> list[Finding]:
     out = []
     bbr = _bbr_in_use(host)
@@ -903,6 +987,7 @@ def rule_config(host: Host) -> list[Finding]:
                 ev.append(host.sysctls.evidence["net.core.default_qdisc"])
             if qsnap is not None:
                 ev.extend(q.evidence[0] for q in qsnap.qdiscs[:4] if q.evidence)
+            run_words, run_checks = _run_qdisc_words(host, qsnap) if host.simulated else ("", [])
             out.append(
                 Finding(
                     id="bbr-without-fq",
@@ -911,7 +996,12 @@ def rule_config(host: Host) -> list[Finding]:
                     summary=(
                         "BBR is in use, "
                         + ("no egress device has fq" if qsnap is not None else "no tc capture to check the devices")
-                        + f" and default_qdisc is {host.sysctls.get('net.core.default_qdisc') or 'unknown'}"
+                        + (
+                            f" ({run_words})"
+                            if host.simulated
+                            else " and default_qdisc is "
+                            + (host.sysctls.get("net.core.default_qdisc") or "not in the capture")
+                        )
                         + (
                             f" (kernel {host.kernel.release} < 4.13: BBR is not paced at all)"
                             if old
@@ -923,7 +1013,9 @@ def rule_config(host: Host) -> list[Finding]:
                         "paced, and since then TCP falls back to an hrtimer per socket, which works but costs CPU and "
                         "is less precise at high rates. Unpaced or coarsely paced BBR bursts into shallow buffers."
                     ),
-                    next_checks=[
+                    next_checks=run_checks
+                    if host.simulated
+                    else [
                         "`sysctl -w net.core.default_qdisc=fq` and re-create the root qdisc (`tc qdisc replace "
                         "dev DEV root fq`), or use EDT (Cilium Bandwidth Manager)"
                     ],
@@ -941,8 +1033,10 @@ def rule_config(host: Host) -> list[Finding]:
                 id="cilium-bbr-low-rtt",
                 title="Cilium Bandwidth Manager with BBR" + (" on sub-millisecond paths" if sub_ms else ""),
                 severity="warning" if sub_ms else "info",
-                summary=f"BandwidthManager enforces BBR (Cilium {c.version or '?'}, "
-                f"devices {', '.join(c.bm_devices) or '?'})"
+                summary="BandwidthManager enforces BBR ("
+                + (f"Cilium {c.version}" if c.version else "Cilium version not in the capture")
+                + (f", devices {', '.join(c.bm_devices)}" if c.bm_devices else ", devices not listed")
+                + ")"
                 + (
                     f"; median srtt of {len(socks)} connections {rtt:.3f} ms"
                     if rtt is not None
@@ -976,7 +1070,7 @@ def rule_config(host: Host) -> list[Finding]:
             window = "during the capture"
         else:
             steal = b.ticks.get("steal", 0) / b.total if b.total else 0.0
-            window = "since boot"
+            window = host.cumulative_window("since boot")
         if steal >= STEAL_WARN:
             sev = ("critical" if steal >= STEAL_CRIT else "warning") if bbr else "info"
             if window == "since boot" and sev != "info":

@@ -126,8 +126,6 @@ def scenario_for(finding, host: Host) -> dict[str, Any] | None:  # noqa: ANN001
     if not math.isfinite(rate) or rate <= 0:
         rate, rate_note = DEFAULT_RATE_BPS, "a default of 1 Gbit/s (the captured rate was unusable)"
     if finding.id in ("tbf-drops", "tbf-shaping"):
-        from tcplab.diagnose.source import parse_tc_rate
-
         qd = next(
             (
                 q
@@ -137,7 +135,7 @@ def scenario_for(finding, host: Host) -> dict[str, Any] | None:  # noqa: ANN001
             ),
             None,
         )
-        r = parse_tc_rate(qd.options.get("rate", "")) if qd else None
+        r = qd.params.get("rate_bps") if qd else None
         if r:
             rate, rate_note = r, "the tbf rate"
     loss = data.get("retrans_ratio")

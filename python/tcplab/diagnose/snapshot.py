@@ -78,6 +78,23 @@ class Host:
     run_flow_cc: dict[str, set[str]] = field(default_factory=dict)
     #: The node whose /proc/stat is diagnosed, when a run directory gives several.
     cpu_node: str | None = None
+    #: The inputs are a tcplab run directory's (or capture's) own texts, not a real host's.
+    #: Its counters start with the run, so one snapshot of them measures the whole run (a
+    #: real host's count since a boot months ago says little about today).
+    simulated: bool = False
+    #: The simulated run's duration (summary.json), when known.
+    run_duration_s: float | None = None
+    #: A simulated run's hosts: the ``net.core.default_qdisc`` its scenario gives each (None:
+    #: not set, so Linux's pfifo_fast), and the qdisc ``hosts.NAME.qdisc`` sets (None: none).
+    run_default_qdisc: dict[str, str | None] = field(default_factory=dict)
+    run_host_qdisc: dict[str, str | None] = field(default_factory=dict)
+
+    def cumulative_window(self, since: str = "since boot") -> str:
+        """What one snapshot's cumulative counters cover: ``since`` on a real host (boot, the
+        qdisc's creation, the driver's load), the whole run for a simulated one."""
+        if self.simulated:
+            return "over the whole run" + (f" ({self.run_duration_s:g} s)" if self.run_duration_s else "")
+        return since
 
     @property
     def first(self) -> Snapshot | None:
@@ -465,15 +482,37 @@ def _skip_reason(problem: str) -> str:
     return problem.split(" (")[0]
 
 
-def _read_run_flow_cc(path: Path, host: Host) -> None:
-    """The congestion control of each node's flows, from a run directory's summary.json."""
+def _read_run_summary(path: Path, host: Host) -> None:
+    """From a run directory's summary.json: the run's duration (every run directory and
+    capture is simulated, with or without it) and the congestion control of each node's flows."""
+    host.simulated = True
     try:
-        flows = json.loads((path / "summary.json").read_text(encoding="utf-8")).get("flows")
+        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+        flows = summary.get("flows")
     except (OSError, ValueError, AttributeError):
         return
+    duration = summary.get("duration_s")
+    if isinstance(duration, int | float) and not isinstance(duration, bool) and math.isfinite(duration):
+        host.run_duration_s = float(duration)
+    _read_run_scenario(path, host)
     for f in flows if isinstance(flows, list) else []:
         if isinstance(f, dict) and isinstance(f.get("from"), str) and isinstance(f.get("cc"), str):
             host.run_flow_cc.setdefault(f["from"], set()).add(f["cc"])
+
+
+def _read_run_scenario(path: Path, host: Host) -> None:
+    """Each host's qdisc settings from the run's ``scenario.yaml`` (the scenario as run): what
+    a real host's ``sysctl net.core.default_qdisc`` would say. Nothing when it cannot be read."""
+    from tcplab.errors import ScenarioError
+    from tcplab.loader import load_scenario
+
+    try:
+        sc = load_scenario(path / "scenario.yaml")
+    except (ScenarioError, OSError, ValueError):
+        return
+    for name, h in sc.hosts.items():
+        host.run_default_qdisc[name] = h.sysctl.default_qdisc
+        host.run_host_qdisc[name] = h.qdisc.qdisc if h.qdisc is not None else None
 
 
 def load_host(paths: Iterable[str | Path]) -> Host:
@@ -486,7 +525,7 @@ def load_host(paths: Iterable[str | Path]) -> Host:
     host = load_sources(sources)
     for p in paths:
         if Path(p).is_dir() and _is_run_dir(Path(p)):
-            _read_run_flow_cc(Path(p), host)
+            _read_run_summary(Path(p), host)
     if not host.inputs:
         skipped = sum(1 for n in host.notes if n.startswith("skipped "))
         raise ParseError(

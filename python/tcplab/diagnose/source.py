@@ -42,6 +42,8 @@ __all__ = [
     "iter_lines",
     "text_source",
     "load_json",
+    "load_json_pairs",
+    "JsonPairs",
     "parse_bits_rate",
     "parse_tc_size",
     "parse_tc_time_ns",
@@ -196,6 +198,20 @@ def _iter_lines(src: Source) -> Iterator[tuple[int, str]]:
 
 def load_json(src: Source) -> Any:
     """A whole JSON document, size-capped; errors carry the line of the problem."""
+    return _load_json(src, None)
+
+
+class JsonPairs(list):
+    """A JSON object as its ``(key, value)`` pairs in the file's order, duplicate keys kept
+    (``tc -j`` prints fq's ``throttled`` twice; a dict would keep only the last)."""
+
+
+def load_json_pairs(src: Source) -> Any:
+    """As :func:`load_json`, with every object a :class:`JsonPairs`."""
+    return _load_json(src, JsonPairs)
+
+
+def _load_json(src: Source, pairs_hook: type | None) -> Any:
     try:
         with src.open() as f:
             data = f.read(MAX_JSON + 1)
@@ -209,7 +225,7 @@ def load_json(src: Source) -> Any:
     except UnicodeDecodeError:
         raise ParseError(src.name, 1, "bytes that are not UTF-8 text") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=pairs_hook)
     except json.JSONDecodeError as e:
         raise ParseError(src.name, e.lineno, f"invalid JSON: {e.msg} (column {e.colno})") from None
     except RecursionError:

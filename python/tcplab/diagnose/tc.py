@@ -18,6 +18,18 @@ names as keys. Values with units (``12.3us``, ``1514b``, ``10Mbit``) are kept as
 ``mq`` (and ``mqprio``) show the *sum* of their children's statistics: rules must not count
 both, so :attr:`Qdisc.is_aggregate` marks them. For ``tbf``, ``overlimits`` counts packets
 that had to wait for tokens (shaping, no loss) and ``dropped`` counts queue overflow.
+
+Units. The text prints options scaled for people (``rate 10Mbit``, ``burst 32Kb``, ``lat 4s``);
+``tc -j`` prints the same names as bare numbers in the kernel's base units, which differ by
+option (iproute2 ``tc_print_rate()``: bytes per second; ``print_size()``: bytes;
+``print_time()``: microseconds, tc's time unit; ``sprint_time64()`` and fq's xstats:
+nanoseconds): tbf ``rate 1250000`` is 10 Mbit/s and ``lat 4000000`` is 4 s. Both forms become
+:attr:`Qdisc.params`, named with their unit (``rate_bps`` in bits per second, ``burst_bytes``,
+``lat_ns``), by the table :data:`OPTION_UNITS`; :attr:`Qdisc.options` keeps what was printed.
+The common statistics and the xstats are already in base units in both forms (bytes, packets,
+nanoseconds: the text's ``latency 12.3us`` is read as 12300 ns, the JSON's ``latency 12300``).
+fq prints the xstat ``throttled`` twice (the flows waiting now, then the throttle events); the
+first is kept as ``throttled_flows`` in both forms.
 """
 
 from __future__ import annotations
@@ -26,15 +38,61 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcplab.diagnose.source import Evidence, ParseError, Source, iter_lines, load_json, parse_tc_size, parse_tc_time_ns
+from tcplab.diagnose.source import (
+    Evidence,
+    JsonPairs,
+    ParseError,
+    Source,
+    iter_lines,
+    load_json_pairs,
+    parse_tc_rate,
+    parse_tc_size,
+    parse_tc_time_ns,
+)
 
-__all__ = ["Qdisc", "parse_tc_text", "parse_tc_json", "AGGREGATES"]
+__all__ = ["Qdisc", "parse_tc_text", "parse_tc_json", "AGGREGATES", "OPTION_UNITS"]
 
 AGGREGATES = frozenset({"mq", "mqprio", "multiq"})
 _SENT = re.compile(r"Sent (\d+) bytes (\d+) pkts? \(dropped (\d+), overlimits (\d+) requeues (\d+)\)")
 _BACKLOG = re.compile(r"backlog (\S+) (\d+)p requeues (\d+)")
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _VALUE = re.compile(r"-?\d+(?:\.\d+)?[A-Za-zµ]*\Z")
+
+#: Options with a unit, by qdisc kind: the kind of quantity and, for ``tc -j``, the base unit
+#: its bare number is in (iproute2 ``tc/q_tbf.c: tbf_print_opt()``, ``q_fq.c: fq_print_opt()``,
+#: ``q_fq_codel.c: fq_codel_print_opt()``, ``q_fifo.c``, ``q_htb.c``, ``q_netem.c``).
+#: ``rate``: bytes/s in JSON, ``10Mbit`` in text -> ``NAME_bps`` (bits/s); ``size``: bytes ->
+#: ``NAME_bytes``; ``time_us``/``time_ns``: micro-/nanoseconds in JSON -> ``NAME_ns``.
+OPTION_UNITS: dict[str, dict[str, str]] = {
+    "tbf": {
+        "rate": "rate",
+        "peakrate": "rate",
+        "burst": "size",
+        "minburst": "size",
+        "mtu": "size",
+        "limit": "size",
+        "lat": "time_us",
+    },
+    "fq": {
+        "quantum": "size",
+        "initial_quantum": "size",
+        "maxrate": "rate",
+        "defrate": "rate",
+        "low_rate_threshold": "rate",
+        "refill_delay": "time_us",
+        "ce_threshold": "time_us",
+        "timer_slack": "time_ns",
+        "horizon": "time_us",
+        "offload_horizon": "time_us",
+    },
+    "fq_codel": {"memory_limit": "size", "target": "time_us", "interval": "time_us", "ce_threshold": "time_us"},
+    "codel": {"target": "time_us", "interval": "time_us", "ce_threshold": "time_us"},
+    "bfifo": {"limit": "size"},
+    "htb": {},
+}
+_PARAM_SUFFIX = {"rate": "_bps", "size": "_bytes", "time_us": "_ns", "time_ns": "_ns"}
+#: A bare number of tc -j in the base unit -> the param's unit (bits/s, bytes, ns).
+_JSON_SCALE = {"rate": 8.0, "size": 1.0, "time_us": 1000.0, "time_ns": 1.0}
 
 
 @dataclass
@@ -44,6 +102,9 @@ class Qdisc:
     dev: str | None
     parent: str  # "root" or the parent handle
     options: dict[str, str] = field(default_factory=dict)
+    #: Options with a unit, in base units named by it (``rate_bps``, ``burst_bytes``,
+    #: ``lat_ns``): the same numbers from the text and from tc -j (module doc).
+    params: dict[str, float] = field(default_factory=dict)
     stats: dict[str, float] = field(default_factory=dict)  # bytes packets drops overlimits requeues backlog qlen
     xstats: dict[str, float] = field(default_factory=dict)
     evidence: list[Evidence] = field(default_factory=list)
@@ -79,6 +140,31 @@ def _number(text: str) -> float | None:
     return None
 
 
+def _text_param(unit: str, text: str) -> float | None:
+    """A printed option value (``10Mbit``, ``32Kb``, ``4s``, ``12.3us``) in its param's unit."""
+    if unit == "rate":
+        return parse_tc_rate(text)
+    if unit == "size":
+        return parse_tc_size(text.split("/")[0])  # tc -d prints burst as SIZE/CELL
+    return parse_tc_time_ns(text)
+
+
+def _set_params(q: Qdisc, values: dict[str, Any], printed: bool) -> None:
+    """:attr:`Qdisc.params` from option values: printed text (``printed``) or tc -j numbers."""
+    for name, unit in OPTION_UNITS.get(q.kind, {}).items():
+        v = values.get(name)
+        if v is None or isinstance(v, bool):
+            continue
+        if printed or isinstance(v, str):
+            num = _text_param(unit, str(v))
+        elif isinstance(v, int | float):
+            num = float(v) * _JSON_SCALE[unit]
+        else:
+            num = None
+        if num is not None:
+            q.params[name + _PARAM_SUFFIX[unit]] = num
+
+
 def _head(tokens: list[str], file: str, lineno: int) -> Qdisc:
     if len(tokens) < 3:
         raise ParseError(file, lineno, "tc: a 'qdisc' line without kind and handle")
@@ -108,6 +194,7 @@ def _head(tokens: list[str], file: str, lineno: int) -> Qdisc:
         else:
             q.options.setdefault(opts[j], "")  # a bare flag such as ecn, nopacing
             j += 1
+    _set_params(q, q.options, printed=True)
     return q
 
 
@@ -169,12 +256,15 @@ _STAT_KEYS = ("bytes", "packets", "drops", "overlimits", "requeues", "backlog", 
 
 
 def parse_tc_json(src: Source) -> list[Qdisc]:
-    doc = load_json(src)
+    """``tc -s -j qdisc``: a list of objects with the text's names as keys, numbers in base
+    units (module doc). Read with the keys' order kept, for fq's two ``throttled``."""
+    doc = load_json_pairs(src)
     if not isinstance(doc, list):
         raise ParseError(src.name, 1, "tc -j output is a JSON list of qdiscs")
     out: list[Qdisc] = []
-    for idx, item in enumerate(doc):
-        if not isinstance(item, dict) or not isinstance(item.get("kind"), str):
+    for idx, pairs in enumerate(doc):
+        item = dict(pairs) if isinstance(pairs, JsonPairs) else None
+        if item is None or not isinstance(item.get("kind"), str):
             raise ParseError(src.name, 1, f"tc -j: item {idx} is not a qdisc object with a 'kind'")
         q = Qdisc(
             kind=item["kind"],
@@ -183,15 +273,22 @@ def parse_tc_json(src: Source) -> list[Qdisc]:
             parent="root" if item.get("root") else str(item.get("parent", "?")),
         )
         opts = item.get("options")
-        if isinstance(opts, dict):
-            q.options = {str(k): _optstr(v) for k, v in opts.items()}
-        for k, v in item.items():
+        if isinstance(opts, JsonPairs):
+            opt_values = dict(opts)
+            q.options = {str(k): _optstr(v) for k, v in opt_values.items()}
+            _set_params(q, opt_values, printed=False)
+        prev = None
+        for k, v in pairs:
             if isinstance(v, bool) or not isinstance(v, int | float):
+                prev = k
                 continue
             if k in _STAT_KEYS:
                 q.stats[k] = v
+            elif k == "throttled" and prev == "inactive":
+                q.xstats["throttled_flows"] = v  # fq: flows (inactive N throttled N), as the text
             elif k not in ("refcnt",):
                 q.xstats[k] = v
+            prev = k
         q.evidence.append(Evidence(src.name, 1, f"qdisc {q.kind} {q.handle} dev {q.dev} (item {idx})"))
         out.append(q)
     return out
@@ -200,6 +297,6 @@ def parse_tc_json(src: Source) -> list[Qdisc]:
 def _optstr(v: Any) -> str:
     if isinstance(v, bool):
         return "1" if v else "0"
-    if isinstance(v, dict | list):
+    if isinstance(v, list):  # an object (JsonPairs) or a list: no one value to show
         return ""
     return str(v)

@@ -44,6 +44,7 @@ __all__ = [
     "Run",
     "Explanation",
     "Crosscheck",
+    "CROSSCHECK_RULES",
     "Experiment",
     "load_claims",
 ]
@@ -152,11 +153,17 @@ class Explanation:
     figure: str | None = None
 
 
+#: How a cross-check's expected findings combine: every one must appear, or one is enough.
+CROSSCHECK_RULES = ("all", "any")
+
+
 @dataclass(frozen=True)
 class Crosscheck:
     """``tcplab diagnose`` on a run's own ``ss``/``nstat``/``tc``/``ethtool`` texts must name
-    one of ``expect`` (finding ids, e.g. ``("nic-rx-drops",)``); ``absent``: finding ids that
-    must not appear (the fixed variant: no ``nic-rx-drops`` with the large ring)."""
+    the findings of ``expect`` (finding ids, e.g. ``("nic-rx-drops",)``): all of them
+    (``rule="all"``, the default) or at least one (``rule="any"``, for alternatives such as a
+    tbf's drops, shaping or bufferbloat); ``absent``: finding ids that must not appear (the
+    fixed variant: no ``nic-rx-drops`` with the large ring)."""
 
     run: str
     expect: tuple[str, ...] = ()
@@ -165,6 +172,19 @@ class Crosscheck:
     #: None: the texts of the run directory (ss as at the end of the run). A time in seconds:
     #: ``ss -tin`` as it was at that moment (an operator running ss during the incident).
     at_s: float | None = None
+    rule: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.rule not in CROSSCHECK_RULES:
+            raise ValueError(f"crosscheck {self.run}: rule {self.rule!r}: expected 'all' or 'any'")
+
+    @property
+    def expect_text(self) -> str:
+        """The expected findings as the reports say them: ``all of: a, b`` / ``any of: a, b``
+        (one finding: its id alone; none: ``-``)."""
+        if len(self.expect) < 2:
+            return ", ".join(self.expect) or "-"
+        return f"{self.rule} of: {', '.join(self.expect)}"
 
 
 def load_claims(path: Path) -> dict[str, Claim]:

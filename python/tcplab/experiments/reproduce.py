@@ -40,6 +40,8 @@ class CrosscheckResult:
     summaries: list[str]  # one line per finding (id: summary)
     agree: bool
     note: str = ""
+    #: expected findings diagnose did not name (with rule "any" the check can agree anyway)
+    missing: list[str] = field(default_factory=list)
     #: with ``check.at_s``: the capture diagnosed (``OUT/NAME/captures/LABEL-at-<t>s/``: the
     #: run's texts with ``ss -tin`` as at that moment, tcplab.results.capture)
     capture: Path | None = None
@@ -81,7 +83,14 @@ def crosscheck_run(
     target, capture = run_dir, None
     if check.at_s is not None:
         if result is None or captures_dir is None:
-            return CrosscheckResult(check, [], [], False, note="at_s needs the run's result and a captures directory")
+            return CrosscheckResult(
+                check,
+                [],
+                [],
+                False,
+                note="at_s needs the run's result and a captures directory",
+                missing=list(check.expect),
+            )
         from tcplab.results.capture import capture_name, write_capture
 
         capture = target = write_capture(result, Path(captures_dir) / capture_name(check.run, check.at_s), check.at_s)
@@ -89,12 +98,20 @@ def crosscheck_run(
         _host, findings = diagnose_paths([target])
     except ParseError as e:  # the run's own texts must parse: say so rather than crash
         return CrosscheckResult(
-            check, [], [], False, note=f"diagnose could not read the run's texts: {e}", capture=capture
+            check,
+            [],
+            [],
+            False,
+            note=f"diagnose could not read the run's texts: {e}",
+            capture=capture,
+            missing=list(check.expect),
         )
     ids = [f.id for f in findings]
     summaries = [f"{f.id}: {f.summary}" for f in findings]
-    ok = (not check.expect or any(e in ids for e in check.expect)) and not any(a in ids for a in check.absent)
-    return CrosscheckResult(check, ids, summaries, ok, capture=capture)
+    missing = [e for e in check.expect if e not in ids]
+    expected = not missing if check.rule == "all" else (not check.expect or len(missing) < len(check.expect))
+    ok = expected and not any(a in ids for a in check.absent)
+    return CrosscheckResult(check, ids, summaries, ok, capture=capture, missing=missing)
 
 
 def run_experiments(

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tcplab.errors import ScenarioError
+from tcplab.results.tcp_options import window_scale
 
 if TYPE_CHECKING:
     from tcplab.engine import Capture
@@ -92,10 +93,6 @@ LINKTYPE_ETHERNET = 1
 _PCAP_MAGIC_US = 0xA1B2C3D4
 #: The pcap time of the run's t = 0: 2026-01-01 00:00:00 UTC, in seconds since the Unix epoch.
 EPOCH_S = 1_767_225_600
-#: ``net.core.rmem_max``'s default (Linux v6.12: SK_RMEM_MAX, 212992 on 64-bit).
-RMEM_MAX_DEFAULT = 212992
-#: ``TCP_MAX_WSCALE``.
-_TCP_MAX_WSCALE = 14
 _TCPOLEN_TSTAMP_ALIGNED = 12
 _ETH = 14
 _IP = 20
@@ -144,15 +141,6 @@ def capture_config(
 def pcap_name(config: Mapping[str, Any], flow: int) -> str:
     """``FLOW.pcap``: the file's name in a run directory (flow names are ``[A-Za-z0-9_.-]+``)."""
     return f"{config['flows'][flow]['name']}.pcap"
-
-
-def window_scale(tcp: Mapping[str, Any], rmem_max: int = RMEM_MAX_DEFAULT) -> int:
-    """The window scale a Linux v6.12 socket advertises (net/ipv4/tcp_output.c:
-    ``tcp_select_initial_window()``): ``ilog2`` of the largest window it could ever offer,
-    ``max(tcp_rmem[2], rmem_max)`` (at most ``65535 << 14``), minus 15, within [0, 14]."""
-    rmem = tcp.get("tcp_rmem") or [4096, 131072, 6291456]
-    space = min(max(int(rmem[2]), int(rmem[1]), rmem_max), 0xFFFF << _TCP_MAX_WSCALE)
-    return max(0, min(_TCP_MAX_WSCALE, space.bit_length() - 1 - 15))
 
 
 def _derive(seed: int, *parts: Any) -> int:

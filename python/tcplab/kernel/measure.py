@@ -403,6 +403,17 @@ def _timeseries(
                 "pacing_gain": float(s.bbr.get("pacing_gain", 0.0)),
                 "cwnd_gain": float(s.bbr.get("cwnd_gain", 0.0)),
                 "snd_wnd_bytes": int(v.get("snd_wnd", 0)),
+                # what ss printed of the rest (ms -> us; absent is zero, as ss prints them)
+                "rto_us": int(round(float(v.get("rto", 0)) * 1000)),
+                "backoff": int(v.get("backoff", 0)),
+                "bytes_sent": int(v.get("bytes_sent", 0)),
+                "bytes_retrans": int(v.get("bytes_retrans", 0)),
+                "data_segs_out": int(v.get("data_segs_out", 0)),
+                "busy_us": int(round(float(v.get("busy_ms", 0)) * 1000)),
+                "rwnd_limited_us": int(round(float(v.get("rwnd_limited_ms", 0)) * 1000)),
+                "sndbuf_limited_us": int(round(float(v.get("sndbuf_limited_ms", 0)) * 1000)),
+                "send_q_bytes": s.send_q,
+                "recv_q_bytes": r.recv_q if r is not None else 0,
             }
             rows.append((slot, fs.flow, row))
     rows.sort(key=lambda x: (x[0], x[1]))

@@ -39,7 +39,7 @@ A run directory (``Result.write(DIR)``) holds::
                               ...): the rows of every app with that table, ``app`` and ``kind``
                               columns first (:mod:`tcplab.results.apps`; only when the run has apps)
     counters.txt              nstat text, one block per host
-    tc-qdisc-NODE.txt         per node: its qdiscs as `tc -s qdisc show invisible` prints them
+    tc-qdisc-NODE.txt         per node: its qdiscs as `tc -s qdisc show` prints them
                               (devices eth0, eth1, ... = the node's links in scenario order)
     ethtool-S-HOST.txt        per host with a NIC model: `ethtool -S eth0` text
     proc-stat-HOST.txt        per host with a CPU model: /proc/stat's cpu lines (steal)

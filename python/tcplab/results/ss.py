@@ -3,22 +3,26 @@
 The model: every flow is a TCP connection between two sockets, the *client* on the flow's
 ``from`` node and the *server* on its ``to`` node; one of them writes the data (the flow's
 ``data_from``) and the engine samples that sender's ``tcp_sock`` into the time series
-(cwnd, ssthresh, srtt/rttvar, min RTT, pacing and delivery rates, bytes acked, total
-retransmissions, BBR's bw and gains) and the receiver's bytes received. ``ss-tin-NODE.txt``
-in the run directory holds what ``ss -tin`` (``-t`` TCP, ``-i`` tcp_info, ``-n`` numeric:
-raw ports, rates in bit/s) would print on that node, in iproute2's format (``misc/ss.c``:
-``inet_stats_print()`` for the state line, ``tcp_show_info()`` to read ``struct tcp_info``
-as Linux v6.12 ``net/ipv4/tcp.c: tcp_get_info()`` fills it, ``tcp_stats_print()`` for the
-info line, in its order, each field only when ss would print it)::
+(cwnd, ssthresh, srtt/rttvar, min RTT, RTO and its backoff, pacing and delivery rates, bytes
+sent, retransmitted and acked, data segments out, total retransmissions, the
+``busy``/``rwnd_limited``/``sndbuf_limited`` chronographs, BBR's bw and gains, the peer's
+window, the Send-Q) and of the receiver its bytes received and its Recv-Q.
+``ss-tin-NODE.txt`` in the run directory holds what ``ss -tin`` (``-t`` TCP, ``-i`` tcp_info,
+``-n`` numeric: raw ports, rates in bit/s) would print on that node, in iproute2's format
+(``misc/ss.c``: ``inet_stats_print()`` for the state line, ``tcp_show_info()`` to read
+``struct tcp_info`` as Linux v6.12 ``net/ipv4/tcp.c: tcp_get_info()`` fills it,
+``tcp_stats_print()`` for the info line, in its order, each field only when ss would print
+it; checked against iproute2 6.1's own output in tests/data/real-tools)::
 
     State Recv-Q Send-Q Local Address:Port Peer Address:Port Process
-    ESTAB 0      0           10.0.0.1:32768     10.0.0.2:5201
-    \t cubic rtt:20.512/0.204 mss:1448 pmtu:1500 advmss:1448 cwnd:86 ssthresh:61 bytes_sent:...
+    ESTAB 0      4194304     10.0.0.1:32768     10.0.0.2:5201
+    \t cubic wscale:7,7 rto:224 rtt:20.512/0.204 mss:1448 pmtu:1500 advmss:1448 cwnd:86 ...
 
 Values at time t are those of the flow's last sample at or before t (the default t is the
 end of the run; then the flow's totals, which the engine counts to the end, replace the
-sampled ones and add what only the totals know: bytes_sent, bytes_retrans, data_segs_out
-and the ``busy``/``rwnd_limited``/``sndbuf_limited`` chronographs).
+sampled counters: bytes_sent, bytes_retrans, bytes_acked, data_segs_out and the
+chronographs). A time series written before the engine sampled the queues, the RTO and those
+counters (an older run directory) prints without them: Recv-Q/Send-Q 0, no ``rto``.
 
 Choices where tcplab must choose, and what it leaves out:
 
@@ -29,26 +33,35 @@ Choices where tcplab must choose, and what it leaves out:
   (HTTPS, websockets behind nginx), 8080 rr, 9090 batch_writer (a remote-write receiver).
 * Both sockets of a flow run the flow's congestion control (the engine's socket pair), so
   both print its name.
+* Options: every tcplab connection negotiates timestamps, SACK and window scaling, as two
+  Linux ends with default sysctls do (:mod:`tcplab.results.tcp_options`; the pcap export's
+  SYNs carry them). ``ss -tin`` prints ``wscale:S,R`` (the peer's scale, then ours: both the
+  flow's, from its ``tcp_rmem``); ``ts sack`` only with ``-o`` or ``-e`` (``show_options``),
+  so not here.
+* The state line: the data sender's Send-Q is ``write_seq - snd_una`` (written, not yet
+  acknowledged), the receiver's Recv-Q ``rcv_nxt - copied_seq`` (arrived, not yet read by the
+  application: a slow reader's backlog); the other two are 0 (the receiver writes nothing, the
+  sender reads nothing).
 * Sockets listed: the flows the engine samples (every flow except those of an application
   with more than 16 connections, the broadcast's thousands: their sockets are left out, as
   if ss had been given a filter that excludes them), started at or before t; a flow whose
   application finished before t (its data all acknowledged, ``end_s`` < t) has closed and is
   left out too. A flow without a sample at or before t, or whose sender has no RTT sample
   yet (the handshake in flight: not yet ESTAB), is left out.
-* Fields tcplab does not know are omitted, never invented: ``Recv-Q``/``Send-Q`` (the queues
-  are not sampled; they print 0, the column cannot be left empty), ``rto``, ``ato``,
-  ``wscale``, ``rcvmss`` (Linux estimates it from the segment sizes received, which are not
-  sampled), ``lastsnd``/``lastrcv``/``lastack``, ``unacked``,
-  ``lost`` (tcp_info's current lost_out; the engine samples the cumulative count),
-  ``delivered``, ``app_limited``, ``segs_out``/``segs_in``, ``rcv_space``,
-  ``rcv_ssthresh``, ``notsent``, the receiving socket's ``snd_wnd`` and ``skmem`` (no
-  ``-m``). The sending socket's ``snd_wnd`` (tcpi_snd_wnd, the receiver's advertised window;
-  iproute2 prints it last, after ``minrtt``) comes from the time series. ``retrans:C/T``
-  prints C (segments retransmitted and not yet acknowledged) as 0: the engine samples only T.
-  The receiving socket prints only what the engine knows of it: its congestion control,
-  MSS and ``bytes_received``.
+* Fields tcplab does not know are omitted, never invented: ``ato``, ``rcvmss`` (Linux
+  estimates it from the segment sizes received, which are not sampled),
+  ``lastsnd``/``lastrcv``/``lastack``, ``unacked``, ``lost`` (tcp_info's current lost_out;
+  the engine samples the cumulative count), ``delivered``, ``app_limited``,
+  ``segs_out``/``segs_in``, ``rcv_space``, ``rcv_ssthresh``, ``notsent``, the receiving
+  socket's ``rto``, ``rtt`` and ``snd_wnd`` and ``skmem`` (no ``-m``). The sending socket's
+  ``snd_wnd`` (tcpi_snd_wnd, the receiver's advertised window; iproute2 prints it last, after
+  ``minrtt``) comes from the time series. ``retrans:C/T`` prints C (segments retransmitted
+  and not yet acknowledged) as 0: the engine samples only T. The receiving socket prints what
+  the engine knows of it: its congestion control, window scale, MSS and ``bytes_received``.
 * ``pmtu`` is ``mss + 52`` (20 bytes IPv4, 20 TCP, 12 of timestamps: tcplab's framing);
   ``advmss`` is the flow's MSS (both ends use the same).
+* ``rto`` is tcpi_rto / 1000 (``%g`` ms), left out at 3 s (the pre-RFC 6298 initial value
+  ss skips); ``backoff`` only when non-zero.
 * BBR's ``mrtt`` is BBR's own windowed minimum (10 s) in Linux; the time series carries
   TCP's (``tcp_min_rtt``, 300 s), which tcplab prints for both ``mrtt`` and ``minrtt``
   unless the series has a ``bbr_min_rtt_us`` column. ``send`` is ss's own
@@ -63,6 +76,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from tcplab.results.tcp_options import window_scale
 
 __all__ = [
     "SsSocket",
@@ -97,6 +112,8 @@ MAX_SAMPLED_APP_CONNECTIONS = 16
 _SSTHRESH_SHOWN_BELOW = 0xFFFF
 #: IPv4 (20) + TCP (20) + timestamp option (12): the MSS + this is the path MTU.
 _HEADER_BYTES = 52
+#: tcpi_rto that ss does not print (``tcp_show_info()``: the old 3 s TCP_TIMEOUT_INIT).
+_RTO_NOT_SHOWN_US = 3_000_000
 _U64_MAX = (1 << 64) - 1
 
 
@@ -140,6 +157,14 @@ class SsSocket:
         out: list[str] = []
         if self.cc:
             out.append(self.cc)
+        if i.get("wscale"):  # TCPI_OPT_WSCALE: tcpi_snd_wscale, tcpi_rcv_wscale
+            snd, rcv = i["wscale"]
+            out.append(f"wscale:{int(snd)},{int(rcv)}")
+        rto_us = int(i.get("rto_us") or 0)
+        if rto_us and rto_us != _RTO_NOT_SHOWN_US:  # tcpi_rto / 1000
+            out.append(f"rto:{_g(rto_us / 1000)}")
+        if i.get("backoff"):
+            out.append(f"backoff:{int(i['backoff'])}")
         srtt_us = int(i.get("rtt_us") or 0)
         if srtt_us:  # tcpi_rtt / 1000, tcpi_rttvar / 1000 (us -> ms, as doubles)
             out.append(f"rtt:{_g(srtt_us / 1000)}/{_g(int(i.get('rttvar_us') or 0) / 1000)}")
@@ -206,7 +231,8 @@ def format_ss(sockets: list[SsSocket]) -> str:
             f"{r[3]:>{widths[3]}}:{r[4]:<{widths[4]}} {r[5]:>{widths[5]}}:{r[6]:<{widths[6]}}"
         )
 
-    lines = [line(head) + " Process"]
+    # the header's last Port is not padded before Process (iproute2 6.1's own output)
+    lines = [line(head).rstrip() + " Process"]
     for s, r in zip(sockets, rows, strict=True):
         lines.append(line(r).rstrip())
         lines.append(s.info_line())
@@ -289,17 +315,33 @@ def sockets_at(
         row = rows[i]
         if int(row.get("srtt_us", 0)) == 0:
             continue  # no RTT sample yet: the handshake is still in flight (not ESTAB)
+        wscale = window_scale(tcp)
         info = _sender_info(row, mss, cc, tcp)
+        info["wscale"] = (wscale, wscale)
         if at_end and total:
             info.update(_totals_info(total))
-        recv_info: dict[str, Any] = {"mss": mss, "advmss": mss}
+        recv_info: dict[str, Any] = {"wscale": (wscale, wscale), "mss": mss, "advmss": mss}
         received = int(total["bytes_received"]) if at_end and total else int(row.get("bytes_received", 0))
         recv_info["bytes_received"] = received
         out.setdefault(nodes[sender_node], []).append(
-            SsSocket(node=nodes[sender_node], local=sender_addr, peer=receiver_addr, cc=cc, info=info)
+            SsSocket(
+                node=nodes[sender_node],
+                local=sender_addr,
+                peer=receiver_addr,
+                send_q=_count(row, "send_q_bytes"),
+                cc=cc,
+                info=info,
+            )
         )
         out.setdefault(nodes[receiver_node], []).append(
-            SsSocket(node=nodes[receiver_node], local=receiver_addr, peer=sender_addr, cc=cc, info=recv_info)
+            SsSocket(
+                node=nodes[receiver_node],
+                local=receiver_addr,
+                peer=sender_addr,
+                recv_q=_count(row, "recv_q_bytes"),
+                cc=cc,
+                info=recv_info,
+            )
         )
     return out
 
@@ -328,8 +370,17 @@ def _sender_info(row: Mapping[str, Any], mss: int, cc: str | None, tcp: Mapping[
         max_rate = int(tcp.get("max_pacing_rate_bytes_per_sec", _U64_MAX))
         if max_rate and max_rate != _U64_MAX:
             info["max_pacing_rate_bps"] = max_rate * 8
-    # counters only the totals hold today; used at any t if the series ever carries them
-    for key in ("bytes_sent", "bytes_retrans", "data_segs_out"):
+    # tcp_info's counters and chronographs as sampled (older series lack them: left out)
+    for key in (
+        "rto_us",
+        "backoff",
+        "bytes_sent",
+        "bytes_retrans",
+        "data_segs_out",
+        "busy_us",
+        "rwnd_limited_us",
+        "sndbuf_limited_us",
+    ):
         if key in row:
             info[key] = int(row[key])
     if cc == "bbr":
@@ -341,6 +392,12 @@ def _sender_info(row: Mapping[str, Any], mss: int, cc: str | None, tcp: Mapping[
             "cwnd_gain": float(row.get("cwnd_gain", 0.0)),
         }
     return info
+
+
+def _count(row: Mapping[str, Any], key: str) -> int:
+    """A sampled count, 0 when the series lacks the column (an older run directory)."""
+    v = row.get(key)
+    return int(v) if v is not None and np.isfinite(v) else 0
 
 
 def _totals_info(total: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,10 +3,9 @@
 The model: every one-way link's egress has a qdisc; a node's links are its devices. tcplab
 names them as a host names its interfaces, ``eth0``, ``eth1``, ... in the order the node's
 outgoing links appear in the scenario (``summary.json`` records the mapping in each link's
-``node`` and ``dev``). ``tc-qdisc-NODE.txt`` in the run directory holds what
-``tc -s qdisc show invisible`` would print on that node after
-``tc qdisc replace dev ethN root handle 1: KIND ...``, one record per qdisc, exactly in
-iproute2's format (``tc/tc_qdisc.c: print_qdisc()``, ``tc/tc_util.c:
+``node`` and ``dev``). ``tc-qdisc-NODE.txt`` in the run directory holds what ``tc -s qdisc
+show`` would print on that node after ``tc qdisc replace dev ethN root handle 1: KIND ...``, one record per qdisc,
+exactly in iproute2's format (``tc/tc_qdisc.c: print_qdisc()``, ``tc/tc_util.c:
 print_tcstats2_attr()``, the kinds' ``print_opt``/``print_xstats`` in ``tc/q_fifo.c``,
 ``q_tbf.c``, ``q_fq.c``, ``q_fq_codel.c``; sizes, rates and times as ``lib/json_print_math.c:
 sprint_size()``, ``lib/json_print.c: print_color_rate()`` and ``lib/utils.c: sprint_time()``
@@ -16,19 +15,24 @@ with one, not shown here)::
     qdisc tbf 1: dev eth0 root refcnt 2 rate 10Mbit burst 5000b lat 50ms
      Sent 1514000 bytes 1000 pkt (dropped 3, overlimits 812 requeues 0)
      backlog 0b 0p requeues 0
-    qdisc bfifo 0: dev eth0 parent 1:1 limit 67500b
-     Sent 1514000 bytes 1000 pkt (dropped 3, overlimits 0 requeues 0)
-     backlog 0b 0p requeues 0
 
 Choices where Linux leaves one open:
 
 * Root qdiscs have handle ``1:`` and ``refcnt 2`` (a single-queue device: the device and its
-  queue hold it). tbf's inner qdisc hangs under class ``1:1``; the kernel's default child (a
+  queue hold it). tbf's inner qdisc hangs under class ``1:1``. The kernel's default child (a
   bfifo of tbf's ``limit``, ``sch_tbf.c: tbf_change()`` -> ``fifo_create_dflt()``) has handle
-  ``0:`` and is *invisible* (``qdisc_hash_add(child, true)``): plain ``tc -s qdisc show`` omits
-  it, ``show invisible`` prints it. The file is the ``invisible`` listing, so the child's own
-  counters are there; its drops are also counted in tbf's ``dropped`` (``tbf_enqueue()``
-  counts a child's refusal), as on a real host.
+  ``0:`` and is *invisible* (``qdisc_hash_add(child, true)``): ``tc -s qdisc show`` omits it,
+  as the file does; ``tc -s qdisc show invisible`` prints it (:func:`format_node` with
+  ``invisible=True``)::
+
+    qdisc bfifo 0: dev eth0 parent 1:1 limit 67500b
+     Sent 1514000 bytes 1000 pkt (dropped 3, overlimits 0 requeues 0)
+     backlog 0b 0p requeues 0
+
+  Its drops are the tbf's own again (``tbf_enqueue()`` counts a child's refusal), so the
+  default listing's drops add up once, as on a real host (tests/data/real-tools has both
+  listings of a real tbf). A child the scenario configures (handle ``10:``) is visible, as one
+  added with ``tc qdisc add ... parent 1:1`` is.
 * Options are printed as Linux v6.12 dumps them with the scenario's values: fq prints its
   ``bands 3 priomap ... weights ...`` defaults (``sch_fq.c``, since v6.7) and
   ``orphan_mask 1023 timer_slack 10us``, which tcplab does not model; no rate estimator
@@ -356,8 +360,11 @@ def _stats_of(entry: Mapping[str, Any]) -> dict[str, int]:
     return {k: int(entry.get(k, 0) or 0) for k in STAT_KEYS}
 
 
-def format_node(config: Mapping[str, Any], links_out: Sequence[Mapping[str, Any]], node: str) -> str:
-    """The ``tc -s qdisc show invisible`` text of ``node``: every qdisc on its devices."""
+def format_node(
+    config: Mapping[str, Any], links_out: Sequence[Mapping[str, Any]], node: str, *, invisible: bool = False
+) -> str:
+    """The ``tc -s qdisc show`` text of ``node``: every qdisc on its devices, but tbf's
+    default child, which only ``tc -s qdisc show invisible`` (``invisible=True``) lists."""
     parts = []
     devices = link_devices(config)
     for link_cfg, out, (owner, dev) in zip(config.get("links", []), links_out, devices, strict=False):
@@ -369,6 +376,8 @@ def format_node(config: Mapping[str, Any], links_out: Sequence[Mapping[str, Any]
             child_out = out.get("child")
             child_cfg = qcfg.get("child")
             if child_cfg is None:  # the kernel's default: a bfifo of tbf's limit, handle 0:
+                if not invisible:
+                    continue  # invisible (module doc)
                 ccfg: dict[str, Any] = {"kind": "bfifo", "limit_bytes": int(qcfg.get("limit_bytes", 0))}
                 handle = "0:"
             else:

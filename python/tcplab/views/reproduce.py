@@ -241,6 +241,10 @@ def experiment_record(outcome: Outcome, out_dir: Path | None = None) -> dict[str
         {
             "run": c.check.run,
             "expect": list(c.check.expect),
+            # "all": every expected finding must appear; "any": one is enough (Crosscheck.rule)
+            "rule": c.check.rule,
+            "expect_text": c.check.expect_text,
+            "missing": list(getattr(c, "missing", [])),
             "absent": list(c.check.absent),
             "why": c.check.why,
             "at_s": c.check.at_s,
@@ -410,7 +414,7 @@ def experiment_markdown(r: Mapping[str, Any]) -> str:
             if c["capture"]:
                 run += f" [{c['capture']}/]({c['capture']}/README.txt)"
             lines.append(
-                f"| {_cell(run)} | {_cell(', '.join(c['expect']) or '-')} | {_cell(', '.join(c['absent']) or '-')} "
+                f"| {_cell(run)} | {_cell(_expected_cell(c))} | {_cell(', '.join(c['absent']) or '-')} "
                 f"| {_cell(', '.join(c['found']) or 'nothing')} | {'yes' if c['agree'] else '**no**'} |"
             )
         lines.append("")
@@ -436,6 +440,12 @@ def experiment_markdown(r: Mapping[str, Any]) -> str:
     lines += [x["command"] for x in r["runs"]]
     lines += ["```", ""]
     return "\n".join(lines)
+
+
+def _expected_cell(c: Mapping[str, Any]) -> str:
+    """``all of: a, b`` / ``any of: a, b`` / ``a``, then the expected findings diagnose missed."""
+    text = c.get("expect_text") or ", ".join(c["expect"]) or "-"
+    return text + (f" (missing: {', '.join(c['missing'])})" if c.get("missing") else "")
 
 
 def index_markdown(index: Mapping[str, Any]) -> str:
@@ -568,7 +578,7 @@ _EXPERIMENT_TEMPLATE = """<!doctype html>
 {% for c in r.crosschecks %}
 <tr><td class="l">{{ c.run }}{% if c.at_s is not none %} (ss at {{ c.at_s | sig }} s){% endif %}
 {% if c.capture %}<br><a href="{{ c.capture }}/README.txt">{{ c.capture }}/</a>{% endif %}</td>
-<td class="l">{{ c.expect | join(", ") or "-" }}</td><td class="l">{{ c.absent | join(", ") or "-" }}</td>
+<td class="l">{{ c.expect_text or (c.expect | join(", ")) or "-" }}{% if c.missing %}<br>missing: {{ c.missing | join(", ") }}{% endif %}</td><td class="l">{{ c.absent | join(", ") or "-" }}</td>
 <td class="w">{% for s in c.summaries %}{{ s }}<br>{% else %}nothing{% endfor %}
 {% if c.note %}<br><span class="bad">{{ c.note }}</span>{% endif %}</td>
 <td class="l">{% if c.agree %}<span class="ok">yes</span>{% else %}<span class="bad">no</span>{% endif %}</td></tr>

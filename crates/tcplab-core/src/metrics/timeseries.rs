@@ -37,6 +37,28 @@ pub struct FlowSeries {
     /// Linux v6.12 net/ipv4/tcp.c: tcp_get_info()), what ss prints as `snd_wnd:` and iperf3
     /// as `snd_wnd`.
     pub snd_wnd_bytes: Vec<u32>,
+    /// tcp_info's tcpi_rto, us (`jiffies_to_usecs(icsk_rto)`): what ss prints as `rto:`.
+    pub rto_us: Vec<u32>,
+    /// tcp_info's tcpi_backoff (`icsk_backoff`, RTO doublings in a row): ss's `backoff:`.
+    pub backoff: Vec<u8>,
+    /// tcp_info's tcpi_bytes_sent (payload bytes sent, retransmissions included).
+    pub bytes_sent: Vec<u64>,
+    /// tcp_info's tcpi_bytes_retrans.
+    pub bytes_retrans: Vec<u64>,
+    /// tcp_info's tcpi_data_segs_out.
+    pub data_segs_out: Vec<u32>,
+    /// tcp_info's tcpi_busy_time, tcpi_rwnd_limited, tcpi_sndbuf_limited, us (the chronographs
+    /// as `tcp_get_info_chrono_stats()` reads them at the sample): ss's `busy:`,
+    /// `rwnd_limited:`, `sndbuf_limited:`.
+    pub busy_us: Vec<u64>,
+    pub rwnd_limited_us: Vec<u64>,
+    pub sndbuf_limited_us: Vec<u64>,
+    /// The sender's Send-Q as ss shows it: `write_seq - snd_una`, bytes written and not yet
+    /// acknowledged (Linux v6.12 net/ipv4/tcp_diag.c: tcp_diag_get_info(), idiag_wqueue).
+    pub send_q_bytes: Vec<u32>,
+    /// The receiver's Recv-Q: `rcv_nxt - copied_seq`, bytes received and not yet read by the
+    /// application (tcp_diag_get_info(), idiag_rqueue).
+    pub recv_q_bytes: Vec<u32>,
 }
 
 impl FlowSeries {
@@ -52,7 +74,13 @@ impl FlowSeries {
         + size_of::<u8>() // bbr_lt_use_bw
         + size_of::<u64>() // bbr_lt_bw_bps
         + 2 * size_of::<f64>() // pacing_gain, cwnd_gain
-        + size_of::<u32>(); // snd_wnd_bytes
+        + size_of::<u32>() // snd_wnd_bytes
+        + size_of::<u32>() // rto_us
+        + size_of::<u8>() // backoff
+        + 2 * size_of::<u64>() // bytes_sent, bytes_retrans
+        + size_of::<u32>() // data_segs_out
+        + 3 * size_of::<u64>() // busy_us, rwnd_limited_us, sndbuf_limited_us
+        + 2 * size_of::<u32>(); // send_q_bytes, recv_q_bytes
 
     /// Make room for `additional` more rows in every column, or fail without aborting.
     pub fn try_reserve(&mut self, additional: usize) -> Result<(), TryReserveError> {
@@ -78,6 +106,16 @@ impl FlowSeries {
         self.pacing_gain.try_reserve(additional)?;
         self.cwnd_gain.try_reserve(additional)?;
         self.snd_wnd_bytes.try_reserve(additional)?;
+        self.rto_us.try_reserve(additional)?;
+        self.backoff.try_reserve(additional)?;
+        self.bytes_sent.try_reserve(additional)?;
+        self.bytes_retrans.try_reserve(additional)?;
+        self.data_segs_out.try_reserve(additional)?;
+        self.busy_us.try_reserve(additional)?;
+        self.rwnd_limited_us.try_reserve(additional)?;
+        self.sndbuf_limited_us.try_reserve(additional)?;
+        self.send_q_bytes.try_reserve(additional)?;
+        self.recv_q_bytes.try_reserve(additional)?;
         Ok(())
     }
 
@@ -110,6 +148,16 @@ impl FlowSeries {
             pacing_gain: Vec::with_capacity(n),
             cwnd_gain: Vec::with_capacity(n),
             snd_wnd_bytes: Vec::with_capacity(n),
+            rto_us: Vec::with_capacity(n),
+            backoff: Vec::with_capacity(n),
+            bytes_sent: Vec::with_capacity(n),
+            bytes_retrans: Vec::with_capacity(n),
+            data_segs_out: Vec::with_capacity(n),
+            busy_us: Vec::with_capacity(n),
+            rwnd_limited_us: Vec::with_capacity(n),
+            sndbuf_limited_us: Vec::with_capacity(n),
+            send_q_bytes: Vec::with_capacity(n),
+            recv_q_bytes: Vec::with_capacity(n),
         }
     }
 
