@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from tcplab.errors import ScenarioError, ScenarioWarning, show_value
+from tcplab.literals import BoundedSafeLoader
 from tcplab.overrides import Override, apply_overrides, parse_overrides
 from tcplab.scenario import Scenario, validate_scenario
 
@@ -48,8 +49,8 @@ class _Document(dict):
     lines: dict[tuple[str, ...], int]
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys in a mapping."""
+class _StrictLoader(BoundedSafeLoader):
+    """SafeLoader that rejects duplicate keys in a mapping, numbers bounded (tcplab.literals)."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
