@@ -143,7 +143,9 @@ def test_a_huge_int_from_python_is_shown_abbreviated(base_scenario):
     """A dict given to load_scenario can hold any int: shown without str() (which fails)."""
     with pytest.raises(ScenarioError) as e:
         load_scenario({**base_scenario, "seed": 10**5000})
-    assert str(e.value).endswith("seed: 10000000000000000000… (5001 digits) is out of range; expected an integer of at least 0")
+    assert str(e.value).endswith(
+        "seed: 10000000000000000000… (5001 digits) is out of range; expected an integer of at least 0"
+    )
 
 
 def test_a_huge_kubernetes_exponent_is_unreasonably_large_as_kubelet_says(base_scenario):
