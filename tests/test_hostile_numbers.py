@@ -148,6 +148,22 @@ def test_a_huge_int_from_python_is_shown_abbreviated(base_scenario):
     )
 
 
+def test_huge_ints_given_to_the_python_api_are_one_line(tmp_path):
+    """load_scenario(seed=...), overrides={...} and sweep(grid={...}) label a value with
+    str(): past 4300 digits that was CPython's ValueError."""
+    import tcplab
+
+    shown = r"10000000000000000000… \(5001 digits\) is out of range"
+    for kw in ({"seed": 10**5000}, {"overrides": {"seed": 10**5000}}):
+        with pytest.raises(ScenarioError, match=rf"^--set: seed: {shown}; expected an integer"):
+            load_scenario("builtin:cubic-100mbit-20ms", **kw)
+    with pytest.raises(ScenarioError, match=rf"^--grid: links.0.rate: {shown}; expected a number with a unit"):
+        tcplab.sweep(
+            "builtin:cubic-100mbit-20ms", grid={"links.0.rate": [10**5000, "1Mbit"]}, seeds=1, out=tmp_path / "o"
+        )
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_huge_kubernetes_exponent_is_unreasonably_large_as_kubelet_says(base_scenario):
     """Before: decimal.Overflow traceback (10 ** 9999999 past Decimal's Emax)."""
     from tcplab.scenario.bandwidth import parse_k8s_bandwidth

@@ -44,6 +44,7 @@ __all__ = [
     "read_int",
     "abbreviate_digits",
     "int_text",
+    "value_text",
 ]
 
 #: The most digits a number literal may have to be read as a number: far beyond every field
@@ -78,6 +79,12 @@ def int_text(value: int) -> str:
         digits -= 1
     head = magnitude // 10 ** (digits - SHOWN_DIGITS)
     return f"{sign}{head}… ({digits} digits)"
+
+
+def value_text(value: Any) -> str:
+    """``str(value)``, except that an int past 30 digits is abbreviated (``str()`` of one past
+    4300 digits fails): the label of a value given from Python, not from text."""
+    return int_text(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 class Oversized:

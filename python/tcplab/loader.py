@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from tcplab.errors import ScenarioError, ScenarioWarning, show_value
-from tcplab.literals import BoundedSafeLoader
+from tcplab.literals import BoundedSafeLoader, value_text
 from tcplab.overrides import Override, apply_overrides, parse_overrides
 from tcplab.scenario import Scenario, validate_scenario
 
@@ -366,7 +366,8 @@ def load_scenario(
     """
     ovs = parse_overrides(overrides)
     if seed is not None:
-        ovs.append(Override(text=f"seed={seed}", path=("seed",), values=(seed,), labels=(str(seed),)))
+        label = value_text(seed)
+        ovs.append(Override(text=f"seed={label}", path=("seed",), values=(seed,), labels=(label,)))
     label, data = scenario_data(source)
     return validate_with_overrides(data, ovs, label)
 

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from tcplab.errors import ScenarioError, show_value
-from tcplab.literals import MAX_DIGITS, load_yaml_scalar
+from tcplab.literals import MAX_DIGITS, load_yaml_scalar, value_text
 
 __all__ = ["Override", "parse_override", "parse_overrides", "apply_overrides", "expand_variants", "split_top_level"]
 
@@ -116,7 +116,8 @@ def parse_overrides(items: Iterable[str | Override] | Mapping[str, Any] | None) 
             if "sysctl" in parts[:-1]:
                 k = parts.index("sysctl")
                 parts = parts[: k + 1] + (".".join(parts[k + 1 :]),)
-            out.append(Override(text=f"{path}={value}", path=parts, values=(value,), labels=(str(value),)))
+            label = value_text(value)
+            out.append(Override(text=f"{path}={label}", path=parts, values=(value,), labels=(label,)))
         return out
     if isinstance(items, str):
         items = [items]

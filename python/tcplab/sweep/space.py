@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tcplab.errors import ScenarioError, show_value
-from tcplab.literals import load_yaml_scalar
+from tcplab.literals import load_yaml_scalar, value_text
 from tcplab.overrides import Override, parse_override
 
 __all__ = [
@@ -255,7 +255,7 @@ def plan_points(
                 values = [values]
             if not values:
                 raise _error("--grid", "no values", GRID_EXPECTED, str(path))
-            labels = tuple(str(v) for v in values)
+            labels = tuple(value_text(v) for v in values)
             dupes = sorted({label for label in labels if labels.count(label) > 1})
             if dupes:
                 raise _error("--grid", f"{show_value(dupes[0])} is given twice", "each value once", str(path))
