@@ -98,17 +98,6 @@ class Oversized:
     def __init__(self, text: str):
         self.text = text
 
-    @property
-    def digits(self) -> int:
-        """How many digits (decimal, or of its base) the literal has."""
-        return sum(ch.isdigit() or ch in "abcdefABCDEF" for ch in self._mantissa())
-
-    def _mantissa(self) -> str:
-        body = self.text.strip().lstrip("+-").replace("_", "")
-        if body[:2].lower() in ("0x", "0o", "0b"):
-            return body[2:]
-        return re.split(r"[eE]", body, maxsplit=1)[0]
-
     def shown(self) -> str:
         """``12345678901234567890… (5000 digits)``; other forms by their first characters."""
         text = self.text.strip()
