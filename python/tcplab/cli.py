@@ -68,7 +68,8 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from tcplab.errors import EngineError, ScenarioError
+from tcplab.errors import EngineError, ScenarioError, show_value
+from tcplab.literals import Oversized, abbreviate_digits, read_int
 from tcplab.signals import Terminated, exit_code_for, sigterm_as_interrupt, terminated_seen
 from tcplab.units import plural
 
@@ -158,6 +159,12 @@ class _OneLineErrors(TyperGroup):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
+#: The most runs of each world ``validate --runs`` takes: one after the other, each at least the
+#: scenario's duration on the kernel side (the seeds' list is made up front, so 10^16 runs was a
+#: MemoryError before anything ran).
+MAX_VALIDATE_RUNS = 10_000
+
+
 def _int_option(name: str, lo: int, hi: int, what: str):  # noqa: ANN202 - a typer callback
     """Parse an integer option ourselves, so a bad value gets the one-line error form."""
 
@@ -165,12 +172,13 @@ def _int_option(name: str, lo: int, hi: int, what: str):  # noqa: ANN202 - a typ
         if value is None:
             return None
         expected = f"expected {what}, an integer from {lo} to {hi}"
-        try:
-            number = int(value.strip(), 10)
-        except ValueError:
-            raise typer.BadParameter(f"{value!r} is not an integer; {expected}") from None
-        if not lo <= number <= hi:
-            raise typer.BadParameter(f"{number} is out of range; {expected}")
+        number = read_int(value)
+        if number is None:
+            shown = abbreviate_digits(value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise typer.BadParameter(f"{shown!r} is not an integer; {expected}")
+        if isinstance(number, Oversized) or not lo <= number <= hi:
+            raise typer.BadParameter(f"{show_value(number)} is out of range; {expected}")
         return number
 
     parse.__name__ = f"parse_{name}"
@@ -744,15 +752,15 @@ def validate(
         typer.Option("--timeout", metavar="TIME", help="Bound of the kernel run (default: duration + 60s)."),
     ] = None,
     runs: Annotated[
-        int,
+        str,
         typer.Option(
             "--runs",
             metavar="N",
-            min=1,
+            callback=_int_option("runs", 1, MAX_VALIDATE_RUNS, "a number of runs"),
             help="Run each world N times (simulation seeds seed..seed+N-1; N kernel runs one after the other) "
             "and judge the means against the runs' spread.",
         ),
-    ] = 1,
+    ] = "1",
     quiet: QuietOpt = False,
     no_plots: NoPlotsOpt = False,
 ) -> None:
@@ -806,7 +814,7 @@ def validate(
             plots=not no_plots,
             progress=not quiet,
             say=None if quiet else (lambda text: typer.echo(text, err=True)),
-            runs=runs,
+            runs=int(runs),
         )
     except ValidateError as e:
         _fail(str(e), 1)

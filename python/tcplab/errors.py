@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tcplab.literals import Oversized, abbreviate_digits, int_text
+
 __all__ = [
     "ScenarioError",
     "ScenarioWarning",
@@ -39,8 +41,15 @@ __all__ = [
 
 
 def show_value(value: Any) -> str:
-    """How a bad value is quoted in a message: strings in double quotes, the rest as YAML-ish."""
+    """How a bad value is quoted in a message: strings in double quotes, the rest as YAML-ish.
+
+    A number of more than 30 digits (in an int, an :class:`~tcplab.literals.Oversized` or a
+    run of digits in a string) is shown as its first 20 digits, ``…`` and its count of digits.
+    """
+    if isinstance(value, Oversized):
+        return value.shown()
     if isinstance(value, str):
+        value = abbreviate_digits(value)
         text = value if len(value) <= 60 else value[:57] + "..."
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     if value is None:
@@ -51,6 +60,8 @@ def show_value(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, int):
+        return int_text(value)
     return repr(value)
 
 
@@ -110,7 +121,7 @@ class ScenarioError(Exception):
     def line(self) -> str:
         """The message without the ``error: `` prefix, on one line."""
         where = f"{self.file}:{self.lineno}" if self.file and self.lineno else self.file
-        parts = [p for p in (where, self.path) if p]
+        parts = [p for p in (where, abbreviate_digits(self.path)) if p]  # links.<5000 digits>.rate
         text = self.problem + (f"; expected {self.expected}" if self.expected else "")
         line = ": ".join(parts + [text])
         return " ".join(line.splitlines())

@@ -9,7 +9,9 @@ The model: a scenario reference is one of
 * an already validated :class:`~tcplab.scenario.Scenario` (overrides re-validate its data).
 
 Reading is strict: YAML syntax errors carry their line, duplicate mapping keys are errors
-(YAML would silently keep the last), an empty file or a top level that is not a mapping is an
+(YAML would silently keep the last; a key that overrides one merged with ``<<: *anchor`` is
+no duplicate: merge keys follow YAML 1.1, see :class:`_StrictLoader`), numbers are bounded
+(:mod:`tcplab.literals`), an empty file or a top level that is not a mapping is an
 error, and so is nesting deeper than :data:`MAX_NESTING` levels (checked on the parser's event
 stream, before anything recursive sees the document). Every failure is a
 :class:`~tcplab.errors.ScenarioError`.
@@ -29,6 +31,7 @@ from typing import Any
 import yaml
 
 from tcplab.errors import ScenarioError, ScenarioWarning, show_value
+from tcplab.literals import BoundedSafeLoader, value_text
 from tcplab.overrides import Override, apply_overrides, parse_overrides
 from tcplab.scenario import Scenario, validate_scenario
 
@@ -48,30 +51,109 @@ class _Document(dict):
     lines: dict[tuple[str, ...], int]
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys in a mapping."""
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_VALUE_TAG = "tag:yaml.org,2002:value"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+Pair = tuple[yaml.Node, yaml.Node]
+
+
+def _merge_sources(node: yaml.MappingNode) -> list[yaml.MappingNode]:
+    """The mappings merged into ``node`` by its ``<<`` key, in precedence order (earliest first).
+
+    yaml.org/type/merge.html: the value of ``<<`` is a mapping, or a list of mappings "merged
+    in turn according to its order in the sequence. Keys in mapping nodes earlier in the
+    sequence override keys specified in later mapping nodes."
+    """
+    sources: list[yaml.MappingNode] = []
+    for key_node, value_node in node.value:
+        if key_node.tag != _MERGE_TAG:
+            continue
+        items = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+        for item in items:
+            if not isinstance(item, yaml.MappingNode):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"expected a mapping or a list of mappings for merging, but found {item.id}",
+                    item.start_mark,
+                )
+            sources.append(item)
+    return sources
+
+
+class _StrictLoader(BoundedSafeLoader):
+    """SafeLoader that rejects duplicate keys in a mapping, numbers bounded (tcplab.literals).
+
+    Merge keys (``<<: *anchor``, ``<<: [*a, *b]``) follow YAML 1.1 (yaml.org/type/merge.html):
+    duplicates are looked for among the keys written in one mapping (a key that overrides a
+    merged one is none), explicit keys override merged ones, earlier merged mappings override
+    later ones. Unlike PyYAML's flatten_mapping, nodes are not rewritten (a mapping merged here
+    and used again through its anchor is read the same), each mapping is flattened once (no
+    blow-up from merging the same anchors again and again, yaml/pyyaml#897), and of a merged
+    list the earlier mapping wins for every key (PyYAML 6.0.4 lets the later win for keys of
+    more than one character, yaml/pyyaml#953).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._checked: set[int] = set()
+        self._flat: dict[int, list[Pair]] = {}
+        self._flattening: set[int] = set()
+
+    def _check_duplicates(self, node: yaml.MappingNode) -> None:
+        """Refuse a key written twice in ``node`` (merge keys included), naming both lines."""
+        if id(node) in self._checked:
+            return
+        seen: dict[Any, int] = {}
+        for key_node, _value_node in node.value:
+            if key_node.tag == _VALUE_TAG:  # "=", as PyYAML reads it
+                key_node.tag = _STR_TAG
+            key = "<<" if key_node.tag == _MERGE_TAG else self.construct_object(key_node)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be a plain value", key_node.start_mark
+                ) from None
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    f"the key {show_value(key)} first given on line {seen[key] + 1}",
+                    node.start_mark,
+                    f"duplicate key {show_value(key)}",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line
+        self._checked.add(id(node))
+
+    def flat_pairs(self, node: yaml.MappingNode) -> list[Pair]:
+        """``node``'s (key, value) pairs with its merges applied, in PyYAML's order (merged
+        keys first, then the explicit ones), each key once with the value that wins."""
+        if id(node) in self._flat:
+            return self._flat[id(node)]
+        self._check_duplicates(node)
+        self._flattening.add(id(node))
+        merged: dict[Any, Pair] = {}
+        for source in _merge_sources(node):
+            if id(source) in self._flattening:  # an anchor merged into itself: nothing to add
+                continue
+            for key_node, value_node in self.flat_pairs(source):
+                merged.setdefault(self.construct_object(key_node), (key_node, value_node))  # earlier wins
+        self._flattening.discard(id(node))
+        # Explicit keys win; one that overrides a merged key keeps its place (PyYAML's order:
+        # merged keys first, then the mapping's own).
+        result = dict(merged)
+        result.update((self.construct_object(k), (k, v)) for k, v in node.value if k.tag != _MERGE_TAG)
+        pairs = list(result.values())
+        self._flat[id(node)] = pairs
+        return pairs
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    loader.flatten_mapping(node)
-    seen: dict[Any, int] = {}
-    for key_node, _value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            hash(key)
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "a mapping key must be a plain value", key_node.start_mark
-            ) from None
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                f"the key {show_value(key)} first given on line {seen[key] + 1}",
-                node.start_mark,
-                f"duplicate key {show_value(key)}",
-                key_node.start_mark,
-            )
-        seen[key] = key_node.start_mark.line
-    return loader.construct_mapping(node, deep=deep)
+    mapping = {}
+    for key_node, value_node in loader.flat_pairs(node):
+        mapping[loader.construct_object(key_node, deep=deep)] = loader.construct_object(value_node, deep=deep)
+    return mapping
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -211,13 +293,39 @@ _SYSCTL_PREFIXES = ("net.ipv4.", "net/ipv4/")
 _MAX_LINE_ENTRIES = 1_000_000
 
 
+def _line_pairs(node: yaml.MappingNode, memo: dict[int, list[Pair]], busy: frozenset[int] = frozenset()) -> list[Pair]:
+    """The (key, value) nodes of a mapping with plain keys, merges applied as the loader applies
+    them (explicit keys first, then each merged mapping's in order, a key's first one kept), so
+    that a merged field's line is where its value is written: in the anchored mapping."""
+    if id(node) in memo:
+        return memo[id(node)]
+    pairs: dict[str, Pair] = {}
+    for key_node, value_node in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _MERGE_TAG:
+            pairs.setdefault(str(key_node.value), (key_node, value_node))
+    try:
+        sources = _merge_sources(node)
+    except yaml.YAMLError:  # the loader reports it; lines are best effort
+        sources = []
+    for source in sources:
+        if id(source) not in busy and id(source) != id(node):
+            for key_node, value_node in _line_pairs(source, memo, busy | {id(node)}):
+                pairs.setdefault(str(key_node.value), (key_node, value_node))
+    memo[id(node)] = list(pairs.values())
+    return memo[id(node)]
+
+
 def node_lines(root: yaml.Node) -> dict[tuple[str, ...], int]:
     """Field path -> 1-based line: of the key for a mapping entry, of the item for a list item.
+
+    A field merged from an anchored mapping (``<<: *slow``) has the line where it is written
+    in that mapping; one that overrides it, its own line.
 
     Paths use the text of the keys as validation errors do (``("flows", "0", "from")``); a
     sysctl key written with its ``net.ipv4.`` prefix is also recorded without it.
     """
     lines: dict[tuple[str, ...], int] = {}
+    merged: dict[int, list[Pair]] = {}
     stack: list[tuple[tuple[str, ...], yaml.Node]] = [((), root)]
     budget = _MAX_LINE_ENTRIES  # aliases can repeat a subtree many times: stop early, not hang
     while stack and budget > 0:
@@ -225,9 +333,7 @@ def node_lines(root: yaml.Node) -> dict[tuple[str, ...], int]:
         if len(path) > MAX_NESTING:  # a recursive alias
             continue
         if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
-                    continue
+            for key_node, value_node in _line_pairs(node, merged):
                 key = str(key_node.value)
                 for k in [key] + [key[len(p) :] for p in _SYSCTL_PREFIXES if key.startswith(p)]:
                     lines.setdefault((*path, k), key_node.start_mark.line + 1)
@@ -260,7 +366,8 @@ def load_scenario(
     """
     ovs = parse_overrides(overrides)
     if seed is not None:
-        ovs.append(Override(text=f"seed={seed}", path=("seed",), values=(seed,), labels=(str(seed),)))
+        label = value_text(seed)
+        ovs.append(Override(text=f"seed={label}", path=("seed",), values=(seed,), labels=(label,)))
     label, data = scenario_data(source)
     return validate_with_overrides(data, ovs, label)
 

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from tcplab.errors import ScenarioError, show_value
+from tcplab.literals import MAX_DIGITS, load_yaml_scalar, value_text
 
 __all__ = ["Override", "parse_override", "parse_overrides", "apply_overrides", "expand_variants", "split_top_level"]
 
@@ -75,7 +76,7 @@ def _yaml_value(text: str, whole: str) -> Any:
     if text.strip() == "":
         return None
     try:
-        return yaml.safe_load(text)
+        return load_yaml_scalar(text)
     except yaml.YAMLError as e:
         problem = getattr(e, "problem", None) or "not valid YAML"
         raise ScenarioError(
@@ -115,7 +116,8 @@ def parse_overrides(items: Iterable[str | Override] | Mapping[str, Any] | None) 
             if "sysctl" in parts[:-1]:
                 k = parts.index("sysctl")
                 parts = parts[: k + 1] + (".".join(parts[k + 1 :]),)
-            out.append(Override(text=f"{path}={value}", path=parts, values=(value,), labels=(str(value),)))
+            label = value_text(value)
+            out.append(Override(text=f"{path}={label}", path=parts, values=(value,), labels=(label,)))
         return out
     if isinstance(items, str):
         items = [items]
@@ -123,7 +125,8 @@ def parse_overrides(items: Iterable[str | Override] | Mapping[str, Any] | None) 
 
 
 def _is_index(part: str) -> bool:
-    return part.isdigit()
+    """A list index as a path part: ASCII digits (``str.isdigit`` also takes ``²``)."""
+    return part.isascii() and part.isdigit()
 
 
 def _apply_one(data: dict, path: Sequence[str], value: Any) -> None:
@@ -161,11 +164,11 @@ def _apply_one(data: dict, path: Sequence[str], value: Any) -> None:
                     if node
                     else "an existing element (the list is empty)",
                 )
-            index = int(part)
+            index = int(part) if len(part.lstrip("0")) <= MAX_DIGITS else len(node)  # past any list
             if index >= len(node):
                 n = len(node)
                 raise ScenarioError(
-                    f"no element {index} ({here} has {n} element{'s' if n != 1 else ''})",
+                    f"no element {show_value(part)[1:-1]} ({here} has {n} element{'s' if n != 1 else ''})",
                     file="--set",
                     path=dotted,
                     expected=f"an index from 0 to {n - 1}" if n else "an existing element (the list is empty)",

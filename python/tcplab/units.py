@@ -35,7 +35,9 @@ Percentages (probabilities: loss, Gilbert-Elliott p/r/h/k, reorder probability)
     as netem reads them (iproute2 tc/tc_util.c: parse_percent() divides the number by 100 and
     accepts an optional ``%``). From 0% to 100%.
 
-Every parser raises :class:`~tcplab.errors.UnitError` (a ``ValueError``) and nothing else.
+Every parser raises :class:`~tcplab.errors.UnitError` (a ``ValueError``) and nothing else;
+:class:`OutOfRange`, a UnitError, for a number whose magnitude no field takes (``1e999Mbit``,
+a literal of more than 100 digits: :class:`tcplab.literals.Oversized`).
 """
 
 from __future__ import annotations
@@ -47,11 +49,13 @@ from decimal import Decimal
 from typing import Any
 
 from tcplab.errors import UnitError, show_value
+from tcplab.literals import Oversized
 
 __all__ = [
     "plural",
     "percent_text",
     "U64_MAX",
+    "OutOfRange",
     "RATE_EXPECTED",
     "TIME_EXPECTED",
     "SIZE_EXPECTED",
@@ -122,6 +126,10 @@ _NUMBER = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?
 _MAX_ADJUSTED_EXPONENT = 40
 
 
+class OutOfRange(UnitError):
+    """A number too large (or too small) for any field: its magnitude, not its form, is wrong."""
+
+
 def _to_decimal(text: str) -> Decimal | None:
     try:
         with decimal.localcontext() as ctx:
@@ -136,6 +144,8 @@ def _to_decimal(text: str) -> Decimal | None:
 
 def _split(value: Any, kind: str, expected: str) -> tuple[Decimal, str]:
     """Split ``value`` into (number, unit text). Numbers from YAML have unit ``""``."""
+    if isinstance(value, Oversized):  # a literal of more than 100 digits (tcplab.literals)
+        raise OutOfRange(f"{show_value(value)} is too large", expected, value)
     if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
         raise UnitError(f"{show_value(value)} is not {kind}", expected, value)
     if isinstance(value, float):
@@ -143,18 +153,18 @@ def _split(value: Any, kind: str, expected: str) -> tuple[Decimal, str]:
             raise UnitError(f"{show_value(value)} is not {kind}", expected, value)
         number = _to_decimal(repr(value))
         if number is None:
-            raise UnitError(f"{show_value(value)} is out of range", expected, value)
+            raise OutOfRange(f"{show_value(value)} is out of range", expected, value)
         return number, ""
     if isinstance(value, int):
         if abs(value) > 10**30:
-            raise UnitError(f"{value} is out of range", expected, value)
+            raise OutOfRange(f"{show_value(value)} is out of range", expected, value)
         return Decimal(value), ""
     m = _NUMBER.match(value)
     if not m:
         raise UnitError(f"{show_value(value)} is not {kind}", expected, value)
     number = _to_decimal(m.group(1))
     if number is None:
-        raise UnitError(f"{show_value(value)} is out of range", expected, value)
+        raise OutOfRange(f"{show_value(value)} is out of range", expected, value)
     return number, m.group(2)
 
 
@@ -164,7 +174,7 @@ def _scaled(number: Decimal, factor: int, value: Any, expected: str) -> int:
         scaled = (number * factor).quantize(Decimal(1), rounding=decimal.ROUND_HALF_UP)
     result = int(scaled)
     if result > U64_MAX:
-        raise UnitError(f"{show_value(value)} is too large", expected, value)
+        raise OutOfRange(f"{show_value(value)} is too large", expected, value)
     return result
 
 
@@ -268,7 +278,7 @@ def parse_tc_size(value: Any, *, allow_zero: bool = False) -> int:
         ctx.prec = 80
         size = int((number * factor).to_integral_value(rounding=decimal.ROUND_FLOOR))
     if size > U64_MAX:
-        raise UnitError(f"{show_value(value)} is too large", TC_SIZE_EXPECTED, value)
+        raise OutOfRange(f"{show_value(value)} is too large", TC_SIZE_EXPECTED, value)
     if size == 0 and not allow_zero:
         raise UnitError(f"{show_value(value)} is zero", "a positive size such as 3028b", value)
     return size

@@ -16,13 +16,13 @@ kernel, whose packets tcpdump would have had to record at the time.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import EngineError, ScenarioError
+from tcplab.literals import json_loads
 
 if TYPE_CHECKING:
     from tcplab.engine import Capture, Core
@@ -46,7 +46,7 @@ def load_run_config(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], di
     files = {}
     for name in ("scenario.resolved.json", "summary.json"):
         try:
-            files[name] = json.loads((d / name).read_text(encoding="utf-8"))
+            files[name] = json_loads((d / name).read_text(encoding="utf-8"), finite=True)
         except FileNotFoundError:
             raise _refuse(d, f"not a tcplab run directory (no {name})", "a run directory of tcplab run") from None
         except (OSError, ValueError) as e:

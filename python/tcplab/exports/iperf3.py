@@ -82,6 +82,7 @@ import numpy as np
 from tcplab.errors import ScenarioError
 from tcplab.exports.flows import IPERF3_KINDS, ExportFlow, export_flows
 from tcplab.exports.rundir import RunData
+from tcplab.literals import abbreviate_digits
 
 __all__ = ["iperf3_json", "iperf3_flows", "iperf3_text", "iperf3_file_name", "DEFAULT_INTERVAL_S", "IPERF3_VERSION"]
 
@@ -342,5 +343,5 @@ def _flow_named(run: RunData, name: str) -> ExportFlow:
     if run.flow_index(name) is not None:
         problem = f"flow {name!r} is not a sampled bulk or maerts flow"
     else:
-        problem = f"no flow named {name!r}"
+        problem = f"no flow named {abbreviate_digits(name)[:60]!r}"
     raise ScenarioError(problem, path="--flow", value=name, expected=f"a flow name or index: {names}")

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tcplab.errors import ScenarioError
+from tcplab.literals import abbreviate_digits
 from tcplab.results.tcp_options import window_scale
 
 if TYPE_CHECKING:
@@ -110,11 +111,11 @@ def flow_index(config: Mapping[str, Any], flow: str | int, *, option: str = "--p
     text = str(flow).strip()
     if text in names:
         return names.index(text)
-    if text.isdigit() and int(text) < len(flows):
+    if text.isascii() and text.isdigit() and len(text) < 19 and int(text) < len(flows):  # not "²", not 5000 digits
         return int(text)
     shown = ", ".join(names[:8]) + (f" (and {len(names) - 8} more)" if len(names) > 8 else "")
     raise ScenarioError(
-        f"{text!r} is not a flow of this run",
+        f"{abbreviate_digits(text)[:60]!r} is not a flow of this run",
         file=option,
         value=flow,
         expected=f"a flow name or index: {shown}" if names else "a run with flows",

@@ -18,7 +18,6 @@ line naming the directory and what was expected.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tcplab.errors import ScenarioError
+from tcplab.literals import json_loads
 
 __all__ = ["RunData", "load_run"]
 
@@ -145,7 +145,7 @@ class RunData:
         if self.flow_index(text) is not None:
             return text
         flows = self.config.get("flows", [])
-        if text.isdigit() and int(text) < len(flows):
+        if text.isascii() and text.isdigit() and len(text) < 19 and int(text) < len(flows):  # not "²", not 5000 digits
             return str(flows[int(text)].get("name"))
         return str(flow)
 
@@ -209,14 +209,14 @@ def _not_a_run(d: Path, problem: str) -> None:
 
 def _marker_kind(d: Path) -> str | None:
     try:
-        return json.loads((d / ".tcplab-run").read_text(encoding="utf-8")).get("kind")
+        return json_loads((d / ".tcplab-run").read_text(encoding="utf-8")).get("kind")
     except (OSError, ValueError, AttributeError):
         return None
 
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json_loads(path.read_text(encoding="utf-8"), finite=True)
     except (OSError, ValueError) as e:
         raise ScenarioError(
             f"{path.name} cannot be read ({e})".replace("\n", " "),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from tcplab.errors import ScenarioError, UnitError
 from tcplab.exports.rundir import RunData
+from tcplab.literals import abbreviate_digits
 from tcplab.units import format_time, parse_time
 
 __all__ = ["parse_at", "ss_at", "ss_at_text"]
@@ -44,7 +45,10 @@ def _check_flow(run: RunData, flow: str | None) -> None:
         names = [str(f["name"]) for f in run.config.get("flows", [])]
         shown = ", ".join(names[:20]) + (f", ... ({len(names)} flows)" if len(names) > 20 else "")
         raise ScenarioError(
-            f"no flow named {flow!r} in this run", path="FLOW", value=flow, expected=f"a flow name or index: {shown}"
+            f"no flow named {abbreviate_digits(flow)[:60]!r} in this run",
+            path="FLOW",
+            value=flow,
+            expected=f"a flow name or index: {shown}",
         )
 
 

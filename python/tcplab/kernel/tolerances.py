@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from tcplab.errors import ScenarioError
+from tcplab.errors import ScenarioError, show_value
 
 __all__ = ["Tolerances", "parse_tolerances", "TOLERANCE_KEYS"]
 
@@ -115,7 +115,7 @@ _PART = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z%]*)\s*\Z")
 
 
 def _error(key: str, value: str, problem: str) -> ScenarioError:
-    shown = f'"{value}"'
+    shown = show_value(value)
     return ScenarioError(
         f"{shown} {problem}",
         file="--tolerance",
@@ -208,8 +208,8 @@ def _apply(tol: Tolerances, key: str, value: str) -> Tolerances:
         if unit not in units:
             problem = "has no unit" if unit == "" else f"has the unit {unit!r}, which {key} does not take"
             raise _error(key, value, problem)
-        if not math.isfinite(number):
-            raise _error(key, value, "is not a finite number")
+        if not math.isfinite(number):  # the syntax has no inf or exponent: digits beyond float's range
+            raise _error(key, value, "is too large")
         name = units[unit]
         if name in given:
             raise _error(key, value, "gives the same kind of tolerance twice")

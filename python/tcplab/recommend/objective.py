@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tcplab.errors import ScenarioError
+from tcplab.literals import abbreviate_digits
 from tcplab.recommend.metrics import BASE_COLUMNS, Metric, UnknownMetric, metric_error, resolve_metric
 
 __all__ = ["Constraint", "Objective", "parse_objective", "parse_constraint", "build_objective", "check_grammar"]
@@ -202,9 +203,8 @@ def _goal(text: str, columns: Sequence[str], option: str, whole: str, *, ing: bo
     elif stem in _MIN:
         sense = "minimize"
     else:
-        raise metric_error(
-            option, whole, f"{text.strip()!r} does not start with maximize or minimize", OBJECTIVE_EXPECTED
-        )
+        shown = abbreviate_digits(text.strip())[:60]
+        raise metric_error(option, whole, f"{shown!r} does not start with maximize or minimize", OBJECTIVE_EXPECTED)
     if len(words) < 2:
         raise metric_error(option, whole, f"{verb!r} names no metric", OBJECTIVE_EXPECTED)
     return sense, resolve_metric(words[1], columns, option, whole)

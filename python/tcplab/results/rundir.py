@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tcplab.errors import ScenarioError
+from tcplab.literals import json_loads
 from tcplab.output_files import (
     DIRECTORY_RESERVE_BYTES,
     check_path_length,
@@ -203,16 +204,16 @@ def _kind(directory: Path) -> str | None:
     marker = directory / MARKER
     if marker.is_file() and not marker.is_symlink():
         try:
-            kind = json.loads(marker.read_text(encoding="utf-8")).get("kind")
+            kind = json_loads(marker.read_text(encoding="utf-8")).get("kind")
         except (OSError, ValueError, AttributeError):
             return None
         return kind if kind in ("run", "compare", "reproduce", "validate", "sweep") else None
     # written before the marker existed: recognised by its summary's schema key
     summary = directory / "summary.json"
     try:
-        if summary.is_file() and "tcplab_version" in json.loads(summary.read_text(encoding="utf-8")):
+        if summary.is_file() and "tcplab_version" in json_loads(summary.read_text(encoding="utf-8")):
             return "run"
-        if (directory / "compare.json").is_file() and "variants" in json.loads(
+        if (directory / "compare.json").is_file() and "variants" in json_loads(
             (directory / "compare.json").read_text(encoding="utf-8")
         ):
             return "compare"
@@ -368,7 +369,7 @@ def _foreign_captures(captures: Path, where: str) -> str | None:
 
 def _marker_kind(directory: Path) -> str | None:
     try:
-        return json.loads((directory / MARKER).read_text(encoding="utf-8")).get("kind")
+        return json_loads((directory / MARKER).read_text(encoding="utf-8")).get("kind")
     except (OSError, ValueError, AttributeError):
         return None
 

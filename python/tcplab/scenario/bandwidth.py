@@ -52,10 +52,12 @@ bpf/lib/edt.h)
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, Decimal, localcontext
 from typing import Any
 
 from tcplab.errors import UnitError, show_value
+from tcplab.literals import Oversized
+from tcplab.units import OutOfRange
 
 #: math.MaxUint32.
 MAX_UINT32 = 2**32 - 1
@@ -105,8 +107,12 @@ def parse_k8s_bandwidth(value: Any) -> int:
     or an exponent (``1e6``); ``Value()`` rounds up to an integer. Bounds as kubelet's
     validateBandwidthIsReasonable(): 1k to 1P.
     """
+    if isinstance(value, Oversized):
+        raise OutOfRange(f"{show_value(value)} is too large", K8S_EXPECTED, value)
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise UnitError(f"{show_value(value)} is not a bandwidth", K8S_EXPECTED, value)
+    if isinstance(value, int) and value > K8S_MAX_BPS:  # not str(): past 4300 digits it fails
+        raise UnitError(f"{show_value(value)} is unreasonably large (> 1Pbit, as kubelet refuses)", K8S_EXPECTED, value)
     m = _QUANTITY.match(str(value))
     if not m:
         hint = (
@@ -114,8 +120,18 @@ def parse_k8s_bandwidth(value: Any) -> int:
         )
         raise UnitError(f"{show_value(value)} is not a Kubernetes quantity{hint}", K8S_EXPECTED, value)
     number = Decimal(m.group(1))
-    factor = Decimal(10) ** int(m.group(2)[1:]) if m.group(2) else _SUFFIX[m.group(3)]
-    bps = int((number * factor).to_integral_value(rounding=ROUND_CEILING))
+    exponent = m.group(2)[1:] if m.group(2) else "0"
+    # The magnitude first: 10 ** 9999999 is a decimal.Overflow, and far past either bound anyway.
+    magnitude = number.adjusted() + (int(exponent) if len(exponent.lstrip("+-0")) <= 6 else int(exponent[:1] + "9" * 7))
+    if number != 0 and magnitude > 30:
+        bps = K8S_MAX_BPS + 1
+    elif number == 0 or magnitude < -30:
+        bps = 0
+    else:
+        factor = Decimal(10) ** int(exponent) if m.group(2) else _SUFFIX[m.group(3)]
+        with localcontext() as ctx:
+            ctx.prec = 80
+            bps = int((number * factor).to_integral_value(rounding=ROUND_CEILING))
     if bps < K8S_MIN_BPS:
         raise UnitError(f"{show_value(value)} is unreasonably small (< 1kbit, as kubelet refuses)", K8S_EXPECTED, value)
     if bps > K8S_MAX_BPS:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator
 
 from tcplab.errors import UnitError, show_value
-from tcplab.units import U64_MAX, parse_number, parse_percent, parse_rate, parse_size, parse_time
+from tcplab.units import U64_MAX, OutOfRange, parse_number, parse_percent, parse_rate, parse_size, parse_time
 
 CC_NAMES = ("reno", "cubic", "bbr")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+\Z")
@@ -59,12 +59,16 @@ def _parse_int(lo: int = 0, hi: int = U64_MAX, what: str = "an integer"):
             raise UnitError(f"{show_value(value)} is not {what}", expected, value)
         try:
             number = parse_number(value, what, expected)
+        except OutOfRange as e:  # a number, too large for any field (1e999, 5000 digits)
+            raise OutOfRange(e.problem, expected, value) from None
         except UnitError:
             raise UnitError(f"{show_value(value)} is not {what}", expected, value) from None
         if number != number.to_integral_value():
             raise UnitError(f"{show_value(value)} is not a whole number", expected, value)
         result = int(number)
-        if not lo <= result <= hi:
+        if result > hi:
+            raise OutOfRange(f"{show_value(value)} is out of range", expected, value)
+        if result < lo:
             raise UnitError(f"{show_value(value)} is out of range", expected, value)
         return result
 

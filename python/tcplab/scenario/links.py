@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from tcplab.errors import UnitError, show_value
+from tcplab.literals import Oversized
 from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import Int, PosTime, Probability, Rate, Time, _parse_between, _parse_int, _sub
 from tcplab.scenario.queues import Queue
@@ -137,7 +138,7 @@ def _parse_loss(value: Any) -> LossSpec:
         return value
     if value is None:
         return LossSpec(kind="none")
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+    if isinstance(value, (str, int, float, Oversized)) and not isinstance(value, bool):
         try:
             p = parse_percent(value)
         except UnitError as e:

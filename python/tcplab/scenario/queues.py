@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_int, _sub
 from tcplab.scenario.qdiscs import parse_fq, parse_fq_codel, parse_tbf
-from tcplab.units import parse_number, parse_size
+from tcplab.units import OutOfRange, parse_number, parse_size
 
 NOMINAL_PACKET_BYTES = 1500  # IP length of a full-size segment; "bdp" limits count it plus the link overhead
 DEFAULT_PFIFO_LIMIT = 1000  # txqueuelen
@@ -179,6 +179,8 @@ def parse_queue_limit(value: Any, qdisc: str) -> QueueLimit | None:
     if qdisc == "pfifo":
         try:
             n = _parse_int(1, 2**32 - 1, "a packet count")(text if isinstance(value, str) else value)
+        except OutOfRange as e:  # more than tc's u32 limit
+            raise OutOfRange(e.problem, f"a packet count from 1 to {2**32 - 1} (tc's u32 limit)", value) from None
         except UnitError:
             raise UnitError(f"{show_value(value)} is not a packet count of at least 1", expected, value) from None
         return QueueLimit(unit="packets", value=Decimal(n))

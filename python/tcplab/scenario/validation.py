@@ -270,7 +270,7 @@ def _as_written(path: str, data: Mapping[str, Any] | None) -> tuple[str, ...]:
             if seg not in node:
                 written = next((p + seg for p in _KEY_PREFIXES if p + seg in node), seg)
             node = node.get(written)
-        elif isinstance(node, list) and seg.isdigit() and int(seg) < len(node):
+        elif isinstance(node, list) and seg.isascii() and seg.isdigit() and len(seg) < 20 and int(seg) < len(node):
             node = node[int(seg)]
         else:
             node = None

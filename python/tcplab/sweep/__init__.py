@@ -35,7 +35,6 @@ Python API::
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import ScenarioError
+from tcplab.literals import json_loads
 from tcplab.sweep.keys import engine_version, run_key
 from tcplab.sweep.space import Parameter, Point, plan_points
 
@@ -577,7 +577,7 @@ def load_sweep(directory: str | Path) -> SweepResult:
     if failed_dir.is_dir():
         for f in sorted(failed_dir.glob("*.json")):
             try:
-                failures[f.stem] = json.loads(f.read_text(encoding="utf-8"))
+                failures[f.stem] = json_loads(f.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 failures[f.stem] = {"key": f.stem, "error": "unreadable failure record"}
     return SweepResult(plan, table, failures, directory=store.dir)

@@ -15,7 +15,8 @@ the table is the same (runs are deterministic; the table is sorted by point, see
   ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s``). Then the scheduler must have at
   least one worker (waited for up to ``timeout_s``), and every worker must run the same
   tcplab and engine versions as this process (a run key names the engine version: a worker
-  with another engine would produce runs under the wrong key). Otherwise a one-line
+  with another engine would produce runs under the wrong key); the workers import tcplab
+  for it in a thread, not on their event loop (:func:`_versions_off_the_loop`). Otherwise a one-line
   :class:`~tcplab.sweep.SweepError` naming both versions (exit 2).
 * A task that raises, or whose worker dies (``KilledWorker`` after Dask's own retries), is
   that run's failure; the sweep goes on.
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 
 from tcplab.sweep import SweepError
 from tcplab.sweep.executors import PointJob, PointOutcome
@@ -61,6 +62,31 @@ def worker_versions() -> dict[str, str]:
     except ImportError:
         engine = "not built"
     return {"tcplab": __version__, "engine": engine}
+
+
+def _versions_off_the_loop() -> Callable[[], Awaitable[dict[str, str]]]:
+    """What ``client.run`` sends to every worker: a coroutine that calls
+    :func:`worker_versions` in a thread of the worker, off its event loop.
+
+    ``client.run`` unpickles its function and calls it on the worker's event loop. Sent as
+    is, :func:`worker_versions` would import tcplab there twice over: unpickling it (a
+    function is pickled by reference to its module) and calling it (the engine): seconds
+    in which the worker answers nobody (distributed warns "Event loop was unresponsive",
+    7.7 s was seen). This coroutine is a local function, which pickle cannot name, so
+    distributed sends it by value (cloudpickle) and unpickling it imports nothing; it imports
+    tcplab in the loop's default executor, a thread, and awaits the answer.
+    """
+
+    async def versions() -> dict[str, str]:
+        import asyncio
+        import importlib
+
+        def call() -> dict[str, str]:
+            return importlib.import_module("tcplab.sweep.dask").worker_versions()
+
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    return versions
 
 
 def _one_line(text: str) -> str:
@@ -233,7 +259,7 @@ class DaskExecutor:
                 expected="workers started with `dask worker ADDRESS`",
             ) from None
         here = {"tcplab": __version__, "engine": engine_version()}
-        versions = self.client.run(worker_versions)
+        versions = self.client.run(_versions_off_the_loop())
         for worker, theirs in sorted(versions.items()):
             for what in ("tcplab", "engine"):
                 if theirs.get(what) != here[what]:

@@ -36,9 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from tcplab.errors import ScenarioError, show_value
+from tcplab.literals import load_yaml_scalar, value_text
 from tcplab.overrides import Override, parse_override
 
 __all__ = [
@@ -182,6 +181,8 @@ def parse_random(text: str) -> _Range:
     ends = []
     for end in (lo_text, hi_text):
         parsed = number_and_unit(end)
+        if parsed is None and _NUMBER_UNIT.match(end):  # a number, but float() overflows
+            raise _error("--random", f"{show_value(end)} is too large", RANDOM_EXPECTED, path)
         if parsed is None:
             raise _error("--random", f"{show_value(end)} is not a number with an optional unit", RANDOM_EXPECTED, path)
         ends.append(parsed)
@@ -225,7 +226,7 @@ def _draw(ranges: Sequence[_Range], n: int, sample_seed: int) -> list[Parameter]
             path=r.path,
             kind="random",
             labels=tuple(ls),
-            values=tuple(yaml.safe_load(label) for label in ls),
+            values=tuple(load_yaml_scalar(label) for label in ls),
             low=r.low_text,
             high=r.high_text,
         )
@@ -254,7 +255,7 @@ def plan_points(
                 values = [values]
             if not values:
                 raise _error("--grid", "no values", GRID_EXPECTED, str(path))
-            labels = tuple(str(v) for v in values)
+            labels = tuple(value_text(v) for v in values)
             dupes = sorted({label for label in labels if labels.count(label) > 1})
             if dupes:
                 raise _error("--grid", f"{show_value(dupes[0])} is given twice", "each value once", str(path))

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from tcplab.errors import ScenarioError
+from tcplab.literals import json_loads
 from tcplab.output_files import output_error, write_file_atomically
 from tcplab.results.rundir import MARKER, SWEEP_DIRS, SWEEP_ENTRIES, check_output_writable, write_marker
 from tcplab.results.rundir import _foreign_entry as _foreign_tcplab_entry
@@ -73,7 +74,7 @@ def _nothing_yet(entry: Path) -> bool:
 
 def marker_kind(directory: Path) -> str | None:
     try:
-        return json.loads((directory / MARKER).read_text(encoding="utf-8")).get("kind")
+        return json_loads((directory / MARKER).read_text(encoding="utf-8")).get("kind")
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -239,7 +240,7 @@ class SweepStore:
     def read_plan(self) -> dict[str, Any]:
         """sweep.json; ValueError when it is not JSON, not an object, or a key of the plan has
         the wrong type."""
-        plan = json.loads(self.plan_path.read_text(encoding="utf-8"))
+        plan = json_loads(self.plan_path.read_text(encoding="utf-8"), finite=True)
         if not isinstance(plan, dict):
             raise ValueError(f"a JSON {type(plan).__name__}, not the plan's object")
         for name, kind, what in (
@@ -287,7 +288,7 @@ class SweepStore:
 
     def failure(self, key: str) -> dict[str, Any] | None:
         try:
-            return json.loads(self.failed_path(key).read_text(encoding="utf-8"))
+            return json_loads(self.failed_path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
 

@@ -25,7 +25,9 @@ min..max (the band), with every seed's run drawn as a dot, so the spread is visi
   the points coloured by the metric's seed mean;
 * no parameter (a sweep of seeds): ``plots/seeds.png``, each metric per seed.
 
-Failed runs are left out of the plots and listed in the report. Figures use matplotlib's
+Failed runs are left out of the plots and listed in the report. The report is a jinja2
+template with autoescape, as the other views' pages: the scenario's path, overrides,
+parameter values and failure messages are the user's text. Figures use matplotlib's
 object API on the Agg canvas and are saved without a software stamp (same data, same bytes).
 
 Drawing: a sweep of two grid parameters has five figures, ~0.1 s of CPU each, drawn after
@@ -38,7 +40,6 @@ surfaces as it would in one process.
 
 from __future__ import annotations
 
-import html
 import io
 import math
 import re
@@ -386,80 +387,119 @@ def _figure_specs(table: pd.DataFrame, plan: dict[str, Any]) -> list[_FigureSpec
     return plots
 
 
+_STYLE = (
+    "body{font-family:sans-serif;max-width:1200px;margin:1em auto;padding:0 1em}"
+    "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;"
+    "text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}img{max-width:100%}"
+    ".failed{color:#b00}"
+)
+
+#: The report page. Every value is escaped by jinja2's autoescape, as in the other views:
+#: scenario paths, overrides, parameter values and failure messages are the user's text.
+_TEMPLATE = """<!doctype html><html><head><meta charset='utf-8'>
+<title>tcplab sweep: {{ name }}</title>
+<style>{{ style }}</style></head><body>
+<h1>tcplab sweep: {{ name }}</h1>
+<p>Scenario {{ source }}; base overrides: {{ base_overrides }}; seeds {{ seeds }}; engine {{ engine }}. \
+{{ counts.runs }} runs: {{ counts.done }} ok, {{ counts.failed }} failed.</p>
+<h2>Parameters</h2><table><tr><th class='l'>path</th><th class='l'>kind</th><th class='l'>values</th></tr>
+{% for p in parameters %}
+<tr><td class='l'>{{ p.path }}</td><td class='l'>{{ p.kind }}</td><td class='l'>{{ p.labels }}</td></tr>
+{% endfor %}
+</table>
+<h2>Points (mean over the seeds that ran)</h2><table><tr><th>point</th>
+{% for path in paths %}
+<th class='l'>{{ path }}</th>
+{% endfor %}
+{% for label in metric_labels %}
+<th>{{ label }}</th>
+{% endfor %}
+<th>runs ok</th></tr>
+{% for row in points %}
+<tr><td>{{ row.point }}</td>{% for v in row.labels %}<td class='l'>{{ v }}</td>{% endfor %}\
+{% for v in row.metrics %}<td>{{ v }}</td>{% endfor %}\
+<td{% if row.short %} class='failed'{% endif %}>{{ row.ok }}/{{ row.total }}</td></tr>
+{% endfor %}
+</table>
+{% if failures %}
+<h2 class='failed'>Failed runs</h2><table><tr><th class='l'>run</th><th class='l'>overrides</th>\
+<th class='l'>error</th></tr>
+{% for f in failures %}
+<tr><td class='l'>{{ f.key }}</td><td class='l'>{{ f.overrides }}</td><td class='l'>{{ f.error }}</td></tr>
+{% endfor %}
+</table>
+{% endif %}
+<h2>Plots</h2>
+{% for f in figures %}
+<figure><img src='{{ f.uri }}' alt='{{ f.caption }}'><figcaption>{{ f.caption }}</figcaption></figure>
+{% else %}
+<p>No run completed: nothing to plot.</p>
+{% endfor %}
+<p>The table: sweep.parquet (one row per run and flow); <code>tcplab.load_sweep(DIR).table</code> reads it.</p>\
+</body></html>
+"""
+
+
+def _points(result: SweepResult, paths: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per point: its labels, each metric's mean over the seeds that ran, runs ok."""
+    runs = run_metrics(result.table, paths)
+    rows = []
+    for point, group in result.table.groupby("point", sort=True):
+        first = group.iloc[0]
+        mine = runs[runs["point"] == point]
+        ok = int(group.drop_duplicates(["seed"])["status"].eq("ok").sum())
+        total = int(group["seed"].nunique())
+        means = [float(mine[metric].mean()) if len(mine) else float("nan") for metric, _, _ in METRICS]
+        rows.append(
+            {
+                "point": int(point),
+                "labels": [str(first[p]) for p in paths],
+                "metrics": [_sig3(v) if math.isfinite(v) else "-" for v in means],
+                "ok": ok,
+                "total": total,
+                "short": ok < total,
+            }
+        )
+    return rows
+
+
 def _report(result: SweepResult, plots: Sequence[SweepPlot]) -> str:
+    """report.html: the plan, the parameters, a row per point, the failed runs and the plots."""
+    import jinja2
+
     from tcplab.views.report import data_uri
 
     plan = result.plan
     params = plan.get("parameters") or []
     paths = [p["path"] for p in params]
-    runs = run_metrics(result.table, paths)
     sc = plan.get("scenario") or {}
-    e = html.escape
     counts = plan.get("counts") or {}
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>tcplab sweep: {e(str(sc.get('name')))}</title>",
-        "<style>body{font-family:sans-serif;max-width:1200px;margin:1em auto;padding:0 1em}"
-        "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;"
-        "text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}img{max-width:100%}"
-        ".failed{color:#b00}</style></head><body>",
-        f"<h1>tcplab sweep: {e(str(sc.get('name')))}</h1>",
-        f"<p>Scenario {e(str(sc.get('source')))}; base overrides: "
-        f"{e(', '.join(plan.get('base_overrides') or []) or 'none')}; seeds {e(str(plan.get('seeds')))}; "
-        f"engine {e(str((plan.get('versions') or {}).get('engine')))}. "
-        f"{counts.get('runs', '?')} runs: {counts.get('done', '?')} ok, {counts.get('failed', '?')} failed.</p>",
-        "<h2>Parameters</h2><table><tr><th class='l'>path</th><th class='l'>kind</th><th class='l'>values</th></tr>",
-    ]
-    for p in params:
-        values = ", ".join(dict.fromkeys(p["values"]))
-        kind = p["kind"] + (f" {p['range'][0]}..{p['range'][1]}" if p.get("range") else "")
-        parts.append(
-            f"<tr><td class='l'>{e(p['path'])}</td><td class='l'>{e(kind)}</td><td class='l'>{e(values)}</td></tr>"
-        )
-    parts.append("</table>")
-    # per point: means over seeds
-    parts.append("<h2>Points (mean over the seeds that ran)</h2><table><tr><th>point</th>")
-    parts += [f"<th class='l'>{e(p)}</th>" for p in paths]
-    parts += [f"<th>{e(label)}</th>" for _, label, _ in METRICS]
-    parts.append("<th>runs ok</th></tr>")
-    table = result.table
-    for point, group in table.groupby("point", sort=True):
-        first = group.iloc[0]
-        mine = runs[runs["point"] == point]
-        ok = int(group.drop_duplicates(["seed"])["status"].eq("ok").sum())
-        total = group["seed"].nunique()
-        cells = [f"<td>{int(point)}</td>"] + [f"<td class='l'>{e(str(first[p]))}</td>" for p in paths]
-        for metric, _, _ in METRICS:
-            v = float(mine[metric].mean()) if len(mine) else float("nan")
-            cells.append(f"<td>{_sig3(v) if math.isfinite(v) else '-'}</td>")
-        cls = " class='failed'" if ok < total else ""
-        cells.append(f"<td{cls}>{ok}/{total}</td>")
-        parts.append("<tr>" + "".join(cells) + "</tr>")
-    parts.append("</table>")
-    if result.failures:
-        parts.append(
-            "<h2 class='failed'>Failed runs</h2><table><tr><th class='l'>run</th><th class='l'>overrides</th>"
-            "<th class='l'>error</th></tr>"
-        )
-        for key, rec in sorted(result.failures.items()):
-            parts.append(
-                f"<tr><td class='l'>{e(key)}</td><td class='l'>{e(', '.join(rec.get('overrides') or []))}</td>"
-                f"<td class='l'>{e(str(rec.get('error')))}</td></tr>"
-            )
-        parts.append("</table>")
-    parts.append("<h2>Plots</h2>")
-    if not plots:
-        parts.append("<p>No run completed: nothing to plot.</p>")
-    for p in plots:
-        parts.append(
-            f"<figure><img src='{data_uri(p.png)}' alt='{e(p.caption)}'><figcaption>{e(p.caption)}"
-            "</figcaption></figure>"
-        )
-    parts.append(
-        "<p>The table: sweep.parquet (one row per run and flow); "
-        "<code>tcplab.load_sweep(DIR).table</code> reads it.</p></body></html>\n"
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(_TEMPLATE).render(
+        style=_STYLE,
+        name=str(sc.get("name")),
+        source=str(sc.get("source")),
+        base_overrides=", ".join(plan.get("base_overrides") or []) or "none",
+        seeds=str(plan.get("seeds")),
+        engine=str((plan.get("versions") or {}).get("engine")),
+        counts={k: counts.get(k, "?") for k in ("runs", "done", "failed")},
+        parameters=[
+            {
+                "path": p["path"],
+                "kind": p["kind"] + (f" {p['range'][0]}..{p['range'][1]}" if p.get("range") else ""),
+                "labels": ", ".join(dict.fromkeys(p["values"])),
+            }
+            for p in params
+        ],
+        paths=paths,
+        metric_labels=[label for _, label, _ in METRICS],
+        points=_points(result, paths),
+        failures=[
+            {"key": key, "overrides": ", ".join(rec.get("overrides") or []), "error": str(rec.get("error"))}
+            for key, rec in sorted(result.failures.items())
+        ],
+        figures=[{"uri": data_uri(p.png), "caption": p.caption} for p in plots],
     )
-    return "\n".join(parts)
 
 
 def write_sweep_views(result: SweepResult, out: Path, jobs: int = 1) -> list[Path]:
