@@ -1,7 +1,7 @@
 """Routes (BFS in link order) and "bdp" queue limits, against hand-derived values.
 
 A "bdp" packet is a full-size segment as the link counts it: 1500 B IP + 14 B Ethernet
-overhead = 1514 B (the same count as the engine's test helpers, crates/tcplab-core/tests/common).
+overhead = 1514 B (the same count as the engine's test helpers, crates/tcplab-core/tests/engine/common).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 //! on the router -> receiver link after the queue (as an emulator box does; loss on the
 //! sender's own link would interact with TSQ).
 
-mod common;
+use crate::common;
 use common::*;
 use tcplab_core::config::*;
 use tcplab_core::mib::Mib;

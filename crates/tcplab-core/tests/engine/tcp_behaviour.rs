@@ -1,7 +1,7 @@
 //! End-to-end behaviour of the TCP engine against the model, the kernel and published
 //! results. Each expected value is derived in the comment above its assertion.
 
-mod common;
+use crate::common;
 use common::*;
 use tcplab_core::config::*;
 use tcplab_core::mib::Mib;

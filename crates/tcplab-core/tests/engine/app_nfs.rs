@@ -1,6 +1,6 @@
 //! nfs_stream over the app interface (issue 9): sequential NFS READs over `nconnect`
 //! connections feeding a player (story 000).
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::app::nfs::NfsConfig;

@@ -8,7 +8,7 @@
 //! acts, not only its end result. Losses come from explicit drop lists (data packets
 //! entering the bottleneck, counted from 0), so every scenario is exact and repeatable.
 
-mod common;
+use crate::common;
 use common::*;
 use tcplab_core::config::*;
 use tcplab_core::mib::Mib;

@@ -1,7 +1,7 @@
 //! The packet capture (`tcplab_core::capture`): what tcpdump on the sender or the receiver
 //! of a flow would record, and that it changes nothing in the run.
 
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::capture::{CaptureAt, CaptureConfig, CaptureOutput, DIR_IN, DIR_OUT};

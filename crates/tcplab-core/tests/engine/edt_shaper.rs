@@ -2,7 +2,7 @@
 //! edt_sched_departure()) in front of fq (Linux v6.12 net/sched/sch_fq.c) on a node's
 //! uplink: pod -> node (a forwarding host) -> fq on the node's device -> receiver.
 
-mod common;
+use crate::common;
 
 use common::{bulk_flow, link};
 use tcplab_core::config::*;

@@ -1,6 +1,6 @@
 //! Slow readers (issue 9): receive-window-limited flows, zero-window probing, and the
 //! sender's chronographs (`ss -i`: busy, rwnd_limited, sndbuf_limited).
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::config::*;

@@ -1,7 +1,7 @@
 //! BBR end to end through the engine: the trace must look like the kernel's
 //! (STARTUP -> DRAIN -> PROBE_BW with the 8-phase gain cycle, PROBE_RTT every 10 s).
 
-mod common;
+use crate::common;
 use common::*;
 use tcplab_core::config::*;
 use tcplab_core::sim::{SimOutput, Simulator};

@@ -1,6 +1,6 @@
 //! Apps compose (issue 9): rr beside bulk beside hls on one topology, each reporting its
 //! own metrics, and a driven flow's app never hears about another app's flows.
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::app::hls::{HlsConfig, Profile};

@@ -7,7 +7,7 @@
 //!   (iproute2 tc/q_tbf.c): `latency + burst / rate` (tc's latency assumes a full bucket);
 //! - `overlimits` count waits for tokens, `dropped` only packets refused by the child.
 
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::config::*;

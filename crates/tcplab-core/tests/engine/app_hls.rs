@@ -1,6 +1,6 @@
 //! HLS adaptive video (hls.js player, one persistent connection) over the app interface
 //! (issue 9).
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::app::hls::{HlsConfig, Profile};

@@ -1,5 +1,5 @@
 //! Websocket broadcasts over the app interface (issue 9, story 004).
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::app::broadcast::BroadcastConfig;

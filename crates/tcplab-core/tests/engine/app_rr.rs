@@ -1,5 +1,5 @@
 //! netperf TCP_RR over the app interface (issue 9).
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::app::{AppInstanceConfig, AppSpec, Side, Value};

@@ -3,7 +3,7 @@
 //! bucket, and what it does to TCP end to end. Expected values are derived in the comments
 //! from the kernel's algorithm, never copied from a run.
 
-mod common;
+use crate::common;
 use common::*;
 use tcplab_core::config::*;
 use tcplab_core::net::qdisc::fq_codel::{truesize_bytes, validate, FqCodel};

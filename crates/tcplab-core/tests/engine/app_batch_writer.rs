@@ -1,6 +1,6 @@
 //! vmagent-like remote write over the app interface (issue 9): timeouts, retries with
 //! backoff, a bounded queue, and what a path outage does to them.
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::app::batch_writer::{BatchWriterConfig, Overflow};

@@ -1,6 +1,6 @@
 //! The NIC receive model (`host::nic`, `host::allowance`): a burst into a small ring loses
 //! exactly the excess, and the allowance queues and drops beyond its bucket.
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::config::*;

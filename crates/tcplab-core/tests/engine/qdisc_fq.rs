@@ -1,7 +1,7 @@
 //! fq (Linux v6.12 net/sched/sch_fq.c) in whole runs: maxrate, per-socket pacing rates
 //! honoured through EDT timestamps, and SK_PACING_FQ (TCP leaves pacing to fq).
 
-mod common;
+use crate::common;
 
 use common::{bulk_flow, link};
 

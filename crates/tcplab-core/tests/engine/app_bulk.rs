@@ -1,6 +1,6 @@
 //! Bulk in either direction (issue 9): netperf TCP_MAERTS (the server writes) and
 //! iperf3 --bidir (one connection each way at once).
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::app::Side;

@@ -1,6 +1,6 @@
 //! The host CPU model (`host::cpu`): periodic time slices, nothing of the host runs while
 //! it is off, steal accounting, and a 100 % share that changes nothing.
-mod common;
+use crate::common;
 
 use common::*;
 use tcplab_core::config::*;

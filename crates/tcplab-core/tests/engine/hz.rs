@@ -4,7 +4,7 @@
 //! `usecs_to_jiffies()` rounds up, and a timer armed for `when` jiffies fires at the start
 //! of tick `jiffies + when`.
 
-mod common;
+use crate::common;
 
 use tcplab_core::config::CcKind;
 use tcplab_core::tcp::receiver::delack_max_j;
