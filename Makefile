@@ -13,15 +13,28 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: reproduce demo test setup bench bench-quick bench-sweep test-slow clean
 
 $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Cargo.toml) $(shell find python -name '*.py' -o -name '*.yaml')
-	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	@test -d $(VENV) || { echo "tcplab: creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@echo "tcplab: installing the Python dependencies (pip; a minute from a warm cache, more from the network)"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	cargo build --release -p tcplab-delayline
+	@echo "tcplab: building the engine (Rust, maturin, release profile: about 1.5 min of 2 cores the first time, seconds after) and installing tcplab into $(VENV)"
+	$(PY) -m pip install --quiet -e .
+	@echo "tcplab: building tcplab-delayline, kernel mode's delay line (target/release/)"
+	cargo build --quiet --release -p tcplab-delayline
 	touch $(STAMP)
+
+# The test extras (pytest, hypothesis, flent, dpkt, dask, nbclient, ipykernel), installed
+# by name from pyproject.toml's [test] and [sweep] lists, so that `make test` does not
+# rebuild the engine that `make setup` built and `make reproduce` never installs them.
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	@echo "tcplab: installing the test extras (pytest, flent, dask, nbclient, ...)"
+	$(PY) -c "import tomllib; e = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; print('\n'.join(r for r in e['test'] + e['sweep'] if not r.startswith('tcplab')))" > $(VENV)/test-requirements.txt
+	$(PY) -m pip install --quiet -r $(VENV)/test-requirements.txt
+	touch $(TEST_STAMP)
 
 setup: $(STAMP)
 
@@ -33,11 +46,12 @@ demo: $(STAMP)
 	$(VENV)/bin/tcplab compare builtin:cubic-vs-bbr-lossy --set flows.0.cc=cubic,bbr -o out/demo --force
 	@echo "report: out/demo/report.html"
 
-test: $(STAMP)
+test: $(TEST_STAMP)
+	@echo "tcplab: building and running the Rust tests (profile release-checks: optimised, with debug assertions and overflow checks; a second build of the engine, about 1.5 min of 2 cores the first time)"
 	cargo test --workspace --profile release-checks
 	$(PY) -m pytest -q
 
-test-slow: $(STAMP)
+test-slow: $(TEST_STAMP)
 	$(PY) -m pytest -q -m slow
 
 bench: $(STAMP)
