@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Ca
 	@test -d $(VENV) || { echo "tcplab: creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
 	@echo "tcplab: installing the Python dependencies (pip; a minute from a warm cache, more from the network)"
 	$(PY) -m pip install --quiet --upgrade pip
-	@echo "tcplab: building the engine (Rust, maturin, release profile: about 1.5 min of 2 cores the first time, seconds after) and installing tcplab into $(VENV)"
+	@echo "tcplab: building the engine (Rust, maturin, release profile: about a minute the first time, seconds after) and installing tcplab into $(VENV)"
 	$(PY) -m pip install --quiet -e .
 	@echo "tcplab: building tcplab-delayline, kernel mode's delay line (target/release/)"
 	cargo build --quiet --release -p tcplab-delayline
@@ -47,7 +47,7 @@ demo: $(STAMP)
 	@echo "report: out/demo/report.html"
 
 test: $(TEST_STAMP)
-	@echo "tcplab: building and running the Rust tests (profile release-checks: optimised, with debug assertions and overflow checks; a second build of the engine, about 1.5 min of 2 cores the first time)"
+	@echo "tcplab: building and running the Rust tests (profile release-checks: optimised, with debug assertions and overflow checks; a second build of the engine, about 2 minutes on 2 cores the first time)"
 	cargo test --workspace --profile release-checks
 	$(PY) -m pytest -q
 
