@@ -202,7 +202,7 @@ def test_a_directory_with_nothing_readable_is_exit_2(tmp_path: Path) -> None:
     (tmp_path / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     r = invoke("diagnose", tmp_path)
     assert r.exit_code == 2 and r.output.startswith(
-        f"error: {tmp_path}: no recognised capture (1 file(s) skipped; first note: skipped"
+        f"error: {tmp_path}: no recognised capture (1 file skipped; first note: skipped"
     )
 
 

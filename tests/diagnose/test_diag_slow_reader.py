@@ -140,7 +140,7 @@ def test_scenarios_of_an_archive_use_its_ss_capture(tmp_path: Path) -> None:
     desc = fq["scenario"]["description"]
     assert "no ss capture" not in desc
     # both ends are loopback: the median of their srtts (15.434 and 0.022 ms)
-    assert "RTT 7.728 ms (the median srtt of the 2 connection(s) ss showed over loopback" in desc
+    assert "RTT 7.728 ms (the median srtt of the 2 connections ss showed over loopback" in desc
     for f in doc["findings"]:
         if f["scenario"]:
             assert "no ss capture" not in f["scenario"]["description"], f["id"]

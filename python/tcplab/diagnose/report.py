@@ -15,6 +15,7 @@ from typing import Any
 
 from tcplab.diagnose.rules import SEEDS, Finding
 from tcplab.diagnose.snapshot import Host
+from tcplab.units import plural
 
 __all__ = ["to_json", "to_markdown", "print_terminal", "report_dict"]
 
@@ -42,7 +43,7 @@ def to_json(host: Host, findings: list[Finding], scenario_files: dict[int, str] 
 def _header(host: Host) -> str:
     n = len(host.snapshots)
     iv = f", {host.interval_s:.1f} s apart" if host.interval_s else ""
-    return f"{len(host.inputs)} input(s), {n} snapshot(s){iv}" + (
+    return f"{plural(len(host.inputs), 'input')}, {plural(n, 'snapshot')}{iv}" + (
         f", kernel {host.kernel.release}" if host.kernel else ""
     )
 

@@ -45,6 +45,7 @@ from tcplab.diagnose import ss as ss_mod
 from tcplab.diagnose.detect import sniff
 from tcplab.diagnose.prom import PromScrape, ethtool_name_from_prom, parse_prom
 from tcplab.diagnose.source import READ_ERRORS, Evidence, ParseError, Source, check_regular_file
+from tcplab.units import plural
 
 __all__ = ["Snapshot", "Host", "load_host", "load_sources", "expand_inputs", "validate_manifest", "MAX_MEMBER"]
 
@@ -531,7 +532,7 @@ def load_host(paths: Iterable[str | Path]) -> Host:
         raise ParseError(
             where,
             0,
-            f"no recognised capture ({skipped} file(s) skipped; first note: {host.notes[0]})"
+            f"no recognised capture ({plural(skipped, 'file')} skipped; first note: {host.notes[0]})"
             if host.notes
             else "no recognised capture",
         )
