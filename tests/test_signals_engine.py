@@ -29,9 +29,9 @@ from wrapped_tcplab import alive, finish, start, wait_for
 
 pytestmark = pytest.mark.engine
 
-#: A year of simulated time (the issue's command), sampled hourly to keep the series small;
-#: the CPU-time limit raised so that the run is accepted.
-YEAR = ["--set", "duration=31536000s", "--set", "sample_interval=3600s"]
+#: A year of simulated time (the issue's command), sampled hourly to keep the series small,
+#: with limits.cpu_time raised so that it is accepted (item 4 refuses it by default).
+YEAR = ["--set", "duration=31536000s", "--set", "sample_interval=3600s", "--set", "limits.cpu_time=10000h"]
 
 # The real engine behind a proxy: the first progress call writes `engine-PID` (the process
 # simulating: the tcplab process itself, or a worker). In mode "stretch" every run becomes a
@@ -146,8 +146,8 @@ def test_a_signal_stops_compare_and_its_workers_in_the_engine(real_core, tmp_pat
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize(("signum", "code", "word"), SIGNALS, ids=["SIGINT", "SIGTERM"])
 def test_a_signal_stops_sweep_workers_in_the_engine(real_core, tmp_path, signum, code, word):
-    args = ["sweep", "builtin:cubic-100mbit-20ms", "--grid", "flows.0.cc=cubic,bbr", "--seeds", "1", *YEAR, "-j", "2", "-o", "sw"]
-    rc, err, pids = _signal_once_simulating(tmp_path, "plain", [*args, "--no-plots"], signum, engines=2)
+    args = ["sweep", "builtin:cubic-100mbit-20ms", "--grid", "flows.0.cc=cubic,bbr", "--seeds", "1", *YEAR]
+    rc, err, pids = _signal_once_simulating(tmp_path, "plain", [*args, "-j", "2", "-o", "sw", "--no-plots"], signum, 2)
     assert rc == code, err
     assert err.strip().splitlines()[-1] == f"error: {word}; 0 of 2 runs kept in sw (the same command resumes)"
     assert _gone(pids), "a worker outlived tcplab sweep"
