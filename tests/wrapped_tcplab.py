@@ -59,6 +59,7 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float, proc: subprocess.P
             pytest.fail(f"tcplab exited early (rc {proc.returncode}): {proc.stderr.read()}")
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()  # reaped: no "still running" warning on top of the failure
     pytest.fail(f"timed out waiting for {what} to reach the point to signal")
 
 

@@ -782,6 +782,9 @@ def validate(
 
     prefix = _kernel_prefix(prefix)
     sc = load_scenario(scenario, set_ or [], seed=seed)
+    from tcplab.scenario.cost import check_validate_time
+
+    check_validate_time(sc, runs)  # runs x (simulation + kernel run) within limits.cpu_time
     _warn([sc])
     tol = parse_tolerances(tolerance or [])
     timeout_ns = None
@@ -1434,7 +1437,10 @@ def kernel_run_cmd(
             timeout_s = parse_time(timeout, allow_zero=False) / 1e9
         except UnitError as e:
             _fail(f"--timeout: {e}", 2)
-    sc = load_scenario(scenario, set_ or [], seed=seed)
+    from tcplab.scenario.cost import costed_as_kernel_run
+
+    with costed_as_kernel_run():  # limits.cpu_time bounds its wall time: the duration
+        sc = load_scenario(scenario, set_ or [], seed=seed)
     _warn([sc])
     out_dir = output if output is not None else Path("runs") / f"{sc.name}-kernel"
     check_output_dir(out_dir, overwrite=force)

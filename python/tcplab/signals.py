@@ -13,8 +13,11 @@ SIGTERM. A caller (a shell, ``timeout``, a CI step) then sees the same status it
 the process been killed by that signal, and can tell "stopped by the user" (130) from "stopped
 by a supervisor" (143), while tcplab still gets to clean up first.
 
-The engine checks for pending signals between simulation chunks (``py.check_signals()`` in
-the binding), so a long simulation is interrupted within one chunk of simulated time.
+The engine returns to its binding every 1024 events, and the binding checks for a pending
+signal (``py.check_signals()``, which runs these handlers) every 5 ms of wall time: a
+simulation of any length stops within milliseconds of Ctrl-C or SIGTERM, in the process that
+runs it (``tcplab run``, ``reproduce -j 1``, ``validate``'s simulation). Forked workers
+(:mod:`tcplab.procpool`) take SIGTERM's default action and end at once.
 """
 
 from __future__ import annotations

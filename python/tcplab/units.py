@@ -27,7 +27,8 @@ Sizes (bytes; case-sensitive, because the same letters mean different things)
     ``kb`` when you mean tc's value.
 
 Times (nanoseconds; case-insensitive)
-    ``ns`` ``nsec``; ``us`` ``usec`` ``µs``; ``ms`` ``msec``; ``s`` ``sec`` ``secs``; ``min``.
+    ``ns`` ``nsec``; ``us`` ``usec`` ``µs``; ``ms`` ``msec``; ``s`` ``sec`` ``secs``; ``min``;
+    ``h`` ``hour`` (tc has no hours; a run's length and ``limits.cpu_time`` use them).
     A bare number is rejected (tc would read it as microseconds), except ``0``.
 
 Percentages (probabilities: loss, Gilbert-Elliott p/r/h/k, reorder probability)
@@ -119,6 +120,9 @@ _TIME_UNITS: dict[str, int] = {
     "secs": 10**9,
     "min": 60 * 10**9,
     "mins": 60 * 10**9,
+    "h": 3600 * 10**9,
+    "hour": 3600 * 10**9,
+    "hours": 3600 * 10**9,
 }
 
 _NUMBER = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*\Z", re.DOTALL)

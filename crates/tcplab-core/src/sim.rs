@@ -465,14 +465,29 @@ impl Simulator {
     /// Process every event due at or before scenario time `until_rel_ns`. After an error
     /// the simulator stays stopped at the time of the failure.
     pub fn run_until(&mut self, until_rel_ns: u64) -> Result<(), SimError> {
+        self.run_until_at_most(until_rel_ns, u64::MAX).map(|_| ())
+    }
+
+    /// [`run_until`](Self::run_until), but return after at most `max_events` events:
+    /// `Ok(true)` when every event due by `until_rel_ns` is done (the clock then stands at
+    /// it), `Ok(false)` when the budget ran out first (the clock at the last event
+    /// processed; call again to go on). A caller that must regain control every bounded
+    /// amount of work (the Python binding, to check for Ctrl-C) uses this. The events run
+    /// in the same order however the budget splits them, so the results are the same.
+    pub fn run_until_at_most(&mut self, until_rel_ns: u64, max_events: u64) -> Result<bool, SimError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
         let until = time_add(BOOT_NS, until_rel_ns).min(self.end_ns);
+        let mut budget = max_events;
         while let Some(t) = self.ev.peek_time() {
             if t > until {
                 break;
             }
+            if budget == 0 {
+                return Ok(false);
+            }
+            budget -= 1;
             let e = self.ev.pop().unwrap();
             self.now_ns = e.at_ns;
             self.events += 1;
@@ -484,7 +499,7 @@ impl Simulator {
         if self.now_ns < until {
             self.now_ns = until;
         }
-        Ok(())
+        Ok(true)
     }
 
     #[inline]
@@ -1080,6 +1095,56 @@ mod tests {
         let clears: Vec<bool> = (0..4).map(|i| sim.link(i).clears_tstamp).collect();
         // host -> host, host -> host, host -> router, veth.
         assert_eq!(clears, [true, true, true, false]);
+    }
+
+    /// Everything a run reports, as text: two runs with equal text gave the same results.
+    fn output_text(out: &SimOutput) -> String {
+        format!(
+            "{} {} {} {:?} {:?} {:?} {:?} {:?} {:?}",
+            out.events, out.packets, out.host_packets, out.flows, out.links, out.hosts, out.series, out.queues, out.host_series
+        )
+    }
+
+    #[test]
+    fn an_event_budget_splits_a_run_without_changing_it() {
+        // Issue 21 item 1: the binding regains control every few thousand events (to check
+        // for Ctrl-C) instead of at fixed simulated times; the events must run in the same
+        // order whatever the budget, so the output is the same as one uninterrupted run.
+        let mut cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 3_000_000_000);
+        cfg.links[0].loss = LossConfig::Bernoulli { p: 0.01 };
+        let whole = Simulator::new(cfg.clone()).unwrap().run();
+        assert!(whole.events > 10_000, "too short a run to split: {} events", whole.events);
+        for budget in [1u64, 7, 4096] {
+            let mut sim = Simulator::new(cfg.clone()).unwrap();
+            let duration = sim.duration_ns();
+            let (mut calls, mut last_events) = (0u64, 0u64);
+            loop {
+                let reached = sim.run_until_at_most(duration, budget).unwrap();
+                assert!(sim.events - last_events <= budget, "a call ran more events than its budget");
+                last_events = sim.events;
+                calls += 1;
+                if reached {
+                    break;
+                }
+            }
+            assert!(calls >= whole.events / budget, "budget {budget}: {calls} calls for {} events", whole.events);
+            assert_eq!(output_text(&sim.finish()), output_text(&whole), "budget {budget}");
+        }
+    }
+
+    #[test]
+    fn a_budget_that_ends_with_the_last_event_due_reports_the_target_reached() {
+        // Ok(false) means events due by the target remain: never when the budget runs out
+        // exactly as the last one is done (a caller would otherwise call again for nothing).
+        let cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 100_000_000);
+        let events = Simulator::new(cfg.clone()).unwrap().run().events;
+        let mut sim = Simulator::new(cfg).unwrap();
+        let duration = sim.duration_ns();
+        assert!(sim.run_until_at_most(duration, events).unwrap());
+        assert_eq!(sim.now_rel_ns(), duration);
+        let mut sim = Simulator::new(two_hosts(100_000_000, 10_000_000, 10_000_000, 100_000_000)).unwrap();
+        assert!(!sim.run_until_at_most(duration, events - 1).unwrap());
+        assert!(sim.now_rel_ns() < duration);
     }
 
     #[test]

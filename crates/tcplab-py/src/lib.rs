@@ -3,8 +3,9 @@
 //! Two functions: `run(config_json, progress=None) -> dict`, and `defaults() -> dict`, the
 //! engine's defaults for what the scenario may leave out (Linux's sysctl and module
 //! defaults; Python's copy of them is tested against this). The simulation runs with the
-//! GIL released, in chunks of simulated time; between chunks the binding calls
-//! `progress(sim_now_ns, duration_ns)` and checks for Ctrl-C. Time series come back as
+//! GIL released, in slices of a bounded amount of work (see `run`); between slices the
+//! binding checks for Ctrl-C and SIGTERM and now and then calls
+//! `progress(sim_now_ns, duration_ns)`. Time series come back as
 //! NumPy arrays that take over the engine's buffers without copying. Errors: a bad
 //! configuration raises `ValueError` (naming the JSON field), running out of memory raises
 //! `MemoryError` (never an abort), an engine panic raises `RuntimeError` with context.
@@ -17,6 +18,7 @@
 //! columns (see `capture_to_python`); else `capture` is None.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
 
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
@@ -31,7 +33,20 @@ use tcplab_core::mib::{Mib, MibCounters};
 use tcplab_core::sim::{SimOutput, Simulator};
 use tcplab_core::tcp::sock::CaState;
 
-const CHUNKS: u64 = 100;
+/// Events the engine runs before it returns to the binding (`Simulator::run_until_at_most`),
+/// which then reads the clock: a few microseconds of work at 50 ns per event (small
+/// scenarios, BENCHMARKS.md), a few milliseconds at the 1-4 us of runs with 10^5
+/// connections, whose endpoints no longer fit in the caches.
+const EVENTS_PER_SLICE: u64 = 1024;
+/// Wall time the GIL stays released before the binding checks for a pending signal. Python
+/// runs its signal handlers only in the main thread with the GIL held (`PyErr_CheckSignals`),
+/// so this bounds how long Ctrl-C or SIGTERM waits: well under a second, as a user expects.
+const SIGNAL_CHECK_EVERY: Duration = Duration::from_millis(5);
+/// The progress callback is called when the run advanced by another 1/PROGRESS_STEPS of its
+/// simulated time, or this much wall time passed since the last call (a long run moving
+/// slowly through simulated time still shows that it runs), and once at the end.
+const PROGRESS_STEPS: u64 = 100;
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = e.downcast_ref::<&str>() {
@@ -385,28 +400,49 @@ fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAn
             PyValueError::new_err(e)
         }
     })?;
+    // The engine returns every EVENTS_PER_SLICE events; with the GIL released the binding
+    // goes on until SIGNAL_CHECK_EVERY of wall time has passed (reading the clock costs
+    // ~25 ns per slice, not per event), then takes the GIL and checks for signals: a pending
+    // Ctrl-C or SIGTERM raises here (KeyboardInterrupt, or the handler's exception) within
+    // milliseconds however long the run. The split does not change the run (the events run
+    // in the same order; `sim::tests::an_event_budget_splits_a_run_without_changing_it`).
     let duration = sim.duration_ns();
-    let step = (duration / CHUNKS).max(1);
-    let mut t = 0u64;
+    let progress_step = (duration / PROGRESS_STEPS).max(1);
+    let mut progress_at = Instant::now();
+    let mut progress_ns = 0u64;
     loop {
-        t = (t + step).min(duration);
-        let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| sim.run_until(t))));
-        match r {
+        let r = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let slice_start = Instant::now();
+                loop {
+                    let reached = sim.run_until_at_most(duration, EVENTS_PER_SLICE)?;
+                    if reached || slice_start.elapsed() >= SIGNAL_CHECK_EVERY {
+                        return Ok::<bool, tcplab_core::sim::SimError>(reached);
+                    }
+                }
+            }))
+        });
+        let reached = match r {
             Err(e) => {
                 return Err(PyRuntimeError::new_err(format!(
                     "engine panicked at simulated time {:.6} s: {}",
-                    t as f64 / 1e9,
+                    sim.now_rel_ns() as f64 / 1e9,
                     panic_message(e)
                 )))
             }
             Ok(Err(e)) => return Err(PyMemoryError::new_err(format!("engine: {e}"))),
-            Ok(Ok(())) => {}
-        }
+            Ok(Ok(reached)) => reached,
+        };
         py.check_signals()?;
         if let Some(cb) = &progress {
-            cb.call1((sim.now_rel_ns(), duration))?;
+            let now_ns = sim.now_rel_ns();
+            if reached || now_ns >= progress_ns.saturating_add(progress_step) || progress_at.elapsed() >= PROGRESS_EVERY {
+                cb.call1((now_ns, duration))?;
+                progress_ns = now_ns;
+                progress_at = Instant::now();
+            }
         }
-        if t >= duration {
+        if reached {
             break;
         }
     }

@@ -156,12 +156,16 @@ def kernel_run(
     from tcplab.scenario import Scenario
     from tcplab.scenario.checks import engine_message
 
+    from tcplab.scenario.cost import check_kernel_run_time, costed_as_kernel_run
+
     options = options or KernelOptions()
     started = time.perf_counter()
     if isinstance(scenario, Scenario) and not overrides and seed is None:
         sc = scenario
     else:
-        sc = load_scenario(scenario, list(overrides or []), seed=seed)
+        with costed_as_kernel_run():
+            sc = load_scenario(scenario, list(overrides or []), seed=seed)
+    check_kernel_run_time(sc)  # it runs in real time: its duration within limits.cpu_time
     applied = override_texts(overrides or [], seed)
     config = sc.to_core()
     require_root()

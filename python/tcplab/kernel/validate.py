@@ -647,6 +647,9 @@ def validate(
     note = say or (lambda text: None)
     if runs < 1:
         raise ValueError(f"runs must be at least 1, got {runs}")
+    from tcplab.scenario.cost import check_validate_time
+
+    check_validate_time(sc, runs)  # runs x (simulation + kernel run) within limits.cpu_time
     if runs > 1:
         return _validate_repeated(
             sc, texts, runs, tolerances, options, out, overwrite, kernel_runner, command, core, plots, progress, note

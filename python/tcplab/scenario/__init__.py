@@ -97,8 +97,9 @@ Pods
 
 Limits
     Times and rates are bounded to what the engine represents (a year, an hour per delay,
-    1 Pbit/s; see :mod:`tcplab.scenario.limits`), and a run's time series to ``limits: {memory: 4GiB}``
-    (the default), which a scenario may raise.
+    1 Pbit/s; see :mod:`tcplab.scenario.limits`), a run's time series to ``limits: {memory: 4GiB}``
+    and its estimated CPU time to ``limits: {cpu_time: 1h}`` (the defaults, see
+    :mod:`tcplab.scenario.cost`), which a scenario may raise.
 
 Flows and workloads
     A ``flows:`` entry is a workload from ``from`` (the client: it connects and sends the

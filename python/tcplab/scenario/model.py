@@ -11,6 +11,7 @@ from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
 from tcplab.scenario.base import _Model
+from tcplab.scenario.cost import DEFAULT_CPU_TIME_NS, check_cpu_time
 from tcplab.scenario.checks import check_connections, check_flows, check_nodes, check_pods, check_queue_limits
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
 from tcplab.scenario.flows import Flow, flow_names, sampled_connections_of
@@ -28,9 +29,11 @@ def sampled_flows(sc: Scenario) -> int:
 
 
 class Limits(_Model):
-    """``limits:``: what a run may hold (see :mod:`tcplab.scenario.limits`)."""
+    """``limits:``: what a run may hold (see :mod:`tcplab.scenario.limits`) and cost
+    (:mod:`tcplab.scenario.cost`)."""
 
     memory: Annotated[int, BeforeValidator(lambda v: parse_size(v, allow_zero=False))] = DEFAULT_MEMORY_BYTES
+    cpu_time: PosTime = DEFAULT_CPU_TIME_NS
 
 
 class Scenario(_Model):
@@ -86,6 +89,8 @@ class Scenario(_Model):
         if topology_ok:
             check_queue_limits(self, error)
         check_limits(self, error, sampled_flows(self))
+        if not errors:  # the estimate resolves the whole scenario: only a valid one
+            check_cpu_time(self, error)
         if len(errors) == 1:
             raise errors[0]
         if errors:

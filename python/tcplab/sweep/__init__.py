@@ -153,6 +153,21 @@ def _relabel(error: ScenarioError, parameters: Sequence[Parameter]) -> ScenarioE
     return error
 
 
+def _at_point(error: ScenarioError, point: Point, parameters: Sequence[Parameter]) -> ScenarioError:
+    """A run refused for its cost (``limits.cpu_time``, a field no parameter sets) names the
+    point it is for: ``--grid duration=31536000s: limits.cpu_time: ...`` (each point is
+    checked: one may cost hours where the others cost seconds)."""
+    option = "--grid" if any(p.kind == "grid" for p in parameters) else "--random"
+    for e in error.errors:
+        if e.path == "limits.cpu_time" and e.file not in ("--grid", "--random"):
+            e.file = " ".join([option, *point.texts(parameters)])
+            e.lineno = None
+    if error.errors:
+        error.file, error.lineno = error.errors[0].file, error.errors[0].lineno
+    error.args = (error.line(),)
+    return error
+
+
 def plan_sweep(
     scenario: str | Path | Mapping[str, Any] | Scenario,
     grid: Iterable[str] | Mapping[str, Sequence[Any]] | None = None,
@@ -214,7 +229,7 @@ def plan_sweep(
         try:
             first = validate_with_overrides(data, [*base, *points[0].overrides(parameters)], label)
         except ScenarioError as e:
-            raise _relabel(e, parameters) from None
+            raise _at_point(_relabel(e, parameters), points[0], parameters) from None
         seed = int(first.seed)
     if seed < 0 or seed + seeds - 1 > INT64_MAX:
         raise ScenarioError(
@@ -232,7 +247,7 @@ def plan_sweep(
             try:
                 sc = validate_with_overrides(data, [*base, *point_ovs, seed_ov], label)
             except ScenarioError as e:
-                raise _relabel(e, parameters) from None
+                raise _at_point(_relabel(e, parameters), point, parameters) from None
             name = name or sc.name
             key = run_key(sc.to_core(), engine)
             entry = Entry(point=point, seed=s, key=key)
