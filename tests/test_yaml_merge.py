@@ -167,3 +167,41 @@ def test_many_merges_of_the_same_anchors_stay_linear(tmp_path):
         lines.append(f"l{i}: &l{i} {{<<: [*l{i - 1}, *l{i - 1}], k{i}: {i}}}")
     _, data = _load(tmp_path, "\n".join(lines) + "\n")
     assert data["l29"] == {f"k{i}": i for i in range(30)}
+
+
+def test_top_level_x_keys_hold_anchors(tmp_path):
+    """A place for anchors that is not a link: top-level ``x-`` keys, as Docker Compose's
+    extension fields, are left out of the scenario (before: 'unknown key "x-slow"')."""
+    text = (
+        HEAD
+        + """\
+x-slow: &slow {rate: 10Mbit, delay: 50ms}
+links:
+  - <<: *slow
+    between: [a, r1]
+  - <<: *slow
+    between: [r1, c]
+    delay: 20ms
+"""
+        + FLOWS
+    )
+    path, _ = _load(tmp_path, text)
+    sc = load_scenario(path)
+    assert [link.delay for link in sc.links] == [50_000_000, 20_000_000]
+    assert [link.rate for link in sc.links] == [10_000_000, 10_000_000]
+
+
+def test_x_keys_below_the_top_are_still_unknown(tmp_path):
+    text = HEAD + "links:\n  - {between: [a, r1], rate: 10Mbit, x-note: 1}\n  - {between: [r1, c], rate: 10Mbit}\n" + FLOWS
+    path, _ = _load(tmp_path, text)
+    with pytest.raises(ScenarioError, match=r'unknown key "x-note"'):
+        load_scenario(path)
+
+
+def test_set_refuses_an_anchor_key(tmp_path):
+    """Aliases are resolved when the file is read: ``--set x-slow.rate=...`` would change
+    nothing, so it is one line, not a silent no-op."""
+    text = HEAD + "x-slow: &slow {rate: 10Mbit}\nlinks:\n  - {<<: *slow, between: [a, r1]}\n  - {<<: *slow, between: [r1, c]}\n" + FLOWS
+    path, _ = _load(tmp_path, text)
+    with pytest.raises(ScenarioError, match=r"x-slow\.rate: .*holds YAML anchors"):
+        load_scenario(path, overrides=["x-slow.rate=1Mbit"])

@@ -28,6 +28,7 @@ import yaml
 
 from tcplab.errors import ScenarioError, show_value
 from tcplab.literals import MAX_DIGITS, load_yaml_scalar, value_text
+from tcplab.scenario.base import EXTENSION_PREFIX
 
 __all__ = ["Override", "parse_override", "parse_overrides", "apply_overrides", "expand_variants", "split_top_level"]
 
@@ -132,6 +133,13 @@ def _is_index(part: str) -> bool:
 def _apply_one(data: dict, path: Sequence[str], value: Any) -> None:
     node: Any = data
     dotted = ".".join(path)
+    if path and path[0].startswith(EXTENSION_PREFIX):
+        raise ScenarioError(
+            f"{show_value(path[0])} holds YAML anchors, resolved when the file is read: setting it changes nothing",
+            file="--set",
+            path=dotted,
+            expected="the path of a field that uses it, such as links.0.delay",
+        )
     for depth, part in enumerate(path):
         here = ".".join(path[:depth]) or "the top level"
         last = depth == len(path) - 1

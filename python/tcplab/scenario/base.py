@@ -21,6 +21,13 @@ from tcplab.errors import UnitError, show_value
 from tcplab.scenario.fields import _did_you_mean
 
 
+#: A top-level key that starts with this is the file's own, a place for YAML anchors (as
+#: Docker Compose's ``x-`` extension fields are): ``x-slow: &slow {rate: 10Mbit}``, then
+#: ``<<: *slow`` in a link. The scenario leaves it out; ``--set`` refuses it (aliases are
+#: resolved when the file is read, so setting the anchor would change nothing).
+EXTENSION_PREFIX = "x-"
+
+
 class UnknownKey:
     """Stands for the value of an unknown key: the problem to report at that key's path."""
 
@@ -42,6 +49,8 @@ class _Model(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=False)
     _key_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: Keys that start with this are left out, not refused (:data:`EXTENSION_PREFIX`).
+    _extension_prefix: ClassVar[str | None] = None
 
     @classmethod
     def _keys(cls) -> list[str]:
@@ -59,6 +68,8 @@ class _Model(BaseModel):
             raise UnitError(f"{show_value(data)} is not a mapping", "a mapping with keys: " + ", ".join(allowed), data)
         if cls._key_prefixes:
             data = {cls._strip_prefix(k, allowed): v for k, v in data.items()}
+        if cls._extension_prefix:
+            data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(cls._extension_prefix))}
         data = dict(data)
         for key in data:
             if key not in allowed:

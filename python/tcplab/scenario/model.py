@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
-from tcplab.scenario.base import _Model
+from tcplab.scenario.base import EXTENSION_PREFIX, _Model
 from tcplab.scenario.cost import DEFAULT_CPU_TIME_NS, check_cpu_time
 from tcplab.scenario.checks import check_connections, check_flows, check_nodes, check_pods, check_queue_limits
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
@@ -57,6 +57,9 @@ class Scenario(_Model):
     links: list[Link] = []
     flows: list[Flow] = Field(description="a list of flows such as [{from: server, to: client}]")
     limits: Limits = Field(default_factory=Limits)
+
+    #: ``x-slow: &slow {rate: 10Mbit, delay: 5ms}`` at the top holds an anchor for ``<<: *slow``
+    _extension_prefix: ClassVar[str | None] = EXTENSION_PREFIX
 
     _source: str = PrivateAttr(default="")
     _raw: dict = PrivateAttr(default_factory=dict)
