@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tcplab.routing import bfs_route
-from tcplab.units import format_time
+from tcplab.units import format_time, plural
 
 if TYPE_CHECKING:
     from tcplab.scenario import Scenario
@@ -155,11 +155,11 @@ class CostEstimate:
     cpu_ns: int
 
     def describe(self, duration_ns: int) -> str:
-        """``1 connection(s), about 2.6e11 packets (8256 per simulated second) and 1.6e12
+        """``1 connection, about 2.6e11 packets (8256 per simulated second) and 1.6e12
         engine events``: what the estimate counts."""
         rate = self.packets / max(duration_ns / NS_PER_S, 1e-9)
         return (
-            f"{self.connections} connection(s), about {_count(self.packets)} packets "
+            f"{plural(self.connections, 'connection')}, about {_count(self.packets)} packets "
             f"({_count(rate)} per simulated second) and {_count(self.events)} engine events"
         )
 
@@ -526,7 +526,7 @@ def check_validate_time(sc: Scenario, runs: int) -> None:
     if total > limit:
         raise ScenarioError(
             f"{limit_text(limit)} is less than tcplab validate's estimated time of {human_duration(total)} "
-            f"({runs} run(s) of each world: a simulation of about {human_duration(simulation)} of CPU and a "
+            f"({plural(runs, 'run')} of each world: a simulation of about {human_duration(simulation)} of CPU and a "
             f"kernel run of {human_duration(kernel)} in real time)",
             file=sc.source or "",
             path="limits.cpu_time",
