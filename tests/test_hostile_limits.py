@@ -226,7 +226,9 @@ def _builtins() -> list[str]:
     return sorted(builtin_scenarios())
 
 
-@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+@pytest.mark.parametrize(
+    "quick", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["quick", "full"]
+)  # full mode resolves 181 runs: 36 s
 def test_every_story_run_is_within_the_default_limit(quick):
     # tcplab reproduce --all plans (validates) every run of the five stories, story 004 at
     # full scale (40,000 connections) and story 000's 60-minute runs included
