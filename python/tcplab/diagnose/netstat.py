@@ -25,7 +25,7 @@ __all__ = ["Counters", "parse_proc_netstat", "parse_nstat_text", "parse_nstat_js
 GAUGES = frozenset({"TcpCurrEstab", "TcpMaxConn", "TcpRtoMin", "TcpRtoMax", "TcpRtoAlgorithm", "IpForwarding"})
 _PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9]*):(.*)\Z")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
-_VALUE = re.compile(r"-?\d+\Z")
+_VALUE = re.compile(r"-?\d{1,30}\Z")  # a 64-bit counter has 20 digits; more is not a counter
 
 
 @dataclass

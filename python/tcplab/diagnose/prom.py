@@ -23,6 +23,7 @@ What node_exporter exports, and how tcplab reads it back into the kernel's vocab
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -61,6 +62,11 @@ def ethtool_name_from_prom(metric: str) -> str:
     return out
 
 
+#: node_exporter's families of kernel counters (/proc/net/netstat, /proc/net/snmp, ethtool -S,
+#: /proc/net/dev): each sample is a finite count.
+_COUNTER_PREFIXES = ("node_netstat_", "node_network_", "node_ethtool_")
+
+
 class _Lines:
     """Feeds prometheus_client line by line, remembering where each sample came from."""
 
@@ -87,7 +93,12 @@ def parse_prom(src: Source) -> PromScrape:
         for family in text_fd_to_metric_families(iter(lines)):
             for s in family.samples:
                 key = (s.name, tuple(sorted((str(k), str(v)) for k, v in s.labels.items())))
-                out.samples[key] = float(s.value)
+                value = float(s.value)
+                if not math.isfinite(value) and s.name.startswith(_COUNTER_PREFIXES):
+                    # a counter of the kernel is a finite number (a u64; 1e5000 reads as inf)
+                    line = lines.where.get(s.name, [(lines.lineno, "")])[-1][0]
+                    raise ParseError(src.name, line, f"{s.name}: {value} is not a counter value (a finite number)")
+                out.samples[key] = value
     except ParseError:
         raise
     except Exception as e:  # noqa: BLE001 - the reference parser raises ValueError, IndexError, ...

@@ -225,11 +225,28 @@ def _load_json(src: Source, pairs_hook: type | None) -> Any:
     except UnicodeDecodeError:
         raise ParseError(src.name, 1, "bytes that are not UTF-8 text") from None
     try:
-        return json.loads(text, object_pairs_hook=pairs_hook)
+        return json.loads(text, object_pairs_hook=pairs_hook, parse_int=_json_int)
+    except _HugeNumber as e:
+        raise ParseError(src.name, 0, f"a number of {e.digits} digits: not a counter (at most 30 digits)") from None
     except json.JSONDecodeError as e:
         raise ParseError(src.name, e.lineno, f"invalid JSON: {e.msg} (column {e.colno})") from None
     except RecursionError:
         raise ParseError(src.name, 1, "JSON nested too deeply") from None
+
+
+class _HugeNumber(ValueError):
+    def __init__(self, digits: int):
+        super().__init__(digits)
+        self.digits = digits
+
+
+def _json_int(text: str) -> int:
+    """JSON integers as counters: a 64-bit counter has 20 digits; int() of more than 4300
+    fails with a ValueError that names no file."""
+    digits = len(text.lstrip("-"))
+    if digits > 30:
+        raise _HugeNumber(digits)
+    return int(text)
 
 
 _INT = re.compile(r"-?\d+\Z")

@@ -238,7 +238,7 @@ def _apply_tokens(sock: Socket, tokens: list[str], file: str, lineno: int) -> No
                         sock.bbr[k] = float(v)
             elif key == "skmem":
                 for part in _split_group(inner):
-                    m = re.match(r"([a-z]+)(\d+)\Z", part)
+                    m = re.match(r"([a-z]+)(\d{1,30})\Z", part)
                     if m:
                         sock.skmem[m.group(1)] = int(m.group(2))
             continue
@@ -252,7 +252,7 @@ def _apply_tokens(sock: Socket, tokens: list[str], file: str, lineno: int) -> No
             continue
         if key == "retrans":
             a, _, b = val.partition("/")
-            if not a.isdigit() or (b and not b.isdigit()):
+            if not _count_text(a) or (b and not _count_text(b)):
                 raise ParseError(file, lineno, f"ss: retrans:{val[:40]!r} is not current/total")
             sock.values["retrans_cur"] = int(a)
             if b:
@@ -267,7 +267,7 @@ def _apply_tokens(sock: Socket, tokens: list[str], file: str, lineno: int) -> No
                 sock.values[f"{key}_pct"] = float(m.group(2))
             continue
         if key in _INT_KEYS:
-            if not val.isdigit() or len(val) > 30:
+            if not _count_text(val):
                 raise ParseError(file, lineno, f"ss: {key}:{val[:40]!r} is not a count")
             sock.values[key] = int(val)
             continue
@@ -279,12 +279,18 @@ def _apply_tokens(sock: Socket, tokens: list[str], file: str, lineno: int) -> No
         # wscale:7,7 uid:0 ino:.. sk:.. cgroup:.. users:((..)) and fields of future ss: opaque
 
 
+def _count_text(text: str) -> bool:
+    """ASCII digits of a count (at most 30: a 64-bit counter has 20; int() of more than
+    4300 digits fails)."""
+    return text.isascii() and text.isdigit() and len(text) <= 30
+
+
 def _state_line(tokens: list[str], file: str, lineno: int) -> tuple[Socket, list[str]]:
     if tokens[0] in NETIDS:
         tokens = tokens[1:]
     if len(tokens) < 5 or tokens[0] not in STATES:
         raise ParseError(file, lineno, "not an ss socket line (expected State Recv-Q Send-Q Local Peer)")
-    if not tokens[1].isdigit() or not tokens[2].isdigit():
+    if not _count_text(tokens[1]) or not _count_text(tokens[2]):
         raise ParseError(file, lineno, f"ss: Recv-Q/Send-Q {tokens[1][:20]!r} {tokens[2][:20]!r} are not counts")
     sock = Socket(state=tokens[0], recv_q=int(tokens[1]), send_q=int(tokens[2]), local=tokens[3], peer=tokens[4])
     return sock, tokens[5:]

@@ -46,13 +46,14 @@ class Sysctls:
         if v is None:
             return None
         parts = v.split()
-        if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        if len(parts) != 3 or not all(p.isascii() and p.isdigit() and len(p) <= 30 for p in parts):
             return None
         return int(parts[0]), int(parts[1]), int(parts[2])
 
     def integer(self, name: str) -> int | None:
         v = self.values.get(name)
-        return int(v) if v is not None and v.strip().lstrip("-").isdigit() else None
+        digits = v.strip().lstrip("-") if v is not None else ""
+        return int(v) if digits.isascii() and digits.isdigit() and len(digits) <= 30 else None
 
 
 @dataclass
