@@ -170,6 +170,10 @@ def test_export_refuses_what_is_not_a_simulation_run(run_dir, tmp_path):
         r.output.strip()
         == "error: --flow: 'sideways' is not a flow of this run; expected a flow name or index: down, up"
     )
+    r = invoke("export", "pcap", run_dir, "--flow", "up", "--at", "sideways")
+    assert r.exit_code == 2
+    # the export's own option, not run's --pcap-at
+    assert r.output.strip() == "error: --at: 'sideways' is not a capture side; expected sender or receiver"
     r = invoke("export", "pcap", run_dir, "--flow", "up", "-o", tmp_path / "no" / "such" / "x.pcap")
     assert r.exit_code == 2 and "is not a directory" in r.output
 

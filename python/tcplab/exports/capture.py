@@ -96,7 +96,7 @@ def capture_run(
             "the rerun might not be the same run",
             f"tcplab with engine {made_by} (or run the scenario again with tcplab run --pcap)",
         )
-    spec = capture_config(config, flow, at, max_packets, option="--flow")
+    spec = capture_config(config, flow, at, max_packets, option="--flow", at_option="--at")
     try:
         output = run_core({**config, "capture": spec}, progress=progress, core=engine)
     except EngineError as e:
@@ -152,7 +152,7 @@ def export_pcap(
     from tcplab.output_files import check_output_file, is_directory
 
     config, _ = load_run_config(run_dir)
-    name = pcap_name(config, capture_config(config, flow, at, max_packets, option="--flow")["flow"])
+    name = pcap_name(config, capture_config(config, flow, at, max_packets, option="--flow", at_option="--at")["flow"])
     target = Path(run_dir) / name if output is None else Path(output)
     if is_directory(target):
         target = target / name

@@ -129,10 +129,12 @@ def capture_config(
     max_packets: int | None = None,
     *,
     option: str = "--pcap",
+    at_option: str = "--pcap-at",
 ) -> dict[str, Any]:
-    """The engine's ``capture`` entry for ``flow`` captured at ``at`` ("sender" or "receiver")."""
+    """The engine's ``capture`` entry for ``flow`` captured at ``at`` ("sender" or "receiver");
+    errors name the command's own options (``option`` for the flow, ``at_option`` for the side)."""
     if at not in CAPTURE_SIDES:
-        raise ScenarioError(f"{at!r} is not a capture side", file="--pcap-at", value=at, expected="sender or receiver")
+        raise ScenarioError(f"{at!r} is not a capture side", file=at_option, value=at, expected="sender or receiver")
     out: dict[str, Any] = {"flow": flow_index(config, flow, option=option), "at": at}
     if max_packets is not None:
         out["max_packets"] = int(max_packets)
