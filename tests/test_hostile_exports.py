@@ -123,3 +123,26 @@ def test_iperf3_interval_at_iperf3s_bounds_is_accepted(tmp_path, run_dir):
         r = _cli("export", "iperf3", run_dir, "--flow", "0", "-i", interval, "-o", "-")
         assert r.exit_code == 0, r.output
         assert len(json.loads(r.output)["intervals"]) == n_intervals
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("duration_ns", 1e300), ("duration_ns", -5), ("duration_ns", 1.5), ("duration_ns", True),
+     ("sample_interval_ns", 0), ("sample_interval_ns", 10**18)],
+)  # fmt: skip
+@pytest.mark.parametrize("command", [["export", "flent"], ["export", "iperf3", "--flow", "0"], ["ss"]])
+def test_exports_refuse_times_the_engine_never_wrote(tmp_path, run_dir, key, value, command):
+    """A hand-edited scenario.resolved.json whose times fit JSON but no run (before: flent and
+    iperf3 files written with a nonsense time axis, or a traceback deep inside the export)."""
+    import json
+    import shutil
+
+    d = tmp_path / "run"
+    shutil.copytree(run_dir, d)
+    config = json.loads((d / "scenario.resolved.json").read_text(encoding="utf-8"))
+    config[key] = value
+    (d / "scenario.resolved.json").write_text(json.dumps(config), encoding="utf-8")
+    out = [] if command == ["ss"] else ["-o", tmp_path / "out.x"]
+    r = _cli(*command[:2], d, *command[2:], *out)
+    assert_one_line_error(r, f"error: {d}: scenario.resolved.json: {key}: ")
+    assert not (tmp_path / "out.x").exists()

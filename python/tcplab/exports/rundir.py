@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from tcplab.errors import ScenarioError
-from tcplab.literals import json_loads
+from tcplab.literals import json_loads, value_text
+from tcplab.scenario.limits import MAX_DURATION_NS
 
 __all__ = ["RunData", "load_run"]
 
@@ -97,6 +98,7 @@ class RunData:
             _not_a_run(d, "summary.json is not a tcplab summary (no tcplab_version)")
         if not isinstance(config, dict) or "duration_ns" not in config or "flows" not in config:
             _not_a_run(d, "scenario.resolved.json is not an engine configuration")
+        _check_times(d, config)
         flows = _read_parquet(d / "flows.parquet")
         timeseries = _read_parquet(d / "timeseries.parquet")
         samples = {}
@@ -205,6 +207,23 @@ def _not_a_run(d: Path, problem: str) -> None:
         file=str(d),
         expected="a run directory written by tcplab run or tcplab kernel run (summary.json, flows.parquet, ...)",
     )
+
+
+def _check_times(d: Path, config: dict) -> None:
+    """The two numbers every export builds its time axis from, in the engine's own bounds
+    (a year at most; a sample interval within the run): a damaged or hand-edited
+    ``scenario.resolved.json`` (``duration_ns: 1e300``, ``-5``, ``1.5``) is refused here rather
+    than written out as nonsense or failing deep inside an export."""
+    for key, hi in (("duration_ns", MAX_DURATION_NS), ("sample_interval_ns", config.get("duration_ns"))):
+        value = config.get(key)
+        ok = isinstance(value, int) and not isinstance(value, bool) and isinstance(hi, int) and 1 <= value <= hi
+        if not ok:
+            raise ScenarioError(
+                f"scenario.resolved.json: {key}: {value_text(value)} is not a time in ns from 1 to "
+                f"{hi if isinstance(hi, int) and not isinstance(hi, bool) else 'the duration'}",
+                file=str(d),
+                expected="a run directory written by tcplab",
+            )
 
 
 def _marker_kind(d: Path) -> str | None:
