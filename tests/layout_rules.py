@@ -290,8 +290,13 @@ def all_edges(mods: dict[str, Module], top: str = TOP) -> list[Edge]:
 # --- the rules ----------------------------------------------------------------------------
 
 
-def check_floors(edges: Iterable[Edge], mods: dict[str, Module], floors: dict[str, int],
-                 same_floor: frozenset[tuple[str, str]], top: str = TOP) -> list[str]:
+def check_floors(
+    edges: Iterable[Edge],
+    mods: dict[str, Module],
+    floors: dict[str, int],
+    same_floor: frozenset[tuple[str, str]],
+    top: str = TOP,
+) -> list[str]:
     out = []
     packages = {package_of(m) for m in mods} - {top}
     for package in sorted(packages - set(floors)):
@@ -373,9 +378,15 @@ def check_loops(edges: Iterable[Edge]) -> list[str]:
     out = []
     for comp in _sccs(graph):
         members = set(comp)
-        arrows = sorted({(package_of(e.src), package_of(e.dst)) for e in edges
-                         if package_of(e.src) in members and package_of(e.dst) in members
-                         and package_of(e.src) != package_of(e.dst)})
+        arrows = sorted(
+            {
+                (package_of(e.src), package_of(e.dst))
+                for e in edges
+                if package_of(e.src) in members
+                and package_of(e.dst) in members
+                and package_of(e.src) != package_of(e.dst)
+            }
+        )
         lines = [f"loop between {', '.join(comp)}:"]
         for a, b in arrows:
             first = next(e for e in edges if (package_of(e.src), package_of(e.dst)) == (a, b))
@@ -392,8 +403,10 @@ def check_own_init(edges: Iterable[Edge], mods: dict[str, Module]) -> list[str]:
             continue
         if e.src.startswith(e.dst + ".") and (e.name is None or f"{e.dst}.{e.name}" not in mods):
             what = f"name {e.name!r}" if e.name else "the package"
-            out.append(f"{e.where}: {e.src} imports {what} from {e.dst}/__init__ (a package containing it): "
-                       "import the submodule that defines it")
+            out.append(
+                f"{e.where}: {e.src} imports {what} from {e.dst}/__init__ (a package containing it): "
+                "import the submodule that defines it"
+            )
     return out
 
 

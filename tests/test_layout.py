@@ -11,8 +11,9 @@ import functools
 import textwrap
 from pathlib import Path
 
-import layout_rules as L
 import pytest
+
+import layout_rules as L
 
 PYTHON = Path(__file__).resolve().parents[1] / "python"
 
@@ -34,42 +35,42 @@ SAME_FLOOR = frozenset({("engine", "_core"), ("recommend", "sweep"), ("cli", "co
 
 #: A tree that keeps every rule: each test plants one violation in (a copy of) it.
 CLEAN = {
-    "__init__.py": '''
+    "__init__.py": """
         def __getattr__(name):
             from tcplab.runner import run  # the facade is the API over every floor
             return run
-    ''',
+    """,
     "units.py": "SECOND_NS = 1_000_000_000\n",
     "scenario/__init__.py": "from tcplab.scenario.model import Scenario\n",
-    "scenario/model.py": '''
+    "scenario/model.py": """
         from tcplab.units import SECOND_NS
         class Scenario: ...
-    ''',
-    "engine.py": '''
+    """,
+    "engine.py": """
         def import_core():
             from tcplab import _core
             return _core
-    ''',
+    """,
     "results/__init__.py": "from tcplab.results.paths import route\n",
-    "results/paths.py": '''
+    "results/paths.py": """
         from ..scenario import model
         from . import _hops
         def route(): return _hops.HOPS
-    ''',
+    """,
     "results/_hops.py": "HOPS = 1\n",
     "views/__init__.py": "",
-    "views/plots.py": '''
+    "views/plots.py": """
         from typing import TYPE_CHECKING
         from tcplab.results import paths
         if TYPE_CHECKING:
             from tcplab.runner import Run  # a type hint only
         def draw(): return paths.route(), paths.__name__
-    ''',
-    "runner.py": '''
+    """,
+    "runner.py": """
         from tcplab.engine import import_core
         from tcplab.views import plots
         def run(): return plots.draw()
-    ''',
+    """,
     "sweep/__init__.py": "from tcplab.sweep.space import sweep\n",
     "sweep/space.py": "from tcplab.runner import run\ndef sweep(): return run()\n",
     "recommend/__init__.py": "",
@@ -174,8 +175,14 @@ def test_a_loop_inside_one_package_is_allowed(tmp_path):
 
 
 def test_a_submodule_taking_a_name_from_its_own_package_init_is_caught(tmp_path):
-    got = only(check(tmp_path, {"sweep/space.py": "from . import sweep as _again\nfrom tcplab.runner import run\n"}), L.RULE_OWN_INIT)
-    assert len(got) == 1 and "sweep/space.py:1: tcplab.sweep.space imports name 'sweep' from tcplab.sweep/__init__" in got[0]
+    got = only(
+        check(tmp_path, {"sweep/space.py": "from . import sweep as _again\nfrom tcplab.runner import run\n"}),
+        L.RULE_OWN_INIT,
+    )
+    assert (
+        len(got) == 1
+        and "sweep/space.py:1: tcplab.sweep.space imports name 'sweep' from tcplab.sweep/__init__" in got[0]
+    )
 
 
 def test_importing_a_sibling_submodule_through_the_package_is_not_its_init(tmp_path):
@@ -200,7 +207,11 @@ def test_a_module_importing_the_facade_is_caught(tmp_path):
         ("results/_hops.py", "from tcplab.views import plots\n", "results -> views"),
         ("views/plots.py", "def f():\n    from tcplab.runner import run\n", "views -> runner"),
         ("sweep/space.py", "from tcplab.runner import run\nfrom tcplab.cli import main\n", "sweep -> cli"),
-        ("recommend/choose.py", "from tcplab.sweep import sweep\nfrom tcplab.commands.common import guard\n", "recommend -> commands"),
+        (
+            "recommend/choose.py",
+            "from tcplab.sweep import sweep\nfrom tcplab.commands.common import guard\n",
+            "recommend -> commands",
+        ),
     ],
 )
 def test_a_never_arrow_is_caught(tmp_path, name, text, arrow):
@@ -211,11 +222,27 @@ def test_a_never_arrow_is_caught(tmp_path, name, text, arrow):
 @pytest.mark.parametrize(
     ("name", "text", "what"),
     [
-        ("views/plots.py", "from tcplab.results.paths import route\nfrom tcplab.results import _hops\n", "the private module tcplab.results._hops"),
+        (
+            "views/plots.py",
+            "from tcplab.results.paths import route\nfrom tcplab.results import _hops\n",
+            "the private module tcplab.results._hops",
+        ),
         ("runner.py", "from tcplab.views.plots import draw as _draw\n", None),
-        ("runner.py", "from tcplab.views import plots\nfrom tcplab.results.paths import _x\n", "'_x' of tcplab.results.paths"),
-        ("runner.py", "from tcplab.views import plots\ndef f():\n    return plots._draw()\n", "'_draw' of tcplab.views.plots"),
-        ("runner.py", "import tcplab.views.plots\ndef f():\n    return tcplab.views.plots._draw()\n", "'_draw' of tcplab.views.plots"),
+        (
+            "runner.py",
+            "from tcplab.views import plots\nfrom tcplab.results.paths import _x\n",
+            "'_x' of tcplab.results.paths",
+        ),
+        (
+            "runner.py",
+            "from tcplab.views import plots\ndef f():\n    return plots._draw()\n",
+            "'_draw' of tcplab.views.plots",
+        ),
+        (
+            "runner.py",
+            "import tcplab.views.plots\ndef f():\n    return tcplab.views.plots._draw()\n",
+            "'_draw' of tcplab.views.plots",
+        ),
         ("runner.py", "import tcplab.views.plots as p\nX = p.__name__, p._SAVE\n", "'_SAVE' of tcplab.views.plots"),
         ("sweep/space.py", "import tcplab._core\n", "the private module tcplab._core"),
     ],
@@ -233,7 +260,10 @@ def test_private_names_inside_one_package_and_the_engine_bridge_are_allowed(tmp_
     found = L.violations(tree(tmp_path, CLEAN), floors=FLOORS, same_floor=SAME_FLOOR)
     assert found[L.RULE_PRIVATE] == []
     found = L.violations(tree(tmp_path, CLEAN), floors=FLOORS, same_floor=SAME_FLOOR, private_allowed=frozenset())
-    assert len(found[L.RULE_PRIVATE]) == 1 and "engine.py:3: tcplab.engine uses the private module tcplab._core" in found[L.RULE_PRIVATE][0]
+    assert (
+        len(found[L.RULE_PRIVATE]) == 1
+        and "engine.py:3: tcplab.engine uses the private module tcplab._core" in found[L.RULE_PRIVATE][0]
+    )
 
 
 # --- the real tree -----------------------------------------------------------------------

@@ -24,7 +24,9 @@ def _clock_value(node: ast.AST, clocked: set[str]) -> bool:
     """A wall-clock reading, or arithmetic on one (a clock passed to a function is not)."""
     if isinstance(node, ast.Call):
         f = node.func
-        return isinstance(f, ast.Attribute) and f.attr in CLOCKS and isinstance(f.value, ast.Name) and f.value.id == "time"
+        return (
+            isinstance(f, ast.Attribute) and f.attr in CLOCKS and isinstance(f.value, ast.Name) and f.value.id == "time"
+        )
     if isinstance(node, ast.Name):
         return node.id in clocked
     if isinstance(node, ast.BinOp):
@@ -92,7 +94,7 @@ def test_no_test_asserts_what_cannot_fail_or_times_the_machine():
 
 
 def test_each_kind_is_caught():
-    source = '''
+    source = """
 import time
 def test_a(x):
     assert True
@@ -109,7 +111,7 @@ def test_a(x):
     doc = run_until(time.monotonic_ns() + 10**9)  # a deadline handed to the code
     assert doc["ended_ns"] < doc["duration_ns"]
     assert watch(time.monotonic_ns()) == []
-'''
+"""
     assert [p.split(": ", 1)[1].split(" (")[0] for p in problems(source, "t.py")] == [
         "asserts a true constant",
         "asserts a tuple",
