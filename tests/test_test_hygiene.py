@@ -64,7 +64,10 @@ def problems(source: str, filename: str) -> list[str]:
     tree = ast.parse(source, filename)
     out = []
     scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    clocked = {id(a): _clocked_names(f) for f in scopes for a in ast.walk(f) if isinstance(a, ast.Assert)}
+    clocked = {}
+    for f in scopes:
+        names = _clocked_names(f)
+        clocked.update({id(a): names for a in ast.walk(f) if isinstance(a, ast.Assert)})
     for node in ast.walk(tree):
         if not isinstance(node, ast.Assert):
             continue
