@@ -85,7 +85,9 @@ def test_agent_runs_bulk_maerts_and_rr(tmp_path):
     assert len(eps) == 6
     for ep in eps.values():
         assert ep["cc_set"] == "cubic" and ep["tcp_info"]["snd_mss"] > 0
-        assert duration <= ep["end_ns"] < duration + 500_000_000  # TCP_INFO read at the end
+        # TCP_INFO read at the end: after the deadline, before the agent wrote its result (how
+        # late after the deadline is the machine's load, not the agent's behaviour)
+        assert duration <= ep["end_ns"] <= doc["ended_ns"]
     # bulk: the client wrote, the server read (the two sockets' counts are read one after the
     # other while the data flows at several GB/s: no order between them)
     c, s = eps[(0, "client")], eps[(0, "server")]
