@@ -190,7 +190,7 @@ def _show_version(value: bool) -> None:
         return
     import platform
 
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     try:
         from tcplab import _core

@@ -37,6 +37,8 @@ import math
 import multiprocessing
 import os
 import re
+import sys
+import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -443,3 +445,15 @@ def compare(
     """
     variants = plan_variants(sources, overrides, seed=seed, labels=labels)
     return run_variants(variants, core=core, progress=progress, map_fn=map_fn, jobs=jobs)
+
+
+class _CallableModule(types.ModuleType):
+    """``tcplab.compare(...)`` calls :func:`compare`: the module and the function share a name
+    (as ``tcplab.sweep``), and importing this module binds ``tcplab.compare`` to it, so the
+    module itself is callable."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> CompareResult:
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

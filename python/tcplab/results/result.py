@@ -188,7 +188,7 @@ SUMMARY_HOST_KEYS = ("name", "nic", "cpu")
 
 
 def _version() -> str:
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     return __version__
 

@@ -108,7 +108,7 @@ _PLOT_SUFFIXES = (".png", ".svg", ".html", ".json")
 
 def write_marker(directory: Path, kind: str) -> None:
     """Mark ``directory`` (being filled) as a tcplab ``kind`` ("run", "compare" or "reproduce") directory."""
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     # whole or absent (a full disk must not leave an empty marker that blocks a resume)
     text = json.dumps({"tcplab": __version__, "kind": kind}) + "\n"

@@ -361,7 +361,7 @@ def path_rows(v: Validation) -> list[dict[str, str]]:
 
 
 def _header(v: Validation) -> dict[str, str]:
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     k = v.kernel
     release = k.get("release") or ("(a simulation standing in for the kernel)" if k.get("kind") != "kernel" else "?")
