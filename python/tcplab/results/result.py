@@ -94,6 +94,7 @@ from tcplab.columns import HOST_DTYPES
 from tcplab.engine import EngineOutput
 from tcplab.results.apps import AppResult, app_results, app_summaries, collapsed_flows, write_app_tables
 from tcplab.results.cilium import cilium_status_texts
+from tcplab.results.paths import flow_paths
 from tcplab.results.counters import format_nstat
 from tcplab.results.ethtool import format_ethtool_stats
 from tcplab.results.procstat import format_proc_stat
@@ -532,8 +533,6 @@ class Result:
         return hosts
 
     def _summary(self) -> dict[str, Any]:
-        from tcplab.views.paths import flow_paths
-
         paths = flow_paths(self.config)
         folded = collapsed_flows(self.apps, SUMMARY_MAX_APP_CONNECTIONS)
         records = self.flows.to_dict("records")
@@ -549,7 +548,7 @@ class Result:
                     flows.append(_aggregate_flow(app, members.pop(app)))
                 continue
             flow = {k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS}
-            # What the route allows (tcplab.views.paths): the smallest of its link rates and
+            # What the route allows (tcplab.results.paths): the smallest of its link rates and
             # shapers (tbf, fq maxrate, EDT), x mss / (mss + 52 + framing); None if unrouted.
             path = paths.get(str(row["name"]))
             flow["payload_ceiling_bps"] = path.payload_ceiling_bps if path else None

@@ -1,5 +1,5 @@
 """Views of results: static plots (:mod:`~tcplab.views.plots`) and report.html
-(:mod:`~tcplab.views.report`), with the path's limits they draw (:mod:`~tcplab.views.paths`)
+(:mod:`~tcplab.views.report`), with the path's limits they draw (:mod:`~tcplab.results.paths`)
 and the episodes they mark (:mod:`~tcplab.views.episodes`).
 
 Views import results, never the reverse (DESIGN.md). :func:`write_run_views` is the writer

@@ -8,7 +8,7 @@ The model: one PNG per view, time in seconds on x, one colour per flow labelled
   (in-order delivery arrives in bursts when a loss is repaired, so per-sample goodput is
   spiky; the raw per-sample values stay in ``timeseries.parquet``); with several flows,
   also their total. A dashed line is the route's **payload ceiling**
-  (:mod:`tcplab.views.paths`: the bottleneck rate x 1448/1514 on Ethernet).
+  (:mod:`tcplab.results.paths`: the bottleneck rate x 1448/1514 on Ethernet).
 * ``cwnd.png``: ``cwnd`` in packets (as Linux and ``ss`` report it, not bytes), and
   ``ssthresh`` dotted where it is set (not the initial "infinite" 0x7fffffff). A trace that
   reverses direction at most samples (BBR's cwnd over a minute at 100 ms) would draw as a
@@ -57,7 +57,7 @@ from matplotlib.ticker import MaxNLocator
 from tcplab.views.apps import app_plots
 from tcplab.views.datapath import datapath_plots
 from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
-from tcplab.views.paths import FlowPath, flow_paths
+from tcplab.results.paths import FlowPath, flow_paths
 
 if TYPE_CHECKING:
     import pandas as pd

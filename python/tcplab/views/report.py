@@ -341,7 +341,7 @@ def _flow_rows(
 ) -> list[dict[str, Any]]:
     """One row per flow; the flows of an app in ``collapsed`` (flow -> app: a broadcast's
     thousands of connections) as one row of totals per app."""
-    from tcplab.views.paths import flow_paths
+    from tcplab.results.paths import flow_paths
 
     paths = flow_paths(config) if config else {}
     rows = []
@@ -698,7 +698,7 @@ def write_report(result: Result, path: Path, plots: Sequence[Plot] = ()) -> Path
 def _path_rows(results: Mapping[str, Result], columns: Sequence[str]) -> list[tuple[str, list[str]]]:
     """The first flow's payload ceiling and base RTT of each column ("-" for a variant that
     did not run)."""
-    from tcplab.views.paths import flow_paths
+    from tcplab.results.paths import flow_paths
 
     ceiling, base = [], []
     for label in columns:

@@ -143,7 +143,7 @@ def case_b_player_figure(results: Mapping[str, Result], plots_dir: Path, shares:
 def case_b_transport_figure(
     results: Mapping[str, Result], plots_dir: Path, mathis: Callable, mss_of: Callable, rtt_of: Callable
 ) -> Explanation:
-    from tcplab.views.paths import flow_paths
+    from tcplab.results.paths import flow_paths
 
     c, b = results["b-cubic"], results["b-bbr"]
     cr, br = _flow_rows(c), _flow_rows(b)
