@@ -301,7 +301,7 @@ class CompareResult:
                     continue
                 sub = tmp / v.label
                 sub.mkdir()
-                self.results[v.label]._write_files(sub, plots=plots)
+                self.results[v.label].write_files(sub, plots=plots)
             (tmp / "compare.json").write_text(
                 json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8"
             )

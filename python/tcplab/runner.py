@@ -66,6 +66,7 @@ def run(
         EngineError: the simulator failed.
     """
     from tcplab.engine import run_core
+    from tcplab.exports import write_exports
     from tcplab.results import Result
     from tcplab.views import write_run_views
 
@@ -105,6 +106,7 @@ def run(
         output,
         wall_time_s=time.perf_counter() - started,
         views=write_run_views,
+        exports=write_exports,
         overrides=applied,
         command=command,
     )

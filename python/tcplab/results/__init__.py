@@ -1,8 +1,9 @@
 """Results: what a run produced (:class:`Result`), its run directory and its counters.
 
 Data flows one way (DESIGN.md): scenario -> simulation -> results -> views. This package
-never imports :mod:`tcplab.views`; a :class:`Result` made by :func:`tcplab.run` carries the
-view writer (plots, report.html) that ``Result.write`` calls.
+never imports :mod:`tcplab.views` or :mod:`tcplab.exports`; a :class:`Result` made by
+:func:`tcplab.run` carries the view writer (plots, report.html) and the export writer
+(run.flent.gz, iperf3-FLOW.json) that ``Result.write`` calls.
 
 Modules: :mod:`~tcplab.results.result` (the :class:`Result` DataFrames and summary),
 :mod:`~tcplab.results.rundir` (writing a run directory atomically),
@@ -20,6 +21,7 @@ from tcplab.results.result import (
     SUMMARY_FLOW_KEYS,
     SUMMARY_HOST_KEYS,
     SUMMARY_LINK_KEYS,
+    ExportWriter,
     Result,
     ViewWriter,
     _interval_rate,
@@ -37,6 +39,7 @@ __all__ = [
     "SUMMARY_HOST_KEYS",
     "SUMMARY_LINK_KEYS",
     "ViewWriter",
+    "ExportWriter",
     "check_output_dir",
     "write_dir_atomically",
     "_interval_rate",

@@ -53,6 +53,8 @@ A run directory (``Result.write(DIR)``) holds::
                               (:mod:`tcplab.exports.flent`)
     iperf3-FLOW.json          per sampled bulk/maerts flow: what `iperf3 -c -J` (`-R` when the
                               server sends) prints on its client (:mod:`tcplab.exports.iperf3`)
+                              (these two: written by the export writer the Result carries,
+                              tcplab.exports.write_exports, via tcplab.run)
     FLOW.pcap                 only when the run captured a flow (``tcplab run --pcap FLOW``):
                               its packets as tcpdump on its sender (or receiver) records them,
                               headers only (:mod:`tcplab.exports.pcap`)
@@ -104,7 +106,15 @@ from tcplab.results.stuck import find_episodes
 from tcplab.results.tc import STAT_KEYS, format_node, link_devices
 from tcplab.scenario import Scenario
 
-__all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS", "SUMMARY_HOST_KEYS", "ViewWriter"]
+__all__ = [
+    "Result",
+    "RUN_FILES",
+    "SUMMARY_FLOW_KEYS",
+    "SUMMARY_LINK_KEYS",
+    "SUMMARY_HOST_KEYS",
+    "ViewWriter",
+    "ExportWriter",
+]
 
 #: Files (relative to the run directory) that ``Result.write`` produces.
 RUN_FILES = (
@@ -129,6 +139,11 @@ RUN_FILES = (
 #: ``views(result, directory, plots=...)``. Results never import views (data flows one way,
 #: DESIGN.md); the runner passes :func:`tcplab.views.write_run_views`.
 ViewWriter = Callable[..., None]
+
+#: Writes a run's files in other tools' formats (run.flent.gz, iperf3-FLOW.json) into a run
+#: directory being filled: ``exports(result, directory)``. Results never import exports
+#: either; the runner passes :func:`tcplab.exports.write_exports`.
+ExportWriter = Callable[..., object]
 
 SUMMARY_FLOW_KEYS = (
     "name",
@@ -245,11 +260,13 @@ class Result:
         *,
         wall_time_s: float | None = None,
         views: ViewWriter | None = None,
+        exports: ExportWriter | None = None,
         overrides: Sequence[str] = (),
         command: Sequence[str] | None = None,
     ):
         self.scenario = scenario
         self.views = views
+        self.exports = exports
         #: the ``--set``/``--seed`` overrides this run was made with, as ``PATH=VALUE`` text
         self.overrides = [str(o) for o in overrides]
         #: the command line that made it (``["tcplab", "run", ...]``), when run from the CLI
@@ -707,6 +724,12 @@ class Result:
         """
         return write_dir_atomically(directory, lambda tmp: self._write_files(tmp, plots=plots), overwrite=overwrite)
 
+    def write_files(self, directory: Path, *, plots: bool = True) -> None:
+        """Write the run directory's files into ``directory``, an empty directory that a
+        caller fills and renames into place itself (a comparison's variant directories);
+        :meth:`write` is the atomic whole."""
+        self._write_files(directory, plots=plots)
+
     def _write_files(self, out: Path, *, plots: bool) -> None:
         write_marker(out, "run")
         (out / "scenario.yaml").write_text(self.scenario_yaml(), encoding="utf-8")
@@ -724,9 +747,8 @@ class Result:
             (out / name).write_text(text, encoding="utf-8")
         for name, data in self.extra_files.items():
             (out / name).write_bytes(data)
-        from tcplab.exports import write_exports  # a kernel run's too: its series have the same columns
-
-        write_exports(self, out)
+        if self.exports is not None:
+            self.exports(self, out)
         if self.views is not None:
             self.views(self, out, plots=plots)
 
