@@ -96,9 +96,9 @@ from tcplab.columns import HOST_DTYPES
 from tcplab.engine import EngineOutput
 from tcplab.results.apps import AppResult, app_results, app_summaries, collapsed_flows, write_app_tables
 from tcplab.results.cilium import cilium_status_texts
-from tcplab.results.paths import flow_paths
 from tcplab.results.counters import format_nstat
 from tcplab.results.ethtool import format_ethtool_stats
+from tcplab.results.paths import flow_paths
 from tcplab.results.procstat import format_proc_stat
 from tcplab.results.rundir import write_dir_atomically, write_marker
 from tcplab.results.ss import ss_texts as _ss_texts

@@ -34,30 +34,28 @@ The model: one PNG per view, time in seconds on x, one colour per flow labelled
   sampled every 100 ms) in flight is drawn as points, and the panel says the cycle aliases
   (:func:`transaction_cycle_s`): the engine samples, it does not keep per-interval extremes.
 
-Figures are drawn with matplotlib's object API on the Agg canvas (no pyplot state, no
-display needed), and saved without a software/date stamp so the same data gives the same
-bytes.
+Figures are drawn with the helpers of :mod:`tcplab.views.drawing` (matplotlib's object API
+on the Agg canvas, no pyplot state, no display needed; saved without a software/date stamp
+so the same data gives the same bytes).
 """
 
 from __future__ import annotations
 
-import io
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from tcplab.results.paths import FlowPath, flow_paths
 from tcplab.views.apps import app_plots
 from tcplab.views.datapath import datapath_plots
+from tcplab.views.drawing import Plot, figure, legend_outside, png_bytes, sig, style_axes, trailing_mean
 from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
-from tcplab.results.paths import FlowPath, flow_paths
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,13 +85,8 @@ RUN_PLOTS = ("goodput.png", "cwnd.png", "rtt.png", "queues.png")
 #: Per-flow mechanism figures drawn at most (the first flows in scenario order).
 MAX_FLOW_FIGURES = 8
 
-#: Averaging window of goodput plots, seconds.
-GOODPUT_WINDOW_S = 1.0
-
 #: Linux's TCP_INFINITE_SSTHRESH (include/net/tcp.h): ssthresh not set yet.
 INFINITE_SSTHRESH = 0x7FFFFFFF
-
-_SAVE = {"dpi": 100, "metadata": {"Software": None}}
 
 #: Colours of the state strip and shading (CA state as ``ss``/``tcp_ca_state`` names them;
 #: BBR modes as tcp_bbr.c names them). Open and PROBE_BW are the steady states: unshaded.
@@ -105,80 +98,7 @@ _RETRANS_COLOR = "#333333"  # dark: apart from the orange of Recovery
 _RTO_COLOR = "#b00020"
 
 
-@dataclass(frozen=True)
-class Plot:
-    """One rendered figure: its file name under ``plots/``, a caption and the PNG bytes."""
-
-    filename: str
-    caption: str
-    png: bytes
-
-
 # -- helpers -----------------------------------------------------------------------------
-
-
-def _smooth(t: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Trailing mean of ``v`` over GOODPUT_WINDOW_S (NaN samples ignored)."""
-    if len(t) < 2:
-        return v
-    step = float(np.median(np.diff(t)))
-    n = max(1, int(round(GOODPUT_WINDOW_S / step))) if step > 0 else 1
-    if n == 1:
-        return v
-    valid = ~np.isnan(v)
-    filled = np.where(valid, v, 0.0)
-    csum = np.cumsum(np.concatenate(([0.0], filled)))
-    ccnt = np.cumsum(np.concatenate(([0], valid.astype(np.int64))))
-    idx = np.arange(1, len(v) + 1)
-    lo = np.maximum(0, idx - n)
-    cnt = ccnt[idx] - ccnt[lo]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(cnt > 0, (csum[idx] - csum[lo]) / cnt, np.nan)
-
-
-def _figure(height: float = 4.0, width: float = 10.0) -> Figure:
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", **_SAVE)
-    return buf.getvalue()
-
-
-def _style(
-    ax: Any, ylabel: str, title: str | None = None, *, xlabel: str = "Time (s)", xmax: float | None = None
-) -> None:
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, loc="left", fontsize="medium")
-    ax.grid(True, alpha=0.3)
-    top = ax.get_ylim()[1]
-    ax.set_ylim(0, top * 1.05 if top > 0 else 1.0)  # headroom: a flat line is not hidden by the frame
-    if xmax:
-        ax.set_xlim(0, xmax)
-    else:
-        ax.set_xlim(left=0)
-
-
-#: Legend entries shown at most; beyond, the first ones and a "... and N more" line (a
-#: workload's many connections would make the legend taller than the figure).
-MAX_LEGEND_ENTRIES = 14
-
-
-def _legend(ax: Any, **kw: Any) -> None:
-    """Legend to the right of the axes: it never covers the data."""
-    handles, labels = ax.get_legend_handles_labels()
-    if not handles:
-        return
-    if len(handles) > MAX_LEGEND_ENTRIES and "handles" not in kw:
-        keep = MAX_LEGEND_ENTRIES - 1
-        more = Patch(color="none", label=f"... and {len(handles) - keep} more")
-        kw = {**kw, "handles": [*handles[:keep], more], "labels": [*labels[:keep], more.get_label()]}
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0, **kw)
 
 
 def _flow_order(result: Result) -> list[str]:
@@ -234,14 +154,7 @@ def _rows(result: Result, name: str) -> pd.DataFrame:
 
 
 def _mbps(bps: float) -> str:
-    return f"{_sig3(bps / 1e6)} Mbit/s"
-
-
-def _sig3(x: float) -> str:
-    """Three significant figures, never in exponent form (the report's rounding)."""
-    from tcplab.views.report import sig
-
-    return sig(x, 3)
+    return f"{sig(bps / 1e6, 3)} Mbit/s"
 
 
 def _reference_lines(
@@ -345,7 +258,7 @@ def trace(
 
 def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str, str]) -> Plot:
     ts = result.timeseries
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     flows = _flow_order(result)
     for name in flows:
@@ -353,21 +266,22 @@ def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping
         if rows.empty:
             continue
         t = rows["t_s"].to_numpy()
-        v = _smooth(t, rows["goodput_bps"].to_numpy(dtype=np.float64))
+        v = trailing_mean(t, rows["goodput_bps"].to_numpy(dtype=np.float64))
         ax.plot(t, v / 1e6, label=_flow_label(result, name), color=colors[name], linewidth=1.2)
     if ts["flow_name"].nunique() > 1:
         total = ts.groupby("t_s", sort=True)["goodput_bps"].sum(min_count=1)
         tt = total.index.to_numpy()
-        ax.plot(tt, _smooth(tt, total.to_numpy(dtype=np.float64)) / 1e6, label="total", color="black", linewidth=1.0)
+        total_bps = trailing_mean(tt, total.to_numpy(dtype=np.float64))
+        ax.plot(tt, total_bps / 1e6, label="total", color="black", linewidth=1.0)
     _ceiling_lines(ax, paths, flows, colors)
-    _style(ax, "Goodput (Mbit/s, 1 s average)", f"TCP goodput - {result.title}", xmax=result.duration_s)
-    _legend(ax)
+    style_axes(ax, "Goodput (Mbit/s, 1 s average)", f"TCP goodput - {result.title}", xmax=result.duration_s)
+    legend_outside(ax)
     return Plot(
         "goodput.png",
         "Goodput of each flow (1 s average) and the route's payload ceiling. In-order delivery comes in "
         "bursts when a repaired loss releases the data held behind it, so a 1 s average can pass the "
         "ceiling for a moment",
-        _png(fig),
+        png_bytes(fig),
     )
 
 
@@ -377,14 +291,14 @@ def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
         "Congestion window and ssthresh of each flow, in packets (a cwnd that changes direction at most "
         "samples, as BBR's does, is drawn as its median and min..max band per bin: each flow's mechanism "
         "figure zooms into it)",
-        _png(cwnd_figure(result, colors)),
+        png_bytes(cwnd_figure(result, colors)),
     )
 
 
 def cwnd_figure(result: Result, colors: Mapping[str, str]) -> Figure:
     """``cwnd.png``'s figure: each flow's cwnd (enveloped when dense, :func:`trace`) and
     ssthresh."""
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     any_ssthresh = False
     for name in _flow_order(result):
@@ -400,13 +314,13 @@ def cwnd_figure(result: Result, colors: Mapping[str, str]) -> Figure:
             ax.plot(t, ss, color=colors[name], linestyle=":", linewidth=1.0)
     if any_ssthresh:
         ax.plot([], [], color="0.3", linestyle=":", label="ssthresh (dotted)")
-    _style(ax, "cwnd (packets)", f"TCP congestion window - {result.title}", xmax=result.duration_s)
-    _legend(ax)
+    style_axes(ax, "cwnd (packets)", f"TCP congestion window - {result.title}", xmax=result.duration_s)
+    legend_outside(ax)
     return fig
 
 
 def _rtt_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str, str]) -> Plot:
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     flows = _flow_order(result)
     for name in flows:
@@ -415,9 +329,9 @@ def _rtt_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str
             continue
         ax.plot(rows["t_s"].to_numpy(), _rtt_ms(rows, "srtt_us"), label=_flow_label(result, name), color=colors[name])
     _base_rtt_lines(ax, paths, flows, colors)
-    _style(ax, "Smoothed RTT (ms)", f"TCP RTT - {result.title}", xmax=result.duration_s)
-    _legend(ax)
-    return Plot("rtt.png", "Smoothed RTT of each flow and the route's base (propagation) RTT", _png(fig))
+    style_axes(ax, "Smoothed RTT (ms)", f"TCP RTT - {result.title}", xmax=result.duration_s)
+    legend_outside(ax)
+    return Plot("rtt.png", "Smoothed RTT of each flow and the route's base (propagation) RTT", png_bytes(fig))
 
 
 def _limit_packets(link: Mapping[str, Any]) -> float | None:
@@ -452,7 +366,7 @@ def bottleneck_queues(result: Result, paths: Mapping[str, FlowPath] | None = Non
 def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
     qs = result.queues
     links = result.config["links"]
-    fig = _figure(height=5.5)
+    fig = figure(height=5.5)
     backlog, drops = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
     limits = []
     top = 1.0
@@ -484,19 +398,19 @@ def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
         unit = "pkts" if float(cap).is_integer() else "full-size pkts"
         where = "" if cap <= top else " (off scale)"
         backlog.axhline(cap, color=color, linestyle="--", linewidth=0.9, label=f"{name} limit {cap:g} {unit}{where}")
-    _style(backlog, "Backlog (packets)", f"Bottleneck queues - {result.title}", xlabel="", xmax=result.duration_s)
+    style_axes(backlog, "Backlog (packets)", f"Bottleneck queues - {result.title}", xlabel="", xmax=result.duration_s)
     backlog.set_ylim(0, top * 1.1)
-    _style(drops, f"Tail drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
+    style_axes(drops, f"Tail drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
     drops.yaxis.set_major_locator(MaxNLocator(integer=True))
     if total_drops == 0:
         drops.set_ylim(0, 1)
         drops.text(0.5, 0.5, "no tail drops", transform=drops.transAxes, ha="center", va="center", color="0.4")
-    _legend(backlog)
-    _legend(drops)
+    legend_outside(backlog)
+    legend_outside(drops)
     return Plot(
         "queues.png",
         "Backlog and tail drops of each bottleneck queue (random-loss drops are counted in the Links table)",
-        _png(fig),
+        png_bytes(fig),
     )
 
 
@@ -572,7 +486,7 @@ def _strip(
 
 def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) -> Plot:
     fig, caption = flow_figure(result, number, name, path)
-    return Plot(f"flow-{number}.png", caption, _png(fig))
+    return Plot(f"flow-{number}.png", caption, png_bytes(fig))
 
 
 def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -> tuple[Figure, str]:
@@ -599,7 +513,7 @@ def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -
     aliased = cycle is not None and cycle < 2.0 * interval
     span = (0.0, result.duration_s)
 
-    fig = _figure(height=13.0)
+    fig = figure(height=13.0)
     grid = fig.add_gridspec(5, 1, height_ratios=[0.8 if has_modes else 0.55, 3, 2.4, 2.4, 3])
     strip = fig.add_subplot(grid[0])
     win = fig.add_subplot(grid[1], sharex=strip)
@@ -663,9 +577,9 @@ def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -
             ax.plot([], [], color=_CA_PATCH, linewidth=6, alpha=0.5, label="Recovery / Loss (shaded)")
 
     window_panel(win, False)
-    _style(win, "packets", xlabel="", xmax=result.duration_s)
+    style_axes(win, "packets", xlabel="", xmax=result.duration_s)
     win.tick_params(labelbottom=False)
-    _legend(win)
+    legend_outside(win)
 
     _shade(rate, mode_spans, {k: MODE_COLORS[k] for k in _SHADED_MODES}, 0.22)
     pacing = rows["pacing_rate_bps"].to_numpy(dtype=np.float64) / 1e6
@@ -684,12 +598,12 @@ def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -
             linewidth=1.0,
             label=f"payload ceiling {_mbps(path.payload_ceiling_bps)}",
         )
-    _style(rate, "Mbit/s", xlabel="", xmax=result.duration_s)
+    style_axes(rate, "Mbit/s", xlabel="", xmax=result.duration_s)
     if path is not None:
         # the first RTTs of slow start pace at 2x a tiny srtt: keep the steady state readable
         rate.set_ylim(0, min(rate.get_ylim()[1], 3.0 * path.payload_ceiling_bps / 1e6))
     rate.tick_params(labelbottom=False)
-    _legend(rate)
+    legend_outside(rate)
 
     rtt.plot(t, _rtt_ms(rows, "srtt_us"), color="C0", linewidth=1.2, label="srtt")
     rtt.plot(t, _rtt_ms(rows, "min_rtt_us"), color="C2", linewidth=1.0, label="min RTT")
@@ -701,8 +615,8 @@ def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -
             linewidth=1.0,
             label=f"base RTT {path.base_rtt_s * 1e3:.1f} ms",
         )
-    _style(rtt, "RTT (ms)", xmax=result.duration_s)
-    _legend(rtt)
+    style_axes(rtt, "RTT (ms)", xmax=result.duration_s)
+    legend_outside(rtt)
 
     flows = result.flows.set_index("name")
     start = float(flows["start_s"].get(name, 0.0)) if name in flows.index else 0.0
@@ -728,7 +642,7 @@ def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -
     zoom.set_xlabel("Time (s)")
     zoom.set_ylabel("packets")
     zoom.grid(True, alpha=0.3)
-    _legend(zoom)
+    legend_outside(zoom)
     return fig, (
         f"Mechanism of flow {number}, {_flow_label(result, name)}: CA state and BBR mode, cwnd, rates, "
         f"RTT and a zoom (one point per sample: a smaller sample_interval gives a finer trace)"
@@ -781,7 +695,7 @@ def compare_plot(results: Mapping[str, Result]) -> Plot:
     """compare.png: goodput (1 s average) with the payload ceiling, cwnd, smoothed RTT with
     the base RTT, and the backlog of each variant's bottleneck queue; one colour per
     variant, several flows of one variant in one colour with different line styles."""
-    fig = _figure(height=12.0)
+    fig = figure(height=12.0)
     good, win, rtt, queue = fig.subplots(4, 1, sharex=True)
     styles = ["-", "--", ":", "-."]
     ceilings: dict[float, list[str]] = {}
@@ -798,7 +712,7 @@ def compare_plot(results: Mapping[str, Result]) -> Plot:
             line_label = label if len(flows) == 1 else f"{label}: {name}"
             t = rows["t_s"].to_numpy()
             style = {"color": color, "linestyle": styles[k % 4], "label": line_label, "linewidth": 1.1}
-            good.plot(t, _smooth(t, rows["goodput_bps"].to_numpy(dtype=np.float64)) / 1e6, **style)
+            good.plot(t, trailing_mean(t, rows["goodput_bps"].to_numpy(dtype=np.float64)) / 1e6, **style)
             end = max(r.duration_s for r in results.values())
             trace(win, t, rows["cwnd"].to_numpy(dtype=np.float64), (0.0, end), **style)
             rtt.plot(t, _rtt_ms(rows, "srtt_us"), **style)
@@ -838,17 +752,17 @@ def compare_plot(results: Mapping[str, Result]) -> Plot:
         )
     names = ", ".join(results)
     end = max(r.duration_s for r in results.values())
-    _style(good, "Goodput (Mbit/s, 1 s avg)", f"TCP goodput - {names}", xlabel="", xmax=end)
-    _style(win, "cwnd (packets)", "TCP congestion window", xlabel="", xmax=end)
-    _style(rtt, "Smoothed RTT (ms)", "TCP RTT", xlabel="", xmax=end)
-    _style(queue, "Backlog (packets)", "Bottleneck queue backlog", xmax=end)
+    style_axes(good, "Goodput (Mbit/s, 1 s avg)", f"TCP goodput - {names}", xlabel="", xmax=end)
+    style_axes(win, "cwnd (packets)", "TCP congestion window", xlabel="", xmax=end)
+    style_axes(rtt, "Smoothed RTT (ms)", "TCP RTT", xlabel="", xmax=end)
+    style_axes(queue, "Backlog (packets)", "Bottleneck queue backlog", xmax=end)
     for ax in (good, win, rtt, queue):
-        _legend(ax)
+        legend_outside(ax)
     return Plot(
         "compare.png",
         "Goodput (1 s average; it can pass the payload ceiling for a moment when a repaired loss "
         "releases held data), cwnd, RTT and bottleneck backlog of each variant",
-        _png(fig),
+        png_bytes(fig),
     )
 
 
