@@ -987,7 +987,8 @@ def scenarios(
     """List the built-in scenarios, or print one's full description."""
     import yaml
 
-    from tcplab.loader import BUILTIN_PREFIX, _builtin_dir, builtin_scenarios
+    from tcplab.loader import BUILTIN_PREFIX, builtin_scenarios
+    from tcplab.loader import builtin_dir as _builtin_dir
 
     names = builtin_scenarios()
     if name is None:
