@@ -35,9 +35,10 @@ from typing import Any
 
 from tcplab.engine import EngineOutput
 from tcplab.exports import write_exports
-from tcplab.kernel.measure import Measurements, nft_counters, ss_sample_texts, unknown_columns
+from tcplab.kernel.measure import Measurements, nft_counters, unknown_columns
 from tcplab.results.counters import format_nstat
 from tcplab.results.result import ExportWriter, Result, ViewWriter
+from tcplab.results.ss_samples import ss_sample_texts
 from tcplab.scenario import Scenario
 
 __all__ = ["KernelResult", "KERNEL_FILES"]
