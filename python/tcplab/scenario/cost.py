@@ -67,7 +67,7 @@ from tcplab.routing import bfs_route
 from tcplab.units import format_time, plural
 
 if TYPE_CHECKING:
-    from tcplab.scenario import Scenario
+    from tcplab.scenario.model import Scenario
 
 __all__ = [
     "DEFAULT_CPU_TIME_NS",
