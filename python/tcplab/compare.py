@@ -28,6 +28,9 @@ get no rows of their own). Each application's headline metrics follow, one row e
 ``APP: metric (unit)`` and matched by app name (:func:`tcplab.results.apps.headline`). When
 a variant has a host with a NIC model, a row of NIC ring drops (summed over hosts); with a
 CPU model, a CPU steal row per host that has one.
+
+Floor 5 (DESIGN.md's "Layout"): imports :mod:`tcplab.runner` (each variant is one run) and the
+floors below it, never the commands' packages or the commands.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ stream, before anything recursive sees the document). Every failure is a
 Line numbers: the file is also composed into YAML nodes, which record where each key and list
 item starts; :func:`node_lines` maps every field path (``("links", "0", "rate")``) to its line,
 so that each validation error names ``file.yaml:LINE``.
+
+Floor 1 (DESIGN.md's "Layout"): imports the leaves, :mod:`tcplab.scenario` and
+:mod:`tcplab.overrides`, nothing above.
 """
 
 from __future__ import annotations

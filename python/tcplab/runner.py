@@ -1,6 +1,10 @@
 """Running one scenario: load -> resolve -> simulate -> :class:`~tcplab.results.Result`.
 
 This is ``tcplab.run``; the CLI's ``tcplab run`` is this plus writing the run directory.
+
+Floor 5 (DESIGN.md's "Layout"): the top of the single-run pipeline, it imports the floors below
+(scenario, engine, results, and the views and exports whose writers it hands to each
+:class:`~tcplab.results.Result`), never the commands' packages or the commands.
 """
 
 from __future__ import annotations

@@ -10,7 +10,13 @@ Modules: :mod:`~tcplab.results.result` (the :class:`Result` DataFrames and summa
 :mod:`~tcplab.results.counters` (nstat text), :mod:`~tcplab.results.apps` (the
 applications' summaries, tables and headline metrics), and the other tools' texts a run directory
 holds: :mod:`~tcplab.results.tc` (``tc -s qdisc``), :mod:`~tcplab.results.ethtool`
-(``ethtool -S``), :mod:`~tcplab.results.procstat` (``/proc/stat``'s cpu lines).
+(``ethtool -S``), :mod:`~tcplab.results.procstat` (``/proc/stat``'s cpu lines),
+:mod:`~tcplab.results.ss` and :mod:`~tcplab.results.ss_samples` (``ss -tin``, a kernel run's
+samples), :mod:`~tcplab.results.paths` (what a flow's path allows: payload ceiling, base RTT).
+
+Floor 3 (DESIGN.md's "Layout"): this package imports the floors below it (the leaves,
+:mod:`tcplab.scenario`, :mod:`tcplab.engine`), never views, exports, runner or compare, nor
+anything above them.
 """
 
 from __future__ import annotations
