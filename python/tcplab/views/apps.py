@@ -729,7 +729,6 @@ def compare_app_figure(results: Mapping[str, Result], name: str, kind: str) -> t
     ax.set_ylabel(f"Fraction of {items}")
     legend_outside(ax)
     caption = (
-        f"{name} ({kind}): {what}: the CDF of each variant overlaid (as flent's ping_cdf), "
-        "p50 and p99 in the legend"
+        f"{name} ({kind}): {what}: the CDF of each variant overlaid (as flent's ping_cdf), p50 and p99 in the legend"
     )
     return fig, caption

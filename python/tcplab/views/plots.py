@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -435,8 +436,6 @@ def transaction_cycle_s(result: Result, name: str) -> float | None:
     return None
 
 
-
-
 def _shade(ax: Any, spans: list[Any], colors: Mapping[str, str], alpha: float) -> None:
     for s in spans:
         if s.label in colors:
@@ -489,10 +488,28 @@ def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) ->
     return Plot(f"flow-{number}.png", caption, png_bytes(fig))
 
 
-def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -> tuple[Figure, str]:
-    """The mechanism figure of flow ``number`` (``flow-N.png``, module doc) and its caption."""
-    rows = _rows(result, name).sort_values("t_ns")
-    cc = _flow_cc(result).get(name, "")
+@dataclass(frozen=True)
+class _FlowMarks:
+    """One flow's samples within its lifetime and the marks its figure draws on them."""
+
+    t: np.ndarray  # sample times, s
+    ca: np.ndarray  # CA state names
+    cwnd: np.ndarray  # packets
+    ssthresh: np.ndarray  # packets (NaN where not set)
+    inflight: np.ndarray  # packets
+    ca_known: bool  # False for a kernel run's series (ss does not show the CA state)
+    ca_spans: list[Any]
+    mode_spans: list[Any]
+    has_modes: bool
+    retrans: tuple[np.ndarray, np.ndarray]  # (times, segments retransmitted since the last sample)
+    rtos: np.ndarray  # times the flow entered Loss
+    cycle_s: float | None  # its app's request cycle (transaction_cycle_s)
+    aliased: bool  # a cycle shorter than two samples: in flight is drawn as points
+    span: tuple[float, float]  # the run, s
+    interval_s: float  # the sample interval
+
+
+def _flow_marks(result: Result, name: str, rows: pd.DataFrame) -> _FlowMarks:
     interval = result.sample_interval_s
     t = rows["t_s"].to_numpy(dtype=np.float64)
     ca = rows["ca_state_name"].to_numpy().astype(str)
@@ -500,153 +517,193 @@ def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -
     has_modes = bool((modes != "").any())
     # a kernel run's series has no CA state (ss does not show it): say so, mark no RTO
     ca_known = "ca_state" not in getattr(result, "unknown_columns", ())
-    ca_spans = state_spans(t, ca, interval) if ca_known else []
-    mode_spans = state_spans(t, modes, interval) if has_modes else []
-    retrans = retransmission_marks(t, rows["retrans_segs"].to_numpy())
-    rtos = entries(t, ca, "Loss") if ca_known else np.array([], dtype=np.float64)
-    cwnd = rows["cwnd"].to_numpy(dtype=np.float64)
-    ssthresh = _ssthresh(rows)
-    inflight = rows["inflight"].to_numpy(dtype=np.float64)
     # a request/response cycle shorter than two samples aliases in the in-flight trace: draw
     # the samples as points (nothing between them is known) and say so on the panel
     cycle = transaction_cycle_s(result, name)
-    aliased = cycle is not None and cycle < 2.0 * interval
-    span = (0.0, result.duration_s)
+    return _FlowMarks(
+        t=t,
+        ca=ca,
+        cwnd=rows["cwnd"].to_numpy(dtype=np.float64),
+        ssthresh=_ssthresh(rows),
+        inflight=rows["inflight"].to_numpy(dtype=np.float64),
+        ca_known=ca_known,
+        ca_spans=state_spans(t, ca, interval) if ca_known else [],
+        mode_spans=state_spans(t, modes, interval) if has_modes else [],
+        has_modes=has_modes,
+        retrans=retransmission_marks(t, rows["retrans_segs"].to_numpy()),
+        rtos=entries(t, ca, "Loss") if ca_known else np.array([], dtype=np.float64),
+        cycle_s=cycle,
+        aliased=cycle is not None and cycle < 2.0 * interval,
+        span=(0.0, result.duration_s),
+        interval_s=interval,
+    )
+
+
+def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -> tuple[Figure, str]:
+    """The mechanism figure of flow ``number`` (``flow-N.png``, module doc) and its caption."""
+    rows = _rows(result, name).sort_values("t_ns")
+    cc = _flow_cc(result).get(name, "")
+    m = _flow_marks(result, name, rows)
 
     fig = figure(height=13.0)
-    grid = fig.add_gridspec(5, 1, height_ratios=[0.8 if has_modes else 0.55, 3, 2.4, 2.4, 3])
+    grid = fig.add_gridspec(5, 1, height_ratios=[0.8 if m.has_modes else 0.55, 3, 2.4, 2.4, 3])
     strip = fig.add_subplot(grid[0])
     win = fig.add_subplot(grid[1], sharex=strip)
     rate = fig.add_subplot(grid[2], sharex=strip)
     rtt = fig.add_subplot(grid[3], sharex=strip)
     zoom = fig.add_subplot(grid[4])
 
-    strip_rows = [("CA state", ca_spans if ca_known else None, CA_COLORS)]
-    if has_modes:
-        strip_rows.append(("BBR mode" if cc == "bbr" else "cc mode", mode_spans, MODE_COLORS))
-    _strip(strip, strip_rows, retrans, rtos)
-    strip.set_title(f"Flow {number}: {_flow_label(result, name)} - {result.title}", loc="left", fontsize="medium")
-    strip.tick_params(labelbottom=False)
-    present = {s.label for s in ca_spans} | {s.label for s in mode_spans}
-    handles = [Patch(color=c, label=k) for k, c in {**CA_COLORS, **MODE_COLORS}.items() if k in present]
-    handles.append(Patch(color=_RETRANS_COLOR, label=f"retransmitted ({int(retrans[1].sum())} segs)"))
-    if ca_known:
-        handles.append(Patch(color=_RTO_COLOR, label=f"RTO: entered Loss ({len(rtos)})"))
-    strip.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", borderaxespad=0)
-
-    def window_panel(ax: Any, mark_samples: bool) -> None:
-        _shade(ax, ca_spans, {k: CA_COLORS[k] for k in _SHADED_CA}, 0.18)
-        marker = {"marker": "o", "markersize": 2.5} if mark_samples else {}
-        # cwnd on top: a cwnd-limited flow has in flight = cwnd, and cwnd is the trace to read
-        if mark_samples:
-            ax.plot(t, cwnd, color="C0", linewidth=1.2, label="cwnd", zorder=3, **marker)
-        else:
-            trace(ax, t, cwnd, span, label="cwnd", color="C0", linewidth=1.2, zorder=3)
-        if np.isfinite(ssthresh).any():
-            ax.plot(t, ssthresh, color="C3", linestyle=":", linewidth=1.2, label="ssthresh", zorder=2.5)
-        if aliased:
-            ax.plot(t, inflight, linestyle="none", marker=".", markersize=3, color="C2", zorder=2,
-                    label=f"in flight (samples only: the {cycle * 1e3:.3g} ms request cycle aliases)")  # fmt: skip
-            if not mark_samples:  # said once, above the panel (the zoom's title says it short)
-                import textwrap
-
-                note = (
-                    f"In flight is sampled every {interval * 1e3:g} ms; this connection makes a request every "
-                    f"{cycle * 1e3:.3g} ms, faster than half the sampling: the points cannot show the cycle (any "
-                    "on/off pattern in them is aliasing). The app's latency figure shows each request."
-                )
-                ax.set_title(textwrap.fill(note, 120), loc="left", fontsize="small", color="0.25")
-        elif mark_samples:
-            ax.plot(t, inflight, color="C2", linewidth=1.6, alpha=0.6, label="in flight", zorder=2)
-        else:
-            trace(ax, t, inflight, span, label="in flight", color="C2", linewidth=1.6, alpha=0.6, zorder=2)
-        for x in rtos:
-            ax.axvline(x, color=_RTO_COLOR, linestyle="--", linewidth=0.9)
-        if mark_samples and len(retrans[0]):
-            at = np.isin(t, retrans[0])
-            ax.plot(
-                t[at],
-                cwnd[at],
-                linestyle="none",
-                marker="x",
-                color=_RETRANS_COLOR,
-                label="retransmitted since last sample",
-                zorder=4,
-            )
-        if any(sp.label in _SHADED_CA for sp in ca_spans):
-            ax.plot([], [], color=_CA_PATCH, linewidth=6, alpha=0.5, label="Recovery / Loss (shaded)")
-
-    window_panel(win, False)
+    _strip_panel(strip, result, number, name, cc, m)
+    _window_panel(win, m, mark_samples=False)
     style_axes(win, "packets", xlabel="", xmax=result.duration_s)
     win.tick_params(labelbottom=False)
     legend_outside(win)
+    _rate_panel(rate, result, rows, cc, path, m)
+    _rtt_panel(rtt, result, rows, path)
+    _zoom_panel(zoom, result, name, rows, path, m)
+    return fig, (
+        f"Mechanism of flow {number}, {_flow_label(result, name)}: CA state and BBR mode, cwnd, rates, "
+        f"RTT and a zoom (one point per sample: a smaller sample_interval gives a finer trace)"
+    )
 
-    _shade(rate, mode_spans, {k: MODE_COLORS[k] for k in _SHADED_MODES}, 0.22)
+
+def _strip_panel(ax: Any, result: Result, number: int, name: str, cc: str, m: _FlowMarks) -> None:
+    """The state strip (CA state, BBR mode, retransmissions and RTOs), titled, with its legend."""
+    strip_rows = [("CA state", m.ca_spans if m.ca_known else None, CA_COLORS)]
+    if m.has_modes:
+        strip_rows.append(("BBR mode" if cc == "bbr" else "cc mode", m.mode_spans, MODE_COLORS))
+    _strip(ax, strip_rows, m.retrans, m.rtos)
+    ax.set_title(f"Flow {number}: {_flow_label(result, name)} - {result.title}", loc="left", fontsize="medium")
+    ax.tick_params(labelbottom=False)
+    present = {s.label for s in m.ca_spans} | {s.label for s in m.mode_spans}
+    handles = [Patch(color=c, label=k) for k, c in {**CA_COLORS, **MODE_COLORS}.items() if k in present]
+    handles.append(Patch(color=_RETRANS_COLOR, label=f"retransmitted ({int(m.retrans[1].sum())} segs)"))
+    if m.ca_known:
+        handles.append(Patch(color=_RTO_COLOR, label=f"RTO: entered Loss ({len(m.rtos)})"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", borderaxespad=0)
+
+
+def _window_panel(ax: Any, m: _FlowMarks, mark_samples: bool) -> None:
+    """cwnd, ssthresh and in flight, Recovery and Loss shaded, RTOs marked: over the run
+    (median and band where dense) or, ``mark_samples``, every sample marked (the zoom)."""
+    t, cwnd, interval, cycle = m.t, m.cwnd, m.interval_s, m.cycle_s
+    _shade(ax, m.ca_spans, {k: CA_COLORS[k] for k in _SHADED_CA}, 0.18)
+    marker = {"marker": "o", "markersize": 2.5} if mark_samples else {}
+    # cwnd on top: a cwnd-limited flow has in flight = cwnd, and cwnd is the trace to read
+    if mark_samples:
+        ax.plot(t, cwnd, color="C0", linewidth=1.2, label="cwnd", zorder=3, **marker)
+    else:
+        trace(ax, t, cwnd, m.span, label="cwnd", color="C0", linewidth=1.2, zorder=3)
+    if np.isfinite(m.ssthresh).any():
+        ax.plot(t, m.ssthresh, color="C3", linestyle=":", linewidth=1.2, label="ssthresh", zorder=2.5)
+    if m.aliased:
+        ax.plot(t, m.inflight, linestyle="none", marker=".", markersize=3, color="C2", zorder=2,
+                label=f"in flight (samples only: the {cycle * 1e3:.3g} ms request cycle aliases)")  # fmt: skip
+        if not mark_samples:  # said once, above the panel (the zoom's title says it short)
+            import textwrap
+
+            note = (
+                f"In flight is sampled every {interval * 1e3:g} ms; this connection makes a request every "
+                f"{cycle * 1e3:.3g} ms, faster than half the sampling: the points cannot show the cycle (any "
+                "on/off pattern in them is aliasing). The app's latency figure shows each request."
+            )
+            ax.set_title(textwrap.fill(note, 120), loc="left", fontsize="small", color="0.25")
+    elif mark_samples:
+        ax.plot(t, m.inflight, color="C2", linewidth=1.6, alpha=0.6, label="in flight", zorder=2)
+    else:
+        trace(ax, t, m.inflight, m.span, label="in flight", color="C2", linewidth=1.6, alpha=0.6, zorder=2)
+    for x in m.rtos:
+        ax.axvline(x, color=_RTO_COLOR, linestyle="--", linewidth=0.9)
+    if mark_samples and len(m.retrans[0]):
+        at = np.isin(t, m.retrans[0])
+        ax.plot(
+            t[at],
+            cwnd[at],
+            linestyle="none",
+            marker="x",
+            color=_RETRANS_COLOR,
+            label="retransmitted since last sample",
+            zorder=4,
+        )
+    if any(sp.label in _SHADED_CA for sp in m.ca_spans):
+        ax.plot([], [], color=_CA_PATCH, linewidth=6, alpha=0.5, label="Recovery / Loss (shaded)")
+
+
+def _rate_panel(ax: Any, result: Result, rows: pd.DataFrame, cc: str, path: FlowPath | None, m: _FlowMarks) -> None:
+    """Pacing and delivery rate (and BBR's bandwidth estimate), BBR's modes shaded, the
+    payload ceiling dashed."""
+    t = m.t
+    _shade(ax, m.mode_spans, {k: MODE_COLORS[k] for k in _SHADED_MODES}, 0.22)
     pacing = rows["pacing_rate_bps"].to_numpy(dtype=np.float64) / 1e6
     delivery = rows["delivery_rate_bps"].to_numpy(dtype=np.float64) / 1e6
-    rate.plot(t, np.where(pacing > 0, pacing, np.nan), color="C1", linewidth=1.0, label="pacing rate")
-    rate.plot(t, np.where(delivery > 0, delivery, np.nan), color="C0", linewidth=1.0, label="delivery rate")
+    ax.plot(t, np.where(pacing > 0, pacing, np.nan), color="C1", linewidth=1.0, label="pacing rate")
+    ax.plot(t, np.where(delivery > 0, delivery, np.nan), color="C0", linewidth=1.0, label="delivery rate")
     if cc == "bbr":
         bw = rows["bbr_bw_bps"].to_numpy(dtype=np.float64) / 1e6
-        rate.plot(t, np.where(bw > 0, bw, np.nan), color="C4", linewidth=1.2, label="BBR bw estimate")
+        ax.plot(t, np.where(bw > 0, bw, np.nan), color="C4", linewidth=1.2, label="BBR bw estimate")
     if path is not None:
         ceiling = path.payload_ceiling_bps / 1e6
-        rate.axhline(
+        ax.axhline(
             ceiling,
             color="0.35",
             linestyle="--",
             linewidth=1.0,
             label=f"payload ceiling {_mbps(path.payload_ceiling_bps)}",
         )
-    style_axes(rate, "Mbit/s", xlabel="", xmax=result.duration_s)
+    style_axes(ax, "Mbit/s", xlabel="", xmax=result.duration_s)
     if path is not None:
         # the first RTTs of slow start pace at 2x a tiny srtt: keep the steady state readable
-        rate.set_ylim(0, min(rate.get_ylim()[1], 3.0 * path.payload_ceiling_bps / 1e6))
-    rate.tick_params(labelbottom=False)
-    legend_outside(rate)
+        ax.set_ylim(0, min(ax.get_ylim()[1], 3.0 * path.payload_ceiling_bps / 1e6))
+    ax.tick_params(labelbottom=False)
+    legend_outside(ax)
 
-    rtt.plot(t, _rtt_ms(rows, "srtt_us"), color="C0", linewidth=1.2, label="srtt")
-    rtt.plot(t, _rtt_ms(rows, "min_rtt_us"), color="C2", linewidth=1.0, label="min RTT")
+
+def _rtt_panel(ax: Any, result: Result, rows: pd.DataFrame, path: FlowPath | None) -> None:
+    """srtt and min RTT, the route's base RTT dashed."""
+    t = rows["t_s"].to_numpy(dtype=np.float64)
+    ax.plot(t, _rtt_ms(rows, "srtt_us"), color="C0", linewidth=1.2, label="srtt")
+    ax.plot(t, _rtt_ms(rows, "min_rtt_us"), color="C2", linewidth=1.0, label="min RTT")
     if path is not None:
-        rtt.axhline(
+        ax.axhline(
             path.base_rtt_s * 1e3,
             color="0.35",
             linestyle="--",
             linewidth=1.0,
             label=f"base RTT {path.base_rtt_s * 1e3:.1f} ms",
         )
-    style_axes(rtt, "RTT (ms)", xmax=result.duration_s)
-    legend_outside(rtt)
+    style_axes(ax, "RTT (ms)", xmax=result.duration_s)
+    legend_outside(ax)
 
+
+def _zoom_panel(ax: Any, result: Result, name: str, rows: pd.DataFrame, path: FlowPath | None, m: _FlowMarks) -> None:
+    """The window panel again, every sample marked, around the first loss (or the first
+    seconds, or the whole flow when it is short)."""
+    t, interval = m.t, m.interval_s
     flows = result.flows.set_index("name")
     start = float(flows["start_s"].get(name, 0.0)) if name in flows.index else 0.0
     end = float(flows["end_s"].get(name, result.duration_s)) if name in flows.index else result.duration_s
-    loss = first_loss_s(t, rows["retrans_segs"].to_numpy(), ca)
+    loss = first_loss_s(t, rows["retrans_segs"].to_numpy(), m.ca)
     window = zoom_window(start, end, interval, path.base_rtt_s if path else 0.0, loss)
     if window is None:
         window = (start, max(end, start + interval))
         what = "the whole flow"
     else:
         what = "around the first loss" if loss is not None else "the first seconds (no loss)"
-    window_panel(zoom, True)
+    _window_panel(ax, m, mark_samples=True)
     inside = (t >= window[0]) & (t <= window[1])
-    top = np.nanmax(np.concatenate([cwnd[inside], ssthresh[inside], inflight[inside], [1.0]]))
-    zoom.set_xlim(*window)
-    zoom.set_ylim(0, top * 1.1)
-    zoom.set_title(
+    top = np.nanmax(np.concatenate([m.cwnd[inside], m.ssthresh[inside], m.inflight[inside], [1.0]]))
+    ax.set_xlim(*window)
+    ax.set_ylim(0, top * 1.1)
+    ax.set_title(
         f"Zoom: cwnd {window[0]:.2f}-{window[1]:.2f} s, {what}; one point per {interval * 1e3:g} ms sample"
-        + ("; in flight aliases (see above)" if aliased else ""),
+        + ("; in flight aliases (see above)" if m.aliased else ""),
         loc="left",
         fontsize="medium",
     )
-    zoom.set_xlabel("Time (s)")
-    zoom.set_ylabel("packets")
-    zoom.grid(True, alpha=0.3)
-    legend_outside(zoom)
-    return fig, (
-        f"Mechanism of flow {number}, {_flow_label(result, name)}: CA state and BBR mode, cwnd, rates, "
-        f"RTT and a zoom (one point per sample: a smaller sample_interval gives a finer trace)"
-    )
+    ax.set_xlabel("Time (s)")
+    ax.set_ylabel("packets")
+    ax.grid(True, alpha=0.3)
+    legend_outside(ax)
 
 
 _CA_PATCH = CA_COLORS["Recovery"]
