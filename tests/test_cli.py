@@ -211,7 +211,7 @@ def test_scenarios_name_prints_the_full_description():
     # the built-in's whole description, including the suggested compare command at its end
     import yaml
 
-    from tcplab.loader import _builtin_dir
+    from tcplab.loader import builtin_dir as _builtin_dir
 
     text = (_builtin_dir() / "fq-maxrate-per-flow.yaml").read_text(encoding="utf-8")
     description = yaml.safe_load(text)["description"].rstrip()

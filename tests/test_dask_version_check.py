@@ -96,7 +96,7 @@ def test_the_version_check_imports_tcplab_off_the_workers_event_loop(fresh_worke
 @pytest.mark.parametrize(
     "patch, what",
     [
-        ("import tcplab; tcplab.__version__ = '0.0.0+other'", "tcplab 0.0.0+other"),
+        ("import tcplab.version as v; v.__version__ = '0.0.0+other'", "tcplab 0.0.0+other"),
         ("import tcplab.sweep.keys as k; k.engine_version = lambda core=None: '9.9.9'", "engine 9.9.9"),
     ],
     ids=["tcplab", "engine"],

@@ -9,11 +9,12 @@ import pytest
 
 import tcplab
 from tcplab.engine import parse_output
-from tcplab.kernel.measure import build_raw, ss_sample_texts
+from tcplab.kernel.measure import build_raw
 from tcplab.kernel.result import KernelResult
 from tcplab.loader import load_scenario
 from tcplab.results.counters import parse_nstat
 from tcplab.results.result import RUN_FILES
+from tcplab.results.ss_samples import ss_sample_texts
 from tcplab.views import write_run_views
 from test_kernel_measure import DATA, load_fixture
 

@@ -57,7 +57,7 @@ def test_rr_in_flight_is_points_with_an_aliasing_note():
 
     compiled_engine()
     import tcplab
-    from tcplab.views.paths import flow_paths
+    from tcplab.results.paths import flow_paths
 
     r = tcplab.run("builtin:rr", overrides=["duration=5s"])
     name = r.config["flows"][0]["name"]
@@ -73,7 +73,7 @@ def test_rr_in_flight_is_points_with_an_aliasing_note():
 
 @pytest.mark.engine
 def test_a_bulk_flow_keeps_its_in_flight_line(bbr_lossy):
-    from tcplab.views.paths import flow_paths
+    from tcplab.results.paths import flow_paths
 
     name = bbr_lossy.config["flows"][0]["name"]
     assert transaction_cycle_s(bbr_lossy, name) is None

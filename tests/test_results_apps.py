@@ -554,7 +554,11 @@ def test_real_batch_writer_per_batch_latency_is_the_apps(real_core, tmp_path):
 def test_legends_of_many_connections_stay_inside_the_figure():
     """A workload's many connections (or their distinct base RTTs) would make a legend taller
     or wider than the figure; it lists the first entries and says how many more."""
-    from tcplab.views.plots import MAX_LEGEND_ENTRIES, _figure, _legend, _png, _reference_lines
+    from tcplab.views.drawing import MAX_LEGEND_ENTRIES
+    from tcplab.views.drawing import figure as _figure
+    from tcplab.views.drawing import legend_outside as _legend
+    from tcplab.views.drawing import png_bytes as _png
+    from tcplab.views.plots import _reference_lines
 
     fig = _figure()
     ax = fig.add_subplot()

@@ -22,23 +22,17 @@ Modules: :mod:`~tcplab.units` (human units), :mod:`~tcplab.scenario` (the schema
 :mod:`~tcplab.engine` (the bridge to ``tcplab._core``), :mod:`~tcplab.results`,
 :mod:`~tcplab.views` (plots, report), :mod:`~tcplab.compare`, :mod:`~tcplab.sweep`, :mod:`~tcplab.recommend`,
 :mod:`~tcplab.cli`.
+
+This module is the Python API's facade, above every floor of the package (DESIGN.md's
+"Layout"): it imports nothing when it is imported, and loads each name of ``__all__`` from
+the module that defines it on first use (PEP 562). No module of tcplab imports it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-__version__ = "0.1.0"
-
-from tcplab.compare import compare
-from tcplab.errors import EngineError, ScenarioError
-from tcplab.loader import load_scenario
-from tcplab.runner import run
-from tcplab.scenario import Scenario
-
-if TYPE_CHECKING:
-    from tcplab.compare import CompareResult
-    from tcplab.results import Result
+import importlib
+import importlib.util
+from typing import Any
 
 __all__ = [
     "__version__",
@@ -56,33 +50,43 @@ __all__ = [
     "EngineError",
 ]
 
-# Result pulls in pandas/pyarrow; it is imported on first use so that `import tcplab` (and
-# `tcplab scenarios`) stays quick. (run and compare import them when called.)
+# The facade imports nothing when it is imported (PEP 562): `import tcplab` is quick, and no
+# module of tcplab imports it, so it sits above every floor without a loop. Each name is
+# imported on first use from the module that defines it.
 _LAZY = {
+    "__version__": ("tcplab.version", "__version__"),
+    "load_scenario": ("tcplab.loader", "load_scenario"),
+    "run": ("tcplab.runner", "run"),
+    "Scenario": ("tcplab.scenario", "Scenario"),
     "Result": ("tcplab.results", "Result"),
     "CompareResult": ("tcplab.compare", "CompareResult"),
     "load_sweep": ("tcplab.sweep", "load_sweep"),
     "SweepResult": ("tcplab.sweep", "SweepResult"),
+    "ScenarioError": ("tcplab.errors", "ScenarioError"),
+    "EngineError": ("tcplab.errors", "EngineError"),
 }
+
+# Modules that share their name with the function they hold: tcplab.compare(...) is
+# tcplab.compare.compare(...), tcplab.sweep(...) tcplab.sweep.sweep(...). Each module is
+# callable, and tcplab.NAME is the module itself: importing a module binds tcplab.NAME to it,
+# so the attribute and the module must be one object whichever comes first.
+_CALLABLE_MODULES = ("compare", "sweep", "recommend")
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("sweep", "recommend"):
-        # the packages tcplab.sweep and tcplab.recommend, callable: tcplab.sweep(...) is
-        # tcplab.sweep.sweep(...) (importing one binds tcplab.NAME to the module, so the two
-        # must be one object)
-        import importlib
-
-        return importlib.import_module(f"tcplab.{name}")
-    return _lazy(name)
-
-
-def _lazy(name: str) -> Any:
+    if name in _CALLABLE_MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         value = getattr(importlib.import_module(module), attr)
         globals()[name] = value
         return value
-    raise AttributeError(f"module 'tcplab' has no attribute {name!r}")
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        # a submodule, as `import tcplab; tcplab.scenario.Scenario` found it when the
+        # facade imported its modules eagerly
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -190,7 +190,7 @@ def _show_version(value: bool) -> None:
         return
     import platform
 
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     try:
         from tcplab import _core
@@ -987,7 +987,8 @@ def scenarios(
     """List the built-in scenarios, or print one's full description."""
     import yaml
 
-    from tcplab.loader import BUILTIN_PREFIX, _builtin_dir, builtin_scenarios
+    from tcplab.loader import BUILTIN_PREFIX, builtin_scenarios
+    from tcplab.loader import builtin_dir as _builtin_dir
 
     names = builtin_scenarios()
     if name is None:

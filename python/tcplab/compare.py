@@ -28,6 +28,9 @@ get no rows of their own). Each application's headline metrics follow, one row e
 ``APP: metric (unit)`` and matched by app name (:func:`tcplab.results.apps.headline`). When
 a variant has a host with a NIC model, a row of NIC ring drops (summed over hosts); with a
 CPU model, a CPU steal row per host that has one.
+
+Floor 5 (DESIGN.md's "Layout"): imports :mod:`tcplab.runner` (each variant is one run) and the
+floors below it, never the commands' packages or the commands.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ import math
 import multiprocessing
 import os
 import re
+import sys
+import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,7 +304,7 @@ class CompareResult:
                     continue
                 sub = tmp / v.label
                 sub.mkdir()
-                self.results[v.label]._write_files(sub, plots=plots)
+                self.results[v.label].write_files(sub, plots=plots)
             (tmp / "compare.json").write_text(
                 json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8"
             )
@@ -443,3 +448,15 @@ def compare(
     """
     variants = plan_variants(sources, overrides, seed=seed, labels=labels)
     return run_variants(variants, core=core, progress=progress, map_fn=map_fn, jobs=jobs)
+
+
+class _CallableModule(types.ModuleType):
+    """``tcplab.compare(...)`` calls :func:`compare`: the module and the function share a name
+    (as ``tcplab.sweep``), and importing this module binds ``tcplab.compare`` to it, so the
+    module itself is callable."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> CompareResult:
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -19,6 +19,9 @@ stream, before anything recursive sees the document). Every failure is a
 Line numbers: the file is also composed into YAML nodes, which record where each key and list
 item starts; :func:`node_lines` maps every field path (``("links", "0", "rate")``) to its line,
 so that each validation error names ``file.yaml:LINE``.
+
+Floor 1 (DESIGN.md's "Layout"): imports the leaves, :mod:`tcplab.scenario` and
+:mod:`tcplab.overrides`, nothing above.
 """
 
 from __future__ import annotations
@@ -35,7 +38,15 @@ from tcplab.literals import BoundedSafeLoader, value_text
 from tcplab.overrides import Override, apply_overrides, parse_overrides
 from tcplab.scenario import Scenario, validate_scenario
 
-__all__ = ["load_scenario", "builtin_scenarios", "read_scenario_data", "resolve_reference", "node_lines", "MAX_NESTING"]
+__all__ = [
+    "load_scenario",
+    "builtin_scenarios",
+    "builtin_dir",
+    "read_scenario_data",
+    "resolve_reference",
+    "node_lines",
+    "MAX_NESTING",
+]
 
 BUILTIN_PREFIX = "builtin:"
 
@@ -159,14 +170,15 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _builtin_dir() -> Any:
+def builtin_dir() -> Any:
+    """The directory of the built-in scenarios (``builtin:NAME`` is ``NAME.yaml`` there)."""
     return resources.files("tcplab") / "scenarios"
 
 
 def builtin_scenarios() -> dict[str, str]:
     """Built-in scenario names and their one-line descriptions."""
     out = {}
-    for entry in sorted(_builtin_dir().iterdir(), key=lambda p: p.name):
+    for entry in sorted(builtin_dir().iterdir(), key=lambda p: p.name):
         if entry.name.endswith(".yaml"):
             name = entry.name[: -len(".yaml")]
             try:
@@ -216,7 +228,7 @@ def _read_builtin(name: str, label: str) -> tuple[str, str]:
         raise ScenarioError(
             f"unknown built-in scenario {show_value(name)}", file=label, expected="one of: " + ", ".join(names)
         )
-    return label, (_builtin_dir() / f"{name}.yaml").read_text(encoding="utf-8")
+    return label, (builtin_dir() / f"{name}.yaml").read_text(encoding="utf-8")
 
 
 def read_scenario_data(text: str, label: str) -> dict:

@@ -14,6 +14,8 @@ validation, so an overridden value is checked exactly like one written in the fi
 * Commas at the top level of ``VALUE`` (not inside ``[]``, ``{}`` or quotes) separate
   alternatives: ``flows.0.cc=cubic,bbr`` asks ``tcplab compare`` for one variant per value.
   With several such overrides, variants are the cartesian product, in the order given.
+
+Floor 1 (DESIGN.md's "Layout"): imports the leaves and :mod:`tcplab.scenario`, nothing above.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ asks the kernel to SIGKILL it when the parent dies (``PR_SET_PDEATHSIG``), even 
 When the parent stops iterating (an exception, KeyboardInterrupt, SIGTERM as
 :class:`~tcplab.signals.Terminated`, or the generator being closed), every running child is
 terminated and reaped before the exception propagates: none outlives the caller.
+
+Floor 0 (a leaf, DESIGN.md's "Layout"): imports only :mod:`tcplab.signals`.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ must agree exactly):
 
 Data packets of a flow follow ``route(src, dst)``; its ACKs follow ``route(dst, src)``,
 which need not be the mirror image.
+
+Floor 1 (DESIGN.md's "Layout"): imports nothing of tcplab; :mod:`tcplab.scenario` and
+:mod:`tcplab.results.paths` route with it. ``tests/test_routing_twin.py`` holds it to the
+engine's routes.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """Running one scenario: load -> resolve -> simulate -> :class:`~tcplab.results.Result`.
 
 This is ``tcplab.run``; the CLI's ``tcplab run`` is this plus writing the run directory.
+
+Floor 5 (DESIGN.md's "Layout"): the top of the single-run pipeline, it imports the floors below
+(scenario, engine, results, and the views and exports whose writers it hands to each
+:class:`~tcplab.results.Result`), never the commands' packages or the commands.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ def run(
         EngineError: the simulator failed.
     """
     from tcplab.engine import run_core
+    from tcplab.exports import write_exports
     from tcplab.results import Result
     from tcplab.views import write_run_views
 
@@ -105,6 +110,7 @@ def run(
         output,
         wall_time_s=time.perf_counter() - started,
         views=write_run_views,
+        exports=write_exports,
         overrides=applied,
         command=command,
     )

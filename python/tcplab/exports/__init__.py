@@ -16,6 +16,12 @@ flent|iperf3 RUN`` writes them for an existing directory (older runs, kernel run
 
 This package's ``__init__`` imports nothing heavy (the CLI loads it at start); the names
 below are loaded on first use.
+
+Floor 4 (DESIGN.md's "Layout"): exports import results and the floors below (scenario,
+engine, the leaves), never views (the other package of their floor), runner, compare, the
+commands' packages or the commands; results never import exports (:func:`write_exports` is
+the export writer :func:`tcplab.run` hands to each Result). Its CLI modules (``cli``,
+``pcap_cli``) are the commands' (floor 7) and move with them.
 """
 
 from __future__ import annotations

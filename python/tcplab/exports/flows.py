@@ -14,13 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tcplab.exports.rundir import RunData
-from tcplab.results.ss import CLIENT_PORT_BASE, _app_kinds, node_address, server_port
+from tcplab.results.ss import CLIENT_PORT_BASE, CLIENT_PORT_SPAN, app_kinds, node_address, server_port
 
 __all__ = ["ExportFlow", "export_flows", "IPERF3_KINDS"]
 
 #: Application kinds that are iperf3-like bulk transfers (an ``iperf3-FLOW.json`` each).
 IPERF3_KINDS = ("bulk", "maerts")
-_CLIENT_PORT_SPAN = 60999 - 32768 + 1
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ class ExportFlow:
 
 def export_flows(run: RunData) -> list[ExportFlow]:
     """The run's sampled flows in configuration order (module doc)."""
-    kinds, folded = _app_kinds(run.config)
+    kinds, folded = app_kinds(run.config)
     nodes = run.nodes
     duration_s = run.duration_ns / 1e9
     out = []
@@ -60,7 +59,7 @@ def export_flows(run: RunData) -> list[ExportFlow]:
             continue
         name = str(f["name"])
         upload = f.get("data_side", "client") != "server"
-        client = (node_address(src), CLIENT_PORT_BASE + i % _CLIENT_PORT_SPAN)
+        client = (node_address(src), CLIENT_PORT_BASE + i % CLIENT_PORT_SPAN)
         server = (node_address(dst), server_port(kinds.get(i)))
         (s_addr, s_port), (r_addr, r_port) = (client, server) if upload else (server, client)
         total = run.flow_totals(name)

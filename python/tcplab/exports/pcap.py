@@ -180,7 +180,7 @@ class Endpoint:
 
 def endpoints(config: Mapping[str, Any], flow: int) -> tuple[Endpoint, Endpoint]:
     """The flow's (client, server): addresses and ports as :mod:`tcplab.results.ss` gives them."""
-    from tcplab.results.ss import _CLIENT_PORT_SPAN, CLIENT_PORT_BASE, _app_kinds, node_address, server_port
+    from tcplab.results.ss import CLIENT_PORT_BASE, CLIENT_PORT_SPAN, app_kinds, node_address, server_port
 
     f = config["flows"][flow]
     seed = int(config.get("seed", 0))
@@ -188,10 +188,10 @@ def endpoints(config: Mapping[str, Any], flow: int) -> tuple[Endpoint, Endpoint]
     tcp = f.get("tcp") or {}
     mss_option = min(int(tcp.get("mss_bytes", 1448)) + _TCPOLEN_TSTAMP_ALIGNED, 0xFFFF)
     wscale = window_scale(tcp)
-    kinds, _ = _app_kinds(config)
+    kinds, _ = app_kinds(config)
     src, dst = int(f["src"]), int(f["dst"])
     ips = (node_address(src), node_address(dst))
-    ports = (CLIENT_PORT_BASE + flow % _CLIENT_PORT_SPAN, server_port(kinds.get(flow)))
+    ports = (CLIENT_PORT_BASE + flow % CLIENT_PORT_SPAN, server_port(kinds.get(flow)))
     out = []
     for side, node, ip, peer_ip, port in (
         ("client", src, ips[0], ips[1], ports[0]),

@@ -20,6 +20,7 @@ from __future__ import annotations
 from tcplab.errors import ScenarioError, UnitError
 from tcplab.exports.rundir import RunData
 from tcplab.literals import abbreviate_digits
+from tcplab.results.ss_samples import flow_sockets, ss_sample_texts
 from tcplab.units import format_time, parse_time
 
 __all__ = ["parse_at", "ss_at", "ss_at_text"]
@@ -77,8 +78,6 @@ def ss_at_text(run: RunData, at_ns: int, flow: str | None = None) -> str:
 
 
 def _kernel_texts(run: RunData, at_ns: int, flow: str | None) -> dict[str, str]:
-    from tcplab.kernel.measure import flow_sockets, ss_sample_texts
-
     out = {}
     for node, samples in run.ss_samples.items():
         chosen = None

@@ -74,6 +74,7 @@ from tcplab.diagnose.ss import Socket, parse_lines
 from tcplab.diagnose.tc import Qdisc, parse_tc_json
 from tcplab.kernel.names import node_of_agent_file
 from tcplab.results.counters import parse_nstat
+from tcplab.results.ss_samples import T_LINE, flow_sockets
 
 __all__ = [
     "Measurements",
@@ -114,7 +115,6 @@ LIMITS = {
     "delayline_late_max_ns": 20_000_000,
     "sampler_late_frac": 0.02,
 }
-_T_LINE = re.compile(r"# t_ns=(-?\d+)\s*\Z")
 _LINK_COMMENT = re.compile(r"link=(\d+)\s+(\w+)")
 
 
@@ -234,65 +234,13 @@ def ss_samples(text: str, name: str = "ss-samples") -> list[tuple[int, list[Sock
             out.append((t, parse_lines(block, name)))
 
     for lineno, line in enumerate(text.splitlines(), 1):
-        m = _T_LINE.match(line)
+        m = T_LINE.match(line)
         if m:
             flush()
             t, block = int(m.group(1)), []
         else:
             block.append((lineno, line))
     flush()
-    return out
-
-
-def ss_sample_texts(text: str) -> list[tuple[int, str]]:
-    """``[(t_ns, the sample's ss text)]`` of one ``ss-samples-NODE.txt``."""
-    out: list[tuple[int, str]] = []
-    t: int | None = None
-    lines: list[str] = []
-    for line in text.splitlines():
-        m = _T_LINE.match(line)
-        if m:
-            if t is not None:
-                out.append((t, "".join(x + "\n" for x in lines)))
-            t, lines = int(m.group(1)), []
-        else:
-            lines.append(line)
-    if t is not None:
-        out.append((t, "".join(x + "\n" for x in lines)))
-    return out
-
-
-@dataclass(frozen=True)
-class FlowSockets:
-    """Where a flow's two sockets are: node and ``addr:port`` of the data sender and receiver."""
-
-    flow: int
-    sender_node: str
-    sender: str
-    receiver_node: str
-    receiver: str
-
-
-def flow_sockets(config: Mapping[str, Any]) -> list[FlowSockets]:
-    """Each flow's sockets as the plan numbers them (tcplab.kernel.plan: client
-    ``node_address(src):32768 + i``, server ``node_address(dst):server_port(app)``), the data
-    sender first."""
-    from tcplab.results.ss import CLIENT_PORT_BASE, node_address, server_port
-
-    nodes = [str(n["name"]) for n in config["nodes"]]
-    kinds: dict[int, str] = {}
-    for app in config.get("apps") or []:
-        for i in app.get("flows", []):
-            kinds[int(i)] = str((app.get("spec") or {}).get("kind", "bulk"))
-    out = []
-    for i, f in enumerate(config["flows"]):
-        src, dst = int(f["src"]), int(f["dst"])
-        client = f"{node_address(src)}:{CLIENT_PORT_BASE + i}"
-        server = f"{node_address(dst)}:{server_port(kinds.get(i, 'bulk'))}"
-        if f.get("data_side", "client") == "server":
-            out.append(FlowSockets(i, nodes[dst], server, nodes[src], client))
-        else:
-            out.append(FlowSockets(i, nodes[src], client, nodes[dst], server))
     return out
 
 

@@ -34,9 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from tcplab.engine import EngineOutput
-from tcplab.kernel.measure import Measurements, nft_counters, ss_sample_texts, unknown_columns
+from tcplab.exports import write_exports
+from tcplab.kernel.measure import Measurements, nft_counters, unknown_columns
 from tcplab.results.counters import format_nstat
-from tcplab.results.result import Result, ViewWriter
+from tcplab.results.result import ExportWriter, Result, ViewWriter
+from tcplab.results.ss_samples import ss_sample_texts
 from tcplab.scenario import Scenario
 
 __all__ = ["KernelResult", "KERNEL_FILES"]
@@ -53,6 +55,8 @@ class KernelResult(Result):
         kernel: kernel.json's content, at least ``env`` (KernelEnv.to_dict(): ``release``,
             ``hz``, ``cc_available``, ``qdiscs``, ...), ``valid`` and ``invalid_reasons``;
             optionally ``quiet``, ``commands``, ``plan``, ``departures``, ... (kept as given).
+        exports: the export writer (default :func:`tcplab.exports.write_exports`: a kernel
+            run directory has run.flent.gz and iperf3-FLOW.json as a simulation's has).
     """
 
     def __init__(
@@ -65,6 +69,7 @@ class KernelResult(Result):
         kernel: Mapping[str, Any],
         wall_time_s: float | None = None,
         views: ViewWriter | None = None,
+        exports: ExportWriter | None = write_exports,
         overrides: Sequence[str] = (),
         command: Sequence[str] | None = None,
     ):
@@ -104,6 +109,7 @@ class KernelResult(Result):
             output,
             wall_time_s=wall_time_s,
             views=views,
+            exports=exports,
             overrides=overrides,
             command=command,
         )

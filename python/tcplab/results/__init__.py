@@ -1,15 +1,22 @@
 """Results: what a run produced (:class:`Result`), its run directory and its counters.
 
 Data flows one way (DESIGN.md): scenario -> simulation -> results -> views. This package
-never imports :mod:`tcplab.views`; a :class:`Result` made by :func:`tcplab.run` carries the
-view writer (plots, report.html) that ``Result.write`` calls.
+never imports :mod:`tcplab.views` or :mod:`tcplab.exports`; a :class:`Result` made by
+:func:`tcplab.run` carries the view writer (plots, report.html) and the export writer
+(run.flent.gz, iperf3-FLOW.json) that ``Result.write`` calls.
 
 Modules: :mod:`~tcplab.results.result` (the :class:`Result` DataFrames and summary),
 :mod:`~tcplab.results.rundir` (writing a run directory atomically),
 :mod:`~tcplab.results.counters` (nstat text), :mod:`~tcplab.results.apps` (the
 applications' summaries, tables and headline metrics), and the other tools' texts a run directory
 holds: :mod:`~tcplab.results.tc` (``tc -s qdisc``), :mod:`~tcplab.results.ethtool`
-(``ethtool -S``), :mod:`~tcplab.results.procstat` (``/proc/stat``'s cpu lines).
+(``ethtool -S``), :mod:`~tcplab.results.procstat` (``/proc/stat``'s cpu lines),
+:mod:`~tcplab.results.ss` and :mod:`~tcplab.results.ss_samples` (``ss -tin``, a kernel run's
+samples), :mod:`~tcplab.results.paths` (what a flow's path allows: payload ceiling, base RTT).
+
+Floor 3 (DESIGN.md's "Layout"): this package imports the floors below it (the leaves,
+:mod:`tcplab.scenario`, :mod:`tcplab.engine`), never views, exports, runner or compare, nor
+anything above them.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from tcplab.results.result import (
     SUMMARY_FLOW_KEYS,
     SUMMARY_HOST_KEYS,
     SUMMARY_LINK_KEYS,
+    ExportWriter,
     Result,
     ViewWriter,
     _interval_rate,
@@ -37,6 +45,7 @@ __all__ = [
     "SUMMARY_HOST_KEYS",
     "SUMMARY_LINK_KEYS",
     "ViewWriter",
+    "ExportWriter",
     "check_output_dir",
     "write_dir_atomically",
     "_interval_rate",

@@ -45,7 +45,7 @@ def _is_capture(directory: Path) -> bool:
 def write_capture(result: Result, directory: Path, at_s: float) -> Path:
     """Write ``directory`` (replacing an earlier capture there, nothing else): ``result``'s
     tool texts with ``ss -tin`` as at ``at_s`` seconds into the run. Returns its path."""
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     directory = Path(directory)
     if directory.exists():

@@ -53,6 +53,8 @@ A run directory (``Result.write(DIR)``) holds::
                               (:mod:`tcplab.exports.flent`)
     iperf3-FLOW.json          per sampled bulk/maerts flow: what `iperf3 -c -J` (`-R` when the
                               server sends) prints on its client (:mod:`tcplab.exports.iperf3`)
+                              (these two: written by the export writer the Result carries,
+                              tcplab.exports.write_exports, via tcplab.run)
     FLOW.pcap                 only when the run captured a flow (``tcplab run --pcap FLOW``):
                               its packets as tcpdump on its sender (or receiver) records them,
                               headers only (:mod:`tcplab.exports.pcap`)
@@ -96,6 +98,7 @@ from tcplab.results.apps import AppResult, app_results, app_summaries, collapsed
 from tcplab.results.cilium import cilium_status_texts
 from tcplab.results.counters import format_nstat
 from tcplab.results.ethtool import format_ethtool_stats
+from tcplab.results.paths import flow_paths
 from tcplab.results.procstat import format_proc_stat
 from tcplab.results.rundir import write_dir_atomically, write_marker
 from tcplab.results.ss import ss_texts as _ss_texts
@@ -103,7 +106,15 @@ from tcplab.results.stuck import find_episodes
 from tcplab.results.tc import STAT_KEYS, format_node, link_devices
 from tcplab.scenario import Scenario
 
-__all__ = ["Result", "RUN_FILES", "SUMMARY_FLOW_KEYS", "SUMMARY_LINK_KEYS", "SUMMARY_HOST_KEYS", "ViewWriter"]
+__all__ = [
+    "Result",
+    "RUN_FILES",
+    "SUMMARY_FLOW_KEYS",
+    "SUMMARY_LINK_KEYS",
+    "SUMMARY_HOST_KEYS",
+    "ViewWriter",
+    "ExportWriter",
+]
 
 #: Files (relative to the run directory) that ``Result.write`` produces.
 RUN_FILES = (
@@ -128,6 +139,11 @@ RUN_FILES = (
 #: ``views(result, directory, plots=...)``. Results never import views (data flows one way,
 #: DESIGN.md); the runner passes :func:`tcplab.views.write_run_views`.
 ViewWriter = Callable[..., None]
+
+#: Writes a run's files in other tools' formats (run.flent.gz, iperf3-FLOW.json) into a run
+#: directory being filled: ``exports(result, directory)``. Results never import exports
+#: either; the runner passes :func:`tcplab.exports.write_exports`.
+ExportWriter = Callable[..., object]
 
 SUMMARY_FLOW_KEYS = (
     "name",
@@ -188,7 +204,7 @@ SUMMARY_HOST_KEYS = ("name", "nic", "cpu")
 
 
 def _version() -> str:
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     return __version__
 
@@ -244,11 +260,13 @@ class Result:
         *,
         wall_time_s: float | None = None,
         views: ViewWriter | None = None,
+        exports: ExportWriter | None = None,
         overrides: Sequence[str] = (),
         command: Sequence[str] | None = None,
     ):
         self.scenario = scenario
         self.views = views
+        self.exports = exports
         #: the ``--set``/``--seed`` overrides this run was made with, as ``PATH=VALUE`` text
         self.overrides = [str(o) for o in overrides]
         #: the command line that made it (``["tcplab", "run", ...]``), when run from the CLI
@@ -532,8 +550,6 @@ class Result:
         return hosts
 
     def _summary(self) -> dict[str, Any]:
-        from tcplab.views.paths import flow_paths
-
         paths = flow_paths(self.config)
         folded = collapsed_flows(self.apps, SUMMARY_MAX_APP_CONNECTIONS)
         records = self.flows.to_dict("records")
@@ -549,7 +565,7 @@ class Result:
                     flows.append(_aggregate_flow(app, members.pop(app)))
                 continue
             flow = {k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS}
-            # What the route allows (tcplab.views.paths): the smallest of its link rates and
+            # What the route allows (tcplab.results.paths): the smallest of its link rates and
             # shapers (tbf, fq maxrate, EDT), x mss / (mss + 52 + framing); None if unrouted.
             path = paths.get(str(row["name"]))
             flow["payload_ceiling_bps"] = path.payload_ceiling_bps if path else None
@@ -708,6 +724,12 @@ class Result:
         """
         return write_dir_atomically(directory, lambda tmp: self._write_files(tmp, plots=plots), overwrite=overwrite)
 
+    def write_files(self, directory: Path, *, plots: bool = True) -> None:
+        """Write the run directory's files into ``directory``, an empty directory that a
+        caller fills and renames into place itself (a comparison's variant directories);
+        :meth:`write` is the atomic whole."""
+        self._write_files(directory, plots=plots)
+
     def _write_files(self, out: Path, *, plots: bool) -> None:
         write_marker(out, "run")
         (out / "scenario.yaml").write_text(self.scenario_yaml(), encoding="utf-8")
@@ -725,9 +747,8 @@ class Result:
             (out / name).write_text(text, encoding="utf-8")
         for name, data in self.extra_files.items():
             (out / name).write_bytes(data)
-        from tcplab.exports import write_exports  # a kernel run's too: its series have the same columns
-
-        write_exports(self, out)
+        if self.exports is not None:
+            self.exports(self, out)
         if self.views is not None:
             self.views(self, out, plots=plots)
 

@@ -43,6 +43,7 @@ __all__ = [
     "check_output_dir",
     "write_marker",
     "in_target",
+    "foreign_entry",
     "MARKER",
     "RUN_ENTRIES",
     "RUN_ENTRY_PATTERN",
@@ -108,7 +109,7 @@ _PLOT_SUFFIXES = (".png", ".svg", ".html", ".json")
 
 def write_marker(directory: Path, kind: str) -> None:
     """Mark ``directory`` (being filled) as a tcplab ``kind`` ("run", "compare" or "reproduce") directory."""
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     # whole or absent (a full disk must not leave an empty marker that blocks a resume)
     text = json.dumps({"tcplab": __version__, "kind": kind}) + "\n"
@@ -189,7 +190,7 @@ def check_output_dir(target: Path, *, overwrite: bool = False) -> Path:
             "output directory exists and is not empty",
             "a new or empty directory (or --force to replace it)",
         )
-    foreign = _foreign_entry(resolved)
+    foreign = foreign_entry(resolved)
     if foreign is not None:
         _refuse(
             given,
@@ -222,7 +223,7 @@ def _kind(directory: Path) -> str | None:
     return None
 
 
-def _foreign_entry(directory: Path) -> str | None:
+def foreign_entry(directory: Path) -> str | None:
     """Why ``directory`` is not entirely tcplab's (a short phrase), or None if it is."""
     kind = _kind(directory)
     if kind is None:
@@ -255,7 +256,7 @@ def _foreign_entry(directory: Path) -> str | None:
             if entry.name in COMPARE_ENTRIES and entry.is_file():
                 continue
             if entry.is_dir() and _kind(entry) == "run":
-                inner = _foreign_entry(entry)
+                inner = foreign_entry(entry)
                 if inner is not None:
                     return f"{entry.name}: {inner}"
                 continue
@@ -272,7 +273,7 @@ def _foreign_validate_entry(entry: Path) -> str | None:
     if entry.name in _VALIDATE_RUNS:
         if not entry.is_dir() or _kind(entry) != "run":
             return f"it contains {entry.name}, which is not a tcplab run directory"
-        inner = _foreign_entry(entry)
+        inner = foreign_entry(entry)
         return None if inner is None else f"{entry.name}: {inner}"
     return f"it contains {entry.name}, which tcplab did not write"
 
@@ -297,7 +298,7 @@ def _foreign_sweep_entry(entry: Path) -> str | None:
                 continue
             if run.is_symlink() or not run.is_dir() or _kind(run) != "run":
                 return f"it contains runs/{run.name}, which is not a tcplab run directory"
-            problem = _foreign_entry(run)
+            problem = foreign_entry(run)
             if problem is not None:
                 return f"runs/{run.name}: {problem}"
         return None
@@ -340,7 +341,7 @@ def _foreign_reproduce_entry(entry: Path) -> str | None:
                 run_where = f"{where}/{run.name}"
                 if run.is_symlink() or not run.is_dir() or _kind(run) != "run":
                     return f"it contains {run_where}, which is not a tcplab run directory"
-                problem = _foreign_entry(run)
+                problem = foreign_entry(run)
                 if problem is not None:
                     return f"{run_where}: {problem}"
             continue

@@ -88,13 +88,16 @@ __all__ = [
     "sockets_at",
     "ss_texts",
     "CLIENT_PORT_BASE",
+    "CLIENT_PORT_SPAN",
+    "app_kinds",
     "SERVER_PORTS",
     "MAX_SAMPLED_APP_CONNECTIONS",
 ]
 
 #: The first ephemeral port (Linux's default ``ip_local_port_range``: 32768 60999).
 CLIENT_PORT_BASE = 32768
-_CLIENT_PORT_SPAN = 60999 - 32768 + 1
+#: The ports of that range: flow ``i``'s client port is ``CLIENT_PORT_BASE + i % CLIENT_PORT_SPAN``.
+CLIENT_PORT_SPAN = 60999 - 32768 + 1
 #: The server's port by application kind (bulk and maerts are iperf3-like).
 SERVER_PORTS = {
     "bulk": 5201,
@@ -242,7 +245,7 @@ def format_ss(sockets: list[SsSocket]) -> str:
 # ---------------------------------------------------------------- from a run
 
 
-def _app_kinds(config: Mapping[str, Any]) -> tuple[dict[int, str], set[int]]:
+def app_kinds(config: Mapping[str, Any]) -> tuple[dict[int, str], set[int]]:
     """Flow index -> its application's kind, and the flows of apps too large to sample."""
     kind: dict[int, str] = {}
     folded: set[int] = set()
@@ -287,7 +290,7 @@ def sockets_at(
     duration_ns = int(config["duration_ns"])
     t_ns = duration_ns if at_ns is None else int(at_ns)
     at_end = at_ns is None or t_ns >= duration_ns
-    kinds, folded = _app_kinds(config)
+    kinds, folded = app_kinds(config)
     rows = _last_rows(timeseries, None if at_end else t_ns)
     totals = {str(r["name"]): r for r in flows.to_dict("records")} if not flows.empty else {}
     out: dict[str, list[SsSocket]] = {}
@@ -304,7 +307,7 @@ def sockets_at(
         src, dst = int(f["src"]), int(f["dst"])
         if not (0 <= src < len(nodes) and 0 <= dst < len(nodes)):
             continue
-        client = f"{node_address(src)}:{CLIENT_PORT_BASE + i % _CLIENT_PORT_SPAN}"
+        client = f"{node_address(src)}:{CLIENT_PORT_BASE + i % CLIENT_PORT_SPAN}"
         server = f"{node_address(dst)}:{server_port(kinds.get(i))}"
         server_sends = f.get("data_side", "client") == "server"
         sender_node, receiver_node = (dst, src) if server_sends else (src, dst)

@@ -20,7 +20,7 @@ names are also the findings ``tcplab diagnose`` gives from a real host's ``ss -t
   ``stuck_min_s`` (default 5 s). The average matters at fine sample intervals: a shaped or
   paced flow's deliveries come in bursts, and a 20 ms sample may hold no arrival at all while
   the flow runs at its full share. The fair share at a sample is the payload ceiling of the
-  flow's path (:func:`tcplab.views.paths.flow_path`: its bottleneck's rate and shapers in
+  flow's path (:func:`tcplab.results.paths.flow_path`: its bottleneck's rate and shapers in
   payload bit/s) divided by the number of flows active at that sample whose data route
   crosses the same bottleneck link. 10 % of a fair share is far below what any working CC
   keeps a flow with data waiting at (CUBIC's multiplicative decrease leaves 70 %, Reno's 50 %,
@@ -58,6 +58,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from tcplab.results.paths import flow_path
 
 __all__ = [
     "COLLAPSE",
@@ -311,8 +313,6 @@ def _fair_share_bps(
     """Per row: the flow's path payload ceiling / the flows active on its bottleneck link at
     that sample (NaN when unrouted). Only sampled flows count (the engine samples every flow
     but a broadcast's)."""
-    from tcplab.views.paths import flow_path
-
     paths = {name: flow_path(config, flows[name]) for name in rows if name in flows}
     t = ts["t_s"].to_numpy(dtype=np.float64)
     # number of active flows crossing each link, per sample time

@@ -125,6 +125,12 @@ fq_codel parameters), :mod:`~tcplab.scenario.cpu`, :mod:`~tcplab.scenario.nic`,
 :mod:`~tcplab.scenario.model` (the top-level :class:`Scenario`), :mod:`~tcplab.scenario.checks`
 (cross-references), :mod:`~tcplab.scenario.topology` (routes, "bdp" limits, the engine form) and
 :mod:`~tcplab.scenario.validation` (dict -> Scenario or ScenarioError).
+
+Floor 1 (DESIGN.md's "Layout"): this package imports the leaves of floor 0 (units, errors,
+literals, columns, ...) and :mod:`tcplab.routing`, nothing above: not the engine (the app
+defaults it reads are :data:`~tcplab.scenario.apps.APP_DEFAULTS`, tests hold them equal to
+the engine's), not results or views. Its modules import the module that defines a name, never
+this ``__init__``, which only re-exports them.
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ suffix: ``segment`` sets ``segment_ns`` (a time such as ``4s``), ``bitrate`` set
 ``1MiB``). Fields without a suffix are parsed by the type of their default: integers,
 booleans, fractions (``jitter: 10%`` or ``0.1``); an optional field (default ``null``)
 takes ``null``, a number, or a name (hls ``start_profile: HD``). The
-fields and their defaults are the engine's (``tcplab._core.defaults()["apps"]``), so a field
-added to an engine app is a scenario key at once; :data:`APP_DEFAULTS` is Python's copy for
-when the engine is not built (held equal to the engine's by ``tests/test_defaults.py``).
+fields and their defaults are the engine's (``tcplab._core.defaults()["apps"]``), as
+:data:`APP_DEFAULTS` copies them (held equal to the engine's by ``tests/test_defaults.py``),
+so a field added to an engine app is a scenario key once it is in that copy, with no other
+Python edit.
 
 Special keys: the number of connections (``parallel`` for rr, ``nconnect`` for nfs_stream,
 1 to 16 as Linux's NFS client allows, ``queues`` for batch_writer, ``connections`` per sender
@@ -35,6 +36,7 @@ flow's ``from`` list and ``connections`` (see :data:`DERIVED_FIELDS`).
 
 from __future__ import annotations
 
+import copy
 import functools
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -52,8 +54,8 @@ APP_KINDS = ("rr", "hls", "nfs_stream", "batch_writer", "broadcast")
 WORKLOADS = ("bulk", "maerts", *APP_KINDS)
 
 #: Python's copy of the engine's application defaults (``tcplab._core.defaults()["apps"]``,
-#: each config's ``Default``: the real software's defaults). Used when the engine is not
-#: built; tests hold it equal to the engine's.
+#: each config's ``Default``: the real software's defaults); tests hold it equal to the
+#: engine's.
 APP_DEFAULTS: dict[str, dict[str, Any]] = {
     "rr": {"request_bytes": 1, "response_bytes": 1, "think_ns": 0},
     "hls": {
@@ -162,18 +164,13 @@ APP_EXPECTED = (
 MAX_APP_BYTES = 1 << 60
 
 
-@functools.lru_cache(maxsize=1)
+@functools.cache
 def engine_app_defaults() -> dict[str, dict[str, Any]]:
-    """The engine's application defaults when the engine is built, else :data:`APP_DEFAULTS`."""
-    try:
-        from tcplab import _core  # type: ignore[attr-defined]
-
-        apps = _core.defaults().get("apps")
-    except (ImportError, AttributeError):
-        apps = None
-    if not isinstance(apps, dict) or not apps:
-        return APP_DEFAULTS
-    return {kind: dict(fields) for kind, fields in apps.items()}
+    """The engine's application defaults, as ``tcplab._core.defaults()["apps"]`` gives them:
+    :data:`APP_DEFAULTS` (held equal to the engine's by ``tests/test_defaults.py``; the schema
+    sits below the engine's bridge and does not import the engine), in the engine's order,
+    kinds and fields by name (the order of an app spec's keys in the configuration)."""
+    return {kind: copy.deepcopy(dict(sorted(APP_DEFAULTS[kind].items()))) for kind in sorted(APP_DEFAULTS)}
 
 
 def _unit_of(field: str) -> str | None:

@@ -67,7 +67,7 @@ from tcplab.routing import bfs_route
 from tcplab.units import format_time, plural
 
 if TYPE_CHECKING:
-    from tcplab.scenario import Scenario
+    from tcplab.scenario.model import Scenario
 
 __all__ = [
     "DEFAULT_CPU_TIME_NS",
@@ -284,26 +284,38 @@ def app_demand(spec: dict[str, Any], connections: int, start_ns: int, stop_ns: i
     return AppWork(math.inf, math.inf, 0.0)  # unknown app: as fast as the path
 
 
-def estimate_cost(config: dict[str, Any]) -> CostEstimate:
-    """An upper bound of the CPU time of simulating the engine ``config``
-    (:meth:`~tcplab.scenario.Scenario.to_core`); see the module doc."""
-    duration = int(config["duration_ns"])
-    nodes = config.get("nodes") or []
-    links = config.get("links") or []
-    flows = config.get("flows") or []
-    ends = [(int(link["from"]), int(link["to"])) for link in links]
-    forwards = [n.get("kind") == "router" or bool(n.get("forwarding")) for n in nodes]
-    routes: dict[tuple[int, int], list[int]] = {}
+class _CostPaths:
+    """The engine configuration's network as the estimate reads it: routes (the twin of the
+    engine's, :func:`tcplab.routing.bfs_route`), the events a packet adds on each link, what
+    each link carries at most, and per path (a flow's ends and which side writes) its data
+    links, events per packet (with its ACK), the flow limits on it, its round trip and its
+    slowest link."""
 
-    def route(a: int, b: int) -> list[int]:
-        if (a, b) not in routes:
-            routes[a, b] = bfs_route(len(nodes), ends, a, b, forwards) or []
-        return routes[a, b]
+    def __init__(self, config: dict[str, Any]):
+        self.duration = int(config["duration_ns"])
+        self.nodes = config.get("nodes") or []
+        self.links = config.get("links") or []
+        self.ends = [(int(link["from"]), int(link["to"])) for link in self.links]
+        self.forwards = [n.get("kind") == "router" or bool(n.get("forwarding")) for n in self.nodes]
+        self._routes: dict[tuple[int, int], list[int]] = {}
+        # events each link adds to a packet crossing it: the arrival, a timed qdisc's dequeue,
+        # the receiving host's NAPI poll (NIC model) and a deferral off its CPU (CPU model)
+        self.per_link = [
+            1 + (1 if (link.get("queue") or {}).get("kind") in TIMED_QDISCS else 0) + self.node_extra(int(link["to"]))
+            for link in self.links
+        ]
+        self.capacity = [self._link_capacity(link) for link in self.links]
+        self._paths: dict[tuple[int, int, str], tuple[list[int], int, float, int, int]] = {}
 
-    # events each link adds to a packet crossing it: the arrival, a timed qdisc's dequeue,
-    # the receiving host's NAPI poll (NIC model) and a deferral off its CPU (CPU model)
-    def node_extra(index: int) -> int:
-        node = nodes[index] if index < len(nodes) else {}
+    def route(self, a: int, b: int) -> list[int]:
+        if (a, b) not in self._routes:
+            self._routes[a, b] = bfs_route(len(self.nodes), self.ends, a, b, self.forwards) or []
+        return self._routes[a, b]
+
+    def node_extra(self, index: int) -> int:
+        """Events a packet adds at a node: a NIC's NAPI poll (and its allowance), a deferral
+        off a CPU that is not always on."""
+        node = self.nodes[index] if index < len(self.nodes) else {}
         extra = 1 if node.get("nic") else 0
         if (node.get("nic") or {}).get("allowance"):
             extra += 1
@@ -312,67 +324,60 @@ def estimate_cost(config: dict[str, Any]) -> CostEstimate:
             extra += 1
         return extra
 
-    per_link = [
-        1 + (1 if (link.get("queue") or {}).get("kind") in TIMED_QDISCS else 0) + node_extra(int(link["to"]))
-        for link in links
-    ]
-    # what a link carries at most: its rate, or its tbf's (tc's rate, and its bucket once)
-    def link_capacity(link: dict[str, Any]) -> float:
+    def _link_capacity(self, link: dict[str, Any]) -> float:
+        """What a link carries at most: its rate, or its tbf's (tc's rate, and its bucket once)."""
         queue = link.get("queue") or {}
         if queue.get("kind") != "tbf" or not queue.get("rate_bps"):
             return float(link["rate_bps"])
-        burst_bps = int(queue.get("burst_bytes") or 0) * 8 / max(duration / NS_PER_S, 1e-9)
+        burst_bps = int(queue.get("burst_bytes") or 0) * 8 / max(self.duration / NS_PER_S, 1e-9)
         return min(float(link["rate_bps"]), float(queue["rate_bps"]) + burst_bps)
 
-    capacity = [link_capacity(link) for link in links]
-
-    def flow_caps(data: list[int], sender: int) -> float:
+    def flow_caps(self, data: list[int], sender: int) -> float:
         """A flow's own rate limits on its path: fq's maxrate, a Cilium EDT aggregate's rate."""
         cap = math.inf
         for k in data:
-            queue = links[k].get("queue") or {}
+            queue = self.links[k].get("queue") or {}
             if queue.get("kind") == "fq" and queue.get("maxrate_bps"):
                 cap = min(cap, float(queue["maxrate_bps"]))
-            for agg in links[k].get("edt") or []:
+            for agg in self.links[k].get("edt") or []:
                 if sender in (agg.get("nodes") or []):
                     cap = min(cap, float(agg["rate_bps"]))
         return cap
 
+    def path(self, src: int, dst: int, side: str) -> tuple[list[int], int, float, int, int]:
+        """``(data links, events per packet, rate cap, round trip ns, slowest link)``."""
+        key = (src, dst, side)
+        if key not in self._paths:
+            links, nodes, per_link, capacity = self.links, self.nodes, self.per_link, self.capacity
+            fwd, rev = self.route(src, dst), self.route(dst, src)
+            data, ack = (fwd, rev) if side == "client" else (rev, fwd)
+            sender = int(links[data[0]]["from"]) if data else src
+            events = sum(per_link[k] for k in data) + sum(per_link[k] for k in ack) + EVENTS_PER_PACKET
+            if sender < len(nodes) and nodes[sender].get("cpu"):
+                events += self.node_extra(sender)
+            slowest = min((capacity[k] for k in data), default=math.inf)
+            rtt = sum(int(links[k]["delay_ns"]) for k in fwd + rev)
+            slowest_link = min(data, key=lambda k: capacity[k]) if data else -1
+            self._paths[key] = (data, events, min(slowest, self.flow_caps(data, sender)), rtt, slowest_link)
+        return self._paths[key]
+
+
+def _flow_rows(config: dict[str, Any], net: _CostPaths) -> list[tuple]:
+    """Per flow: its data links, events per packet, active time, demand (bit/s on the wire of
+    its data path; inf: as fast as the path), the share of it its own limits let through, the
+    packets and app events it writes at most, its app's scans, the bits of a full frame."""
+    duration, links = net.duration, net.links
     app_of: dict[int, dict[str, Any]] = {}
     app_size: dict[int, int] = {}
     for app in config.get("apps") or []:
         for f in app.get("flows") or []:
             app_of[int(f)] = app.get("spec") or {}
             app_size[int(f)] = len(app.get("flows") or [])
-
-    # per path (the flow's ends and which side writes): its data links, events per packet
-    # (with its ACK), the flow limits on it, its round trip, its slowest link
-    paths: dict[tuple[int, int, str], tuple[list[int], int, float, int, int]] = {}
-
-    def path(src: int, dst: int, side: str) -> tuple[list[int], int, float, int, int]:
-        key = (src, dst, side)
-        if key not in paths:
-            fwd, rev = route(src, dst), route(dst, src)
-            data, ack = (fwd, rev) if side == "client" else (rev, fwd)
-            sender = int(links[data[0]]["from"]) if data else src
-            events = sum(per_link[k] for k in data) + sum(per_link[k] for k in ack) + EVENTS_PER_PACKET
-            if sender < len(nodes) and nodes[sender].get("cpu"):
-                events += node_extra(sender)
-            slowest = min((capacity[k] for k in data), default=math.inf)
-            rtt = sum(int(links[k]["delay_ns"]) for k in fwd + rev)
-            slowest_link = min(data, key=lambda k: capacity[k]) if data else -1
-            paths[key] = (data, events, min(slowest, flow_caps(data, sender)), rtt, slowest_link)
-        return paths[key]
-
     works: dict[tuple, AppWork] = {}
-
-    # per flow: its data links, events per packet, active time, demand (bit/s on the wire of
-    # its data path; inf: as fast as the path), the share of it its own limits let through,
-    # the packets and app events it writes at most, its app's scans, its MSS
     rows = []
-    for i, f in enumerate(flows):
+    for i, f in enumerate(config.get("flows") or []):
         side = f.get("data_side", "client")
-        data, events, path_cap, rtt, slowest = path(int(f["src"]), int(f["dst"]), side)
+        data, events, path_cap, rtt, slowest = net.path(int(f["src"]), int(f["dst"]), side)
         start = int(f.get("start_ns") or 0)
         stop = min(int(f["stop_ns"]), duration) if f.get("stop_ns") is not None else duration
         active = max(0, stop - start)
@@ -402,6 +407,16 @@ def estimate_cost(config: dict[str, Any]) -> CostEstimate:
         own = demand / wanted if 0 < wanted < math.inf else 1.0
         frame = _frame_bits(mss, links[slowest]) if slowest >= 0 else (mss + HEADER_BYTES) * 8
         rows.append((data, events, active, demand, own, packets, extra, scan, frame))
+    return rows
+
+
+def estimate_cost(config: dict[str, Any]) -> CostEstimate:
+    """An upper bound of the CPU time of simulating the engine ``config``
+    (:meth:`~tcplab.scenario.Scenario.to_core`); see the module doc."""
+    net = _CostPaths(config)
+    duration, links, capacity = net.duration, net.links, net.capacity
+    flows = config.get("flows") or []
+    rows = _flow_rows(config, net)
 
     # the connections sharing a link share its rate: each link's demand scaled to its capacity
     load = [0.0] * len(links)

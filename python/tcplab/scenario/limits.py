@@ -36,7 +36,7 @@ from tcplab.columns import QUEUE_DTYPES, TIMESERIES_DTYPES, row_bytes
 from tcplab.units import plural
 
 if TYPE_CHECKING:
-    from tcplab.scenario import Scenario
+    from tcplab.scenario.model import Scenario
 
 __all__ = [
     "MAX_DURATION_NS",

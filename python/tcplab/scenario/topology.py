@@ -26,6 +26,12 @@ class _Topology:
 
     Links: the scenario's links in file order (entry ``i`` makes links ``2i`` and ``2i+1``),
     then each pod's veth pair (pod -> node, node -> pod), in ``pods:`` order.
+
+    Built in the order the parts depend on each other: the nodes and which of them forward,
+    the one-way links (:meth:`_scenario_links`, :meth:`_pod_links`), the flows expanded into
+    the engine's flows and apps with their routes (:meth:`_expand_flows`), and last each
+    link's qdisc (:meth:`_attach_queues`), since a "bdp" limit needs the RTTs of the flows
+    that cross the link.
     """
 
     def __init__(self, sc: Scenario):
@@ -37,6 +43,34 @@ class _Topology:
         self.pod_nodes = {pod.node for pod in sc.pods.values()}
         self.forwards = [n in routers or n in self.pod_nodes for n in self.nodes]
         self.links: list[dict[str, Any]] = []
+        specs = self._scenario_links(sc)
+        self.user_links = len(self.links)
+        specs += self._pod_links(sc)
+        self.ends = [(link["from"], link["to"]) for link in self.links]
+        self.flows: list[dict[str, Any]] = []
+        if any(a < 0 or b < 0 for a, b in self.ends):
+            return  # unknown nodes: reported by the validator, nothing to route
+        self._delays_ns = [link["delay_ns"] for link in self.links]
+        self._routes: dict[tuple[int, int], tuple[list[int], list[int], int] | None] = {}
+        #: Engine applications: {name, flows (global indices), spec}; and per flows: entry,
+        #: the indices of its engine flows (for the checks that speak of the entry).
+        self.apps: list[dict[str, Any]] = []
+        self.entry_flows: list[list[int]] = []
+        self._expand_flows(sc)
+        self._attach_queues(sc, specs)
+
+    # -- links ----------------------------------------------------------------------------
+
+    def _one_way_link(self, src: str, dst: str, **fields: Any) -> dict[str, Any]:
+        """A one-way link ``src -> dst`` (node indices -1 when unknown: the validator says so)."""
+        link = {"name": f"{src}->{dst}", "from": self.index.get(src, -1), "to": self.index.get(dst, -1)}
+        link.update(fields)
+        self.links.append(link)
+        return link
+
+    def _scenario_links(self, sc: Scenario) -> list[dict[str, Any]]:
+        """The two one-way links of each ``links:`` entry (``reverse:`` overriding b -> a);
+        their specs, for :meth:`_attach_queues`."""
         specs = []
         for entry in sc.links:
             a, b = entry.between
@@ -58,64 +92,63 @@ class _Topology:
                 spec["dst"] = dst
                 specs.append(spec)
                 reorder = spec["reorder"]
-                self.links.append(
-                    {
-                        "name": f"{src}->{dst}",
-                        "from": self.index.get(src, -1),
-                        "to": self.index.get(dst, -1),
-                        "rate_bps": spec["rate"],
-                        "delay_ns": spec["delay"],
-                        "overhead_bytes": spec["overhead"],
-                        "loss": spec["loss"],
-                        "reorder": (
-                            {"p": reorder.probability, "delay_ns": reorder.delay}
-                            if reorder is not None and reorder.probability > 0
-                            else None
-                        ),
-                    }
+                self._one_way_link(
+                    src,
+                    dst,
+                    rate_bps=spec["rate"],
+                    delay_ns=spec["delay"],
+                    overhead_bytes=spec["overhead"],
+                    loss=spec["loss"],
+                    reorder=(
+                        {"p": reorder.probability, "delay_ns": reorder.delay}
+                        if reorder is not None and reorder.probability > 0
+                        else None
+                    ),
                 )
-        self.user_links = len(self.links)
+        return specs
+
+    def _pod_links(self, sc: Scenario) -> list[dict[str, Any]]:
+        """Each pod's veth pair (pod -> node, node -> pod); their specs hold the veth's qdisc."""
+        specs = []
         for name, pod in sc.pods.items():
             for src, dst, queue in (
                 (name, pod.node, pod_egress_queue(pod)),
                 (pod.node, name, pod_ingress_queue(pod)),
             ):
                 specs.append({"src": src, "dst": dst, "veth_queue": queue})
-                self.links.append(
-                    {
-                        "name": f"{src}->{dst}",
-                        "from": self.index.get(src, -1),
-                        "to": self.index.get(dst, -1),
-                        "rate_bps": VETH_RATE_BPS,
-                        "delay_ns": 0,
-                        "overhead_bytes": 14,
-                        "loss": LossSpec(kind="none"),
-                        "reorder": None,
-                    }
+                self._one_way_link(
+                    src,
+                    dst,
+                    rate_bps=VETH_RATE_BPS,
+                    delay_ns=0,
+                    overhead_bytes=14,
+                    loss=LossSpec(kind="none"),
+                    reorder=None,
                 )
-        self.ends = [(link["from"], link["to"]) for link in self.links]
-        self.flows: list[dict[str, Any]] = []
-        if any(a < 0 or b < 0 for a, b in self.ends):
-            return  # unknown nodes: reported by the validator, nothing to route
-        n = len(self.nodes)
-        delays = [link["delay_ns"] for link in self.links]
-        routes: dict[tuple[int, int], tuple[list[int], list[int], int] | None] = {}
+        return specs
 
-        def route(src: int, dst: int) -> tuple[list[int], list[int], int] | None:
-            if (src, dst) not in routes:
-                fwd = bfs_route(n, self.ends, src, dst, self.forwards)
-                rev = bfs_route(n, self.ends, dst, src, self.forwards)
-                routes[src, dst] = (
-                    None
-                    if fwd is None or rev is None
-                    else (fwd, rev, route_delay_ns(fwd, delays) + route_delay_ns(rev, delays))
-                )
-            return routes[src, dst]
+    # -- flows ----------------------------------------------------------------------------
 
-        #: Engine applications: {name, flows (global indices), spec}; and per flows: entry,
-        #: the indices of its engine flows (for the checks that speak of the entry).
-        self.apps: list[dict[str, Any]] = []
-        self.entry_flows: list[list[int]] = []
+    def _route(self, src: int, dst: int) -> tuple[list[int], list[int], int] | None:
+        """``(fwd, rev, base RTT ns)`` between two nodes (:func:`tcplab.routing.bfs_route`
+        both ways; the RTT is the propagation delays of both), or None if either is
+        unroutable."""
+        if (src, dst) not in self._routes:
+            n = len(self.nodes)
+            fwd = bfs_route(n, self.ends, src, dst, self.forwards)
+            rev = bfs_route(n, self.ends, dst, src, self.forwards)
+            self._routes[src, dst] = (
+                None
+                if fwd is None or rev is None
+                else (fwd, rev, route_delay_ns(fwd, self._delays_ns) + route_delay_ns(rev, self._delays_ns))
+            )
+        return self._routes[src, dst]
+
+    def _expand_flows(self, sc: Scenario) -> None:
+        """Each ``flows:`` entry whose ends are known and routed, as its engine flows
+        (:func:`~tcplab.scenario.flows.expand_flow`'s connections) and apps. The data's
+        sender and receiver: tcp_rmem from the receiving host, every other setting (and the
+        default cc) from the sending host (see tcplab.scenario)."""
         tcp_of: dict[tuple[str, str, int], dict[str, Any]] = {}
         cc_of: dict[tuple[str, str, int], str] = {}
         cc_params_of: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -124,15 +157,13 @@ class _Topology:
             senders = senders_of(flow)
             if not senders or any(h not in self.index for h in senders) or flow.to not in self.index:
                 continue
-            if any(route(self.index[h], self.index[flow.to]) is None for h in senders):
+            if any(self._route(self.index[h], self.index[flow.to]) is None for h in senders):
                 continue
             conns, workloads = expand_flow(i, flow)
             first = len(self.flows)
             for c in conns:
                 src, dst = self.index[c.sender], self.index[flow.to]
-                fwd, rev, base_rtt = route(src, dst)  # type: ignore[misc]
-                # The data's sender and receiver: tcp_rmem from the receiving host, every other
-                # setting (and the default cc) from the sending host (see tcplab.scenario).
+                fwd, rev, base_rtt = self._route(src, dst)  # type: ignore[misc]
                 data_src, data_dst = (c.sender, flow.to) if c.data_side == "client" else (flow.to, c.sender)
                 key = (data_src, data_dst, i)
                 if key not in tcp_of:
@@ -167,6 +198,13 @@ class _Topology:
                 self.apps.append(
                     {"name": w.name, "flows": [first + k for k in w.connections], "spec": w.spec, "entry": i}
                 )
+
+    # -- queues ---------------------------------------------------------------------------
+
+    def _attach_queues(self, sc: Scenario, specs: list[dict[str, Any]]) -> None:
+        """Each link's qdisc: a veth's own (orphaning the skb, unless Cilium's BPF host
+        routing keeps it), else :meth:`_queue_spec`'s with "bdp" limits resolved; the EDT
+        aggregates of Cilium's Bandwidth Manager on a managed node's uplinks."""
         # Cilium's Bandwidth Manager: per node, the pods it shapes (EDT on the node's uplinks).
         managed: dict[str, list[tuple[int, int]]] = {}
         for name, pod in sc.pods.items():

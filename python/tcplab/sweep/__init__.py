@@ -114,7 +114,7 @@ class SweepPlan:
         return [*self.base_overrides, *entry.point.texts(self.parameters), f"seed={entry.seed}"]
 
     def to_json(self, *, status: str, done: int = 0, failed: int = 0) -> dict[str, Any]:
-        from tcplab import __version__
+        from tcplab.version import __version__
 
         by_point: dict[int, dict[str, Any]] = {}
         for e in self.entries:

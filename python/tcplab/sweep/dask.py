@@ -53,7 +53,7 @@ DASK_EXPECTED = (
 
 def worker_versions() -> dict[str, str]:
     """On a worker: its tcplab and engine versions (the engine's, "not built" if absent)."""
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     try:
         from tcplab.sweep.keys import engine_version
@@ -247,7 +247,7 @@ class DaskExecutor:
             raise
 
     def _check_workers(self, timeout_s: float) -> None:
-        from tcplab import __version__
+        from tcplab.version import __version__
         from tcplab.sweep.keys import engine_version
 
         try:

@@ -170,7 +170,7 @@ def warm_imports(core: Any = None) -> None:
     import tcplab.runner  # noqa: F401
     import tcplab.sweep.rows  # noqa: F401
     import tcplab.views  # noqa: F401
-    import tcplab.views.paths  # noqa: F401
+    import tcplab.results.paths  # noqa: F401
 
     if core is None:
         from tcplab.engine import import_core

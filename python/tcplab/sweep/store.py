@@ -47,7 +47,7 @@ from tcplab.errors import ScenarioError
 from tcplab.literals import json_loads
 from tcplab.output_files import output_error, write_file_atomically
 from tcplab.results.rundir import MARKER, SWEEP_DIRS, SWEEP_ENTRIES, check_output_writable, write_marker
-from tcplab.results.rundir import _foreign_entry as _foreign_tcplab_entry
+from tcplab.results.rundir import foreign_entry as _foreign_tcplab_entry
 
 __all__ = ["SweepStore", "SWEEP_ENTRIES", "SWEEP_DIRS", "PLAN_FILE", "TABLE_FILE"]
 

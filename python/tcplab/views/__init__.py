@@ -1,11 +1,14 @@
 """Views of results: static plots (:mod:`~tcplab.views.plots`) and report.html
-(:mod:`~tcplab.views.report`), with the path's limits they draw (:mod:`~tcplab.views.paths`)
-and the episodes they mark (:mod:`~tcplab.views.episodes`).
+(:mod:`~tcplab.views.report`), with the path's limits they draw (:mod:`~tcplab.results.paths`)
+and the episodes they mark (:mod:`~tcplab.views.episodes`), all drawn with the one public
+drawing module, :mod:`~tcplab.views.drawing`.
 
-Views import results, never the reverse (DESIGN.md). :func:`write_run_views` is the writer
-:func:`tcplab.run` hands to each :class:`~tcplab.results.Result`, so that ``Result.write``
-produces the plots and the report without the results package knowing about them.
-matplotlib and jinja2 load on first use.
+Floor 4 (DESIGN.md's "Layout"): views import results and the floors below (scenario, engine,
+the leaves), never exports (the other package of their floor), runner, compare, the
+commands' packages or the commands. Views import results, never the reverse:
+:func:`write_run_views` is the writer :func:`tcplab.run` hands to each
+:class:`~tcplab.results.Result`, so that ``Result.write`` produces the plots and the report
+without the results package knowing about them. matplotlib and jinja2 load on first use.
 """
 
 from __future__ import annotations

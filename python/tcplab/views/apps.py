@@ -50,10 +50,10 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from tcplab.results.apps import TIMEOUT_RATE_NAME, TIMEOUT_RATIO_ALERT, AppResult
+from tcplab.views.drawing import Plot, figure, legend_outside, png_bytes, style_axes
 
 if TYPE_CHECKING:
     from tcplab.results import Result
-    from tcplab.views.plots import Plot
 
 __all__ = [
     "app_plots",
@@ -101,8 +101,6 @@ def app_plot_files(result: Result) -> dict[str, str]:
 
 def app_plots(result: Result) -> list[Plot]:
     """One figure per app of a plotted kind, in the configuration's order."""
-    from tcplab.views.plots import Plot, _png
-
     drawers = {
         "rr": _rr,
         "hls": _hls,
@@ -114,7 +112,7 @@ def app_plots(result: Result) -> list[Plot]:
     for name, filename in app_plot_files(result).items():
         app = result.apps[name]
         fig, caption = drawers[app.kind](result, app)
-        plots.append(Plot(filename, f"{name} ({app.kind}): {caption}", _png(fig)))
+        plots.append(Plot(filename, f"{name} ({app.kind}): {caption}", png_bytes(fig)))
     return plots
 
 
@@ -132,14 +130,6 @@ def _note(ax: Any, text: str) -> None:
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4")
 
 
-def _axes_style(
-    ax: Any, ylabel: str, title: str | None = None, *, xlabel: str = "Time (s)", xmax: float | None = None
-) -> None:
-    from tcplab.views.plots import _style
-
-    _style(ax, ylabel, title, xlabel=xlabel, xmax=xmax)
-
-
 def _count_axis(ax: Any) -> None:
     """A y axis of counts: integer ticks from 0 (at least 0..1, so that an axis of zeros
     does not fall back to fractional ticks)."""
@@ -152,12 +142,6 @@ def _plural(n: Any, word: str) -> str:
     from tcplab.units import plural
 
     return plural(n, word)
-
-
-def _legend(ax: Any) -> None:
-    from tcplab.views.plots import _legend as legend
-
-    legend(ax)
 
 
 def stall_spans(
@@ -197,7 +181,7 @@ def _buffer_panel(ax: Any, result: Result, app: AppResult, title: str) -> None:
     buffer = _col(series, "buffer_ns")
     if t is None or buffer is None or len(t) == 0:
         _note(ax, "no buffer samples (series table)")
-        _axes_style(ax, "Buffer (s)", title, xlabel="", xmax=result.duration_s)
+        style_axes(ax, "Buffer (s)", title, xlabel="", xmax=result.duration_s)
         return
     playing = _col(series, "playing", bool)
     ax.step(t, buffer / 1e9, where="post", color="C0", linewidth=1.3, label="buffer")
@@ -223,8 +207,8 @@ def _buffer_panel(ax: Any, result: Result, app: AppResult, title: str) -> None:
         ax.axhline(
             startup_ns / 1e9, color="0.35", linestyle=":", linewidth=1.0, label=f"startup buffer {startup_ns / 1e9:g} s"
         )
-    _axes_style(ax, "Buffer (s)", title, xlabel="", xmax=result.duration_s)
-    _legend(ax)
+    style_axes(ax, "Buffer (s)", title, xlabel="", xmax=result.duration_s)
+    legend_outside(ax)
 
 
 def _cdf(ax: Any, values_ms: np.ndarray, label: str, color: str, linewidth: float = 1.4) -> None:
@@ -270,8 +254,6 @@ def _thin(n: int) -> slice:
 
 
 def _figure(panels: int, height_per: float = 3.0) -> Any:
-    from tcplab.views.plots import _figure as figure
-
     return figure(height=max(3.5, panels * height_per))
 
 
@@ -306,11 +288,11 @@ def _rr(result: Result, app: AppResult) -> tuple[Any, str]:
         f" ({tps:.1f} transactions/s)" if isinstance(tps, (int, float)) else ""
     )
     _cdf_style(cdf_ax, title, latency)
-    _legend(cdf_ax)
-    _axes_style(
+    legend_outside(cdf_ax)
+    style_axes(
         time_ax, "Latency (ms)", "Latency of each transaction, by when its request was written", xmax=result.duration_s
     )
-    _legend(time_ax)
+    legend_outside(time_ax)
     return fig, "latency CDF (p50 and p99 marked) and the latency of each transaction over time"
 
 
@@ -369,8 +351,8 @@ def _hls(result: Result, app: AppResult) -> tuple[Any, str]:
     prof_title = "Profile of each segment (by request time)" + (
         f", {_plural(switches, 'switch')}" if switches is not None else ""
     )
-    _axes_style(prof_ax, "Bitrate (Mbit/s)", prof_title, xlabel="", xmax=result.duration_s)
-    _legend(prof_ax)
+    style_axes(prof_ax, "Bitrate (Mbit/s)", prof_title, xlabel="", xmax=result.duration_s)
+    legend_outside(prof_ax)
     segment_ns = app.spec.get("segment_ns")
     if isinstance(segment_ns, (int, float)) and segment_ns > 0:
         lat_ax.axhline(
@@ -380,8 +362,8 @@ def _hls(result: Result, app: AppResult) -> tuple[Any, str]:
             linewidth=1.0,
             label=f"segment duration {segment_ns / 1e9:g} s",
         )
-    _axes_style(lat_ax, "Latency (s)", "Segment latency: request to last byte", xmax=result.duration_s)
-    _legend(lat_ax)
+    style_axes(lat_ax, "Latency (s)", "Segment latency: request to last byte", xmax=result.duration_s)
+    legend_outside(lat_ax)
     return fig, (
         "playback buffer with startup (grey) and stalls (red), the profile of each segment with the client's "
         "bandwidth estimate, and each segment's request-to-last-byte latency against the segment duration"
@@ -424,7 +406,7 @@ def _nfs(result: Result, app: AppResult) -> tuple[Any, str]:
             label=f"even share {100 / len(values):.3g} %",
         )
         share_ax.set_ylim(0, max(float(np.nanmax(values)) if np.isfinite(values).any() else 0, 100 / len(values)) * 1.2)
-        _legend(share_ax)
+        legend_outside(share_ax)
     else:
         _note(share_ax, "no per-connection shares (share_of_bytes)")
     share_ax.set_ylabel("Bytes (%)")
@@ -459,13 +441,13 @@ def _cwnd_panel(ax: Any, result: Result, flows: Sequence[str]) -> None:
         ax.plot([], [], color="0.3", linestyle=":", label="ssthresh (dotted)")
     else:
         _note(ax, "no time series for the connections")
-    _axes_style(ax, "packets", "cwnd and ssthresh of each connection (server side)", xlabel="", xmax=result.duration_s)
+    style_axes(ax, "packets", "cwnd and ssthresh of each connection (server side)", xlabel="", xmax=result.duration_s)
     if drawn and high / max(low, 1.0) > 50:
         ax.set_yscale("log")
         ax.set_ylim(1, high * 1.5)
     else:
         _count_axis(ax)  # packets
-    _legend(ax)
+    legend_outside(ax)
 
 
 def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
@@ -492,7 +474,7 @@ def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
         if not np.isfinite(ok).any():
             _note(cdf_ax, "no request completed")
     _cdf_style(cdf_ax, f"{app.name}: batch write latency", ok)
-    _legend(cdf_ax)
+    legend_outside(cdf_ax)
     # timeouts (when they fired) and retries (when sent), per bin
     start = _col(req, "start_s")
     attempt = _col(req, "attempt")
@@ -513,7 +495,7 @@ def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
     else:
         _note(events_ax, "no requests")
         per = ""
-    _axes_style(
+    style_axes(
         events_ax,
         f"Requests {per}".strip(),
         "Timeouts (when they fired) and retries (when sent)",
@@ -521,7 +503,7 @@ def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
         xmax=result.duration_s,
     )
     _count_axis(events_ax)
-    _legend(events_ax)
+    legend_outside(events_ax)
     series = app.tables.get("series", pd.DataFrame())
     t = _col(series, "t_s")
     pending = _col(series, "pending")
@@ -537,9 +519,9 @@ def _batch(result: Result, app: AppResult) -> tuple[Any, str]:
             queue_ax.plot([], [], " ", label=f"{dropped} dropped")
     else:
         _note(queue_ax, "no queue samples (series table)")
-    _axes_style(queue_ax, "Batches", "Pending queue", xmax=result.duration_s)
+    style_axes(queue_ax, "Batches", "Pending queue", xmax=result.duration_s)
     _count_axis(queue_ax)
-    _legend(queue_ax)
+    legend_outside(queue_ax)
     return fig, (
         "latency CDF of the requests that completed (and of each batch from its first attempt), timeouts and "
         "retries over time, and the queue of pending batches"
@@ -592,13 +574,13 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
         burst_ax.axhline(
             window / 1e6, color="0.35", linestyle="--", linewidth=1.0, label=f"burst window {window / 1e6:g} ms"
         )
-    _axes_style(
+    style_axes(
         burst_ax,
         "Completion (ms)",
         f"{app.name}: time from each burst's start to its last byte delivered",
         xmax=result.duration_s,
     )
-    _legend(burst_ax)
+    legend_outside(burst_ax)
     alert = 100 * TIMEOUT_RATIO_ALERT
     per_burst = _col(bursts, "tcp_timeouts")
     estab = _num_or_none(app.get("curr_estab"))
@@ -628,7 +610,7 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
                 label=f"over the bursts' {over.strip() or 'span'}: {100 * total:.3g} %/s",
             )
         ratio_ax.axhline(alert, color="0.2", linestyle="--", linewidth=1.0, label=f"alert {alert:g} %/s (story 004)")
-        _axes_style(
+        style_axes(
             ratio_ax,
             f"{TIMEOUT_RATE_NAME} (%/s)",
             f"Senders' {TIMEOUT_RATE_NAME} ({int(estab)} connections)",
@@ -658,7 +640,7 @@ def _broadcast(result: Result, app: AppResult) -> tuple[Any, str]:
             fontsize="medium",
         )
         ratio_ax.grid(True, axis="x", alpha=0.3)
-    _legend(ratio_ax)
+    legend_outside(ratio_ax)
     return fig, (
         "completion time of each burst (to the last byte delivered) against the burst window, and "
         f"{TIMEOUT_RATE_NAME} (per second, as Prometheus' rate() gives it) with the retransmission rate against "
@@ -700,13 +682,11 @@ def compare_app_plots(results: Mapping[str, Result]) -> list[Plot]:
     """One figure per app of a latency kind (:data:`COMPARE_LATENCY`) found in the
     variants (matched by app name): its latency CDF in each variant, overlaid
     (:func:`compare_app_figure`)."""
-    from tcplab.views.plots import Plot, _png
-
     plots = []
     for name, kind in compared_apps(results).items():
         fig, caption = compare_app_figure(results, name, kind)
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "app"
-        plots.append(Plot(f"compare-app-{stem}.png", caption, _png(fig)))
+        plots.append(Plot(f"compare-app-{stem}.png", caption, png_bytes(fig)))
     return plots
 
 
@@ -747,9 +727,8 @@ def compare_app_figure(results: Mapping[str, Result], name: str, kind: str) -> t
     if not every:
         _note(ax, f"no {items} in any variant")
     ax.set_ylabel(f"Fraction of {items}")
-    _legend(ax)
+    legend_outside(ax)
     caption = (
-        f"{name} ({kind}): {what}: the CDF of each variant overlaid (as flent's ping_cdf), "
-        "p50 and p99 in the legend"
+        f"{name} ({kind}): {what}: the CDF of each variant overlaid (as flent's ping_cdf), p50 and p99 in the legend"
     )
     return fig, caption

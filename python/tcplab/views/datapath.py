@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
+from tcplab.views.drawing import Plot, figure, legend_outside, png_bytes, style_axes
+
 if TYPE_CHECKING:
     from tcplab.results import Result
-    from tcplab.views.plots import Plot
 
 __all__ = [
     "TIMED_QDISCS",
@@ -107,11 +108,9 @@ def off_cpu_spans(cpu: Mapping[str, Any], duration_s: float) -> list[tuple[float
 
 
 def _qdisc_plot(result: Result, links: list[int]) -> Plot:
-    from tcplab.views.plots import Plot, _figure, _legend, _png, _style
-
     qs = result.queues
     cfg_links = result.config["links"]
-    fig = _figure(height=7.5)
+    fig = figure(height=7.5)
     pk_ax, by_ax, dr_ax = fig.subplots(3, 1, sharex=True, height_ratios=[3, 3, 2])
     names = dict(enumerate(_devices(result)))
     total_drops = 0
@@ -144,22 +143,22 @@ def _qdisc_plot(result: Result, links: list[int]) -> Plot:
             cap = float(queue["limit_bytes"]) / 1e3
             by_ax.axhline(cap, color=color, linestyle="--", linewidth=0.9, label=f"{node} {dev} limit {cap:g} kB")
             by_top = max(by_top, cap)
-    _style(pk_ax, "Backlog (packets)", f"Qdisc backlog - {result.title}", xlabel="", xmax=result.duration_s)
+    style_axes(pk_ax, "Backlog (packets)", f"Qdisc backlog - {result.title}", xlabel="", xmax=result.duration_s)
     pk_ax.set_ylim(0, pk_top * 1.1)
-    _style(by_ax, "Backlog (kB)", xlabel="", xmax=result.duration_s)
+    style_axes(by_ax, "Backlog (kB)", xlabel="", xmax=result.duration_s)
     by_ax.set_ylim(0, by_top * 1.1)
-    _style(dr_ax, f"Drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
+    style_axes(dr_ax, f"Drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
     dr_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if total_drops == 0:
         dr_ax.set_ylim(0, 1)
         dr_ax.text(0.5, 0.5, "no drops", transform=dr_ax.transAxes, ha="center", va="center", color="0.4")
     for ax in (pk_ax, by_ax, dr_ax):
-        _legend(ax)
+        legend_outside(ax)
     return Plot(
         "qdisc-backlog.png",
         "Backlog (packets, kB) and drops per sample of each tbf/fq/fq_codel qdisc, named NODE ethN as in the "
         "run directory's tc-qdisc-NODE.txt; dashed: the qdisc's limit",
-        _png(fig),
+        png_bytes(fig),
     )
 
 
@@ -179,13 +178,11 @@ def _cpu_of(result: Result, name: str) -> dict[str, Any] | None:
 
 
 def _nic_plot(result: Result, hosts: list[str]) -> Plot:
-    from tcplab.views.plots import Plot, _figure, _legend, _png, _style
-
     hs = result.host_series
     by_name = {h["name"]: h for h in result.hosts}
     any_allowance = bool(len(hs)) and bool((hs["allowance_queued"] > 0).any())
     panels = 3 if any_allowance else 2
-    fig = _figure(height=2.6 * panels + 1.0)
+    fig = figure(height=2.6 * panels + 1.0)
     axes = fig.subplots(panels, 1, sharex=True)
     ring_ax, drop_ax = axes[0], axes[1]
     total = 0
@@ -215,14 +212,14 @@ def _nic_plot(result: Result, hosts: list[str]) -> Plot:
         if any_allowance:
             q = rows["allowance_queued"].to_numpy(dtype=np.float64)
             axes[2].step(t, q, where="post", color=color, label=f"{name} allowance queue")
-    _style(
+    style_axes(
         ring_ax,
         "Ring occupancy (descriptors)",
         f"NIC receive rings - {result.title}",
         xlabel="",
         xmax=result.duration_s,
     )
-    _style(
+    style_axes(
         drop_ax,
         f"Ring drops per {result.sample_interval_s * 1e3:g} ms",
         xlabel="" if any_allowance else "Time (s)",
@@ -233,13 +230,13 @@ def _nic_plot(result: Result, hosts: list[str]) -> Plot:
         drop_ax.set_ylim(0, 1)
         drop_ax.text(0.5, 0.5, "no ring drops", transform=drop_ax.transAxes, ha="center", va="center", color="0.4")
     if any_allowance:
-        _style(axes[2], "Allowance queue (packets)", xmax=result.duration_s)
+        style_axes(axes[2], "Allowance queue (packets)", xmax=result.duration_s)
     for ax in axes:
-        _legend(ax)
+        legend_outside(ax)
     caption = "Receive-ring occupancy (dashed: ring size) and ring drops per sample of each host with a NIC model"
     if spans:
         caption += f"; grey: {shaded_host}'s off-CPU periods (from its CPU model's period, share and phase)"
-    return Plot("nic-rings.png", caption, _png(fig))
+    return Plot("nic-rings.png", caption, png_bytes(fig))
 
 
 def datapath_plots(result: Result) -> list[Plot]:

@@ -8,7 +8,7 @@ The model: one PNG per view, time in seconds on x, one colour per flow labelled
   (in-order delivery arrives in bursts when a loss is repaired, so per-sample goodput is
   spiky; the raw per-sample values stay in ``timeseries.parquet``); with several flows,
   also their total. A dashed line is the route's **payload ceiling**
-  (:mod:`tcplab.views.paths`: the bottleneck rate x 1448/1514 on Ethernet).
+  (:mod:`tcplab.results.paths`: the bottleneck rate x 1448/1514 on Ethernet).
 * ``cwnd.png``: ``cwnd`` in packets (as Linux and ``ss`` report it, not bytes), and
   ``ssthresh`` dotted where it is set (not the initial "infinite" 0x7fffffff). A trace that
   reverses direction at most samples (BBR's cwnd over a minute at 100 ms) would draw as a
@@ -34,14 +34,13 @@ The model: one PNG per view, time in seconds on x, one colour per flow labelled
   sampled every 100 ms) in flight is drawn as points, and the panel says the cycle aliases
   (:func:`transaction_cycle_s`): the engine samples, it does not keep per-interval extremes.
 
-Figures are drawn with matplotlib's object API on the Agg canvas (no pyplot state, no
-display needed), and saved without a software/date stamp so the same data gives the same
-bytes.
+Figures are drawn with the helpers of :mod:`tcplab.views.drawing` (matplotlib's object API
+on the Agg canvas, no pyplot state, no display needed; saved without a software/date stamp
+so the same data gives the same bytes).
 """
 
 from __future__ import annotations
 
-import io
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -49,15 +48,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from tcplab.results.paths import FlowPath, flow_paths
 from tcplab.views.apps import app_plots
 from tcplab.views.datapath import datapath_plots
+from tcplab.views.drawing import Plot, figure, legend_outside, png_bytes, sig, style_axes, trailing_mean
 from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
-from tcplab.views.paths import FlowPath, flow_paths
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,13 +86,8 @@ RUN_PLOTS = ("goodput.png", "cwnd.png", "rtt.png", "queues.png")
 #: Per-flow mechanism figures drawn at most (the first flows in scenario order).
 MAX_FLOW_FIGURES = 8
 
-#: Averaging window of goodput plots, seconds.
-GOODPUT_WINDOW_S = 1.0
-
 #: Linux's TCP_INFINITE_SSTHRESH (include/net/tcp.h): ssthresh not set yet.
 INFINITE_SSTHRESH = 0x7FFFFFFF
-
-_SAVE = {"dpi": 100, "metadata": {"Software": None}}
 
 #: Colours of the state strip and shading (CA state as ``ss``/``tcp_ca_state`` names them;
 #: BBR modes as tcp_bbr.c names them). Open and PROBE_BW are the steady states: unshaded.
@@ -105,80 +99,7 @@ _RETRANS_COLOR = "#333333"  # dark: apart from the orange of Recovery
 _RTO_COLOR = "#b00020"
 
 
-@dataclass(frozen=True)
-class Plot:
-    """One rendered figure: its file name under ``plots/``, a caption and the PNG bytes."""
-
-    filename: str
-    caption: str
-    png: bytes
-
-
 # -- helpers -----------------------------------------------------------------------------
-
-
-def _smooth(t: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Trailing mean of ``v`` over GOODPUT_WINDOW_S (NaN samples ignored)."""
-    if len(t) < 2:
-        return v
-    step = float(np.median(np.diff(t)))
-    n = max(1, int(round(GOODPUT_WINDOW_S / step))) if step > 0 else 1
-    if n == 1:
-        return v
-    valid = ~np.isnan(v)
-    filled = np.where(valid, v, 0.0)
-    csum = np.cumsum(np.concatenate(([0.0], filled)))
-    ccnt = np.cumsum(np.concatenate(([0], valid.astype(np.int64))))
-    idx = np.arange(1, len(v) + 1)
-    lo = np.maximum(0, idx - n)
-    cnt = ccnt[idx] - ccnt[lo]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(cnt > 0, (csum[idx] - csum[lo]) / cnt, np.nan)
-
-
-def _figure(height: float = 4.0, width: float = 10.0) -> Figure:
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", **_SAVE)
-    return buf.getvalue()
-
-
-def _style(
-    ax: Any, ylabel: str, title: str | None = None, *, xlabel: str = "Time (s)", xmax: float | None = None
-) -> None:
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, loc="left", fontsize="medium")
-    ax.grid(True, alpha=0.3)
-    top = ax.get_ylim()[1]
-    ax.set_ylim(0, top * 1.05 if top > 0 else 1.0)  # headroom: a flat line is not hidden by the frame
-    if xmax:
-        ax.set_xlim(0, xmax)
-    else:
-        ax.set_xlim(left=0)
-
-
-#: Legend entries shown at most; beyond, the first ones and a "... and N more" line (a
-#: workload's many connections would make the legend taller than the figure).
-MAX_LEGEND_ENTRIES = 14
-
-
-def _legend(ax: Any, **kw: Any) -> None:
-    """Legend to the right of the axes: it never covers the data."""
-    handles, labels = ax.get_legend_handles_labels()
-    if not handles:
-        return
-    if len(handles) > MAX_LEGEND_ENTRIES and "handles" not in kw:
-        keep = MAX_LEGEND_ENTRIES - 1
-        more = Patch(color="none", label=f"... and {len(handles) - keep} more")
-        kw = {**kw, "handles": [*handles[:keep], more], "labels": [*labels[:keep], more.get_label()]}
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0, **kw)
 
 
 def _flow_order(result: Result) -> list[str]:
@@ -234,14 +155,7 @@ def _rows(result: Result, name: str) -> pd.DataFrame:
 
 
 def _mbps(bps: float) -> str:
-    return f"{_sig3(bps / 1e6)} Mbit/s"
-
-
-def _sig3(x: float) -> str:
-    """Three significant figures, never in exponent form (the report's rounding)."""
-    from tcplab.views.report import sig
-
-    return sig(x, 3)
+    return f"{sig(bps / 1e6, 3)} Mbit/s"
 
 
 def _reference_lines(
@@ -345,7 +259,7 @@ def trace(
 
 def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str, str]) -> Plot:
     ts = result.timeseries
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     flows = _flow_order(result)
     for name in flows:
@@ -353,21 +267,22 @@ def _goodput_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping
         if rows.empty:
             continue
         t = rows["t_s"].to_numpy()
-        v = _smooth(t, rows["goodput_bps"].to_numpy(dtype=np.float64))
+        v = trailing_mean(t, rows["goodput_bps"].to_numpy(dtype=np.float64))
         ax.plot(t, v / 1e6, label=_flow_label(result, name), color=colors[name], linewidth=1.2)
     if ts["flow_name"].nunique() > 1:
         total = ts.groupby("t_s", sort=True)["goodput_bps"].sum(min_count=1)
         tt = total.index.to_numpy()
-        ax.plot(tt, _smooth(tt, total.to_numpy(dtype=np.float64)) / 1e6, label="total", color="black", linewidth=1.0)
+        total_bps = trailing_mean(tt, total.to_numpy(dtype=np.float64))
+        ax.plot(tt, total_bps / 1e6, label="total", color="black", linewidth=1.0)
     _ceiling_lines(ax, paths, flows, colors)
-    _style(ax, "Goodput (Mbit/s, 1 s average)", f"TCP goodput - {result.title}", xmax=result.duration_s)
-    _legend(ax)
+    style_axes(ax, "Goodput (Mbit/s, 1 s average)", f"TCP goodput - {result.title}", xmax=result.duration_s)
+    legend_outside(ax)
     return Plot(
         "goodput.png",
         "Goodput of each flow (1 s average) and the route's payload ceiling. In-order delivery comes in "
         "bursts when a repaired loss releases the data held behind it, so a 1 s average can pass the "
         "ceiling for a moment",
-        _png(fig),
+        png_bytes(fig),
     )
 
 
@@ -377,14 +292,14 @@ def _cwnd_plot(result: Result, colors: Mapping[str, str]) -> Plot:
         "Congestion window and ssthresh of each flow, in packets (a cwnd that changes direction at most "
         "samples, as BBR's does, is drawn as its median and min..max band per bin: each flow's mechanism "
         "figure zooms into it)",
-        _png(cwnd_figure(result, colors)),
+        png_bytes(cwnd_figure(result, colors)),
     )
 
 
 def cwnd_figure(result: Result, colors: Mapping[str, str]) -> Figure:
     """``cwnd.png``'s figure: each flow's cwnd (enveloped when dense, :func:`trace`) and
     ssthresh."""
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     any_ssthresh = False
     for name in _flow_order(result):
@@ -400,13 +315,13 @@ def cwnd_figure(result: Result, colors: Mapping[str, str]) -> Figure:
             ax.plot(t, ss, color=colors[name], linestyle=":", linewidth=1.0)
     if any_ssthresh:
         ax.plot([], [], color="0.3", linestyle=":", label="ssthresh (dotted)")
-    _style(ax, "cwnd (packets)", f"TCP congestion window - {result.title}", xmax=result.duration_s)
-    _legend(ax)
+    style_axes(ax, "cwnd (packets)", f"TCP congestion window - {result.title}", xmax=result.duration_s)
+    legend_outside(ax)
     return fig
 
 
 def _rtt_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str, str]) -> Plot:
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     flows = _flow_order(result)
     for name in flows:
@@ -415,9 +330,9 @@ def _rtt_plot(result: Result, paths: Mapping[str, FlowPath], colors: Mapping[str
             continue
         ax.plot(rows["t_s"].to_numpy(), _rtt_ms(rows, "srtt_us"), label=_flow_label(result, name), color=colors[name])
     _base_rtt_lines(ax, paths, flows, colors)
-    _style(ax, "Smoothed RTT (ms)", f"TCP RTT - {result.title}", xmax=result.duration_s)
-    _legend(ax)
-    return Plot("rtt.png", "Smoothed RTT of each flow and the route's base (propagation) RTT", _png(fig))
+    style_axes(ax, "Smoothed RTT (ms)", f"TCP RTT - {result.title}", xmax=result.duration_s)
+    legend_outside(ax)
+    return Plot("rtt.png", "Smoothed RTT of each flow and the route's base (propagation) RTT", png_bytes(fig))
 
 
 def _limit_packets(link: Mapping[str, Any]) -> float | None:
@@ -452,7 +367,7 @@ def bottleneck_queues(result: Result, paths: Mapping[str, FlowPath] | None = Non
 def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
     qs = result.queues
     links = result.config["links"]
-    fig = _figure(height=5.5)
+    fig = figure(height=5.5)
     backlog, drops = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
     limits = []
     top = 1.0
@@ -484,19 +399,19 @@ def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
         unit = "pkts" if float(cap).is_integer() else "full-size pkts"
         where = "" if cap <= top else " (off scale)"
         backlog.axhline(cap, color=color, linestyle="--", linewidth=0.9, label=f"{name} limit {cap:g} {unit}{where}")
-    _style(backlog, "Backlog (packets)", f"Bottleneck queues - {result.title}", xlabel="", xmax=result.duration_s)
+    style_axes(backlog, "Backlog (packets)", f"Bottleneck queues - {result.title}", xlabel="", xmax=result.duration_s)
     backlog.set_ylim(0, top * 1.1)
-    _style(drops, f"Tail drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
+    style_axes(drops, f"Tail drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
     drops.yaxis.set_major_locator(MaxNLocator(integer=True))
     if total_drops == 0:
         drops.set_ylim(0, 1)
         drops.text(0.5, 0.5, "no tail drops", transform=drops.transAxes, ha="center", va="center", color="0.4")
-    _legend(backlog)
-    _legend(drops)
+    legend_outside(backlog)
+    legend_outside(drops)
     return Plot(
         "queues.png",
         "Backlog and tail drops of each bottleneck queue (random-loss drops are counted in the Links table)",
-        _png(fig),
+        png_bytes(fig),
     )
 
 
@@ -519,8 +434,6 @@ def transaction_cycle_s(result: Result, name: str) -> float | None:
         if len(starts) >= 3:
             return float(np.median(np.diff(starts)))
     return None
-
-
 
 
 def _shade(ax: Any, spans: list[Any], colors: Mapping[str, str], alpha: float) -> None:
@@ -572,13 +485,31 @@ def _strip(
 
 def _flow_plot(result: Result, number: int, name: str, path: FlowPath | None) -> Plot:
     fig, caption = flow_figure(result, number, name, path)
-    return Plot(f"flow-{number}.png", caption, _png(fig))
+    return Plot(f"flow-{number}.png", caption, png_bytes(fig))
 
 
-def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -> tuple[Figure, str]:
-    """The mechanism figure of flow ``number`` (``flow-N.png``, module doc) and its caption."""
-    rows = _rows(result, name).sort_values("t_ns")
-    cc = _flow_cc(result).get(name, "")
+@dataclass(frozen=True)
+class _FlowMarks:
+    """One flow's samples within its lifetime and the marks its figure draws on them."""
+
+    t: np.ndarray  # sample times, s
+    ca: np.ndarray  # CA state names
+    cwnd: np.ndarray  # packets
+    ssthresh: np.ndarray  # packets (NaN where not set)
+    inflight: np.ndarray  # packets
+    ca_known: bool  # False for a kernel run's series (ss does not show the CA state)
+    ca_spans: list[Any]
+    mode_spans: list[Any]
+    has_modes: bool
+    retrans: tuple[np.ndarray, np.ndarray]  # (times, segments retransmitted since the last sample)
+    rtos: np.ndarray  # times the flow entered Loss
+    cycle_s: float | None  # its app's request cycle (transaction_cycle_s)
+    aliased: bool  # a cycle shorter than two samples: in flight is drawn as points
+    span: tuple[float, float]  # the run, s
+    interval_s: float  # the sample interval
+
+
+def _flow_marks(result: Result, name: str, rows: pd.DataFrame) -> _FlowMarks:
     interval = result.sample_interval_s
     t = rows["t_s"].to_numpy(dtype=np.float64)
     ca = rows["ca_state_name"].to_numpy().astype(str)
@@ -586,153 +517,193 @@ def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -
     has_modes = bool((modes != "").any())
     # a kernel run's series has no CA state (ss does not show it): say so, mark no RTO
     ca_known = "ca_state" not in getattr(result, "unknown_columns", ())
-    ca_spans = state_spans(t, ca, interval) if ca_known else []
-    mode_spans = state_spans(t, modes, interval) if has_modes else []
-    retrans = retransmission_marks(t, rows["retrans_segs"].to_numpy())
-    rtos = entries(t, ca, "Loss") if ca_known else np.array([], dtype=np.float64)
-    cwnd = rows["cwnd"].to_numpy(dtype=np.float64)
-    ssthresh = _ssthresh(rows)
-    inflight = rows["inflight"].to_numpy(dtype=np.float64)
     # a request/response cycle shorter than two samples aliases in the in-flight trace: draw
     # the samples as points (nothing between them is known) and say so on the panel
     cycle = transaction_cycle_s(result, name)
-    aliased = cycle is not None and cycle < 2.0 * interval
-    span = (0.0, result.duration_s)
+    return _FlowMarks(
+        t=t,
+        ca=ca,
+        cwnd=rows["cwnd"].to_numpy(dtype=np.float64),
+        ssthresh=_ssthresh(rows),
+        inflight=rows["inflight"].to_numpy(dtype=np.float64),
+        ca_known=ca_known,
+        ca_spans=state_spans(t, ca, interval) if ca_known else [],
+        mode_spans=state_spans(t, modes, interval) if has_modes else [],
+        has_modes=has_modes,
+        retrans=retransmission_marks(t, rows["retrans_segs"].to_numpy()),
+        rtos=entries(t, ca, "Loss") if ca_known else np.array([], dtype=np.float64),
+        cycle_s=cycle,
+        aliased=cycle is not None and cycle < 2.0 * interval,
+        span=(0.0, result.duration_s),
+        interval_s=interval,
+    )
 
-    fig = _figure(height=13.0)
-    grid = fig.add_gridspec(5, 1, height_ratios=[0.8 if has_modes else 0.55, 3, 2.4, 2.4, 3])
+
+def flow_figure(result: Result, number: int, name: str, path: FlowPath | None) -> tuple[Figure, str]:
+    """The mechanism figure of flow ``number`` (``flow-N.png``, module doc) and its caption."""
+    rows = _rows(result, name).sort_values("t_ns")
+    cc = _flow_cc(result).get(name, "")
+    m = _flow_marks(result, name, rows)
+
+    fig = figure(height=13.0)
+    grid = fig.add_gridspec(5, 1, height_ratios=[0.8 if m.has_modes else 0.55, 3, 2.4, 2.4, 3])
     strip = fig.add_subplot(grid[0])
     win = fig.add_subplot(grid[1], sharex=strip)
     rate = fig.add_subplot(grid[2], sharex=strip)
     rtt = fig.add_subplot(grid[3], sharex=strip)
     zoom = fig.add_subplot(grid[4])
 
-    strip_rows = [("CA state", ca_spans if ca_known else None, CA_COLORS)]
-    if has_modes:
-        strip_rows.append(("BBR mode" if cc == "bbr" else "cc mode", mode_spans, MODE_COLORS))
-    _strip(strip, strip_rows, retrans, rtos)
-    strip.set_title(f"Flow {number}: {_flow_label(result, name)} - {result.title}", loc="left", fontsize="medium")
-    strip.tick_params(labelbottom=False)
-    present = {s.label for s in ca_spans} | {s.label for s in mode_spans}
-    handles = [Patch(color=c, label=k) for k, c in {**CA_COLORS, **MODE_COLORS}.items() if k in present]
-    handles.append(Patch(color=_RETRANS_COLOR, label=f"retransmitted ({int(retrans[1].sum())} segs)"))
-    if ca_known:
-        handles.append(Patch(color=_RTO_COLOR, label=f"RTO: entered Loss ({len(rtos)})"))
-    strip.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", borderaxespad=0)
-
-    def window_panel(ax: Any, mark_samples: bool) -> None:
-        _shade(ax, ca_spans, {k: CA_COLORS[k] for k in _SHADED_CA}, 0.18)
-        marker = {"marker": "o", "markersize": 2.5} if mark_samples else {}
-        # cwnd on top: a cwnd-limited flow has in flight = cwnd, and cwnd is the trace to read
-        if mark_samples:
-            ax.plot(t, cwnd, color="C0", linewidth=1.2, label="cwnd", zorder=3, **marker)
-        else:
-            trace(ax, t, cwnd, span, label="cwnd", color="C0", linewidth=1.2, zorder=3)
-        if np.isfinite(ssthresh).any():
-            ax.plot(t, ssthresh, color="C3", linestyle=":", linewidth=1.2, label="ssthresh", zorder=2.5)
-        if aliased:
-            ax.plot(t, inflight, linestyle="none", marker=".", markersize=3, color="C2", zorder=2,
-                    label=f"in flight (samples only: the {cycle * 1e3:.3g} ms request cycle aliases)")  # fmt: skip
-            if not mark_samples:  # said once, above the panel (the zoom's title says it short)
-                import textwrap
-
-                note = (
-                    f"In flight is sampled every {interval * 1e3:g} ms; this connection makes a request every "
-                    f"{cycle * 1e3:.3g} ms, faster than half the sampling: the points cannot show the cycle (any "
-                    "on/off pattern in them is aliasing). The app's latency figure shows each request."
-                )
-                ax.set_title(textwrap.fill(note, 120), loc="left", fontsize="small", color="0.25")
-        elif mark_samples:
-            ax.plot(t, inflight, color="C2", linewidth=1.6, alpha=0.6, label="in flight", zorder=2)
-        else:
-            trace(ax, t, inflight, span, label="in flight", color="C2", linewidth=1.6, alpha=0.6, zorder=2)
-        for x in rtos:
-            ax.axvline(x, color=_RTO_COLOR, linestyle="--", linewidth=0.9)
-        if mark_samples and len(retrans[0]):
-            at = np.isin(t, retrans[0])
-            ax.plot(
-                t[at],
-                cwnd[at],
-                linestyle="none",
-                marker="x",
-                color=_RETRANS_COLOR,
-                label="retransmitted since last sample",
-                zorder=4,
-            )
-        if any(sp.label in _SHADED_CA for sp in ca_spans):
-            ax.plot([], [], color=_CA_PATCH, linewidth=6, alpha=0.5, label="Recovery / Loss (shaded)")
-
-    window_panel(win, False)
-    _style(win, "packets", xlabel="", xmax=result.duration_s)
+    _strip_panel(strip, result, number, name, cc, m)
+    _window_panel(win, m, mark_samples=False)
+    style_axes(win, "packets", xlabel="", xmax=result.duration_s)
     win.tick_params(labelbottom=False)
-    _legend(win)
+    legend_outside(win)
+    _rate_panel(rate, result, rows, cc, path, m)
+    _rtt_panel(rtt, result, rows, path)
+    _zoom_panel(zoom, result, name, rows, path, m)
+    return fig, (
+        f"Mechanism of flow {number}, {_flow_label(result, name)}: CA state and BBR mode, cwnd, rates, "
+        f"RTT and a zoom (one point per sample: a smaller sample_interval gives a finer trace)"
+    )
 
-    _shade(rate, mode_spans, {k: MODE_COLORS[k] for k in _SHADED_MODES}, 0.22)
+
+def _strip_panel(ax: Any, result: Result, number: int, name: str, cc: str, m: _FlowMarks) -> None:
+    """The state strip (CA state, BBR mode, retransmissions and RTOs), titled, with its legend."""
+    strip_rows = [("CA state", m.ca_spans if m.ca_known else None, CA_COLORS)]
+    if m.has_modes:
+        strip_rows.append(("BBR mode" if cc == "bbr" else "cc mode", m.mode_spans, MODE_COLORS))
+    _strip(ax, strip_rows, m.retrans, m.rtos)
+    ax.set_title(f"Flow {number}: {_flow_label(result, name)} - {result.title}", loc="left", fontsize="medium")
+    ax.tick_params(labelbottom=False)
+    present = {s.label for s in m.ca_spans} | {s.label for s in m.mode_spans}
+    handles = [Patch(color=c, label=k) for k, c in {**CA_COLORS, **MODE_COLORS}.items() if k in present]
+    handles.append(Patch(color=_RETRANS_COLOR, label=f"retransmitted ({int(m.retrans[1].sum())} segs)"))
+    if m.ca_known:
+        handles.append(Patch(color=_RTO_COLOR, label=f"RTO: entered Loss ({len(m.rtos)})"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", borderaxespad=0)
+
+
+def _window_panel(ax: Any, m: _FlowMarks, mark_samples: bool) -> None:
+    """cwnd, ssthresh and in flight, Recovery and Loss shaded, RTOs marked: over the run
+    (median and band where dense) or, ``mark_samples``, every sample marked (the zoom)."""
+    t, cwnd, interval, cycle = m.t, m.cwnd, m.interval_s, m.cycle_s
+    _shade(ax, m.ca_spans, {k: CA_COLORS[k] for k in _SHADED_CA}, 0.18)
+    marker = {"marker": "o", "markersize": 2.5} if mark_samples else {}
+    # cwnd on top: a cwnd-limited flow has in flight = cwnd, and cwnd is the trace to read
+    if mark_samples:
+        ax.plot(t, cwnd, color="C0", linewidth=1.2, label="cwnd", zorder=3, **marker)
+    else:
+        trace(ax, t, cwnd, m.span, label="cwnd", color="C0", linewidth=1.2, zorder=3)
+    if np.isfinite(m.ssthresh).any():
+        ax.plot(t, m.ssthresh, color="C3", linestyle=":", linewidth=1.2, label="ssthresh", zorder=2.5)
+    if m.aliased:
+        ax.plot(t, m.inflight, linestyle="none", marker=".", markersize=3, color="C2", zorder=2,
+                label=f"in flight (samples only: the {cycle * 1e3:.3g} ms request cycle aliases)")  # fmt: skip
+        if not mark_samples:  # said once, above the panel (the zoom's title says it short)
+            import textwrap
+
+            note = (
+                f"In flight is sampled every {interval * 1e3:g} ms; this connection makes a request every "
+                f"{cycle * 1e3:.3g} ms, faster than half the sampling: the points cannot show the cycle (any "
+                "on/off pattern in them is aliasing). The app's latency figure shows each request."
+            )
+            ax.set_title(textwrap.fill(note, 120), loc="left", fontsize="small", color="0.25")
+    elif mark_samples:
+        ax.plot(t, m.inflight, color="C2", linewidth=1.6, alpha=0.6, label="in flight", zorder=2)
+    else:
+        trace(ax, t, m.inflight, m.span, label="in flight", color="C2", linewidth=1.6, alpha=0.6, zorder=2)
+    for x in m.rtos:
+        ax.axvline(x, color=_RTO_COLOR, linestyle="--", linewidth=0.9)
+    if mark_samples and len(m.retrans[0]):
+        at = np.isin(t, m.retrans[0])
+        ax.plot(
+            t[at],
+            cwnd[at],
+            linestyle="none",
+            marker="x",
+            color=_RETRANS_COLOR,
+            label="retransmitted since last sample",
+            zorder=4,
+        )
+    if any(sp.label in _SHADED_CA for sp in m.ca_spans):
+        ax.plot([], [], color=_CA_PATCH, linewidth=6, alpha=0.5, label="Recovery / Loss (shaded)")
+
+
+def _rate_panel(ax: Any, result: Result, rows: pd.DataFrame, cc: str, path: FlowPath | None, m: _FlowMarks) -> None:
+    """Pacing and delivery rate (and BBR's bandwidth estimate), BBR's modes shaded, the
+    payload ceiling dashed."""
+    t = m.t
+    _shade(ax, m.mode_spans, {k: MODE_COLORS[k] for k in _SHADED_MODES}, 0.22)
     pacing = rows["pacing_rate_bps"].to_numpy(dtype=np.float64) / 1e6
     delivery = rows["delivery_rate_bps"].to_numpy(dtype=np.float64) / 1e6
-    rate.plot(t, np.where(pacing > 0, pacing, np.nan), color="C1", linewidth=1.0, label="pacing rate")
-    rate.plot(t, np.where(delivery > 0, delivery, np.nan), color="C0", linewidth=1.0, label="delivery rate")
+    ax.plot(t, np.where(pacing > 0, pacing, np.nan), color="C1", linewidth=1.0, label="pacing rate")
+    ax.plot(t, np.where(delivery > 0, delivery, np.nan), color="C0", linewidth=1.0, label="delivery rate")
     if cc == "bbr":
         bw = rows["bbr_bw_bps"].to_numpy(dtype=np.float64) / 1e6
-        rate.plot(t, np.where(bw > 0, bw, np.nan), color="C4", linewidth=1.2, label="BBR bw estimate")
+        ax.plot(t, np.where(bw > 0, bw, np.nan), color="C4", linewidth=1.2, label="BBR bw estimate")
     if path is not None:
         ceiling = path.payload_ceiling_bps / 1e6
-        rate.axhline(
+        ax.axhline(
             ceiling,
             color="0.35",
             linestyle="--",
             linewidth=1.0,
             label=f"payload ceiling {_mbps(path.payload_ceiling_bps)}",
         )
-    _style(rate, "Mbit/s", xlabel="", xmax=result.duration_s)
+    style_axes(ax, "Mbit/s", xlabel="", xmax=result.duration_s)
     if path is not None:
         # the first RTTs of slow start pace at 2x a tiny srtt: keep the steady state readable
-        rate.set_ylim(0, min(rate.get_ylim()[1], 3.0 * path.payload_ceiling_bps / 1e6))
-    rate.tick_params(labelbottom=False)
-    _legend(rate)
+        ax.set_ylim(0, min(ax.get_ylim()[1], 3.0 * path.payload_ceiling_bps / 1e6))
+    ax.tick_params(labelbottom=False)
+    legend_outside(ax)
 
-    rtt.plot(t, _rtt_ms(rows, "srtt_us"), color="C0", linewidth=1.2, label="srtt")
-    rtt.plot(t, _rtt_ms(rows, "min_rtt_us"), color="C2", linewidth=1.0, label="min RTT")
+
+def _rtt_panel(ax: Any, result: Result, rows: pd.DataFrame, path: FlowPath | None) -> None:
+    """srtt and min RTT, the route's base RTT dashed."""
+    t = rows["t_s"].to_numpy(dtype=np.float64)
+    ax.plot(t, _rtt_ms(rows, "srtt_us"), color="C0", linewidth=1.2, label="srtt")
+    ax.plot(t, _rtt_ms(rows, "min_rtt_us"), color="C2", linewidth=1.0, label="min RTT")
     if path is not None:
-        rtt.axhline(
+        ax.axhline(
             path.base_rtt_s * 1e3,
             color="0.35",
             linestyle="--",
             linewidth=1.0,
             label=f"base RTT {path.base_rtt_s * 1e3:.1f} ms",
         )
-    _style(rtt, "RTT (ms)", xmax=result.duration_s)
-    _legend(rtt)
+    style_axes(ax, "RTT (ms)", xmax=result.duration_s)
+    legend_outside(ax)
 
+
+def _zoom_panel(ax: Any, result: Result, name: str, rows: pd.DataFrame, path: FlowPath | None, m: _FlowMarks) -> None:
+    """The window panel again, every sample marked, around the first loss (or the first
+    seconds, or the whole flow when it is short)."""
+    t, interval = m.t, m.interval_s
     flows = result.flows.set_index("name")
     start = float(flows["start_s"].get(name, 0.0)) if name in flows.index else 0.0
     end = float(flows["end_s"].get(name, result.duration_s)) if name in flows.index else result.duration_s
-    loss = first_loss_s(t, rows["retrans_segs"].to_numpy(), ca)
+    loss = first_loss_s(t, rows["retrans_segs"].to_numpy(), m.ca)
     window = zoom_window(start, end, interval, path.base_rtt_s if path else 0.0, loss)
     if window is None:
         window = (start, max(end, start + interval))
         what = "the whole flow"
     else:
         what = "around the first loss" if loss is not None else "the first seconds (no loss)"
-    window_panel(zoom, True)
+    _window_panel(ax, m, mark_samples=True)
     inside = (t >= window[0]) & (t <= window[1])
-    top = np.nanmax(np.concatenate([cwnd[inside], ssthresh[inside], inflight[inside], [1.0]]))
-    zoom.set_xlim(*window)
-    zoom.set_ylim(0, top * 1.1)
-    zoom.set_title(
+    top = np.nanmax(np.concatenate([m.cwnd[inside], m.ssthresh[inside], m.inflight[inside], [1.0]]))
+    ax.set_xlim(*window)
+    ax.set_ylim(0, top * 1.1)
+    ax.set_title(
         f"Zoom: cwnd {window[0]:.2f}-{window[1]:.2f} s, {what}; one point per {interval * 1e3:g} ms sample"
-        + ("; in flight aliases (see above)" if aliased else ""),
+        + ("; in flight aliases (see above)" if m.aliased else ""),
         loc="left",
         fontsize="medium",
     )
-    zoom.set_xlabel("Time (s)")
-    zoom.set_ylabel("packets")
-    zoom.grid(True, alpha=0.3)
-    _legend(zoom)
-    return fig, (
-        f"Mechanism of flow {number}, {_flow_label(result, name)}: CA state and BBR mode, cwnd, rates, "
-        f"RTT and a zoom (one point per sample: a smaller sample_interval gives a finer trace)"
-    )
+    ax.set_xlabel("Time (s)")
+    ax.set_ylabel("packets")
+    ax.grid(True, alpha=0.3)
+    legend_outside(ax)
 
 
 _CA_PATCH = CA_COLORS["Recovery"]
@@ -781,7 +752,7 @@ def compare_plot(results: Mapping[str, Result]) -> Plot:
     """compare.png: goodput (1 s average) with the payload ceiling, cwnd, smoothed RTT with
     the base RTT, and the backlog of each variant's bottleneck queue; one colour per
     variant, several flows of one variant in one colour with different line styles."""
-    fig = _figure(height=12.0)
+    fig = figure(height=12.0)
     good, win, rtt, queue = fig.subplots(4, 1, sharex=True)
     styles = ["-", "--", ":", "-."]
     ceilings: dict[float, list[str]] = {}
@@ -798,7 +769,7 @@ def compare_plot(results: Mapping[str, Result]) -> Plot:
             line_label = label if len(flows) == 1 else f"{label}: {name}"
             t = rows["t_s"].to_numpy()
             style = {"color": color, "linestyle": styles[k % 4], "label": line_label, "linewidth": 1.1}
-            good.plot(t, _smooth(t, rows["goodput_bps"].to_numpy(dtype=np.float64)) / 1e6, **style)
+            good.plot(t, trailing_mean(t, rows["goodput_bps"].to_numpy(dtype=np.float64)) / 1e6, **style)
             end = max(r.duration_s for r in results.values())
             trace(win, t, rows["cwnd"].to_numpy(dtype=np.float64), (0.0, end), **style)
             rtt.plot(t, _rtt_ms(rows, "srtt_us"), **style)
@@ -838,17 +809,17 @@ def compare_plot(results: Mapping[str, Result]) -> Plot:
         )
     names = ", ".join(results)
     end = max(r.duration_s for r in results.values())
-    _style(good, "Goodput (Mbit/s, 1 s avg)", f"TCP goodput - {names}", xlabel="", xmax=end)
-    _style(win, "cwnd (packets)", "TCP congestion window", xlabel="", xmax=end)
-    _style(rtt, "Smoothed RTT (ms)", "TCP RTT", xlabel="", xmax=end)
-    _style(queue, "Backlog (packets)", "Bottleneck queue backlog", xmax=end)
+    style_axes(good, "Goodput (Mbit/s, 1 s avg)", f"TCP goodput - {names}", xlabel="", xmax=end)
+    style_axes(win, "cwnd (packets)", "TCP congestion window", xlabel="", xmax=end)
+    style_axes(rtt, "Smoothed RTT (ms)", "TCP RTT", xlabel="", xmax=end)
+    style_axes(queue, "Backlog (packets)", "Bottleneck queue backlog", xmax=end)
     for ax in (good, win, rtt, queue):
-        _legend(ax)
+        legend_outside(ax)
     return Plot(
         "compare.png",
         "Goodput (1 s average; it can pass the payload ceiling for a moment when a repaired loss "
         "releases held data), cwnd, RTT and bottleneck backlog of each variant",
-        _png(fig),
+        png_bytes(fig),
     )
 
 

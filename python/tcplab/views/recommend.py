@@ -24,7 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from tcplab.views.plots import Plot, _figure, _legend, _png
+from tcplab.views.drawing import Plot
+from tcplab.views.drawing import figure as _figure
+from tcplab.views.drawing import legend_outside as _legend
+from tcplab.views.drawing import png_bytes as _png
 
 if TYPE_CHECKING:
     from tcplab.recommend.recommendation import Recommendation

@@ -9,8 +9,8 @@ page still works when attached to a ticket or mailed. (The same PNGs are also wr
 ``plots/`` for people who want the files.)
 
 Numbers are rounded for reading, not for computing (``summary.json`` keeps full precision):
-rates to 3 significant figures (:func:`sig`), percentages to 2 decimals, milliseconds to
-1 decimal, counts as integers.
+rates to 3 significant figures (:func:`~tcplab.views.drawing.sig`, re-exported here),
+percentages to 2 decimals, milliseconds to 1 decimal, counts as integers.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from tcplab.results.ethtool import NOT_ETHTOOL
+from tcplab.views.drawing import Plot, sig
 
 if TYPE_CHECKING:
     from tcplab.results import Result
-    from tcplab.views.plots import Plot
 
 __all__ = [
     "sig",
@@ -286,22 +286,6 @@ dropped (random loss). Payload ceiling and base RTT: of the first flow's route (
 _COMPARE_TEMPLATE = scrolling(_COMPARE_TEMPLATE)
 
 
-def sig(x: float, digits: int = 3) -> str:
-    """``x`` to ``digits`` significant figures, in plain notation (``95.342 -> "95.3"``,
-    ``4.585 -> "4.58"`` or ``"4.59"`` by binary rounding, ``1234.5 -> "1230"``)."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "-"
-    if x == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(x)))
-    decimals = digits - 1 - magnitude
-    value = round(x, decimals)
-    if value != 0 and math.floor(math.log10(abs(value))) > magnitude:  # 9.996 -> 10.0 -> "10"
-        decimals -= 1
-        value = round(x, decimals)
-    return f"{value:.{max(0, decimals)}f}"
-
-
 def _fixed(x: Any, scale: float = 1.0, decimals: int = 1) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
@@ -341,7 +325,7 @@ def _flow_rows(
 ) -> list[dict[str, Any]]:
     """One row per flow; the flows of an app in ``collapsed`` (flow -> app: a broadcast's
     thousands of connections) as one row of totals per app."""
-    from tcplab.views.paths import flow_paths
+    from tcplab.results.paths import flow_paths
 
     paths = flow_paths(config) if config else {}
     rows = []
@@ -698,7 +682,7 @@ def write_report(result: Result, path: Path, plots: Sequence[Plot] = ()) -> Path
 def _path_rows(results: Mapping[str, Result], columns: Sequence[str]) -> list[tuple[str, list[str]]]:
     """The first flow's payload ceiling and base RTT of each column ("-" for a variant that
     did not run)."""
-    from tcplab.views.paths import flow_paths
+    from tcplab.results.paths import flow_paths
 
     ceiling, base = [], []
     for label in columns:
@@ -753,7 +737,7 @@ def write_compare_report(
     latency CDFs of the variants overlaid (:func:`tcplab.views.apps.compare_app_plots`,
     inline only) and the first ``per_variant`` flow figures of each variant (read from
     ``DIR/<variant>/plots``, written by the run views) inline."""
-    from tcplab.views.plots import Plot, compare_plot
+    from tcplab.views.plots import compare_plot
 
     figures: list[Plot] = []
     if plots:

@@ -217,7 +217,7 @@ def _story_info(seed: str) -> dict[str, str]:
 
 def experiment_record(outcome: Outcome, out_dir: Path | None = None) -> dict[str, Any]:
     """Everything the experiment's reports show, as JSON-able data (``claims.json``)."""
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     e = outcome.experiment
     runs = []
@@ -296,7 +296,7 @@ def totals_line(totals: Mapping[str, int]) -> str:
 
 
 def index_record(records: Sequence[Mapping[str, Any]], *, quick: bool, elapsed_s: float | None) -> dict[str, Any]:
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     totals = _totals(records)
     # in the stories' order (story 000 first), whatever order the experiments were named in

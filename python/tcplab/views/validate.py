@@ -35,19 +35,13 @@ from typing import TYPE_CHECKING
 import jinja2
 import numpy as np
 
-from tcplab.views.plots import (
-    MAX_FLOW_FIGURES,
-    Plot,
-    _figure,
-    _flow_order,
-    _legend,
-    _png,
-    _rows,
-    _rtt_ms,
-    _smooth,
-    _style,
-    bottleneck_queues,
-)
+from tcplab.views.drawing import Plot
+from tcplab.views.drawing import figure as _figure
+from tcplab.views.drawing import legend_outside as _legend
+from tcplab.views.drawing import png_bytes as _png
+from tcplab.views.drawing import style_axes as _style
+from tcplab.views.drawing import trailing_mean as _smooth
+from tcplab.views.plots import MAX_FLOW_FIGURES, _flow_order, _rows, _rtt_ms, bottleneck_queues
 from tcplab.views.report import _STYLE, data_uri, sig
 
 if TYPE_CHECKING:
@@ -361,7 +355,7 @@ def path_rows(v: Validation) -> list[dict[str, str]]:
 
 
 def _header(v: Validation) -> dict[str, str]:
-    from tcplab import __version__
+    from tcplab.version import __version__
 
     k = v.kernel
     release = k.get("release") or ("(a simulation standing in for the kernel)" if k.get("kind") != "kernel" else "?")

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tcplab.experiments.base import Explanation
-from tcplab.views.plots import _figure, _legend, _png, _style
+from tcplab.views.drawing import figure as _figure
+from tcplab.views.drawing import legend_outside as _legend
+from tcplab.views.drawing import png_bytes as _png
+from tcplab.views.drawing import style_axes as _style
 
 if TYPE_CHECKING:
     from tcplab.results import Result

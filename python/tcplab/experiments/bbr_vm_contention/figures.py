@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tcplab.experiments.base import Explanation
-from tcplab.views.plots import _SAVE, _figure, _legend, _style
+from tcplab.views.drawing import SAVE as _SAVE
+from tcplab.views.drawing import figure as _figure
+from tcplab.views.drawing import legend_outside as _legend
+from tcplab.views.drawing import style_axes as _style
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -387,7 +387,7 @@ class CiliumBbrDemo(Experiment):
         )
 
     def _bandwidth(self, results: Mapping[str, Result]) -> ClaimResult:
-        from tcplab.views.paths import flow_paths
+        from tcplab.results.paths import flow_paths
 
         claim = self.claim("b-bandwidth")
         cubic, bbr = results["b-cubic"], results["b-bbr"]

@@ -26,7 +26,11 @@ import numpy as np
 
 from tcplab.experiments.base import Explanation
 from tcplab.units import plural
-from tcplab.views.plots import _figure, _legend, _png, _smooth, _style
+from tcplab.views.drawing import figure as _figure
+from tcplab.views.drawing import legend_outside as _legend
+from tcplab.views.drawing import png_bytes as _png
+from tcplab.views.drawing import style_axes as _style
+from tcplab.views.drawing import trailing_mean as _smooth
 
 if TYPE_CHECKING:
     from tcplab.results import Result
@@ -35,7 +39,7 @@ COLORS = {"cubic": "#1f77b4", "bbr": "#d62728"}
 
 
 def _f(x: float, unit: str = "") -> str:
-    from tcplab.views.report import sig
+    from tcplab.views.drawing import sig
 
     return f"{sig(x, 3)}{(' ' + unit) if unit else ''}"
 
@@ -143,7 +147,7 @@ def case_b_player_figure(results: Mapping[str, Result], plots_dir: Path, shares:
 def case_b_transport_figure(
     results: Mapping[str, Result], plots_dir: Path, mathis: Callable, mss_of: Callable, rtt_of: Callable
 ) -> Explanation:
-    from tcplab.views.paths import flow_paths
+    from tcplab.results.paths import flow_paths
 
     c, b = results["b-cubic"], results["b-bbr"]
     cr, br = _flow_rows(c), _flow_rows(b)

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tcplab.views.plots import _figure, _legend, _png
+from tcplab.views.drawing import figure as _figure
+from tcplab.views.drawing import legend_outside as _legend
+from tcplab.views.drawing import png_bytes as _png
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,7 +1,9 @@
 """What a flow's path allows: its payload ceiling, its base RTT and its bottleneck queue.
 
-The reference lines of the plots, computed from the engine configuration that ran
-(``Result.config``, the same as ``scenario.resolved.json``), never from the measurements:
+Path arithmetic on the engine configuration that ran (``Result.config``, the same as
+``scenario.resolved.json``), never on the measurements: summary.json's
+``payload_ceiling_bps``, the fair share of :mod:`tcplab.results.stuck`, and the reference
+lines the views draw (:mod:`tcplab.views.plots`, report.html) all read it from here.
 
 * **Route**: the one-way links a flow's data crosses, and those its ACKs cross, by the same
   static routing the engine uses (:func:`tcplab.routing.bfs_route`; only routers forward).
