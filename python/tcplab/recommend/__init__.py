@@ -55,6 +55,7 @@ __all__ = [
     "EXIT_NO_FEASIBLE",
     "parse_choice",
     "load_table",
+    "is_sweep_dir",
 ]
 
 ParamSpec = Sequence[str] | Mapping[str, Any] | None
@@ -148,7 +149,8 @@ def recommend_table(
     return Recommendation(selection, Path(sweep_dir) if sweep_dir else None, table)
 
 
-def _is_sweep_dir(source: Any) -> bool:
+def is_sweep_dir(source: Any) -> bool:
+    """Whether ``source`` names a sweep directory (``sweep.parquet`` or ``sweep.json`` in it)."""
     return (
         isinstance(source, (str, os.PathLike))
         and Path(source).is_dir()
@@ -189,7 +191,7 @@ def recommend(
         rec = recommend_table(source, choose=choose, over=over, **kw)
     elif hasattr(source, "table") and not isinstance(source, (str, os.PathLike)):
         rec = recommend_table(source.table, choose=choose, over=over, sweep_dir=getattr(source, "dir", None), **kw)
-    elif _is_sweep_dir(source):
+    elif is_sweep_dir(source):
         rec = recommend_table(load_table(source), choose=choose, over=over, sweep_dir=source, **kw)
     else:
         from tcplab.recommend.objective import check_grammar

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tcplab.experiments import STORIES
+from tcplab.experiments.catalog import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run, Verdict
 
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tcplab.experiments import STORIES
+from tcplab.experiments.catalog import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
 from tcplab.experiments.cluster_bbr_timeouts import analysis
 from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
