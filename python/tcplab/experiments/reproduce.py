@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tcplab.experiments.catalog import load
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
+from tcplab.experiments.catalog import load
 
 if TYPE_CHECKING:
     from tcplab.compare import VariantFailure
