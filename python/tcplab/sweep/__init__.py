@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import ScenarioError
 from tcplab.literals import json_loads
+from tcplab.sweep.errors import SweepError
 from tcplab.sweep.keys import engine_version, run_key
 from tcplab.sweep.space import Parameter, Point, plan_points
 
@@ -73,10 +74,6 @@ INT64_MAX = 2**63 - 1
 #: first runs (about 1 ms each), and sweep.json lists them all; beyond this, split the
 #: sweep or sample the space (--random ... -n N).
 MAX_RUNS = 100_000
-
-
-class SweepError(ScenarioError):
-    """A sweep that cannot go on (a directory or plan mismatch, a Dask cluster problem)."""
 
 
 @dataclass
@@ -414,7 +411,7 @@ def run_sweep(
             if plots:
                 from tcplab.views.sweep import write_sweep_views
 
-                write_sweep_views(result, store.dir, _local_jobs(executor))
+                write_sweep_views(result.table, result.plan, result.failures, store.dir, _local_jobs(executor))
             store.write_plan(result.plan)  # "complete" last: only a finished sweep says so
         except BaseException:
             store.mark_unfinished(plan.to_json(status="interrupted", done=done - failed, failed=failed))
@@ -532,7 +529,7 @@ class SweepResult:
                 if plots:
                     from tcplab.views.sweep import write_sweep_views
 
-                    write_sweep_views(self, store.dir, _local_jobs())
+                    write_sweep_views(self.table, self.plan, self.failures, store.dir, _local_jobs())
                 store.write_plan(dict(self.plan, status="complete"))  # last (see run_sweep)
             except BaseException:
                 store.mark_unfinished(dict(self.plan, status="interrupted"))
