@@ -59,7 +59,9 @@ one-line ``error: OPTION: ...; expected ...`` form as scenario errors, never as 
 
 This module only assembles the app: the root group (:class:`~tcplab.commands.common.OneLineErrors`,
 the ``--version`` option, the epilog) and the commands, each of which registers itself from
-its module in :mod:`tcplab.commands` (in the order ``tcplab --help`` lists them).
+its module in :mod:`tcplab.commands` (in the order ``tcplab --help`` lists them). It is the
+top of the Python front's floors (floor 7, with :mod:`tcplab.commands`): it may import
+everything below, and nothing imports it but the ``tcplab`` entry point (``tcplab.cli:main``).
 """
 
 from __future__ import annotations

@@ -25,6 +25,12 @@ with ``n`` points) and the sweep runs first, into ``out/sweep`` (resumable).
 No feasible setting is not an error: the Recommendation says so (``setting`` is None) and
 the CLI exits with :data:`~tcplab.recommend.recommendation.EXIT_NO_FEASIBLE` (4) after
 writing its output, so that scripts can tell "no answer" from an answer.
+
+Floor 6 (the commands' packages): may import :mod:`tcplab.sweep` (the scenario form runs a
+sweep; :func:`tcplab.sweep.load_sweep` reads one), runner and compare, views (the page and
+the plot, :mod:`tcplab.views.recommend`, read a :class:`Recommendation` as data and import
+nothing of this package), results, the scenario and the leaves; never another command
+package nor the commands. A submodule never imports this ``__init__``.
 """
 
 from __future__ import annotations

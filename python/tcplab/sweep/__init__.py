@@ -31,6 +31,14 @@ Python API::
     tcplab.load_sweep("runs/sweep").table
 
 (``tcplab.sweep`` is this package; calling it calls :func:`sweep`.)
+
+Floor 6 (the commands' packages): may import runner and compare, views (the sweep's
+views, :mod:`tcplab.views.sweep`, take its table and plan as data and import nothing of
+this package), exports, results, the engine, the scenario and the leaves; never another
+command package (:mod:`tcplab.recommend` imports this one) nor the commands. A submodule
+imports the submodule that defines a name (:mod:`~tcplab.sweep.errors`, ...), never this
+``__init__``. :mod:`~tcplab.sweep.bar` is the progress a sweep shows (``tcplab sweep``,
+and recommend's sweep).
 """
 
 from __future__ import annotations
