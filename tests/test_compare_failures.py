@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 import fake_core
 import tcplab
-from tcplab.cli import EXIT_VARIANTS_FAILED, app
+from tcplab.cli import app
+from tcplab.commands.compare import EXIT_VARIANTS_FAILED
 
 
 class PickyCore(fake_core.FakeCore):

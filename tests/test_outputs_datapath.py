@@ -479,7 +479,7 @@ def test_off_cpu_spans_follow_period_share_and_phase():
 
 
 def test_cli_summary_lines(datapath_result, fake):
-    from tcplab.cli import _datapath_lines
+    from tcplab.commands.summary import _datapath_lines
 
     lines = _datapath_lines(datapath_result.summary)
     assert "qdisc tbf on r1 eth1 (r1->client): dropped 9, overlimits 4000" in lines
@@ -574,7 +574,7 @@ def test_cilium_edt_drops_are_shown_apart_from_tc(tmp_path: Path):
     # bpf/lib/edt.h drops a packet 2 s or more ahead before the qdisc: the engine reports it
     # per aggregate (links[i]["edt"]); summary.json, the CLI lines and the report show it
     # under the pod's name, not in tc's dropped.
-    from tcplab.cli import _datapath_lines
+    from tcplab.commands.summary import _datapath_lines
 
     sc = tcplab.load_scenario("builtin:bandwidth-manager-pod-limit", ["pods.web.egress_bandwidth=500k"])
     config = sc.to_core()

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tcplab.experiments import NAMES, load
-from tcplab.views.reproduce import _story_info, experiment_html, experiment_markdown
+from tcplab.views.reproduce import experiment_html, experiment_markdown
+from tcplab.views.reproduce import story_info as _story_info
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -91,7 +91,8 @@ def test_every_shipped_run_lists_each_path_once():
 
 def test_the_index_lists_the_stories_in_order():
     from tcplab.experiments import NAMES, load
-    from tcplab.views.reproduce import _story_info, index_record
+    from tcplab.views.reproduce import index_record
+    from tcplab.views.reproduce import story_info as _story_info
 
     def record(name: str) -> dict:
         e = load(name)

@@ -24,6 +24,10 @@ Guarantees:
   file is replaced only with ``overwrite``/``--force``; a link, directory, device, FIFO or
   socket never; ``-o DIR`` puts the default name in DIR), and it is written whole, with the
   user's umask (:mod:`tcplab.output_files`); a full disk leaves nothing behind.
+
+Floor 6 (a command's package): imports the leaves, and today
+:data:`tcplab.diagnose.sysctl.RELEVANT` (the sysctls diagnose reads), an import inside floor 6
+that ARCH22's table does not list yet; never the commands.
 """
 
 from __future__ import annotations

@@ -45,6 +45,8 @@ __all__ = [
     "abbreviate_digits",
     "int_text",
     "value_text",
+    "NUMBER_UNIT",
+    "number_and_unit",
 ]
 
 #: The most digits a number literal may have to be read as a number: far beyond every field
@@ -281,3 +283,22 @@ def read_int(text: str) -> int | Oversized | None:
     if _significant(body.lstrip("+-")) > MAX_DIGITS:
         return Oversized(body)
     return int(body, 10)
+
+
+#: A label that is one number and an optional unit (``0.5%``, ``10Mbit``, ``8192``).
+NUMBER_UNIT = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z%µμ/]*)\s*\Z")
+
+
+def number_and_unit(label: str) -> tuple[float, str, str] | None:
+    """``"0.5%"`` -> ``(0.5, "%", "0.5")``; None when the label is not one number with an
+    optional unit (or its number is not finite as a float)."""
+    m = NUMBER_UNIT.match(str(label))
+    if not m:
+        return None
+    try:
+        number = float(m.group(1))
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    return number, m.group(2), m.group(1)

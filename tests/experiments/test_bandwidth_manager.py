@@ -144,7 +144,7 @@ def test_rr_latency_tracks_the_shaper_queue(outcome):
     about a round trip, in both modes: the queue is the whole story."""
     import numpy as np
 
-    from tcplab.experiments.bandwidth_manager import queue_delay_ms
+    from tcplab.experiments.bandwidth_manager.readings import queue_delay_ms
 
     for mode in ("edt", "tbf"):
         r = outcome.results[rr_label(mode, 100, 4)]

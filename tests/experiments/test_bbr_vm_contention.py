@@ -16,10 +16,10 @@ import pytest
 
 from tcplab.experiments import load
 from tcplab.experiments.bbr_vm_contention import (
-    _threshold,
     run_label,
     steady_goodput_bps,
 )
+from tcplab.experiments.bbr_vm_contention.readings import threshold as _threshold
 from tcplab.experiments.bbr_vm_contention.figures import trace_numbers
 from tcplab.runner import run
 

@@ -20,9 +20,9 @@ from tcplab.experiments.cluster_bbr_timeouts import (
     NFS_CC,
     RANDOM,
     STUCK_BPS,
-    _mechanism,
     analysis,
 )
+from tcplab.experiments.cluster_bbr_timeouts.readings import mechanism as _mechanism
 from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
 
 EXP = load("cluster-bbr-timeouts")

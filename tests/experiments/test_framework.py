@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import tcplab.experiments as experiments
+import tcplab.experiments.catalog as experiments
 from tcplab.cli import app
 from tcplab.errors import EngineError, ScenarioError
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
@@ -131,7 +131,7 @@ def test_a_bad_override_fails_before_any_run(fake, monkeypatch, tmp_path):
     monkeypatch.setattr(compare, "_run_in_processes", lambda *a, **k: started.append(a))
     monkeypatch.setattr(compare, "_run_variant_or_failure", lambda job: started.append(job))
     fake.extra_overrides = ("flows.0.cc=nosuchcc",)
-    from tcplab.views.reproduce import reproduce
+    from tcplab.experiments.reproduce import reproduce
 
     with pytest.raises(ScenarioError, match="cc"):
         reproduce(["fake-exp"], tmp_path / "out", quick=True)
@@ -143,7 +143,7 @@ def test_a_bad_override_fails_before_any_run(fake, monkeypatch, tmp_path):
 
 
 def test_unknown_name_is_refused_before_running(fake, tmp_path):
-    from tcplab.views.reproduce import reproduce
+    from tcplab.experiments.reproduce import reproduce
 
     with pytest.raises(ScenarioError, match="no experiment named 'nope'"):
         reproduce(["nope"], tmp_path / "out")

@@ -13,6 +13,12 @@ prints them for terminals, machines (JSON) and tickets (Markdown).
 
 Every input problem is a :class:`~.source.ParseError` (``FILE:LINE: problem``); nothing else
 escapes a parser.
+
+Floor 6 (the commands' packages): may import the scenario (a finding's scenario is
+validated: :mod:`tcplab.loader`) and the leaves; never another command package nor the
+commands (:mod:`tcplab.experiments` imports this one for its cross-checks). A submodule
+imports the submodule that defines a name (``import tcplab.diagnose.tc as tc``), never this
+``__init__``.
 """
 
 from __future__ import annotations

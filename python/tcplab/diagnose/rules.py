@@ -595,6 +595,9 @@ def _tbf_queue_s(q) -> tuple[float, float | None, float | None, float]:  # noqa:
 
 
 def rule_qdisc(host: Host) -> list[Finding]:
+    """Drops and shaping of each egress qdisc (during the capture, or since the qdisc was
+    created): tbf's drops, its deep queue or its shaping; fq's horizon and per-flow-limit
+    drops; fq_codel's drops; any other qdisc's drops."""
     out = []
     snaps = [s for s in host.snapshots if s.qdiscs is not None]
     if not snaps:
@@ -610,143 +613,200 @@ def rule_qdisc(host: Host) -> list[Finding]:
         under_tbf = q.parent != "root" and (q.dev, q.parent.split(":")[0]) in shapers
         if under_tbf and q.kind not in ("tbf", "fq", "fq_codel"):
             continue
-        p = prev.get(q.key)
+        seen = _QdiscSeen.of(host, q, prev.get(q.key))
+        for findings in (_tbf_findings, _fq_findings, _fq_codel_findings, _other_qdisc_findings):
+            out += findings(seen)
+    return out
 
-        def d(name: str, q=q, p=p) -> float:  # noqa: ANN001
-            return q.value(name) - (p.value(name) if p is not None else 0.0)
 
+@dataclass(frozen=True)
+class _QdiscSeen:
+    """One qdisc as :func:`rule_qdisc` reads it: its counters' growth over the capture (or
+    since it was created), the words for that window, and what its findings carry."""
+
+    q: Any
+    p: Any  # the qdisc in the first snapshot, or None
+    window: str
+    #: one snapshot of a real host: counts since the qdisc's creation, history (info); a
+    #: simulated run's qdiscs were created with the run, so its counts are the run's
+    measured: bool
+    ev: list[Evidence]
+
+    @classmethod
+    def of(cls, host: Host, q: Any, p: Any) -> _QdiscSeen:
         window = "during the capture" if p is not None else host.cumulative_window("since the qdisc was created")
-        # one snapshot of a real host: counts since the qdisc's creation, history (info); a
-        # simulated run's qdiscs were created with the run, so its counts are the run's
-        measured = p is not None or host.simulated
-        cap = (lambda sev: sev) if measured else (lambda sev: "info")  # noqa: E731
-        drops, pkts, over = d("drops"), d("packets"), d("overlimits")
         ev = q.evidence + (p.evidence if p is not None else [])
-        base = {"device": q.dev, "kind": q.kind, "handle": q.handle, "drops": drops, "packets": pkts}
-        if q.kind == "tbf" and drops > 0:
+        return cls(q, p, window, p is not None or host.simulated, ev)
+
+    def d(self, name: str) -> float:
+        """How much counter ``name`` grew (since the qdisc's creation with one snapshot)."""
+        return self.q.value(name) - (self.p.value(name) if self.p is not None else 0.0)
+
+    def cap(self, sev: str) -> str:
+        """``sev`` when measured over the capture (or a simulated run), else ``info``."""
+        return sev if self.measured else "info"
+
+    @property
+    def base(self) -> dict[str, Any]:
+        """What each finding of the qdisc carries: which qdisc, its drops and packets."""
+        q = self.q
+        return {
+            "device": q.dev,
+            "kind": q.kind,
+            "handle": q.handle,
+            "drops": self.d("drops"),
+            "packets": self.d("packets"),
+        }
+
+
+def _tbf_findings(seen: _QdiscSeen) -> list[Finding]:
+    q, window, ev, base, cap = seen.q, seen.window, seen.ev, seen.base, seen.cap
+    drops, over = seen.d("drops"), seen.d("overlimits")
+    out: list[Finding] = []
+    if q.kind == "tbf" and drops > 0:
+        out.append(
+            _qf(
+                "tbf-drops",
+                cap("warning"),
+                f"tbf on {q.dev or '?'} dropped {drops:.0f} packets {window} (overlimits {over:.0f})",
+                "A token bucket shaper queues packets that exceed its rate and drops them when its small "
+                "queue (limit or latency) is full; TCP sees those drops as congestion and backs off. "
+                "Overlimits without drops would only mean shaping (added delay).",
+                [
+                    "compare the tbf rate with the traffic's peak; raise `burst`/`latency` or move to "
+                    "fq with EDT pacing (story 002: Cilium's Bandwidth Manager)"
+                ],
+                ev,
+                "002",
+                base,
+            )
+        )
+    elif q.kind == "tbf" and _tbf_queue_s(q)[0] > TBF_DEEP_S:
+        hold_s, lat_s, backlog_s, rate_bps = _tbf_queue_s(q)
+        out.append(
+            _qf(
+                "tbf-bufferbloat",
+                "warning",
+                f"tbf on {q.dev or '?'} can queue {hold_s:.3g} s of traffic at its rate {_fmt_rate(rate_bps)}"
+                + (f" (lat {lat_s:.3g} s)" if lat_s is not None else "")
+                + (f"; backlog {backlog_s:.2f} s of it" if backlog_s is not None else "")
+                + f"; {over:.0f} packets shaped, {drops:.0f} dropped {window}",
+                "A shaper whose queue holds seconds of traffic never drops, so loss-based TCP (CUBIC) never "
+                "backs off: it fills the queue until its send buffer is exhausted, and every flow through "
+                "the shaper waits behind that standing queue (RTTs of seconds: bufferbloat). The CNI "
+                "bandwidth plugin installs exactly such a tbf when Kubernetes gives only a rate: containerd "
+                "passes a burst of 2^32-1 bits, so the plugin's limit (rate x 25 ms + burst) is about 537 MB "
+                "and tc prints a latency of hundreds of seconds.",
+                [
+                    "the RTT of flows through this device (`ss -ti`: rtt in seconds is this queue)",
+                    "set a small queue (tc's `latency 50ms` or `limit`), or shape with EDT and fq instead "
+                    "(story 002: Cilium's Bandwidth Manager keeps the queue at the sender's socket)",
+                ],
+                ev,
+                "002",
+                base | {"hold_s": hold_s, "lat_s": lat_s, "backlog_s": backlog_s, "rate_bps": rate_bps},
+            )
+        )
+    elif q.kind == "tbf" and over > 0:
+        out.append(
+            _qf(
+                "tbf-shaping",
+                "info",
+                f"tbf on {q.dev or '?'} shaped {over:.0f} packets {window} without dropping",
+                "Packets waited for tokens: the shaper is active and adds queueing delay but "
+                "no loss. Latency-sensitive flows behind it see that delay.",
+                ["check the tbf `lat` and the RTT of flows through it"],
+                ev,
+                "002",
+                base,
+            )
+        )
+    return out
+
+
+def _fq_findings(seen: _QdiscSeen) -> list[Finding]:
+    q, window, ev, base, cap, d = seen.q, seen.window, seen.ev, seen.base, seen.cap, seen.d
+    out: list[Finding] = []
+    if q.kind == "fq":
+        hd, pl = d("horizon_drops"), d("flows_plimit")
+        if hd > 0:
             out.append(
                 _qf(
-                    "tbf-drops",
+                    "fq-horizon-drops",
                     cap("warning"),
-                    f"tbf on {q.dev or '?'} dropped {drops:.0f} packets {window} (overlimits {over:.0f})",
-                    "A token bucket shaper queues packets that exceed its rate and drops them when its small "
-                    "queue (limit or latency) is full; TCP sees those drops as congestion and backs off. "
-                    "Overlimits without drops would only mean shaping (added delay).",
+                    f"fq on {q.dev or '?'}: {hd:.0f} horizon_drops {window}",
+                    "fq drops packets whose EDT timestamp lies beyond its horizon (10 s by default): a "
+                    "rate limiter stamping departure times far in the future for a flow sending faster "
+                    "than its rate. TCP sees these drops as loss.",
                     [
-                        "compare the tbf rate with the traffic's peak; raise `burst`/`latency` or move to "
-                        "fq with EDT pacing (story 002: Cilium's Bandwidth Manager)"
+                        "the pod's egress-bandwidth annotation against the application's send rate",
+                        "fq `horizon` and whether `horizon_drop` or `horizon_cap` is set",
                     ],
                     ev,
                     "002",
                     base,
                 )
             )
-        elif q.kind == "tbf" and _tbf_queue_s(q)[0] > TBF_DEEP_S:
-            hold_s, lat_s, backlog_s, rate_bps = _tbf_queue_s(q)
+        if pl > 0:
             out.append(
                 _qf(
-                    "tbf-bufferbloat",
-                    "warning",
-                    f"tbf on {q.dev or '?'} can queue {hold_s:.3g} s of traffic at its rate {_fmt_rate(rate_bps)}"
-                    + (f" (lat {lat_s:.3g} s)" if lat_s is not None else "")
-                    + (f"; backlog {backlog_s:.2f} s of it" if backlog_s is not None else "")
-                    + f"; {over:.0f} packets shaped, {drops:.0f} dropped {window}",
-                    "A shaper whose queue holds seconds of traffic never drops, so loss-based TCP (CUBIC) never "
-                    "backs off: it fills the queue until its send buffer is exhausted, and every flow through "
-                    "the shaper waits behind that standing queue (RTTs of seconds: bufferbloat). The CNI "
-                    "bandwidth plugin installs exactly such a tbf when Kubernetes gives only a rate: containerd "
-                    "passes a burst of 2^32-1 bits, so the plugin's limit (rate x 25 ms + burst) is about 537 MB "
-                    "and tc prints a latency of hundreds of seconds.",
-                    [
-                        "the RTT of flows through this device (`ss -ti`: rtt in seconds is this queue)",
-                        "set a small queue (tc's `latency 50ms` or `limit`), or shape with EDT and fq instead "
-                        "(story 002: Cilium's Bandwidth Manager keeps the queue at the sender's socket)",
-                    ],
-                    ev,
-                    "002",
-                    base | {"hold_s": hold_s, "lat_s": lat_s, "backlog_s": backlog_s, "rate_bps": rate_bps},
-                )
-            )
-        elif q.kind == "tbf" and over > 0:
-            out.append(
-                _qf(
-                    "tbf-shaping",
-                    "info",
-                    f"tbf on {q.dev or '?'} shaped {over:.0f} packets {window} without dropping",
-                    "Packets waited for tokens: the shaper is active and adds queueing delay but "
-                    "no loss. Latency-sensitive flows behind it see that delay.",
-                    ["check the tbf `lat` and the RTT of flows through it"],
-                    ev,
-                    "002",
-                    base,
-                )
-            )
-        if q.kind == "fq":
-            hd, pl = d("horizon_drops"), d("flows_plimit")
-            if hd > 0:
-                out.append(
-                    _qf(
-                        "fq-horizon-drops",
-                        cap("warning"),
-                        f"fq on {q.dev or '?'}: {hd:.0f} horizon_drops {window}",
-                        "fq drops packets whose EDT timestamp lies beyond its horizon (10 s by default): a "
-                        "rate limiter stamping departure times far in the future for a flow sending faster "
-                        "than its rate. TCP sees these drops as loss.",
-                        [
-                            "the pod's egress-bandwidth annotation against the application's send rate",
-                            "fq `horizon` and whether `horizon_drop` or `horizon_cap` is set",
-                        ],
-                        ev,
-                        "002",
-                        base,
-                    )
-                )
-            if pl > 0:
-                out.append(
-                    _qf(
-                        "fq-flow-limit",
-                        cap("warning"),
-                        f"fq on {q.dev or '?'}: {pl:.0f} drops at the per-flow limit (flows_plimit) {window}",
-                        "fq caps each flow's queue (flow_limit, 100 packets by default); a flow bursting more "
-                        "than that into the qdisc loses the excess. Large TSO bursts or an unpaced sender do "
-                        "this.",
-                        ["raise `flow_limit`, or check that the sender paces (BBR, or SO_MAX_PACING_RATE)"],
-                        ev,
-                        None,
-                        base,
-                    )
-                )
-        if q.kind == "fq_codel" and drops > 0:
-            frac = drops / pkts if pkts else 0.0
-            out.append(
-                _qf(
-                    "fq-codel-drops",
-                    cap("warning" if frac > 0.01 else "info"),
-                    f"fq_codel on {q.dev or '?'} dropped {drops:.0f} of {pkts:.0f} packets {window} "
-                    f"({100 * frac:.2f} %; drop_overlimit {d('drop_overlimit'):.0f})",
-                    "CoDel drops (or ECN-marks) when a queue's sojourn time stays above target (5 ms) for an "
-                    "interval, on purpose, to keep latency low; drop_overlimit counts drops because the whole "
-                    "qdisc was full. Drops here mean this host's egress is the bottleneck.",
-                    ["is the link saturated (`ip -s link`)? enable ECN if peers support it"],
+                    "fq-flow-limit",
+                    cap("warning"),
+                    f"fq on {q.dev or '?'}: {pl:.0f} drops at the per-flow limit (flows_plimit) {window}",
+                    "fq caps each flow's queue (flow_limit, 100 packets by default); a flow bursting more "
+                    "than that into the qdisc loses the excess. Large TSO bursts or an unpaced sender do "
+                    "this.",
+                    ["raise `flow_limit`, or check that the sender paces (BBR, or SO_MAX_PACING_RATE)"],
                     ev,
                     None,
                     base,
                 )
             )
-        if q.kind not in ("tbf", "fq", "fq_codel") and drops > 0:
-            out.append(
-                _qf(
-                    "qdisc-drops",
-                    "info",
-                    f"{q.kind} on {q.dev or '?'} dropped {drops:.0f} packets {window}",
-                    "The qdisc's queue overflowed: this host's egress was the bottleneck for a moment. With a "
-                    "FIFO the drops come in bursts and can cost RTOs.",
-                    ["egress utilisation and txqueuelen; consider fq or fq_codel"],
-                    ev,
-                    None,
-                    base,
-                )
+    return out
+
+
+def _fq_codel_findings(seen: _QdiscSeen) -> list[Finding]:
+    q, window, ev, base, cap, d = seen.q, seen.window, seen.ev, seen.base, seen.cap, seen.d
+    drops, pkts = d("drops"), d("packets")
+    out: list[Finding] = []
+    if q.kind == "fq_codel" and drops > 0:
+        frac = drops / pkts if pkts else 0.0
+        out.append(
+            _qf(
+                "fq-codel-drops",
+                cap("warning" if frac > 0.01 else "info"),
+                f"fq_codel on {q.dev or '?'} dropped {drops:.0f} of {pkts:.0f} packets {window} "
+                f"({100 * frac:.2f} %; drop_overlimit {d('drop_overlimit'):.0f})",
+                "CoDel drops (or ECN-marks) when a queue's sojourn time stays above target (5 ms) for an "
+                "interval, on purpose, to keep latency low; drop_overlimit counts drops because the whole "
+                "qdisc was full. Drops here mean this host's egress is the bottleneck.",
+                ["is the link saturated (`ip -s link`)? enable ECN if peers support it"],
+                ev,
+                None,
+                base,
             )
+        )
+    return out
+
+
+def _other_qdisc_findings(seen: _QdiscSeen) -> list[Finding]:
+    q, window, ev, base = seen.q, seen.window, seen.ev, seen.base
+    drops = seen.d("drops")
+    out: list[Finding] = []
+    if q.kind not in ("tbf", "fq", "fq_codel") and drops > 0:
+        out.append(
+            _qf(
+                "qdisc-drops",
+                "info",
+                f"{q.kind} on {q.dev or '?'} dropped {drops:.0f} packets {window}",
+                "The qdisc's queue overflowed: this host's egress was the bottleneck for a moment. With a "
+                "FIFO the drops come in bursts and can cost RTOs.",
+                ["egress utilisation and txqueuelen; consider fq or fq_codel"],
+                ev,
+                None,
+                base,
+            )
+        )
     return out
 
 

@@ -39,9 +39,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tcplab.diagnose import cilium as cilium_mod
-from tcplab.diagnose import ethtool, netstat, procstat, sysctl, tc
-from tcplab.diagnose import ss as ss_mod
+import tcplab.diagnose.cilium as cilium_mod
+import tcplab.diagnose.ethtool as ethtool
+import tcplab.diagnose.netstat as netstat
+import tcplab.diagnose.procstat as procstat
+import tcplab.diagnose.ss as ss_mod
+import tcplab.diagnose.sysctl as sysctl
+import tcplab.diagnose.tc as tc
 from tcplab.diagnose.detect import sniff
 from tcplab.diagnose.prom import PromScrape, ethtool_name_from_prom, parse_prom
 from tcplab.diagnose.source import READ_ERRORS, Evidence, ParseError, Source, check_regular_file

@@ -8,27 +8,31 @@ each run's directory is written (``NAME/runs/LABEL/``, a normal run directory wi
 texts), :meth:`Experiment.evaluate` judges the claims, :meth:`Experiment.explain` draws the
 mechanism, and ``tcplab diagnose`` reads each cross-checked run's own tool texts.
 
-:class:`Outcome` holds all of that for one experiment; :mod:`tcplab.views.reproduce` writes
-the experiment's report and the index.
+:class:`Outcome` holds all of that for one experiment; :func:`reproduce` does it all inside
+the output directory being written (atomically) and has :mod:`tcplab.views.reproduce` write
+each experiment's report and the index.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tcplab.experiments import load
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
+from tcplab.experiments.catalog import load
 
 if TYPE_CHECKING:
     from tcplab.compare import VariantFailure
     from tcplab.engine import Core
     from tcplab.results import Result
 
-__all__ = ["Outcome", "CrosscheckResult", "run_experiments", "crosscheck_run"]
+__all__ = ["Outcome", "CrosscheckResult", "run_experiments", "crosscheck_run", "reproduce"]
+
+#: ``progress(done, total, label, failure)``: a run finished (``failure`` None, or why it failed).
+ProgressFn = Callable[[int, int, str, "str | None"], None]
 
 
 @dataclass
@@ -193,3 +197,36 @@ def run_experiments(
                         )
         result.append(oc)
     return result
+
+
+def reproduce(
+    names: Sequence[str],
+    out_dir: Path,
+    *,
+    quick: bool = False,
+    jobs: int | None = None,
+    overwrite: bool = False,
+    progress: ProgressFn | None = None,
+    core: Any = None,
+) -> list[Outcome]:
+    """Run ``names`` and write ``out_dir`` (reports, index, run directories) atomically.
+
+    Planning errors (a bad scenario, an unknown name) raise before anything is simulated and
+    leave nothing behind; a run that fails is an :class:`Outcome` error stated in its report.
+    """
+    from tcplab.results.rundir import check_output_dir, write_dir_atomically, write_marker
+    from tcplab.views.reproduce import write_reports
+
+    for n in names:  # an unknown name is a user error before the directory is touched
+        load(n)
+    check_output_dir(Path(out_dir), overwrite=overwrite)
+    outcomes: list[Outcome] = []
+
+    def fill(tmp: Path) -> None:
+        started = time.perf_counter()
+        write_marker(tmp, "reproduce")
+        outcomes.extend(run_experiments(names, quick=quick, jobs=jobs, out_dir=tmp, core=core, progress=progress))
+        write_reports(outcomes, tmp, quick=quick, elapsed_s=time.perf_counter() - started)
+
+    write_dir_atomically(out_dir, fill, overwrite=overwrite)
+    return outcomes

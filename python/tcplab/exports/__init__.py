@@ -5,10 +5,12 @@
 * :mod:`tcplab.exports.flent`: ``run.flent.gz``, flent's data file (``flent -i``, ``--gui``);
 * :mod:`tcplab.exports.iperf3`: ``iperf3-FLOW.json``, iperf3 ``-J`` output per bulk flow;
 * :mod:`tcplab.exports.ss_at`: ``tcplab ss RUN --at T [FLOW]``, ``ss -tin`` at a moment;
-* :mod:`tcplab.exports.cli`: the ``tcplab export`` and ``tcplab ss`` commands;
 * :mod:`tcplab.exports.pcap`: a flow's packets as a pcap file (``FLOW.pcap``, ``tcplab run
   --pcap FLOW``), from the engine's capture; :mod:`tcplab.exports.capture` reruns a run
-  directory with the capture on, :mod:`tcplab.exports.pcap_cli` is ``tcplab export pcap``.
+  directory with the capture on.
+
+The commands (``tcplab export flent|iperf3|pcap``, ``tcplab ss``) are
+:mod:`tcplab.commands.export` and :mod:`tcplab.commands.ss`.
 
 Every simulation run directory gets ``run.flent.gz`` and one ``iperf3-FLOW.json`` per
 sampled bulk/maerts flow (:func:`write_exports`, called by ``Result.write``); ``tcplab export

@@ -7,8 +7,20 @@ Modules: :mod:`~tcplab.kernel.env` (what the kernel offers, the quiet check),
 :mod:`~tcplab.kernel.plan` (the topology as data, pure), :mod:`~tcplab.kernel.testbed`
 (namespaces, links, qdiscs, nft, delay lines: up and down), :mod:`~tcplab.kernel.run`
 (:func:`kernel_run`: the whole run, bounded in time), :mod:`~tcplab.kernel.delayline`,
-:mod:`~tcplab.kernel.agent`, :mod:`~tcplab.kernel.measure`, :mod:`~tcplab.kernel.result`.
-Everything is imported on first use: ``import tcplab`` stays light.
+:mod:`~tcplab.kernel.agent`, :mod:`~tcplab.kernel.processes` (the run's children),
+:mod:`~tcplab.kernel.measure`, :mod:`~tcplab.kernel.result`; ``tcplab validate``:
+:mod:`~tcplab.kernel.verdicts` (the comparison, pure), :mod:`~tcplab.kernel.repeat`
+(``--runs N``), :mod:`~tcplab.kernel.validate` (both worlds run and written),
+:mod:`~tcplab.kernel.tolerances`. Everything is imported on first use: ``import tcplab``
+stays light.
+
+Floor 6 (the commands' packages): may import runner and compare, views (the validation's
+views, :mod:`tcplab.views.validate`, read a :class:`~tcplab.kernel.verdicts.Validation` as
+data and import nothing of this package), results, the engine, the scenario and the
+leaves; today also :mod:`tcplab.diagnose`'s parsers of ss, tc and nstat texts
+(:mod:`~tcplab.kernel.measure`, :mod:`~tcplab.kernel.sampler`), an import inside floor 6
+that ARCH22's table does not list yet. Never the commands; a submodule never imports this
+``__init__``.
 """
 
 from __future__ import annotations

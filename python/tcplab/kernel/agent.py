@@ -777,7 +777,7 @@ def start_agents(
     import select
 
     from tcplab.kernel.errors import KernelError
-    from tcplab.kernel.testbed import pdeathsig_preexec
+    from tcplab.kernel.processes import pdeathsig_preexec
 
     del config  # the plan has everything the agents need
     work = Path(workdir)

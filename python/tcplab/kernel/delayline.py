@@ -267,7 +267,7 @@ class DelayLine:
         with the line's stderr if it exits or stays silent for ``timeout_s``."""
         if self._proc is not None:
             raise KernelError(f"delay line in {self.netns}: already started (pid {self._proc.pid})")
-        from tcplab.kernel.testbed import pdeathsig_preexec
+        from tcplab.kernel.processes import pdeathsig_preexec
 
         cmd = self.command()
         try:

@@ -512,15 +512,66 @@ def _veth_add(ns: str, dev: str, peer_dev: str, peer_ns: str, mtu: int) -> list[
         "peer", "name", peer_dev, "netns", peer_ns, "mtu", str(mtu)
     ]
 
+
 def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions | None = None) -> Plan:
-    """The kernel-mode plan of a resolved scenario config (module doc); pure."""
+    """The kernel-mode plan of a resolved scenario config (module doc); pure.
+
+    In order: what kernel mode cannot build is refused (:func:`_check_config`, then each flow
+    in :func:`_plan_flows`), the node namespaces get their addresses and sysctls, each link
+    entry its veths and, when it delays or loses, a wire namespace (:func:`_plan_links`),
+    each one-way link its qdiscs (:func:`_plan_qdiscs`), each node its routes
+    (:func:`_plan_routes`); then the commands are put in the order the Testbed runs them."""
     options = options or KernelOptions()
     prefix = check_prefix(options.prefix, "kernel: prefix")
     departures: list[str] = []
-    nodes_cfg = config["nodes"]
+    _check_config(config, env, prefix, departures)
+    graph = _Graph.of(config)
+    planned = _plan_flows(config, env, prefix, graph)
+    mtu = planned.mss + TCP_IP_TS_HEADER_BYTES
+    if planned.mss != DEFAULT_MSS_BYTES:
+        departures.append(f"MTU {mtu} on every device (MSS {planned.mss} + 52)")
+    nodes = _node_namespaces(prefix, graph, planned, env)
+    wiring = _plan_links(config, env, options, prefix, nodes, graph, mtu, departures)
+    tc, queue_devices, qdisc_cmds = _plan_qdiscs(config, env, options, nodes, graph, departures)
+    route_cmds = _plan_routes(nodes, graph, planned.route_attrs, wiring)
+
+    sysctl_cmds: list[list[str]] = []
+    for ns, sysctls in [(nd.ns, nd.sysctls) for nd in nodes] + [(w.ns, w.sysctls) for w in wiring.wires]:
+        sysctl_cmds.append(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *[f"{k}={v}" for k, v in sysctls.items()]])
+    wire_route_cmds = [cmd for w in wiring.wires for cmd in w.routes]
+    qdisc_cmds.extend(cmd for w in wiring.wires for cmd in w.netem)
+    # nft reads the wire's ruleset (WireNs.nft) on stdin
+    nft_cmds = [["ip", "netns", "exec", w.ns, "nft", "-f", "-"] for w in wiring.wires if w.nft]
+
+    commands = (
+        sysctl_cmds
+        + wiring.link_cmds
+        + wiring.addr_cmds
+        + wiring.offload_cmds
+        + route_cmds
+        + wire_route_cmds
+        + qdisc_cmds
+        + nft_cmds
+    )
+    return Plan(
+        prefix=prefix,
+        nodes=nodes,
+        veths=wiring.veths,
+        wires=wiring.wires,
+        flows=planned.flows,
+        commands=commands,
+        tc=tc,
+        queue_devices=queue_devices,
+        departures=list(dict.fromkeys(departures)),
+        duration_ns=int(config["duration_ns"]),
+        sample_interval_ns=int(config["sample_interval_ns"]),
+    )
+
+
+def _check_config(config: Mapping[str, Any], env: KernelEnv, prefix: str, departures: list[str]) -> None:
+    """The links come in pairs and are not too many; the nodes, their names and the links
+    are what kernel mode builds (each refusal a :class:`KernelUnsupported`)."""
     links_cfg = config["links"]
-    flows_cfg = config["flows"]
-    n_nodes = len(nodes_cfg)
     if len(links_cfg) % 2:
         raise KernelError("kernel: the engine config's links are not in pairs (a tcplab bug)")
     if len(links_cfg) // 2 > MAX_LINK_ENTRIES:
@@ -529,100 +580,86 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
     _check_node_names(config, prefix)
     _check_links(config, env)
 
-    names = [n["name"] for n in nodes_cfg]
-    kinds = [n["kind"] for n in nodes_cfg]
-    forwards = [k == "router" for k in kinds]
-    ends = [(int(link["from"]), int(link["to"])) for link in links_cfg]
-    devices = link_devices(config)  # per one-way link: (egress node, ethK)
 
-    # -- flows: apps, cc, tcp settings (checked before anything else is planned) -------------
+@dataclass(frozen=True)
+class _Graph:
+    """The config's nodes and one-way links as the plan walks them."""
+
+    names: list[str]
+    kinds: list[str]
+    #: per node: does it forward (a router)
+    forwards: list[bool]
+    #: per one-way link: (sender node, receiver node)
+    ends: list[tuple[int, int]]
+    #: per one-way link: (egress node, ethK) (:func:`tcplab.results.tc.link_devices`)
+    devices: list[tuple[str, str]]
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> _Graph:
+        kinds = [n["kind"] for n in config["nodes"]]
+        return cls(
+            names=[n["name"] for n in config["nodes"]],
+            kinds=kinds,
+            forwards=[k == "router" for k in kinds],
+            ends=[(int(link["from"]), int(link["to"])) for link in config["links"]],
+            devices=link_devices(config),
+        )
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.names)
+
+    def route(self, src: int, dst: int) -> list[int] | None:
+        """The one-way links from ``src`` to ``dst`` (the simulator's routes: tcplab.routing)."""
+        return bfs_route(self.n_nodes, self.ends, src, dst, self.forwards)
+
+
+#: A host's setting and where it came from: name -> (value, the scenario path that set it).
+_Settings = dict[str, tuple[Any, str]]
+
+
+@dataclass
+class _PlannedFlows:
+    """What the flows ask of the hosts: their sockets, sysctls, route attributes, the MSS."""
+
+    flows: list[FlowPlan] = field(default_factory=list)
+    #: node index -> sysctls of the data senders there / of the data receivers there
+    sender_sysctls: dict[int, _Settings] = field(default_factory=dict)
+    receiver_sysctls: dict[int, _Settings] = field(default_factory=dict)
+    #: (from node, to node) -> route attributes (initcwnd, rto_min)
+    route_attrs: dict[tuple[int, int], _Settings] = field(default_factory=dict)
+    mss: int = DEFAULT_MSS_BYTES
+
+
+def _merge(table: _Settings, key: str, value: Any, path: str, host: str) -> None:
+    """One host setting from two flows must agree (a namespace has one sysctl value)."""
+    if key in table and table[key][0] != value:
+        raise _unsupported(
+            f"two values of {key} on host {host} ({table[key][1]}={_show(table[key][0])})", path, _show(value)
+        )
+    table.setdefault(key, (value, path))
+
+
+def _plan_flows(config: Mapping[str, Any], env: KernelEnv, prefix: str, graph: _Graph) -> _PlannedFlows:
+    """Every flow's sockets and what it sets on its hosts, each checked before anything else
+    is planned: its app, reader, congestion control and TCP settings, its ends and routes."""
+    planned = _PlannedFlows()
     mss_values: set[int] = set()
-    sender_sysctls: dict[int, dict[str, tuple[Any, str]]] = {}
-    receiver_sysctls: dict[int, dict[str, tuple[Any, str]]] = {}
-    route_attrs: dict[tuple[int, int], dict[str, tuple[Any, str]]] = {}
-    flows: list[FlowPlan] = []
+    names, kinds = graph.names, graph.kinds
     duration_ns = int(config["duration_ns"])
-
-    def merge(table: dict[str, tuple[Any, str]], key: str, value: Any, path: str, host: str) -> None:
-        if key in table and table[key][0] != value:
-            raise _unsupported(
-                f"two values of {key} on host {host} ({table[key][1]}={_show(table[key][0])})", path, _show(value)
-            )
-        table.setdefault(key, (value, path))
-
-    for i, flow in enumerate(flows_cfg):
+    for i, flow in enumerate(config["flows"]):
         fpath = f"flows.{i}"
-        for key, value in flow.items():
-            if key not in KNOWN_FLOW_KEYS and value not in (None, False, [], {}):
-                raise _unsupported(f"the flow setting {key}", f"{fpath}.{key}", value)
-        app = _app_of(config, i, flow)
-        kind = app.get("kind")
-        if kind not in SUPPORTED_APPS:
-            raise _unsupported(f"the application {kind}", f"{fpath}.app", kind)
-        reader = dict(flow.get("reader") or {"kind": "immediate"})
-        if reader.get("kind") not in ("immediate", "rate", "bursts"):
-            raise _unsupported(f"the reader {reader.get('kind')}", f"{fpath}.reader", reader.get("kind"))
-        if reader["kind"] != "immediate":
-            if kind == "rr":
-                raise _unsupported("a slow reader of an rr flow", f"{fpath}.reader", reader["kind"])
-            # the agent's receiving side reads as the engine's reader does (tcplab.kernel.agent)
-            app["reader"] = reader
-        cc = flow.get("cc") or "cubic"
-        if env.cc_available and cc not in env.cc_available:
-            raise KernelUnsupported(
-                f"kernel: the congestion control {cc} is not available on this kernel "
-                f"({fpath}.cc={cc}; available: {' '.join(env.cc_available)})"
-            )
-        params = flow.get("cc_params") or {}
-        if params.get("bbr_vm_patch"):
-            raise _unsupported("BBR's VM inflight patch", f"{fpath}.cc_params.bbr_vm_patch", True)
-        if cc == "cubic" and env.cubic_params:
-            for p in CUBIC_PARAMS:
-                if p in params and p in env.cubic_params and int(params[p]) != int(env.cubic_params[p]):
-                    raise _unsupported(
-                        f"tcp_cubic's {p} other than the module's {env.cubic_params[p]} (a global module parameter)",
-                        f"{fpath}.cc_params.{p}",
-                        params[p],
-                    )
+        app = _flow_app(config, i, flow)
+        cc = _flow_cc(flow, env, fpath)
         tcp = flow.get("tcp") or {}
-        if tcp.get("fq_pacing"):
-            raise _unsupported("fq pacing", f"{fpath}.tcp.fq_pacing", True)
-        mpr = tcp.get("max_pacing_rate_bytes_per_sec")
-        if mpr is not None and int(mpr) != _U64_MAX:
-            raise _unsupported("SO_MAX_PACING_RATE", f"{fpath}.tcp.max_pacing_rate", mpr)
+        _check_pacing(tcp, fpath)
         mss_values.add(int(tcp.get("mss_bytes", DEFAULT_MSS_BYTES)))
         data_side = flow.get("data_side") or "client"
         src, dst = int(flow["src"]), int(flow["dst"])
         data_src, data_dst = (src, dst) if data_side == "client" else (dst, src)
-        for key, value in tcp.items():
-            if key in SENDER_SYSCTLS:
-                merge(
-                    sender_sysctls.setdefault(data_src, {}),
-                    SENDER_SYSCTLS[key],
-                    value,
-                    f"{fpath}.tcp.{key}",
-                    names[data_src],
-                )
-            elif key in RECEIVER_SYSCTLS:
-                merge(
-                    receiver_sysctls.setdefault(data_dst, {}),
-                    RECEIVER_SYSCTLS[key],
-                    value,
-                    f"{fpath}.tcp.{key}",
-                    names[data_dst],
-                )
-            elif key not in _TCP_OTHER:
-                raise _unsupported(f"the TCP setting {key}", f"{fpath}.tcp.{key}", value)
-        for a, b in ((data_src, data_dst), (data_dst, data_src)):
-            attrs = route_attrs.setdefault((a, b), {})
-            icw = int(tcp.get("initial_cwnd", LINUX_INIT_CWND))
-            if icw != LINUX_INIT_CWND:
-                merge(attrs, "initcwnd", icw, f"{fpath}.tcp.initial_cwnd", names[a])
-            rto = int(tcp.get("rto_min_ms", LINUX_RTO_MIN_MS))
-            if rto != LINUX_RTO_MIN_MS:
-                merge(attrs, "rto_min", rto, f"{fpath}.tcp.rto_min", names[a])
+        _flow_host_settings(planned, tcp, fpath, data_src, data_dst, names)
         stop = flow.get("stop_ns")
-        flows.append(
+        planned.flows.append(
             FlowPlan(
                 index=i,
                 name=flow["name"],
@@ -633,7 +670,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
                 server_node=names[dst],
                 server_ns=node_ns(prefix, names[dst]),
                 server_addr=node_address(dst),
-                server_port=server_port(kind),
+                server_port=server_port(app.get("kind")),
                 cc=cc,
                 app=app,
                 start_ns=int(flow.get("start_ns") or 0),
@@ -643,19 +680,108 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         )
         if kinds[src] != "host" or kinds[dst] != "host":
             raise _unsupported("a flow ending on a router", fpath, f"{names[src]}->{names[dst]}")
-        if bfs_route(n_nodes, ends, src, dst, forwards) is None or bfs_route(n_nodes, ends, dst, src, forwards) is None:
+        if graph.route(src, dst) is None or graph.route(dst, src) is None:
             raise _unsupported("a flow without a route", fpath, f"{names[src]}->{names[dst]}")
     if len(mss_values) > 1:
         raise _unsupported("flows with different MSS", "flows.*.tcp.mss", sorted(mss_values))
-    mss = mss_values.pop() if mss_values else DEFAULT_MSS_BYTES
-    mtu = mss + TCP_IP_TS_HEADER_BYTES
-    if mss != DEFAULT_MSS_BYTES:
-        departures.append(f"MTU {mtu} on every device (MSS {mss} + 52)")
+    planned.mss = mss_values.pop() if mss_values else DEFAULT_MSS_BYTES
+    return planned
 
-    # -- namespaces ----------------------------------------------------------------------------
+
+def _flow_app(config: Mapping[str, Any], i: int, flow: Mapping[str, Any]) -> dict[str, Any]:
+    """The flow's app as the agents run it (bulk, maerts, rr; a slow reader's pace), after
+    refusing a setting, an app or a reader kernel mode does not have."""
+    fpath = f"flows.{i}"
+    for key, value in flow.items():
+        if key not in KNOWN_FLOW_KEYS and value not in (None, False, [], {}):
+            raise _unsupported(f"the flow setting {key}", f"{fpath}.{key}", value)
+    app = _app_of(config, i, flow)
+    kind = app.get("kind")
+    if kind not in SUPPORTED_APPS:
+        raise _unsupported(f"the application {kind}", f"{fpath}.app", kind)
+    reader = dict(flow.get("reader") or {"kind": "immediate"})
+    if reader.get("kind") not in ("immediate", "rate", "bursts"):
+        raise _unsupported(f"the reader {reader.get('kind')}", f"{fpath}.reader", reader.get("kind"))
+    if reader["kind"] != "immediate":
+        if kind == "rr":
+            raise _unsupported("a slow reader of an rr flow", f"{fpath}.reader", reader["kind"])
+        # the agent's receiving side reads as the engine's reader does (tcplab.kernel.agent)
+        app["reader"] = reader
+    return app
+
+
+def _flow_cc(flow: Mapping[str, Any], env: KernelEnv, fpath: str) -> str:
+    """The flow's congestion control, available on this kernel with the parameters asked
+    (tcp_cubic's are global module parameters: they must be the module's)."""
+    cc = flow.get("cc") or "cubic"
+    if env.cc_available and cc not in env.cc_available:
+        raise KernelUnsupported(
+            f"kernel: the congestion control {cc} is not available on this kernel "
+            f"({fpath}.cc={cc}; available: {' '.join(env.cc_available)})"
+        )
+    params = flow.get("cc_params") or {}
+    if params.get("bbr_vm_patch"):
+        raise _unsupported("BBR's VM inflight patch", f"{fpath}.cc_params.bbr_vm_patch", True)
+    if cc == "cubic" and env.cubic_params:
+        for p in CUBIC_PARAMS:
+            if p in params and p in env.cubic_params and int(params[p]) != int(env.cubic_params[p]):
+                raise _unsupported(
+                    f"tcp_cubic's {p} other than the module's {env.cubic_params[p]} (a global module parameter)",
+                    f"{fpath}.cc_params.{p}",
+                    params[p],
+                )
+    return cc
+
+
+def _check_pacing(tcp: Mapping[str, Any], fpath: str) -> None:
+    """fq pacing and SO_MAX_PACING_RATE are not built in kernel mode."""
+    if tcp.get("fq_pacing"):
+        raise _unsupported("fq pacing", f"{fpath}.tcp.fq_pacing", True)
+    mpr = tcp.get("max_pacing_rate_bytes_per_sec")
+    if mpr is not None and int(mpr) != _U64_MAX:
+        raise _unsupported("SO_MAX_PACING_RATE", f"{fpath}.tcp.max_pacing_rate", mpr)
+
+
+def _flow_host_settings(
+    planned: _PlannedFlows, tcp: Mapping[str, Any], fpath: str, data_src: int, data_dst: int, names: Sequence[str]
+) -> None:
+    """The flow's ``tcp`` settings on its hosts: sysctls of the data sender's namespace (and
+    ``tcp_rmem`` of the receiver's), ``initcwnd``/``rto_min`` on the routes between them."""
+    for key, value in tcp.items():
+        if key in SENDER_SYSCTLS:
+            _merge(
+                planned.sender_sysctls.setdefault(data_src, {}),
+                SENDER_SYSCTLS[key],
+                value,
+                f"{fpath}.tcp.{key}",
+                names[data_src],
+            )
+        elif key in RECEIVER_SYSCTLS:
+            _merge(
+                planned.receiver_sysctls.setdefault(data_dst, {}),
+                RECEIVER_SYSCTLS[key],
+                value,
+                f"{fpath}.tcp.{key}",
+                names[data_dst],
+            )
+        elif key not in _TCP_OTHER:
+            raise _unsupported(f"the TCP setting {key}", f"{fpath}.tcp.{key}", value)
+    for a, b in ((data_src, data_dst), (data_dst, data_src)):
+        attrs = planned.route_attrs.setdefault((a, b), {})
+        icw = int(tcp.get("initial_cwnd", LINUX_INIT_CWND))
+        if icw != LINUX_INIT_CWND:
+            _merge(attrs, "initcwnd", icw, f"{fpath}.tcp.initial_cwnd", names[a])
+        rto = int(tcp.get("rto_min_ms", LINUX_RTO_MIN_MS))
+        if rto != LINUX_RTO_MIN_MS:
+            _merge(attrs, "rto_min", rto, f"{fpath}.tcp.rto_min", names[a])
+
+
+def _node_namespaces(prefix: str, graph: _Graph, planned: _PlannedFlows, env: KernelEnv) -> list[NodeNs]:
+    """One namespace per node, with its address and sysctls (forwarding, no rp_filter, no
+    IPv6, the flows' TCP sysctls)."""
     nodes = [
-        NodeNs(node=names[i], index=i, kind=kinds[i], ns=node_ns(prefix, names[i]), address=node_address(i))
-        for i in range(n_nodes)
+        NodeNs(node=name, index=i, kind=graph.kinds[i], ns=node_ns(prefix, name), address=node_address(i))
+        for i, name in enumerate(graph.names)
     ]
     for nd in nodes:
         s = nd.sysctls
@@ -663,44 +789,64 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         s["net.ipv4.conf.all.rp_filter"] = "0"
         s["net.ipv4.conf.default.rp_filter"] = "0"
         s.update(_no_ipv6(env))
-        for table in (sender_sysctls.get(nd.index, {}), receiver_sysctls.get(nd.index, {})):
+        for table in (planned.sender_sysctls.get(nd.index, {}), planned.receiver_sysctls.get(nd.index, {})):
             for key, (value, _path) in table.items():
                 s[f"net.ipv4.{key}"] = _sysctl_value(value)
         # No net.ipv4.tcp_congestion_control: outside the initial namespace Linux lets it name
         # only an allowed (non-restricted) algorithm (v6.12 net/ipv4/tcp_cong.c:
         # tcp_set_default_congestion_control() -> -EPERM); the agents set TCP_CONGESTION per
         # socket instead, which root may do for any available algorithm.
+    return nodes
 
-    commands: list[list[str]] = []
-    veths: list[VethPair] = []
-    wires: list[WireNs] = []
-    tc: dict[tuple[str, str], list[list[str]]] = {}
-    queue_devices: dict[str, list[tuple[str, int]]] = {}
-    # addresses of each one-way link's next hop, seen from its sender: (dev, nexthop)
-    hop_of: dict[int, tuple[str, str]] = {}
-    link_cmds: list[list[str]] = []
-    addr_cmds: list[list[str]] = []
-    offload_cmds: list[list[str]] = []
 
-    def up(ns: str, dev: str, addr: str | None) -> None:
+@dataclass
+class _Wiring:
+    """The links as built: veths and wires, and the commands that make them, by kind."""
+
+    veths: list[VethPair] = field(default_factory=list)
+    wires: list[WireNs] = field(default_factory=list)
+    #: addresses of each one-way link's next hop, seen from its sender: (dev, nexthop)
+    hop_of: dict[int, tuple[str, str]] = field(default_factory=dict)
+    link_cmds: list[list[str]] = field(default_factory=list)
+    addr_cmds: list[list[str]] = field(default_factory=list)
+    offload_cmds: list[list[str]] = field(default_factory=list)
+
+    def up(self, ns: str, dev: str, addr: str | None) -> None:
+        """Give ``dev`` its address, bring it up, and turn its offloads off (not ``lo``)."""
         if addr:
-            addr_cmds.append(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
-        addr_cmds.append(["ip", "-n", ns, "link", "set", dev, "up"])
+            self.addr_cmds.append(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
+        self.addr_cmds.append(["ip", "-n", ns, "link", "set", dev, "up"])
         if dev != "lo":
-            offload_cmds.append(
+            self.offload_cmds.append(
                 ["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"]
             )
 
+
+def _plan_links(
+    config: Mapping[str, Any],
+    env: KernelEnv,
+    options: KernelOptions,
+    prefix: str,
+    nodes: Sequence[NodeNs],
+    graph: _Graph,
+    mtu: int,
+    departures: list[str],
+) -> _Wiring:
+    """Per link entry: a veth between the two nodes, or, when a direction delays (>= 500 us)
+    or loses, two veths into a wire namespace that delays (netem or the delay line) and
+    drops (nft)."""
     if options.delay not in ("auto", "netem", "delayline"):
         raise KernelError(f"kernel: delay {options.delay!r}: expected auto, netem or delayline")
     use_netem = options.delay == "netem" or (options.delay == "auto" and env.has_qdisc("netem"))
     if options.delay == "netem" and not env.has_qdisc("netem"):
         raise KernelUnsupported("kernel: sch_netem is not available on this kernel (delay=netem)")
+    links_cfg = config["links"]
+    wiring = _Wiring()
     for entry in range(len(links_cfg) // 2):
         fwd, rev = links_cfg[2 * entry], links_cfg[2 * entry + 1]
         a, b = int(fwd["from"]), int(fwd["to"])
         ns_a, ns_b = nodes[a].ns, nodes[b].ns
-        dev_a, dev_b = devices[2 * entry][1], devices[2 * entry + 1][1]
+        dev_a, dev_b = graph.devices[2 * entry][1], graph.devices[2 * entry + 1][1]
         lossy = [
             (link.get("loss") or {}).get("kind") == "bernoulli" and float(link["loss"].get("p", 0)) > 0
             for link in (fwd, rev)
@@ -716,113 +862,133 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         if any(lossy) or any(delayed):
             w = wire_ns(prefix, entry)
             b_addr, b_peer = _transfer(entry, 5), _transfer(entry, 6)
-            link_cmds.append(_veth_add(ns_a, dev_a, "wa", w, mtu))
-            link_cmds.append(_veth_add(ns_b, dev_b, "wb", w, mtu))
-            veths.append(VethPair(ns_a, dev_a, a_addr + "/30", w, "wa", a_peer + "/30", mtu, entry))
-            veths.append(VethPair(ns_b, dev_b, b_addr + "/30", w, "wb", b_peer + "/30", mtu, entry))
-            up(ns_a, dev_a, a_addr + "/30")
-            up(w, "wa", a_peer + "/30")
-            up(ns_b, dev_b, b_addr + "/30")
-            up(w, "wb", b_peer + "/30")
-            up(w, "lo", None)
-            hop_of[2 * entry] = (dev_a, a_peer)
-            hop_of[2 * entry + 1] = (dev_b, b_peer)
-            tuns: list[WireTun] = []
-            tun_cmds: list[list[str]] = []
-            netem_cmds: list[list[str]] = []
-            rules: list[list[str]] = []
-            # direction a->b: in on wa, out on wb towards b (b_addr); b->a: in on wb, out on wa.
-            for d, (link_index, link, iif, oif, nexthop, tun) in enumerate(
-                (
-                    (2 * entry, fwd, "wa", "wb", b_addr, "tab"),
-                    (2 * entry + 1, rev, "wb", "wa", a_addr, "tba"),
-                )
-            ):
-                out_table = str(100 + 2 * d + 1)
-                if delayed[d] and use_netem:
-                    # netem on the wire's egress towards the receiving node (Linux v6.12
-                    # net/sched/sch_netem.c): its limit holds every packet in flight on the
-                    # wire, counted at 64 B (an ACK) at the link's rate, at least netem's 1000
-                    in_flight = int(link["rate_bps"]) * int(link["delay_ns"]) // (8 * 64 * 1_000_000_000) + 1
-                    netem_cmds.append(
-                        [
-                            "tc",
-                            "-n",
-                            w,
-                            "qdisc",
-                            "add",
-                            "dev",
-                            oif,
-                            "root",
-                            "netem",
-                            "delay",
-                            _ns_arg(int(link["delay_ns"])),
-                            "limit",
-                            str(max(1000, in_flight)),
-                        ]
-                    )
-                    rules.append(
-                        ["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", out_table]
-                    )
-                elif delayed[d]:
-                    in_table = str(100 + 2 * d)
-                    tuns.append(WireTun(tun, int(link["delay_ns"]), link_index))
-                    tun_cmds.append(["ip", "-n", w, "link", "set", tun, "mtu", str(mtu), "up"])
-                    tun_cmds.append(
-                        ["ip", "netns", "exec", w, "ethtool", "-K", tun, "tso", "off", "gso", "off", "gro", "off"]
-                    )
-                    tun_cmds.append(["ip", "-n", w, "route", "add", "default", "dev", tun, "table", in_table])
-                    tun_cmds.append(
-                        ["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", in_table]
-                    )
-                    tun_cmds.append(
-                        ["ip", "-n", w, "rule", "add", "pref", str(1001 + 10 * d), "iif", tun, "lookup", out_table]
-                    )
-                else:
-                    rules.append(
-                        ["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", out_table]
-                    )
-                rules.insert(
-                    0, ["ip", "-n", w, "route", "add", "default", "via", nexthop, "dev", oif, "table", out_table]
-                )
-            nft = _nft_ruleset(config, entry, lossy)
-            wire = WireNs(
-                ns=w,
-                entry=entry,
-                links=(2 * entry, 2 * entry + 1),
-                tuns=tuns,
-                nft=nft,
-                sysctls={
-                    "net.ipv4.ip_forward": "1",
-                    "net.ipv4.conf.all.rp_filter": "0",
-                    "net.ipv4.conf.default.rp_filter": "0",
-                    **_no_ipv6(env),
-                },
-                routes=rules,
-                netem=netem_cmds,
-                tun_commands=tun_cmds,
-                stats_file=f"delayline-w{entry}.json",
-            )
-            wires.append(wire)
+            wiring.link_cmds.append(_veth_add(ns_a, dev_a, "wa", w, mtu))
+            wiring.link_cmds.append(_veth_add(ns_b, dev_b, "wb", w, mtu))
+            wiring.veths.append(VethPair(ns_a, dev_a, a_addr + "/30", w, "wa", a_peer + "/30", mtu, entry))
+            wiring.veths.append(VethPair(ns_b, dev_b, b_addr + "/30", w, "wb", b_peer + "/30", mtu, entry))
+            wiring.up(ns_a, dev_a, a_addr + "/30")
+            wiring.up(w, "wa", a_peer + "/30")
+            wiring.up(ns_b, dev_b, b_addr + "/30")
+            wiring.up(w, "wb", b_peer + "/30")
+            wiring.up(w, "lo", None)
+            wiring.hop_of[2 * entry] = (dev_a, a_peer)
+            wiring.hop_of[2 * entry + 1] = (dev_b, b_peer)
+            wiring.wires.append(_wire(config, env, w, entry, lossy, delayed, use_netem, mtu, a_addr, b_addr))
         else:
-            link_cmds.append(_veth_add(ns_a, dev_a, dev_b, ns_b, mtu))
-            veths.append(VethPair(ns_a, dev_a, a_addr + "/30", ns_b, dev_b, a_peer + "/30", mtu, entry))
-            up(ns_a, dev_a, a_addr + "/30")
-            up(ns_b, dev_b, a_peer + "/30")
-            hop_of[2 * entry] = (dev_a, a_peer)
-            hop_of[2 * entry + 1] = (dev_b, a_addr)
+            wiring.link_cmds.append(_veth_add(ns_a, dev_a, dev_b, ns_b, mtu))
+            wiring.veths.append(VethPair(ns_a, dev_a, a_addr + "/30", ns_b, dev_b, a_peer + "/30", mtu, entry))
+            wiring.up(ns_a, dev_a, a_addr + "/30")
+            wiring.up(ns_b, dev_b, a_peer + "/30")
+            wiring.hop_of[2 * entry] = (dev_a, a_peer)
+            wiring.hop_of[2 * entry + 1] = (dev_b, a_addr)
+    return wiring
 
-    # -- qdiscs ----------------------------------------------------------------------------------
+
+def _wire(
+    config: Mapping[str, Any],
+    env: KernelEnv,
+    w: str,
+    entry: int,
+    lossy: Sequence[bool],
+    delayed: Sequence[bool],
+    use_netem: bool,
+    mtu: int,
+    a_addr: str,
+    b_addr: str,
+) -> WireNs:
+    """The wire namespace ``w`` of link entry ``entry``: per direction, policy routing on the
+    input device, through netem on the egress or the delay line's TUN when it delays; the
+    nft ruleset when it loses (module doc)."""
+    fwd, rev = config["links"][2 * entry], config["links"][2 * entry + 1]
+    tuns: list[WireTun] = []
+    tun_cmds: list[list[str]] = []
+    netem_cmds: list[list[str]] = []
+    rules: list[list[str]] = []
+    # direction a->b: in on wa, out on wb towards b (b_addr); b->a: in on wb, out on wa.
+    for d, (link_index, link, iif, oif, nexthop, tun) in enumerate(
+        (
+            (2 * entry, fwd, "wa", "wb", b_addr, "tab"),
+            (2 * entry + 1, rev, "wb", "wa", a_addr, "tba"),
+        )
+    ):
+        out_table = str(100 + 2 * d + 1)
+        if delayed[d] and use_netem:
+            # netem on the wire's egress towards the receiving node (Linux v6.12
+            # net/sched/sch_netem.c): its limit holds every packet in flight on the
+            # wire, counted at 64 B (an ACK) at the link's rate, at least netem's 1000
+            in_flight = int(link["rate_bps"]) * int(link["delay_ns"]) // (8 * 64 * 1_000_000_000) + 1
+            netem_cmds.append(
+                [
+                    "tc",
+                    "-n",
+                    w,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    oif,
+                    "root",
+                    "netem",
+                    "delay",
+                    _ns_arg(int(link["delay_ns"])),
+                    "limit",
+                    str(max(1000, in_flight)),
+                ]
+            )
+            rules.append(["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", out_table])
+        elif delayed[d]:
+            in_table = str(100 + 2 * d)
+            tuns.append(WireTun(tun, int(link["delay_ns"]), link_index))
+            tun_cmds.append(["ip", "-n", w, "link", "set", tun, "mtu", str(mtu), "up"])
+            tun_cmds.append(["ip", "netns", "exec", w, "ethtool", "-K", tun, "tso", "off", "gso", "off", "gro", "off"])
+            tun_cmds.append(["ip", "-n", w, "route", "add", "default", "dev", tun, "table", in_table])
+            tun_cmds.append(["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", in_table])
+            tun_cmds.append(["ip", "-n", w, "rule", "add", "pref", str(1001 + 10 * d), "iif", tun, "lookup", out_table])
+        else:
+            rules.append(["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", out_table])
+        rules.insert(0, ["ip", "-n", w, "route", "add", "default", "via", nexthop, "dev", oif, "table", out_table])
+    return WireNs(
+        ns=w,
+        entry=entry,
+        links=(2 * entry, 2 * entry + 1),
+        tuns=tuns,
+        nft=_nft_ruleset(config, entry, lossy),
+        sysctls={
+            "net.ipv4.ip_forward": "1",
+            "net.ipv4.conf.all.rp_filter": "0",
+            "net.ipv4.conf.default.rp_filter": "0",
+            **_no_ipv6(env),
+        },
+        routes=rules,
+        netem=netem_cmds,
+        tun_commands=tun_cmds,
+        stats_file=f"delayline-w{entry}.json",
+    )
+
+
+def _plan_qdiscs(
+    config: Mapping[str, Any],
+    env: KernelEnv,
+    options: KernelOptions,
+    nodes: Sequence[NodeNs],
+    graph: _Graph,
+    departures: list[str],
+) -> tuple[dict[tuple[str, str], list[list[str]]], dict[str, list[tuple[str, int]]], list[list[str]]]:
+    """Per one-way link, its sender's egress qdiscs: the tbf shaper at the link rate with the
+    scenario's queue as its child, or the queue alone on a host link that is no route's
+    narrowest (module doc). Returns (ns, dev) -> its commands, ns -> the queue devices, and
+    every command in link order."""
     host_bottlenecks = shaped_host_links(config)
+    tc: dict[tuple[str, str], list[list[str]]] = {}
+    queue_devices: dict[str, list[tuple[str, int]]] = {}
     qdisc_cmds: list[list[str]] = []
-    for link_index, link in enumerate(links_cfg):
-        sender, receiver = ends[link_index]
-        node_name, dev = devices[link_index]
+    for link_index, link in enumerate(config["links"]):
+        sender, receiver = graph.ends[link_index]
+        _node_name, dev = graph.devices[link_index]
         ns = nodes[sender].ns
         path = _link_path(config, link_index)
         queue = link.get("queue") or {"kind": "pfifo", "limit_packets": 1000}
         child = _queue_args(queue, env, f"{path}.queue")
-        shaped = kinds[sender] == "router" or kinds[receiver] == "host" or link_index in host_bottlenecks
+        shaped = graph.kinds[sender] == "router" or graph.kinds[receiver] == "host" or link_index in host_bottlenecks
         overhead = int(link.get("overhead_bytes", 14))
         cmds: list[list[str]] = []
         if shaped:
@@ -860,20 +1026,26 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         tc[(ns, dev)] = cmds
         qdisc_cmds.extend(cmds)
         queue_devices.setdefault(ns, []).append((dev, link_index))
+    return tc, queue_devices, qdisc_cmds
 
-    # -- routes ----------------------------------------------------------------------------------
-    route_cmds: list[list[str]] = []
+
+def _plan_routes(
+    nodes: Sequence[NodeNs], graph: _Graph, route_attrs: Mapping[tuple[int, int], _Settings], wiring: _Wiring
+) -> list[list[str]]:
+    """Each node's address on ``lo`` (after the links' addresses) and a /32 route to every
+    node it reaches, via its route's first hop, with the flows' route attributes."""
     for nd in nodes:
-        addr_cmds.append(["ip", "-n", nd.ns, "addr", "add", nd.address + "/32", "dev", "lo"])
-        addr_cmds.append(["ip", "-n", nd.ns, "link", "set", "lo", "up"])
-    for src in range(n_nodes):
-        for dst in range(n_nodes):
+        wiring.addr_cmds.append(["ip", "-n", nd.ns, "addr", "add", nd.address + "/32", "dev", "lo"])
+        wiring.addr_cmds.append(["ip", "-n", nd.ns, "link", "set", "lo", "up"])
+    route_cmds: list[list[str]] = []
+    for src in range(graph.n_nodes):
+        for dst in range(graph.n_nodes):
             if src == dst:
                 continue
-            route = bfs_route(n_nodes, ends, src, dst, forwards)
+            route = graph.route(src, dst)
             if not route:
                 continue
-            dev, nexthop = hop_of[route[0]]
+            dev, nexthop = wiring.hop_of[route[0]]
             cmd = [
                 "ip",
                 "-n",
@@ -891,29 +1063,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
             for key, (value, _p) in route_attrs.get((src, dst), {}).items():
                 cmd += ["initcwnd", str(value)] if key == "initcwnd" else ["rto_min", "lock", f"{value}ms"]
             route_cmds.append(cmd)
-
-    sysctl_cmds: list[list[str]] = []
-    for ns, sysctls in [(nd.ns, nd.sysctls) for nd in nodes] + [(w.ns, w.sysctls) for w in wires]:
-        sysctl_cmds.append(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *[f"{k}={v}" for k, v in sysctls.items()]])
-    wire_route_cmds = [cmd for w in wires for cmd in w.routes]
-    qdisc_cmds.extend(cmd for w in wires for cmd in w.netem)
-    # nft reads the wire's ruleset (WireNs.nft) on stdin
-    nft_cmds = [["ip", "netns", "exec", w.ns, "nft", "-f", "-"] for w in wires if w.nft]
-
-    commands = sysctl_cmds + link_cmds + addr_cmds + offload_cmds + route_cmds + wire_route_cmds + qdisc_cmds + nft_cmds
-    return Plan(
-        prefix=prefix,
-        nodes=nodes,
-        veths=veths,
-        wires=wires,
-        flows=flows,
-        commands=commands,
-        tc=tc,
-        queue_devices=queue_devices,
-        departures=list(dict.fromkeys(departures)),
-        duration_ns=duration_ns,
-        sample_interval_ns=int(config["sample_interval_ns"]),
-    )
+    return route_cmds
 
 
 def shaped_host_links(config: Mapping[str, Any]) -> set[int]:

@@ -49,9 +49,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from tcplab.kernel.tolerances import Tolerances
+from tcplab.kernel.verdicts import (
+    MetricRow,
+    Validation,
+    compare_runs,
+    finite_value,
+    judge,
+    kernel_validity,
+    metric_text,
+)
 
 if TYPE_CHECKING:
-    from tcplab.kernel.validate import MetricRow, Validation
     from tcplab.results import Result
 
 __all__ = ["Spread", "spread", "judge_repeated", "compare_repeated", "SPREAD_FACTOR", "INCONCLUSIVE", "RULE"]
@@ -115,9 +123,7 @@ def judge_repeated(
 ) -> MetricRow:
     """One row from the two worlds' spreads (the rule in the module doc). ``sim``/``kernel``
     of the row are the means; ``difference``/``relative`` are of the means."""
-    from tcplab.kernel.validate import _fmt, _judge
-
-    base = _judge(metric, subject, kind, sim.mean, kern.mean, tol, missing)
+    base = judge(metric, subject, kind, sim.mean, kern.mean, tol, missing)
     stats = {"sim_stats": sim.to_json(), "kernel_stats": kern.to_json()}
     se = standard_error(sim, kern)
     if base.verdict == "n/a":
@@ -135,7 +141,7 @@ def judge_repeated(
         why = f"{few} has {min(sim.n, kern.n)} run with a value: no spread to judge the difference by"
         return replace(base, verdict=INCONCLUSIVE, reason=f"{reason}; {why}", **stats, se_difference=se)
     bound = SPREAD_FACTOR * se
-    amount = _fmt(metric, bound) if metric != "retrans_pct" else f"{bound:.2f} pp"
+    amount = metric_text(metric, bound) if metric != "retrans_pct" else f"{bound:.2f} pp"
     if diff > bound:
         why = f"the difference also exceeds 2 x its standard error ({amount}; {counts}): outside"
         return replace(base, reason=f"{reason}; {why}", **stats, se_difference=se)
@@ -160,8 +166,6 @@ def compare_repeated(
     (of N >= 2) give a validation without verdicts (``valid`` false). The simulations all
     count (a simulation cannot be invalid). Needs at least one simulation and one kernel
     result."""
-    from tcplab.kernel.validate import compare_runs, kernel_validity
-
     tol = tolerances if tolerances is not None else Tolerances()
     failures = dict(failures or {})
     runs = max(len(sims), len(kerns))
@@ -229,16 +233,15 @@ def compare_repeated(
         runs=runs,
         excluded=excluded,
         valid_kernel_runs=[i + 1 for i, _ in valid_k],
+        repeat_rule=RULE,
     )
     return v
 
 
 def _link_value(result: Result, link: str, key: str) -> float | None:
-    from tcplab.kernel.validate import _value
-
     for row in result.links.to_dict("records"):
         if str(row["name"]) == link:
-            return _value(row.get(key))
+            return finite_value(row.get(key))
     return None
 
 

@@ -21,18 +21,16 @@ routes, qdiscs, nft tables and delay lines, and remove them again.
   :mod:`tcplab.kernel.watch`.
 
 Children are started in their own process group (so a terminal's Ctrl-C reaches only the
-parent, which stops them in order) with ``PR_SET_PDEATHSIG`` = SIGTERM: if the parent is
-killed outright (SIGKILL), they stop by themselves; the namespaces then remain until
-``tcplab kernel cleanup`` (:func:`cleanup`), and the next run refuses until then.
+parent, which stops them in order) with ``PR_SET_PDEATHSIG`` = SIGTERM
+(:mod:`tcplab.kernel.processes`): if the parent is killed outright (SIGKILL), they stop by
+themselves; the namespaces then remain until ``tcplab kernel cleanup`` (:func:`cleanup`),
+and the next run refuses until then.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import shlex
-import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -42,14 +40,12 @@ from typing import Any
 from tcplab.kernel.errors import KernelError
 from tcplab.kernel.names import check_prefix, is_ours
 from tcplab.kernel.plan import Plan
+from tcplab.kernel.processes import alive, kill_group, kill_pids, spawn
 
 __all__ = ["Testbed", "check_free", "cleanup", "list_netns", "netns_id", "netns_pids", "spawn", "kill_group"]
 
 #: How long a command may take (ip/tc/nft/ethtool answer in milliseconds).
 COMMAND_TIMEOUT_S = 20.0
-#: How long a stopped process has between SIGTERM and SIGKILL.
-KILL_GRACE_S = 3.0
-_PR_SET_PDEATHSIG = 1
 
 
 def list_netns() -> list[str]:
@@ -78,81 +74,11 @@ def netns_pids(ns: str) -> list[int]:
     return [int(p) for p in out.stdout.split() if p.isdigit()]
 
 
-def pdeathsig_preexec() -> Any:
-    """A ``preexec_fn`` that asks the kernel to SIGTERM the child when this process dies
-    (``prctl(PR_SET_PDEATHSIG)``; kept across ``ip netns exec``'s execve), or None where
-    libc cannot be loaded. libc is loaded here, in the parent: the child, between fork and
-    exec, only makes the call. Every process a run starts (delay lines, agents, the
-    testbed's) uses it, so a SIGKILLed run leaves only its namespaces behind, which
-    ``tcplab kernel cleanup`` removes."""
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    sig = int(signal.SIGTERM)
-
-    def child() -> None:
-        prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
-
-    return child
-
-
-def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
-    """Start a child in its own process group, SIGTERMed if this process dies."""
-    return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=pdeathsig_preexec(), **kwargs)  # noqa: PLW1509
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie child of ours counts as gone once reaped
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        return True
-
-
-def kill_group(pid: int, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the process group of ``pid`` (a leader started by :func:`spawn`), then SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 1.0)):
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            # not a group leader (started by someone else's Popen): the process alone
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _alive(pid):
-                return
-            time.sleep(0.02)
-
-
-def _kill_pids(pids: Sequence[int], grace_s: float = KILL_GRACE_S) -> None:
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 1.0)):
-        live = [p for p in pids if _alive(p)]
-        if not live:
-            return
-        for p in live:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(p, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(_alive(p) for p in live):
-            time.sleep(0.02)
-
-
 def _remove_netns(ns: str) -> str | None:
     """Kill what runs in ``ns``, delete it; the error text, or None."""
     pids = netns_pids(ns)
     if pids:
-        _kill_pids(pids)
+        kill_pids(pids)
     r = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
     if r.returncode != 0 and ns in list_netns():
         return r.stderr.strip() or f"ip netns del {ns} failed"
@@ -395,10 +321,10 @@ class Testbed:
                     pipe.close()
         known = {p.pid for p in self._procs}
         for pid in self.pids:
-            if pid not in known and _alive(pid):
+            if pid not in known and alive(pid):
                 kill_group(pid)
-                if _alive(pid):
-                    _kill_pids([pid])
+                if alive(pid):
+                    kill_pids([pid])
         for ns in reversed(self.created):
             now = netns_id(ns)
             if now is None or self.ns_ids.get(ns) not in (None, now):

@@ -25,6 +25,12 @@ with ``n`` points) and the sweep runs first, into ``out/sweep`` (resumable).
 No feasible setting is not an error: the Recommendation says so (``setting`` is None) and
 the CLI exits with :data:`~tcplab.recommend.recommendation.EXIT_NO_FEASIBLE` (4) after
 writing its output, so that scripts can tell "no answer" from an answer.
+
+Floor 6 (the commands' packages): may import :mod:`tcplab.sweep` (the scenario form runs a
+sweep; :func:`tcplab.sweep.load_sweep` reads one), runner and compare, views (the page and
+the plot, :mod:`tcplab.views.recommend`, read a :class:`Recommendation` as data and import
+nothing of this package), results, the scenario and the leaves; never another command
+package nor the commands. A submodule never imports this ``__init__``.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ __all__ = [
     "EXIT_NO_FEASIBLE",
     "parse_choice",
     "load_table",
+    "is_sweep_dir",
 ]
 
 ParamSpec = Sequence[str] | Mapping[str, Any] | None
@@ -148,7 +155,8 @@ def recommend_table(
     return Recommendation(selection, Path(sweep_dir) if sweep_dir else None, table)
 
 
-def _is_sweep_dir(source: Any) -> bool:
+def is_sweep_dir(source: Any) -> bool:
+    """Whether ``source`` names a sweep directory (``sweep.parquet`` or ``sweep.json`` in it)."""
     return (
         isinstance(source, (str, os.PathLike))
         and Path(source).is_dir()
@@ -189,7 +197,7 @@ def recommend(
         rec = recommend_table(source, choose=choose, over=over, **kw)
     elif hasattr(source, "table") and not isinstance(source, (str, os.PathLike)):
         rec = recommend_table(source.table, choose=choose, over=over, sweep_dir=getattr(source, "dir", None), **kw)
-    elif _is_sweep_dir(source):
+    elif is_sweep_dir(source):
         rec = recommend_table(load_table(source), choose=choose, over=over, sweep_dir=source, **kw)
     else:
         from tcplab.recommend.objective import check_grammar

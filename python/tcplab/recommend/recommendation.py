@@ -21,12 +21,13 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tcplab.units import percent_text
 from tcplab.recommend.robust import RULE, Choice, ConstraintCheck, Run, Selection, describe
+from tcplab.units import percent_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,6 +71,17 @@ class Recommendation:
     @property
     def feasible(self) -> bool:
         return self.selection.recommended is not None
+
+    @property
+    def rule(self) -> str:
+        """The ranking rule in one line (:data:`~tcplab.recommend.robust.RULE`)."""
+        return RULE
+
+    @staticmethod
+    def describe(setting: Mapping[str, Any]) -> str:
+        """A setting or a condition as the page and the sentence name it
+        (:func:`~tcplab.recommend.robust.describe`: ``flows.0.cc=bbr, ...``)."""
+        return describe(setting)
 
     def run_dir(self, key: str) -> str | None:
         if self.sweep_dir is None:

@@ -156,9 +156,9 @@ def sweep_for_recommend(
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     target, _ = prepare_recommend_dir(Path(out))  # kept on failure: the sweep in it resumes
-    from tcplab.sweep.cli import _Bar
+    from tcplab.sweep.bar import SweepBar
 
-    bar = _Bar(enabled=not quiet, plan=plan)
+    bar = SweepBar(enabled=not quiet, plan=plan)
     try:
         return run_sweep(
             plan, target / SWEEP_SUBDIR, jobs=jobs, dask=dask, force=force, keep_runs=keep_runs, progress=bar

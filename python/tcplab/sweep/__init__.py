@@ -31,6 +31,14 @@ Python API::
     tcplab.load_sweep("runs/sweep").table
 
 (``tcplab.sweep`` is this package; calling it calls :func:`sweep`.)
+
+Floor 6 (the commands' packages): may import runner and compare, views (the sweep's
+views, :mod:`tcplab.views.sweep`, take its table and plan as data and import nothing of
+this package), exports, results, the engine, the scenario and the leaves; never another
+command package (:mod:`tcplab.recommend` imports this one) nor the commands. A submodule
+imports the submodule that defines a name (:mod:`~tcplab.sweep.errors`, ...), never this
+``__init__``. :mod:`~tcplab.sweep.bar` is the progress a sweep shows (``tcplab sweep``,
+and recommend's sweep).
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from tcplab.errors import ScenarioError
 from tcplab.literals import json_loads
+from tcplab.sweep.errors import SweepError
 from tcplab.sweep.keys import engine_version, run_key
 from tcplab.sweep.space import Parameter, Point, plan_points
 
@@ -73,10 +82,6 @@ INT64_MAX = 2**63 - 1
 #: first runs (about 1 ms each), and sweep.json lists them all; beyond this, split the
 #: sweep or sample the space (--random ... -n N).
 MAX_RUNS = 100_000
-
-
-class SweepError(ScenarioError):
-    """A sweep that cannot go on (a directory or plan mismatch, a Dask cluster problem)."""
 
 
 @dataclass
@@ -414,7 +419,7 @@ def run_sweep(
             if plots:
                 from tcplab.views.sweep import write_sweep_views
 
-                write_sweep_views(result, store.dir, _local_jobs(executor))
+                write_sweep_views(result.table, result.plan, result.failures, store.dir, _local_jobs(executor))
             store.write_plan(result.plan)  # "complete" last: only a finished sweep says so
         except BaseException:
             store.mark_unfinished(plan.to_json(status="interrupted", done=done - failed, failed=failed))
@@ -532,7 +537,7 @@ class SweepResult:
                 if plots:
                     from tcplab.views.sweep import write_sweep_views
 
-                    write_sweep_views(self, store.dir, _local_jobs())
+                    write_sweep_views(self.table, self.plan, self.failures, store.dir, _local_jobs())
                 store.write_plan(dict(self.plan, status="complete"))  # last (see run_sweep)
             except BaseException:
                 store.mark_unfinished(dict(self.plan, status="interrupted"))

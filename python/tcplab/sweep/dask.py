@@ -17,7 +17,7 @@ the table is the same (runs are deterministic; the table is sorted by point, see
   tcplab and engine versions as this process (a run key names the engine version: a worker
   with another engine would produce runs under the wrong key); the workers import tcplab
   for it in a thread, not on their event loop (:func:`_versions_off_the_loop`). Otherwise a one-line
-  :class:`~tcplab.sweep.SweepError` naming both versions (exit 2).
+  :class:`~tcplab.sweep.errors.SweepError` naming both versions (exit 2).
 * A task that raises, or whose worker dies (``KilledWorker`` after Dask's own retries), is
   that run's failure; the sweep goes on.
 * Interrupted (Ctrl-C, SIGTERM), the pending tasks are cancelled and the client closed; the
@@ -41,7 +41,7 @@ import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 
-from tcplab.sweep import SweepError
+from tcplab.sweep.errors import SweepError
 from tcplab.sweep.executors import PointJob, PointOutcome
 
 __all__ = ["DaskExecutor", "worker_versions"]

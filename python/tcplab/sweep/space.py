@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tcplab.errors import ScenarioError, show_value
-from tcplab.literals import load_yaml_scalar, value_text
+from tcplab.literals import NUMBER_UNIT, load_yaml_scalar, number_and_unit, value_text
 from tcplab.overrides import Override, parse_override
 
 __all__ = [
@@ -56,8 +56,6 @@ __all__ = [
 GRID_EXPECTED = "PATH=V1,V2,... such as flows.0.cc=cubic,bbr or links.1.loss=0%,0.5%,1%"
 RANDOM_EXPECTED = "PATH=LO..HI with one unit on both ends, such as links.1.loss=0%..1% or links.1.rate=10Mbit..100Mbit"
 
-#: A label that is one number and an optional unit (``0.5%``, ``10Mbit``, ``8192``).
-_NUMBER_UNIT = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z%µμ/]*)\s*\Z")
 _PLAIN_INT = re.compile(r"\s*[+-]?\d+\s*\Z")
 #: Significant digits of a drawn value.
 SAMPLE_DIGITS = 4
@@ -144,21 +142,6 @@ def parse_grid(text: str) -> Parameter:
     return Parameter(path=path, kind="grid", labels=tuple(labels), values=tuple(ov.values))
 
 
-def number_and_unit(label: str) -> tuple[float, str, str] | None:
-    """``"0.5%"`` -> ``(0.5, "%", "0.5")``; None when the label is not one number with an
-    optional unit."""
-    m = _NUMBER_UNIT.match(str(label))
-    if not m:
-        return None
-    try:
-        number = float(m.group(1))
-    except ValueError:
-        return None
-    if not math.isfinite(number):
-        return None
-    return number, m.group(2), m.group(1)
-
-
 @dataclass(frozen=True)
 class _Range:
     path: str
@@ -181,7 +164,7 @@ def parse_random(text: str) -> _Range:
     ends = []
     for end in (lo_text, hi_text):
         parsed = number_and_unit(end)
-        if parsed is None and _NUMBER_UNIT.match(end):  # a number, but float() overflows
+        if parsed is None and NUMBER_UNIT.match(end):  # a number, but float() overflows
             raise _error("--random", f"{show_value(end)} is too large", RANDOM_EXPECTED, path)
         if parsed is None:
             raise _error("--random", f"{show_value(end)} is not a number with an optional unit", RANDOM_EXPECTED, path)

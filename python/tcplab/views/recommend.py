@@ -13,6 +13,10 @@ a horizontal dashed line. With no condition parameter (only seeds), x is the set
 ``report.html``: the objective, the rule, the recommendation sentence, the ranked table of
 settings, the evidence runs (with their run directories when the sweep kept them) and the
 plot, in one self-contained page (as :mod:`tcplab.views.report`).
+
+The views read a :class:`~tcplab.recommend.recommendation.Recommendation` as data (its
+selection, table, sentence, evidence, rule and the way it names a setting); this module
+imports nothing of :mod:`tcplab.recommend` when it runs (the recommendation calls it).
 """
 
 from __future__ import annotations
@@ -258,8 +262,9 @@ def _cell(v: Any) -> str:
 
 
 def render_recommend_report(rec: Recommendation, figures: list[Plot]) -> str:
-    from tcplab.recommend.robust import RULE, describe
     from tcplab.views.report import _STYLE, data_uri, scrolling
+
+    describe = rec.describe
 
     s = rec.selection
     table = rec.table
@@ -288,7 +293,7 @@ def render_recommend_report(rec: Recommendation, figures: list[Plot]) -> str:
     return env.from_string(scrolling(_TEMPLATE)).render(
         style=_STYLE,
         objective=s.objective.text,
-        rule=RULE,
+        rule=rec.rule,
         metrics=[{"name": m.name, "source": m.source} for m in uniq],
         sentence=rec.sentence,
         feasible=rec.feasible,

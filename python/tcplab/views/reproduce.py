@@ -1,8 +1,8 @@
 """``tcplab reproduce``'s output: one report per experiment and an index, written atomically.
 
-The model. :func:`reproduce` plans and runs the experiments
-(:func:`tcplab.experiments.reproduce.run_experiments`) *inside* the temporary directory of
-:func:`tcplab.results.rundir.write_dir_atomically`, then writes, beside the run directories:
+The model. :func:`tcplab.experiments.reproduce.reproduce` plans and runs the experiments
+*inside* the temporary directory of :func:`tcplab.results.rundir.write_dir_atomically`, then
+:func:`write_reports` writes, beside the run directories:
 
 ``OUT/NAME/report.html``
     self-contained (plots embedded as ``data:`` URIs, no script, no outside file, as a run's
@@ -27,7 +27,9 @@ The model. :func:`reproduce` plans and runs the experiments
     reproduced"), quick or full mode, tcplab's version, and each claim's one-line verdict.
 
 ``OUT`` carries the marker of kind ``reproduce`` (:mod:`tcplab.results.rundir`), so
-``--force`` replaces only a directory ``tcplab reproduce`` wrote. Markdown in the
+``--force`` replaces only a directory ``tcplab reproduce`` wrote. The views read the
+experiments' outcomes (:class:`~tcplab.experiments.reproduce.Outcome`, their claims, runs
+and cross-checks) as data: this module imports nothing of :mod:`tcplab.experiments` when it runs. Markdown in the
 experiments' texts (setup, reasons, explanations) is rendered with markdown-it in
 CommonMark mode with raw HTML off, so the page stays free of anything but what we write.
 """
@@ -37,8 +39,7 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,58 +53,26 @@ if TYPE_CHECKING:
     from tcplab.results import Result
 
 __all__ = [
-    "reproduce",
     "write_reports",
     "experiment_record",
     "index_record",
     "default_output",
+    "story_info",
+    "totals_line",
     "STORIES_DOC",
+    "VERDICTS",
 ]
 
 #: The page users read about the stories (never the seed files themselves).
 STORIES_DOC = "docs/stories.md"
 
-ProgressFn = Callable[[int, int, str, "str | None"], None]
+#: The claims' verdicts in the reports' order (:data:`tcplab.experiments.base.VERDICTS`).
+VERDICTS = ("reproduced", "partly", "not reproduced")
 
 
 def default_output(quick: bool) -> Path:
     """``reproduce/`` or ``reproduce-quick/`` in the current directory."""
     return Path("reproduce-quick" if quick else "reproduce")
-
-
-# -- the whole output ------------------------------------------------------------------------
-def reproduce(
-    names: Sequence[str],
-    out_dir: Path,
-    *,
-    quick: bool = False,
-    jobs: int | None = None,
-    overwrite: bool = False,
-    progress: ProgressFn | None = None,
-    core: Any = None,
-) -> list[Outcome]:
-    """Run ``names`` and write ``out_dir`` (reports, index, run directories) atomically.
-
-    Planning errors (a bad scenario, an unknown name) raise before anything is simulated and
-    leave nothing behind; a run that fails is an :class:`Outcome` error stated in its report.
-    """
-    from tcplab.experiments import load
-    from tcplab.experiments.reproduce import run_experiments
-    from tcplab.results.rundir import check_output_dir, write_dir_atomically, write_marker
-
-    for n in names:  # an unknown name is a user error before the directory is touched
-        load(n)
-    check_output_dir(Path(out_dir), overwrite=overwrite)
-    outcomes: list[Outcome] = []
-
-    def fill(tmp: Path) -> None:
-        started = time.perf_counter()
-        write_marker(tmp, "reproduce")
-        outcomes.extend(run_experiments(names, quick=quick, jobs=jobs, out_dir=tmp, core=core, progress=progress))
-        write_reports(outcomes, tmp, quick=quick, elapsed_s=time.perf_counter() - started)
-
-    write_dir_atomically(out_dir, fill, overwrite=overwrite)
-    return outcomes
 
 
 # -- records (claims.json, index.json) -------------------------------------------------------
@@ -169,9 +138,7 @@ def _story_heading(number: str) -> str | None:
 
 
 def _stories_doc() -> Path | None:
-    import tcplab
-
-    path = Path(tcplab.__file__).resolve().parents[2] / STORIES_DOC
+    path = Path(__file__).resolve().parents[3] / STORIES_DOC  # the repository: python/tcplab/views/
     return path if path.is_file() else None
 
 
@@ -199,7 +166,7 @@ def _story_excerpt(number: str) -> str:
     return "\n\n".join(p for p in paragraphs if p.startswith(_STORY_PARTS))
 
 
-def _story_info(seed: str) -> dict[str, str]:
+def story_info(seed: str) -> dict[str, str]:
     """The story an experiment replays: its number, heading, seed, where it is told
     (``ref``: docs/stories.md#anchor in tcplab's repository, as text: a report travels
     without the clone, so it links to no file) and its text (``excerpt``, embedded)."""
@@ -262,7 +229,7 @@ def experiment_record(outcome: Outcome, out_dir: Path | None = None) -> dict[str
         {
             "experiment": e.name,
             "title": e.title,
-            "story": _story_info(e.story),
+            "story": story_info(e.story),
             "setup": e.setup,
             "mode": "quick" if outcome.quick else "full",
             "tcplab": __version__,
@@ -279,8 +246,6 @@ def experiment_record(outcome: Outcome, out_dir: Path | None = None) -> dict[str
 
 
 def _totals(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    from tcplab.experiments.base import VERDICTS
-
     totals = {v: sum(r["counts"].get(v, 0) for r in records) for v in VERDICTS}
     totals["claims"] = sum(totals[v] for v in VERDICTS)
     return totals

@@ -1,8 +1,9 @@
 """A sweep's views: plots that fit a sweep, and one self-contained report.html.
 
-The model: the views read only the sweep's table (:mod:`tcplab.sweep.rows`) and plan, so
-``tcplab.load_sweep(DIR)`` can redraw them. Each run (point x seed) is reduced to four
-numbers (:func:`run_metrics`):
+The model: the views read only the sweep's table (:mod:`tcplab.sweep.rows`), plan (the
+content of sweep.json) and failure records, as data, so ``tcplab.load_sweep(DIR)`` can
+redraw them; this module imports nothing of :mod:`tcplab.sweep` (the sweep calls it). Each
+run (point x seed) is reduced to four numbers (:func:`run_metrics`):
 
 * goodput (Mbit/s): ``run.goodput_bps``, the sum over the run's flows;
 * p99 RTT (ms): ``run.rtt_p99_ms``, the largest flow p99;
@@ -43,15 +44,13 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from tcplab.sweep import SweepResult
 
 __all__ = ["write_sweep_views", "sweep_plots", "run_metrics", "METRICS", "SweepPlot"]
 
@@ -209,7 +208,7 @@ def _labels_axis(ax: Any, path: str, x_of: dict[str, float], numeric: bool, unit
 
 
 def _unit(labels: Sequence[str]) -> str:
-    from tcplab.sweep.space import number_and_unit
+    from tcplab.literals import number_and_unit
 
     parsed = number_and_unit(labels[0]) if labels else None
     return parsed[1] if parsed else ""
@@ -440,11 +439,11 @@ _TEMPLATE = """<!doctype html><html><head><meta charset='utf-8'>
 """
 
 
-def _points(result: SweepResult, paths: Sequence[str]) -> list[dict[str, Any]]:
+def _points(table: pd.DataFrame, paths: Sequence[str]) -> list[dict[str, Any]]:
     """One row per point: its labels, each metric's mean over the seeds that ran, runs ok."""
-    runs = run_metrics(result.table, paths)
+    runs = run_metrics(table, paths)
     rows = []
-    for point, group in result.table.groupby("point", sort=True):
+    for point, group in table.groupby("point", sort=True):
         first = group.iloc[0]
         mine = runs[runs["point"] == point]
         ok = int(group.drop_duplicates(["seed"])["status"].eq("ok").sum())
@@ -463,13 +462,14 @@ def _points(result: SweepResult, paths: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _report(result: SweepResult, plots: Sequence[SweepPlot]) -> str:
+def _report(
+    table: pd.DataFrame, plan: dict[str, Any], failures: Mapping[str, dict[str, Any]], plots: Sequence[SweepPlot]
+) -> str:
     """report.html: the plan, the parameters, a row per point, the failed runs and the plots."""
     import jinja2
 
     from tcplab.views.report import data_uri
 
-    plan = result.plan
     params = plan.get("parameters") or []
     paths = [p["path"] for p in params]
     sc = plan.get("scenario") or {}
@@ -493,25 +493,32 @@ def _report(result: SweepResult, plots: Sequence[SweepPlot]) -> str:
         ],
         paths=paths,
         metric_labels=[label for _, label, _ in METRICS],
-        points=_points(result, paths),
+        points=_points(table, paths),
         failures=[
             {"key": key, "overrides": ", ".join(rec.get("overrides") or []), "error": str(rec.get("error"))}
-            for key, rec in sorted(result.failures.items())
+            for key, rec in sorted(failures.items())
         ],
         figures=[{"uri": data_uri(p.png), "caption": p.caption} for p in plots],
     )
 
 
-def write_sweep_views(result: SweepResult, out: Path, jobs: int = 1) -> list[Path]:
-    """``out/plots/*.png`` and ``out/report.html`` (each file written whole, then renamed,
-    with the user's umask: tcplab.output_files); the figures drawn in up to ``jobs`` processes."""
+def write_sweep_views(
+    table: pd.DataFrame,
+    plan: dict[str, Any],
+    failures: Mapping[str, dict[str, Any]],
+    out: Path,
+    jobs: int = 1,
+) -> list[Path]:
+    """``out/plots/*.png`` and ``out/report.html`` of a sweep's ``table``, ``plan`` (sweep.json)
+    and ``failures`` (run key -> failure record) (each file written whole, then renamed, with
+    the user's umask: tcplab.output_files); the figures drawn in up to ``jobs`` processes."""
     from tcplab.output_files import write_file_atomically
 
-    plots = sweep_plots(result.table, result.plan, jobs)
+    plots = sweep_plots(table, plan, jobs)
     plot_dir = out / "plots"
     plot_dir.mkdir(exist_ok=True)
     written = []
     for p in plots:
         written.append(write_file_atomically(plot_dir / p.name, p.png, overwrite=True, durable=False))
-    write_file_atomically(out / "report.html", _report(result, plots), overwrite=True)
+    write_file_atomically(out / "report.html", _report(table, plan, failures, plots), overwrite=True)
     return written

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,7 +45,7 @@ from tcplab.views.plots import MAX_FLOW_FIGURES, _flow_order, _rows, _rtt_ms, bo
 from tcplab.views.report import _STYLE, data_uri, sig
 
 if TYPE_CHECKING:
-    from tcplab.kernel.validate import MetricRow, Validation
+    from tcplab.kernel.verdicts import MetricRow, Validation
     from tcplab.results import Result
 
 __all__ = ["write_validation", "validation_plots", "validation_markdown", "validation_html", "VALIDATE_FILES"]
@@ -106,7 +106,7 @@ def write_validation(
             v.kernel_dir = f"kernel/run-{first}" if first else (v.kernel_dirs[0] if v.kernel_dirs else None)
         drawn = [kerns[i - 1] for i in v.valid_kernel_runs] if repeated else kerns
         drawn = [k for k in drawn if k is not None] or [k for k in kerns if k is not None]
-        rendered = validation_plots(sims, drawn) if drawn else []
+        rendered = validation_plots(sims, drawn, v.steady) if drawn else []
         if rendered:
             (tmp / "plots").mkdir()
             for p in rendered:
@@ -124,9 +124,16 @@ def write_validation(
 
 
 def _unknown(result: Result) -> set[str]:
-    from tcplab.kernel.validate import _unknown_columns
-
-    return _unknown_columns(result)
+    """The time-series columns a run could not measure (a kernel run's ss does not show
+    them): its ``unknown_columns``, or its summary's ``kernel.unknown_columns`` (a kernel run
+    directory read back)."""
+    cols: set[str] = set()
+    for source in (getattr(result, "unknown_columns", None), (result.summary or {}).get("kernel")):
+        if isinstance(source, Mapping):
+            source = source.get("unknown_columns")
+        if isinstance(source, (list, tuple, set, frozenset)):
+            cols.update(str(c) for c in source)
+    return cols
 
 
 def _runs_lines(results: Sequence[Result]) -> list[tuple[Result, float, float, bool]]:
@@ -135,10 +142,9 @@ def _runs_lines(results: Sequence[Result]) -> list[tuple[Result, float, float, b
     return [(r, 1.1 if i == 0 else 0.6, 1.0 if i == 0 else 0.45, i == 0) for i, r in enumerate(results)]
 
 
-def _overlay_plot(sims: Sequence[Result], kerns: Sequence[Result], number: int, name: str) -> Plot:
-    sim = sims[0]
-    from tcplab.kernel.validate import steady_window
-
+def _overlay_plot(
+    sims: Sequence[Result], kerns: Sequence[Result], number: int, name: str, window: tuple[float, float] | None
+) -> Plot:
     unknown = set().union(*(_unknown(k) for k in kerns))
     fig = _figure(height=11.0)
     axes = fig.subplots(4, 1, sharex=True)
@@ -159,7 +165,6 @@ def _overlay_plot(sims: Sequence[Result], kerns: Sequence[Result], number: int, 
         ),
     ]
     skipped = []
-    window = steady_window(sim, name)
     end = max(r.duration_s for r in [*sims, *kerns])
     for ax, (column, ylabel, title, values) in zip(axes, panels, strict=True):
         for label, results, color in (("simulator", sims, SIM_COLOR), ("kernel", kerns, KERNEL_COLOR)):
@@ -243,16 +248,23 @@ def _queue_plot(sims: Sequence[Result], kerns: Sequence[Result]) -> Plot | None:
     return Plot("queues-overlay.png", caption, _png(fig))
 
 
-def validation_plots(sim: Result | Sequence[Result], kern: Result | Sequence[Result]) -> list[Plot]:
+def validation_plots(
+    sim: Result | Sequence[Result],
+    kern: Result | Sequence[Result],
+    steady: Mapping[str, tuple[float, float]] | None = None,
+) -> list[Plot]:
     """The overlays: one per flow (scenario order, at most MAX_FLOW_FIGURES), then the queues.
-    Lists (``--runs N``): every run, the first of each world drawn thicker."""
+    Lists (``--runs N``): every run, the first of each world drawn thicker. ``steady``: per
+    flow, the steady part the RTT percentiles cover (:attr:`Validation.steady`: its start
+    is marked)."""
+    steady = steady or {}
     sims = list(sim) if isinstance(sim, Sequence) else [sim]
     kerns = list(kern) if isinstance(kern, Sequence) else [kern]
     out = []
     present = set().union(*(set(r.timeseries["flow_name"]) for r in [*sims, *kerns]))
     for number, name in enumerate(_flow_order(sims[0])[:MAX_FLOW_FIGURES]):
         if name in present:
-            out.append(_overlay_plot(sims, kerns, number, name))
+            out.append(_overlay_plot(sims, kerns, number, name, steady.get(name)))
     q = _queue_plot(sims, kerns)
     if q is not None:
         out.append(q)
@@ -396,13 +408,12 @@ def _runs_lines_text(v: Validation) -> list[str]:
     """With ``--runs N``: how many runs, the seeds, the rule, the kernel runs counted."""
     if v.runs <= 1:
         return []
-    from tcplab.kernel.repeat import RULE
 
     seeds = ", ".join(str(x) for x in v.seeds) if v.seeds else "-"
     counted = ", ".join(f"run-{i}" for i in v.valid_kernel_runs) or "none"
     return [
         f"runs: {v.runs} of each world; simulation seeds {seeds}; kernel runs counted: {counted}",
-        f"verdict rule: {RULE}",
+        f"verdict rule: {v.repeat_rule}",
     ]
 
 

@@ -35,8 +35,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from tcplab.experiments.bandwidth_manager.readings import (
+    DEFAULT_BULK,
+    DEFAULT_LIMIT,
+    MAERTS_RUNS,
+    ceiling_mbps,
+    netperf_mbps,
+    rr_label,
+    rr_p50_ms,
+    rr_p99_ms,
+    steady_mbps,
+)
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run, Verdict
 
 if TYPE_CHECKING:
@@ -45,13 +54,6 @@ if TYPE_CHECKING:
 MAERTS = "netperf-maerts.yaml"
 LATENCY = "latency-rr.yaml"
 
-#: The throughput runs: label -> (mode, limit in Mbit/s).
-MAERTS_RUNS = {
-    "bwm-10m": ("bandwidth-manager", 10),
-    "bwm-100m": ("bandwidth-manager", 100),
-    "cni-10m": ("cni", 10),
-    "cni-100m": ("cni", 100),
-}
 #: netperf TCP_MAERTS from the story's two claims: claim id -> (run label, published Mbit/s).
 MAERTS_CLAIMS = {"maerts-10m": ("bwm-10m", 9.54), "maerts-100m": ("bwm-100m", 94.97)}
 #: A throughput within this fraction of the published one is "reproduced": netperf's figure
@@ -68,8 +70,6 @@ LIMITS = (100, 10)
 #: Full mode: the chosen load over 60 s instead of netperf's 10 s (does tbf's queue keep
 #: growing?), and with BBR for the pod (Cilium's bandwidthManager.bbr).
 LONG_DURATION_S = 60
-#: The chosen load the claim's headline figure is taken at.
-DEFAULT_LIMIT, DEFAULT_BULK = 100, 4
 #: "a 4x reduction": a ratio of p99s of at least this counts as about 4x (the story gives a
 #: single figure from an unknown load; a quarter below it is still the same conclusion).
 CLAIMED_RATIO = 4.0
@@ -89,78 +89,10 @@ EDT_MODES = {"edt": "EDT, legacy host routing", "bpf": "EDT, BPF host routing"}
 BBR_LABEL = "rr-edt-bbr-100m-n4"
 
 
-def rr_label(mode: str, limit_mbps: int, bulk: int) -> str:
-    """``rr-edt-100m-n4``: the latency run of ``mode`` (edt/tbf), limit and bulk flows."""
-    return f"rr-{mode}-{limit_mbps}m-n{bulk}"
-
-
 def _sig3(x: float) -> str:
     from tcplab.views.report import sig
 
     return sig(x, 3)
-
-
-def _flow_row(result: Result, name: str) -> Mapping[str, Any]:
-    rows = result.flows[result.flows["name"] == name]
-    if rows.empty:
-        raise KeyError(f"run has no flow {name!r}")
-    return rows.iloc[0]
-
-
-def netperf_mbps(result: Result) -> float:
-    """netperf's figure: payload received over the test's elapsed time, in 10^6 bit/s."""
-    row = _flow_row(result, "maerts")
-    elapsed_s = float(row["end_s"]) - float(row["start_s"])
-    return float(row["bytes_received"]) * 8 / elapsed_s / 1e6
-
-
-def ceiling_mbps(result: Result) -> float:
-    """The payload ceiling under the limit: rate x MSS / frame (the limit counts frames)."""
-    row = next(f for f in result.summary["flows"] if f["name"] == "maerts")
-    return float(row["payload_ceiling_bps"]) / 1e6
-
-
-def steady_mbps(result: Result, from_s: float) -> float:
-    """The maerts flow's goodput from ``from_s`` to the end (after a tbf bucket drained)."""
-    ts = result.timeseries
-    rows = ts[ts["flow_name"] == "maerts"]
-    t = rows["t_s"].to_numpy()
-    got = rows["bytes_received"].to_numpy().astype(np.float64)
-    i = int(np.searchsorted(t, from_s))
-    if i >= len(t) - 1:
-        return float("nan")
-    return (got[-1] - got[i]) * 8 / (t[-1] - t[i]) / 1e6
-
-
-def _shaper_link(result: Result) -> tuple[str, str, float]:
-    """The link whose queue limits the pod: (link name, qdisc, the pod's rate in bit/s).
-    The CNI plugin's tbf (on the pod -> node hop), else the node's fq with the EDT aggregate."""
-    links = result.links
-    for _, row in links.iterrows():
-        if row["qdisc"] == "tbf":
-            rate = next(float(p.egress_bandwidth) for p in result.scenario.pods.values() if p.egress_bandwidth)
-            return str(row["name"]), "tbf", rate
-    for _, row in links.iterrows():
-        if row["edt"]:
-            return str(row["name"]), str(row["qdisc"]), float(row["edt"][0]["rate_bps"])
-    raise KeyError("run has neither a tbf nor an EDT aggregate")
-
-
-def queue_delay_ms(result: Result) -> tuple[np.ndarray, np.ndarray]:
-    """The shaper's queue as delay: backlog x 8 / the pod's rate, per sample (t_s, ms). For
-    tbf that is the wait of a packet entering now; for fq behind an EDT aggregate it is the
-    span of departure times already handed out (the pod's packets are the only ones there)."""
-    name, _qdisc, rate_bps = _shaper_link(result)
-    q = result.queues[result.queues["link_name"] == name]
-    return q["t_s"].to_numpy(), q["backlog_bytes"].to_numpy().astype(np.float64) * 8 / rate_bps * 1e3
-
-
-def rr_p99_ms(result: Result) -> float:
-    return float(result.apps["rr"].get("latency_ms", "p99"))
-
-
-def rr_p50_ms(result: Result) -> float:
-    return float(result.apps["rr"].get("latency_ms", "p50"))
 
 
 class BandwidthManager(Experiment):

@@ -46,7 +46,7 @@ def _write(fig: Any, plots_dir: Path, name: str) -> str:
 
 def _first_queue_s(result: Result) -> float:
     """When the shaper's queue first held more than a few packets (a tbf's bucket ran dry)."""
-    from tcplab.experiments.bandwidth_manager import queue_delay_ms
+    from tcplab.experiments.bandwidth_manager.readings import queue_delay_ms
 
     t, delay_ms = queue_delay_ms(result)
     queued = delay_ms > 5.0
@@ -59,7 +59,7 @@ def _tbf_bucket_bytes(result: Result) -> int:
 
 
 def throughput_figure(results: Mapping[str, Result], plots_dir: Path) -> Explanation:
-    from tcplab.experiments.bandwidth_manager import MAERTS_RUNS, ceiling_mbps, netperf_mbps, steady_mbps
+    from tcplab.experiments.bandwidth_manager.readings import MAERTS_RUNS, ceiling_mbps, netperf_mbps, steady_mbps
 
     fig = _figure(height=4.2)
     axes = fig.subplots(1, 2)
@@ -94,7 +94,7 @@ def throughput_figure(results: Mapping[str, Result], plots_dir: Path) -> Explana
 
 
 def latency_figure(results: Mapping[str, Result], plots_dir: Path) -> Explanation:
-    from tcplab.experiments.bandwidth_manager import DEFAULT_BULK, DEFAULT_LIMIT, queue_delay_ms, rr_label
+    from tcplab.experiments.bandwidth_manager.readings import DEFAULT_BULK, DEFAULT_LIMIT, queue_delay_ms, rr_label
 
     fig = _figure(height=4.2)
     ax = fig.add_subplot(1, 1, 1)

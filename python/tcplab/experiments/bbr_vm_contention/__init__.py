@@ -21,7 +21,7 @@ Where the story is silent: the RTT (20 ms base, and 80 ms in full mode), the pat
 (slices start at t = 0) and the measure of throughput: the **steady goodput**, the payload
 received over the second half of the run (the first seconds are STARTUP, which reaches the
 path rate before the descheduling drags the estimate down, so a whole-run mean would mix the
-two regimes). The verdict thresholds are in :data:`DEGRADED_FRACTION` and friends.
+two regimes). The verdict thresholds are in :data:`~.readings.DEGRADED_FRACTION` and friends.
 
 Two short runs at 35 % (``trace-bbr``, ``trace-patch``) sample every millisecond for the
 explanation: the vCPU's slices against pacing and delivery-rate samples, BBR's bandwidth
@@ -36,8 +36,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tcplab.experiments import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run, Verdict
+from tcplab.experiments.bbr_vm_contention.readings import (
+    CC_LABELS,
+    CC_OVERRIDES,
+    CCS,
+    DEGRADED_FRACTION,
+    DEGRADED_PCT,
+    PATHS,
+    STORY_CAP_BPS,
+    threshold,
+)
+from tcplab.experiments.catalog import STORIES
 
 if TYPE_CHECKING:
     from tcplab.results import Result
@@ -48,31 +58,13 @@ FULL_SHARES_PCT = (100, 90, 80, 70, 60, 50, 40, 35, 30, 25, 20)
 QUICK_SHARES_PCT = (100, 70, 50, 35, 20)
 #: The second RTT (full mode) is run at these shares only (budget).
 RTT2_SHARES_PCT = (100, 70, 50, 35, 20)
-CCS = ("bbr", "patch", "cubic")
-CC_LABELS = {"bbr": "BBR", "patch": "BBR + inflight-deficit patch", "cubic": "CUBIC"}
-CC_OVERRIDES = {
-    "bbr": ("flows.0.cc=bbr",),
-    "patch": ("flows.0.cc=bbr", "flows.0.cc_params.bbr_vm_patch=true"),
-    "cubic": ("flows.0.cc=cubic", "hosts.vm.sysctl.tcp_congestion_control=cubic"),
-}
-#: Path variants: label suffix -> (overrides, text).
-PATHS = {
-    "100m": ((), "100 Mbit/s, 20 ms RTT"),
-    "1g": (("links.0.rate=1Gbit",), "1 Gbit/s, 20 ms RTT"),
-    "rtt80": (("links.0.delay=40ms",), "100 Mbit/s, 80 ms RTT"),
-}
 FULL_DURATION = ("duration=40s",)
 QUICK_DURATION = ("duration=6s",)
 TRACE_OVERRIDES = ("duration=4s", "sample_interval=1ms", "hosts.vm.cpu.share=35%")
 
-#: A share at which the steady goodput is below this fraction of the same sender's goodput
-#: at 100 % counts as degraded.
-DEGRADED_FRACTION = 0.90
-DEGRADED_PCT = round(DEGRADED_FRACTION * 100)
-#: "capped at 10 Mbps": the published cap and the factor within which tcplab's cap counts as
-#: the same (reproduced), and the ratio between the two path rates' caps within which the cap
-#: counts as bandwidth-independent.
-STORY_CAP_BPS = 10e6
+#: "capped at 10 Mbps" (:data:`~.readings.STORY_CAP_BPS`): the factor within which tcplab's cap
+#: counts as the same (reproduced), and the ratio between the two path rates' caps within which
+#: the cap counts as bandwidth-independent.
 CAP_FACTOR = 1.5
 BW_INDEPENDENT_RATIO = 1.25
 #: A threshold share within this many percentage points of the story's counts as the same.
@@ -128,19 +120,6 @@ def first_half_goodput_bps(result: Result, flow: str = "bulk") -> float:
     if i == 0 or i >= len(t):
         return 0.0
     return float(got[i] * 8 / t[i])
-
-
-def _threshold(shares: list[int], bps: Mapping[int, float]) -> int | None:
-    """The lowest share s such that every share >= s keeps DEGRADED_FRACTION of the 100 %
-    goodput (None: not even the highest swept share below 100 % does)."""
-    full = bps[100]
-    ok = None
-    for s in sorted(shares, reverse=True):
-        if bps[s] >= DEGRADED_FRACTION * full:
-            ok = s
-        else:
-            break
-    return ok
 
 
 class BbrVmContention(Experiment):
@@ -229,7 +208,7 @@ class BbrVmContention(Experiment):
         claim = self.claim("bbr-degrades-below-70")
         bbr = c["100m"]["bbr"]
         shares = sorted(bbr)
-        thr = _threshold(shares, bbr)
+        thr = threshold(shares, bbr)
         below = [s for s in shares if thr is None or s < thr]
         # "the throughput continuously drops with decreasing CPU shares" down to 35 %
         falling = sorted((s for s in below if s >= 35), reverse=True)
@@ -356,8 +335,8 @@ class BbrVmContention(Experiment):
             pc = c.get(p, {}).get("patch", {})
             if 100 in pc:
                 per_path[p] = pc
-        thr = {p: _threshold(sorted(v), v) for p, v in per_path.items()}
-        bbr_thr = _threshold(sorted(c["100m"]["bbr"]), c["100m"]["bbr"])
+        thr = {p: threshold(sorted(v), v) for p, v in per_path.items()}
+        bbr_thr = threshold(sorted(c["100m"]["bbr"]), c["100m"]["bbr"])
         pc = per_path["100m"]
         fr35 = {p: v[35] / v[100] for p, v in per_path.items() if 35 in v}
         robust = all(t is not None and t <= 35 for t in thr.values())
@@ -435,7 +414,7 @@ class BbrVmContention(Experiment):
         frb = {s: bb[s] / bb[100] for s in shares}
         above = all(frc[s] >= frb[s] for s in shares if s < 70)
         ratio35 = frc[35] / frb[35] if frb[35] > 0 else float("inf")
-        cu_thr = _threshold(sorted(cu), cu)
+        cu_thr = threshold(sorted(cu), cu)
         data: dict[str, Any] = {
             "cubic_fraction_of_full": {str(s): frc[s] for s in shares},
             "bbr_fraction_of_full": {str(s): frb[s] for s in shares},

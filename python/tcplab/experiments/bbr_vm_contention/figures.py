@@ -114,7 +114,7 @@ def _slices(ax: Any, res: Result, t0_s: float, span_s: float, scale: float, offs
 
 
 def _curves_figure(exp: BbrVmContention, results: Mapping[str, Result], quick: bool, path: Path) -> dict:
-    from tcplab.experiments.bbr_vm_contention import CC_LABELS, PATHS, STORY_CAP_BPS
+    from tcplab.experiments.bbr_vm_contention.readings import CC_LABELS, PATHS, STORY_CAP_BPS
 
     curves = exp.curves(results, quick)
     panels = [p for p in PATHS if p in curves]
@@ -266,7 +266,7 @@ def trace_numbers(res: Result) -> dict[str, Any]:
 def explanations(
     exp: BbrVmContention, results: Mapping[str, Result], quick: bool, plots_dir: Path
 ) -> list[Explanation]:
-    from tcplab.experiments.bbr_vm_contention import PATHS, _threshold
+    from tcplab.experiments.bbr_vm_contention.readings import PATHS, threshold
 
     out: list[Explanation] = []
     curves = _curves_figure(exp, results, quick, plots_dir / "throughput-vs-share.png")
@@ -276,7 +276,7 @@ def explanations(
         for cc, name in (("bbr", "BBR"), ("patch", "patched BBR"), ("cubic", "CUBIC")):
             pts = per_cc.get(cc, {})
             if 100 in pts and len(pts) > 2:
-                thr = _threshold(sorted(pts), pts)
+                thr = threshold(sorted(pts), pts)
                 lo = min(pts)
                 bits.append(f"{name} holds 90 % down to {thr} % and has {_mbps(pts[lo])} at {lo} %")
         if bits:

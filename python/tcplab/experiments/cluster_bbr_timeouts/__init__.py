@@ -37,9 +37,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tcplab.experiments import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
+from tcplab.experiments.catalog import STORIES
 from tcplab.experiments.cluster_bbr_timeouts import analysis
+from tcplab.experiments.cluster_bbr_timeouts.readings import (
+    CHECK_S,
+    EPISODE_END_S,
+    LOSS_START_S,
+    STUCK_BPS,
+    episode_text,
+    mechanism,
+)
 from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
 from tcplab.units import plural
 
@@ -50,13 +58,8 @@ __all__ = ["ClusterBbrTimeouts", "EXPERIMENT"]
 
 #: The NFS server's congestion control (it sends the data: the READ replies).
 NFS_CC = "hosts.nezuko.sysctl.net.ipv4.tcp_congestion_control"
-#: When the loss begins (scenario time): once the player's 30 s buffer has filled (it fills in
-#: well under 60 s at 1 Gbit/s), as the story's healthy player whose buffer then collapsed.
-LOSS_START_S = 60.0
 #: The loss of the files, restated for the variants: Gilbert-Elliott p 1 %, r 20 %, from 60 s.
 BURSTY = "{gilbert_elliott: {p: 1%, r: 20%}, start: 60s"
-#: An episode of loss that ends: the same bursts from 60 s to 10 min, then a clean port.
-EPISODE_END_S = 600.0
 EPISODE = f"links.1.loss={BURSTY}, end: 10min}}"
 #: The same mean loss as the bursts (p / (p + r) = 4.76 %), each packet independently, from 60 s.
 RANDOM = "links.1.loss={random: 4.76%, start: 60s}"
@@ -65,10 +68,6 @@ RANDOM = "links.1.loss={random: 4.76%, start: 60s}"
 FULL_BUFFER_S = 20.0
 #: Loss rates of the full mode's sweep (Gilbert-Elliott p; r stays 20 %).
 NFS_SWEEP_P = ("0.1%", "0.5%", "2%")
-#: The story's lesson: a check after 2 minutes.
-CHECK_S = 120.0
-#: "Stuck": a 10-second window below 1 % of the 100 Mbit/s the pod may use (the story: ~100 kbit/s).
-STUCK_BPS = 1_000_000
 #: The outage of the remote-write variant: 3 minutes from t = 5 min.
 OUTAGE = "links.1.loss={outage: {start: 5min, end: 8min}}"
 #: Linux v6.12 net/ipv4/tcp_timer.c: tcp_write_timeout(): with tcp_retries2 = 15 and an RTO of
@@ -238,11 +237,11 @@ class ClusterBbrTimeouts(Experiment):
         figure = (
             f"loss from {LOSS_START_S:.0f} s; CUBIC: {c['collapse']['max_at_once']} of 4 connections at "
             f"cwnd<=2 ssthresh<=2 at once (ssthresh min {c['collapse']['ssthresh_min']}), "
-            f"{_episode_text(c['buffer_after'])}; BBR: {b['collapse']['max_at_once']} at once (ssthresh min "
-            f"{b['collapse']['ssthresh_min']}), {_episode_text(b['buffer_after'])}"
+            f"{episode_text(c['buffer_after'])}; BBR: {b['collapse']['max_at_once']} at once (ssthresh min "
+            f"{b['collapse']['ssthresh_min']}), {episode_text(b['buffer_after'])}"
         )
         sweep_text = "; ".join(
-            f"{k}: {v['collapse']['max_at_once']} collapsed at once, {_episode_text(v['buffer_after'])}"
+            f"{k}: {v['collapse']['max_at_once']} collapsed at once, {episode_text(v['buffer_after'])}"
             for k, v in sorted(sweep.items())
         )
         rule = (
@@ -310,7 +309,7 @@ class ClusterBbrTimeouts(Experiment):
                     **analysis.slowest_window(results[point.label], "bulk"),
                 }
         for d in points.values():
-            d["mechanism"] = _mechanism(d)
+            d["mechanism"] = mechanism(d)
         bbr = {k: v for k, v in points.items() if v["cc"] == "bbr" and v["min_bps"] is not None}
         lowest = min(bbr, key=lambda k: bbr[k]["min_bps"])
         stuck = {k: v for k, v in bbr.items() if v["min_bps"] < STUCK_BPS}
@@ -626,40 +625,6 @@ def _full_then_fell(e: dict[str, Any]) -> bool:
         return False
     full = e["buffer_at_start_s"] >= FULL_BUFFER_S
     return full and (e["first_stall_s"] is not None or e["min_buffer_after_s"] < 1.0)
-
-
-def _episode_text(e: dict[str, Any]) -> str:
-    """The player from the loss's start: buffer then, minimum after, the first stall."""
-    if e.get("buffer_at_start_s") is None:
-        return "run ended before the loss"
-    if not e.get("playing_at_start"):
-        return f"not playing when the loss began (buffer {e['buffer_at_start_s']:.3g} s)"
-    text = f"buffer {e['buffer_at_start_s']:.3g} s at the loss's start, min {e['min_buffer_after_s']:.3g} s after"
-    if e["first_stall_s"] is None:
-        return text + ", no stall"
-    n = len(e["stalls_s"])
-    return (
-        text + f", first stall {e['to_first_stall_s']:.3g} s after the start, {n} stall{'s' if n != 1 else ''} "
-        f"(longest {max(e['stalls_s']):.3g} s)"
-    )
-
-
-def _mechanism(d: dict[str, Any]) -> str:
-    """What held the flow down in its slowest window, from the trace. ``not stuck``: at least
-    1 Mbit/s. BBR's own model (``lt_bw`` when the long-term rate was in use for most of the
-    window, else ``bw estimate``) when its estimate was within 2x of the goodput: BBR paces at
-    its estimate, so an estimate that low is what limits it. Otherwise the estimate was high
-    and the losses held the flow: ``RTO backoff`` when it spent >= 20 % of the window in the
-    Loss state (RTO recovery), else ``loss recovery`` (fast retransmits, cwnd)."""
-    if d.get("min_bps") is None:
-        return "-"
-    if d["min_bps"] >= STUCK_BPS:
-        return "not stuck"
-    if d["cc"] == "bbr" and d["bbr_bw_median_bps"] <= 2 * max(d["min_bps"], 1.0):
-        return "lt_bw" if d["lt_use_fraction"] >= 0.5 else "bw estimate"
-    if d["loss_state_fraction"] >= 0.2:
-        return "RTO backoff"
-    return "loss recovery"
 
 
 EXPERIMENT = ClusterBbrTimeouts(Path(__file__).parent)

@@ -206,7 +206,8 @@ def _writes_figure(
 def explanations(
     exp: ClusterBbrTimeouts, results: Mapping[str, Result], quick: bool, plots_dir: Path
 ) -> list[Explanation]:
-    from tcplab.experiments.cluster_bbr_timeouts import EPISODE_END_S, LOSS_START_S, _episode_text, analysis
+    import tcplab.experiments.cluster_bbr_timeouts.analysis as analysis
+    from tcplab.experiments.cluster_bbr_timeouts.readings import EPISODE_END_S, LOSS_START_S, episode_text, mechanism
     from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
 
     out: list[Explanation] = []
@@ -231,7 +232,7 @@ def explanations(
             f"{_played(pc)}, "
             f"READ p99 {pc['read_p99_ms'] or 0:.3g} ms; BBR played {100 * pb['played_fraction']:.3g} % "
             f"({plural(pb['stalls'], 'stall')}), READ p99 {pb['read_p99_ms'] or 0:.3g} ms. The loss begins at "
-            f"{LOSS_START_S:.0f} s, once the buffer is full: CUBIC {_episode_text(ec)}; BBR {_episode_text(eb)}. "
+            f"{LOSS_START_S:.0f} s, once the buffer is full: CUBIC {episode_text(ec)}; BBR {episode_text(eb)}. "
             "With no delivery the buffer drains 1 s per second of playback, so a full 30 s buffer is the "
             "time CUBIC's collapsed connections have before the first stall; once stalled, the player "
             "waits for its readahead to refill (READs of 1 MiB over connections at cwnd 1-2 with RTOs).",
@@ -243,9 +244,7 @@ def explanations(
     for p in STUCK_POINTS:
         if p.label in results:
             d = {"condition": p.condition, "cc": p.cc, **analysis.slowest_window(results[p.label], "bulk")}
-            from tcplab.experiments.cluster_bbr_timeouts import _mechanism
-
-            d["mechanism"] = _mechanism(d)
+            d["mechanism"] = mechanism(d)
             points[p.label] = d
     bbr_points = {k: v for k, v in points.items() if v["cc"] == "bbr" and v["min_bps"] is not None}
     slow = min(bbr_points, key=lambda k: bbr_points[k]["min_bps"])
@@ -323,6 +322,6 @@ def explanations(
 
 
 def exp_check_s(exp: ClusterBbrTimeouts) -> float:
-    from tcplab.experiments.cluster_bbr_timeouts import CHECK_S
+    from tcplab.experiments.cluster_bbr_timeouts.readings import CHECK_S
 
     return CHECK_S
