@@ -103,6 +103,8 @@ SAME_FLOOR: frozenset[tuple[str, str]] = frozenset(
         ("compare", "runner"),
         ("recommend", "sweep"),  # recommend's scenario form runs a sweep
         ("experiments", "diagnose"),  # the reports' cross-checks
+        ("kernel", "diagnose"),  # a kernel run reads its hosts' ss/nstat/tc text with diagnose's readers
+        ("collect", "diagnose"),  # collect names what it gathered with diagnose's readers (sysctl)
         ("cli", "commands"),
     }
 )

@@ -274,11 +274,6 @@ def real_violations() -> dict[str, list[str]]:
     return L.violations(PYTHON)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22: today's tree breaks every rule (python tests/layout_rules.py lists them); "
-    "the front-low and front-high branches fix them and the lead removes this mark at the merge",
-)
 @pytest.mark.parametrize("rule", L.RULES)
 def test_the_tree_keeps_the_rule(rule):
     found = real_violations()[rule]

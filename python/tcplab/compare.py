@@ -66,6 +66,9 @@ __all__ = [
     "run_variants",
     "compare",
     "compare_table",
+    "default_jobs",
+    "run_in_processes",
+    "run_variant_or_failure",
 ]
 
 
@@ -344,7 +347,7 @@ def _run_variant(job: Job) -> Result:
         return run(scenario, core=core, progress=reporter, applied_overrides=overrides, command=command)
 
 
-def _run_variant_or_failure(job: Job) -> Result | VariantFailure:
+def run_variant_or_failure(job: Job) -> Result | VariantFailure:
     """:func:`_run_variant`, with an engine error turned into this variant's failure."""
     try:
         return _run_variant(job)
@@ -357,7 +360,7 @@ def default_jobs(n_variants: int) -> int:
     return max(1, min(n_variants, os.cpu_count() or 1))
 
 
-def _run_in_processes(
+def run_in_processes(
     work: list[Job], jobs: int, on_done: Callable[[str, Result | VariantFailure], None] | None = None
 ) -> dict[str, Result | VariantFailure]:
     """Each job in its own worker process, at most ``jobs`` at a time; results in job order.
@@ -367,7 +370,7 @@ def _run_in_processes(
     from tcplab.procpool import WorkerFailure, map_in_processes
 
     outcomes: dict[str, Result | VariantFailure] = {}
-    for i, outcome in map_in_processes(work, _run_variant_or_failure, jobs, name=lambda i: f"tcplab-{work[i][1]}"):
+    for i, outcome in map_in_processes(work, run_variant_or_failure, jobs, name=lambda i: f"tcplab-{work[i][1]}"):
         label = work[i][1]
         if isinstance(outcome, WorkerFailure):
             outcome = VariantFailure(label, outcome.reason)
@@ -417,11 +420,11 @@ def run_variants(
     if use_processes:
         n = max(1, min(jobs, len(variants)))
         work = [(v.scenario, v.label, core, progress and n == 1, v.overrides, command) for v in variants]
-        outcomes = _run_in_processes(work, n, report)
+        outcomes = run_in_processes(work, n, report)
     else:
         work = [(v.scenario, v.label, core, progress, v.overrides, command) for v in variants]
         outcomes = {}
-        for label, outcome in zip(labels, (map_fn or map)(_run_variant_or_failure, work), strict=True):
+        for label, outcome in zip(labels, (map_fn or map)(run_variant_or_failure, work), strict=True):
             outcomes[label] = outcome
             report(label, outcome)
     results = {label: o for label, o in outcomes.items() if not isinstance(o, VariantFailure)}

@@ -128,8 +128,8 @@ def test_a_bad_override_fails_before_any_run(fake, monkeypatch, tmp_path):
     compare = importlib.import_module("tcplab.compare")
 
     started = []
-    monkeypatch.setattr(compare, "_run_in_processes", lambda *a, **k: started.append(a))
-    monkeypatch.setattr(compare, "_run_variant_or_failure", lambda job: started.append(job))
+    monkeypatch.setattr(compare, "run_in_processes", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(compare, "run_variant_or_failure", lambda job: started.append(job))
     fake.extra_overrides = ("flows.0.cc=nosuchcc",)
     from tcplab.experiments.reproduce import reproduce
 

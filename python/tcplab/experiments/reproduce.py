@@ -132,7 +132,7 @@ def run_experiments(
     skipped: diagnose reads files). ``progress(done, total, label, failure)`` is called as each
     run finishes (``label`` is ``NAME/RUN``; ``failure`` None, or why the run failed), in
     parallel mode too."""
-    from tcplab.compare import VariantFailure, _run_in_processes, _run_variant_or_failure, default_jobs
+    from tcplab.compare import VariantFailure, run_in_processes, run_variant_or_failure, default_jobs
 
     experiments = [load(n) for n in names]
     plans = [(e, e.plan(quick)) for e in experiments]  # validate everything first
@@ -152,11 +152,11 @@ def run_experiments(
             progress(finished, len(work), label, failed)
 
     if n_jobs > 1 and core is None:
-        outcomes: dict[str, Result | VariantFailure] = _run_in_processes(work, n_jobs, on_done=done)
+        outcomes: dict[str, Result | VariantFailure] = run_in_processes(work, n_jobs, on_done=done)
     else:
         outcomes = {}
         for job in work:
-            outcomes[job[1]] = _run_variant_or_failure(job)
+            outcomes[job[1]] = run_variant_or_failure(job)
             done(job[1], outcomes[job[1]])
     elapsed = time.perf_counter() - started
     result: list[Outcome] = []
