@@ -29,9 +29,8 @@ def main() -> int:
 
     matplotlib.use("Agg")
     import numpy as np
-    from matplotlib.figure import Figure
-
     from flent import plotters, run_flent
+    from matplotlib.figure import Figure
 
     get_series = plotters.Plotter.get_series
 

@@ -431,8 +431,7 @@ def test_disk_full_while_writing_a_run_directory(full_disk, command):
 def test_disk_full_while_writing_a_sweep_leaves_nothing_that_looks_complete(full_disk):
     """A sweep is filled in place (resumable); on a full disk nothing in it may look like a
     finished sweep, and the same command finishes it once there is room."""
-    from tcplab.sweep import load_sweep
-    from tcplab.sweep import SweepError
+    from tcplab.sweep import SweepError, load_sweep
 
     target = full_disk / "sw"
     args = ["sweep", "builtin:cubic-vs-bbr-lossy", "--grid", "flows.0.cc=cubic,bbr", "--seeds", "1"]

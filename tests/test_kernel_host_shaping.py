@@ -19,7 +19,6 @@ import yaml
 
 from kernel_runs import valid_run
 from tcplab.kernel.names import is_ours
-
 from test_kernel_goodput import _skip_reason
 
 PREFIX = "tlf3"

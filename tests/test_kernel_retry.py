@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from kernel_runs import valid_run
-from test_kernel_measure import load_fixture
 from tcplab.kernel.measure import validity
+from test_kernel_measure import load_fixture
 
 LATE = "delay line tlh3:w1/tab was late: p99 3.20 ms, max 25.00 ms (limits 1 ms, 20 ms)"
 BUSY = "the machine was busy before the run: other processes used 1.20 CPU over 1 s (at most 0.25 allowed)"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from test_kernel_measure import load_fixture
 from tcplab.kernel import watch
 from tcplab.kernel.testbed import Testbed
+from test_kernel_measure import load_fixture
 
 #: The CLI, as the installed ``tcplab`` script runs it.
 TCPLAB = [sys.executable, "-c", "from tcplab.cli import main; main()"]

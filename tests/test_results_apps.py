@@ -665,8 +665,8 @@ def test_summary_flows_carry_the_chronographs_and_the_data_direction(fake_result
 
 
 def test_cli_flow_table_shows_the_data_direction_and_rwnd_limited(tmp_path, patched_core, write_yaml):
-    from tcplab.commands.summary import _show_limited
     from tcplab.cli import app as cli
+    from tcplab.commands.summary import _show_limited
 
     scenario = {**SCENARIO, "flows": [{"from": "c", "to": "s", "app": "maerts"}, {"from": "c", "to": "s"}]}
     out = tmp_path / "run"

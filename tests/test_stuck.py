@@ -14,8 +14,8 @@ import pytest
 import tcplab
 from tcplab.engine import run_core
 from tcplab.results import Result
-from tcplab.results.stuck import COLLAPSE, STUCK, episode_line, find_episodes
 from tcplab.results.paths import flow_path
+from tcplab.results.stuck import COLLAPSE, STUCK, episode_line, find_episodes
 
 INF = 2147483647
 DT_NS = 100_000_000  # 100 ms samples

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import tcplab
-from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
 from tcplab.results.paths import flow_path, flow_paths, link_payload_bps
+from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
 from tcplab.views.plots import MAX_FLOW_FIGURES, bottleneck_queues, run_plots
 from tcplab.views.report import format_metric, sig
 

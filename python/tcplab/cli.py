@@ -97,8 +97,8 @@ def _show_version(value: bool) -> None:
         return
     import platform
 
-    from tcplab.version import __version__
     from tcplab.engine import import_core
+    from tcplab.version import __version__
 
     try:
         engine = f"engine {import_core().__version__}"

@@ -10,8 +10,8 @@ import pytest
 
 import tcplab
 from tcplab.diagnose import diagnose_paths
-from tcplab.diagnose.snapshot import load_sources
 from tcplab.diagnose.rules import run_rules
+from tcplab.diagnose.snapshot import load_sources
 from tcplab.diagnose.source import Source, text_source
 
 FIX = Path(__file__).parent / "fixtures"

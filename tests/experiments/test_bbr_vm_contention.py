@@ -19,8 +19,8 @@ from tcplab.experiments.bbr_vm_contention import (
     run_label,
     steady_goodput_bps,
 )
-from tcplab.experiments.bbr_vm_contention.readings import threshold as _threshold
 from tcplab.experiments.bbr_vm_contention.figures import trace_numbers
+from tcplab.experiments.bbr_vm_contention.readings import threshold as _threshold
 from tcplab.runner import run
 
 EXP = load("bbr-vm-contention")

@@ -260,10 +260,13 @@ def rule_bbr_starved(host: Host) -> list[Finding]:
         parts = []
         if starved:
             parts.append(
-                f"{plural(len(starved), 'BBR flow')} to {peer} at {_fmt_rate(rates[0])} while another gets {_fmt_rate(ref)}"
+                f"{plural(len(starved), 'BBR flow')} to {peer} at {_fmt_rate(rates[0])} "
+                f"while another gets {_fmt_rate(ref)}"
             )
         if pinned:
-            parts.append(f"{plural(len(pinned), 'BBR flow')} pinned at a constant bw with pacing_gain 1 while retransmitting")
+            parts.append(
+                f"{plural(len(pinned), 'BBR flow')} pinned at a constant bw with pacing_gain 1 while retransmitting"
+            )
         out.append(
             Finding(
                 id="bbr-starved",
@@ -547,7 +550,13 @@ def rule_nic_drops(host: Host) -> list[Finding]:
             Finding(
                 id="nic-rx-drops",
                 title=f"receive-side drops on {dev}"
-                + (" (rising)" if prev is not None else " (during the run)" if host.simulated else " (since driver load)"),
+                + (
+                    " (rising)"
+                    if prev is not None
+                    else " (during the run)"
+                    if host.simulated
+                    else " (since driver load)"
+                ),
                 severity=sev,
                 summary=f"{dev}: {concept_list}"
                 + (f"; rx ring {rings.rx} of max {rings.rx_max}" if rings else "")
@@ -930,7 +939,10 @@ def rule_window_limited(host: Host) -> list[Finding]:
         bdp = [s.values.get("delivery_rate_bps", 0) / 8 * s.values.get("rtt", 0) / 1000 for s, _ in flagged]
         worst = max(share for _s, share in flagged)
         what = "receive window" if kind == "rwnd_limited" else "send buffer"
-        summary = f"{plural(len(flagged), 'connection')} limited by the {what} for up to {worst:.0f} % of their busy time"
+        summary = (
+            f"{plural(len(flagged), 'connection')} limited by the {what} "
+            f"for up to {worst:.0f} % of their busy time"
+        )
         if their_readers:
             r, rshare = max(their_readers, key=lambda it: it[0].recv_q)
             summary += f": receiver application reading slowly ({_reader_text(r, rshare)})"
@@ -980,8 +992,8 @@ def rule_window_limited(host: Host) -> list[Finding]:
                 id="slow-reader",
                 title="receiver application reading slowly",
                 severity="warning",
-                summary=f"{plural(len(rest), 'receiving connection')} with unread data: receiver application reading slowly "
-                f"({_reader_text(worst_s, worst_share)})",
+                summary=f"{plural(len(rest), 'receiving connection')} with unread data: "
+                f"receiver application reading slowly ({_reader_text(worst_s, worst_share)})",
                 mechanism=SLOW_READ_MECHANISM,
                 next_checks=SLOW_READ_CHECKS
                 + ["on the sending host, `ss -tin` shows the time it was held as rwnd_limited:Xms(Y%)"],
@@ -1318,7 +1330,8 @@ def rule_loss_bound_cc(host: Host) -> list[Finding]:
                 title=f"random loss bounds {', '.join(ccs)} to {peer}",
                 severity="warning" if p_med >= 0.01 else "info",
                 summary=(
-                    f"{len(bound)} of {len(socks)} {', '.join(ccs)} {'connection' if len(socks) == 1 else 'connections'} to {peer} retransmit "
+                    f"{len(bound)} of {len(socks)} {', '.join(ccs)} "
+                    f"{'connection' if len(socks) == 1 else 'connections'} to {peer} retransmit "
                     f"{100 * p_med:.2g} % of segments with rtt near minrtt (no queue) and send at the Mathis "
                     f"bound, about {_fmt_rate(statistics.median(limits))}"
                 ),

@@ -53,7 +53,10 @@ from tcplab.diagnose.source import (
 __all__ = ["Qdisc", "parse_tc_text", "parse_tc_json", "AGGREGATES", "OPTION_UNITS"]
 
 AGGREGATES = frozenset({"mq", "mqprio", "multiq"})
-_SENT = re.compile(r"Sent (\d{1,30}) bytes (\d{1,30}) pkts? \(dropped (\d{1,30}), overlimits (\d{1,30}) requeues (\d{1,30})\)")
+_SENT = re.compile(
+    r"Sent (\d{1,30}) bytes (\d{1,30}) pkts? "
+    r"\(dropped (\d{1,30}), overlimits (\d{1,30}) requeues (\d{1,30})\)"
+)
 _BACKLOG = re.compile(r"backlog (\S+) (\d{1,30})p requeues (\d{1,30})")
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _VALUE = re.compile(r"-?\d+(?:\.\d+)?[A-Za-zµ]*\Z")

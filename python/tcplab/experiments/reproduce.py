@@ -132,7 +132,7 @@ def run_experiments(
     skipped: diagnose reads files). ``progress(done, total, label, failure)`` is called as each
     run finishes (``label`` is ``NAME/RUN``; ``failure`` None, or why the run failed), in
     parallel mode too."""
-    from tcplab.compare import VariantFailure, run_in_processes, run_variant_or_failure, default_jobs
+    from tcplab.compare import VariantFailure, default_jobs, run_in_processes, run_variant_or_failure
 
     experiments = [load(n) for n in names]
     plans = [(e, e.plan(quick)) for e in experiments]  # validate everything first

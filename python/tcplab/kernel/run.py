@@ -155,7 +155,6 @@ def kernel_run(
     from tcplab.runner import override_texts
     from tcplab.scenario import Scenario
     from tcplab.scenario.checks import engine_message
-
     from tcplab.scenario.cost import check_kernel_run_time, costed_as_kernel_run
 
     options = options or KernelOptions()

@@ -58,9 +58,9 @@ def during(testbed: Any, agents: Mapping[str, Any], sampler: Any, end_ns: int) -
         # read the clock after poll(): an agent seen ended before this instant ended early
         if code is not None and time.monotonic_ns() < end_ns:
             problems.append(f"the traffic agent of {node} ended ({exit_text(code)})")
-    if sampler is not None and getattr(sampler, "targets", None) and not sampler.running:
-        if time.monotonic_ns() < end_ns:
-            problems.append("the queue sampler ended")
+    sampler_ended = sampler is not None and getattr(sampler, "targets", None) and not sampler.running
+    if sampler_ended and time.monotonic_ns() < end_ns:
+        problems.append("the queue sampler ended")
     return problems
 
 

@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.fields import _did_you_mean
 
-
 #: A top-level key that starts with this is the file's own, a place for YAML anchors (as
 #: Docker Compose's ``x-`` extension fields are): ``x-slow: &slow {rate: 10Mbit}``, then
 #: ``<<: *slow`` in a link. The scenario leaves it out; ``--set`` refuses it (aliases are

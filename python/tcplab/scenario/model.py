@@ -11,8 +11,8 @@ from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
 from tcplab.scenario.base import EXTENSION_PREFIX, _Model
-from tcplab.scenario.cost import DEFAULT_CPU_TIME_NS, check_cpu_time
 from tcplab.scenario.checks import check_connections, check_flows, check_nodes, check_pods, check_queue_limits
+from tcplab.scenario.cost import DEFAULT_CPU_TIME_NS, check_cpu_time
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
 from tcplab.scenario.flows import Flow, flow_names, sampled_connections_of
 from tcplab.scenario.hosts import Host, Sysctl

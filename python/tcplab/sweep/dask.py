@@ -247,8 +247,8 @@ class DaskExecutor:
             raise
 
     def _check_workers(self, timeout_s: float) -> None:
-        from tcplab.version import __version__
         from tcplab.sweep.keys import engine_version
+        from tcplab.version import __version__
 
         try:
             self.client.wait_for_workers(1, timeout=timeout_s)

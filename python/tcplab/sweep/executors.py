@@ -167,10 +167,10 @@ def warm_imports(core: Any = None) -> None:
     import pyarrow.parquet  # noqa: F401
 
     import tcplab.results  # noqa: F401
+    import tcplab.results.paths  # noqa: F401
     import tcplab.runner  # noqa: F401
     import tcplab.sweep.rows  # noqa: F401
     import tcplab.views  # noqa: F401
-    import tcplab.results.paths  # noqa: F401
 
     if core is None:
         from tcplab.engine import import_core

@@ -36,6 +36,7 @@ lock file never blocks a resume.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -227,15 +228,12 @@ class SweepStore:
         would look like a finished sweep's, and record ``plan`` (status "interrupted") if
         the disk takes it; the rows stay, and the same command resumes."""
         for path in (self.table_path, self.dir / "report.html"):
-            try:
+            with contextlib.suppress(OSError):
                 path.unlink(missing_ok=True)
-            except OSError:
-                pass
         shutil.rmtree(self.dir / "plots", ignore_errors=True)
-        try:
+        # if the disk refuses it, sweep.json still says "running": not complete either
+        with contextlib.suppress(OSError):
             self.write_plan(plan)
-        except OSError:
-            pass  # sweep.json still says "running": not complete either
 
     def read_plan(self) -> dict[str, Any]:
         """sweep.json; ValueError when it is not JSON, not an object, or a key of the plan has

@@ -579,7 +579,7 @@ at a time t reads a capture (<code>captures/LABEL-at-&lt;t&gt;s/</code>) with <c
 {% endfor %}</pre>
 </body>
 </html>
-"""
+"""  # noqa: E501 (a template line: splitting it would change the page)
 
 _INDEX_TEMPLATE = """<!doctype html>
 <html lang="en">

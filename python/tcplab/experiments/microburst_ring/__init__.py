@@ -61,8 +61,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tcplab.experiments.catalog import STORIES
 from tcplab.experiments.base import ClaimResult, Crosscheck, Experiment, Explanation, Run
+from tcplab.experiments.catalog import STORIES
 from tcplab.results.apps import TIMEOUT_RATE_NAME
 
 if TYPE_CHECKING:
