@@ -33,9 +33,7 @@ def test_rate_over_the_bursts_span_as_prometheus():
 
 
 def test_a_run_that_ends_inside_the_last_interval_shortens_the_window():
-    ratio, window = timeout_rate(
-        {"curr_estab": 10}, _bursts([2, 3], [5, 5]), {"interval_ns": 10**9}, int(3.5 * 10**9)
-    )
+    ratio, window = timeout_rate({"curr_estab": 10}, _bursts([2, 3], [5, 5]), {"interval_ns": 10**9}, int(3.5 * 10**9))
     assert window == pytest.approx(1.5) and ratio == pytest.approx(10 / 1.5 / 10)
 
 
@@ -87,7 +85,9 @@ def test_the_experiment_uses_the_same_rate(overflowing_broadcast):
     from tcplab.experiments.microburst_ring import run_metrics
 
     m = run_metrics(overflowing_broadcast)
-    assert m["timeouts_per_estab_s"] == pytest.approx(overflowing_broadcast.apps["events"].get("timeouts_rate_per_estab"))
+    assert m["timeouts_per_estab_s"] == pytest.approx(
+        overflowing_broadcast.apps["events"].get("timeouts_rate_per_estab")
+    )
 
 
 def test_recommend_reads_the_same_rate_under_the_same_name():

@@ -348,4 +348,3 @@ def test_the_cost_per_event_grows_with_the_connections():
     assert ns_per_event(40_000) >= 400
     assert ns_per_event(10**5) > ns_per_event(40_000) > ns_per_event(10_000)
     assert math.isfinite(ns_per_event(10**6))
-

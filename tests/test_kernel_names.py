@@ -50,7 +50,9 @@ def test_validate_kernel_run_and_cleanup_refuse_a_bad_prefix_alike(prefix, monke
         assert len(r.stderr.strip().splitlines()) == 1, (name, r.stderr)
         lines[name] = r.stderr.strip()
     assert len(set(lines.values())) == 1, lines
-    assert lines["validate"] == f"error: --prefix: {prefix!r}: expected 1 to 16 of a-z and 0-9 (the namespaces are P-NODE)"
+    assert (
+        lines["validate"] == f"error: --prefix: {prefix!r}: expected 1 to 16 of a-z and 0-9 (the namespaces are P-NODE)"
+    )
     assert patched_core.calls == []  # validate refused before simulating
     assert not (tmp_path / "v").exists() and not (tmp_path / "r").exists()
 
@@ -212,7 +214,22 @@ def test_hosts_named_like_wires_come_up_on_the_kernel(tmp_path):
             # ping exits 0 when any of its three echoes is answered)
             if kernel.tools.get("ping"):
                 done = subprocess.run(
-                    ["ip", "netns", "exec", "tlk5n-w0", "ping", "-c", "3", "-i", "0.2", "-W", "5", "-I", "10.0.0.1", "10.0.0.2"],
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        "tlk5n-w0",
+                        "ping",
+                        "-c",
+                        "3",
+                        "-i",
+                        "0.2",
+                        "-W",
+                        "5",
+                        "-I",
+                        "10.0.0.1",
+                        "10.0.0.2",
+                    ],
                     capture_output=True,
                     text=True,
                     timeout=30,

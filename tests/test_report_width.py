@@ -67,5 +67,5 @@ def test_at_1400_px_nothing_is_drawn_right_of_the_page(three_flow_report, tmp_pa
     drawn = (right < 0.9).any(axis=2)
     assert not drawn.any(), f"{int(drawn.sum())} px drawn right of the page's column (x > {COLUMN_RIGHT_PX})"
     # and the Flows table is there, inside the column
-    inside = (image[:, : COLUMN_RIGHT_PX, :] < 0.9).any(axis=2)
+    inside = (image[:, :COLUMN_RIGHT_PX, :] < 0.9).any(axis=2)
     assert np.count_nonzero(inside) > 10_000

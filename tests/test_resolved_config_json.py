@@ -6,7 +6,10 @@ from tcplab.results.result import COMPACT_CONFIG_FLOWS, _config_json
 
 
 def _config(n_flows: int) -> dict:
-    return {"seed": 1, "flows": [{"name": f"f{i}", "src": 0, "dst": 1, "tcp": {"mss_bytes": 1448}} for i in range(n_flows)]}
+    return {
+        "seed": 1,
+        "flows": [{"name": f"f{i}", "src": 0, "dst": 1, "tcp": {"mss_bytes": 1448}} for i in range(n_flows)],
+    }
 
 
 def test_small_config_is_indented() -> None:

@@ -20,6 +20,7 @@ from tcplab.results.tcp_options import window_scale
 
 REAL = Path(__file__).parent / "data" / "real-tools"
 
+
 def _real_lines(name: str) -> list[tuple[str, str]]:
     """(state line, info line) of each socket of a real capture, trailing spaces stripped."""
     lines = [line.rstrip() for line in (REAL / name).read_text().splitlines()[1:]]

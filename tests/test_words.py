@@ -35,7 +35,7 @@ def test_percent_text_never_in_e_notation(value, signed, text):
 
 
 def test_no_hedged_plurals_in_tcplab_messages():
-    """"stall(s)", "flow(s)", "connection(s)": tcplab says the count's own form."""
+    """ "stall(s)", "flow(s)", "connection(s)": tcplab says the count's own form."""
     hedged = re.compile(
         r"""f["'][^"'\n]*\b(?:stall|flow|link|queue|run|namespace|directory|connection|input|snapshot|file)\((?:s|ies)\)"""
     )

@@ -192,7 +192,9 @@ links:
 
 
 def test_x_keys_below_the_top_are_still_unknown(tmp_path):
-    text = HEAD + "links:\n  - {between: [a, r1], rate: 10Mbit, x-note: 1}\n  - {between: [r1, c], rate: 10Mbit}\n" + FLOWS
+    text = (
+        HEAD + "links:\n  - {between: [a, r1], rate: 10Mbit, x-note: 1}\n  - {between: [r1, c], rate: 10Mbit}\n" + FLOWS
+    )
     path, _ = _load(tmp_path, text)
     with pytest.raises(ScenarioError, match=r'unknown key "x-note"'):
         load_scenario(path)
@@ -201,7 +203,11 @@ def test_x_keys_below_the_top_are_still_unknown(tmp_path):
 def test_set_refuses_an_anchor_key(tmp_path):
     """Aliases are resolved when the file is read: ``--set x-slow.rate=...`` would change
     nothing, so it is one line, not a silent no-op."""
-    text = HEAD + "x-slow: &slow {rate: 10Mbit}\nlinks:\n  - {<<: *slow, between: [a, r1]}\n  - {<<: *slow, between: [r1, c]}\n" + FLOWS
+    text = (
+        HEAD
+        + "x-slow: &slow {rate: 10Mbit}\nlinks:\n  - {<<: *slow, between: [a, r1]}\n  - {<<: *slow, between: [r1, c]}\n"
+        + FLOWS
+    )
     path, _ = _load(tmp_path, text)
     with pytest.raises(ScenarioError, match=r"x-slow\.rate: .*holds YAML anchors"):
         load_scenario(path, overrides=["x-slow.rate=1Mbit"])

@@ -77,7 +77,10 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
         if flag == "--help" || flag == "-h" {
             return Ok(Command::Help);
         }
-        if !matches!(flag.as_str(), "--tun" | "--cpu" | "--stats" | "--queue-limit" | "--rt-priority") {
+        if !matches!(
+            flag.as_str(),
+            "--tun" | "--cpu" | "--stats" | "--queue-limit" | "--rt-priority"
+        ) {
             return Err(format!(
                 "unknown argument {arg:?}; expected --tun, --cpu, --stats, --queue-limit, --rt-priority or --help"
             ));
@@ -90,7 +93,10 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--tun" => {
                 let spec = parse_tun(&value)?;
                 if tuns.iter().any(|t| t.name == spec.name) {
-                    return Err(format!("--tun {value:?}: the TUN name {:?} is given twice", spec.name));
+                    return Err(format!(
+                        "--tun {value:?}: the TUN name {:?} is given twice",
+                        spec.name
+                    ));
                 }
                 tuns.push(spec);
             }
@@ -108,14 +114,21 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--queue-limit" => {
                 queue_limit_packets = match value.parse::<usize>() {
                     Ok(n) if n >= 1 => n,
-                    _ => return Err(format!("--queue-limit {value:?}: expected a packet count >= 1")),
+                    _ => {
+                        return Err(format!(
+                            "--queue-limit {value:?}: expected a packet count >= 1"
+                        ))
+                    }
                 };
             }
             "--rt-priority" => {
-                rt_priority = match value.parse::<i32>() {
-                    Ok(n) if (0..=99).contains(&n) => Some(n),
-                    _ => return Err(format!("--rt-priority {value:?}: expected 0 (normal scheduling) or 1 to 99")),
-                };
+                rt_priority =
+                    match value.parse::<i32>() {
+                        Ok(n) if (0..=99).contains(&n) => Some(n),
+                        _ => return Err(format!(
+                            "--rt-priority {value:?}: expected 0 (normal scheduling) or 1 to 99"
+                        )),
+                    };
             }
             _ => unreachable!(),
         }
@@ -123,19 +136,29 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
     if tuns.is_empty() {
         return Err("no --tun given; expected at least one --tun NAME:DELAY_NS".to_string());
     }
-    Ok(Command::Run(Options { tuns, cpu, stats_path, queue_limit_packets, rt_priority }))
+    Ok(Command::Run(Options {
+        tuns,
+        cpu,
+        stats_path,
+        queue_limit_packets,
+        rt_priority,
+    }))
 }
 
 /// `NAME:DELAY_NS`, e.g. `tab:50000000`.
 fn parse_tun(value: &str) -> Result<TunSpec, String> {
     let Some((name, delay)) = value.rsplit_once(':') else {
-        return Err(format!("--tun {value:?}: expected NAME:DELAY_NS, e.g. tab:50000000"));
+        return Err(format!(
+            "--tun {value:?}: expected NAME:DELAY_NS, e.g. tab:50000000"
+        ));
     };
     let name_ok = !name.is_empty()
         && name.len() <= MAX_IFNAME_BYTES
         && name != "."
         && name != ".."
-        && name.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b':' && b != b'%');
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':' && b != b'%');
     if !name_ok {
         return Err(format!(
             "--tun {value:?}: {name:?} is not a usable interface name; expected 1 to {MAX_IFNAME_BYTES} \
@@ -143,9 +166,14 @@ fn parse_tun(value: &str) -> Result<TunSpec, String> {
         ));
     }
     let delay_ns = delay.parse::<u64>().map_err(|_| {
-        format!("--tun {value:?}: {delay:?} is not a delay; expected an integer number of nanoseconds")
+        format!(
+            "--tun {value:?}: {delay:?} is not a delay; expected an integer number of nanoseconds"
+        )
     })?;
-    Ok(TunSpec { name: name.to_string(), delay_ns })
+    Ok(TunSpec {
+        name: name.to_string(),
+        delay_ns,
+    })
 }
 
 #[cfg(test)]
@@ -159,16 +187,31 @@ mod tests {
     #[test]
     fn full_command_line() {
         let cmd = parse(args(&[
-            "--tun", "tab:10000000", "--tun=tba:20", "--cpu", "1", "--stats", "/tmp/s.json", "--queue-limit", "64",
-            "--rt-priority", "0",
+            "--tun",
+            "tab:10000000",
+            "--tun=tba:20",
+            "--cpu",
+            "1",
+            "--stats",
+            "/tmp/s.json",
+            "--queue-limit",
+            "64",
+            "--rt-priority",
+            "0",
         ]))
         .unwrap();
         assert_eq!(
             cmd,
             Command::Run(Options {
                 tuns: vec![
-                    TunSpec { name: "tab".into(), delay_ns: 10_000_000 },
-                    TunSpec { name: "tba".into(), delay_ns: 20 },
+                    TunSpec {
+                        name: "tab".into(),
+                        delay_ns: 10_000_000
+                    },
+                    TunSpec {
+                        name: "tba".into(),
+                        delay_ns: 20
+                    },
                 ],
                 cpu: Some(1),
                 stats_path: Some(PathBuf::from("/tmp/s.json")),
@@ -180,7 +223,9 @@ mod tests {
 
     #[test]
     fn defaults() {
-        let Command::Run(o) = parse(args(&["--tun", "t:0"])).unwrap() else { panic!() };
+        let Command::Run(o) = parse(args(&["--tun", "t:0"])).unwrap() else {
+            panic!()
+        };
         assert_eq!(o.queue_limit_packets, DEFAULT_QUEUE_LIMIT_PACKETS);
         assert_eq!(o.cpu, None);
         assert_eq!(o.stats_path, None);

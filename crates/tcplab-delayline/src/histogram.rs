@@ -39,7 +39,9 @@ fn bucket_upper(i: usize) -> u64 {
     let shift = (i / SUB_COUNT - 1) as u32;
     let mantissa = (i % SUB_COUNT + SUB_COUNT) as u64;
     // The bucket holds [mantissa << shift, (mantissa + 1) << shift).
-    ((mantissa + 1) << shift).wrapping_sub(1).max(mantissa << shift)
+    ((mantissa + 1) << shift)
+        .wrapping_sub(1)
+        .max(mantissa << shift)
 }
 
 impl Default for Histogram {
@@ -50,7 +52,11 @@ impl Default for Histogram {
 
 impl Histogram {
     pub fn new() -> Histogram {
-        Histogram { counts: Box::new([0; BUCKETS]), count: 0, max: 0 }
+        Histogram {
+            counts: Box::new([0; BUCKETS]),
+            count: 0,
+            max: 0,
+        }
     }
 
     pub fn record(&mut self, value: u64) {
@@ -106,7 +112,11 @@ mod tests {
             assert!(b >= last && b < BUCKETS, "v={v} b={b}");
             assert!(v <= bucket_upper(b), "v={v} upper={}", bucket_upper(b));
             if b > 0 {
-                assert!(v > bucket_upper(b - 1), "v={v} prev upper={}", bucket_upper(b - 1));
+                assert!(
+                    v > bucket_upper(b - 1),
+                    "v={v} prev upper={}",
+                    bucket_upper(b - 1)
+                );
             }
             last = b;
         }
@@ -147,6 +157,10 @@ mod tests {
         assert_eq!(h.quantile(0.99), 7);
         let mut h = Histogram::new();
         h.record(1_000_001);
-        assert_eq!(h.quantile(0.5), 1_000_001, "capped by the exact maximum, not the bucket edge");
+        assert_eq!(
+            h.quantile(0.5),
+            1_000_001,
+            "capped by the exact maximum, not the bucket edge"
+        );
     }
 }

@@ -105,7 +105,10 @@ impl Line {
                 stats: TunStats::new(&spec.name, spec.delay_ns),
             });
         }
-        let mut pollfds: Vec<libc::pollfd> = tuns.iter().map(|t| sys::poll_in(t.file.as_raw_fd())).collect();
+        let mut pollfds: Vec<libc::pollfd> = tuns
+            .iter()
+            .map(|t| sys::poll_in(t.file.as_raw_fd()))
+            .collect();
         pollfds.push(sys::poll_in(signals.as_raw_fd()));
         let (writer, writer_thread) = match &options.stats_path {
             Some(path) => {
@@ -141,7 +144,10 @@ impl Line {
             let more = self.read_batch()?;
             let now = sys::monotonic_ns();
             let next_due = self.next_due_ns();
-            if now >= next_stats && (next_due.is_none_or(|d| d > now + STATS_GAP_NS) || now >= next_stats + STATS_INTERVAL_NS) {
+            if now >= next_stats
+                && (next_due.is_none_or(|d| d > now + STATS_GAP_NS)
+                    || now >= next_stats + STATS_INTERVAL_NS)
+            {
                 self.queue_stats_file();
                 next_stats = now + STATS_INTERVAL_NS;
             }
@@ -172,7 +178,11 @@ impl Line {
             if ready == 0 {
                 self.adapt_spin(woke.saturating_sub(wake));
             }
-            if self.pollfds.last().is_some_and(|p| p.revents & libc::POLLIN != 0) {
+            if self
+                .pollfds
+                .last()
+                .is_some_and(|p| p.revents & libc::POLLIN != 0)
+            {
                 self.check_signals();
             }
         }
@@ -229,7 +239,8 @@ impl Line {
                         n += 1;
                         if queued {
                             tun.ring.commit(len, t + tun.stats.delay_ns);
-                            tun.stats.queue_max_packets = tun.stats.queue_max_packets.max(tun.ring.len() as u64);
+                            tun.stats.queue_max_packets =
+                                tun.stats.queue_max_packets.max(tun.ring.len() as u64);
                         } else {
                             tun.stats.line_drops += 1; // over the queue limit
                         }
@@ -288,7 +299,9 @@ impl Line {
 
     /// Writes the stats file now, from this thread (at start; errors are reported).
     pub fn write_stats_file(&mut self) -> io::Result<()> {
-        let Some(path) = self.stats_path.clone() else { return Ok(()) };
+        let Some(path) = self.stats_path.clone() else {
+            return Ok(());
+        };
         let mut snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
         stats::write_file(&path, &mut snapshot, self.cpu)
     }
@@ -326,22 +339,29 @@ impl Line {
 
 /// The periodic stats writer: a normal-priority thread that writes every snapshot it is
 /// handed to `path` (errors are left to the final, synchronous write to report).
-fn spawn_writer(path: PathBuf, cpu: Option<usize>) -> io::Result<(SyncSender<Vec<TunStats>>, JoinHandle<()>)> {
+fn spawn_writer(
+    path: PathBuf,
+    cpu: Option<usize>,
+) -> io::Result<(SyncSender<Vec<TunStats>>, JoinHandle<()>)> {
     let (tx, rx) = sync_channel::<Vec<TunStats>>(1);
-    let handle = std::thread::Builder::new().name("stats-writer".into()).spawn(move || {
-        // It inherits the line's SCHED_FIFO and CPU; file writes need neither. On the line's
-        // CPU, a write inside the kernel (not preemptible on a PREEMPT_NONE kernel) would
-        // delay the line's wake-up: the writer runs on the other CPUs when there are any.
-        let _ = sys::set_normal_scheduling();
-        if let Some(line_cpu) = cpu {
-            let others: Vec<usize> = (0..sys::online_cpu_count()).filter(|&c| c != line_cpu).collect();
-            if !others.is_empty() {
-                let _ = sys::pin_to_cpus(&others);
+    let handle = std::thread::Builder::new()
+        .name("stats-writer".into())
+        .spawn(move || {
+            // It inherits the line's SCHED_FIFO and CPU; file writes need neither. On the line's
+            // CPU, a write inside the kernel (not preemptible on a PREEMPT_NONE kernel) would
+            // delay the line's wake-up: the writer runs on the other CPUs when there are any.
+            let _ = sys::set_normal_scheduling();
+            if let Some(line_cpu) = cpu {
+                let others: Vec<usize> = (0..sys::online_cpu_count())
+                    .filter(|&c| c != line_cpu)
+                    .collect();
+                if !others.is_empty() {
+                    let _ = sys::pin_to_cpus(&others);
+                }
             }
-        }
-        while let Ok(mut snapshot) = rx.recv() {
-            let _ = stats::write_file(&path, &mut snapshot, cpu);
-        }
-    })?;
+            while let Ok(mut snapshot) = rx.recv() {
+                let _ = stats::write_file(&path, &mut snapshot, cpu);
+            }
+        })?;
     Ok((tx, handle))
 }

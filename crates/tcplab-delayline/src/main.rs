@@ -33,7 +33,9 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
 
 /// The online CPUs as the kernel lists them (e.g. "0-1"), for error messages.
 fn online_cpus() -> String {
-    std::fs::read_to_string("/sys/devices/system/cpu/online").map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
 }
 
 fn main() -> ExitCode {
@@ -47,7 +49,10 @@ fn main() -> ExitCode {
     };
     if let Some(cpu) = options.cpu {
         if let Err(e) = sys::pin_to_cpu(cpu) {
-            return fail(format_args!("cannot pin to CPU {cpu}: {e} (online CPUs: {})", online_cpus()));
+            return fail(format_args!(
+                "cannot pin to CPU {cpu}: {e} (online CPUs: {})",
+                online_cpus()
+            ));
         }
     }
     match options.rt_priority {
@@ -71,11 +76,17 @@ fn main() -> ExitCode {
         }
     }
     if let Err(e) = sys::set_timer_slack_ns(1) {
-        return fail(format_args!("cannot set the timer slack (prctl PR_SET_TIMERSLACK): {e}"));
+        return fail(format_args!(
+            "cannot set the timer slack (prctl PR_SET_TIMERSLACK): {e}"
+        ));
     }
     let signals = match sys::termination_signalfd() {
         Ok(fd) => fd,
-        Err(e) => return fail(format_args!("cannot set up SIGTERM/SIGINT handling (signalfd): {e}")),
+        Err(e) => {
+            return fail(format_args!(
+                "cannot set up SIGTERM/SIGINT handling (signalfd): {e}"
+            ))
+        }
     };
     let mut line = match line::Line::new(&options, signals) {
         Ok(l) => l,

@@ -38,7 +38,11 @@ impl Chunk {
         for byte in data.iter_mut().step_by(4096) {
             *byte = 1;
         }
-        Chunk { data, lens: [0; CHUNK_SLOTS], due_ns: [0; CHUNK_SLOTS] }
+        Chunk {
+            data,
+            lens: [0; CHUNK_SLOTS],
+            due_ns: [0; CHUNK_SLOTS],
+        }
     }
 }
 
@@ -64,7 +68,14 @@ impl Ring {
         for _ in 0..INITIAL_CHUNKS.min(max_chunks) {
             free.push(Chunk::new());
         }
-        Ring { chunks: VecDeque::with_capacity(max_chunks), free, head: 0, tail: CHUNK_SLOTS, len: 0, capacity: capacity_packets }
+        Ring {
+            chunks: VecDeque::with_capacity(max_chunks),
+            free,
+            head: 0,
+            tail: CHUNK_SLOTS,
+            len: 0,
+            capacity: capacity_packets,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -106,7 +117,10 @@ impl Ring {
     pub fn commit(&mut self, len_bytes: usize, due_ns: u64) {
         assert!(!self.is_full(), "commit on a full ring");
         assert!(len_bytes <= SLOT_BYTES);
-        assert!(!self.chunks.is_empty() && self.tail < CHUNK_SLOTS, "commit without tail_slot");
+        assert!(
+            !self.chunks.is_empty() && self.tail < CHUNK_SLOTS,
+            "commit without tail_slot"
+        );
         let t = self.tail;
         let chunk = self.chunks.back_mut().expect("a tail chunk");
         chunk.lens[t] = len_bytes as u16;
@@ -169,7 +183,12 @@ mod tests {
         for round in 0..5u8 {
             // Fill to capacity, then drain: the slots wrap around the end every round.
             for k in 0..3u8 {
-                assert!(push(&mut r, round * 10 + k, 1 + k as usize, (round as u64) * 100 + k as u64));
+                assert!(push(
+                    &mut r,
+                    round * 10 + k,
+                    1 + k as usize,
+                    (round as u64) * 100 + k as u64
+                ));
             }
             assert!(r.is_full());
             assert!(!push(&mut r, 99, 1, 0), "a full ring refuses a packet");
@@ -197,7 +216,12 @@ mod tests {
         let mut next_in = 0u64;
         let mut next_out = 0u64;
         for _ in 0..CHUNK_SLOTS / 2 {
-            assert!(push(&mut r, next_in as u8, 1 + (next_in % 100) as usize, next_in));
+            assert!(push(
+                &mut r,
+                next_in as u8,
+                1 + (next_in % 100) as usize,
+                next_in
+            ));
             next_in += 1;
         }
         for _ in 0..CHUNK_SLOTS / 4 {
@@ -210,7 +234,10 @@ mod tests {
         }
         assert_eq!(r.len(), cap);
         // The head is a quarter into the first chunk.
-        assert_eq!(r.chunks_owned(), (CHUNK_SLOTS / 4 + cap).div_ceil(CHUNK_SLOTS));
+        assert_eq!(
+            r.chunks_owned(),
+            (CHUNK_SLOTS / 4 + cap).div_ceil(CHUNK_SLOTS)
+        );
         while let Some(due) = r.head_due_ns() {
             assert_eq!(due, next_out);
             let p = r.head_packet().unwrap();
@@ -230,7 +257,11 @@ mod tests {
                 next_out += 1;
             }
         }
-        assert_eq!(r.chunks_owned(), owned, "no chunk allocated for a shallower queue");
+        assert_eq!(
+            r.chunks_owned(),
+            owned,
+            "no chunk allocated for a shallower queue"
+        );
     }
 
     #[test]

@@ -120,7 +120,9 @@ pub fn write_atomic(path: &Path, text: &str) -> io::Result<()> {
 /// Fills in `kernel_drops` of every TUN from this namespace's /proc/self/net/dev (the
 /// calling process's network namespace, whatever /sys shows); unchanged when unreadable.
 pub fn refresh_kernel_drops(tuns: &mut [TunStats]) {
-    let Ok(text) = std::fs::read_to_string("/proc/self/net/dev") else { return };
+    let Ok(text) = std::fs::read_to_string("/proc/self/net/dev") else {
+        return;
+    };
     for t in tuns {
         if let Some(d) = tx_dropped_from_proc_net_dev(&text, &t.name) {
             t.kernel_drops = d;
@@ -132,8 +134,12 @@ pub fn refresh_kernel_drops(tuns: &mut [TunStats]) {
 pub fn write_file(path: &Path, tuns: &mut [TunStats], cpu: Option<usize>) -> io::Result<()> {
     refresh_kernel_drops(tuns);
     let all: Vec<&TunStats> = tuns.iter().collect();
-    write_atomic(path, &to_json(&all, cpu))
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot write stats {}: {e}", path.display())))
+    write_atomic(path, &to_json(&all, cpu)).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot write stats {}: {e}", path.display()),
+        )
+    })
 }
 
 /// The `tx_dropped` counter of every device named in `names`, from the text of
@@ -141,11 +147,16 @@ pub fn write_file(path: &Path, tuns: &mut [TunStats], cpu: Option<usize>) -> io:
 /// rx_multicast tx_bytes tx_packets tx_errs tx_drop ...`). Missing devices give None.
 pub fn tx_dropped_from_proc_net_dev(text: &str, name: &str) -> Option<u64> {
     for line in text.lines() {
-        let Some((dev, fields)) = line.split_once(':') else { continue };
+        let Some((dev, fields)) = line.split_once(':') else {
+            continue;
+        };
         if dev.trim() != name {
             continue;
         }
-        return fields.split_whitespace().nth(11).and_then(|f| f.parse().ok());
+        return fields
+            .split_whitespace()
+            .nth(11)
+            .and_then(|f| f.parse().ok());
     }
     None
 }
@@ -189,7 +200,8 @@ mod tests {
 
     #[test]
     fn atomic_write_replaces_the_file() {
-        let dir = std::env::temp_dir().join(format!("tcplab-delayline-test-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("tcplab-delayline-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("s.json");
         write_atomic(&p, "one").unwrap();

@@ -13,7 +13,10 @@ use std::os::unix::fs::OpenOptionsExt;
 /// CLOCK_MONOTONIC in nanoseconds (the clock every tcplab kernel-mode process shares; it is
 /// the same in every network namespace).
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec for the duration of the call;
     // CLOCK_MONOTONIC always exists on Linux, so the call cannot fail.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -33,7 +36,10 @@ pub fn open_tun(name: &str) -> io::Result<File> {
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open /dev/net/tun: {e}")))?;
     let bytes = name.as_bytes();
     if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bad interface name {name:?}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad interface name {name:?}"),
+        ));
     }
     // SAFETY: ifreq is plain old data (a name array and a union of integers/sockaddrs);
     // the all-zero bit pattern is a valid value of it.
@@ -45,10 +51,19 @@ pub fn open_tun(name: &str) -> io::Result<File> {
     // SAFETY: the fd is an open /dev/net/tun owned by `file` (alive for the call);
     // TUNSETIFF reads and writes a `struct ifreq`, and `req` is one, valid and
     // NUL-terminated (name shorter than IFNAMSIZ, rest zero).
-    let rc = unsafe { libc::ioctl(file.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut libc::ifreq) };
+    let rc = unsafe {
+        libc::ioctl(
+            file.as_raw_fd(),
+            libc::TUNSETIFF,
+            &mut req as *mut libc::ifreq,
+        )
+    };
     if rc < 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("cannot create TUN device {name}: {e}")));
+        return Err(io::Error::new(
+            e.kind(),
+            format!("cannot create TUN device {name}: {e}"),
+        ));
     }
     Ok(file)
 }
@@ -82,14 +97,20 @@ pub fn pin_to_cpus(cpus: &[usize]) -> io::Result<()> {
 pub fn online_cpu_count() -> usize {
     // SAFETY: sysconf takes a constant name and touches no memory.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    if n < 1 { 1 } else { n as usize }
+    if n < 1 {
+        1
+    } else {
+        n as usize
+    }
 }
 
 /// Runs the calling process under SCHED_FIFO at `priority` (1..=99): it then preempts
 /// every normal (CFS) task on its CPU as soon as it is runnable; the kernel's RT throttling
 /// (sched_rt_runtime_us, 95 % of each second by default) still leaves the others a share.
 pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: priority };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
     // SAFETY: pid 0 = the calling thread; `param` is a valid sched_param for the call.
     let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     if rc < 0 {
@@ -161,7 +182,11 @@ pub fn termination_signalfd() -> io::Result<OwnedFd> {
 
 /// One `struct pollfd` asking for readability of `fd`.
 pub fn poll_in(fd: RawFd) -> libc::pollfd {
-    libc::pollfd { fd, events: libc::POLLIN, revents: 0 }
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
 }
 
 /// ppoll(2) on `fds` for at most `timeout_ns` (None: until an fd is ready). Returns the
@@ -171,11 +196,20 @@ pub fn ppoll(fds: &mut [libc::pollfd], timeout_ns: Option<u64>) -> io::Result<us
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     });
-    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: `fds` is a valid, writable array of `fds.len()` pollfds for the call;
     // `ts_ptr` is null or points at `ts`, alive until the call returns; a null sigmask
     // keeps the current mask (SIGTERM/SIGINT stay blocked: they arrive via the signalfd).
-    let rc = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ts_ptr, std::ptr::null()) };
+    let rc = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
+    };
     if rc < 0 {
         let e = io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EINTR) {

@@ -940,8 +940,7 @@ def rule_window_limited(host: Host) -> list[Finding]:
         worst = max(share for _s, share in flagged)
         what = "receive window" if kind == "rwnd_limited" else "send buffer"
         summary = (
-            f"{plural(len(flagged), 'connection')} limited by the {what} "
-            f"for up to {worst:.0f} % of their busy time"
+            f"{plural(len(flagged), 'connection')} limited by the {what} for up to {worst:.0f} % of their busy time"
         )
         if their_readers:
             r, rshare = max(their_readers, key=lambda it: it[0].recv_q)

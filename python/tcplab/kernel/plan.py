@@ -505,11 +505,16 @@ def _sysctl_value(value: Any) -> str:
     return str(int(value))
 
 
-
 def _veth_add(ns: str, dev: str, peer_dev: str, peer_ns: str, mtu: int) -> list[str]:
     """``ip -n NS link add DEV mtu M type veth peer name PEER netns PEER_NS mtu M``."""
     return ["ip", "-n", ns, "link", "add", dev, "mtu", str(mtu), "type", "veth"] + [
-        "peer", "name", peer_dev, "netns", peer_ns, "mtu", str(mtu)
+        "peer",
+        "name",
+        peer_dev,
+        "netns",
+        peer_ns,
+        "mtu",
+        str(mtu),
     ]
 
 
