@@ -20,6 +20,9 @@
 //! The sum is compared with [`SimConfig::max_memory_bytes`](crate::config::SimConfig).
 //! The Python front computes the time-series part the same way (`tcplab.limits`), and a
 //! test checks the two agree.
+//!
+//! Imports: the leaves and the rooms whose sizes it adds up (`host`, `net`, `tcp`); it
+//! is read by `sim` (validation) and the binding.
 
 use std::mem::size_of;
 

@@ -9,6 +9,8 @@
 //! "measured, none", so one that is not modelled must not be printed at all (a unit test
 //! checks that each one is incremented somewhere). Not modelled today, so absent:
 //! `TCPRcvQDrop` (the receiver never drops for lack of memory).
+//!
+//! A leaf. Imports: nothing of the crate.
 
 macro_rules! mib_counters {
     ($($variant:ident => $name:literal,)*) => {

@@ -388,11 +388,19 @@ fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     })
 }
 
+/// `config_json` parsed and checked (`tcplab_core::sim::validate`); a refusal is a
+/// `ValueError` naming the field.
+fn checked_config(config_json: &str) -> PyResult<SimConfig> {
+    let cfg = SimConfig::parse_json(config_json).map_err(PyValueError::new_err)?;
+    tcplab_core::sim::validate(&cfg).map_err(PyValueError::new_err)?;
+    Ok(cfg)
+}
+
 /// Run a simulation described by `config_json` (the resolved scenario).
 #[pyfunction]
 #[pyo3(signature = (config_json, progress=None))]
 fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
-    let cfg = SimConfig::from_json(config_json).map_err(PyValueError::new_err)?;
+    let cfg = checked_config(config_json)?;
     let mut sim = Simulator::new(cfg).map_err(|e| {
         if e.starts_with("out of memory") {
             PyMemoryError::new_err(format!("engine: {e}"))
@@ -456,8 +464,8 @@ fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAn
 /// anything the engine would refuse.
 #[pyfunction]
 fn validate(config_json: &str) -> PyResult<Vec<String>> {
-    let cfg = SimConfig::from_json(config_json).map_err(PyValueError::new_err)?;
-    Ok(cfg.warnings())
+    let cfg = checked_config(config_json)?;
+    Ok(tcplab_core::sim::warnings(&cfg))
 }
 
 /// The engine's defaults: `{"tcp": {...}, "cc_params": {...}, "queue": {...},

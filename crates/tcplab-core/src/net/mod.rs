@@ -1,8 +1,14 @@
 //! The network: nodes, one-way links and static routes.
+//!
+//! Imports: the leaves, and `host` for one thing: `net::link` applies the EDT shaper of
+//! Cilium's Bandwidth Manager (`host::shaper`) at a node's device before its qdisc. Nothing
+//! else above the leaves (the packet capture's taps are `net::tap`; `crate::capture`
+//! assembles what they record).
 pub mod link;
 pub mod loss;
 pub mod qdisc;
 pub mod routing;
+pub mod tap;
 
 use crate::event::EventQueue;
 use crate::packet::Packet;
@@ -32,7 +38,7 @@ pub struct Network {
     /// Packets hosts sent into the network (data and ACKs, each counted once).
     pub host_packets: u64,
     /// The capture's received packets (`TcpSocket::captured` says whose).
-    pub capture_in: Option<Box<crate::capture::CaptureBuf>>,
+    pub capture_in: Option<Box<tap::CaptureBuf>>,
 }
 
 impl Network {

@@ -93,7 +93,7 @@ fn the_sender_sees_every_segment_it_sent_and_every_ack_that_came_back() {
     // TSval is the sender's clock at the capture point (no qdisc wait on the fast access
     // link beyond serialization of what is ahead), TSecr echoes the peer's.
     for i in 0..c.len() {
-        assert!(c.tsval_ns[i] <= c.t_ns[i] + tcplab_core::sim::BOOT_NS);
+        assert!(c.tsval_ns[i] <= c.t_ns[i] + tcplab_core::time::BOOT_NS);
     }
 }
 

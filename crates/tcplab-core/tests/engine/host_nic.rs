@@ -156,7 +156,7 @@ fn held_packets_count_as_in_flight_and_the_series_shows_the_ring() {
 #[test]
 fn bad_nic_and_cpu_settings_are_refused_by_field() {
     let base = fan_in(2, NicConfig::default());
-    base.validate().unwrap();
+    tcplab_core::sim::validate(&base).unwrap();
     type Edit = Box<dyn Fn(&mut SimConfig)>;
     let cases: Vec<(&str, Edit)> = vec![
         ("nodes.2.nic.rx_ring: 0 is outside [1, 65536], expected at least 1 descriptor", Box::new(|c| c.nodes[2].nic.as_mut().unwrap().rx_ring = 0)),
@@ -194,7 +194,7 @@ fn the_memory_estimate_counts_the_rings_and_refuses_huge_ones_by_field() {
     assert!(e.hosts_bytes >= 1024 * std::mem::size_of::<Packet>() as u64, "{e:?}");
     assert_eq!(e.total_bytes, e.series_bytes + e.endpoints_bytes + e.packets_bytes + e.hosts_bytes);
     cfg.nodes[1].nic = Some(NicConfig { rx_ring: 65536, rx_queues: 1024, ..NicConfig::default() });
-    let err = cfg.validate().unwrap_err();
+    let err = tcplab_core::sim::validate(&cfg).unwrap_err();
     assert!(err.starts_with("nodes.1.nic: 65536 descriptors x 1024 queues"), "{err}");
 }
 

@@ -11,7 +11,7 @@ use tcplab_core::sim::Simulator;
 /// the readers below.
 fn path(duration_ns: u64, reader: ReaderConfig) -> SimConfig {
     let mut cfg = two_hosts(100_000_000, 10_000_000, 1000, duration_ns);
-    cfg.flows.push(FlowConfig { reader, ..bulk_flow("f", 0, 1, CcKind::Cubic) });
+    cfg.flows.push(FlowConfig { reader, ..FlowConfig::new("f", 0, 1, CcKind::Cubic) });
     cfg
 }
 
@@ -124,7 +124,7 @@ fn immediate_reader_on_a_cwnd_limited_path_is_not_rwnd_limited() {
     // Mbit/s with a 40 ms RTT (BDP 50 KB, 33 packets).
     let t_ns = 10_000_000_000;
     let mut cfg = two_hosts(10_000_000, 20_000_000, bdp_packets(10_000_000, 40_000_000), t_ns);
-    cfg.flows.push(bulk_flow("f", 0, 1, CcKind::Cubic));
+    cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
     let out = Simulator::new(cfg).unwrap().run();
     let f = &out.flows[0];
     assert!(f.busy_time_us as f64 >= 0.99 * 10e6, "busy {} us", f.busy_time_us);
@@ -141,7 +141,7 @@ fn small_send_buffer_makes_the_flow_sndbuf_limited() {
     // SNDBUF_LIMITED condition), waiting for ACKs to free room.
     let t_ns = 5_000_000_000;
     let mut cfg = two_hosts(100_000_000, 20_000_000, 1000, t_ns);
-    let mut f = bulk_flow("f", 0, 1, CcKind::Cubic);
+    let mut f = FlowConfig::new("f", 0, 1, CcKind::Cubic);
     f.tcp.tcp_wmem = [4096, 16384, 65536];
     cfg.flows.push(f);
     let out = Simulator::new(cfg).unwrap().run();

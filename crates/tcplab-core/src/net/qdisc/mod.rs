@@ -26,10 +26,22 @@ pub mod fq;
 pub mod fq_codel;
 pub mod tbf;
 
-use crate::config::QueueConfig;
+use crate::config::{in_range, QueueConfig};
 use crate::packet::Packet;
 
 pub use fifo::Fifo;
+
+/// Checks a qdisc's parameters (`at` is the field path): each qdisc checks what its
+/// module relies on.
+pub fn validate(q: &QueueConfig, at: &str) -> Result<(), String> {
+    match q {
+        &QueueConfig::Pfifo { limit_packets } => in_range(&format!("{at}.limit_packets"), limit_packets as u64, 1, u32::MAX as u64, "packets"),
+        &QueueConfig::Bfifo { limit_bytes } => in_range(&format!("{at}.limit_bytes"), limit_bytes, 1, u32::MAX as u64, "bytes (tc's u32 limit)"),
+        QueueConfig::Tbf(c) => tbf::validate(c, at),
+        QueueConfig::Fq(c) => fq::validate(c, at),
+        QueueConfig::FqCodel(c) => fq_codel::validate(c, at),
+    }
+}
 
 /// `tc -s qdisc` statistics common to every qdisc (`struct gnet_stats_basic` and
 /// `struct gnet_stats_queue`): `Sent B bytes P pkt (dropped D, overlimits O requeues R)`,
@@ -121,8 +133,8 @@ pub trait TimedQdisc: std::fmt::Debug + Send {
     }
 
     /// The packets the capture's tap recorded on dequeue, if this qdisc carries it
-    /// (`crate::capture::TappedQdisc`); taken once, at the end of the run.
-    fn take_capture(&mut self) -> Option<crate::capture::CaptureBuf> {
+    /// (`crate::net::tap::TappedQdisc`); taken once, at the end of the run.
+    fn take_capture(&mut self) -> Option<crate::net::tap::CaptureBuf> {
         None
     }
 }

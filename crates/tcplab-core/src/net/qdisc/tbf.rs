@@ -147,7 +147,7 @@ pub fn validate(cfg: &TbfConfig, at: &str) -> Result<(), String> {
         }
     }
     if let Some(child) = &cfg.child {
-        child.validate(&format!("{at}.child"))?;
+        super::validate(child, &format!("{at}.child"))?;
     }
     Ok(())
 }

@@ -11,10 +11,18 @@
 //! Failures that are not bugs of the model, such as running out of memory while the time
 //! series grow, end the run with a [`SimError`] rather than a panic or an abort.
 //!
-//! Clock: the engine starts at `BOOT_NS` (1 s) rather than 0, because Linux's TCP reads
-//! a zero timestamp as "unset" (`tcp_mstamp`, `epoch_start`, `delivered_mstamp`); a real
-//! host's clock is never 0. All times reported to callers are relative to the start of
-//! the scenario.
+//! Clock: the engine starts at [`BOOT_NS`] (1 s) rather than 0,
+//! because Linux's TCP reads a zero timestamp as "unset" (`tcp_mstamp`, `epoch_start`,
+//! `delivered_mstamp`); a real host's clock is never 0. All times reported to callers are
+//! relative to the start of the scenario.
+//!
+//! The top: it imports every room and no room imports it. `sim::validate` (in
+//! `validate.rs`) is the check of a whole configuration, walked here where the simulator
+//! is assembled.
+
+mod validate;
+
+pub use validate::{validate, warnings};
 
 use crate::capture::{CaptureAt, CaptureBuf, CaptureOutput};
 use crate::cc::CongestionOps;
@@ -33,10 +41,8 @@ use crate::tcp::rate::delivery_rate_bytes_per_sec;
 use crate::tcp::sock::PacingStatus;
 use crate::app::{App, AppCx, AppOutput, Side};
 use crate::tcp::socket::{Ctx, TcpSocket, NO_APP, T_DELACK, T_PACING, T_READ, T_XMIT};
-use crate::time::{time_add, NEVER, NSEC_PER_MSEC, NSEC_PER_USEC};
+use crate::time::{time_add, BOOT_NS, NEVER, NSEC_PER_MSEC, NSEC_PER_USEC};
 
-/// Engine time of the scenario's t = 0.
-pub const BOOT_NS: u64 = 1_000_000_000;
 
 #[derive(Clone, Debug)]
 pub struct RttSummary {
@@ -194,7 +200,7 @@ pub struct SimOutput {
     pub packets: u64,
     /// Packets sent by hosts, each counted once however many links it crosses.
     pub host_packets: u64,
-    /// Settings that are valid but defeat the run's purpose ([`SimConfig::warnings`]).
+    /// Settings that are valid but defeat the run's purpose ([`warnings`]).
     pub warnings: Vec<String>,
     /// Each app's report, in `SimConfig.apps` order.
     pub apps: Vec<AppOutput>,
@@ -248,7 +254,7 @@ fn host_off_until(hosts: &[HostModel], host_of_node: &[u32], node: u32, now_ns: 
 
 impl Simulator {
     pub fn new(cfg: SimConfig) -> Result<Simulator, String> {
-        cfg.validate()?;
+        validate(&cfg)?;
         Simulator::build_checked(cfg, true)
     }
 
@@ -968,7 +974,7 @@ impl Simulator {
             events: self.events,
             packets: self.net.packets_transmitted(),
             host_packets: self.net.host_packets,
-            warnings: self.cfg.warnings(),
+            warnings: warnings(&self.cfg),
             capture,
         }
     }
@@ -1036,22 +1042,7 @@ mod tests {
 
     /// Sender and receiver joined by one link each way (`fwd_delay_ns`, `rev_delay_ns`).
     pub(crate) fn two_hosts(rate_bps: u64, fwd_delay_ns: u64, rev_delay_ns: u64, duration_ns: u64) -> SimConfig {
-        let link = |name: &str, from, to, delay_ns| LinkConfig {
-            name: name.into(),
-            from,
-            to,
-            rate_bps,
-            delay_ns,
-            overhead_bytes: 14,
-            loss: LossConfig::None,
-            loss_filter: LossFilter::default(),
-            loss_window: LossWindow::default(),
-            reorder: None,
-            queue: QueueConfig::Pfifo { limit_packets: 1000 },
-            edt: Vec::new(),
-            orphan: false,
-            keeps_sk: false,
-        };
+        let link = |name: &str, from, to, delay_ns| LinkConfig::new(name, from, to, rate_bps, delay_ns);
         SimConfig {
             seed: 1,
             duration_ns,
@@ -1061,20 +1052,7 @@ mod tests {
                 NodeConfig::new("b", NodeKind::Host),
             ],
             links: vec![link("ab", 0, 1, fwd_delay_ns), link("ba", 1, 0, rev_delay_ns)],
-            flows: vec![FlowConfig {
-                name: "f".into(),
-                src: 0,
-                dst: 1,
-                cc: CcKind::Bbr,
-                start_ns: 0,
-                stop_ns: None,
-                app: AppConfig::Bulk,
-                tcp: TcpConfig::default(),
-                cc_params: CcParams::default(),
-            data_side: Default::default(),
-            reader: Default::default(),
-            sample: true,
-            }],
+            flows: vec![FlowConfig::new("f", 0, 1, CcKind::Bbr)],
             apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
         }
     }
@@ -1231,7 +1209,7 @@ mod tests {
         // Issue 7 item 2.2: sample_interval 1 ns over 2 s grew to 5.7 GB and aborted.
         let mut cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 2_000_000_000);
         cfg.sample_interval_ns = 1;
-        let err = cfg.validate().unwrap_err();
+        let err = validate(&cfg).unwrap_err();
         assert!(err.starts_with("sample_interval_ns: 1 over duration_ns 2000000000 keeps 2000000002 samples"), "{err}");
         assert!(err.contains("max_memory_bytes 4294967296"), "{err}");
         // The estimate is what the series will hold: rows x (flows x flow row + links x queue row).
@@ -1240,7 +1218,7 @@ mod tests {
         assert_eq!(e.series_bytes, 2_000_000_002 * per_row);
         // The limit is the user's to raise.
         cfg.max_memory_bytes = 2 * e.total_bytes;
-        cfg.validate().unwrap();
+        validate(&cfg).unwrap();
     }
 
     #[test]
@@ -1277,11 +1255,11 @@ mod tests {
             })),
             ("links.0.loss_window: set for a loss of kind none", Box::new(|c| c.links[0].loss_window = LossWindow { start_ns: 5, end_ns: None })),
         ];
-        base.validate().unwrap();
+        validate(&base).unwrap();
         for (want, edit) in cases {
             let mut c = base.clone();
             edit(&mut c);
-            let err = c.validate().unwrap_err();
+            let err = validate(&c).unwrap_err();
             assert!(err.starts_with(want), "want {want:?}, got {err:?}");
         }
     }
@@ -1290,7 +1268,7 @@ mod tests {
     fn a_receive_buffer_below_one_segment_is_warned_about() {
         // Issue 7 item 2.9: tcp_rmem "88 88 88" carried nothing for the whole run, silently.
         let mut cfg = two_hosts(100_000_000, 1_000_000, 1_000_000, 1_000_000_000);
-        assert!(cfg.warnings().is_empty());
+        assert!(warnings(&cfg).is_empty());
         cfg.flows[0].tcp.tcp_rmem = [88, 88, 88];
         let out = Simulator::new(cfg).unwrap().run();
         // Nothing but what a zero-window probe may carry into the sliver of window the
