@@ -54,6 +54,10 @@ pub struct CcInfo {
     pub lt_bw_bps: u64,
     /// CUBIC: `last_max_cwnd` (W_max), packets.
     pub last_max_cwnd: u32,
+    /// BBR: the ACK-aggregation estimate `bbr_extra_acked()`, packets (what
+    /// `bbr_ack_aggregation_cwnd()` adds to the cwnd target, up to `bw x 100 ms`). Not in
+    /// Linux's `tcp_bbr_info`; read by the tests that derive BBR's cwnd target.
+    pub extra_acked: u32,
 }
 
 /// Linux's `struct tcp_congestion_ops`, in Rust.

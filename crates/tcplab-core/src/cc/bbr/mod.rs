@@ -608,6 +608,7 @@ impl CongestionOps for Bbr {
             cycle_idx: self.cycle_idx as u8,
             lt_use_bw: self.lt_use_bw,
             last_max_cwnd: 0,
+            extra_acked: self.extra_acked() as u32,
         }
     }
 }
