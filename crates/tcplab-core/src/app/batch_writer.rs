@@ -65,6 +65,22 @@ use crate::config::MAX_DELAY_NS;
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::{Field, Float, Int}};
+
+/// The ranges [`BatchWriterConfig::validate`] enforces (`super::bounds`).
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::new("body_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("request_header_bytes", Int(0), Int(1 << 40)),
+    FieldBound::new("response_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("interval_ns", Int(1_000_000), Int(MAX_DELAY_NS)),
+    FieldBound::new("timeout_ns", Int(1), Int(MAX_DELAY_NS)),
+    FieldBound::new("retry_min_ns", Int(1), Int(MAX_DELAY_NS)),
+    FieldBound::new("retry_max_ns", Field("retry_min_ns"), Int(MAX_DELAY_NS)),
+    FieldBound::new("jitter_max_ns", Int(0), Int(MAX_DELAY_NS)),
+    FieldBound::new("jitter", Float(0.0), Float(1.0)),
+];
+/// One or more workers (connections).
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: None };
 
 impl BatchWriterConfig {
     pub fn validate(&self, at: &str, nflows: usize) -> Result<(), String> {

@@ -44,6 +44,22 @@ use crate::mib::Mib;
 use crate::rng::Rng;
 use crate::tcp::socket::{ConnState, TcpSocket};
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::{Field, Int, Unbounded}};
+use crate::config::{MAX_DELAY_NS, MAX_DURATION_NS};
+
+/// The ranges [`BroadcastConfig::validate`] enforces (`super::bounds`); besides them,
+/// `senders x connections_per_sender` must be the number of flows.
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::new("senders", Int(1), Unbounded),
+    FieldBound::new("connections_per_sender", Int(1), Unbounded),
+    FieldBound::new("message_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("interval_ns", Int(MIN_INTERVAL_NS), Int(MAX_DELAY_NS)),
+    FieldBound::new("window_ns", Int(0), Field("interval_ns")),
+    FieldBound::new("first_burst_ns", Int(0), Int(MAX_DURATION_NS)),
+    FieldBound::new("bursts", Int(1), Unbounded),
+];
+/// `senders x connections_per_sender` flows.
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: None };
 
 /// The shortest interval between bursts: every burst sorts the moments of all the app's
 /// connections and adds a table row, so bursts far closer than the window of a real

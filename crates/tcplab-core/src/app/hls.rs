@@ -70,6 +70,32 @@ use super::{App, AppCx, AppOutput, Side};
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::{Field, Float, Int, Unbounded}};
+use crate::config::MAX_DELAY_NS;
+
+/// The ranges [`HlsConfig::validate`] enforces (`super::bounds`).
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::new("segment_ns", Int(1_000_000), Int(MAX_DELAY_NS)),
+    FieldBound::new("segments", Int(1), Unbounded),
+    FieldBound::new("playlist_bytes", Int(1), Int(1 << 30)),
+    FieldBound::new("request_bytes", Int(1), Int(1 << 20)),
+    FieldBound::new("response_header_bytes", Int(0), Int(1 << 20)),
+    FieldBound::new("start_estimate_bps", Int(1), Int(1_000_000_000_000)),
+    FieldBound::new("fast_half_life_ns", Int(0), Int(MAX_DELAY_NS)),
+    FieldBound::new("slow_half_life_ns", Int(0), Int(MAX_DELAY_NS)),
+    FieldBound::above("bw_factor", Float(0.0), Float(100.0)),
+    FieldBound::above("bw_up_factor", Float(0.0), Float(100.0)),
+    FieldBound::new("max_starvation_delay_ns", Int(0), Int(MAX_DELAY_NS)),
+    FieldBound::new("max_max_buffer_ns", Int(1_000_000), Int(24 * MAX_DELAY_NS)),
+    FieldBound::new("max_buffer_ns", Int(1_000_000), Field("max_max_buffer_ns")),
+    FieldBound::new("max_buffer_size_bytes", Int(0), Int(1 << 40)),
+    FieldBound::new("startup_buffer_ns", Int(0), Field("max_buffer_ns")),
+    FieldBound::new("tick_ns", Int(1_000_000), Int(10_000_000_000)),
+];
+/// The range of each profile's fields.
+pub const PROFILE_BOUNDS: &[FieldBound] = &[FieldBound::new("bitrate_bps", Int(1_000), Int(1_000_000_000_000))];
+/// One persistent connection.
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: Some(1) };
 
 const NS_PER_S: f64 = 1e9;
 

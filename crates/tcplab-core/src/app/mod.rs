@@ -41,6 +41,7 @@
 //! write may send into); never `sim`, which drives it.
 
 pub mod batch_writer;
+pub mod bounds;
 pub mod broadcast;
 pub mod hls;
 pub mod nfs;

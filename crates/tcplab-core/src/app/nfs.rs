@@ -52,6 +52,23 @@ use super::{App, AppCx, AppOutput, FlowMap, Side};
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::{Field, Int}};
+use crate::config::MAX_DELAY_NS;
+
+/// The ranges [`NfsConfig::validate`] enforces (`super::bounds`).
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::multiple("rsize_bytes", Int(PAGE_BYTES), Int(NFS_MAX_FILE_IO_SIZE), PAGE_BYTES),
+    FieldBound::multiple("readahead_bytes", Int(PAGE_BYTES), Int(1 << 30), PAGE_BYTES),
+    FieldBound::new("bitrate_bps", Int(1), Int(1_000_000_000_000)),
+    FieldBound::new("file_bytes", Int(1), Int(1 << 50)),
+    FieldBound::new("max_buffer_ns", Int(1), Int(MAX_DELAY_NS)),
+    FieldBound::new("startup_buffer_ns", Int(1), Field("max_buffer_ns")),
+    FieldBound::new("call_bytes", Int(1), Int(1 << 20)),
+    FieldBound::new("reply_header_bytes", Int(0), Int(1 << 20)),
+    FieldBound::new("service_ns", Int(0), Int(MAX_DELAY_NS)),
+];
+/// `nconnect`: 1 to NFS_MAX_CONNECTIONS.
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: Some(NFS_MAX_CONNECTIONS as u64) };
 
 /// Linux's `nconnect` limit: NFS_MAX_CONNECTIONS = 16 (Linux v6.12 fs/nfs/fs_context.c,
 /// checked in nfs_fs_context_parse_param() for Opt_nconnect).

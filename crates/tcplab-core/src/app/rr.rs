@@ -21,6 +21,17 @@ use super::{App, AppCx, AppOutput, FlowMap, Side};
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::Int};
+use crate::config::MAX_DELAY_NS;
+
+/// The ranges [`RrConfig::validate`] enforces (`super::bounds`).
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::new("request_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("response_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("think_ns", Int(0), Int(MAX_DELAY_NS)),
+];
+/// Any number of connections: each is one netperf TCP_RR instance.
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: None };
 
 impl RrConfig {
     pub fn validate(&self, at: &str, nflows: usize) -> Result<(), String> {

@@ -242,6 +242,11 @@ pub struct BatchWriterConfig {
     pub overflow: Overflow,
 }
 
+impl Overflow {
+    /// The names the configuration takes (serde's snake_case of the variants).
+    pub const NAMES: &'static [&'static str] = &["drop_oldest", "drop_newest"];
+}
+
 impl Default for BatchWriterConfig {
     fn default() -> Self {
         BatchWriterConfig {
