@@ -25,6 +25,7 @@
 //!
 //! Imports: the leaves and `net` (its taps, `net::tap`); `sim` assembles it.
 
+use crate::metrics::columns::Column;
 use crate::packet::{flags, MAX_SACK_BLOCKS};
 
 pub use crate::config::capture::{CaptureAt, CaptureConfig, DEFAULT_MAX_PACKETS, MAX_MAX_PACKETS};
@@ -64,7 +65,9 @@ pub fn validate(cfg: &CaptureConfig, flows: usize, budget_bytes: u64) -> Result<
 pub const DIR_OUT: u8 = 0;
 pub const DIR_IN: u8 = 1;
 
-/// The capture of a run, as columns (one row per packet, in time order).
+/// The capture of a run, as columns (one row per packet, in time order). `Serialize`
+/// gives the header (see its impl); the columns are handed over whole
+/// ([`CaptureOutput::into_columns`]).
 #[derive(Debug, Default)]
 pub struct CaptureOutput {
     pub flow: u32,
@@ -74,6 +77,8 @@ pub struct CaptureOutput {
     pub ep: u32,
     /// Packets seen but not kept (beyond `max_packets`, or out of memory).
     pub truncated: u64,
+    /// The values of the flags the `flags` column reports ([`REPORTED_FLAGS`]), by name.
+    pub flag_bits: FlagBits,
     /// Time since the scenario's start, ns.
     pub t_ns: Vec<u64>,
     /// [`DIR_OUT`] (sent by the capture host) or [`DIR_IN`] (received by it).
@@ -96,7 +101,63 @@ pub struct CaptureOutput {
     pub ip_id: Vec<u16>,
 }
 
+/// `packet::flags` values of the reported flags.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct FlagBits {
+    pub syn: u8,
+    pub dsack: u8,
+    pub retrans: u8,
+    pub fin: u8,
+}
+
+impl Default for FlagBits {
+    fn default() -> Self {
+        FlagBits { syn: flags::SYN, dsack: flags::DSACK, retrans: flags::RETRANS, fin: flags::FIN }
+    }
+}
+
+/// `{flow, at, node, ep, truncated, columns, flag_bits}`: `columns` is a null that marks
+/// their place (`metrics::columns::handed_over`); the binding puts them there.
+impl serde::Serialize for CaptureOutput {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("CaptureOutput", 7)?;
+        st.serialize_field("flow", &self.flow)?;
+        st.serialize_field("at", &self.at)?;
+        st.serialize_field("node", &self.node)?;
+        st.serialize_field("ep", &self.ep)?;
+        st.serialize_field("truncated", &self.truncated)?;
+        st.serialize_field("columns", &())?;
+        st.serialize_field("flag_bits", &self.flag_bits)?;
+        st.end()
+    }
+}
+
 impl CaptureOutput {
+    /// The columns by name, in order (SACK blocks as `sack{b}_start`, `sack{b}_end`); the
+    /// buffers move, no copy.
+    pub fn into_columns(self) -> Vec<(String, Column)> {
+        let mut out = vec![
+            ("t_ns".to_string(), Column::U64(self.t_ns)),
+            ("dir".to_string(), Column::U8(self.dir)),
+            ("seq".to_string(), Column::U64(self.seq)),
+            ("end_seq".to_string(), Column::U64(self.end_seq)),
+            ("ack_seq".to_string(), Column::U64(self.ack_seq)),
+            ("rwnd_bytes".to_string(), Column::U32(self.rwnd_bytes)),
+            ("tsval_ns".to_string(), Column::U64(self.tsval_ns)),
+            ("tsecr_ns".to_string(), Column::U64(self.tsecr_ns)),
+            ("flags".to_string(), Column::U8(self.flags)),
+            ("num_sacks".to_string(), Column::U8(self.num_sacks)),
+        ];
+        for (b, (start, end)) in self.sack_start.into_iter().zip(self.sack_end).enumerate() {
+            out.push((format!("sack{b}_start"), Column::U64(start)));
+            out.push((format!("sack{b}_end"), Column::U64(end)));
+        }
+        out.push(("ip_bytes".to_string(), Column::U32(self.ip_bytes)));
+        out.push(("ip_id".to_string(), Column::U16(self.ip_id)));
+        out
+    }
+
     pub fn len(&self) -> usize {
         self.t_ns.len()
     }

@@ -36,7 +36,7 @@ use crate::tcp::rtx_queue::Skb;
 use crate::tcp::socket::TcpSocket;
 
 /// The parts of a run's memory, in bytes (saturating: a huge estimate stays huge).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MemoryEstimate {
     /// Sample times the time series will hold.
     pub sample_rows: u64,

@@ -79,6 +79,18 @@ impl Default for MibCounters {
     }
 }
 
+/// Serialized as a mapping from the name nstat prints to the count, in [`Mib::ALL`] order.
+impl serde::Serialize for MibCounters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(Mib::COUNT))?;
+        for c in Mib::ALL {
+            m.serialize_entry(c.nstat_name(), &self.get(c))?;
+        }
+        m.end()
+    }
+}
+
 impl MibCounters {
     #[inline]
     pub fn inc(&mut self, m: Mib) {

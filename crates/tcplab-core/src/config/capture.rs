@@ -3,7 +3,7 @@
 //! `crate::capture` (and its tap `crate::net::tap`), which also checks these fields
 //! against the run's memory budget (`capture::validate`). Imports: serde only.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Default of [`CaptureConfig::max_packets`].
 pub const DEFAULT_MAX_PACKETS: u64 = 1_000_000;
@@ -11,7 +11,7 @@ pub const DEFAULT_MAX_PACKETS: u64 = 1_000_000;
 pub const MAX_MAX_PACKETS: u64 = 100_000_000;
 /// Which of the flow's two hosts runs "tcpdump": the data's sender or its receiver
 /// (`FlowConfig::data_side` says which endpoint sends the data).
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum CaptureAt {
     #[default]

@@ -36,6 +36,10 @@ pub enum CaState {
 }
 
 impl CaState {
+    /// Every state, by its value (the `ca_state` column of the time series indexes it).
+    pub const ALL: [CaState; 5] = [CaState::Open, CaState::Disorder, CaState::Cwr, CaState::Recovery, CaState::Loss];
+
+    /// The name `ss` prints.
     pub fn name(self) -> &'static str {
         match self {
             CaState::Open => "Open",

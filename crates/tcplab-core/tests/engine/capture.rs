@@ -251,7 +251,7 @@ fn the_receivers_capture_misses_what_its_nic_ring_dropped() {
     let out = run(capture(&cfg, CaptureAt::Receiver, 1_000_000));
     let c = out.capture.as_ref().unwrap();
     let data_in = (0..c.len()).filter(|&i| c.dir[i] == DIR_IN && c.end_seq[i] > c.seq[i]).count() as u64;
-    let nic_drops = out.invariant.data.dropped_nic;
+    let nic_drops = out.invariant.data.dropped.nic;
     assert!(nic_drops > 0, "the ring dropped nothing");
     assert_eq!(data_in, out.invariant.data.received, "the capture sees exactly what the stack received");
 }

@@ -94,7 +94,7 @@ fn the_drop_horizon_drops_when_the_pod_sends_far_ahead() {
     assert_eq!(xstat(&out, 1, "flows_plimit"), 0);
     assert_eq!(xstat(&out, 1, "horizon_drops"), 0);
     // Every drop is a data packet the link accounts as a queue drop.
-    assert_eq!(out.invariant.data.dropped_queue, edt.drops);
+    assert_eq!(out.invariant.data.dropped.queue, edt.drops);
     assert!(out.flows[0].retrans_segs > 0);
     // fq never holds more than the horizon's worth of the pod's frames (+1 in service).
     let gap_ns = 1514 * SEC / (rate / 8);

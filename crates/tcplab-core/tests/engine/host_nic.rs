@@ -93,7 +93,7 @@ fn a_burst_beyond_the_free_descriptors_loses_exactly_the_excess() {
         let last = out.links.len() - 2; // r2 -> dst
         assert_eq!(out.links[last].wire.delivered_packets, n as u64 + burst, "case {n} x {iw}");
         assert_eq!(ethtool(&out, n, "rx_drops"), want, "{n} x {iw} into ring {ring}, cost {cost_ns}");
-        assert_eq!(out.invariant.data.dropped_nic, want);
+        assert_eq!(out.invariant.data.dropped.nic, want);
         assert!(out.invariant.ok, "{}", out.invariant.message);
         // What was not dropped went to TCP, packet by packet (SYNs included), or waits.
         assert_eq!(ethtool(&out, n, "queue_0_rx_cnt") + out.invariant.in_flight, n as u64 + burst - want);
@@ -129,7 +129,7 @@ fn the_allowance_passes_its_bucket_then_queues_then_drops() {
     let dropped = burst - bucket_frames - queue as u64;
     assert_eq!(ethtool(&out, n, "bw_in_allowance_exceeded"), burst - bucket_frames);
     assert_eq!(ethtool(&out, n, "pps_allowance_exceeded"), 0);
-    assert_eq!(out.invariant.data.dropped_nic, dropped);
+    assert_eq!(out.invariant.data.dropped.nic, dropped);
     assert_eq!(ethtool(&out, n, "rx_drops"), 0);
     // The queued ones were released at the allowance's rate and reached TCP by the end.
     assert_eq!(ethtool(&out, n, "queue_0_rx_cnt"), n as u64 + bucket_frames + queue as u64);

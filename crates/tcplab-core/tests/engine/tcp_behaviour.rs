@@ -137,9 +137,9 @@ fn conservation_holds_under_loss_reordering_and_many_flows() {
     let out = Simulator::new(cfg).unwrap().run();
     let d = &out.invariant.data;
     assert!(out.invariant.ok, "{}", out.invariant.message);
-    assert!(d.dropped_queue > 0 && d.dropped_loss > 0, "test should exercise both drop reasons: {d:?}");
+    assert!(d.dropped.queue > 0 && d.dropped.loss > 0, "test should exercise both drop reasons: {d:?}");
     assert!(out.invariant.in_flight > 0);
-    assert_eq!(d.sent, d.received + d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route + out.invariant.in_flight);
+    assert_eq!(d.sent, d.received + d.dropped.queue + d.dropped.loss + d.dropped.drop_list + d.dropped.no_route + out.invariant.in_flight);
 }
 
 /// A single bulk flow of `n` segments over a lossless 10 Mbit/s, 40 ms RTT path with

@@ -46,7 +46,7 @@ pub fn validate(q: &QueueConfig, at: &str) -> Result<(), String> {
 /// `tc -s qdisc` statistics common to every qdisc (`struct gnet_stats_basic` and
 /// `struct gnet_stats_queue`): `Sent B bytes P pkt (dropped D, overlimits O requeues R)`,
 /// `backlog Bb Pp`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct QdiscStats {
     pub sent_bytes: u64,
     pub sent_packets: u64,
@@ -88,7 +88,14 @@ impl QdiscStats {
 }
 
 /// A child qdisc as `tc -s qdisc` shows it: its kind, stats and own counters.
-pub type ChildStats = (&'static str, QdiscStats, Vec<(&'static str, u64)>);
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ChildStats {
+    pub qdisc: &'static str,
+    #[serde(flatten)]
+    pub stats: QdiscStats,
+    #[serde(serialize_with = "crate::metrics::serialize_pairs")]
+    pub xstats: Vec<(&'static str, u64)>,
+}
 
 /// What a timed qdisc gives the device when asked for a packet.
 #[derive(Debug)]
