@@ -1,7 +1,10 @@
 """A test double for ``tcplab._core``: structurally valid output, synthetic numbers.
 
 It follows the engine contract (the keys, column names, dtypes and units of what
-``tcplab._core.run`` returns) so the Python side can be tested without the Rust engine. The
+``tcplab._core.run`` returns, declared once in :data:`tcplab.engine.OUTPUT_SCHEMA`; its parts
+that are only zeros are built from that schema) so the Python side can be tested without the
+Rust engine. tests/test_engine_schema.py holds it to the whole schema, and
+tests/test_defaults.py to the real engine's shape. The
 numbers are NOT a simulation: every flow gets 80% of the slowest link's rate, a sawtooth
 cwnd, a constant RTT of twice the summed link delay, and a fixed 1% retransmission share.
 Deterministic: the same config gives the same output.
@@ -17,6 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from tcplab.columns import HOST_DTYPES, TIMESERIES_DTYPES
+from tcplab.engine import INVARIANT, QDISC_STATS
 
 MSS = 1448
 CA_STATES = ["Open", "Disorder", "CWR", "Recovery", "Loss"]
@@ -77,18 +83,7 @@ def _child(q: dict[str, Any]) -> dict[str, Any] | None:
     if q["kind"] != "tbf":
         return None
     child = q.get("child") or {"kind": "bfifo"}
-    return {
-        "qdisc": child["kind"],
-        "sent_bytes": 0,
-        "sent_packets": 0,
-        "drops": 0,
-        "overlimits": 0,
-        "requeues": 0,
-        "backlog_bytes": 0,
-        "backlog_packets": 0,
-        "max_backlog_packets": 0,
-        "xstats": {},
-    }
+    return {"qdisc": child["kind"], **dict.fromkeys(QDISC_STATS, 0), "xstats": {}}
 
 
 def _output(config: dict[str, Any]) -> dict[str, Any]:
@@ -252,8 +247,6 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
 
     timeseries = {name: np.concatenate(parts) for name, parts in columns.items()}
     if not timeseries:  # no flow sampled (a broadcast's only): empty columns, typed
-        from tcplab.columns import TIMESERIES_DTYPES
-
         timeseries = {name: np.array([], dtype=dtype) for name, dtype in TIMESERIES_DTYPES.items()}
     queue_ts = {
         "t_ns": cat(q_t, "uint64"),
@@ -276,7 +269,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
             "accounting_ok": True,
             "data_packets_sent": sent,
             "data_packets_received": sent,
-            "dropped": {"queue": 0, "loss": 0, "drop_list": 0, "no_route": 0, "nic": 0},
+            "dropped": dict.fromkeys(INVARIANT["dropped"].spec, 0),
             "in_flight": 0,
             "message": "",
             "rtt_floor": {"ok": True, "message": ""},
@@ -285,14 +278,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
         "timeseries": timeseries,
         "queue_timeseries": queue_ts,
         # hosts with a CPU or NIC model only: none in the fake's scenarios
-        "host_series": {
-            "t_ns": np.array([], dtype="uint64"),
-            "host": np.array([], dtype="uint32"),
-            "cpu_on": np.array([], dtype="uint8"),
-            "rx_ring_used": np.array([], dtype="uint32"),
-            "rx_dropped": np.array([], dtype="uint64"),
-            "allowance_queued": np.array([], dtype="uint32"),
-        },
+        "host_series": {name: np.array([], dtype=dtype) for name, dtype in HOST_DTYPES.items()},
         "names": {"ca_state": CA_STATES, "cc_mode": {"bbr": ["", "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"]}},
         "apps": _apps(config, rtt_us, share_bps, flow_out),
         # no packet capture: the fake has no packets (a run asking for one fails in the runner)

@@ -1,6 +1,6 @@
 """One source of truth: the engine's defaults, Python's copy, the docs, and the fake engine.
 
-Linux's sysctl and module defaults live in the engine (``crates/tcplab-core/src/config.rs``,
+Linux's sysctl and module defaults live in the engine (``crates/tcplab-core/src/config/``,
 exported as ``tcplab._core.defaults()``), in Python (``LINUX_TCP_DEFAULTS`` and friends,
 applied when a scenario leaves them out) and in ``docs/kernel-pin.md``. These tests hold them
 equal, and hold the engine double (``tests/fake_core.py``) to the engine's output shape.

@@ -332,7 +332,7 @@ def _with_contract(config: dict, raw: dict) -> dict:
         if kind == "tbf":
             link["drops"], link["overlimits"] = 9, 4000
             link["child"] = {k: link[k] for k in ("sent_bytes", "sent_packets", "drops", "backlog_bytes",
-                                                  "backlog_packets")} | {"qdisc": "bfifo", "overlimits": 0,
+                                                  "backlog_packets", "max_backlog_packets")} | {"qdisc": "bfifo", "overlimits": 0,
                                                                          "requeues": 0, "xstats": {}}  # fmt: skip
     series: dict[str, list] = {c: [] for c in ("t_ns", "host", "cpu_on", "rx_ring_used", "rx_dropped",
                                                "allowance_queued")}  # fmt: skip

@@ -171,7 +171,7 @@ def test_engine_output_apps_become_frames():
     "apps, message",
     [
         ({"name": "x"}, "apps is not a list"),
-        ([{"name": "x"}], "apps.0 lacks a name or a kind"),
+        ([{"name": "x"}], "apps.0 lacks kind"),
         ([{"name": "x", "kind": "rr", "summary": [1]}], "apps.0.summary"),
         (
             [{"name": "x", "kind": "rr", "tables": {"requests": {"a": np.zeros(2), "b": np.zeros(3)}}}],

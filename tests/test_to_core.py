@@ -31,7 +31,7 @@ def is_int(x):
 
 
 NODE_OPTIONAL_KEYS = {"forwarding", "cpu", "nic"}
-# The engine's timed-qdisc fields (config.rs: TbfConfig, FqConfig, FqCodelConfig).
+# The engine's timed-qdisc fields (config/mod.rs: TbfConfig, FqConfig, FqCodelConfig).
 TIMED_QUEUE_KEYS = {
     "tbf": {"rate_bps", "burst_bytes", "limit_bytes", "peakrate_bps", "mtu_bytes", "child"},
     "fq": {

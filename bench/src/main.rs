@@ -77,7 +77,7 @@ fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) 
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, queue: QueueConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: delay, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), loss_window: LossWindow::default(), reorder: None, queue, edt: Vec::new(), orphan: false, keeps_sk: false });
+        links.push(LinkConfig { queue, ..LinkConfig::new(format!("{a}->{b}"), a, b, rate, delay) });
     };
     // Access links: 10x the bottleneck, 1 us each way; the bottleneck carries the rest of
     // the RTT.
@@ -91,7 +91,7 @@ fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) 
     add(r2, dst, rate_bps * 10, 1_000, big.clone());
     add(dst, r2, rate_bps * 10, 1_000, big);
     let flows = (0..n as u32)
-        .map(|i| FlowConfig { name: format!("f{i}"), src: i, dst, cc, start_ns: 0, stop_ns: None, app: AppConfig::Bulk, tcp: TcpConfig::default(), cc_params: CcParams::default(), data_side: Default::default(), reader: Default::default(), sample: true })
+        .map(|i| FlowConfig::new(format!("f{i}"), i, dst, cc))
         .collect();
     SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
 }
@@ -184,7 +184,7 @@ fn fan_in(n: usize, rounds: u64, bytes: u64, every_ns: u64, nic: Option<NicConfi
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, queue: QueueConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: rate, delay_ns: 10_000, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), loss_window: LossWindow::default(), reorder: None, queue, edt: Vec::new(), orphan: false, keeps_sk: false });
+        links.push(LinkConfig { queue, ..LinkConfig::new(format!("{a}->{b}"), a, b, rate, 10_000) });
     };
     for i in 0..n as u32 {
         add(i, sw, 10 * GBIT, big.clone());
@@ -196,18 +196,9 @@ fn fan_in(n: usize, rounds: u64, bytes: u64, every_ns: u64, nic: Option<NicConfi
     let flows = (0..rounds)
         .flat_map(|r| (0..n as u32).map(move |i| (r, i)))
         .map(|(r, i)| FlowConfig {
-            name: format!("r{r}s{i}"),
-            src: i,
-            dst,
-            cc: CcKind::Cubic,
             start_ns: every_ns * r,
-            stop_ns: None,
             app: AppConfig::BulkBytes { bytes },
-            tcp: TcpConfig::default(),
-            cc_params: CcParams::default(),
-            data_side: Default::default(),
-            reader: Default::default(),
-            sample: true,
+            ..FlowConfig::new(format!("r{r}s{i}"), i, dst, CcKind::Cubic)
         })
         .collect();
     SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
@@ -249,7 +240,7 @@ fn broadcast(senders: u32, per_sender: u32, bursts: bool, duration_ns: u64) -> S
     let big = QueueConfig::Pfifo { limit_packets: 100_000 };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, queue: QueueConfig| {
-        links.push(LinkConfig { name: format!("{a}->{b}"), from: a, to: b, rate_bps: 25 * GBIT, delay_ns: 10_000, overhead_bytes: 14, loss: LossConfig::None, loss_filter: LossFilter::default(), loss_window: LossWindow::default(), reorder: None, queue, edt: Vec::new(), orphan: false, keeps_sk: false });
+        links.push(LinkConfig { queue, ..LinkConfig::new(format!("{a}->{b}"), a, b, 25 * GBIT, 10_000) });
     };
     for i in 0..m {
         add(i, sw, big.clone());
@@ -260,18 +251,11 @@ fn broadcast(senders: u32, per_sender: u32, bursts: bool, duration_ns: u64) -> S
     let n = m * per_sender;
     let flows = (0..n)
         .map(|k| FlowConfig {
-            name: format!("bc.{}.{}", k / per_sender, k % per_sender),
-            src: k / per_sender,
-            dst,
-            cc: CcKind::Cubic,
             start_ns: S * k as u64 / n as u64,
-            stop_ns: None,
             app: AppConfig::Driven,
-            tcp: TcpConfig::default(),
-            cc_params: CcParams::default(),
             data_side: Side::Client,
-            reader: Default::default(),
             sample: false,
+            ..FlowConfig::new(format!("bc.{}.{}", k / per_sender, k % per_sender), k / per_sender, dst, CcKind::Cubic)
         })
         .collect();
     let spec = BroadcastConfig {

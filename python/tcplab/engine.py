@@ -31,6 +31,14 @@ The engine's ``invariant`` holds two end-of-run checks: packet conservation (``o
 ``message``, the counts) and, under ``rtt_floor``, that no RTT sample fell below its path's
 propagation round trip; ``ok`` is false when either fails.
 
+The contract is declared once, in :data:`OUTPUT_SCHEMA`: every key of the engine's dict,
+its type, and which keys a producer may leave out (the engines before a feature, the kernel
+runs' engine-shaped output in :mod:`tcplab.kernel.measure`). :func:`parse_output` checks
+every output against it; the test double (``tests/fake_core.py``) and the real engine are
+tested to give all of it. The engine derives the dict from its own output types (serde in
+``crates/tcplab-py``), so a field added there reaches ``EngineOutput.raw`` and the lists of
+dicts here with nothing else to edit; the schema names what the front relies on.
+
 Tests pass their own ``core`` (an object with a ``run(config_json, progress)`` function); the
 package itself only ever uses the compiled module.
 """
@@ -38,8 +46,9 @@ package itself only ever uses the compiled module.
 from __future__ import annotations
 
 import json
+import numbers
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -53,6 +62,8 @@ __all__ = [
     "Capture",
     "Core",
     "EngineOutput",
+    "OUTPUT_SCHEMA",
+    "check_output",
     "import_core",
     "run_core",
     "TIMESERIES_DTYPES",
@@ -63,18 +74,231 @@ __all__ = [
 
 ProgressFn = Callable[[int, int], None]
 
-_TOP_KEYS = (
-    "version",
-    "events",
-    "packets",
-    "flows",
-    "hosts",
-    "links",
-    "invariant",
-    "timeseries",
-    "queue_timeseries",
-    "names",
-)
+# -- the contract ---------------------------------------------------------------------------
+# A spec is a type (``int``: an integer, not a bool; ``float``: any real number; ``bool``,
+# ``str``), a dict (a mapping with these keys), or one of the classes below.
+
+
+@dataclass(frozen=True)
+class Opt:
+    """A key a producer may leave out (an engine from before the feature, a kernel run)."""
+
+    spec: Any
+
+
+@dataclass(frozen=True)
+class Null:
+    """A value that may be None."""
+
+    spec: Any
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """A list whose elements all follow ``spec`` (they are one Rust type: the first
+    :data:`CHECKED_ELEMENTS` are checked, not all 40 000 connections of story 004)."""
+
+    spec: Any
+
+
+@dataclass(frozen=True)
+class MapOf:
+    """A mapping of names (counters as nstat, ethtool or tc print them) to ``spec``;
+    ``names``: ones it must have."""
+
+    spec: Any
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of a few strings."""
+
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A column store: name -> one-dimensional array (a list of ``str`` for text), each of
+    the same length; ``dtypes`` the columns it must have (checked by :func:`_columns`)."""
+
+    dtypes: Mapping[str, str] | None = None
+
+
+#: Elements of a list, and entries of a mapping, whose types are checked.
+CHECKED_ELEMENTS = 8
+
+#: ``tc -s qdisc``'s counters of a qdisc (crates: net/qdisc ``QdiscStats``).
+QDISC_STATS: dict[str, Any] = {
+    "sent_bytes": int,
+    "sent_packets": int,
+    "drops": int,
+    "overlimits": int,
+    "requeues": int,
+    "backlog_bytes": int,
+    "backlog_packets": int,
+    "max_backlog_packets": int,
+}
+#: A flow's RTT samples, us; percentiles are low edges of log-linear histogram buckets.
+RTT_SUMMARY: dict[str, Any] = {
+    "count": int,
+    "min": int,
+    "mean": float,
+    "p50": int,
+    "p90": int,
+    "p99": int,
+    "max": int,
+    "relative_error": Opt(float),
+}
+#: ss -i's busy / rwnd_limited / sndbuf_limited, us (tcp_info's chronographs).
+CHRONO: dict[str, Any] = {"busy_us": int, "rwnd_limited_us": int, "sndbuf_limited_us": int}
+FLOW: dict[str, Any] = {
+    "name": str,
+    "src": int,
+    "dst": int,
+    "cc": str,
+    "start_ns": int,
+    "end_ns": int,
+    "bytes_sent": int,
+    "bytes_retrans": int,
+    "bytes_acked": int,
+    "bytes_received": int,
+    "data_segs_out": int,
+    "retrans_segs": int,
+    "timeouts": int,
+    "rtt_us": RTT_SUMMARY,
+    "chrono": Opt(CHRONO),
+    "counters": MapOf(int),
+}
+HOST: dict[str, Any] = {
+    "name": str,
+    "counters": MapOf(int),
+    "nic": Opt(Null({"driver": str, "rx_ring": int, "rx_queues": int, "ethtool": MapOf(int)})),
+    "cpu": Opt(Null({"period_ns": int, "share": float, "steal_ns": int, "on_ns": int})),
+}
+LINK: dict[str, Any] = {
+    "name": str,
+    "from": int,
+    "to": int,
+    "qdisc": str,
+    **QDISC_STATS,
+    "loss_drops": Opt(int),
+    "reorder_events": Opt(int),
+    "xstats": Opt(MapOf(int)),
+    "child": Opt(Null({"qdisc": str, **QDISC_STATS, "xstats": MapOf(int)})),
+    "edt": Opt(ListOf({"rate_bps": int, "drops": int, "stamped": int, "passed": int})),
+}
+INVARIANT: dict[str, Any] = {
+    "ok": bool,
+    "accounting_ok": Opt(bool),
+    "data_packets_sent": Opt(int),
+    "data_packets_received": Opt(int),
+    "dropped": Opt({"queue": int, "loss": int, "drop_list": int, "no_route": int, "nic": int}),
+    "in_flight": Opt(int),
+    "message": str,
+    "rtt_floor": Opt({"ok": bool, "message": str}),
+}
+APP: dict[str, Any] = {
+    "name": str,
+    "kind": str,
+    "summary": Opt(Null(MapOf(object))),
+    "tables": Opt(Null(MapOf(Columns()))),
+}
+#: The flag bits a capture reports, by name (crates: capture.rs ``FlagBits``).
+FLAG_NAMES = ("syn", "dsack", "retrans", "fin")
+CAPTURE: dict[str, Any] = {
+    "flow": int,
+    "at": OneOf(("sender", "receiver")),
+    "node": int,
+    "ep": int,
+    "truncated": int,
+    "flag_bits": MapOf(int, FLAG_NAMES),
+    "columns": Columns(CAPTURE_DTYPES),
+}
+#: The engine's output, ``tcplab._core.run()``'s dict: the one place Python declares it.
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "version": str,
+    "events": int,
+    "packets": int,
+    "host_packets": Opt(int),
+    "flows": ListOf(FLOW),
+    "hosts": ListOf(HOST),
+    "links": ListOf(LINK),
+    "invariant": INVARIANT,
+    "timeseries": Columns(TIMESERIES_DTYPES),
+    "queue_timeseries": Columns(QUEUE_DTYPES),
+    "host_series": Opt(Null(Columns(HOST_DTYPES))),
+    "names": {"ca_state": ListOf(str), "cc_mode": MapOf(ListOf(str))},
+    "warnings": Opt(ListOf(str)),
+    "apps": Opt(Null(ListOf(APP))),
+    "capture": Opt(Null(CAPTURE)),
+}
+
+
+def _fail(path: str, problem: str) -> EngineError:
+    return EngineError(f"engine output: {path}{' ' if path else ''}{problem}")
+
+
+def _type_ok(value: Any, spec: type) -> bool:
+    if spec is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if spec is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if spec is object:
+        return True
+    return isinstance(value, spec)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "a bool", str: "a string"}
+
+
+def _check(value: Any, spec: Any, path: str, strict: bool) -> None:
+    if isinstance(spec, Opt):
+        spec = spec.spec
+    if isinstance(spec, Null):
+        if value is None:
+            return
+        spec = spec.spec
+    if isinstance(spec, dict):
+        if not isinstance(value, Mapping):
+            raise _fail(path, "is not a mapping")
+        missing = [k for k, s in spec.items() if k not in value and (strict or not isinstance(s, Opt))]
+        if missing:
+            raise _fail(path, f"lacks {', '.join(missing)}" if path else f"missing key(s) {', '.join(missing)}")
+        for key, sub in spec.items():
+            if key in value:
+                _check(value[key], sub, f"{path}.{key}" if path else key, strict)
+    elif isinstance(spec, ListOf):
+        if not isinstance(value, (list, tuple)):
+            raise _fail(path, "is not a list")
+        for i, item in enumerate(value[:CHECKED_ELEMENTS]):
+            _check(item, spec.spec, f"{path}.{i}", strict)
+    elif isinstance(spec, MapOf):
+        if not isinstance(value, Mapping):
+            raise _fail(path, "is not a mapping")
+        if any(name not in value for name in spec.names):
+            raise _fail(path, f"lacks one of {', '.join(spec.names)}")
+        for i, (key, item) in enumerate(value.items()):
+            if i >= CHECKED_ELEMENTS and key not in spec.names:
+                break
+            _check(item, spec.spec, f"{path}.{key}", strict)
+    elif isinstance(spec, OneOf):
+        if value not in spec.values:
+            raise _fail(path, f"is {value!r}, expected {' or '.join(spec.values)}")
+    elif isinstance(spec, Columns):
+        if not isinstance(value, Mapping):
+            raise _fail(path, "is not a mapping of columns")
+    elif not _type_ok(value, spec):
+        raise _fail(path, f"is {type(value).__name__} {value!r:.40}, expected {_TYPE_NAMES.get(spec, spec.__name__)}")
+
+
+def check_output(raw: Any, *, strict: bool = False) -> None:
+    """Check ``raw`` against :data:`OUTPUT_SCHEMA` (keys and types; the column stores'
+    columns when they become frames); :class:`~tcplab.errors.EngineError` names the first
+    problem by its path. ``strict``: the optional keys too (what today's engine gives)."""
+    if not isinstance(raw, Mapping):
+        raise EngineError(f"engine output: expected a dict, got {type(raw).__name__}")
+    _check(raw, OUTPUT_SCHEMA, "", strict)
 
 
 class Core(Protocol):
@@ -188,11 +412,7 @@ def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
 
 def parse_output(raw: Any) -> EngineOutput:
     """Check the engine's dict against the contract and convert its column stores."""
-    if not isinstance(raw, dict):
-        raise EngineError(f"engine output: expected a dict, got {type(raw).__name__}")
-    missing = [k for k in _TOP_KEYS if k not in raw]
-    if missing:
-        raise EngineError(f"engine output: missing key(s) {', '.join(missing)}")
+    check_output(raw)
     return EngineOutput(
         raw=raw,
         timeseries=_columns(raw["timeseries"], TIMESERIES_DTYPES, "timeseries"),
@@ -215,24 +435,13 @@ def parse_output(raw: Any) -> EngineOutput:
     )
 
 
-_CAPTURE_KEYS = ("flow", "at", "node", "ep", "truncated", "flag_bits", "columns")
-_FLAG_NAMES = ("syn", "dsack", "retrans", "fin")
-
-
 def _capture(raw: Any) -> Capture | None:
-    """The ``capture`` entry, checked: its keys, its columns and dtypes, its flag names."""
+    """The ``capture`` entry, checked (:data:`CAPTURE`): its keys, its columns and dtypes,
+    its flag names."""
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise EngineError("engine output: capture is not a mapping")
-    missing = [k for k in _CAPTURE_KEYS if k not in raw]
-    if missing:
-        raise EngineError(f"engine output: capture lacks {', '.join(missing)}")
-    if raw["at"] not in ("sender", "receiver"):
-        raise EngineError(f"engine output: capture.at is {raw['at']!r}, expected sender or receiver")
+    _check(raw, CAPTURE, "capture", strict=False)
     bits = raw["flag_bits"]
-    if not isinstance(bits, dict) or any(name not in bits for name in _FLAG_NAMES):
-        raise EngineError(f"engine output: capture.flag_bits lacks one of {', '.join(_FLAG_NAMES)}")
     packets = _columns(raw["columns"], CAPTURE_DTYPES, "capture.columns")
     if (packets["dir"] > 1).any() or (packets["num_sacks"] > 3).any():
         raise EngineError("engine output: capture.columns: dir above 1 or num_sacks above 3")
@@ -243,7 +452,7 @@ def _capture(raw: Any) -> Capture | None:
         ep=int(raw["ep"]),
         truncated=int(raw["truncated"]),
         packets=packets,
-        flag_bits={k: int(bits[k]) for k in _FLAG_NAMES},
+        flag_bits={k: int(bits[k]) for k in FLAG_NAMES},
     )
 
 
@@ -264,21 +473,15 @@ def _app_table(store: Any, what: str) -> pd.DataFrame:
 
 
 def _apps(raw: Any) -> list[dict[str, Any]]:
-    """The ``apps`` list, checked: each a name, a kind, a summary mapping, tables of columns."""
+    """The ``apps`` list (checked by :data:`APP`: a name, a kind, a summary mapping, tables
+    of columns), each table a DataFrame."""
     if raw is None:
         return []
-    if not isinstance(raw, (list, tuple)):
-        raise EngineError("engine output: apps is not a list")
     apps = []
     for i, app in enumerate(raw):
-        if not isinstance(app, dict) or "name" not in app or "kind" not in app:
-            raise EngineError(f"engine output: apps.{i} lacks a name or a kind")
+        _check(app, APP, f"apps.{i}", strict=False)  # beyond the first CHECKED_ELEMENTS too
         summary = app.get("summary") or {}
         tables = app.get("tables") or {}
-        if not isinstance(summary, dict):
-            raise EngineError(f"engine output: apps.{i}.summary is not a mapping")
-        if not isinstance(tables, dict):
-            raise EngineError(f"engine output: apps.{i}.tables is not a mapping")
         apps.append(
             {
                 "name": str(app["name"]),

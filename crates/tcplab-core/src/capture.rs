@@ -13,7 +13,7 @@
 //! CPU models). A packet lost on the wire after it left is seen at the sender and not at
 //! the receiver, as with tcpdump.
 //!
-//! Each record is the engine's [`Packet`] (no payload bytes) with its time; the Python front
+//! Each record is the engine's [`Packet`](crate::packet::Packet) (no payload bytes) with its time; the Python front
 //! turns them into a pcap file with real headers (`tcplab.exports.pcap`). Off, the capture
 //! costs one flag test per packet a socket receives (the tapped link is taken off the FIFO
 //! fast path, and a timed qdisc is wrapped, so other links pay nothing); on, it allocates
@@ -22,55 +22,17 @@
 //! directions are merged in time order at the end of the run (at equal times, a received
 //! packet before a sent one: what a host sends at the instant it receives a packet is
 //! almost always the answer to it).
+//!
+//! Imports: the leaves and `net` (its taps, `net::tap`); `sim` assembles it.
 
-use serde::Deserialize;
+use crate::metrics::columns::Column;
+use crate::packet::{flags, MAX_SACK_BLOCKS};
 
-use crate::net::link::Link;
-use crate::net::qdisc::{ChildStats, Dequeue, Fifo, Qdisc, QdiscStats, TimedQdisc};
-use crate::packet::{flags, Packet, MAX_SACK_BLOCKS};
+pub use crate::config::capture::{CaptureAt, CaptureConfig, DEFAULT_MAX_PACKETS, MAX_MAX_PACKETS};
+pub use crate::net::tap::{install_tap, take_tap, CaptureBuf, EgressTap, Record, TappedQdisc};
 
-/// Default of [`CaptureConfig::max_packets`].
-pub const DEFAULT_MAX_PACKETS: u64 = 1_000_000;
-/// Largest [`CaptureConfig::max_packets`].
-pub const MAX_MAX_PACKETS: u64 = 100_000_000;
 /// The engine flags a capture reports (the others are the engine's bookkeeping).
 pub const REPORTED_FLAGS: u8 = flags::SYN | flags::DSACK | flags::RETRANS | flags::FIN;
-
-/// Which of the flow's two hosts runs "tcpdump": the data's sender or its receiver
-/// (`FlowConfig::data_side` says which endpoint sends the data).
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum CaptureAt {
-    #[default]
-    Sender,
-    Receiver,
-}
-
-impl CaptureAt {
-    pub fn name(self) -> &'static str {
-        match self {
-            CaptureAt::Sender => "sender",
-            CaptureAt::Receiver => "receiver",
-        }
-    }
-}
-
-/// `SimConfig.capture`: capture flow `flow`'s packets at one of its hosts.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CaptureConfig {
-    /// Index of the flow in `SimConfig.flows`.
-    pub flow: u32,
-    #[serde(default)]
-    pub at: CaptureAt,
-    /// Packets kept (the first ones, in time order); the rest are counted as truncated.
-    #[serde(default = "default_max_packets")]
-    pub max_packets: u64,
-}
-
-fn default_max_packets() -> u64 {
-    DEFAULT_MAX_PACKETS
-}
 
 /// Bytes one captured packet takes while the run goes on (per direction buffer) plus its
 /// share of the columns at the end: the bound the configuration check uses.
@@ -78,169 +40,34 @@ pub const BYTES_PER_PACKET: u64 = 2 * std::mem::size_of::<Record>() as u64 + COL
 /// One row of [`CaptureOutput`]'s columns.
 const COLUMN_BYTES: u64 = 8 * 6 + 4 * 2 + 2 + 3 + 16 * MAX_SACK_BLOCKS as u64;
 
-impl CaptureConfig {
-    /// The checks of `SimConfig::validate` for `capture` (field paths from the config root).
-    pub fn validate(&self, flows: usize, budget_bytes: u64) -> Result<(), String> {
-        if self.flow as usize >= flows {
-            return Err(format!("capture.flow: {} is not a flow index ({flows} flows)", self.flow));
-        }
-        if self.max_packets == 0 || self.max_packets > MAX_MAX_PACKETS {
-            return Err(format!("capture.max_packets: {} is outside [1, {MAX_MAX_PACKETS}] packets", self.max_packets));
-        }
-        let need = self.max_packets.saturating_mul(BYTES_PER_PACKET);
-        if need > budget_bytes {
-            return Err(format!(
-                "capture.max_packets: {} packets may hold {need} bytes, beyond the {budget_bytes} bytes max_memory_bytes \
-                 leaves after the run's own estimate; expected at most {} packets (or a larger max_memory_bytes)",
-                self.max_packets,
-                budget_bytes / BYTES_PER_PACKET
-            ));
-        }
-        Ok(())
+/// The checks of `sim::validate` for `capture` (field paths from the config root): the
+/// flow exists, and `max_packets` fits in what the run's memory budget leaves.
+pub fn validate(cfg: &CaptureConfig, flows: usize, budget_bytes: u64) -> Result<(), String> {
+    if cfg.flow as usize >= flows {
+        return Err(format!("capture.flow: {} is not a flow index ({flows} flows)", cfg.flow));
     }
-}
-
-/// A captured packet: when it was seen (engine time, ns) and what it was.
-#[derive(Clone, Copy, Debug)]
-pub struct Record {
-    pub t_ns: u64,
-    pub pkt: Packet,
-}
-
-/// One direction's packets, in the order seen.
-#[derive(Debug, Default)]
-pub struct CaptureBuf {
-    records: Vec<Record>,
-    max: usize,
-    /// Packets not kept: beyond `max`, or when growing the buffer failed.
-    pub dropped: u64,
-}
-
-impl CaptureBuf {
-    pub fn new(max_packets: u64) -> CaptureBuf {
-        CaptureBuf { records: Vec::new(), max: max_packets.min(usize::MAX as u64) as usize, dropped: 0 }
+    if cfg.max_packets == 0 || cfg.max_packets > MAX_MAX_PACKETS {
+        return Err(format!("capture.max_packets: {} is outside [1, {MAX_MAX_PACKETS}] packets", cfg.max_packets));
     }
-
-    /// Keep `pkt`, seen at `t_ns`.
-    #[inline]
-    pub fn record(&mut self, t_ns: u64, pkt: &Packet) {
-        let len = self.records.len();
-        if len >= self.max {
-            self.dropped += 1;
-            return;
-        }
-        // Amortised doubling, fallibly: running out of memory truncates the capture
-        // instead of aborting the run.
-        if len == self.records.capacity() && self.records.try_reserve(len.max(1024).min(self.max - len)).is_err() {
-            self.dropped += 1;
-            return;
-        }
-        self.records.push(Record { t_ns, pkt: *pkt });
+    let need = cfg.max_packets.saturating_mul(BYTES_PER_PACKET);
+    if need > budget_bytes {
+        return Err(format!(
+            "capture.max_packets: {} packets may hold {need} bytes, beyond the {budget_bytes} bytes max_memory_bytes \
+             leaves after the run's own estimate; expected at most {} packets (or a larger max_memory_bytes)",
+            cfg.max_packets,
+            budget_bytes / BYTES_PER_PACKET
+        ));
     }
-
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-}
-
-/// The tap on the capture host's egress link toward the peer: packets addressed to
-/// `peer_ep` (the capture endpoint's peer) that leave the link's qdisc.
-#[derive(Debug)]
-pub struct EgressTap {
-    pub peer_ep: u32,
-    pub buf: CaptureBuf,
-}
-
-impl EgressTap {
-    /// A packet starts serialization at `start_ns` (`dev_hard_start_xmit`).
-    #[inline(never)]
-    pub fn observe(&mut self, start_ns: u64, pkt: &Packet) {
-        if pkt.dst_ep == self.peer_ep {
-            self.buf.record(start_ns, pkt);
-        }
-    }
-}
-
-/// A timed qdisc (tbf, fq, fq_codel) with the capture's egress tap on its dequeue: the
-/// packet it hands to the serializer starts now (`Link::pull`). Wrapping only the capture
-/// link's qdisc keeps every other link's path as it was (no test per packet there).
-#[derive(Debug)]
-pub struct TappedQdisc {
-    inner: Box<dyn TimedQdisc>,
-    tap: EgressTap,
-}
-
-impl TimedQdisc for TappedQdisc {
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-
-    fn enqueue(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, dropped: &mut Vec<Packet>) -> bool {
-        self.inner.enqueue(pkt, len_bytes, now_ns, dropped)
-    }
-
-    fn dequeue(&mut self, now_ns: u64, dropped: &mut Vec<Packet>) -> Dequeue {
-        let d = self.inner.dequeue(now_ns, dropped);
-        if let Dequeue::Packet(pkt, _) = &d {
-            self.tap.observe(now_ns, pkt);
-        }
-        d
-    }
-
-    fn stats(&self) -> &QdiscStats {
-        self.inner.stats()
-    }
-
-    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
-        self.inner.for_each_packet(f)
-    }
-
-    fn xstats(&self) -> Vec<(&'static str, u64)> {
-        self.inner.xstats()
-    }
-
-    fn child(&self) -> Option<ChildStats> {
-        self.inner.child()
-    }
-
-    fn take_capture(&mut self) -> Option<CaptureBuf> {
-        Some(std::mem::take(&mut self.tap.buf))
-    }
-}
-
-/// Put the egress tap for packets to `peer_ep` on `link`: on the link itself for a FIFO
-/// (`Link::set_tap`), around the qdisc for a timed one.
-pub fn install_tap(link: &mut Link, peer_ep: u32, max_packets: u64) {
-    let tap = EgressTap { peer_ep, buf: CaptureBuf::new(max_packets) };
-    match std::mem::replace(&mut link.qdisc, Qdisc::Fifo(Fifo::new(&Default::default()))) {
-        Qdisc::Timed(inner) => link.qdisc = Qdisc::Timed(Box::new(TappedQdisc { inner, tap })),
-        fifo => {
-            link.qdisc = fifo;
-            link.set_tap(tap);
-        }
-    }
-}
-
-/// The packets `install_tap` recorded on `link`.
-pub fn take_tap(link: &mut Link) -> CaptureBuf {
-    if let Some(t) = link.take_tap() {
-        return t.buf;
-    }
-    match &mut link.qdisc {
-        Qdisc::Timed(q) => q.take_capture().unwrap_or_default(),
-        Qdisc::Fifo(_) => CaptureBuf::default(),
-    }
+    Ok(())
 }
 
 /// Direction of a captured packet, as seen from the capture host.
 pub const DIR_OUT: u8 = 0;
 pub const DIR_IN: u8 = 1;
 
-/// The capture of a run, as columns (one row per packet, in time order).
+/// The capture of a run, as columns (one row per packet, in time order). `Serialize`
+/// gives the header (see its impl); the columns are handed over whole
+/// ([`CaptureOutput::into_columns`]).
 #[derive(Debug, Default)]
 pub struct CaptureOutput {
     pub flow: u32,
@@ -250,6 +77,8 @@ pub struct CaptureOutput {
     pub ep: u32,
     /// Packets seen but not kept (beyond `max_packets`, or out of memory).
     pub truncated: u64,
+    /// The values of the flags the `flags` column reports ([`REPORTED_FLAGS`]), by name.
+    pub flag_bits: FlagBits,
     /// Time since the scenario's start, ns.
     pub t_ns: Vec<u64>,
     /// [`DIR_OUT`] (sent by the capture host) or [`DIR_IN`] (received by it).
@@ -272,7 +101,63 @@ pub struct CaptureOutput {
     pub ip_id: Vec<u16>,
 }
 
+/// `packet::flags` values of the reported flags.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct FlagBits {
+    pub syn: u8,
+    pub dsack: u8,
+    pub retrans: u8,
+    pub fin: u8,
+}
+
+impl Default for FlagBits {
+    fn default() -> Self {
+        FlagBits { syn: flags::SYN, dsack: flags::DSACK, retrans: flags::RETRANS, fin: flags::FIN }
+    }
+}
+
+/// `{flow, at, node, ep, truncated, columns, flag_bits}`: `columns` is a null that marks
+/// their place (`metrics::columns::handed_over`); the binding puts them there.
+impl serde::Serialize for CaptureOutput {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("CaptureOutput", 7)?;
+        st.serialize_field("flow", &self.flow)?;
+        st.serialize_field("at", &self.at)?;
+        st.serialize_field("node", &self.node)?;
+        st.serialize_field("ep", &self.ep)?;
+        st.serialize_field("truncated", &self.truncated)?;
+        st.serialize_field("columns", &())?;
+        st.serialize_field("flag_bits", &self.flag_bits)?;
+        st.end()
+    }
+}
+
 impl CaptureOutput {
+    /// The columns by name, in order (SACK blocks as `sack{b}_start`, `sack{b}_end`); the
+    /// buffers move, no copy.
+    pub fn into_columns(self) -> Vec<(String, Column)> {
+        let mut out = vec![
+            ("t_ns".to_string(), Column::U64(self.t_ns)),
+            ("dir".to_string(), Column::U8(self.dir)),
+            ("seq".to_string(), Column::U64(self.seq)),
+            ("end_seq".to_string(), Column::U64(self.end_seq)),
+            ("ack_seq".to_string(), Column::U64(self.ack_seq)),
+            ("rwnd_bytes".to_string(), Column::U32(self.rwnd_bytes)),
+            ("tsval_ns".to_string(), Column::U64(self.tsval_ns)),
+            ("tsecr_ns".to_string(), Column::U64(self.tsecr_ns)),
+            ("flags".to_string(), Column::U8(self.flags)),
+            ("num_sacks".to_string(), Column::U8(self.num_sacks)),
+        ];
+        for (b, (start, end)) in self.sack_start.into_iter().zip(self.sack_end).enumerate() {
+            out.push((format!("sack{b}_start"), Column::U64(start)));
+            out.push((format!("sack{b}_end"), Column::U64(end)));
+        }
+        out.push(("ip_bytes".to_string(), Column::U32(self.ip_bytes)));
+        out.push(("ip_id".to_string(), Column::U16(self.ip_id)));
+        out
+    }
+
     pub fn len(&self) -> usize {
         self.t_ns.len()
     }
@@ -287,8 +172,8 @@ impl CaptureOutput {
 /// with times relative to `boot_ns`.
 pub fn merge(cfg: &CaptureConfig, node: u32, ep: u32, out: CaptureBuf, inc: CaptureBuf, boot_ns: u64) -> CaptureOutput {
     let mut rows: Vec<(u64, u8, Record)> = Vec::with_capacity(out.len() + inc.len());
-    rows.extend(inc.records.iter().map(|r| (r.t_ns, DIR_IN, *r)));
-    rows.extend(out.records.iter().map(|r| (r.t_ns, DIR_OUT, *r)));
+    rows.extend(inc.records().iter().map(|r| (r.t_ns, DIR_IN, *r)));
+    rows.extend(out.records().iter().map(|r| (r.t_ns, DIR_OUT, *r)));
     // Stable: each direction keeps its own order; DIR_IN (1) sorts before DIR_OUT (0).
     rows.sort_by_key(|&(t, dir, _)| (t, dir == DIR_OUT));
     let keep = rows.len().min(cfg.max_packets as usize);
@@ -321,6 +206,7 @@ pub fn merge(cfg: &CaptureConfig, node: u32, ep: u32, out: CaptureBuf, inc: Capt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::Packet;
 
     fn pkt(seq: u64, dst_ep: u32) -> Packet {
         Packet { seq, end_seq: seq + 10, dst_ep, flags: flags::TSQ | flags::RETRANS, ..Default::default() }

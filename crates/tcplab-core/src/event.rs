@@ -6,6 +6,8 @@
 //! holds more than a few dozen events.) Events are 24-byte plain values; packets never travel
 //! through the heap (links keep their own FIFO of packets in flight and schedule one
 //! event for the head).
+//!
+//! A leaf. Imports: other leaves only (`rng` in its tests); nothing above it.
 
 
 /// What an event is about. `id` in [`Event`] names the component (link index, endpoint

@@ -23,6 +23,15 @@
 //! - **Applications** ([`app`]) drive sockets; **metrics** ([`metrics`]) record columnar
 //!   time series and nstat-named counters without allocating per packet.
 //!
+//! ## Floor plan
+//! `sim` (the top) drives [`app`], [`tcp`] and [`cc`], which sit on [`net`] and [`host`],
+//! which sit on the leaves: [`config`] (the schema every room reads), [`event`], [`rng`],
+//! [`time`], [`packet`], [`mib`], [`metrics`]. A leaf imports no room above it; `net` and
+//! `host` import only leaves (and `net` -> `host` for the EDT shaper); no room imports
+//! `sim`; no two rooms import each other but `tcp` <-> `cc`, as in Linux. Each room's
+//! header says what it imports, and `tests/engine/layout.rs` checks it by reading the
+//! sources.
+//!
 //! The crate has no Python and no I/O: `tcplab-py` binds it, the `tcplab` Python package
 //! owns the user-facing API.
 

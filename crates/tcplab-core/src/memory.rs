@@ -20,6 +20,9 @@
 //! The sum is compared with [`SimConfig::max_memory_bytes`](crate::config::SimConfig).
 //! The Python front computes the time-series part the same way (`tcplab.limits`), and a
 //! test checks the two agree.
+//!
+//! Imports: the leaves and the rooms whose sizes it adds up (`host`, `net`, `tcp`); it
+//! is read by `sim` (validation) and the binding.
 
 use std::mem::size_of;
 
@@ -33,7 +36,7 @@ use crate::tcp::rtx_queue::Skb;
 use crate::tcp::socket::TcpSocket;
 
 /// The parts of a run's memory, in bytes (saturating: a huge estimate stays huge).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MemoryEstimate {
     /// Sample times the time series will hold.
     pub sample_rows: u64,

@@ -9,6 +9,8 @@
 //! "measured, none", so one that is not modelled must not be printed at all (a unit test
 //! checks that each one is incremented somewhere). Not modelled today, so absent:
 //! `TCPRcvQDrop` (the receiver never drops for lack of memory).
+//!
+//! A leaf. Imports: nothing of the crate.
 
 macro_rules! mib_counters {
     ($($variant:ident => $name:literal,)*) => {
@@ -74,6 +76,18 @@ pub struct MibCounters {
 impl Default for MibCounters {
     fn default() -> Self {
         MibCounters { v: [0; Mib::COUNT] }
+    }
+}
+
+/// Serialized as a mapping from the name nstat prints to the count, in [`Mib::ALL`] order.
+impl serde::Serialize for MibCounters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(Mib::COUNT))?;
+        for c in Mib::ALL {
+            m.serialize_entry(c.nstat_name(), &self.get(c))?;
+        }
+        m.end()
     }
 }
 

@@ -11,6 +11,8 @@
 //! Sizes: the IP packet is 20 (IPv4) + 20 (TCP) + 12 (timestamps option) + SACK option +
 //! payload bytes, which is why MSS is 1448 on a 1500-byte MTU. Links add their own
 //! per-packet framing overhead on top (see `net::link`).
+//!
+//! A leaf. Imports: nothing of the crate.
 
 /// IPv4 + TCP header with the timestamps option, as Linux sends them (`tcp_established_options`).
 pub const TCP_IP_HEADER_BYTES: u32 = 20 + 20 + 12;

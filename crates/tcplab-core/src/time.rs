@@ -12,6 +12,8 @@
 //!   RHEL do, 100 on some servers. Every helper below takes the host's `hz`. Only values
 //!   that divide 1000 are accepted (100, 250, 1000), so that every conversion is exact
 //!   integer arithmetic, as the kernel's are for those values (CONFIG_HZ_300 is not offered).
+//!
+//! A leaf. Imports: nothing of the crate.
 
 /// Nanoseconds per microsecond / millisecond / second.
 pub const NSEC_PER_USEC: u64 = 1_000;
@@ -25,6 +27,12 @@ pub const DEFAULT_HZ: u32 = 250;
 
 /// The `CONFIG_HZ` values a host may have.
 pub const SUPPORTED_HZ: [u32; 3] = [100, 250, 1000];
+
+/// Engine time of the scenario's t = 0: the engine's clock starts at 1 s rather than 0,
+/// because Linux's TCP reads a zero timestamp as "unset" (`tcp_mstamp`, `epoch_start`,
+/// `delivered_mstamp`); a real host's clock is never 0. Times reported to callers are
+/// relative to it.
+pub const BOOT_NS: u64 = 1_000_000_000;
 
 /// A time that never comes: used for "timer not armed".
 pub const NEVER: u64 = u64::MAX;

@@ -3,8 +3,13 @@
 Python checks each ``app:`` field against the same bounds as the engine
 (``crates/tcplab-core/src/app/{rr,hls,nfs,batch_writer,broadcast}.rs``: ``validate()``), so
 that a scenario Python accepts is never refused by the engine, and a mistake is reported in
-the user's units at its YAML path (``file:LINE`` or ``--set:``) before anything runs.
-``tests/test_scenario_app_checks.py`` feeds the edge values Python accepts to the engine's validate.
+the user's units at its YAML path (``file:LINE`` or ``--set:``) before anything runs. The
+engine states the same bounds as data (``tcplab._core.bounds()``, from
+``crates/tcplab-core/src/app/bounds.rs``, whose tests hold them to ``validate()``);
+``tests/test_app_bounds.py`` compares these tables with it both ways (every engine bound is
+here with the same limits, and every bound here is the engine's), and
+``tests/test_scenario_app_checks.py`` feeds the edge values Python accepts to the engine's
+validate.
 
 A bound is a number or the name of another field of the same app (``retry_max`` at least
 ``retry_min``, broadcast ``window`` at most ``interval``, hls ``startup_buffer`` at most

@@ -4,7 +4,7 @@ The model: the engine keeps time as 64-bit nanoseconds and grows its time series
 goes. Values it cannot represent (a delay of 18446744073 s) or runs that would outgrow the
 machine (``sample_interval: 1ns`` over 2 s keeps two billion samples) are refused here,
 with the YAML path of the field to change, so that ``tcplab check`` catches them. The
-engine checks the same bounds again (``SimConfig::validate`` in ``config.rs``) for callers
+engine checks the same bounds again (``sim::validate``, ``crates/tcplab-core/src/sim/validate.rs``) for callers
 of ``tcplab._core`` that bypass this front.
 
 Bounds (the engine's constants of the same names):

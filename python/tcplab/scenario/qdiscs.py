@@ -3,7 +3,7 @@
 A ``queue:`` block (or a host's ``qdisc:``) names its qdisc with ``qdisc:`` (or ``kind:``)
 and gives the parameters ``tc qdisc add ... KIND ...`` takes, with tc's names and units;
 this module turns them into the engine's ``TbfConfig`` / ``FqConfig`` / ``FqCodelConfig``
-(``crates/tcplab-core/src/config.rs``). Unknown parameters are errors; parameters left out
+(``crates/tcplab-core/src/config/mod.rs``). Unknown parameters are errors; parameters left out
 get the kernel's defaults (the engine's ``Default`` impls, Linux v6.12).
 
 Units are tc's (iproute2): rates as ``get_rate64()`` reads them (``10Mbit``; ``bps`` is

@@ -57,8 +57,7 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::config::apps::{BatchWriterConfig, Overflow};
 use super::output::{Column, Table, Value};
 use super::rpc::RpcConn;
 use super::{App, AppCx, AppOutput, FlowMap, Side};
@@ -66,66 +65,22 @@ use crate::config::MAX_DELAY_NS;
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::{Field, Float, Int}};
 
-/// What a full queue gives up for an arriving batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Overflow {
-    /// The oldest waiting batch (vmagent's persistent queue at `-remoteWrite.maxDiskUsagePerURL`).
-    #[default]
-    DropOldest,
-    /// The arriving batch (vmagent's in-memory queue with `-remoteWrite.dropSamplesOnOverload`).
-    DropNewest,
-}
-
-/// vmagent-like remote write: a batch every `interval_ns` into a bounded queue, sent
-/// one at a time per connection (the app's flows) with a timeout and retries.
-/// Defaults are vmagent's (see the module docs), with the story's 54766-byte batches.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct BatchWriterConfig {
-    /// Body of each batch (the story: 54766 bytes).
-    pub body_bytes: u64,
-    /// HTTP request line and headers (POST, Host, User-Agent, Content-Type,
-    /// Content-Encoding, X-Prometheus-Remote-Write-Version, Content-Length).
-    pub request_header_bytes: u64,
-    /// The whole response (vmsingle's `204 No Content` with its headers).
-    pub response_bytes: u64,
-    /// A new batch every `interval_ns` (`-remoteWrite.flushInterval`, 1 s).
-    pub interval_ns: u64,
-    /// Request timeout (`-remoteWrite.sendTimeout`, 1 min).
-    pub timeout_ns: u64,
-    /// Backoff after a failure: from twice `retry_min_ns`, doubling, up to `retry_max_ns`
-    /// (`-remoteWrite.retryMinInterval` 1 s, `-remoteWrite.retryMaxInterval` 1 min).
-    pub retry_min_ns: u64,
-    pub retry_max_ns: u64,
-    /// Both backoff bounds get up to `jitter` of themselves, at most `jitter_max_ns`,
-    /// at random (`AddJitterToDuration`: 10 %, at most 10 s).
-    pub jitter: f64,
-    pub jitter_max_ns: u64,
-    /// Batches that may wait in the queue (0: unbounded, vmagent's default).
-    pub max_pending: u64,
-    /// Which batch a full queue drops.
-    pub overflow: Overflow,
-}
-
-impl Default for BatchWriterConfig {
-    fn default() -> Self {
-        BatchWriterConfig {
-            body_bytes: 54_766,
-            request_header_bytes: 250,
-            response_bytes: 150,
-            interval_ns: 1_000_000_000,
-            timeout_ns: 60_000_000_000,
-            retry_min_ns: 1_000_000_000,
-            retry_max_ns: 60_000_000_000,
-            jitter: 0.1,
-            jitter_max_ns: 10_000_000_000,
-            max_pending: 0,
-            overflow: Overflow::DropOldest,
-        }
-    }
-}
+/// The ranges [`BatchWriterConfig::validate`] enforces (`super::bounds`).
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::new("body_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("request_header_bytes", Int(0), Int(1 << 40)),
+    FieldBound::new("response_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("interval_ns", Int(1_000_000), Int(MAX_DELAY_NS)),
+    FieldBound::new("timeout_ns", Int(1), Int(MAX_DELAY_NS)),
+    FieldBound::new("retry_min_ns", Int(1), Int(MAX_DELAY_NS)),
+    FieldBound::new("retry_max_ns", Field("retry_min_ns"), Int(MAX_DELAY_NS)),
+    FieldBound::new("jitter_max_ns", Int(0), Int(MAX_DELAY_NS)),
+    FieldBound::new("jitter", Float(0.0), Float(1.0)),
+];
+/// One or more workers (connections).
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: None };
 
 impl BatchWriterConfig {
     pub fn validate(&self, at: &str, nflows: usize) -> Result<(), String> {

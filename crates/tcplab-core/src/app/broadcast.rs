@@ -37,50 +37,29 @@
 //! every callback is O(1) per message (the app's flows are contiguous, so a flow's
 //! connection number is an offset: [`FlowMap`]).
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::config::apps::BroadcastConfig;
 use super::output::{Column, Table, Value};
 use super::{App, AppCx, AppOutput, FlowMap, Side};
 use crate::mib::Mib;
 use crate::rng::Rng;
 use crate::tcp::socket::{ConnState, TcpSocket};
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::{Field, Int, Unbounded}};
+use crate::config::{MAX_DELAY_NS, MAX_DURATION_NS};
 
-/// M senders each push a message to each of their C connections within a burst window,
-/// every `interval_ns`. The app's flows are sender 0's C connections, then sender 1's, ...
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct BroadcastConfig {
-    /// Sender hosts (M: the story's four application nodes).
-    pub senders: u32,
-    /// Connections per sender (C); the app drives `senders x connections_per_sender` flows.
-    pub connections_per_sender: u32,
-    /// Bytes of one message on one connection (a websocket frame with its event).
-    pub message_bytes: u64,
-    /// Each (sender, connection) message is written at a moment drawn uniformly within
-    /// `[burst start, burst start + window_ns)`; 0: all at the burst's start.
-    pub window_ns: u64,
-    /// From one burst's start to the next's (at least the window).
-    pub interval_ns: u64,
-    /// The first burst's start (scenario time; after the connections are up).
-    pub first_burst_ns: u64,
-    /// Bursts in all (None: until the run ends).
-    pub bursts: Option<u64>,
-}
-
-impl Default for BroadcastConfig {
-    fn default() -> Self {
-        BroadcastConfig {
-            senders: 1,
-            connections_per_sender: 1,
-            message_bytes: 1_000,
-            window_ns: 10_000_000,
-            interval_ns: 1_000_000_000,
-            first_burst_ns: 2_000_000_000,
-            bursts: None,
-        }
-    }
-}
+/// The ranges [`BroadcastConfig::validate`] enforces (`super::bounds`); besides them,
+/// `senders x connections_per_sender` must be the number of flows.
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::new("senders", Int(1), Unbounded),
+    FieldBound::new("connections_per_sender", Int(1), Unbounded),
+    FieldBound::new("message_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("interval_ns", Int(MIN_INTERVAL_NS), Int(MAX_DELAY_NS)),
+    FieldBound::new("window_ns", Int(0), Field("interval_ns")),
+    FieldBound::new("first_burst_ns", Int(0), Int(MAX_DURATION_NS)),
+    FieldBound::new("bursts", Int(1), Unbounded),
+];
+/// `senders x connections_per_sender` flows.
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: None };
 
 /// The shortest interval between bursts: every burst sorts the moments of all the app's
 /// connections and adds a table row, so bursts far closer than the window of a real

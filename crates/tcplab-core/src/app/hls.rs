@@ -63,94 +63,41 @@
 //!   established: the app does not see when the SYN left); `connected_s` gives that
 //!   time.
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::config::apps::{HlsConfig, Profile};
 use super::output::{Column, Table, Value};
 use super::rpc::RpcConn;
 use super::{App, AppCx, AppOutput, Side};
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::{Field, Float, Int, Unbounded}};
+use crate::config::MAX_DELAY_NS;
+
+/// The ranges [`HlsConfig::validate`] enforces (`super::bounds`).
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::new("segment_ns", Int(1_000_000), Int(MAX_DELAY_NS)),
+    FieldBound::new("segments", Int(1), Unbounded),
+    FieldBound::new("playlist_bytes", Int(1), Int(1 << 30)),
+    FieldBound::new("request_bytes", Int(1), Int(1 << 20)),
+    FieldBound::new("response_header_bytes", Int(0), Int(1 << 20)),
+    FieldBound::new("start_estimate_bps", Int(1), Int(1_000_000_000_000)),
+    FieldBound::new("fast_half_life_ns", Int(0), Int(MAX_DELAY_NS)),
+    FieldBound::new("slow_half_life_ns", Int(0), Int(MAX_DELAY_NS)),
+    FieldBound::above("bw_factor", Float(0.0), Float(100.0)),
+    FieldBound::above("bw_up_factor", Float(0.0), Float(100.0)),
+    FieldBound::new("max_starvation_delay_ns", Int(0), Int(MAX_DELAY_NS)),
+    FieldBound::new("max_max_buffer_ns", Int(1_000_000), Int(24 * MAX_DELAY_NS)),
+    FieldBound::new("max_buffer_ns", Int(1_000_000), Field("max_max_buffer_ns")),
+    FieldBound::new("max_buffer_size_bytes", Int(0), Int(1 << 40)),
+    FieldBound::new("startup_buffer_ns", Int(0), Field("max_buffer_ns")),
+    FieldBound::new("tick_ns", Int(1_000_000), Int(10_000_000_000)),
+];
+/// The range of each profile's fields.
+pub const PROFILE_BOUNDS: &[FieldBound] = &[FieldBound::new("bitrate_bps", Int(1_000), Int(1_000_000_000_000))];
+/// One persistent connection.
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: Some(1) };
 
 const NS_PER_S: f64 = 1e9;
-
-/// One rendition of the ladder (a variant of the master playlist).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Profile {
-    pub name: String,
-    /// The variant's `BANDWIDTH` (hls.js `level.maxBitrate`), and the segments' bitrate.
-    pub bitrate_bps: u64,
-}
-
-/// An HLS server and one hls.js player over one persistent connection (flows[0]).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct HlsConfig {
-    /// The ladder in master-playlist order (the first is the start level).
-    pub profiles: Vec<Profile>,
-    /// Segment duration (`#EXT-X-TARGETDURATION`; FFmpeg's `hls_time`, 2 s by default,
-    /// libavformat/hlsenc.c).
-    pub segment_ns: u64,
-    /// Segments in the video (None: as many as the run needs).
-    pub segments: Option<u64>,
-    /// Size of a playlist response (master, or a level's media playlist) and of each
-    /// HTTP request.
-    pub playlist_bytes: u64,
-    pub request_bytes: u64,
-    /// Per-response HTTP header bytes added to each segment.
-    pub response_header_bytes: u64,
-    /// The profile to load the first segment from (hls.js `startLevel`); None: the
-    /// first listed.
-    pub start_profile: Option<String>,
-    /// hls.js `abrEwmaDefaultEstimate` (500 kbit/s).
-    pub start_estimate_bps: u64,
-    /// hls.js `abrEwmaFastVoD` / `abrEwmaSlowVoD` half-lives (3 s, 9 s).
-    pub fast_half_life_ns: u64,
-    pub slow_half_life_ns: u64,
-    /// hls.js `abrBandWidthFactor` (0.95) and `abrBandWidthUpFactor` (0.7).
-    pub bw_factor: f64,
-    pub bw_up_factor: f64,
-    /// hls.js `maxStarvationDelay` (4 s): stall the ABR accepts when no level avoids one.
-    pub max_starvation_delay_ns: u64,
-    /// Playback starts once this much is buffered (0: once the first segment is).
-    pub startup_buffer_ns: u64,
-    /// hls.js `maxBufferLength` (30 s), `maxBufferSize` (60 MB) and `maxMaxBufferLength`
-    /// (600 s): no segment is loaded while the buffer holds
-    /// `min(max(8 * max_buffer_size_bytes / bitrate, max_buffer_ns), max_max_buffer_ns)`.
-    /// `max_buffer_size_bytes: 0` makes the target `max_buffer_ns` exactly.
-    pub max_buffer_ns: u64,
-    pub max_buffer_size_bytes: u64,
-    pub max_max_buffer_ns: u64,
-    /// hls.js stream-controller `TICK_INTERVAL` (100 ms): how often a full buffer is
-    /// re-checked.
-    pub tick_ns: u64,
-}
-
-impl Default for HlsConfig {
-    fn default() -> Self {
-        HlsConfig {
-            profiles: Vec::new(),
-            segment_ns: 2_000_000_000,
-            segments: None,
-            playlist_bytes: 1_000,
-            request_bytes: 300,
-            response_header_bytes: 300,
-            start_profile: None,
-            start_estimate_bps: 500_000,
-            fast_half_life_ns: 3_000_000_000,
-            slow_half_life_ns: 9_000_000_000,
-            bw_factor: 0.95,
-            bw_up_factor: 0.7,
-            max_starvation_delay_ns: 4_000_000_000,
-            startup_buffer_ns: 0,
-            max_buffer_ns: 30_000_000_000,
-            max_buffer_size_bytes: 60_000_000,
-            max_max_buffer_ns: 600_000_000_000,
-            tick_ns: 100_000_000,
-        }
-    }
-}
 
 fn check_range(field: String, v: u64, lo: u64, hi: u64, unit: &str) -> Result<(), String> {
     if v < lo || v > hi {

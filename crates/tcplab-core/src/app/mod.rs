@@ -35,8 +35,13 @@
 //! bursts). Bulk transfer (netperf TCP_STREAM / TCP_MAERTS, iperf3 and its `--bidir`)
 //! needs no app object: the socket's own bulk writer keeps its send buffer full
 //! (`FlowConfig.app`, on the side `FlowConfig.data_side`).
+//!
+//! Imports: the leaves (its parameters are the schema `config::apps`, `config::Side` which
+//! endpoint), `tcp` (the sockets it writes to and reads from) and `net` (the network a
+//! write may send into); never `sim`, which drives it.
 
 pub mod batch_writer;
+pub mod bounds;
 pub mod broadcast;
 pub mod hls;
 pub mod nfs;
@@ -45,82 +50,19 @@ pub mod rpc;
 pub mod rr;
 pub mod stats;
 
-use serde::Deserialize;
-
 use crate::event::{EventKind, EventQueue};
 use crate::net::Network;
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
 
+pub use crate::config::apps::{AppInstanceConfig, AppSpec};
+pub use crate::config::Side;
 pub use output::{AppOutput, Column, Table, Value};
 
-/// Which endpoint of a connection: the client connects, the server accepts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Side {
-    #[default]
-    Client = 0,
-    Server = 1,
-}
-
-impl Side {
-    /// Endpoint index of this side of `flow` (the engine keeps `2 * flow + side`).
-    #[inline]
-    pub fn ep(self, flow: u32) -> u32 {
-        2 * flow + self as u32
-    }
-    #[inline]
-    pub fn of_ep(ep: u32) -> Side {
-        if ep & 1 == 0 {
-            Side::Client
-        } else {
-            Side::Server
-        }
-    }
-    #[inline]
-    pub fn other(self) -> Side {
-        match self {
-            Side::Client => Side::Server,
-            Side::Server => Side::Client,
-        }
-    }
-}
-
-/// An app instance in the scenario (`SimConfig.apps`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AppInstanceConfig {
-    /// The workload's name (summary.json's key).
-    pub name: String,
-    /// The flows (connections) it drives, as indices into `SimConfig.flows`; each of
-    /// them has `app: {kind: driven}`, and no flow belongs to two apps.
-    pub flows: Vec<u32>,
-    pub spec: AppSpec,
-}
-
-/// The workload and its parameters.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum AppSpec {
-    Rr(rr::RrConfig),
-    Hls(hls::HlsConfig),
-    NfsStream(nfs::NfsConfig),
-    BatchWriter(batch_writer::BatchWriterConfig),
-    Broadcast(broadcast::BroadcastConfig),
-}
-
+/// The workloads' parameters are a schema in `crate::config::apps`; each model checks
+/// its own (`validate` next to it, from its bounds table).
 impl AppSpec {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            AppSpec::Rr(_) => "rr",
-            AppSpec::Hls(_) => "hls",
-            AppSpec::NfsStream(_) => "nfs_stream",
-            AppSpec::BatchWriter(_) => "batch_writer",
-            AppSpec::Broadcast(_) => "broadcast",
-        }
-    }
-
     /// Check the parameters; errors name the field under `at` (e.g. `apps.0.spec`).
     pub fn validate(&self, at: &str, nflows: usize) -> Result<(), String> {
         match self {

@@ -45,73 +45,37 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::config::apps::{NfsConfig, NFS_MAX_FILE_IO_SIZE};
 use super::output::{Column, Table, Value};
 use super::rpc::{Rpc, RpcConn};
 use super::{App, AppCx, AppOutput, FlowMap, Side};
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::{Field, Int}};
+use crate::config::MAX_DELAY_NS;
+
+/// The ranges [`NfsConfig::validate`] enforces (`super::bounds`).
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::multiple("rsize_bytes", Int(PAGE_BYTES), Int(NFS_MAX_FILE_IO_SIZE), PAGE_BYTES),
+    FieldBound::multiple("readahead_bytes", Int(PAGE_BYTES), Int(1 << 30), PAGE_BYTES),
+    FieldBound::new("bitrate_bps", Int(1), Int(1_000_000_000_000)),
+    FieldBound::new("file_bytes", Int(1), Int(1 << 50)),
+    FieldBound::new("max_buffer_ns", Int(1), Int(MAX_DELAY_NS)),
+    FieldBound::new("startup_buffer_ns", Int(1), Field("max_buffer_ns")),
+    FieldBound::new("call_bytes", Int(1), Int(1 << 20)),
+    FieldBound::new("reply_header_bytes", Int(0), Int(1 << 20)),
+    FieldBound::new("service_ns", Int(0), Int(MAX_DELAY_NS)),
+];
+/// `nconnect`: 1 to NFS_MAX_CONNECTIONS.
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: Some(NFS_MAX_CONNECTIONS as u64) };
 
 /// Linux's `nconnect` limit: NFS_MAX_CONNECTIONS = 16 (Linux v6.12 fs/nfs/fs_context.c,
 /// checked in nfs_fs_context_parse_param() for Opt_nconnect).
 pub const NFS_MAX_CONNECTIONS: usize = 16;
-/// The client's largest READ: NFS_MAX_FILE_IO_SIZE = 1 MiB (Linux v6.12
-/// include/linux/nfs_xdr.h).
-pub const NFS_MAX_FILE_IO_SIZE: u64 = 1 << 20;
 /// The page size rsize and readahead are counted in (x86-64, arm64 4K kernels).
 pub const PAGE_BYTES: u64 = 4096;
 const NS_PER_SEC: u128 = 1_000_000_000;
-
-/// A media server reading one file sequentially from an NFS server over `nconnect`
-/// connections (the app's flows; 1 to 16) and playing it at `bitrate_bps`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct NfsConfig {
-    /// `rsize`: largest READ. Default 1 MiB: without `rsize=` the client takes the
-    /// server's preferred size capped at NFS_MAX_FILE_IO_SIZE (Linux v6.12
-    /// fs/nfs/client.c: nfs_server_set_fsinfo()), and knfsd offers 1 MiB on servers of
-    /// 4 GiB of memory or more (fs/nfsd/nfssvc.c: nfsd_get_default_max_blksize()).
-    pub rsize_bytes: u64,
-    /// Readahead window (`/sys/class/bdi/<dev>/read_ahead_kb`). Default 128 KiB: since
-    /// Linux 5.4 NFS no longer sets `ra_pages` (the old 15 x rsize, NFS_MAX_READAHEAD, is
-    /// gone); v6.12 fs/nfs/super.c: nfs_get_tree_common() sets only `io_pages =
-    /// server->rpages`, so `ra_pages` keeps the bdi default VM_READAHEAD_PAGES = 128 KiB
-    /// (mm/backing-dev.c: bdi_init(); include/linux/mm.h).
-    pub readahead_bytes: u64,
-    /// Play-out rate of the stream (about 80 Mbit/s for story 000's 4K remux).
-    pub bitrate_bps: u64,
-    /// Size of the file (None: longer than the run).
-    pub file_bytes: Option<u64>,
-    /// Playback starts (and resumes after a stall) once this much is buffered.
-    pub startup_buffer_ns: u64,
-    /// The reader keeps at most this much playback read ahead of the play position.
-    pub max_buffer_ns: u64,
-    /// Bytes of a READ call on the wire (RPC record mark, call header, credentials, file
-    /// handle, offset, count; an NFSv4.1 COMPOUND with SEQUENCE/PUTFH/READ is ~200).
-    pub call_bytes: u64,
-    /// RPC/NFS header bytes of each reply, before the data.
-    pub reply_header_bytes: u64,
-    /// Server time to answer a READ once its call is read (0: at once).
-    pub service_ns: u64,
-}
-
-impl Default for NfsConfig {
-    fn default() -> Self {
-        NfsConfig {
-            rsize_bytes: NFS_MAX_FILE_IO_SIZE,
-            readahead_bytes: 128 << 10,
-            bitrate_bps: 80_000_000,
-            file_bytes: None,
-            startup_buffer_ns: 2_000_000_000,
-            max_buffer_ns: 30_000_000_000,
-            call_bytes: 200,
-            reply_header_bytes: 120,
-            service_ns: 0,
-        }
-    }
-}
 
 impl NfsConfig {
     pub fn validate(&self, at: &str, nflows: usize) -> Result<(), String> {

@@ -1,7 +1,10 @@
 //! What an application reports at the end of a run: a summary of named values and
-//! columnar tables. The binding turns them into a dict and NumPy columns; Python writes
-//! the summary under the app's name in summary.json and each table, with an `app`
-//! column, into `app_<table>.parquet`.
+//! columnar tables. `Serialize` gives the binding the app's dict (name, kind, summary);
+//! the tables are handed over as NumPy columns (`Table::columns`). Python writes the
+//! summary under the app's name in summary.json and each table, with an `app` column, into
+//! `app_<table>.parquet`.
+
+pub use crate::metrics::columns::Column;
 
 /// A summary value.
 #[derive(Clone, Debug, PartialEq)]
@@ -16,31 +19,6 @@ pub enum Value {
     List(Vec<Value>),
     /// No value (a percentile of no samples); `null` in JSON.
     None,
-}
-
-/// A column of a table: one value per row.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Column {
-    U64(Vec<u64>),
-    F64(Vec<f64>),
-    U32(Vec<u32>),
-    Bool(Vec<bool>),
-    Str(Vec<String>),
-}
-
-impl Column {
-    pub fn len(&self) -> usize {
-        match self {
-            Column::U64(v) => v.len(),
-            Column::F64(v) => v.len(),
-            Column::U32(v) => v.len(),
-            Column::Bool(v) => v.len(),
-            Column::Str(v) => v.len(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// A named table; every column has the same number of rows. Names used across apps:
@@ -69,11 +47,15 @@ impl Table {
 }
 
 /// One app's report.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct AppOutput {
     pub name: String,
     pub kind: &'static str,
+    /// Named values in order (a mapping in the output).
+    #[serde(serialize_with = "crate::metrics::serialize_pairs")]
     pub summary: Vec<(String, Value)>,
+    /// Columns, handed over whole (not serialized).
+    #[serde(skip)]
     pub tables: Vec<Table>,
 }
 
@@ -91,6 +73,22 @@ impl AppOutput {
     /// A table by name (tests).
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables.iter().find(|t| t.name == name)
+    }
+}
+
+/// Serialized as the value itself: a number, a bool, a string, a mapping in order, a
+/// list, or null.
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Value::U64(x) => s.serialize_u64(*x),
+            Value::F64(x) => s.serialize_f64(*x),
+            Value::Bool(x) => s.serialize_bool(*x),
+            Value::Str(x) => s.serialize_str(x),
+            Value::Map(items) => crate::metrics::serialize_pairs(items, s),
+            Value::List(items) => s.collect_seq(items),
+            Value::None => s.serialize_none(),
+        }
     }
 }
 

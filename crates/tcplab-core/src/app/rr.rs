@@ -14,32 +14,24 @@
 //! open (netperf's "Trans. Rate per sec"), latency percentiles (p50, p90, p99, p99.9)
 //! and one row per transaction (`requests` table).
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::config::apps::RrConfig;
 use super::output::{Column, Table, Value};
 use super::rpc::RpcConn;
 use super::{App, AppCx, AppOutput, FlowMap, Side};
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
+use super::bounds::{Connections, FieldBound, Limit::Int};
+use crate::config::MAX_DELAY_NS;
 
-/// netperf TCP_RR (one transaction outstanding per connection; each flow is one
-/// netperf instance, so N flows are N in parallel).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RrConfig {
-    /// netperf `-r req,resp`: request and response sizes (default 1 byte each).
-    pub request_bytes: u64,
-    pub response_bytes: u64,
-    /// Client think time between a response and the next request (0: back to back).
-    pub think_ns: u64,
-}
-
-impl Default for RrConfig {
-    fn default() -> Self {
-        RrConfig { request_bytes: 1, response_bytes: 1, think_ns: 0 }
-    }
-}
+/// The ranges [`RrConfig::validate`] enforces (`super::bounds`).
+pub const BOUNDS: &[FieldBound] = &[
+    FieldBound::new("request_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("response_bytes", Int(1), Int(1 << 40)),
+    FieldBound::new("think_ns", Int(0), Int(MAX_DELAY_NS)),
+];
+/// Any number of connections: each is one netperf TCP_RR instance.
+pub const CONNECTIONS: Connections = Connections { lo: 1, hi: None };
 
 impl RrConfig {
     pub fn validate(&self, at: &str, nflows: usize) -> Result<(), String> {
@@ -175,7 +167,7 @@ impl App for Rr {
             let open = self.open_at_ns[k];
             // A flow with `stop` writes nothing after it: count its rate up to there.
             let stop_abs = socks[Side::Client.ep(self.flows.flow(k)) as usize].app.stop_ns;
-            let end_ns = end_ns.min(stop_abs.saturating_sub(crate::sim::BOOT_NS));
+            let end_ns = end_ns.min(stop_abs.saturating_sub(crate::time::BOOT_NS));
             if open == NEVER || end_ns <= open {
                 continue;
             }

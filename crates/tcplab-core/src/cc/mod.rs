@@ -19,6 +19,9 @@
 //!
 //! Dispatch is static: [`Cc`] is an enum over the algorithms, so the per-ACK path has no
 //! virtual call and no allocation.
+//!
+//! Imports: the leaves and `tcp` (the socket's state, `TcpSock`, and the ACK samples),
+//! the loop Linux has; nothing else above the leaves.
 
 pub mod bbr;
 pub mod cubic;
@@ -51,6 +54,10 @@ pub struct CcInfo {
     pub lt_bw_bps: u64,
     /// CUBIC: `last_max_cwnd` (W_max), packets.
     pub last_max_cwnd: u32,
+    /// BBR: the ACK-aggregation estimate `bbr_extra_acked()`, packets (what
+    /// `bbr_ack_aggregation_cwnd()` adds to the cwnd target, up to `bw x 100 ms`). Not in
+    /// Linux's `tcp_bbr_info`; read by the tests that derive BBR's cwnd target.
+    pub extra_acked: u32,
 }
 
 /// Linux's `struct tcp_congestion_ops`, in Rust.
@@ -205,7 +212,7 @@ mod tests {
 
     #[test]
     fn slow_start_stops_at_ssthresh_and_returns_the_rest() {
-        let mut tp = TcpSock::new_for_test(1448, 10);
+        let mut tp = TcpSock::init_sock(1448, 10);
         tp.snd_ssthresh = 14;
         let left = tcp_slow_start(&mut tp, 6);
         assert_eq!(tp.snd_cwnd, 14);
@@ -214,7 +221,7 @@ mod tests {
 
     #[test]
     fn cong_avoid_ai_adds_one_packet_per_window() {
-        let mut tp = TcpSock::new_for_test(1448, 20);
+        let mut tp = TcpSock::init_sock(1448, 20);
         tp.snd_ssthresh = 10;
         for _ in 0..19 {
             tcp_cong_avoid_ai(&mut tp, 20, 1);

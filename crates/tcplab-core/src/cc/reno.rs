@@ -48,7 +48,7 @@ mod tests {
     #[test]
     fn halves_on_loss_and_grows_one_per_rtt() {
         let mut r = Reno;
-        let mut tp = TcpSock::new_for_test(1448, 40);
+        let mut tp = TcpSock::init_sock(1448, 40);
         tp.snd_ssthresh = 20;
         tp.is_cwnd_limited = true;
         assert_eq!(r.ssthresh(&mut tp), 20);
@@ -62,7 +62,7 @@ mod tests {
     #[test]
     fn no_growth_when_not_cwnd_limited() {
         let mut r = Reno;
-        let mut tp = TcpSock::new_for_test(1448, 40);
+        let mut tp = TcpSock::init_sock(1448, 40);
         tp.snd_ssthresh = 20;
         tp.is_cwnd_limited = false;
         tp.max_packets_out = 5;

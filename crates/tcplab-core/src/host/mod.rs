@@ -2,6 +2,8 @@
 //! (`nic`, behind an optional cloud ingress allowance, `allowance`), the two put together
 //! per host (`model`, driven by `sim.rs`), and the EDT rate limiter of Cilium's Bandwidth
 //! Manager on a node's device (`shaper`).
+//!
+//! Imports: the leaves only (`config`, `event`, `packet`, `time`).
 pub mod allowance;
 pub mod cpu;
 pub mod model;

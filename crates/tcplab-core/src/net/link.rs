@@ -103,11 +103,11 @@ pub struct Link {
     tx_cache: [(u32, u64); 2],
     loss: Loss,
     reorder: Option<Reorder>,
-    /// The packet capture's egress tap (`crate::capture`) on the capture host's link toward
+    /// The packet capture's egress tap (`crate::net::tap`) on the capture host's link toward
     /// its peer, when that link's qdisc is a FIFO (`enqueue_tapped` records into it; a
-    /// timed qdisc carries the tap itself, `capture::TappedQdisc`); `None` everywhere else
+    /// timed qdisc carries the tap itself, `tap::TappedQdisc`); `None` everywhere else
     /// and whenever the capture is off. Set with [`Link::set_tap`].
-    tap: Option<Box<crate::capture::EgressTap>>,
+    tap: Option<Box<crate::net::tap::EgressTap>>,
 }
 
 impl Link {
@@ -183,11 +183,11 @@ impl Link {
         self.enqueue_untapped(pkt, now_ns, id, ev)
     }
 
-    /// `enqueue` on the capture host's FIFO egress toward its peer (`crate::capture`): the
+    /// `enqueue` on the capture host's FIFO egress toward its peer (`crate::net::tap`): the
     /// packet goes on the wire at once (or is dropped), starting at the later of now and
     /// the end of what the link holds; the tap records it with that start, as tcpdump does
     /// when the driver takes it (Linux v6.12 net/core/dev.c: dev_hard_start_xmit() ->
-    /// dev_queue_xmit_nit()). A timed qdisc carries the tap itself (`capture::TappedQdisc`).
+    /// dev_queue_xmit_nit()). A timed qdisc carries the tap itself (`tap::TappedQdisc`).
     #[cold]
     #[inline(never)]
     fn enqueue_tapped(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
@@ -299,13 +299,13 @@ impl Link {
 
     /// Put the capture's tap on this (FIFO) link: its packets then take the slow path
     /// (`enqueue_components`), so the fast path of every other link stays as it was.
-    pub fn set_tap(&mut self, tap: crate::capture::EgressTap) {
+    pub fn set_tap(&mut self, tap: crate::net::tap::EgressTap) {
         self.tap = Some(Box::new(tap));
         self.fifo_only = false;
     }
 
     /// The tap's packets, taken once at the end of the run.
-    pub fn take_tap(&mut self) -> Option<crate::capture::EgressTap> {
+    pub fn take_tap(&mut self) -> Option<crate::net::tap::EgressTap> {
         self.tap.take().map(|t| *t)
     }
 

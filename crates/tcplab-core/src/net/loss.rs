@@ -67,7 +67,7 @@ impl Loss {
     /// random models only).
     pub fn with_window(mut self, window: LossWindow) -> Loss {
         if !window.is_always() {
-            let boot = crate::sim::BOOT_NS;
+            let boot = crate::time::BOOT_NS;
             self.window_start_ns = crate::time::time_add(boot, window.start_ns);
             self.window_end_ns = window.end_ns.map_or(u64::MAX, |e| crate::time::time_add(boot, e));
         }
@@ -241,7 +241,7 @@ mod tests {
     #[test]
     fn outage_loses_every_packet_inside_its_window_and_none_outside() {
         // Scenario time [2 s, 5 s) is engine time [BOOT + 2 s, BOOT + 5 s).
-        let boot = crate::sim::BOOT_NS;
+        let boot = crate::time::BOOT_NS;
         let s = 1_000_000_000;
         let mut m = Loss::new(&LossConfig::Outage { start_ns: 2 * s, end_ns: 5 * s }, LossFilter::default(), Rng::from_seed(0));
         let syn = Packet { flags: crate::packet::flags::SYN, ..ack() };
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn window_applies_random_loss_only_inside_and_draws_nothing_outside() {
-        let boot = crate::sim::BOOT_NS;
+        let boot = crate::time::BOOT_NS;
         let s = 1_000_000_000;
         let window = LossWindow { start_ns: 2 * s, end_ns: Some(5 * s) };
         for cfg in [LossConfig::Bernoulli { p: 1.0 }, LossConfig::GilbertElliott { p: 1.0, r: 0.0, h: 0.0, k: 1.0 }] {

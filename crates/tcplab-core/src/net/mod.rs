@@ -1,26 +1,46 @@
 //! The network: nodes, one-way links and static routes.
+//!
+//! Imports: the leaves, and `host` for one thing: `net::link` applies the EDT shaper of
+//! Cilium's Bandwidth Manager (`host::shaper`) at a node's device before its qdisc. Nothing
+//! else above the leaves (the packet capture's taps are `net::tap`; `crate::capture`
+//! assembles what they record).
 pub mod link;
 pub mod loss;
 pub mod qdisc;
 pub mod routing;
+pub mod tap;
+
+use serde::Serialize;
 
 use crate::event::EventQueue;
 use crate::packet::Packet;
 use link::{Link, TxCompletion};
 use routing::{Routes, NO_ROUTE};
 
-/// Where data packets went, for the end-of-run conservation check.
-#[derive(Clone, Debug, Default)]
+/// Where data packets went, for the end-of-run conservation check (reported as the
+/// invariant's `data_packets_sent`, `data_packets_received` and `dropped`).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct DataAccounting {
+    #[serde(rename = "data_packets_sent")]
     pub sent: u64,
+    #[serde(rename = "data_packets_received")]
     pub received: u64,
-    pub dropped_queue: u64,
-    pub dropped_loss: u64,
-    pub dropped_drop_list: u64,
-    pub dropped_no_route: u64,
-    /// Dropped at a receiving host's NIC: its ingress allowance or a full receive ring
-    /// (`host::nic`).
-    pub dropped_nic: u64,
+    pub dropped: DataDrops,
+}
+
+/// Data packets dropped, by reason.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DataDrops {
+    /// By a qdisc (at enqueue, or later from its queue).
+    pub queue: u64,
+    /// By a link's random loss model.
+    pub loss: u64,
+    /// By a link's explicit drop list.
+    pub drop_list: u64,
+    /// For want of a route.
+    pub no_route: u64,
+    /// At a receiving host's NIC: its ingress allowance or a full receive ring (`host::nic`).
+    pub nic: u64,
 }
 
 pub struct Network {
@@ -32,7 +52,7 @@ pub struct Network {
     /// Packets hosts sent into the network (data and ACKs, each counted once).
     pub host_packets: u64,
     /// The capture's received packets (`TcpSocket::captured` says whose).
-    pub capture_in: Option<Box<crate::capture::CaptureBuf>>,
+    pub capture_in: Option<Box<tap::CaptureBuf>>,
 }
 
 impl Network {
@@ -63,7 +83,7 @@ impl Network {
         let l = self.routes.next_hop(node, pkt.dst_node);
         if l == NO_ROUTE {
             if pkt.is_data() {
-                self.data.dropped_no_route += 1;
+                self.data.dropped.no_route += 1;
             }
             return false;
         }
@@ -90,9 +110,9 @@ impl Network {
     pub fn data_accounting(&self) -> DataAccounting {
         let mut d = self.data.clone();
         for l in &self.links {
-            d.dropped_queue += l.acct.data_dropped_queue;
-            d.dropped_loss += l.acct.data_dropped_loss;
-            d.dropped_drop_list += l.acct.data_dropped_list;
+            d.dropped.queue += l.acct.data_dropped_queue;
+            d.dropped.loss += l.acct.data_dropped_loss;
+            d.dropped.drop_list += l.acct.data_dropped_list;
         }
         d
     }

@@ -46,7 +46,7 @@ impl Default for Chrono {
 }
 
 /// The three times as tcp_info reports them, us.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ChronoStats {
     pub busy_us: u64,
     pub rwnd_limited_us: u64,

@@ -580,7 +580,7 @@ pub enum Rexmit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{AppConfig, CcKind, CcParams, FlowConfig, TcpConfig};
+    use crate::config::{CcKind, FlowConfig};
     use crate::packet::flags;
     use crate::rng::Rng;
     use crate::tcp::rtx_queue::TxState;
@@ -590,20 +590,7 @@ mod tests {
 
     /// A sender with `n` segments outstanding, some of them marked lost or retransmitted.
     fn sender(n: u64, rng: &mut Rng) -> TcpSocket {
-        let flow = FlowConfig {
-            name: "f".into(),
-            src: 0,
-            dst: 1,
-            cc: CcKind::Bbr,
-            start_ns: 0,
-            stop_ns: None,
-            app: AppConfig::Bulk,
-            tcp: TcpConfig::default(),
-            cc_params: CcParams::default(),
-            data_side: Default::default(),
-            reader: Default::default(),
-            sample: true,
-        };
+        let flow = FlowConfig::new("f", 0, 1, CcKind::Bbr);
         let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
         c.state = ConnState::Established;
         for i in 0..n {

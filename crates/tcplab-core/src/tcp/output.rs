@@ -569,24 +569,11 @@ impl TcpSocket {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{AppConfig, CcKind, CcParams, FlowConfig, TcpConfig};
+    use crate::config::{CcKind, FlowConfig, TcpConfig};
     use crate::tcp::socket::TcpSocket;
 
     fn socket(cc: CcKind, ssai: bool) -> TcpSocket {
-        let flow = FlowConfig {
-            name: "f".into(),
-            src: 0,
-            dst: 1,
-            cc,
-            start_ns: 0,
-            stop_ns: None,
-            app: AppConfig::Bulk,
-            tcp: TcpConfig { tcp_slow_start_after_idle: ssai, ..TcpConfig::default() },
-            cc_params: CcParams::default(),
-            data_side: Default::default(),
-            reader: Default::default(),
-            sample: true,
-        };
+        let flow = FlowConfig { tcp: TcpConfig { tcp_slow_start_after_idle: ssai, ..TcpConfig::default() }, ..FlowConfig::new("f", 0, 1, cc) };
         let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
         c.tp.snd_cwnd = 100;
         c.tp.snd_ssthresh = 80;

@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn sample_uses_longer_of_send_and_ack_phases() {
-        let mut tp = TcpSock::new_for_test(1000, 10);
+        let mut tp = TcpSock::init_sock(1000, 10);
         tp.rtt_min.reset(0, 10_000);
         // 10 packets sent at t=0..9 ms, all delivered by an ACK at t=30 ms.
         // Times start at 1 s: a zero timestamp means "unset" in Linux's TCP.
@@ -174,7 +174,7 @@ mod tests {
 
     #[test]
     fn interval_shorter_than_min_rtt_is_invalid() {
-        let mut tp = TcpSock::new_for_test(1000, 10);
+        let mut tp = TcpSock::init_sock(1000, 10);
         tp.rtt_min.reset(0, 50_000);
         tp.set_now(1_000_000);
         let tx = rate_skb_sent(&mut tp, 1000);
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn app_limited_mark_is_cleared_after_the_bubble_is_delivered() {
-        let mut tp = TcpSock::new_for_test(1000, 10);
+        let mut tp = TcpSock::init_sock(1000, 10);
         tp.delivered = 100;
         tp.packets_out = 3;
         rate_check_app_limited(&mut tp, 0, 0);

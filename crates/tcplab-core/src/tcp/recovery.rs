@@ -771,24 +771,11 @@ pub use crate::tcp::input::Rexmit;
 
 #[cfg(test)]
 mod tests_v612_undo {
-    use crate::config::{AppConfig, CcKind, CcParams, FlowConfig, TcpConfig};
+    use crate::config::{CcKind, FlowConfig};
     use crate::tcp::socket::{ConnState, TcpSocket};
 
     fn sender() -> TcpSocket {
-        let flow = FlowConfig {
-            name: "f".into(),
-            src: 0,
-            dst: 1,
-            cc: CcKind::Cubic,
-            start_ns: 0,
-            stop_ns: None,
-            app: AppConfig::Bulk,
-            tcp: TcpConfig::default(),
-            cc_params: CcParams::default(),
-            data_side: Default::default(),
-            reader: Default::default(),
-            sample: true,
-        };
+        let flow = FlowConfig::new("f", 0, 1, CcKind::Cubic);
         let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
         c.state = ConnState::Established;
         c

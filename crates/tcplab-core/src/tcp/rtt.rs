@@ -82,13 +82,13 @@ mod tests {
 
     #[test]
     fn first_sample_gives_rto_of_three_rtts_or_srtt_plus_200ms() {
-        let mut tp = TcpSock::new_for_test(1448, 10);
+        let mut tp = TcpSock::init_sock(1448, 10);
         rtt_estimator(&mut tp, 100_000, 200_000);
         set_rto(&mut tp);
         // srtt = 100 ms, rttvar = max(2*100, 200) ms -> RTO = 300 ms
         assert_eq!(tp.srtt_us >> 3, 100_000);
         assert_eq!(tp.icsk_rto, 300);
-        let mut tp = TcpSock::new_for_test(1448, 10);
+        let mut tp = TcpSock::init_sock(1448, 10);
         rtt_estimator(&mut tp, 500, 200_000);
         set_rto(&mut tp);
         // 0.5 ms RTT: RTO = 0.5 + 200 ms -> 201 jiffies (rounded up)
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn rto_stays_at_least_srtt_plus_rto_min_on_steady_rtt() {
-        let mut tp = TcpSock::new_for_test(1448, 10);
+        let mut tp = TcpSock::init_sock(1448, 10);
         for i in 0..1000u64 {
             tp.snd_una = i * 10;
             tp.snd_nxt = i * 10 + 10;
@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn srtt_converges_with_gain_one_eighth() {
-        let mut tp = TcpSock::new_for_test(1448, 10);
+        let mut tp = TcpSock::init_sock(1448, 10);
         rtt_estimator(&mut tp, 10_000, 200_000);
         rtt_estimator(&mut tp, 18_000, 200_000);
         // 10 ms + (18 - 10) / 8 = 11 ms

@@ -36,6 +36,10 @@ pub enum CaState {
 }
 
 impl CaState {
+    /// Every state, by its value (the `ca_state` column of the time series indexes it).
+    pub const ALL: [CaState; 5] = [CaState::Open, CaState::Disorder, CaState::Cwr, CaState::Recovery, CaState::Loss];
+
+    /// The name `ss` prints.
     pub fn name(self) -> &'static str {
         match self {
             CaState::Open => "Open",
@@ -298,9 +302,13 @@ impl TcpSock {
         self.tcp_mstamp = ns_to_us(now_ns);
     }
 
-    /// A socket with Linux's initial state for `mss` and `init_cwnd`, for tests of
-    /// congestion-control modules and for the engine.
-    pub fn new_for_test(mss: u32, init_cwnd: u32) -> Self {
+    /// A socket in the state Linux's `tcp_init_sock()` leaves it in (Linux v6.12
+    /// net/ipv4/tcp.c: `snd_cwnd = TCP_INIT_CWND`, `snd_ssthresh = TCP_INFINITE_SSTHRESH`,
+    /// `snd_cwnd_clamp = ~0`, `icsk_rto = TCP_TIMEOUT_INIT`, the `rtt_min` filter reset, the
+    /// pacing shift and GSO size of a fresh socket), with the MSS and initial window of
+    /// the flow. Every endpoint of a run starts here (`TcpSocket::pair`, which then sets
+    /// the host's HZ), and so do the unit tests of the congestion controls.
+    pub fn init_sock(mss: u32, init_cwnd: u32) -> Self {
         TcpSock {
             mss_cache: mss,
             snd_cwnd: init_cwnd,

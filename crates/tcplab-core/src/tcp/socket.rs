@@ -259,18 +259,18 @@ impl TcpSocket {
         };
         let (client_app, server_app) = match (driven, flow.data_side) {
             (true, _) => (app.clone(), app),
-            (false, crate::app::Side::Client) => (app, idle_app),
-            (false, crate::app::Side::Server) => (idle_app, app),
+            (false, crate::config::Side::Client) => (app, idle_app),
+            (false, crate::config::Side::Server) => (idle_app, app),
         };
         // The data's receiver reads as `flow.reader` says; the other side (ACKs, or the
         // requests of a driven flow) reads at once.
         let (client_reader, server_reader) = match flow.data_side {
-            crate::app::Side::Client => (crate::config::ReaderConfig::Immediate, flow.reader),
-            crate::app::Side::Server => (flow.reader, crate::config::ReaderConfig::Immediate),
+            crate::config::Side::Client => (crate::config::ReaderConfig::Immediate, flow.reader),
+            crate::config::Side::Server => (flow.reader, crate::config::ReaderConfig::Immediate),
         };
         let mk = |node, peer_node, ep, peer_ep, cc: Cc, app: AppState, hz: u32, reader: crate::config::ReaderConfig| {
             let cfg = flow.tcp.clone();
-            let mut tp = TcpSock::new_for_test(cfg.mss_bytes, cfg.initial_cwnd);
+            let mut tp = TcpSock::init_sock(cfg.mss_bytes, cfg.initial_cwnd);
             tp.set_hz(hz);
             tp.icsk_rto = tp.tcp_timeout_init();
             tp.sk_max_pacing_rate = cfg.max_pacing_rate_bytes_per_sec;

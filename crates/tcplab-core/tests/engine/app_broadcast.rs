@@ -131,7 +131,7 @@ fn every_burst_delivers_m_x_c_x_s_bytes_when_nothing_is_dropped() {
     // fires when the receiver delays its ACK of a message's tail beyond the probe
     // timeout, 2 x SRTT + 2 jiffies: Linux v6.12 net/ipv4/tcp_output.c:
     // tcp_schedule_loss_probe()); every connection established.
-    assert_eq!(out.invariant.data.dropped_nic, 0);
+    assert_eq!(out.invariant.data.dropped.nic, 0);
     assert!(out.links.iter().all(|l| l.stats.drops == 0));
     let probes: u64 = out.flows.iter().map(|f| f.counters.get(tcplab_core::mib::Mib::TCPLossProbes)).sum();
     assert_eq!(get_u64(app, "retrans_segs"), probes);

@@ -13,7 +13,7 @@ fn maerts_carries_data_from_the_server_and_reports_the_servers_sender() {
     // sends: only the b->a link carries data, and the flow's summary and time series
     // are the server's sender.
     let mut cfg = two_hosts(10_000_000, 10_000_000, 100, 5_000_000_000);
-    cfg.flows.push(FlowConfig { data_side: Side::Server, ..bulk_flow("maerts", 0, 1, CcKind::Cubic) });
+    cfg.flows.push(FlowConfig { data_side: Side::Server, ..FlowConfig::new("maerts", 0, 1, CcKind::Cubic) });
     let out = Simulator::new(cfg).unwrap().run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     let f = &out.flows[0];
@@ -35,8 +35,8 @@ fn bidir_runs_one_connection_each_way_at_full_rate() {
     // iperf3 --bidir: two connections from the client, one sending each way; on a
     // full-duplex path each gets the link (ACKs of the other share the wire).
     let mut cfg = two_hosts(10_000_000, 10_000_000, 100, 5_000_000_000);
-    cfg.flows.push(bulk_flow("bidir.fwd", 0, 1, CcKind::Cubic));
-    cfg.flows.push(FlowConfig { data_side: Side::Server, ..bulk_flow("bidir.rev", 0, 1, CcKind::Cubic) });
+    cfg.flows.push(FlowConfig::new("bidir.fwd", 0, 1, CcKind::Cubic));
+    cfg.flows.push(FlowConfig { data_side: Side::Server, ..FlowConfig::new("bidir.rev", 0, 1, CcKind::Cubic) });
     let out = Simulator::new(cfg).unwrap().run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     let payload_rate = 10e6 * 1448.0 / (1448.0 + 52.0 + 14.0);

@@ -26,7 +26,7 @@ fn rr_beside_bulk_beside_hls_on_one_dumbbell() {
     let dst = 3;
     cfg.flows.clear();
     cfg.flows.push(driven_flow("rr", 0, dst, CcKind::Cubic, Side::Client));
-    cfg.flows.push(bulk_flow("bulk", 1, dst, CcKind::Cubic));
+    cfg.flows.push(FlowConfig::new("bulk", 1, dst, CcKind::Cubic));
     cfg.flows.push(driven_flow("video", 2, dst, CcKind::Bbr, Side::Server));
     cfg.apps.push(AppInstanceConfig { name: "rr".into(), flows: vec![0], spec: AppSpec::Rr(RrConfig::default()) });
     let hls = HlsConfig {

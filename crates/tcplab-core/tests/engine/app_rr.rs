@@ -57,7 +57,7 @@ fn a_bulk_flow_through_a_deep_droptail_queue_adds_its_delay_to_rr_latency() {
         cfg.flows.push(driven_flow("rr", 0, dst, CcKind::Cubic, Side::Client));
         cfg.apps.push(rr_app(vec![0], RrConfig::default()));
         if with_bulk {
-            cfg.flows.push(bulk_flow("bulk", 0, dst, CcKind::Cubic));
+            cfg.flows.push(FlowConfig::new("bulk", 0, dst, CcKind::Cubic));
         }
         let out = Simulator::new(cfg).unwrap().run();
         assert!(out.invariant.ok, "{}", out.invariant.message);
@@ -108,6 +108,6 @@ fn two_apps_may_not_share_a_name() {
     cfg.flows.push(driven_flow("b", 0, 1, CcKind::Cubic, Side::Client));
     cfg.apps.push(rr_app(vec![0], RrConfig::default()));
     cfg.apps.push(rr_app(vec![1], RrConfig::default()));
-    let err = cfg.validate().unwrap_err();
+    let err = tcplab_core::sim::validate(&cfg).unwrap_err();
     assert!(err.starts_with("apps.1.name: \"rr\" is already the name of apps.0"), "{err}");
 }

@@ -52,7 +52,7 @@ fn bdp_packets() -> f64 {
 }
 
 fn run() -> (Bbr, TcpSock, Trace) {
-    let mut tp = TcpSock::new_for_test(MSS as u32, 10);
+    let mut tp = TcpSock::init_sock(MSS as u32, 10);
     let mut bbr = Bbr::new(&CcParams::default(), Rng::from_seed(42));
     bbr.init(&mut tp);
     let buffer = (4.0 * bdp_packets()) as usize;

@@ -93,7 +93,7 @@ fn the_sender_sees_every_segment_it_sent_and_every_ack_that_came_back() {
     // TSval is the sender's clock at the capture point (no qdisc wait on the fast access
     // link beyond serialization of what is ahead), TSecr echoes the peer's.
     for i in 0..c.len() {
-        assert!(c.tsval_ns[i] <= c.t_ns[i] + tcplab_core::sim::BOOT_NS);
+        assert!(c.tsval_ns[i] <= c.t_ns[i] + tcplab_core::time::BOOT_NS);
     }
 }
 
@@ -251,7 +251,7 @@ fn the_receivers_capture_misses_what_its_nic_ring_dropped() {
     let out = run(capture(&cfg, CaptureAt::Receiver, 1_000_000));
     let c = out.capture.as_ref().unwrap();
     let data_in = (0..c.len()).filter(|&i| c.dir[i] == DIR_IN && c.end_seq[i] > c.seq[i]).count() as u64;
-    let nic_drops = out.invariant.data.dropped_nic;
+    let nic_drops = out.invariant.data.dropped.nic;
     assert!(nic_drops > 0, "the ring dropped nothing");
     assert_eq!(data_in, out.invariant.data.received, "the capture sees exactly what the stack received");
 }

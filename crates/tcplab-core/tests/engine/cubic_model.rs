@@ -44,7 +44,7 @@ struct Sender {
 
 impl Sender {
     fn new(params: &CcParams, cwnd: u32, rtt_ms: u64) -> Self {
-        let mut tp = TcpSock::new_for_test(MSS as u32, cwnd);
+        let mut tp = TcpSock::init_sock(MSS as u32, cwnd);
         tp.is_cwnd_limited = true;
         // Start well after time 0: jiffy 0 would read as "no epoch".
         let now_ns = 10_000 * NSEC_PER_MSEC;

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{bulk_flow, link};
+use common::link;
 use tcplab_core::config::*;
 use tcplab_core::sim::{SimOutput, Simulator};
 
@@ -34,7 +34,7 @@ fn pod_scenario(cc: CcKind, rate_bps: u64, drop_horizon_ns: u64, fq: FqConfig, d
             link("dst->node", 2, 1, 1_000_000_000, 5 * MS, fifo()),
             link("node->pod", 1, 0, 10_000_000_000, 10_000, fifo()),
         ],
-        flows: vec![bulk_flow("f", 0, 2, cc)],
+        flows: vec![FlowConfig::new("f", 0, 2, cc)],
         apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
     }
 }
@@ -94,7 +94,7 @@ fn the_drop_horizon_drops_when_the_pod_sends_far_ahead() {
     assert_eq!(xstat(&out, 1, "flows_plimit"), 0);
     assert_eq!(xstat(&out, 1, "horizon_drops"), 0);
     // Every drop is a data packet the link accounts as a queue drop.
-    assert_eq!(out.invariant.data.dropped_queue, edt.drops);
+    assert_eq!(out.invariant.data.dropped.queue, edt.drops);
     assert!(out.flows[0].retrans_segs > 0);
     // fq never holds more than the horizon's worth of the pod's frames (+1 in service).
     let gap_ns = 1514 * SEC / (rate / 8);
@@ -107,15 +107,15 @@ fn the_drop_horizon_drops_when_the_pod_sends_far_ahead() {
 #[test]
 fn edt_config_errors_name_the_field() {
     let mut cfg = pod_scenario(CcKind::Cubic, 0, SEC, cilium_fq(), SEC);
-    let err = cfg.validate().unwrap_err();
+    let err = tcplab_core::sim::validate(&cfg).unwrap_err();
     assert!(err.starts_with("links.1.edt.0.rate_bps: 0 is outside [8,"), "{err}");
     cfg.links[1].edt[0].rate_bps = 1_000_000;
     cfg.links[1].edt[0].nodes = vec![7];
-    let err = cfg.validate().unwrap_err();
+    let err = tcplab_core::sim::validate(&cfg).unwrap_err();
     assert!(err.starts_with("links.1.edt.0.nodes: 7 is not a node index"), "{err}");
     cfg.links[1].edt[0].nodes = vec![0];
     cfg.links[1].edt[0].drop_horizon_ns = 0;
-    let err = cfg.validate().unwrap_err();
+    let err = tcplab_core::sim::validate(&cfg).unwrap_err();
     assert!(err.starts_with("links.1.edt.0.drop_horizon_ns: 0 is outside"), "{err}");
 }
 

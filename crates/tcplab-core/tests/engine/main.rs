@@ -27,6 +27,7 @@ mod edt_shaper;
 mod host_cpu;
 mod host_nic;
 mod hz;
+mod layout;
 mod loss_response;
 mod qdisc_fq;
 mod qdisc_fq_codel;

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{bulk_flow, link};
+use common::link;
 
 use tcplab_core::config::*;
 use tcplab_core::net::qdisc::Qdisc;
@@ -46,7 +46,7 @@ fn fq_maxrate_holds_a_bulk_flow_to_the_rate() {
     let maxrate = 10_000_000;
     let d = 30 * SEC;
     let q = QueueConfig::Fq(FqConfig { maxrate_bps: Some(maxrate), ..fq() });
-    let out = Simulator::new(two_hosts(100_000_000, q, vec![bulk_flow("f", 0, 1, CcKind::Cubic)], d)).unwrap().run();
+    let out = Simulator::new(two_hosts(100_000_000, q, vec![FlowConfig::new("f", 0, 1, CcKind::Cubic)], d)).unwrap().run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     let got = goodput_bps(out.flows[0].bytes_received, d);
     let want = maxrate as f64 * PAYLOAD_SHARE;
@@ -85,7 +85,7 @@ fn two_sockets_with_different_pacing_rates_each_get_their_own() {
         .iter()
         .enumerate()
         .map(|(i, &r)| {
-            let mut f = bulk_flow(&format!("f{i}"), 0, 1, CcKind::Cubic);
+            let mut f = FlowConfig::new(format!("f{i}"), 0, 1, CcKind::Cubic);
             f.tcp.max_pacing_rate_bytes_per_sec = r;
             f
         })
@@ -125,7 +125,7 @@ fn bytes_per_window(sim: &mut Simulator, from_ns: u64, to_ns: u64, window_ns: u6
 fn paced_bbr(queue: QueueConfig) -> Simulator {
     // BBR capped at 10 MB/s (80 Mbit/s) on a 1 Gbit/s path: only pacing spaces its
     // packets (a cwnd of 2 BDP would otherwise leave back to back at line rate).
-    let mut f = bulk_flow("f", 0, 1, CcKind::Bbr);
+    let mut f = FlowConfig::new("f", 0, 1, CcKind::Bbr);
     f.tcp.max_pacing_rate_bytes_per_sec = 10_000_000;
     Simulator::new(two_hosts(1_000_000_000, queue, vec![f], 6 * SEC)).unwrap()
 }
@@ -175,7 +175,7 @@ fn fq_with_nopacing_leaves_pacing_to_tcp() {
 
 #[test]
 fn fq_pacing_set_by_hand_needs_fq_on_the_senders_egress() {
-    let mut f = bulk_flow("f", 0, 1, CcKind::Cubic);
+    let mut f = FlowConfig::new("f", 0, 1, CcKind::Cubic);
     f.tcp.fq_pacing = true;
     let cfg = two_hosts(100_000_000, QueueConfig::Pfifo { limit_packets: 100 }, vec![f.clone()], SEC);
     let err = Simulator::new(cfg).err().unwrap();
@@ -189,7 +189,7 @@ fn tsq_keeps_a_fast_senders_own_fq_far_below_flow_limit() {
     // about 1 ms of data (a few skbs) in the sender's own fq, so a single BBR flow at
     // 1 Gbit/s never reaches flow_limit on Linux (flows_plimit stays 0). Counting each
     // MSS segment as a packet made fq drop a third of this flow's packets locally.
-    let cfg = two_hosts(1_000_000_000, QueueConfig::Fq(fq()), vec![bulk_flow("f", 0, 1, CcKind::Bbr)], 5 * SEC);
+    let cfg = two_hosts(1_000_000_000, QueueConfig::Fq(fq()), vec![FlowConfig::new("f", 0, 1, CcKind::Bbr)], 5 * SEC);
     let out = Simulator::new(cfg).unwrap().run();
     let x: std::collections::HashMap<_, _> = out.links[0].xstats.iter().cloned().collect();
     assert_eq!(x["flows_plimit"], 0, "{:?}", out.links[0].xstats);

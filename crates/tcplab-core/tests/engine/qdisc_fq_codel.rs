@@ -13,7 +13,7 @@ use tcplab_core::sim::{SimOutput, Simulator};
 
 const S: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
-/// The engine's clock starts at 1 s (sim.rs BOOT_NS); start the unit scenarios there too.
+/// The engine's clock starts at 1 s (time.rs BOOT_NS); start the unit scenarios there too.
 const T0: u64 = S;
 /// CoDel's clock tick (CODEL_SHIFT = 10).
 const TICK_NS: u64 = 1024;

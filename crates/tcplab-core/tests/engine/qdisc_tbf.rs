@@ -58,7 +58,7 @@ fn bulk_goodput_matches_the_rate(cc: CcKind) {
     assert_eq!(q.qdisc, "tbf");
     assert!(q.stats.overlimits > 0);
     // The child is the kernel's default: a bfifo of `limit` bytes, counting the same drops.
-    let (kind, child, _) = q.child.as_ref().expect("tbf reports its child");
+    let tcplab_core::net::qdisc::ChildStats { qdisc: kind, stats: child, .. } = q.child.as_ref().expect("tbf reports its child");
     assert_eq!(*kind, "bfifo");
     assert_eq!(child.drops, q.stats.drops);
     assert_eq!(child.sent_packets, q.stats.sent_packets);
@@ -156,7 +156,7 @@ fn a_tbf_over_a_pfifo_child_counts_packets() {
     });
     let out = run(CcKind::Cubic, q, 5 * SEC, 100 * MS);
     let l = &out.links[bottleneck(1)];
-    let (kind, child, _) = l.child.as_ref().unwrap();
+    let tcplab_core::net::qdisc::ChildStats { qdisc: kind, stats: child, .. } = l.child.as_ref().unwrap();
     assert_eq!(*kind, "pfifo");
     assert!(child.max_backlog_packets == 8 && l.stats.drops > 0, "the child's own limit applies (tbf's limit does not)");
     let goodput_bps = out.flows[0].bytes_received as f64 * 8.0 / 5.0;
@@ -178,7 +178,7 @@ fn a_tbf_over_fq_codel_keeps_the_rate_and_codel_keeps_the_delay() {
     });
     let out = run(CcKind::Cubic, q, 20 * SEC, 100 * MS);
     let l = &out.links[bottleneck(1)];
-    let (kind, child, _) = l.child.as_ref().unwrap();
+    let tcplab_core::net::qdisc::ChildStats { qdisc: kind, stats: child, .. } = l.child.as_ref().unwrap();
     assert_eq!(*kind, "fq_codel");
     assert!(child.drops > 0, "CoDel drops");
     assert_eq!(l.stats.drops, child.drops, "the child's drops reach tbf (qdisc_tree_reduce_backlog)");

@@ -11,7 +11,7 @@ use tcplab_core::sim::Simulator;
 /// the readers below.
 fn path(duration_ns: u64, reader: ReaderConfig) -> SimConfig {
     let mut cfg = two_hosts(100_000_000, 10_000_000, 1000, duration_ns);
-    cfg.flows.push(FlowConfig { reader, ..bulk_flow("f", 0, 1, CcKind::Cubic) });
+    cfg.flows.push(FlowConfig { reader, ..FlowConfig::new("f", 0, 1, CcKind::Cubic) });
     cfg
 }
 
@@ -35,12 +35,12 @@ fn rate_reader_sets_the_goodput_and_the_flow_is_rwnd_limited() {
     assert!((copied as f64) <= expect + chunk && (copied as f64) >= expect - 2.0 * chunk, "read {copied} B, expected ~{expect}");
     assert!(f.bytes_received <= copied + window + 1448, "received {}, read {copied}, window {window}", f.bytes_received);
     // The sender has data all the time: busy for the whole run after the handshake.
-    assert!(f.busy_time_us as f64 >= 0.95 * 20e6, "busy {} us", f.busy_time_us);
+    assert!(f.chrono.busy_us as f64 >= 0.95 * 20e6, "busy {} us", f.chrono.busy_us);
     // Each read (~62 KB, every ~250 ms) reopens the window; the sender refills it within
     // about one RTT plus 5 ms of serialization, and waits on the closed window the rest
     // of the cycle: rwnd-limited for at least ~(250 - 25) / 250 = 90 % of its busy time.
-    assert!(f.rwnd_limited_us as f64 >= 0.8 * f.busy_time_us as f64, "rwnd_limited {} of busy {} us", f.rwnd_limited_us, f.busy_time_us);
-    assert_eq!(f.sndbuf_limited_us, 0);
+    assert!(f.chrono.rwnd_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64, "rwnd_limited {} of busy {} us", f.chrono.rwnd_limited_us, f.chrono.busy_us);
+    assert_eq!(f.chrono.sndbuf_limited_us, 0);
     // The window closes (receiver-side SWS avoidance) and reopens after reads, again and
     // again: ~76 reads of 64 KiB; once autotuning has grown the buffer (the 64 KiB reads
     // count as copied per RTT), one read frees less than 1/16 of the buffer's window and
@@ -68,7 +68,7 @@ fn bursts_reader_reads_its_bytes_each_interval() {
     let f = &out.flows[0];
     // And the sender delivered at most the reads plus one receive window more.
     assert!(f.bytes_received <= copied + window + 1448, "received {}, window {window}", f.bytes_received);
-    assert!(f.rwnd_limited_us as f64 >= 0.8 * f.busy_time_us as f64);
+    assert!(f.chrono.rwnd_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64);
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn stopped_reader_closes_the_window_and_the_flow_resumes() {
     // the copied bytes: 64 KB, then ~1 MB in one measurement), so after each read the
     // sender ramps up and fills a window of up to 3 MB (the 6 MB tcp_rmem[2] / 2) at
     // 100 Mbit/s: at most ~0.35 s per read not rwnd-limited, ~1.2 s of the 10 s.
-    assert!(f.rwnd_limited_us as f64 >= 0.8 * f.busy_time_us as f64, "rwnd_limited {} of busy {} us, sndbuf {}", f.rwnd_limited_us, f.busy_time_us, f.sndbuf_limited_us);
+    assert!(f.chrono.rwnd_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64, "rwnd_limited {} of busy {} us, sndbuf {}", f.chrono.rwnd_limited_us, f.chrono.busy_us, f.chrono.sndbuf_limited_us);
 }
 
 #[test]
@@ -124,12 +124,12 @@ fn immediate_reader_on_a_cwnd_limited_path_is_not_rwnd_limited() {
     // Mbit/s with a 40 ms RTT (BDP 50 KB, 33 packets).
     let t_ns = 10_000_000_000;
     let mut cfg = two_hosts(10_000_000, 20_000_000, bdp_packets(10_000_000, 40_000_000), t_ns);
-    cfg.flows.push(bulk_flow("f", 0, 1, CcKind::Cubic));
+    cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
     let out = Simulator::new(cfg).unwrap().run();
     let f = &out.flows[0];
-    assert!(f.busy_time_us as f64 >= 0.99 * 10e6, "busy {} us", f.busy_time_us);
-    assert!(f.rwnd_limited_us as f64 <= 0.01 * f.busy_time_us as f64, "rwnd_limited {} us", f.rwnd_limited_us);
-    assert_eq!(f.sndbuf_limited_us, 0);
+    assert!(f.chrono.busy_us as f64 >= 0.99 * 10e6, "busy {} us", f.chrono.busy_us);
+    assert!(f.chrono.rwnd_limited_us as f64 <= 0.01 * f.chrono.busy_us as f64, "rwnd_limited {} us", f.chrono.rwnd_limited_us);
+    assert_eq!(f.chrono.sndbuf_limited_us, 0);
     assert_eq!(f.counters.get(Mib::TCPWinProbe), 0);
 }
 
@@ -141,13 +141,13 @@ fn small_send_buffer_makes_the_flow_sndbuf_limited() {
     // SNDBUF_LIMITED condition), waiting for ACKs to free room.
     let t_ns = 5_000_000_000;
     let mut cfg = two_hosts(100_000_000, 20_000_000, 1000, t_ns);
-    let mut f = bulk_flow("f", 0, 1, CcKind::Cubic);
+    let mut f = FlowConfig::new("f", 0, 1, CcKind::Cubic);
     f.tcp.tcp_wmem = [4096, 16384, 65536];
     cfg.flows.push(f);
     let out = Simulator::new(cfg).unwrap().run();
     let f = &out.flows[0];
-    assert!(f.sndbuf_limited_us as f64 >= 0.8 * f.busy_time_us as f64, "sndbuf_limited {} of busy {} us", f.sndbuf_limited_us, f.busy_time_us);
-    assert!(f.rwnd_limited_us as f64 <= 0.01 * f.busy_time_us as f64);
+    assert!(f.chrono.sndbuf_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64, "sndbuf_limited {} of busy {} us", f.chrono.sndbuf_limited_us, f.chrono.busy_us);
+    assert!(f.chrono.rwnd_limited_us as f64 <= 0.01 * f.chrono.busy_us as f64);
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn slow_reader_runs_are_deterministic() {
     let run = || {
         let out = Simulator::new(path(3_000_000_000, ReaderConfig::Rate { rate_bps: 5_000_000 })).unwrap().run();
         let f = &out.flows[0];
-        (f.bytes_received, f.busy_time_us, f.rwnd_limited_us, out.events)
+        (f.bytes_received, f.chrono.busy_us, f.chrono.rwnd_limited_us, out.events)
     };
     assert_eq!(run(), run());
 }

@@ -137,9 +137,9 @@ fn conservation_holds_under_loss_reordering_and_many_flows() {
     let out = Simulator::new(cfg).unwrap().run();
     let d = &out.invariant.data;
     assert!(out.invariant.ok, "{}", out.invariant.message);
-    assert!(d.dropped_queue > 0 && d.dropped_loss > 0, "test should exercise both drop reasons: {d:?}");
+    assert!(d.dropped.queue > 0 && d.dropped.loss > 0, "test should exercise both drop reasons: {d:?}");
     assert!(out.invariant.in_flight > 0);
-    assert_eq!(d.sent, d.received + d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route + out.invariant.in_flight);
+    assert_eq!(d.sent, d.received + d.dropped.queue + d.dropped.loss + d.dropped.drop_list + d.dropped.no_route + out.invariant.in_flight);
 }
 
 /// A single bulk flow of `n` segments over a lossless 10 Mbit/s, 40 ms RTT path with
@@ -246,8 +246,31 @@ fn rack_absorbs_reordering_and_undoes_spurious_recoveries() {
     let c = &out.flows[0].counters;
     let events = out.links[bottleneck(1)].wire.reorder_events;
     assert!(events >= 50, "only {events} reorderings");
-    assert!(c.get(Mib::TCPSACKReorder) >= events / 2, "reordering not detected: {c:?}");
-    assert!(c.get(Mib::TCPSackRecovery) <= events / 10, "{} recoveries for {events} reorderings", c.get(Mib::TCPSackRecovery));
+    // Detection. A held segment arrives 15 ms late, after the ~25 segments the 20 Mbit/s
+    // bottleneck delivers meanwhile (1514-byte frames, 606 us each) were SACKed, so the ACK
+    // that covers it shows it below the highest SACK: tcp_clean_rtx_queue() (or, for one
+    // spuriously retransmitted, the D-SACK in tcp_sacktag_one()) calls
+    // tcp_check_sack_reordering(), which counts TCPSACKReorder once per ACK. Two holds count
+    // once when one ACK reveals both: a hold has another among the 25 segments after it with
+    // probability 1 - (1 - 0.002)^25 = 4.9 %, so about 5 of 100 merge; allow three times
+    // that, and one hold in the run's last 15 ms that never arrives.
+    let reorder = c.get(Mib::TCPSACKReorder);
+    assert!(reorder + 3 * events / 20 + 1 >= events, "reordering not detected: {reorder} of {events} holds: {c:?}");
+    // Recoveries. Real losses: the 1000-packet pfifo overflows at most once per CUBIC epoch,
+    // and an epoch lasts at least K = cbrt(W_max (1 - beta) / C) with W_max the fast-converged
+    // (1 + beta) / 2 x (BDP 66 + queue 1000 packets) = 906 packets, beta 0.7, C 0.4: K = 8.8 s,
+    // so in 30 s one overflow in slow start and at most 3 after it. Reordering: before any is
+    // seen RACK's window is 0 (tcp_rack_reo_wnd()), so the first hold starts a recovery;
+    // after it the window is min_rtt / 4 = 10 ms, below the 15 ms hold, until the D-SACK of
+    // that spurious retransmission doubles it (tcp_rack_update_reo_wnd(): reo_wnd_steps 2,
+    // 20 ms), which it only resets after 16 recoveries without a D-SACK
+    // (TCP_RACK_RECOVERY_THRESH), more than the overflows allow: at most 2 spurious ones.
+    // Each of those restarts CUBIC's epoch (undone, cwnd comes back, but the curve restarts
+    // near its plateau), which may bring the next overflow sooner: one more real loss each.
+    // So at most 4 + 2 + 2 recoveries in all, where each of the ~100 holds would start one
+    // without RACK's window.
+    let recoveries = c.get(Mib::TCPSackRecovery);
+    assert!(recoveries <= 4 + 2 + 2, "{recoveries} recoveries for {events} reorderings: {c:?}");
     assert!(c.get(Mib::TCPDSACKRecv) >= 1);
     let undos = c.get(Mib::TCPPartialUndo) + c.get(Mib::TCPDSACKUndo) + c.get(Mib::TCPFullUndo) + c.get(Mib::TCPLossUndo);
     assert!(undos >= 1, "spurious recoveries were not undone: {c:?}");

@@ -173,6 +173,10 @@ pub const BBR_EXTRA_ACKED_MAX_US: u32 = 100 * 1000;
 /// `TCP_INIT_CWND`, used by `bbr_bdp()` before any RTT sample.
 const TCP_INIT_CWND: u32 = crate::tcp::sock::TCP_INIT_CWND;
 
+/// The modes' names as `CcInfo::mode` codes them (`Mode as u8 + 1`; 0: none), for the
+/// time series' `cc_mode` column.
+pub const MODE_NAMES: [&str; 5] = ["", "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"];
+
 /// `enum bbr_mode` (the kernel's values; `CcInfo::mode` reports them plus one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]
@@ -608,6 +612,7 @@ impl CongestionOps for Bbr {
             cycle_idx: self.cycle_idx as u8,
             lt_use_bw: self.lt_use_bw,
             last_max_cwnd: 0,
+            extra_acked: self.extra_acked() as u32,
         }
     }
 }

@@ -115,7 +115,7 @@ impl Flow {
     }
 
     fn with_params(seed: u64, params: &CcParams) -> Flow {
-        let mut tp = TcpSock::new_for_test(MSS, 10);
+        let mut tp = TcpSock::init_sock(MSS, 10);
         tp.set_now(T0_US * 1000);
         let mut bbr = Bbr::new(params, Rng::from_seed(seed));
         bbr.init(&mut tp);
@@ -248,7 +248,7 @@ fn init_sets_pacing_and_leaves_gains_zero_until_the_first_ack() {
     assert!((f.tp.sk_pacing_rate as f64 / approx - 1.0).abs() < 1e-3);
 
     // An fq qdisc already pacing is left in charge.
-    let mut tp = TcpSock::new_for_test(MSS, 10);
+    let mut tp = TcpSock::init_sock(MSS, 10);
     tp.sk_pacing_status = PacingStatus::Fq;
     Bbr::new(&CcParams::default(), Rng::from_seed(1)).init(&mut tp);
     assert_eq!(tp.sk_pacing_status, PacingStatus::Fq);
@@ -283,7 +283,7 @@ fn rounds_end_once_per_round_trip() {
 fn round_counting_starts_at_tp_delivered_after_2g_packets() {
     // Upstream 6de035fec045 (v5.14): bbr_init() called after 2^31 packets delivered
     // must still see the next ACK as a round start.
-    let mut tp = TcpSock::new_for_test(MSS, 10);
+    let mut tp = TcpSock::init_sock(MSS, 10);
     tp.delivered = 3_000_000_000;
     tp.set_now(T0_US * 1000);
     let mut bbr = Bbr::new(&CcParams::default(), Rng::from_seed(1));

@@ -26,15 +26,27 @@ pub mod fq;
 pub mod fq_codel;
 pub mod tbf;
 
-use crate::config::QueueConfig;
+use crate::config::{in_range, QueueConfig};
 use crate::packet::Packet;
 
 pub use fifo::Fifo;
 
+/// Checks a qdisc's parameters (`at` is the field path): each qdisc checks what its
+/// module relies on.
+pub fn validate(q: &QueueConfig, at: &str) -> Result<(), String> {
+    match q {
+        &QueueConfig::Pfifo { limit_packets } => in_range(&format!("{at}.limit_packets"), limit_packets as u64, 1, u32::MAX as u64, "packets"),
+        &QueueConfig::Bfifo { limit_bytes } => in_range(&format!("{at}.limit_bytes"), limit_bytes, 1, u32::MAX as u64, "bytes (tc's u32 limit)"),
+        QueueConfig::Tbf(c) => tbf::validate(c, at),
+        QueueConfig::Fq(c) => fq::validate(c, at),
+        QueueConfig::FqCodel(c) => fq_codel::validate(c, at),
+    }
+}
+
 /// `tc -s qdisc` statistics common to every qdisc (`struct gnet_stats_basic` and
 /// `struct gnet_stats_queue`): `Sent B bytes P pkt (dropped D, overlimits O requeues R)`,
 /// `backlog Bb Pp`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct QdiscStats {
     pub sent_bytes: u64,
     pub sent_packets: u64,
@@ -76,7 +88,14 @@ impl QdiscStats {
 }
 
 /// A child qdisc as `tc -s qdisc` shows it: its kind, stats and own counters.
-pub type ChildStats = (&'static str, QdiscStats, Vec<(&'static str, u64)>);
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ChildStats {
+    pub qdisc: &'static str,
+    #[serde(flatten)]
+    pub stats: QdiscStats,
+    #[serde(serialize_with = "crate::metrics::serialize_pairs")]
+    pub xstats: Vec<(&'static str, u64)>,
+}
 
 /// What a timed qdisc gives the device when asked for a packet.
 #[derive(Debug)]
@@ -121,8 +140,8 @@ pub trait TimedQdisc: std::fmt::Debug + Send {
     }
 
     /// The packets the capture's tap recorded on dequeue, if this qdisc carries it
-    /// (`crate::capture::TappedQdisc`); taken once, at the end of the run.
-    fn take_capture(&mut self) -> Option<crate::capture::CaptureBuf> {
+    /// (`crate::net::tap::TappedQdisc`); taken once, at the end of the run.
+    fn take_capture(&mut self) -> Option<crate::net::tap::CaptureBuf> {
         None
     }
 }

@@ -147,7 +147,7 @@ pub fn validate(cfg: &TbfConfig, at: &str) -> Result<(), String> {
         }
     }
     if let Some(child) = &cfg.child {
-        child.validate(&format!("{at}.child"))?;
+        super::validate(child, &format!("{at}.child"))?;
     }
     Ok(())
 }
@@ -394,7 +394,7 @@ impl TimedQdisc for Tbf {
             stats.backlog_bytes += *len as u64;
             stats.backlog_packets += 1;
         }
-        Some((kind, stats, xstats))
+        Some(ChildStats { qdisc: kind, stats, xstats })
     }
 }
 
@@ -520,10 +520,10 @@ mod tests {
     fn limit_bounds_the_child_and_drops_are_apart_from_overlimits() {
         // A small limit: the default child is a bfifo of `limit` bytes (tbf_change()).
         let mut q = Tbf::new(&cfg(10 * MBIT, 2 * ETH_FRAME_BYTES, 3 * ETH_FRAME_BYTES));
-        assert_eq!(q.child().unwrap().0, "bfifo");
+        assert_eq!(q.child().unwrap().qdisc, "bfifo");
         assert_eq!(fill(&mut q, 5, 0), 3);
         assert_eq!(q.stats.drops, 2);
-        let (_, child, _) = q.child().unwrap();
+        let child = q.child().unwrap().stats;
         assert_eq!(child.drops, 2, "the child counts its own drops too, as tc -s shows");
         assert_eq!(q.stats.backlog_bytes, 3 * ETH_FRAME_BYTES);
         assert_eq!(q.stats.overlimits, 0);
@@ -546,7 +546,7 @@ mod tests {
         assert!(!q.enqueue(pkt(0), 2001, 0, &mut dropped));
         assert!(q.enqueue(pkt(0), 2000, 0, &mut dropped));
         assert_eq!(q.stats.drops, 1);
-        assert_eq!(q.child().unwrap().1.drops, 0, "dropped by tbf before the child");
+        assert_eq!(q.child().unwrap().stats.drops, 0, "dropped by tbf before the child");
         // With a peak rate, the peak bucket (mtu) bounds the packet size too.
         let mut c = cfg(10 * MBIT, 100_000, 1 << 20);
         c.peakrate_bps = Some(20 * MBIT);
@@ -655,7 +655,7 @@ mod tests {
         assert!(matches!(q.dequeue(1_500_000, &mut dropped), Dequeue::Wait(_)));
         assert!(q.held.is_some());
         assert_eq!(q.stats.backlog_packets, 2);
-        let (kind, child, _) = q.child().unwrap();
+        let ChildStats { qdisc: kind, stats: child, .. } = q.child().unwrap();
         assert_eq!(kind, "tbf");
         assert_eq!(child.backlog_packets, 2, "the held head still counts in the child's backlog");
         let mut n = 0;
@@ -682,7 +682,7 @@ mod tests {
             assert_eq!(w[1].0 - w[0].0, slow);
         }
         assert_eq!(q.stats.overlimits, 0);
-        assert!(q.child().unwrap().1.overlimits > 0);
+        assert!(q.child().unwrap().stats.overlimits > 0);
     }
 
     #[test]

@@ -5,42 +5,10 @@ use tcplab_core::config::*;
 
 pub const MSS: u64 = 1448;
 
-/// A one-way link with Ethernet framing (14 bytes), no loss, no reordering, no shaper.
+/// A one-way link with the given queue and the defaults of `LinkConfig::new` (Ethernet
+/// framing, no loss, no reordering, no shaper).
 pub fn link(name: &str, from: u32, to: u32, rate_bps: u64, delay_ns: u64, queue: QueueConfig) -> LinkConfig {
-    LinkConfig {
-        name: name.into(),
-        from,
-        to,
-        rate_bps,
-        delay_ns,
-        overhead_bytes: 14,
-        loss: LossConfig::None,
-        loss_filter: LossFilter::default(),
-        loss_window: LossWindow::default(),
-        reorder: None,
-        queue,
-        edt: Vec::new(),
-        orphan: false,
-        keeps_sk: false,
-    }
-}
-
-/// A bulk flow (netperf TCP_STREAM) from `src` to `dst` for the whole run, Linux defaults.
-pub fn bulk_flow(name: &str, src: u32, dst: u32, cc: CcKind) -> FlowConfig {
-    FlowConfig {
-        name: name.into(),
-        src,
-        dst,
-        cc,
-        start_ns: 0,
-        stop_ns: None,
-        app: AppConfig::Bulk,
-        tcp: TcpConfig::default(),
-        cc_params: CcParams::default(),
-            data_side: Default::default(),
-            reader: Default::default(),
-            sample: true,
-    }
+    LinkConfig { queue, ..LinkConfig::new(name, from, to, rate_bps, delay_ns) }
 }
 
 /// A dumbbell: `n` sender hosts -> router r1 -> router r2 -> one receiver host.
@@ -72,7 +40,7 @@ pub fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, queu
     add(r2, r1, rate_bps, one_way_delay_ns, big.clone(), LossConfig::None);
     add(r2, dst, fast, 1_000, big.clone(), LossConfig::None);
     add(dst, r2, fast, 1_000, big, LossConfig::None);
-    let flows = (0..n as u32).map(|i| bulk_flow(&format!("f{i}"), i, dst, cc)).collect();
+    let flows = (0..n as u32).map(|i| FlowConfig::new(format!("f{i}"), i, dst, cc)).collect();
     SimConfig { seed: 1, duration_ns, sample_interval_ns: 100_000_000, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
 }
 
@@ -90,7 +58,7 @@ pub fn bdp_packets(rate_bps: u64, rtt_ns: u64) -> u32 {
 
 /// A flow driven by an app (`AppConfig::Driven`) from client `src` to server `dst`.
 pub fn driven_flow(name: &str, src: u32, dst: u32, cc: CcKind, data_side: tcplab_core::app::Side) -> FlowConfig {
-    FlowConfig { app: AppConfig::Driven, data_side, ..bulk_flow(name, src, dst, cc) }
+    FlowConfig { app: AppConfig::Driven, data_side, ..FlowConfig::new(name, src, dst, cc) }
 }
 
 /// Two hosts `a` (0) and `b` (1) joined by one link each way: `rate_bps`, `one_way_delay_ns`,

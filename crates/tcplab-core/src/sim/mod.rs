@@ -11,10 +11,20 @@
 //! Failures that are not bugs of the model, such as running out of memory while the time
 //! series grow, end the run with a [`SimError`] rather than a panic or an abort.
 //!
-//! Clock: the engine starts at `BOOT_NS` (1 s) rather than 0, because Linux's TCP reads
-//! a zero timestamp as "unset" (`tcp_mstamp`, `epoch_start`, `delivered_mstamp`); a real
-//! host's clock is never 0. All times reported to callers are relative to the start of
-//! the scenario.
+//! Clock: the engine starts at [`BOOT_NS`] (1 s) rather than 0,
+//! because Linux's TCP reads a zero timestamp as "unset" (`tcp_mstamp`, `epoch_start`,
+//! `delivered_mstamp`); a real host's clock is never 0. All times reported to callers are
+//! relative to the start of the scenario.
+//!
+//! The top: it imports every room and no room imports it. `sim::validate` (in
+//! `validate.rs`) is the check of a whole configuration, walked here where the simulator
+//! is assembled.
+
+mod validate;
+
+pub use validate::{validate, warnings};
+
+use serde::Serialize;
 
 use crate::capture::{CaptureAt, CaptureBuf, CaptureOutput};
 use crate::cc::CongestionOps;
@@ -30,23 +40,32 @@ use crate::net::link::WireStats;
 use crate::net::routing::Routes;
 use crate::net::{DataAccounting, Network};
 use crate::tcp::rate::delivery_rate_bytes_per_sec;
-use crate::tcp::sock::PacingStatus;
+use crate::tcp::chrono::ChronoStats;
+use crate::tcp::sock::{CaState, PacingStatus};
 use crate::app::{App, AppCx, AppOutput, Side};
 use crate::tcp::socket::{Ctx, TcpSocket, NO_APP, T_DELACK, T_PACING, T_READ, T_XMIT};
-use crate::time::{time_add, NEVER, NSEC_PER_MSEC, NSEC_PER_USEC};
+use crate::time::{time_add, BOOT_NS, NEVER, NSEC_PER_MSEC, NSEC_PER_USEC};
 
-/// Engine time of the scenario's t = 0.
-pub const BOOT_NS: u64 = 1_000_000_000;
 
-#[derive(Clone, Debug)]
+/// A flow's RTT samples (`rtt_us` in the output: the keys drop the unit, the mapping has it).
+#[derive(Clone, Debug, Serialize)]
 pub struct RttSummary {
     pub count: u64,
+    #[serde(rename = "min")]
     pub min_us: u64,
+    #[serde(rename = "mean")]
     pub mean_us: f64,
+    #[serde(rename = "p50")]
     pub p50_us: u64,
+    #[serde(rename = "p90")]
     pub p90_us: u64,
+    #[serde(rename = "p99")]
     pub p99_us: u64,
+    #[serde(rename = "max")]
     pub max_us: u64,
+    /// The percentiles are low edges of log-linear histogram buckets, within this
+    /// relative error (`metrics::histogram::RELATIVE_ERROR`).
+    pub relative_error: f64,
 }
 
 impl RttSummary {
@@ -59,11 +78,13 @@ impl RttSummary {
             p90_us: h.quantile(0.9),
             p99_us: h.quantile(0.99),
             max_us: h.max,
+            relative_error: crate::metrics::histogram::RELATIVE_ERROR,
         }
     }
 }
 
-#[derive(Clone, Debug)]
+/// One flow's totals (the `flows` of the output, in `SimConfig.flows` order).
+#[derive(Clone, Debug, Serialize)]
 pub struct FlowSummary {
     pub name: String,
     pub src: u32,
@@ -78,33 +99,43 @@ pub struct FlowSummary {
     pub data_segs_out: u64,
     pub retrans_segs: u64,
     pub timeouts: u64,
+    #[serde(rename = "rtt_us")]
     pub rtt: RttSummary,
-    pub counters: MibCounters,
     /// The data sender's chronographs at the end (`tcp::chrono`), as tcp_info reports
-    /// them: `tcpi_busy_time` (all three), `tcpi_rwnd_limited`, `tcpi_sndbuf_limited`, us.
-    pub busy_time_us: u64,
-    pub rwnd_limited_us: u64,
-    pub sndbuf_limited_us: u64,
+    /// them: `tcpi_busy_time` (all three), `tcpi_rwnd_limited`, `tcpi_sndbuf_limited`, us:
+    /// ss -i's busy / rwnd_limited / sndbuf_limited.
+    pub chrono: ChronoStats,
+    /// Both endpoints' counters, by the name nstat prints.
+    pub counters: MibCounters,
 }
 
-#[derive(Clone, Debug)]
+/// One link's counters (the `links` of the output, in `SimConfig.links` order): its qdisc
+/// as `tc -s qdisc` shows it, and its wire.
+#[derive(Clone, Debug, Serialize)]
 pub struct LinkSummary {
     pub name: String,
     pub from: u32,
     pub to: u32,
     pub qdisc: &'static str,
+    #[serde(flatten)]
     pub stats: QdiscStats,
+    /// Data and other packets the wire lost: the random loss model's and the drop list's.
+    pub loss_drops: u64,
+    pub reorder_events: u64,
     /// The qdisc's own counters, named as `tc -s qdisc` prints them.
+    #[serde(serialize_with = "crate::metrics::serialize_pairs")]
     pub xstats: Vec<(&'static str, u64)>,
     /// A child qdisc (tbf's inner queue): its kind, stats and xstats.
     pub child: Option<crate::net::qdisc::ChildStats>,
+    /// The wire's counters (`loss_drops` and `reorder_events` above come from them).
+    #[serde(skip)]
     pub wire: WireStats,
     /// Cilium EDT aggregates on this link (`LinkConfig.edt`), in configuration order.
     pub edt: Vec<EdtSummary>,
 }
 
 /// One EDT aggregate's counters (see `host::shaper`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct EdtSummary {
     pub rate_bps: u64,
     /// Packets dropped beyond the drop horizon (before the qdisc).
@@ -115,7 +146,8 @@ pub struct EdtSummary {
     pub passed: u64,
 }
 
-#[derive(Clone, Debug)]
+/// One node's counters (the `hosts` of the output: every node, in `SimConfig.nodes` order).
+#[derive(Clone, Debug, Serialize)]
 pub struct HostSummary {
     pub name: String,
     pub counters: MibCounters,
@@ -125,16 +157,17 @@ pub struct HostSummary {
     pub cpu: Option<CpuSummary>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct NicSummary {
     pub driver: &'static str,
     pub rx_ring: u32,
     pub rx_queues: u32,
     /// Counters named as the driver's `ethtool -S` prints them (see `host::nic`).
+    #[serde(serialize_with = "crate::metrics::serialize_pairs")]
     pub ethtool: Vec<(String, u64)>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct CpuSummary {
     pub period_ns: u64,
     pub share: f64,
@@ -144,18 +177,27 @@ pub struct CpuSummary {
     pub on_ns: u64,
 }
 
-#[derive(Clone, Debug)]
+/// The end-of-run checks (module docs).
+#[derive(Clone, Debug, Serialize)]
 pub struct Invariant {
     /// Both checks passed.
     pub ok: bool,
     /// Every data packet is accounted for.
+    #[serde(rename = "accounting_ok")]
     pub data_ok: bool,
+    #[serde(flatten)]
     pub data: DataAccounting,
     pub in_flight: u64,
     pub message: String,
-    /// The RTT-floor check (see module docs) and its message (names the first offender).
-    pub rtt_ok: bool,
-    pub rtt_message: String,
+    /// The RTT-floor check (see module docs).
+    pub rtt_floor: RttFloor,
+}
+
+/// The RTT-floor check and its message (names the first offender).
+#[derive(Clone, Debug, Serialize)]
+pub struct RttFloor {
+    pub ok: bool,
+    pub message: String,
 }
 
 /// Why a run stopped before its end.
@@ -180,26 +222,66 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// What a run reports: the engine's output contract. `Serialize` gives the binding its
+/// dict (`tcplab._core.run`), so a field added here reaches Python as it is, in this
+/// order; the column stores (`series`, `queues`, `host_series`, the apps' tables and the
+/// capture's columns) are not copied through serde: it writes a null in their place
+/// (`metrics::columns::handed_over`) and the binding puts there NumPy arrays that take over
+/// their buffers (`into_columns`).
+#[derive(Serialize)]
 pub struct SimOutput {
-    pub flows: Vec<FlowSummary>,
-    pub links: Vec<LinkSummary>,
-    pub hosts: Vec<HostSummary>,
-    pub invariant: Invariant,
-    pub series: FlowSeries,
-    pub queues: QueueSeries,
-    /// Per sample time, one row per host with a CPU or NIC model.
-    pub host_series: HostSeries,
     pub events: u64,
     /// Link transmissions (a packet crossing three links counts three times).
     pub packets: u64,
     /// Packets sent by hosts, each counted once however many links it crosses.
     pub host_packets: u64,
-    /// Settings that are valid but defeat the run's purpose ([`SimConfig::warnings`]).
+    pub flows: Vec<FlowSummary>,
+    pub hosts: Vec<HostSummary>,
+    pub links: Vec<LinkSummary>,
+    pub invariant: Invariant,
+    /// Per sample time, one row per sampled flow (`timeseries` in the output).
+    #[serde(rename = "timeseries", serialize_with = "crate::metrics::columns::handed_over")]
+    pub series: FlowSeries,
+    /// Per sample time, one row per link (`queue_timeseries`).
+    #[serde(rename = "queue_timeseries", serialize_with = "crate::metrics::columns::handed_over")]
+    pub queues: QueueSeries,
+    /// Per sample time, one row per host with a CPU or NIC model (`host_series`).
+    #[serde(serialize_with = "crate::metrics::columns::handed_over")]
+    pub host_series: HostSeries,
+    /// The names of the series' coded columns.
+    pub names: SeriesNames,
+    /// Settings that are valid but defeat the run's purpose ([`warnings`]).
     pub warnings: Vec<String>,
     /// Each app's report, in `SimConfig.apps` order.
     pub apps: Vec<AppOutput>,
     /// The packets of `SimConfig.capture`, when it is set (`crate::capture`).
     pub capture: Option<CaptureOutput>,
+}
+
+/// What the coded columns of the flow series mean: `ca_state` indexes `ca_state`
+/// (`tcp::sock::CaState`, as ss names them), `cc_mode` indexes `cc_mode[cc]` (BBR's modes;
+/// 0 = none).
+#[derive(Clone, Debug, Serialize)]
+pub struct SeriesNames {
+    pub ca_state: Vec<&'static str>,
+    pub cc_mode: CcModeNames,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CcModeNames {
+    pub bbr: Vec<&'static str>,
+}
+
+impl SeriesNames {
+    pub fn new() -> SeriesNames {
+        SeriesNames { ca_state: CaState::ALL.map(|s| s.name()).to_vec(), cc_mode: CcModeNames { bbr: crate::cc::bbr::MODE_NAMES.to_vec() } }
+    }
+}
+
+impl Default for SeriesNames {
+    fn default() -> Self {
+        SeriesNames::new()
+    }
 }
 
 pub struct Simulator {
@@ -248,7 +330,7 @@ fn host_off_until(hosts: &[HostModel], host_of_node: &[u32], node: u32, now_ns: 
 
 impl Simulator {
     pub fn new(cfg: SimConfig) -> Result<Simulator, String> {
-        cfg.validate()?;
+        validate(&cfg)?;
         Simulator::build_checked(cfg, true)
     }
 
@@ -842,9 +924,9 @@ impl Simulator {
         // Packets waiting at a host's NIC (allowance queue, rings) are still in flight.
         let in_flight = self.net.data_in_flight() + self.hosts.iter().map(|h| h.data_held()).sum::<u64>();
         let mut d = self.net.data_accounting();
-        d.dropped_nic = self.hosts.iter().map(|h| h.data_dropped).sum();
+        d.dropped.nic = self.hosts.iter().map(|h| h.data_dropped).sum();
         let d = &d;
-        let dropped = d.dropped_queue + d.dropped_loss + d.dropped_drop_list + d.dropped_no_route + d.dropped_nic;
+        let dropped = d.dropped.queue + d.dropped.loss + d.dropped.drop_list + d.dropped.no_route + d.dropped.nic;
         let accounted = d.received + dropped + in_flight;
         let ok = accounted == d.sent;
         let message = if ok {
@@ -852,13 +934,13 @@ impl Simulator {
         } else {
             format!(
                 "data packets: {} sent but {} accounted for (received {}, dropped {} (queue {}, loss {}, drop list {}, no route {}, nic {}), in flight {})",
-                d.sent, accounted, d.received, dropped, d.dropped_queue, d.dropped_loss, d.dropped_drop_list, d.dropped_no_route, d.dropped_nic, in_flight
+                d.sent, accounted, d.received, dropped, d.dropped.queue, d.dropped.loss, d.dropped.drop_list, d.dropped.no_route, d.dropped.nic, in_flight
             )
         };
         let (rtt_ok, rtt_message) = self.check_rtt_floor();
         // One message for readers that show only `message` (the report): both failures.
         let message = if rtt_ok { message } else if ok { rtt_message.clone() } else { format!("{message}; {rtt_message}") };
-        let invariant = Invariant { ok: ok && rtt_ok, data_ok: ok, data: d.clone(), in_flight, message, rtt_ok, rtt_message };
+        let invariant = Invariant { ok: ok && rtt_ok, data_ok: ok, data: d.clone(), in_flight, message, rtt_floor: RttFloor { ok: rtt_ok, message: rtt_message } };
 
         let mut hosts: Vec<HostSummary> = self
             .cfg
@@ -920,10 +1002,8 @@ impl Simulator {
                 retrans_segs: c.tp.total_retrans as u64,
                 timeouts: c.tp.mib.get(Mib::TCPTimeouts),
                 rtt: RttSummary::from_hist(&c.stats.rtt_hist),
+                chrono,
                 counters,
-                busy_time_us: chrono.busy_us,
-                rwnd_limited_us: chrono.rwnd_limited_us,
-                sndbuf_limited_us: chrono.sndbuf_limited_us,
             });
         }
         let links = self
@@ -936,6 +1016,8 @@ impl Simulator {
                 to: l.to,
                 qdisc: l.qdisc.kind(),
                 stats: l.qdisc.stats().clone(),
+                loss_drops: l.wire.loss_drops + l.wire.drop_list_drops,
+                reorder_events: l.wire.reorder_events,
                 xstats: l.qdisc.xstats(),
                 child: l.qdisc.child(),
                 wire: l.wire.clone(),
@@ -968,7 +1050,8 @@ impl Simulator {
             events: self.events,
             packets: self.net.packets_transmitted(),
             host_packets: self.net.host_packets,
-            warnings: self.cfg.warnings(),
+            names: SeriesNames::new(),
+            warnings: warnings(&self.cfg),
             capture,
         }
     }
@@ -1036,22 +1119,7 @@ mod tests {
 
     /// Sender and receiver joined by one link each way (`fwd_delay_ns`, `rev_delay_ns`).
     pub(crate) fn two_hosts(rate_bps: u64, fwd_delay_ns: u64, rev_delay_ns: u64, duration_ns: u64) -> SimConfig {
-        let link = |name: &str, from, to, delay_ns| LinkConfig {
-            name: name.into(),
-            from,
-            to,
-            rate_bps,
-            delay_ns,
-            overhead_bytes: 14,
-            loss: LossConfig::None,
-            loss_filter: LossFilter::default(),
-            loss_window: LossWindow::default(),
-            reorder: None,
-            queue: QueueConfig::Pfifo { limit_packets: 1000 },
-            edt: Vec::new(),
-            orphan: false,
-            keeps_sk: false,
-        };
+        let link = |name: &str, from, to, delay_ns| LinkConfig::new(name, from, to, rate_bps, delay_ns);
         SimConfig {
             seed: 1,
             duration_ns,
@@ -1061,20 +1129,7 @@ mod tests {
                 NodeConfig::new("b", NodeKind::Host),
             ],
             links: vec![link("ab", 0, 1, fwd_delay_ns), link("ba", 1, 0, rev_delay_ns)],
-            flows: vec![FlowConfig {
-                name: "f".into(),
-                src: 0,
-                dst: 1,
-                cc: CcKind::Bbr,
-                start_ns: 0,
-                stop_ns: None,
-                app: AppConfig::Bulk,
-                tcp: TcpConfig::default(),
-                cc_params: CcParams::default(),
-            data_side: Default::default(),
-            reader: Default::default(),
-            sample: true,
-            }],
+            flows: vec![FlowConfig::new("f", 0, 1, CcKind::Bbr)],
             apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
         }
     }
@@ -1159,7 +1214,7 @@ mod tests {
     #[test]
     fn ordinary_runs_keep_rtt_samples_above_the_propagation_round_trip() {
         let out = Simulator::new(two_hosts(100_000_000, 10_000_000, 10_000_000, 2_000_000_000)).unwrap().run();
-        assert!(out.invariant.rtt_ok, "{}", out.invariant.rtt_message);
+        assert!(out.invariant.rtt_floor.ok, "{}", out.invariant.rtt_floor.message);
         assert!(out.invariant.ok);
         assert!(out.flows[0].rtt.count > 100 && out.flows[0].rtt.min_us >= 20_000);
     }
@@ -1174,10 +1229,10 @@ mod tests {
         let err = Simulator::new(cfg.clone()).err().unwrap();
         assert!(err.starts_with("flows.0.tcp.fq_pacing: true, but the sender's egress qdisc (link ab) is pfifo"), "{err}");
         let out = Simulator::build(cfg).unwrap().run();
-        assert!(!out.invariant.rtt_ok, "{}", out.invariant.rtt_message);
+        assert!(!out.invariant.rtt_floor.ok, "{}", out.invariant.rtt_floor.message);
         assert!(!out.invariant.ok);
-        assert!(out.invariant.rtt_message.contains("flow f (sender)"), "{}", out.invariant.rtt_message);
-        assert!(out.invariant.data_ok && out.invariant.message == out.invariant.rtt_message);
+        assert!(out.invariant.rtt_floor.message.contains("flow f (sender)"), "{}", out.invariant.rtt_floor.message);
+        assert!(out.invariant.data_ok && out.invariant.message == out.invariant.rtt_floor.message);
     }
 
     #[test]
@@ -1215,9 +1270,9 @@ mod tests {
         let d = &out.invariant.data;
         assert!(d.sent > 1000, "only {} data packets", d.sent);
         let sd = (d.sent as f64 * p * (1.0 - p)).sqrt();
-        assert!((d.dropped_loss as f64 - d.sent as f64 * p).abs() < 5.0 * sd, "lost {} of {}", d.dropped_loss, d.sent);
+        assert!((d.dropped.loss as f64 - d.sent as f64 * p).abs() < 5.0 * sd, "lost {} of {}", d.dropped.loss, d.sent);
         // Every forward loss was a data segment: the SYN (and the handshake's ACK) passed.
-        assert_eq!(out.links[0].wire.loss_drops, d.dropped_loss);
+        assert_eq!(out.links[0].wire.loss_drops, d.dropped.loss);
         // Without the filter the same loss does hit the ACK path.
         for l in cfg.links.iter_mut() {
             l.loss_filter = LossFilter::default();
@@ -1231,7 +1286,7 @@ mod tests {
         // Issue 7 item 2.2: sample_interval 1 ns over 2 s grew to 5.7 GB and aborted.
         let mut cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 2_000_000_000);
         cfg.sample_interval_ns = 1;
-        let err = cfg.validate().unwrap_err();
+        let err = validate(&cfg).unwrap_err();
         assert!(err.starts_with("sample_interval_ns: 1 over duration_ns 2000000000 keeps 2000000002 samples"), "{err}");
         assert!(err.contains("max_memory_bytes 4294967296"), "{err}");
         // The estimate is what the series will hold: rows x (flows x flow row + links x queue row).
@@ -1240,7 +1295,7 @@ mod tests {
         assert_eq!(e.series_bytes, 2_000_000_002 * per_row);
         // The limit is the user's to raise.
         cfg.max_memory_bytes = 2 * e.total_bytes;
-        cfg.validate().unwrap();
+        validate(&cfg).unwrap();
     }
 
     #[test]
@@ -1277,11 +1332,11 @@ mod tests {
             })),
             ("links.0.loss_window: set for a loss of kind none", Box::new(|c| c.links[0].loss_window = LossWindow { start_ns: 5, end_ns: None })),
         ];
-        base.validate().unwrap();
+        validate(&base).unwrap();
         for (want, edit) in cases {
             let mut c = base.clone();
             edit(&mut c);
-            let err = c.validate().unwrap_err();
+            let err = validate(&c).unwrap_err();
             assert!(err.starts_with(want), "want {want:?}, got {err:?}");
         }
     }
@@ -1290,7 +1345,7 @@ mod tests {
     fn a_receive_buffer_below_one_segment_is_warned_about() {
         // Issue 7 item 2.9: tcp_rmem "88 88 88" carried nothing for the whole run, silently.
         let mut cfg = two_hosts(100_000_000, 1_000_000, 1_000_000, 1_000_000_000);
-        assert!(cfg.warnings().is_empty());
+        assert!(warnings(&cfg).is_empty());
         cfg.flows[0].tcp.tcp_rmem = [88, 88, 88];
         let out = Simulator::new(cfg).unwrap().run();
         // Nothing but what a zero-window probe may carry into the sliver of window the

@@ -3,8 +3,18 @@
 //! Python parses and validates the user's scenario file (human units, names, defaults
 //! from the host's sysctls) and hands the engine this plain structure as JSON: every
 //! time in nanoseconds, every rate in bits per second, every size in bytes or packets,
-//! every reference an index. The engine re-checks what it relies on ([`SimConfig::validate`])
-//! so that a bad structure becomes a clear error, never a panic.
+//! every reference an index.
+//!
+//! A schema the other modules read, and a leaf: it imports serde and the other leaves
+//! (`crate::time`) only, never a module that acts on it. The types of the configuration
+//! live here (the applications' in [`apps`], the capture's in [`capture`]) with their
+//! defaults (Linux's sysctl and module defaults) and the ranges of their own fields
+//! ([`in_range`], [`TcpConfig::validate`]). The checks that need a module's knowledge live
+//! in that module, and `crate::sim::validate` walks the whole structure when the simulator
+//! is assembled, so that a bad structure becomes a clear error, never a panic.
+
+pub mod apps;
+pub mod capture;
 
 use serde::{Deserialize, Serialize};
 
@@ -39,14 +49,14 @@ pub struct SimConfig {
     pub flows: Vec<FlowConfig>,
     /// Applications driving flows whose `app` is `driven` (`crate::app`).
     #[serde(default)]
-    pub apps: Vec<crate::app::AppInstanceConfig>,
-    /// Refuse runs whose estimated memory ([`crate::memory::estimate`]) exceeds this.
+    pub apps: Vec<apps::AppInstanceConfig>,
+    /// Refuse runs whose estimated memory (`crate::memory::estimate`) exceeds this.
     #[serde(default = "default_max_memory_bytes")]
     pub max_memory_bytes: u64,
     /// Capture one flow's packets at one of its hosts, as tcpdump there would
     /// (`crate::capture`); `None` = off. An observation only: the run is the same.
     #[serde(default)]
-    pub capture: Option<crate::capture::CaptureConfig>,
+    pub capture: Option<capture::CaptureConfig>,
 }
 
 pub fn default_sample_interval_ns() -> u64 {
@@ -247,6 +257,30 @@ fn default_edt_horizon_ns() -> u64 {
 
 pub fn default_overhead() -> u32 {
     14
+}
+
+impl LinkConfig {
+    /// A link with the defaults of everything the JSON may leave out: Ethernet framing, no
+    /// loss, no reordering, pfifo_fast's 1000 packets, no EDT shaping, not a veth. Change
+    /// the rest with a field update: `LinkConfig { queue, ..LinkConfig::new(..) }`.
+    pub fn new(name: impl Into<String>, from: u32, to: u32, rate_bps: u64, delay_ns: u64) -> LinkConfig {
+        LinkConfig {
+            name: name.into(),
+            from,
+            to,
+            rate_bps,
+            delay_ns,
+            overhead_bytes: default_overhead(),
+            loss: LossConfig::default(),
+            loss_filter: LossFilter::default(),
+            loss_window: LossWindow::default(),
+            reorder: None,
+            queue: QueueConfig::default(),
+            edt: Vec::new(),
+            orphan: false,
+            keeps_sk: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -467,6 +501,40 @@ pub enum CcKind {
     Bbr,
 }
 
+/// Which endpoint of a connection: the client connects, the server accepts. Endpoint
+/// `2 * flow + side` in the engine; TCP (`FlowConfig::data_side`) and the applications
+/// both read it from here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    #[default]
+    Client = 0,
+    Server = 1,
+}
+
+impl Side {
+    /// Endpoint index of this side of `flow` (the engine keeps `2 * flow + side`).
+    #[inline]
+    pub fn ep(self, flow: u32) -> u32 {
+        2 * flow + self as u32
+    }
+    #[inline]
+    pub fn of_ep(ep: u32) -> Side {
+        if ep & 1 == 0 {
+            Side::Client
+        } else {
+            Side::Server
+        }
+    }
+    #[inline]
+    pub fn other(self) -> Side {
+        match self {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowConfig {
@@ -490,7 +558,7 @@ pub struct FlowConfig {
     /// TCP_MAERTS), and whose sender the time series and the flow summary report. For a
     /// `driven` flow: the side that carries most of the data (HLS, NFS: the server).
     #[serde(default)]
-    pub data_side: crate::app::Side,
+    pub data_side: Side,
     /// How the application at the other side (the data's receiver) reads.
     #[serde(default)]
     pub reader: ReaderConfig,
@@ -502,6 +570,29 @@ pub struct FlowConfig {
 
 fn default_true() -> bool {
     true
+}
+
+impl FlowConfig {
+    /// A bulk flow (netperf TCP_STREAM from `src` to `dst`) with the defaults of everything
+    /// the JSON may leave out: it starts at 0 and runs to the end, Linux's TCP settings and
+    /// module parameters, the client sends, the receiver reads at once, sampled. Change the
+    /// rest with a field update: `FlowConfig { reader, ..FlowConfig::new(..) }`.
+    pub fn new(name: impl Into<String>, src: u32, dst: u32, cc: CcKind) -> FlowConfig {
+        FlowConfig {
+            name: name.into(),
+            src,
+            dst,
+            cc,
+            start_ns: 0,
+            stop_ns: None,
+            app: AppConfig::default(),
+            tcp: TcpConfig::default(),
+            cc_params: CcParams::default(),
+            data_side: Side::default(),
+            reader: ReaderConfig::default(),
+            sample: default_true(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -636,226 +727,16 @@ impl Default for CcParams {
 }
 
 impl SimConfig {
-    pub fn from_json(s: &str) -> Result<Self, String> {
-        let cfg = SimConfig::parse_json(s)?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// Parse without the checks of [`SimConfig::validate`] (to estimate a run's memory).
+    /// Parse the engine's JSON input. The checks of every field (what each module relies
+    /// on) are `crate::sim::validate`'s, run when the simulator is built.
     pub fn parse_json(s: &str) -> Result<Self, String> {
         serde_json::from_str(s).map_err(|e| format!("engine config: {e}"))
     }
-
-    /// Checks everything the engine relies on; the message names the field (its path in
-    /// this JSON structure), the value and what was expected. Times and sizes are bounded
-    /// to what the engine represents (see [`MAX_DURATION_NS`], [`MAX_DELAY_NS`]), and the
-    /// run's estimated memory to [`SimConfig::max_memory_bytes`].
-    pub fn validate(&self) -> Result<(), String> {
-        let n = self.nodes.len() as u64;
-        if self.nodes.is_empty() {
-            return Err("nodes: expected at least one node".into());
-        }
-        if self.nodes.len() > u32::MAX as usize || self.links.len() >= u32::MAX as usize {
-            return Err("nodes/links: more than 2^32 - 1 entries".into());
-        }
-        if self.flows.len() > (u32::MAX / 2) as usize {
-            return Err(format!("flows: {} flows, expected at most {}", self.flows.len(), u32::MAX / 2));
-        }
-        in_range("duration_ns", self.duration_ns, 1, MAX_DURATION_NS, "ns (one year)")?;
-        // 0 used to mean "no sampling", but every consumer divides by the interval.
-        in_range("sample_interval_ns", self.sample_interval_ns, 1, self.duration_ns, "ns (at most duration_ns)")?;
-        if self.max_memory_bytes == 0 {
-            return Err("max_memory_bytes: 0, expected a positive number of bytes".into());
-        }
-        for (i, node) in self.nodes.iter().enumerate() {
-            if !crate::time::SUPPORTED_HZ.contains(&node.hz) {
-                return Err(format!("nodes.{i}.hz: {} is not a supported CONFIG_HZ (expected 100, 250 or 1000)", node.hz));
-            }
-            if node.kind == NodeKind::Router && (node.cpu.is_some() || node.nic.is_some()) {
-                let what = if node.cpu.is_some() { "cpu" } else { "nic" };
-                return Err(format!("nodes.{i}.{what}: node {} is a router; CPU and NIC models are for hosts", node.name));
-            }
-            if let Some(c) = &node.cpu {
-                crate::host::cpu::validate(c, &format!("nodes.{i}.cpu"))?;
-            }
-            if let Some(nic) = &node.nic {
-                crate::host::nic::validate(nic, &format!("nodes.{i}.nic"))?;
-            }
-        }
-        for (i, l) in self.links.iter().enumerate() {
-            if l.from as u64 >= n || l.to as u64 >= n {
-                return Err(format!("links.{i}: endpoint index out of range ({n} nodes)"));
-            }
-            if l.from == l.to {
-                return Err(format!("links.{i}: a link must join two different nodes"));
-            }
-            in_range(&format!("links.{i}.rate_bps"), l.rate_bps, 1, MAX_RATE_BPS, "bit/s (1 Pbit/s)")?;
-            in_range(&format!("links.{i}.delay_ns"), l.delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;
-            in_range(&format!("links.{i}.overhead_bytes"), l.overhead_bytes as u64, 0, MAX_IP_BYTES, "bytes")?;
-            match &l.loss {
-                LossConfig::Bernoulli { p } => probability(&format!("links.{i}.loss.p"), *p)?,
-                LossConfig::GilbertElliott { p, r, h, k } => {
-                    for (name, v) in [("p", p), ("r", r), ("h", h), ("k", k)] {
-                        probability(&format!("links.{i}.loss.{name}"), *v)?;
-                    }
-                }
-                LossConfig::Outage { start_ns, end_ns } => {
-                    in_range(&format!("links.{i}.loss.start_ns"), *start_ns, 0, MAX_DURATION_NS, "ns")?;
-                    in_range(&format!("links.{i}.loss.end_ns"), *end_ns, start_ns.saturating_add(1), MAX_DURATION_NS, "ns (after start_ns)")?;
-                }
-                LossConfig::DropList { .. } if l.loss_filter.min_ip_bytes > 0 => {
-                    return Err(format!(
-                        "links.{i}.loss_filter.min_ip_bytes: {} with a drop list, which already counts data packets only; expected 0",
-                        l.loss_filter.min_ip_bytes
-                    ))
-                }
-                _ => {}
-            }
-            in_range(&format!("links.{i}.loss_filter.min_ip_bytes"), l.loss_filter.min_ip_bytes as u64, 0, MAX_IP_BYTES, "bytes")?;
-            if !l.loss_window.is_always() {
-                if !matches!(l.loss, LossConfig::Bernoulli { .. } | LossConfig::GilbertElliott { .. }) {
-                    return Err(format!(
-                        "links.{i}.loss_window: set for a loss of kind {}; expected it only with a random loss model (bernoulli, gilbert_elliott)",
-                        l.loss.kind_name()
-                    ));
-                }
-                let w = &l.loss_window;
-                in_range(&format!("links.{i}.loss_window.start_ns"), w.start_ns, 0, MAX_DURATION_NS, "ns")?;
-                if let Some(end_ns) = w.end_ns {
-                    in_range(&format!("links.{i}.loss_window.end_ns"), end_ns, w.start_ns.saturating_add(1), MAX_DURATION_NS, "ns (after start_ns)")?;
-                }
-            }
-            if let Some(r) = &l.reorder {
-                probability(&format!("links.{i}.reorder.p"), r.p)?;
-                in_range(&format!("links.{i}.reorder.delay_ns"), r.delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;
-            }
-            l.queue.validate(&format!("links.{i}.queue"))?;
-            let mut in_edt = vec![false; self.nodes.len()];
-            for (j, e) in l.edt.iter().enumerate() {
-                let at = format!("links.{i}.edt.{j}");
-                in_range(&format!("{at}.rate_bps"), e.rate_bps, 8, MAX_RATE_BPS, "bit/s")?;
-                in_range(&format!("{at}.drop_horizon_ns"), e.drop_horizon_ns, 1, MAX_DELAY_NS, "ns (one hour)")?;
-                if e.nodes.is_empty() {
-                    return Err(format!("{at}.nodes: [], expected at least one node index"));
-                }
-                for &node in &e.nodes {
-                    if node as u64 >= n {
-                        return Err(format!("{at}.nodes: {node} is not a node index (expected 0 to {})", n - 1));
-                    }
-                    if std::mem::replace(&mut in_edt[node as usize], true) {
-                        return Err(format!("{at}.nodes: node {node} is already in another aggregate of this link; expected each node in one"));
-                    }
-                }
-            }
-        }
-        for (i, f) in self.flows.iter().enumerate() {
-            if f.src as u64 >= n || f.dst as u64 >= n {
-                return Err(format!("flows.{i}: node index out of range ({n} nodes)"));
-            }
-            if f.src == f.dst {
-                return Err(format!("flows.{i}: src and dst must differ"));
-            }
-            for (idx, which) in [(f.src, "src"), (f.dst, "dst")] {
-                if self.nodes[idx as usize].kind != NodeKind::Host {
-                    return Err(format!("flows.{i}.{which}: node {} is a router, not a host", self.nodes[idx as usize].name));
-                }
-            }
-            if f.start_ns >= self.duration_ns {
-                return Err(format!("flows.{i}.start_ns: {} is not before duration_ns ({})", f.start_ns, self.duration_ns));
-            }
-            if let Some(stop) = f.stop_ns {
-                in_range(&format!("flows.{i}.stop_ns"), stop, f.start_ns, MAX_DURATION_NS, "ns (from start_ns to one year)")?;
-            }
-            if let AppConfig::BulkBytes { bytes } = f.app {
-                in_range(&format!("flows.{i}.app.bytes"), bytes, 1, 1 << 60, "bytes")?;
-            }
-            match f.reader {
-                ReaderConfig::Immediate => {}
-                ReaderConfig::Rate { rate_bps } => {
-                    in_range(&format!("flows.{i}.reader.rate_bps"), rate_bps, 8, MAX_RATE_BPS, "bit/s")?;
-                }
-                ReaderConfig::Bursts { interval_ns, bytes } => {
-                    in_range(&format!("flows.{i}.reader.interval_ns"), interval_ns, 1, MAX_DELAY_NS, "ns (one hour)")?;
-                    in_range(&format!("flows.{i}.reader.bytes"), bytes, 1, 1 << 40, "bytes")?;
-                }
-            }
-            f.tcp.validate(&format!("flows.{i}.tcp"))?;
-            let c = &f.cc_params;
-            let at = |name: &str| format!("flows.{i}.cc_params.{name}");
-            in_range(&at("beta"), c.beta as u64, 1, 1023, "(x1024)")?;
-            in_range(&at("bic_scale"), c.bic_scale as u64, 1, u32::MAX as u64 >> 10, "")?;
-            in_range(&at("hystart_detect"), c.hystart_detect as u64, 0, 3, "(bits: 1 = ACK train, 2 = delay)")?;
-            in_range(&at("hystart_ack_delta_us"), c.hystart_ack_delta_us as u64, 0, 1_000_000, "us")?;
-        }
-        self.validate_apps()?;
-        let est = crate::memory::estimate(self);
-        if est.total_bytes > self.max_memory_bytes {
-            return Err(est.refusal(self));
-        }
-        if let Some(c) = &self.capture {
-            c.validate(self.flows.len(), self.max_memory_bytes - est.total_bytes)?;
-        }
-        Ok(())
-    }
-
-    /// Every app names existing flows, each `driven` flow belongs to exactly one app, and
-    /// each app's parameters are valid.
-    fn validate_apps(&self) -> Result<(), String> {
-        let mut owner: Vec<Option<usize>> = vec![None; self.flows.len()];
-        for (a, app) in self.apps.iter().enumerate() {
-            // The name keys the app's random stream and its summary: two apps may not share it.
-            if let Some(b) = self.apps[..a].iter().position(|o| o.name == app.name) {
-                return Err(format!("apps.{a}.name: {:?} is already the name of apps.{b}; expected a unique name", app.name));
-            }
-            if app.flows.is_empty() {
-                return Err(format!("apps.{a}.flows: empty, expected the indices of the flows the app drives"));
-            }
-            for (k, &f) in app.flows.iter().enumerate() {
-                let Some(flow) = self.flows.get(f as usize) else {
-                    return Err(format!("apps.{a}.flows.{k}: {f} is not a flow index ({} flows)", self.flows.len()));
-                };
-                if !matches!(flow.app, AppConfig::Driven) {
-                    return Err(format!("apps.{a}.flows.{k}: flow {} ({f}) has app {:?}, expected driven", flow.name, flow.app));
-                }
-                if let Some(b) = owner[f as usize] {
-                    return Err(format!("apps.{a}.flows.{k}: flow {} ({f}) already belongs to apps.{b}", flow.name));
-                }
-                owner[f as usize] = Some(a);
-            }
-            app.spec.validate(&format!("apps.{a}.spec"), app.flows.len())?;
-        }
-        for (i, f) in self.flows.iter().enumerate() {
-            if matches!(f.app, AppConfig::Driven) && owner[i].is_none() {
-                return Err(format!("flows.{i}.app: driven, but no app in apps drives flow {}", f.name));
-            }
-        }
-        Ok(())
-    }
-
-    /// Settings that are valid but make a run that cannot do what it is for; each line
-    /// names the field and says why. Returned with the results (the CLI prints them).
-    pub fn warnings(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (i, f) in self.flows.iter().enumerate() {
-            let t = &f.tcp;
-            // The largest window the receiver can ever advertise: tcp_win_from_space() of
-            // the largest buffer (Linux v6.12 include/net/tcp.h: tcp_win_from_space(), 50%).
-            let max_window = crate::tcp::receiver::max_window_bytes(t);
-            if max_window < t.mss_bytes as u64 {
-                out.push(format!(
-                    "flows.{i}.tcp.tcp_rmem: the receiver's largest window is {max_window} bytes (tcp_win_from_space of \
-                     tcp_rmem max {}), below one MSS ({} bytes): the sender can never send a full segment, so \
-                     the flow carries no data",
-                    t.tcp_rmem[2], t.mss_bytes
-                ));
-            }
-        }
-        out
-    }
 }
 
-fn in_range(field: &str, v: u64, lo: u64, hi: u64, unit: &str) -> Result<(), String> {
+/// `field: v is outside [lo, hi] unit` unless `lo <= v <= hi`: the form of every range
+/// error of the engine's configuration checks.
+pub fn in_range(field: &str, v: u64, lo: u64, hi: u64, unit: &str) -> Result<(), String> {
     if v < lo || v > hi {
         let unit = if unit.is_empty() { String::new() } else { format!(" {unit}") };
         return Err(format!("{field}: {v} is outside [{lo}, {hi}]{unit}"));
@@ -863,7 +744,8 @@ fn in_range(field: &str, v: u64, lo: u64, hi: u64, unit: &str) -> Result<(), Str
     Ok(())
 }
 
-fn probability(field: &str, p: f64) -> Result<(), String> {
+/// `field: p is not a probability in [0, 1]` unless it is one.
+pub fn probability(field: &str, p: f64) -> Result<(), String> {
     if !(0.0..=1.0).contains(&p) {
         return Err(format!("{field}: {p} is not a probability in [0, 1]"));
     }
@@ -910,16 +792,17 @@ impl TcpConfig {
     }
 }
 
-impl QueueConfig {
-    /// Checks a qdisc's parameters (`at` is the field path). The FIFOs are checked where
-    /// they are used; each timed qdisc checks what its module relies on.
-    pub fn validate(&self, at: &str) -> Result<(), String> {
-        match self {
-            &QueueConfig::Pfifo { limit_packets } => in_range(&format!("{at}.limit_packets"), limit_packets as u64, 1, u32::MAX as u64, "packets"),
-            &QueueConfig::Bfifo { limit_bytes } => in_range(&format!("{at}.limit_bytes"), limit_bytes, 1, u32::MAX as u64, "bytes (tc's u32 limit)"),
-            QueueConfig::Tbf(c) => crate::net::qdisc::tbf::validate(c, at),
-            QueueConfig::Fq(c) => crate::net::qdisc::fq::validate(c, at),
-            QueueConfig::FqCodel(c) => crate::net::qdisc::fq_codel::validate(c, at),
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The constructors give what the JSON gives when it leaves a field out (serde's
+    /// defaults), so that tests built on them run the configurations Python sends.
+    #[test]
+    fn constructors_match_the_json_defaults() {
+        let link: LinkConfig = serde_json::from_str(r#"{"name":"a->b","from":0,"to":1,"rate_bps":1000000,"delay_ns":5}"#).unwrap();
+        assert_eq!(format!("{link:?}"), format!("{:?}", LinkConfig::new("a->b", 0, 1, 1_000_000, 5)));
+        let flow: FlowConfig = serde_json::from_str(r#"{"name":"f","src":0,"dst":1,"cc":"bbr"}"#).unwrap();
+        assert_eq!(format!("{flow:?}"), format!("{:?}", FlowConfig::new("f", 0, 1, CcKind::Bbr)));
     }
 }
