@@ -105,7 +105,13 @@ APPS = [
     ),
     ("media", "nfs_stream", {"bitrate_bps": 8_000_000, "rsize_bytes": 1 << 20}, [3, 4, 5, 6], "server"),
     ("agent", "batch_writer", {"timeout_ns": 2_000_000_000, "max_pending": 4}, [7], "client"),
-    ("fanout", "broadcast", {"window_ns": 10_000_000, "interval_ns": 1_000_000_000, "connections_per_sender": 2}, [8, 9], "client"),
+    (
+        "fanout",
+        "broadcast",
+        {"window_ns": 10_000_000, "interval_ns": 1_000_000_000, "connections_per_sender": 2},
+        [8, 9],
+        "client",
+    ),
 ]
 
 

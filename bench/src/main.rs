@@ -68,16 +68,23 @@ const GBIT: u64 = 1_000_000_000;
 
 /// n senders -> r1 -> r2 -> receiver.
 fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) -> SimConfig {
-    let mut nodes: Vec<NodeConfig> = (0..n).map(|i| NodeConfig::new(format!("s{i}"), NodeKind::Host)).collect();
+    let mut nodes: Vec<NodeConfig> = (0..n)
+        .map(|i| NodeConfig::new(format!("s{i}"), NodeKind::Host))
+        .collect();
     nodes.push(NodeConfig::new("dst", NodeKind::Host));
     nodes.push(NodeConfig::new("r1", NodeKind::Router));
     nodes.push(NodeConfig::new("r2", NodeKind::Router));
     let (dst, r1, r2) = (n as u32, n as u32 + 1, n as u32 + 2);
     let bdp_pkts = ((rate_bps as f64 / 8.0 * rtt_ns as f64 / 1e9) / 1514.0).round() as u32;
-    let big = QueueConfig::Pfifo { limit_packets: 100_000 };
+    let big = QueueConfig::Pfifo {
+        limit_packets: 100_000,
+    };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, delay: u64, queue: QueueConfig| {
-        links.push(LinkConfig { queue, ..LinkConfig::new(format!("{a}->{b}"), a, b, rate, delay) });
+        links.push(LinkConfig {
+            queue,
+            ..LinkConfig::new(format!("{a}->{b}"), a, b, rate, delay)
+        });
     };
     // Access links: 10x the bottleneck, 1 us each way; the bottleneck carries the rest of
     // the RTT.
@@ -86,14 +93,32 @@ fn dumbbell(n: usize, cc: CcKind, rate_bps: u64, rtt_ns: u64, duration_ns: u64) 
         add(r1, i, rate_bps * 10, 1_000, big.clone());
     }
     let d = rtt_ns / 2 - 2_000;
-    add(r1, r2, rate_bps, d, QueueConfig::Pfifo { limit_packets: bdp_pkts.max(1) });
+    add(
+        r1,
+        r2,
+        rate_bps,
+        d,
+        QueueConfig::Pfifo {
+            limit_packets: bdp_pkts.max(1),
+        },
+    );
     add(r2, r1, rate_bps, d, big.clone());
     add(r2, dst, rate_bps * 10, 1_000, big.clone());
     add(dst, r2, rate_bps * 10, 1_000, big);
     let flows = (0..n as u32)
         .map(|i| FlowConfig::new(format!("f{i}"), i, dst, cc))
         .collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
+    SimConfig {
+        seed: 1,
+        duration_ns,
+        sample_interval_ns: 100 * MS,
+        nodes,
+        links,
+        flows,
+        apps: Vec::new(),
+        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        capture: None,
+    }
 }
 
 /// Scenario 4: `n` short flows of `bytes` each from one sender host, starting evenly over
@@ -131,7 +156,11 @@ fn bottleneck(cfg: &mut SimConfig, n: usize) -> &mut LinkConfig {
 fn cpu_full_share(duration_ns: u64) -> SimConfig {
     let mut cfg = dumbbell(10, CcKind::Cubic, GBIT, 20 * MS, duration_ns);
     for node in cfg.nodes.iter_mut().take(10) {
-        node.cpu = Some(CpuConfig { period_ns: 10 * MS, share: 1.0, phase_ns: 0 });
+        node.cpu = Some(CpuConfig {
+            period_ns: 10 * MS,
+            share: 1.0,
+            phase_ns: 0,
+        });
     }
     cfg
 }
@@ -174,24 +203,45 @@ fn fq_codel_bottleneck(duration_ns: u64) -> SimConfig {
 
 /// Scenarios 8a/8b: fan-in. `n` senders -> sw -> one receiver; every `every_ns` each sender
 /// starts a CUBIC transfer of `bytes` (`rounds` rounds); the receiver has `nic`.
-fn fan_in(n: usize, rounds: u64, bytes: u64, every_ns: u64, nic: Option<NicConfig>, duration_ns: u64) -> SimConfig {
-    let mut nodes: Vec<NodeConfig> = (0..n).map(|i| NodeConfig::new(format!("s{i}"), NodeKind::Host)).collect();
+fn fan_in(
+    n: usize,
+    rounds: u64,
+    bytes: u64,
+    every_ns: u64,
+    nic: Option<NicConfig>,
+    duration_ns: u64,
+) -> SimConfig {
+    let mut nodes: Vec<NodeConfig> = (0..n)
+        .map(|i| NodeConfig::new(format!("s{i}"), NodeKind::Host))
+        .collect();
     let mut rx = NodeConfig::new("dst", NodeKind::Host);
     rx.nic = nic;
     nodes.push(rx);
     nodes.push(NodeConfig::new("sw", NodeKind::Router));
     let (dst, sw) = (n as u32, n as u32 + 1);
-    let big = QueueConfig::Pfifo { limit_packets: 100_000 };
+    let big = QueueConfig::Pfifo {
+        limit_packets: 100_000,
+    };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, rate: u64, queue: QueueConfig| {
-        links.push(LinkConfig { queue, ..LinkConfig::new(format!("{a}->{b}"), a, b, rate, 10_000) });
+        links.push(LinkConfig {
+            queue,
+            ..LinkConfig::new(format!("{a}->{b}"), a, b, rate, 10_000)
+        });
     };
     for i in 0..n as u32 {
         add(i, sw, 10 * GBIT, big.clone());
         add(sw, i, 10 * GBIT, big.clone());
     }
     // The switch port into the receiver: 25 Gbit/s, 1000 packets of buffer.
-    add(sw, dst, 25 * GBIT, QueueConfig::Pfifo { limit_packets: 1000 });
+    add(
+        sw,
+        dst,
+        25 * GBIT,
+        QueueConfig::Pfifo {
+            limit_packets: 1000,
+        },
+    );
     add(dst, sw, 25 * GBIT, big);
     let flows = (0..rounds)
         .flat_map(|r| (0..n as u32).map(move |i| (r, i)))
@@ -201,7 +251,17 @@ fn fan_in(n: usize, rounds: u64, bytes: u64, every_ns: u64, nic: Option<NicConfi
             ..FlowConfig::new(format!("r{r}s{i}"), i, dst, CcKind::Cubic)
         })
         .collect();
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
+    SimConfig {
+        seed: 1,
+        duration_ns,
+        sample_interval_ns: 100 * MS,
+        nodes,
+        links,
+        flows,
+        apps: Vec::new(),
+        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        capture: None,
+    }
 }
 
 /// Scenario `nic`: scenario 3a with the receiver behind an ENA-like NIC (1024 descriptors,
@@ -215,7 +275,11 @@ fn nic_fan_in(duration_ns: u64) -> SimConfig {
 /// Scenario `cpu`: scenario 2b with the sender in a VM that has 35 % of every 10 ms.
 fn vm_sender(duration_ns: u64) -> SimConfig {
     let mut cfg = dumbbell(1, CcKind::Bbr, GBIT, 20 * MS, duration_ns);
-    cfg.nodes[0].cpu = Some(CpuConfig { period_ns: 10 * MS, share: 0.35, phase_ns: 0 });
+    cfg.nodes[0].cpu = Some(CpuConfig {
+        period_ns: 10 * MS,
+        share: 0.35,
+        phase_ns: 0,
+    });
     cfg
 }
 
@@ -231,22 +295,40 @@ fn broadcast(senders: u32, per_sender: u32, bursts: bool, duration_ns: u64) -> S
     use tcplab_core::app::broadcast::BroadcastConfig;
     use tcplab_core::app::{AppInstanceConfig, AppSpec, Side};
     let m = senders;
-    let mut nodes: Vec<NodeConfig> = (0..m).map(|i| NodeConfig::new(format!("app{i}"), NodeKind::Host)).collect();
+    let mut nodes: Vec<NodeConfig> = (0..m)
+        .map(|i| NodeConfig::new(format!("app{i}"), NodeKind::Host))
+        .collect();
     let mut rx = NodeConfig::new("nginx", NodeKind::Host);
-    rx.nic = Some(NicConfig { rx_ring: 1024, rx_queues: 4, rx_cost_ns: 600, ..NicConfig::default() });
+    rx.nic = Some(NicConfig {
+        rx_ring: 1024,
+        rx_queues: 4,
+        rx_cost_ns: 600,
+        ..NicConfig::default()
+    });
     nodes.push(rx);
     nodes.push(NodeConfig::new("sw", NodeKind::Router));
     let (dst, sw) = (m, m + 1);
-    let big = QueueConfig::Pfifo { limit_packets: 100_000 };
+    let big = QueueConfig::Pfifo {
+        limit_packets: 100_000,
+    };
     let mut links = Vec::new();
     let mut add = |a: u32, b: u32, queue: QueueConfig| {
-        links.push(LinkConfig { queue, ..LinkConfig::new(format!("{a}->{b}"), a, b, 25 * GBIT, 10_000) });
+        links.push(LinkConfig {
+            queue,
+            ..LinkConfig::new(format!("{a}->{b}"), a, b, 25 * GBIT, 10_000)
+        });
     };
     for i in 0..m {
         add(i, sw, big.clone());
         add(sw, i, big.clone());
     }
-    add(sw, dst, QueueConfig::Pfifo { limit_packets: 10_000 });
+    add(
+        sw,
+        dst,
+        QueueConfig::Pfifo {
+            limit_packets: 10_000,
+        },
+    );
     add(dst, sw, big);
     let n = m * per_sender;
     let flows = (0..n)
@@ -255,7 +337,12 @@ fn broadcast(senders: u32, per_sender: u32, bursts: bool, duration_ns: u64) -> S
             app: AppConfig::Driven,
             data_side: Side::Client,
             sample: false,
-            ..FlowConfig::new(format!("bc.{}.{}", k / per_sender, k % per_sender), k / per_sender, dst, CcKind::Cubic)
+            ..FlowConfig::new(
+                format!("bc.{}.{}", k / per_sender, k % per_sender),
+                k / per_sender,
+                dst,
+                CcKind::Cubic,
+            )
         })
         .collect();
     let spec = BroadcastConfig {
@@ -267,8 +354,22 @@ fn broadcast(senders: u32, per_sender: u32, bursts: bool, duration_ns: u64) -> S
         first_burst_ns: if bursts { 2 * S } else { duration_ns + S },
         bursts: None,
     };
-    let apps = vec![AppInstanceConfig { name: "bc".into(), flows: (0..n).collect(), spec: AppSpec::Broadcast(spec) }];
-    SimConfig { seed: 1, duration_ns, sample_interval_ns: 100 * MS, nodes, links, flows, apps, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None }
+    let apps = vec![AppInstanceConfig {
+        name: "bc".into(),
+        flows: (0..n).collect(),
+        spec: AppSpec::Broadcast(spec),
+    }];
+    SimConfig {
+        seed: 1,
+        duration_ns,
+        sample_interval_ns: 100 * MS,
+        nodes,
+        links,
+        flows,
+        apps,
+        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        capture: None,
+    }
 }
 
 /// The scenarios, each built only when it runs (broadcast40k's 40,000 flow configurations
@@ -278,27 +379,135 @@ type Build = Box<dyn Fn() -> SimConfig>;
 fn scenarios(quick: bool) -> Vec<(&'static str, &'static str, Build)> {
     let q = move |full: u64, short: u64| if quick { short } else { full };
     vec![
-        ("1", "1 CUBIC flow, 100 Mbit/s, 20 ms, 60 s", Box::new(move || dumbbell(1, CcKind::Cubic, 100 * MBIT, 20 * MS, q(60, 6) * S))),
-        ("2a", "1 CUBIC flow, 1 Gbit/s, 20 ms, 20 s", Box::new(move || dumbbell(1, CcKind::Cubic, GBIT, 20 * MS, q(20, 3) * S))),
-        ("2b", "1 BBR flow, 1 Gbit/s, 20 ms, 20 s", Box::new(move || dumbbell(1, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S))),
-        ("3a", "10 CUBIC flows, 1 Gbit/s, 20 ms, 20 s", Box::new(move || dumbbell(10, CcKind::Cubic, GBIT, 20 * MS, q(20, 3) * S))),
-        ("3b", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s", Box::new(move || dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S))),
-        ("4", "1000 x 100 KB CUBIC flows over 10 s, 1 Gbit/s", Box::new(move || short_flows(if quick { 100 } else { 1000 }, 100_000, q(10, 1) * S, q(12, 3) * S))),
-        ("5", "4 CUBIC, 100 Mbit/s, 0.5 ms, 0.1% loss, 60 min", Box::new(move || cluster(q(3600, 60) * S))),
-        ("3c", "3a + CPU model at 100% share on each sender", Box::new(move || cpu_full_share(q(20, 3) * S))),
-        ("6a", "1 CUBIC, tbf 100 Mbit/s on 1 Gbit/s, 20 ms, 60 s", Box::new(move || tbf_shaped(None, q(60, 6) * S))),
-        ("6b", "6a with an fq_codel child under tbf", Box::new(move || tbf_shaped(Some(QueueConfig::FqCodel(FqCodelConfig::default())), q(60, 6) * S))),
-        ("7a", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, TCP pacing", Box::new(move || dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S))),
-        ("7b", "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, fq pacing", Box::new(move || bbr_fq(q(20, 3) * S))),
-        ("8a", "fan-in 16->1 at 25G, 100 x 16 x 1 MB, ideal NIC", Box::new(move || fan_in(16, q(100, 10), 1_000_000, 20 * MS, None, q(2100, 210) * MS))),
-        ("8b", "8a with an ENA rx ring of 1024 on the receiver", Box::new(move || fan_in(16, q(100, 10), 1_000_000, 20 * MS, Some(NicConfig { rx_ring: 1024, ..NicConfig::default() }), q(2100, 210) * MS))),
-        ("9", "10 CUBIC, 1 Gbit/s, 20 ms, 20 s, fq_codel", Box::new(move || fq_codel_bottleneck(q(20, 3) * S))),
-        ("nic", "3a into an ENA NIC ring of 1024 on the receiver", Box::new(move || nic_fan_in(q(20, 3) * S))),
-        ("cpu", "2b with the sender at 35 % of 10 ms CPU slices", Box::new(move || vm_sender(q(20, 3) * S))),
-        ("broadcast40k", "4 x 10k websocket conns -> 25G nginx, 1 KB bursts, 60 s", Box::new(move || broadcast(4, q(10_000, 2_500) as u32, true, q(60, 6) * S))),
-        ("broadcast10k", "broadcast40k with 4 x 2500 connections", Box::new(move || broadcast(4, q(2_500, 625) as u32, true, q(60, 6) * S))),
-        ("idle40k", "broadcast40k's 40k connections, idle after the handshake, 5 s", Box::new(move || broadcast(4, q(10_000, 2_500) as u32, false, 5 * S))),
-        ("idle10k", "idle40k with 4 x 2500 connections", Box::new(move || broadcast(4, q(2_500, 625) as u32, false, 5 * S))),
+        (
+            "1",
+            "1 CUBIC flow, 100 Mbit/s, 20 ms, 60 s",
+            Box::new(move || dumbbell(1, CcKind::Cubic, 100 * MBIT, 20 * MS, q(60, 6) * S)),
+        ),
+        (
+            "2a",
+            "1 CUBIC flow, 1 Gbit/s, 20 ms, 20 s",
+            Box::new(move || dumbbell(1, CcKind::Cubic, GBIT, 20 * MS, q(20, 3) * S)),
+        ),
+        (
+            "2b",
+            "1 BBR flow, 1 Gbit/s, 20 ms, 20 s",
+            Box::new(move || dumbbell(1, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S)),
+        ),
+        (
+            "3a",
+            "10 CUBIC flows, 1 Gbit/s, 20 ms, 20 s",
+            Box::new(move || dumbbell(10, CcKind::Cubic, GBIT, 20 * MS, q(20, 3) * S)),
+        ),
+        (
+            "3b",
+            "10 BBR flows, 1 Gbit/s, 20 ms, 20 s",
+            Box::new(move || dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S)),
+        ),
+        (
+            "4",
+            "1000 x 100 KB CUBIC flows over 10 s, 1 Gbit/s",
+            Box::new(move || {
+                short_flows(
+                    if quick { 100 } else { 1000 },
+                    100_000,
+                    q(10, 1) * S,
+                    q(12, 3) * S,
+                )
+            }),
+        ),
+        (
+            "5",
+            "4 CUBIC, 100 Mbit/s, 0.5 ms, 0.1% loss, 60 min",
+            Box::new(move || cluster(q(3600, 60) * S)),
+        ),
+        (
+            "3c",
+            "3a + CPU model at 100% share on each sender",
+            Box::new(move || cpu_full_share(q(20, 3) * S)),
+        ),
+        (
+            "6a",
+            "1 CUBIC, tbf 100 Mbit/s on 1 Gbit/s, 20 ms, 60 s",
+            Box::new(move || tbf_shaped(None, q(60, 6) * S)),
+        ),
+        (
+            "6b",
+            "6a with an fq_codel child under tbf",
+            Box::new(move || {
+                tbf_shaped(
+                    Some(QueueConfig::FqCodel(FqCodelConfig::default())),
+                    q(60, 6) * S,
+                )
+            }),
+        ),
+        (
+            "7a",
+            "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, TCP pacing",
+            Box::new(move || dumbbell(10, CcKind::Bbr, GBIT, 20 * MS, q(20, 3) * S)),
+        ),
+        (
+            "7b",
+            "10 BBR flows, 1 Gbit/s, 20 ms, 20 s, fq pacing",
+            Box::new(move || bbr_fq(q(20, 3) * S)),
+        ),
+        (
+            "8a",
+            "fan-in 16->1 at 25G, 100 x 16 x 1 MB, ideal NIC",
+            Box::new(move || fan_in(16, q(100, 10), 1_000_000, 20 * MS, None, q(2100, 210) * MS)),
+        ),
+        (
+            "8b",
+            "8a with an ENA rx ring of 1024 on the receiver",
+            Box::new(move || {
+                fan_in(
+                    16,
+                    q(100, 10),
+                    1_000_000,
+                    20 * MS,
+                    Some(NicConfig {
+                        rx_ring: 1024,
+                        ..NicConfig::default()
+                    }),
+                    q(2100, 210) * MS,
+                )
+            }),
+        ),
+        (
+            "9",
+            "10 CUBIC, 1 Gbit/s, 20 ms, 20 s, fq_codel",
+            Box::new(move || fq_codel_bottleneck(q(20, 3) * S)),
+        ),
+        (
+            "nic",
+            "3a into an ENA NIC ring of 1024 on the receiver",
+            Box::new(move || nic_fan_in(q(20, 3) * S)),
+        ),
+        (
+            "cpu",
+            "2b with the sender at 35 % of 10 ms CPU slices",
+            Box::new(move || vm_sender(q(20, 3) * S)),
+        ),
+        (
+            "broadcast40k",
+            "4 x 10k websocket conns -> 25G nginx, 1 KB bursts, 60 s",
+            Box::new(move || broadcast(4, q(10_000, 2_500) as u32, true, q(60, 6) * S)),
+        ),
+        (
+            "broadcast10k",
+            "broadcast40k with 4 x 2500 connections",
+            Box::new(move || broadcast(4, q(2_500, 625) as u32, true, q(60, 6) * S)),
+        ),
+        (
+            "idle40k",
+            "broadcast40k's 40k connections, idle after the handshake, 5 s",
+            Box::new(move || broadcast(4, q(10_000, 2_500) as u32, false, 5 * S)),
+        ),
+        (
+            "idle10k",
+            "idle40k with 4 x 2500 connections",
+            Box::new(move || broadcast(4, q(2_500, 625) as u32, false, 5 * S)),
+        ),
     ]
 }
 
@@ -336,7 +545,11 @@ fn bench(cfg: &SimConfig, repeat: usize, verbose: bool) -> Row {
     assert!(out.invariant.ok, "{}", out.invariant.message);
     if verbose {
         // What each non-FIFO qdisc did (to check that a scenario exercises its model).
-        for l in out.links.iter().filter(|l| !matches!(l.qdisc, "pfifo" | "bfifo") || l.stats.drops > 0) {
+        for l in out
+            .links
+            .iter()
+            .filter(|l| !matches!(l.qdisc, "pfifo" | "bfifo") || l.stats.drops > 0)
+        {
             let s = &l.stats;
             eprintln!(
                 "link {} ({}): sent {} pkt, dropped {}, overlimits {}, max backlog {} pkt, xstats {:?}",
@@ -346,7 +559,10 @@ fn bench(cfg: &SimConfig, repeat: usize, verbose: bool) -> Row {
         for h in &out.hosts {
             if let Some(nic) = &h.nic {
                 let nonzero: Vec<_> = nic.ethtool.iter().filter(|(_, v)| *v != 0).collect();
-                eprintln!("host {} nic ({}, rx_ring {}): {:?}", h.name, nic.driver, nic.rx_ring, nonzero);
+                eprintln!(
+                    "host {} nic ({}, rx_ring {}): {:?}",
+                    h.name, nic.driver, nic.rx_ring, nonzero
+                );
             }
             if let Some(cpu) = &h.cpu {
                 eprintln!("host {} cpu: {:?}", h.name, cpu);
@@ -373,23 +589,54 @@ fn bench(cfg: &SimConfig, repeat: usize, verbose: bool) -> Row {
             eprintln!("app {} ({}): {}", a.name, a.kind, scalars.join(" "));
         }
     }
-    let goodput_bps: f64 = out.flows.iter().map(|f| f.bytes_received as f64 * 8.0).sum::<f64>() / sim_s;
-    let flows_done = out.flows.iter().filter(|f| f.end_ns < cfg.duration_ns).count();
-    Row { wall_s, cpu_s, host_packets: out.host_packets, link_packets: out.packets, events: out.events, sim_s, goodput_bps, flows_done }
+    let goodput_bps: f64 = out
+        .flows
+        .iter()
+        .map(|f| f.bytes_received as f64 * 8.0)
+        .sum::<f64>()
+        / sim_s;
+    let flows_done = out
+        .flows
+        .iter()
+        .filter(|f| f.end_ns < cfg.duration_ns)
+        .count();
+    Row {
+        wall_s,
+        cpu_s,
+        host_packets: out.host_packets,
+        link_packets: out.packets,
+        events: out.events,
+        sim_s,
+        goodput_bps,
+        flows_done,
+    }
 }
 
 /// Time this thread has spent on a CPU, ns (Linux `/proc/thread-self/schedstat`, first field:
 /// `sum_exec_runtime`); `None` where the file is missing.
 fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Peak resident set size of this process, bytes (Linux `VmHWM`).
 fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l.to_string())
+        })
+        .and_then(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
 }
@@ -397,23 +644,42 @@ fn peak_rss_bytes() -> u64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| args.iter().any(|a| a == name);
-    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let value = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     let quick = flag("--quick");
-    let repeat = value("--repeat").map(|v| v.parse::<usize>().expect("--repeat takes a whole number")).unwrap_or(3);
+    let repeat = value("--repeat")
+        .map(|v| v.parse::<usize>().expect("--repeat takes a whole number"))
+        .unwrap_or(3);
     let only = value("--scenario");
     let json = flag("--json");
     let verbose = flag("--verbose");
     let all = scenarios(quick);
     if let Some(id) = &only {
         if !all.iter().any(|(i, _, _)| i == id) {
-            eprintln!("error: --scenario {id}: unknown; expected one of {}", all.iter().map(|s| s.0).collect::<Vec<_>>().join(", "));
+            eprintln!(
+                "error: --scenario {id}: unknown; expected one of {}",
+                all.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
+            );
             std::process::exit(2);
         }
     }
     if !json {
         println!(
             "{:<3} {:<48} {:>7} {:>11} {:>10} {:>9} {:>8} {:>10} {:>8} {:>11}",
-            "id", "scenario", "wall s", "host pkts", "Mpkt/s", "link M/s", "Mev/s", "sim s/wall", "peak MB", "goodput Mb/s"
+            "id",
+            "scenario",
+            "wall s",
+            "host pkts",
+            "Mpkt/s",
+            "link M/s",
+            "Mev/s",
+            "sim s/wall",
+            "peak MB",
+            "goodput Mb/s"
         );
     }
     for (id, name, build) in all {

@@ -14,7 +14,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
@@ -33,10 +35,17 @@ fn fnv1a(hash: &mut u64, bytes: &[u8]) {
 }
 
 fn main() {
-    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let crates = manifest.parent().expect("crates/tcplab-py lives under crates/").to_path_buf();
+    let manifest =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let crates = manifest
+        .parent()
+        .expect("crates/tcplab-py lives under crates/")
+        .to_path_buf();
     let roots = [crates.join("tcplab-core/src"), crates.join("tcplab-py/src")];
-    let mut files = vec![crates.join("tcplab-core/Cargo.toml"), manifest.join("Cargo.toml")];
+    let mut files = vec![
+        crates.join("tcplab-core/Cargo.toml"),
+        manifest.join("Cargo.toml"),
+    ];
     for root in &roots {
         files_under(root, &mut files);
         println!("cargo:rerun-if-changed={}", root.display());
@@ -49,11 +58,17 @@ fn main() {
     for f in &files {
         let Ok(bytes) = fs::read(f) else { continue };
         let rel = f.strip_prefix(&crates).unwrap_or(f);
-        fnv1a(&mut hash, rel.to_string_lossy().replace('\\', "/").as_bytes());
+        fnv1a(
+            &mut hash,
+            rel.to_string_lossy().replace('\\', "/").as_bytes(),
+        );
         fnv1a(&mut hash, &[0]);
         fnv1a(&mut hash, &bytes);
         fnv1a(&mut hash, &[0]);
     }
     let version = std::env::var("CARGO_PKG_VERSION").expect("cargo sets CARGO_PKG_VERSION");
-    println!("cargo:rustc-env=TCPLAB_ENGINE_VERSION={version}+{:012x}", hash >> 16);
+    println!(
+        "cargo:rustc-env=TCPLAB_ENGINE_VERSION={version}+{:012x}",
+        hash >> 16
+    );
 }

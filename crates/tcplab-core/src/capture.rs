@@ -44,10 +44,16 @@ const COLUMN_BYTES: u64 = 8 * 6 + 4 * 2 + 2 + 3 + 16 * MAX_SACK_BLOCKS as u64;
 /// flow exists, and `max_packets` fits in what the run's memory budget leaves.
 pub fn validate(cfg: &CaptureConfig, flows: usize, budget_bytes: u64) -> Result<(), String> {
     if cfg.flow as usize >= flows {
-        return Err(format!("capture.flow: {} is not a flow index ({flows} flows)", cfg.flow));
+        return Err(format!(
+            "capture.flow: {} is not a flow index ({flows} flows)",
+            cfg.flow
+        ));
     }
     if cfg.max_packets == 0 || cfg.max_packets > MAX_MAX_PACKETS {
-        return Err(format!("capture.max_packets: {} is outside [1, {MAX_MAX_PACKETS}] packets", cfg.max_packets));
+        return Err(format!(
+            "capture.max_packets: {} is outside [1, {MAX_MAX_PACKETS}] packets",
+            cfg.max_packets
+        ));
     }
     let need = cfg.max_packets.saturating_mul(BYTES_PER_PACKET);
     if need > budget_bytes {
@@ -112,7 +118,12 @@ pub struct FlagBits {
 
 impl Default for FlagBits {
     fn default() -> Self {
-        FlagBits { syn: flags::SYN, dsack: flags::DSACK, retrans: flags::RETRANS, fin: flags::FIN }
+        FlagBits {
+            syn: flags::SYN,
+            dsack: flags::DSACK,
+            retrans: flags::RETRANS,
+            fin: flags::FIN,
+        }
     }
 }
 
@@ -170,7 +181,14 @@ impl CaptureOutput {
 /// Merge the two directions in time order (received before sent at equal times, each
 /// direction in the order seen), keep the first `max_packets`, and lay them out as columns
 /// with times relative to `boot_ns`.
-pub fn merge(cfg: &CaptureConfig, node: u32, ep: u32, out: CaptureBuf, inc: CaptureBuf, boot_ns: u64) -> CaptureOutput {
+pub fn merge(
+    cfg: &CaptureConfig,
+    node: u32,
+    ep: u32,
+    out: CaptureBuf,
+    inc: CaptureBuf,
+    boot_ns: u64,
+) -> CaptureOutput {
     let mut rows: Vec<(u64, u8, Record)> = Vec::with_capacity(out.len() + inc.len());
     rows.extend(inc.records().iter().map(|r| (r.t_ns, DIR_IN, *r)));
     rows.extend(out.records().iter().map(|r| (r.t_ns, DIR_OUT, *r)));
@@ -179,7 +197,14 @@ pub fn merge(cfg: &CaptureConfig, node: u32, ep: u32, out: CaptureBuf, inc: Capt
     let keep = rows.len().min(cfg.max_packets as usize);
     let truncated = out.dropped + inc.dropped + (rows.len() - keep) as u64;
     rows.truncate(keep);
-    let mut c = CaptureOutput { flow: cfg.flow, at: Some(cfg.at), node, ep, truncated, ..Default::default() };
+    let mut c = CaptureOutput {
+        flow: cfg.flow,
+        at: Some(cfg.at),
+        node,
+        ep,
+        truncated,
+        ..Default::default()
+    };
     for (t, dir, r) in rows {
         let p = &r.pkt;
         c.t_ns.push(t.saturating_sub(boot_ns));
@@ -209,7 +234,13 @@ mod tests {
     use crate::packet::Packet;
 
     fn pkt(seq: u64, dst_ep: u32) -> Packet {
-        Packet { seq, end_seq: seq + 10, dst_ep, flags: flags::TSQ | flags::RETRANS, ..Default::default() }
+        Packet {
+            seq,
+            end_seq: seq + 10,
+            dst_ep,
+            flags: flags::TSQ | flags::RETRANS,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -223,7 +254,10 @@ mod tests {
 
     #[test]
     fn the_egress_tap_keeps_only_the_flows_packets() {
-        let mut t = EgressTap { peer_ep: 3, buf: CaptureBuf::new(10) };
+        let mut t = EgressTap {
+            peer_ep: 3,
+            buf: CaptureBuf::new(10),
+        };
         t.observe(5, &pkt(0, 3));
         t.observe(6, &pkt(0, 1));
         assert_eq!(t.buf.len(), 1);
@@ -231,7 +265,11 @@ mod tests {
 
     #[test]
     fn merge_orders_by_time_received_first_at_ties_and_truncates() {
-        let cfg = CaptureConfig { flow: 0, at: CaptureAt::Sender, max_packets: 3 };
+        let cfg = CaptureConfig {
+            flow: 0,
+            at: CaptureAt::Sender,
+            max_packets: 3,
+        };
         let (mut out, mut inc) = (CaptureBuf::new(3), CaptureBuf::new(3));
         out.record(1_010, &pkt(100, 1));
         out.record(1_020, &pkt(200, 1));

@@ -9,7 +9,6 @@
 //!
 //! A leaf. Imports: other leaves only (`rng` in its tests); nothing above it.
 
-
 /// What an event is about. `id` in [`Event`] names the component (link index, endpoint
 /// index, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,12 +96,19 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        EventQueue { heap: Vec::with_capacity(n), next_seq: 0 }
+        EventQueue {
+            heap: Vec::with_capacity(n),
+            next_seq: 0,
+        }
     }
 
     #[inline]
     pub fn push(&mut self, at_ns: u64, kind: EventKind, id: u32) {
-        let e = Event { at_ns, seq: self.next_seq, payload: (id as u64) << 8 | kind as u64 };
+        let e = Event {
+            at_ns,
+            seq: self.next_seq,
+            payload: (id as u64) << 8 | kind as u64,
+        };
         self.next_seq += 1;
         let mut i = self.heap.len();
         self.heap.push(e);
@@ -134,7 +140,11 @@ impl EventQueue {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && self.heap[r].before(&self.heap[l]) { r } else { l };
+            let c = if r < n && self.heap[r].before(&self.heap[l]) {
+                r
+            } else {
+                l
+            };
             let child = self.heap[c];
             if !child.before(&last) {
                 break;

@@ -51,7 +51,9 @@ pub struct MemoryEstimate {
 
 /// Sample times of a run: t = 0, every interval up to the end, and one spare.
 pub fn sample_rows(duration_ns: u64, sample_interval_ns: u64) -> u64 {
-    duration_ns.checked_div(sample_interval_ns).map_or(0, |n| n.saturating_add(2))
+    duration_ns
+        .checked_div(sample_interval_ns)
+        .map_or(0, |n| n.saturating_add(2))
 }
 
 /// Bytes of time series for `rows` sample times of `flows` flows and `links` links.
@@ -59,7 +61,8 @@ pub fn sample_rows(duration_ns: u64, sample_interval_ns: u64) -> u64 {
 const LINK_PIPE_INITIAL_PACKETS: u64 = 256;
 
 pub fn series_bytes(rows: u64, flows: u64, links: u64) -> u64 {
-    let per_row = (flows as u128) * FlowSeries::ROW_BYTES as u128 + (links as u128) * QueueSeries::ROW_BYTES as u128;
+    let per_row = (flows as u128) * FlowSeries::ROW_BYTES as u128
+        + (links as u128) * QueueSeries::ROW_BYTES as u128;
     (rows as u128 * per_row).min(u64::MAX as u128) as u64
 }
 
@@ -74,8 +77,10 @@ pub fn estimate(cfg: &SimConfig) -> MemoryEstimate {
     // every bucket, which would refuse tens of thousands of flows for memory they never use.
     let per_flow = (2 * size_of::<TcpSocket>() + LogHistogram::TYPICAL_HEAP_BYTES) as u64;
     // A link's own state and the initial capacity of its packet pipe.
-    let per_link = size_of::<Link>() as u64 + LINK_PIPE_INITIAL_PACKETS * size_of::<(u64, Packet)>() as u64;
-    let endpoints = (cfg.flows.len() as u64).saturating_mul(per_flow)
+    let per_link =
+        size_of::<Link>() as u64 + LINK_PIPE_INITIAL_PACKETS * size_of::<(u64, Packet)>() as u64;
+    let endpoints = (cfg.flows.len() as u64)
+        .saturating_mul(per_flow)
         .saturating_add((cfg.links.len() as u64).saturating_mul(per_link));
 
     let mut link_bound: u128 = 0;
@@ -100,7 +105,11 @@ pub fn estimate(cfg: &SimConfig) -> MemoryEstimate {
     let per_packet = (size_of::<(u64, Packet)>() + size_of::<Skb>()) as u64;
     let packets = held.saturating_mul(per_packet);
 
-    let hosts = cfg.nodes.iter().map(|n| host_bytes(n, rows)).fold(0u64, u64::saturating_add);
+    let hosts = cfg
+        .nodes
+        .iter()
+        .map(|n| host_bytes(n, rows))
+        .fold(0u64, u64::saturating_add);
 
     MemoryEstimate {
         sample_rows: rows,
@@ -109,20 +118,29 @@ pub fn estimate(cfg: &SimConfig) -> MemoryEstimate {
         packets_held: held,
         packets_bytes: packets,
         hosts_bytes: hosts,
-        total_bytes: series.saturating_add(endpoints).saturating_add(packets).saturating_add(hosts),
+        total_bytes: series
+            .saturating_add(endpoints)
+            .saturating_add(packets)
+            .saturating_add(hosts),
     }
 }
 
 /// Memory of a node's CPU/NIC model over `rows` sample times (0 without a model).
 pub fn host_bytes(n: &NodeConfig, rows: u64) -> u64 {
-    let cpu_model = n.cpu.as_ref().is_some_and(|c| (c.share * c.period_ns as f64).round() < c.period_ns as f64);
+    let cpu_model = n
+        .cpu
+        .as_ref()
+        .is_some_and(|c| (c.share * c.period_ns as f64).round() < c.period_ns as f64);
     if !cpu_model && n.nic.is_none() {
         return 0;
     }
     let mut b = size_of::<HostModel>() as u128 + rows as u128 * HostSeries::ROW_BYTES as u128;
     if let Some(nic) = &n.nic {
         let ring = nic.rx_ring as u128 * nic.rx_queues as u128;
-        let allowance = nic.allowance.as_ref().map_or(0, |a| a.queue_packets as u128);
+        let allowance = nic
+            .allowance
+            .as_ref()
+            .map_or(0, |a| a.queue_packets as u128);
         b += ring * size_of::<Packet>() as u128 + allowance * size_of::<(Packet, u32)>() as u128;
     }
     b.min(u64::MAX as u128) as u64
@@ -149,9 +167,18 @@ impl MemoryEstimate {
     /// contributes most.
     pub fn refusal(&self, cfg: &SimConfig) -> String {
         let limit = cfg.max_memory_bytes;
-        if self.hosts_bytes >= self.series_bytes.max(self.endpoints_bytes.saturating_add(self.packets_bytes)) {
+        if self.hosts_bytes
+            >= self
+                .series_bytes
+                .max(self.endpoints_bytes.saturating_add(self.packets_bytes))
+        {
             let rows = self.sample_rows;
-            let (i, n) = cfg.nodes.iter().enumerate().max_by_key(|(_, n)| host_bytes(n, rows)).expect("a node");
+            let (i, n) = cfg
+                .nodes
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, n)| host_bytes(n, rows))
+                .expect("a node");
             let (ring, queues) = n.nic.as_ref().map_or((0, 0), |c| (c.rx_ring, c.rx_queues));
             return format!(
                 "nodes.{i}.nic: {ring} descriptors x {queues} queues and the host models' time series need about {} \

@@ -135,7 +135,8 @@ mod tests {
                 if p.is_dir() {
                     sources(&p, out);
                 } else if p.extension().is_some_and(|x| x == "rs")
-                    && p.file_name().is_some_and(|n| n != "mib.rs" && n != "tests.rs")
+                    && p.file_name()
+                        .is_some_and(|n| n != "mib.rs" && n != "tests.rs")
                 {
                     let text = std::fs::read_to_string(&p).unwrap();
                     // drop in-file unit tests: a counter asserted there is not counted
@@ -145,14 +146,23 @@ mod tests {
             }
         }
         let mut code = String::new();
-        sources(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut code);
+        sources(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut code,
+        );
         for m in Mib::ALL {
             let variant = format!("{m:?}");
-            let used = code.match_indices(&format!("Mib::{variant}")).any(|(i, pat)| {
-                let next = code[i + pat.len()..].chars().next().unwrap_or(' ');
-                !next.is_alphanumeric() && next != '_'
-            });
-            assert!(used, "Mib::{variant} ({}) is declared but never counted", m.nstat_name());
+            let used = code
+                .match_indices(&format!("Mib::{variant}"))
+                .any(|(i, pat)| {
+                    let next = code[i + pat.len()..].chars().next().unwrap_or(' ');
+                    !next.is_alphanumeric() && next != '_'
+                });
+            assert!(
+                used,
+                "Mib::{variant} ({}) is declared but never counted",
+                m.nstat_name()
+            );
         }
     }
 }

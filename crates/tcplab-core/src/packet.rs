@@ -104,7 +104,11 @@ impl Packet {
     /// (2 NOPs + kind + length + 8 bytes per block, as Linux pads it).
     #[inline]
     pub fn ip_len(payload: u32, num_sacks: u8) -> u32 {
-        let sack_opt = if num_sacks > 0 { 4 + 8 * num_sacks as u32 } else { 0 };
+        let sack_opt = if num_sacks > 0 {
+            4 + 8 * num_sacks as u32
+        } else {
+            0
+        };
         TCP_IP_HEADER_BYTES + sack_opt + payload
     }
 }
@@ -122,6 +126,10 @@ mod tests {
 
     #[test]
     fn packet_stays_compact() {
-        assert!(std::mem::size_of::<Packet>() <= 136, "{}", std::mem::size_of::<Packet>());
+        assert!(
+            std::mem::size_of::<Packet>() <= 136,
+            "{}",
+            std::mem::size_of::<Packet>()
+        );
     }
 }

@@ -105,7 +105,9 @@ mod tests {
             (x << k) | (x >> (64 - k))
         }
         pub fn next(s: &mut [u64; 4]) -> u64 {
-            let result = ((rotl(((s[0] as u128 + s[3] as u128) % M64) as u64, 23) as u128 + s[0] as u128) % M64) as u64;
+            let result = ((rotl(((s[0] as u128 + s[3] as u128) % M64) as u64, 23) as u128
+                + s[0] as u128)
+                % M64) as u64;
             let t = s[1] << 17;
             s[2] ^= s[0];
             s[3] ^= s[1];
@@ -164,13 +166,38 @@ mod tests {
         assert_eq!(got, want);
         let mut x = 0;
         let got: Vec<u64> = (0..4).map(|_| splitmix64(&mut x)).collect();
-        assert_eq!(got, [0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f, 0xf88bb8a8724c81ec]);
+        assert_eq!(
+            got,
+            [
+                0xe220a8397b1dcdaf,
+                0x6e789e6aa1b965f4,
+                0x06c45d188009454f,
+                0xf88bb8a8724c81ec
+            ]
+        );
         // `from_seed`: SplitMix64 from the seed fills s[0..4] in order (the seeding the
         // authors recommend), then xoshiro256++ runs from that state.
         let mut r = Rng::from_seed(1);
-        assert_eq!(r.s, [0x910a2dec89025cc1, 0xbeeb8da1658eec67, 0xf893a2eefb32555e, 0x71c18690ee42c90b]);
+        assert_eq!(
+            r.s,
+            [
+                0x910a2dec89025cc1,
+                0xbeeb8da1658eec67,
+                0xf893a2eefb32555e,
+                0x71c18690ee42c90b
+            ]
+        );
         let got: Vec<u64> = (0..5).map(|_| r.next_u64()).collect();
-        assert_eq!(got, [0xcfc5d07f6f03c29b, 0xbf424132963fe08d, 0x19a37d5757aaf520, 0xbf08119f05cd56d6, 0x2f47184b86186fa4]);
+        assert_eq!(
+            got,
+            [
+                0xcfc5d07f6f03c29b,
+                0xbf424132963fe08d,
+                0x19a37d5757aaf520,
+                0xbf08119f05cd56d6,
+                0x2f47184b86186fa4
+            ]
+        );
     }
 
     /// Long streams agree with the reference written out above, from seeded states.
@@ -184,7 +211,11 @@ mod tests {
                 *v = reference::splitmix64(&mut x);
             }
             for i in 0..100_000 {
-                assert_eq!(r.next_u64(), reference::next(&mut s), "seed {seed}, output {i}");
+                assert_eq!(
+                    r.next_u64(),
+                    reference::next(&mut s),
+                    "seed {seed}, output {i}"
+                );
             }
         }
     }

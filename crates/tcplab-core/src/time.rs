@@ -115,7 +115,10 @@ pub struct JiffyClock {
 impl JiffyClock {
     /// The clock of a kernel built with `CONFIG_HZ = hz` (`hz` divides 10^6; see module docs).
     pub fn new(hz: u32) -> JiffyClock {
-        assert!(hz > 0 && USEC_PER_SEC % hz as u64 == 0, "HZ {hz} does not divide 10^6");
+        assert!(
+            hz > 0 && USEC_PER_SEC % hz as u64 == 0,
+            "HZ {hz} does not divide 10^6"
+        );
         let tick_ns = NSEC_PER_SEC / hz as u64;
         let tick_us = USEC_PER_SEC / hz as u64;
         JiffyClock {
@@ -222,15 +225,39 @@ mod tests {
 
     #[test]
     fn the_jiffy_clock_computes_what_the_free_functions_do() {
-        let values = [0u64, 1, 999, 1000, 1001, 3999, 4000, 4001, 9_999_999, 10_000_000, 123_456_789_012, u32::MAX as u64];
+        let values = [
+            0u64,
+            1,
+            999,
+            1000,
+            1001,
+            3999,
+            4000,
+            4001,
+            9_999_999,
+            10_000_000,
+            123_456_789_012,
+            u32::MAX as u64,
+        ];
         for hz in SUPPORTED_HZ {
             let c = JiffyClock::new(hz);
             assert_eq!(c.hz(), hz);
             for &v in &values {
-                assert_eq!(c.ns_to_jiffies32(v), ns_to_jiffies32(v, hz), "ns {v} at HZ {hz}");
-                assert_eq!(c.usecs_to_jiffies(v), usecs_to_jiffies(v, hz), "us {v} at HZ {hz}");
+                assert_eq!(
+                    c.ns_to_jiffies32(v),
+                    ns_to_jiffies32(v, hz),
+                    "ns {v} at HZ {hz}"
+                );
+                assert_eq!(
+                    c.usecs_to_jiffies(v),
+                    usecs_to_jiffies(v, hz),
+                    "us {v} at HZ {hz}"
+                );
                 let j = (v % (1 << 31)) as u32;
-                assert_eq!(c.msecs_to_jiffies(j % 1_000_000), msecs_to_jiffies(j % 1_000_000, hz));
+                assert_eq!(
+                    c.msecs_to_jiffies(j % 1_000_000),
+                    msecs_to_jiffies(j % 1_000_000, hz)
+                );
                 assert_eq!(c.jiffies_to_usecs(j), jiffies_to_usecs(j, hz));
                 assert_eq!(c.jiffies_to_ns(j), jiffies_to_ns(j, hz));
                 assert_eq!(c.timer_deadline_ns(v, 3), jiffy_timer_deadline_ns(v, 3, hz));

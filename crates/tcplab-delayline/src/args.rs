@@ -122,13 +122,14 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
                 };
             }
             "--rt-priority" => {
-                rt_priority =
-                    match value.parse::<i32>() {
-                        Ok(n) if (0..=99).contains(&n) => Some(n),
-                        _ => return Err(format!(
+                rt_priority = match value.parse::<i32>() {
+                    Ok(n) if (0..=99).contains(&n) => Some(n),
+                    _ => {
+                        return Err(format!(
                             "--rt-priority {value:?}: expected 0 (normal scheduling) or 1 to 99"
-                        )),
-                    };
+                        ))
+                    }
+                };
             }
             _ => unreachable!(),
         }

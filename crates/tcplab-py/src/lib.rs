@@ -27,10 +27,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use numpy::IntoPyArray;
-use pythonize::pythonize;
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyMapping};
+use pythonize::pythonize;
 
 use tcplab_core::config::{self, CcParams, QueueConfig, SimConfig, TcpConfig};
 use tcplab_core::metrics::columns::Column;
@@ -71,7 +71,14 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
     let d = PyDict::new(py);
     d.set_item("version", env!("TCPLAB_ENGINE_VERSION"))?;
     d.update(&pythonize(py, &out)?.cast_into::<PyMapping>()?)?;
-    let SimOutput { series, queues, host_series, apps, capture, .. } = out;
+    let SimOutput {
+        series,
+        queues,
+        host_series,
+        apps,
+        capture,
+        ..
+    } = out;
     d.set_item("timeseries", columns_dict(py, series.into_columns())?)?;
     d.set_item("queue_timeseries", columns_dict(py, queues.into_columns())?)?;
     d.set_item("host_series", columns_dict(py, host_series.into_columns())?)?;
@@ -91,12 +98,16 @@ fn to_python<'py>(py: Python<'py>, out: SimOutput) -> PyResult<Bound<'py, PyDict
 
 /// `d[key]`, which serde wrote (an internal error if not).
 fn output_item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Bound<'py, PyAny>> {
-    d.get_item(key)?.ok_or_else(|| PyRuntimeError::new_err(format!("engine output without {key}")))
+    d.get_item(key)?
+        .ok_or_else(|| PyRuntimeError::new_err(format!("engine output without {key}")))
 }
 
 /// Named columns as a dict: NumPy arrays that take over the `Vec`s (no copy), a list of
 /// `str` for a string column.
-fn columns_dict<'py, N: AsRef<str>>(py: Python<'py>, columns: Vec<(N, Column)>) -> PyResult<Bound<'py, PyDict>> {
+fn columns_dict<'py, N: AsRef<str>>(
+    py: Python<'py>,
+    columns: Vec<(N, Column)>,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (name, column) in columns {
         let name = name.as_ref();
@@ -124,7 +135,11 @@ fn checked_config(config_json: &str) -> PyResult<SimConfig> {
 /// Run a simulation described by `config_json` (the resolved scenario).
 #[pyfunction]
 #[pyo3(signature = (config_json, progress=None))]
-fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+fn run<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
     let cfg = checked_config(config_json)?;
     let mut sim = Simulator::new(cfg).map_err(|e| {
         if e.starts_with("out of memory") {
@@ -169,7 +184,10 @@ fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAn
         py.check_signals()?;
         if let Some(cb) = &progress {
             let now_ns = sim.now_rel_ns();
-            if reached || now_ns >= progress_ns.saturating_add(progress_step) || progress_at.elapsed() >= PROGRESS_EVERY {
+            if reached
+                || now_ns >= progress_ns.saturating_add(progress_step)
+                || progress_at.elapsed() >= PROGRESS_EVERY
+            {
                 cb.call1((now_ns, duration))?;
                 progress_ns = now_ns;
                 progress_at = Instant::now();
@@ -179,8 +197,12 @@ fn run<'py>(py: Python<'py>, config_json: &str, progress: Option<Bound<'py, PyAn
             break;
         }
     }
-    let out = catch_unwind(AssertUnwindSafe(|| sim.finish()))
-        .map_err(|e| PyRuntimeError::new_err(format!("engine panicked while collecting results: {}", panic_message(e))))?;
+    let out = catch_unwind(AssertUnwindSafe(|| sim.finish())).map_err(|e| {
+        PyRuntimeError::new_err(format!(
+            "engine panicked while collecting results: {}",
+            panic_message(e)
+        ))
+    })?;
     to_python(py, out)
 }
 
@@ -221,7 +243,10 @@ fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 /// mirror (`tcplab.scenario.app_bounds`) is tested against it both ways.
 #[pyfunction]
 fn bounds(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    Ok(pythonize(py, &tcplab_core::app::bounds::bounds().to_json())?)
+    Ok(pythonize(
+        py,
+        &tcplab_core::app::bounds::bounds().to_json(),
+    )?)
 }
 
 /// The engine's estimate of what a run of `config_json` would hold in memory (bytes, by

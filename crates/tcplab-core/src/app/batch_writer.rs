@@ -57,15 +57,18 @@
 
 use std::collections::VecDeque;
 
-pub use crate::config::apps::{BatchWriterConfig, Overflow};
+use super::bounds::{
+    Connections, FieldBound,
+    Limit::{Field, Float, Int},
+};
 use super::output::{Column, Table, Value};
 use super::rpc::RpcConn;
 use super::{App, AppCx, AppOutput, FlowMap, Side};
+pub use crate::config::apps::{BatchWriterConfig, Overflow};
 use crate::config::MAX_DELAY_NS;
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
-use super::bounds::{Connections, FieldBound, Limit::{Field, Float, Int}};
 
 /// The ranges [`BatchWriterConfig::validate`] enforces (`super::bounds`).
 pub const BOUNDS: &[FieldBound] = &[
@@ -85,9 +88,15 @@ pub const CONNECTIONS: Connections = Connections { lo: 1, hi: None };
 impl BatchWriterConfig {
     pub fn validate(&self, at: &str, nflows: usize) -> Result<(), String> {
         if nflows == 0 {
-            return Err(format!("{at}: a batch writer needs at least one connection (flow); got 0"));
+            return Err(format!(
+                "{at}: a batch writer needs at least one connection (flow); got 0"
+            ));
         }
-        for (name, v, lo) in [("body_bytes", self.body_bytes, 1), ("request_header_bytes", self.request_header_bytes, 0), ("response_bytes", self.response_bytes, 1)] {
+        for (name, v, lo) in [
+            ("body_bytes", self.body_bytes, 1),
+            ("request_header_bytes", self.request_header_bytes, 0),
+            ("response_bytes", self.response_bytes, 1),
+        ] {
             if v < lo || v > 1 << 40 {
                 return Err(format!("{at}.{name}: {v} is outside [{lo}, 2^40] bytes"));
             }
@@ -102,12 +111,21 @@ impl BatchWriterConfig {
             ("jitter_max_ns", self.jitter_max_ns, 0),
         ] {
             if v < lo || v > MAX_DELAY_NS {
-                let what = if name == "retry_max_ns" { " (at least retry_min_ns)" } else { "" };
-                return Err(format!("{at}.{name}: {v} is outside [{lo}, {MAX_DELAY_NS}] ns{what}"));
+                let what = if name == "retry_max_ns" {
+                    " (at least retry_min_ns)"
+                } else {
+                    ""
+                };
+                return Err(format!(
+                    "{at}.{name}: {v} is outside [{lo}, {MAX_DELAY_NS}] ns{what}"
+                ));
             }
         }
         if !(0.0..=1.0).contains(&self.jitter) {
-            return Err(format!("{at}.jitter: {} is outside [0, 1] (a fraction of the backoff)", self.jitter));
+            return Err(format!(
+                "{at}.jitter: {} is outside [0, 1] (a fraction of the backoff)",
+                self.jitter
+            ));
         }
         Ok(())
     }
@@ -276,8 +294,12 @@ impl BatchWriter {
             }
             let (batch, produced_ns) = self.queue.pop_front().unwrap();
             // sendBlockHTTP: maxRetryDuration, then retryDuration, each jittered once per batch.
-            let cap = self.cfg.jittered(self.cfg.retry_max_ns, self.rng.next_f64());
-            let retry = self.cfg.jittered(self.cfg.retry_min_ns, self.rng.next_f64());
+            let cap = self
+                .cfg
+                .jittered(self.cfg.retry_max_ns, self.rng.next_f64());
+            let retry = self
+                .cfg
+                .jittered(self.cfg.retry_min_ns, self.rng.next_f64());
             let now = cx.now_ns();
             let w = &mut self.workers[k];
             w.batch = batch;
@@ -304,7 +326,11 @@ impl BatchWriter {
         w.attempt_start_ns = now;
         w.phase = Phase::InFlight;
         w.until_ns = now.saturating_add(self.cfg.timeout_ns);
-        let bytes = w.rpc.request(id, self.cfg.request_header_bytes + self.cfg.body_bytes, self.cfg.response_bytes);
+        let bytes = w.rpc.request(
+            id,
+            self.cfg.request_header_bytes + self.cfg.body_bytes,
+            self.cfg.response_bytes,
+        );
         cx.write(self.flows.flow(k), Side::Client, bytes);
     }
 
@@ -345,7 +371,10 @@ impl BatchWriter {
     }
 
     fn in_flight(&self) -> u64 {
-        self.workers.iter().filter(|w| w.phase != Phase::Idle).count() as u64
+        self.workers
+            .iter()
+            .filter(|w| w.phase != Phase::Idle)
+            .count() as u64
     }
 }
 
@@ -451,28 +480,52 @@ impl App for BatchWriter {
         out.put("pending", Value::U64(self.queue.len() as u64));
         out.put("in_flight", Value::U64(self.in_flight()));
         out.put("late_responses", Value::U64(self.late_responses));
-        out.put("max_backoff_s", Value::F64(self.max_backoff_ns as f64 / 1e9));
+        out.put(
+            "max_backoff_s",
+            Value::F64(self.max_backoff_ns as f64 / 1e9),
+        );
         out.put("connections", Value::U64(self.flows.len() as u64));
         out.put("body_bytes", Value::U64(self.cfg.body_bytes));
         out.put("timeout_s", Value::F64(self.cfg.timeout_ns as f64 / 1e9));
-        out.put("latency_ms", super::stats::latency_summary_ms(&self.ok_attempt_ns));
-        out.put("batch_latency_ms", super::stats::latency_summary_ms(&self.ok_batch_ns));
-        out.put("delivery_delay_ms", super::stats::latency_summary_ms(&self.ok_delivery_ns));
+        out.put(
+            "latency_ms",
+            super::stats::latency_summary_ms(&self.ok_attempt_ns),
+        );
+        out.put(
+            "batch_latency_ms",
+            super::stats::latency_summary_ms(&self.ok_batch_ns),
+        );
+        out.put(
+            "delivery_delay_ms",
+            super::stats::latency_summary_ms(&self.ok_delivery_ns),
+        );
         out.tables.push(
             Table::new("requests")
                 .col("flow", Column::U32(std::mem::take(&mut self.r_flow)))
                 .col("batch", Column::U64(std::mem::take(&mut self.r_batch)))
                 .col("attempt", Column::U32(std::mem::take(&mut self.r_attempt)))
-                .col("start_ns", Column::U64(std::mem::take(&mut self.r_start_ns)))
-                .col("latency_ns", Column::U64(std::mem::take(&mut self.r_latency_ns)))
+                .col(
+                    "start_ns",
+                    Column::U64(std::mem::take(&mut self.r_start_ns)),
+                )
+                .col(
+                    "latency_ns",
+                    Column::U64(std::mem::take(&mut self.r_latency_ns)),
+                )
                 .col("outcome", Column::Str(std::mem::take(&mut self.r_outcome)))
-                .col("backoff_ns", Column::U64(std::mem::take(&mut self.r_backoff_ns))),
+                .col(
+                    "backoff_ns",
+                    Column::U64(std::mem::take(&mut self.r_backoff_ns)),
+                ),
         );
         out.tables.push(
             Table::new("series")
                 .col("t_ns", Column::U64(std::mem::take(&mut self.s_t_ns)))
                 .col("pending", Column::U64(std::mem::take(&mut self.s_pending)))
-                .col("in_flight", Column::U64(std::mem::take(&mut self.s_in_flight))),
+                .col(
+                    "in_flight",
+                    Column::U64(std::mem::take(&mut self.s_in_flight)),
+                ),
         );
         out
     }
@@ -499,21 +552,54 @@ mod tests {
     fn validate_names_the_field_value_and_range() {
         let ok = BatchWriterConfig::default();
         assert!(ok.validate("apps.0.spec", 1).is_ok());
-        let e = BatchWriterConfig { retry_max_ns: 5, retry_min_ns: 10, ..ok.clone() }.validate("apps.0.spec", 1).unwrap_err();
-        assert!(e.starts_with("apps.0.spec.retry_max_ns: 5 is outside [10, "), "{e}");
-        let e = BatchWriterConfig { jitter: 1.5, ..ok.clone() }.validate("a", 1).unwrap_err();
+        let e = BatchWriterConfig {
+            retry_max_ns: 5,
+            retry_min_ns: 10,
+            ..ok.clone()
+        }
+        .validate("apps.0.spec", 1)
+        .unwrap_err();
+        assert!(
+            e.starts_with("apps.0.spec.retry_max_ns: 5 is outside [10, "),
+            "{e}"
+        );
+        let e = BatchWriterConfig {
+            jitter: 1.5,
+            ..ok.clone()
+        }
+        .validate("a", 1)
+        .unwrap_err();
         assert!(e.starts_with("a.jitter: 1.5 is outside [0, 1]"), "{e}");
-        let e = BatchWriterConfig { body_bytes: 0, ..ok.clone() }.validate("a", 1).unwrap_err();
+        let e = BatchWriterConfig {
+            body_bytes: 0,
+            ..ok.clone()
+        }
+        .validate("a", 1)
+        .unwrap_err();
         assert!(e.starts_with("a.body_bytes: 0 is outside [1, 2^40]"), "{e}");
-        let e = BatchWriterConfig { timeout_ns: 0, ..ok.clone() }.validate("a", 1).unwrap_err();
+        let e = BatchWriterConfig {
+            timeout_ns: 0,
+            ..ok.clone()
+        }
+        .validate("a", 1)
+        .unwrap_err();
         assert!(e.starts_with("a.timeout_ns: 0 is outside [1, "), "{e}");
-        assert!(ok.validate("a", 0).unwrap_err().contains("at least one connection"));
-        assert!(BatchWriterConfig { jitter: f64::NAN, ..ok }.validate("a", 1).is_err());
+        assert!(ok
+            .validate("a", 0)
+            .unwrap_err()
+            .contains("at least one connection"));
+        assert!(BatchWriterConfig {
+            jitter: f64::NAN,
+            ..ok
+        }
+        .validate("a", 1)
+        .is_err());
     }
 
     #[test]
     fn config_rejects_unknown_fields_and_fills_defaults() {
-        let c: BatchWriterConfig = serde_json::from_str(r#"{"body_bytes": 1000, "overflow": "drop_newest"}"#).unwrap();
+        let c: BatchWriterConfig =
+            serde_json::from_str(r#"{"body_bytes": 1000, "overflow": "drop_newest"}"#).unwrap();
         assert_eq!(c.body_bytes, 1000);
         assert_eq!(c.overflow, Overflow::DropNewest);
         assert_eq!(c.timeout_ns, BatchWriterConfig::default().timeout_ns);

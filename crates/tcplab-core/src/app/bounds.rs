@@ -42,15 +42,33 @@ pub struct FieldBound {
 impl FieldBound {
     /// `lo <= field <= hi`.
     pub const fn new(field: &'static str, lo: Limit, hi: Limit) -> FieldBound {
-        FieldBound { field, lo, hi, lo_exclusive: false, multiple_of: None }
+        FieldBound {
+            field,
+            lo,
+            hi,
+            lo_exclusive: false,
+            multiple_of: None,
+        }
     }
     /// `lo < field <= hi`.
     pub const fn above(field: &'static str, lo: Limit, hi: Limit) -> FieldBound {
-        FieldBound { field, lo, hi, lo_exclusive: true, multiple_of: None }
+        FieldBound {
+            field,
+            lo,
+            hi,
+            lo_exclusive: true,
+            multiple_of: None,
+        }
     }
     /// `lo <= field <= hi`, a multiple of `m`.
     pub const fn multiple(field: &'static str, lo: Limit, hi: Limit, m: u64) -> FieldBound {
-        FieldBound { field, lo, hi, lo_exclusive: false, multiple_of: Some(m) }
+        FieldBound {
+            field,
+            lo,
+            hi,
+            lo_exclusive: false,
+            multiple_of: Some(m),
+        }
     }
 }
 
@@ -91,7 +109,10 @@ pub fn bounds() -> AppBounds {
             ("batch_writer", batch_writer::CONNECTIONS),
             ("broadcast", broadcast::CONNECTIONS),
         ],
-        choices: vec![("batch_writer", vec![("overflow", crate::config::apps::Overflow::NAMES)])],
+        choices: vec![(
+            "batch_writer",
+            vec![("overflow", crate::config::apps::Overflow::NAMES)],
+        )],
     }
 }
 
@@ -103,13 +124,31 @@ impl AppBounds {
         let fields: Map<String, Value> = self
             .fields
             .iter()
-            .map(|(kind, b)| (kind.to_string(), Value::Object(b.iter().map(|f| (f.field.to_string(), json!(f))).collect())))
+            .map(|(kind, b)| {
+                (
+                    kind.to_string(),
+                    Value::Object(b.iter().map(|f| (f.field.to_string(), json!(f))).collect()),
+                )
+            })
             .collect();
-        let connections: Map<String, Value> = self.connections.iter().map(|(k, c)| (k.to_string(), json!(c))).collect();
+        let connections: Map<String, Value> = self
+            .connections
+            .iter()
+            .map(|(k, c)| (k.to_string(), json!(c)))
+            .collect();
         let choices: Map<String, Value> = self
             .choices
             .iter()
-            .map(|(k, fs)| (k.to_string(), Value::Object(fs.iter().map(|(f, names)| (f.to_string(), json!(names))).collect())))
+            .map(|(k, fs)| {
+                (
+                    k.to_string(),
+                    Value::Object(
+                        fs.iter()
+                            .map(|(f, names)| (f.to_string(), json!(names)))
+                            .collect(),
+                    ),
+                )
+            })
             .collect();
         json!({"fields": fields, "connections": connections, "choices": choices})
     }
@@ -134,11 +173,27 @@ mod tests {
         let mut hls = serde_json::to_value(crate::config::apps::HlsConfig::default()).unwrap();
         hls["profiles"] = json!([{"name": "a", "bitrate_bps": 1_000_000}]);
         vec![
-            ("rr", serde_json::to_value(crate::config::apps::RrConfig::default()).unwrap(), 1),
+            (
+                "rr",
+                serde_json::to_value(crate::config::apps::RrConfig::default()).unwrap(),
+                1,
+            ),
             ("hls", hls, 1),
-            ("nfs_stream", serde_json::to_value(crate::config::apps::NfsConfig::default()).unwrap(), 1),
-            ("batch_writer", serde_json::to_value(crate::config::apps::BatchWriterConfig::default()).unwrap(), 1),
-            ("broadcast", serde_json::to_value(crate::config::apps::BroadcastConfig::default()).unwrap(), 1),
+            (
+                "nfs_stream",
+                serde_json::to_value(crate::config::apps::NfsConfig::default()).unwrap(),
+                1,
+            ),
+            (
+                "batch_writer",
+                serde_json::to_value(crate::config::apps::BatchWriterConfig::default()).unwrap(),
+                1,
+            ),
+            (
+                "broadcast",
+                serde_json::to_value(crate::config::apps::BroadcastConfig::default()).unwrap(),
+                1,
+            ),
         ]
     }
 
@@ -152,7 +207,12 @@ mod tests {
     }
 
     fn table(kind: &str) -> Vec<FieldBound> {
-        bounds().fields.into_iter().find(|(k, _)| *k == kind).map(|(_, b)| b).unwrap()
+        bounds()
+            .fields
+            .into_iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, b)| b)
+            .unwrap()
     }
 
     fn num(v: &Value) -> f64 {
@@ -186,10 +246,18 @@ mod tests {
     #[test]
     fn every_entry_is_a_bound_validate_enforces() {
         for (kind, base, nflows) in bases() {
-            assert_eq!(check(kind, &base, nflows), Some(Ok(())), "{kind}: the base configuration");
+            assert_eq!(
+                check(kind, &base, nflows),
+                Some(Ok(())),
+                "{kind}: the base configuration"
+            );
             let t = table(kind);
             for b in &t {
-                let like = if base[b.field].is_null() { json!(1u64) } else { base[b.field].clone() };
+                let like = if base[b.field].is_null() {
+                    json!(1u64)
+                } else {
+                    base[b.field].clone()
+                };
                 for (limit, is_lo) in [(b.lo, true), (b.hi, false)] {
                     let limit = match limit {
                         Limit::Unbounded => continue,
@@ -201,26 +269,56 @@ mod tests {
                     let (at_limit, beyond) = if like.is_f64() {
                         let (x, step) = (num(&limit), 1e-9);
                         let at = if is_lo && b.lo_exclusive { x + step } else { x };
-                        let beyond = if is_lo { if b.lo_exclusive { x } else { x - step } } else { x + step };
+                        let beyond = if is_lo {
+                            if b.lo_exclusive {
+                                x
+                            } else {
+                                x - step
+                            }
+                        } else {
+                            x + step
+                        };
                         (json!(at), (beyond >= 0.0).then(|| json!(beyond)))
                     } else {
                         let x = limit.as_u64().expect("an integer limit");
                         let at = if is_lo && b.lo_exclusive { x + 1 } else { x };
-                        let beyond = if is_lo { if b.lo_exclusive { Some(x) } else { x.checked_sub(1) } } else { x.checked_add(1) };
+                        let beyond = if is_lo {
+                            if b.lo_exclusive {
+                                Some(x)
+                            } else {
+                                x.checked_sub(1)
+                            }
+                        } else {
+                            x.checked_add(1)
+                        };
                         (json!(at), beyond.map(|v| json!(v)))
                     };
                     let mut ok = base.clone();
                     set(&mut ok, &t, b.field, at_limit.clone());
-                    assert_eq!(check(kind, &ok, nflows), Some(Ok(())), "{kind}.{}: {at_limit} at its limit", b.field);
+                    assert_eq!(
+                        check(kind, &ok, nflows),
+                        Some(Ok(())),
+                        "{kind}.{}: {at_limit} at its limit",
+                        b.field
+                    );
                     let Some(beyond) = beyond else { continue };
                     let mut bad = ok.clone();
                     bad[b.field] = beyond.clone();
-                    assert!(refused_by_field(check(kind, &bad, nflows), b.field), "{kind}.{}: {beyond} past its limit was not refused by name: {:?}", b.field, check(kind, &bad, nflows));
+                    assert!(
+                        refused_by_field(check(kind, &bad, nflows), b.field),
+                        "{kind}.{}: {beyond} past its limit was not refused by name: {:?}",
+                        b.field,
+                        check(kind, &bad, nflows)
+                    );
                 }
                 if let Some(m) = b.multiple_of {
                     let mut bad = base.clone();
                     bad[b.field] = json!(num(&base[b.field]) as u64 + m / 2);
-                    assert!(refused_by_field(check(kind, &bad, nflows), b.field), "{kind}.{}: not a multiple of {m}", b.field);
+                    assert!(
+                        refused_by_field(check(kind, &bad, nflows), b.field),
+                        "{kind}.{}: not a multiple of {m}",
+                        b.field
+                    );
                 }
             }
         }
@@ -229,7 +327,10 @@ mod tests {
     /// Fields whose product the check ties to the number of connections rather than to a
     /// range (`senders x connections_per_sender` = the app's flows): a huge value is
     /// refused as a mismatch, not as out of range.
-    const TIED_TO_CONNECTIONS: [(&str, &str); 2] = [("broadcast", "senders"), ("broadcast", "connections_per_sender")];
+    const TIED_TO_CONNECTIONS: [(&str, &str); 2] = [
+        ("broadcast", "senders"),
+        ("broadcast", "connections_per_sender"),
+    ];
 
     /// Every field the check refuses at an extreme has an entry, and the entry says so:
     /// 0 refused means a positive (or exclusive) lower limit, the largest value refused
@@ -266,7 +367,11 @@ mod tests {
                         continue;
                     }
                     let e = entry.unwrap_or_else(|| panic!("{kind}.{field}: validate() refuses {probe_value} but the bounds table has no entry"));
-                    let limited = if is_low { e.lo != Limit::Unbounded && (e.lo_exclusive || e.lo != Limit::Int(0)) } else { e.hi != Limit::Unbounded };
+                    let limited = if is_low {
+                        e.lo != Limit::Unbounded && (e.lo_exclusive || e.lo != Limit::Int(0))
+                    } else {
+                        e.hi != Limit::Unbounded
+                    };
                     assert!(limited, "{kind}.{field}: validate() refuses {probe_value}, the table's entry {e:?} does not");
                 }
             }
@@ -276,19 +381,44 @@ mod tests {
     #[test]
     fn the_connection_counts_are_what_validate_accepts() {
         for (kind, base, _) in bases() {
-            let c = bounds().connections.into_iter().find(|(k, _)| *k == kind).unwrap().1;
+            let c = bounds()
+                .connections
+                .into_iter()
+                .find(|(k, _)| *k == kind)
+                .unwrap()
+                .1;
             if kind == "broadcast" {
                 continue; // senders x connections_per_sender, checked by its own test
             }
-            assert_eq!(check(kind, &base, c.lo as usize), Some(Ok(())), "{kind}: {} connections", c.lo);
+            assert_eq!(
+                check(kind, &base, c.lo as usize),
+                Some(Ok(())),
+                "{kind}: {} connections",
+                c.lo
+            );
             if c.lo > 1 {
-                assert!(check(kind, &base, c.lo as usize - 1).unwrap().is_err(), "{kind}");
+                assert!(
+                    check(kind, &base, c.lo as usize - 1).unwrap().is_err(),
+                    "{kind}"
+                );
             }
             if let Some(hi) = c.hi {
-                assert_eq!(check(kind, &base, hi as usize), Some(Ok(())), "{kind}: {hi} connections");
-                assert!(check(kind, &base, hi as usize + 1).unwrap().is_err(), "{kind}: {} connections", hi + 1);
+                assert_eq!(
+                    check(kind, &base, hi as usize),
+                    Some(Ok(())),
+                    "{kind}: {hi} connections"
+                );
+                assert!(
+                    check(kind, &base, hi as usize + 1).unwrap().is_err(),
+                    "{kind}: {} connections",
+                    hi + 1
+                );
             } else {
-                assert_eq!(check(kind, &base, 1000), Some(Ok(())), "{kind}: 1000 connections");
+                assert_eq!(
+                    check(kind, &base, 1000),
+                    Some(Ok(())),
+                    "{kind}: 1000 connections"
+                );
             }
         }
     }
@@ -302,19 +432,33 @@ mod tests {
         let every = |o: Overflow| match o {
             Overflow::DropOldest | Overflow::DropNewest => serde_json::to_value(o).unwrap(),
         };
-        let variants: Vec<Value> = [Overflow::DropOldest, Overflow::DropNewest].into_iter().map(every).collect();
-        assert_eq!(variants, Overflow::NAMES.iter().map(|n| json!(n)).collect::<Vec<_>>());
+        let variants: Vec<Value> = [Overflow::DropOldest, Overflow::DropNewest]
+            .into_iter()
+            .map(every)
+            .collect();
+        assert_eq!(
+            variants,
+            Overflow::NAMES.iter().map(|n| json!(n)).collect::<Vec<_>>()
+        );
         for (kind, fields) in bounds().choices {
             let (_, base, nflows) = bases().into_iter().find(|b| b.0 == kind).unwrap();
             for (field, names) in fields {
                 for name in names {
                     let mut body = base.clone();
                     body[field] = json!(name);
-                    assert_eq!(check(kind, &body, nflows), Some(Ok(())), "{kind}.{field}: {name}");
+                    assert_eq!(
+                        check(kind, &body, nflows),
+                        Some(Ok(())),
+                        "{kind}.{field}: {name}"
+                    );
                 }
                 let mut body = base.clone();
                 body[field] = json!("no_such_name");
-                assert_eq!(check(kind, &body, nflows), None, "{kind}.{field}: a name beyond the choices");
+                assert_eq!(
+                    check(kind, &body, nflows),
+                    None,
+                    "{kind}.{field}: a name beyond the choices"
+                );
             }
         }
     }
@@ -322,8 +466,12 @@ mod tests {
     #[test]
     fn the_profile_bitrate_bound_is_what_validate_enforces() {
         let (_, base, _) = bases().into_iter().find(|b| b.0 == "hls").unwrap();
-        let [b] = hls::PROFILE_BOUNDS else { panic!("one profile field is bounded") };
-        let (Limit::Int(lo), Limit::Int(hi)) = (b.lo, b.hi) else { panic!("integer limits") };
+        let [b] = hls::PROFILE_BOUNDS else {
+            panic!("one profile field is bounded")
+        };
+        let (Limit::Int(lo), Limit::Int(hi)) = (b.lo, b.hi) else {
+            panic!("integer limits")
+        };
         for (v, ok) in [(lo, true), (hi, true), (lo - 1, false), (hi + 1, false)] {
             let mut body = base.clone();
             body["profiles"][0][b.field] = json!(v);

@@ -37,15 +37,18 @@
 //! every callback is O(1) per message (the app's flows are contiguous, so a flow's
 //! connection number is an offset: [`FlowMap`]).
 
-pub use crate::config::apps::BroadcastConfig;
+use super::bounds::{
+    Connections, FieldBound,
+    Limit::{Field, Int, Unbounded},
+};
 use super::output::{Column, Table, Value};
 use super::{App, AppCx, AppOutput, FlowMap, Side};
+pub use crate::config::apps::BroadcastConfig;
+use crate::config::{MAX_DELAY_NS, MAX_DURATION_NS};
 use crate::mib::Mib;
 use crate::rng::Rng;
 use crate::tcp::socket::{ConnState, TcpSocket};
 use crate::time::NEVER;
-use super::bounds::{Connections, FieldBound, Limit::{Field, Int, Unbounded}};
-use crate::config::{MAX_DELAY_NS, MAX_DURATION_NS};
 
 /// The ranges [`BroadcastConfig::validate`] enforces (`super::bounds`); besides them,
 /// `senders x connections_per_sender` must be the number of flows.
@@ -72,7 +75,9 @@ impl BroadcastConfig {
             return Err(format!("{at}.senders: 0, expected at least 1 sender"));
         }
         if self.connections_per_sender == 0 {
-            return Err(format!("{at}.connections_per_sender: 0, expected at least 1 connection per sender"));
+            return Err(format!(
+                "{at}.connections_per_sender: 0, expected at least 1 connection per sender"
+            ));
         }
         let want = self.senders as u64 * self.connections_per_sender as u64;
         if want != nflows as u64 {
@@ -83,7 +88,10 @@ impl BroadcastConfig {
             ));
         }
         if self.message_bytes == 0 || self.message_bytes > 1 << 40 {
-            return Err(format!("{at}.message_bytes: {} is outside [1, 2^40] bytes", self.message_bytes));
+            return Err(format!(
+                "{at}.message_bytes: {} is outside [1, 2^40] bytes",
+                self.message_bytes
+            ));
         }
         if !(MIN_INTERVAL_NS..=crate::config::MAX_DELAY_NS).contains(&self.interval_ns) {
             return Err(format!(
@@ -99,10 +107,16 @@ impl BroadcastConfig {
             ));
         }
         if self.first_burst_ns > crate::config::MAX_DURATION_NS {
-            return Err(format!("{at}.first_burst_ns: {} is outside [0, {}] ns", self.first_burst_ns, crate::config::MAX_DURATION_NS));
+            return Err(format!(
+                "{at}.first_burst_ns: {} is outside [0, {}] ns",
+                self.first_burst_ns,
+                crate::config::MAX_DURATION_NS
+            ));
         }
         if self.bursts == Some(0) {
-            return Err(format!("{at}.bursts: 0, expected at least 1 burst (or none: until the run ends)"));
+            return Err(format!(
+                "{at}.bursts: 0, expected at least 1 burst (or none: until the run ends)"
+            ));
         }
         Ok(())
     }
@@ -211,7 +225,11 @@ impl Broadcast {
         self.schedule.sort_unstable();
         self.next_msg = 0;
         let started = self.b_start_ns.len() as u64;
-        self.next_burst_ns = if self.cfg.bursts.is_some_and(|n| started >= n) { NEVER } else { start + self.cfg.interval_ns };
+        self.next_burst_ns = if self.cfg.bursts.is_some_and(|n| started >= n) {
+            NEVER
+        } else {
+            start + self.cfg.interval_ns
+        };
     }
 
     /// Write every message of the current burst that is due by now.
@@ -234,7 +252,10 @@ impl Broadcast {
             self.b_messages[b] += 1;
             cx.write(flow, Side::Client, self.cfg.message_bytes);
         }
-        if self.next_msg == self.schedule.len() && self.b_delivered[b] == self.b_messages[b] && self.b_done_ns[b] == NEVER {
+        if self.next_msg == self.schedule.len()
+            && self.b_delivered[b] == self.b_messages[b]
+            && self.b_done_ns[b] == NEVER
+        {
             // Nothing written (no connection up), or (not in practice) all read already.
             self.b_done_ns[b] = now;
         }
@@ -307,7 +328,8 @@ impl App for Broadcast {
             *r = retrans - self.mark_retrans;
             *t = timeouts - self.mark_timeouts;
         }
-        let (mut data_segs_out, mut curr_estab, mut rx_timeouts, mut bytes_read) = (0u64, 0u64, 0u64, 0u64);
+        let (mut data_segs_out, mut curr_estab, mut rx_timeouts, mut bytes_read) =
+            (0u64, 0u64, 0u64, 0u64);
         for &f in self.flows.flows() {
             let c = client(f);
             data_segs_out += c.tp.data_segs_out as u64;
@@ -321,7 +343,12 @@ impl App for Broadcast {
         for v in [&mut self.b_messages, &mut self.b_delivered] {
             v.truncate(nb);
         }
-        for v in [&mut self.b_start_ns, &mut self.b_done_ns, &mut self.b_retrans, &mut self.b_timeouts] {
+        for v in [
+            &mut self.b_start_ns,
+            &mut self.b_done_ns,
+            &mut self.b_retrans,
+            &mut self.b_timeouts,
+        ] {
             v.truncate(nb);
         }
         let s = self.cfg.message_bytes;
@@ -329,11 +356,17 @@ impl App for Broadcast {
         let completion_ns: Vec<u64> =
             (0..nb).map(|b| if complete[b] { self.b_done_ns[b] } else { end_ns.max(self.b_start_ns[b]) } - self.b_start_ns[b]).collect();
         // Completion percentiles over the bursts that wrote something and were read whole.
-        let done: Vec<u64> = (0..nb).filter(|&b| complete[b] && self.b_messages[b] > 0).map(|b| completion_ns[b]).collect();
+        let done: Vec<u64> = (0..nb)
+            .filter(|&b| complete[b] && self.b_messages[b] > 0)
+            .map(|b| completion_ns[b])
+            .collect();
         let messages: u64 = self.b_messages.iter().map(|&m| m as u64).sum();
         let delivered: u64 = self.b_delivered.iter().map(|&m| m as u64).sum();
         out.put("bursts", Value::U64(nb as u64));
-        out.put("incomplete_bursts", Value::U64(complete.iter().filter(|&&c| !c).count() as u64));
+        out.put(
+            "incomplete_bursts",
+            Value::U64(complete.iter().filter(|&&c| !c).count() as u64),
+        );
         out.put("senders", Value::U64(self.cfg.senders as u64));
         out.put("connections", Value::U64(self.flows.len() as u64));
         out.put("message_bytes", Value::U64(s));
@@ -344,10 +377,24 @@ impl App for Broadcast {
         out.put("completion_ms", super::stats::latency_summary_ms(&done));
         out.put("retrans_segs", Value::U64(retrans));
         out.put("data_segs_out", Value::U64(data_segs_out));
-        out.put("retrans_rate", if data_segs_out > 0 { Value::F64(retrans as f64 / data_segs_out as f64) } else { Value::None });
+        out.put(
+            "retrans_rate",
+            if data_segs_out > 0 {
+                Value::F64(retrans as f64 / data_segs_out as f64)
+            } else {
+                Value::None
+            },
+        );
         out.put("tcp_timeouts", Value::U64(timeouts));
         out.put("curr_estab", Value::U64(curr_estab));
-        out.put("timeouts_per_estab", if curr_estab > 0 { Value::F64(timeouts as f64 / curr_estab as f64) } else { Value::None });
+        out.put(
+            "timeouts_per_estab",
+            if curr_estab > 0 {
+                Value::F64(timeouts as f64 / curr_estab as f64)
+            } else {
+                Value::None
+            },
+        );
         out.put("receiver_tcp_timeouts", Value::U64(rx_timeouts));
         out.tables.push(
             Table::new("bursts")
@@ -356,9 +403,15 @@ impl App for Broadcast {
                 .col("completion_ns", Column::U64(completion_ns))
                 .col("complete", Column::Bool(complete))
                 .col("messages", Column::U32(self.b_messages.clone()))
-                .col("bytes", Column::U64(self.b_messages.iter().map(|&m| m as u64 * s).collect()))
+                .col(
+                    "bytes",
+                    Column::U64(self.b_messages.iter().map(|&m| m as u64 * s).collect()),
+                )
                 .col("delivered_messages", Column::U32(self.b_delivered.clone()))
-                .col("delivered_bytes", Column::U64(self.b_delivered.iter().map(|&m| m as u64 * s).collect()))
+                .col(
+                    "delivered_bytes",
+                    Column::U64(self.b_delivered.iter().map(|&m| m as u64 * s).collect()),
+                )
                 .col("retrans_segs", Column::U64(self.b_retrans.clone()))
                 .col("tcp_timeouts", Column::U64(self.b_timeouts.clone())),
         );

@@ -63,15 +63,18 @@
 //!   established: the app does not see when the SYN left); `connected_s` gives that
 //!   time.
 
-pub use crate::config::apps::{HlsConfig, Profile};
+use super::bounds::{
+    Connections, FieldBound,
+    Limit::{Field, Float, Int, Unbounded},
+};
 use super::output::{Column, Table, Value};
 use super::rpc::RpcConn;
 use super::{App, AppCx, AppOutput, Side};
+pub use crate::config::apps::{HlsConfig, Profile};
+use crate::config::MAX_DELAY_NS;
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
-use super::bounds::{Connections, FieldBound, Limit::{Field, Float, Int, Unbounded}};
-use crate::config::MAX_DELAY_NS;
 
 /// The ranges [`HlsConfig::validate`] enforces (`super::bounds`).
 pub const BOUNDS: &[FieldBound] = &[
@@ -93,7 +96,11 @@ pub const BOUNDS: &[FieldBound] = &[
     FieldBound::new("tick_ns", Int(1_000_000), Int(10_000_000_000)),
 ];
 /// The range of each profile's fields.
-pub const PROFILE_BOUNDS: &[FieldBound] = &[FieldBound::new("bitrate_bps", Int(1_000), Int(1_000_000_000_000))];
+pub const PROFILE_BOUNDS: &[FieldBound] = &[FieldBound::new(
+    "bitrate_bps",
+    Int(1_000),
+    Int(1_000_000_000_000),
+)];
 /// One persistent connection.
 pub const CONNECTIONS: Connections = Connections { lo: 1, hi: Some(1) };
 
@@ -110,10 +117,14 @@ impl HlsConfig {
     pub fn validate(&self, at: &str, nflows: usize) -> Result<(), String> {
         const HOUR_NS: u64 = crate::config::MAX_DELAY_NS;
         if nflows != 1 {
-            return Err(format!("{at}: hls drives exactly one connection, got {nflows} flows"));
+            return Err(format!(
+                "{at}: hls drives exactly one connection, got {nflows} flows"
+            ));
         }
         if self.profiles.is_empty() {
-            return Err(format!("{at}.profiles: empty; expected at least one {{name, bitrate}}"));
+            return Err(format!(
+                "{at}.profiles: empty; expected at least one {{name, bitrate}}"
+            ));
         }
         for (i, p) in self.profiles.iter().enumerate() {
             if p.name.is_empty() {
@@ -122,35 +133,126 @@ impl HlsConfig {
             if let Some(j) = self.profiles[..i].iter().position(|q| q.name == p.name) {
                 return Err(format!("{at}.profiles.{i}.name: {:?} is already the name of profiles.{j}; expected unique names", p.name));
             }
-            check_range(format!("{at}.profiles.{i}.bitrate_bps"), p.bitrate_bps, 1_000, 1_000_000_000_000, "bit/s")?;
+            check_range(
+                format!("{at}.profiles.{i}.bitrate_bps"),
+                p.bitrate_bps,
+                1_000,
+                1_000_000_000_000,
+                "bit/s",
+            )?;
         }
-        check_range(format!("{at}.segment_ns"), self.segment_ns, 1_000_000, HOUR_NS, "ns (1 ms to one hour)")?;
+        check_range(
+            format!("{at}.segment_ns"),
+            self.segment_ns,
+            1_000_000,
+            HOUR_NS,
+            "ns (1 ms to one hour)",
+        )?;
         if self.segments == Some(0) {
-            return Err(format!("{at}.segments: 0; expected at least 1 (or null: as many as the run needs)"));
+            return Err(format!(
+                "{at}.segments: 0; expected at least 1 (or null: as many as the run needs)"
+            ));
         }
-        check_range(format!("{at}.playlist_bytes"), self.playlist_bytes, 1, 1 << 30, "bytes")?;
-        check_range(format!("{at}.request_bytes"), self.request_bytes, 1, 1 << 20, "bytes")?;
-        check_range(format!("{at}.response_header_bytes"), self.response_header_bytes, 0, 1 << 20, "bytes")?;
+        check_range(
+            format!("{at}.playlist_bytes"),
+            self.playlist_bytes,
+            1,
+            1 << 30,
+            "bytes",
+        )?;
+        check_range(
+            format!("{at}.request_bytes"),
+            self.request_bytes,
+            1,
+            1 << 20,
+            "bytes",
+        )?;
+        check_range(
+            format!("{at}.response_header_bytes"),
+            self.response_header_bytes,
+            0,
+            1 << 20,
+            "bytes",
+        )?;
         if let Some(s) = &self.start_profile {
             if !self.profiles.iter().any(|p| &p.name == s) {
                 let names: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
-                return Err(format!("{at}.start_profile: {s:?} is not a profile; expected one of {names:?}"));
+                return Err(format!(
+                    "{at}.start_profile: {s:?} is not a profile; expected one of {names:?}"
+                ));
             }
         }
-        check_range(format!("{at}.start_estimate_bps"), self.start_estimate_bps, 1, 1_000_000_000_000, "bit/s")?;
-        check_range(format!("{at}.fast_half_life_ns"), self.fast_half_life_ns, 0, HOUR_NS, "ns (one hour)")?;
-        check_range(format!("{at}.slow_half_life_ns"), self.slow_half_life_ns, 0, HOUR_NS, "ns (one hour)")?;
-        for (name, v) in [("bw_factor", self.bw_factor), ("bw_up_factor", self.bw_up_factor)] {
+        check_range(
+            format!("{at}.start_estimate_bps"),
+            self.start_estimate_bps,
+            1,
+            1_000_000_000_000,
+            "bit/s",
+        )?;
+        check_range(
+            format!("{at}.fast_half_life_ns"),
+            self.fast_half_life_ns,
+            0,
+            HOUR_NS,
+            "ns (one hour)",
+        )?;
+        check_range(
+            format!("{at}.slow_half_life_ns"),
+            self.slow_half_life_ns,
+            0,
+            HOUR_NS,
+            "ns (one hour)",
+        )?;
+        for (name, v) in [
+            ("bw_factor", self.bw_factor),
+            ("bw_up_factor", self.bw_up_factor),
+        ] {
             if !(v > 0.0 && v <= 100.0) {
                 return Err(format!("{at}.{name}: {v} is outside (0, 100]"));
             }
         }
-        check_range(format!("{at}.max_starvation_delay_ns"), self.max_starvation_delay_ns, 0, HOUR_NS, "ns (one hour)")?;
-        check_range(format!("{at}.max_max_buffer_ns"), self.max_max_buffer_ns, 1_000_000, 24 * HOUR_NS, "ns (1 ms to one day)")?;
-        check_range(format!("{at}.max_buffer_ns"), self.max_buffer_ns, 1_000_000, self.max_max_buffer_ns, "ns (1 ms to max_max_buffer_ns)")?;
-        check_range(format!("{at}.max_buffer_size_bytes"), self.max_buffer_size_bytes, 0, 1 << 40, "bytes")?;
-        check_range(format!("{at}.startup_buffer_ns"), self.startup_buffer_ns, 0, self.max_buffer_ns, "ns (0 to max_buffer_ns)")?;
-        check_range(format!("{at}.tick_ns"), self.tick_ns, 1_000_000, 10_000_000_000, "ns (1 ms to 10 s)")?;
+        check_range(
+            format!("{at}.max_starvation_delay_ns"),
+            self.max_starvation_delay_ns,
+            0,
+            HOUR_NS,
+            "ns (one hour)",
+        )?;
+        check_range(
+            format!("{at}.max_max_buffer_ns"),
+            self.max_max_buffer_ns,
+            1_000_000,
+            24 * HOUR_NS,
+            "ns (1 ms to one day)",
+        )?;
+        check_range(
+            format!("{at}.max_buffer_ns"),
+            self.max_buffer_ns,
+            1_000_000,
+            self.max_max_buffer_ns,
+            "ns (1 ms to max_max_buffer_ns)",
+        )?;
+        check_range(
+            format!("{at}.max_buffer_size_bytes"),
+            self.max_buffer_size_bytes,
+            0,
+            1 << 40,
+            "bytes",
+        )?;
+        check_range(
+            format!("{at}.startup_buffer_ns"),
+            self.startup_buffer_ns,
+            0,
+            self.max_buffer_ns,
+            "ns (0 to max_buffer_ns)",
+        )?;
+        check_range(
+            format!("{at}.tick_ns"),
+            self.tick_ns,
+            1_000_000,
+            10_000_000_000,
+            "ns (1 ms to 10 s)",
+        )?;
         Ok(())
     }
 }
@@ -169,8 +271,16 @@ struct Ewma {
 impl Ewma {
     /// `constructor(halfLife)`: alpha = exp(ln 0.5 / halfLife) (0 for a half-life of 0).
     fn new(half_life_s: f64) -> Ewma {
-        let alpha = if half_life_s > 0.0 { (0.5f64.ln() / half_life_s).exp() } else { 0.0 };
-        Ewma { alpha, estimate: 0.0, total_weight: 0.0 }
+        let alpha = if half_life_s > 0.0 {
+            (0.5f64.ln() / half_life_s).exp()
+        } else {
+            0.0
+        };
+        Ewma {
+            alpha,
+            estimate: 0.0,
+            total_weight: 0.0,
+        }
     }
 
     /// `sample(weight, value)`: decay by alpha^weight, then add the value.
@@ -254,7 +364,10 @@ enum Load {
     /// A level's media playlist.
     Playlist(usize),
     /// Segment `index` from a level.
-    Segment { index: u64, level: usize },
+    Segment {
+        index: u64,
+        level: usize,
+    },
 }
 
 /// The outstanding request.
@@ -346,13 +459,22 @@ impl Hls {
             .map(|(i, p)| Level {
                 profile: i,
                 bitrate_bps: p.bitrate_bps,
-                body_bytes: ((p.bitrate_bps as u128 * cfg.segment_ns as u128 + 4_000_000_000) / 8_000_000_000).max(1) as u64,
+                body_bytes: ((p.bitrate_bps as u128 * cfg.segment_ns as u128 + 4_000_000_000)
+                    / 8_000_000_000)
+                    .max(1) as u64,
             })
             .collect();
         // level-controller.ts filterAndSortMediaOptions(): sorted by bitrate (stable).
         levels.sort_by_key(|l| l.bitrate_bps);
-        let start_profile = cfg.start_profile.as_ref().and_then(|s| cfg.profiles.iter().position(|p| &p.name == s)).unwrap_or(0);
-        let start_level = levels.iter().position(|l| l.profile == start_profile).unwrap_or(0);
+        let start_profile = cfg
+            .start_profile
+            .as_ref()
+            .and_then(|s| cfg.profiles.iter().position(|p| &p.name == s))
+            .unwrap_or(0);
+        let start_level = levels
+            .iter()
+            .position(|l| l.profile == start_profile)
+            .unwrap_or(0);
         let n = levels.len();
         Hls {
             name: name.to_string(),
@@ -431,8 +553,12 @@ impl Hls {
 
     /// hls.js base-stream-controller.ts `getMaxBufferLength(levelBitrate)`.
     fn max_buffer_len_ns(&self, level: usize) -> u64 {
-        let by_size_ns = (8.0 * self.cfg.max_buffer_size_bytes as f64 / self.levels[level].bitrate_bps as f64 * NS_PER_S) as u64;
-        by_size_ns.max(self.cfg.max_buffer_ns).min(self.cfg.max_max_buffer_ns)
+        let by_size_ns = (8.0 * self.cfg.max_buffer_size_bytes as f64
+            / self.levels[level].bitrate_bps as f64
+            * NS_PER_S) as u64;
+        by_size_ns
+            .max(self.cfg.max_buffer_ns)
+            .min(self.cfg.max_max_buffer_ns)
     }
 
     /// hls.js abr-controller.ts `findBestLevel()`: the highest level whose bitrate fits
@@ -441,11 +567,19 @@ impl Hls {
         let current = self.last_level.unwrap_or(0);
         // levelDetails.averagetargetduration || the current fragment's duration: the
         // segment duration once a fragment was loaded, 0 before (no fetch-time test).
-        let avg_duration_s = if self.last_level.is_some() { self.cfg.segment_ns as f64 / NS_PER_S } else { 0.0 };
+        let avg_duration_s = if self.last_level.is_some() {
+            self.cfg.segment_ns as f64 / NS_PER_S
+        } else {
+            0.0
+        };
         (0..self.levels.len()).rev().find(|&i| {
             // Pick the highest bitrate below the adjusted bandwidth; be more
             // conservative (0.7 instead of 0.95) when switching up.
-            let adjusted = if i <= current { self.cfg.bw_factor } else { self.cfg.bw_up_factor } * bw_bps;
+            let adjusted = if i <= current {
+                self.cfg.bw_factor
+            } else {
+                self.cfg.bw_up_factor
+            } * bw_bps;
             let bitrate = self.levels[i].bitrate_bps as f64;
             let fetch_s = bitrate * avg_duration_s / adjusted;
             adjusted > bitrate && (fetch_s == 0.0 || fetch_s < max_fetch_s)
@@ -462,10 +596,19 @@ impl Hls {
         }
         // No level avoids a stall: accept up to maxStarvationDelay of one (capped at the
         // current fragment's duration).
-        let frag_s = if self.last_level.is_some() { self.cfg.segment_ns as f64 / NS_PER_S } else { 0.0 };
+        let frag_s = if self.last_level.is_some() {
+            self.cfg.segment_ns as f64 / NS_PER_S
+        } else {
+            0.0
+        };
         let max_starvation_s = self.cfg.max_starvation_delay_ns as f64 / NS_PER_S;
-        let allowed_s = if frag_s > 0.0 { frag_s.min(max_starvation_s) } else { max_starvation_s };
-        self.find_best_level(bw, starvation_s + allowed_s).unwrap_or(0)
+        let allowed_s = if frag_s > 0.0 {
+            frag_s.min(max_starvation_s)
+        } else {
+            max_starvation_s
+        };
+        self.find_best_level(bw, starvation_s + allowed_s)
+            .unwrap_or(0)
     }
 
     /// hls.js abr-controller.ts `get nextAutoLevel()`: the forced level while there is
@@ -483,8 +626,19 @@ impl Hls {
         let id = self.next_id;
         self.next_id += 1;
         let req = self.conn.request(id, self.cfg.request_bytes, resp_bytes);
-        let idle_ns = if self.last_done_ns == NEVER { 0 } else { now - self.last_done_ns };
-        self.pending = Some(Pending { load, sent_ns: now, estimate_bps: self.est.estimate_bps(), buffer_ns: self.buffer_ns(), idle_ns, cwnd_pkts: 0 });
+        let idle_ns = if self.last_done_ns == NEVER {
+            0
+        } else {
+            now - self.last_done_ns
+        };
+        self.pending = Some(Pending {
+            load,
+            sent_ns: now,
+            estimate_bps: self.est.estimate_bps(),
+            buffer_ns: self.buffer_ns(),
+            idle_ns,
+            cwnd_pkts: 0,
+        });
         cx.write(self.flow, Side::Client, req);
     }
 
@@ -522,7 +676,11 @@ impl Hls {
 
     /// The one timer: the buffer running dry while playing, or a full-buffer re-check.
     fn arm_timer(&self, cx: &mut AppCx) {
-        let dry = if self.play == Play::Playing { self.clock_ns + self.buffer_ns() } else { NEVER };
+        let dry = if self.play == Play::Playing {
+            self.clock_ns + self.buffer_ns()
+        } else {
+            NEVER
+        };
         let at = dry.min(self.check_at_ns);
         cx.set_timer((at != NEVER).then_some(at));
     }
@@ -578,7 +736,9 @@ impl Hls {
     }
 
     fn level_name(&self, level: u32) -> String {
-        self.cfg.profiles[self.levels[level as usize].profile].name.clone()
+        self.cfg.profiles[self.levels[level as usize].profile]
+            .name
+            .clone()
     }
 
     /// Level playing at the playhead (the last loaded one while stalled at its end).
@@ -661,9 +821,12 @@ impl App for Hls {
         };
         self.t_ns.push(t_ns);
         self.t_buffer_ns.push(buffer);
-        self.t_playing.push(self.play == Play::Playing && buffer > 0);
-        self.t_level.push(self.level_at_playhead().unwrap_or(u32::MAX));
-        self.t_estimate_bps.push(self.est.estimate_bps().round() as u64);
+        self.t_playing
+            .push(self.play == Play::Playing && buffer > 0);
+        self.t_level
+            .push(self.level_at_playhead().unwrap_or(u32::MAX));
+        self.t_estimate_bps
+            .push(self.est.estimate_bps().round() as u64);
     }
 
     fn finish(&mut self, end_ns: u64, _socks: &[TcpSocket]) -> AppOutput {
@@ -684,36 +847,114 @@ impl App for Hls {
             bits += d as f64 / NS_PER_S * level.bitrate_bps as f64;
         }
         let played_s = self.playhead_ns as f64 / NS_PER_S;
-        let ongoing_stall = if self.play == Play::Stalled { end_ns - self.stall_start_ns } else { 0 };
+        let ongoing_stall = if self.play == Play::Stalled {
+            end_ns - self.stall_start_ns
+        } else {
+            0
+        };
         let switches = self.s_level.windows(2).filter(|w| w[0] != w[1]).count() as u64;
         let secs = |ns: u64| Value::F64(ns as f64 / NS_PER_S);
-        out.put("startup_delay_s", if self.started_ns == NEVER { Value::None } else { secs(self.started_ns - self.connected_ns) });
+        out.put(
+            "startup_delay_s",
+            if self.started_ns == NEVER {
+                Value::None
+            } else {
+                secs(self.started_ns - self.connected_ns)
+            },
+        );
         out.put("stalls", Value::U64(self.stalls));
         out.put("stall_s", secs(self.stall_total_ns + ongoing_stall));
         out.put("switches", Value::U64(switches));
         out.put(
             "time_on_profile_s",
-            Value::Map(self.cfg.profiles.iter().zip(&played_ns).map(|(p, &ns)| (p.name.clone(), secs(ns))).collect()),
+            Value::Map(
+                self.cfg
+                    .profiles
+                    .iter()
+                    .zip(&played_ns)
+                    .map(|(p, &ns)| (p.name.clone(), secs(ns)))
+                    .collect(),
+            ),
         );
         out.put("segments", Value::U64(self.s_level.len() as u64));
-        out.put("profile_names", Value::List(self.cfg.profiles.iter().map(|p| Value::Str(p.name.clone())).collect()));
-        out.put("start_profile", Value::Str(self.cfg.profiles[self.levels[self.start_level].profile].name.clone()));
-        out.put("profile_bitrates_bps", Value::List(self.cfg.profiles.iter().map(|p| Value::U64(p.bitrate_bps)).collect()));
+        out.put(
+            "profile_names",
+            Value::List(
+                self.cfg
+                    .profiles
+                    .iter()
+                    .map(|p| Value::Str(p.name.clone()))
+                    .collect(),
+            ),
+        );
+        out.put(
+            "start_profile",
+            Value::Str(
+                self.cfg.profiles[self.levels[self.start_level].profile]
+                    .name
+                    .clone(),
+            ),
+        );
+        out.put(
+            "profile_bitrates_bps",
+            Value::List(
+                self.cfg
+                    .profiles
+                    .iter()
+                    .map(|p| Value::U64(p.bitrate_bps))
+                    .collect(),
+            ),
+        );
         out.put("played_s", Value::F64(played_s));
-        out.put("mean_bitrate_bps", if self.playhead_ns > 0 { Value::F64(bits / played_s) } else { Value::None });
+        out.put(
+            "mean_bitrate_bps",
+            if self.playhead_ns > 0 {
+                Value::F64(bits / played_s)
+            } else {
+                Value::None
+            },
+        );
         out.put("buffer_s", secs(self.buffer_ns()));
         out.put("estimate_bps", Value::F64(self.est.estimate_bps()));
         out.put("playlist_loads", Value::U64(self.playlist_loads));
         out.put("bytes", Value::U64(self.s_bytes.iter().sum()));
-        out.put("connected_s", if self.connected_ns == NEVER { Value::None } else { secs(self.connected_ns) });
+        out.put(
+            "connected_s",
+            if self.connected_ns == NEVER {
+                Value::None
+            } else {
+                secs(self.connected_ns)
+            },
+        );
         out.put("ended", Value::Bool(self.play == Play::Ended));
-        out.put("latency_ms", super::stats::latency_summary_ms(&self.s_latency_ns));
-        let names = |v: &[u32]| -> Vec<String> { v.iter().map(|&l| if l == u32::MAX { String::new() } else { self.level_name(l) }).collect() };
+        out.put(
+            "latency_ms",
+            super::stats::latency_summary_ms(&self.s_latency_ns),
+        );
+        let names = |v: &[u32]| -> Vec<String> {
+            v.iter()
+                .map(|&l| {
+                    if l == u32::MAX {
+                        String::new()
+                    } else {
+                        self.level_name(l)
+                    }
+                })
+                .collect()
+        };
         out.tables.push(
             Table::new("segments")
                 .col("index", Column::U64(self.s_index.clone()))
                 .col("profile", Column::Str(names(&self.s_level)))
-                .col("bitrate_bps", Column::U64(self.s_level.iter().map(|&l| self.levels[l as usize].bitrate_bps).collect()))
+                .col(
+                    "bitrate_bps",
+                    Column::U64(
+                        self.s_level
+                            .iter()
+                            .map(|&l| self.levels[l as usize].bitrate_bps)
+                            .collect(),
+                    ),
+                )
                 .col("bytes", Column::U64(self.s_bytes.clone()))
                 .col("request_ns", Column::U64(self.s_request_ns.clone()))
                 .col("latency_ns", Column::U64(self.s_latency_ns.clone()))
@@ -739,7 +980,16 @@ mod tests {
     use super::*;
 
     fn cfg(profiles: &[(&str, u64)]) -> HlsConfig {
-        HlsConfig { profiles: profiles.iter().map(|&(n, b)| Profile { name: n.into(), bitrate_bps: b }).collect(), ..HlsConfig::default() }
+        HlsConfig {
+            profiles: profiles
+                .iter()
+                .map(|&(n, b)| Profile {
+                    name: n.into(),
+                    bitrate_bps: b,
+                })
+                .collect(),
+            ..HlsConfig::default()
+        }
     }
 
     #[test]
@@ -783,7 +1033,12 @@ mod tests {
     #[test]
     fn find_best_level_follows_hls_js() {
         // Ladder 1, 2, 4 Mbit/s, 2 s segments, last loaded level 1 (2 Mbit/s).
-        let mut h = Hls::new("h", vec![0], &cfg(&[("a", 1_000_000), ("b", 2_000_000), ("c", 4_000_000)]), Rng::from_seed(1));
+        let mut h = Hls::new(
+            "h",
+            vec![0],
+            &cfg(&[("a", 1_000_000), ("b", 2_000_000), ("c", 4_000_000)]),
+            Rng::from_seed(1),
+        );
         h.last_level = Some(1);
         // 5 Mbit/s: up needs 0.7 x 5 = 3.5 > 4: no; stay: 0.95 x 5 = 4.75 > 2 -> level 1.
         assert_eq!(h.find_best_level(5e6, 100.0), Some(1));
@@ -797,7 +1052,12 @@ mod tests {
         h.est.sample(2_000_000_000, 2_000_000 / 8 * 2); // estimate 2 Mbit/s
         assert_eq!(h.abr_level(), 0);
         // Below the lowest level: nothing fits even with the allowed stall -> level 0.
-        let mut h2 = Hls::new("h", vec![0], &cfg(&[("a", 1_000_000), ("b", 2_000_000)]), Rng::from_seed(1));
+        let mut h2 = Hls::new(
+            "h",
+            vec![0],
+            &cfg(&[("a", 1_000_000), ("b", 2_000_000)]),
+            Rng::from_seed(1),
+        );
         h2.last_level = Some(0);
         h2.est.sample(2_000_000_000, 500_000 / 8 * 2);
         assert_eq!(h2.find_best_level(h2.est.estimate_bps(), 10.0), None);
@@ -808,7 +1068,12 @@ mod tests {
     fn max_buffer_length_follows_max_buffer_size() {
         // getMaxBufferLength(): 8 x 60 MB / 3 Mbit/s = 160 s; / 100 Mbit/s = 4.8 s -> 30 s;
         // / 100 kbit/s = 4800 s -> 600 s.
-        let h = Hls::new("h", vec![0], &cfg(&[("lo", 100_000), ("hd", 3_000_000), ("x", 100_000_000)]), Rng::from_seed(1));
+        let h = Hls::new(
+            "h",
+            vec![0],
+            &cfg(&[("lo", 100_000), ("hd", 3_000_000), ("x", 100_000_000)]),
+            Rng::from_seed(1),
+        );
         assert_eq!(h.max_buffer_len_ns(1), 160_000_000_000);
         assert_eq!(h.max_buffer_len_ns(2), 30_000_000_000);
         assert_eq!(h.max_buffer_len_ns(0), 600_000_000_000);
@@ -820,14 +1085,61 @@ mod tests {
         assert!(ok.validate("apps.0.spec", 1).is_ok());
         let cases: Vec<(HlsConfig, usize, &str)> = vec![
             (HlsConfig::default(), 1, "apps.0.spec.profiles: empty"),
-            (ok.clone(), 2, "apps.0.spec: hls drives exactly one connection, got 2"),
-            (cfg(&[("HD", 3_000_000), ("HD", 800_000)]), 1, "apps.0.spec.profiles.1.name: \"HD\" is already the name of profiles.0"),
-            (cfg(&[("HD", 0)]), 1, "apps.0.spec.profiles.0.bitrate_bps: 0 is outside"),
-            (HlsConfig { segment_ns: 0, ..ok.clone() }, 1, "apps.0.spec.segment_ns: 0 is outside"),
-            (HlsConfig { segments: Some(0), ..ok.clone() }, 1, "apps.0.spec.segments: 0"),
-            (HlsConfig { start_profile: Some("4K".into()), ..ok.clone() }, 1, "apps.0.spec.start_profile: \"4K\" is not a profile"),
-            (HlsConfig { bw_factor: 0.0, ..ok.clone() }, 1, "apps.0.spec.bw_factor: 0 is outside"),
-            (HlsConfig { startup_buffer_ns: 40_000_000_000, ..ok.clone() }, 1, "apps.0.spec.startup_buffer_ns: 40000000000 is outside"),
+            (
+                ok.clone(),
+                2,
+                "apps.0.spec: hls drives exactly one connection, got 2",
+            ),
+            (
+                cfg(&[("HD", 3_000_000), ("HD", 800_000)]),
+                1,
+                "apps.0.spec.profiles.1.name: \"HD\" is already the name of profiles.0",
+            ),
+            (
+                cfg(&[("HD", 0)]),
+                1,
+                "apps.0.spec.profiles.0.bitrate_bps: 0 is outside",
+            ),
+            (
+                HlsConfig {
+                    segment_ns: 0,
+                    ..ok.clone()
+                },
+                1,
+                "apps.0.spec.segment_ns: 0 is outside",
+            ),
+            (
+                HlsConfig {
+                    segments: Some(0),
+                    ..ok.clone()
+                },
+                1,
+                "apps.0.spec.segments: 0",
+            ),
+            (
+                HlsConfig {
+                    start_profile: Some("4K".into()),
+                    ..ok.clone()
+                },
+                1,
+                "apps.0.spec.start_profile: \"4K\" is not a profile",
+            ),
+            (
+                HlsConfig {
+                    bw_factor: 0.0,
+                    ..ok.clone()
+                },
+                1,
+                "apps.0.spec.bw_factor: 0 is outside",
+            ),
+            (
+                HlsConfig {
+                    startup_buffer_ns: 40_000_000_000,
+                    ..ok.clone()
+                },
+                1,
+                "apps.0.spec.startup_buffer_ns: 40000000000 is outside",
+            ),
         ];
         for (c, n, want) in cases {
             let e = c.validate("apps.0.spec", n).unwrap_err();

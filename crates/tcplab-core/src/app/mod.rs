@@ -83,7 +83,9 @@ pub fn build(cfg: &AppInstanceConfig, seed: u64) -> Box<dyn App> {
         AppSpec::Rr(c) => Box::new(rr::Rr::new(&cfg.name, flows, c, rng)),
         AppSpec::Hls(c) => Box::new(hls::Hls::new(&cfg.name, flows, c, rng)),
         AppSpec::NfsStream(c) => Box::new(nfs::NfsStream::new(&cfg.name, flows, c, rng)),
-        AppSpec::BatchWriter(c) => Box::new(batch_writer::BatchWriter::new(&cfg.name, flows, c, rng)),
+        AppSpec::BatchWriter(c) => {
+            Box::new(batch_writer::BatchWriter::new(&cfg.name, flows, c, rng))
+        }
         AppSpec::Broadcast(c) => Box::new(broadcast::Broadcast::new(&cfg.name, flows, c, rng)),
     }
 }
@@ -117,7 +119,11 @@ impl AppCx<'_> {
     /// wait in the application until the send buffer takes them).
     pub fn write(&mut self, flow: u32, side: Side, bytes: u64) {
         let ep = side.ep(flow);
-        let mut ctx = crate::tcp::socket::Ctx { now_ns: self.now_ns, net: self.net, ev: self.ev };
+        let mut ctx = crate::tcp::socket::Ctx {
+            now_ns: self.now_ns,
+            net: self.net,
+            ev: self.ev,
+        };
         self.socks[ep as usize].app_write(&mut ctx, bytes);
         self.touched.push(ep);
     }
@@ -201,9 +207,21 @@ pub struct FlowMap {
 impl FlowMap {
     pub fn new(flows: Vec<u32>) -> FlowMap {
         let contiguous = flows.windows(2).all(|w| w[1] == w[0] + 1);
-        let mut sorted: Vec<(u32, u32)> = if contiguous { Vec::new() } else { flows.iter().enumerate().map(|(k, &f)| (f, k as u32)).collect() };
+        let mut sorted: Vec<(u32, u32)> = if contiguous {
+            Vec::new()
+        } else {
+            flows
+                .iter()
+                .enumerate()
+                .map(|(k, &f)| (f, k as u32))
+                .collect()
+        };
         sorted.sort_unstable();
-        FlowMap { flows, contiguous, sorted }
+        FlowMap {
+            flows,
+            contiguous,
+            sorted,
+        }
     }
     /// Connections in all.
     pub fn len(&self) -> usize {
@@ -223,7 +241,10 @@ impl FlowMap {
         if self.contiguous {
             (flow - self.flows[0]) as usize
         } else {
-            let i = self.sorted.binary_search_by_key(&flow, |&(f, _)| f).expect("flow not in app");
+            let i = self
+                .sorted
+                .binary_search_by_key(&flow, |&(f, _)| f)
+                .expect("flow not in app");
             self.sorted[i].1 as usize
         }
     }

@@ -45,19 +45,27 @@
 
 use std::collections::VecDeque;
 
-pub use crate::config::apps::{NfsConfig, NFS_MAX_FILE_IO_SIZE};
+use super::bounds::{
+    Connections, FieldBound,
+    Limit::{Field, Int},
+};
 use super::output::{Column, Table, Value};
 use super::rpc::{Rpc, RpcConn};
 use super::{App, AppCx, AppOutput, FlowMap, Side};
+pub use crate::config::apps::{NfsConfig, NFS_MAX_FILE_IO_SIZE};
+use crate::config::MAX_DELAY_NS;
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
-use super::bounds::{Connections, FieldBound, Limit::{Field, Int}};
-use crate::config::MAX_DELAY_NS;
 
 /// The ranges [`NfsConfig::validate`] enforces (`super::bounds`).
 pub const BOUNDS: &[FieldBound] = &[
-    FieldBound::multiple("rsize_bytes", Int(PAGE_BYTES), Int(NFS_MAX_FILE_IO_SIZE), PAGE_BYTES),
+    FieldBound::multiple(
+        "rsize_bytes",
+        Int(PAGE_BYTES),
+        Int(NFS_MAX_FILE_IO_SIZE),
+        PAGE_BYTES,
+    ),
     FieldBound::multiple("readahead_bytes", Int(PAGE_BYTES), Int(1 << 30), PAGE_BYTES),
     FieldBound::new("bitrate_bps", Int(1), Int(1_000_000_000_000)),
     FieldBound::new("file_bytes", Int(1), Int(1 << 50)),
@@ -68,7 +76,10 @@ pub const BOUNDS: &[FieldBound] = &[
     FieldBound::new("service_ns", Int(0), Int(MAX_DELAY_NS)),
 ];
 /// `nconnect`: 1 to NFS_MAX_CONNECTIONS.
-pub const CONNECTIONS: Connections = Connections { lo: 1, hi: Some(NFS_MAX_CONNECTIONS as u64) };
+pub const CONNECTIONS: Connections = Connections {
+    lo: 1,
+    hi: Some(NFS_MAX_CONNECTIONS as u64),
+};
 
 /// Linux's `nconnect` limit: NFS_MAX_CONNECTIONS = 16 (Linux v6.12 fs/nfs/fs_context.c,
 /// checked in nfs_fs_context_parse_param() for Opt_nconnect).
@@ -94,7 +105,10 @@ impl NfsConfig {
             return Err(format!("{at}.readahead_bytes: {ra} is not a multiple of {PAGE_BYTES} in [{PAGE_BYTES}, 2^30]"));
         }
         if self.bitrate_bps == 0 || self.bitrate_bps > 1_000_000_000_000 {
-            return Err(format!("{at}.bitrate_bps: {} is outside [1, 1e12] bit/s", self.bitrate_bps));
+            return Err(format!(
+                "{at}.bitrate_bps: {} is outside [1, 1e12] bit/s",
+                self.bitrate_bps
+            ));
         }
         if let Some(f) = self.file_bytes {
             if f == 0 || f > 1 << 50 {
@@ -103,7 +117,10 @@ impl NfsConfig {
         }
         let max = crate::config::MAX_DELAY_NS;
         if self.max_buffer_ns == 0 || self.max_buffer_ns > max {
-            return Err(format!("{at}.max_buffer_ns: {} is outside [1, {max}] ns (one hour)", self.max_buffer_ns));
+            return Err(format!(
+                "{at}.max_buffer_ns: {} is outside [1, {max}] ns (one hour)",
+                self.max_buffer_ns
+            ));
         }
         if self.startup_buffer_ns == 0 || self.startup_buffer_ns > self.max_buffer_ns {
             return Err(format!(
@@ -112,13 +129,22 @@ impl NfsConfig {
             ));
         }
         if self.call_bytes == 0 || self.call_bytes > 1 << 20 {
-            return Err(format!("{at}.call_bytes: {} is outside [1, 2^20] bytes", self.call_bytes));
+            return Err(format!(
+                "{at}.call_bytes: {} is outside [1, 2^20] bytes",
+                self.call_bytes
+            ));
         }
         if self.reply_header_bytes > 1 << 20 {
-            return Err(format!("{at}.reply_header_bytes: {} is outside [0, 2^20] bytes", self.reply_header_bytes));
+            return Err(format!(
+                "{at}.reply_header_bytes: {} is outside [0, 2^20] bytes",
+                self.reply_header_bytes
+            ));
         }
         if self.service_ns > max {
-            return Err(format!("{at}.service_ns: {} is outside [0, {max}] ns (one hour)", self.service_ns));
+            return Err(format!(
+                "{at}.service_ns: {} is outside [0, {max}] ns (one hour)",
+                self.service_ns
+            ));
         }
         Ok(())
     }
@@ -141,7 +167,11 @@ pub struct XprtSwitch {
 
 impl XprtSwitch {
     pub fn new(n: usize) -> XprtSwitch {
-        XprtSwitch { queuelen: vec![0; n], xps_queuelen: 0, cursor: None }
+        XprtSwitch {
+            queuelen: vec![0; n],
+            xps_queuelen: 0,
+            cursor: None,
+        }
     }
 
     /// The transport for the next RPC task, counted into the queue lengths.
@@ -235,7 +265,9 @@ fn bytes_in(play_ns: u64, bps: u64) -> u64 {
 
 /// Playback time of `bytes` at `bps`, rounded up (the instant the last byte is played).
 fn ns_for(bytes: u64, bps: u64) -> u64 {
-    (bytes as u128 * 8 * NS_PER_SEC).div_ceil(bps as u128).min(u64::MAX as u128) as u64
+    (bytes as u128 * 8 * NS_PER_SEC)
+        .div_ceil(bps as u128)
+        .min(u64::MAX as u128) as u64
 }
 
 impl NfsStream {
@@ -282,7 +314,8 @@ impl NfsStream {
     /// Playing time up to `now` (not past the instant the buffer empties).
     fn play_ns_at(&self, now: u64) -> u64 {
         match self.play {
-            Play::Playing => (self.play_acc_ns + (now - self.play_since_ns)).min(ns_for(self.ready_end, self.cfg.bitrate_bps)),
+            Play::Playing => (self.play_acc_ns + (now - self.play_since_ns))
+                .min(ns_for(self.ready_end, self.cfg.bitrate_bps)),
             _ => self.play_acc_ns,
         }
     }
@@ -350,7 +383,8 @@ impl NfsStream {
             }
             let id = self.r_offset.len() as u64;
             let k = self.xps.pick();
-            let bytes = self.conns[k].request(id, self.cfg.call_bytes, self.cfg.reply_header_bytes + len);
+            let bytes =
+                self.conns[k].request(id, self.cfg.call_bytes, self.cfg.reply_header_bytes + len);
             self.r_conn.push(k as u32);
             self.r_offset.push(self.next_offset);
             self.r_bytes.push(len);
@@ -369,7 +403,8 @@ impl NfsStream {
             // Room for the next READ once the play position passes next_offset - max.
             let outstanding = self.next_offset > self.ready_end;
             let len = self.read_bytes.min(self.file_end() - self.next_offset);
-            let window_ok = !outstanding || self.next_offset + len - self.ready_end <= self.cfg.readahead_bytes;
+            let window_ok =
+                !outstanding || self.next_offset + len - self.ready_end <= self.cfg.readahead_bytes;
             if window_ok {
                 let target = self.next_offset + 1 - self.max_buffer_bytes.min(self.next_offset + 1);
                 let need = ns_for(target, self.cfg.bitrate_bps);
@@ -448,8 +483,11 @@ impl App for NfsStream {
                     return;
                 }
                 // The contiguous prefix grows past every READ that has now arrived.
-                while self.next_ready_id < self.r_latency_ns.len() && self.r_latency_ns[self.next_ready_id] != NEVER {
-                    self.ready_end = self.r_offset[self.next_ready_id] + self.r_bytes[self.next_ready_id];
+                while self.next_ready_id < self.r_latency_ns.len()
+                    && self.r_latency_ns[self.next_ready_id] != NEVER
+                {
+                    self.ready_end =
+                        self.r_offset[self.next_ready_id] + self.r_bytes[self.next_ready_id];
                     self.next_ready_id += 1;
                 }
                 self.maybe_play(now);
@@ -479,27 +517,53 @@ impl App for NfsStream {
         self.advance(end_ns);
         let mut out = AppOutput::new(&self.name, "nfs_stream");
         let n = self.flows.len();
-        let done: Vec<usize> = (0..self.r_latency_ns.len()).filter(|&i| self.r_latency_ns[i] != NEVER).collect();
+        let done: Vec<usize> = (0..self.r_latency_ns.len())
+            .filter(|&i| self.r_latency_ns[i] != NEVER)
+            .collect();
         let mut per_conn = vec![0u64; n];
         for &i in &done {
             per_conn[self.r_conn[i] as usize] += self.r_bytes[i];
         }
         let bytes_read: u64 = per_conn.iter().sum();
-        let stall_ns = self.stall_ns + if self.stall_since_ns != NEVER { end_ns - self.stall_since_ns } else { 0 };
-        let startup = if self.started_ns == NEVER { Value::None } else { Value::F64(self.started_ns as f64 / 1e9) };
+        let stall_ns = self.stall_ns
+            + if self.stall_since_ns != NEVER {
+                end_ns - self.stall_since_ns
+            } else {
+                0
+            };
+        let startup = if self.started_ns == NEVER {
+            Value::None
+        } else {
+            Value::F64(self.started_ns as f64 / 1e9)
+        };
         out.put("startup_delay_s", startup);
         out.put("stalls", Value::U64(self.stalls));
         out.put("stall_s", Value::F64(stall_ns as f64 / 1e9));
         out.put("reads", Value::U64(done.len() as u64));
         out.put("reads_issued", Value::U64(self.r_offset.len() as u64));
         out.put("bytes_read", Value::U64(bytes_read));
-        let share = per_conn.iter().map(|&b| Value::F64(if bytes_read == 0 { 0.0 } else { b as f64 / bytes_read as f64 })).collect();
+        let share = per_conn
+            .iter()
+            .map(|&b| {
+                Value::F64(if bytes_read == 0 {
+                    0.0
+                } else {
+                    b as f64 / bytes_read as f64
+                })
+            })
+            .collect();
         out.put("share_of_bytes", Value::List(share));
-        out.put("bytes_per_connection", Value::List(per_conn.iter().map(|&b| Value::U64(b)).collect()));
+        out.put(
+            "bytes_per_connection",
+            Value::List(per_conn.iter().map(|&b| Value::U64(b)).collect()),
+        );
         let lat: Vec<u64> = done.iter().map(|&i| self.r_latency_ns[i]).collect();
         out.put("latency_ms", super::stats::latency_summary_ms(&lat));
         out.put("played_s", Value::F64(self.play_ns_at(end_ns) as f64 / 1e9));
-        out.put("buffer_s", Value::F64(self.buffer_ns_at(end_ns) as f64 / 1e9));
+        out.put(
+            "buffer_s",
+            Value::F64(self.buffer_ns_at(end_ns) as f64 / 1e9),
+        );
         let min_buf = self
             .s_t_ns
             .iter()
@@ -507,7 +571,10 @@ impl App for NfsStream {
             .filter(|&(&t, _)| self.started_ns != NEVER && t >= self.started_ns)
             .map(|(_, &b)| b)
             .min();
-        out.put("min_buffer_s", min_buf.map_or(Value::None, |b| Value::F64(b as f64 / 1e9)));
+        out.put(
+            "min_buffer_s",
+            min_buf.map_or(Value::None, |b| Value::F64(b as f64 / 1e9)),
+        );
         out.put("nconnect", Value::U64(n as u64));
         out.put("rsize_bytes", Value::U64(self.cfg.rsize_bytes));
         out.put("read_bytes", Value::U64(self.read_bytes));
@@ -515,10 +582,26 @@ impl App for NfsStream {
         out.put("bitrate_bps", Value::U64(self.cfg.bitrate_bps));
         out.tables.push(
             Table::new("requests")
-                .col("flow", Column::U32(done.iter().map(|&i| self.flows.flow(self.r_conn[i] as usize)).collect()))
-                .col("offset_bytes", Column::U64(done.iter().map(|&i| self.r_offset[i]).collect()))
-                .col("bytes", Column::U64(done.iter().map(|&i| self.r_bytes[i]).collect()))
-                .col("start_ns", Column::U64(done.iter().map(|&i| self.r_start_ns[i]).collect()))
+                .col(
+                    "flow",
+                    Column::U32(
+                        done.iter()
+                            .map(|&i| self.flows.flow(self.r_conn[i] as usize))
+                            .collect(),
+                    ),
+                )
+                .col(
+                    "offset_bytes",
+                    Column::U64(done.iter().map(|&i| self.r_offset[i]).collect()),
+                )
+                .col(
+                    "bytes",
+                    Column::U64(done.iter().map(|&i| self.r_bytes[i]).collect()),
+                )
+                .col(
+                    "start_ns",
+                    Column::U64(done.iter().map(|&i| self.r_start_ns[i]).collect()),
+                )
                 .col("latency_ns", Column::U64(lat)),
         );
         out.tables.push(
@@ -583,16 +666,44 @@ mod tests {
         let c = NfsConfig::default();
         assert!(c.validate("a", 4).is_ok());
         assert!(c.validate("a", 0).unwrap_err().starts_with("a.nconnect: 0"));
-        assert!(c.validate("a", 17).unwrap_err().starts_with("a.nconnect: 17"));
-        let e = NfsConfig { rsize_bytes: 1000, ..c.clone() }.validate("a", 1).unwrap_err();
+        assert!(c
+            .validate("a", 17)
+            .unwrap_err()
+            .starts_with("a.nconnect: 17"));
+        let e = NfsConfig {
+            rsize_bytes: 1000,
+            ..c.clone()
+        }
+        .validate("a", 1)
+        .unwrap_err();
         assert!(e.starts_with("a.rsize_bytes: 1000"), "{e}");
-        let e = NfsConfig { rsize_bytes: 2 << 20, ..c.clone() }.validate("a", 1).unwrap_err();
+        let e = NfsConfig {
+            rsize_bytes: 2 << 20,
+            ..c.clone()
+        }
+        .validate("a", 1)
+        .unwrap_err();
         assert!(e.starts_with("a.rsize_bytes: 2097152"), "{e}");
-        let e = NfsConfig { bitrate_bps: 0, ..c.clone() }.validate("a", 1).unwrap_err();
+        let e = NfsConfig {
+            bitrate_bps: 0,
+            ..c.clone()
+        }
+        .validate("a", 1)
+        .unwrap_err();
         assert!(e.starts_with("a.bitrate_bps: 0"), "{e}");
-        let e = NfsConfig { startup_buffer_ns: 40_000_000_000, ..c.clone() }.validate("a", 1).unwrap_err();
+        let e = NfsConfig {
+            startup_buffer_ns: 40_000_000_000,
+            ..c.clone()
+        }
+        .validate("a", 1)
+        .unwrap_err();
         assert!(e.starts_with("a.startup_buffer_ns"), "{e}");
-        let e = NfsConfig { readahead_bytes: 5000, ..c }.validate("a", 1).unwrap_err();
+        let e = NfsConfig {
+            readahead_bytes: 5000,
+            ..c
+        }
+        .validate("a", 1)
+        .unwrap_err();
         assert!(e.starts_with("a.readahead_bytes: 5000"), "{e}");
     }
 }

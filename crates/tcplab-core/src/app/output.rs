@@ -32,7 +32,10 @@ pub struct Table {
 
 impl Table {
     pub fn new(name: &'static str) -> Table {
-        Table { name, columns: Vec::new() }
+        Table {
+            name,
+            columns: Vec::new(),
+        }
     }
     pub fn col(mut self, name: &'static str, c: Column) -> Table {
         self.columns.push((name, c));
@@ -41,7 +44,11 @@ impl Table {
     /// Rows (0 for a table without columns); panics in debug builds if columns differ.
     pub fn rows(&self) -> usize {
         let n = self.columns.first().map_or(0, |(_, c)| c.len());
-        debug_assert!(self.columns.iter().all(|(_, c)| c.len() == n), "table {}: ragged columns", self.name);
+        debug_assert!(
+            self.columns.iter().all(|(_, c)| c.len() == n),
+            "table {}: ragged columns",
+            self.name
+        );
         n
     }
 }
@@ -61,7 +68,12 @@ pub struct AppOutput {
 
 impl AppOutput {
     pub fn new(name: &str, kind: &'static str) -> AppOutput {
-        AppOutput { name: name.to_string(), kind, summary: Vec::new(), tables: Vec::new() }
+        AppOutput {
+            name: name.to_string(),
+            kind,
+            summary: Vec::new(),
+            tables: Vec::new(),
+        }
     }
     pub fn put(&mut self, key: &str, v: Value) {
         self.summary.push((key.to_string(), v));
@@ -111,6 +123,9 @@ impl Value {
 impl Table {
     /// A column by name (tests).
     pub fn column(&self, name: &str) -> Option<&Column> {
-        self.columns.iter().find(|(n, _)| *n == name).map(|(_, c)| c)
+        self.columns
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, c)| c)
     }
 }

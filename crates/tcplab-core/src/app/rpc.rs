@@ -41,14 +41,23 @@ impl RpcConn {
     /// bytes to write on the client side.
     pub fn request(&mut self, id: u64, req_bytes: u64, resp_bytes: u64) -> u64 {
         self.client_written += req_bytes;
-        self.to_server.push_back(Rpc { id, req_end: self.client_written, resp_bytes, resp_end: 0 });
+        self.to_server.push_back(Rpc {
+            id,
+            req_end: self.client_written,
+            resp_bytes,
+            resp_end: 0,
+        });
         req_bytes
     }
 
     /// The server has read `read_total` bytes: the next request now fully read, if any
     /// (call repeatedly until `None`).
     pub fn server_next_request(&mut self, read_total: u64) -> Option<Rpc> {
-        if self.to_server.front().is_some_and(|r| r.req_end <= read_total) {
+        if self
+            .to_server
+            .front()
+            .is_some_and(|r| r.req_end <= read_total)
+        {
             return self.to_server.pop_front();
         }
         None
@@ -66,7 +75,11 @@ impl RpcConn {
     /// The client has read `read_total` bytes: the next response now complete, if any
     /// (call repeatedly until `None`).
     pub fn client_next_response(&mut self, read_total: u64) -> Option<Rpc> {
-        if self.to_client.front().is_some_and(|r| r.resp_end <= read_total) {
+        if self
+            .to_client
+            .front()
+            .is_some_and(|r| r.resp_end <= read_total)
+        {
             return self.to_client.pop_front();
         }
         None

@@ -14,15 +14,15 @@
 //! open (netperf's "Trans. Rate per sec"), latency percentiles (p50, p90, p99, p99.9)
 //! and one row per transaction (`requests` table).
 
-pub use crate::config::apps::RrConfig;
+use super::bounds::{Connections, FieldBound, Limit::Int};
 use super::output::{Column, Table, Value};
 use super::rpc::RpcConn;
 use super::{App, AppCx, AppOutput, FlowMap, Side};
+pub use crate::config::apps::RrConfig;
+use crate::config::MAX_DELAY_NS;
 use crate::rng::Rng;
 use crate::tcp::socket::TcpSocket;
 use crate::time::NEVER;
-use super::bounds::{Connections, FieldBound, Limit::Int};
-use crate::config::MAX_DELAY_NS;
 
 /// The ranges [`RrConfig::validate`] enforces (`super::bounds`).
 pub const BOUNDS: &[FieldBound] = &[
@@ -36,13 +36,20 @@ pub const CONNECTIONS: Connections = Connections { lo: 1, hi: None };
 impl RrConfig {
     pub fn validate(&self, at: &str, nflows: usize) -> Result<(), String> {
         let _ = nflows;
-        for (name, v) in [("request_bytes", self.request_bytes), ("response_bytes", self.response_bytes)] {
+        for (name, v) in [
+            ("request_bytes", self.request_bytes),
+            ("response_bytes", self.response_bytes),
+        ] {
             if v == 0 || v > 1 << 40 {
                 return Err(format!("{at}.{name}: {v} is outside [1, 2^40] bytes"));
             }
         }
         if self.think_ns > crate::config::MAX_DELAY_NS {
-            return Err(format!("{at}.think_ns: {} is outside [0, {}] ns (one hour)", self.think_ns, crate::config::MAX_DELAY_NS));
+            return Err(format!(
+                "{at}.think_ns: {} is outside [0, {}] ns (one hour)",
+                self.think_ns,
+                crate::config::MAX_DELAY_NS
+            ));
         }
         Ok(())
     }
@@ -166,7 +173,9 @@ impl App for Rr {
         for k in 0..self.flows.len() {
             let open = self.open_at_ns[k];
             // A flow with `stop` writes nothing after it: count its rate up to there.
-            let stop_abs = socks[Side::Client.ep(self.flows.flow(k)) as usize].app.stop_ns;
+            let stop_abs = socks[Side::Client.ep(self.flows.flow(k)) as usize]
+                .app
+                .stop_ns;
             let end_ns = end_ns.min(stop_abs.saturating_sub(crate::time::BOOT_NS));
             if open == NEVER || end_ns <= open {
                 continue;
@@ -178,7 +187,10 @@ impl App for Rr {
         out.put("connections", Value::U64(self.flows.len() as u64));
         out.put("request_bytes", Value::U64(self.cfg.request_bytes));
         out.put("response_bytes", Value::U64(self.cfg.response_bytes));
-        out.put("latency_ms", super::stats::latency_summary_ms(&self.t_latency_ns));
+        out.put(
+            "latency_ms",
+            super::stats::latency_summary_ms(&self.t_latency_ns),
+        );
         out.tables.push(
             Table::new("requests")
                 .col("flow", Column::U32(self.t_flow.clone()))

@@ -18,7 +18,11 @@ pub fn latency_summary_ms(values_ns: &[u64]) -> Value {
     let mut v = values_ns.to_vec();
     v.sort_unstable();
     let ms = |x: Option<u64>| x.map_or(Value::None, |n| Value::F64(n as f64 / 1e6));
-    let mean = if v.is_empty() { Value::None } else { Value::F64(v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e6) };
+    let mean = if v.is_empty() {
+        Value::None
+    } else {
+        Value::F64(v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e6)
+    };
     Value::Map(vec![
         ("count".into(), Value::U64(v.len() as u64)),
         ("p50".into(), ms(percentile_sorted(&v, 0.50))),

@@ -59,7 +59,11 @@ pub struct RrConfig {
 
 impl Default for RrConfig {
     fn default() -> Self {
-        RrConfig { request_bytes: 1, response_bytes: 1, think_ns: 0 }
+        RrConfig {
+            request_bytes: 1,
+            response_bytes: 1,
+            think_ns: 0,
+        }
     }
 }
 

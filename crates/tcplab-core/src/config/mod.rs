@@ -166,7 +166,14 @@ fn default_allowance_queue() -> u32 {
 impl NodeConfig {
     /// A node with the defaults: always on its CPU, an ideal NIC, not forwarding.
     pub fn new(name: impl Into<String>, kind: NodeKind) -> NodeConfig {
-        NodeConfig { name: name.into(), kind, hz: default_hz(), forwarding: false, cpu: None, nic: None }
+        NodeConfig {
+            name: name.into(),
+            kind,
+            hz: default_hz(),
+            forwarding: false,
+            cpu: None,
+            nic: None,
+        }
     }
 }
 
@@ -263,7 +270,13 @@ impl LinkConfig {
     /// A link with the defaults of everything the JSON may leave out: Ethernet framing, no
     /// loss, no reordering, pfifo_fast's 1000 packets, no EDT shaping, not a veth. Change
     /// the rest with a field update: `LinkConfig { queue, ..LinkConfig::new(..) }`.
-    pub fn new(name: impl Into<String>, from: u32, to: u32, rate_bps: u64, delay_ns: u64) -> LinkConfig {
+    pub fn new(
+        name: impl Into<String>,
+        from: u32,
+        to: u32,
+        rate_bps: u64,
+        delay_ns: u64,
+    ) -> LinkConfig {
         LinkConfig {
             name: name.into(),
             from,
@@ -293,7 +306,14 @@ pub enum LossConfig {
     /// Gilbert-Elliott two-state burst loss, as netem's `loss gemodel p r 1-h 1-k`:
     /// `p` good->bad, `r` bad->good, loss probability `1-k` in good, `1-h` in bad.
     /// netem's defaults: h = 0 (every packet in the bad state is lost), k = 1.
-    GilbertElliott { p: f64, r: f64, #[serde(default)] h: f64, #[serde(default = "one")] k: f64 },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        #[serde(default)]
+        h: f64,
+        #[serde(default = "one")]
+        k: f64,
+    },
     /// Drop exactly these packets, counted from 0 among the data packets entering the link.
     DropList { data_packets: Vec<u64> },
     /// Lose every packet that leaves the serializer in `[start_ns, end_ns)` of scenario
@@ -489,7 +509,9 @@ impl Default for FqCodelConfig {
 impl Default for QueueConfig {
     /// `pfifo_fast`'s default: the device's txqueuelen of 1000 packets.
     fn default() -> Self {
-        QueueConfig::Pfifo { limit_packets: 1000 }
+        QueueConfig::Pfifo {
+            limit_packets: 1000,
+        }
     }
 }
 
@@ -601,7 +623,9 @@ pub enum AppConfig {
     /// netperf TCP_STREAM: the sender always has data (or `bytes` in all, then FIN).
     #[default]
     Bulk,
-    BulkBytes { bytes: u64 },
+    BulkBytes {
+        bytes: u64,
+    },
     /// Written by an app of `SimConfig.apps` (request/response, video, ...).
     Driven,
 }
@@ -738,7 +762,11 @@ impl SimConfig {
 /// error of the engine's configuration checks.
 pub fn in_range(field: &str, v: u64, lo: u64, hi: u64, unit: &str) -> Result<(), String> {
     if v < lo || v > hi {
-        let unit = if unit.is_empty() { String::new() } else { format!(" {unit}") };
+        let unit = if unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {unit}")
+        };
         return Err(format!("{field}: {v} is outside [{lo}, {hi}]{unit}"));
     }
     Ok(())
@@ -759,34 +787,119 @@ impl TcpConfig {
     pub fn validate(&self, at: &str) -> Result<(), String> {
         let f = |name: &str| format!("{at}.{name}");
         in_range(&f("mss_bytes"), self.mss_bytes as u64, 88, 65_000, "bytes")?;
-        in_range(&f("initial_cwnd"), self.initial_cwnd as u64, 1, 65_535, "packets")?;
+        in_range(
+            &f("initial_cwnd"),
+            self.initial_cwnd as u64,
+            1,
+            65_535,
+            "packets",
+        )?;
         for (name, m) in [("tcp_rmem", &self.tcp_rmem), ("tcp_wmem", &self.tcp_wmem)] {
             // sysctl tcp_rmem/tcp_wmem: ints of at least 1 (extra1 = SYSCTL_ONE).
             if m.iter().any(|&v| v == 0 || v > i32::MAX as u64) || !(m[0] <= m[1] && m[1] <= m[2]) {
                 return Err(format!(
                     "{}: [{}, {}, {}], expected min <= default <= max, each in [1, {}] bytes",
-                    f(name), m[0], m[1], m[2], i32::MAX
+                    f(name),
+                    m[0],
+                    m[1],
+                    m[2],
+                    i32::MAX
                 ));
             }
         }
-        in_range(&f("tcp_early_retrans"), self.tcp_early_retrans as u64, 0, 4, "")?;
+        in_range(
+            &f("tcp_early_retrans"),
+            self.tcp_early_retrans as u64,
+            0,
+            4,
+            "",
+        )?;
         in_range(&f("tcp_recovery"), self.tcp_recovery as u64, 0, 7, "(bits)")?;
         in_range(&f("tcp_frto"), self.tcp_frto as u64, 0, 2, "")?;
-        in_range(&f("tcp_reordering"), self.tcp_reordering as u64, 1, 300, "packets")?;
-        in_range(&f("tcp_max_reordering"), self.tcp_max_reordering as u64, 1, 1 << 20, "packets")?;
-        in_range(&f("tcp_min_rtt_wlen_s"), self.tcp_min_rtt_wlen_s as u64, 0, 86_400, "s")?;
+        in_range(
+            &f("tcp_reordering"),
+            self.tcp_reordering as u64,
+            1,
+            300,
+            "packets",
+        )?;
+        in_range(
+            &f("tcp_max_reordering"),
+            self.tcp_max_reordering as u64,
+            1,
+            1 << 20,
+            "packets",
+        )?;
+        in_range(
+            &f("tcp_min_rtt_wlen_s"),
+            self.tcp_min_rtt_wlen_s as u64,
+            0,
+            86_400,
+            "s",
+        )?;
         // sysctl tcp_limit_output_bytes: an int without bounds; 0 leaves TSQ its 2-skb floor.
-        in_range(&f("tcp_limit_output_bytes"), self.tcp_limit_output_bytes, 0, i32::MAX as u64, "bytes")?;
-        in_range(&f("tcp_pacing_ss_ratio"), self.tcp_pacing_ss_ratio as u64, 0, 1000, "%")?;
-        in_range(&f("tcp_pacing_ca_ratio"), self.tcp_pacing_ca_ratio as u64, 0, 1000, "%")?;
-        in_range(&f("tcp_comp_sack_delay_ns"), self.tcp_comp_sack_delay_ns, 0, MAX_DELAY_NS, "ns (one hour)")?;
-        in_range(&f("tcp_comp_sack_nr"), self.tcp_comp_sack_nr as u64, 0, 255, "")?;
-        in_range(&f("tcp_min_tso_segs"), self.tcp_min_tso_segs as u64, 1, 255, "segments")?;
-        in_range(&f("tcp_tso_rtt_log"), self.tcp_tso_rtt_log as u64, 0, 31, "")?;
+        in_range(
+            &f("tcp_limit_output_bytes"),
+            self.tcp_limit_output_bytes,
+            0,
+            i32::MAX as u64,
+            "bytes",
+        )?;
+        in_range(
+            &f("tcp_pacing_ss_ratio"),
+            self.tcp_pacing_ss_ratio as u64,
+            0,
+            1000,
+            "%",
+        )?;
+        in_range(
+            &f("tcp_pacing_ca_ratio"),
+            self.tcp_pacing_ca_ratio as u64,
+            0,
+            1000,
+            "%",
+        )?;
+        in_range(
+            &f("tcp_comp_sack_delay_ns"),
+            self.tcp_comp_sack_delay_ns,
+            0,
+            MAX_DELAY_NS,
+            "ns (one hour)",
+        )?;
+        in_range(
+            &f("tcp_comp_sack_nr"),
+            self.tcp_comp_sack_nr as u64,
+            0,
+            255,
+            "",
+        )?;
+        in_range(
+            &f("tcp_min_tso_segs"),
+            self.tcp_min_tso_segs as u64,
+            1,
+            255,
+            "segments",
+        )?;
+        in_range(
+            &f("tcp_tso_rtt_log"),
+            self.tcp_tso_rtt_log as u64,
+            0,
+            31,
+            "",
+        )?;
         // RTO arithmetic is in microseconds (u32); TCP_RTO_MAX bounds what rto_min means.
-        in_range(&f("rto_min_ms"), self.rto_min_ms as u64, 1, TCP_RTO_MAX_MS as u64, "ms")?;
+        in_range(
+            &f("rto_min_ms"),
+            self.rto_min_ms as u64,
+            1,
+            TCP_RTO_MAX_MS as u64,
+            "ms",
+        )?;
         if self.max_pacing_rate_bytes_per_sec == 0 {
-            return Err(format!("{}: 0, expected a positive rate in bytes/s (u64::MAX = unlimited)", f("max_pacing_rate_bytes_per_sec")));
+            return Err(format!(
+                "{}: 0, expected a positive rate in bytes/s (u64::MAX = unlimited)",
+                f("max_pacing_rate_bytes_per_sec")
+            ));
         }
         Ok(())
     }
@@ -800,9 +913,19 @@ mod tests {
     /// defaults), so that tests built on them run the configurations Python sends.
     #[test]
     fn constructors_match_the_json_defaults() {
-        let link: LinkConfig = serde_json::from_str(r#"{"name":"a->b","from":0,"to":1,"rate_bps":1000000,"delay_ns":5}"#).unwrap();
-        assert_eq!(format!("{link:?}"), format!("{:?}", LinkConfig::new("a->b", 0, 1, 1_000_000, 5)));
-        let flow: FlowConfig = serde_json::from_str(r#"{"name":"f","src":0,"dst":1,"cc":"bbr"}"#).unwrap();
-        assert_eq!(format!("{flow:?}"), format!("{:?}", FlowConfig::new("f", 0, 1, CcKind::Bbr)));
+        let link: LinkConfig = serde_json::from_str(
+            r#"{"name":"a->b","from":0,"to":1,"rate_bps":1000000,"delay_ns":5}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            format!("{link:?}"),
+            format!("{:?}", LinkConfig::new("a->b", 0, 1, 1_000_000, 5))
+        );
+        let flow: FlowConfig =
+            serde_json::from_str(r#"{"name":"f","src":0,"dst":1,"cc":"bbr"}"#).unwrap();
+        assert_eq!(
+            format!("{flow:?}"),
+            format!("{:?}", FlowConfig::new("f", 0, 1, CcKind::Bbr))
+        );
     }
 }

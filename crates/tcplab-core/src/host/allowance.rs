@@ -183,7 +183,11 @@ impl Allowance {
 /// Checks of an `allowance` block, `at` being its path (`nodes.3.nic.allowance`).
 pub fn validate(cfg: &AllowanceConfig, at: &str) -> Result<(), String> {
     if cfg.rate_bps == 0 || cfg.rate_bps > crate::config::MAX_RATE_BPS {
-        return Err(format!("{at}.rate_bps: {} is outside [1, {}] bit/s", cfg.rate_bps, crate::config::MAX_RATE_BPS));
+        return Err(format!(
+            "{at}.rate_bps: {} is outside [1, {}] bit/s",
+            cfg.rate_bps,
+            crate::config::MAX_RATE_BPS
+        ));
     }
     if cfg.burst_bytes < MTU_BYTES as u64 || cfg.burst_bytes > 1 << 40 {
         return Err(format!(
@@ -194,7 +198,10 @@ pub fn validate(cfg: &AllowanceConfig, at: &str) -> Result<(), String> {
     }
     if let Some(pps) = cfg.pps {
         if pps == 0 || pps > 1 << 40 {
-            return Err(format!("{at}.pps: {pps} is outside [1, {}] packets/s", 1u64 << 40));
+            return Err(format!(
+                "{at}.pps: {pps} is outside [1, {}] packets/s",
+                1u64 << 40
+            ));
         }
     }
     if let Some(b) = cfg.pps_burst {
@@ -202,11 +209,18 @@ pub fn validate(cfg: &AllowanceConfig, at: &str) -> Result<(), String> {
             return Err(format!("{at}.pps_burst: {b} without pps; expected pps too"));
         }
         if b == 0 || b > 1 << 40 {
-            return Err(format!("{at}.pps_burst: {b} is outside [1, {}] packets", 1u64 << 40));
+            return Err(format!(
+                "{at}.pps_burst: {b} is outside [1, {}] packets",
+                1u64 << 40
+            ));
         }
     }
     if cfg.queue_packets > 1 << 20 {
-        return Err(format!("{at}.queue_packets: {} is outside [0, {}] packets", cfg.queue_packets, 1u32 << 20));
+        return Err(format!(
+            "{at}.queue_packets: {} is outside [0, {}] packets",
+            cfg.queue_packets,
+            1u32 << 20
+        ));
     }
     Ok(())
 }
@@ -220,14 +234,25 @@ mod tests {
     use super::*;
 
     fn data(len: u32) -> Packet {
-        Packet { seq: 0, end_seq: len as u64, ip_bytes: len + 52, ..Default::default() }
+        Packet {
+            seq: 0,
+            end_seq: len as u64,
+            ip_bytes: len + 52,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn burst_passes_then_rate_paces_and_the_queue_overflows() {
         // 8 Mbit/s = 1 byte/us, 3000-byte bucket, queue of 2: three 1000-byte packets pass
         // at once, the next two wait 1 ms each, the sixth is dropped.
-        let cfg = AllowanceConfig { rate_bps: 8_000_000, burst_bytes: 3000, pps: None, pps_burst: None, queue_packets: 2 };
+        let cfg = AllowanceConfig {
+            rate_bps: 8_000_000,
+            burst_bytes: 3000,
+            pps: None,
+            pps_burst: None,
+            queue_packets: 2,
+        };
         let mut a = Allowance::new(&cfg);
         let t0 = 1_000_000_000;
         let mut passed = 0;
@@ -238,7 +263,14 @@ mod tests {
         assert!(matches!(a.offer(data(948), 1000, t0), Admit::Held));
         assert!(matches!(a.offer(data(948), 1000, t0), Admit::Held));
         assert!(matches!(a.offer(data(948), 1000, t0), Admit::Dropped(_)));
-        assert_eq!((a.bw_in_allowance_exceeded, a.pps_allowance_exceeded, a.dropped), (3, 0, 1));
+        assert_eq!(
+            (
+                a.bw_in_allowance_exceeded,
+                a.pps_allowance_exceeded,
+                a.dropped
+            ),
+            (3, 0, 1)
+        );
         assert_eq!(a.wake_at(), Some(t0 + 1_000_000));
         assert!(a.release(t0 + 999_999).is_none());
         assert!(a.release(t0 + 1_000_000).is_some());
@@ -251,40 +283,101 @@ mod tests {
     fn a_frame_larger_than_the_bucket_is_dropped_not_queued_for_ever() {
         // 1514-byte bucket, 1538-byte frames (1514 + 24 bytes of preamble, FCS, gap): no
         // refill can ever hold one, so each is dropped and the queue stays empty.
-        let cfg = AllowanceConfig { rate_bps: 1_000_000, burst_bytes: 1514, pps: None, pps_burst: None, queue_packets: 8 };
+        let cfg = AllowanceConfig {
+            rate_bps: 1_000_000,
+            burst_bytes: 1514,
+            pps: None,
+            pps_burst: None,
+            queue_packets: 8,
+        };
         let mut a = Allowance::new(&cfg);
         for k in 0..3u64 {
-            assert!(matches!(a.offer(data(1448), 1538, 1_000_000_000 * (k + 1)), Admit::Dropped(_)));
+            assert!(matches!(
+                a.offer(data(1448), 1538, 1_000_000_000 * (k + 1)),
+                Admit::Dropped(_)
+            ));
         }
         assert_eq!((a.queued(), a.wake_at()), (0, None));
         assert_eq!((a.bw_in_allowance_exceeded, a.dropped), (3, 3));
         // A frame that fits the bucket still passes.
-        assert!(matches!(a.offer(data(1462), 1514, 4_000_000_000), Admit::Pass(_)));
+        assert!(matches!(
+            a.offer(data(1462), 1514, 4_000_000_000),
+            Admit::Pass(_)
+        ));
     }
 
     #[test]
     fn the_packet_bucket_counts_apart() {
         // Plenty of bytes, 1000 pps with a 2-packet bucket.
-        let cfg = AllowanceConfig { rate_bps: 1 << 40, burst_bytes: 1 << 30, pps: Some(1000), pps_burst: Some(2), queue_packets: 10 };
+        let cfg = AllowanceConfig {
+            rate_bps: 1 << 40,
+            burst_bytes: 1 << 30,
+            pps: Some(1000),
+            pps_burst: Some(2),
+            queue_packets: 10,
+        };
         let mut a = Allowance::new(&cfg);
         let t0 = 5;
         assert!(matches!(a.offer(data(100), 152, t0), Admit::Pass(_)));
         assert!(matches!(a.offer(data(100), 152, t0), Admit::Pass(_)));
         assert!(matches!(a.offer(data(100), 152, t0), Admit::Held));
-        assert_eq!((a.bw_in_allowance_exceeded, a.pps_allowance_exceeded), (0, 1));
+        assert_eq!(
+            (a.bw_in_allowance_exceeded, a.pps_allowance_exceeded),
+            (0, 1)
+        );
         assert_eq!(a.wake_at(), Some(t0 + 1_000_000));
     }
 
     #[test]
     fn bad_input_names_the_field() {
-        let base = AllowanceConfig { rate_bps: 1_000_000, burst_bytes: 10_000, pps: None, pps_burst: None, queue_packets: 10 };
+        let base = AllowanceConfig {
+            rate_bps: 1_000_000,
+            burst_bytes: 10_000,
+            pps: None,
+            pps_burst: None,
+            queue_packets: 10,
+        };
         validate(&base, "x").unwrap();
-        let e = validate(&AllowanceConfig { rate_bps: 0, ..base.clone() }, "nodes.1.nic.allowance").unwrap_err();
-        assert!(e.starts_with("nodes.1.nic.allowance.rate_bps: 0 is outside"), "{e}");
-        let e = validate(&AllowanceConfig { burst_bytes: 1513, ..base.clone() }, "a").unwrap_err();
-        assert!(e.starts_with("a.burst_bytes: 1513 is outside [1514,"), "{e}");
-        validate(&AllowanceConfig { burst_bytes: 1514, ..base.clone() }, "a").unwrap();
-        let e = validate(&AllowanceConfig { pps: Some(0), ..base }, "a").unwrap_err();
+        let e = validate(
+            &AllowanceConfig {
+                rate_bps: 0,
+                ..base.clone()
+            },
+            "nodes.1.nic.allowance",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("nodes.1.nic.allowance.rate_bps: 0 is outside"),
+            "{e}"
+        );
+        let e = validate(
+            &AllowanceConfig {
+                burst_bytes: 1513,
+                ..base.clone()
+            },
+            "a",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("a.burst_bytes: 1513 is outside [1514,"),
+            "{e}"
+        );
+        validate(
+            &AllowanceConfig {
+                burst_bytes: 1514,
+                ..base.clone()
+            },
+            "a",
+        )
+        .unwrap();
+        let e = validate(
+            &AllowanceConfig {
+                pps: Some(0),
+                ..base
+            },
+            "a",
+        )
+        .unwrap_err();
         assert!(e.starts_with("a.pps: 0 is outside"), "{e}");
     }
 }

@@ -43,7 +43,12 @@ impl CpuModel {
         if on_ns >= cfg.period_ns {
             return None;
         }
-        Some(CpuModel { period_ns: cfg.period_ns, on_ns: on_ns.max(1), phase_ns: cfg.phase_ns, origin_ns })
+        Some(CpuModel {
+            period_ns: cfg.period_ns,
+            on_ns: on_ns.max(1),
+            phase_ns: cfg.phase_ns,
+            origin_ns,
+        })
     }
 
     /// Time since the start of the slice that precedes `t` (its period index and offset).
@@ -108,7 +113,10 @@ impl CpuModel {
 /// Checks of a `cpu` block, `at` being its path (`nodes.3.cpu`).
 pub fn validate(cfg: &CpuConfig, at: &str) -> Result<(), String> {
     if !(cfg.share > 0.0 && cfg.share <= 1.0) {
-        return Err(format!("{at}.share: {} is outside (0, 1] (a fraction of the CPU: 0.35 for 35 %)", cfg.share));
+        return Err(format!(
+            "{at}.share: {} is outside (0, 1] (a fraction of the CPU: 0.35 for 35 %)",
+            cfg.share
+        ));
     }
     if cfg.period_ns == 0 || cfg.period_ns > crate::config::MAX_DELAY_NS {
         return Err(format!(
@@ -118,7 +126,10 @@ pub fn validate(cfg: &CpuConfig, at: &str) -> Result<(), String> {
         ));
     }
     if cfg.phase_ns >= cfg.period_ns {
-        return Err(format!("{at}.phase_ns: {} is not below period_ns ({})", cfg.phase_ns, cfg.period_ns));
+        return Err(format!(
+            "{at}.phase_ns: {} is not below period_ns ({})",
+            cfg.phase_ns, cfg.period_ns
+        ));
     }
     if cfg.share < 1.0 && (cfg.share * cfg.period_ns as f64).round() < 1.0 {
         return Err(format!(
@@ -142,14 +153,38 @@ mod tests {
     const O: u64 = 1_000_000_000;
 
     fn model(period_ns: u64, share: f64, phase_ns: u64) -> CpuModel {
-        CpuModel::new(&CpuConfig { period_ns, share, phase_ns }, O).unwrap()
+        CpuModel::new(
+            &CpuConfig {
+                period_ns,
+                share,
+                phase_ns,
+            },
+            O,
+        )
+        .unwrap()
     }
 
     #[test]
     fn full_share_is_no_model() {
-        assert!(CpuModel::new(&CpuConfig { period_ns: 10_000_000, share: 1.0, phase_ns: 0 }, O).is_none());
+        assert!(CpuModel::new(
+            &CpuConfig {
+                period_ns: 10_000_000,
+                share: 1.0,
+                phase_ns: 0
+            },
+            O
+        )
+        .is_none());
         // 1 - 1e-12 of 10 ms rounds to the whole period: also always on.
-        assert!(CpuModel::new(&CpuConfig { period_ns: 10_000_000, share: 1.0 - 1e-12, phase_ns: 0 }, O).is_none());
+        assert!(CpuModel::new(
+            &CpuConfig {
+                period_ns: 10_000_000,
+                share: 1.0 - 1e-12,
+                phase_ns: 0
+            },
+            O
+        )
+        .is_none());
     }
 
     #[test]
@@ -174,7 +209,11 @@ mod tests {
         for (share, phase) in [(0.35, 0), (0.5, 3_000_000), (0.9, 9_999_999)] {
             let m = model(10_000_000, share, phase);
             let on = m.on_ns_between(O, O + 1_000_000_000);
-            assert_eq!(on, (share * 1e9).round() as u64, "share {share} phase {phase}");
+            assert_eq!(
+                on,
+                (share * 1e9).round() as u64,
+                "share {share} phase {phase}"
+            );
             // Within any one period, whatever it starts at.
             for start in [0, 1, 4_000_000, 7_777_777] {
                 assert_eq!(m.on_ns_between(O + start, O + start + 10_000_000), m.on_ns);
@@ -201,7 +240,11 @@ mod tests {
             assert!(m.on_ns_between(t, end - 1) < w);
         }
         // Ends on a slice boundary: done at the first on instant with all the work behind it.
-        for (t, w) in [(O, 5_000_000), (O + 1_000_000, 9_000_000), (O + 6_000_000, 5_000_000)] {
+        for (t, w) in [
+            (O, 5_000_000),
+            (O + 1_000_000, 9_000_000),
+            (O + 6_000_000, 5_000_000),
+        ] {
             let end = m.after_on(t, w);
             assert!(m.is_on(end), "{t} {w} -> {end}");
             assert_eq!(m.on_ns_between(t, end), w);
@@ -211,17 +254,43 @@ mod tests {
 
     #[test]
     fn bad_input_names_the_field() {
-        let c = |period_ns, share, phase_ns| validate(&CpuConfig { period_ns, share, phase_ns }, "nodes.3.cpu");
-        assert!(c(10_000_000, 0.0, 0).unwrap_err().starts_with("nodes.3.cpu.share: 0 is outside (0, 1]"));
-        assert!(c(10_000_000, 1.5, 0).unwrap_err().starts_with("nodes.3.cpu.share: 1.5 is outside (0, 1]"));
-        assert!(c(10_000_000, f64::NAN, 0).unwrap_err().starts_with("nodes.3.cpu.share: NaN"));
-        assert!(c(0, 0.5, 0).unwrap_err().starts_with("nodes.3.cpu.period_ns: 0 is outside"));
-        assert!(c(10, 0.5, 10).unwrap_err().starts_with("nodes.3.cpu.phase_ns: 10 is not below period_ns (10)"));
-        assert!(c(10, 0.01, 0).unwrap_err().starts_with("nodes.3.cpu.share: 0.01 of a 10 ns period"));
+        let c = |period_ns, share, phase_ns| {
+            validate(
+                &CpuConfig {
+                    period_ns,
+                    share,
+                    phase_ns,
+                },
+                "nodes.3.cpu",
+            )
+        };
+        assert!(c(10_000_000, 0.0, 0)
+            .unwrap_err()
+            .starts_with("nodes.3.cpu.share: 0 is outside (0, 1]"));
+        assert!(c(10_000_000, 1.5, 0)
+            .unwrap_err()
+            .starts_with("nodes.3.cpu.share: 1.5 is outside (0, 1]"));
+        assert!(c(10_000_000, f64::NAN, 0)
+            .unwrap_err()
+            .starts_with("nodes.3.cpu.share: NaN"));
+        assert!(c(0, 0.5, 0)
+            .unwrap_err()
+            .starts_with("nodes.3.cpu.period_ns: 0 is outside"));
+        assert!(c(10, 0.5, 10)
+            .unwrap_err()
+            .starts_with("nodes.3.cpu.phase_ns: 10 is not below period_ns (10)"));
+        assert!(c(10, 0.01, 0)
+            .unwrap_err()
+            .starts_with("nodes.3.cpu.share: 0.01 of a 10 ns period"));
         // 90 % of 3 ns rounds to 3 ns = the period: refused rather than silently 100 %.
         let e = c(3, 0.9, 0).unwrap_err();
-        assert!(e.starts_with("nodes.3.cpu.share: 0.9 of a 3 ns period rounds to the whole period"), "{e}");
-        assert!(c(10_000_000, 1.0 - 1e-12, 0).unwrap_err().starts_with("nodes.3.cpu.share:"));
+        assert!(
+            e.starts_with("nodes.3.cpu.share: 0.9 of a 3 ns period rounds to the whole period"),
+            "{e}"
+        );
+        assert!(c(10_000_000, 1.0 - 1e-12, 0)
+            .unwrap_err()
+            .starts_with("nodes.3.cpu.share:"));
         c(10, 0.9, 0).unwrap();
         c(10_000_000, 1.0, 0).unwrap();
     }

@@ -40,7 +40,14 @@ impl HostModel {
             Some(n) => (Nic::new(n), n.allowance.as_ref().map(Allowance::new)),
             None => (Nic::ideal(), None),
         };
-        Some(HostModel { node, cpu, nic, has_nic: cfg.nic.is_some(), allowance, data_dropped: 0 })
+        Some(HostModel {
+            node,
+            cpu,
+            nic,
+            has_nic: cfg.nic.is_some(),
+            allowance,
+            data_dropped: 0,
+        })
     }
 
     /// If the host is off its CPU at `now_ns`: the start of its next slice.
@@ -58,7 +65,14 @@ impl HostModel {
 
     /// A packet for this host, or for it to forward, arrived (`len_bytes`: its frame on
     /// the arriving link). Returns it if the host takes it at once (an always-on host with an ideal NIC, idle).
-    pub fn receive(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, id: u32, ev: &mut EventQueue) -> Option<Packet> {
+    pub fn receive(
+        &mut self,
+        pkt: Packet,
+        len_bytes: u32,
+        now_ns: u64,
+        id: u32,
+        ev: &mut EventQueue,
+    ) -> Option<Packet> {
         if !self.has_nic && self.nic.idle() && self.is_on(now_ns) {
             return Some(pkt);
         }

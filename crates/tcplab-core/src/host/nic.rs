@@ -136,7 +136,10 @@ impl Nic {
 
     fn build(cfg: &NicConfig, ring_cap: usize) -> Nic {
         let queues = (0..cfg.rx_queues.max(1))
-            .map(|_| RxQueue { ring: VecDeque::with_capacity(ring_cap.min(4096)), ..Default::default() })
+            .map(|_| RxQueue {
+                ring: VecDeque::with_capacity(ring_cap.min(4096)),
+                ..Default::default()
+            })
             .collect();
         Nic {
             driver: Driver::parse(&cfg.driver).unwrap_or(Driver::Ena),
@@ -173,7 +176,10 @@ impl Nic {
     }
 
     pub fn data_held(&self) -> u64 {
-        self.queues.iter().map(|q| q.ring.iter().filter(|p| p.is_data()).count() as u64).sum()
+        self.queues
+            .iter()
+            .map(|q| q.ring.iter().filter(|p| p.is_data()).count() as u64)
+            .sum()
     }
 
     /// Nothing waits and no poll runs: a packet may go straight to TCP.
@@ -197,7 +203,14 @@ impl Nic {
     }
 
     /// Put a packet on its ring at `now_ns`; a full ring gives it back (dropped).
-    pub fn enqueue(&mut self, pkt: Packet, now_ns: u64, cpu: Option<&CpuModel>, id: u32, ev: &mut EventQueue) -> Result<(), Packet> {
+    pub fn enqueue(
+        &mut self,
+        pkt: Packet,
+        now_ns: u64,
+        cpu: Option<&CpuModel>,
+        id: u32,
+        ev: &mut EventQueue,
+    ) -> Result<(), Packet> {
         let qi = self.queue_of(&pkt);
         let q = &mut self.queues[qi];
         if q.ring.len() >= self.ring_cap {
@@ -238,7 +251,13 @@ impl Nic {
     }
 
     /// A poll event fired: the packet whose processing ends now, for TCP.
-    pub fn on_poll(&mut self, now_ns: u64, cpu: Option<&CpuModel>, id: u32, ev: &mut EventQueue) -> Option<Packet> {
+    pub fn on_poll(
+        &mut self,
+        now_ns: u64,
+        cpu: Option<&CpuModel>,
+        id: u32,
+        ev: &mut EventQueue,
+    ) -> Option<Packet> {
         if now_ns != self.pending_poll_ns {
             return None;
         }
@@ -262,7 +281,9 @@ impl Nic {
             }
             self.cur_work = 0;
             // net_rx_action(): the round ends on budget or time, counting a squeeze.
-            if self.round_budget <= 0 || now_ns >= self.round_start_ns.saturating_add(self.netdev_budget_ns) {
+            if self.round_budget <= 0
+                || now_ns >= self.round_start_ns.saturating_add(self.netdev_budget_ns)
+            {
                 self.time_squeeze += 1;
                 self.round_budget = self.netdev_budget;
                 self.round_start_ns = now_ns;
@@ -295,7 +316,10 @@ impl Nic {
         for (i, q) in self.queues.iter().enumerate() {
             let names: [String; 2] = match self.driver {
                 Driver::Ena => [format!("queue_{i}_rx_cnt"), format!("queue_{i}_rx_bytes")],
-                Driver::Ixgbe | Driver::Virtio => [format!("rx_queue_{i}_packets"), format!("rx_queue_{i}_bytes")],
+                Driver::Ixgbe | Driver::Virtio => [
+                    format!("rx_queue_{i}_packets"),
+                    format!("rx_queue_{i}_bytes"),
+                ],
                 Driver::Mlx5 => [format!("rx{i}_packets"), format!("rx{i}_bytes")],
             };
             let [p, b] = names;
@@ -313,28 +337,52 @@ impl Nic {
 /// Checks of a `nic` block, `at` being its path (`nodes.3.nic`).
 pub fn validate(cfg: &NicConfig, at: &str) -> Result<(), String> {
     if Driver::parse(&cfg.driver).is_none() {
-        return Err(format!("{at}.driver: {:?} is not a known driver (expected ena, ixgbe, mlx5 or virtio)", cfg.driver));
+        return Err(format!(
+            "{at}.driver: {:?} is not a known driver (expected ena, ixgbe, mlx5 or virtio)",
+            cfg.driver
+        ));
     }
     if cfg.rx_ring == 0 || cfg.rx_ring > 1 << 16 {
-        return Err(format!("{at}.rx_ring: {} is outside [1, 65536], expected at least 1 descriptor", cfg.rx_ring));
+        return Err(format!(
+            "{at}.rx_ring: {} is outside [1, 65536], expected at least 1 descriptor",
+            cfg.rx_ring
+        ));
     }
     if cfg.rx_queues == 0 || cfg.rx_queues > 1024 {
-        return Err(format!("{at}.rx_queues: {} is outside [1, 1024]", cfg.rx_queues));
+        return Err(format!(
+            "{at}.rx_queues: {} is outside [1, 1024]",
+            cfg.rx_queues
+        ));
     }
     if cfg.napi_weight == 0 {
-        return Err(format!("{at}.napi_weight: 0, expected at least 1 packet per poll"));
+        return Err(format!(
+            "{at}.napi_weight: 0, expected at least 1 packet per poll"
+        ));
     }
     if cfg.netdev_budget == 0 {
-        return Err(format!("{at}.netdev_budget: 0, expected at least 1 packet per softirq round"));
+        return Err(format!(
+            "{at}.netdev_budget: 0, expected at least 1 packet per softirq round"
+        ));
     }
     if cfg.netdev_budget_ns == 0 || cfg.netdev_budget_ns > crate::config::MAX_DELAY_NS {
-        return Err(format!("{at}.netdev_budget_ns: {} is outside [1, {}] ns", cfg.netdev_budget_ns, crate::config::MAX_DELAY_NS));
+        return Err(format!(
+            "{at}.netdev_budget_ns: {} is outside [1, {}] ns",
+            cfg.netdev_budget_ns,
+            crate::config::MAX_DELAY_NS
+        ));
     }
     if cfg.rx_cost_ns > 1_000_000_000 {
-        return Err(format!("{at}.rx_cost_ns: {} is outside [0, 1000000000] ns", cfg.rx_cost_ns));
+        return Err(format!(
+            "{at}.rx_cost_ns: {} is outside [0, 1000000000] ns",
+            cfg.rx_cost_ns
+        ));
     }
     if cfg.irq_delay_ns > crate::config::MAX_DELAY_NS {
-        return Err(format!("{at}.irq_delay_ns: {} is outside [0, {}] ns", cfg.irq_delay_ns, crate::config::MAX_DELAY_NS));
+        return Err(format!(
+            "{at}.irq_delay_ns: {} is outside [0, {}] ns",
+            cfg.irq_delay_ns,
+            crate::config::MAX_DELAY_NS
+        ));
     }
     if let Some(a) = &cfg.allowance {
         crate::host::allowance::validate(a, &format!("{at}.allowance"))?;
@@ -347,7 +395,13 @@ mod tests {
     use super::*;
 
     fn pkt(ep: u32) -> Packet {
-        Packet { dst_ep: ep, seq: 0, end_seq: 1448, ip_bytes: 1500, ..Default::default() }
+        Packet {
+            dst_ep: ep,
+            seq: 0,
+            end_seq: 1448,
+            ip_bytes: 1500,
+            ..Default::default()
+        }
     }
 
     fn drain(nic: &mut Nic, ev: &mut EventQueue) -> Vec<(u64, u32)> {
@@ -362,7 +416,12 @@ mod tests {
 
     #[test]
     fn a_full_ring_drops_and_the_poll_drains_at_the_cost() {
-        let cfg = NicConfig { rx_ring: 4, rx_cost_ns: 1_000, irq_delay_ns: 500, ..NicConfig::default() };
+        let cfg = NicConfig {
+            rx_ring: 4,
+            rx_cost_ns: 1_000,
+            irq_delay_ns: 500,
+            ..NicConfig::default()
+        };
         let mut nic = Nic::new(&cfg);
         let mut ev = EventQueue::default();
         let mut dropped = 0;
@@ -375,26 +434,48 @@ mod tests {
         assert_eq!(got, vec![(1_600, 0), (2_600, 1), (3_600, 2), (4_600, 3)]);
         assert!(nic.idle());
         let names: Vec<String> = nic.ethtool(None).into_iter().map(|(n, _)| n).collect();
-        assert_eq!(names, ["rx_drops", "bw_in_allowance_exceeded", "pps_allowance_exceeded", "queue_0_rx_cnt", "queue_0_rx_bytes", "time_squeeze"]);
+        assert_eq!(
+            names,
+            [
+                "rx_drops",
+                "bw_in_allowance_exceeded",
+                "pps_allowance_exceeded",
+                "queue_0_rx_cnt",
+                "queue_0_rx_bytes",
+                "time_squeeze"
+            ]
+        );
     }
 
     #[test]
     fn weight_round_robins_queues_and_budget_counts_squeezes() {
         // Two queues, weight 2, budget 3: polls of 2 alternate; every second poll ends a
         // round (budget 3 - 2 - 2 < 0).
-        let cfg = NicConfig { rx_queues: 2, rx_ring: 64, napi_weight: 2, netdev_budget: 3, rx_cost_ns: 10, ..NicConfig::default() };
+        let cfg = NicConfig {
+            rx_queues: 2,
+            rx_ring: 64,
+            napi_weight: 2,
+            netdev_budget: 3,
+            rx_cost_ns: 10,
+            ..NicConfig::default()
+        };
         let mut nic = Nic::new(&cfg);
         let mut ev = EventQueue::default();
         // Find two endpoints that hash to different queues.
         let a = 0;
-        let b = (1..100).find(|&e| nic.queue_of(&pkt(e)) != nic.queue_of(&pkt(a))).unwrap();
+        let b = (1..100)
+            .find(|&e| nic.queue_of(&pkt(e)) != nic.queue_of(&pkt(a)))
+            .unwrap();
         for _ in 0..4 {
             nic.enqueue(pkt(a), 0, None, 0, &mut ev).unwrap();
         }
         for _ in 0..4 {
             nic.enqueue(pkt(b), 0, None, 0, &mut ev).unwrap();
         }
-        let order: Vec<u32> = drain(&mut nic, &mut ev).into_iter().map(|(_, e)| e).collect();
+        let order: Vec<u32> = drain(&mut nic, &mut ev)
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect();
         assert_eq!(order, vec![a, a, b, b, a, a, b, b]);
         assert_eq!(nic.time_squeeze, 2);
     }
@@ -402,8 +483,20 @@ mod tests {
     #[test]
     fn polls_wait_for_the_cpu() {
         use crate::config::CpuConfig;
-        let cpu = CpuModel::new(&CpuConfig { period_ns: 10_000, share: 0.5, phase_ns: 0 }, 0).unwrap(); // on [0, 5) us
-        let cfg = NicConfig { rx_ring: 8, rx_cost_ns: 2_000, ..NicConfig::default() };
+        let cpu = CpuModel::new(
+            &CpuConfig {
+                period_ns: 10_000,
+                share: 0.5,
+                phase_ns: 0,
+            },
+            0,
+        )
+        .unwrap(); // on [0, 5) us
+        let cfg = NicConfig {
+            rx_ring: 8,
+            rx_cost_ns: 2_000,
+            ..NicConfig::default()
+        };
         let mut nic = Nic::new(&cfg);
         let mut ev = EventQueue::default();
         for i in 0..3 {
@@ -422,14 +515,48 @@ mod tests {
 
     #[test]
     fn bad_input_names_the_field() {
-        let e = validate(&NicConfig { rx_ring: 0, ..NicConfig::default() }, "nodes.2.nic").unwrap_err();
-        assert_eq!(e, "nodes.2.nic.rx_ring: 0 is outside [1, 65536], expected at least 1 descriptor");
-        let e = validate(&NicConfig { rx_queues: 0, ..NicConfig::default() }, "n").unwrap_err();
+        let e = validate(
+            &NicConfig {
+                rx_ring: 0,
+                ..NicConfig::default()
+            },
+            "nodes.2.nic",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "nodes.2.nic.rx_ring: 0 is outside [1, 65536], expected at least 1 descriptor"
+        );
+        let e = validate(
+            &NicConfig {
+                rx_queues: 0,
+                ..NicConfig::default()
+            },
+            "n",
+        )
+        .unwrap_err();
         assert!(e.starts_with("n.rx_queues: 0 is outside"), "{e}");
-        let e = validate(&NicConfig { napi_weight: 0, ..NicConfig::default() }, "n").unwrap_err();
+        let e = validate(
+            &NicConfig {
+                napi_weight: 0,
+                ..NicConfig::default()
+            },
+            "n",
+        )
+        .unwrap_err();
         assert!(e.starts_with("n.napi_weight: 0"), "{e}");
-        let e = validate(&NicConfig { driver: "e1000".into(), ..NicConfig::default() }, "n").unwrap_err();
-        assert!(e.starts_with("n.driver: \"e1000\" is not a known driver"), "{e}");
+        let e = validate(
+            &NicConfig {
+                driver: "e1000".into(),
+                ..NicConfig::default()
+            },
+            "n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("n.driver: \"e1000\" is not a known driver"),
+            "{e}"
+        );
         validate(&NicConfig::default(), "n").unwrap();
     }
 }

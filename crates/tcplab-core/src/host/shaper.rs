@@ -66,7 +66,11 @@ impl EdtShaper {
         if cfgs.is_empty() {
             return None;
         }
-        let max_node = cfgs.iter().flat_map(|c| c.nodes.iter().copied()).max().unwrap_or(0);
+        let max_node = cfgs
+            .iter()
+            .flat_map(|c| c.nodes.iter().copied())
+            .max()
+            .unwrap_or(0);
         let mut by_node = vec![NONE; max_node as usize + 1];
         for (i, c) in cfgs.iter().enumerate() {
             for &n in &c.nodes {
@@ -85,14 +89,19 @@ impl EdtShaper {
                 passed: 0,
             })
             .collect();
-        Some(EdtShaper { by_node, aggregates })
+        Some(EdtShaper {
+            by_node,
+            aggregates,
+        })
     }
 
     /// `edt_sched_departure()` for a packet of `wire_len` bytes at `now_ns`. Returns false
     /// if the packet is dropped; otherwise `pkt.tstamp_ns` may have moved later.
     #[inline]
     pub fn apply(&mut self, pkt: &mut Packet, wire_len: u32, now_ns: u64) -> bool {
-        let Some(&a) = self.by_node.get(pkt.src_node as usize) else { return true };
+        let Some(&a) = self.by_node.get(pkt.src_node as usize) else {
+            return true;
+        };
         if a == NONE {
             return true;
         }
@@ -129,11 +138,21 @@ mod tests {
     const LEN: u32 = 1514;
 
     fn shaper(rate_bps: u64, horizon_ns: u64) -> EdtShaper {
-        EdtShaper::new(&[EdtConfig { nodes: vec![3], rate_bps, drop_horizon_ns: horizon_ns }]).unwrap()
+        EdtShaper::new(&[EdtConfig {
+            nodes: vec![3],
+            rate_bps,
+            drop_horizon_ns: horizon_ns,
+        }])
+        .unwrap()
     }
 
     fn pkt(src_node: u32, tstamp_ns: u64) -> Packet {
-        Packet { src_node, tstamp_ns, ip_bytes: 1500, ..Packet::default() }
+        Packet {
+            src_node,
+            tstamp_ns,
+            ip_bytes: 1500,
+            ..Packet::default()
+        }
     }
 
     #[test]

@@ -64,7 +64,14 @@ pub struct LogHistogram {
 
 impl Default for LogHistogram {
     fn default() -> Self {
-        LogHistogram { counts: Counts::Narrow(Vec::new()), base: 0, count: 0, sum: 0, min: u64::MAX, max: 0 }
+        LogHistogram {
+            counts: Counts::Narrow(Vec::new()),
+            base: 0,
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 }
 
@@ -132,7 +139,11 @@ impl LogHistogram {
         let lo_i = i - i % CHUNK;
         let hi_i = lo_i + CHUNK;
         let len = self.counts.len();
-        let (lo, hi) = if len == 0 { (lo_i, hi_i) } else { (self.base.min(lo_i), (self.base + len).max(hi_i)) };
+        let (lo, hi) = if len == 0 {
+            (lo_i, hi_i)
+        } else {
+            (self.base.min(lo_i), (self.base + len).max(hi_i))
+        };
         let at = self.base.saturating_sub(lo);
         match &mut self.counts {
             Counts::Narrow(c) => {
@@ -192,14 +203,29 @@ mod tests {
     #[test]
     fn buckets_are_monotone_and_tight() {
         let mut prev = 0;
-        for v in [0u64, 1, 63, 64, 65, 100, 1000, 12345, 1 << 20, (1 << 40) + 7, u64::MAX / 3] {
+        for v in [
+            0u64,
+            1,
+            63,
+            64,
+            65,
+            100,
+            1000,
+            12345,
+            1 << 20,
+            (1 << 40) + 7,
+            u64::MAX / 3,
+        ] {
             let i = index(v);
             assert!(i >= prev);
             prev = i;
             let lo = bucket_low(i);
             assert!(lo <= v, "v={v} lo={lo}");
             // relative width 1/128: under 1 %
-            assert!((v - lo) as f64 <= v as f64 * RELATIVE_ERROR, "v={v} lo={lo}");
+            assert!(
+                (v - lo) as f64 <= v as f64 * RELATIVE_ERROR,
+                "v={v} lo={lo}"
+            );
         }
     }
 
@@ -229,7 +255,12 @@ mod tests {
         // the same samples in another order, with the extremes first or last, give the
         // same quantiles as a histogram holding every bucket would
         let mut b = LogHistogram::default();
-        for v in (20_000..40_000u64).step_by(7).collect::<Vec<_>>().into_iter().rev() {
+        for v in (20_000..40_000u64)
+            .step_by(7)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
             b.record(v);
         }
         b.record(5);
@@ -250,7 +281,14 @@ mod tests {
             }
             let rank = (0.5 * a.count as f64).ceil() as u64;
             let mut acc = 0;
-            bucket_low(full.iter().position(|&n| { acc += n; acc >= rank }).unwrap())
+            bucket_low(
+                full.iter()
+                    .position(|&n| {
+                        acc += n;
+                        acc >= rank
+                    })
+                    .unwrap(),
+            )
         });
         assert_eq!(b.count, c.count);
         assert_eq!(c.quantile(1.0), 1 << 40);
@@ -262,7 +300,7 @@ mod tests {
         h.record(300);
         h.record(1000);
         assert_eq!(h.heap_bytes(), 2 * CHUNK * 4); // u32 counts: the powers of two of 300 and 1000
-        // Fill the bucket of 1000 to u32::MAX, then one more: the counts widen, exactly.
+                                                   // Fill the bucket of 1000 to u32::MAX, then one more: the counts widen, exactly.
         let off = index(1000) - h.base;
         if let Counts::Narrow(c) = &mut h.counts {
             c[off] = u32::MAX;
@@ -284,12 +322,18 @@ mod tests {
         let mut v = 1u64;
         while v < 4_000_000 {
             let lo = bucket_low(index(v));
-            assert!(lo <= v && (v - lo) as f64 <= 0.01 * v as f64, "v={v} lo={lo}");
+            assert!(
+                lo <= v && (v - lo) as f64 <= 0.01 * v as f64,
+                "v={v} lo={lo}"
+            );
             v += 1 + v / 1000;
         }
         for v in [u64::MAX / 2, u64::MAX - 1, u64::MAX] {
             let lo = bucket_low(index(v));
-            assert!(lo <= v && (v - lo) as f64 <= 0.01 * v as f64, "v={v} lo={lo}");
+            assert!(
+                lo <= v && (v - lo) as f64 <= 0.01 * v as f64,
+                "v={v} lo={lo}"
+            );
         }
     }
 }

@@ -176,7 +176,13 @@ impl Link {
 
     /// `enqueue` through a veth crossing, an EDT shaper, a timed qdisc, or the capture's tap.
     #[inline(never)]
-    fn enqueue_components(&mut self, pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+    fn enqueue_components(
+        &mut self,
+        pkt: Packet,
+        now_ns: u64,
+        id: u32,
+        ev: &mut EventQueue,
+    ) -> bool {
         if self.tap.is_some() {
             return self.enqueue_tapped(pkt, now_ns, id, ev);
         }
@@ -205,7 +211,13 @@ impl Link {
 
     /// `enqueue_components` without the tap.
     #[inline]
-    fn enqueue_untapped(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+    fn enqueue_untapped(
+        &mut self,
+        mut pkt: Packet,
+        now_ns: u64,
+        id: u32,
+        ev: &mut EventQueue,
+    ) -> bool {
         if self.orphan && pkt.src_node == self.from && self.keeps_sk {
             // A veth that keeps skb->sk (Cilium's BPF host routing): the packet stays on
             // its sender's TSQ budget until it leaves the node's device (`put_on_wire` /
@@ -229,8 +241,17 @@ impl Link {
     /// A FIFO: the departure is known now (Lindley's recursion), so the packet goes
     /// straight on the wire.
     #[inline(always)]
-    fn enqueue_fifo(&mut self, pkt: Packet, len: u32, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
-        let Qdisc::Fifo(q) = &mut self.qdisc else { unreachable!("enqueue_fifo on a timed qdisc") };
+    fn enqueue_fifo(
+        &mut self,
+        pkt: Packet,
+        len: u32,
+        now_ns: u64,
+        id: u32,
+        ev: &mut EventQueue,
+    ) -> bool {
+        let Qdisc::Fifo(q) = &mut self.qdisc else {
+            unreachable!("enqueue_fifo on a timed qdisc")
+        };
         let start = now_ns.max(self.busy_until_ns);
         if !q.offer(now_ns, start, len) {
             if pkt.is_data() {
@@ -250,7 +271,13 @@ impl Link {
     }
 
     #[inline]
-    fn enqueue_local(&mut self, mut pkt: Packet, now_ns: u64, id: u32, ev: &mut EventQueue) -> bool {
+    fn enqueue_local(
+        &mut self,
+        mut pkt: Packet,
+        now_ns: u64,
+        id: u32,
+        ev: &mut EventQueue,
+    ) -> bool {
         let len = pkt.ip_bytes + self.overhead_bytes;
         if let Some(sh) = &mut self.shaper {
             // Cilium's EDT program at the device's tc egress, before the qdisc.
@@ -344,7 +371,9 @@ impl Link {
     /// The serializer is free at `now_ns`: take the timed qdisc's next packet, or arm the
     /// dequeue event for when it will have one.
     fn pull(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) {
-        let Qdisc::Timed(q) = &mut self.qdisc else { return };
+        let Qdisc::Timed(q) = &mut self.qdisc else {
+            return;
+        };
         let d = q.dequeue(now_ns, &mut self.drop_buf);
         self.flush_drops(now_ns, id, ev);
         match d {
@@ -355,7 +384,11 @@ impl Link {
                 self.put_on_wire(pkt, finish, id, ev);
             }
             Dequeue::Wait(t) => {
-                debug_assert!(t > now_ns, "{}: qdisc asked to wait until {t} at {now_ns}", self.name);
+                debug_assert!(
+                    t > now_ns,
+                    "{}: qdisc asked to wait until {t} at {now_ns}",
+                    self.name
+                );
                 self.schedule_dequeue(t.max(now_ns + 1), id, ev);
             }
             Dequeue::Empty => self.pending_dequeue_ns = NEVER,
@@ -390,7 +423,12 @@ impl Link {
     #[inline]
     fn owe_completion(&mut self, pkt: &Packet, at_ns: u64, id: u32, ev: &mut EventQueue) {
         if self.owes_tsq(pkt) {
-            let c = TxCompletion { done_ns: at_ns, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() };
+            let c = TxCompletion {
+                done_ns: at_ns,
+                ep: pkt.dst_ep ^ 1,
+                seq: pkt.seq,
+                payload_bytes: pkt.payload_bytes(),
+            };
             self.add_completion(c, id, ev);
         }
     }
@@ -400,7 +438,8 @@ impl Link {
     /// it leaves (the veth itself, where it was sent from, does not).
     #[inline(always)]
     fn owes_tsq(&self, pkt: &Packet) -> bool {
-        pkt.flags & flags::TSQ != 0 && ((pkt.src_node == self.from) != (pkt.flags & flags::SK_KEPT != 0))
+        pkt.flags & flags::TSQ != 0
+            && ((pkt.src_node == self.from) != (pkt.flags & flags::SK_KEPT != 0))
     }
 
     #[inline]
@@ -412,7 +451,8 @@ impl Link {
             let pos = self.completions.partition_point(|b| b.done_ns <= at);
             self.completions.insert(pos, c);
         }
-        if self.completions.front().is_some_and(|f| f.done_ns == at) && at < self.pending_tx_done_ns {
+        if self.completions.front().is_some_and(|f| f.done_ns == at) && at < self.pending_tx_done_ns
+        {
             self.pending_tx_done_ns = at;
             ev.push(at, EventKind::LinkTxDone, id);
         }
@@ -429,7 +469,12 @@ impl Link {
             // TX completion for the sender's TSQ accounting, in finish order (written out
             // here rather than through `owe_completion`: this is the per-packet path, and
             // the call measurably changes its inlining).
-            let c = TxCompletion { done_ns: finish, ep: pkt.dst_ep ^ 1, seq: pkt.seq, payload_bytes: pkt.payload_bytes() };
+            let c = TxCompletion {
+                done_ns: finish,
+                ep: pkt.dst_ep ^ 1,
+                seq: pkt.seq,
+                payload_bytes: pkt.payload_bytes(),
+            };
             self.add_completion(c, id, ev);
             if pkt.flags & flags::SK_KEPT != 0 {
                 // A kept socket is released here (the skb left the node): no later hop owes it.
@@ -481,7 +526,12 @@ impl Link {
     }
 
     /// A transmit-completion event fired: the completion now due, if the event is current.
-    pub fn on_tx_done(&mut self, now_ns: u64, id: u32, ev: &mut EventQueue) -> Option<TxCompletion> {
+    pub fn on_tx_done(
+        &mut self,
+        now_ns: u64,
+        id: u32,
+        ev: &mut EventQueue,
+    ) -> Option<TxCompletion> {
         if now_ns != self.pending_tx_done_ns {
             return None; // superseded by an earlier completion (a qdisc drop) or deferred
         }

@@ -54,11 +54,19 @@ pub struct Loss {
 
 impl Loss {
     pub fn new(cfg: &LossConfig, filter: LossFilter, rng: Rng) -> Loss {
-        let loss = Loss { filter, model: LossModel::new(cfg, rng), window_start_ns: 0, window_end_ns: u64::MAX };
+        let loss = Loss {
+            filter,
+            model: LossModel::new(cfg, rng),
+            window_start_ns: 0,
+            window_end_ns: u64::MAX,
+        };
         match *cfg {
             // An outage is the loss of every packet, in a window of time: the window
             // mechanism of the random models, with a model that loses everything.
-            LossConfig::Outage { start_ns, end_ns } => loss.with_window(LossWindow { start_ns, end_ns: Some(end_ns) }),
+            LossConfig::Outage { start_ns, end_ns } => loss.with_window(LossWindow {
+                start_ns,
+                end_ns: Some(end_ns),
+            }),
             _ => loss,
         }
     }
@@ -69,7 +77,9 @@ impl Loss {
         if !window.is_always() {
             let boot = crate::time::BOOT_NS;
             self.window_start_ns = crate::time::time_add(boot, window.start_ns);
-            self.window_end_ns = window.end_ns.map_or(u64::MAX, |e| crate::time::time_add(boot, e));
+            self.window_end_ns = window
+                .end_ns
+                .map_or(u64::MAX, |e| crate::time::time_add(boot, e));
         }
         self
     }
@@ -90,9 +100,23 @@ impl Loss {
 #[derive(Debug)]
 pub enum LossModel {
     None,
-    Bernoulli { p: f64, rng: Rng },
-    GilbertElliott { p: f64, r: f64, h: f64, k: f64, bad: bool, rng: Rng },
-    DropList { sorted: Vec<u64>, next: usize, data_seen: u64 },
+    Bernoulli {
+        p: f64,
+        rng: Rng,
+    },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        h: f64,
+        k: f64,
+        bad: bool,
+        rng: Rng,
+    },
+    DropList {
+        sorted: Vec<u64>,
+        next: usize,
+        data_seen: u64,
+    },
     /// Every packet lost (an outage: [`Loss`] applies it only within its window).
     All,
 }
@@ -103,14 +127,23 @@ impl LossModel {
             LossConfig::None => LossModel::None,
             LossConfig::Bernoulli { p } if *p <= 0.0 => LossModel::None,
             LossConfig::Bernoulli { p } => LossModel::Bernoulli { p: *p, rng },
-            LossConfig::GilbertElliott { p, r, h, k } => {
-                LossModel::GilbertElliott { p: *p, r: *r, h: *h, k: *k, bad: false, rng }
-            }
+            LossConfig::GilbertElliott { p, r, h, k } => LossModel::GilbertElliott {
+                p: *p,
+                r: *r,
+                h: *h,
+                k: *k,
+                bad: false,
+                rng,
+            },
             LossConfig::DropList { data_packets } => {
                 let mut sorted = data_packets.clone();
                 sorted.sort_unstable();
                 sorted.dedup();
-                LossModel::DropList { sorted, next: 0, data_seen: 0 }
+                LossModel::DropList {
+                    sorted,
+                    next: 0,
+                    data_seen: 0,
+                }
             }
             LossConfig::Outage { .. } => LossModel::All,
         }
@@ -128,7 +161,14 @@ impl LossModel {
                     LossVerdict::Pass
                 }
             }
-            LossModel::GilbertElliott { p, r, h, k, bad, rng } => {
+            LossModel::GilbertElliott {
+                p,
+                r,
+                h,
+                k,
+                bad,
+                rng,
+            } => {
                 // netem's get_loss_event(CLG_GILB_ELL): transition first, then lose.
                 if *bad {
                     if rng.chance(*r) {
@@ -144,7 +184,11 @@ impl LossModel {
                     LossVerdict::Pass
                 }
             }
-            LossModel::DropList { sorted, next, data_seen } => {
+            LossModel::DropList {
+                sorted,
+                next,
+                data_seen,
+            } => {
                 if !pkt.is_data() {
                     return LossVerdict::Pass;
                 }
@@ -166,30 +210,53 @@ mod tests {
     use super::*;
 
     fn data() -> Packet {
-        Packet { ip_bytes: 1500, end_seq: 1448, ..Default::default() }
+        Packet {
+            ip_bytes: 1500,
+            end_seq: 1448,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn gilbert_elliott_mean_loss_matches_stationary_formula() {
         let (p, r, h, k) = (0.01, 0.3, 0.2, 1.0);
-        let mut m = LossModel::new(&LossConfig::GilbertElliott { p, r, h, k }, Rng::from_seed(9));
+        let mut m = LossModel::new(
+            &LossConfig::GilbertElliott { p, r, h, k },
+            Rng::from_seed(9),
+        );
         let n = 400_000;
-        let lost = (0..n).filter(|_| m.judge(&data()) == LossVerdict::Lost).count() as f64 / n as f64;
+        let lost = (0..n)
+            .filter(|_| m.judge(&data()) == LossVerdict::Lost)
+            .count() as f64
+            / n as f64;
         let expect = (r * (1.0 - k) + p * (1.0 - h)) / (p + r);
         // Bursty losses: allow 10% relative error at 400k packets (~1000 bursts).
-        assert!((lost - expect).abs() < 0.1 * expect, "lost={lost} expect={expect}");
+        assert!(
+            (lost - expect).abs() < 0.1 * expect,
+            "lost={lost} expect={expect}"
+        );
     }
 
     fn ack() -> Packet {
-        Packet { ip_bytes: 52, end_seq: 0, ..data() }
+        Packet {
+            ip_bytes: 52,
+            end_seq: 0,
+            ..data()
+        }
     }
 
     #[test]
     fn data_filter_never_loses_syns_or_acks_and_loses_data_at_p() {
         let p = 0.3;
-        let filter = LossFilter { data_only: true, min_ip_bytes: 0 };
+        let filter = LossFilter {
+            data_only: true,
+            min_ip_bytes: 0,
+        };
         let mut m = Loss::new(&LossConfig::Bernoulli { p }, filter, Rng::from_seed(3));
-        let syn = Packet { flags: crate::packet::flags::SYN, ..ack() };
+        let syn = Packet {
+            flags: crate::packet::flags::SYN,
+            ..ack()
+        };
         let n = 100_000;
         let mut lost = 0;
         for _ in 0..n {
@@ -199,13 +266,19 @@ mod tests {
         }
         // Binomial(n, p): 5 standard deviations.
         let sd = (n as f64 * p * (1.0 - p)).sqrt();
-        assert!((lost as f64 - n as f64 * p).abs() < 5.0 * sd, "lost {lost} of {n}");
+        assert!(
+            (lost as f64 - n as f64 * p).abs() < 5.0 * sd,
+            "lost {lost} of {n}"
+        );
     }
 
     #[test]
     fn filtered_packets_do_not_draw_from_the_random_stream() {
         // The data packets' fate is the same with or without ACKs interleaved.
-        let filter = LossFilter { data_only: true, min_ip_bytes: 0 };
+        let filter = LossFilter {
+            data_only: true,
+            min_ip_bytes: 0,
+        };
         let mut alone = Loss::new(&LossConfig::Bernoulli { p: 0.5 }, filter, Rng::from_seed(5));
         let mut mixed = Loss::new(&LossConfig::Bernoulli { p: 0.5 }, filter, Rng::from_seed(5));
         for _ in 0..1000 {
@@ -216,26 +289,69 @@ mod tests {
 
     #[test]
     fn size_filter_applies_from_min_ip_bytes() {
-        let filter = LossFilter { data_only: false, min_ip_bytes: 101 };
+        let filter = LossFilter {
+            data_only: false,
+            min_ip_bytes: 101,
+        };
         let mut m = Loss::new(&LossConfig::Bernoulli { p: 1.0 }, filter, Rng::from_seed(1));
-        assert_eq!(m.judge(&Packet { ip_bytes: 100, ..data() }, 0), LossVerdict::Pass);
-        assert_eq!(m.judge(&Packet { ip_bytes: 101, ..ack() }, 0), LossVerdict::Lost);
+        assert_eq!(
+            m.judge(
+                &Packet {
+                    ip_bytes: 100,
+                    ..data()
+                },
+                0
+            ),
+            LossVerdict::Pass
+        );
+        assert_eq!(
+            m.judge(
+                &Packet {
+                    ip_bytes: 101,
+                    ..ack()
+                },
+                0
+            ),
+            LossVerdict::Lost
+        );
         assert_eq!(m.judge(&data(), 0), LossVerdict::Lost);
         // Without a filter every packet is subject to the loss.
-        let mut all = Loss::new(&LossConfig::Bernoulli { p: 1.0 }, LossFilter::default(), Rng::from_seed(1));
+        let mut all = Loss::new(
+            &LossConfig::Bernoulli { p: 1.0 },
+            LossFilter::default(),
+            Rng::from_seed(1),
+        );
         assert_eq!(all.judge(&ack(), 0), LossVerdict::Lost);
     }
 
     #[test]
     fn drop_list_counts_only_data_packets() {
-        let mut m = LossModel::new(&LossConfig::DropList { data_packets: vec![1, 3] }, Rng::from_seed(0));
+        let mut m = LossModel::new(
+            &LossConfig::DropList {
+                data_packets: vec![1, 3],
+            },
+            Rng::from_seed(0),
+        );
         let mut ack = data();
         ack.end_seq = 0;
-        let verdicts: Vec<_> = (0..5).map(|i| {
-            if i == 2 { assert_eq!(m.judge(&ack), LossVerdict::Pass); }
-            m.judge(&data())
-        }).collect();
-        assert_eq!(verdicts, vec![LossVerdict::Pass, LossVerdict::Listed, LossVerdict::Pass, LossVerdict::Listed, LossVerdict::Pass]);
+        let verdicts: Vec<_> = (0..5)
+            .map(|i| {
+                if i == 2 {
+                    assert_eq!(m.judge(&ack), LossVerdict::Pass);
+                }
+                m.judge(&data())
+            })
+            .collect();
+        assert_eq!(
+            verdicts,
+            vec![
+                LossVerdict::Pass,
+                LossVerdict::Listed,
+                LossVerdict::Pass,
+                LossVerdict::Listed,
+                LossVerdict::Pass
+            ]
+        );
     }
 
     #[test]
@@ -243,17 +359,49 @@ mod tests {
         // Scenario time [2 s, 5 s) is engine time [BOOT + 2 s, BOOT + 5 s).
         let boot = crate::time::BOOT_NS;
         let s = 1_000_000_000;
-        let mut m = Loss::new(&LossConfig::Outage { start_ns: 2 * s, end_ns: 5 * s }, LossFilter::default(), Rng::from_seed(0));
-        let syn = Packet { flags: crate::packet::flags::SYN, ..ack() };
-        for (t, lost) in [(0, false), (2 * s - 1, false), (2 * s, true), (3 * s, true), (5 * s - 1, true), (5 * s, false), (9 * s, false)] {
-            let expect = if lost { LossVerdict::Lost } else { LossVerdict::Pass };
+        let mut m = Loss::new(
+            &LossConfig::Outage {
+                start_ns: 2 * s,
+                end_ns: 5 * s,
+            },
+            LossFilter::default(),
+            Rng::from_seed(0),
+        );
+        let syn = Packet {
+            flags: crate::packet::flags::SYN,
+            ..ack()
+        };
+        for (t, lost) in [
+            (0, false),
+            (2 * s - 1, false),
+            (2 * s, true),
+            (3 * s, true),
+            (5 * s - 1, true),
+            (5 * s, false),
+            (9 * s, false),
+        ] {
+            let expect = if lost {
+                LossVerdict::Lost
+            } else {
+                LossVerdict::Pass
+            };
             for p in [data(), ack(), syn] {
                 assert_eq!(m.judge(&p, boot + t), expect, "t = {t} ns");
             }
         }
         // With the data filter, ACKs pass even inside the window.
-        let filter = LossFilter { data_only: true, min_ip_bytes: 0 };
-        let mut d = Loss::new(&LossConfig::Outage { start_ns: 0, end_ns: s }, filter, Rng::from_seed(0));
+        let filter = LossFilter {
+            data_only: true,
+            min_ip_bytes: 0,
+        };
+        let mut d = Loss::new(
+            &LossConfig::Outage {
+                start_ns: 0,
+                end_ns: s,
+            },
+            filter,
+            Rng::from_seed(0),
+        );
         assert_eq!(d.judge(&ack(), boot), LossVerdict::Pass);
         assert_eq!(d.judge(&data(), boot), LossVerdict::Lost);
     }
@@ -262,18 +410,47 @@ mod tests {
     fn window_applies_random_loss_only_inside_and_draws_nothing_outside() {
         let boot = crate::time::BOOT_NS;
         let s = 1_000_000_000;
-        let window = LossWindow { start_ns: 2 * s, end_ns: Some(5 * s) };
-        for cfg in [LossConfig::Bernoulli { p: 1.0 }, LossConfig::GilbertElliott { p: 1.0, r: 0.0, h: 0.0, k: 1.0 }] {
-            let mut m = Loss::new(&cfg, LossFilter::default(), Rng::from_seed(0)).with_window(window);
-            for (t, lost) in [(0, false), (2 * s - 1, false), (2 * s, true), (5 * s - 1, true), (5 * s, false), (60 * s, false)] {
-                let expect = if lost { LossVerdict::Lost } else { LossVerdict::Pass };
+        let window = LossWindow {
+            start_ns: 2 * s,
+            end_ns: Some(5 * s),
+        };
+        for cfg in [
+            LossConfig::Bernoulli { p: 1.0 },
+            LossConfig::GilbertElliott {
+                p: 1.0,
+                r: 0.0,
+                h: 0.0,
+                k: 1.0,
+            },
+        ] {
+            let mut m =
+                Loss::new(&cfg, LossFilter::default(), Rng::from_seed(0)).with_window(window);
+            for (t, lost) in [
+                (0, false),
+                (2 * s - 1, false),
+                (2 * s, true),
+                (5 * s - 1, true),
+                (5 * s, false),
+                (60 * s, false),
+            ] {
+                let expect = if lost {
+                    LossVerdict::Lost
+                } else {
+                    LossVerdict::Pass
+                };
                 assert_eq!(m.judge(&data(), boot + t), expect, "{cfg:?} t = {t} ns");
             }
         }
         // No draws outside the window: the losses inside are those of a model that saw
         // only the in-window packets, however much traffic came before or after.
-        let cfg = LossConfig::GilbertElliott { p: 0.05, r: 0.3, h: 0.0, k: 1.0 };
-        let mut windowed = Loss::new(&cfg, LossFilter::default(), Rng::from_seed(7)).with_window(window);
+        let cfg = LossConfig::GilbertElliott {
+            p: 0.05,
+            r: 0.3,
+            h: 0.0,
+            k: 1.0,
+        };
+        let mut windowed =
+            Loss::new(&cfg, LossFilter::default(), Rng::from_seed(7)).with_window(window);
         let mut fresh = Loss::new(&cfg, LossFilter::default(), Rng::from_seed(7));
         for i in 0..10_000u64 {
             assert_eq!(windowed.judge(&data(), boot + i * 100), LossVerdict::Pass);
@@ -281,13 +458,24 @@ mod tests {
         let mut lost = 0;
         for i in 0..10_000u64 {
             let v = windowed.judge(&data(), boot + 2 * s + i * 100);
-            assert_eq!(v, fresh.judge(&data(), boot + 2 * s + i * 100), "packet {i}");
+            assert_eq!(
+                v,
+                fresh.judge(&data(), boot + 2 * s + i * 100),
+                "packet {i}"
+            );
             lost += (v == LossVerdict::Lost) as u32;
         }
         assert!(lost > 0);
         // An open-ended window (qdisc never removed) keeps losing to the end.
-        let mut open = Loss::new(&LossConfig::Bernoulli { p: 1.0 }, LossFilter::default(), Rng::from_seed(0))
-            .with_window(LossWindow { start_ns: s, end_ns: None });
+        let mut open = Loss::new(
+            &LossConfig::Bernoulli { p: 1.0 },
+            LossFilter::default(),
+            Rng::from_seed(0),
+        )
+        .with_window(LossWindow {
+            start_ns: s,
+            end_ns: None,
+        });
         assert_eq!(open.judge(&data(), boot), LossVerdict::Pass);
         assert_eq!(open.judge(&data(), boot + 300 * s), LossVerdict::Lost);
     }

@@ -59,7 +59,13 @@ impl Network {
     /// A host hands a packet to its egress link. Returns false if it was dropped at once
     /// (local qdisc full, or no route).
     #[inline]
-    pub fn send_from_host(&mut self, node: u32, pkt: Packet, now_ns: u64, ev: &mut EventQueue) -> bool {
+    pub fn send_from_host(
+        &mut self,
+        node: u32,
+        pkt: Packet,
+        now_ns: u64,
+        ev: &mut EventQueue,
+    ) -> bool {
         self.host_packets += 1;
         if pkt.is_data() {
             self.data.sent += 1;
@@ -92,7 +98,12 @@ impl Network {
 
     /// A transmit completion is due on `link`.
     #[inline]
-    pub fn on_tx_done(&mut self, link: u32, now_ns: u64, ev: &mut EventQueue) -> Option<TxCompletion> {
+    pub fn on_tx_done(
+        &mut self,
+        link: u32,
+        now_ns: u64,
+        ev: &mut EventQueue,
+    ) -> Option<TxCompletion> {
         self.links[link as usize].on_tx_done(now_ns, link, ev)
     }
 

@@ -88,7 +88,9 @@ mod tests {
         let r = Routes::build(5, &links, &fw);
         assert_eq!(r.path(0, 4, &links).unwrap(), vec![0, 4, 6]);
         assert_eq!(r.path(4, 1, &links).unwrap(), vec![7, 5, 3]);
-        assert!(Routes::build(2, &[], &[false, false]).path(0, 1, &[]).is_none());
+        assert!(Routes::build(2, &[], &[false, false])
+            .path(0, 1, &[])
+            .is_none());
     }
 
     #[test]
@@ -96,7 +98,14 @@ mod tests {
         // h0 - h1 - h2 in a line: no route from h0 to h2 through host h1; with h1 a
         // router there is.
         let links = vec![(0, 1), (1, 0), (1, 2), (2, 1)];
-        assert!(Routes::build(3, &links, &[false, false, false]).path(0, 2, &links).is_none());
-        assert_eq!(Routes::build(3, &links, &[false, true, false]).path(0, 2, &links).unwrap(), vec![0, 2]);
+        assert!(Routes::build(3, &links, &[false, false, false])
+            .path(0, 2, &links)
+            .is_none());
+        assert_eq!(
+            Routes::build(3, &links, &[false, true, false])
+                .path(0, 2, &links)
+                .unwrap(),
+            vec![0, 2]
+        );
     }
 }

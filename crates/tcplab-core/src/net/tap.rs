@@ -35,7 +35,11 @@ impl CaptureBuf {
     }
 
     pub fn new(max_packets: u64) -> CaptureBuf {
-        CaptureBuf { records: Vec::new(), max: max_packets.min(usize::MAX as u64) as usize, dropped: 0 }
+        CaptureBuf {
+            records: Vec::new(),
+            max: max_packets.min(usize::MAX as u64) as usize,
+            dropped: 0,
+        }
     }
 
     /// Keep `pkt`, seen at `t_ns`.
@@ -48,7 +52,12 @@ impl CaptureBuf {
         }
         // Amortised doubling, fallibly: running out of memory truncates the capture
         // instead of aborting the run.
-        if len == self.records.capacity() && self.records.try_reserve(len.max(1024).min(self.max - len)).is_err() {
+        if len == self.records.capacity()
+            && self
+                .records
+                .try_reserve(len.max(1024).min(self.max - len))
+                .is_err()
+        {
             self.dropped += 1;
             return;
         }
@@ -96,7 +105,13 @@ impl TimedQdisc for TappedQdisc {
         self.inner.kind()
     }
 
-    fn enqueue(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, dropped: &mut Vec<Packet>) -> bool {
+    fn enqueue(
+        &mut self,
+        pkt: Packet,
+        len_bytes: u32,
+        now_ns: u64,
+        dropped: &mut Vec<Packet>,
+    ) -> bool {
         self.inner.enqueue(pkt, len_bytes, now_ns, dropped)
     }
 
@@ -132,7 +147,10 @@ impl TimedQdisc for TappedQdisc {
 /// Put the egress tap for packets to `peer_ep` on `link`: on the link itself for a FIFO
 /// (`Link::set_tap`), around the qdisc for a timed one.
 pub fn install_tap(link: &mut Link, peer_ep: u32, max_packets: u64) {
-    let tap = EgressTap { peer_ep, buf: CaptureBuf::new(max_packets) };
+    let tap = EgressTap {
+        peer_ep,
+        buf: CaptureBuf::new(max_packets),
+    };
     match std::mem::replace(&mut link.qdisc, Qdisc::Fifo(Fifo::new(&Default::default()))) {
         Qdisc::Timed(inner) => link.qdisc = Qdisc::Timed(Box::new(TappedQdisc { inner, tap })),
         fifo => {
@@ -152,4 +170,3 @@ pub fn take_tap(link: &mut Link) -> CaptureBuf {
         Qdisc::Fifo(_) => CaptureBuf::default(),
     }
 }
-

@@ -26,6 +26,7 @@ pub use validate::{validate, warnings};
 
 use serde::Serialize;
 
+use crate::app::{App, AppCx, AppOutput, Side};
 use crate::capture::{CaptureAt, CaptureBuf, CaptureOutput};
 use crate::cc::CongestionOps;
 use crate::config::{NodeKind, SimConfig};
@@ -35,17 +36,15 @@ use crate::metrics::histogram::LogHistogram;
 use crate::metrics::timeseries::{FlowSeries, HostSeries, QueueSeries};
 use crate::mib::{Mib, MibCounters};
 use crate::net::link::Link;
-use crate::net::qdisc::QdiscStats;
 use crate::net::link::WireStats;
+use crate::net::qdisc::QdiscStats;
 use crate::net::routing::Routes;
 use crate::net::{DataAccounting, Network};
-use crate::tcp::rate::delivery_rate_bytes_per_sec;
 use crate::tcp::chrono::ChronoStats;
+use crate::tcp::rate::delivery_rate_bytes_per_sec;
 use crate::tcp::sock::{CaState, PacingStatus};
-use crate::app::{App, AppCx, AppOutput, Side};
 use crate::tcp::socket::{Ctx, TcpSocket, NO_APP, T_DELACK, T_PACING, T_READ, T_XMIT};
 use crate::time::{time_add, BOOT_NS, NEVER, NSEC_PER_MSEC, NSEC_PER_USEC};
-
 
 /// A flow's RTT samples (`rtt_us` in the output: the keys drop the unit, the mapping has it).
 #[derive(Clone, Debug, Serialize)]
@@ -240,10 +239,16 @@ pub struct SimOutput {
     pub links: Vec<LinkSummary>,
     pub invariant: Invariant,
     /// Per sample time, one row per sampled flow (`timeseries` in the output).
-    #[serde(rename = "timeseries", serialize_with = "crate::metrics::columns::handed_over")]
+    #[serde(
+        rename = "timeseries",
+        serialize_with = "crate::metrics::columns::handed_over"
+    )]
     pub series: FlowSeries,
     /// Per sample time, one row per link (`queue_timeseries`).
-    #[serde(rename = "queue_timeseries", serialize_with = "crate::metrics::columns::handed_over")]
+    #[serde(
+        rename = "queue_timeseries",
+        serialize_with = "crate::metrics::columns::handed_over"
+    )]
     pub queues: QueueSeries,
     /// Per sample time, one row per host with a CPU or NIC model (`host_series`).
     #[serde(serialize_with = "crate::metrics::columns::handed_over")]
@@ -274,7 +279,12 @@ pub struct CcModeNames {
 
 impl SeriesNames {
     pub fn new() -> SeriesNames {
-        SeriesNames { ca_state: CaState::ALL.map(|s| s.name()).to_vec(), cc_mode: CcModeNames { bbr: crate::cc::bbr::MODE_NAMES.to_vec() } }
+        SeriesNames {
+            ca_state: CaState::ALL.map(|s| s.name()).to_vec(),
+            cc_mode: CcModeNames {
+                bbr: crate::cc::bbr::MODE_NAMES.to_vec(),
+            },
+        }
     }
 }
 
@@ -320,7 +330,12 @@ const NO_HOST: u32 = u32::MAX;
 
 /// If `node` has a CPU model and is off it at `now_ns`: the start of its next slice.
 #[inline]
-fn host_off_until(hosts: &[HostModel], host_of_node: &[u32], node: u32, now_ns: u64) -> Option<u64> {
+fn host_off_until(
+    hosts: &[HostModel],
+    host_of_node: &[u32],
+    node: u32,
+    now_ns: u64,
+) -> Option<u64> {
     let h = host_of_node[node as usize];
     if h == NO_HOST {
         return None;
@@ -353,17 +368,26 @@ impl Simulator {
         }
         let pairs: Vec<(u32, u32)> = cfg.links.iter().map(|l| (l.from, l.to)).collect();
         // Routers forward, and so do hosts with `forwarding` (a Kubernetes node carrying its pods).
-        let forwards: Vec<bool> = cfg.nodes.iter().map(|n| n.kind == NodeKind::Router || n.forwarding).collect();
+        let forwards: Vec<bool> = cfg
+            .nodes
+            .iter()
+            .map(|n| n.kind == NodeKind::Router || n.forwarding)
+            .collect();
         let routes = Routes::build(cfg.nodes.len(), &pairs, &forwards);
         let mut base_rtt_ns = Vec::with_capacity(cfg.flows.len());
         for (i, f) in cfg.flows.iter().enumerate() {
-            let (Some(fwd), Some(rev)) = (routes.path(f.src, f.dst, &pairs), routes.path(f.dst, f.src, &pairs)) else {
+            let (Some(fwd), Some(rev)) = (
+                routes.path(f.src, f.dst, &pairs),
+                routes.path(f.dst, f.src, &pairs),
+            ) else {
                 return Err(format!(
                     "flows.{i}: no route between {} and {}",
                     cfg.nodes[f.src as usize].name, cfg.nodes[f.dst as usize].name
                 ));
             };
-            let prop = fwd.iter().chain(rev.iter()).fold(0u64, |acc, &l| time_add(acc, cfg.links[l as usize].delay_ns));
+            let prop = fwd.iter().chain(rev.iter()).fold(0u64, |acc, &l| {
+                time_add(acc, cfg.links[l as usize].delay_ns)
+            });
             base_rtt_ns.push(prop);
         }
         let mut net = Network {
@@ -378,9 +402,13 @@ impl Simulator {
         let mut ev = EventQueue::with_capacity(1024 + cfg.flows.len() * 8 + cfg.links.len() * 4);
         for (i, f) in cfg.flows.iter().enumerate() {
             let hz = |node: u32| cfg.nodes[node as usize].hz;
-            let (mut c, mut s) = TcpSocket::pair(f, i as u32, cfg.seed, BOOT_NS, end_ns, hz(f.src), hz(f.dst));
+            let (mut c, mut s) =
+                TcpSocket::pair(f, i as u32, cfg.seed, BOOT_NS, end_ns, hz(f.src), hz(f.dst));
             // SK_PACING_FQ: fq on the socket's own egress takes pacing over from TCP.
-            let (src_fq, dst_fq) = (fq_paces(&cfg, &net.routes, f.src, f.dst), fq_paces(&cfg, &net.routes, f.dst, f.src));
+            let (src_fq, dst_fq) = (
+                fq_paces(&cfg, &net.routes, f.src, f.dst),
+                fq_paces(&cfg, &net.routes, f.dst, f.src),
+            );
             if checked && f.tcp.fq_pacing && !src_fq {
                 let l = net.routes.next_hop(f.src, f.dst) as usize;
                 return Err(format!(
@@ -409,9 +437,18 @@ impl Simulator {
         // ~1M rows: very large scenarios grow as they go instead (fallibly, see `sample`).
         let mut series = FlowSeries::default();
         let mut queues = QueueSeries::default();
-        let oom = |what: &str| format!("out of memory reserving the {what} time series ({rows} sample times)");
-        series.try_reserve(rows.saturating_mul(cfg.flows.iter().filter(|f| f.sample).count()).min(1 << 20)).map_err(|_| oom("flow"))?;
-        queues.try_reserve(rows.saturating_mul(cfg.links.len()).min(1 << 20)).map_err(|_| oom("queue"))?;
+        let oom = |what: &str| {
+            format!("out of memory reserving the {what} time series ({rows} sample times)")
+        };
+        series
+            .try_reserve(
+                rows.saturating_mul(cfg.flows.iter().filter(|f| f.sample).count())
+                    .min(1 << 20),
+            )
+            .map_err(|_| oom("flow"))?;
+        queues
+            .try_reserve(rows.saturating_mul(cfg.links.len()).min(1 << 20))
+            .map_err(|_| oom("queue"))?;
         let mut hosts = Vec::new();
         let mut host_of_node = vec![NO_HOST; cfg.nodes.len()];
         for (i, n) in cfg.nodes.iter().enumerate() {
@@ -421,8 +458,14 @@ impl Simulator {
             }
         }
         let mut host_series = HostSeries::default();
-        host_series.try_reserve(rows.saturating_mul(hosts.len()).min(1 << 20)).map_err(|_| oom("host"))?;
-        let apps: Vec<Box<dyn App>> = cfg.apps.iter().map(|a| crate::app::build(a, cfg.seed)).collect();
+        host_series
+            .try_reserve(rows.saturating_mul(hosts.len()).min(1 << 20))
+            .map_err(|_| oom("host"))?;
+        let apps: Vec<Box<dyn App>> = cfg
+            .apps
+            .iter()
+            .map(|a| crate::app::build(a, cfg.seed))
+            .collect();
         for (a, (app_cfg, app)) in cfg.apps.iter().zip(&apps).enumerate() {
             for &f in &app_cfg.flows {
                 for ep in [2 * f as usize, 2 * f as usize + 1] {
@@ -441,7 +484,10 @@ impl Simulator {
             // Every packet of the endpoint leaves its host on the route's first link.
             let l = net.routes.next_hop(node, peer);
             if l == crate::net::routing::NO_ROUTE {
-                return Err(format!("capture.flow: {}: no route from the capture host", c.flow));
+                return Err(format!(
+                    "capture.flow: {}: no route from the capture host",
+                    c.flow
+                ));
             }
             crate::capture::install_tap(&mut net.links[l as usize], ep ^ 1, c.max_packets);
             net.capture_in = Some(Box::new(CaptureBuf::new(c.max_packets)));
@@ -556,7 +602,11 @@ impl Simulator {
     /// processed; call again to go on). A caller that must regain control every bounded
     /// amount of work (the Python binding, to check for Ctrl-C) uses this. The events run
     /// in the same order however the budget splits them, so the results are the same.
-    pub fn run_until_at_most(&mut self, until_rel_ns: u64, max_events: u64) -> Result<bool, SimError> {
+    pub fn run_until_at_most(
+        &mut self,
+        until_rel_ns: u64,
+        max_events: u64,
+    ) -> Result<bool, SimError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -595,13 +645,19 @@ impl Simulator {
                 // TX completion for TSQ: a data packet left its sender's NIC.
                 if let Some(c) = self.net.on_tx_done(id, now, &mut self.ev) {
                     let ep = c.ep;
-                    let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
+                    let mut ctx = Ctx {
+                        now_ns: now,
+                        net: &mut self.net,
+                        ev: &mut self.ev,
+                    };
                     self.socks[ep as usize].on_tx_complete(&mut ctx, c.seq, c.payload_bytes);
                     self.after_sock(ep);
                 }
             }
             EventKind::LinkArrive => {
-                let Some(pkt) = self.net.links[id as usize].on_arrive(now, id, &mut self.ev) else { return };
+                let Some(pkt) = self.net.links[id as usize].on_arrive(now, id, &mut self.ev) else {
+                    return;
+                };
                 let node = self.net.links[id as usize].to;
                 // A host's NIC and CPU take every packet it receives from a wire, also those
                 // it forwards (a node carrying pods, or any host with `forwarding`): Linux
@@ -609,7 +665,9 @@ impl Simulator {
                 // __netif_receive_skb() -> net/ipv4/ip_input.c: ip_rcv() -> ip_forward()).
                 // A packet from a pod's veth (`orphan`) does not cross the physical NIC's
                 // ring, so only those addressed to the host go through the model, as before.
-                let pkt = if self.host_models && (node == pkt.dst_node || !self.net.links[id as usize].orphan) {
+                let pkt = if self.host_models
+                    && (node == pkt.dst_node || !self.net.links[id as usize].orphan)
+                {
                     match self.host_receive(id, node, pkt, now) {
                         Some(p) => p,
                         None => return,
@@ -619,7 +677,10 @@ impl Simulator {
                 };
                 self.deliver_or_forward(node, pkt, now);
             }
-            EventKind::XmitTimer | EventKind::DelackTimer | EventKind::PacingTimer | EventKind::ReadTimer => {
+            EventKind::XmitTimer
+            | EventKind::DelackTimer
+            | EventKind::PacingTimer
+            | EventKind::ReadTimer => {
                 let slot = match kind {
                     EventKind::XmitTimer => T_XMIT,
                     EventKind::DelackTimer => T_DELACK,
@@ -632,7 +693,8 @@ impl Simulator {
                 }
                 if self.host_models {
                     // Off its CPU: the timer runs at the start of the host's next slice.
-                    if let Some(next) = host_off_until(&self.hosts, &self.host_of_node, s.node, now) {
+                    if let Some(next) = host_off_until(&self.hosts, &self.host_of_node, s.node, now)
+                    {
                         s.sched_ns[slot] = next;
                         self.ev.push(next, kind, id);
                         return;
@@ -640,7 +702,11 @@ impl Simulator {
                 }
                 s.sched_ns[slot] = NEVER;
                 if s.deadlines()[slot] <= now {
-                    let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
+                    let mut ctx = Ctx {
+                        now_ns: now,
+                        net: &mut self.net,
+                        ev: &mut self.ev,
+                    };
                     match slot {
                         T_XMIT => s.on_xmit_timer(&mut ctx),
                         T_DELACK => s.on_delack_timer(&mut ctx),
@@ -683,7 +749,11 @@ impl Simulator {
                         return;
                     }
                 }
-                let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
+                let mut ctx = Ctx {
+                    now_ns: now,
+                    net: &mut self.net,
+                    ev: &mut self.ev,
+                };
                 self.socks[ep as usize].connect(&mut ctx);
                 self.after_sock(ep);
             }
@@ -725,7 +795,11 @@ impl Simulator {
             self.net.data.received += 1;
         }
         let ep = pkt.dst_ep;
-        let mut ctx = Ctx { now_ns: now, net: &mut self.net, ev: &mut self.ev };
+        let mut ctx = Ctx {
+            now_ns: now,
+            net: &mut self.net,
+            ev: &mut self.ev,
+        };
         self.socks[ep as usize].on_packet(&mut ctx, &pkt);
         self.after_sock(ep);
     }
@@ -734,7 +808,13 @@ impl Simulator {
     /// packet if the host takes it now (TCP, or forwarding), else `None` (held or dropped
     /// by the NIC).
     #[inline(never)]
-    fn host_receive(&mut self, link: u32, node: u32, pkt: crate::packet::Packet, now: u64) -> Option<crate::packet::Packet> {
+    fn host_receive(
+        &mut self,
+        link: u32,
+        node: u32,
+        pkt: crate::packet::Packet,
+        now: u64,
+    ) -> Option<crate::packet::Packet> {
         let h = self.host_of_node[node as usize];
         if h == NO_HOST {
             return Some(pkt);
@@ -749,10 +829,16 @@ impl Simulator {
     #[inline(never)]
     fn defer_link_event(&mut self, kind: EventKind, id: u32, now: u64) -> bool {
         let l = &mut self.net.links[id as usize];
-        let Some(next) = host_off_until(&self.hosts, &self.host_of_node, l.from, now) else { return false };
+        let Some(next) = host_off_until(&self.hosts, &self.host_of_node, l.from, now) else {
+            return false;
+        };
         match kind {
-            EventKind::LinkTxDone if l.pending_tx_done_ns() == now => l.defer_tx_done(next, id, &mut self.ev),
-            EventKind::LinkDequeue if l.pending_dequeue_ns() == now => l.defer_dequeue(next, id, &mut self.ev),
+            EventKind::LinkTxDone if l.pending_tx_done_ns() == now => {
+                l.defer_tx_done(next, id, &mut self.ev)
+            }
+            EventKind::LinkDequeue if l.pending_dequeue_ns() == now => {
+                l.defer_dequeue(next, id, &mut self.ev)
+            }
             _ => return false, // superseded: the normal path ignores it
         }
         true
@@ -763,7 +849,12 @@ impl Simulator {
     fn sync_timers(&mut self, ep: u32) {
         let s = &mut self.socks[ep as usize];
         let d = s.deadlines();
-        for (slot, kind) in [(T_XMIT, EventKind::XmitTimer), (T_DELACK, EventKind::DelackTimer), (T_PACING, EventKind::PacingTimer), (T_READ, EventKind::ReadTimer)] {
+        for (slot, kind) in [
+            (T_XMIT, EventKind::XmitTimer),
+            (T_DELACK, EventKind::DelackTimer),
+            (T_PACING, EventKind::PacingTimer),
+            (T_READ, EventKind::ReadTimer),
+        ] {
             let at = d[slot];
             if at != NEVER && at < s.sched_ns[slot] {
                 let at = at.max(self.now_ns);
@@ -777,21 +868,31 @@ impl Simulator {
         let t = self.now_ns - BOOT_NS;
         // Grow the columns fallibly (amortized doubling) so that running out of memory is
         // an error, not an abort inside `Vec::push`.
-        let (nf, nl) = (self.cfg.flows.iter().filter(|f| f.sample).count(), self.net.links.len());
+        let (nf, nl) = (
+            self.cfg.flows.iter().filter(|f| f.sample).count(),
+            self.net.links.len(),
+        );
         if self.series.spare_rows() < nf {
             let at_ns = t;
-            self.series.try_reserve(nf).map_err(|_| SimError::OutOfMemory {
-                what: format!("growing the flow time series beyond {} rows", self.series.len()),
-                at_ns,
-            })?;
+            self.series
+                .try_reserve(nf)
+                .map_err(|_| SimError::OutOfMemory {
+                    what: format!(
+                        "growing the flow time series beyond {} rows",
+                        self.series.len()
+                    ),
+                    at_ns,
+                })?;
         }
         if self.queues.spare_rows() < nl {
             let at_ns = t;
             let rows = self.queues.t_ns.len();
-            self.queues.try_reserve(nl).map_err(|_| SimError::OutOfMemory {
-                what: format!("growing the queue time series beyond {rows} rows"),
-                at_ns,
-            })?;
+            self.queues
+                .try_reserve(nl)
+                .map_err(|_| SimError::OutOfMemory {
+                    what: format!("growing the queue time series beyond {rows} rows"),
+                    at_ns,
+                })?;
         }
         let now_ns = self.now_ns;
         for (i, f) in self.cfg.flows.iter().enumerate() {
@@ -814,9 +915,14 @@ impl Simulator {
             // (Linux v6.12 net/ipv4/tcp.c: tcp_get_info()), not the RTO's internal rttvar_us,
             // which is floored at TCP_RTO_MIN.
             s.rttvar_us.push(tp.mdev_us >> 2);
-            s.min_rtt_us.push(if tp.min_rtt_us() == u32::MAX { 0 } else { tp.min_rtt_us() });
+            s.min_rtt_us.push(if tp.min_rtt_us() == u32::MAX {
+                0
+            } else {
+                tp.min_rtt_us()
+            });
             s.pacing_rate_bps.push(tp.sk_pacing_rate.saturating_mul(8));
-            s.delivery_rate_bps.push(delivery_rate_bytes_per_sec(tp) * 8);
+            s.delivery_rate_bps
+                .push(delivery_rate_bytes_per_sec(tp) * 8);
             s.inflight.push(tp.packets_in_flight());
             s.bytes_acked.push(tp.bytes_acked);
             s.bytes_received.push(srv.rcv.bytes_received);
@@ -831,7 +937,8 @@ impl Simulator {
             s.cwnd_gain.push(info.cwnd_gain as f64 / 256.0);
             s.snd_wnd_bytes.push(tp.snd_wnd);
             // tcp_info as tcp_get_info() fills it at this moment (Linux v6.12 net/ipv4/tcp.c)
-            s.rto_us.push(tp.jiffies_to_usecs(tp.icsk_rto).min(u32::MAX as u64) as u32);
+            s.rto_us
+                .push(tp.jiffies_to_usecs(tp.icsk_rto).min(u32::MAX as u64) as u32);
             s.backoff.push(c.icsk_backoff.min(u8::MAX as u32) as u8);
             s.bytes_sent.push(tp.bytes_sent);
             s.bytes_retrans.push(tp.bytes_retrans);
@@ -841,8 +948,10 @@ impl Simulator {
             s.rwnd_limited_us.push(chrono.rwnd_limited_us);
             s.sndbuf_limited_us.push(chrono.sndbuf_limited_us);
             // the socket queues ss prints on the state line (tcp_diag_get_info(): u32 fields)
-            s.send_q_bytes.push(tp.write_seq.saturating_sub(tp.snd_una).min(u32::MAX as u64) as u32);
-            s.recv_q_bytes.push(srv.rcv.unread_bytes().min(u32::MAX as u64) as u32);
+            s.send_q_bytes
+                .push(tp.write_seq.saturating_sub(tp.snd_una).min(u32::MAX as u64) as u32);
+            s.recv_q_bytes
+                .push(srv.rcv.unread_bytes().min(u32::MAX as u64) as u32);
         }
         let now = self.now_ns;
         for (i, l) in self.net.links.iter_mut().enumerate() {
@@ -858,17 +967,20 @@ impl Simulator {
         if self.host_models {
             if self.host_series.spare_rows() < self.hosts.len() {
                 let rows = self.host_series.t_ns.len();
-                self.host_series.try_reserve(self.hosts.len()).map_err(|_| SimError::OutOfMemory {
-                    what: format!("growing the host time series beyond {rows} rows"),
-                    at_ns: t,
-                })?;
+                self.host_series
+                    .try_reserve(self.hosts.len())
+                    .map_err(|_| SimError::OutOfMemory {
+                        what: format!("growing the host time series beyond {rows} rows"),
+                        at_ns: t,
+                    })?;
             }
             let hs = &mut self.host_series;
             for h in &self.hosts {
                 hs.t_ns.push(t);
                 hs.host.push(h.node);
                 hs.cpu_on.push(h.is_on(now) as u8);
-                hs.rx_ring_used.push(h.nic.ring_used().min(u32::MAX as u64) as u32);
+                hs.rx_ring_used
+                    .push(h.nic.ring_used().min(u32::MAX as u64) as u32);
                 hs.rx_dropped.push(h.nic.ring_drops());
                 hs.allowance_queued.push(h.allowance_queued());
             }
@@ -888,7 +1000,8 @@ impl Simulator {
 
     /// Run to the end and collect the results; panics if the run failed (tests, benches).
     pub fn run(self) -> SimOutput {
-        self.try_run().unwrap_or_else(|e| panic!("simulation failed: {e}"))
+        self.try_run()
+            .unwrap_or_else(|e| panic!("simulation failed: {e}"))
     }
 
     /// The RTT-floor invariant (see module docs): `(ok, message)`.
@@ -897,7 +1010,9 @@ impl Simulator {
             let base = self.base_rtt_ns[i];
             for ep in [2 * i, 2 * i + 1] {
                 let st = &self.socks[ep].stats;
-                if let Some((sample_us, floor_us)) = rtt_floor_violation(base, st.min_timed_rtt_us, st.min_ts_rtt_us) {
+                if let Some((sample_us, floor_us)) =
+                    rtt_floor_violation(base, st.min_timed_rtt_us, st.min_ts_rtt_us)
+                {
                     let side = if ep % 2 == 0 { "sender" } else { "receiver" };
                     return (
                         false,
@@ -913,7 +1028,13 @@ impl Simulator {
                 }
             }
         }
-        (true, format!("no RTT sample below its path's propagation round trip ({} flows)", self.cfg.flows.len()))
+        (
+            true,
+            format!(
+                "no RTT sample below its path's propagation round trip ({} flows)",
+                self.cfg.flows.len()
+            ),
+        )
     }
 
     pub fn finish(mut self) -> SimOutput {
@@ -922,11 +1043,16 @@ impl Simulator {
             l.advance(now);
         }
         // Packets waiting at a host's NIC (allowance queue, rings) are still in flight.
-        let in_flight = self.net.data_in_flight() + self.hosts.iter().map(|h| h.data_held()).sum::<u64>();
+        let in_flight =
+            self.net.data_in_flight() + self.hosts.iter().map(|h| h.data_held()).sum::<u64>();
         let mut d = self.net.data_accounting();
         d.dropped.nic = self.hosts.iter().map(|h| h.data_dropped).sum();
         let d = &d;
-        let dropped = d.dropped.queue + d.dropped.loss + d.dropped.drop_list + d.dropped.no_route + d.dropped.nic;
+        let dropped = d.dropped.queue
+            + d.dropped.loss
+            + d.dropped.drop_list
+            + d.dropped.no_route
+            + d.dropped.nic;
         let accounted = d.received + dropped + in_flight;
         let ok = accounted == d.sent;
         let message = if ok {
@@ -939,8 +1065,24 @@ impl Simulator {
         };
         let (rtt_ok, rtt_message) = self.check_rtt_floor();
         // One message for readers that show only `message` (the report): both failures.
-        let message = if rtt_ok { message } else if ok { rtt_message.clone() } else { format!("{message}; {rtt_message}") };
-        let invariant = Invariant { ok: ok && rtt_ok, data_ok: ok, data: d.clone(), in_flight, message, rtt_floor: RttFloor { ok: rtt_ok, message: rtt_message } };
+        let message = if rtt_ok {
+            message
+        } else if ok {
+            rtt_message.clone()
+        } else {
+            format!("{message}; {rtt_message}")
+        };
+        let invariant = Invariant {
+            ok: ok && rtt_ok,
+            data_ok: ok,
+            data: d.clone(),
+            in_flight,
+            message,
+            rtt_floor: RttFloor {
+                ok: rtt_ok,
+                message: rtt_message,
+            },
+        };
 
         let mut hosts: Vec<HostSummary> = self
             .cfg
@@ -960,7 +1102,9 @@ impl Simulator {
                         rx_ring: m.nic.rx_ring,
                         rx_queues: m.nic.rx_queues(),
                         ethtool: m.nic.ethtool(
-                            m.allowance.as_ref().map(|a| (a.bw_in_allowance_exceeded, a.pps_allowance_exceeded)),
+                            m.allowance
+                                .as_ref()
+                                .map(|a| (a.bw_in_allowance_exceeded, a.pps_allowance_exceeded)),
                         ),
                     }),
                     cpu: n.cpu.as_ref().map(|c| {
@@ -969,7 +1113,12 @@ impl Simulator {
                             Some(m) => m.on_ns_between(BOOT_NS, now),
                             None => elapsed, // a 100 % share
                         };
-                        CpuSummary { period_ns: c.period_ns, share: c.share, steal_ns: elapsed - on_ns, on_ns }
+                        CpuSummary {
+                            period_ns: c.period_ns,
+                            share: c.share,
+                            steal_ns: elapsed - on_ns,
+                            on_ns,
+                        }
                     }),
                 }
             })
@@ -983,7 +1132,12 @@ impl Simulator {
             let c = &self.socks[2 * i + d];
             let srv = &self.socks[2 * i + (1 - d)];
             let start = f.start_ns;
-            let end = c.app.done_ns.map(|t| t - BOOT_NS).unwrap_or(self.cfg.duration_ns).max(start);
+            let end = c
+                .app
+                .done_ns
+                .map(|t| t - BOOT_NS)
+                .unwrap_or(self.cfg.duration_ns)
+                .max(start);
             let mut counters = c.tp.mib.clone();
             counters.merge(&srv.tp.mib);
             let chrono = c.chrono.stats(c.tp.clock().ns_to_jiffies32(now), c.tp.hz());
@@ -1025,7 +1179,12 @@ impl Simulator {
                     .shaper
                     .iter()
                     .flat_map(|s| s.aggregates.iter())
-                    .map(|a| EdtSummary { rate_bps: a.rate_bps, drops: a.drops, stamped: a.stamped, passed: a.passed })
+                    .map(|a| EdtSummary {
+                        rate_bps: a.rate_bps,
+                        drops: a.drops,
+                        stamped: a.stamped,
+                        passed: a.passed,
+                    })
                     .collect(),
             })
             .collect();
@@ -1037,7 +1196,11 @@ impl Simulator {
         });
         let end_rel = now - BOOT_NS;
         let socks = &self.socks;
-        let apps = self.apps.iter_mut().map(|a| a.finish(end_rel, socks)).collect();
+        let apps = self
+            .apps
+            .iter_mut()
+            .map(|a| a.finish(end_rel, socks))
+            .collect();
         SimOutput {
             apps,
             flows,
@@ -1103,13 +1266,19 @@ fn fq_in(q: &crate::config::QueueConfig) -> bool {
 /// stamps (`tcp_mstamp`), those from the echoed timestamp differences of millisecond
 /// stamps; a difference of truncated stamps is at least the truncated true difference.
 /// Returns `(sample_us, floor_us)` for the first sample below its floor.
-pub fn rtt_floor_violation(base_ns: u64, min_timed_us: Option<u64>, min_ts_us: Option<u64>) -> Option<(u64, u64)> {
+pub fn rtt_floor_violation(
+    base_ns: u64,
+    min_timed_us: Option<u64>,
+    min_ts_us: Option<u64>,
+) -> Option<(u64, u64)> {
     let timed_floor_us = base_ns / NSEC_PER_USEC;
     if let Some(s) = min_timed_us.filter(|&s| s < timed_floor_us) {
         return Some((s, timed_floor_us));
     }
     let ts_floor_us = base_ns / NSEC_PER_MSEC * 1000;
-    min_ts_us.filter(|&s| s < ts_floor_us).map(|s| (s, ts_floor_us))
+    min_ts_us
+        .filter(|&s| s < ts_floor_us)
+        .map(|s| (s, ts_floor_us))
 }
 
 #[cfg(test)]
@@ -1118,8 +1287,14 @@ mod tests {
     use crate::config::*;
 
     /// Sender and receiver joined by one link each way (`fwd_delay_ns`, `rev_delay_ns`).
-    pub(crate) fn two_hosts(rate_bps: u64, fwd_delay_ns: u64, rev_delay_ns: u64, duration_ns: u64) -> SimConfig {
-        let link = |name: &str, from, to, delay_ns| LinkConfig::new(name, from, to, rate_bps, delay_ns);
+    pub(crate) fn two_hosts(
+        rate_bps: u64,
+        fwd_delay_ns: u64,
+        rev_delay_ns: u64,
+        duration_ns: u64,
+    ) -> SimConfig {
+        let link =
+            |name: &str, from, to, delay_ns| LinkConfig::new(name, from, to, rate_bps, delay_ns);
         SimConfig {
             seed: 1,
             duration_ns,
@@ -1128,9 +1303,14 @@ mod tests {
                 NodeConfig::new("a", NodeKind::Host),
                 NodeConfig::new("b", NodeKind::Host),
             ],
-            links: vec![link("ab", 0, 1, fwd_delay_ns), link("ba", 1, 0, rev_delay_ns)],
+            links: vec![
+                link("ab", 0, 1, fwd_delay_ns),
+                link("ba", 1, 0, rev_delay_ns),
+            ],
             flows: vec![FlowConfig::new("f", 0, 1, CcKind::Bbr)],
-            apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
+            apps: Vec::new(),
+            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            capture: None,
         }
     }
 
@@ -1156,7 +1336,15 @@ mod tests {
     fn output_text(out: &SimOutput) -> String {
         format!(
             "{} {} {} {:?} {:?} {:?} {:?} {:?} {:?}",
-            out.events, out.packets, out.host_packets, out.flows, out.links, out.hosts, out.series, out.queues, out.host_series
+            out.events,
+            out.packets,
+            out.host_packets,
+            out.flows,
+            out.links,
+            out.hosts,
+            out.series,
+            out.queues,
+            out.host_series
         )
     }
 
@@ -1168,22 +1356,37 @@ mod tests {
         let mut cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 3_000_000_000);
         cfg.links[0].loss = LossConfig::Bernoulli { p: 0.01 };
         let whole = Simulator::new(cfg.clone()).unwrap().run();
-        assert!(whole.events > 10_000, "too short a run to split: {} events", whole.events);
+        assert!(
+            whole.events > 10_000,
+            "too short a run to split: {} events",
+            whole.events
+        );
         for budget in [1u64, 7, 4096] {
             let mut sim = Simulator::new(cfg.clone()).unwrap();
             let duration = sim.duration_ns();
             let (mut calls, mut last_events) = (0u64, 0u64);
             loop {
                 let reached = sim.run_until_at_most(duration, budget).unwrap();
-                assert!(sim.events - last_events <= budget, "a call ran more events than its budget");
+                assert!(
+                    sim.events - last_events <= budget,
+                    "a call ran more events than its budget"
+                );
                 last_events = sim.events;
                 calls += 1;
                 if reached {
                     break;
                 }
             }
-            assert!(calls >= whole.events / budget, "budget {budget}: {calls} calls for {} events", whole.events);
-            assert_eq!(output_text(&sim.finish()), output_text(&whole), "budget {budget}");
+            assert!(
+                calls >= whole.events / budget,
+                "budget {budget}: {calls} calls for {} events",
+                whole.events
+            );
+            assert_eq!(
+                output_text(&sim.finish()),
+                output_text(&whole),
+                "budget {budget}"
+            );
         }
     }
 
@@ -1197,7 +1400,8 @@ mod tests {
         let duration = sim.duration_ns();
         assert!(sim.run_until_at_most(duration, events).unwrap());
         assert_eq!(sim.now_rel_ns(), duration);
-        let mut sim = Simulator::new(two_hosts(100_000_000, 10_000_000, 10_000_000, 100_000_000)).unwrap();
+        let mut sim =
+            Simulator::new(two_hosts(100_000_000, 10_000_000, 10_000_000, 100_000_000)).unwrap();
         assert!(!sim.run_until_at_most(duration, events - 1).unwrap());
         assert!(sim.now_rel_ns() < duration);
     }
@@ -1205,16 +1409,36 @@ mod tests {
     #[test]
     fn rtt_floor_uses_each_clocks_resolution() {
         // 20.3 ms path: a 20.299 ms skb-timed sample is impossible; a 20 ms TS sample is not.
-        assert_eq!(rtt_floor_violation(20_300_000, Some(20_299), None), Some((20_299, 20_300)));
-        assert_eq!(rtt_floor_violation(20_300_000, Some(20_300), Some(20_000)), None);
-        assert_eq!(rtt_floor_violation(20_300_000, None, Some(19_000)), Some((19_000, 20_000)));
+        assert_eq!(
+            rtt_floor_violation(20_300_000, Some(20_299), None),
+            Some((20_299, 20_300))
+        );
+        assert_eq!(
+            rtt_floor_violation(20_300_000, Some(20_300), Some(20_000)),
+            None
+        );
+        assert_eq!(
+            rtt_floor_violation(20_300_000, None, Some(19_000)),
+            Some((19_000, 20_000))
+        );
         assert_eq!(rtt_floor_violation(0, Some(0), Some(0)), None);
     }
 
     #[test]
     fn ordinary_runs_keep_rtt_samples_above_the_propagation_round_trip() {
-        let out = Simulator::new(two_hosts(100_000_000, 10_000_000, 10_000_000, 2_000_000_000)).unwrap().run();
-        assert!(out.invariant.rtt_floor.ok, "{}", out.invariant.rtt_floor.message);
+        let out = Simulator::new(two_hosts(
+            100_000_000,
+            10_000_000,
+            10_000_000,
+            2_000_000_000,
+        ))
+        .unwrap()
+        .run();
+        assert!(
+            out.invariant.rtt_floor.ok,
+            "{}",
+            out.invariant.rtt_floor.message
+        );
         assert!(out.invariant.ok);
         assert!(out.flows[0].rtt.count > 100 && out.flows[0].rtt.min_us >= 20_000);
     }
@@ -1227,20 +1451,41 @@ mod tests {
         let mut cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 3_000_000_000);
         cfg.flows[0].tcp.fq_pacing = true;
         let err = Simulator::new(cfg.clone()).err().unwrap();
-        assert!(err.starts_with("flows.0.tcp.fq_pacing: true, but the sender's egress qdisc (link ab) is pfifo"), "{err}");
+        assert!(
+            err.starts_with(
+                "flows.0.tcp.fq_pacing: true, but the sender's egress qdisc (link ab) is pfifo"
+            ),
+            "{err}"
+        );
         let out = Simulator::build(cfg).unwrap().run();
-        assert!(!out.invariant.rtt_floor.ok, "{}", out.invariant.rtt_floor.message);
+        assert!(
+            !out.invariant.rtt_floor.ok,
+            "{}",
+            out.invariant.rtt_floor.message
+        );
         assert!(!out.invariant.ok);
-        assert!(out.invariant.rtt_floor.message.contains("flow f (sender)"), "{}", out.invariant.rtt_floor.message);
+        assert!(
+            out.invariant.rtt_floor.message.contains("flow f (sender)"),
+            "{}",
+            out.invariant.rtt_floor.message
+        );
         assert!(out.invariant.data_ok && out.invariant.message == out.invariant.rtt_floor.message);
     }
 
     #[test]
     fn a_huge_forward_delay_is_refused_by_field() {
         // Issue 7 item 2.4: 18446744073 s forward, 10 ms back used to wrap and "run".
-        let cfg = two_hosts(100_000_000, 18_446_744_073 * 1_000_000_000, 10_000_000, 1_000_000_000);
+        let cfg = two_hosts(
+            100_000_000,
+            18_446_744_073 * 1_000_000_000,
+            10_000_000,
+            1_000_000_000,
+        );
         let err = Simulator::new(cfg).err().unwrap();
-        assert!(err.starts_with("links.0.delay_ns: 18446744073000000000 is outside [0, 3600000000000]"), "{err}");
+        assert!(
+            err.starts_with("links.0.delay_ns: 18446744073000000000 is outside [0, 3600000000000]"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -1263,14 +1508,22 @@ mod tests {
         cfg.flows[0].cc = CcKind::Cubic;
         for l in cfg.links.iter_mut() {
             l.loss = LossConfig::Bernoulli { p };
-            l.loss_filter = LossFilter { data_only: true, min_ip_bytes: 0 };
+            l.loss_filter = LossFilter {
+                data_only: true,
+                min_ip_bytes: 0,
+            };
         }
         let out = Simulator::new(cfg.clone()).unwrap().run();
         assert_eq!(out.links[1].wire.loss_drops, 0, "an ACK was lost");
         let d = &out.invariant.data;
         assert!(d.sent > 1000, "only {} data packets", d.sent);
         let sd = (d.sent as f64 * p * (1.0 - p)).sqrt();
-        assert!((d.dropped.loss as f64 - d.sent as f64 * p).abs() < 5.0 * sd, "lost {} of {}", d.dropped.loss, d.sent);
+        assert!(
+            (d.dropped.loss as f64 - d.sent as f64 * p).abs() < 5.0 * sd,
+            "lost {} of {}",
+            d.dropped.loss,
+            d.sent
+        );
         // Every forward loss was a data segment: the SYN (and the handshake's ACK) passed.
         assert_eq!(out.links[0].wire.loss_drops, d.dropped.loss);
         // Without the filter the same loss does hit the ACK path.
@@ -1287,7 +1540,12 @@ mod tests {
         let mut cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 2_000_000_000);
         cfg.sample_interval_ns = 1;
         let err = validate(&cfg).unwrap_err();
-        assert!(err.starts_with("sample_interval_ns: 1 over duration_ns 2000000000 keeps 2000000002 samples"), "{err}");
+        assert!(
+            err.starts_with(
+                "sample_interval_ns: 1 over duration_ns 2000000000 keeps 2000000002 samples"
+            ),
+            "{err}"
+        );
         assert!(err.contains("max_memory_bytes 4294967296"), "{err}");
         // The estimate is what the series will hold: rows x (flows x flow row + links x queue row).
         let e = crate::memory::estimate(&cfg);
@@ -1303,8 +1561,13 @@ mod tests {
         let cfg = two_hosts(100_000_000, 10_000_000, 10_000_000, 1_000_000_000);
         let e = crate::memory::estimate(&cfg);
         let out = Simulator::new(cfg).unwrap().run();
-        let held = out.series.len() as u64 * FlowSeries::ROW_BYTES as u64 + out.queues.t_ns.len() as u64 * QueueSeries::ROW_BYTES as u64;
-        assert!(held > 0 && held <= e.series_bytes, "held {held}, estimated {}", e.series_bytes);
+        let held = out.series.len() as u64 * FlowSeries::ROW_BYTES as u64
+            + out.queues.t_ns.len() as u64 * QueueSeries::ROW_BYTES as u64;
+        assert!(
+            held > 0 && held <= e.series_bytes,
+            "held {held}, estimated {}",
+            e.series_bytes
+        );
     }
 
     #[test]
@@ -1313,24 +1576,87 @@ mod tests {
         let base = two_hosts(100_000_000, 1_000_000, 1_000_000, 1_000_000_000);
         type Edit = Box<dyn Fn(&mut SimConfig)>;
         let cases: Vec<(&str, Edit)> = vec![
-            ("sample_interval_ns: 0 is outside [1, 1000000000]", Box::new(|c| c.sample_interval_ns = 0)),
-            ("flows.0.tcp.tcp_rmem: [8000, 4000, 2000], expected min <= default <= max", Box::new(|c| c.flows[0].tcp.tcp_rmem = [8000, 4000, 2000])),
-            ("flows.0.tcp.tcp_wmem: [0, 16384, 4194304]", Box::new(|c| c.flows[0].tcp.tcp_wmem = [0, 16384, 4194304])),
-            ("flows.0.tcp.rto_min_ms: 0 is outside [1, 120000] ms", Box::new(|c| c.flows[0].tcp.rto_min_ms = 0)),
-            ("flows.0.tcp.rto_min_ms: 5000000 is outside", Box::new(|c| c.flows[0].tcp.rto_min_ms = 5_000_000)),
-            ("duration_ns: 31622400000000001 is outside", Box::new(|c| c.duration_ns = MAX_DURATION_NS + 1)),
-            ("links.1.reorder.delay_ns:", Box::new(|c| c.links[1].reorder = Some(ReorderConfig { p: 0.1, delay_ns: u64::MAX }))),
-            ("links.0.rate_bps: 0 is outside", Box::new(|c| c.links[0].rate_bps = 0)),
-            ("flows.0.start_ns: 1000000000 is not before duration_ns", Box::new(|c| c.flows[0].start_ns = 1_000_000_000)),
-            ("flows.0.tcp.tcp_comp_sack_delay_ns:", Box::new(|c| c.flows[0].tcp.tcp_comp_sack_delay_ns = u64::MAX)),
-            ("flows.0.tcp.max_pacing_rate_bytes_per_sec: 0", Box::new(|c| c.flows[0].tcp.max_pacing_rate_bytes_per_sec = 0)),
-            ("links.0.loss_filter.min_ip_bytes: 70000 is outside", Box::new(|c| c.links[0].loss_filter.min_ip_bytes = 70_000)),
-            ("links.1.loss.end_ns: 5 is outside [6, ", Box::new(|c| c.links[1].loss = LossConfig::Outage { start_ns: 5, end_ns: 5 })),
-            ("links.1.loss_window.end_ns: 5 is outside [6, ", Box::new(|c| {
-                c.links[1].loss = LossConfig::Bernoulli { p: 0.01 };
-                c.links[1].loss_window = LossWindow { start_ns: 5, end_ns: Some(5) };
-            })),
-            ("links.0.loss_window: set for a loss of kind none", Box::new(|c| c.links[0].loss_window = LossWindow { start_ns: 5, end_ns: None })),
+            (
+                "sample_interval_ns: 0 is outside [1, 1000000000]",
+                Box::new(|c| c.sample_interval_ns = 0),
+            ),
+            (
+                "flows.0.tcp.tcp_rmem: [8000, 4000, 2000], expected min <= default <= max",
+                Box::new(|c| c.flows[0].tcp.tcp_rmem = [8000, 4000, 2000]),
+            ),
+            (
+                "flows.0.tcp.tcp_wmem: [0, 16384, 4194304]",
+                Box::new(|c| c.flows[0].tcp.tcp_wmem = [0, 16384, 4194304]),
+            ),
+            (
+                "flows.0.tcp.rto_min_ms: 0 is outside [1, 120000] ms",
+                Box::new(|c| c.flows[0].tcp.rto_min_ms = 0),
+            ),
+            (
+                "flows.0.tcp.rto_min_ms: 5000000 is outside",
+                Box::new(|c| c.flows[0].tcp.rto_min_ms = 5_000_000),
+            ),
+            (
+                "duration_ns: 31622400000000001 is outside",
+                Box::new(|c| c.duration_ns = MAX_DURATION_NS + 1),
+            ),
+            (
+                "links.1.reorder.delay_ns:",
+                Box::new(|c| {
+                    c.links[1].reorder = Some(ReorderConfig {
+                        p: 0.1,
+                        delay_ns: u64::MAX,
+                    })
+                }),
+            ),
+            (
+                "links.0.rate_bps: 0 is outside",
+                Box::new(|c| c.links[0].rate_bps = 0),
+            ),
+            (
+                "flows.0.start_ns: 1000000000 is not before duration_ns",
+                Box::new(|c| c.flows[0].start_ns = 1_000_000_000),
+            ),
+            (
+                "flows.0.tcp.tcp_comp_sack_delay_ns:",
+                Box::new(|c| c.flows[0].tcp.tcp_comp_sack_delay_ns = u64::MAX),
+            ),
+            (
+                "flows.0.tcp.max_pacing_rate_bytes_per_sec: 0",
+                Box::new(|c| c.flows[0].tcp.max_pacing_rate_bytes_per_sec = 0),
+            ),
+            (
+                "links.0.loss_filter.min_ip_bytes: 70000 is outside",
+                Box::new(|c| c.links[0].loss_filter.min_ip_bytes = 70_000),
+            ),
+            (
+                "links.1.loss.end_ns: 5 is outside [6, ",
+                Box::new(|c| {
+                    c.links[1].loss = LossConfig::Outage {
+                        start_ns: 5,
+                        end_ns: 5,
+                    }
+                }),
+            ),
+            (
+                "links.1.loss_window.end_ns: 5 is outside [6, ",
+                Box::new(|c| {
+                    c.links[1].loss = LossConfig::Bernoulli { p: 0.01 };
+                    c.links[1].loss_window = LossWindow {
+                        start_ns: 5,
+                        end_ns: Some(5),
+                    };
+                }),
+            ),
+            (
+                "links.0.loss_window: set for a loss of kind none",
+                Box::new(|c| {
+                    c.links[0].loss_window = LossWindow {
+                        start_ns: 5,
+                        end_ns: None,
+                    }
+                }),
+            ),
         ];
         validate(&base).unwrap();
         for (want, edit) in cases {
@@ -1350,8 +1676,17 @@ mod tests {
         let out = Simulator::new(cfg).unwrap().run();
         // Nothing but what a zero-window probe may carry into the sliver of window the
         // receiver offers (tcp_write_wakeup() sends what fits; issue 9), far below a segment.
-        assert!(out.flows[0].bytes_received < 1448, "{}", out.flows[0].bytes_received);
+        assert!(
+            out.flows[0].bytes_received < 1448,
+            "{}",
+            out.flows[0].bytes_received
+        );
         assert_eq!(out.warnings.len(), 1);
-        assert!(out.warnings[0].starts_with("flows.0.tcp.tcp_rmem: the receiver's largest window is 0 bytes"), "{}", out.warnings[0]);
+        assert!(
+            out.warnings[0]
+                .starts_with("flows.0.tcp.tcp_rmem: the receiver's largest window is 0 bytes"),
+            "{}",
+            out.warnings[0]
+        );
     }
 }

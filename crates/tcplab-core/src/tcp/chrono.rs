@@ -41,7 +41,11 @@ pub struct Chrono {
 
 impl Default for Chrono {
     fn default() -> Self {
-        Chrono { kind: ChronoType::Unspec, start_j: 0, stat_j: [0; 3] }
+        Chrono {
+            kind: ChronoType::Unspec,
+            start_j: 0,
+            stat_j: [0; 3],
+        }
     }
 }
 
@@ -91,7 +95,11 @@ impl Chrono {
             }
             *u = j * (1_000_000 / hz as u64);
         }
-        ChronoStats { busy_us: us.iter().sum(), rwnd_limited_us: us[1], sndbuf_limited_us: us[2] }
+        ChronoStats {
+            busy_us: us.iter().sum(),
+            rwnd_limited_us: us[1],
+            sndbuf_limited_us: us[2],
+        }
     }
 }
 

@@ -17,8 +17,8 @@ use crate::tcp::rate::{rate_gen, rate_skb_delivered};
 use crate::tcp::rate_sample::{AckSample, RateSample};
 use crate::tcp::rtt::{rtt_estimator, set_rto, update_rtt_min};
 use crate::tcp::rtx_queue::{TCPCB_LOST, TCPCB_RETRANS, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
-use crate::tcp::socket::{Ctx, TcpSocket};
 use crate::tcp::sock::CaState;
+use crate::tcp::socket::{Ctx, TcpSocket};
 
 // tcp_ack() flags (include/net/tcp.h / tcp_input.c)
 pub const FLAG_DATA: u32 = 0x01;
@@ -69,13 +69,19 @@ impl SackCache {
     /// The cached block holding sequence number `seq`, if any.
     #[inline]
     fn holding(&self, seq: u64) -> Option<SackBlock> {
-        self.blocks[..self.len as usize].iter().copied().find(|c| c.start <= seq && seq < c.end)
+        self.blocks[..self.len as usize]
+            .iter()
+            .copied()
+            .find(|c| c.start <= seq && seq < c.end)
     }
 
     /// The cached block holding all of `[seq, end_seq)`, if any.
     #[inline]
     fn covering(&self, seq: u64, end_seq: u64) -> Option<SackBlock> {
-        self.blocks[..self.len as usize].iter().copied().find(|c| c.start <= seq && end_seq <= c.end)
+        self.blocks[..self.len as usize]
+            .iter()
+            .copied()
+            .find(|c| c.start <= seq && end_seq <= c.end)
     }
 }
 
@@ -107,7 +113,10 @@ impl TcpSocket {
         if ack < prior_snd_una {
             // old_ack: process SACK information for undo and more sending.
             if pkt.num_sacks > 0 {
-                let mut st = SackState { reord: self.tp.snd_nxt, ..Default::default() };
+                let mut st = SackState {
+                    reord: self.tp.snd_nxt,
+                    ..Default::default()
+                };
                 flag |= self.sacktag_write_queue(pkt, prior_snd_una, &mut rs, &mut st);
                 self.fastretrans_alert(ctx, prior_snd_una, 0, &mut flag, &mut rexmit);
                 self.xmit_recovery(ctx, rexmit);
@@ -135,7 +144,10 @@ impl TcpSocket {
         if ack > prior_snd_una {
             flag |= FLAG_WIN_UPDATE;
         }
-        let mut st = SackState { reord: self.tp.snd_nxt, ..Default::default() };
+        let mut st = SackState {
+            reord: self.tp.snd_nxt,
+            ..Default::default()
+        };
         if pkt.num_sacks > 0 {
             flag |= self.sacktag_write_queue(pkt, prior_snd_una, &mut rs, &mut st);
         }
@@ -209,7 +221,13 @@ impl TcpSocket {
 
     /// `tcp_sacktag_write_queue()` with `tcp_check_dsack()`; SACK is processed per skb
     /// (each skb is one segment, so no shifting/splitting is needed).
-    fn sacktag_write_queue(&mut self, pkt: &Packet, prior_snd_una: u64, rs: &mut RateSample, st: &mut SackState) -> u32 {
+    fn sacktag_write_queue(
+        &mut self,
+        pkt: &Packet,
+        prior_snd_una: u64,
+        rs: &mut RateSample,
+        st: &mut SackState,
+    ) -> u32 {
         let mut flag = 0;
         let prior_fack = self.highest_sack_seq_or_una();
         let n = pkt.num_sacks as usize;
@@ -230,7 +248,11 @@ impl TcpSocket {
                 self.rack.dsack_seen = true;
                 // D-SACK for a retransmitted segment below snd_una: one fewer retransmission
                 // to explain, for undo.
-                if self.undo_valid && self.undo_retrans > 0 && b0.end <= prior_snd_una && b0.end > self.undo_marker {
+                if self.undo_valid
+                    && self.undo_retrans > 0
+                    && b0.end <= prior_snd_una
+                    && b0.end > self.undo_marker
+                {
                     self.undo_retrans -= 1;
                 }
                 if self.tlp_high_seq != 0 && b0.end == self.tlp_high_seq && self.tlp_retrans {
@@ -244,7 +266,10 @@ impl TcpSocket {
         let cache = std::mem::take(&mut self.sack_cache);
         for i in first..n {
             let b = pkt.sack[i];
-            if b.end <= b.start || b.end > self.tp.snd_nxt || b.end <= self.tp.snd_una.max(pkt.ack_seq) {
+            if b.end <= b.start
+                || b.end > self.tp.snd_nxt
+                || b.end <= self.tp.snd_una.max(pkt.ack_seq)
+            {
                 continue; // invalid or already acked
             }
             // Start past a cached block that holds this block's start: every skb ending
@@ -360,11 +385,23 @@ impl TcpSocket {
             self.reordering = (metric.div_ceil(mss) as u32).min(self.cfg.tcp_max_reordering);
         }
         self.reord_seen += 1;
-        self.tp.inc(if ts { Mib::TCPTSReorder } else { Mib::TCPSACKReorder });
+        self.tp.inc(if ts {
+            Mib::TCPTSReorder
+        } else {
+            Mib::TCPSACKReorder
+        });
     }
 
     /// `tcp_clean_rtx_queue()`: remove cumulatively ACKed skbs, sample RTT.
-    fn clean_rtx_queue(&mut self, pkt: &Packet, prior_fack: u64, prior_snd_una: u64, rs: &mut RateSample, st: &mut SackState, flag_in: u32) -> u32 {
+    fn clean_rtx_queue(
+        &mut self,
+        pkt: &Packet,
+        prior_fack: u64,
+        prior_snd_una: u64,
+        rs: &mut RateSample,
+        st: &mut SackState,
+        flag_in: u32,
+    ) -> u32 {
         let ack = pkt.ack_seq;
         let now_us = self.tp.tcp_mstamp;
         let mut flag = 0u32;
@@ -454,15 +491,19 @@ impl TcpSocket {
             sack_rtt_us = now_us.saturating_sub(st.first_sackt) as i64;
             ca_rtt_us = now_us.saturating_sub(st.last_sackt) as i64;
         }
-        let rtt_update = self.ack_update_rtt(flag | flag_in, seq_rtt_us, sack_rtt_us, ca_rtt_us, rs);
+        let rtt_update =
+            self.ack_update_rtt(flag | flag_in, seq_rtt_us, sack_rtt_us, ca_rtt_us, rs);
         if flag & FLAG_ACKED != 0 {
             flag |= FLAG_SET_XMIT_TIMER; // set TLP or RTO timer
-            // Non-retransmitted hole got filled? That's reordering.
+                                         // Non-retransmitted hole got filled? That's reordering.
             if reord < prior_fack {
                 self.check_sack_reordering(reord, false);
             }
         } else if let Some(head) = self.rtx.front() {
-            if rtt_update && sack_rtt_us >= 0 && sack_rtt_us > now_us.saturating_sub(head.mstamp_us()) as i64 {
+            if rtt_update
+                && sack_rtt_us >= 0
+                && sack_rtt_us > now_us.saturating_sub(head.mstamp_us()) as i64
+            {
                 // Do not re-arm RTO if the sack RTT is measured from data sent after
                 // SND.UNA was sent (meaning the SND.UNA packet is still in flight).
                 flag |= FLAG_SET_XMIT_TIMER;
@@ -471,14 +512,24 @@ impl TcpSocket {
         let sample = AckSample {
             pkts_acked,
             rtt_us: rs.rtt_us.clamp(-1, i32::MAX as i64) as i32,
-            in_flight: self.tp.mss_cache.wrapping_mul(self.tp.delivered.wrapping_sub(prior_delivered)),
+            in_flight: self
+                .tp
+                .mss_cache
+                .wrapping_mul(self.tp.delivered.wrapping_sub(prior_delivered)),
         };
         self.cc.pkts_acked(&mut self.tp, &sample);
         flag
     }
 
     /// `tcp_ack_update_rtt()`.
-    fn ack_update_rtt(&mut self, flag: u32, mut seq_rtt_us: i64, sack_rtt_us: i64, mut ca_rtt_us: i64, rs: &mut RateSample) -> bool {
+    fn ack_update_rtt(
+        &mut self,
+        flag: u32,
+        mut seq_rtt_us: i64,
+        sack_rtt_us: i64,
+        mut ca_rtt_us: i64,
+        rs: &mut RateSample,
+    ) -> bool {
         // Prefer RTT measured from ACK's timing to TS-ECR (RFC 6298 / Karn: no samples
         // from retransmitted data).
         if seq_rtt_us < 0 {
@@ -488,7 +539,8 @@ impl TcpSocket {
         // timing did not (e.g. all acked data was retransmitted). Linux's TS clock is 1 ms.
         let mut from_tsecr = false;
         if seq_rtt_us < 0 && self.rx_tsecr_ns != 0 && flag & FLAG_ACKED != 0 {
-            let delta_ms = (self.tp.tcp_clock_cache / 1_000_000).saturating_sub(self.rx_tsecr_ns / 1_000_000);
+            let delta_ms =
+                (self.tp.tcp_clock_cache / 1_000_000).saturating_sub(self.rx_tsecr_ns / 1_000_000);
             let d = (delta_ms * 1000) as i64;
             seq_rtt_us = d;
             ca_rtt_us = d;
@@ -498,9 +550,15 @@ impl TcpSocket {
         if seq_rtt_us < 0 {
             return false;
         }
-        self.stats.note_rtt_sample(ca_rtt_us.max(0) as u64, from_tsecr);
+        self.stats
+            .note_rtt_sample(ca_rtt_us.max(0) as u64, from_tsecr);
         self.stats.rtt_hist.record(ca_rtt_us.max(0) as u64);
-        update_rtt_min(&mut self.tp, ca_rtt_us.max(0) as u32, flag & FLAG_ACK_MAYBE_DELAYED != 0, self.cfg.tcp_min_rtt_wlen_s);
+        update_rtt_min(
+            &mut self.tp,
+            ca_rtt_us.max(0) as u32,
+            flag & FLAG_ACK_MAYBE_DELAYED != 0,
+            self.cfg.tcp_min_rtt_wlen_s,
+        );
         let rto_min = self.rto_min_us();
         rtt_estimator(&mut self.tp, seq_rtt_us, rto_min);
         set_rto(&mut self.tp);
@@ -594,7 +652,12 @@ mod tests {
         let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
         c.state = ConnState::Established;
         for i in 0..n {
-            let id = c.rtx.push_sent(i * MSS, (i + 1) * MSS, 1_000_000_000 + i * 1000, TxState::default());
+            let id = c.rtx.push_sent(
+                i * MSS,
+                (i + 1) * MSS,
+                1_000_000_000 + i * 1000,
+                TxState::default(),
+            );
             if rng.chance(0.1) {
                 c.rtx.get_mut(id).sacked |= TCPCB_LOST;
                 c.tp.lost_out += 1;
@@ -614,9 +677,19 @@ mod tests {
     fn ack(una: u64, blocks: &[(u64, u64)]) -> Packet {
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
         for (k, &(s, e)) in blocks.iter().enumerate() {
-            sack[k] = SackBlock { start: s * MSS, end: e * MSS };
+            sack[k] = SackBlock {
+                start: s * MSS,
+                end: e * MSS,
+            };
         }
-        Packet { src_node: 1, ack_seq: una * MSS, rwnd_bytes: 1 << 20, sack, num_sacks: blocks.len() as u8, ..Default::default() }
+        Packet {
+            src_node: 1,
+            ack_seq: una * MSS,
+            rwnd_bytes: 1 << 20,
+            sack,
+            num_sacks: blocks.len() as u8,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -656,21 +729,59 @@ mod tests {
                 }
                 b.sack_cache = SackCache::default();
                 let (mut rs_a, mut rs_b) = (RateSample::default(), RateSample::default());
-                let mut st_a = SackState { reord: a.tp.snd_nxt, ..Default::default() };
-                let mut st_b = SackState { reord: b.tp.snd_nxt, ..Default::default() };
+                let mut st_a = SackState {
+                    reord: a.tp.snd_nxt,
+                    ..Default::default()
+                };
+                let mut st_b = SackState {
+                    reord: b.tp.snd_nxt,
+                    ..Default::default()
+                };
                 let fa = a.sacktag_write_queue(&dsack, 0, &mut rs_a, &mut st_a);
                 let fb = b.sacktag_write_queue(&dsack, 0, &mut rs_b, &mut st_b);
                 let ctx = format!("seed {seed} step {step} blocks {blocks:?}");
                 assert_eq!(fa, fb, "{ctx}");
                 assert_eq!(rs_a, rs_b, "{ctx}");
-                assert_eq!((st_a.reord, st_a.first_sackt, st_a.last_sackt, st_a.sack_delivered), (st_b.reord, st_b.first_sackt, st_b.last_sackt, st_b.sack_delivered), "{ctx}");
-                assert_eq!((a.tp.sacked_out, a.tp.lost_out, a.tp.retrans_out, a.tp.delivered), (b.tp.sacked_out, b.tp.lost_out, b.tp.retrans_out, b.tp.delivered), "{ctx}");
+                assert_eq!(
+                    (
+                        st_a.reord,
+                        st_a.first_sackt,
+                        st_a.last_sackt,
+                        st_a.sack_delivered
+                    ),
+                    (
+                        st_b.reord,
+                        st_b.first_sackt,
+                        st_b.last_sackt,
+                        st_b.sack_delivered
+                    ),
+                    "{ctx}"
+                );
+                assert_eq!(
+                    (
+                        a.tp.sacked_out,
+                        a.tp.lost_out,
+                        a.tp.retrans_out,
+                        a.tp.delivered
+                    ),
+                    (
+                        b.tp.sacked_out,
+                        b.tp.lost_out,
+                        b.tp.retrans_out,
+                        b.tp.delivered
+                    ),
+                    "{ctx}"
+                );
                 assert_eq!(a.highest_sack_seq, b.highest_sack_seq, "{ctx}");
                 for id in a.rtx.front_id()..a.rtx.end_id() {
                     assert_eq!(a.rtx.get(id).sacked, b.rtx.get(id).sacked, "{ctx} id {id}");
                 }
             }
-            assert!(a.tp.sacked_out > 50, "seed {seed}: the test SACKed only {}", a.tp.sacked_out);
+            assert!(
+                a.tp.sacked_out > 50,
+                "seed {seed}: the test SACKed only {}",
+                a.tp.sacked_out
+            );
         }
     }
 }

@@ -17,9 +17,11 @@ use crate::cc::CongestionOps;
 use crate::mib::Mib;
 use crate::tcp::chrono::ChronoType;
 use crate::tcp::rate::rate_skb_sent;
-use crate::tcp::rtx_queue::{TCPCB_EVER_RETRANS, TCPCB_LOST, TCPCB_RETRANS, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
-use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
+use crate::tcp::rtx_queue::{
+    TCPCB_EVER_RETRANS, TCPCB_LOST, TCPCB_RETRANS, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS,
+};
 use crate::tcp::sock::{CaEvent, CaState, PacingStatus};
+use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
 use crate::time::{NEVER, NSEC_PER_SEC};
 
 /// Approximate `skb->truesize` overhead per skb (sk_buff + shared info), bytes.
@@ -49,7 +51,10 @@ impl TcpSocket {
     /// `tcp_tso_autosize()` + `tcp_tso_segs()`: segments per burst.
     fn tso_segs(&self) -> u32 {
         let mss = self.tp.mss_cache as u64;
-        let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(self.cfg.tcp_min_tso_segs);
+        let min_tso = self
+            .cc
+            .min_tso_segs(&self.tp)
+            .unwrap_or(self.cfg.tcp_min_tso_segs);
         let gso_max = self.tp.sk_gso_max_size as u64;
         let mut bytes = self.tp.sk_pacing_rate >> self.tp.sk_pacing_shift;
         let r = self.tp.min_rtt_us() >> self.cfg.tcp_tso_rtt_log;
@@ -125,7 +130,10 @@ impl TcpSocket {
     /// `tcp_slow_start_after_idle_check()` + `tcp_cwnd_restart()`: on a write after
     /// more than an RTO idle, restart from the initial window (not for `cong_control`).
     pub fn slow_start_after_idle_check(&mut self) {
-        if !self.cfg.tcp_slow_start_after_idle || self.tp.packets_out > 0 || self.cc.has_cong_control() {
+        if !self.cfg.tcp_slow_start_after_idle
+            || self.tp.packets_out > 0
+            || self.cc.has_cong_control()
+        {
             return;
         }
         let mut delta = self.tp.jiffies32().wrapping_sub(self.tp.lsndtime) as i32;
@@ -155,7 +163,10 @@ impl TcpSocket {
         let tp = &mut self.tp;
         // Track the strongest available signal of the degree to which the cwnd is fully
         // utilized.
-        if tp.snd_una >= tp.cwnd_usage_seq || is_cwnd_limited || (!tp.is_cwnd_limited && tp.packets_out > tp.max_packets_out) {
+        if tp.snd_una >= tp.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!tp.is_cwnd_limited && tp.packets_out > tp.max_packets_out)
+        {
             tp.is_cwnd_limited = is_cwnd_limited;
             tp.max_packets_out = tp.packets_out;
             tp.cwnd_usage_seq = tp.snd_nxt;
@@ -197,10 +208,21 @@ impl TcpSocket {
     /// Send one new-data segment `[seq, end_seq)` as part of a burst departing at
     /// `edt_ns`; returns false on a local drop.
     /// `gso_tail`: not the first segment of its burst (see `flags::GSO_TAIL`).
-    fn send_new_segment(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, edt_ns: u64, gso_tail: bool) -> bool {
+    fn send_new_segment(
+        &mut self,
+        ctx: &mut Ctx,
+        seq: u64,
+        end_seq: u64,
+        edt_ns: u64,
+        gso_tail: bool,
+    ) -> bool {
         // __tcp_transmit_skb: delivery-rate state is recorded after a successful send,
         // before packets_out counts the skb (so the first skb of a flight resets it).
-        let f = if gso_tail { crate::packet::flags::GSO_TAIL } else { 0 };
+        let f = if gso_tail {
+            crate::packet::flags::GSO_TAIL
+        } else {
+            0
+        };
         if !self.transmit(ctx, seq, end_seq, f) {
             self.enter_cwr();
             return false;
@@ -304,7 +326,12 @@ impl TcpSocket {
             if push_one != 2 {
                 self.schedule_loss_probe(ctx.now_ns, false);
             }
-        } else if self.tp.packets_out == 0 && self.tp.snd_nxt < self.tp.write_seq && self.xmit_timer == XmitTimer::None && self.pacing_deadline_ns == NEVER && !self.tsq_throttled {
+        } else if self.tp.packets_out == 0
+            && self.tp.snd_nxt < self.tp.write_seq
+            && self.xmit_timer == XmitTimer::None
+            && self.pacing_deadline_ns == NEVER
+            && !self.tsq_throttled
+        {
             // tcp_check_probe_timer(): nothing in flight and nothing sent (zero window or
             // a local drop): probe later.
             let when = self.probe0_base();
@@ -394,7 +421,9 @@ impl TcpSocket {
         let wnd_end = self.tp.snd_una + self.tp.snd_wnd as u64;
         let seq = self.tp.snd_nxt;
         if seq < self.tp.write_seq && seq < wnd_end {
-            let end = (seq + self.tp.mss_cache as u64).min(wnd_end).min(self.tp.write_seq);
+            let end = (seq + self.tp.mss_cache as u64)
+                .min(wnd_end)
+                .min(self.tp.write_seq);
             let prior_wstamp = self.tp.tcp_wstamp_ns;
             self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
             let edt = self.tp.tcp_wstamp_ns;
@@ -509,7 +538,11 @@ impl TcpSocket {
             if !self.retransmit_skb(ctx, id) {
                 break;
             }
-            let m = if self.tp.ca_state != CaState::Loss { Mib::TCPFastRetrans } else { Mib::TCPSlowStartRetrans };
+            let m = if self.tp.ca_state != CaState::Loss {
+                Mib::TCPFastRetrans
+            } else {
+                Mib::TCPSlowStartRetrans
+            };
             self.tp.inc(m);
             if self.tp.in_cwnd_reduction() {
                 self.prr_out += 1;
@@ -535,7 +568,10 @@ impl TcpSocket {
             self.tlp_retrans = false;
             self.app_fill(ctx.now_ns);
             let mss = self.tp.mss_cache as u64;
-            if self.tp.snd_nxt < self.tp.write_seq && (self.tp.snd_nxt + mss).min(self.tp.write_seq) <= self.tp.snd_una + self.tp.snd_wnd as u64 {
+            if self.tp.snd_nxt < self.tp.write_seq
+                && (self.tp.snd_nxt + mss).min(self.tp.write_seq)
+                    <= self.tp.snd_una + self.tp.snd_wnd as u64
+            {
                 let pcount = self.tp.packets_out;
                 self.write_xmit(ctx, 2);
                 break 'probe self.tp.packets_out > pcount;
@@ -566,14 +602,19 @@ impl TcpSocket {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use crate::config::{CcKind, FlowConfig, TcpConfig};
     use crate::tcp::socket::TcpSocket;
 
     fn socket(cc: CcKind, ssai: bool) -> TcpSocket {
-        let flow = FlowConfig { tcp: TcpConfig { tcp_slow_start_after_idle: ssai, ..TcpConfig::default() }, ..FlowConfig::new("f", 0, 1, cc) };
+        let flow = FlowConfig {
+            tcp: TcpConfig {
+                tcp_slow_start_after_idle: ssai,
+                ..TcpConfig::default()
+            },
+            ..FlowConfig::new("f", 0, 1, cc)
+        };
         let (mut c, _) = TcpSocket::pair(&flow, 0, 1, 1_000_000_000, u64::MAX, 1000, 1000);
         c.tp.snd_cwnd = 100;
         c.tp.snd_ssthresh = 80;
@@ -600,12 +641,18 @@ mod tests {
         c.icsk_backoff = 3;
         c.ack_probe(now);
         assert_eq!(c.xmit_timer, XmitTimer::Probe0);
-        assert_eq!(c.xmit_deadline_ns, c.tp.clock().timer_deadline_ns(now, 200 << 3));
+        assert_eq!(
+            c.xmit_deadline_ns,
+            c.tp.clock().timer_deadline_ns(now, 200 << 3)
+        );
         // A larger RTO is the base; the shift stops at 10 and the timer at 120 s.
         c.tp.icsk_rto = 300;
         c.icsk_backoff = 15;
         c.ack_probe(now);
-        assert_eq!(c.xmit_deadline_ns, c.tp.clock().timer_deadline_ns(now, 120_000));
+        assert_eq!(
+            c.xmit_deadline_ns,
+            c.tp.clock().timer_deadline_ns(now, 120_000)
+        );
         // A window narrower than the next segment: still probing.
         c.icsk_backoff = 1;
         c.tp.snd_wnd = 1000;

@@ -43,7 +43,9 @@ pub fn rate_skb_delivered(tp: &mut TcpSock, skb: &mut Skb, rs: &mut RateSample) 
         return;
     }
     let tx_tstamp = skb.mstamp_us();
-    if rs.prior_delivered == 0 || skb_sent_after(tx_tstamp, tp.first_tx_mstamp, skb.end_seq, rs.last_end_seq) {
+    if rs.prior_delivered == 0
+        || skb_sent_after(tx_tstamp, tp.first_tx_mstamp, skb.end_seq, rs.last_end_seq)
+    {
         rs.prior_delivered_ce = skb.tx.delivered_ce;
         rs.prior_delivered = skb.tx.delivered;
         rs.prior_mstamp = skb.tx.delivered_mstamp;
@@ -63,7 +65,13 @@ pub fn rate_skb_delivered(tp: &mut TcpSock, skb: &mut Skb, rs: &mut RateSample) 
 }
 
 /// `tcp_rate_gen()`: finish the sample for this ACK.
-pub fn rate_gen(tp: &mut TcpSock, delivered: u32, lost: u32, is_sack_reneg: bool, rs: &mut RateSample) {
+pub fn rate_gen(
+    tp: &mut TcpSock,
+    delivered: u32,
+    lost: u32,
+    is_sack_reneg: bool,
+    rs: &mut RateSample,
+) {
     // Clear app limited if bubble is acked and gone.
     if tp.app_limited != 0 && tp.delivered > tp.app_limited {
         tp.app_limited = 0;
@@ -73,8 +81,8 @@ pub fn rate_gen(tp: &mut TcpSock, delivered: u32, lost: u32, is_sack_reneg: bool
     }
     rs.acked_sacked = delivered; // freshly ACKed or SACKed
     rs.losses = lost as i32; // freshly marked lost
-    // Return an invalid sample if no timing information is available or in recovery from
-    // loss with SACK reneging.
+                             // Return an invalid sample if no timing information is available or in recovery from
+                             // loss with SACK reneging.
     if rs.prior_mstamp == 0 || is_sack_reneg {
         rs.delivered = -1;
         rs.interval_us = -1;
@@ -97,7 +105,8 @@ pub fn rate_gen(tp: &mut TcpSock, delivered: u32, lost: u32, is_sack_reneg: bool
     }
     // Record the last non-app-limited or the highest app-limited bw.
     if !rs.is_app_limited
-        || (rs.delivered as u64) * (tp.rate_interval_us as u64) >= (tp.rate_delivered as u64) * (rs.interval_us as u64)
+        || (rs.delivered as u64) * (tp.rate_interval_us as u64)
+            >= (tp.rate_delivered as u64) * (rs.interval_us as u64)
     {
         tp.rate_delivered = rs.delivered as u32;
         tp.rate_interval_us = rs.interval_us as u32;

@@ -43,7 +43,11 @@ pub struct Reader {
 
 impl Reader {
     pub fn new(cfg: ReaderConfig) -> Reader {
-        Reader { cfg, busy_until_ns: 0, phase_ns: 0 }
+        Reader {
+            cfg,
+            busy_until_ns: 0,
+            phase_ns: 0,
+        }
     }
 
     /// The connection is established at `now_ns`: the periodic reader's clock starts.
@@ -113,7 +117,9 @@ mod tests {
     #[test]
     fn rate_reader_reads_chunks_and_sleeps_for_their_processing_time() {
         // 8 Mbit/s = 1 byte/us: a 64 KiB chunk takes 65536 us to process.
-        let mut r = Reader::new(ReaderConfig::Rate { rate_bps: 8_000_000 });
+        let mut r = Reader::new(ReaderConfig::Rate {
+            rate_bps: 8_000_000,
+        });
         assert_eq!(r.take(0, 1 << 20, false), READ_CHUNK_BYTES);
         assert_eq!(r.next_read_ns(0, (1 << 20) - READ_CHUNK_BYTES), 65_536_000);
         // Busy: data arriving meanwhile is not read.
@@ -126,7 +132,10 @@ mod tests {
 
     #[test]
     fn bursts_reader_reads_only_at_its_wakeups() {
-        let mut r = Reader::new(ReaderConfig::Bursts { interval_ns: 100, bytes: 10 });
+        let mut r = Reader::new(ReaderConfig::Bursts {
+            interval_ns: 100,
+            bytes: 10,
+        });
         r.established(1_000);
         assert_eq!(r.take(1_050, 50, false), 0);
         assert_eq!(r.next_read_ns(1_050, 50), 1_100);

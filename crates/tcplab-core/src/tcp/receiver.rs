@@ -240,7 +240,10 @@ impl Receiver {
     /// read, charged at 2x: truesize).
     #[inline]
     fn tcp_space(&self) -> u64 {
-        win_from_space(self.rcvbuf.saturating_sub(2 * (self.ooo_bytes + self.unread_bytes())))
+        win_from_space(
+            self.rcvbuf
+                .saturating_sub(2 * (self.ooo_bytes + self.unread_bytes())),
+        )
     }
 
     /// Bytes received in order and not yet read by the application.
@@ -357,7 +360,10 @@ impl Receiver {
     }
 
     /// ACK fields for an outgoing segment; call [`Receiver::ack_sent`] once it is sent.
-    pub fn fill_ack(&mut self, sack_out: &mut [SackBlock; MAX_SACK_BLOCKS]) -> (u64, u32, u8, bool) {
+    pub fn fill_ack(
+        &mut self,
+        sack_out: &mut [SackBlock; MAX_SACK_BLOCKS],
+    ) -> (u64, u32, u8, bool) {
         let wnd = self.select_window();
         let mut n = 0usize;
         let mut dsack = false;
@@ -373,7 +379,12 @@ impl Receiver {
             sack_out[n] = self.sacks[i];
             n += 1;
         }
-        (self.rcv_nxt, wnd.min(u32::MAX as u64) as u32, n as u8, dsack)
+        (
+            self.rcv_nxt,
+            wnd.min(u32::MAX as u64) as u32,
+            n as u8,
+            dsack,
+        )
     }
 
     /// `tcp_event_ack_sent()` + the window bookkeeping of `tcp_select_window()`.
@@ -480,7 +491,9 @@ impl Receiver {
         if len < self.rcv_mss {
             return;
         }
-        let delta_ms = (now_ns / NSEC_PER_MSEC).saturating_sub(tsecr_ns / NSEC_PER_MSEC).max(1);
+        let delta_ms = (now_ns / NSEC_PER_MSEC)
+            .saturating_sub(tsecr_ns / NSEC_PER_MSEC)
+            .max(1);
         let sample_us = delta_ms * 1000;
         // tcp_rcv_rtt_update(tp, sample, win_dep=0)
         if self.rcv_rtt_us_x8 != 0 {
@@ -526,7 +539,10 @@ impl Receiver {
         if seq < self.rcv_nxt {
             mib.inc(Mib::TCPDSACKOldSent);
         }
-        self.dsack = Some(SackBlock { start: seq, end: end_seq });
+        self.dsack = Some(SackBlock {
+            start: seq,
+            end: end_seq,
+        });
     }
 
     /// `tcp_sack_new_ofo_skb()`.
@@ -553,7 +569,10 @@ impl Receiver {
         for j in (1..=self.num_sacks).rev() {
             self.sacks[j] = self.sacks[j - 1];
         }
-        self.sacks[0] = SackBlock { start: seq, end: end_seq };
+        self.sacks[0] = SackBlock {
+            start: seq,
+            end: end_seq,
+        };
         self.num_sacks += 1;
     }
 
@@ -669,7 +688,16 @@ impl Receiver {
     /// A data segment `[seq, end_seq)` arrived (`tcp_data_queue` + `tcp_ack_snd_check`).
     #[allow(clippy::too_many_arguments)]
     /// `srtt_us_x8` and `rto_j` are the endpoint's own RTT estimate and RTO (jiffies).
-    pub fn on_data(&mut self, now_ns: u64, seq: u64, end_seq: u64, tsecr_ns: u64, srtt_us_x8: u32, rto_j: u32, mib: &mut MibCounters) -> AckAction {
+    pub fn on_data(
+        &mut self,
+        now_ns: u64,
+        seq: u64,
+        end_seq: u64,
+        tsecr_ns: u64,
+        srtt_us_x8: u32,
+        rto_j: u32,
+        mib: &mut MibCounters,
+    ) -> AckAction {
         let len = end_seq - seq;
         self.data_segs_in += 1;
         self.rcv_rtt_measure_ts(now_ns, tsecr_ns, len);
@@ -745,7 +773,11 @@ impl Receiver {
         }
         if self.ooo.is_empty() {
             self.send_delayed_ack(now_ns, srtt_us_x8);
-            return if self.delack_deadline_ns == now_ns { AckAction::Now } else { AckAction::Scheduled };
+            return if self.delack_deadline_ns == now_ns {
+                AckAction::Now
+            } else {
+                AckAction::Scheduled
+            };
         }
         // Out-of-order data: SACK compression (Linux 4.18+).
         if self.compressed_ack >= self.comp_sack_nr {
@@ -781,7 +813,9 @@ impl Receiver {
         if ato > self.ato_min {
             let mut max_ato = hz / 2;
             if srtt_us_x8 != 0 {
-                let rtt = clock.usecs_to_jiffies((srtt_us_x8 >> 3) as u64).max(self.ato_min);
+                let rtt = clock
+                    .usecs_to_jiffies((srtt_us_x8 >> 3) as u64)
+                    .max(self.ato_min);
                 if rtt < max_ato {
                     max_ato = rtt;
                 }
@@ -871,7 +905,11 @@ mod tests {
                         _ => runs.push((k * MSS, (k + 1) * MSS)),
                     }
                 }
-                assert_eq!(r.ooo.iter().copied().collect::<Vec<_>>(), runs, "seed {seed}");
+                assert_eq!(
+                    r.ooo.iter().copied().collect::<Vec<_>>(),
+                    runs,
+                    "seed {seed}"
+                );
                 assert_eq!(r.ooo_bytes, runs.iter().map(|(s, e)| e - s).sum::<u64>());
             }
         }
@@ -904,19 +942,29 @@ mod tests {
 
     #[test]
     fn a_syn_window_is_unscaled_and_capped_at_65535() {
-        let cfg = TcpConfig { tcp_rmem: [4096, 1 << 20, 6 << 20], ..TcpConfig::default() };
+        let cfg = TcpConfig {
+            tcp_rmem: [4096, 1 << 20, 6 << 20],
+            ..TcpConfig::default()
+        };
         let r = Receiver::new(&cfg, 1000);
         assert!(r.rcv_wnd > MAX_SYN_WINDOW_BYTES);
         assert_eq!(r.syn_window() as u64, MAX_SYN_WINDOW_BYTES);
         let (d, _) = rx();
-        assert_eq!(d.syn_window() as u64, d.rcv_wnd, "65160 fits: sent as is, not rounded up to 128");
+        assert_eq!(
+            d.syn_window() as u64,
+            d.rcv_wnd,
+            "65160 fits: sent as is, not rounded up to 128"
+        );
     }
 
     #[test]
     fn initial_window_is_not_capped_at_64k() {
         // tcp_rmem[1] = 1 MB -> 512 kB of window (scaling_ratio 50 %), rounded down to whole
         // MSS; v6.6 capped it at 65535, v6.10+ does not.
-        let cfg = TcpConfig { tcp_rmem: [4096, 1 << 20, 6 << 20], ..TcpConfig::default() };
+        let cfg = TcpConfig {
+            tcp_rmem: [4096, 1 << 20, 6 << 20],
+            ..TcpConfig::default()
+        };
         let r = Receiver::new(&cfg, 1000);
         assert_eq!(r.rcv_wnd, (524_288 / MSS) * MSS);
     }
@@ -929,7 +977,11 @@ mod tests {
         let mut now = 1_000_000_000;
         for i in 0..16 {
             let (s, e) = seg(i);
-            assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Now, "segment {i}");
+            assert_eq!(
+                r.on_data(now, s, e, 0, 0, 200, &mut mib),
+                AckAction::Now,
+                "segment {i}"
+            );
             let mut b = Default::default();
             let (_, w, _, _) = r.fill_ack(&mut b);
             r.ack_sent(w);
@@ -937,9 +989,15 @@ mod tests {
         }
         // Out of quick-ACK mode: first segment is delayed, the second triggers an ACK.
         let (s, e) = seg(16);
-        assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Scheduled);
+        assert_eq!(
+            r.on_data(now, s, e, 0, 0, 200, &mut mib),
+            AckAction::Scheduled
+        );
         let (s, e) = seg(17);
-        assert_eq!(r.on_data(now + 1000, s, e, 0, 0, 200, &mut mib), AckAction::Now);
+        assert_eq!(
+            r.on_data(now + 1000, s, e, 0, 0, 200, &mut mib),
+            AckAction::Now
+        );
     }
 
     #[test]
@@ -952,7 +1010,10 @@ mod tests {
         // Previous segment 100 ms ago: a gap longer than ato but shorter than the RTO.
         r.lrcvtime_j = crate::time::ns_to_jiffies32(now, 1000) - 100;
         let (s, e) = seg(0);
-        assert_eq!(r.on_data(now, s, e, 0, 0, 200, &mut mib), AckAction::Scheduled);
+        assert_eq!(
+            r.on_data(now, s, e, 0, 0, 200, &mut mib),
+            AckAction::Scheduled
+        );
         let d = r.delack_deadline_ns - now;
         assert!((39_000_000..=41_000_000).contains(&d), "delay {d}");
     }
@@ -972,7 +1033,13 @@ mod tests {
         assert_eq!(ack, MSS);
         assert_eq!(n, 1);
         assert!(!dsack);
-        assert_eq!(b[0], SackBlock { start: 2 * MSS, end: 4 * MSS });
+        assert_eq!(
+            b[0],
+            SackBlock {
+                start: 2 * MSS,
+                end: 4 * MSS
+            }
+        );
         // Fill the hole: everything is delivered and an ACK goes out at once.
         let (s, e) = seg(1);
         assert_eq!(r.on_data(3, s, e, 0, 0, 200, &mut mib), AckAction::Now);
@@ -1010,7 +1077,10 @@ mod tests {
         // The default 128 KB buffer gives a 64 KB initial window (tcp_select_initial_window);
         // the buffer is then 4 MB, as receive-buffer autotuning (tcp_rcv_space_adjust) grows
         // sk_rcvbuf ahead of the window, so that the room is not the limit at first.
-        let cfg = TcpConfig { tcp_rmem: [4096, 131072, 6 << 20], ..TcpConfig::default() };
+        let cfg = TcpConfig {
+            tcp_rmem: [4096, 131072, 6 << 20],
+            ..TcpConfig::default()
+        };
         let mut r = Receiver::new(&cfg, 1000);
         r.rcvbuf = 4 << 20;
         r.established(0, 0);
@@ -1036,11 +1106,19 @@ mod tests {
             expect += room.min(2 * MSS);
             assert_eq!(r.rcv_ssthresh, expect, "segment {i}");
             if room > 0 {
-                assert_eq!(action, AckAction::Now, "segment {i}: growth makes the ACK quick");
+                assert_eq!(
+                    action,
+                    AckAction::Now,
+                    "segment {i}: growth makes the ACK quick"
+                );
             }
             let (ack, w, _, _) = r.fill_ack(&mut b);
             assert_eq!(ack, MSS);
-            assert_eq!(w as u64, expect.min(space) & !127, "segment {i}: advertised window");
+            assert_eq!(
+                w as u64,
+                expect.min(space) & !127,
+                "segment {i}: advertised window"
+            );
             r.ack_sent(w);
         }
         // The window grew by 2 MSS per segment: well beyond the initial 64 KB.
@@ -1061,9 +1139,9 @@ mod tests {
         let (_, w, _, _) = r.fill_ack(&mut b);
         r.ack_sent(w);
         r.quick = 0; // out of the initial quick-ACK mode
-        // Segments 2, 5, 8, 11 arrive (holes 1, 3-4, 6-7, 9-10): four SACK blocks; the first 3
-        // dupacks go out at once (nothing is compressed then, so nothing to flush), the 4th
-        // is compressed.
+                     // Segments 2, 5, 8, 11 arrive (holes 1, 3-4, 6-7, 9-10): four SACK blocks; the first 3
+                     // dupacks go out at once (nothing is compressed then, so nothing to flush), the 4th
+                     // is compressed.
         for (now, i) in [2u64, 5, 8, 11].into_iter().enumerate() {
             let (s, e) = seg(i);
             assert!(!r.sack_compress_must_send_ack(s, e), "segment {i}");
@@ -1103,7 +1181,15 @@ mod tests {
         // 2000 segments at one per 10 us with a 1 ms receiver RTT.
         for i in 0..2000 {
             let (s, e) = seg(i);
-            r.on_data(now, s, e, now.saturating_sub(1_000_000).max(1), 0, 200, &mut mib);
+            r.on_data(
+                now,
+                s,
+                e,
+                now.saturating_sub(1_000_000).max(1),
+                0,
+                200,
+                &mut mib,
+            );
             let mut b = Default::default();
             let (_, w, _, _) = r.fill_ack(&mut b);
             r.ack_sent(w);

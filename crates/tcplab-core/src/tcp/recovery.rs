@@ -20,8 +20,8 @@ use crate::tcp::input::*;
 use crate::tcp::rate::skb_sent_after;
 use crate::tcp::rate_sample::RateSample;
 use crate::tcp::rtx_queue::{NIL, TCPCB_LOST, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
-use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
 use crate::tcp::sock::{CaEvent, CaState, TCP_INFINITE_SSTHRESH};
+use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
 
 /// `TCP_RACK_RECOVERY_THRESH`.
 const TCP_RACK_RECOVERY_THRESH: u8 = 16;
@@ -68,12 +68,15 @@ impl TcpSocket {
             if self.tp.ca_state >= CaState::Recovery {
                 return 0;
             }
-            if self.tp.sacked_out >= self.reordering && self.cfg.tcp_recovery & TCP_RACK_NO_DUPTHRESH == 0 {
+            if self.tp.sacked_out >= self.reordering
+                && self.cfg.tcp_recovery & TCP_RACK_NO_DUPTHRESH == 0
+            {
                 return 0;
             }
         }
         // To be more reordering resilient, allow min_rtt/4 settling delay.
-        ((self.tp.min_rtt_us() as u64 >> 2) * self.rack.reo_wnd_steps as u64).min((self.tp.srtt_us >> 3) as u64)
+        ((self.tp.min_rtt_us() as u64 >> 2) * self.rack.reo_wnd_steps as u64)
+            .min((self.tp.srtt_us >> 3) as u64)
     }
 
     /// `tcp_rack_detect_loss()`: mark lost skbs; returns the time (us) until the earliest
@@ -203,7 +206,11 @@ impl TcpSocket {
         self.undo_marker = self.tp.snd_una;
         self.undo_valid = true;
         // Retransmissions still in flight may cause DSACKs later.
-        self.undo_retrans = if self.tp.retrans_out > 0 { self.tp.retrans_out as i32 } else { -1 };
+        self.undo_retrans = if self.tp.retrans_out > 0 {
+            self.tp.retrans_out as i32
+        } else {
+            -1
+        };
     }
 
     /// `tcp_init_cwnd_reduction()`.
@@ -227,10 +234,12 @@ impl TcpSocket {
         self.prr_delivered += newly_acked_sacked;
         let mut sndcnt: i64;
         if delta < 0 {
-            let dividend = tp.snd_ssthresh as u64 * self.prr_delivered as u64 + tp.prior_cwnd as u64 - 1;
+            let dividend =
+                tp.snd_ssthresh as u64 * self.prr_delivered as u64 + tp.prior_cwnd as u64 - 1;
             sndcnt = (dividend / tp.prior_cwnd as u64) as i64 - self.prr_out as i64;
         } else {
-            sndcnt = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            sndcnt =
+                (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
             if flag & FLAG_SND_UNA_ADVANCED != 0 && newly_lost == 0 {
                 sndcnt += 1;
             }
@@ -248,7 +257,9 @@ impl TcpSocket {
             return;
         }
         // Reset cwnd to ssthresh in CWR or Recovery (unless it's undone).
-        if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH && (self.tp.ca_state == CaState::Cwr || self.undo_valid) {
+        if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH
+            && (self.tp.ca_state == CaState::Cwr || self.undo_valid)
+        {
             self.tp.set_cwnd(self.tp.snd_ssthresh);
             self.tp.snd_cwnd_stamp = self.tp.jiffies32();
         }
@@ -316,7 +327,9 @@ impl TcpSocket {
         if self.tp.retrans_out > 0 {
             return true;
         }
-        self.rtx.front().is_some_and(|s| s.sacked & crate::tcp::rtx_queue::TCPCB_EVER_RETRANS != 0)
+        self.rtx
+            .front()
+            .is_some_and(|s| s.sacked & crate::tcp::rtx_queue::TCPCB_EVER_RETRANS != 0)
     }
 
     /// `tcp_undo_cwnd_reduction()`.
@@ -347,7 +360,11 @@ impl TcpSocket {
         if self.may_undo() {
             // Happy end! We did not retransmit anything or our original transmission succeeded.
             self.undo_cwnd_reduction(false);
-            let m = if self.tp.ca_state == CaState::Loss { Mib::TCPLossUndo } else { Mib::TCPFullUndo };
+            let m = if self.tp.ca_state == CaState::Loss {
+                Mib::TCPLossUndo
+            } else {
+                Mib::TCPFullUndo
+            };
             self.tp.inc(m);
         }
         self.set_ca_state(CaState::Open);
@@ -357,7 +374,11 @@ impl TcpSocket {
     /// `tcp_try_undo_dsack()`: all retransmissions were D-SACKed.
     fn try_undo_dsack(&mut self) -> bool {
         if self.undo_valid && self.undo_retrans == 0 {
-            self.rack.reo_wnd_persist = self.rack.reo_wnd_persist.saturating_add(1).min(TCP_RACK_RECOVERY_THRESH);
+            self.rack.reo_wnd_persist = self
+                .rack
+                .reo_wnd_persist
+                .saturating_add(1)
+                .min(TCP_RACK_RECOVERY_THRESH);
             self.undo_cwnd_reduction(false);
             self.tp.inc(Mib::TCPDSACKUndo);
             return true;
@@ -404,7 +425,11 @@ impl TcpSocket {
 
     /// `tcp_try_keep_open()`.
     fn try_keep_open(&mut self) {
-        let state = if self.tp.left_out() > 0 || self.any_retrans_done() { CaState::Disorder } else { CaState::Open };
+        let state = if self.tp.left_out() > 0 || self.any_retrans_done() {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
         if self.tp.ca_state != state {
             self.set_ca_state(state);
             self.tp.high_seq = self.tp.snd_nxt;
@@ -434,7 +459,14 @@ impl TcpSocket {
     }
 
     /// `tcp_fastretrans_alert()` (RACK-only loss detection, SACK always on).
-    pub fn fastretrans_alert(&mut self, ctx: &mut Ctx, prior_snd_una: u64, _num_dupack: u32, flag: &mut u32, rexmit: &mut Rexmit) {
+    pub fn fastretrans_alert(
+        &mut self,
+        ctx: &mut Ctx,
+        prior_snd_una: u64,
+        _num_dupack: u32,
+        flag: &mut u32,
+        rexmit: &mut Rexmit,
+    ) {
         if self.tp.packets_out == 0 && self.tp.sacked_out > 0 {
             self.tp.sacked_out = 0;
         }
@@ -534,7 +566,9 @@ impl TcpSocket {
                 self.tp.high_seq = self.tp.snd_nxt;
                 // Step 2.b. Try send new data (but deferred until cwnd is updated in
                 // tcp_ack()). Otherwise fall back to the conventional recovery.
-                if self.tp.write_seq > self.tp.snd_nxt && self.tp.snd_una + self.tp.snd_wnd as u64 > self.tp.snd_nxt {
+                if self.tp.write_seq > self.tp.snd_nxt
+                    && self.tp.snd_una + self.tp.snd_wnd as u64 > self.tp.snd_nxt
+                {
                     *rexmit = Rexmit::New;
                     return;
                 }
@@ -579,7 +613,8 @@ impl TcpSocket {
             };
             if sacked & TCPCB_SACKED_ACKED == 0 {
                 // tcp_rack_skb_timeout(tp, skb, 0) > 0: don't mark recently sent ones lost yet.
-                let remaining = self.rack.rtt_us as i64 - self.tp.tcp_mstamp.saturating_sub(xmit_us) as i64;
+                let remaining =
+                    self.rack.rtt_us as i64 - self.tp.tcp_mstamp.saturating_sub(xmit_us) as i64;
                 if id == head || remaining <= 0 {
                     self.mark_skb_lost(id);
                 }
@@ -627,7 +662,9 @@ impl TcpSocket {
             let m = match self.tp.ca_state {
                 CaState::Recovery => Some(Mib::TCPSackRecoveryFail),
                 CaState::Loss => Some(Mib::TCPLossFailures),
-                _ if self.tp.ca_state == CaState::Disorder || self.tp.sacked_out > 0 => Some(Mib::TCPSackFailures),
+                _ if self.tp.ca_state == CaState::Disorder || self.tp.sacked_out > 0 => {
+                    Some(Mib::TCPSackFailures)
+                }
                 _ => None,
             };
             if let Some(m) = m {
@@ -639,7 +676,11 @@ impl TcpSocket {
         let head = self.rtx.front_id();
         if !self.retransmit_skb(ctx, head) {
             // Retransmission failed because of local congestion: retry soon.
-            self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, 500 /* TCP_RESOURCE_PROBE_INTERVAL */);
+            self.reset_xmit_timer(
+                XmitTimer::Retrans,
+                ctx.now_ns,
+                500, /* TCP_RESOURCE_PROBE_INTERVAL */
+            );
             return;
         }
         self.tp.inc(Mib::TCPSlowStartRetrans);
@@ -678,7 +719,9 @@ impl TcpSocket {
 
     /// `tcp_rto_delta_us()`: time until the RTO would fire, measured from the head's send time.
     pub fn rto_delta_us(&self) -> i64 {
-        let Some(head) = self.rtx.front() else { return self.tp.jiffies_to_usecs(self.tp.icsk_rto) as i64 };
+        let Some(head) = self.rtx.front() else {
+            return self.tp.jiffies_to_usecs(self.tp.icsk_rto) as i64;
+        };
         let rto_time_stamp_us = head.mstamp_us() + self.tp.jiffies_to_usecs(self.tp.icsk_rto);
         rto_time_stamp_us as i64 - self.tp.tcp_mstamp as i64
     }
@@ -691,7 +734,10 @@ impl TcpSocket {
         }
         let mut rto = self.tp.icsk_rto;
         // Offset the time elapsed after installing regular RTO.
-        if matches!(self.xmit_timer, XmitTimer::ReoTimeout | XmitTimer::LossProbe) {
+        if matches!(
+            self.xmit_timer,
+            XmitTimer::ReoTimeout | XmitTimer::LossProbe
+        ) {
             let delta_us = self.rto_delta_us().max(1);
             rto = self.tp.usecs_to_jiffies(delta_us as u64);
         }
@@ -732,8 +778,11 @@ impl TcpSocket {
             timeout = self.tp.tcp_timeout_init();
         }
         // If the RTO formula yields an earlier time, then use that time.
-        let rto_delta_us =
-            if advancing_rto { self.tp.jiffies_to_usecs(self.tp.icsk_rto) as i64 } else { self.rto_delta_us() };
+        let rto_delta_us = if advancing_rto {
+            self.tp.jiffies_to_usecs(self.tp.icsk_rto) as i64
+        } else {
+            self.rto_delta_us()
+        };
         if rto_delta_us > 0 {
             timeout = timeout.min(self.tp.usecs_to_jiffies(rto_delta_us as u64));
         }

@@ -25,8 +25,8 @@ pub fn rtt_estimator(tp: &mut TcpSock, mrtt_us: i64, rto_min_us: u32) {
         if m < 0 {
             m = -m; // m is now abs(error)
             m -= mdev >> 2; // similar update on mdev
-            // This is similar to one of Eifel findings: if the RTT falls, the deviation
-            // gets only 1/8 of the weight so that RTO does not jump up.
+                            // This is similar to one of Eifel findings: if the RTT falls, the deviation
+                            // gets only 1/8 of the weight so that RTO does not jump up.
             if m > 0 {
                 m >>= 3;
             }
@@ -72,7 +72,11 @@ pub fn update_rtt_min(tp: &mut TcpSock, rtt_us: u32, ack_maybe_delayed: bool, wl
     }
     let wlen = wlen_s * tp.hz();
     let now = tp.jiffies32();
-    let sample_us = if rtt_us != 0 { rtt_us } else { tp.jiffies_to_usecs(1) as u32 };
+    let sample_us = if rtt_us != 0 {
+        rtt_us
+    } else {
+        tp.jiffies_to_usecs(1) as u32
+    };
     tp.rtt_min.running_min(wlen, now, sample_us);
 }
 

@@ -82,7 +82,12 @@ impl RtxQueue {
     pub fn new() -> Self {
         // No allocation until the first segment is sent: flows that have not started cost
         // nothing (memory follows active flows).
-        RtxQueue { q: VecDeque::new(), base_id: 0, ts_head: NIL, ts_tail: NIL }
+        RtxQueue {
+            q: VecDeque::new(),
+            base_id: 0,
+            ts_head: NIL,
+            ts_tail: NIL,
+        }
     }
 
     #[inline]
@@ -166,7 +171,9 @@ impl RtxQueue {
                 let i = ((seq - f.seq) / len) as usize;
                 match self.q.get(i) {
                     Some(s) if s.seq <= seq && seq < s.end_seq => return self.base_id + i as u64,
-                    None if self.q.back().is_some_and(|b| b.end_seq <= seq) => return self.end_id(),
+                    None if self.q.back().is_some_and(|b| b.end_seq <= seq) => {
+                        return self.end_id()
+                    }
                     _ => {}
                 }
             } else if seq < f.seq {

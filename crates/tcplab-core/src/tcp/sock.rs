@@ -11,8 +11,8 @@
 //! plain comparisons.
 
 use crate::mib::{Mib, MibCounters};
-use crate::time::{ns_to_us, JiffyClock};
 use crate::tcp::minmax::MinMax;
+use crate::time::{ns_to_us, JiffyClock};
 
 /// `TCP_INFINITE_SSTHRESH`.
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -37,7 +37,13 @@ pub enum CaState {
 
 impl CaState {
     /// Every state, by its value (the `ca_state` column of the time series indexes it).
-    pub const ALL: [CaState; 5] = [CaState::Open, CaState::Disorder, CaState::Cwr, CaState::Recovery, CaState::Loss];
+    pub const ALL: [CaState; 5] = [
+        CaState::Open,
+        CaState::Disorder,
+        CaState::Cwr,
+        CaState::Recovery,
+        CaState::Loss,
+    ];
 
     /// The name `ss` prints.
     pub fn name(self) -> &'static str {
@@ -320,7 +326,11 @@ impl TcpSock {
             // Unit tests run at HZ=1000 (one jiffy per ms); the engine sets the host's HZ.
             clock: JiffyClock::new(1000),
             icsk_rto: 1000, // TCP_TIMEOUT_INIT, jiffies
-            rtt_min: { let mut m = MinMax::default(); m.reset(0, u32::MAX); m },
+            rtt_min: {
+                let mut m = MinMax::default();
+                m.reset(0, u32::MAX);
+                m
+            },
             ..Default::default()
         }
     }

@@ -123,7 +123,11 @@ impl SockStats {
     /// Remember an RTT sample for the base-RTT check (one compare per ACK).
     #[inline]
     pub fn note_rtt_sample(&mut self, rtt_us: u64, from_tsecr: bool) {
-        let slot = if from_tsecr { &mut self.min_ts_rtt_us } else { &mut self.min_timed_rtt_us };
+        let slot = if from_tsecr {
+            &mut self.min_ts_rtt_us
+        } else {
+            &mut self.min_timed_rtt_us
+        };
         if slot.is_none_or(|m| rtt_us < m) {
             *slot = Some(rtt_us);
         }
@@ -268,16 +272,29 @@ impl TcpSocket {
             crate::config::Side::Client => (crate::config::ReaderConfig::Immediate, flow.reader),
             crate::config::Side::Server => (flow.reader, crate::config::ReaderConfig::Immediate),
         };
-        let mk = |node, peer_node, ep, peer_ep, cc: Cc, app: AppState, hz: u32, reader: crate::config::ReaderConfig| {
+        let mk = |node,
+                  peer_node,
+                  ep,
+                  peer_ep,
+                  cc: Cc,
+                  app: AppState,
+                  hz: u32,
+                  reader: crate::config::ReaderConfig| {
             let cfg = flow.tcp.clone();
             let mut tp = TcpSock::init_sock(cfg.mss_bytes, cfg.initial_cwnd);
             tp.set_hz(hz);
             tp.icsk_rto = tp.tcp_timeout_init();
             tp.sk_max_pacing_rate = cfg.max_pacing_rate_bytes_per_sec;
-            tp.sk_pacing_status = if cfg.fq_pacing { PacingStatus::Fq } else { PacingStatus::None };
+            tp.sk_pacing_status = if cfg.fq_pacing {
+                PacingStatus::Fq
+            } else {
+                PacingStatus::None
+            };
             // SO_MAX_PACING_RATE switches on TCP's internal pacing when no qdisc paces
             // (Linux v6.12 net/core/sock.c: sk_setsockopt(), SK_PACING_NONE -> SK_PACING_NEEDED).
-            if cfg.max_pacing_rate_bytes_per_sec != u64::MAX && tp.sk_pacing_status == PacingStatus::None {
+            if cfg.max_pacing_rate_bytes_per_sec != u64::MAX
+                && tp.sk_pacing_status == PacingStatus::None
+            {
                 tp.sk_pacing_status = PacingStatus::Needed;
             }
             tp.snd_wnd = 65535;
@@ -307,7 +324,10 @@ impl TcpSocket {
                 peer_ep,
                 app,
                 stats: SockStats::default(),
-                rack: Rack { reo_wnd_steps: 1, ..Default::default() },
+                rack: Rack {
+                    reo_wnd_steps: 1,
+                    ..Default::default()
+                },
                 reord_seen: 0,
                 undo_marker: 0,
                 undo_valid: false,
@@ -339,8 +359,26 @@ impl TcpSocket {
         };
         let c_ep = 2 * flow_idx;
         let s_ep = 2 * flow_idx + 1;
-        let client = mk(flow.src, flow.dst, c_ep, s_ep, Cc::new(flow.cc, &flow.cc_params, cc_rng), client_app, hz_src, client_reader);
-        let server = mk(flow.dst, flow.src, s_ep, c_ep, Cc::new(flow.cc, &flow.cc_params, srv_rng), server_app, hz_dst, server_reader);
+        let client = mk(
+            flow.src,
+            flow.dst,
+            c_ep,
+            s_ep,
+            Cc::new(flow.cc, &flow.cc_params, cc_rng),
+            client_app,
+            hz_src,
+            client_reader,
+        );
+        let server = mk(
+            flow.dst,
+            flow.src,
+            s_ep,
+            c_ep,
+            Cc::new(flow.cc, &flow.cc_params, srv_rng),
+            server_app,
+            hz_dst,
+            server_reader,
+        );
         (client, server)
     }
 
@@ -355,7 +393,9 @@ impl TcpSocket {
     pub fn deadlines(&self) -> [u64; 4] {
         [
             self.xmit_deadline_ns,
-            self.rcv.delack_deadline_ns.min(self.rcv.comp_sack_deadline_ns),
+            self.rcv
+                .delack_deadline_ns
+                .min(self.rcv.comp_sack_deadline_ns),
             self.pacing_deadline_ns,
             self.read_deadline_ns,
         ]
@@ -508,7 +548,12 @@ impl TcpSocket {
         }
         let rtt_us = ((now_ns - tsecr_ns) / 1000) as i64;
         let rto_min = self.rto_min_us();
-        crate::tcp::rtt::update_rtt_min(&mut self.tp, rtt_us as u32, false, self.cfg.tcp_min_rtt_wlen_s);
+        crate::tcp::rtt::update_rtt_min(
+            &mut self.tp,
+            rtt_us as u32,
+            false,
+            self.cfg.tcp_min_rtt_wlen_s,
+        );
         crate::tcp::rtt::rtt_estimator(&mut self.tp, rtt_us, rto_min);
         set_rto(&mut self.tp);
     }
@@ -609,7 +654,15 @@ impl TcpSocket {
             if self.rcv.sack_compress_must_send_ack(pkt.seq, pkt.end_seq) {
                 self.send_ack(ctx);
             }
-            match self.rcv.on_data(ctx.now_ns, pkt.seq, pkt.end_seq, pkt.tsecr_ns, srtt, rto, &mut self.tp.mib) {
+            match self.rcv.on_data(
+                ctx.now_ns,
+                pkt.seq,
+                pkt.end_seq,
+                pkt.tsecr_ns,
+                srtt,
+                rto,
+                &mut self.tp.mib,
+            ) {
                 AckAction::Now => self.send_ack(ctx),
                 AckAction::Scheduled | AckAction::None => {}
             }
@@ -698,7 +751,8 @@ impl TcpSocket {
         if self.state != ConnState::Established {
             return;
         }
-        if self.tp.lost_out > self.tp.retrans_out && self.tp.snd_cwnd > self.tp.packets_in_flight() {
+        if self.tp.lost_out > self.tp.retrans_out && self.tp.snd_cwnd > self.tp.packets_in_flight()
+        {
             self.xmit_retransmit_queue(ctx);
         }
         self.push_pending_frames(ctx);
@@ -723,7 +777,10 @@ impl TcpSocket {
         }
         if self.app.driven {
             // A blocked write() continuing as the send buffer makes room.
-            let take = self.app.pending_bytes.min(cap.saturating_sub(self.tp.write_seq));
+            let take = self
+                .app
+                .pending_bytes
+                .min(cap.saturating_sub(self.tp.write_seq));
             if take > 0 {
                 self.tp.write_seq += take;
                 self.app.pending_bytes -= take;
@@ -779,7 +836,10 @@ impl TcpSocket {
     /// being application-limited first, as Linux does on every write, then the bytes
     /// enter the send buffer as it has room and go out as TCP allows.
     pub fn app_write(&mut self, ctx: &mut Ctx, bytes: u64) {
-        debug_assert!(self.app.driven, "app_write on a socket not driven by an app");
+        debug_assert!(
+            self.app.driven,
+            "app_write on a socket not driven by an app"
+        );
         if bytes == 0 {
             return;
         }
@@ -866,7 +926,8 @@ impl TcpSocket {
         let mss = self.tp.mss_cache as u64;
         // per_mss = roundup_pow_of_two(mss + MAX_TCP_HEADER + shinfo) + sizeof(sk_buff)
         let per_mss = (mss + 320 + 320).next_power_of_two() + 256;
-        let nr_segs = (self.tp.snd_cwnd.max(crate::tcp::sock::TCP_INIT_CWND)).max(self.reordering + 1) as u64;
+        let nr_segs =
+            (self.tp.snd_cwnd.max(crate::tcp::sock::TCP_INIT_CWND)).max(self.reordering + 1) as u64;
         let factor = self.cc.sndbuf_expand(&self.tp).unwrap_or(2) as u64;
         let sndmem = factor * nr_segs * per_mss;
         // Only ever grows (`if (sk->sk_sndbuf < sndmem)`).

@@ -12,13 +12,18 @@ const S: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
 
 fn writer_app(flows: Vec<u32>, cfg: BatchWriterConfig) -> AppInstanceConfig {
-    AppInstanceConfig { name: "vmagent".into(), flows, spec: AppSpec::BatchWriter(cfg) }
+    AppInstanceConfig {
+        name: "vmagent".into(),
+        flows,
+        spec: AppSpec::BatchWriter(cfg),
+    }
 }
 
 /// vmagent -> vmsingle over 100 Mbit/s, 5 ms each way, one connection.
 fn scenario(duration_ns: u64, cfg: BatchWriterConfig) -> SimConfig {
     let mut sc = two_hosts(100_000_000, 5 * MS, 1000, duration_ns);
-    sc.flows.push(driven_flow("rw", 0, 1, CcKind::Cubic, Side::Client));
+    sc.flows
+        .push(driven_flow("rw", 0, 1, CcKind::Cubic, Side::Client));
     sc.apps.push(writer_app(vec![0], cfg));
     sc
 }
@@ -30,12 +35,18 @@ fn run(sc: SimConfig) -> AppOutput {
 }
 
 fn u(app: &AppOutput, key: &str) -> u64 {
-    app.get(key).and_then(Value::as_u64).unwrap_or_else(|| panic!("{key}: {:?}", app.get(key)))
+    app.get(key)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{key}: {:?}", app.get(key)))
 }
 
 fn ms(app: &AppOutput, key: &str, q: &str) -> f64 {
     match app.get(key) {
-        Some(Value::Map(m)) => m.iter().find(|(k, _)| k == q).and_then(|(_, v)| v.as_f64()).unwrap(),
+        Some(Value::Map(m)) => m
+            .iter()
+            .find(|(k, _)| k == q)
+            .and_then(|(_, v)| v.as_f64())
+            .unwrap(),
         other => panic!("{key}: {other:?}"),
     }
 }
@@ -74,16 +85,27 @@ fn on_a_clean_path_every_batch_succeeds_in_one_rtt_plus_serialization() {
     // that holds a whole request (`ip route ... initcwnd 64`) and no slow start after
     // idle, each request leaves in one flight: its latency is one RTT (10 ms) plus the
     // serialization of the request's frames and of the response's.
-    let cfg = BatchWriterConfig { jitter: 0.0, ..Default::default() };
+    let cfg = BatchWriterConfig {
+        jitter: 0.0,
+        ..Default::default()
+    };
     let req = cfg.request_header_bytes + cfg.body_bytes;
-    let expect_ms = (10e6 + wire_ns(req, 100_000_000) + wire_ns(cfg.response_bytes, 100_000_000)) / 1e6;
+    let expect_ms =
+        (10e6 + wire_ns(req, 100_000_000) + wire_ns(cfg.response_bytes, 100_000_000)) / 1e6;
     let mut sc = scenario(10 * S + S / 2, cfg);
     sc.flows[0].tcp.initial_cwnd = 64;
     sc.flows[0].tcp.tcp_slow_start_after_idle = false;
     let app = run(sc);
     assert_eq!(u(&app, "batches"), 10);
     assert_eq!(u(&app, "sent"), 10);
-    for k in ["timeouts", "retries", "dropped", "late_responses", "pending", "in_flight"] {
+    for k in [
+        "timeouts",
+        "retries",
+        "dropped",
+        "late_responses",
+        "pending",
+        "in_flight",
+    ] {
         assert_eq!(u(&app, k), 0, "{k}");
     }
     // A batch is taken as soon as it is produced: none ever waits.
@@ -91,7 +113,10 @@ fn on_a_clean_path_every_batch_succeeds_in_one_rtt_plus_serialization() {
     assert!(col_u64(&app, "series", "pending").iter().all(|&p| p == 0));
     for q in ["p50", "max"] {
         let v = ms(&app, "latency_ms", q);
-        assert!((v - expect_ms).abs() < 0.05, "{q} {v} ms, expected {expect_ms}");
+        assert!(
+            (v - expect_ms).abs() < 0.05,
+            "{q} {v} ms, expected {expect_ms}"
+        );
         // No retries, no queueing: the three latencies coincide.
         assert_eq!(ms(&app, "batch_latency_ms", q), v);
         assert_eq!(ms(&app, "delivery_delay_ms", q), v);
@@ -99,7 +124,9 @@ fn on_a_clean_path_every_batch_succeeds_in_one_rtt_plus_serialization() {
     // One `ok` row per batch, started at the batch's production (k + 1) s.
     let start = col_u64(&app, "requests", "start_ns");
     assert_eq!(start, (1..=10).map(|k| k * S).collect::<Vec<_>>());
-    assert!(col_str(&app, "requests", "outcome").iter().all(|o| o == "ok"));
+    assert!(col_str(&app, "requests", "outcome")
+        .iter()
+        .all(|o| o == "ok"));
     assert!(col_u32(&app, "requests", "attempt").iter().all(|&a| a == 1));
 }
 
@@ -109,7 +136,10 @@ fn with_linux_defaults_a_batch_takes_three_slow_start_rounds() {
     // beyond the RTO, so cwnd restarts at 10 for every batch). 38 segments leave in rounds
     // of 10, 20 and 8 (cwnd doubles per round): three RTTs, plus at most the request's and
     // response's serialization.
-    let cfg = BatchWriterConfig { jitter: 0.0, ..Default::default() };
+    let cfg = BatchWriterConfig {
+        jitter: 0.0,
+        ..Default::default()
+    };
     let req = cfg.request_header_bytes + cfg.body_bytes;
     assert_eq!(req.div_ceil(MSS), 38);
     let lo = 30.0;
@@ -118,7 +148,10 @@ fn with_linux_defaults_a_batch_takes_three_slow_start_rounds() {
     assert_eq!(u(&app, "sent"), 5);
     for q in ["p50", "max"] {
         let v = ms(&app, "latency_ms", q);
-        assert!(v > lo && v < hi + 0.05, "{q} {v} ms, expected in ({lo}, {hi}]");
+        assert!(
+            v > lo && v < hi + 0.05,
+            "{q} {v} ms, expected in ({lo}, {hi}]"
+        );
     }
 }
 
@@ -141,7 +174,10 @@ fn schedule(cfg: &BatchWriterConfig, s1_ns: u64, up_ns: u64) -> (Vec<(u64, u64)>
 
 /// A writer with a 2 s timeout and backoffs of 4, 8, 16 s, on a path that is down
 /// (both directions, every packet) from 2.5 s to 11.2 s.
-fn outage_scenario(max_pending: u64, overflow: Overflow) -> (SimConfig, BatchWriterConfig, u64, u64) {
+fn outage_scenario(
+    max_pending: u64,
+    overflow: Overflow,
+) -> (SimConfig, BatchWriterConfig, u64, u64) {
     let cfg = BatchWriterConfig {
         timeout_ns: 2 * S,
         retry_min_ns: 2 * S,
@@ -154,7 +190,10 @@ fn outage_scenario(max_pending: u64, overflow: Overflow) -> (SimConfig, BatchWri
     let (down, up) = (2 * S + S / 2, 11 * S + S / 5);
     let mut sc = scenario(24 * S + S / 2, cfg.clone());
     for l in sc.links.iter_mut() {
-        l.loss = LossConfig::Outage { start_ns: down, end_ns: up };
+        l.loss = LossConfig::Outage {
+            start_ns: down,
+            end_ns: up,
+        };
     }
     (sc, cfg, down, up)
 }
@@ -162,7 +201,10 @@ fn outage_scenario(max_pending: u64, overflow: Overflow) -> (SimConfig, BatchWri
 #[test]
 fn an_outage_longer_than_the_timeout_gives_the_expected_timeouts_and_loses_no_batch() {
     let (sc, cfg, down, up) = outage_scenario(0, Overflow::DropOldest);
-    assert!(up - down > cfg.timeout_ns, "the outage must outlast the timeout");
+    assert!(
+        up - down > cfg.timeout_ns,
+        "the outage must outlast the timeout"
+    );
     // Batches 0 and 1 (at 1 s and 2 s) are answered before the outage; batch 2, produced
     // at 3 s, is the first to meet it.
     let (failed, s_ok) = schedule(&cfg, 3 * S, up);
@@ -196,17 +238,40 @@ fn an_outage_longer_than_the_timeout_gives_the_expected_timeouts_and_loses_no_ba
     let batch = col_u64(&app, "requests", "batch");
     let rows: Vec<usize> = (0..batch.len()).filter(|&i| batch[i] == 2).collect();
     assert_eq!(rows.len(), failed.len() + 1);
-    let (start, lat, backoff) = (col_u64(&app, "requests", "start_ns"), col_u64(&app, "requests", "latency_ns"), col_u64(&app, "requests", "backoff_ns"));
-    let (attempt, outcome) = (col_u32(&app, "requests", "attempt"), col_str(&app, "requests", "outcome"));
+    let (start, lat, backoff) = (
+        col_u64(&app, "requests", "start_ns"),
+        col_u64(&app, "requests", "latency_ns"),
+        col_u64(&app, "requests", "backoff_ns"),
+    );
+    let (attempt, outcome) = (
+        col_u32(&app, "requests", "attempt"),
+        col_str(&app, "requests", "outcome"),
+    );
     for (j, &(s, b)) in failed.iter().enumerate() {
         let i = rows[j];
-        assert_eq!((attempt[i], start[i], lat[i], backoff[i], outcome[i].as_str()), (j as u32 + 1, s, cfg.timeout_ns, b, "timeout"));
+        assert_eq!(
+            (
+                attempt[i],
+                start[i],
+                lat[i],
+                backoff[i],
+                outcome[i].as_str()
+            ),
+            (j as u32 + 1, s, cfg.timeout_ns, b, "timeout")
+        );
     }
     let i = rows[failed.len()];
     assert_eq!((attempt[i], start[i], outcome[i].as_str()), (3, s_ok, "ok"));
-    assert!(lat[i] < 50 * MS, "the retry on the recovered path took {} ns", lat[i]);
+    assert!(
+        lat[i] < 50 * MS,
+        "the retry on the recovered path took {} ns",
+        lat[i]
+    );
     // Every other batch went through at its first attempt.
-    assert_eq!(outcome.iter().filter(|o| *o == "timeout").count() as u64, timeouts);
+    assert_eq!(
+        outcome.iter().filter(|o| *o == "timeout").count() as u64,
+        timeouts
+    );
     // Batch 2 took from its first attempt to 19 s; batch 3, produced at 4 s, waited too.
     assert!((ms(&app, "batch_latency_ms", "max") - (s_ok - 3 * S) as f64 / 1e6).abs() < 50.0);
     assert!(ms(&app, "delivery_delay_ms", "max") >= (s_ok - 4 * S) as f64 / 1e6);
@@ -218,15 +283,24 @@ fn a_full_queue_drops_the_oldest_batch_or_the_arriving_one() {
     // The same outage with room for 10 waiting batches: of the 16 that wait, 6 are
     // dropped. vmagent's persistent queue drops its oldest (3 .. 8); the in-memory queue
     // with -remoteWrite.dropSamplesOnOverload drops the arriving ones (13 .. 18).
-    for (overflow, lost) in [(Overflow::DropOldest, 3..=8), (Overflow::DropNewest, 13..=18)] {
+    for (overflow, lost) in [
+        (Overflow::DropOldest, 3..=8),
+        (Overflow::DropNewest, 13..=18),
+    ] {
         let (sc, _, _, _) = outage_scenario(10, overflow);
         let app = run(sc);
         assert_eq!(u(&app, "dropped"), 6, "{overflow:?}");
         assert_eq!(u(&app, "max_pending"), 10);
         assert_eq!(u(&app, "sent"), 24 - 6);
         let sent: Vec<u64> = {
-            let (b, o) = (col_u64(&app, "requests", "batch"), col_str(&app, "requests", "outcome"));
-            (0..b.len()).filter(|&i| o[i] == "ok").map(|i| b[i]).collect()
+            let (b, o) = (
+                col_u64(&app, "requests", "batch"),
+                col_str(&app, "requests", "outcome"),
+            );
+            (0..b.len())
+                .filter(|&i| o[i] == "ok")
+                .map(|i| b[i])
+                .collect()
         };
         let expect: Vec<u64> = (0..24).filter(|b| !lost.contains(b)).collect();
         assert_eq!(sent, expect, "{overflow:?}");
@@ -248,9 +322,15 @@ fn jitter_stretches_each_backoff_by_at_most_its_fraction_and_is_deterministic() 
     assert!(!sleeps.is_empty());
     for (j, &x) in sleeps.iter().enumerate() {
         let nominal = cfg.retry_min_ns << (j + 1);
-        assert!(x >= nominal && (x as f64) < nominal as f64 * 1.1, "sleep {j}: {x} ns, nominal {nominal}");
+        assert!(
+            x >= nominal && (x as f64) < nominal as f64 * 1.1,
+            "sleep {j}: {x} ns, nominal {nominal}"
+        );
     }
-    assert!(sleeps[0] > 2 * cfg.retry_min_ns, "a jitter of exactly 0 is unlikely");
+    assert!(
+        sleeps[0] > 2 * cfg.retry_min_ns,
+        "a jitter of exactly 0 is unlikely"
+    );
     // Another seed draws other jitter.
     sc.seed = 2;
     let c = run(sc);
@@ -266,7 +346,10 @@ fn the_story_max_backoff_is_the_one_minute_cap_plus_jitter() {
     let mut sc = scenario(12 * 60 * S, cfg);
     sc.sample_interval_ns = 10 * S;
     for l in sc.links.iter_mut() {
-        l.loss = LossConfig::Outage { start_ns: 2 * S + S / 2, end_ns: 10 * 60 * S };
+        l.loss = LossConfig::Outage {
+            start_ns: 2 * S + S / 2,
+            end_ns: 10 * 60 * S,
+        };
     }
     let app = run(sc);
     let max_s = app.get("max_backoff_s").and_then(Value::as_f64).unwrap();
@@ -277,25 +360,37 @@ fn the_story_max_backoff_is_the_one_minute_cap_plus_jitter() {
     assert_eq!(u(&app, "dropped"), 0);
 }
 
-
 #[test]
 fn several_queues_share_one_queue_of_batches_and_account_for_every_batch() {
     // -remoteWrite.queues=2: two workers (connections) take batches from one queue. A
     // batch every 10 ms comes faster than one request can take (one RTT, 10 ms, plus
     // 4.6 ms of serialization at best), so one worker cannot keep up and both are used;
     // every batch is sent, waiting, or in flight at the end.
-    let cfg = BatchWriterConfig { interval_ns: 10 * MS, jitter: 0.0, ..Default::default() };
+    let cfg = BatchWriterConfig {
+        interval_ns: 10 * MS,
+        jitter: 0.0,
+        ..Default::default()
+    };
     let mut sc = two_hosts(100_000_000, 5 * MS, 1000, 2 * S + 5 * MS);
-    sc.flows.push(driven_flow("rw.0", 0, 1, CcKind::Cubic, Side::Client));
-    sc.flows.push(driven_flow("rw.1", 0, 1, CcKind::Cubic, Side::Client));
+    sc.flows
+        .push(driven_flow("rw.0", 0, 1, CcKind::Cubic, Side::Client));
+    sc.flows
+        .push(driven_flow("rw.1", 0, 1, CcKind::Cubic, Side::Client));
     sc.apps.push(writer_app(vec![0, 1], cfg));
     let app = run(sc);
     let flows = col_u32(&app, "requests", "flow");
     for f in [0, 1] {
-        assert!(flows.iter().filter(|&&x| x == f).count() > 10, "connection {f} sent {} batches", flows.iter().filter(|&&x| x == f).count());
+        assert!(
+            flows.iter().filter(|&&x| x == f).count() > 10,
+            "connection {f} sent {} batches",
+            flows.iter().filter(|&&x| x == f).count()
+        );
     }
     assert_eq!(u(&app, "dropped") + u(&app, "timeouts"), 0);
-    assert_eq!(u(&app, "sent") + u(&app, "pending") + u(&app, "in_flight"), u(&app, "batches"));
+    assert_eq!(
+        u(&app, "sent") + u(&app, "pending") + u(&app, "in_flight"),
+        u(&app, "batches")
+    );
     // One every 10 ms up to 2 s.
     assert_eq!(u(&app, "batches"), 200);
     assert_eq!(u(&app, "connections"), 2);

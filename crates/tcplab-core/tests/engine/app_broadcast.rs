@@ -27,24 +27,65 @@ struct Fan {
 
 /// 10 Gbit/s everywhere, a deep switch port.
 fn fan(m: u32, c: u32, hop_delay_ns: u64) -> Fan {
-    Fan { m, c, access_bps: 10 * GBIT, port_bps: 10 * GBIT, port_limit: 10_000, hop_delay_ns }
+    Fan {
+        m,
+        c,
+        access_bps: 10 * GBIT,
+        port_bps: 10 * GBIT,
+        port_limit: 10_000,
+        hop_delay_ns,
+    }
 }
 
 /// The scenario of `fan`: `c` broadcast connections per sender (sender 0's first), all
 /// starting at t = 0, driven by one broadcast app.
 fn fan_in(fan: Fan, bc: BroadcastConfig, duration_ns: u64) -> SimConfig {
-    let Fan { m, c, access_bps, port_bps, port_limit, hop_delay_ns } = fan;
-    let mut nodes: Vec<NodeConfig> = (0..m).map(|i| NodeConfig::new(format!("app{i}"), NodeKind::Host)).collect();
+    let Fan {
+        m,
+        c,
+        access_bps,
+        port_bps,
+        port_limit,
+        hop_delay_ns,
+    } = fan;
+    let mut nodes: Vec<NodeConfig> = (0..m)
+        .map(|i| NodeConfig::new(format!("app{i}"), NodeKind::Host))
+        .collect();
     nodes.push(NodeConfig::new("nginx", NodeKind::Host));
     nodes.push(NodeConfig::new("switch", NodeKind::Router));
     let (dst, sw) = (m, m + 1);
-    let big = QueueConfig::Pfifo { limit_packets: 100_000 };
+    let big = QueueConfig::Pfifo {
+        limit_packets: 100_000,
+    };
     let mut links = Vec::new();
     for i in 0..m {
-        links.push(link(&format!("app{i}->switch"), i, sw, access_bps, hop_delay_ns, big.clone()));
-        links.push(link(&format!("switch->app{i}"), sw, i, access_bps, hop_delay_ns, big.clone()));
+        links.push(link(
+            &format!("app{i}->switch"),
+            i,
+            sw,
+            access_bps,
+            hop_delay_ns,
+            big.clone(),
+        ));
+        links.push(link(
+            &format!("switch->app{i}"),
+            sw,
+            i,
+            access_bps,
+            hop_delay_ns,
+            big.clone(),
+        ));
     }
-    links.push(link("switch->nginx", sw, dst, port_bps, hop_delay_ns, QueueConfig::Pfifo { limit_packets: port_limit }));
+    links.push(link(
+        "switch->nginx",
+        sw,
+        dst,
+        port_bps,
+        hop_delay_ns,
+        QueueConfig::Pfifo {
+            limit_packets: port_limit,
+        },
+    ));
     links.push(link("nginx->switch", dst, sw, port_bps, hop_delay_ns, big));
     let mut flows = Vec::new();
     for s in 0..m {
@@ -57,7 +98,11 @@ fn fan_in(fan: Fan, bc: BroadcastConfig, duration_ns: u64) -> SimConfig {
     let app = AppInstanceConfig {
         name: "bc".into(),
         flows: (0..m * c).collect(),
-        spec: AppSpec::Broadcast(BroadcastConfig { senders: m, connections_per_sender: c, ..bc }),
+        spec: AppSpec::Broadcast(BroadcastConfig {
+            senders: m,
+            connections_per_sender: c,
+            ..bc
+        }),
     };
     SimConfig {
         seed: 1,
@@ -67,7 +112,8 @@ fn fan_in(fan: Fan, bc: BroadcastConfig, duration_ns: u64) -> SimConfig {
         links,
         flows,
         apps: vec![app],
-        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
+        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        capture: None,
     }
 }
 
@@ -99,7 +145,9 @@ fn bools<'a>(app: &'a AppOutput, col: &str) -> &'a [bool] {
 }
 
 fn get_u64(app: &AppOutput, key: &str) -> u64 {
-    app.get(key).and_then(|v| v.as_u64()).unwrap_or_else(|| panic!("{key}: {:?}", app.get(key)))
+    app.get(key)
+        .and_then(|v| v.as_u64())
+        .unwrap_or_else(|| panic!("{key}: {:?}", app.get(key)))
 }
 
 #[test]
@@ -108,7 +156,14 @@ fn every_burst_delivers_m_x_c_x_s_bytes_when_nothing_is_dropped() {
     // 5 ms every 100 ms, on 10 Gbit/s links with room for everything: nothing is dropped,
     // so each burst delivers M x C x S bytes and completes.
     let (m, c, s) = (3u32, 20u32, 3000u64);
-    let bc = BroadcastConfig { message_bytes: s, window_ns: 5 * MS, interval_ns: 100 * MS, first_burst_ns: 50 * MS, bursts: Some(5), ..Default::default() };
+    let bc = BroadcastConfig {
+        message_bytes: s,
+        window_ns: 5 * MS,
+        interval_ns: 100 * MS,
+        first_burst_ns: 50 * MS,
+        bursts: Some(5),
+        ..Default::default()
+    };
     let out = run(fan_in(fan(m, c, 50 * US), bc, 600 * MS));
     let app = &out.apps[0];
     assert_eq!(app.kind, "broadcast");
@@ -133,7 +188,11 @@ fn every_burst_delivers_m_x_c_x_s_bytes_when_nothing_is_dropped() {
     // tcp_schedule_loss_probe()); every connection established.
     assert_eq!(out.invariant.data.dropped.nic, 0);
     assert!(out.links.iter().all(|l| l.stats.drops == 0));
-    let probes: u64 = out.flows.iter().map(|f| f.counters.get(tcplab_core::mib::Mib::TCPLossProbes)).sum();
+    let probes: u64 = out
+        .flows
+        .iter()
+        .map(|f| f.counters.get(tcplab_core::mib::Mib::TCPLossProbes))
+        .sum();
     assert_eq!(get_u64(app, "retrans_segs"), probes);
     assert_eq!(get_u64(app, "tcp_timeouts"), 0);
     assert_eq!(get_u64(app, "curr_estab"), (m * c) as u64);
@@ -153,7 +212,14 @@ fn on_an_idle_fast_path_a_burst_completes_in_the_window_plus_the_path_delay() {
     // the window in every burst but with probability 0.9^200.
     let (m, c) = (2u32, 100u32);
     let (window, owd) = (10 * MS, 2 * 500 * US);
-    let bc = BroadcastConfig { message_bytes: 1000, window_ns: window, interval_ns: 50 * MS, first_burst_ns: 20 * MS, bursts: Some(6), ..Default::default() };
+    let bc = BroadcastConfig {
+        message_bytes: 1000,
+        window_ns: window,
+        interval_ns: 50 * MS,
+        first_burst_ns: 20 * MS,
+        bursts: Some(6),
+        ..Default::default()
+    };
     let out = run(fan_in(fan(m, c, 500 * US), bc, 400 * MS));
     let app = &out.apps[0];
     let frame_ns = (1000 + 52 + 20 + 14) * 8 / 10; // at 10 Gbit/s
@@ -165,7 +231,11 @@ fn on_an_idle_fast_path_a_burst_completes_in_the_window_plus_the_path_delay() {
     }
     // The summary's percentiles are the table's.
     let max_ms = match app.get("completion_ms") {
-        Some(Value::Map(m)) => m.iter().find(|(k, _)| k == "max").and_then(|(_, v)| v.as_f64()).unwrap(),
+        Some(Value::Map(m)) => m
+            .iter()
+            .find(|(k, _)| k == "max")
+            .and_then(|(_, v)| v.as_f64())
+            .unwrap(),
         other => panic!("completion_ms: {other:?}"),
     };
     assert_eq!(max_ms, *completion.iter().max().unwrap() as f64 / 1e6);
@@ -173,7 +243,13 @@ fn on_an_idle_fast_path_a_burst_completes_in_the_window_plus_the_path_delay() {
 
 #[test]
 fn the_same_scenario_gives_the_same_bursts_and_another_seed_other_moments() {
-    let bc = BroadcastConfig { message_bytes: 2000, window_ns: 10 * MS, interval_ns: 40 * MS, first_burst_ns: 20 * MS, ..Default::default() };
+    let bc = BroadcastConfig {
+        message_bytes: 2000,
+        window_ns: 10 * MS,
+        interval_ns: 40 * MS,
+        first_burst_ns: 20 * MS,
+        ..Default::default()
+    };
     let cfg = fan_in(fan(2, 30, 100 * US), bc, 200 * MS);
     let a = run(cfg.clone());
     let b = run(cfg.clone());
@@ -190,7 +266,10 @@ fn the_same_scenario_gives_the_same_bursts_and_another_seed_other_moments() {
     let mut other = cfg;
     other.seed = 2;
     let c = run(other);
-    assert_ne!(u64s(&a.apps[0], "completion_ns"), u64s(&c.apps[0], "completion_ns"));
+    assert_ne!(
+        u64s(&a.apps[0], "completion_ns"),
+        u64s(&c.apps[0], "completion_ns")
+    );
 }
 
 /// Story 004's fan-in (`nic-ring-fan-in.yaml`): 4 senders x 48 connections, each writing a
@@ -198,10 +277,30 @@ fn the_same_scenario_gives_the_same_bursts_and_another_seed_other_moments() {
 /// NAPI drains 2 us per packet behind a ring of `ring` descriptors. The switch port is
 /// deep enough to drop nothing.
 fn ring_fan_in(ring: u32) -> AppOutput {
-    let bc = BroadcastConfig { message_bytes: 14_480, window_ns: 0, interval_ns: 300 * MS, first_burst_ns: 50 * MS, bursts: Some(2), ..Default::default() };
-    let mut cfg = fan_in(Fan { port_bps: 25 * GBIT, port_limit: 20_000, ..fan(4, 48, 10 * US) }, bc, 1_000 * MS);
+    let bc = BroadcastConfig {
+        message_bytes: 14_480,
+        window_ns: 0,
+        interval_ns: 300 * MS,
+        first_burst_ns: 50 * MS,
+        bursts: Some(2),
+        ..Default::default()
+    };
+    let mut cfg = fan_in(
+        Fan {
+            port_bps: 25 * GBIT,
+            port_limit: 20_000,
+            ..fan(4, 48, 10 * US)
+        },
+        bc,
+        1_000 * MS,
+    );
     let nginx = 4;
-    cfg.nodes[nginx].nic = Some(NicConfig { rx_ring: ring, rx_queues: 1, rx_cost_ns: 2_000, ..NicConfig::default() });
+    cfg.nodes[nginx].nic = Some(NicConfig {
+        rx_ring: ring,
+        rx_queues: 1,
+        rx_cost_ns: 2_000,
+        ..NicConfig::default()
+    });
     let out = run(cfg);
     let app = out.apps[0].clone();
     // The app's counters are the sum of its connections' (the senders' side).
@@ -209,7 +308,11 @@ fn ring_fan_in(ring: u32) -> AppOutput {
     let timeouts: u64 = out.flows.iter().map(|f| f.timeouts).sum();
     assert_eq!(get_u64(&app, "retrans_segs"), retrans);
     assert_eq!(get_u64(&app, "tcp_timeouts"), timeouts);
-    assert_eq!(u64s(&app, "retrans_segs").iter().sum::<u64>(), retrans, "per-burst retransmissions add up");
+    assert_eq!(
+        u64s(&app, "retrans_segs").iter().sum::<u64>(),
+        retrans,
+        "per-burst retransmissions add up"
+    );
     assert_eq!(u64s(&app, "tcp_timeouts").iter().sum::<u64>(), timeouts);
     // Loss or not, TCP delivers every message.
     assert_eq!(bools(&app, "complete"), &[true, true]);
@@ -223,15 +326,34 @@ fn a_small_nic_ring_shows_retransmissions_and_timeouts_and_a_deep_one_fewer() {
     // 1024 overflows during each burst; one of 8192 holds a whole burst.
     let small = ring_fan_in(1024);
     let deep = ring_fan_in(8192);
-    let (rs, rd) = (get_u64(&small, "retrans_segs"), get_u64(&deep, "retrans_segs"));
-    let (ts, td) = (get_u64(&small, "tcp_timeouts"), get_u64(&deep, "tcp_timeouts"));
-    assert!(rs > 0 && ts > 0, "ring 1024: {rs} retransmitted, {ts} timeouts");
-    assert!(rd < rs && td < ts, "ring 8192: {rd} retransmitted, {td} timeouts; ring 1024: {rs}, {ts}");
-    let ratio = |a: &AppOutput| a.get("timeouts_per_estab").and_then(|v| v.as_f64()).unwrap();
+    let (rs, rd) = (
+        get_u64(&small, "retrans_segs"),
+        get_u64(&deep, "retrans_segs"),
+    );
+    let (ts, td) = (
+        get_u64(&small, "tcp_timeouts"),
+        get_u64(&deep, "tcp_timeouts"),
+    );
+    assert!(
+        rs > 0 && ts > 0,
+        "ring 1024: {rs} retransmitted, {ts} timeouts"
+    );
+    assert!(
+        rd < rs && td < ts,
+        "ring 8192: {rd} retransmitted, {td} timeouts; ring 1024: {rs}, {ts}"
+    );
+    let ratio = |a: &AppOutput| {
+        a.get("timeouts_per_estab")
+            .and_then(|v| v.as_f64())
+            .unwrap()
+    };
     assert_eq!(ratio(&small), ts as f64 / 192.0);
     assert!(ratio(&deep) < ratio(&small));
     let rate = |a: &AppOutput| a.get("retrans_rate").and_then(|v| v.as_f64()).unwrap();
-    assert_eq!(rate(&small), rs as f64 / get_u64(&small, "data_segs_out") as f64);
+    assert_eq!(
+        rate(&small),
+        rs as f64 / get_u64(&small, "data_segs_out") as f64
+    );
     // The losses slow the bursts down.
     let slowest = |a: &AppOutput| *u64s(a, "completion_ns").iter().max().unwrap();
     assert!(slowest(&small) > slowest(&deep));
@@ -241,7 +363,14 @@ fn a_small_nic_ring_shows_retransmissions_and_timeouts_and_a_deep_one_fewer() {
 fn connections_not_up_when_their_message_is_due_are_skipped() {
     // The first burst at t = 0, before any handshake completes: every message is skipped
     // (a server broadcasts only to connected clients); the later bursts reach everyone.
-    let bc = BroadcastConfig { message_bytes: 500, window_ns: 0, interval_ns: 20 * MS, first_burst_ns: 0, bursts: Some(3), ..Default::default() };
+    let bc = BroadcastConfig {
+        message_bytes: 500,
+        window_ns: 0,
+        interval_ns: 20 * MS,
+        first_burst_ns: 0,
+        bursts: Some(3),
+        ..Default::default()
+    };
     let out = run(fan_in(fan(2, 5, 100 * US), bc, 100 * MS));
     let app = &out.apps[0];
     assert_eq!(u32s(app, "messages"), &[0, 10, 10]);
@@ -252,7 +381,11 @@ fn connections_not_up_when_their_message_is_due_are_skipped() {
 
 #[test]
 fn bad_broadcast_settings_are_refused_by_field() {
-    let base = BroadcastConfig { senders: 2, connections_per_sender: 3, ..Default::default() };
+    let base = BroadcastConfig {
+        senders: 2,
+        connections_per_sender: 3,
+        ..Default::default()
+    };
     base.validate("apps.0.spec", 6).unwrap();
     type Edit = Box<dyn Fn(&mut BroadcastConfig)>;
     let cases: Vec<(&str, usize, Edit)> = vec![
@@ -275,11 +408,17 @@ fn bad_broadcast_settings_are_refused_by_field() {
         assert!(!err.contains('\n'));
     }
     // Through the scenario: the app's field path.
-    let mut cfg = fan_in(Fan { port_limit: 100, ..fan(2, 3, 100 * US) }, BroadcastConfig::default(), 200 * MS);
+    let mut cfg = fan_in(
+        Fan {
+            port_limit: 100,
+            ..fan(2, 3, 100 * US)
+        },
+        BroadcastConfig::default(),
+        200 * MS,
+    );
     if let AppSpec::Broadcast(b) = &mut cfg.apps[0].spec {
         b.message_bytes = 0;
     }
     let err = Simulator::new(cfg).err().unwrap();
     assert!(err.starts_with("apps.0.spec.message_bytes: 0"), "{err}");
 }
-

@@ -11,7 +11,11 @@ use tcplab_core::sim::Simulator;
 
 fn ms(v: Option<&Value>, q: &str) -> f64 {
     match v {
-        Some(Value::Map(m)) => m.iter().find(|(k, _)| k == q).and_then(|(_, v)| v.as_f64()).unwrap(),
+        Some(Value::Map(m)) => m
+            .iter()
+            .find(|(k, _)| k == q)
+            .and_then(|(_, v)| v.as_f64())
+            .unwrap(),
         other => panic!("{other:?}"),
     }
 }
@@ -22,18 +26,45 @@ fn rr_beside_bulk_beside_hls_on_one_dumbbell() {
     // pfifo at r1 -> r2; the servers are one host (dst). rr (client s0) and bulk
     // (s1 -> dst) share r1 -> r2; the video (viewer s2, data from dst) comes back over
     // r2 -> r1, which carries only ACKs and rr's responses besides.
-    let mut cfg = dumbbell(3, CcKind::Cubic, 50_000_000, 10_000_000, QueueConfig::Pfifo { limit_packets: 100 }, 30_000_000_000);
+    let mut cfg = dumbbell(
+        3,
+        CcKind::Cubic,
+        50_000_000,
+        10_000_000,
+        QueueConfig::Pfifo { limit_packets: 100 },
+        30_000_000_000,
+    );
     let dst = 3;
     cfg.flows.clear();
-    cfg.flows.push(driven_flow("rr", 0, dst, CcKind::Cubic, Side::Client));
-    cfg.flows.push(FlowConfig::new("bulk", 1, dst, CcKind::Cubic));
-    cfg.flows.push(driven_flow("video", 2, dst, CcKind::Bbr, Side::Server));
-    cfg.apps.push(AppInstanceConfig { name: "rr".into(), flows: vec![0], spec: AppSpec::Rr(RrConfig::default()) });
+    cfg.flows
+        .push(driven_flow("rr", 0, dst, CcKind::Cubic, Side::Client));
+    cfg.flows
+        .push(FlowConfig::new("bulk", 1, dst, CcKind::Cubic));
+    cfg.flows
+        .push(driven_flow("video", 2, dst, CcKind::Bbr, Side::Server));
+    cfg.apps.push(AppInstanceConfig {
+        name: "rr".into(),
+        flows: vec![0],
+        spec: AppSpec::Rr(RrConfig::default()),
+    });
     let hls = HlsConfig {
-        profiles: vec![Profile { name: "HD".into(), bitrate_bps: 3_000_000 }, Profile { name: "low".into(), bitrate_bps: 800_000 }],
+        profiles: vec![
+            Profile {
+                name: "HD".into(),
+                bitrate_bps: 3_000_000,
+            },
+            Profile {
+                name: "low".into(),
+                bitrate_bps: 800_000,
+            },
+        ],
         ..HlsConfig::default()
     };
-    cfg.apps.push(AppInstanceConfig { name: "video".into(), flows: vec![2], spec: AppSpec::Hls(hls) });
+    cfg.apps.push(AppInstanceConfig {
+        name: "video".into(),
+        flows: vec![2],
+        spec: AppSpec::Hls(hls),
+    });
     let out = Simulator::new(cfg).unwrap().run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     assert_eq!(out.apps.len(), 2);
@@ -50,13 +81,24 @@ fn rr_beside_bulk_beside_hls_on_one_dumbbell() {
     let goodput = bulk.bytes_received as f64 * 8.0 / 30.0;
     assert!(goodput > 0.7 * 50e6, "bulk goodput {goodput}");
     // The video's direction is lightly loaded: it plays without a stall.
-    assert_eq!(video.get("stalls").and_then(|v| v.as_u64()), Some(0), "{:?}", video.summary);
+    assert_eq!(
+        video.get("stalls").and_then(|v| v.as_u64()),
+        Some(0),
+        "{:?}",
+        video.summary
+    );
     // Each app's tables hold only its own flows; the video fetched segments all along.
     match rr.table("requests").and_then(|t| t.column("flow")) {
-        Some(tcplab_core::app::Column::U32(v)) => assert!(!v.is_empty() && v.iter().all(|&f| f == 0)),
+        Some(tcplab_core::app::Column::U32(v)) => {
+            assert!(!v.is_empty() && v.iter().all(|&f| f == 0))
+        }
         other => panic!("rr requests.flow: {other:?}"),
     }
-    assert!(video.get("segments").and_then(|v| v.as_u64()).unwrap() >= 10, "{:?}", video.summary);
+    assert!(
+        video.get("segments").and_then(|v| v.as_u64()).unwrap() >= 10,
+        "{:?}",
+        video.summary
+    );
     // The bulk flow is not driven: its summary is the plain bulk one, and its bytes are
     // not counted by either app.
     assert!(bulk.bytes_received > 100 * 1_000_000);

@@ -2,18 +2,26 @@
 use crate::common;
 
 use common::*;
-use tcplab_core::app::{AppInstanceConfig, AppSpec, Side, Value};
 use tcplab_core::app::rr::RrConfig;
+use tcplab_core::app::{AppInstanceConfig, AppSpec, Side, Value};
 use tcplab_core::config::*;
 use tcplab_core::sim::Simulator;
 
 fn rr_app(flows: Vec<u32>, cfg: RrConfig) -> AppInstanceConfig {
-    AppInstanceConfig { name: "rr".into(), flows, spec: AppSpec::Rr(cfg) }
+    AppInstanceConfig {
+        name: "rr".into(),
+        flows,
+        spec: AppSpec::Rr(cfg),
+    }
 }
 
 fn latency_ms(out: &tcplab_core::app::AppOutput, q: &str) -> f64 {
     match out.get("latency_ms") {
-        Some(Value::Map(m)) => m.iter().find(|(k, _)| k == q).and_then(|(_, v)| v.as_f64()).unwrap(),
+        Some(Value::Map(m)) => m
+            .iter()
+            .find(|(k, _)| k == q)
+            .and_then(|(_, v)| v.as_f64())
+            .unwrap(),
         other => panic!("latency_ms: {other:?}"),
     }
 }
@@ -23,7 +31,8 @@ fn rr_on_an_idle_path_takes_one_rtt_plus_serialization() {
     // 100 Mbit/s, 5 ms each way: a 1-byte request and response take one RTT (10 ms) plus
     // two 67-byte frames' serialization (~5.4 us each): every transaction ~10.01 ms.
     let mut cfg = two_hosts(100_000_000, 5_000_000, 1000, 2_000_000_000);
-    cfg.flows.push(driven_flow("rr", 0, 1, CcKind::Cubic, Side::Client));
+    cfg.flows
+        .push(driven_flow("rr", 0, 1, CcKind::Cubic, Side::Client));
     cfg.apps.push(rr_app(vec![0], RrConfig::default()));
     let out = Simulator::new(cfg).unwrap().run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
@@ -35,7 +44,10 @@ fn rr_on_an_idle_path_takes_one_rtt_plus_serialization() {
     let expect_ms = (10e6 + 2.0 * frame_ns) / 1e6;
     for q in ["p50", "p99", "max"] {
         let v = latency_ms(app, q);
-        assert!((v - expect_ms).abs() < 0.01, "{q} {v} ms, expected {expect_ms}");
+        assert!(
+            (v - expect_ms).abs() < 0.01,
+            "{q} {v} ms, expected {expect_ms}"
+        );
     }
     let tps = app.get("transactions_per_sec").unwrap().as_f64().unwrap();
     assert!((tps - 1000.0 / expect_ms).abs() < 2.0, "{tps} tps");
@@ -51,13 +63,22 @@ fn a_bulk_flow_through_a_deep_droptail_queue_adds_its_delay_to_rr_latency() {
     // to about a millisecond's worth).
     let queue_full_ms = 200.0 * 1514.0 * 8.0 / 10e6 * 1e3;
     let run = |with_bulk: bool| {
-        let mut cfg = dumbbell(1, CcKind::Cubic, 10_000_000, 5_000_000, QueueConfig::Pfifo { limit_packets: 200 }, 30_000_000_000);
+        let mut cfg = dumbbell(
+            1,
+            CcKind::Cubic,
+            10_000_000,
+            5_000_000,
+            QueueConfig::Pfifo { limit_packets: 200 },
+            30_000_000_000,
+        );
         let dst = 1;
         cfg.flows.clear();
-        cfg.flows.push(driven_flow("rr", 0, dst, CcKind::Cubic, Side::Client));
+        cfg.flows
+            .push(driven_flow("rr", 0, dst, CcKind::Cubic, Side::Client));
         cfg.apps.push(rr_app(vec![0], RrConfig::default()));
         if with_bulk {
-            cfg.flows.push(FlowConfig::new("bulk", 0, dst, CcKind::Cubic));
+            cfg.flows
+                .push(FlowConfig::new("bulk", 0, dst, CcKind::Cubic));
         }
         let out = Simulator::new(cfg).unwrap().run();
         assert!(out.invariant.ok, "{}", out.invariant.message);
@@ -68,19 +89,32 @@ fn a_bulk_flow_through_a_deep_droptail_queue_adds_its_delay_to_rr_latency() {
     let (idle, idle_rtx) = run(false);
     let (busy, busy_rtx) = run(true);
     // Idle: 10 ms plus 4 us of access links and two small frames at 10 Mbit/s.
-    assert!(idle[2] < 10.3 && idle_rtx == 0, "idle p99 {} ms, {idle_rtx} retransmissions", idle[2]);
+    assert!(
+        idle[2] < 10.3 && idle_rtx == 0,
+        "idle p99 {} ms, {idle_rtx} retransmissions",
+        idle[2]
+    );
     for (k, name) in [(0, "p50"), (1, "p90")] {
         let added = busy[k] - idle[k];
-        assert!(added > 0.6 * queue_full_ms && added <= 1.02 * queue_full_ms, "{name} rose by {added} ms; the full queue is {queue_full_ms} ms");
+        assert!(
+            added > 0.6 * queue_full_ms && added <= 1.02 * queue_full_ms,
+            "{name} rose by {added} ms; the full queue is {queue_full_ms} ms"
+        );
     }
     // p99 rises by at least the queue's delay at its fullest; a request or response
     // dropped at the full queue (the rr flow shares the drop-tail queue) adds one RTO on
     // top, never more than one (>= 200 ms, <= 200 ms + srtt + 4 x rttvar ~ 1 s here).
     let added = busy[2] - idle[2];
-    assert!(added > 0.8 * queue_full_ms, "p99 rose by {added} ms only; the full queue is {queue_full_ms} ms");
+    assert!(
+        added > 0.8 * queue_full_ms,
+        "p99 rose by {added} ms only; the full queue is {queue_full_ms} ms"
+    );
     if added > 1.02 * queue_full_ms {
         assert!(busy_rtx > 0, "p99 rose by {added} ms, beyond the queue's {queue_full_ms} ms, without a retransmission");
-        assert!(added - queue_full_ms >= 200.0 && added - queue_full_ms < 1000.0, "p99 rose by {added} ms");
+        assert!(
+            added - queue_full_ms >= 200.0 && added - queue_full_ms < 1000.0,
+            "p99 rose by {added} ms"
+        );
     }
 }
 
@@ -104,10 +138,15 @@ fn a_stopped_rr_flow_counts_its_rate_up_to_its_stop() {
 #[test]
 fn two_apps_may_not_share_a_name() {
     let mut cfg = two_hosts(100_000_000, 5_000_000, 1000, 1_000_000_000);
-    cfg.flows.push(driven_flow("a", 0, 1, CcKind::Cubic, Side::Client));
-    cfg.flows.push(driven_flow("b", 0, 1, CcKind::Cubic, Side::Client));
+    cfg.flows
+        .push(driven_flow("a", 0, 1, CcKind::Cubic, Side::Client));
+    cfg.flows
+        .push(driven_flow("b", 0, 1, CcKind::Cubic, Side::Client));
     cfg.apps.push(rr_app(vec![0], RrConfig::default()));
     cfg.apps.push(rr_app(vec![1], RrConfig::default()));
     let err = tcplab_core::sim::validate(&cfg).unwrap_err();
-    assert!(err.starts_with("apps.1.name: \"rr\" is already the name of apps.0"), "{err}");
+    assert!(
+        err.starts_with("apps.1.name: \"rr\" is already the name of apps.0"),
+        "{err}"
+    );
 }

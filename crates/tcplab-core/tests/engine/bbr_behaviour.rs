@@ -3,8 +3,8 @@
 
 use crate::common;
 use common::*;
-use tcplab_core::config::*;
 use tcplab_core::cc::CongestionOps;
+use tcplab_core::config::*;
 use tcplab_core::sim::{SimOutput, Simulator};
 
 const MS: u64 = 1_000_000;
@@ -15,7 +15,16 @@ const PROBE_RTT: u8 = 4;
 
 fn run_bbr(duration_ms: u64) -> SimOutput {
     let rate = 100_000_000;
-    let mut cfg = dumbbell(1, CcKind::Bbr, rate, 10 * MS, QueueConfig::Pfifo { limit_packets: bdp_packets(rate, 20 * MS) }, duration_ms * MS);
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Bbr,
+        rate,
+        10 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: bdp_packets(rate, 20 * MS),
+        },
+        duration_ms * MS,
+    );
     cfg.sample_interval_ns = 5 * MS;
     let out = Simulator::new(cfg).unwrap().run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
@@ -44,17 +53,29 @@ fn startup_drain_probe_bw_then_probe_rtt_every_10s() {
     // single-flow path the queue never fully drains below the base RTT, so equal samples
     // do not refresh the filter (Linux v5.10+: strictly lower) and PROBE_RTT recurs every
     // 10 s plus its own duration (200 ms + one round, bbr_probe_rtt_mode_ms).
-    let probe_rtt: Vec<u64> = runs.iter().filter(|r| r.0 == PROBE_RTT).map(|r| r.1).collect();
+    let probe_rtt: Vec<u64> = runs
+        .iter()
+        .filter(|r| r.0 == PROBE_RTT)
+        .map(|r| r.1)
+        .collect();
     assert_eq!(probe_rtt.len(), 3, "{runs:?}");
     for w in probe_rtt.windows(2) {
         let gap = w[1] - w[0];
-        assert!((10_000..=10_600).contains(&gap), "PROBE_RTT spacing {gap} ms");
+        assert!(
+            (10_000..=10_600).contains(&gap),
+            "PROBE_RTT spacing {gap} ms"
+        );
     }
     // During PROBE_RTT cwnd is bbr_cwnd_min_target = 4, and the mode lasts >= 200 ms.
     let s = &out.series;
     for i in 0..s.len() {
         if s.cc_mode[i] == PROBE_RTT {
-            assert!(s.cwnd[i] <= 4, "cwnd {} in PROBE_RTT at {} ms", s.cwnd[i], s.t_ns[i] / MS);
+            assert!(
+                s.cwnd[i] <= 4,
+                "cwnd {} in PROBE_RTT at {} ms",
+                s.cwnd[i],
+                s.t_ns[i] / MS
+            );
         }
     }
     for (k, r) in runs.iter().enumerate() {
@@ -86,7 +107,11 @@ fn probe_bw_cycles_through_eight_phases() {
     }
     // A cycle is 8 phases, each at least min_rtt (20 ms) long and ending on the first ACK
     // after that: 160 ms <= cycle < 8 * (min_rtt + queueing + ACK spacing) ~ 260 ms.
-    let ups: Vec<u64> = gains[start..].iter().filter(|g| g.0 == 1.25).map(|g| g.1).collect();
+    let ups: Vec<u64> = gains[start..]
+        .iter()
+        .filter(|g| g.0 == 1.25)
+        .map(|g| g.1)
+        .collect();
     assert!(ups.len() >= 20);
     for w in ups.windows(2) {
         let cycle = w[1] - w[0];
@@ -102,10 +127,18 @@ fn bandwidth_estimate_matches_the_bottleneck() {
     let payload = 100e6 * 1448.0 / 1514.0;
     let last = s.len() - 1;
     let bw = s.bbr_bw_bps[last] as f64;
-    assert!((bw / payload - 1.0).abs() < 0.02, "bw {:.2} Mbit/s", bw / 1e6);
+    assert!(
+        (bw / payload - 1.0).abs() < 0.02,
+        "bw {:.2} Mbit/s",
+        bw / 1e6
+    );
     let f = &out.flows[0];
     let goodput = f.bytes_received as f64 * 8.0 / 6.0;
-    assert!(goodput / payload > 0.9, "goodput {:.1} Mbit/s", goodput / 1e6);
+    assert!(
+        goodput / payload > 0.9,
+        "goodput {:.1} Mbit/s",
+        goodput / 1e6
+    );
 }
 
 #[test]
@@ -122,7 +155,16 @@ fn probe_bw_cwnd_is_two_bdp_plus_the_quantization_budget_and_ack_aggregation() {
     // bw comes back in bit/s (bbr_get_info()'s conversion truncates to the byte/s); the
     // float BDP may round to the other side of an integer, hence the one packet of slack.
     let rate = 100_000_000;
-    let cfg = dumbbell(1, CcKind::Bbr, rate, 10 * MS, QueueConfig::Pfifo { limit_packets: bdp_packets(rate, 20 * MS) }, 6_000 * MS);
+    let cfg = dumbbell(
+        1,
+        CcKind::Bbr,
+        rate,
+        10 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: bdp_packets(rate, 20 * MS),
+        },
+        6_000 * MS,
+    );
     let mut sim = Simulator::new(cfg).unwrap();
     for t_ms in (3_000..=6_000).step_by(37) {
         sim.run_until(t_ms * MS).unwrap();
@@ -130,8 +172,10 @@ fn probe_bw_cwnd_is_two_bdp_plus_the_quantization_budget_and_ack_aggregation() {
         let (tp, info) = (&sock.tp, sock.cc.get_info(&sock.tp));
         assert_eq!(info.mode, PROBE_BW, "at {t_ms} ms");
         let mss = tp.mss_cache as f64;
-        let bdp2 = (2.0 * info.bw_bps as f64 / 8.0 / mss * info.min_rtt_us as f64 / 1e6).ceil() as u32;
-        let tso_goal = ((tp.sk_pacing_rate >> tp.sk_pacing_shift) as u32 / tp.mss_cache).clamp(2, 127);
+        let bdp2 =
+            (2.0 * info.bw_bps as f64 / 8.0 / mss * info.min_rtt_us as f64 / 1e6).ceil() as u32;
+        let tso_goal =
+            ((tp.sk_pacing_rate >> tp.sk_pacing_shift) as u32 / tp.mss_cache).clamp(2, 127);
         let max_aggr = (info.bw_bps as f64 / 8.0 / mss * 0.100) as u32;
         let aggr = info.extra_acked.min(max_aggr);
         let phase0 = if info.cycle_idx == 0 { 2 } else { 0 };
@@ -147,7 +191,16 @@ fn vm_patch_is_inert_with_a_full_pipe() {
     // below the BDP; with an uncontended CPU and a saturated path, results stay close.
     let rate = 100_000_000;
     let mk = |patch| {
-        let mut cfg = dumbbell(1, CcKind::Bbr, rate, 10 * MS, QueueConfig::Pfifo { limit_packets: bdp_packets(rate, 20 * MS) }, 5_000 * MS);
+        let mut cfg = dumbbell(
+            1,
+            CcKind::Bbr,
+            rate,
+            10 * MS,
+            QueueConfig::Pfifo {
+                limit_packets: bdp_packets(rate, 20 * MS),
+            },
+            5_000 * MS,
+        );
         cfg.flows[0].cc_params.bbr_vm_patch = patch;
         Simulator::new(cfg).unwrap().run()
     };

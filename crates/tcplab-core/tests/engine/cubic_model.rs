@@ -51,7 +51,13 @@ impl Sender {
         tp.set_now(now_ns);
         let mut cc = Cubic::new(params);
         cc.init(&mut tp);
-        Sender { tp, cc, now_ns, rtt_ns: rtt_ms * NSEC_PER_MSEC, epoch_ns: None }
+        Sender {
+            tp,
+            cc,
+            now_ns,
+            rtt_ns: rtt_ms * NSEC_PER_MSEC,
+            epoch_ns: None,
+        }
     }
 
     /// A loss detected now: cwnd drops to the new ssthresh (where recovery leaves it).
@@ -72,7 +78,14 @@ impl Sender {
             self.tp.set_now(t);
             self.epoch_ns.get_or_insert(t);
             self.tp.snd_una += MSS;
-            self.cc.pkts_acked(&mut self.tp, &AckSample { pkts_acked: 1, rtt_us, in_flight: 0 });
+            self.cc.pkts_acked(
+                &mut self.tp,
+                &AckSample {
+                    pkts_acked: 1,
+                    rtt_us,
+                    in_flight: 0,
+                },
+            );
             let ack = self.tp.snd_una;
             self.cc.cong_avoid(&mut self.tp, ack, 1);
         }
@@ -94,7 +107,10 @@ struct Curve {
 
 impl Curve {
     fn new(w_max: f64, w0: f64) -> Self {
-        Curve { w_max, k_s: ((w_max - w0) / C).cbrt() }
+        Curve {
+            w_max,
+            k_s: ((w_max - w0) / C).cbrt(),
+        }
     }
     fn w(&self, s: f64) -> f64 {
         C * (s - self.k_s).powi(3) + self.w_max
@@ -159,17 +175,26 @@ fn cwnd_follows_the_cubic_curve_after_a_loss() {
 
     // The plateau: within ±0.1K of K the curve stays within C(0.1K)³ = 0.1% of
     // W_max(1 − β) ≈ 0.3 packet of W_max; cwnd moves in whole packets: 1.3 packets.
-    let plateau: Vec<_> = trace.iter().filter(|(s, _)| (s - k).abs() <= 0.1 * k).collect();
+    let plateau: Vec<_> = trace
+        .iter()
+        .filter(|(s, _)| (s - k).abs() <= 0.1 * k)
+        .collect();
     assert!(plateau.len() >= 10);
     for (s, cwnd) in plateau {
-        assert!((*cwnd as f64 - w_max).abs() <= 1.3, "s = {s:.2}: cwnd {cwnd} off the plateau");
+        assert!(
+            (*cwnd as f64 - w_max).abs() <= 1.3,
+            "s = {s:.2}: cwnd {cwnd} off the plateau"
+        );
     }
     // Concave then convex: the first 10% of K gains C·K³·(1 − 0.9³) ≈ 27% of the
     // reduction, the plateau's ±10% about 0.2%.
     let cwnd_at = |t: f64| trace.iter().find(|(s, _)| *s >= t).unwrap().1 as f64;
     let early = cwnd_at(0.1 * k) - trace[0].1 as f64;
     let flat = cwnd_at(1.1 * k) - cwnd_at(0.9 * k);
-    assert!(early > 10.0 * flat.max(1.0), "early {early}, plateau {flat}");
+    assert!(
+        early > 10.0 * flat.max(1.0),
+        "early {early}, plateau {flat}"
+    );
     // Past K the curve probes upward again: W(2K) = W_max + W_max(1 − β).
     assert!(trace.last().unwrap().1 as f64 > w_max + 0.9 * w_max * (1.0 - BETA));
 }
@@ -192,7 +217,10 @@ fn fast_convergence_moves_the_plateau_below_the_loss_window() {
     let trace = track(&mut snd, curve, 1.5 * curve.k_s);
     // W(K) = W_max exactly; cwnd moves in whole packets.
     let (_, at_k) = trace.iter().find(|(s, _)| *s >= curve.k_s).unwrap();
-    assert!((*at_k as f64 - w_max as f64).abs() <= 1.0, "plateau {at_k}, W_max {w_max}");
+    assert!(
+        (*at_k as f64 - w_max as f64).abs() <= 1.0,
+        "plateau {at_k}, W_max {w_max}"
+    );
 }
 
 /// Small window after a loss: the cubic curve needs K ≈ 2.5 s to climb back 6 packets, so
@@ -202,7 +230,10 @@ fn small_window_growth(
     rtt_ms: u64,
     rounds: usize,
 ) -> (Sender, Curve, u32, f64) {
-    let params = CcParams { tcp_friendliness, ..CcParams::default() };
+    let params = CcParams {
+        tcp_friendliness,
+        ..CcParams::default()
+    };
     let w_loss = 20;
     let mut snd = Sender::new(&params, w_loss, rtt_ms);
     snd.tp.snd_ssthresh = 10;
@@ -239,10 +270,16 @@ fn reno_friendly_region_dominates_small_windows() {
         );
         // ... which is well above what the cubic curve alone would give.
         let cubic_growth = curve.w(s) - w0 as f64 + curve.tolerance(s, rtt_s);
-        assert!(growth > cubic_growth, "rtt {rtt_ms} ms: {growth} vs cubic {cubic_growth:.1}");
+        assert!(
+            growth > cubic_growth,
+            "rtt {rtt_ms} ms: {growth} vs cubic {cubic_growth:.1}"
+        );
 
         // Without tcp_friendliness the same flow follows the cubic curve.
-        let params = CcParams { tcp_friendliness: false, ..CcParams::default() };
+        let params = CcParams {
+            tcp_friendliness: false,
+            ..CcParams::default()
+        };
         let mut snd = Sender::new(&params, 20, rtt_ms);
         snd.tp.snd_ssthresh = 10;
         snd.loss();

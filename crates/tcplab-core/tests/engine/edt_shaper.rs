@@ -17,17 +17,40 @@ const PAYLOAD_SHARE: f64 = 1448.0 / 1514.0;
 /// Nodes: 0 pod, 1 node (forwarding host), 2 receiver. The pod's veth is 10 Gbit/s; the
 /// node's uplink 1 Gbit/s, 5 ms, with fq as Cilium installs it (horizon 2 s, 2^15
 /// buckets) and the pod's EDT aggregate.
-fn pod_scenario(cc: CcKind, rate_bps: u64, drop_horizon_ns: u64, fq: FqConfig, duration_ns: u64) -> SimConfig {
+fn pod_scenario(
+    cc: CcKind,
+    rate_bps: u64,
+    drop_horizon_ns: u64,
+    fq: FqConfig,
+    duration_ns: u64,
+) -> SimConfig {
     let mut node = NodeConfig::new("node", NodeKind::Host);
     node.forwarding = true;
-    let mut uplink = link("node->dst", 1, 2, 1_000_000_000, 5 * MS, QueueConfig::Fq(fq));
-    uplink.edt = vec![EdtConfig { nodes: vec![0], rate_bps, drop_horizon_ns }];
-    let fifo = || QueueConfig::Pfifo { limit_packets: 1000 };
+    let mut uplink = link(
+        "node->dst",
+        1,
+        2,
+        1_000_000_000,
+        5 * MS,
+        QueueConfig::Fq(fq),
+    );
+    uplink.edt = vec![EdtConfig {
+        nodes: vec![0],
+        rate_bps,
+        drop_horizon_ns,
+    }];
+    let fifo = || QueueConfig::Pfifo {
+        limit_packets: 1000,
+    };
     SimConfig {
         seed: 1,
         duration_ns,
         sample_interval_ns: 100 * MS,
-        nodes: vec![NodeConfig::new("pod", NodeKind::Host), node, NodeConfig::new("dst", NodeKind::Host)],
+        nodes: vec![
+            NodeConfig::new("pod", NodeKind::Host),
+            node,
+            NodeConfig::new("dst", NodeKind::Host),
+        ],
         links: vec![
             link("pod->node", 0, 1, 10_000_000_000, 10_000, fifo()),
             uplink,
@@ -35,27 +58,47 @@ fn pod_scenario(cc: CcKind, rate_bps: u64, drop_horizon_ns: u64, fq: FqConfig, d
             link("node->pod", 1, 0, 10_000_000_000, 10_000, fifo()),
         ],
         flows: vec![FlowConfig::new("f", 0, 2, cc)],
-        apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
+        apps: Vec::new(),
+        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        capture: None,
     }
 }
 
 fn cilium_fq() -> FqConfig {
-    FqConfig { horizon_ns: 2 * SEC, buckets: 1 << 15, ..FqConfig::default() }
+    FqConfig {
+        horizon_ns: 2 * SEC,
+        buckets: 1 << 15,
+        ..FqConfig::default()
+    }
 }
 
 fn xstat(out: &SimOutput, link: usize, name: &str) -> u64 {
-    out.links[link].xstats.iter().find(|(n, _)| *n == name).unwrap().1
+    out.links[link]
+        .xstats
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap()
+        .1
 }
 
 fn assert_pod_limit_holds(cc: CcKind) {
     let rate = 10_000_000;
     let d = 30 * SEC;
-    let out = Simulator::new(pod_scenario(cc, rate, 2 * SEC, cilium_fq(), d)).unwrap().run();
+    let out = Simulator::new(pod_scenario(cc, rate, 2 * SEC, cilium_fq(), d))
+        .unwrap()
+        .run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     let got = out.flows[0].bytes_received as f64 * 8.0 / (d as f64 / 1e9);
     let want = rate as f64 * PAYLOAD_SHARE;
-    assert!((got / want - 1.0).abs() < 0.02, "{cc:?}: goodput {got:.0} bit/s, expected {want:.0}");
-    assert!(out.links[1].edt[0].stamped > 10_000, "{:?}", out.links[1].edt);
+    assert!(
+        (got / want - 1.0).abs() < 0.02,
+        "{cc:?}: goodput {got:.0} bit/s, expected {want:.0}"
+    );
+    assert!(
+        out.links[1].edt[0].stamped > 10_000,
+        "{:?}",
+        out.links[1].edt
+    );
 }
 
 #[test]
@@ -72,9 +115,19 @@ fn a_cubic_pod_gets_its_edt_rate_less_header_overhead() {
 fn the_pods_socket_keeps_pacing_itself() {
     // fq on the node's device cannot set SK_PACING_FQ on the pod's socket (its packets
     // cross the veth orphaned): a BBR pod still paces with its own timer.
-    let mut sim = Simulator::new(pod_scenario(CcKind::Bbr, 10_000_000, 2 * SEC, cilium_fq(), 2 * SEC)).unwrap();
+    let mut sim = Simulator::new(pod_scenario(
+        CcKind::Bbr,
+        10_000_000,
+        2 * SEC,
+        cilium_fq(),
+        2 * SEC,
+    ))
+    .unwrap();
     sim.run_until(SEC).unwrap();
-    assert_eq!(sim.socket(0).tp.sk_pacing_status, tcplab_core::tcp::sock::PacingStatus::Needed);
+    assert_eq!(
+        sim.socket(0).tp.sk_pacing_status,
+        tcplab_core::tcp::sock::PacingStatus::Needed
+    );
     assert!(sim.socket(0).stats.pacing_timer_events > 0);
 }
 
@@ -86,8 +139,13 @@ fn the_drop_horizon_drops_when_the_pod_sends_far_ahead() {
     // raised so that only the EDT horizon drops.
     let rate = 10_000_000u64;
     let horizon = 200 * MS;
-    let fq = FqConfig { flow_limit_packets: 10_000, ..cilium_fq() };
-    let out = Simulator::new(pod_scenario(CcKind::Cubic, rate, horizon, fq, 20 * SEC)).unwrap().run();
+    let fq = FqConfig {
+        flow_limit_packets: 10_000,
+        ..cilium_fq()
+    };
+    let out = Simulator::new(pod_scenario(CcKind::Cubic, rate, horizon, fq, 20 * SEC))
+        .unwrap()
+        .run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     let edt = &out.links[1].edt[0];
     assert!(edt.drops > 0, "{edt:?}");
@@ -100,23 +158,38 @@ fn the_drop_horizon_drops_when_the_pod_sends_far_ahead() {
     let gap_ns = 1514 * SEC / (rate / 8);
     let most = (horizon / gap_ns + 1) as u32;
     let held = out.links[1].stats.max_backlog_packets;
-    assert!(held <= most, "fq held {held} packets, horizon admits {most}");
-    assert!(held + 10 >= most, "the horizon was never approached: {held} of {most}");
+    assert!(
+        held <= most,
+        "fq held {held} packets, horizon admits {most}"
+    );
+    assert!(
+        held + 10 >= most,
+        "the horizon was never approached: {held} of {most}"
+    );
 }
 
 #[test]
 fn edt_config_errors_name_the_field() {
     let mut cfg = pod_scenario(CcKind::Cubic, 0, SEC, cilium_fq(), SEC);
     let err = tcplab_core::sim::validate(&cfg).unwrap_err();
-    assert!(err.starts_with("links.1.edt.0.rate_bps: 0 is outside [8,"), "{err}");
+    assert!(
+        err.starts_with("links.1.edt.0.rate_bps: 0 is outside [8,"),
+        "{err}"
+    );
     cfg.links[1].edt[0].rate_bps = 1_000_000;
     cfg.links[1].edt[0].nodes = vec![7];
     let err = tcplab_core::sim::validate(&cfg).unwrap_err();
-    assert!(err.starts_with("links.1.edt.0.nodes: 7 is not a node index"), "{err}");
+    assert!(
+        err.starts_with("links.1.edt.0.nodes: 7 is not a node index"),
+        "{err}"
+    );
     cfg.links[1].edt[0].nodes = vec![0];
     cfg.links[1].edt[0].drop_horizon_ns = 0;
     let err = tcplab_core::sim::validate(&cfg).unwrap_err();
-    assert!(err.starts_with("links.1.edt.0.drop_horizon_ns: 0 is outside"), "{err}");
+    assert!(
+        err.starts_with("links.1.edt.0.drop_horizon_ns: 0 is outside"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -143,22 +216,33 @@ fn a_veth_that_keeps_the_socket_lets_tsq_hold_the_pod_back_at_fq() {
     let orphaned = run(false);
     let held_kept = kept.links[1].stats.max_backlog_packets;
     let held_orphaned = orphaned.links[1].stats.max_backlog_packets;
-    assert!(held_orphaned >= 100, "orphaned: fq held at most {held_orphaned} packets");
+    assert!(
+        held_orphaned >= 100,
+        "orphaned: fq held at most {held_orphaned} packets"
+    );
     assert!(xstat(&orphaned, 1, "flows_plimit") > 0);
     // TSQ's budget: 2 skbs of up to tcp_min_tso_segs (2) segments, plus the one on the wire,
     // once out of slow start (sampled every 100 ms from 1 s on). Slow start's last round may
     // briefly put more in fq (its pacing rate is 2 x cwnd/srtt: tcp_pacing_ss_ratio), but
     // never up to the flow_limit (no flows_plimit drop below).
     let q = &kept.queues;
-    let steady: Vec<u32> =
-        (0..q.t_ns.len()).filter(|&k| q.link[k] == 1 && q.t_ns[k] >= SEC).map(|k| q.backlog_packets[k]).collect();
+    let steady: Vec<u32> = (0..q.t_ns.len())
+        .filter(|&k| q.link[k] == 1 && q.t_ns[k] >= SEC)
+        .map(|k| q.backlog_packets[k])
+        .collect();
     assert!(steady.len() >= 100, "{} queue samples", steady.len());
     let steady_max = *steady.iter().max().unwrap();
-    assert!(steady_max <= 8, "kept socket: fq held {steady_max} packets after slow start");
+    assert!(
+        steady_max <= 8,
+        "kept socket: fq held {steady_max} packets after slow start"
+    );
     assert!(held_kept < 100, "kept socket: fq held {held_kept} packets");
     assert_eq!(xstat(&kept, 1, "flows_plimit"), 0);
     assert_eq!(kept.flows[0].retrans_segs, 0);
     let want = rate as f64 * PAYLOAD_SHARE;
     let got = kept.flows[0].bytes_received as f64 * 8.0 / (d as f64 / 1e9);
-    assert!((got / want - 1.0).abs() < 0.02, "kept socket: goodput {got:.0} bit/s, expected {want:.0}");
+    assert!(
+        (got / want - 1.0).abs() < 0.02,
+        "kept socket: goodput {got:.0} bit/s, expected {want:.0}"
+    );
 }

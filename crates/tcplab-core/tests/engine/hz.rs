@@ -15,7 +15,15 @@ use tcplab_core::time::NSEC_PER_MSEC;
 /// The loss-probe timeout the sender arms with a 100 us smoothed RTT and two packets in
 /// flight, armed exactly on a tick (1 s), in ns.
 fn pto_ns(hz: u32) -> u64 {
-    let (mut c, _) = TcpSocket::pair(&FlowConfig::new("f", 0, 1, CcKind::Cubic), 0, 1, 1_000_000_000, u64::MAX, hz, hz);
+    let (mut c, _) = TcpSocket::pair(
+        &FlowConfig::new("f", 0, 1, CcKind::Cubic),
+        0,
+        1,
+        1_000_000_000,
+        u64::MAX,
+        hz,
+        hz,
+    );
     let now = 1_000_000_000;
     c.refresh_clock(now);
     c.tp.srtt_us = 100 << 3;
@@ -39,7 +47,15 @@ fn tlp_timeout_is_rounded_up_to_whole_jiffies_of_the_host() {
 #[test]
 fn timers_fire_on_the_hosts_tick() {
     // Armed 1.5 ms into a 4 ms tick (HZ=250) for 1 jiffy: fires 2.5 ms later, at the tick.
-    let (mut c, _) = TcpSocket::pair(&FlowConfig::new("f", 0, 1, CcKind::Cubic), 0, 1, 1_000_000_000, u64::MAX, 250, 250);
+    let (mut c, _) = TcpSocket::pair(
+        &FlowConfig::new("f", 0, 1, CcKind::Cubic),
+        0,
+        1,
+        1_000_000_000,
+        u64::MAX,
+        250,
+        250,
+    );
     let now = 1_001_500_000;
     c.reset_xmit_timer(XmitTimer::Retrans, now, 1);
     assert_eq!(c.xmit_deadline_ns, 1_004_000_000);
@@ -48,8 +64,20 @@ fn timers_fire_on_the_hosts_tick() {
 #[test]
 fn initial_rto_is_one_second_at_any_hz() {
     for hz in [100, 250, 1000] {
-        let (c, _) = TcpSocket::pair(&FlowConfig::new("f", 0, 1, CcKind::Cubic), 0, 1, 1_000_000_000, u64::MAX, hz, hz);
-        assert_eq!(c.tp.jiffies_to_usecs(c.tp.icsk_rto), 1_000_000, "TCP_TIMEOUT_INIT at HZ={hz}");
+        let (c, _) = TcpSocket::pair(
+            &FlowConfig::new("f", 0, 1, CcKind::Cubic),
+            0,
+            1,
+            1_000_000_000,
+            u64::MAX,
+            hz,
+            hz,
+        );
+        assert_eq!(
+            c.tp.jiffies_to_usecs(c.tp.icsk_rto),
+            1_000_000,
+            "TCP_TIMEOUT_INIT at HZ={hz}"
+        );
     }
 }
 
@@ -62,7 +90,6 @@ fn delack_max_is_one_jiffy_below_rto_min() {
     assert_eq!(delack_max_j(5, 1000), 4);
     assert_eq!(delack_max_j(1, 1000), 1);
 }
-
 
 /// CUBIC on a 100 Mbit/s path with ~0.1 ms of propagation RTT, a 100-packet pfifo and 1 %
 /// random loss of data packets, for 30 s, with both hosts at `hz`: TCPTimeouts.

@@ -42,7 +42,10 @@ fn code_only(src: &str) -> String {
     };
     while i < b.len() {
         if b[i..].starts_with(b"//") {
-            let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p);
+            let end = b[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |p| i + p);
             blank(&mut out, i, end);
             i = end;
         } else if b[i..].starts_with(b"/*") {
@@ -64,7 +67,10 @@ fn code_only(src: &str) -> String {
             }
             blank(&mut out, i, j);
             i = j;
-        } else if b[i] == b'r' && (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#')) && (i == 0 || !b[i - 1].is_ascii_alphanumeric() && b[i - 1] != b'_') {
+        } else if b[i] == b'r'
+            && (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric() && b[i - 1] != b'_')
+        {
             // A raw string r"..." or r#"..."#.
             let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
             if b.get(i + 1 + hashes) != Some(&b'"') {
@@ -74,7 +80,10 @@ fn code_only(src: &str) -> String {
             let mut close = vec![b'"'];
             close.extend(std::iter::repeat(b'#').take(hashes));
             let start = i + 2 + hashes;
-            let end = b[start..].windows(close.len()).position(|w| w == close.as_slice()).map_or(b.len(), |p| start + p + close.len());
+            let end = b[start..]
+                .windows(close.len())
+                .position(|w| w == close.as_slice())
+                .map_or(b.len(), |p| start + p + close.len());
             blank(&mut out, i, end);
             i = end;
         } else if b[i] == b'"' {
@@ -110,7 +119,9 @@ fn code_only(src: &str) -> String {
 
 fn ident_at(s: &str, at: usize) -> &str {
     let rest = &s[at..];
-    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
     &rest[..end]
 }
 
@@ -127,7 +138,8 @@ fn named_rooms(room: &str, depth: usize, src: &str) -> BTreeMap<String, usize> {
         }
     };
     let bytes = code.as_bytes();
-    let is_word_start = |at: usize| at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
+    let is_word_start =
+        |at: usize| at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
     for (at, _) in code.match_indices("crate::") {
         if !is_word_start(at) {
             continue;
@@ -186,7 +198,10 @@ fn file_violations(room: &str, depth: usize, src: &str) -> Vec<String> {
     for (other, line) in named_rooms(room, depth, src) {
         let why = if leaf(room) && !leaf(&other) {
             Some("a leaf names a room above it")
-        } else if (room == "net" || room == "host") && !leaf(&other) && !NET_HOST_EXTRA.contains(&(room, other.as_str())) {
+        } else if (room == "net" || room == "host")
+            && !leaf(&other)
+            && !NET_HOST_EXTRA.contains(&(room, other.as_str()))
+        {
             Some("net and host name only leaves (and net -> host)")
         } else if other == "sim" {
             Some("sim is the top: no room names it")
@@ -204,7 +219,9 @@ fn file_violations(room: &str, depth: usize, src: &str) -> Vec<String> {
 fn loops(edges: &BTreeSet<(String, String)>) -> Vec<String> {
     let mut out = Vec::new();
     for (a, b) in edges {
-        let allowed = ALLOWED_LOOPS.iter().any(|&(x, y)| (x, y) == (a, b) || (y, x) == (a, b));
+        let allowed = ALLOWED_LOOPS
+            .iter()
+            .any(|&(x, y)| (x, y) == (a, b) || (y, x) == (a, b));
         if a < b && edges.contains(&(b.clone(), a.clone())) && !allowed {
             out.push(format!("{a} <-> {b}"));
         }
@@ -225,7 +242,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// `(room, depth)` of a file under `src/` (None for `lib.rs`, the crate root).
 fn room_of(rel: &Path) -> Option<(String, usize)> {
-    let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
     let room = parts[0].trim_end_matches(".rs").to_string();
     if room == "lib" {
         return None;
@@ -247,7 +267,9 @@ fn the_engine_keeps_its_floor_plan() {
     let mut rooms = BTreeSet::new();
     for path in &files {
         let rel = path.strip_prefix(&src).expect("under src/");
-        let Some((room, depth)) = room_of(rel) else { continue };
+        let Some((room, depth)) = room_of(rel) else {
+            continue;
+        };
         rooms.insert(room.clone());
         let text = std::fs::read_to_string(path).expect("a readable source file");
         for v in file_violations(&room, depth, &text) {
@@ -262,21 +284,46 @@ fn the_engine_keeps_its_floor_plan() {
             println!("{a} -> {b}");
         }
     }
-    problems.extend(loops(&edges).into_iter().map(|l| format!("rooms that name each other: {l}")));
+    problems.extend(
+        loops(&edges)
+            .into_iter()
+            .map(|l| format!("rooms that name each other: {l}")),
+    );
     // The check read the engine: every leaf and the rooms above them are there.
-    for r in LEAVES.iter().chain(&["net", "host", "tcp", "cc", "app", "sim"]) {
-        assert!(rooms.contains(*r), "no room {r} under src/: the checker read the wrong tree ({rooms:?})");
+    for r in LEAVES
+        .iter()
+        .chain(&["net", "host", "tcp", "cc", "app", "sim"])
+    {
+        assert!(
+            rooms.contains(*r),
+            "no room {r} under src/: the checker read the wrong tree ({rooms:?})"
+        );
     }
-    assert!(edges.contains(&("sim".into(), "tcp".into())), "the checker found no arrow sim -> tcp: it reads nothing");
-    assert!(problems.is_empty(), "the engine's floor plan is broken (tests/engine/layout.rs):\n{}", problems.join("\n"));
+    assert!(
+        edges.contains(&("sim".into(), "tcp".into())),
+        "the checker found no arrow sim -> tcp: it reads nothing"
+    );
+    assert!(
+        problems.is_empty(),
+        "the engine's floor plan is broken (tests/engine/layout.rs):\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn a_leaf_naming_a_room_above_it_is_caught() {
-    let v = file_violations("config", 0, "use serde::Deserialize;\npub data_side: crate::app::Side,\n");
+    let v = file_violations(
+        "config",
+        0,
+        "use serde::Deserialize;\npub data_side: crate::app::Side,\n",
+    );
     assert_eq!(v, ["line 2: config -> app: a leaf names a room above it"]);
     // In a `use` group, at any position, and after a nested group.
-    let v = file_violations("time", 0, "use crate::{rng::Rng, packet::{flags, Packet}, net::link::Link};");
+    let v = file_violations(
+        "time",
+        0,
+        "use crate::{rng::Rng, packet::{flags, Packet}, net::link::Link};",
+    );
     assert_eq!(v, ["line 1: time -> net: a leaf names a room above it"]);
     // `super::` out of the room: from config/apps.rs (depth 1), super::super::X is crate::X.
     let v = file_violations("config", 1, "use super::super::tcp::sock::TcpSock;");
@@ -285,10 +332,19 @@ fn a_leaf_naming_a_room_above_it_is_caught() {
 
 #[test]
 fn net_and_host_name_only_leaves_and_no_one_names_sim() {
-    assert_eq!(file_violations("net", 1, "let b = crate::capture::CaptureBuf::new(1);"), ["line 1: net -> capture: net and host name only leaves (and net -> host)"]);
-    assert_eq!(file_violations("host", 0, "use crate::net::Network;"), ["line 1: host -> net: net and host name only leaves (and net -> host)"]);
+    assert_eq!(
+        file_violations("net", 1, "let b = crate::capture::CaptureBuf::new(1);"),
+        ["line 1: net -> capture: net and host name only leaves (and net -> host)"]
+    );
+    assert_eq!(
+        file_violations("host", 0, "use crate::net::Network;"),
+        ["line 1: host -> net: net and host name only leaves (and net -> host)"]
+    );
     assert!(file_violations("net", 1, "use crate::host::shaper::EdtShaper;").is_empty());
-    assert_eq!(file_violations("app", 1, "let t = crate::sim::BOOT_NS;"), ["line 1: app -> sim: sim is the top: no room names it"]);
+    assert_eq!(
+        file_violations("app", 1, "let t = crate::sim::BOOT_NS;"),
+        ["line 1: app -> sim: sim is the top: no room names it"]
+    );
 }
 
 #[test]
@@ -302,7 +358,11 @@ let c = '"'; let l: &'static str = "x";
 use crate::config::Side;
 use crate::time::NEVER;
 "####;
-    assert!(named_rooms("config", 0, src).keys().eq(["time"]), "{:?}", named_rooms("config", 0, src));
+    assert!(
+        named_rooms("config", 0, src).keys().eq(["time"]),
+        "{:?}",
+        named_rooms("config", 0, src)
+    );
     // `super::` inside the room is no arrow: from config/apps.rs (depth 1) `super::` is
     // config; from net/qdisc/tbf.rs (depth 2) `super::super::` is net.
     assert!(named_rooms("config", 1, "use super::Side;").is_empty());
@@ -311,7 +371,15 @@ use crate::time::NEVER;
 
 #[test]
 fn two_rooms_naming_each_other_are_a_loop_unless_tcp_and_cc() {
-    let e = |pairs: &[(&str, &str)]| pairs.iter().map(|&(a, b)| (a.to_string(), b.to_string())).collect::<BTreeSet<_>>();
-    assert_eq!(loops(&e(&[("tcp", "app"), ("app", "tcp"), ("sim", "app")])), ["app <-> tcp"]);
+    let e = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|&(a, b)| (a.to_string(), b.to_string()))
+            .collect::<BTreeSet<_>>()
+    };
+    assert_eq!(
+        loops(&e(&[("tcp", "app"), ("app", "tcp"), ("sim", "app")])),
+        ["app <-> tcp"]
+    );
     assert!(loops(&e(&[("tcp", "cc"), ("cc", "tcp")])).is_empty());
 }

@@ -21,7 +21,9 @@ fn payload_rate_bps() -> f64 {
 }
 
 fn lossy_path(p: f64, duration_ms: u64) -> SimConfig {
-    let q = QueueConfig::Pfifo { limit_packets: bdp_packets(RATE_BPS, 100 * MS) };
+    let q = QueueConfig::Pfifo {
+        limit_packets: bdp_packets(RATE_BPS, 100 * MS),
+    };
     let mut cfg = dumbbell(1, CcKind::Bbr, RATE_BPS, 50 * MS, q, duration_ms * MS);
     if p > 0.0 {
         cfg.links[bottleneck(1) + 2].loss = LossConfig::Bernoulli { p };
@@ -47,12 +49,19 @@ fn bbr_startup_is_not_receive_window_limited_under_random_loss() {
     cfg.sample_interval_ns = 10 * MS;
     let out = run(cfg);
     let s = &out.series;
-    let i = (0..s.len()).find(|&i| s.cc_mode[i] > STARTUP).expect("BBR left STARTUP");
+    let i = (0..s.len())
+        .find(|&i| s.cc_mode[i] > STARTUP)
+        .expect("BBR left STARTUP");
     let delivered_bps = payload_rate_bps() * (1.0 - p);
     let bw = s.bbr_bw_bps[i] as f64;
     // The max filter holds the best delivery-rate sample of the last 10 rounds; with the
     // pipe full that is the delivered rate. 15% below it allows for sampling noise.
-    assert!(bw >= 0.85 * delivered_bps, "bw at STARTUP exit {:.1} Mbit/s, path delivers {:.1}", bw / 1e6, delivered_bps / 1e6);
+    assert!(
+        bw >= 0.85 * delivered_bps,
+        "bw at STARTUP exit {:.1} Mbit/s, path delivers {:.1}",
+        bw / 1e6,
+        delivered_bps / 1e6
+    );
 }
 
 /// Item 1.4(a). BBR's STARTUP overshoots a 1-BDP queue by hundreds of packets. With no
@@ -68,8 +77,15 @@ fn startup_overshoot_retransmits_exactly_the_queue_drops() {
     let out = run(lossy_path(0.0, 4_000));
     let drops = out.links[bottleneck(1)].stats.drops;
     let f = &out.flows[0];
-    assert!(drops > 100, "STARTUP should overshoot the 1-BDP queue (drops {drops})");
-    assert_eq!(f.counters.get(Mib::TCPDSACKRecv), 0, "spurious retransmissions came back as D-SACKs");
+    assert!(
+        drops > 100,
+        "STARTUP should overshoot the 1-BDP queue (drops {drops})"
+    );
+    assert_eq!(
+        f.counters.get(Mib::TCPDSACKRecv),
+        0,
+        "spurious retransmissions came back as D-SACKs"
+    );
     assert_eq!(f.retrans_segs, drops, "retransmissions vs queue drops");
 }
 
@@ -109,13 +125,32 @@ fn goodput_under_loss(p: f64, seed: u64) -> (f64, f64) {
 #[test]
 fn bbr_goodput_follows_the_paper_under_random_loss() {
     let mut failures = Vec::new();
-    let cases = [(0.001, 0.88, 1), (0.01, 0.88, 1), (0.02, 0.88, 1), (0.05, 0.88, 1), (0.05, 0.88, 2), (0.10, 0.75, 1), (0.10, 0.75, 2), (0.10, 0.75, 3)];
+    let cases = [
+        (0.001, 0.88, 1),
+        (0.01, 0.88, 1),
+        (0.02, 0.88, 1),
+        (0.05, 0.88, 1),
+        (0.05, 0.88, 2),
+        (0.10, 0.75, 1),
+        (0.10, 0.75, 2),
+        (0.10, 0.75, 3),
+    ];
     for (p, min_ratio, seed) in cases {
         let (g, limit) = goodput_under_loss(p, seed);
         let ratio = g / limit;
-        eprintln!("loss {:5.1}% seed {seed}  goodput {:6.2} Mbit/s  limit {:6.2}  ratio {:.3}", p * 100.0, g / 1e6, limit / 1e6, ratio);
+        eprintln!(
+            "loss {:5.1}% seed {seed}  goodput {:6.2} Mbit/s  limit {:6.2}  ratio {:.3}",
+            p * 100.0,
+            g / 1e6,
+            limit / 1e6,
+            ratio
+        );
         if ratio < min_ratio {
-            failures.push(format!("loss {}% seed {seed}: {:.3} of the limit < {min_ratio}", p * 100.0, ratio));
+            failures.push(format!(
+                "loss {}% seed {seed}: {:.3} of the limit < {min_ratio}",
+                p * 100.0,
+                ratio
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
@@ -128,7 +163,9 @@ fn startup_exit_ns(wmem_max_bytes: u64) -> u64 {
     cfg.flows[0].tcp.tcp_wmem[2] = wmem_max_bytes;
     let out = run(cfg);
     let s = &out.series;
-    let i = (0..s.len()).find(|&i| s.cc_mode[i] > STARTUP).expect("BBR left STARTUP");
+    let i = (0..s.len())
+        .find(|&i| s.cc_mode[i] > STARTUP)
+        .expect("BBR left STARTUP");
     s.t_ns[i]
 }
 
@@ -147,6 +184,13 @@ fn startup_exit_ns(wmem_max_bytes: u64) -> u64 {
 fn bbr_startup_is_prolonged_by_a_send_buffer_the_window_nearly_fills() {
     let small = startup_exit_ns(4 << 20);
     let large = startup_exit_ns(64 << 20);
-    eprintln!("STARTUP exit: 4 MB wmem {:.2} s, 64 MB {:.2} s", small as f64 / 1e9, large as f64 / 1e9);
-    assert!(small >= large + 300 * MS, "STARTUP exit with 4 MB wmem {small} ns, with 64 MB {large} ns");
+    eprintln!(
+        "STARTUP exit: 4 MB wmem {:.2} s, 64 MB {:.2} s",
+        small as f64 / 1e9,
+        large as f64 / 1e9
+    );
+    assert!(
+        small >= large + 300 * MS,
+        "STARTUP exit with 4 MB wmem {small} ns, with 64 MB {large} ns"
+    );
 }

@@ -16,18 +16,37 @@ const MS: u64 = 1_000_000;
 const PAYLOAD_SHARE: f64 = 1448.0 / 1514.0;
 
 /// Host a -> host b over one link with `queue` at a's egress (`rate_bps`, 5 ms each way).
-fn two_hosts(rate_bps: u64, queue: QueueConfig, flows: Vec<FlowConfig>, duration_ns: u64) -> SimConfig {
+fn two_hosts(
+    rate_bps: u64,
+    queue: QueueConfig,
+    flows: Vec<FlowConfig>,
+    duration_ns: u64,
+) -> SimConfig {
     SimConfig {
         seed: 1,
         duration_ns,
         sample_interval_ns: 100 * MS,
-        nodes: vec![NodeConfig::new("a", NodeKind::Host), NodeConfig::new("b", NodeKind::Host)],
+        nodes: vec![
+            NodeConfig::new("a", NodeKind::Host),
+            NodeConfig::new("b", NodeKind::Host),
+        ],
         links: vec![
             link("ab", 0, 1, rate_bps, 5 * MS, queue),
-            link("ba", 1, 0, rate_bps, 5 * MS, QueueConfig::Pfifo { limit_packets: 1000 }),
+            link(
+                "ba",
+                1,
+                0,
+                rate_bps,
+                5 * MS,
+                QueueConfig::Pfifo {
+                    limit_packets: 1000,
+                },
+            ),
         ],
         flows,
-        apps: Vec::new(), max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES, capture: None,
+        apps: Vec::new(),
+        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        capture: None,
     }
 }
 
@@ -45,14 +64,30 @@ fn fq_maxrate_holds_a_bulk_flow_to_the_rate() {
     // 10 x 1448/1514 Mbit/s of payload, within 2 % over 30 s.
     let maxrate = 10_000_000;
     let d = 30 * SEC;
-    let q = QueueConfig::Fq(FqConfig { maxrate_bps: Some(maxrate), ..fq() });
-    let out = Simulator::new(two_hosts(100_000_000, q, vec![FlowConfig::new("f", 0, 1, CcKind::Cubic)], d)).unwrap().run();
+    let q = QueueConfig::Fq(FqConfig {
+        maxrate_bps: Some(maxrate),
+        ..fq()
+    });
+    let out = Simulator::new(two_hosts(
+        100_000_000,
+        q,
+        vec![FlowConfig::new("f", 0, 1, CcKind::Cubic)],
+        d,
+    ))
+    .unwrap()
+    .run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     let got = goodput_bps(out.flows[0].bytes_received, d);
     let want = maxrate as f64 * PAYLOAD_SHARE;
-    assert!((got / want - 1.0).abs() < 0.02, "goodput {got:.0} bit/s, expected {want:.0}");
+    assert!(
+        (got / want - 1.0).abs() < 0.02,
+        "goodput {got:.0} bit/s, expected {want:.0}"
+    );
     let xs: std::collections::HashMap<_, _> = out.links[0].xstats.iter().cloned().collect();
-    assert!(xs["throttled"] > 1000, "fq never throttled the flow: {xs:?}");
+    assert!(
+        xs["throttled"] > 1000,
+        "fq never throttled the flow: {xs:?}"
+    );
     assert_eq!(xs["fastpath"], 0, "no fast path with maxrate");
 }
 
@@ -62,14 +97,24 @@ fn fq_maxrate_on_a_router_holds_forwarded_traffic_to_the_rate() {
     // paces them by quantum at maxrate (fq_dequeue()'s `!skb->tstamp` branch).
     let maxrate = 10_000_000;
     let d = 30 * SEC;
-    let q = QueueConfig::Fq(FqConfig { maxrate_bps: Some(maxrate), ..fq() });
+    let q = QueueConfig::Fq(FqConfig {
+        maxrate_bps: Some(maxrate),
+        ..fq()
+    });
     let cfg = common::dumbbell(1, CcKind::Cubic, 100_000_000, 5 * MS, q, d);
     let out = Simulator::new(cfg).unwrap().run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     let got = goodput_bps(out.flows[0].bytes_received, d);
     let want = maxrate as f64 * PAYLOAD_SHARE;
-    assert!((got / want - 1.0).abs() < 0.02, "goodput {got:.0} bit/s, expected {want:.0}");
-    let xs: std::collections::HashMap<_, _> = out.links[common::bottleneck(1)].xstats.iter().cloned().collect();
+    assert!(
+        (got / want - 1.0).abs() < 0.02,
+        "goodput {got:.0} bit/s, expected {want:.0}"
+    );
+    let xs: std::collections::HashMap<_, _> = out.links[common::bottleneck(1)]
+        .xstats
+        .iter()
+        .cloned()
+        .collect();
     assert!(xs["throttled"] > 1000, "{xs:?}");
 }
 
@@ -98,7 +143,10 @@ fn two_sockets_with_different_pacing_rates_each_get_their_own() {
     assert!(out.invariant.ok, "{}", out.invariant.message);
     for (i, &r) in rates.iter().enumerate() {
         let got = out.flows[i].bytes_received as f64 / (d as f64 / 1e9);
-        assert!((got / r as f64 - 1.0).abs() < 0.02, "flow {i}: {got:.0} B/s, expected {r}");
+        assert!(
+            (got / r as f64 - 1.0).abs() < 0.02,
+            "flow {i}: {got:.0} B/s, expected {r}"
+        );
     }
 }
 
@@ -140,9 +188,15 @@ fn assert_spaced_at_pacing_rate(sim: &mut Simulator) {
     let burst = (10_000_000u64 >> 10) / 1448 * 1514;
     let cap = rate * window as f64 / 1e9 + 2.0 * burst as f64;
     let worst = *w.iter().max().unwrap();
-    assert!((worst as f64) <= cap, "a 5 ms window carried {worst} bytes, pacing allows {cap:.0}");
+    assert!(
+        (worst as f64) <= cap,
+        "a 5 ms window carried {worst} bytes, pacing allows {cap:.0}"
+    );
     let avg = w.iter().sum::<u64>() as f64 / 3.0;
-    assert!((avg / rate - 1.0).abs() < 0.02, "{avg:.0} B/s of frames, pacing rate {rate:.0}");
+    assert!(
+        (avg / rate - 1.0).abs() < 0.02,
+        "{avg:.0} B/s of frames, pacing rate {rate:.0}"
+    );
 }
 
 #[test]
@@ -150,7 +204,11 @@ fn under_fq_a_bbr_sender_stops_its_pacing_timer_and_fq_spaces_its_packets() {
     let mut sim = paced_bbr(QueueConfig::Fq(fq()));
     assert_eq!(sim.socket(0).tp.sk_pacing_status, PacingStatus::Fq);
     assert_spaced_at_pacing_rate(&mut sim);
-    assert_eq!(sim.socket(0).stats.pacing_timer_events, 0, "TCP paced internally under fq");
+    assert_eq!(
+        sim.socket(0).stats.pacing_timer_events,
+        0,
+        "TCP paced internally under fq"
+    );
     let out = sim.run();
     assert!(out.invariant.ok, "{}", out.invariant.message);
     let xs: std::collections::HashMap<_, _> = out.links[0].xstats.iter().cloned().collect();
@@ -160,7 +218,9 @@ fn under_fq_a_bbr_sender_stops_its_pacing_timer_and_fq_spaces_its_packets() {
 #[test]
 fn without_fq_the_same_sender_paces_itself() {
     // The other path: a FIFO egress leaves pacing to TCP's timer (SK_PACING_NEEDED).
-    let mut sim = paced_bbr(QueueConfig::Pfifo { limit_packets: 1000 });
+    let mut sim = paced_bbr(QueueConfig::Pfifo {
+        limit_packets: 1000,
+    });
     assert_eq!(sim.socket(0).tp.sk_pacing_status, PacingStatus::Needed);
     assert_spaced_at_pacing_rate(&mut sim);
     assert!(sim.socket(0).stats.pacing_timer_events > 1000);
@@ -169,7 +229,10 @@ fn without_fq_the_same_sender_paces_itself() {
 #[test]
 fn fq_with_nopacing_leaves_pacing_to_tcp() {
     // `nopacing` (rate_enable 0): fq_classify() does not set SK_PACING_FQ.
-    let sim = paced_bbr(QueueConfig::Fq(FqConfig { pacing: false, ..fq() }));
+    let sim = paced_bbr(QueueConfig::Fq(FqConfig {
+        pacing: false,
+        ..fq()
+    }));
     assert_eq!(sim.socket(0).tp.sk_pacing_status, PacingStatus::Needed);
 }
 
@@ -177,9 +240,19 @@ fn fq_with_nopacing_leaves_pacing_to_tcp() {
 fn fq_pacing_set_by_hand_needs_fq_on_the_senders_egress() {
     let mut f = FlowConfig::new("f", 0, 1, CcKind::Cubic);
     f.tcp.fq_pacing = true;
-    let cfg = two_hosts(100_000_000, QueueConfig::Pfifo { limit_packets: 100 }, vec![f.clone()], SEC);
+    let cfg = two_hosts(
+        100_000_000,
+        QueueConfig::Pfifo { limit_packets: 100 },
+        vec![f.clone()],
+        SEC,
+    );
     let err = Simulator::new(cfg).err().unwrap();
-    assert!(err.starts_with("flows.0.tcp.fq_pacing: true, but the sender's egress qdisc (link ab) is pfifo"), "{err}");
+    assert!(
+        err.starts_with(
+            "flows.0.tcp.fq_pacing: true, but the sender's egress qdisc (link ab) is pfifo"
+        ),
+        "{err}"
+    );
     Simulator::new(two_hosts(100_000_000, QueueConfig::Fq(fq()), vec![f], SEC)).unwrap();
 }
 
@@ -189,7 +262,12 @@ fn tsq_keeps_a_fast_senders_own_fq_far_below_flow_limit() {
     // about 1 ms of data (a few skbs) in the sender's own fq, so a single BBR flow at
     // 1 Gbit/s never reaches flow_limit on Linux (flows_plimit stays 0). Counting each
     // MSS segment as a packet made fq drop a third of this flow's packets locally.
-    let cfg = two_hosts(1_000_000_000, QueueConfig::Fq(fq()), vec![FlowConfig::new("f", 0, 1, CcKind::Bbr)], 5 * SEC);
+    let cfg = two_hosts(
+        1_000_000_000,
+        QueueConfig::Fq(fq()),
+        vec![FlowConfig::new("f", 0, 1, CcKind::Bbr)],
+        5 * SEC,
+    );
     let out = Simulator::new(cfg).unwrap().run();
     let x: std::collections::HashMap<_, _> = out.links[0].xstats.iter().cloned().collect();
     assert_eq!(x["flows_plimit"], 0, "{:?}", out.links[0].xstats);
@@ -215,6 +293,9 @@ fn fq_under_tbf_still_sets_sk_pacing_fq() {
     };
     let sim = paced_bbr(tbf(QueueConfig::Fq(fq())));
     assert_eq!(sim.socket(0).tp.sk_pacing_status, PacingStatus::Fq);
-    let sim = paced_bbr(tbf(QueueConfig::Fq(FqConfig { pacing: false, ..fq() })));
+    let sim = paced_bbr(tbf(QueueConfig::Fq(FqConfig {
+        pacing: false,
+        ..fq()
+    })));
     assert_eq!(sim.socket(0).tp.sk_pacing_status, PacingStatus::Needed);
 }

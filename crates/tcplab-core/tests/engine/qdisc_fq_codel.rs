@@ -21,13 +21,22 @@ const FRAME: u32 = 1514;
 
 /// A data packet sent by endpoint `sender_ep` (its receiver is `sender_ep ^ 1`).
 fn pkt(sender_ep: u32, seq: u64) -> Packet {
-    Packet { dst_ep: sender_ep ^ 1, ip_bytes: FRAME - 14, seq, end_seq: seq + 1448, ..Default::default() }
+    Packet {
+        dst_ep: sender_ep ^ 1,
+        ip_bytes: FRAME - 14,
+        seq,
+        end_seq: seq + 1448,
+        ..Default::default()
+    }
 }
 
 /// Two sender endpoints that hash to different buckets of `q`.
 fn two_buckets(q: &FqCodel) -> (u32, u32) {
     let a = 0;
-    let b = (1..1000).map(|e| 2 * e).find(|&e| q.bucket_of(&pkt(e, 0)) != q.bucket_of(&pkt(a, 0))).unwrap();
+    let b = (1..1000)
+        .map(|e| 2 * e)
+        .find(|&e| q.bucket_of(&pkt(e, 0)) != q.bucket_of(&pkt(a, 0)))
+        .unwrap();
     (a, b)
 }
 
@@ -40,14 +49,22 @@ fn standing_queue(q: &mut FqCodel, prefill: u64, period_ns: u64, steps: u64) -> 
     let mut drops = Vec::new();
     let mut seq = 0;
     for i in 0..prefill {
-        assert!(q.enqueue(pkt(0, seq), FRAME, T0 - (prefill - i) * period_ns, &mut dropped));
+        assert!(q.enqueue(
+            pkt(0, seq),
+            FRAME,
+            T0 - (prefill - i) * period_ns,
+            &mut dropped
+        ));
         seq += 1448;
     }
     for k in 0..steps {
         let now = T0 + k * period_ns;
         assert!(q.enqueue(pkt(0, seq), FRAME, now, &mut dropped));
         seq += 1448;
-        assert!(matches!(q.dequeue(now, &mut dropped), Dequeue::Packet(..)), "a standing queue always has a packet");
+        assert!(
+            matches!(q.dequeue(now, &mut dropped), Dequeue::Packet(..)),
+            "a standing queue always has a packet"
+        );
         for _ in dropped.drain(..) {
             drops.push(now);
         }
@@ -70,12 +87,19 @@ fn standing_queue_above_target_drops_at_the_control_law_spacing() {
     let mut q = FqCodel::new(&cfg);
     // 400 packets ahead at one per ms: the sojourn stays ~400 ms >> target throughout.
     let drops = standing_queue(&mut q, 400, period, 1500);
-    assert!(drops.len() >= 15, "only {} drops in 1.5 s of a standing queue", drops.len());
+    assert!(
+        drops.len() >= 15,
+        "only {} drops in 1.5 s of a standing queue",
+        drops.len()
+    );
 
     let slack = (period + 4 * TICK_NS) as f64;
     let first = drops[0] as f64;
     let first_expected = (T0 + cfg.interval_ns) as f64;
-    assert!(first > first_expected && first <= first_expected + slack, "first drop at {first} ns, expected just after {first_expected}");
+    assert!(
+        first > first_expected && first <= first_expected + slack,
+        "first drop at {first} ns, expected just after {first_expected}"
+    );
 
     // Scheduled times from the first drop: S_2 = S_1 + interval * r_1, S_(n+1) = S_n + interval * r_n.
     let mut due = first + interval * (0xffff as f64 / 65536.0);
@@ -85,14 +109,21 @@ fn standing_queue_above_target_drops_at_the_control_law_spacing() {
         let t = t as f64;
         // Truncations (1024-ns clock, Q0.16 factor) accumulate at most a few ticks per drop.
         let tol = (n + 2.0) * 2.0 * TICK_NS as f64;
-        assert!(t >= due - tol && t <= due + slack + tol, "drop {} at {t} ns, due at {due:.0} ns", i + 1);
+        assert!(
+            t >= due - tol && t <= due + slack + tol,
+            "drop {} at {t} ns, due at {due:.0} ns",
+            i + 1
+        );
         r = r / 2.0 * (3.0 - n * r * r);
         let spacing = interval * r;
         // Against the exact law interval/sqrt(count): the Newton iterate is within 30 % at
         // count 2 (0.5 vs 0.707) and within 3 % from count 6 on.
         let exact = interval / n.sqrt();
         let err = (spacing - exact).abs() / exact;
-        assert!(err < if n >= 6.0 { 0.03 } else { 0.30 }, "count {n}: spacing {spacing:.0} vs interval/sqrt(count) {exact:.0}");
+        assert!(
+            err < if n >= 6.0 { 0.03 } else { 0.30 },
+            "count {n}: spacing {spacing:.0} vs interval/sqrt(count) {exact:.0}"
+        );
         due += spacing;
     }
     // The drops counted: `dropped` in tc, and CoDel's count matches the number of drops.
@@ -127,8 +158,14 @@ fn a_late_packet_alone_in_the_queue_is_not_dropped() {
     for k in 0..2_000u64 {
         let t = T0 + k * 20 * MS;
         assert!(q.enqueue(pkt(0, k * 1448), FRAME, t, &mut dropped));
-        assert!(matches!(q.dequeue(t + 10 * MS, &mut dropped), Dequeue::Packet(..)));
-        assert!(matches!(q.dequeue(t + 10 * MS, &mut dropped), Dequeue::Empty));
+        assert!(matches!(
+            q.dequeue(t + 10 * MS, &mut dropped),
+            Dequeue::Packet(..)
+        ));
+        assert!(matches!(
+            q.dequeue(t + 10 * MS, &mut dropped),
+            Dequeue::Empty
+        ));
     }
     assert!(dropped.is_empty());
     assert_eq!(q.stats().drops, 0);
@@ -142,7 +179,11 @@ fn overlimit_drops_half_the_fattest_flow_and_spares_a_thin_one() {
     // makes 101 > 100. Fat backlog 99 frames, threshold 99*1514 >> 1 = 74943 bytes: the
     // smallest m with m * 1514 >= 74943 is 50 (49 * 1514 = 74186).
     for drop_batch in [64u32, 8] {
-        let cfg = FqCodelConfig { limit_packets: 100, drop_batch, ..Default::default() };
+        let cfg = FqCodelConfig {
+            limit_packets: 100,
+            drop_batch,
+            ..Default::default()
+        };
         let mut q = FqCodel::new(&cfg);
         let (thin, fat) = two_buckets(&q);
         let mut dropped = Vec::new();
@@ -153,7 +194,10 @@ fn overlimit_drops_half_the_fattest_flow_and_spares_a_thin_one() {
             assert!(q.enqueue(pkt(fat, k * 1448), FRAME, T0, &mut dropped));
         }
         assert!(dropped.is_empty());
-        assert!(q.enqueue(pkt(fat, 98 * 1448), FRAME, T0, &mut dropped), "the new packet is the fat flow's tail: it stays");
+        assert!(
+            q.enqueue(pkt(fat, 98 * 1448), FRAME, T0, &mut dropped),
+            "the new packet is the fat flow's tail: it stays"
+        );
         let threshold = (99 * FRAME) >> 1;
         let half = (1..).find(|m| m * FRAME >= threshold).unwrap();
         let expect = half.min(drop_batch);
@@ -180,10 +224,17 @@ fn overlimit_drop_of_the_new_packet_itself_is_reported_to_the_sender() {
     // fattest bucket is the new packet's and holds only it, so fq_codel_drop() takes it.
     // Enqueue answers false (the sender's NET_XMIT_DROP path) and the packet is not in the
     // `dropped` buffer (the caller accounts for it, as for any enqueue drop).
-    let mut q = FqCodel::new(&FqCodelConfig { limit_packets: 1, ..Default::default() });
+    let mut q = FqCodel::new(&FqCodelConfig {
+        limit_packets: 1,
+        ..Default::default()
+    });
     let (a, b) = two_buckets(&q);
     let mut dropped = Vec::new();
-    let ack = Packet { dst_ep: a ^ 1, ip_bytes: 52, ..Default::default() };
+    let ack = Packet {
+        dst_ep: a ^ 1,
+        ip_bytes: 52,
+        ..Default::default()
+    };
     assert!(q.enqueue(ack, 66, T0, &mut dropped));
     assert!(!q.enqueue(pkt(b, 0), FRAME, T0, &mut dropped));
     assert!(dropped.is_empty());
@@ -199,7 +250,10 @@ fn memory_limit_counts_truesize_and_drop_overmemory() {
     // 11 frames' bytes is 5.5 frames, so 6 go; all are counted in drop_overlimit and in
     // drop_overmemory.
     let ts = truesize_bytes(FRAME) as u64;
-    let mut q = FqCodel::new(&FqCodelConfig { memory_limit_bytes: 10 * ts, ..Default::default() });
+    let mut q = FqCodel::new(&FqCodelConfig {
+        memory_limit_bytes: 10 * ts,
+        ..Default::default()
+    });
     let mut dropped = Vec::new();
     for k in 0..10 {
         assert!(q.enqueue(pkt(0, k * 1448), FRAME, T0, &mut dropped));
@@ -236,7 +290,10 @@ fn new_flows_are_served_first_then_round_robin_by_quantum() {
         q.enqueue(pkt(b, k * 1448), FRAME, T0, &mut dropped);
     }
     let x: std::collections::HashMap<_, _> = q.xstats().into_iter().collect();
-    assert_eq!((x["new_flows_len"], x["old_flows_len"], x["new_flow_count"]), (2, 0, 2));
+    assert_eq!(
+        (x["new_flows_len"], x["old_flows_len"], x["new_flow_count"]),
+        (2, 0, 2)
+    );
     let order: Vec<u32> = (0..8).map(|_| who(q.dequeue(T0, &mut dropped))).collect();
     assert_eq!(order, vec![b, a, b, a, b, a, a, a]);
     assert!(matches!(q.dequeue(T0, &mut dropped), Dequeue::Empty));
@@ -248,7 +305,10 @@ fn new_flows_are_served_first_then_round_robin_by_quantum() {
 fn colliding_flows_share_one_bucket() {
     // With flows = 1 every socket hashes to bucket 0: one FIFO and one CoDel state, so the
     // order of service is arrival order (no round robin between them).
-    let mut q = FqCodel::new(&FqCodelConfig { flows: 1, ..Default::default() });
+    let mut q = FqCodel::new(&FqCodelConfig {
+        flows: 1,
+        ..Default::default()
+    });
     let mut dropped = Vec::new();
     for (k, ep) in [0u32, 2, 0, 2, 2, 0].into_iter().enumerate() {
         q.enqueue(pkt(ep, k as u64), FRAME, T0, &mut dropped);
@@ -267,14 +327,62 @@ fn validate_names_the_field_value_and_expectation() {
     let ok = FqCodelConfig::default();
     assert!(validate(&ok, "links.3.queue").is_ok());
     let cases: Vec<(FqCodelConfig, &str)> = vec![
-        (FqCodelConfig { limit_packets: 0, ..ok.clone() }, "links.3.queue.limit_packets: 0"),
-        (FqCodelConfig { flows: 0, ..ok.clone() }, "links.3.queue.flows: 0"),
-        (FqCodelConfig { flows: 65_537, ..ok.clone() }, "links.3.queue.flows: 65537"),
-        (FqCodelConfig { quantum_bytes: 0, ..ok.clone() }, "links.3.queue.quantum_bytes: 0"),
-        (FqCodelConfig { target_ns: 0, ..ok.clone() }, "links.3.queue.target_ns: 0"),
-        (FqCodelConfig { interval_ns: 0, ..ok.clone() }, "links.3.queue.interval_ns: 0"),
-        (FqCodelConfig { memory_limit_bytes: 0, ..ok.clone() }, "links.3.queue.memory_limit_bytes: 0"),
-        (FqCodelConfig { ecn: true, ..ok.clone() }, "links.3.queue.ecn: true"),
+        (
+            FqCodelConfig {
+                limit_packets: 0,
+                ..ok.clone()
+            },
+            "links.3.queue.limit_packets: 0",
+        ),
+        (
+            FqCodelConfig {
+                flows: 0,
+                ..ok.clone()
+            },
+            "links.3.queue.flows: 0",
+        ),
+        (
+            FqCodelConfig {
+                flows: 65_537,
+                ..ok.clone()
+            },
+            "links.3.queue.flows: 65537",
+        ),
+        (
+            FqCodelConfig {
+                quantum_bytes: 0,
+                ..ok.clone()
+            },
+            "links.3.queue.quantum_bytes: 0",
+        ),
+        (
+            FqCodelConfig {
+                target_ns: 0,
+                ..ok.clone()
+            },
+            "links.3.queue.target_ns: 0",
+        ),
+        (
+            FqCodelConfig {
+                interval_ns: 0,
+                ..ok.clone()
+            },
+            "links.3.queue.interval_ns: 0",
+        ),
+        (
+            FqCodelConfig {
+                memory_limit_bytes: 0,
+                ..ok.clone()
+            },
+            "links.3.queue.memory_limit_bytes: 0",
+        ),
+        (
+            FqCodelConfig {
+                ecn: true,
+                ..ok.clone()
+            },
+            "links.3.queue.ecn: true",
+        ),
     ];
     for (cfg, prefix) in cases {
         let e = validate(&cfg, "links.3.queue").unwrap_err();
@@ -282,7 +390,14 @@ fn validate_names_the_field_value_and_expectation() {
         assert!(e.contains("expected") || e.contains("outside"), "{e}");
         assert!(!e.contains('\n'), "{e}");
     }
-    assert!(validate(&FqCodelConfig { flows: 65_536, ..ok }, "q").is_ok());
+    assert!(validate(
+        &FqCodelConfig {
+            flows: 65_536,
+            ..ok
+        },
+        "q"
+    )
+    .is_ok());
 }
 
 // ---- End to end ----
@@ -308,8 +423,24 @@ fn cubic_over_fq_codel_keeps_the_queueing_delay_near_target() {
     // link stays busy with fq_codel (CoDel keeps about target of queue, > 0).
     let base_rtt_us = 20_000.0;
     let target_us = FqCodelConfig::default().target_ns as f64 / 1e3;
-    let fqc = run(dumbbell(1, CcKind::Cubic, RATE, 10 * MS, QueueConfig::FqCodel(FqCodelConfig::default()), 30 * S));
-    let fifo = run(dumbbell(1, CcKind::Cubic, RATE, 10 * MS, QueueConfig::Pfifo { limit_packets: 10_000 }, 30 * S));
+    let fqc = run(dumbbell(
+        1,
+        CcKind::Cubic,
+        RATE,
+        10 * MS,
+        QueueConfig::FqCodel(FqCodelConfig::default()),
+        30 * S,
+    ));
+    let fifo = run(dumbbell(
+        1,
+        CcKind::Cubic,
+        RATE,
+        10 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 10_000,
+        },
+        30 * S,
+    ));
     let p50_fqc = fqc.flows[0].rtt.p50_us as f64;
     let p50_fifo = fifo.flows[0].rtt.p50_us as f64;
     eprintln!(
@@ -318,8 +449,14 @@ fn cubic_over_fq_codel_keeps_the_queueing_delay_near_target() {
         goodput_bps(&fqc, 0) / 1e6,
         fqc.flows[0].rtt.min_us
     );
-    assert!(p50_fqc <= base_rtt_us + 4.0 * target_us, "fq_codel: RTT p50 {p50_fqc} us vs base {base_rtt_us} + 4 x {target_us}");
-    assert!(p50_fifo > base_rtt_us + 10.0 * target_us, "pfifo: RTT p50 {p50_fifo} us (expected a standing queue)");
+    assert!(
+        p50_fqc <= base_rtt_us + 4.0 * target_us,
+        "fq_codel: RTT p50 {p50_fqc} us vs base {base_rtt_us} + 4 x {target_us}"
+    );
+    assert!(
+        p50_fifo > base_rtt_us + 10.0 * target_us,
+        "pfifo: RTT p50 {p50_fifo} us (expected a standing queue)"
+    );
     let link = &fqc.links[bottleneck(1)];
     assert!(link.stats.drops > 0, "CoDel never dropped");
     let util = goodput_bps(&fqc, 0) / (RATE as f64 * 1448.0 / 1514.0);
@@ -343,7 +480,9 @@ fn flows_with_different_rtts_share_more_evenly_than_with_pfifo() {
         (x[0] + x[1]).powi(2) / (2.0 * (x[0] * x[0] + x[1] * x[1]))
     };
     let fqc = mk(QueueConfig::FqCodel(FqCodelConfig::default()));
-    let fifo = mk(QueueConfig::Pfifo { limit_packets: bdp_packets(RATE, 100 * MS) });
+    let fifo = mk(QueueConfig::Pfifo {
+        limit_packets: bdp_packets(RATE, 100 * MS),
+    });
     let (jf, jp) = (jain(&fqc), jain(&fifo));
     eprintln!(
         "10 ms / 100 ms RTT flows: fq_codel {:.2} / {:.2} Mbit/s (Jain {jf:.3}), pfifo 1 BDP {:.2} / {:.2} Mbit/s (Jain {jp:.3})",
@@ -353,5 +492,10 @@ fn flows_with_different_rtts_share_more_evenly_than_with_pfifo() {
         goodput_bps(&fifo, 1) / 1e6
     );
     assert!(jf > jp, "Jain index fq_codel {jf:.3} vs pfifo {jp:.3}");
-    assert!(jf > 0.95, "fq_codel Jain index {jf:.3} ({:.2} vs {:.2} Mbit/s)", goodput_bps(&fqc, 0) / 1e6, goodput_bps(&fqc, 1) / 1e6);
+    assert!(
+        jf > 0.95,
+        "fq_codel Jain index {jf:.3} ({:.2} vs {:.2} Mbit/s)",
+        goodput_bps(&fqc, 0) / 1e6,
+        goodput_bps(&fqc, 1) / 1e6
+    );
 }

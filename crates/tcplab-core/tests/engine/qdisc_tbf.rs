@@ -30,7 +30,14 @@ fn limit_for_latency(rate_bps: u64, latency_ns: u64, burst_bytes: u64) -> u64 {
 }
 
 fn tbf(rate_bps: u64, burst_bytes: u64, limit_bytes: u64) -> QueueConfig {
-    QueueConfig::Tbf(TbfConfig { rate_bps, burst_bytes, limit_bytes, peakrate_bps: None, mtu_bytes: None, child: None })
+    QueueConfig::Tbf(TbfConfig {
+        rate_bps,
+        burst_bytes,
+        limit_bytes,
+        peakrate_bps: None,
+        mtu_bytes: None,
+        child: None,
+    })
 }
 
 fn run(cc: CcKind, queue: QueueConfig, duration_ns: u64, sample_interval_ns: u64) -> SimOutput {
@@ -58,7 +65,11 @@ fn bulk_goodput_matches_the_rate(cc: CcKind) {
     assert_eq!(q.qdisc, "tbf");
     assert!(q.stats.overlimits > 0);
     // The child is the kernel's default: a bfifo of `limit` bytes, counting the same drops.
-    let tcplab_core::net::qdisc::ChildStats { qdisc: kind, stats: child, .. } = q.child.as_ref().expect("tbf reports its child");
+    let tcplab_core::net::qdisc::ChildStats {
+        qdisc: kind,
+        stats: child,
+        ..
+    } = q.child.as_ref().expect("tbf reports its child");
     assert_eq!(*kind, "bfifo");
     assert_eq!(child.drops, q.stats.drops);
     assert_eq!(child.sent_packets, q.stats.sent_packets);
@@ -95,8 +106,14 @@ fn queueing_delay_stays_within_latency_plus_one_bucket() {
         .max()
         .unwrap();
     let drain_ns = max_backlog * 8 * SEC / TBF_BPS;
-    assert!(drain_ns <= latency_ns + frame_ns, "backlog {max_backlog} B takes {drain_ns} ns at rate > latency + one frame");
-    assert!(drain_ns + 2 * frame_ns >= latency_ns, "the queue reached its limit: {max_backlog} B ({drain_ns} ns)");
+    assert!(
+        drain_ns <= latency_ns + frame_ns,
+        "backlog {max_backlog} B takes {drain_ns} ns at rate > latency + one frame"
+    );
+    assert!(
+        drain_ns + 2 * frame_ns >= latency_ns,
+        "the queue reached its limit: {max_backlog} B ({drain_ns} ns)"
+    );
     // What the sender sees: RTT samples above the path's base RTT are time queued, nearly
     // all of it in tbf (the other queues never build): at most the bound, plus the
     // receiver's ACK every second segment (one frame time at rate) and a frame at line rate.
@@ -104,27 +121,49 @@ fn queueing_delay_stays_within_latency_plus_one_bucket() {
     let queued_ns = (rtt.max_us - rtt.min_us) * 1_000;
     let slack_ns = 2 * frame_ns;
     assert!(queued_ns <= bound_ns + slack_ns, "max RTT {} us - min {} us = {queued_ns} ns > latency + burst/rate {bound_ns} ns + {slack_ns}", rtt.max_us, rtt.min_us);
-    assert!(queued_ns + 2 * frame_ns >= latency_ns, "queued {queued_ns} ns: the bound is reached");
+    assert!(
+        queued_ns + 2 * frame_ns >= latency_ns,
+        "queued {queued_ns} ns: the bound is reached"
+    );
 }
 
 #[test]
 fn without_a_limit_the_queue_grows_past_latency() {
     // The control for the test above: the same flow, a limit far beyond rate x latency.
-    let out = run(CcKind::Cubic, tbf(TBF_BPS, FRAME_BYTES, 1 << 30), 10 * SEC, 100 * MS);
+    let out = run(
+        CcKind::Cubic,
+        tbf(TBF_BPS, FRAME_BYTES, 1 << 30),
+        10 * SEC,
+        100 * MS,
+    );
     let rtt = &out.flows[0].rtt;
-    assert!((rtt.max_us - rtt.min_us) * 1_000 > 100 * MS, "max RTT {} us", rtt.max_us);
+    assert!(
+        (rtt.max_us - rtt.min_us) * 1_000 > 100 * MS,
+        "max RTT {} us",
+        rtt.max_us
+    );
 }
 
 #[test]
 fn overlimits_without_drops_under_a_large_limit_and_drops_under_a_small_one() {
     // Large: the flow is held by its windows, never by the child's room.
-    let out = run(CcKind::Cubic, tbf(TBF_BPS, 10 * FRAME_BYTES, 64 << 20), 5 * SEC, 100 * MS);
+    let out = run(
+        CcKind::Cubic,
+        tbf(TBF_BPS, 10 * FRAME_BYTES, 64 << 20),
+        5 * SEC,
+        100 * MS,
+    );
     let q = &out.links[bottleneck(1)];
     assert_eq!(q.stats.drops, 0);
     assert!(q.stats.overlimits > 0);
     assert_eq!(out.flows[0].retrans_segs, 0);
     // Small: five frames of room.
-    let out = run(CcKind::Cubic, tbf(TBF_BPS, 10 * FRAME_BYTES, 5 * FRAME_BYTES), 5 * SEC, 100 * MS);
+    let out = run(
+        CcKind::Cubic,
+        tbf(TBF_BPS, 10 * FRAME_BYTES, 5 * FRAME_BYTES),
+        5 * SEC,
+        100 * MS,
+    );
     let q = &out.links[bottleneck(1)];
     assert!(q.stats.drops > 0);
     assert!(q.stats.overlimits > 0);
@@ -137,11 +176,24 @@ fn a_burst_after_idle_leaves_at_line_rate() {
     // Before the flow starts the bucket is full: the first `burst` bytes go out at line
     // rate, the rest at `rate`. Once both flows keep the tbf busy, a 64-frame bucket has
     // let exactly 63 frames more through than a 1-frame bucket.
-    let small = run(CcKind::Cubic, tbf(TBF_BPS, FRAME_BYTES, 1 << 24), 3 * SEC, 100 * MS);
-    let big = run(CcKind::Cubic, tbf(TBF_BPS, 64 * FRAME_BYTES, 1 << 24), 3 * SEC, 100 * MS);
+    let small = run(
+        CcKind::Cubic,
+        tbf(TBF_BPS, FRAME_BYTES, 1 << 24),
+        3 * SEC,
+        100 * MS,
+    );
+    let big = run(
+        CcKind::Cubic,
+        tbf(TBF_BPS, 64 * FRAME_BYTES, 1 << 24),
+        3 * SEC,
+        100 * MS,
+    );
     let gain = big.flows[0].bytes_received as i64 - small.flows[0].bytes_received as i64;
     let bucket_payload = (63 * MSS) as i64;
-    assert!((gain - bucket_payload).abs() <= 2 * MSS as i64, "gain {gain} B, expected the bucket's extra {bucket_payload} B of payload");
+    assert!(
+        (gain - bucket_payload).abs() <= 2 * MSS as i64,
+        "gain {gain} B, expected the bucket's extra {bucket_payload} B of payload"
+    );
 }
 
 #[test]
@@ -156,9 +208,16 @@ fn a_tbf_over_a_pfifo_child_counts_packets() {
     });
     let out = run(CcKind::Cubic, q, 5 * SEC, 100 * MS);
     let l = &out.links[bottleneck(1)];
-    let tcplab_core::net::qdisc::ChildStats { qdisc: kind, stats: child, .. } = l.child.as_ref().unwrap();
+    let tcplab_core::net::qdisc::ChildStats {
+        qdisc: kind,
+        stats: child,
+        ..
+    } = l.child.as_ref().unwrap();
     assert_eq!(*kind, "pfifo");
-    assert!(child.max_backlog_packets == 8 && l.stats.drops > 0, "the child's own limit applies (tbf's limit does not)");
+    assert!(
+        child.max_backlog_packets == 8 && l.stats.drops > 0,
+        "the child's own limit applies (tbf's limit does not)"
+    );
     let goodput_bps = out.flows[0].bytes_received as f64 * 8.0 / 5.0;
     assert!(goodput_bps <= payload_ceiling_bps(TBF_BPS) * 1.01);
 }
@@ -178,14 +237,28 @@ fn a_tbf_over_fq_codel_keeps_the_rate_and_codel_keeps_the_delay() {
     });
     let out = run(CcKind::Cubic, q, 20 * SEC, 100 * MS);
     let l = &out.links[bottleneck(1)];
-    let tcplab_core::net::qdisc::ChildStats { qdisc: kind, stats: child, .. } = l.child.as_ref().unwrap();
+    let tcplab_core::net::qdisc::ChildStats {
+        qdisc: kind,
+        stats: child,
+        ..
+    } = l.child.as_ref().unwrap();
     assert_eq!(*kind, "fq_codel");
     assert!(child.drops > 0, "CoDel drops");
-    assert_eq!(l.stats.drops, child.drops, "the child's drops reach tbf (qdisc_tree_reduce_backlog)");
+    assert_eq!(
+        l.stats.drops, child.drops,
+        "the child's drops reach tbf (qdisc_tree_reduce_backlog)"
+    );
     let goodput_bps = out.flows[0].bytes_received as f64 * 8.0 / 20.0;
     let want = payload_ceiling_bps(TBF_BPS);
-    assert!((goodput_bps - want).abs() / want <= 0.03, "goodput {goodput_bps:.0} bit/s, ceiling {want:.0}");
+    assert!(
+        (goodput_bps - want).abs() / want <= 0.03,
+        "goodput {goodput_bps:.0} bit/s, ceiling {want:.0}"
+    );
     let rtt = &out.flows[0].rtt;
     let target_us = FqCodelConfig::default().target_ns / 1_000;
-    assert!(rtt.p50_us - rtt.min_us <= 4 * target_us, "median queueing {} us, CoDel target {target_us} us", rtt.p50_us - rtt.min_us);
+    assert!(
+        rtt.p50_us - rtt.min_us <= 4 * target_us,
+        "median queueing {} us, CoDel target {target_us} us",
+        rtt.p50_us - rtt.min_us
+    );
 }

@@ -11,7 +11,10 @@ use tcplab_core::sim::Simulator;
 /// the readers below.
 fn path(duration_ns: u64, reader: ReaderConfig) -> SimConfig {
     let mut cfg = two_hosts(100_000_000, 10_000_000, 1000, duration_ns);
-    cfg.flows.push(FlowConfig { reader, ..FlowConfig::new("f", 0, 1, CcKind::Cubic) });
+    cfg.flows.push(FlowConfig {
+        reader,
+        ..FlowConfig::new("f", 0, 1, CcKind::Cubic)
+    });
     cfg
 }
 
@@ -32,14 +35,30 @@ fn rate_reader_sets_the_goodput_and_the_flow_is_rwnd_limited() {
     let f = &out.flows[0];
     let expect = rate as f64 * 20.0 / 8.0;
     let chunk = 65536.0;
-    assert!((copied as f64) <= expect + chunk && (copied as f64) >= expect - 2.0 * chunk, "read {copied} B, expected ~{expect}");
-    assert!(f.bytes_received <= copied + window + 1448, "received {}, read {copied}, window {window}", f.bytes_received);
+    assert!(
+        (copied as f64) <= expect + chunk && (copied as f64) >= expect - 2.0 * chunk,
+        "read {copied} B, expected ~{expect}"
+    );
+    assert!(
+        f.bytes_received <= copied + window + 1448,
+        "received {}, read {copied}, window {window}",
+        f.bytes_received
+    );
     // The sender has data all the time: busy for the whole run after the handshake.
-    assert!(f.chrono.busy_us as f64 >= 0.95 * 20e6, "busy {} us", f.chrono.busy_us);
+    assert!(
+        f.chrono.busy_us as f64 >= 0.95 * 20e6,
+        "busy {} us",
+        f.chrono.busy_us
+    );
     // Each read (~62 KB, every ~250 ms) reopens the window; the sender refills it within
     // about one RTT plus 5 ms of serialization, and waits on the closed window the rest
     // of the cycle: rwnd-limited for at least ~(250 - 25) / 250 = 90 % of its busy time.
-    assert!(f.chrono.rwnd_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64, "rwnd_limited {} of busy {} us", f.chrono.rwnd_limited_us, f.chrono.busy_us);
+    assert!(
+        f.chrono.rwnd_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64,
+        "rwnd_limited {} of busy {} us",
+        f.chrono.rwnd_limited_us,
+        f.chrono.busy_us
+    );
     assert_eq!(f.chrono.sndbuf_limited_us, 0);
     // The window closes (receiver-side SWS avoidance) and reopens after reads, again and
     // again: ~76 reads of 64 KiB; once autotuning has grown the buffer (the 64 KiB reads
@@ -47,7 +66,10 @@ fn rate_reader_sets_the_goodput_and_the_flow_is_rwnd_limited() {
     // the window reopens every second read or so.
     let to_zero = f.counters.get(Mib::TCPToZeroWindowAdv);
     let from_zero = f.counters.get(Mib::TCPFromZeroWindowAdv);
-    assert!(to_zero >= 20 && from_zero + 1 >= to_zero, "to zero {to_zero}, from zero {from_zero}");
+    assert!(
+        to_zero >= 20 && from_zero + 1 >= to_zero,
+        "to zero {to_zero}, from zero {from_zero}"
+    );
 }
 
 #[test]
@@ -57,7 +79,14 @@ fn bursts_reader_reads_its_bytes_each_interval() {
     // exactly 16 KiB: one per interval from the establishment (one RTT after start).
     let t_ns = 10_000_000_000;
     let bytes = 16_384;
-    let mut sim = Simulator::new(path(t_ns, ReaderConfig::Bursts { interval_ns: 100_000_000, bytes })).unwrap();
+    let mut sim = Simulator::new(path(
+        t_ns,
+        ReaderConfig::Bursts {
+            interval_ns: 100_000_000,
+            bytes,
+        },
+    ))
+    .unwrap();
     sim.run_until(t_ns).unwrap();
     let copied = sim.socket(1).rcv.copied_seq;
     let window = sim.socket(1).rcv.rcvbuf / 2;
@@ -67,7 +96,11 @@ fn bursts_reader_reads_its_bytes_each_interval() {
     assert_eq!(copied, 99 * bytes, "read {copied} B");
     let f = &out.flows[0];
     // And the sender delivered at most the reads plus one receive window more.
-    assert!(f.bytes_received <= copied + window + 1448, "received {}, window {window}", f.bytes_received);
+    assert!(
+        f.bytes_received <= copied + window + 1448,
+        "received {}, window {window}",
+        f.bytes_received
+    );
     assert!(f.chrono.rwnd_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64);
 }
 
@@ -80,7 +113,14 @@ fn stopped_reader_closes_the_window_and_the_flow_resumes() {
     // window at once (the new window is more than twice the closed one), so the flow
     // resumes and refills the buffer.
     let t_ns = 10_000_000_000;
-    let mut sim = Simulator::new(path(t_ns, ReaderConfig::Bursts { interval_ns: 3_000_000_000, bytes: 1 << 30 })).unwrap();
+    let mut sim = Simulator::new(path(
+        t_ns,
+        ReaderConfig::Bursts {
+            interval_ns: 3_000_000_000,
+            bytes: 1 << 30,
+        },
+    ))
+    .unwrap();
     sim.run_until(2_900_000_000).unwrap();
     let before_first_read = sim.socket(1).rcv.bytes_received;
     assert_eq!(sim.socket(1).rcv.copied_seq, 0);
@@ -97,14 +137,20 @@ fn stopped_reader_closes_the_window_and_the_flow_resumes() {
     // One buffer's worth before the first read: the 64 KiB window of the 128 KiB buffer,
     // plus what the never-shrink rounding of the window (to the 128-byte window-scale unit,
     // `tcp_select_window()`) lets through, less than a segment.
-    assert!((60_000..=65_536 + 1448).contains(&before_first_read), "received {before_first_read} before the first read");
+    assert!(
+        (60_000..=65_536 + 1448).contains(&before_first_read),
+        "received {before_first_read} before the first read"
+    );
     // Three reads (3.02, 6.02, 9.02 s), each followed by a refill of the buffer.
     assert!(copied >= 3 * 60_000, "read {copied}");
     assert!(rx >= copied + 60_000, "received {rx}, read {copied}");
     // Probes: the first after max(RTO, 200 ms) of zero window, then at doubling intervals
     // (each reset from the probe's answer): in 2.8 s of zero window, at most
     // log2(2800 / 200) + 1 ~ 4.8 of them, and at least 2 (at ~0.2 s and ~0.6 s).
-    assert!((2..=5).contains(&probes_2_9), "{probes_2_9} probes by 2.9 s");
+    assert!(
+        (2..=5).contains(&probes_2_9),
+        "{probes_2_9} probes by 2.9 s"
+    );
     let probes = f.counters.get(Mib::TCPWinProbe);
     assert!(probes >= 3 * 2, "{probes} probes");
     assert!(f.counters.get(Mib::TCPToZeroWindowAdv) >= 3);
@@ -114,7 +160,13 @@ fn stopped_reader_closes_the_window_and_the_flow_resumes() {
     // the copied bytes: 64 KB, then ~1 MB in one measurement), so after each read the
     // sender ramps up and fills a window of up to 3 MB (the 6 MB tcp_rmem[2] / 2) at
     // 100 Mbit/s: at most ~0.35 s per read not rwnd-limited, ~1.2 s of the 10 s.
-    assert!(f.chrono.rwnd_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64, "rwnd_limited {} of busy {} us, sndbuf {}", f.chrono.rwnd_limited_us, f.chrono.busy_us, f.chrono.sndbuf_limited_us);
+    assert!(
+        f.chrono.rwnd_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64,
+        "rwnd_limited {} of busy {} us, sndbuf {}",
+        f.chrono.rwnd_limited_us,
+        f.chrono.busy_us,
+        f.chrono.sndbuf_limited_us
+    );
 }
 
 #[test]
@@ -123,12 +175,25 @@ fn immediate_reader_on_a_cwnd_limited_path_is_not_rwnd_limited() {
     // sender, whose cwnd (and the 1-BDP queue's losses) limit it; the bottleneck is 10
     // Mbit/s with a 40 ms RTT (BDP 50 KB, 33 packets).
     let t_ns = 10_000_000_000;
-    let mut cfg = two_hosts(10_000_000, 20_000_000, bdp_packets(10_000_000, 40_000_000), t_ns);
+    let mut cfg = two_hosts(
+        10_000_000,
+        20_000_000,
+        bdp_packets(10_000_000, 40_000_000),
+        t_ns,
+    );
     cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
     let out = Simulator::new(cfg).unwrap().run();
     let f = &out.flows[0];
-    assert!(f.chrono.busy_us as f64 >= 0.99 * 10e6, "busy {} us", f.chrono.busy_us);
-    assert!(f.chrono.rwnd_limited_us as f64 <= 0.01 * f.chrono.busy_us as f64, "rwnd_limited {} us", f.chrono.rwnd_limited_us);
+    assert!(
+        f.chrono.busy_us as f64 >= 0.99 * 10e6,
+        "busy {} us",
+        f.chrono.busy_us
+    );
+    assert!(
+        f.chrono.rwnd_limited_us as f64 <= 0.01 * f.chrono.busy_us as f64,
+        "rwnd_limited {} us",
+        f.chrono.rwnd_limited_us
+    );
     assert_eq!(f.chrono.sndbuf_limited_us, 0);
     assert_eq!(f.counters.get(Mib::TCPWinProbe), 0);
 }
@@ -146,16 +211,33 @@ fn small_send_buffer_makes_the_flow_sndbuf_limited() {
     cfg.flows.push(f);
     let out = Simulator::new(cfg).unwrap().run();
     let f = &out.flows[0];
-    assert!(f.chrono.sndbuf_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64, "sndbuf_limited {} of busy {} us", f.chrono.sndbuf_limited_us, f.chrono.busy_us);
+    assert!(
+        f.chrono.sndbuf_limited_us as f64 >= 0.8 * f.chrono.busy_us as f64,
+        "sndbuf_limited {} of busy {} us",
+        f.chrono.sndbuf_limited_us,
+        f.chrono.busy_us
+    );
     assert!(f.chrono.rwnd_limited_us as f64 <= 0.01 * f.chrono.busy_us as f64);
 }
 
 #[test]
 fn slow_reader_runs_are_deterministic() {
     let run = || {
-        let out = Simulator::new(path(3_000_000_000, ReaderConfig::Rate { rate_bps: 5_000_000 })).unwrap().run();
+        let out = Simulator::new(path(
+            3_000_000_000,
+            ReaderConfig::Rate {
+                rate_bps: 5_000_000,
+            },
+        ))
+        .unwrap()
+        .run();
         let f = &out.flows[0];
-        (f.bytes_received, f.chrono.busy_us, f.chrono.rwnd_limited_us, out.events)
+        (
+            f.bytes_received,
+            f.chrono.busy_us,
+            f.chrono.rwnd_limited_us,
+            out.events,
+        )
     };
     assert_eq!(run(), run());
 }

@@ -32,11 +32,16 @@ fn cubic_fills_100mbit_20ms_path_with_one_bdp_buffer() {
     // reduction to 0.7 W keeps the queue from draining (0.7 * 2 BDP > 1 BDP), so the
     // link stays busy after slow start.
     let rate = 100_000_000;
-    let q = QueueConfig::Pfifo { limit_packets: bdp_packets(rate, 20 * MS) };
+    let q = QueueConfig::Pfifo {
+        limit_packets: bdp_packets(rate, 20 * MS),
+    };
     let out = run(dumbbell(1, CcKind::Cubic, rate, 10 * MS, q, 30 * S));
     let util = goodput_bps(&out, 0) / payload_rate(rate);
     assert!(util > 0.90, "utilization {util:.3}");
-    assert!(util <= 1.0, "utilization {util:.3} above the link's payload rate");
+    assert!(
+        util <= 1.0,
+        "utilization {util:.3} above the link's payload rate"
+    );
 }
 
 #[test]
@@ -45,7 +50,9 @@ fn cubic_reduces_to_beta_after_loss() {
     // the loss. With 10 ms sampling the last sample before Recovery may miss up to a few
     // packets of growth, so the ratio to the peak sampled cwnd lies in [0.69, 0.72].
     let rate = 50_000_000;
-    let q = QueueConfig::Pfifo { limit_packets: bdp_packets(rate, 20 * MS) };
+    let q = QueueConfig::Pfifo {
+        limit_packets: bdp_packets(rate, 20 * MS),
+    };
     let mut cfg = dumbbell(1, CcKind::Cubic, rate, 10 * MS, q, 40 * S);
     cfg.sample_interval_ns = 10 * MS;
     let out = run(cfg);
@@ -56,7 +63,13 @@ fn cubic_reduces_to_beta_after_loss() {
     for i in 1..s.len() {
         if s.ca_state[i] == recovery && s.ca_state[i - 1] != recovery {
             let ratio = s.ssthresh[i] as f64 / peak as f64;
-            assert!((0.69..=0.72).contains(&ratio), "t={} ms: ssthresh {} after peak {} (ratio {ratio:.3})", s.t_ns[i] / MS, s.ssthresh[i], peak);
+            assert!(
+                (0.69..=0.72).contains(&ratio),
+                "t={} ms: ssthresh {} after peak {} (ratio {ratio:.3})",
+                s.t_ns[i] / MS,
+                s.ssthresh[i],
+                peak
+            );
             reductions += 1;
             peak = 0;
         }
@@ -74,17 +87,33 @@ fn hystart_leaves_slow_start_before_loss_on_a_deep_buffer() {
     // HyStart's delay detector sees the queue build (RTT rising more than
     // clamp(min_rtt/8, 4, 16) ms above min_rtt) and sets ssthresh = cwnd first.
     let rate = 100_000_000;
-    let q = QueueConfig::Pfifo { limit_packets: 4 * bdp_packets(rate, 40 * MS) };
+    let q = QueueConfig::Pfifo {
+        limit_packets: 4 * bdp_packets(rate, 40 * MS),
+    };
     let mut cfg = dumbbell(1, CcKind::Cubic, rate, 20 * MS, q, 3 * S);
     cfg.sample_interval_ns = MS;
     let out = run(cfg);
     let c = &out.flows[0].counters;
-    assert!(c.get(Mib::TCPHystartDelayDetect) + c.get(Mib::TCPHystartTrainDetect) >= 1, "HyStart did not trigger");
+    assert!(
+        c.get(Mib::TCPHystartDelayDetect) + c.get(Mib::TCPHystartTrainDetect) >= 1,
+        "HyStart did not trigger"
+    );
     let s = &out.series;
-    let exit = (0..s.len()).find(|&i| s.ssthresh[i] != 0x7fff_ffff).expect("slow start never ended");
-    assert_eq!(s.lost[exit], 0, "slow start ended by a loss at t={} ms, not by HyStart", s.t_ns[exit] / MS);
+    let exit = (0..s.len())
+        .find(|&i| s.ssthresh[i] != 0x7fff_ffff)
+        .expect("slow start never ended");
+    assert_eq!(
+        s.lost[exit],
+        0,
+        "slow start ended by a loss at t={} ms, not by HyStart",
+        s.t_ns[exit] / MS
+    );
     // ...and it left slow start near the BDP (330 packets), far below BDP + buffer (1650).
-    assert!(s.ssthresh[exit] < 2 * bdp_packets(rate, 40 * MS), "ssthresh {} at exit", s.ssthresh[exit]);
+    assert!(
+        s.ssthresh[exit] < 2 * bdp_packets(rate, 40 * MS),
+        "ssthresh {} at exit",
+        s.ssthresh[exit]
+    );
 }
 
 #[test]
@@ -97,31 +126,69 @@ fn reno_under_random_loss_follows_mathis() {
     // its buffer are large enough that no congestion loss occurs.
     let rate = 1_000_000_000;
     let p = 0.001;
-    let mut cfg = dumbbell(1, CcKind::Reno, rate, 10 * MS, QueueConfig::Pfifo { limit_packets: 100_000 }, 120 * S);
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Reno,
+        rate,
+        10 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 100_000,
+        },
+        120 * S,
+    );
     cfg.links[bottleneck(1)].loss = LossConfig::Bernoulli { p };
     let out = run(cfg);
     let rtt_s = out.flows[0].rtt.mean_us / 1e6;
     let mathis = 1448.0 * 8.0 / rtt_s * (1.5f64).sqrt() / p.sqrt();
     let got = goodput_bps(&out, 0);
     let ratio = got / mathis;
-    assert!((0.80..=1.20).contains(&ratio), "goodput {:.2} Mbit/s vs Mathis {:.2} Mbit/s (ratio {ratio:.3}, rtt {:.2} ms)", got / 1e6, mathis / 1e6, rtt_s * 1e3);
-    assert_eq!(out.links[bottleneck(1)].stats.drops, 0, "congestion drops would invalidate the comparison");
+    assert!(
+        (0.80..=1.20).contains(&ratio),
+        "goodput {:.2} Mbit/s vs Mathis {:.2} Mbit/s (ratio {ratio:.3}, rtt {:.2} ms)",
+        got / 1e6,
+        mathis / 1e6,
+        rtt_s * 1e3
+    );
+    assert_eq!(
+        out.links[bottleneck(1)].stats.drops,
+        0,
+        "congestion drops would invalidate the comparison"
+    );
 }
 
 #[test]
 fn same_seed_same_bytes_and_different_seed_different_losses() {
     let mk = |seed| {
-        let mut cfg = dumbbell(2, CcKind::Cubic, 20_000_000, 15 * MS, QueueConfig::Pfifo { limit_packets: 30 }, 5 * S);
+        let mut cfg = dumbbell(
+            2,
+            CcKind::Cubic,
+            20_000_000,
+            15 * MS,
+            QueueConfig::Pfifo { limit_packets: 30 },
+            5 * S,
+        );
         cfg.seed = seed;
         cfg.links[bottleneck(2)].loss = LossConfig::Bernoulli { p: 0.01 };
-        cfg.links[bottleneck(2)].reorder = Some(ReorderConfig { p: 0.01, delay_ns: 2 * MS });
+        cfg.links[bottleneck(2)].reorder = Some(ReorderConfig {
+            p: 0.01,
+            delay_ns: 2 * MS,
+        });
         cfg.sample_interval_ns = 10 * MS;
         run(cfg)
     };
     let (a, b, c) = (mk(7), mk(7), mk(8));
     let key = |o: &SimOutput| {
-        (o.events, o.packets, o.series.cwnd.clone(), o.series.bytes_acked.clone(), o.series.srtt_us.clone(),
-         o.flows.iter().map(|f| (f.bytes_received, f.retrans_segs, f.counters.v.to_vec())).collect::<Vec<_>>())
+        (
+            o.events,
+            o.packets,
+            o.series.cwnd.clone(),
+            o.series.bytes_acked.clone(),
+            o.series.srtt_us.clone(),
+            o.flows
+                .iter()
+                .map(|f| (f.bytes_received, f.retrans_segs, f.counters.v.to_vec()))
+                .collect::<Vec<_>>(),
+        )
     };
     assert_eq!(key(&a), key(&b));
     assert_ne!(key(&a), key(&c));
@@ -129,25 +196,66 @@ fn same_seed_same_bytes_and_different_seed_different_losses() {
 
 #[test]
 fn conservation_holds_under_loss_reordering_and_many_flows() {
-    let mut cfg = dumbbell(8, CcKind::Cubic, 50_000_000, 5 * MS, QueueConfig::Bfifo { limit_bytes: 60_000 }, 4 * S);
-    cfg.links[bottleneck(8)].loss = LossConfig::GilbertElliott { p: 0.01, r: 0.3, h: 0.5, k: 1.0 };
-    cfg.links[bottleneck(8)].reorder = Some(ReorderConfig { p: 0.02, delay_ns: 3 * MS });
+    let mut cfg = dumbbell(
+        8,
+        CcKind::Cubic,
+        50_000_000,
+        5 * MS,
+        QueueConfig::Bfifo {
+            limit_bytes: 60_000,
+        },
+        4 * S,
+    );
+    cfg.links[bottleneck(8)].loss = LossConfig::GilbertElliott {
+        p: 0.01,
+        r: 0.3,
+        h: 0.5,
+        k: 1.0,
+    };
+    cfg.links[bottleneck(8)].reorder = Some(ReorderConfig {
+        p: 0.02,
+        delay_ns: 3 * MS,
+    });
     cfg.links[bottleneck(8) + 1].loss = LossConfig::Bernoulli { p: 0.01 }; // ACK loss
-    // stop in the middle of the run so that packets are still in the pipe at the end
+                                                                           // stop in the middle of the run so that packets are still in the pipe at the end
     let out = Simulator::new(cfg).unwrap().run();
     let d = &out.invariant.data;
     assert!(out.invariant.ok, "{}", out.invariant.message);
-    assert!(d.dropped.queue > 0 && d.dropped.loss > 0, "test should exercise both drop reasons: {d:?}");
+    assert!(
+        d.dropped.queue > 0 && d.dropped.loss > 0,
+        "test should exercise both drop reasons: {d:?}"
+    );
     assert!(out.invariant.in_flight > 0);
-    assert_eq!(d.sent, d.received + d.dropped.queue + d.dropped.loss + d.dropped.drop_list + d.dropped.no_route + out.invariant.in_flight);
+    assert_eq!(
+        d.sent,
+        d.received
+            + d.dropped.queue
+            + d.dropped.loss
+            + d.dropped.drop_list
+            + d.dropped.no_route
+            + out.invariant.in_flight
+    );
 }
 
 /// A single bulk flow of `n` segments over a lossless 10 Mbit/s, 40 ms RTT path with
 /// the listed data packets dropped on the bottleneck.
 fn short_transfer(segments: u64, drops: Vec<u64>) -> SimOutput {
-    let mut cfg = dumbbell(1, CcKind::Cubic, 10_000_000, 20 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 10 * S);
-    cfg.flows[0].app = AppConfig::BulkBytes { bytes: segments * MSS };
-    cfg.links[bottleneck(1)].loss = LossConfig::DropList { data_packets: drops };
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Cubic,
+        10_000_000,
+        20 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 1000,
+        },
+        10 * S,
+    );
+    cfg.flows[0].app = AppConfig::BulkBytes {
+        bytes: segments * MSS,
+    };
+    cfg.links[bottleneck(1)].loss = LossConfig::DropList {
+        data_packets: drops,
+    };
     run(cfg)
 }
 
@@ -192,7 +300,11 @@ fn losing_the_retransmission_too_needs_an_rto_with_backoff() {
     let c = &out.flows[0].counters;
     assert_eq!(out.flows[0].bytes_received, 3 * MSS);
     assert_eq!(c.get(Mib::TCPTimeouts), 2, "{:?}", c);
-    assert!(out.flows[0].end_ns > 600 * MS, "RTO backoff should take > 600 ms, took {} ms", out.flows[0].end_ns / MS);
+    assert!(
+        out.flows[0].end_ns > 600 * MS,
+        "RTO backoff should take > 600 ms, took {} ms",
+        out.flows[0].end_ns / MS
+    );
 }
 
 #[test]
@@ -205,20 +317,39 @@ fn delayed_acks_ack_every_second_segment() {
     // (tcp_rmem default = max): while rcv_ssthresh grows, tcp_grow_window() sets
     // icsk_ack.quick |= 1 and every segment is ACKed at once (Linux v6.12 tcp_input.c), which
     // is another mechanism with its own test in receiver.rs.
-    let mut cfg = dumbbell(1, CcKind::Cubic, 10_000_000, 20 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 10 * S);
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Cubic,
+        10_000_000,
+        20 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 1000,
+        },
+        10 * S,
+    );
     cfg.flows[0].app = AppConfig::BulkBytes { bytes: 2000 * MSS };
     cfg.flows[0].tcp.tcp_rmem = [4096, 131072, 131072];
     let out = run(cfg);
     let c = &out.flows[0].counters;
     let data = 2000.0;
     let acks = c.get(Mib::TcpOutSegs) as f64 - data; // client and server counters merged
-    assert!((acks - data / 2.0).abs() <= 20.0, "acks {acks} for {data} segments");
+    assert!(
+        (acks - data / 2.0).abs() <= 20.0,
+        "acks {acks} for {data} segments"
+    );
 }
 
 #[test]
 fn rto_is_at_least_200ms_above_srtt() {
     // RTO = srtt + rttvar with rttvar >= TCP_RTO_MIN (200 ms).
-    let mut cfg = dumbbell(1, CcKind::Cubic, 10_000_000, 5 * MS, QueueConfig::Pfifo { limit_packets: 100 }, 2 * S);
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Cubic,
+        10_000_000,
+        5 * MS,
+        QueueConfig::Pfifo { limit_packets: 100 },
+        2 * S,
+    );
     cfg.flows[0].app = AppConfig::BulkBytes { bytes: 200 * MSS };
     let sim = {
         let mut s = Simulator::new(cfg).unwrap();
@@ -228,7 +359,10 @@ fn rto_is_at_least_200ms_above_srtt() {
     let tp = &sim.socket(0).tp;
     let srtt_ms = (tp.srtt_us >> 3) as f64 / 1000.0;
     let rto_ms = tp.jiffies_to_usecs(tp.icsk_rto) as f64 / 1000.0;
-    assert!(rto_ms >= srtt_ms + 200.0, "rto {rto_ms} ms srtt {srtt_ms} ms");
+    assert!(
+        rto_ms >= srtt_ms + 200.0,
+        "rto {rto_ms} ms srtt {srtt_ms} ms"
+    );
 }
 
 #[test]
@@ -240,8 +374,20 @@ fn rack_absorbs_reordering_and_undoes_spurious_recoveries() {
     // which covers a 15 ms delay. So only a handful of the ~100 reorderings may start a
     // recovery (each would without RACK's window), every spurious retransmission is
     // reported by a D-SACK, and the reductions they caused are undone.
-    let mut cfg = dumbbell(1, CcKind::Cubic, 20_000_000, 20 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 30 * S);
-    cfg.links[bottleneck(1)].reorder = Some(ReorderConfig { p: 0.002, delay_ns: 15 * MS });
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Cubic,
+        20_000_000,
+        20 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 1000,
+        },
+        30 * S,
+    );
+    cfg.links[bottleneck(1)].reorder = Some(ReorderConfig {
+        p: 0.002,
+        delay_ns: 15 * MS,
+    });
     let out = run(cfg);
     let c = &out.flows[0].counters;
     let events = out.links[bottleneck(1)].wire.reorder_events;
@@ -255,7 +401,10 @@ fn rack_absorbs_reordering_and_undoes_spurious_recoveries() {
     // probability 1 - (1 - 0.002)^25 = 4.9 %, so about 5 of 100 merge; allow three times
     // that, and one hold in the run's last 15 ms that never arrives.
     let reorder = c.get(Mib::TCPSACKReorder);
-    assert!(reorder + 3 * events / 20 + 1 >= events, "reordering not detected: {reorder} of {events} holds: {c:?}");
+    assert!(
+        reorder + 3 * events / 20 + 1 >= events,
+        "reordering not detected: {reorder} of {events} holds: {c:?}"
+    );
     // Recoveries. Real losses: the 1000-packet pfifo overflows at most once per CUBIC epoch,
     // and an epoch lasts at least K = cbrt(W_max (1 - beta) / C) with W_max the fast-converged
     // (1 + beta) / 2 x (BDP 66 + queue 1000 packets) = 906 packets, beta 0.7, C 0.4: K = 8.8 s,
@@ -270,8 +419,14 @@ fn rack_absorbs_reordering_and_undoes_spurious_recoveries() {
     // So at most 4 + 2 + 2 recoveries in all, where each of the ~100 holds would start one
     // without RACK's window.
     let recoveries = c.get(Mib::TCPSackRecovery);
-    assert!(recoveries <= 4 + 2 + 2, "{recoveries} recoveries for {events} reorderings: {c:?}");
+    assert!(
+        recoveries <= 4 + 2 + 2,
+        "{recoveries} recoveries for {events} reorderings: {c:?}"
+    );
     assert!(c.get(Mib::TCPDSACKRecv) >= 1);
-    let undos = c.get(Mib::TCPPartialUndo) + c.get(Mib::TCPDSACKUndo) + c.get(Mib::TCPFullUndo) + c.get(Mib::TCPLossUndo);
+    let undos = c.get(Mib::TCPPartialUndo)
+        + c.get(Mib::TCPDSACKUndo)
+        + c.get(Mib::TCPFullUndo)
+        + c.get(Mib::TCPLossUndo);
     assert!(undos >= 1, "spurious recoveries were not undone: {c:?}");
 }

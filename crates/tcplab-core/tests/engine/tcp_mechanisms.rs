@@ -57,12 +57,23 @@ fn prr_sends_in_proportion_to_delivery_and_ends_at_ssthresh() {
     //
     // Three packets of one window are dropped on a 10 Mbit/s, 40 ms path during slow
     // start; the SACKs that follow start one recovery episode.
-    let mut cfg = dumbbell(1, CcKind::Cubic, 10_000_000, 20 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 5 * S);
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Cubic,
+        10_000_000,
+        20 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 1000,
+        },
+        5 * S,
+    );
     cfg.flows[0].app = AppConfig::BulkBytes { bytes: 600 * MSS };
     cfg.flows[0].cc_params.hystart = false;
     // a receive window far above cwnd, so that only PRR limits sending during recovery
     cfg.flows[0].tcp.tcp_rmem = [4096, 6291456, 6291456];
-    cfg.links[bottleneck(1)].loss = LossConfig::DropList { data_packets: vec![100, 104, 108] };
+    cfg.links[bottleneck(1)].loss = LossConfig::DropList {
+        data_packets: vec![100, 104, 108],
+    };
     let mut sim = Simulator::new(cfg).unwrap();
 
     let mut entry: Option<(u32, u32)> = None; // (prior_cwnd, ssthresh)
@@ -74,17 +85,32 @@ fn prr_sends_in_proportion_to_delivery_and_ends_at_ssthresh() {
         let tp = &s.tp;
         if tp.ca_state == CaState::Recovery {
             let (prior, ssth) = *entry.get_or_insert((tp.prior_cwnd, tp.snd_ssthresh));
-            assert_eq!((tp.prior_cwnd, tp.snd_ssthresh), (prior, ssth), "t={t}: a second recovery episode");
+            assert_eq!(
+                (tp.prior_cwnd, tp.snd_ssthresh),
+                (prior, ssth),
+                "t={t}: a second recovery episode"
+            );
             if tp.packets_in_flight() > ssth {
                 // delta < 0: prr_out <= ceil(prr_delivered * ssthresh / prior_cwnd), or the
                 // one retransmission PRR forces out first
-                let allowed = (s.prr_delivered as u64 * ssth as u64).div_ceil(prior as u64).max(1);
-                assert!(s.prr_out as u64 <= allowed, "t={t}: prr_out {} > {allowed} (prr_delivered {})", s.prr_out, s.prr_delivered);
+                let allowed = (s.prr_delivered as u64 * ssth as u64)
+                    .div_ceil(prior as u64)
+                    .max(1);
+                assert!(
+                    s.prr_out as u64 <= allowed,
+                    "t={t}: prr_out {} > {allowed} (prr_delivered {})",
+                    s.prr_out,
+                    s.prr_delivered
+                );
                 proportional = (s.prr_delivered, s.prr_out);
             } else {
                 // delta >= 0 (the pipe has fallen to ssthresh): PRR-SSRB sends at most what is
                 // delivered, and never lets cwnd above ssthresh: cwnd = in_flight + min(delta, sndcnt).
-                assert!(tp.snd_cwnd <= ssth, "t={t}: cwnd {} above ssthresh {ssth} in recovery", tp.snd_cwnd);
+                assert!(
+                    tp.snd_cwnd <= ssth,
+                    "t={t}: cwnd {} above ssthresh {ssth} in recovery",
+                    tp.snd_cwnd
+                );
                 bounded_steps += 1;
             }
         } else if entry.is_some() && exit_cwnd.is_none() {
@@ -98,17 +124,36 @@ fn prr_sends_in_proportion_to_delivery_and_ends_at_ssthresh() {
     assert_eq!(c.get(Mib::TCPTimeouts), 0, "{c:?}");
 
     let (prior, ssthresh) = entry.expect("no recovery");
-    assert_eq!(ssthresh, (prior * 717 / 1024).max(2), "CUBIC's ssthresh from prior_cwnd {prior}");
-    assert!(prior >= 40, "the drops should hit a large window, prior_cwnd {prior}");
+    assert_eq!(
+        ssthresh,
+        (prior * 717 / 1024).max(2),
+        "CUBIC's ssthresh from prior_cwnd {prior}"
+    );
+    assert!(
+        prior >= 40,
+        "the drops should hit a large window, prior_cwnd {prior}"
+    );
     // While the pipe was above ssthresh: sent = delivered * ssthresh / prior_cwnd (rounded up).
     let (delivered, sent) = proportional;
     let expected = delivered as f64 * ssthresh as f64 / prior as f64;
-    assert!(delivered as f64 >= 0.5 * prior as f64, "the proportional phase delivered only {delivered} of {prior}");
-    assert!((sent as f64 - expected).abs() <= 1.0, "prr_out {sent}, expected {expected:.1} = {delivered} * {ssthresh} / {prior}");
-    assert!(bounded_steps > 0, "the pipe never reached ssthresh during recovery");
+    assert!(
+        delivered as f64 >= 0.5 * prior as f64,
+        "the proportional phase delivered only {delivered} of {prior}"
+    );
+    assert!(
+        (sent as f64 - expected).abs() <= 1.0,
+        "prr_out {sent}, expected {expected:.1} = {delivered} * {ssthresh} / {prior}"
+    );
+    assert!(
+        bounded_steps > 0,
+        "the pipe never reached ssthresh during recovery"
+    );
     // tcp_end_cwnd_reduction(): cwnd = ssthresh; CUBIC's cong_avoid on the same ACK may add one.
     let (cwnd, ssth) = exit_cwnd.expect("recovery never ended");
-    assert!(cwnd >= ssth && cwnd <= ssth + 1, "cwnd {cwnd} after recovery, ssthresh {ssth}");
+    assert!(
+        cwnd >= ssth && cwnd <= ssth + 1,
+        "cwnd {cwnd} after recovery, ssthresh {ssth}"
+    );
 }
 
 // ----------------------------------------------------------------- F-RTO and undo
@@ -137,13 +182,24 @@ fn through_an_rto(mut sim: Simulator) -> (SimOutput, bool, u32, Option<u32>) {
 }
 
 fn delay_spike(burst_ns: u64, drops: Vec<u64>) -> SimConfig {
-    let mut cfg = dumbbell(2, CcKind::Cubic, 1_000_000, 20 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 4 * S);
+    let mut cfg = dumbbell(
+        2,
+        CcKind::Cubic,
+        1_000_000,
+        20 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 1000,
+        },
+        4 * S,
+    );
     cfg.flows[0].tcp.tcp_rmem = [4096, 16384, 16384];
     cfg.flows[1].start_ns = burst_ns;
     cfg.flows[1].tcp.initial_cwnd = 40;
     cfg.flows[1].tcp.tcp_rmem = [4096, 131072, 6291456];
     cfg.flows[1].app = AppConfig::BulkBytes { bytes: 40 * MSS };
-    cfg.links[bottleneck(2)].loss = LossConfig::DropList { data_packets: drops };
+    cfg.links[bottleneck(2)].loss = LossConfig::DropList {
+        data_packets: drops,
+    };
     cfg
 }
 
@@ -159,11 +215,24 @@ fn a_delay_spike_rto_is_undone_by_eifel_detection() {
     let sim = Simulator::new(delay_spike(S, vec![])).unwrap();
     let (out, saw_loss, cwnd_before, cwnd_after_undo) = through_an_rto(sim);
     let c = &out.flows[0].counters;
-    assert!(saw_loss && c.get(Mib::TCPTimeouts) >= 1, "the spike should cause an RTO: {c:?}");
-    assert_eq!(out.links[bottleneck(2)].stats.drops + out.links[bottleneck(2)].wire.loss_drops, 0, "nothing is lost");
-    assert!(c.get(Mib::TCPLossUndo) >= 1, "the spurious RTO was not undone: {c:?}");
+    assert!(
+        saw_loss && c.get(Mib::TCPTimeouts) >= 1,
+        "the spike should cause an RTO: {c:?}"
+    );
+    assert_eq!(
+        out.links[bottleneck(2)].stats.drops + out.links[bottleneck(2)].wire.loss_drops,
+        0,
+        "nothing is lost"
+    );
+    assert!(
+        c.get(Mib::TCPLossUndo) >= 1,
+        "the spurious RTO was not undone: {c:?}"
+    );
     let after = cwnd_after_undo.expect("never left Loss");
-    assert!(after >= cwnd_before, "cwnd {after} after the undo, {cwnd_before} before the RTO");
+    assert!(
+        after >= cwnd_before,
+        "cwnd {after} after the undo, {cwnd_before} before the RTO"
+    );
 }
 
 #[test]
@@ -203,7 +272,10 @@ fn frto_detects_a_spurious_rto_from_sacks_of_never_retransmitted_data() {
     assert_eq!(c.get(Mib::TCPSpuriousRTOs), 1, "{c:?}");
     assert!(c.get(Mib::TCPLossUndo) >= 1, "{c:?}");
     let after = cwnd_after_undo.expect("never left Loss");
-    assert!(after >= cwnd_before, "cwnd {after} after the undo, {cwnd_before} before the RTO");
+    assert!(
+        after >= cwnd_before,
+        "cwnd {after} after the undo, {cwnd_before} before the RTO"
+    );
 
     // The same run with tcp_frto = 0: no F-RTO, so the RTO stands (nothing undone).
     let mut cfg = delay_spike(burst, vec![k]);
@@ -220,10 +292,24 @@ fn frto_detects_a_spurious_rto_from_sacks_of_never_retransmitted_data() {
 /// One sender whose own NIC is the bottleneck: s0 -(rate, delay, pfifo 10000)-> dst.
 /// (Built from the dumbbell's config so that new config fields keep their defaults.)
 fn direct(cc: CcKind, rate_bps: u64, one_way_delay_ns: u64, duration_ns: u64) -> SimConfig {
-    let mut cfg = dumbbell(1, cc, rate_bps, one_way_delay_ns, QueueConfig::Pfifo { limit_packets: 10_000 }, duration_ns);
+    let mut cfg = dumbbell(
+        1,
+        cc,
+        rate_bps,
+        one_way_delay_ns,
+        QueueConfig::Pfifo {
+            limit_packets: 10_000,
+        },
+        duration_ns,
+    );
     let template = cfg.links[bottleneck(1)].clone();
     cfg.nodes.truncate(2); // s0, dst
-    let link = |from: u32, to: u32| LinkConfig { name: format!("{from}->{to}"), from, to, ..template.clone() };
+    let link = |from: u32, to: u32| LinkConfig {
+        name: format!("{from}->{to}"),
+        from,
+        to,
+        ..template.clone()
+    };
     cfg.links = vec![link(0, 1), link(1, 0)];
     cfg.flows[0].dst = 1;
     cfg.sample_interval_ns = 10 * MS;
@@ -250,7 +336,9 @@ fn tsq_keeps_the_host_queue_small_and_the_link_busy() {
     let mut max_limit = 0u64;
     step(&mut sim, 2 * S, 20 * US, |t, sim| {
         let s = sender(sim, 0);
-        let limit = (2 * max_skb).max(s.tp.sk_pacing_rate >> s.tp.sk_pacing_shift).min(s.cfg.tcp_limit_output_bytes);
+        let limit = (2 * max_skb)
+            .max(s.tp.sk_pacing_rate >> s.tp.sk_pacing_shift)
+            .min(s.cfg.tcp_limit_output_bytes);
         recent.push_back((t, limit));
         while recent.front().is_some_and(|&(t0, _)| t0 + 2 * MS < t) {
             recent.pop_front();
@@ -258,21 +346,40 @@ fn tsq_keeps_the_host_queue_small_and_the_link_busy() {
         let limit = recent.iter().map(|&(_, l)| l).max().unwrap();
         max_limit = max_limit.max(limit);
         let ratio = s.wmem_alloc_bytes as f64 / (limit + max_skb) as f64;
-        assert!(ratio <= 1.0, "t={t}: {} bytes below the socket, limit {limit} + one skb", s.wmem_alloc_bytes);
+        assert!(
+            ratio <= 1.0,
+            "t={t}: {} bytes below the socket, limit {limit} + one skb",
+            s.wmem_alloc_bytes
+        );
         worst = worst.max(ratio);
     });
     let out = finish(sim);
     let nic = &out.links[0].stats;
     // The qdisc never held more than the largest limit plus one skb (payload bytes) ...
     let bound = (max_limit + max_skb) / 1448;
-    assert!((nic.max_backlog_packets as u64) <= bound, "sender qdisc held {} packets, bound {bound}", nic.max_backlog_packets);
+    assert!(
+        (nic.max_backlog_packets as u64) <= bound,
+        "sender qdisc held {} packets, bound {bound}",
+        nic.max_backlog_packets
+    );
     // ... which is ~0.5 ms of data at 1 Gbit/s, not the 10000 packets (121 ms) it accepts.
-    assert!(nic.max_backlog_packets < 1000, "sender qdisc held {} packets", nic.max_backlog_packets);
-    assert!(worst > 0.3, "TSQ never came near its limit ({worst:.2}): the test does not exercise it");
+    assert!(
+        nic.max_backlog_packets < 1000,
+        "sender qdisc held {} packets",
+        nic.max_backlog_packets
+    );
+    assert!(
+        worst > 0.3,
+        "TSQ never came near its limit ({worst:.2}): the test does not exercise it"
+    );
     // ... and the NIC stays busy: goodput above 90 % of the payload rate after slow start.
     let f = &out.flows[0];
     let goodput = f.bytes_received as f64 * 8.0 / 2.0;
-    assert!(goodput > 0.9 * rate as f64 * 1448.0 / 1514.0, "goodput {:.0} Mbit/s", goodput / 1e6);
+    assert!(
+        goodput > 0.9 * rate as f64 * 1448.0 / 1514.0,
+        "goodput {:.0} Mbit/s",
+        goodput / 1e6
+    );
 }
 
 // --------------------------------------------------------------------------- pacing
@@ -287,7 +394,16 @@ fn pacing_spaces_departures_by_length_over_rate() {
     // 100 Mbit/s path the flow is pacing-limited: departures are spaced len / rate apart and
     // the payload rate equals the pacing rate.
     let rate_bytes = 1_250_000u64; // 10 Mbit/s
-    let mut cfg = dumbbell(1, CcKind::Cubic, 100_000_000, 10 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 3 * S);
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Cubic,
+        100_000_000,
+        10 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 1000,
+        },
+        3 * S,
+    );
     cfg.flows[0].tcp.max_pacing_rate_bytes_per_sec = rate_bytes;
     let mut sim = Simulator::new(cfg).unwrap();
     let mut departures: Vec<(u64, u64)> = Vec::new(); // (t, bytes sent in that step)
@@ -295,7 +411,10 @@ fn pacing_spaces_departures_by_length_over_rate() {
     step(&mut sim, 3 * S, 10 * US, |t, sim| {
         let tp = &sender(sim, 0).tp;
         if t > S {
-            assert_eq!(tp.sk_pacing_rate, rate_bytes, "pacing rate not at the cap at t={t}");
+            assert_eq!(
+                tp.sk_pacing_rate, rate_bytes,
+                "pacing rate not at the cap at t={t}"
+            );
         }
         let b = tp.bytes_sent + tp.bytes_retrans;
         if b > prev_bytes && t > S {
@@ -304,20 +423,30 @@ fn pacing_spaces_departures_by_length_over_rate() {
         prev_bytes = b;
     });
     finish(sim);
-    assert!(departures.len() > 100, "only {} departures", departures.len());
+    assert!(
+        departures.len() > 100,
+        "only {} departures",
+        departures.len()
+    );
     // each gap is at least half the previous skb's length over the rate (the credit), less
     // one 10 us step of observation
     for w in departures.windows(2) {
         let ((t0, len0), (t1, _)) = (w[0], w[1]);
         let min_gap = len0 * 1_000_000_000 / rate_bytes / 2;
-        assert!(t1 - t0 + 10 * US >= min_gap, "departures {t0} and {t1} ns: {len0} B needs {min_gap} ns");
+        assert!(
+            t1 - t0 + 10 * US >= min_gap,
+            "departures {t0} and {t1} ns: {len0} B needs {min_gap} ns"
+        );
     }
     // and on average exactly len / rate: bytes over the interval = rate x time (1 %)
     let (t_first, _) = departures[0];
     let (t_last, _) = *departures.last().unwrap();
     let bytes: u64 = departures[1..].iter().map(|d| d.1).sum();
     let measured = bytes as f64 / ((t_last - t_first) as f64 / 1e9);
-    assert!((measured / rate_bytes as f64 - 1.0).abs() < 0.01, "paced at {measured:.0} B/s, cap {rate_bytes} B/s");
+    assert!(
+        (measured / rate_bytes as f64 - 1.0).abs() < 0.01,
+        "paced at {measured:.0} B/s, cap {rate_bytes} B/s"
+    );
 }
 
 // ------------------------------------------------------------------ SACK compression
@@ -332,16 +461,31 @@ fn sack_compression_holds_acks_while_data_is_out_of_order() {
     // arrive per ms (< 44): while a hole is open the receiver sends at most 3 ACKs plus one
     // per ms, instead of one per segment.
     let run = |comp_sack_nr: u32| {
-        let mut cfg = dumbbell(1, CcKind::Cubic, 100_000_000, 10 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 2 * S);
+        let mut cfg = dumbbell(
+            1,
+            CcKind::Cubic,
+            100_000_000,
+            10 * MS,
+            QueueConfig::Pfifo {
+                limit_packets: 1000,
+            },
+            2 * S,
+        );
         cfg.flows[0].tcp.tcp_comp_sack_nr = comp_sack_nr;
-        cfg.links[bottleneck(1)].loss = LossConfig::DropList { data_packets: vec![3000] };
+        cfg.links[bottleneck(1)].loss = LossConfig::DropList {
+            data_packets: vec![3000],
+        };
         let mut sim = Simulator::new(cfg).unwrap();
         let (mut ooo_ns, mut ooo_segs, mut ooo_acks, mut episodes) = (0u64, 0u64, 0u64, 0u64);
         let mut prev = (0u64, 0u64, 0u64); // (rcv_nxt, data_segs_in, acks sent)
         let dt = 20 * US;
         step(&mut sim, 2 * S, dt, |_, sim| {
             let r = receiver(sim, 0);
-            let now = (r.rcv.rcv_nxt, r.rcv.data_segs_in, r.tp.mib.get(Mib::TcpOutSegs));
+            let now = (
+                r.rcv.rcv_nxt,
+                r.rcv.data_segs_in,
+                r.tp.mib.get(Mib::TcpOutSegs),
+            );
             // a step in which segments arrived but rcv_nxt did not move: out-of-order
             if now.1 > prev.1 && now.0 == prev.0 {
                 if ooo_segs == 0 {
@@ -361,11 +505,21 @@ fn sack_compression_holds_acks_while_data_is_out_of_order() {
     assert_eq!(episodes, 1);
     assert!(segs >= 100, "only {segs} segments arrived out of order");
     let timer_acks = ooo_ns.div_ceil(MS);
-    assert!(acks <= 3 + timer_acks + 1, "{acks} ACKs for {segs} out-of-order segments over {} us", ooo_ns / US);
-    assert!(acks * 4 < segs, "{acks} ACKs for {segs} out-of-order segments: not compressed");
+    assert!(
+        acks <= 3 + timer_acks + 1,
+        "{acks} ACKs for {segs} out-of-order segments over {} us",
+        ooo_ns / US
+    );
+    assert!(
+        acks * 4 < segs,
+        "{acks} ACKs for {segs} out-of-order segments: not compressed"
+    );
     // tcp_comp_sack_nr = 0 turns compression off: an ACK per out-of-order segment.
     let (_, segs0, acks0, _) = run(0);
-    assert!(acks0 as f64 >= 0.9 * segs0 as f64, "{acks0} ACKs for {segs0} segments without compression");
+    assert!(
+        acks0 as f64 >= 0.9 * segs0 as f64,
+        "{acks0} ACKs for {segs0} segments without compression"
+    );
 }
 
 // ------------------------------------------------------------- receive-window limit
@@ -377,29 +531,54 @@ fn a_small_receive_buffer_limits_inflight_to_the_window() {
     // rwnd-limited: goodput = window / RTT, not the link rate. tcp_rmem max 64 KB gives
     // a window of 64 KB x 50 % (tcp_win_from_space, scaling_ratio 50 %) = 32 KB, about
     // 22 segments; at 100 Mbit/s x 40 ms (BDP 330 packets) that is 6.5 Mbit/s.
-    let mut cfg = dumbbell(1, CcKind::Cubic, 100_000_000, 20 * MS, QueueConfig::Pfifo { limit_packets: 1000 }, 5 * S);
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Cubic,
+        100_000_000,
+        20 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 1000,
+        },
+        5 * S,
+    );
     cfg.flows[0].tcp.tcp_rmem = [4096, 65536, 65536];
     let mut sim = Simulator::new(cfg).unwrap();
     let mut max_wnd = 0u64;
     step(&mut sim, 5 * S, 50 * US, |t, sim| {
         let tp = &sender(sim, 0).tp;
         let outstanding = tp.snd_nxt - tp.snd_una;
-        assert!(outstanding <= tp.snd_wnd as u64, "t={t}: {outstanding} B outstanding, window {}", tp.snd_wnd);
+        assert!(
+            outstanding <= tp.snd_wnd as u64,
+            "t={t}: {outstanding} B outstanding, window {}",
+            tp.snd_wnd
+        );
         if t > 100 * MS {
             max_wnd = max_wnd.max(tp.snd_wnd as u64); // (before the handshake: the initial 65535)
         }
         let advertised = receiver(sim, 0).rcv.rcv_wnd;
-        assert!(advertised <= 65536 / 2, "t={t}: advertised {advertised} B from a 64 KB buffer");
+        assert!(
+            advertised <= 65536 / 2,
+            "t={t}: advertised {advertised} B from a 64 KB buffer"
+        );
     });
     let out = finish(sim);
-    assert!((32768 - 2 * MSS..=32768).contains(&max_wnd), "window {max_wnd}");
+    assert!(
+        (32768 - 2 * MSS..=32768).contains(&max_wnd),
+        "window {max_wnd}"
+    );
     // goodput: at most window / base RTT, and at least 90 % of it (no queue, no loss)
     let base_rtt = 0.040 + 4.0 * 1e-6;
     let bound = max_wnd as f64 * 8.0 / base_rtt;
     let f = &out.flows[0];
     let steady = f.bytes_received as f64 * 8.0 / 5.0;
-    assert!(steady <= bound, "goodput {steady:.0} above window/RTT {bound:.0}");
-    assert!(steady >= 0.9 * bound, "goodput {steady:.0} below 90 % of window/RTT {bound:.0}");
+    assert!(
+        steady <= bound,
+        "goodput {steady:.0} above window/RTT {bound:.0}"
+    );
+    assert!(
+        steady >= 0.9 * bound,
+        "goodput {steady:.0} below 90 % of window/RTT {bound:.0}"
+    );
     assert!(steady < 0.1 * 100e6, "not window-limited");
 }
 
@@ -413,7 +592,14 @@ fn rttvar_column_is_the_mean_deviation_ss_shows() {
     // RTT moves only with a 50-packet queue (50 x 121 us = 6 ms at 100 Mbit/s), the
     // deviation stays below that range.
     let rate = 100_000_000;
-    let mut cfg = dumbbell(1, CcKind::Cubic, rate, 10 * MS, QueueConfig::Pfifo { limit_packets: 50 }, 10 * S);
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Cubic,
+        rate,
+        10 * MS,
+        QueueConfig::Pfifo { limit_packets: 50 },
+        10 * S,
+    );
     cfg.sample_interval_ns = 100 * MS;
     let mut sim = Simulator::new(cfg).unwrap();
     sim.run_until(10 * S).expect("engine error");
@@ -424,7 +610,15 @@ fn rttvar_column_is_the_mean_deviation_ss_shows() {
         if s.t_ns[i] < S {
             continue;
         }
-        assert!(s.rttvar_us[i] <= queue_us as u32, "t={} ms: rttvar {} us", s.t_ns[i] / MS, s.rttvar_us[i]);
+        assert!(
+            s.rttvar_us[i] <= queue_us as u32,
+            "t={} ms: rttvar {} us",
+            s.t_ns[i] / MS,
+            s.rttvar_us[i]
+        );
     }
-    assert!(s.rttvar_us.iter().any(|&v| v > 0), "the deviation is never measured");
+    assert!(
+        s.rttvar_us.iter().any(|&v| v > 0),
+        "the deviation is never measured"
+    );
 }

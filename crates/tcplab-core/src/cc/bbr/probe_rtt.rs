@@ -45,7 +45,8 @@ impl Bbr {
         // Track the min RTT over the BBR_MIN_RTT_WIN_SEC window.
         let filter_expired = after(
             tp.jiffies32(),
-            self.min_rtt_stamp.wrapping_add(BBR_MIN_RTT_WIN_SEC * tp.hz()),
+            self.min_rtt_stamp
+                .wrapping_add(BBR_MIN_RTT_WIN_SEC * tp.hz()),
         );
         if rs.rtt_us >= 0
             && (rs.rtt_us < self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed))

@@ -125,7 +125,9 @@ impl Cubic {
             if self.sample_cnt < HYSTART_MIN_SAMPLES {
                 self.sample_cnt += 1;
             } else if self.curr_rtt
-                > self.delay_min.wrapping_add(hystart_delay_thresh(self.delay_min >> 3))
+                > self
+                    .delay_min
+                    .wrapping_add(hystart_delay_thresh(self.delay_min >> 3))
             {
                 self.found = true;
                 tp.mib.inc(Mib::TCPHystartDelayDetect);

@@ -75,7 +75,10 @@ mod hystart;
 #[cfg(test)]
 mod tests;
 
-pub use hystart::{hystart_ack_delay, HYSTART_ACK_TRAIN, HYSTART_DELAY, HYSTART_DELAY_MAX, HYSTART_DELAY_MIN, HYSTART_MIN_SAMPLES};
+pub use hystart::{
+    hystart_ack_delay, HYSTART_ACK_TRAIN, HYSTART_DELAY, HYSTART_DELAY_MAX, HYSTART_DELAY_MIN,
+    HYSTART_MIN_SAMPLES,
+};
 
 use super::{tcp_cong_avoid_ai, tcp_slow_start, CcInfo, CongestionOps};
 use crate::config::CcParams;
@@ -444,6 +447,9 @@ impl CongestionOps for Cubic {
 
     /// tcplab only: W_max for the time series.
     fn get_info(&self, _tp: &TcpSock) -> CcInfo {
-        CcInfo { last_max_cwnd: self.last_max_cwnd, ..CcInfo::default() }
+        CcInfo {
+            last_max_cwnd: self.last_max_cwnd,
+            ..CcInfo::default()
+        }
     }
 }

@@ -34,7 +34,11 @@ impl Harness {
     fn ack(&mut self, at_ns: u64, rtt_us: i32) {
         self.tp.set_now(at_ns);
         self.tp.snd_una += MSS;
-        let sample = AckSample { pkts_acked: 1, rtt_us, in_flight: 0 };
+        let sample = AckSample {
+            pkts_acked: 1,
+            rtt_us,
+            in_flight: 0,
+        };
         self.cc.pkts_acked(&mut self.tp, &sample);
         let ack = self.tp.snd_una;
         self.cc.cong_avoid(&mut self.tp, ack, 1);
@@ -88,13 +92,19 @@ fn cubic_root_matches_f64_cbrt() {
     for a in 0u64..64 {
         let x = cubic_root(a) as f64;
         let c = (a as f64).cbrt();
-        assert!(x == c.floor() || x == c.ceil(), "cubic_root({a}) = {x}, cbrt = {c}");
+        assert!(
+            x == c.floor() || x == c.ceil(),
+            "cubic_root({a}) = {x}, cbrt = {c}"
+        );
     }
 
     let check = |a: u64| {
         let x = cubic_root(a) as f64;
         let c = (a as f64).cbrt();
-        assert!((x - c).abs() <= 1.5 + 0.005 * c, "cubic_root({a}) = {x}, cbrt = {c}");
+        assert!(
+            (x - c).abs() <= 1.5 + 0.005 * c,
+            "cubic_root({a}) = {x}, cbrt = {c}"
+        );
     };
     // Exhaustive over the small range, where truncation dominates.
     for a in 64u64..(1 << 20) {
@@ -124,7 +134,11 @@ fn cubic_root_matches_f64_cbrt() {
         sum += rel;
         max = max.max(rel);
     }
-    assert!(sum / n as f64 <= 0.00195, "mean relative error {}", sum / n as f64);
+    assert!(
+        sum / n as f64 <= 0.00195,
+        "mean relative error {}",
+        sum / n as f64
+    );
     assert!(max <= 0.005, "max relative error {max}");
 }
 
@@ -250,12 +264,19 @@ fn update_gate_and_cubic_clock_follow_the_hosts_hz() {
     h.tp.snd_ssthresh = 50;
     h.ack(T0_NS, 100_000);
     let last_time = h.cc.last_time;
-    assert_eq!(last_time, (T0_NS / tick_ns) as u32, "last_time is in 250 Hz jiffies");
+    assert_eq!(
+        last_time,
+        (T0_NS / tick_ns) as u32,
+        "last_time is in 250 Hz jiffies"
+    );
     let cwnd = h.tp.snd_cwnd;
     h.cc.cnt = 12345;
     h.tp.set_now(T0_NS + 7 * tick_ns + tick_ns - 1);
     h.cc.bictcp_update(&h.tp, cwnd, 1);
-    assert_eq!(h.cc.cnt, 12345, "7 jiffies (31.99 ms) is still within HZ/32 at HZ=250");
+    assert_eq!(
+        h.cc.cnt, 12345,
+        "7 jiffies (31.99 ms) is still within HZ/32 at HZ=250"
+    );
     h.tp.set_now(T0_NS + 8 * tick_ns);
     h.cc.bictcp_update(&h.tp, cwnd, 1);
     assert_ne!(h.cc.cnt, 12345, "8 jiffies is past HZ/32 at HZ=250");
@@ -270,7 +291,10 @@ fn no_growth_when_not_cwnd_limited() {
     h.tp.max_packets_out = 5;
     h.round(T0_NS, NSEC_PER_MSEC, |_| 50_000);
     assert_eq!(h.tp.snd_cwnd, 40);
-    assert_eq!(h.cc.epoch_start, 0, "no epoch starts without cwnd-limited ACKs");
+    assert_eq!(
+        h.cc.epoch_start, 0,
+        "no epoch starts without cwnd-limited ACKs"
+    );
     assert_eq!(h.tp.snd_cwnd_cnt, 0);
 }
 
@@ -294,7 +318,10 @@ fn rto_resets_epoch_w_max_and_hystart() {
     assert_eq!(h.cc.last_max_cwnd, 0);
     assert_eq!(h.cc.get_info(&h.tp).last_max_cwnd, 0);
     assert_eq!(h.cc.delay_min, 0);
-    assert_eq!((h.cc.cnt, h.cc.ack_cnt, h.cc.tcp_cwnd, h.cc.bic_k), (0, 0, 0, 0));
+    assert_eq!(
+        (h.cc.cnt, h.cc.ack_cnt, h.cc.tcp_cwnd, h.cc.bic_k),
+        (0, 0, 0, 0)
+    );
     assert!(!h.cc.found);
     assert_eq!(h.cc.round_start, h.tp.tcp_mstamp as u32);
     assert_eq!(h.cc.last_ack, h.tp.tcp_mstamp as u32);
@@ -378,7 +405,10 @@ fn hystart_ack_delay_is_four_gso_packets_at_the_pacing_rate_capped_at_1ms() {
     tp.sk_pacing_rate = 0;
     assert_eq!(hystart_ack_delay(&tp), 0);
     tp.sk_pacing_rate = 1_000_000_000;
-    assert_eq!(hystart_ack_delay(&tp), (65536u64 * 4 * 1_000_000 / 1_000_000_000) as u32);
+    assert_eq!(
+        hystart_ack_delay(&tp),
+        (65536u64 * 4 * 1_000_000 / 1_000_000_000) as u32
+    );
     tp.sk_pacing_rate = 1_000_000;
     assert_eq!(hystart_ack_delay(&tp), 1000);
 }
@@ -396,7 +426,9 @@ fn delay_rounds(base_us: u32, bump_us: u32, bump_from: u32) -> (Harness, u32) {
     assert_eq!(h.tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
     let cwnd2 = h.tp.snd_cwnd;
     let start2 = T0_NS + base_us as u64 * 1000;
-    h.round(start2, spacing, |i| (base_us + if i >= bump_from { bump_us } else { 0 }) as i32);
+    h.round(start2, spacing, |i| {
+        (base_us + if i >= bump_from { bump_us } else { 0 }) as i32
+    });
     (h, cwnd2)
 }
 
@@ -482,7 +514,12 @@ fn flights(base_us: u32, step_us: u32, until_cwnd: u32) -> Harness {
 #[test]
 fn hystart_rounds_follow_flights_from_the_first_ack() {
     let h = flights(100_000, 2_000, 400);
-    assert_eq!(h.mib(Mib::TCPHystartDelayDetect), 0, "exit at cwnd {}", h.tp.snd_cwnd);
+    assert_eq!(
+        h.mib(Mib::TCPHystartDelayDetect),
+        0,
+        "exit at cwnd {}",
+        h.tp.snd_cwnd
+    );
     assert_eq!(h.tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
     assert!(h.tp.snd_cwnd >= 400);
     // The round is the current flight: it began at the flight's first ACK.
@@ -508,7 +545,11 @@ fn hystart_delay_exits_on_the_ninth_ack_of_the_first_high_flight() {
             i = 0;
         }
         now_ns += 2 * NSEC_PER_MSEC;
-        let rtt_us = if flight_cwnd >= 80 { thresh_us + 1 } else { 100_000 + i * 1000 };
+        let rtt_us = if flight_cwnd >= 80 {
+            thresh_us + 1
+        } else {
+            100_000 + i * 1000
+        };
         h.ack(now_ns, rtt_us as i32);
         h.tp.snd_nxt = h.tp.snd_una + h.tp.snd_cwnd as u64 * MSS;
         i += 1;
@@ -523,13 +564,7 @@ fn hystart_delay_exits_on_the_ninth_ack_of_the_first_high_flight() {
 /// Up to `rounds` slow-start rounds from `*start_ns` with ACKs `spacing_us` apart and a
 /// constant RTT, stopping after the round where HyStart fired; `*start_ns` moves to the
 /// next round's start (one RTT later, or when the previous ACK train ends).
-fn train_rounds(
-    h: &mut Harness,
-    start_ns: &mut u64,
-    rtt_us: u32,
-    spacing_us: u64,
-    rounds: u32,
-) {
+fn train_rounds(h: &mut Harness, start_ns: &mut u64, rtt_us: u32, spacing_us: u64, rounds: u32) {
     for _ in 0..rounds {
         let n = h.round(*start_ns, spacing_us * 1000, |_| rtt_us as i32);
         *start_ns += (n as u64 * spacing_us).max(rtt_us as u64) * 1000;
@@ -585,7 +620,13 @@ fn hystart_ack_train_needs_closely_spaced_acks() {
     let p = params_with(|p| p.hystart_detect = HYSTART_ACK_TRAIN);
     let mut h = Harness::new(&p, 16);
     let mut start_ns = T0_NS;
-    train_rounds(&mut h, &mut start_ns, 20_000, p.hystart_ack_delta_us as u64 + 1_000, 3);
+    train_rounds(
+        &mut h,
+        &mut start_ns,
+        20_000,
+        p.hystart_ack_delta_us as u64 + 1_000,
+        3,
+    );
     assert_eq!(h.tp.snd_cwnd, 16 * 8);
     assert_eq!(h.mib(Mib::TCPHystartTrainDetect), 0);
     assert_eq!(h.tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);

@@ -257,7 +257,12 @@ pub fn codel_dequeue<Q: CodelQueue>(
     // If the sojourn went above target soon after it last went below, the drop rate that
     // controlled the queue on the last cycle is a good starting point.
     let delta = vars.count.wrapping_sub(vars.lastcount);
-    if delta > 1 && time_before(now.wrapping_sub(vars.drop_next), params.interval.wrapping_mul(16)) {
+    if delta > 1
+        && time_before(
+            now.wrapping_sub(vars.drop_next),
+            params.interval.wrapping_mul(16),
+        )
+    {
         vars.count = delta;
         // Coarse, but the next Newton steps correct it quadratically.
         newton_step(vars);
@@ -279,17 +284,27 @@ mod tests {
         // Drive the fixed-point iterate as the dropping state does (count 1, 2, 3, ...)
         // and compare with the same recurrence in floating point, then with 1/sqrt(n)
         // once it has converged.
-        let mut v = CodelVars { count: 1, rec_inv_sqrt: (!0u32 >> REC_INV_SQRT_SHIFT) as u16, ..Default::default() };
+        let mut v = CodelVars {
+            count: 1,
+            rec_inv_sqrt: (!0u32 >> REC_INV_SQRT_SHIFT) as u16,
+            ..Default::default()
+        };
         let mut r = 1.0f64;
         for n in 2..=200u32 {
             v.count = n;
             newton_step(&mut v);
             r = r / 2.0 * (3.0 - n as f64 * r * r);
             let got = v.rec_inv_sqrt as f64 / 65536.0;
-            assert!((got - r).abs() < 2e-3, "count {n}: fixed point {got} vs float Newton {r}");
+            assert!(
+                (got - r).abs() < 2e-3,
+                "count {n}: fixed point {got} vs float Newton {r}"
+            );
             if n >= 10 {
                 let exact = 1.0 / (n as f64).sqrt();
-                assert!((got - exact).abs() / exact < 0.02, "count {n}: {got} vs 1/sqrt = {exact}");
+                assert!(
+                    (got - exact).abs() / exact < 0.02,
+                    "count {n}: {got} vs 1/sqrt = {exact}"
+                );
             }
         }
     }
@@ -335,12 +350,23 @@ mod tests {
     }
 
     fn params() -> CodelParams {
-        CodelParams { target: codel_duration(5_000_000), interval: codel_duration(100_000_000), mtu_bytes: 1514, ecn: false }
+        CodelParams {
+            target: codel_duration(5_000_000),
+            interval: codel_duration(100_000_000),
+            mtu_bytes: 1514,
+            ecn: false,
+        }
     }
 
     /// Dequeue every `step` ticks from `*now` with a standing queue (head enqueued at
     /// `now - 1 s`) until `count` reaches `until`; returns with `*now` advanced.
-    fn stand(q: &mut Mock, vars: &mut CodelVars, stats: &mut CodelStats, now: &mut CodelTime, until: u32) {
+    fn stand(
+        q: &mut Mock,
+        vars: &mut CodelVars,
+        stats: &mut CodelStats,
+        now: &mut CodelTime,
+        until: u32,
+    ) {
         let p = params();
         let mut guard = 0;
         while !(vars.dropping && vars.count >= until) {
@@ -367,7 +393,8 @@ mod tests {
         // codel_dequeue(): entering the dropping state within 16 intervals of the last
         // drop_next sets count = count - lastcount (the drops of the last cycle) when that
         // is above 1; later, or after a short cycle, count restarts at 1.
-        let (mut q, mut vars, mut stats) = (Mock::default(), CodelVars::default(), CodelStats::default());
+        let (mut q, mut vars, mut stats) =
+            (Mock::default(), CodelVars::default(), CodelStats::default());
         let mut now: CodelTime = 1_000_000;
         stand(&mut q, &mut vars, &mut stats, &mut now, 1);
         assert_eq!((vars.count, vars.lastcount), (1, 1));
@@ -377,7 +404,11 @@ mod tests {
         // Above target again at once: entry after one interval, well within 16 intervals.
         let before = q.drops;
         stand(&mut q, &mut vars, &mut stats, &mut now, 1);
-        assert_eq!(vars.count, count - 1, "count restarts from the last cycle's drops");
+        assert_eq!(
+            vars.count,
+            count - 1,
+            "count restarts from the last cycle's drops"
+        );
         assert_eq!(vars.lastcount, count - 1);
         assert_eq!(q.drops, before + 1, "entering the state drops one packet");
 

@@ -67,7 +67,11 @@ impl Fifo {
             Limit::Packets(n) => (n as usize).min(4096),
             Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
         };
-        Fifo { limit, waiting: VecDeque::with_capacity(cap + 1), stats: QdiscStats::default() }
+        Fifo {
+            limit,
+            waiting: VecDeque::with_capacity(cap + 1),
+            stats: QdiscStats::default(),
+        }
     }
 
     pub fn kind(&self) -> &'static str {
@@ -127,7 +131,11 @@ pub struct HeldFifo {
 impl HeldFifo {
     pub fn new(cfg: &QueueConfig) -> HeldFifo {
         let limit = Limit::of(cfg);
-        HeldFifo { limit, queue: VecDeque::with_capacity(64), stats: QdiscStats::default() }
+        HeldFifo {
+            limit,
+            queue: VecDeque::with_capacity(64),
+            stats: QdiscStats::default(),
+        }
     }
 
     /// Length of the head packet, if any (tbf peeks before it dequeues).
@@ -142,7 +150,13 @@ impl TimedQdisc for HeldFifo {
         self.limit.kind()
     }
 
-    fn enqueue(&mut self, pkt: Packet, len_bytes: u32, _now_ns: u64, _dropped: &mut Vec<Packet>) -> bool {
+    fn enqueue(
+        &mut self,
+        pkt: Packet,
+        len_bytes: u32,
+        _now_ns: u64,
+        _dropped: &mut Vec<Packet>,
+    ) -> bool {
         let fits = self.limit.fits(&self.stats, len_bytes);
         if !fits {
             self.stats.drops += 1;

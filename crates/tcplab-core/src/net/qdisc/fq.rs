@@ -89,10 +89,18 @@ pub fn validate(cfg: &FqConfig, at: &str) -> Result<(), String> {
         ));
     }
     if cfg.quantum_bytes == 0 || cfg.quantum_bytes > 1 << 20 {
-        return Err(format!("{at}.quantum_bytes: {}, expected 1 to {} bytes (sch_fq: invalid quantum)", cfg.quantum_bytes, 1 << 20));
+        return Err(format!(
+            "{at}.quantum_bytes: {}, expected 1 to {} bytes (sch_fq: invalid quantum)",
+            cfg.quantum_bytes,
+            1 << 20
+        ));
     }
     if cfg.initial_quantum_bytes > i32::MAX as u32 {
-        return Err(format!("{at}.initial_quantum_bytes: {}, expected at most {} bytes", cfg.initial_quantum_bytes, i32::MAX));
+        return Err(format!(
+            "{at}.initial_quantum_bytes: {}, expected at most {} bytes",
+            cfg.initial_quantum_bytes,
+            i32::MAX
+        ));
     }
     if cfg.limit_packets == 0 {
         return Err(format!("{at}.limit_packets: 0, expected a positive number of packets (fq drops everything at 0)"));
@@ -101,7 +109,10 @@ pub fn validate(cfg: &FqConfig, at: &str) -> Result<(), String> {
         return Err(format!("{at}.flow_limit_packets: 0, expected a positive number of packets (fq drops everything at 0)"));
     }
     if !cfg.buckets.is_power_of_two() || cfg.buckets < 2 || cfg.buckets > MAX_BUCKETS {
-        return Err(format!("{at}.buckets: {}, expected a power of two from 2 to {MAX_BUCKETS}", cfg.buckets));
+        return Err(format!(
+            "{at}.buckets: {}, expected a power of two from 2 to {MAX_BUCKETS}",
+            cfg.buckets
+        ));
     }
     if let Some(r) = cfg.maxrate_bps {
         // TCA_FQ_FLOW_MAX_RATE is a u32 of bytes/s; ~0U means unlimited.
@@ -113,10 +124,18 @@ pub fn validate(cfg: &FqConfig, at: &str) -> Result<(), String> {
         }
     }
     if cfg.low_rate_threshold_bps / 8 > u32_max {
-        return Err(format!("{at}.low_rate_threshold_bps: {}, expected at most {} bit/s", cfg.low_rate_threshold_bps, u32_max * 8));
+        return Err(format!(
+            "{at}.low_rate_threshold_bps: {}, expected at most {} bit/s",
+            cfg.low_rate_threshold_bps,
+            u32_max * 8
+        ));
     }
     if cfg.refill_delay_ns / 1000 > u32_max {
-        return Err(format!("{at}.refill_delay_ns: {}, expected at most {} ns", cfg.refill_delay_ns, u32_max * 1000));
+        return Err(format!(
+            "{at}.refill_delay_ns: {}, expected at most {} ns",
+            cfg.refill_delay_ns,
+            u32_max * 1000
+        ));
     }
     Ok(())
 }
@@ -217,7 +236,10 @@ impl Fq {
     /// kernel's bytes/s).
     pub fn new(cfg: &FqConfig) -> Fq {
         let log = cfg.buckets.max(2).trailing_zeros();
-        let bands = std::array::from_fn(|i| Band { quantum: BAND_QUANTUM[i], ..Band::default() });
+        let bands = std::array::from_fn(|i| Band {
+            quantum: BAND_QUANTUM[i],
+            ..Band::default()
+        });
         Fq {
             limit: cfg.limit_packets,
             flow_plimit: cfg.flow_limit_packets,
@@ -361,7 +383,8 @@ impl Fq {
         let mut freed = 0u32;
         b.retain(|&f| {
             let fl = &self.flows[f as usize];
-            let gone = fl.key != key && fl.place == Place::Detached && now_ns > fl.age_ns + FQ_GC_AGE_NS;
+            let gone =
+                fl.key != key && fl.place == Place::Detached && now_ns > fl.age_ns + FQ_GC_AGE_NS;
             if gone {
                 freed += 1;
                 self.free_slots.push(f);
@@ -381,7 +404,10 @@ impl Fq {
     fn classify(&mut self, key: u32, now_ns: u64) -> u32 {
         let bucket = self.bucket_of(key);
         self.gc(bucket, key, now_ns);
-        if let Some(&f) = self.buckets[bucket].iter().find(|&&f| self.flows[f as usize].key == key) {
+        if let Some(&f) = self.buckets[bucket]
+            .iter()
+            .find(|&&f| self.flows[f as usize].key == key)
+        {
             return f;
         }
         let flow = Flow {
@@ -437,7 +463,13 @@ impl TimedQdisc for Fq {
     }
 
     /// `fq_enqueue()`.
-    fn enqueue(&mut self, mut pkt: Packet, len_bytes: u32, now_ns: u64, _dropped: &mut Vec<Packet>) -> bool {
+    fn enqueue(
+        &mut self,
+        mut pkt: Packet,
+        len_bytes: u32,
+        now_ns: u64,
+        _dropped: &mut Vec<Packet>,
+    ) -> bool {
         let band = PRIO2BAND[PKT_PRIORITY] as usize;
         // The later segments of a TSO burst are the rest of an skb fq already accepted
         // (the head passed the limits); they count no packet of their own.
@@ -462,7 +494,11 @@ impl TimedQdisc for Fq {
             }
             pkt.tstamp_ns
         };
-        let held = Held { pkt, len: len_bytes, time_to_send };
+        let held = Held {
+            pkt,
+            len: len_bytes,
+            time_to_send,
+        };
         if self.fastpath_check(time_to_send, now_ns) {
             self.stat_fastpath_packets += 1;
             self.internal.push_back(held);
@@ -545,10 +581,18 @@ impl TimedQdisc for Fq {
                     // qdisc_watchdog_schedule_range_ns()
                     return Dequeue::Wait(self.time_next_delayed_flow);
                 }
-                debug_assert!(false, "fq: {} packets held but no flow to serve", self.stats.backlog_packets);
+                debug_assert!(
+                    false,
+                    "fq: {} packets held but no flow to serve",
+                    self.stats.backlog_packets
+                );
                 return Dequeue::Empty;
             };
-            let f = if is_new { self.bands[b].new_flows[0] } else { self.bands[b].old_flows[0] };
+            let f = if is_new {
+                self.bands[b].new_flows[0]
+            } else {
+                self.bands[b].old_flows[0]
+            };
             retry = 0;
             let flow = &self.flows[f as usize];
             if flow.credit <= 0 {
@@ -675,7 +719,14 @@ mod tests {
 
     /// A data packet of the socket at endpoint `sender` (its peer is `sender ^ 1`).
     fn pkt(sender: u32, tstamp_ns: u64) -> Packet {
-        Packet { dst_ep: sender ^ 1, seq: 0, end_seq: 1448, ip_bytes: 1500, tstamp_ns, ..Packet::default() }
+        Packet {
+            dst_ep: sender ^ 1,
+            seq: 0,
+            end_seq: 1448,
+            ip_bytes: 1500,
+            tstamp_ns,
+            ..Packet::default()
+        }
     }
 
     fn xstat(q: &Fq, name: &str) -> u64 {
@@ -710,7 +761,10 @@ mod tests {
 
     #[test]
     fn horizon_cap_restamps_instead_of_dropping() {
-        let cfg = FqConfig { horizon_drop: false, ..FqConfig::default() };
+        let cfg = FqConfig {
+            horizon_drop: false,
+            ..FqConfig::default()
+        };
         let mut q = Fq::new(&cfg);
         let now = 5 * NSEC_PER_SEC;
         let mut d = Vec::new();
@@ -731,8 +785,12 @@ mod tests {
         let now = NSEC_PER_SEC;
         let mut d = Vec::new();
         // Flow A (endpoint 0) floods 150 packets due now; flow B (endpoint 2) sends 50.
-        let accepted_a = (0..150).filter(|_| q.enqueue(pkt(0, now), LEN, now, &mut d)).count();
-        let accepted_b = (0..50).filter(|_| q.enqueue(pkt(2, now), LEN, now, &mut d)).count();
+        let accepted_a = (0..150)
+            .filter(|_| q.enqueue(pkt(0, now), LEN, now, &mut d))
+            .count();
+        let accepted_b = (0..50)
+            .filter(|_| q.enqueue(pkt(2, now), LEN, now, &mut d))
+            .count();
         // The first 8 of A take the fast path (qdisc empty of eligible flows, fast queue
         // below 8); then A's flow fills to flow_limit (100) and the rest are dropped.
         assert_eq!(xstat(&q, "fastpath"), 8);
@@ -772,7 +830,10 @@ mod tests {
     #[test]
     fn maxrate_spaces_a_flows_packets() {
         let rate_bps = 10_000_000;
-        let cfg = FqConfig { maxrate_bps: Some(rate_bps), ..FqConfig::default() };
+        let cfg = FqConfig {
+            maxrate_bps: Some(rate_bps),
+            ..FqConfig::default()
+        };
         let mut q = Fq::new(&cfg);
         let now = NSEC_PER_SEC;
         let mut d = Vec::new();
@@ -789,8 +850,14 @@ mod tests {
         assert!(matches!(q.dequeue(now + gap, &mut d), Dequeue::Packet(..)));
         // Dequeued 0.2 ms late: the next gap is shortened by that much (drift credit).
         let late = 200_000;
-        assert!(matches!(q.dequeue(now + 2 * gap + late, &mut d), Dequeue::Packet(..)));
-        assert_eq!(q.flows[0].time_next_packet, now + 2 * gap + late + gap - late);
+        assert!(matches!(
+            q.dequeue(now + 2 * gap + late, &mut d),
+            Dequeue::Packet(..)
+        ));
+        assert_eq!(
+            q.flows[0].time_next_packet,
+            now + 2 * gap + late + gap - late
+        );
     }
 
     #[test]
@@ -798,7 +865,10 @@ mod tests {
         // Forwarded packets carry no timestamp: fq_dequeue() lets a flow spend its credit
         // unpaced, then charges max(len, quantum) at the rate each time the credit runs out.
         let rate_bps = 10_000_000;
-        let cfg = FqConfig { maxrate_bps: Some(rate_bps), ..FqConfig::default() };
+        let cfg = FqConfig {
+            maxrate_bps: Some(rate_bps),
+            ..FqConfig::default()
+        };
         let mut q = Fq::new(&cfg);
         let now = NSEC_PER_SEC;
         let mut d = Vec::new();
@@ -811,7 +881,10 @@ mod tests {
         let gap = cfg.quantum_bytes as u64 * NSEC_PER_SEC / (rate_bps / 8);
         assert!(matches!(q.dequeue(now, &mut d), Dequeue::Wait(t) if t == now + gap));
         // Then one quantum (2 frames) per quantum / rate.
-        assert_eq!(drain(&mut q, now + gap).len() as u32, cfg.quantum_bytes / LEN);
+        assert_eq!(
+            drain(&mut q, now + gap).len() as u32,
+            cfg.quantum_bytes / LEN
+        );
         assert!(matches!(q.dequeue(now + gap, &mut d), Dequeue::Wait(t) if t == now + 2 * gap));
     }
 
@@ -829,14 +902,22 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(q.dequeue(now + 3 * MS, &mut d), Dequeue::Wait(t) if t == now + 5 * MS));
-        assert!(matches!(q.dequeue(now + 5 * MS, &mut d), Dequeue::Packet(..)));
+        assert!(matches!(
+            q.dequeue(now + 5 * MS, &mut d),
+            Dequeue::Packet(..)
+        ));
         assert!(matches!(q.dequeue(now + 5 * MS, &mut d), Dequeue::Empty));
     }
 
     #[test]
     fn idle_flows_are_garbage_collected_after_three_seconds() {
         // One-packet quanta so that the round robin moves flows to old_flows at once.
-        let cfg = FqConfig { buckets: 2, quantum_bytes: LEN, initial_quantum_bytes: LEN, ..FqConfig::default() };
+        let cfg = FqConfig {
+            buckets: 2,
+            quantum_bytes: LEN,
+            initial_quantum_bytes: LEN,
+            ..FqConfig::default()
+        };
         let mut q = Fq::new(&cfg);
         let mut d = Vec::new();
         let t0 = NSEC_PER_SEC;
@@ -870,12 +951,48 @@ mod tests {
     fn validation_names_the_field_the_value_and_what_was_expected() {
         let at = "links.0.queue";
         let cases: Vec<(FqConfig, &str)> = vec![
-            (FqConfig { horizon_ns: 0, ..FqConfig::default() }, "links.0.queue.horizon_ns: 0, expected a positive time"),
-            (FqConfig { quantum_bytes: 0, ..FqConfig::default() }, "links.0.queue.quantum_bytes: 0, expected 1 to 1048576 bytes"),
-            (FqConfig { limit_packets: 0, ..FqConfig::default() }, "links.0.queue.limit_packets: 0, expected a positive"),
-            (FqConfig { flow_limit_packets: 0, ..FqConfig::default() }, "links.0.queue.flow_limit_packets: 0, expected a positive"),
-            (FqConfig { buckets: 1000, ..FqConfig::default() }, "links.0.queue.buckets: 1000, expected a power of two"),
-            (FqConfig { maxrate_bps: Some(0), ..FqConfig::default() }, "links.0.queue.maxrate_bps: 0, expected 8 to"),
+            (
+                FqConfig {
+                    horizon_ns: 0,
+                    ..FqConfig::default()
+                },
+                "links.0.queue.horizon_ns: 0, expected a positive time",
+            ),
+            (
+                FqConfig {
+                    quantum_bytes: 0,
+                    ..FqConfig::default()
+                },
+                "links.0.queue.quantum_bytes: 0, expected 1 to 1048576 bytes",
+            ),
+            (
+                FqConfig {
+                    limit_packets: 0,
+                    ..FqConfig::default()
+                },
+                "links.0.queue.limit_packets: 0, expected a positive",
+            ),
+            (
+                FqConfig {
+                    flow_limit_packets: 0,
+                    ..FqConfig::default()
+                },
+                "links.0.queue.flow_limit_packets: 0, expected a positive",
+            ),
+            (
+                FqConfig {
+                    buckets: 1000,
+                    ..FqConfig::default()
+                },
+                "links.0.queue.buckets: 1000, expected a power of two",
+            ),
+            (
+                FqConfig {
+                    maxrate_bps: Some(0),
+                    ..FqConfig::default()
+                },
+                "links.0.queue.maxrate_bps: 0, expected 8 to",
+            ),
         ];
         validate(&FqConfig::default(), at).unwrap();
         for (cfg, want) in cases {

@@ -54,7 +54,10 @@
 use std::collections::VecDeque;
 
 use crate::config::FqCodelConfig;
-use crate::net::qdisc::codel::{codel_dequeue, codel_duration, codel_time, CodelParams, CodelQueue, CodelStats, CodelTime, CodelVars};
+use crate::net::qdisc::codel::{
+    codel_dequeue, codel_duration, codel_time, CodelParams, CodelQueue, CodelStats, CodelTime,
+    CodelVars,
+};
 use crate::net::qdisc::{Dequeue, QdiscStats, TimedQdisc};
 use crate::packet::Packet;
 
@@ -87,20 +90,32 @@ pub fn truesize_bytes(len_bytes: u32) -> u32 {
 /// Check an fq_codel configuration; one-line error naming `{at}.field`.
 pub fn validate(cfg: &FqCodelConfig, at: &str) -> Result<(), String> {
     if cfg.limit_packets == 0 {
-        return Err(format!("{at}.limit_packets: 0, expected at least 1 packet (tc's fq_codel limit)"));
+        return Err(format!(
+            "{at}.limit_packets: 0, expected at least 1 packet (tc's fq_codel limit)"
+        ));
     }
     if cfg.flows == 0 || cfg.flows > MAX_FLOWS {
-        return Err(format!("{at}.flows: {} is outside [1, {MAX_FLOWS}] (tc's fq_codel flows)", cfg.flows));
+        return Err(format!(
+            "{at}.flows: {} is outside [1, {MAX_FLOWS}] (tc's fq_codel flows)",
+            cfg.flows
+        ));
     }
     if cfg.quantum_bytes == 0 {
         return Err(format!("{at}.quantum_bytes: 0, expected a positive number of bytes (Linux raises anything below 256 to 256)"));
     }
-    for (name, v) in [("target_ns", cfg.target_ns), ("interval_ns", cfg.interval_ns)] {
+    for (name, v) in [
+        ("target_ns", cfg.target_ns),
+        ("interval_ns", cfg.interval_ns),
+    ] {
         if v < 1 << 10 {
-            return Err(format!("{at}.{name}: {v}, expected at least 1024 ns (CoDel counts time in 1024-ns ticks)"));
+            return Err(format!(
+                "{at}.{name}: {v}, expected at least 1024 ns (CoDel counts time in 1024-ns ticks)"
+            ));
         }
         if v > MAX_TIME_NS {
-            return Err(format!("{at}.{name}: {v} is above {MAX_TIME_NS} ns (tc's u32 of microseconds)"));
+            return Err(format!(
+                "{at}.{name}: {v} is above {MAX_TIME_NS} ns (tc's u32 of microseconds)"
+            ));
         }
     }
     if cfg.memory_limit_bytes == 0 {
@@ -312,10 +327,20 @@ impl TimedQdisc for FqCodel {
     }
 
     /// `fq_codel_enqueue()`.
-    fn enqueue(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, dropped: &mut Vec<Packet>) -> bool {
+    fn enqueue(
+        &mut self,
+        pkt: Packet,
+        len_bytes: u32,
+        now_ns: u64,
+        dropped: &mut Vec<Packet>,
+    ) -> bool {
         let idx = self.bucket_of(&pkt);
         let flow = &mut self.flows[idx];
-        flow.queue.push_back(Held { pkt, len_bytes, enqueue_time: codel_time(now_ns) });
+        flow.queue.push_back(Held {
+            pkt,
+            len_bytes,
+            enqueue_time: codel_time(now_ns),
+        });
         self.backlogs[idx] += len_bytes;
         self.stats.enqueued(len_bytes);
         if !flow.listed {
@@ -366,7 +391,12 @@ impl TimedQdisc for FqCodel {
                 self.old_flows.push_back(idx as u32);
                 continue;
             }
-            let Flow { queue, cvars, deficit, listed } = flow;
+            let Flow {
+                queue,
+                cvars,
+                deficit,
+                listed,
+            } = flow;
             let mut bq = BucketQueue {
                 queue,
                 backlog: &mut self.backlogs[idx],
@@ -445,16 +475,28 @@ mod tests {
         let q = FqCodel::new(&FqCodelConfig::default());
         let mut seen = std::collections::HashSet::new();
         for ep in 0..1000u32 {
-            let b = q.bucket_of(&Packet { dst_ep: (2 * ep) ^ 1, ..Default::default() });
+            let b = q.bucket_of(&Packet {
+                dst_ep: (2 * ep) ^ 1,
+                ..Default::default()
+            });
             assert!(b < 1024);
             seen.insert(b);
         }
-        assert!((600..=680).contains(&seen.len()), "{} buckets used", seen.len());
+        assert!(
+            (600..=680).contains(&seen.len()),
+            "{} buckets used",
+            seen.len()
+        );
     }
 
     #[test]
     fn small_quantum_and_batch_are_raised_as_linux_does() {
-        let q = FqCodel::new(&FqCodelConfig { quantum_bytes: 100, drop_batch: 0, memory_limit_bytes: u64::MAX, ..Default::default() });
+        let q = FqCodel::new(&FqCodelConfig {
+            quantum_bytes: 100,
+            drop_batch: 0,
+            memory_limit_bytes: u64::MAX,
+            ..Default::default()
+        });
         assert_eq!(q.quantum_bytes, MIN_QUANTUM_BYTES);
         assert_eq!(q.drop_batch, 1);
         assert_eq!(q.memory_limit_bytes, MAX_MEMORY_LIMIT_BYTES);

@@ -35,8 +35,20 @@ pub use fifo::Fifo;
 /// module relies on.
 pub fn validate(q: &QueueConfig, at: &str) -> Result<(), String> {
     match q {
-        &QueueConfig::Pfifo { limit_packets } => in_range(&format!("{at}.limit_packets"), limit_packets as u64, 1, u32::MAX as u64, "packets"),
-        &QueueConfig::Bfifo { limit_bytes } => in_range(&format!("{at}.limit_bytes"), limit_bytes, 1, u32::MAX as u64, "bytes (tc's u32 limit)"),
+        &QueueConfig::Pfifo { limit_packets } => in_range(
+            &format!("{at}.limit_packets"),
+            limit_packets as u64,
+            1,
+            u32::MAX as u64,
+            "packets",
+        ),
+        &QueueConfig::Bfifo { limit_bytes } => in_range(
+            &format!("{at}.limit_bytes"),
+            limit_bytes,
+            1,
+            u32::MAX as u64,
+            "bytes (tc's u32 limit)",
+        ),
         QueueConfig::Tbf(c) => tbf::validate(c, at),
         QueueConfig::Fq(c) => fq::validate(c, at),
         QueueConfig::FqCodel(c) => fq_codel::validate(c, at),
@@ -117,7 +129,13 @@ pub trait TimedQdisc: std::fmt::Debug + Send {
     /// Offer `pkt` (`len_bytes` on the wire) at `now_ns`. Returns false if this packet was
     /// dropped (counted in the stats; `NET_XMIT_DROP` to a local sender). Other packets
     /// dropped to make room go into `dropped`.
-    fn enqueue(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, dropped: &mut Vec<Packet>) -> bool;
+    fn enqueue(
+        &mut self,
+        pkt: Packet,
+        len_bytes: u32,
+        now_ns: u64,
+        dropped: &mut Vec<Packet>,
+    ) -> bool;
 
     /// The device can take a packet at `now_ns`. Packets dropped on the way (CoDel) go
     /// into `dropped`.

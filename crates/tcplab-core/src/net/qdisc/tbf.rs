@@ -88,7 +88,11 @@ impl RateCfg {
             factor <<= 1;
             shift += 1;
         }
-        RateCfg { rate_bytes_ps, mult: mult as u32, shift }
+        RateCfg {
+            rate_bytes_ps,
+            mult: mult as u32,
+            shift,
+        }
     }
 
     /// A rate given in bits per second, as tc hands it to the kernel (bytes/s, truncated).
@@ -108,15 +112,25 @@ impl RateCfg {
 pub fn validate(cfg: &TbfConfig, at: &str) -> Result<(), String> {
     // tc's rate is bytes per second: anything under 8 bit/s is a rate of 0.
     if cfg.rate_bps < 8 {
-        return Err(format!("{at}.rate_bps: {}, expected a positive rate (at least 8 bit/s: tc counts bytes/s)", cfg.rate_bps));
+        return Err(format!(
+            "{at}.rate_bps: {}, expected a positive rate (at least 8 bit/s: tc counts bytes/s)",
+            cfg.rate_bps
+        ));
     }
     // sch_tbf.c tbf_change() only warns ("burst ... is lower than device mtu"), but then
     // every full-size frame is larger than the bucket and dropped (tbf_enqueue()).
     if cfg.burst_bytes < ETH_FRAME_BYTES {
-        return Err(format!("{at}.burst_bytes: {}, expected at least one MTU, {ETH_FRAME_BYTES} bytes", cfg.burst_bytes));
+        return Err(format!(
+            "{at}.burst_bytes: {}, expected at least one MTU, {ETH_FRAME_BYTES} bytes",
+            cfg.burst_bytes
+        ));
     }
     if cfg.burst_bytes > u32::MAX as u64 {
-        return Err(format!("{at}.burst_bytes: {}, expected at most {} bytes (TCA_TBF_BURST is a u32)", cfg.burst_bytes, u32::MAX));
+        return Err(format!(
+            "{at}.burst_bytes: {}, expected at most {} bytes (TCA_TBF_BURST is a u32)",
+            cfg.burst_bytes,
+            u32::MAX
+        ));
     }
     if cfg.limit_bytes == 0 || cfg.limit_bytes > u32::MAX as u64 {
         return Err(format!(
@@ -139,10 +153,15 @@ pub fn validate(cfg: &TbfConfig, at: &str) -> Result<(), String> {
                 return Err(format!("{at}.peakrate_bps: {p}, expected more than rate_bps {} (tbf refuses a peakrate <= rate)", cfg.rate_bps));
             }
             if m < ETH_FRAME_BYTES {
-                return Err(format!("{at}.mtu_bytes: {m}, expected at least one MTU, {ETH_FRAME_BYTES} bytes"));
+                return Err(format!(
+                    "{at}.mtu_bytes: {m}, expected at least one MTU, {ETH_FRAME_BYTES} bytes"
+                ));
             }
             if m > u32::MAX as u64 {
-                return Err(format!("{at}.mtu_bytes: {m}, expected at most {} bytes (TCA_TBF_PBURST is a u32)", u32::MAX));
+                return Err(format!(
+                    "{at}.mtu_bytes: {m}, expected at most {} bytes (TCA_TBF_PBURST is a u32)",
+                    u32::MAX
+                ));
             }
         }
     }
@@ -217,7 +236,9 @@ impl Tbf {
             _ => (None, 0),
         };
         let child = match &cfg.child {
-            None => Child::Fifo(HeldFifo::new(&QueueConfig::Bfifo { limit_bytes: cfg.limit_bytes })),
+            None => Child::Fifo(HeldFifo::new(&QueueConfig::Bfifo {
+                limit_bytes: cfg.limit_bytes,
+            })),
             Some(c) if c.is_fifo() => Child::Fifo(HeldFifo::new(c)),
             Some(c) => Child::Other(new_timed(c)),
         };
@@ -312,7 +333,13 @@ impl TimedQdisc for Tbf {
     }
 
     /// Linux v6.12 net/sched/sch_tbf.c: tbf_enqueue().
-    fn enqueue(&mut self, pkt: Packet, len_bytes: u32, now_ns: u64, dropped: &mut Vec<Packet>) -> bool {
+    fn enqueue(
+        &mut self,
+        pkt: Packet,
+        len_bytes: u32,
+        now_ns: u64,
+        dropped: &mut Vec<Packet>,
+    ) -> bool {
         if len_bytes > self.max_size_bytes {
             // Larger than the bucket can ever pass: qdisc_drop() (no GSO to segment).
             self.stats.drops += 1;
@@ -394,7 +421,11 @@ impl TimedQdisc for Tbf {
             stats.backlog_bytes += *len as u64;
             stats.backlog_packets += 1;
         }
-        Some(ChildStats { qdisc: kind, stats, xstats })
+        Some(ChildStats {
+            qdisc: kind,
+            stats,
+            xstats,
+        })
     }
 }
 
@@ -407,11 +438,23 @@ mod tests {
     const FRAME: u32 = ETH_FRAME_BYTES as u32;
 
     fn cfg(rate_bps: u64, burst_bytes: u64, limit_bytes: u64) -> TbfConfig {
-        TbfConfig { rate_bps, burst_bytes, limit_bytes, peakrate_bps: None, mtu_bytes: None, child: None }
+        TbfConfig {
+            rate_bps,
+            burst_bytes,
+            limit_bytes,
+            peakrate_bps: None,
+            mtu_bytes: None,
+            child: None,
+        }
     }
 
     fn pkt(seq: u64) -> Packet {
-        Packet { seq, end_seq: seq + 1448, ip_bytes: 1500, ..Default::default() }
+        Packet {
+            seq,
+            end_seq: seq + 1448,
+            ip_bytes: 1500,
+            ..Default::default()
+        }
     }
 
     /// Drive `q` as a link of `line_bps` does (dequeue when the serializer is free, wait
@@ -437,7 +480,9 @@ mod tests {
 
     fn fill(q: &mut dyn TimedQdisc, n: u64, now_ns: u64) -> u64 {
         let mut dropped = Vec::new();
-        (0..n).filter(|&i| q.enqueue(pkt(i * 1448), FRAME, now_ns, &mut dropped)).count() as u64
+        (0..n)
+            .filter(|&i| q.enqueue(pkt(i * 1448), FRAME, now_ns, &mut dropped))
+            .count() as u64
     }
 
     #[test]
@@ -449,8 +494,14 @@ mod tests {
                 let got = r.l2t_ns(len) as f64;
                 // The reciprocal truncates: never above the exact time, and off by at most
                 // one part in 2^30 (mult keeps 31 significant bits) plus a nanosecond.
-                assert!(got <= exact + 1e-6, "rate {rate_bps} len {len}: {got} > {exact}");
-                assert!(exact - got <= 1.0 + exact / (1u64 << 30) as f64, "rate {rate_bps} len {len}: {got} vs {exact}");
+                assert!(
+                    got <= exact + 1e-6,
+                    "rate {rate_bps} len {len}: {got} > {exact}"
+                );
+                assert!(
+                    exact - got <= 1.0 + exact / (1u64 << 30) as f64,
+                    "rate {rate_bps} len {len}: {got} vs {exact}"
+                );
             }
         }
         // 10 Mbit/s = 1.25 MB/s: a 1514-byte frame takes 1211.2 us.
@@ -481,12 +532,18 @@ mod tests {
         for (i, &(t, len)) in out.iter().enumerate() {
             bytes += len as u64;
             let allowed = burst as f64 + (rate_bps / 8) as f64 * (t - t0) as f64 / 1e9;
-            assert!(bytes as f64 <= allowed + 1.0, "packet {i} at {t}: {bytes} B > {allowed}");
+            assert!(
+                bytes as f64 <= allowed + 1.0,
+                "packet {i} at {t}: {bytes} B > {allowed}"
+            );
         }
         // Once the bucket is empty, packets leave exactly one frame time at `rate` apart.
         let gaps: Vec<u64> = out.windows(2).map(|w| w[1].0 - w[0].0).collect();
         let first_slow = gaps.iter().position(|&g| g > line_tx).unwrap();
-        assert!(first_slow >= in_burst - 1 && first_slow <= in_burst + 1, "burst ended after {first_slow} gaps");
+        assert!(
+            first_slow >= in_burst - 1 && first_slow <= in_burst + 1,
+            "burst ended after {first_slow} gaps"
+        );
         for (i, &g) in gaps.iter().enumerate().skip(first_slow + 1) {
             assert_eq!(g, rate_tx, "gap {i}");
         }
@@ -513,7 +570,11 @@ mod tests {
         let out = drain(&mut q, t1, line_bps);
         assert_eq!(out[0].0, t1);
         assert_eq!(out[1].0, t1 + line_tx);
-        assert!(out[2].0 > t1 + 2 * line_tx + rate_tx / 2, "third frame waited for tokens: {:?}", out);
+        assert!(
+            out[2].0 > t1 + 2 * line_tx + rate_tx / 2,
+            "third frame waited for tokens: {:?}",
+            out
+        );
     }
 
     #[test]
@@ -524,7 +585,10 @@ mod tests {
         assert_eq!(fill(&mut q, 5, 0), 3);
         assert_eq!(q.stats.drops, 2);
         let child = q.child().unwrap().stats;
-        assert_eq!(child.drops, 2, "the child counts its own drops too, as tc -s shows");
+        assert_eq!(
+            child.drops, 2,
+            "the child counts its own drops too, as tc -s shows"
+        );
         assert_eq!(q.stats.backlog_bytes, 3 * ETH_FRAME_BYTES);
         assert_eq!(q.stats.overlimits, 0);
         drain(&mut q, 0, 1_000 * MBIT);
@@ -546,7 +610,11 @@ mod tests {
         assert!(!q.enqueue(pkt(0), 2001, 0, &mut dropped));
         assert!(q.enqueue(pkt(0), 2000, 0, &mut dropped));
         assert_eq!(q.stats.drops, 1);
-        assert_eq!(q.child().unwrap().stats.drops, 0, "dropped by tbf before the child");
+        assert_eq!(
+            q.child().unwrap().stats.drops,
+            0,
+            "dropped by tbf before the child"
+        );
         // With a peak rate, the peak bucket (mtu) bounds the packet size too.
         let mut c = cfg(10 * MBIT, 100_000, 1 << 20);
         c.peakrate_bps = Some(20 * MBIT);
@@ -571,7 +639,10 @@ mod tests {
         let rate_tx = RateCfg::from_bps(rate_bps).l2t_ns(FRAME);
         let gaps: Vec<u64> = out.windows(2).map(|w| w[1].0 - w[0].0).collect();
         for (i, &g) in gaps.iter().enumerate() {
-            assert!(g >= peak_tx, "gap {i}: {g} ns < one frame at peakrate {peak_tx} ns");
+            assert!(
+                g >= peak_tx,
+                "gap {i}: {g} ns < one frame at peakrate {peak_tx} ns"
+            );
         }
         // While the rate bucket lasts the head leaves at peakrate; then at rate.
         assert_eq!(gaps[0], peak_tx);
@@ -604,7 +675,11 @@ mod tests {
         // the qdisc said to wait, and at once after an enqueue if the serializer is free.
         let mut t_free = 0u64;
         let mut next_try: Option<u64> = None;
-        let mut try_dequeue = |q: &mut Tbf, t: u64, t_free: &mut u64, enq_at: &mut std::collections::VecDeque<(u64, u64)>| -> Option<u64> {
+        let mut try_dequeue = |q: &mut Tbf,
+                               t: u64,
+                               t_free: &mut u64,
+                               enq_at: &mut std::collections::VecDeque<(u64, u64)>|
+         -> Option<u64> {
             match q.dequeue(t, &mut dropped) {
                 Dequeue::Packet(p, len) => {
                     let (t_enq, seq) = enq_at.pop_front().unwrap();
@@ -636,9 +711,15 @@ mod tests {
         assert!(q.stats.drops > 0, "the queue filled");
         assert_eq!(sent, q.stats.sent_packets);
         let bound = limit * 8 * 1_000_000_000 / rate_bps;
-        assert!(max_delay <= bound, "max delay {max_delay} ns > limit/rate {bound} ns");
+        assert!(
+            max_delay <= bound,
+            "max delay {max_delay} ns > limit/rate {bound} ns"
+        );
         // ... and it is reached: a full child drains in about limit / rate.
-        assert!(max_delay + 2 * q.rate().l2t_ns(FRAME) >= bound, "max delay {max_delay} ns, bound {bound} ns");
+        assert!(
+            max_delay + 2 * q.rate().l2t_ns(FRAME) >= bound,
+            "max delay {max_delay} ns, bound {bound} ns"
+        );
     }
 
     #[test]
@@ -646,18 +727,32 @@ mod tests {
         // tbf at 5 Mbit/s over a tbf child at 10 Mbit/s: the child hands its head over at
         // once (qdisc_peek_dequeued()), the outer tbf holds it until its own tokens allow.
         let mut c = cfg(5 * MBIT, ETH_FRAME_BYTES, 1 << 30);
-        c.child = Some(Box::new(QueueConfig::Tbf(cfg(10 * MBIT, ETH_FRAME_BYTES, 1 << 30))));
+        c.child = Some(Box::new(QueueConfig::Tbf(cfg(
+            10 * MBIT,
+            ETH_FRAME_BYTES,
+            1 << 30,
+        ))));
         let mut q = Tbf::new(&c);
         fill(&mut q, 3, 0);
         let mut dropped = Vec::new();
         assert!(matches!(q.dequeue(0, &mut dropped), Dequeue::Packet(..)));
         // The child's next head is dequeued ahead and held; the outer bucket is empty.
-        assert!(matches!(q.dequeue(1_500_000, &mut dropped), Dequeue::Wait(_)));
+        assert!(matches!(
+            q.dequeue(1_500_000, &mut dropped),
+            Dequeue::Wait(_)
+        ));
         assert!(q.held.is_some());
         assert_eq!(q.stats.backlog_packets, 2);
-        let ChildStats { qdisc: kind, stats: child, .. } = q.child().unwrap();
+        let ChildStats {
+            qdisc: kind,
+            stats: child,
+            ..
+        } = q.child().unwrap();
         assert_eq!(kind, "tbf");
-        assert_eq!(child.backlog_packets, 2, "the held head still counts in the child's backlog");
+        assert_eq!(
+            child.backlog_packets, 2,
+            "the held head still counts in the child's backlog"
+        );
         let mut n = 0;
         q.for_each_packet(&mut |_| n += 1);
         assert_eq!(n, 2);
@@ -673,7 +768,11 @@ mod tests {
     fn a_faster_outer_tbf_waits_for_its_slower_child() {
         // The child throttles (its watchdog): tbf passes the wait on, not an overlimit.
         let mut c = cfg(20 * MBIT, ETH_FRAME_BYTES, 1 << 30);
-        c.child = Some(Box::new(QueueConfig::Tbf(cfg(5 * MBIT, ETH_FRAME_BYTES, 1 << 30))));
+        c.child = Some(Box::new(QueueConfig::Tbf(cfg(
+            5 * MBIT,
+            ETH_FRAME_BYTES,
+            1 << 30,
+        ))));
         let mut q = Tbf::new(&c);
         fill(&mut q, 10, 0);
         let out = drain(&mut q, 0, 1_000 * MBIT);
@@ -692,29 +791,52 @@ mod tests {
         let err = |c: TbfConfig| validate(&c, "links[0].queue").unwrap_err();
 
         let e = err(cfg(0, 10_000, 100_000));
-        assert!(e.starts_with("links[0].queue.rate_bps: 0, expected a positive rate"), "{e}");
+        assert!(
+            e.starts_with("links[0].queue.rate_bps: 0, expected a positive rate"),
+            "{e}"
+        );
         let e = err(cfg(10 * MBIT, 1513, 100_000));
-        assert_eq!(e, "links[0].queue.burst_bytes: 1513, expected at least one MTU, 1514 bytes");
+        assert_eq!(
+            e,
+            "links[0].queue.burst_bytes: 1513, expected at least one MTU, 1514 bytes"
+        );
         let e = err(cfg(10 * MBIT, 10_000, 0));
-        assert!(e.starts_with("links[0].queue.limit_bytes: 0, expected 1 to"), "{e}");
+        assert!(
+            e.starts_with("links[0].queue.limit_bytes: 0, expected 1 to"),
+            "{e}"
+        );
 
         let mut c = ok.clone();
         c.peakrate_bps = Some(20 * MBIT);
         let e = err(c.clone());
-        assert!(e.starts_with("links[0].queue.mtu_bytes: missing, expected"), "{e}");
+        assert!(
+            e.starts_with("links[0].queue.mtu_bytes: missing, expected"),
+            "{e}"
+        );
         c.mtu_bytes = Some(1514);
         assert_eq!(validate(&c, "q"), Ok(()));
         c.peakrate_bps = Some(10 * MBIT);
         let e = err(c.clone());
-        assert!(e.starts_with("links[0].queue.peakrate_bps: 10000000, expected more than rate_bps 10000000"), "{e}");
+        assert!(
+            e.starts_with(
+                "links[0].queue.peakrate_bps: 10000000, expected more than rate_bps 10000000"
+            ),
+            "{e}"
+        );
         c.peakrate_bps = None;
         let e = err(c);
-        assert!(e.starts_with("links[0].queue.mtu_bytes: 1514, expected no mtu without a peakrate"), "{e}");
+        assert!(
+            e.starts_with("links[0].queue.mtu_bytes: 1514, expected no mtu without a peakrate"),
+            "{e}"
+        );
 
         let mut c = ok.clone();
         c.child = Some(Box::new(QueueConfig::Pfifo { limit_packets: 0 }));
         let e = err(c);
-        assert!(e.starts_with("links[0].queue.child.limit_packets: 0"), "{e}");
+        assert!(
+            e.starts_with("links[0].queue.child.limit_packets: 0"),
+            "{e}"
+        );
         for e in [err(cfg(0, 1, 0)), err(cfg(10 * MBIT, 1, 1))] {
             assert!(!e.contains('\n'), "one line: {e}");
         }
