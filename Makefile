@@ -7,7 +7,7 @@
 # Other targets: make demo (compare CUBIC and BBR on the built-in lossy path, 100 ms RTT,
 #                5 Mbit/s, 1% loss; report in out/demo/, replaced on each run) | make setup | make bench (tcplab vs
 #                ns-3, several minutes) | make bench-quick | make bench-sweep (tcplab sweep: one
-#                process vs the local pool, 40 short runs) | make test-slow | make clean
+#                process vs the local pool, 40 short runs) | make test-slow | make lint (rustfmt, ruff) | make clean
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -15,7 +15,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: reproduce demo test setup bench bench-quick bench-sweep test-slow clean
+.PHONY: reproduce demo test lint setup bench bench-quick bench-sweep test-slow clean
 
 $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Cargo.toml) $(shell find python -name '*.py' -o -name '*.yaml')
 	@test -d $(VENV) || { echo "tcplab: creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
@@ -50,6 +50,13 @@ test: $(TEST_STAMP)
 	@echo "tcplab: building and running the Rust tests (profile release-checks: optimised, with debug assertions and overflow checks; a second build of the engine, about 2 minutes on 2 cores the first time)"
 	cargo test --workspace --profile release-checks
 	$(PY) -m pytest -q
+
+# The code's shape as CI checks it: rustfmt (rustfmt.toml) and ruff (pyproject.toml's
+# [tool.ruff]); `cargo fmt --all` and `ruff format python tests bench` fix what they report.
+lint: $(TEST_STAMP)
+	cargo fmt --all --check
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
 
 test-slow: $(TEST_STAMP)
 	$(PY) -m pytest -q -m slow
