@@ -190,6 +190,9 @@ def _print_validation(v, out_dir: Path) -> None:  # noqa: ANN001
     console.print(table)
     for line in v.excluded:
         console.print(Text(f"excluded: {line}"))
+    for note in v.notes:
+        if not note.startswith("excluded: "):  # named just above
+            console.print(Text(f"note: {note}"))
     if v.valid:
         console.print(Text(v.verdict_line()))
     console.print(f"wrote {out_dir} (report.html)", markup=False)

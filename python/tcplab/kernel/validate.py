@@ -32,7 +32,6 @@ from tcplab.kernel.verdicts import (
     Validation,
     compare_runs,
     kernel_validity,
-    steady_window,
 )
 
 if TYPE_CHECKING:
@@ -44,7 +43,6 @@ __all__ = [
     "Validation",
     "compare_runs",
     "validate",
-    "steady_window",
     "kernel_validity",
     "METRICS",
     "MIN_RTT_SAMPLES",
