@@ -169,6 +169,12 @@ def kernel_run_cmd(
         print_run_summary(result, out_dir)
     if not result.kernel.get("valid", True):
         typer.echo("INVALID: " + "; ".join(result.kernel.get("invalid_reasons", [])), err=True)
+        if result.kernel.get("machine_reasons"):  # the machine's load: how busy, how to rerun
+            from tcplab.kernel.busy import busy_figures, busy_text, rerun_hint
+
+            figures = busy_figures(result.kernel, out_dir)
+            typer.echo(f"how busy: {busy_text(figures)}", err=True)
+            typer.echo(rerun_hint(invocation(), figures), err=True)
         raise typer.Exit(1)
 
 

@@ -149,6 +149,9 @@ def validate(
         _print_validation(v, out_dir)
     if not v.valid:  # as tcplab kernel run says it: on stderr, after writing the directory
         typer.echo(v.verdict_line(), err=True)
+        if v.busy:  # invalid for the machine's load, not a failure: how busy, how to rerun
+            typer.echo(f"how busy: {v.busy_line()}", err=True)
+            typer.echo(v.rerun_hint(), err=True)
         raise typer.Exit(1)
 
 

@@ -206,8 +206,11 @@ def validate(
 
     ``runs`` N > 1 (:mod:`tcplab.kernel.repeat`): N simulations with the seeds seed ..
     seed+N-1 and N kernel runs, one after the other, written to ``OUT/sim/run-K`` and
-    ``OUT/kernel/run-K``; verdicts from the means and the spread. A kernel run that fails or
-    is invalid is excluded and named; with fewer than 2 valid ones there are no verdicts.
+    ``OUT/kernel/run-K``; verdicts from the means and the spread. A kernel run that is
+    invalid (a busy machine, most often) is run once more with the same scenario and options
+    and the second attempt counts (:attr:`Validation.retried` names them); one that fails
+    or is invalid twice is excluded and named; with fewer than 2 valid ones there are no
+    verdicts.
     """
     from tcplab.loader import load_scenario
     from tcplab.results.rundir import check_output_dir
@@ -286,18 +289,35 @@ def _validate_repeated(
     failed, _ = _kernel_errors()
     kerns: list[Result | None] = []
     failures: dict[int, str] = {}
+    retried: list[str] = []
+
+    def one_kernel_run() -> Result:
+        if kernel_runner is not None:
+            return kernel_runner(sc, options)
+        return _default_kernel_runner(sc, options, progress=progress)
+
     for k in range(runs):
         note(f"running it on the kernel, run {k + 1} of {runs} (network namespaces; the same duration of traffic)")
         try:
-            if kernel_runner is not None:
-                kern = kernel_runner(sc, options)
-            else:
-                kern = _default_kernel_runner(sc, options, progress=progress)
+            kern = one_kernel_run()
         except (failed, ValidateError) as e:
             note(f"kernel run {k + 1} failed: {e}")
             kerns.append(None)
             failures[k] = str(e)
             continue
+        ok, reasons = kernel_validity(kern)
+        if not ok:  # invalid is not failed: once more, the same scenario and options
+            first = "; ".join(reasons)
+            note(f"kernel run {k + 1} is INVALID ({first}): running it once more")
+            try:
+                again = one_kernel_run()
+            except (failed, ValidateError) as e:
+                retried.append(f"kernel run-{k + 1}: retried once, the retry failed ({e}); the first attempt counts")
+            else:
+                ok2, reasons2 = kernel_validity(again)
+                outcome = "valid" if ok2 else "INVALID again: " + "; ".join(reasons2)
+                retried.append(f"kernel run-{k + 1}: retried once (the first attempt was INVALID: {first}); {outcome}")
+                kern = again
         from types import SimpleNamespace
 
         # the kernel ran the same overrides; the simulations' seed=S is theirs, not its
@@ -306,6 +326,7 @@ def _validate_repeated(
     if all(k is None for k in kerns):
         raise ValidateError(f"kernel run failed: all {runs} runs failed ({failures[0]})")
     v = compare_repeated(sims, kerns, tolerances, failures)
+    v.retried = retried
     v.seeds = seeds
     # what ran: the overrides without run 1's seed (the seeds are listed apart)
     v.title = f"{sc.name} [{', '.join(base_texts)}]" if base_texts else sc.name

@@ -40,7 +40,10 @@ divided by time it did not run; a late start is flagged in :attr:`Validation.not
 
 A kernel run marked invalid (``summary["kernel"]["valid"]`` false: the machine was busy, the
 delay line late, an agent failed; see ARCH11) gets no verdicts: every row is ``n/a`` with the
-reason, :attr:`Validation.valid` is false and ``tcplab validate`` exits 1.
+reason, :attr:`Validation.valid` is false and ``tcplab validate`` exits 1. When the
+machine's load made it invalid (the quiet check, a delay line or sampler late), the
+validation says how busy the machine was and how to rerun (:attr:`Validation.busy`,
+:meth:`Validation.rerun_hint`: :mod:`tcplab.kernel.busy`).
 
 A :class:`Validation` is data the views read (:mod:`tcplab.views.validate`): its rows, the
 steady windows, the kernel's and the machine's identity, and with ``--runs N`` the rule the
@@ -67,6 +70,7 @@ __all__ = [
     "Validation",
     "compare_runs",
     "kernel_validity",
+    "machine_busy",
     "judge",
     "metric_text",
     "finite_value",
@@ -166,6 +170,28 @@ class Validation:
     kernel_dirs: list[str] = field(default_factory=list)
     #: ``--runs N``: the rule the verdicts followed (:data:`tcplab.kernel.repeat.RULE`)
     repeat_rule: str | None = None
+    #: ``--runs N``: kernel runs run a second time because the first was invalid, one line
+    #: each (``kernel run-2: retried once: the first attempt was INVALID: ...``)
+    retried: list[str] = field(default_factory=list)
+    #: an invalid kernel run the machine's load made invalid: how busy it was
+    #: (:func:`tcplab.kernel.busy.busy_figures`); empty otherwise
+    busy: dict[str, Any] = field(default_factory=dict)
+
+    def busy_line(self) -> str | None:
+        """How busy the machine was, on one line (None: the run was not invalid for it)."""
+        if not self.busy:
+            return None
+        from tcplab.kernel.busy import busy_text
+
+        return busy_text(self.busy)
+
+    def rerun_hint(self) -> str | None:
+        """How to run it again (None: the run was not invalid for the machine's load)."""
+        if not self.busy:
+            return None
+        from tcplab.kernel.busy import rerun_hint
+
+        return rerun_hint(self.command, self.busy)
 
     def counts(self) -> dict[str, int]:
         """How many metrics got each verdict."""
@@ -208,6 +234,9 @@ class Validation:
                 "metrics": [asdict(r) for r in self.rows],
                 "path": self.path,
                 "notes": list(self.notes),
+                "busy": dict(self.busy),
+                "busy_text": self.busy_line(),
+                "rerun": self.rerun_hint(),
                 **({"repeat": self._repeat_json()} if self.runs > 1 else {}),
             }
         )
@@ -218,6 +247,7 @@ class Validation:
             "seeds": list(self.seeds),
             "valid_kernel_runs": list(self.valid_kernel_runs),
             "excluded": list(self.excluded),
+            "retried": list(self.retried),
             "sim": list(self.sim_dirs),
             "kernel": list(self.kernel_dirs),
             "rule": self.repeat_rule,
@@ -437,6 +467,7 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
             if record.get(key) is not None:
                 kernel[key] = record[key]
     notes = _late_notes(windows) + _notes(sim, kernel)
+    busy = machine_busy(kern) if not valid else {}
     return Validation(
         scenario=sim.scenario.name,
         title=sim.title,
@@ -446,10 +477,22 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
         invalid_reasons=reasons,
         steady=steady,
         windows=windows,
+        busy=busy,
         kernel=kernel,
         path=path,
         notes=notes,
     )
+
+
+def machine_busy(kern: Result) -> dict[str, Any]:
+    """How busy the machine was (:func:`tcplab.kernel.busy.busy_figures`) when the kernel
+    run is invalid for the machine's load (kernel.json's ``machine_reasons``); {} otherwise."""
+    from tcplab.kernel.busy import busy_figures
+
+    record = getattr(kern, "kernel", None)
+    if not isinstance(record, Mapping) or not record.get("machine_reasons"):
+        return {}
+    return busy_figures(record, getattr(kern, "run_dir", None))
 
 
 def _goodput_row(

@@ -430,6 +430,17 @@ def _steady_text(v: Validation) -> str:
     return f"{head} ({length}): {spans}"
 
 
+def _busy_lines(v: Validation) -> list[str]:
+    """An invalid run the machine's load caused: how busy, how to rerun; the retried runs."""
+    out = []
+    busy = v.busy_line() if hasattr(v, "busy_line") else None
+    if busy:
+        out.append(f"how busy: {busy}")
+        out.append(f"{v.rerun_hint()}")
+    out.extend(f"retried: {line}" for line in getattr(v, "retried", []) or [])
+    return out
+
+
 def _runs_lines_text(v: Validation) -> list[str]:
     """With ``--runs N``: how many runs, the seeds, the rule, the kernel runs counted."""
     if v.runs <= 1:
@@ -462,6 +473,7 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
         *[f"- note: {n}" for n in v.notes],
         "",
         f"**{v.verdict_line()}**",
+        *([""] + [f"- {line}" for line in _busy_lines(v)] if _busy_lines(v) else []),
         "",
     ]
     keys = ["subject", "metric", "sim", "kernel", "difference", "tolerance", "verdict", "reason"]
@@ -545,6 +557,8 @@ tolerance of the kernel's.</p>
 {% else %}
 <p><b>{{ verdict }}</b></p>
 {% endif %}
+{% for line in busy %}<p class="note">{{ line }}</p>
+{% endfor %}
 {% for n in notes %}<p class="note"><b>Note:</b> {{ n }}.</p>
 {% endfor %}
 <p class="note">{{ steady }}. Differences are simulator minus kernel; relative ones are of the kernel's value.</p>
@@ -625,6 +639,7 @@ def validation_html(v: Validation, plots: Sequence[Plot] = ()) -> str:
         kernel_dirs=v.kernel_dirs,
         path=path_rows(v),
         notes=v.notes,
+        busy=_busy_lines(v),
         departures=[str(d) for d in v.kernel.get("departures") or []],
         figures=[{"uri": data_uri(p.png), "caption": p.caption} for p in plots],
     )
