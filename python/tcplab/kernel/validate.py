@@ -120,8 +120,9 @@ def _kernel_errors() -> tuple[type[BaseException], type[BaseException]]:
 
 def preflight(sc: Scenario, options: Any) -> None:
     """What the kernel path cannot build, as a user error before anything runs (the
-    simulation takes a while; a scenario the kernel cannot run should not wait for it).
-    Kernel mode's own plan (:func:`tcplab.kernel.plan.make_plan`) decides; without it,
+    simulation takes a while; a scenario the kernel cannot run should not wait for it): what
+    this machine lacks for it, every item on its own line (:mod:`tcplab.kernel.needs`), then
+    kernel mode's own plan (:func:`tcplab.kernel.plan.make_plan`); without kernel mode,
     nothing is checked here."""
     from tcplab.errors import ScenarioError
 
@@ -131,8 +132,18 @@ def preflight(sc: Scenario, options: Any) -> None:
     except ImportError:
         return
     failed, unsupported = _kernel_errors()
+    env = probe(getattr(options, "prefix", "tcplab"))
     try:
-        plan = make_plan(sc.to_core(), probe(getattr(options, "prefix", "tcplab")), options)
+        from tcplab.kernel.needs import MachineLacks, check_needs
+    except ImportError:
+        pass
+    else:
+        try:
+            check_needs(env, sc.to_core())
+        except MachineLacks as e:  # every missing thing, one error line each (exit 2)
+            raise ScenarioError(e.lines[0], errors=[ScenarioError(line) for line in e.lines]) from e
+    try:
+        plan = make_plan(sc.to_core(), env, options)
     except unsupported as e:
         from tcplab.scenario.checks import engine_message
 
