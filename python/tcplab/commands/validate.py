@@ -93,9 +93,12 @@ def validate(
     Writes DIR/report.html (verdict table and overlays), report.md, validation.json, and
     both run directories DIR/sim and DIR/kernel. Exit 0 when both ran (whatever the
     verdicts), 1 when a run failed or the kernel run is invalid, 2 a mistake in the
-    scenario, a tolerance or the command line, or not root. With --runs N > 1 the run
-    directories are DIR/sim/run-K and DIR/kernel/run-K; an invalid or failed kernel run is
-    excluded and named, and fewer than 2 valid ones give no verdicts (exit 1).
+    scenario, a tolerance or the command line, not root, or what this machine lacks for
+    kernel mode (one error line each, before anything runs). A kernel run invalid because
+    the machine was busy says how busy and how to rerun. With --runs N > 1 the run
+    directories are DIR/sim/run-K and DIR/kernel/run-K; an invalid kernel run is run once
+    more, one invalid twice or failed is excluded and named, and fewer than 2 valid ones give
+    no verdicts (exit 1).
     """
     import os
 
@@ -191,6 +194,8 @@ def _print_validation(v, out_dir: Path) -> None:  # noqa: ANN001
             Text(r["verdict"], style=style.get(r["verdict"], "")),
         )
     console.print(table)
+    for line in v.retried:
+        console.print(Text(f"retried: {line}"))
     for line in v.excluded:
         console.print(Text(f"excluded: {line}"))
     for note in v.notes:
