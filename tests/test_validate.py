@@ -22,7 +22,6 @@ from tcplab.kernel.tolerances import Tolerances, parse_tolerances
 from tcplab.kernel.validate import (
     MIN_RTT_SAMPLES,
     compare_runs,
-    steady_window,
     validate,
 )
 from tcplab.results.rundir import MARKER, check_output_dir
@@ -59,6 +58,11 @@ def make_result(
 
     def edit(raw: dict[str, Any]) -> None:
         f = raw["flows"][0]
+        # the series delivers at the same steady rate as the total (the fake's delivery is
+        # linear from the start): any window's goodput is the lifetime's
+        series = raw["timeseries"]
+        scale = bytes_received / f["bytes_received"] if f["bytes_received"] else 0.0
+        series["bytes_received"] = np.floor(series["bytes_received"].astype(np.float64) * scale).astype(np.uint64)
         f["bytes_received"] = bytes_received
         f["data_segs_out"] = segs
         f["retrans_segs"] = retrans
@@ -104,13 +108,13 @@ def test_goodput_within_and_outside():
 
 
 def test_rtt_percentiles_cover_only_the_steady_part():
-    # 10 s run: the steady part starts at max(2 s, 20 % of 10 s) = 2 s. Before it the RTT
-    # is 300 ms (slow start's queue), after it 50 ms in the simulator and 100 ms + a ramp in
-    # the kernel; the 300 ms samples must not count.
-    sim = make_result(bytes_received=KERNEL_BYTES, srtt_ms=lambda t: np.where(t < 2.0, 300.0, 50.0))
-    kern = make_result(bytes_received=KERNEL_BYTES, srtt_ms=lambda t: np.where(t < 2.0, 300.0, 50.0 + 0 * t))
+    # 10 s run: the steady part starts max(2 s, 20 % of 10 s) = 2 s after the first byte (the
+    # fake's first sample, 0.1 s, has data). Before it the RTT is 300 ms (slow start's
+    # queue), after it 50 ms; the 300 ms samples must not count.
+    sim = make_result(bytes_received=KERNEL_BYTES, srtt_ms=lambda t: np.where(t < 2.1, 300.0, 50.0))
+    kern = make_result(bytes_received=KERNEL_BYTES, srtt_ms=lambda t: np.where(t < 2.1, 300.0, 50.0 + 0 * t))
     v = compare_runs(sim, kern)
-    assert v.steady["server-client-0"] == (2.0, 10.0)
+    assert v.steady["server-client-0"] == pytest.approx((2.1, 10.0))
     for metric in ("rtt_p50_ms", "rtt_p99_ms"):
         r = row(v, metric)
         assert r.sim == pytest.approx(50.0) and r.kernel == pytest.approx(50.0)
@@ -118,15 +122,16 @@ def test_rtt_percentiles_cover_only_the_steady_part():
 
 
 def test_rtt_percentile_values_and_tolerance():
-    # steady samples at 2.0, 2.1, ... 10.0 s (81 samples): srtt = 10 ms x sample number
-    # (1 .. 81) -> p50 = the 41st value = 410 ms, p99 (linear) = 10 x (1 + 0.99 x 80) = 802 ms
-    steady = lambda t: np.where(t < 1.95, 5000.0, 10.0 * (np.round((t - 2.0) * 10) + 1))  # noqa: E731
+    # steady samples at 2.1, 2.2, ... 10.0 s (first byte 0.1 s + 2 s; 80 samples): srtt = 10 ms
+    # x sample number (1 .. 80) -> p50 (linear) = (400 + 410) / 2 = 405 ms,
+    # p99 = 10 x (1 + 0.99 x 79) = 792.1 ms
+    steady = lambda t: np.where(t < 2.05, 5000.0, 10.0 * (np.round((t - 2.1) * 10) + 1))  # noqa: E731
     sim = make_result(bytes_received=KERNEL_BYTES, srtt_ms=steady)
     kern = make_result(bytes_received=KERNEL_BYTES, srtt_ms=lambda t: steady(t) * 1.2)
     v = compare_runs(sim, kern)
     p50, p99 = row(v, "rtt_p50_ms"), row(v, "rtt_p99_ms")
-    assert p50.sim == pytest.approx(410.0) and p50.kernel == pytest.approx(492.0)
-    assert p99.sim == pytest.approx(802.0) and p99.kernel == pytest.approx(962.4)
+    assert p50.sim == pytest.approx(405.0) and p50.kernel == pytest.approx(486.0)
+    assert p99.sim == pytest.approx(792.1) and p99.kernel == pytest.approx(950.52)
     # sim is 1/1.2 - 1 = -16.7 % of the kernel: outside p50's 15 %, within p99's 25 %
     assert p50.relative == pytest.approx(1 / 1.2 - 1)
     assert p50.verdict == "outside" and p99.verdict == "within"
@@ -150,8 +155,11 @@ def test_too_few_rtt_samples_is_na():
 
 def test_short_run_has_no_steady_part():
     sim = make_result(bytes_received=10_000, duration="2s")
-    assert steady_window(sim, "server-client-0") is None
     v = compare_runs(sim, make_result(bytes_received=10_000, duration="2s"))
+    # no room for the 2 s warm-up after the first byte (0.1 s): goodput from the first byte
+    w = v.windows["server-client-0"]
+    assert not w.steady and w.span_s["sim"] == pytest.approx((0.1, 2.0))
+    assert "server-client-0" not in v.steady
     assert row(v, "rtt_p50_ms").verdict == "n/a" and "too short" in row(v, "rtt_p50_ms").reason
     assert row(v, "goodput_bps").verdict == "within"
 

@@ -85,9 +85,14 @@ def _kernel_guard(fn):  # noqa: ANN001, ANN202 - decorator
     def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         from tcplab.kernel.env import NEEDS_ROOT
         from tcplab.kernel.errors import KernelError, KernelUnsupported, KernelUsageError
+        from tcplab.kernel.needs import MachineLacks
 
         try:
             return fn(*args, **kwargs)
+        except MachineLacks as e:  # every missing thing, one error line each
+            for line in e.lines:
+                typer.echo(f"error: {line}", err=True)
+            raise typer.Exit(2) from None
         except (KernelUnsupported, KernelUsageError) as e:
             fail(str(e), 2)
         except KernelError as e:
@@ -169,6 +174,12 @@ def kernel_run_cmd(
         print_run_summary(result, out_dir)
     if not result.kernel.get("valid", True):
         typer.echo("INVALID: " + "; ".join(result.kernel.get("invalid_reasons", [])), err=True)
+        if result.kernel.get("machine_reasons"):  # the machine's load: how busy, how to rerun
+            from tcplab.kernel.busy import busy_figures, busy_text, rerun_hint
+
+            figures = busy_figures(result.kernel, out_dir)
+            typer.echo(f"how busy: {busy_text(figures)}", err=True)
+            typer.echo(rerun_hint(invocation(), figures), err=True)
         raise typer.Exit(1)
 
 
@@ -192,14 +203,21 @@ def kernel_cleanup_cmd(prefix: PrefixOpt = "tcplab") -> None:
 def kernel_info_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="The probe as JSON.")] = False,
 ) -> None:
-    """What this kernel offers kernel mode: release, HZ, congestion controls, qdiscs, tools."""
+    """What this kernel offers kernel mode: release, HZ, congestion controls, qdiscs, tools,
+    and what kernel mode needs of this machine, each ok, MISSING or a note."""
+    from dataclasses import asdict
+
     from tcplab.kernel.env import format_env, probe
+    from tcplab.kernel.needs import format_needs, machine_needs
 
     env = probe()
+    needs = machine_needs(env)
     if as_json:
-        typer.echo(json.dumps(env.to_dict(), indent=2))
+        typer.echo(json.dumps({**env.to_dict(), "needs": [asdict(n) for n in needs]}, indent=2))
     else:
         typer.echo(format_env(env), nl=False)
+        typer.echo("needs (kernel mode, on this machine):")
+        typer.echo(format_needs(needs), nl=False)
 
 
 def register(app: typer.Typer) -> None:

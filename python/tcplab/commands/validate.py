@@ -93,9 +93,12 @@ def validate(
     Writes DIR/report.html (verdict table and overlays), report.md, validation.json, and
     both run directories DIR/sim and DIR/kernel. Exit 0 when both ran (whatever the
     verdicts), 1 when a run failed or the kernel run is invalid, 2 a mistake in the
-    scenario, a tolerance or the command line, or not root. With --runs N > 1 the run
-    directories are DIR/sim/run-K and DIR/kernel/run-K; an invalid or failed kernel run is
-    excluded and named, and fewer than 2 valid ones give no verdicts (exit 1).
+    scenario, a tolerance or the command line, not root, or what this machine lacks for
+    kernel mode (one error line each, before anything runs). A kernel run invalid because
+    the machine was busy says how busy and how to rerun. With --runs N > 1 the run
+    directories are DIR/sim/run-K and DIR/kernel/run-K; an invalid kernel run is run once
+    more, one invalid twice or failed is excluded and named, and fewer than 2 valid ones give
+    no verdicts (exit 1).
     """
     import os
 
@@ -149,6 +152,9 @@ def validate(
         _print_validation(v, out_dir)
     if not v.valid:  # as tcplab kernel run says it: on stderr, after writing the directory
         typer.echo(v.verdict_line(), err=True)
+        if v.busy:  # invalid for the machine's load, not a failure: how busy, how to rerun
+            typer.echo(f"how busy: {v.busy_line()}", err=True)
+            typer.echo(v.rerun_hint(), err=True)
         raise typer.Exit(1)
 
 
@@ -188,8 +194,13 @@ def _print_validation(v, out_dir: Path) -> None:  # noqa: ANN001
             Text(r["verdict"], style=style.get(r["verdict"], "")),
         )
     console.print(table)
+    for line in v.retried:
+        console.print(Text(f"retried: {line}"))
     for line in v.excluded:
         console.print(Text(f"excluded: {line}"))
+    for note in v.notes:
+        if not note.startswith("excluded: "):  # named just above
+            console.print(Text(f"note: {note}"))
     if v.valid:
         console.print(Text(v.verdict_line()))
     console.print(f"wrote {out_dir} (report.html)", markup=False)

@@ -183,17 +183,22 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
     raw = run.flow_columns(f.index, ("t_ns", *names))
     has_snd_wnd = "snd_wnd_bytes" in raw
     t_ns = raw["t_ns"].astype(np.int64) if "t_ns" in raw else np.zeros(0, dtype=np.int64)
-    cols = {c: raw[c].astype(np.int64) if c in raw else np.zeros(len(t_ns), dtype=np.int64) for c in names}
+    # per column its samples with a value: a kernel sampler's gap (NaN) is left out, not read as 0
+    cols: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for c in names:
+        values = raw[c].astype(np.float64) if c in raw else np.zeros(len(t_ns))
+        have = np.isfinite(values)
+        cols[c] = (t_ns[have], values[have].astype(np.int64))
     start_ns = int(round(f.start_s * 1e9))
     end_ns = int(round(f.end_s * 1e9))
     bounds = list(range(start_ns, end_ns, step_ns)) + [end_ns]
     if len(bounds) >= 2 and bounds[-1] == bounds[-2]:
         bounds.pop()
-    received_end = int(total.get("bytes_received", _at(t_ns, cols["bytes_received"], end_ns)))
-    retrans_end = int(total.get("retrans_segs", _at(t_ns, cols["retrans_segs"], end_ns)))
+    received_end = int(total.get("bytes_received", _at(*cols["bytes_received"], end_ns)))
+    retrans_end = int(total.get("retrans_segs", _at(*cols["retrans_segs"], end_ns)))
 
     def cum(name: str, b: int, end_value: int) -> int:
-        return end_value if b >= end_ns else _at(t_ns, cols[name], b)
+        return end_value if b >= end_ns else _at(*cols[name], b)
 
     # iperf3 runs on the client: a flow its client sends is `iperf3 -c SERVER`, the client
     # the data sender; one its server sends is `iperf3 -c SERVER -R`, the client the receiver
@@ -206,10 +211,10 @@ def iperf3_json(run: RunData, flow: str | ExportFlow, *, interval_s: float | Non
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         nbytes = cum("bytes_received", b, received_end) - cum("bytes_received", a, received_end)
         retrans = cum("retrans_segs", b, retrans_end) - cum("retrans_segs", a, retrans_end)
-        snd_cwnd = _at(t_ns, cols["cwnd"], b) * f.mss
-        rtt = _at(t_ns, cols["srtt_us"], b)
-        rttvar = _at(t_ns, cols["rttvar_us"], b)
-        snd_wnd = _at(t_ns, cols["snd_wnd_bytes"], b) if has_snd_wnd else -1
+        snd_cwnd = _at(*cols["cwnd"], b) * f.mss
+        rtt = _at(*cols["srtt_us"], b)
+        rttvar = _at(*cols["rttvar_us"], b)
+        snd_wnd = _at(*cols["snd_wnd_bytes"], b) if has_snd_wnd else -1
         snd_wnds.append(snd_wnd)
         cwnds.append(snd_cwnd)
         rtts.append(rtt)

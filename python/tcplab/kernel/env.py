@@ -38,7 +38,16 @@ from typing import Any
 
 from tcplab.kernel.errors import KernelError
 
-__all__ = ["KernelEnv", "QuietReport", "probe", "require_root", "quiet_check", "format_env", "NEEDS_ROOT"]
+__all__ = [
+    "KernelEnv",
+    "QuietReport",
+    "probe",
+    "require_root",
+    "quiet_check",
+    "load_average",
+    "format_env",
+    "NEEDS_ROOT",
+]
 
 #: The one line ``tcplab kernel`` prints (exit 2) when not run as root.
 NEEDS_ROOT = "tcplab kernel: needs root (network namespaces, tc, nft): run it with sudo"
@@ -103,6 +112,11 @@ class QuietReport:
     steal_frac: float
     ok: bool
     reason: str
+    #: /proc/loadavg's 1, 5 and 15 minute load averages at the check (None: unreadable);
+    #: recorded for the reader (a run invalid because the machine was busy says how busy)
+    loadavg: tuple[float, float, float] | None = None
+    #: the CPUs the machine has (busy_cpu_frac is in CPUs)
+    cpus: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -282,6 +296,15 @@ def _cpu_times() -> tuple[int, int, int]:
     return busy, steal, total
 
 
+def load_average() -> tuple[float, float, float] | None:
+    """The 1, 5 and 15 minute load averages (/proc/loadavg), None when unreadable."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return None
+    return round(one, 2), round(five, 2), round(fifteen, 2)
+
+
 def quiet_check(seconds: float = 1.0) -> QuietReport:
     """How much CPU other processes used over ``seconds`` (this process sleeps meanwhile).
 
@@ -302,12 +325,17 @@ def quiet_check(seconds: float = 1.0) -> QuietReport:
         reasons.append(f"other processes used {busy_cpu:.2f} CPU over {seconds:g} s (at most {MAX_BUSY_CPU} allowed)")
     if steal_frac > MAX_STEAL_FRAC:
         reasons.append(f"CPU steal {steal_frac:.1%} over {seconds:g} s (at most {MAX_STEAL_FRAC:.0%} allowed)")
+    load = load_average()
+    if reasons and load is not None:
+        reasons.append(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count() or 1} CPUs")
     return QuietReport(
         seconds=seconds,
         busy_cpu_frac=round(busy_cpu, 4),
         steal_frac=round(steal_frac, 4),
         ok=not reasons,
         reason="; ".join(reasons),
+        loadavg=load,
+        cpus=os.cpu_count() or 1,
     )
 
 

@@ -26,8 +26,11 @@ read a kernel run as they read a simulation:
   ``rttvar_us`` (``rtt:X/Y``), ``min_rtt_us`` (``minrtt``), ``pacing_rate_bps``,
   ``delivery_rate_bps``, ``inflight`` = unacked - sacked - lost + retrans (Linux v6.12
   include/net/tcp.h: tcp_packets_in_flight(), from ss's ``unacked``, ``sacked``, ``lost`` and
-  ``retrans:C/T``), ``bytes_acked``, ``bytes_received`` (the receiver's ss sample of the same
-  schedule slot), ``retrans_segs`` (``retrans:C/T``'s T), BBR's ``bw``, ``pacing_gain`` and
+  ``retrans:C/T``), ``bytes_acked``, ``bytes_received`` and ``recv_q_bytes`` (the receiver's ss
+  sample of the same schedule slot, slot k = floor(t / interval); where the receiver has no
+  sample of the slot, a gap: build_raw's ``timeseries_gaps`` marks the row and the
+  :class:`~tcplab.kernel.result.KernelResult` makes them NaN, never a 0 that would read
+  as nothing received), ``retrans_segs`` (``retrans:C/T``'s T), BBR's ``bw``, ``pacing_gain`` and
   ``cwnd_gain`` (``bbr:(...)``), ``snd_wnd_bytes`` (``snd_wnd:``, printed by iproute2 6.x on
   Linux 6.2 and later; 0 when absent); ``ca_state``: ss does not print it, the agent reads
   ``tcpi_ca_state`` from the sender's TCP_INFO as each ss sample starts; ``cc_mode`` (BBR's
@@ -88,6 +91,8 @@ __all__ = [
     "nft_counters",
     "nstat_delta",
     "UNKNOWN_COLUMNS",
+    "RECEIVER_COLUMNS",
+    "TIMESERIES_GAPS",
     "unknown_columns",
     "bbr_mode",
     "INFINITE_SSTHRESH",
@@ -98,6 +103,11 @@ __all__ = [
 
 #: Time-series columns ss cannot give (module doc): 0 in a kernel run's series.
 UNKNOWN_COLUMNS = ("bbr_lt_use_bw", "bbr_lt_bw_bps", "lost")
+#: Time-series columns read from the receiver's ss sample of the slot: where that sample is
+#: missing (its sampler skipped the slot, ss failed), they are a gap, never 0.
+RECEIVER_COLUMNS = ("bytes_received", "recv_q_bytes")
+#: build_raw's key (beside the engine contract's) of ``{column: per-row bool}``: the gaps.
+TIMESERIES_GAPS = "timeseries_gaps"
 #: BBR's gains as ss prints them (x 256 in the kernel: BBR_UNIT): high_gain = 2885/1000 + 1/256
 #: (739), drain_gain = 1000/2885 (88), the PROBE_BW cwnd gain 2 (512), PROBE_RTT's 1 (256).
 #: Linux v6.12 net/ipv4/tcp_bbr.c: bbr_high_gain, bbr_drain_gain, bbr_cwnd_gain, bbr_update_gains().
@@ -291,7 +301,12 @@ def _ca_states(agents: Mapping[str, Mapping[str, Any]], interval_ns: int) -> dic
 
 
 def _slot(t_ns: int, interval_ns: int) -> int:
-    return int(round(t_ns / interval_ns)) if interval_ns > 0 else 0
+    """The schedule slot k of a sample that started at ``t_ns``: a sampler starts sample k at
+    ``k x interval`` or later and skips it when it is more than one interval late
+    (:mod:`tcplab.kernel.agent`'s ss loop), so k = floor(t / interval). Rounding would put a
+    sample more than half an interval late into the next slot, where the next sample
+    replaced it: a slot without the receiver's sample."""
+    return int(t_ns) // int(interval_ns) if interval_ns > 0 else 0
 
 
 def _timeseries(
@@ -299,8 +314,10 @@ def _timeseries(
     samples: Mapping[str, list[tuple[int, list[Socket]]]],
     interval_ns: int,
     ca_states: Mapping[tuple[str, str], Mapping[int, int]] | None = None,
-) -> tuple[dict[str, np.ndarray], dict[int, list[int]]]:
-    """The flow time series from the ss samples (module doc) and each flow's srtt samples."""
+) -> tuple[dict[str, np.ndarray], dict[int, list[int]], np.ndarray]:
+    """The flow time series from the ss samples (module doc), each flow's srtt samples, and
+    per row whether the receiver's sample of the slot is missing (:data:`RECEIVER_COLUMNS`
+    are then a gap, not a measurement)."""
     ca_states = ca_states or {}
     # (node, slot) -> {(local, peer): socket}
     index: dict[tuple[str, int], dict[tuple[str, str], Socket]] = {}
@@ -312,7 +329,7 @@ def _timeseries(
             times.setdefault(node, []).append((slot, t))
     cols: dict[str, list[Any]] = {c: [] for c in TIMESERIES_DTYPES}
     srtt: dict[int, list[int]] = {}
-    rows: list[tuple[int, int, dict[str, Any]]] = []
+    rows: list[tuple[int, int, dict[str, Any], bool]] = []
     for fs in flow_sockets(config):
         for slot, t in times.get(fs.sender_node, []):
             s = index[(fs.sender_node, slot)].get((fs.sender, fs.receiver))
@@ -363,12 +380,13 @@ def _timeseries(
                 "send_q_bytes": s.send_q,
                 "recv_q_bytes": r.recv_q if r is not None else 0,
             }
-            rows.append((slot, fs.flow, row))
+            rows.append((slot, fs.flow, row, r is None))
     rows.sort(key=lambda x: (x[0], x[1]))
-    for *_, row in rows:
+    for _, _, row, _ in rows:
         for c in cols:
             cols[c].append(row[c])
-    return {c: np.array(cols[c], dtype=TIMESERIES_DTYPES[c]) for c in cols}, srtt
+    gaps = np.array([missing for *_, missing in rows], dtype=bool)
+    return {c: np.array(cols[c], dtype=TIMESERIES_DTYPES[c]) for c in cols}, srtt, gaps
 
 
 def _rtt_summary(values_us: list[int]) -> dict[str, Any]:
@@ -617,7 +635,7 @@ def build_raw(config: Mapping[str, Any], m: Measurements) -> dict[str, Any]:
     """The engine-shaped output of a kernel run (module doc); passes
     :func:`tcplab.engine.parse_output`. Pure: reads only ``config`` and ``m``."""
     samples = {node: ss_samples(text, f"ss-samples-{node}.txt") for node, text in m.ss_samples.items()}
-    series, srtt = _timeseries(config, samples, m.sample_interval_ns, _ca_states(m.agents, m.sample_interval_ns))
+    series, srtt, gaps = _timeseries(config, samples, m.sample_interval_ns, _ca_states(m.agents, m.sample_interval_ns))
     links = _links(config, m)
     hosts = []
     for n in config["nodes"]:
@@ -637,6 +655,9 @@ def build_raw(config: Mapping[str, Any], m: Measurements) -> dict[str, Any]:
         "links": links,
         "invariant": {"ok": True, "message": "kernel run: packet conservation is not checked"},
         "timeseries": series,
+        # not in the engine contract (its columns are integers): the rows whose receiver
+        # columns are gaps (tcplab.kernel.result.KernelResult makes them NaN)
+        TIMESERIES_GAPS: {c: gaps for c in RECEIVER_COLUMNS},
         "queue_timeseries": _queue_columns(m),
         "names": {"ca_state": list(CA_STATE_NAMES), "cc_mode": {k: list(v) for k, v in CC_MODE_NAMES.items()}},
         "warnings": [],

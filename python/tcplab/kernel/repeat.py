@@ -34,8 +34,11 @@ The factor 2 is the usual normal-approximation 95 % bound, not tuned to this pro
 With few runs it is lenient (Student's t at 95 % is 4.3 for 2 degrees of freedom, 2.78 for
 4): an ``outside`` from N = 2 or 3 runs is a strong hint, not proof; more runs narrow it.
 
-Invalid kernel runs (the machine was busy, the delay line late; ``summary.kernel.valid``
-false) and failed ones are excluded and named (:attr:`Validation.excluded`); their place in
+An invalid kernel run is run once more before it is counted out
+(:func:`tcplab.kernel.validate.validate`, :attr:`Validation.retried`). Invalid kernel runs
+(the machine was busy, the delay line late; ``summary.kernel.valid`` false; with how busy
+the machine was, :mod:`tcplab.kernel.busy`) and failed ones are excluded and named
+(:attr:`Validation.excluded`); their place in
 the runs' values is empty (``values`` stay aligned with the run numbers). Fewer than 2 valid
 kernel runs of N >= 2 give no verdicts (the validation is invalid, exit 1); the kernel's
 figures then cover every run that produced a result, invalid ones included, for reference.
@@ -48,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from tcplab.kernel.busy import busy_text
 from tcplab.kernel.tolerances import Tolerances
 from tcplab.kernel.verdicts import (
     MetricRow,
@@ -56,6 +60,7 @@ from tcplab.kernel.verdicts import (
     finite_value,
     judge,
     kernel_validity,
+    machine_busy,
     metric_text,
 )
 
@@ -171,6 +176,7 @@ def compare_repeated(
     runs = max(len(sims), len(kerns))
     valid_k: list[tuple[int, Result]] = []
     excluded: list[str] = []
+    busy_runs: list[dict[str, Any]] = []
     for i, k in enumerate(kerns):
         if k is None:
             excluded.append(f"kernel run-{i + 1}: failed: {failures.get(i, 'no result')}")
@@ -179,7 +185,10 @@ def compare_repeated(
         if ok:
             valid_k.append((i, k))
         else:
-            excluded.append(f"kernel run-{i + 1}: INVALID: {'; '.join(reasons)}")
+            busy = machine_busy(k)
+            how = f" (how busy: {busy_text(busy)})" if busy else ""
+            excluded.append(f"kernel run-{i + 1}: INVALID: {'; '.join(reasons)}{how}")
+            busy_runs.append(busy)
     present = [k for k in kerns if k is not None]
     if not sims or not present:
         raise ValueError("compare_repeated needs at least one simulation and one kernel result")
@@ -234,6 +243,8 @@ def compare_repeated(
         excluded=excluded,
         valid_kernel_runs=[i + 1 for i, _ in valid_k],
         repeat_rule=RULE,
+        # too few valid runs because the machine was busy: how busy (the first such run)
+        busy=next((b for b in busy_runs if b), {}) if not enough else {},
     )
     return v
 

@@ -33,11 +33,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from tcplab.engine import EngineOutput
 from tcplab.exports import write_exports
-from tcplab.kernel.measure import Measurements, nft_counters, unknown_columns
+from tcplab.kernel.measure import TIMESERIES_GAPS, Measurements, nft_counters, unknown_columns
 from tcplab.results.counters import format_nstat
-from tcplab.results.result import ExportWriter, Result, ViewWriter
+from tcplab.results.result import ExportWriter, Result, ViewWriter, interval_rate
 from tcplab.results.ss_samples import ss_sample_texts
 from tcplab.scenario import Scenario
 
@@ -113,6 +116,23 @@ class KernelResult(Result):
             overrides=overrides,
             command=command,
         )
+
+    def _timeseries_frame(self, out: EngineOutput) -> pd.DataFrame:
+        """The simulator's frame, with the receiver's columns NaN where the receiver's ss
+        sample of the slot is missing (build_raw's ``timeseries_gaps``: a sampler miss is a
+        gap, not a 0), and the per-row goodput over the time since the last sample that has a
+        value (:func:`tcplab.results.result.interval_rate`)."""
+        ts = super()._timeseries_frame(out)
+        gaps = (out.raw or {}).get(TIMESERIES_GAPS) or {}
+        changed = False
+        for column, mask in gaps.items():
+            mask = np.asarray(mask, dtype=bool)
+            if column in ts and len(mask) == len(ts) and mask.any():
+                ts[column] = ts[column].astype(np.float64).where(~mask)
+                changed = True
+        if changed:
+            ts["goodput_bps"] = interval_rate(ts, "flow", "bytes_received", self.config["sample_interval_ns"])
+        return ts
 
     @property  # type: ignore[override]
     def unknown_columns(self) -> tuple[str, ...]:

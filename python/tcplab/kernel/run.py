@@ -3,7 +3,9 @@
 The order (each step bounded in time):
 
 1. load and validate the scenario, resolve its engine config (the same ``sc.to_core()`` the
-   simulator runs); root required; probe the kernel (:func:`tcplab.kernel.env.probe`);
+   simulator runs); root required; probe the kernel (:func:`tcplab.kernel.env.probe`) and
+   check that the machine has what the run needs, all of it listed at once
+   (:func:`tcplab.kernel.needs.check_needs`: tools, qdiscs, the delay line);
 2. plan (:func:`tcplab.kernel.plan.make_plan`): what cannot be built is refused here, with
    the scenario's field path, before anything exists; the delay line binary and the tools
    must be present;
@@ -169,6 +171,9 @@ def kernel_run(
     config = sc.to_core()
     require_root()
     env = probe(options.prefix)
+    from tcplab.kernel.needs import check_needs
+
+    check_needs(env, config)  # everything this machine lacks for the run, one line each
     try:
         plan = make_plan(config, env, options)
     except KernelUnsupported as e:

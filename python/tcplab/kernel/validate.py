@@ -32,7 +32,6 @@ from tcplab.kernel.verdicts import (
     Validation,
     compare_runs,
     kernel_validity,
-    steady_window,
 )
 
 if TYPE_CHECKING:
@@ -44,7 +43,6 @@ __all__ = [
     "Validation",
     "compare_runs",
     "validate",
-    "steady_window",
     "kernel_validity",
     "METRICS",
     "MIN_RTT_SAMPLES",
@@ -122,8 +120,9 @@ def _kernel_errors() -> tuple[type[BaseException], type[BaseException]]:
 
 def preflight(sc: Scenario, options: Any) -> None:
     """What the kernel path cannot build, as a user error before anything runs (the
-    simulation takes a while; a scenario the kernel cannot run should not wait for it).
-    Kernel mode's own plan (:func:`tcplab.kernel.plan.make_plan`) decides; without it,
+    simulation takes a while; a scenario the kernel cannot run should not wait for it): what
+    this machine lacks for it, every item on its own line (:mod:`tcplab.kernel.needs`), then
+    kernel mode's own plan (:func:`tcplab.kernel.plan.make_plan`); without kernel mode,
     nothing is checked here."""
     from tcplab.errors import ScenarioError
 
@@ -133,8 +132,20 @@ def preflight(sc: Scenario, options: Any) -> None:
     except ImportError:
         return
     failed, unsupported = _kernel_errors()
+    env = probe(getattr(options, "prefix", "tcplab"))
     try:
-        plan = make_plan(sc.to_core(), probe(getattr(options, "prefix", "tcplab")), options)
+        from tcplab.kernel.needs import MachineLacks, check_needs
+    except ImportError:
+        pass
+    else:
+        # (a probe that is not a KernelEnv, a stand-in, has no needs to check)
+        try:
+            if hasattr(env, "tools") and hasattr(env, "has_qdisc"):
+                check_needs(env, sc.to_core())
+        except MachineLacks as e:  # every missing thing, one error line each (exit 2)
+            raise ScenarioError(e.lines[0], errors=[ScenarioError(line) for line in e.lines]) from e
+    try:
+        plan = make_plan(sc.to_core(), env, options)
     except unsupported as e:
         from tcplab.scenario.checks import engine_message
 
@@ -208,8 +219,11 @@ def validate(
 
     ``runs`` N > 1 (:mod:`tcplab.kernel.repeat`): N simulations with the seeds seed ..
     seed+N-1 and N kernel runs, one after the other, written to ``OUT/sim/run-K`` and
-    ``OUT/kernel/run-K``; verdicts from the means and the spread. A kernel run that fails or
-    is invalid is excluded and named; with fewer than 2 valid ones there are no verdicts.
+    ``OUT/kernel/run-K``; verdicts from the means and the spread. A kernel run that is
+    invalid (a busy machine, most often) is run once more with the same scenario and options
+    and the second attempt counts (:attr:`Validation.retried` names them); one that fails
+    or is invalid twice is excluded and named; with fewer than 2 valid ones there are no
+    verdicts.
     """
     from tcplab.loader import load_scenario
     from tcplab.results.rundir import check_output_dir
@@ -288,18 +302,35 @@ def _validate_repeated(
     failed, _ = _kernel_errors()
     kerns: list[Result | None] = []
     failures: dict[int, str] = {}
+    retried: list[str] = []
+
+    def one_kernel_run() -> Result:
+        if kernel_runner is not None:
+            return kernel_runner(sc, options)
+        return _default_kernel_runner(sc, options, progress=progress)
+
     for k in range(runs):
         note(f"running it on the kernel, run {k + 1} of {runs} (network namespaces; the same duration of traffic)")
         try:
-            if kernel_runner is not None:
-                kern = kernel_runner(sc, options)
-            else:
-                kern = _default_kernel_runner(sc, options, progress=progress)
+            kern = one_kernel_run()
         except (failed, ValidateError) as e:
             note(f"kernel run {k + 1} failed: {e}")
             kerns.append(None)
             failures[k] = str(e)
             continue
+        ok, reasons = kernel_validity(kern)
+        if not ok:  # invalid is not failed: once more, the same scenario and options
+            first = "; ".join(reasons)
+            note(f"kernel run {k + 1} is INVALID ({first}): running it once more")
+            try:
+                again = one_kernel_run()
+            except (failed, ValidateError) as e:
+                retried.append(f"kernel run-{k + 1}: retried once, the retry failed ({e}); the first attempt counts")
+            else:
+                ok2, reasons2 = kernel_validity(again)
+                outcome = "valid" if ok2 else "INVALID again: " + "; ".join(reasons2)
+                retried.append(f"kernel run-{k + 1}: retried once (the first attempt was INVALID: {first}); {outcome}")
+                kern = again
         from types import SimpleNamespace
 
         # the kernel ran the same overrides; the simulations' seed=S is theirs, not its
@@ -308,6 +339,7 @@ def _validate_repeated(
     if all(k is None for k in kerns):
         raise ValidateError(f"kernel run failed: all {runs} runs failed ({failures[0]})")
     v = compare_repeated(sims, kerns, tolerances, failures)
+    v.retried = retried
     v.seeds = seeds
     # what ran: the overrides without run 1's seed (the seeds are listed apart)
     v.title = f"{sc.name} [{', '.join(base_texts)}]" if base_texts else sc.name

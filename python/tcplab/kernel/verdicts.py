@@ -12,17 +12,23 @@ Metrics (``metric`` keys of :class:`MetricRow`), each with the simulator's value
 kernel's, the difference, the tolerance (:mod:`tcplab.kernel.tolerances`) and a verdict
 ``within`` / ``outside`` / ``n/a`` with a one-line reason:
 
+Both worlds are measured over the same window of each flow (:mod:`tcplab.kernel.window`):
+from each world's own first byte plus a warm-up of max(2 s, 20 % of the run), for the same
+length in both (a kernel connection that opened late is measured from when it opened, not
+divided by time it did not run; a late start is flagged in :attr:`Validation.notes`).
+
 ``goodput_bps`` (per flow)
-    bytes received by the application x 8 / the flow's lifetime (``Result.flows``), the
-    receiver-side throughput netperf reports.
+    bytes received by the application in the window x 8 / the window's length (the
+    receiver-side throughput netperf reports, over the steady part). When a world has no
+    time series of the flow, both worlds' lifetime goodput (``Result.flows``), said so in
+    the row's reason.
 ``rtt_p50_ms``, ``rtt_p99_ms`` (per flow)
     percentiles of the smoothed RTT (``srtt_us``, what ``ss -ti`` prints as ``rtt:``) over
-    the samples of the *steady part* of the flow, the same window in both worlds: from
-    ``start + max(2 s, 20 % of the run)`` to the flow's end. Both worlds are compared on the
-    same statistic from the same sampling (every ``sample_interval``), not on the
-    simulator's per-ACK RTT histogram, which the kernel does not expose. Percentiles are
-    NumPy's linear interpolation between samples; fewer than :data:`MIN_RTT_SAMPLES`
-    non-zero samples give ``n/a``.
+    the samples in the window (after the warm-up; a run too short for one gives ``n/a``).
+    Both worlds are compared on the same statistic from the same sampling (every
+    ``sample_interval``), not on the simulator's per-ACK RTT histogram, which the kernel
+    does not expose. Percentiles are NumPy's linear interpolation between samples; fewer
+    than :data:`MIN_RTT_SAMPLES` non-zero samples give ``n/a``.
 ``retrans_pct`` (per flow)
     retransmitted segments / data segments sent, in percent (tcp_info's
     ``tcpi_total_retrans / tcpi_data_segs_out``; the simulator counts the same).
@@ -34,7 +40,10 @@ kernel's, the difference, the tolerance (:mod:`tcplab.kernel.tolerances`) and a 
 
 A kernel run marked invalid (``summary["kernel"]["valid"]`` false: the machine was busy, the
 delay line late, an agent failed; see ARCH11) gets no verdicts: every row is ``n/a`` with the
-reason, :attr:`Validation.valid` is false and ``tcplab validate`` exits 1.
+reason, :attr:`Validation.valid` is false and ``tcplab validate`` exits 1. When the
+machine's load made it invalid (the quiet check, a delay line or sampler late), the
+validation says how busy the machine was and how to rerun (:attr:`Validation.busy`,
+:meth:`Validation.rerun_hint`: :mod:`tcplab.kernel.busy`).
 
 A :class:`Validation` is data the views read (:mod:`tcplab.views.validate`): its rows, the
 steady windows, the kernel's and the machine's identity, and with ``--runs N`` the rule the
@@ -51,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tcplab.kernel.tolerances import Tolerances
+from tcplab.kernel.window import STEADY_FRACTION, STEADY_MIN_S, FlowWindow, flow_windows, window_goodput_bps
 
 if TYPE_CHECKING:
     from tcplab.results import Result
@@ -59,8 +69,8 @@ __all__ = [
     "MetricRow",
     "Validation",
     "compare_runs",
-    "steady_window",
     "kernel_validity",
+    "machine_busy",
     "judge",
     "metric_text",
     "finite_value",
@@ -72,10 +82,6 @@ __all__ = [
     "VERDICTS",
 ]
 
-#: The steady part of a flow starts this long after its start, at least ...
-STEADY_MIN_S = 2.0
-#: ... or this share of the run, whichever is later (slow start and BBR's STARTUP are over).
-STEADY_FRACTION = 0.20
 #: Fewer non-zero srtt samples than this in the steady part: no RTT verdict.
 MIN_RTT_SAMPLES = 10
 #: The verdicts a metric can get.
@@ -130,8 +136,11 @@ class Validation:
     #: False: the kernel run was invalid or failed; no verdicts (every row n/a)
     valid: bool = True
     invalid_reasons: list[str] = field(default_factory=list)
-    #: per flow name: (from_s, to_s) of the steady part the RTT percentiles cover
+    #: per flow name: (from_s, to_s) of the simulation's steady window (the RTT percentiles'
+    #: and the goodput's; the kernel's is in :attr:`windows`)
     steady: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: per flow name: the window of both worlds (:class:`tcplab.kernel.window.FlowWindow`)
+    windows: dict[str, FlowWindow] = field(default_factory=dict)
     #: the kernel run's identity: release, hz (from its summary's "kernel"), kind
     kernel: dict[str, Any] = field(default_factory=dict)
     #: the machine: hostname, cpus, cpu model, python
@@ -161,6 +170,28 @@ class Validation:
     kernel_dirs: list[str] = field(default_factory=list)
     #: ``--runs N``: the rule the verdicts followed (:data:`tcplab.kernel.repeat.RULE`)
     repeat_rule: str | None = None
+    #: ``--runs N``: kernel runs run a second time because the first was invalid, one line
+    #: each (``kernel run-2: retried once: the first attempt was INVALID: ...``)
+    retried: list[str] = field(default_factory=list)
+    #: an invalid kernel run the machine's load made invalid: how busy it was
+    #: (:func:`tcplab.kernel.busy.busy_figures`); empty otherwise
+    busy: dict[str, Any] = field(default_factory=dict)
+
+    def busy_line(self) -> str | None:
+        """How busy the machine was, on one line (None: the run was not invalid for it)."""
+        if not self.busy:
+            return None
+        from tcplab.kernel.busy import busy_text
+
+        return busy_text(self.busy)
+
+    def rerun_hint(self) -> str | None:
+        """How to run it again (None: the run was not invalid for the machine's load)."""
+        if not self.busy:
+            return None
+        from tcplab.kernel.busy import rerun_hint
+
+        return rerun_hint(self.command, self.busy)
 
     def counts(self) -> dict[str, int]:
         """How many metrics got each verdict."""
@@ -197,11 +228,15 @@ class Validation:
                 "tolerances": self.tolerances.to_json(),
                 "tolerance_spec": self.tolerances.spec(),
                 "steady": {k: {"from_s": a, "to_s": b} for k, (a, b) in self.steady.items()},
+                "windows": {k: w.to_json() for k, w in self.windows.items()},
                 "runs": {"sim": self.sim_dir, "kernel": self.kernel_dir},
                 "command": self.command,
                 "metrics": [asdict(r) for r in self.rows],
                 "path": self.path,
                 "notes": list(self.notes),
+                "busy": dict(self.busy),
+                "busy_text": self.busy_line(),
+                "rerun": self.rerun_hint(),
                 **({"repeat": self._repeat_json()} if self.runs > 1 else {}),
             }
         )
@@ -212,6 +247,7 @@ class Validation:
             "seeds": list(self.seeds),
             "valid_kernel_runs": list(self.valid_kernel_runs),
             "excluded": list(self.excluded),
+            "retried": list(self.retried),
             "sim": list(self.sim_dirs),
             "kernel": list(self.kernel_dirs),
             "rule": self.repeat_rule,
@@ -245,21 +281,6 @@ def kernel_validity(kern: Result) -> tuple[bool, list[str]]:
     if not valid and not reasons:
         reasons = ["the kernel run is marked invalid"]
     return valid, reasons
-
-
-def steady_window(result: Result, flow: str) -> tuple[float, float] | None:
-    """The steady part of ``flow`` in seconds since the run's start: from its start plus
-    max(:data:`STEADY_MIN_S`, :data:`STEADY_FRACTION` x the run) to its end; None when the
-    flow is unknown or the window is empty."""
-    cfg = next((f for f in result.config.get("flows", []) if str(f["name"]) == flow), None)
-    if cfg is None:
-        return None
-    duration_s = result.config["duration_ns"] / 1e9
-    start_s = int(cfg.get("start_ns") or 0) / 1e9
-    stop_ns = cfg.get("stop_ns")
-    end_s = min(duration_s, int(stop_ns) / 1e9) if stop_ns else duration_s
-    begin_s = start_s + max(STEADY_MIN_S, STEADY_FRACTION * duration_s)
-    return (begin_s, end_s) if end_s > begin_s else None
 
 
 def _srtt_ms(result: Result, flow: str, window: tuple[float, float]) -> np.ndarray:
@@ -354,6 +375,7 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
     valid, reasons = kernel_validity(kern)
     rows: list[MetricRow] = []
     steady: dict[str, tuple[float, float]] = {}
+    windows = flow_windows(sim, kern)
     kflows = {str(r["name"]): r for r in kern.flows.to_dict("records")}
     for f in sim.flows.to_dict("records"):
         name = str(f["name"])
@@ -363,19 +385,23 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
         def kv(key: str, k: dict[str, Any] | None = k) -> float | None:
             return finite_value(k[key]) if k is not None else None
 
-        rows.append(judge("goodput_bps", name, "flow", finite_value(f["goodput_bps"]), kv("goodput_bps"), tol, gone))
-        window = steady_window(sim, name)
-        if window is not None:
-            steady[name] = window
+        w = windows.get(name) if k is not None else None
+        rows.append(_goodput_row(sim, kern, name, f, kv("goodput_bps"), w, tol, gone))
+        if w is not None and w.steady:
+            steady[name] = w.span_s["sim"]
         for metric, q in (("rtt_p50_ms", 50.0), ("rtt_p99_ms", 99.0)):
-            if window is None:
+            if k is None:
+                rows.append(judge(metric, name, "flow", None, None, tol, gone))
+                continue
+            if w is None or not w.steady:
                 rows.append(judge(metric, name, "flow", None, None, tol, "the run is too short for a steady part"))
                 continue
-            s_samples = _srtt_ms(sim, name, window)
-            k_samples = _srtt_ms(kern, name, window) if k is not None else np.array([])
+            s_win, k_win = w.span_s["sim"], w.span_s["kernel"]
+            s_samples = _srtt_ms(sim, name, s_win)
+            k_samples = _srtt_ms(kern, name, k_win)
             few = [
-                f"{what} has {len(x)} srtt samples in {window[0]:g}-{window[1]:g} s (fewer than {MIN_RTT_SAMPLES})"
-                for what, x in (("the simulation", s_samples), ("the kernel run", k_samples))
+                f"{what} has {len(x)} srtt samples in {win[0]:g}-{win[1]:g} s (fewer than {MIN_RTT_SAMPLES})"
+                for what, x, win in (("the simulation", s_samples, s_win), ("the kernel run", k_samples, k_win))
                 if len(x) < MIN_RTT_SAMPLES
             ]
             sv = float(np.percentile(s_samples, q)) if len(s_samples) >= MIN_RTT_SAMPLES else None
@@ -440,7 +466,8 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
         for key in ("departures", "quiet"):
             if record.get(key) is not None:
                 kernel[key] = record[key]
-    notes = _notes(sim, kernel)
+    notes = _late_notes(windows) + _notes(sim, kernel)
+    busy = machine_busy(kern) if not valid else {}
     return Validation(
         scenario=sim.scenario.name,
         title=sim.title,
@@ -449,10 +476,64 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
         valid=valid,
         invalid_reasons=reasons,
         steady=steady,
+        windows=windows,
+        busy=busy,
         kernel=kernel,
         path=path,
         notes=notes,
     )
+
+
+def machine_busy(kern: Result) -> dict[str, Any]:
+    """How busy the machine was (:func:`tcplab.kernel.busy.busy_figures`) when the kernel
+    run is invalid for the machine's load (kernel.json's ``machine_reasons``); {} otherwise."""
+    from tcplab.kernel.busy import busy_figures
+
+    record = getattr(kern, "kernel", None)
+    if not isinstance(record, Mapping) or not record.get("machine_reasons"):
+        return {}
+    return busy_figures(record, getattr(kern, "run_dir", None))
+
+
+def _goodput_row(
+    sim: Result,
+    kern: Result,
+    name: str,
+    flow: Mapping[str, Any],
+    kernel_lifetime: float | None,
+    window: FlowWindow | None,
+    tol: Tolerances,
+    gone: str,
+) -> MetricRow:
+    """Goodput over the flow's window in both worlds (module doc); without one, both
+    worlds' lifetime goodput, said so in the reason."""
+    if window is not None:
+        sv = window_goodput_bps(sim, name, window.span_s["sim"])
+        kv = window_goodput_bps(kern, name, window.span_s["kernel"])
+        if sv is not None and kv is not None:
+            return judge("goodput_bps", name, "flow", sv, kv, tol, gone)
+    row = judge("goodput_bps", name, "flow", finite_value(flow["goodput_bps"]), kernel_lifetime, tol, gone)
+    if row.verdict == "n/a" or gone:
+        return row
+    why = "over each flow's lifetime: a world has no time series of the flow to measure a window in"
+    return MetricRow(**{**asdict(row), "reason": f"{row.reason}; {why}"})
+
+
+def _late_notes(windows: Mapping[str, FlowWindow]) -> list[str]:
+    """One line per flow whose kernel connection started late (:mod:`tcplab.kernel.window`)."""
+    notes = []
+    for w in windows.values():
+        if not w.late_start:
+            continue
+        opened = f", its connection opened at {w.kernel_opened_s:.2f} s" if w.kernel_opened_s is not None else ""
+        notes.append(
+            f"late start: the kernel's {w.flow} received its first byte at {w.first_byte_s['kernel']:.2f} s after "
+            f"the run's start{opened} (expected by {w.late_limit_s:.2f} s: the flow's start + 2 base RTTs "
+            f"+ 2 sample intervals; the simulation's at {w.first_byte_s['sim']:.2f} s); both worlds are measured "
+            f"from their own first byte over the same {w.length_s:.2f} s, so the late start does not lower its "
+            "goodput, but the machine was slow to start the traffic"
+        )
+    return notes
 
 
 def _notes(sim: Result, kernel: Mapping[str, Any]) -> list[str]:

@@ -17,7 +17,8 @@ numbers people compare:
   ``rtt_percentiles``).
 * In the time series, ``goodput_bps`` of a row is the bytes delivered since the previous
   sample of the same flow, times 8, over the time between them (the first sample of a flow
-  counts from one ``sample_interval`` before it).
+  counts from one ``sample_interval`` before it; a kernel run's sample whose receiver count
+  is missing, NaN, has none, and the next is over the time since the last one with a value).
 
 A run directory (``Result.write(DIR)``) holds::
 
@@ -114,6 +115,7 @@ __all__ = [
     "SUMMARY_HOST_KEYS",
     "ViewWriter",
     "ExportWriter",
+    "interval_rate",
 ]
 
 #: Files (relative to the run directory) that ``Result.write`` produces.
@@ -864,23 +866,32 @@ def _lookup(names: list[str], index: np.ndarray, missing: str) -> np.ndarray:
     return table[safe].astype(str) if len(index) else np.array([], dtype=str)
 
 
-def _interval_rate(frame: pd.DataFrame, key: str, counter: str, interval_ns: int) -> np.ndarray:
-    """Per-row rate in bit/s of a cumulative byte counter, within each ``key`` group."""
+def interval_rate(frame: pd.DataFrame, key: str, counter: str, interval_ns: int) -> np.ndarray:
+    """Per-row rate in bit/s of a cumulative byte counter, within each ``key`` group. A row
+    whose counter is NaN (a kernel sampler's gap) has no rate, and the next row's rate is over
+    the time since the last row that has a value (a gap is not a zero)."""
     if frame.empty:
         return np.array([], dtype=np.float64)
     order = np.lexsort((frame["t_ns"].to_numpy(), frame[key].to_numpy()))
     keys = frame[key].to_numpy()[order]
     t = frame["t_ns"].to_numpy().astype(np.float64)[order]
     c = frame[counter].to_numpy().astype(np.float64)[order]
-    first = np.ones(len(order), dtype=bool)
+    have = np.isfinite(c)
+    keys, t_have, c_have = keys[have], t[have], c[have]
+    first = np.ones(len(keys), dtype=bool)
     first[1:] = keys[1:] != keys[:-1]
-    dc = np.where(first, c, c - np.roll(c, 1))
-    dt = np.where(first, float(interval_ns), t - np.roll(t, 1))
+    dc = np.where(first, c_have, c_have - np.roll(c_have, 1))
+    dt = np.where(first, float(interval_ns), t_have - np.roll(t_have, 1))
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(dt > 0, dc * 8.0 / (dt / 1e9), np.nan)
+        rate_have = np.where(dt > 0, dc * 8.0 / (dt / 1e9), np.nan)
+    rate = np.full(len(order), np.nan)
+    rate[have] = rate_have
     out = np.empty(len(order), dtype=np.float64)
     out[order] = rate
     return out
+
+
+_interval_rate = interval_rate
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:

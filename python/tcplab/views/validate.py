@@ -6,10 +6,12 @@ replaces only a directory ``tcplab validate`` wrote)::
 
     OUT/report.html      self-contained (plots as data: URIs, no script, nothing from elsewhere):
                          the header (scenario, kernel release and HZ, machine, when), the
-                         verdict line, the verdict table (per flow: goodput, srtt p50/p99 in the
-                         steady part, retransmissions; per link: queue drops; each with both
-                         values, the difference, the tolerance, the verdict and its reason), the
-                         overlays, and links to both run directories
+                         verdict line, how each flow was measured (the same window in both
+                         worlds, from each one's first byte: tcplab.kernel.window), the verdict
+                         table (per flow: goodput and srtt p50/p99 in that window,
+                         retransmissions; per link: queue drops; each with both values, the
+                         difference, the tolerance, the verdict and its reason), the overlays,
+                         and links to both run directories
     OUT/report.md        the same in Markdown, figures as links to plots/
     OUT/validation.json  the machine-readable record (:meth:`Validation.to_json`)
     OUT/plots/           flow-N-overlay.png: per flow (at most MAX_FLOW_FIGURES), simulator and
@@ -30,7 +32,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 import numpy as np
@@ -106,7 +108,7 @@ def write_validation(
             v.kernel_dir = f"kernel/run-{first}" if first else (v.kernel_dirs[0] if v.kernel_dirs else None)
         drawn = [kerns[i - 1] for i in v.valid_kernel_runs] if repeated else kerns
         drawn = [k for k in drawn if k is not None] or [k for k in kerns if k is not None]
-        rendered = validation_plots(sims, drawn, v.steady) if drawn else []
+        rendered = validation_plots(sims, drawn, v.steady, getattr(v, "windows", None)) if drawn else []
         if rendered:
             (tmp / "plots").mkdir()
             for p in rendered:
@@ -143,7 +145,12 @@ def _runs_lines(results: Sequence[Result]) -> list[tuple[Result, float, float, b
 
 
 def _overlay_plot(
-    sims: Sequence[Result], kerns: Sequence[Result], number: int, name: str, window: tuple[float, float] | None
+    sims: Sequence[Result],
+    kerns: Sequence[Result],
+    number: int,
+    name: str,
+    window: tuple[float, float] | None,
+    kernel_from: float | None = None,
 ) -> Plot:
     unknown = set().union(*(_unknown(k) for k in kerns))
     fig = _figure(height=11.0)
@@ -185,13 +192,15 @@ def _overlay_plot(
                 )
         if window is not None:
             ax.axvline(window[0], color="0.4", linestyle=":", linewidth=1.0, label="steady part from")
+        if kernel_from is not None and (window is None or abs(kernel_from - window[0]) > 1e-6):
+            ax.axvline(kernel_from, color=KERNEL_COLOR, linestyle=":", linewidth=1.0, label="kernel's steady part from")
         _style(ax, ylabel, title if ax is not axes[0] else f"flow {number}: {name} - {title}", xlabel="", xmax=end)
         _legend(ax)
     axes[-1].set_xlabel("Time (s)")
     caption = (
         f"Flow {number} ({name}): simulator (blue) and kernel (orange) over time: cwnd, smoothed RTT, "
-        "delivery rate and goodput (1 s average); the dotted line is where the steady part the RTT "
-        "percentiles cover starts"
+        "delivery rate and goodput (1 s average); the dotted line is where the window the goodput and the RTT "
+        "percentiles cover starts (an orange one: the kernel's, when its first byte came later)"
     )
     if len(sims) > 1 or len(kerns) > 1:
         caption += f"; {len(sims)} simulated and {len(kerns)} kernel runs, the first of each drawn thicker"
@@ -252,6 +261,7 @@ def validation_plots(
     sim: Result | Sequence[Result],
     kern: Result | Sequence[Result],
     steady: Mapping[str, tuple[float, float]] | None = None,
+    windows: Mapping[str, Any] | None = None,
 ) -> list[Plot]:
     """The overlays: one per flow (scenario order, at most MAX_FLOW_FIGURES), then the queues.
     Lists (``--runs N``): every run, the first of each world drawn thicker. ``steady``: per
@@ -264,7 +274,9 @@ def validation_plots(
     present = set().union(*(set(r.timeseries["flow_name"]) for r in [*sims, *kerns]))
     for number, name in enumerate(_flow_order(sims[0])[:MAX_FLOW_FIGURES]):
         if name in present:
-            out.append(_overlay_plot(sims, kerns, number, name, steady.get(name)))
+            w = (windows or {}).get(name)
+            kernel_from = w.span_s["kernel"][0] if w is not None and w.steady else None
+            out.append(_overlay_plot(sims, kerns, number, name, steady.get(name), kernel_from))
     q = _queue_plot(sims, kerns)
     if q is not None:
         out.append(q)
@@ -394,14 +406,39 @@ def _header(v: Validation) -> dict[str, str]:
 
 
 def _steady_text(v: Validation) -> str:
-    if not v.steady:
-        return "no flow had a steady part (the run is too short)"
-    spans = {f"{a:g}-{b:g} s" for a, b in v.steady.values()}
-    if len(spans) == 1:
-        return f"srtt percentiles over the steady part, {next(iter(spans))} (after max(2 s, 20 % of the run))"
-    return "srtt percentiles over each flow's steady part: " + ", ".join(
-        f"{n} {a:g}-{b:g} s" for n, (a, b) in v.steady.items()
+    """How the goodput and the srtt percentiles were measured: the window of each flow, in
+    both worlds (:mod:`tcplab.kernel.window`)."""
+    windows = getattr(v, "windows", None) or {}
+    if not windows:
+        if not v.steady:
+            return "no flow had a steady part (the run is too short)"
+        spans = ", ".join(f"{n} {a:g}-{b:g} s" for n, (a, b) in v.steady.items())
+        return f"srtt percentiles over the steady part: {spans}"
+    steady = [w for w in windows.values() if w.steady]
+    head = (
+        "goodput and srtt percentiles over the same window in both worlds: from each world's own first byte "
+        "(the first sample with data received) plus a warm-up of max(2 s, 20 % of the run), the same length in both"
     )
+    if not steady:
+        head = (
+            "goodput from each world's own first byte over the same length in both (the run is too short for a "
+            "warm-up of max(2 s, 20 % of the run): no srtt percentiles)"
+        )
+    lengths = {f"{w.length_s:.2f}" for w in windows.values()}
+    spans = "; ".join(w.text() for w in windows.values())
+    length = f"{next(iter(lengths))} s" if len(lengths) == 1 else "per flow"
+    return f"{head} ({length}): {spans}"
+
+
+def _busy_lines(v: Validation) -> list[str]:
+    """An invalid run the machine's load caused: how busy, how to rerun; the retried runs."""
+    out = []
+    busy = v.busy_line() if hasattr(v, "busy_line") else None
+    if busy:
+        out.append(f"how busy: {busy}")
+        out.append(f"{v.rerun_hint()}")
+    out.extend(f"retried: {line}" for line in getattr(v, "retried", []) or [])
+    return out
 
 
 def _runs_lines_text(v: Validation) -> list[str]:
@@ -436,6 +473,7 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
         *[f"- note: {n}" for n in v.notes],
         "",
         f"**{v.verdict_line()}**",
+        *([""] + [f"- {line}" for line in _busy_lines(v)] if _busy_lines(v) else []),
         "",
     ]
     keys = ["subject", "metric", "sim", "kernel", "difference", "tolerance", "verdict", "reason"]
@@ -519,6 +557,8 @@ tolerance of the kernel's.</p>
 {% else %}
 <p><b>{{ verdict }}</b></p>
 {% endif %}
+{% for line in busy %}<p class="note">{{ line }}</p>
+{% endfor %}
 {% for n in notes %}<p class="note"><b>Note:</b> {{ n }}.</p>
 {% endfor %}
 <p class="note">{{ steady }}. Differences are simulator minus kernel; relative ones are of the kernel's value.</p>
@@ -599,6 +639,7 @@ def validation_html(v: Validation, plots: Sequence[Plot] = ()) -> str:
         kernel_dirs=v.kernel_dirs,
         path=path_rows(v),
         notes=v.notes,
+        busy=_busy_lines(v),
         departures=[str(d) for d in v.kernel.get("departures") or []],
         figures=[{"uri": data_uri(p.png), "caption": p.caption} for p in plots],
     )
