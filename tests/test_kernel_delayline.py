@@ -68,10 +68,11 @@ def test_find_delayline_not_built(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(KernelError) as e:
         dl.find_delayline()
-    assert str(e.value) == (
-        "the delay line binary tcplab-delayline is not built: run `cargo build --release -p "
-        "tcplab-delayline` (make setup does)"
-    )
+    assert str(e.value) == dl.NOT_BUILT
+    # the installed package's module is the other way to run it; neither: the same error
+    monkeypatch.setattr(dl, "packaged", lambda: False)
+    with pytest.raises(KernelError, match="pip install"):
+        dl.delayline_argv()
 
 
 def test_kernel_errors_are_runtime_errors():

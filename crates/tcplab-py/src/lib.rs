@@ -17,6 +17,8 @@
 //! With `capture` in the configuration, `run`'s dict has `capture`: one flow's packets as
 //! columns (see `capture_to_python`); else `capture` is None.
 
+mod delayline;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -505,6 +507,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(delayline::delayline_main, m)?)?;
     m.add("__version__", env!("TCPLAB_ENGINE_VERSION"))?;
     Ok(())
 }

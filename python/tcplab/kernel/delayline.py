@@ -39,6 +39,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,7 +49,9 @@ from tcplab.kernel.errors import KernelError
 
 __all__ = [
     "BINARY_NAME",
+    "MODULE",
     "DelayLine",
+    "delayline_argv",
     "find_delayline",
     "parse_stats",
     "read_stats",
@@ -62,8 +65,13 @@ STOP_TIMEOUT_S = 3.0
 # The longest interface name Linux accepts (IFNAMSIZ 16 minus the NUL).
 MAX_IFNAME_BYTES = 15
 
-_NOT_BUILT = (
-    f"the delay line binary {BINARY_NAME} is not built: run `cargo build --release -p {BINARY_NAME}` (make setup does)"
+#: The delay line as a module of the installed package (tcplab._core.delayline_main).
+MODULE = "tcplab.kernel.delayline_main"
+
+NOT_BUILT = (
+    f"the delay line {BINARY_NAME} is not available: the compiled module tcplab._core has none "
+    f"(reinstall tcplab: `pip install .` in its source tree) and no {BINARY_NAME} binary was found "
+    f"(`cargo build --release -p {BINARY_NAME}`, as make setup does)"
 )
 
 
@@ -72,9 +80,34 @@ def _repo_binary() -> Path:
     return Path(__file__).resolve().parents[3] / "target" / "release" / BINARY_NAME
 
 
+def packaged() -> bool:
+    """Whether the installed compiled module carries the delay line (``delayline_main``)."""
+    try:
+        from tcplab import _core  # type: ignore[attr-defined]
+    except ImportError:
+        return False
+    return callable(getattr(_core, "delayline_main", None))
+
+
+def delayline_argv() -> list[str]:
+    """The command that runs the delay line (its options follow): ``$TCPLAB_DELAYLINE``,
+    else the source tree's ``target/release/tcplab-delayline`` (a development checkout,
+    where ``cargo build -p tcplab-delayline`` is the quick rebuild), else the installed
+    package's own ``python -m tcplab.kernel.delayline_main`` (what ``pip install`` gives),
+    else ``tcplab-delayline`` on ``PATH``; KernelError (:data:`NOT_BUILT`) when none is."""
+    env = os.environ.get(ENV_BINARY, "").strip()
+    repo = _repo_binary()
+    if env or (repo.is_file() and os.access(repo, os.X_OK)):
+        return [str(find_delayline())]
+    if packaged():
+        return [sys.executable, "-m", MODULE]
+    return [str(find_delayline())]
+
+
 def find_delayline() -> Path:
-    """The ``tcplab-delayline`` binary: ``$TCPLAB_DELAYLINE``, else the repository's
-    ``target/release/``, else ``PATH``; KernelError when none exists."""
+    """The standalone ``tcplab-delayline`` binary: ``$TCPLAB_DELAYLINE``, else the
+    repository's ``target/release/``, else ``PATH``; KernelError when none exists (the
+    installed package's module is :func:`delayline_argv`'s)."""
     env = os.environ.get(ENV_BINARY, "").strip()
     if env:
         path = Path(env)
@@ -87,7 +120,7 @@ def find_delayline() -> Path:
     found = shutil.which(BINARY_NAME)
     if found:
         return Path(found)
-    raise KernelError(_NOT_BUILT)
+    raise KernelError(NOT_BUILT)
 
 
 # ----------------------------------------------------------------------------- stats
@@ -196,8 +229,9 @@ class DelayLine:
 
     ``tuns``: (name, delay_ns) per direction; ``cpu``: the CPU it pins itself to (None:
     not pinned); ``stats_path``: where it writes its stats JSON. The process runs as
-    ``ip netns exec NETNS tcplab-delayline ...`` (ip execs the binary, so :attr:`pid` is
-    the line's own) in a process group of its own, so a Ctrl-C at the terminal reaches the
+    ``ip netns exec NETNS tcplab-delayline ...`` or ``ip netns exec NETNS PYTHON -m
+    tcplab.kernel.delayline_main ...`` (:func:`delayline_argv`; ip execs it, so :attr:`pid`
+    is the line's own) in a process group of its own, so a Ctrl-C at the terminal reaches the
     orchestrator, which stops the line by PID. ``queue_limit_packets`` and ``rt_priority``
     (SCHED_FIFO priority, the binary's default 1; 0 = normal scheduling) are passed on
     when given.
@@ -234,9 +268,10 @@ class DelayLine:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
-        """The command line (``ip netns exec NETNS BIN --tun ... --stats ...``)."""
-        binary = self.binary if self.binary is not None else find_delayline()
-        cmd = ["ip", "netns", "exec", self.netns, str(binary)]
+        """The command line (``ip netns exec NETNS LINE --tun ... --stats ...``; LINE is
+        ``binary`` when given, else :func:`delayline_argv`)."""
+        line = [str(self.binary)] if self.binary is not None else delayline_argv()
+        cmd = ["ip", "netns", "exec", self.netns, *line]
         for name, delay_ns in self.tuns:
             cmd += ["--tun", f"{name}:{delay_ns}"]
         if self.cpu is not None:
