@@ -41,7 +41,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,9 @@ __all__ = [
     "DelayLine",
     "delayline_argv",
     "find_delayline",
+    "lateness_line",
+    "lateness_report",
+    "REPORT_FILE",
     "parse_stats",
     "read_stats",
     "wire_commands",
@@ -171,6 +174,70 @@ def read_stats(path: str | os.PathLike[str]) -> dict[str, Any]:
     except OSError as e:
         raise KernelError(f"cannot read the delay line stats {path}: {e.strerror or e}") from None
     return parse_stats(text, str(path))
+
+
+#: The run directory's file of the delay lines' own measurements (:func:`lateness_report`).
+REPORT_FILE = "delayline.json"
+
+
+def lateness_report(
+    delaylines: Mapping[str, Mapping[str, Any]],
+    *,
+    limits_ns: Mapping[str, int],
+    link_names: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The run directory's ``delayline.json`` (pure): per TUN of every line (``delaylines``:
+    wire namespace -> the stats it wrote), the link it delays (``link_names``: namespace ->
+    TUN -> link name), its delay, packets and bytes forwarded, drops, the deepest queue
+    (packets, bytes) and the lateness distribution (write time minus due time: p50, p90,
+    p99, max, count, over_1ms; ``null`` where an older line did not record it), and
+    whether it is within ``limits_ns`` (``p99``, ``max``: kernel mode's validity limits).
+    A line that wrote no stats is listed with its error."""
+    rows: list[dict[str, Any]] = []
+    for ns, stats in sorted(delaylines.items()):
+        if "tuns" not in stats:
+            rows.append({"netns": ns, "error": str(stats.get("error", "no stats written"))})
+            continue
+        for tun in stats["tuns"]:
+            late = dict(tun.get("lateness_ns") or {})
+            p99, mx = int(late.get("p99") or 0), int(late.get("max") or 0)
+            rows.append(
+                {
+                    "netns": ns,
+                    "tun": tun.get("name"),
+                    "link": (link_names or {}).get(ns, {}).get(str(tun.get("name"))),
+                    "cpu": stats.get("cpu"),
+                    "delay_ns": tun.get("delay_ns"),
+                    "packets": tun.get("packets"),
+                    "bytes": tun.get("bytes"),
+                    "drops": tun.get("drops"),
+                    "queue_max_packets": tun.get("queue_max_packets"),
+                    "queue_max_bytes": tun.get("queue_max_bytes"),
+                    "lateness_ns": {k: late.get(k) for k in ("p50", "p90", "p99", "max", "count", "over_1ms")},
+                    "within_limits": p99 <= limits_ns["p99"] and mx <= limits_ns["max"],
+                }
+            )
+    return {
+        "version": 1,
+        "lateness": "write time minus due time of each packet the line forwarded, in ns",
+        "limits_ns": dict(limits_ns),
+        "tuns": rows,
+    }
+
+
+def lateness_line(report: Mapping[str, Any]) -> str:
+    """One sentence of :func:`lateness_report` for a report's first lines: per TUN, the
+    link and its lateness p50/p99/max in ms, e.g. ``delay line lateness (its own, delayline.json):
+    server->emu p50 0.05 / p99 0.16 / max 2.81 ms; emu->server ...``; "" without TUNs."""
+    parts = []
+    for row in report.get("tuns", []):
+        if "error" in row:
+            parts.append(f"{row['netns']}: {row['error']}")
+            continue
+        late = row["lateness_ns"]
+        ms = " / ".join(f"{k} {(late.get(k) or 0) / 1e6:.2f}" for k in ("p50", "p99", "max"))
+        parts.append(f"{row.get('link') or row['netns'] + '/' + str(row['tun'])} {ms} ms")
+    return f"delay line lateness (its own, {REPORT_FILE}): " + "; ".join(parts) if parts else ""
 
 
 # ----------------------------------------------------------------------------- wire set-up
