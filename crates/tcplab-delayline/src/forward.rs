@@ -179,6 +179,9 @@ mod tests {
     /// What happened, in order: (time, TUN, "r"/"w", the packet's first byte).
     type Log = Rc<RefCell<Vec<(u64, usize, char, u8)>>>;
 
+    /// Packets arriving at a fake TUN: (time, bytes).
+    type Arrivals = Vec<(u64, Vec<u8>)>;
+
     /// A fake TUN: packets waiting to be read (each with the time it arrives), a cost per
     /// read and per write, and a shared log.
     struct FakeTun {
@@ -216,7 +219,7 @@ mod tests {
     fn forwarder(
         clock: &FakeClock,
         log: &Log,
-        tuns: &[(u64, Vec<(u64, Vec<u8>)>)],
+        tuns: &[(u64, Arrivals)],
         read_cost_ns: u64,
         write_cost_ns: u64,
     ) -> Forwarder<FakeTun> {
@@ -314,7 +317,7 @@ mod tests {
         // previous one: packet k at 1 ms + 100 + 2_000 k, i.e. 1_900 k late.
         let mut clock = FakeClock::default();
         let log: Log = Rc::default();
-        let arrivals: Vec<(u64, Vec<u8>)> = (0..1000).map(|k| (0, vec![k as u8; 100])).collect();
+        let arrivals: Arrivals = (0..1000).map(|k| (0, vec![k as u8; 100])).collect();
         let mut fw = forwarder(&clock, &log, &[(1_000_000, arrivals)], 100, 2_000);
         run(&mut fw, &mut clock, 100_000_000);
         let s = &fw.dirs[0].stats;
@@ -332,8 +335,8 @@ mod tests {
         // 5 us): the line never writes more than WRITE_BATCH packets without reading.
         let mut clock = FakeClock::default();
         let log: Log = Rc::default();
-        let burst: Vec<(u64, Vec<u8>)> = (0..500).map(|_| (0, vec![7; 1500])).collect();
-        let stream: Vec<(u64, Vec<u8>)> = (0..2000).map(|k| (k * 5_000, vec![9; 60])).collect();
+        let burst: Arrivals = (0..500).map(|_| (0, vec![7; 1500])).collect();
+        let stream: Arrivals = (0..2000).map(|k| (k * 5_000, vec![9; 60])).collect();
         let mut fw = forwarder(
             &clock,
             &log,
@@ -382,7 +385,7 @@ mod tests {
     fn over_the_queue_limit_a_packet_is_read_and_dropped() {
         let mut clock = FakeClock::default();
         let log: Log = Rc::default();
-        let arrivals: Vec<(u64, Vec<u8>)> = (0..10).map(|k| (0, vec![k as u8; 100])).collect();
+        let arrivals: Arrivals = (0..10).map(|k| (0, vec![k as u8; 100])).collect();
         let mut fw = forwarder(&clock, &log, &[(1_000, arrivals)], 100, 0);
         fw.dirs[0].ring = Ring::new(4);
         run(&mut fw, &mut clock, 1_000_000);
