@@ -92,6 +92,9 @@ def test_the_run_directory_has_delayline_json_and_the_report_names_it(tmp_path):
     assert doc["tuns"][0]["link"] == r.config["links"][0]["name"]
     assert "delay line lateness" in r.notice["text"]
     assert REPORT_FILE in (out / "report.html").read_text()
+    # the file is tcplab's: --force may replace the directory that holds it
+    r.write(out, overwrite=True, plots=False)
+    assert (out / REPORT_FILE).is_file()
 
 
 def test_no_file_without_a_delay_line(tmp_path):

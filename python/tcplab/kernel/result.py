@@ -48,7 +48,7 @@ from tcplab.scenario import Scenario
 __all__ = ["KernelResult", "KERNEL_FILES"]
 
 #: Files a kernel run directory has besides :data:`tcplab.results.result.RUN_FILES`.
-KERNEL_FILES = ("kernel.json",)
+KERNEL_FILES = ("kernel.json", "delayline.json")
 
 
 class KernelResult(Result):
