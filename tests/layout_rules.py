@@ -110,7 +110,9 @@ SAME_FLOOR: frozenset[tuple[str, str]] = frozenset(
 )
 
 #: Private names one package may take from another: the bridge to the compiled engine.
-PRIVATE_ALLOWED: frozenset[tuple[str, str]] = frozenset({("engine", "_core")})
+#: kernel -> _core: kernel.delayline_main runs the delay line linked into the compiled module
+#: (``_core.delayline_main``) in a process of its own, without the engine's pandas bridge.
+PRIVATE_ALLOWED: frozenset[tuple[str, str]] = frozenset({("engine", "_core"), ("kernel", "_core")})
 
 #: Modules with no Python source (compiled), known by name.
 EXTENSION_MODULES = ("tcplab._core",)

@@ -9,12 +9,13 @@
 //! and netem_dequeue() releases a packet when that time is reached); loss is not the
 //! line's job (the wire's nft rule does it).
 //!
-//! One thread, no allocation per packet:
-//! 1. write every due packet, earliest due first across the TUNs, recording its lateness
-//!    (write time - due time);
+//! One thread, no allocation per packet (the packet path is `forward.rs`):
+//! 1. write the due packets, earliest due first across the TUNs, recording their lateness
+//!    (write time - due time), at most WRITE_BATCH before the TUNs are read again;
 //! 2. read every TUN until EAGAIN (at most READ_BATCH per TUN per round, so a burst on one
 //!    direction does not hold back the other's due packets), each into its ring slot;
-//! 3. sleep in ppoll(2) on all TUN fds and a signalfd until a spin margin before the next
+//!    while packets are due or waiting, back to 1 without sleeping;
+//! 3. sleep (one timer per wake-up: every packet due by then is written in that batch) in ppoll(2) on all TUN fds and a signalfd until a spin margin before the next
 //!    due packet (timer slack 1 ns makes the hrtimer fire on time), then spin on the clock,
 //!    still reading, until it is due. The margin (50 us to 2 ms, starting at 200 us)
 //!    follows the timer wake-ups' observed lateness: 1.5 x the latest + 20 us, decaying by
@@ -39,9 +40,19 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
 
 use crate::args::Options;
-use crate::ring::{Ring, SLOT_BYTES};
+use crate::forward::{Clock, Direction, Forwarder};
+use crate::ring::Ring;
 use crate::stats::{self, TunStats};
 use crate::sys;
+
+/// The real clock (CLOCK_MONOTONIC).
+struct Monotonic;
+
+impl Clock for Monotonic {
+    fn now_ns(&mut self) -> u64 {
+        sys::monotonic_ns()
+    }
+}
 
 /// Bounds of the spin margin: how long before a packet is due the loop stops sleeping and
 /// spins on the clock. The margin adapts to how late ppoll's timer wakes the thread: on a
@@ -63,20 +74,11 @@ const STATS_INTERVAL_NS: u64 = 1_000_000_000;
 const STATS_GAP_NS: u64 = 1_000_000;
 /// How often a loop that never sleeps (steady traffic) still looks at the signalfd.
 const SIGNAL_CHECK_NS: u64 = 10_000_000;
-/// Most packets read from one TUN before the loop writes due packets again.
-const READ_BATCH: usize = 16;
-
-struct Tun {
-    file: File,
-    ring: Ring,
-    stats: TunStats,
-}
 
 pub struct Line {
-    tuns: Vec<Tun>,
+    fw: Forwarder<File>,
     signals: File,
     pollfds: Vec<libc::pollfd>,
-    scratch: Box<[u8; SLOT_BYTES]>,
     stats_path: Option<PathBuf>,
     cpu: Option<usize>,
     stop: bool,
@@ -99,15 +101,15 @@ impl Line {
     pub fn new(options: &Options, signals: OwnedFd) -> io::Result<Line> {
         let mut tuns = Vec::with_capacity(options.tuns.len());
         for spec in &options.tuns {
-            tuns.push(Tun {
-                file: sys::open_tun(&spec.name)?,
+            tuns.push(Direction {
+                io: sys::open_tun(&spec.name)?,
                 ring: Ring::new(options.queue_limit_packets),
                 stats: TunStats::new(&spec.name, spec.delay_ns),
             });
         }
         let mut pollfds: Vec<libc::pollfd> = tuns
             .iter()
-            .map(|t| sys::poll_in(t.file.as_raw_fd()))
+            .map(|t| sys::poll_in(t.io.as_raw_fd()))
             .collect();
         pollfds.push(sys::poll_in(signals.as_raw_fd()));
         let (writer, writer_thread) = match &options.stats_path {
@@ -119,10 +121,9 @@ impl Line {
             None => (None, None),
         };
         Ok(Line {
-            tuns,
+            fw: Forwarder::new(tuns),
             signals: File::from(signals),
             pollfds,
-            scratch: Box::new([0; SLOT_BYTES]),
             stats_path: options.stats_path.clone(),
             cpu: options.cpu,
             stop: false,
@@ -140,10 +141,10 @@ impl Line {
         let mut next_stats = start + STATS_INTERVAL_NS;
         let mut next_signal_check = start + SIGNAL_CHECK_NS;
         while !self.stop {
-            self.write_due();
-            let more = self.read_batch()?;
+            let behind = self.fw.write_due(&mut Monotonic);
+            let more = self.fw.read_batch(&mut Monotonic)? || behind;
             let now = sys::monotonic_ns();
-            let next_due = self.next_due_ns();
+            let next_due = self.fw.next_due_ns();
             if now >= next_stats
                 && (next_due.is_none_or(|d| d > now + STATS_GAP_NS)
                     || now >= next_stats + STATS_INTERVAL_NS)
@@ -189,72 +190,6 @@ impl Line {
         self.final_stats()
     }
 
-    /// The earliest due time over all queues.
-    fn next_due_ns(&self) -> Option<u64> {
-        self.tuns.iter().filter_map(|t| t.ring.head_due_ns()).min()
-    }
-
-    /// Writes every packet that is due, earliest first across the TUNs.
-    fn write_due(&mut self) {
-        loop {
-            let now = sys::monotonic_ns();
-            let mut pick: Option<(usize, u64)> = None;
-            for (i, t) in self.tuns.iter().enumerate() {
-                if let Some(due) = t.ring.head_due_ns() {
-                    if due <= now && pick.is_none_or(|(_, d)| due < d) {
-                        pick = Some((i, due));
-                    }
-                }
-            }
-            let Some((i, due)) = pick else { return };
-            let tun = &mut self.tuns[i];
-            let packet = tun.ring.head_packet().expect("a due packet");
-            match (&tun.file).write(packet) {
-                Ok(_) => {
-                    tun.stats.packets += 1;
-                    tun.stats.bytes += packet.len() as u64;
-                    tun.stats.lateness_ns.record(now - due);
-                }
-                // A TUN refuses a write when it is down or the packet is malformed: the
-                // packet is lost, counted as a drop of the line.
-                Err(_) => tun.stats.line_drops += 1,
-            }
-            tun.ring.pop();
-        }
-    }
-
-    /// Reads up to READ_BATCH packets from every TUN; true when some TUN may hold more.
-    fn read_batch(&mut self) -> io::Result<bool> {
-        let mut more = false;
-        for tun in &mut self.tuns {
-            let mut n = 0;
-            while n < READ_BATCH {
-                let (result, queued) = match tun.ring.tail_slot() {
-                    Some(slot) => ((&tun.file).read(slot), true),
-                    None => ((&tun.file).read(&mut self.scratch[..]), false),
-                };
-                match result {
-                    Ok(len) => {
-                        let t = sys::monotonic_ns();
-                        n += 1;
-                        if queued {
-                            tun.ring.commit(len, t + tun.stats.delay_ns);
-                            tun.stats.queue_max_packets =
-                                tun.stats.queue_max_packets.max(tun.ring.len() as u64);
-                        } else {
-                            tun.stats.line_drops += 1; // over the queue limit
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(err(format!("cannot read TUN {}", tun.stats.name), e)),
-                }
-            }
-            more |= n == READ_BATCH;
-        }
-        Ok(more)
-    }
-
     /// Whether the loop may spin now (see SPIN_MAX_BUSY_PERCENT); starts a new accounting
     /// window every BUSY_WINDOW_NS.
     fn may_spin(&mut self, now: u64) -> bool {
@@ -280,7 +215,7 @@ impl Line {
     /// SCHED_FIFO priority, and a spinning line must not hold back another's due packet.
     fn spin_until(&mut self, due_ns: u64) -> io::Result<()> {
         while sys::monotonic_ns() < due_ns {
-            self.read_batch()?;
+            self.fw.read_batch(&mut Monotonic)?;
             sys::yield_cpu();
         }
         Ok(())
@@ -302,7 +237,7 @@ impl Line {
         let Some(path) = self.stats_path.clone() else {
             return Ok(());
         };
-        let mut snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
+        let mut snapshot: Vec<TunStats> = self.fw.dirs.iter().map(|t| t.stats.clone()).collect();
         stats::write_file(&path, &mut snapshot, self.cpu)
     }
 
@@ -311,7 +246,7 @@ impl Line {
     /// busy with the previous snapshot, this one is skipped.
     fn queue_stats_file(&mut self) {
         if let Some(writer) = &self.writer {
-            let snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
+            let snapshot: Vec<TunStats> = self.fw.dirs.iter().map(|t| t.stats.clone()).collect();
             let _ = writer.try_send(snapshot);
         }
     }
@@ -328,7 +263,7 @@ impl Line {
         if self.stats_path.is_some() {
             return self.write_stats_file();
         }
-        let mut snapshot: Vec<TunStats> = self.tuns.iter().map(|t| t.stats.clone()).collect();
+        let mut snapshot: Vec<TunStats> = self.fw.dirs.iter().map(|t| t.stats.clone()).collect();
         stats::refresh_kernel_drops(&mut snapshot);
         let all: Vec<&TunStats> = snapshot.iter().collect();
         let mut out = io::stdout().lock();

@@ -56,6 +56,8 @@ pub struct Ring {
     /// Index of the next free slot in the last chunk (CHUNK_SLOTS: it is full).
     tail: usize,
     len: usize,
+    /// IP bytes of the packets held.
+    bytes: u64,
     capacity: usize,
 }
 
@@ -74,12 +76,18 @@ impl Ring {
             head: 0,
             tail: CHUNK_SLOTS,
             len: 0,
+            bytes: 0,
             capacity: capacity_packets,
         }
     }
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// IP bytes of the packets held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     pub fn is_empty(&self) -> bool {
@@ -127,6 +135,7 @@ impl Ring {
         chunk.due_ns[t] = due_ns;
         self.tail += 1;
         self.len += 1;
+        self.bytes += len_bytes as u64;
     }
 
     /// When the oldest packet is due, if any.
@@ -147,6 +156,7 @@ impl Ring {
     /// Removes the oldest packet; a chunk emptied at the head goes back to the free list.
     pub fn pop(&mut self) {
         assert!(!self.is_empty(), "pop on an empty ring");
+        self.bytes -= u64::from(self.chunks[0].lens[self.head]);
         self.head += 1;
         self.len -= 1;
         if self.len == 0 && self.chunks.len() == 1 {
@@ -191,6 +201,11 @@ mod tests {
                 ));
             }
             assert!(r.is_full());
+            assert_eq!(
+                r.bytes(),
+                1 + 2 + 3,
+                "the bytes held are the packets' lengths"
+            );
             assert!(!push(&mut r, 99, 1, 0), "a full ring refuses a packet");
             for k in 0..3u8 {
                 assert_eq!(r.head_due_ns(), Some((round as u64) * 100 + k as u64));
@@ -200,6 +215,7 @@ mod tests {
                 r.pop();
             }
             assert!(r.is_empty());
+            assert_eq!(r.bytes(), 0);
             // Shift the head so the next round starts mid-ring.
             assert!(push(&mut r, 0, 1, 0));
             r.pop();

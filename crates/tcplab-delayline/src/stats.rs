@@ -1,6 +1,8 @@
 //! The line's own measurements and their JSON (ARCH11.md: `{"version":1,"tuns":[{"name",
 //! "delay_ns","packets","bytes","drops","queue_max_packets","lateness_ns":{"p50","p99",
-//! "max","count"}}],"cpu":N}`), written atomically (temp file + rename).
+//! "max","count"}}],"cpu":N}`; since issue 23 also `queue_max_bytes` and, in `lateness_ns`,
+//! `p90` and `over_1ms`: keys added, none changed, so version 1 readers still read it),
+//! written atomically (temp file + rename).
 //!
 //! Per TUN:
 //! - `packets`, `bytes`: packets written back into the TUN (forwarded) and their IP bytes.
@@ -8,10 +10,12 @@
 //!   by the kernel because the line did not read the TUN fast enough (the device's
 //!   `tx_dropped`, from /proc/net/dev of the line's own namespace). Packets still held
 //!   when the line stops are not counted anywhere.
-//! - `queue_max_packets`: the deepest the queue got.
+//! - `queue_max_packets`, `queue_max_bytes`: the deepest the queue got, in packets and in
+//!   IP bytes held (each its own peak).
 //! - `lateness_ns`: write time minus due time of every written packet (quantiles from
 //!   [`crate::histogram::Histogram`]). This is the delay the line adds beyond `delay_ns`
-//!   after it read the packet; the time a packet waits in the TUN's own queue before the
+//!   after it read the packet; `over_1ms` counts the packets later than 1 ms (exactly, not
+//!   from the histogram's buckets). The time a packet waits in the TUN's own queue before the
 //!   read is not visible from user space (kept small by reading until EAGAIN).
 #![forbid(unsafe_code)]
 
@@ -33,8 +37,14 @@ pub struct TunStats {
     /// The kernel's tx_dropped of the device (read at most once a second).
     pub kernel_drops: u64,
     pub queue_max_packets: u64,
+    pub queue_max_bytes: u64,
     pub lateness_ns: Histogram,
+    /// Packets written more than LATE_NS after they were due.
+    pub late_over_1ms: u64,
 }
+
+/// The lateness `over_1ms` counts beyond (kernel mode's validity limit for the p99).
+pub const LATE_NS: u64 = 1_000_000;
 
 impl TunStats {
     pub fn new(name: &str, delay_ns: u64) -> TunStats {
@@ -46,8 +56,26 @@ impl TunStats {
             line_drops: 0,
             kernel_drops: 0,
             queue_max_packets: 0,
+            queue_max_bytes: 0,
             lateness_ns: Histogram::new(),
+            late_over_1ms: 0,
         }
+    }
+
+    /// Records one packet written `late_ns` after it was due, `len_bytes` long.
+    pub fn record_write(&mut self, len_bytes: usize, late_ns: u64) {
+        self.packets += 1;
+        self.bytes += len_bytes as u64;
+        self.lateness_ns.record(late_ns);
+        if late_ns > LATE_NS {
+            self.late_over_1ms += 1;
+        }
+    }
+
+    /// Records the queue's depth after a packet was queued.
+    pub fn record_depth(&mut self, packets: usize, bytes: u64) {
+        self.queue_max_packets = self.queue_max_packets.max(packets as u64);
+        self.queue_max_bytes = self.queue_max_bytes.max(bytes);
     }
 
     pub fn drops(&self) -> u64 {
@@ -85,16 +113,20 @@ pub fn to_json(tuns: &[&TunStats], cpu: Option<usize>) -> String {
         let _ = write!(
             out,
             ",\"delay_ns\":{},\"packets\":{},\"bytes\":{},\"drops\":{},\"queue_max_packets\":{},\
-             \"lateness_ns\":{{\"p50\":{},\"p99\":{},\"max\":{},\"count\":{}}}}}",
+             \"queue_max_bytes\":{},\"lateness_ns\":{{\"p50\":{},\"p90\":{},\"p99\":{},\"max\":{},\
+             \"count\":{},\"over_1ms\":{}}}}}",
             t.delay_ns,
             t.packets,
             t.bytes,
             t.drops(),
             t.queue_max_packets,
+            t.queue_max_bytes,
             h.quantile(0.50),
+            h.quantile(0.90),
             h.quantile(0.99),
             h.max(),
-            h.count()
+            h.count(),
+            t.late_over_1ms
         );
     }
     out.push_str("],\"cpu\":");
@@ -168,21 +200,23 @@ mod tests {
     #[test]
     fn json_has_the_contract_keys() {
         let mut t = TunStats::new("tab", 10_000_000);
-        t.packets = 3;
-        t.bytes = 4500;
         t.line_drops = 1;
         t.kernel_drops = 2;
-        t.queue_max_packets = 2;
-        for v in [10u64, 20, 30] {
-            t.lateness_ns.record(v);
+        t.record_depth(2, 3000);
+        t.record_depth(1, 1500); // peaks are kept
+        for (len, late) in [(1500usize, 10u64), (1500, 20), (1500, LATE_NS + 1)] {
+            t.record_write(len, late);
         }
+        t.record_write(0, LATE_NS); // exactly 1 ms is not over it
         let j = to_json(&[&t, &TunStats::new("t\"b", 5)], Some(1));
         assert_eq!(
             j,
-            "{\"version\":1,\"tuns\":[{\"name\":\"tab\",\"delay_ns\":10000000,\"packets\":3,\"bytes\":4500,\
-             \"drops\":3,\"queue_max_packets\":2,\"lateness_ns\":{\"p50\":20,\"p99\":30,\"max\":30,\"count\":3}},\
+            "{\"version\":1,\"tuns\":[{\"name\":\"tab\",\"delay_ns\":10000000,\"packets\":4,\"bytes\":4500,\
+             \"drops\":3,\"queue_max_packets\":2,\"queue_max_bytes\":3000,\"lateness_ns\":{\"p50\":20,\
+             \"p90\":1000001,\"p99\":1000001,\"max\":1000001,\"count\":4,\"over_1ms\":1}},\
              {\"name\":\"t\\\"b\",\"delay_ns\":5,\"packets\":0,\"bytes\":0,\"drops\":0,\"queue_max_packets\":0,\
-             \"lateness_ns\":{\"p50\":0,\"p99\":0,\"max\":0,\"count\":0}}],\"cpu\":1}\n"
+             \"queue_max_bytes\":0,\"lateness_ns\":{\"p50\":0,\"p90\":0,\"p99\":0,\"max\":0,\"count\":0,\
+             \"over_1ms\":0}}],\"cpu\":1}\n"
         );
         assert!(to_json(&[], None).ends_with("\"cpu\":null}\n"));
     }

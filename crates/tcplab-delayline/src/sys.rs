@@ -148,6 +148,22 @@ pub fn set_timer_slack_ns(slack_ns: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Names the calling thread (`comm` in /proc, what `ps` and `top` show; the kernel keeps 15
+/// bytes).
+pub fn set_thread_name(name: &str) -> io::Result<()> {
+    let mut buf = [0u8; 16];
+    for (dst, &src) in buf.iter_mut().zip(name.as_bytes().iter().take(15)) {
+        *dst = if src == 0 { b'?' } else { src };
+    }
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from the
+    // pointer; `buf` is 16 bytes, its last byte always 0, alive for the call.
+    let rc = unsafe { libc::prctl(libc::PR_SET_NAME, buf.as_ptr() as libc::c_ulong, 0, 0, 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Turns SIGTERM and SIGINT into readable events on a non-blocking signalfd: both are
 /// reset to their default action (so an ignored disposition inherited from the parent
 /// cannot discard them), blocked for the process, and delivered through the returned fd.

@@ -23,6 +23,8 @@
 //! NumPy arrays (`to_python`). Python checks the dict against its one declared schema
 //! (`tcplab.engine.OUTPUT_SCHEMA`).
 
+mod delayline;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -267,6 +269,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(bounds, m)?)?;
+    m.add_function(wrap_pyfunction!(delayline::delayline_main, m)?)?;
     m.add("__version__", env!("TCPLAB_ENGINE_VERSION"))?;
     Ok(())
 }

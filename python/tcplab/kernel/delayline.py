@@ -39,8 +39,9 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,13 @@ from tcplab.kernel.errors import KernelError
 
 __all__ = [
     "BINARY_NAME",
+    "MODULE",
     "DelayLine",
+    "delayline_argv",
     "find_delayline",
+    "lateness_line",
+    "lateness_report",
+    "REPORT_FILE",
     "parse_stats",
     "read_stats",
     "wire_commands",
@@ -62,8 +68,13 @@ STOP_TIMEOUT_S = 3.0
 # The longest interface name Linux accepts (IFNAMSIZ 16 minus the NUL).
 MAX_IFNAME_BYTES = 15
 
-_NOT_BUILT = (
-    f"the delay line binary {BINARY_NAME} is not built: run `cargo build --release -p {BINARY_NAME}` (make setup does)"
+#: The delay line as a module of the installed package (tcplab._core.delayline_main).
+MODULE = "tcplab.kernel.delayline_main"
+
+NOT_BUILT = (
+    f"the delay line {BINARY_NAME} is not available: the compiled module tcplab._core has none "
+    f"(reinstall tcplab: `pip install .` in its source tree) and no {BINARY_NAME} binary was found "
+    f"(`cargo build --release -p {BINARY_NAME}`, as make setup does)"
 )
 
 
@@ -72,9 +83,34 @@ def _repo_binary() -> Path:
     return Path(__file__).resolve().parents[3] / "target" / "release" / BINARY_NAME
 
 
+def packaged() -> bool:
+    """Whether the installed compiled module carries the delay line (``delayline_main``)."""
+    try:
+        from tcplab import _core  # type: ignore[attr-defined]
+    except ImportError:
+        return False
+    return callable(getattr(_core, "delayline_main", None))
+
+
+def delayline_argv() -> list[str]:
+    """The command that runs the delay line (its options follow): ``$TCPLAB_DELAYLINE``,
+    else the source tree's ``target/release/tcplab-delayline`` (a development checkout,
+    where ``cargo build -p tcplab-delayline`` is the quick rebuild), else the installed
+    package's own ``python -m tcplab.kernel.delayline_main`` (what ``pip install`` gives),
+    else ``tcplab-delayline`` on ``PATH``; KernelError (:data:`NOT_BUILT`) when none is."""
+    env = os.environ.get(ENV_BINARY, "").strip()
+    repo = _repo_binary()
+    if env or (repo.is_file() and os.access(repo, os.X_OK)):
+        return [str(find_delayline())]
+    if packaged():
+        return [sys.executable, "-m", MODULE]
+    return [str(find_delayline())]
+
+
 def find_delayline() -> Path:
-    """The ``tcplab-delayline`` binary: ``$TCPLAB_DELAYLINE``, else the repository's
-    ``target/release/``, else ``PATH``; KernelError when none exists."""
+    """The standalone ``tcplab-delayline`` binary: ``$TCPLAB_DELAYLINE``, else the
+    repository's ``target/release/``, else ``PATH``; KernelError when none exists (the
+    installed package's module is :func:`delayline_argv`'s)."""
     env = os.environ.get(ENV_BINARY, "").strip()
     if env:
         path = Path(env)
@@ -87,7 +123,7 @@ def find_delayline() -> Path:
     found = shutil.which(BINARY_NAME)
     if found:
         return Path(found)
-    raise KernelError(_NOT_BUILT)
+    raise KernelError(NOT_BUILT)
 
 
 # ----------------------------------------------------------------------------- stats
@@ -138,6 +174,70 @@ def read_stats(path: str | os.PathLike[str]) -> dict[str, Any]:
     except OSError as e:
         raise KernelError(f"cannot read the delay line stats {path}: {e.strerror or e}") from None
     return parse_stats(text, str(path))
+
+
+#: The run directory's file of the delay lines' own measurements (:func:`lateness_report`).
+REPORT_FILE = "delayline.json"
+
+
+def lateness_report(
+    delaylines: Mapping[str, Mapping[str, Any]],
+    *,
+    limits_ns: Mapping[str, int],
+    link_names: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The run directory's ``delayline.json`` (pure): per TUN of every line (``delaylines``:
+    wire namespace -> the stats it wrote), the link it delays (``link_names``: namespace ->
+    TUN -> link name), its delay, packets and bytes forwarded, drops, the deepest queue
+    (packets, bytes) and the lateness distribution (write time minus due time: p50, p90,
+    p99, max, count, over_1ms; ``null`` where an older line did not record it), and
+    whether it is within ``limits_ns`` (``p99``, ``max``: kernel mode's validity limits).
+    A line that wrote no stats is listed with its error."""
+    rows: list[dict[str, Any]] = []
+    for ns, stats in sorted(delaylines.items()):
+        if "tuns" not in stats:
+            rows.append({"netns": ns, "error": str(stats.get("error", "no stats written"))})
+            continue
+        for tun in stats["tuns"]:
+            late = dict(tun.get("lateness_ns") or {})
+            p99, mx = int(late.get("p99") or 0), int(late.get("max") or 0)
+            rows.append(
+                {
+                    "netns": ns,
+                    "tun": tun.get("name"),
+                    "link": (link_names or {}).get(ns, {}).get(str(tun.get("name"))),
+                    "cpu": stats.get("cpu"),
+                    "delay_ns": tun.get("delay_ns"),
+                    "packets": tun.get("packets"),
+                    "bytes": tun.get("bytes"),
+                    "drops": tun.get("drops"),
+                    "queue_max_packets": tun.get("queue_max_packets"),
+                    "queue_max_bytes": tun.get("queue_max_bytes"),
+                    "lateness_ns": {k: late.get(k) for k in ("p50", "p90", "p99", "max", "count", "over_1ms")},
+                    "within_limits": p99 <= limits_ns["p99"] and mx <= limits_ns["max"],
+                }
+            )
+    return {
+        "version": 1,
+        "lateness": "write time minus due time of each packet the line forwarded, in ns",
+        "limits_ns": dict(limits_ns),
+        "tuns": rows,
+    }
+
+
+def lateness_line(report: Mapping[str, Any]) -> str:
+    """One sentence of :func:`lateness_report` for a report's first lines: per TUN, the
+    link and its lateness p50/p99/max in ms, e.g. ``delay line lateness (its own, delayline.json):
+    server->emu p50 0.05 / p99 0.16 / max 2.81 ms; emu->server ...``; "" without TUNs."""
+    parts = []
+    for row in report.get("tuns", []):
+        if "error" in row:
+            parts.append(f"{row['netns']}: {row['error']}")
+            continue
+        late = row["lateness_ns"]
+        ms = " / ".join(f"{k} {(late.get(k) or 0) / 1e6:.2f}" for k in ("p50", "p99", "max"))
+        parts.append(f"{row.get('link') or row['netns'] + '/' + str(row['tun'])} {ms} ms")
+    return f"delay line lateness (its own, {REPORT_FILE}): " + "; ".join(parts) if parts else ""
 
 
 # ----------------------------------------------------------------------------- wire set-up
@@ -196,8 +296,9 @@ class DelayLine:
 
     ``tuns``: (name, delay_ns) per direction; ``cpu``: the CPU it pins itself to (None:
     not pinned); ``stats_path``: where it writes its stats JSON. The process runs as
-    ``ip netns exec NETNS tcplab-delayline ...`` (ip execs the binary, so :attr:`pid` is
-    the line's own) in a process group of its own, so a Ctrl-C at the terminal reaches the
+    ``ip netns exec NETNS tcplab-delayline ...`` or ``ip netns exec NETNS PYTHON -m
+    tcplab.kernel.delayline_main ...`` (:func:`delayline_argv`; ip execs it, so :attr:`pid`
+    is the line's own) in a process group of its own, so a Ctrl-C at the terminal reaches the
     orchestrator, which stops the line by PID. ``queue_limit_packets`` and ``rt_priority``
     (SCHED_FIFO priority, the binary's default 1; 0 = normal scheduling) are passed on
     when given.
@@ -234,9 +335,10 @@ class DelayLine:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
-        """The command line (``ip netns exec NETNS BIN --tun ... --stats ...``)."""
-        binary = self.binary if self.binary is not None else find_delayline()
-        cmd = ["ip", "netns", "exec", self.netns, str(binary)]
+        """The command line (``ip netns exec NETNS LINE --tun ... --stats ...``; LINE is
+        ``binary`` when given, else :func:`delayline_argv`)."""
+        line = [str(self.binary)] if self.binary is not None else delayline_argv()
+        cmd = ["ip", "netns", "exec", self.netns, *line]
         for name, delay_ns in self.tuns:
             cmd += ["--tun", f"{name}:{delay_ns}"]
         if self.cpu is not None:

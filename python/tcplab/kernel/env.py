@@ -225,10 +225,13 @@ def _probe_qdiscs_in_netns(prefix: str) -> list[str]:
 
 
 def _delayline_path() -> str | None:
-    from tcplab.kernel.delayline import find_delayline
+    """The command that runs the delay line (tcplab.kernel.delayline.delayline_argv), or None."""
+    import shlex
+
+    from tcplab.kernel.delayline import delayline_argv
 
     try:
-        return str(find_delayline())
+        return shlex.join(delayline_argv())
     except KernelError:
         return None
 
@@ -354,6 +357,7 @@ def format_env(env: KernelEnv) -> str:
         lines.append("tcp_cubic parameters: " + " ".join(f"{k}={v}" for k, v in env.cubic_params.items()))
     for tool, path in env.tools.items():
         lines.append(f"tool {tool}: {path or 'MISSING'}")
-    lines.append(f"delay line: {env.delayline or 'MISSING (cargo build --release -p tcplab-delayline)'}")
+    missing = "MISSING (pip install . in tcplab's source tree, or cargo build --release -p tcplab-delayline)"
+    lines.append(f"delay line: {env.delayline or missing}")
     lines.extend(f"note: {n}" for n in env.notes)
     return "\n".join(lines) + "\n"

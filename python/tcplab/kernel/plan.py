@@ -32,6 +32,19 @@ The model (ARCH11, "The model of a kernel run"):
   SACK blocks is 20 + 20 + 12 + 28 = 80 bytes: an approximation: a data segment of less than
   29 bytes of payload is spared), ``min_ip_bytes`` adds ``ip length >= N``.
   Each wire packet is forwarded twice (TTL - 2; ``traceroute`` sees the wire as hops).
+* Where the delay line's writes are processed (receive packet steering): a write into a TUN
+  runs the packet's whole way on in the writer's system call (Linux v6.12
+  drivers/net/tun.c: tun_get_user() -> tun_rx_batched() -> netif_receive_skb() under
+  local_bh_disable(): the wire's forwarding, the veth's netif_rx(), and the softirq that
+  follows: the next node's routing, its shaper, the receiving host's TCP and the ACK it
+  sends). On the line's CPU that work delays the line's next packets: at 1 Gbit/s it took
+  most of the CPU and the line fell 10 ms behind (issue 23). So the node-side veth of every
+  wire with a delay line gets ``rps_cpus`` = every CPU but the line's
+  (``/sys/class/net/DEV/queues/rx-0/rps_cpus``; net/core/dev.c: netif_rx_internal() ->
+  get_rps_cpu() queues the packet to that CPU's backlog): the line's write ends at the
+  veth and the rest runs on the other CPUs. Nothing to steer to on a 1-CPU machine or when
+  the line is not pinned to an online CPU; a kernel without CONFIG_RPS has no such file
+  and keeps the old way.
 * Rate and queue (Linux v6.12 net/sched/sch_tbf.c, iproute2 tc/q_tbf.c): the egress device of
   a link whose sender is a ROUTER, or of a host-to-host link, gets a root ``tbf`` at the link
   rate, bucket ``max(2 x 1514 B, rate x 100 us)`` (a link that serialises one frame at a
@@ -553,6 +566,7 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
         + wiring.link_cmds
         + wiring.addr_cmds
         + wiring.offload_cmds
+        + wiring.rps_cmds
         + route_cmds
         + wire_route_cmds
         + qdisc_cmds
@@ -815,6 +829,7 @@ class _Wiring:
     link_cmds: list[list[str]] = field(default_factory=list)
     addr_cmds: list[list[str]] = field(default_factory=list)
     offload_cmds: list[list[str]] = field(default_factory=list)
+    rps_cmds: list[list[str]] = field(default_factory=list)
 
     def up(self, ns: str, dev: str, addr: str | None) -> None:
         """Give ``dev`` its address, bring it up, and turn its offloads off (not ``lo``)."""
@@ -878,7 +893,12 @@ def _plan_links(
             wiring.up(w, "lo", None)
             wiring.hop_of[2 * entry] = (dev_a, a_peer)
             wiring.hop_of[2 * entry + 1] = (dev_b, b_peer)
-            wiring.wires.append(_wire(config, env, w, entry, lossy, delayed, use_netem, mtu, a_addr, b_addr))
+            wire = _wire(config, env, w, entry, lossy, delayed, use_netem, mtu, a_addr, b_addr)
+            wiring.wires.append(wire)
+            if wire.tuns:
+                mask = rps_mask(env.cpus, options.delayline_cpu)
+                if mask:
+                    wiring.rps_cmds += [rps_command(ns_a, dev_a, mask), rps_command(ns_b, dev_b, mask)]
         else:
             wiring.link_cmds.append(_veth_add(ns_a, dev_a, dev_b, ns_b, mtu))
             wiring.veths.append(VethPair(ns_a, dev_a, a_addr + "/30", ns_b, dev_b, a_peer + "/30", mtu, entry))
@@ -887,6 +907,21 @@ def _plan_links(
             wiring.hop_of[2 * entry] = (dev_a, a_peer)
             wiring.hop_of[2 * entry + 1] = (dev_b, a_addr)
     return wiring
+
+
+def rps_mask(cpus: int, line_cpu: int | None) -> str:
+    """The ``rps_cpus`` hex mask of every CPU but the delay line's (module doc), or ``""``
+    when there is nothing to steer to (one CPU, or the line not pinned to an online CPU)."""
+    if line_cpu is None or not 0 <= line_cpu < cpus or cpus < 2:
+        return ""
+    return format(((1 << cpus) - 1) & ~(1 << line_cpu), "x")
+
+
+def rps_command(ns: str, dev: str, mask: str) -> list[str]:
+    """Sets ``dev``'s receive packet steering in ``ns`` to ``mask`` (``ip netns exec`` mounts
+    the namespace's own /sys); a kernel without CONFIG_RPS has no file, and nothing is set."""
+    path = f"/sys/class/net/{dev}/queues/rx-0/rps_cpus"
+    return ["ip", "netns", "exec", ns, "sh", "-c", f"[ ! -e {path} ] || echo {mask} > {path}"]
 
 
 def _wire(

@@ -16,6 +16,9 @@ with the same columns, and every view (plots, report.html, ``tcplab compare``-st
   the delay lines' stats, the nft loss counters per link, the samplers' lateness, the
   agents' exit and errors, the commands the testbed ran, the time-series columns no kernel
   interface gives (``unknown_columns``: BBR's long-term sampling, the cumulative lost);
+* ``delayline.json`` (runs with a delay line): each line's own lateness distribution per
+  TUN (p50, p90, p99, max, packets later than 1 ms), packets, bytes, drops and deepest
+  queue, against the validity limits (:func:`tcplab.kernel.delayline.lateness_report`);
 * summary.json has ``"kind": "kernel"`` and ``"kernel": {release, hz, valid,
   invalid_reasons}`` (a simulation's says ``"kind": "simulation"``); metadata.json has
   ``"kernel"`` (release, HZ, congestion controls, qdiscs, unknown columns, validity);
@@ -38,7 +41,8 @@ import pandas as pd
 
 from tcplab.engine import EngineOutput
 from tcplab.exports import write_exports
-from tcplab.kernel.measure import TIMESERIES_GAPS, Measurements, nft_counters, unknown_columns
+from tcplab.kernel.delayline import REPORT_FILE, lateness_line, lateness_report
+from tcplab.kernel.measure import LIMITS, TIMESERIES_GAPS, Measurements, nft_counters, unknown_columns
 from tcplab.results.counters import format_nstat
 from tcplab.results.result import ExportWriter, Result, ViewWriter, interval_rate
 from tcplab.results.ss_samples import ss_sample_texts
@@ -47,7 +51,7 @@ from tcplab.scenario import Scenario
 __all__ = ["KernelResult", "KERNEL_FILES"]
 
 #: Files a kernel run directory has besides :data:`tcplab.results.result.RUN_FILES`.
-KERNEL_FILES = ("kernel.json",)
+KERNEL_FILES = ("kernel.json", "delayline.json")
 
 
 class KernelResult(Result):
@@ -159,15 +163,19 @@ class KernelResult(Result):
     def notice(self) -> dict[str, str]:
         """The report's first line about this run: ``{"level": "bad"|"info", "text"}``."""
         release = self.kernel.get("release") or "?"
+        report = self.delayline_report()
+        lateness = f" ({lateness_line(report)})" if report else ""
         if not self.valid:
             return {
                 "level": "bad",
-                "text": f"INVALID kernel run (Linux {release}): " + "; ".join(self.invalid_reasons),
+                "text": f"INVALID kernel run (Linux {release}): " + "; ".join(self.invalid_reasons) + lateness,
             }
         return {
             "level": "info",
             "text": f"Measured on the Linux kernel {release} in network namespaces (tcplab kernel run), "
-            "not simulated; columns the kernel does not report are 0: " + ", ".join(self.kernel["unknown_columns"]),
+            "not simulated; columns the kernel does not report are 0: "
+            + ", ".join(self.kernel["unknown_columns"])
+            + lateness,
         }
 
     # -- summary and metadata -----------------------------------------------------------
@@ -254,10 +262,28 @@ class KernelResult(Result):
             f"<KernelResult {self.scenario.name!r} linux {self.kernel.get('release')} {state} flows={len(self.flows)}>"
         )
 
+    def delayline_report(self) -> dict[str, Any] | None:
+        """``delayline.json``'s content (:func:`tcplab.kernel.delayline.lateness_report`), or
+        None for a run without delay lines."""
+        if not self.measurements.delaylines:
+            return None
+        names = [str(link.get("name", i)) for i, link in enumerate(self.config.get("links", []))]
+        link_names = {
+            str(w["ns"]): {
+                str(t["name"]): names[int(t["link"])] for t in w.get("tuns", []) if int(t["link"]) < len(names)
+            }
+            for w in (self.kernel.get("plan") or {}).get("wires", [])
+        }
+        limits = {"p99": LIMITS["delayline_late_p99_ns"], "max": LIMITS["delayline_late_max_ns"]}
+        return lateness_report(self.measurements.delaylines, limits_ns=limits, link_names=link_names)
+
     def _write_files(self, out: Path, *, plots: bool) -> None:
         (out / "kernel.json").write_text(
             json.dumps(self.kernel, indent=2, default=_json_default) + "\n", encoding="utf-8"
         )
+        report = self.delayline_report()
+        if report is not None:
+            (out / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         for node, text in self.measurements.ss_samples.items():
             (out / f"ss-samples-{node}.txt").write_text(text, encoding="utf-8")
         super()._write_files(out, plots=plots)

@@ -129,10 +129,9 @@ def _check_tools(env: Any, plan: Any) -> None:
             f"kernel: missing tools: {' '.join(missing)} (Debian: apt-get install iproute2 ethtool nftables)"
         )
     if any(w.tuns for w in plan.wires) and not env.delayline:
-        raise KernelError(
-            "kernel: the delay line binary tcplab-delayline is not built: run `cargo build --release -p "
-            "tcplab-delayline` (make setup does)"
-        )
+        from tcplab.kernel.delayline import NOT_BUILT
+
+        raise KernelError(f"kernel: {NOT_BUILT}")
 
 
 def kernel_run(

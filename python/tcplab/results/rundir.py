@@ -73,6 +73,7 @@ RUN_ENTRIES = frozenset(
         "plots",
         "report.html",
         "kernel.json",  # a kernel run's (tcplab.kernel.result)
+        "delayline.json",  # a kernel run's delay lines' own lateness (tcplab.kernel.delayline)
         "run.flent.gz",  # flent's data file (tcplab.exports.flent)
     }
 )
