@@ -554,7 +554,12 @@ def _links(config: Mapping[str, Any], m: Measurements) -> list[dict[str, Any]]:
             major = root.handle.rstrip(":")
             kid = next((q for q in on_dev if q.parent.split(":")[0] == major and q is not root), None)
             if kid is not None:
-                child = {"qdisc": kid.kind, **_qstats(kid), "xstats": {}}
+                kid_stats = _qstats(kid)
+                # sch_tbf.c tbf_enqueue() counts in its own backlog what it hands its child
+                # (qdisc_qstats_backlog_inc after the child's enqueue), so the root's sampled
+                # backlog is the child's: the child's peak is the same peak.
+                kid_peak = max(row["max_backlog_packets"], kid_stats["backlog_packets"])
+                child = {"qdisc": kid.kind, **kid_stats, "max_backlog_packets": kid_peak, "xstats": {}}
         row["child"] = child
         row["edt"] = []
         out.append(row)
