@@ -111,14 +111,24 @@ def test_edt_wait_grows_with_the_bulk_flows(outcome, limit_mbps):
     assert p99s[-1] > 4 * p99s[0]
 
 
-def test_single_bulk_flow_edt_beats_tbf_and_latency_verdict_follows_the_sweep(outcome):
-    """With one bulk flow EDT's queue is one fq flow_limit (about 12 ms at 100 Mbit/s) while
-    tbf's grows with CUBIC's unchecked window: the story's 4x holds there. The verdict is
-    'reproduced' only if every sweep point reaches the ratio, 'partly' if some do."""
+@pytest.mark.parametrize("limit_mbps", LIMITS)
+def test_tbf_wait_is_bounded_by_tsq_per_bulk_flow(outcome, limit_mbps):
+    """The CNI plugin's tbf queues the pod's own skbs (the IFB redirect keeps skb->sk until the
+    node's ip_rcv_core(), docs/kernel-pin.md), so tcp_small_queue_check() holds each CUBIC bulk
+    flow to about max(2 skbs, 1 ms of its pacing rate) there: the RR's response waits behind at
+    most two 64 KB skbs (+ overhead) per flow, never the windows (containerd's tbf never
+    drops). A loose bound, derived from TSQ, not from today's numbers."""
+    for n in BULK_FLOWS_QUICK:
+        p99 = rr_p99_ms(outcome.results[rr_label("tbf", limit_mbps, n)])
+        tsq_bytes = n * 2 * (65536 + 768) * FRAME_BYTES / 1408 + 10 * FRAME_BYTES
+        bound_ms = tsq_bytes * 8 / (limit_mbps * 1e6) * 1e3 + BASE_RTT_MS + 5
+        assert p99 <= bound_ms, (n, p99, bound_ms)
+
+
+def test_latency_verdict_follows_the_sweep(outcome):
+    """'reproduced' only if every sweep point reaches the ratio, 'partly' if some do."""
     c = _claim(outcome, "p99-latency")
     sweep = c.data["sweep"]
-    one = next(s for s in sweep if s["bulk_flows"] == 1 and s["limit_mbps"] == 100)
-    assert one["ratio_edt"] >= RATIO_AT_LEAST
     reaching = [s[f"ratio_{m}"] >= RATIO_AT_LEAST for s in sweep for m in ("edt", "bpf")]
     expected = "reproduced" if all(reaching) else "partly" if any(reaching) else "not reproduced"
     assert c.verdict == expected

@@ -203,6 +203,8 @@ class Scenario(_Model):
                 core_link["orphan"] = True
             if link.get("keeps_sk"):
                 core_link["keeps_sk"] = True
+            if link.get("orphan_after_queue"):
+                core_link["orphan_after_queue"] = True
             links.append(core_link)
         flows = []
         for f in topo.flows:

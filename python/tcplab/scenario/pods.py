@@ -6,12 +6,14 @@ joined to its node by a veth pair, and the node forwards (``ip_forward = 1``), a
 carries its pods' traffic. The veth costs nothing: its two one-way links run at 1 Pbit/s with
 no delay, and the pod side's ``noqueue`` is a pfifo of 2^32 - 1 packets (never full: at
 1 Pbit/s it drains at once). Crossing into the node orphans a packet (the node's
-``ip_rcv_core()`` on the way to ip_forward; the CNI plugin's redirect to the IFB): the pod's
-TCP gets its TSQ budget back there, so the shapers beyond (the IFB's tbf, the node's fq)
-never hold the pod's sockets back; only cwnd and the buffers do. The exception is
-``bandwidth_manager: {host_routing: bpf}`` (Cilium's BPF host routing, see
-:class:`BandwidthManager`), where a Bandwidth Manager pod's packets keep their socket until
-they leave the node's device. The pod's node must be a host (not a router, not a pod);
+``ip_rcv_core()`` on the way to ip_forward): the pod's TCP gets its TSQ budget back there,
+so the node's fq never holds the pod's sockets back; only cwnd and the buffers do. Two
+exceptions: the CNI plugin's egress tbf sits before that point (the host-side veth's tc
+ingress redirects the pod's own skb to the IFB, net/sched/act_mirred.c: tcf_mirred_to_dev()
+does not clone at ingress), so TSQ holds a ``cni`` pod's sockets to their budget in the
+tbf (``orphan_after_queue``); and ``bandwidth_manager: {host_routing: bpf}`` (Cilium's BPF
+host routing, see :class:`BandwidthManager`), where a Bandwidth Manager pod's packets keep
+their socket until they leave the node's device. The pod's node must be a host (not a router, not a pod);
 links never name a pod (the veth is its only link).
 
 ``egress_bandwidth`` / ``ingress_bandwidth`` are the ``kubernetes.io/egress-bandwidth`` /
@@ -173,7 +175,8 @@ class BandwidthManager(_Model):
     (BPF host routing: kernel >= 5.10 with kube-proxy replacement) redirects them to the
     device with ``bpf_redirect_neigh()``, keeping ``skb->sk``: a packet fq holds on the node's
     device still counts against the pod socket's TSQ budget, the "improves TCP TSQ handling"
-    of story 002. Pods in mode ``cni`` are unaffected (the IFB's redirect releases them).
+    of story 002. Pods in mode ``cni`` are unaffected (their sockets are held through the
+    IFB's tbf and released by the node's ``ip_rcv_core()`` after it).
     """
 
     bbr: Bool = False

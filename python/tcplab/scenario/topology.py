@@ -215,14 +215,20 @@ class _Topology:
         for index, (link, spec) in enumerate(zip(self.links, specs, strict=True)):
             if "veth_queue" in spec:
                 link["queue"] = spec["veth_queue"]
-                # The crossing into the other namespace orphans the skb: the sender's TSQ
-                # budget comes back here, not after the IFB's tbf or the node's fq.
+                # The crossing into the other namespace orphans the skb (the node's
+                # ip_rcv_core()): the sender's TSQ budget comes back there, not after the
+                # node's fq.
                 link["orphan"] = True
-                # Unless Cilium's BPF host routing takes a Bandwidth Manager pod's packets
-                # to the device with skb->sk kept: TSQ then counts them until they leave it.
                 pod = sc.pods.get(spec["src"])
                 if pod is not None and pod.mode == "bandwidth-manager" and sc.bandwidth_manager.host_routing == "bpf":
+                    # Cilium's BPF host routing takes a Bandwidth Manager pod's packets to the
+                    # device with skb->sk kept: TSQ counts them until they leave it.
                     link["keeps_sk"] = True
+                elif pod is not None and pod.mode == "cni" and pod.egress_bandwidth is not None:
+                    # The CNI plugin's egress tbf (on the IFB) queues the pod's own skbs
+                    # (act_mirred redirects the skb, not a clone): TSQ counts them until the
+                    # tbf releases them to the node's ip_rcv_core(), which orphans them.
+                    link["orphan_after_queue"] = True
                 continue
             uplink = spec["src"] in managed
             link["queue"] = self._queue(index, link, self._queue_spec(sc, spec, uplink))

@@ -226,10 +226,10 @@ pub struct LinkConfig {
     /// packets leave its socket's accounting (TSQ, `skb_still_in_host_queue()`) the moment
     /// they enter it, because the packet is orphaned on its way into the node: Linux v6.12
     /// net/ipv4/ip_input.c: ip_rcv_core() calls skb_orphan() before ip_forward (Cilium's
-    /// legacy host routing); the CNI plugin's path through the IFB (net/sched/act_mirred.c,
-    /// drivers/net/ifb.c) is modelled the same way, an assumption not checked against the
-    /// kernel here. skb_scrub_packet() itself no longer orphans in v6.12. Whatever queues it meets after that (the CNI plugin's tbf on the IFB, the
-    /// node's fq) no longer holds the sender back.
+    /// legacy host routing). skb_scrub_packet() itself no longer orphans in v6.12. Whatever
+    /// queues it meets after that (the node's fq) no longer holds the sender back. The CNI
+    /// plugin's path through the IFB keeps the socket through the IFB's tbf:
+    /// `orphan_after_queue`.
     #[serde(default)]
     pub orphan: bool,
     /// With `orphan`: the crossing keeps `skb->sk` instead, so a local sender's packets
@@ -244,6 +244,22 @@ pub struct LinkConfig {
     /// alone models.
     #[serde(default)]
     pub keeps_sk: bool,
+    /// With `orphan`: the crossing keeps `skb->sk` through this link's own qdisc only, and
+    /// the skb is orphaned as it leaves it. This is the CNI bandwidth plugin's egress path
+    /// (its tbf on an IFB, modelled as the pod -> node veth's qdisc): Linux v6.12
+    /// drivers/net/veth.c: veth_xmit() -> __dev_forward_skb() -> skb_scrub_packet() keeps
+    /// the socket; at the host-side veth's tc ingress, net/sched/act_mirred.c:
+    /// tcf_mirred_to_dev() redirects the skb itself, not a clone (`dont_clone`: at ingress,
+    /// a redirect whose action is TC_ACT_STOLEN, as vishvananda/netlink's
+    /// NewMirredAction() gives the plugin's U32 filter), so the IFB's tbf queues the pod's
+    /// own skbs; drivers/net/ifb.c hands each one, once the tbf releases it, back to the
+    /// veth's receive path, where net/ipv4/ip_input.c: ip_rcv_core() orphans it. So the
+    /// pod's TSQ budget (`sk_wmem_alloc`, tcp_small_queue_check()) counts what waits in
+    /// the tbf, and comes back when the tbf releases a packet or drops it
+    /// (kfree_skb() -> tcp_wfree()); the drop is not reported to TCP: veth_xmit() has
+    /// returned NET_RX_SUCCESS from the pod's __netif_rx() long before.
+    #[serde(default)]
+    pub orphan_after_queue: bool,
 }
 
 /// One pod's EDT aggregate (Cilium `bpf/lib/edt.h`): packets from `nodes` are stamped
@@ -292,6 +308,7 @@ impl LinkConfig {
             edt: Vec::new(),
             orphan: false,
             keeps_sk: false,
+            orphan_after_queue: false,
         }
     }
 }

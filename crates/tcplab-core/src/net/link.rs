@@ -77,6 +77,9 @@ pub struct Link {
     pub orphan: bool,
     /// With `orphan`: the crossing keeps the socket (`LinkConfig::keeps_sk`).
     pub keeps_sk: bool,
+    /// With `orphan`: the socket is kept through this link's own qdisc and released as the
+    /// packet leaves it (`LinkConfig::orphan_after_queue`, the CNI plugin's IFB tbf).
+    pub orphan_after_queue: bool,
     pub qdisc: Qdisc,
     /// Cilium EDT aggregates applied before the qdisc (`LinkConfig.edt`), if any.
     pub shaper: Option<EdtShaper>,
@@ -127,6 +130,7 @@ impl Link {
             overhead_bytes: cfg.overhead_bytes,
             orphan: cfg.orphan,
             keeps_sk: cfg.orphan && cfg.keeps_sk,
+            orphan_after_queue: cfg.orphan && !cfg.keeps_sk && cfg.orphan_after_queue,
             qdisc: Qdisc::new(&cfg.queue),
             shaper: EdtShaper::new(&cfg.edt),
             clears_tstamp: false,
@@ -225,11 +229,20 @@ impl Link {
             pkt.flags |= flags::SK_KEPT;
             return self.enqueue_local(pkt, now_ns, id, ev);
         }
+        if self.orphan_after_queue && pkt.src_node == self.from {
+            // The CNI plugin's egress (a tbf on an IFB behind the veth): the skb keeps its
+            // socket through the tbf, so the sender's TSQ budget comes back as it leaves
+            // this link (`put_on_wire` owes the completion: the sender's own packet on
+            // the link it was sent on) or when the tbf drops it (the skb is freed,
+            // tcp_wfree()); the drop is not reported: veth_xmit() already succeeded.
+            self.enqueue_local(pkt, now_ns, id, ev);
+            return true;
+        }
         if self.orphan && pkt.src_node == self.from {
             // A veth into another namespace: the skb is orphaned as it crosses, so its
             // sender is done with it now (TSQ budget back at once), and what happens to it
-            // beyond (a tbf on the IFB dropping it) is not reported back: veth_xmit() has
-            // returned NET_XMIT_SUCCESS.
+            // beyond (a queue in the node dropping it) is not reported back: veth_xmit()
+            // has returned NET_XMIT_SUCCESS.
             self.owe_completion(&pkt, now_ns, id, ev);
             pkt.flags &= !flags::TSQ;
             self.enqueue_local(pkt, now_ns, id, ev);
@@ -257,7 +270,7 @@ impl Link {
             if pkt.is_data() {
                 self.acct.data_dropped_queue += 1;
             }
-            if pkt.flags & flags::SK_KEPT != 0 {
+            if self.freed_on_refusal(&pkt) {
                 self.owe_completion(&pkt, now_ns, id, ev); // freed: TSQ budget back
             }
             return false;
@@ -286,6 +299,7 @@ impl Link {
                 return false;
             }
         }
+        let freed_on_refusal = self.freed_on_refusal(&pkt);
         match &mut self.qdisc {
             Qdisc::Fifo(_) => self.enqueue_fifo(pkt, len, now_ns, id, ev),
             Qdisc::Timed(q) => {
@@ -293,7 +307,7 @@ impl Link {
                 // A packet whose socket was kept across a veth: if the qdisc refuses it, the
                 // skb is freed here and its socket's TSQ budget comes back (tcp_wfree()); a
                 // local sender instead hears NET_XMIT_DROP through the return value.
-                let kept = (pkt.flags & flags::SK_KEPT != 0).then_some(pkt);
+                let kept = freed_on_refusal.then_some(pkt);
                 let ok = q.enqueue(pkt, len, now_ns, &mut self.drop_buf);
                 if !ok && is_data {
                     self.acct.data_dropped_queue += 1;
@@ -431,6 +445,15 @@ impl Link {
             };
             self.add_completion(c, id, ev);
         }
+    }
+
+    /// Whether a packet this link's qdisc refuses is freed here with its socket's TSQ
+    /// budget coming back (tcp_wfree()) rather than reported to a local sender as
+    /// NET_XMIT_DROP: one whose socket was kept across a veth (`SK_KEPT`), or a local
+    /// sender's packet on an `orphan_after_queue` veth (the CNI plugin's IFB tbf).
+    #[inline(always)]
+    fn freed_on_refusal(&self, pkt: &Packet) -> bool {
+        pkt.flags & flags::SK_KEPT != 0 || (self.orphan_after_queue && pkt.src_node == self.from)
     }
 
     /// Whether this link owes the packet's TSQ completion: the sender's own device, or,

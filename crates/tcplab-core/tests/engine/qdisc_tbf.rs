@@ -262,3 +262,134 @@ fn a_tbf_over_fq_codel_keeps_the_rate_and_codel_keeps_the_delay() {
         rtt.p50_us - rtt.min_us
     );
 }
+
+/// A pod behind the CNI bandwidth plugin: its veth into a forwarding node, whose egress is
+/// the plugin's tbf on the IFB with containerd's numbers at 10 Mbit/s (bucket 5368709 B, the
+/// kernel's cap of 2^32 - 1 ns of traffic; limit 536902161 B), then a sub-millisecond path
+/// over a 10 Gbit/s access link (RTT 400 us).
+fn cni_pod(orphan_after_queue: bool) -> SimConfig {
+    let mut node = NodeConfig::new("node", NodeKind::Host);
+    node.forwarding = true;
+    let fifo = || QueueConfig::Pfifo {
+        limit_packets: 1000,
+    };
+    let veth_bps = 1_000_000_000_000_000; // the frontend's veth: 1 Pbit/s, no delay
+    let mut veth = link(
+        "pod->node",
+        0,
+        1,
+        veth_bps,
+        0,
+        tbf(TBF_BPS, 5_368_709, 536_902_161),
+    );
+    veth.orphan = true;
+    veth.orphan_after_queue = orphan_after_queue;
+    let mut back = link("node->pod", 1, 0, veth_bps, 0, fifo());
+    back.orphan = true;
+    SimConfig {
+        seed: 1,
+        duration_ns: 4 * SEC,
+        sample_interval_ns: 10 * MS,
+        nodes: vec![
+            NodeConfig::new("pod", NodeKind::Host),
+            node,
+            NodeConfig::new("dst", NodeKind::Host),
+        ],
+        links: vec![
+            veth,
+            link("node->dst", 1, 2, 10_000 * MBIT, 200_000, fifo()),
+            link("dst->node", 2, 1, 10_000 * MBIT, 200_000, fifo()),
+            back,
+        ],
+        flows: vec![FlowConfig::new("f", 0, 2, CcKind::Bbr)],
+        apps: Vec::new(),
+        max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        capture: None,
+    }
+}
+
+#[test]
+fn the_cni_plugins_tbf_holds_a_bbr_pod_to_its_tsq_budget_and_bbr_leaves_drain() {
+    // The CNI plugin's egress tbf sits on an IFB that the host-side veth's tc ingress
+    // redirects to, and the skbs it queues are still the pod socket's own (Linux v6.12:
+    // skb_scrub_packet() keeps skb->sk, act_mirred's tcf_mirred_to_dev() redirects the skb
+    // itself at ingress; ip_rcv_core() orphans it only after the IFB): so
+    // tcp_small_queue_check() holds the pod's bytes in the tbf to
+    // limit = sk_pacing_rate >> sk_pacing_shift (BBR paces, so no tcp_limit_output_bytes cap).
+    // The bucket (5.4 MB) lets STARTUP measure the 10 Gbit/s access link; after it, in DRAIN
+    // (pacing gain 1/2.885), that budget is bw x 0.34 ms, below the BDP bw x 0.4 ms that
+    // bbr_check_drain() waits for inflight to reach (tcp_bbr.c), so BBR reaches PROBE_BW as
+    // soon as the tbf has sent what STARTUP's larger budget left in it. Orphaned at the veth
+    // instead, the pod keeps a full cwnd (2.885 BDP, bbr_high_gain in DRAIN) in the tbf, and
+    // DRAIN never ends while the 10-round bandwidth filter still holds the burst's rate.
+    const DRAIN: u8 = 2;
+    const PROBE_BW: u8 = 3;
+    let run = |after_queue: bool| {
+        let out = Simulator::new(cni_pod(after_queue)).unwrap().run();
+        assert!(out.invariant.ok, "{}", out.invariant.message);
+        out
+    };
+    let out = run(true);
+    let s = &out.series;
+    let drain_at = (0..s.len())
+        .find(|&i| s.cc_mode[i] == DRAIN)
+        .expect("BBR leaves STARTUP");
+    // STARTUP's budget, the most the pod may have had below it: its pacing rate is at most
+    // bbr_high_gain (2885/1000) x the bandwidth estimate (bbr_set_pacing_rate()), shifted by
+    // sk_pacing_shift (10), plus one 64 KB skb.
+    let max_skb = 65_536 + 768;
+    let max_bw = *s.bbr_bw_bps.iter().max().unwrap();
+    let startup_budget: u64 = (max_bw * 2885 / 1000 / 8 >> 10) + max_skb;
+    // Frames in the tbf (1514 B per 1448 B of payload) drain at the tbf's rate.
+    let drain_ns = startup_budget * FRAME_BYTES / MSS * 8 * SEC / TBF_BPS;
+    let probe_bw_at = (drain_at..s.len())
+        .find(|&i| s.cc_mode[i] == PROBE_BW)
+        .unwrap_or_else(|| {
+            panic!(
+                "BBR never left DRAIN (entered at {} ms)",
+                s.t_ns[drain_at] / MS
+            )
+        });
+    assert!(
+        s.t_ns[probe_bw_at] <= s.t_ns[drain_at] + drain_ns + 20 * MS,
+        "DRAIN from {} ms to {} ms: longer than the tbf takes to send STARTUP's TSQ budget ({} B, {} ms)",
+        s.t_ns[drain_at] / MS,
+        s.t_ns[probe_bw_at] / MS,
+        startup_budget,
+        drain_ns / MS
+    );
+    // In PROBE_BW the tbf holds at most the TSQ limit at the sample's pacing rate (or the
+    // highest one in the last 100 ms: a budget drains at 10 Mbit/s) plus one skb, never the
+    // cwnd (2 x BDP + quantization budget).
+    let tbf_backlog: Vec<u64> = (0..out.queues.t_ns.len())
+        .filter(|&i| out.queues.link[i] == 0)
+        .map(|i| out.queues.backlog_bytes[i])
+        .collect();
+    assert_eq!(tbf_backlog.len(), s.len());
+    for i in probe_bw_at..s.len() {
+        if s.cc_mode[i] != PROBE_BW {
+            continue;
+        }
+        let recent = (i.saturating_sub(10)..=i)
+            .map(|j| s.pacing_rate_bps[j])
+            .max()
+            .unwrap();
+        let limit = ((recent / 8 >> 10) + max_skb) * FRAME_BYTES / MSS;
+        assert!(
+            tbf_backlog[i] <= limit,
+            "at {} ms the tbf holds {} B > TSQ limit {} B (pacing {} bit/s)",
+            s.t_ns[i] / MS,
+            tbf_backlog[i],
+            limit,
+            recent
+        );
+    }
+    // Orphaned at the veth (the model before): stuck in DRAIN with the tbf holding a cwnd.
+    let orphaned = run(false);
+    let o = &orphaned.series;
+    assert!(o.cc_mode.iter().any(|&m| m == DRAIN));
+    assert!(
+        !o.cc_mode.iter().any(|&m| m == PROBE_BW),
+        "orphaned at the veth, BBR's inflight is its cwnd, above the BDP: DRAIN cannot end"
+    );
+}
