@@ -124,8 +124,10 @@ def latency_figure(results: Mapping[str, Result], plots_dir: Path) -> Explanatio
             parts.append(
                 f"Through the CNI plugin's tbf the queue at the pod's hop holds a median {_sig3(med_q)} ms "
                 f"of traffic (backlog / 100 Mbit/s, up to {_sig3(max_q)} ms) once the bulk flows run; tbf "
-                f"dropped {int(row['drops'])} packets, so CUBIC never backs off and its windows, not the "
-                f"shaper, bound the queue. The RR's 1-byte response waits at the back of it: p50 "
+                f"dropped {int(row['drops'])} packets. The pod's packets keep their socket through the "
+                f"IFB's tbf, so TSQ (tcp_small_queue_check(): two skbs or about 1 ms at the flow's pacing "
+                f"rate, the larger) bounds what each bulk flow keeps there, not CUBIC's window. The RR's "
+                f"1-byte response waits at the back of it: p50 "
                 f"{_sig3(lat['p50'])} ms, p99 {_sig3(lat['p99'])} ms."
             )
         elif mode == "bpf":
@@ -206,8 +208,8 @@ def sweep_figure(results: Mapping[str, Result], sweep: Sequence[Mapping[str, Any
         f"The ratio of p99s (TBF / EDT) over the sweep, legacy host routing: {rows('edt')}; BPF host "
         f"routing: {rows('bpf')}. With legacy host routing EDT's p99 grows about in proportion to the "
         "number of bulk flows (each may keep 100 packets in fq, all on the pod's one EDT timeline); "
-        "tbf's grows more slowly: no drop ever stops the CUBIC windows that fill it, so it is set by "
-        "how far they have grown in the run. The story's 4x therefore holds there for a light load "
+        "tbf's grows more slowly: TSQ bounds what each flow keeps in it (two skbs or about 1 ms at its "
+        "pacing rate). The ratio is therefore highest at a light load "
         "and shrinks as the pod's bulk flows multiply"
         + (
             "; with "
