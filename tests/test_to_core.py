@@ -84,7 +84,11 @@ def check_contract(core: dict) -> None:
         # forwarding/cpu/nic appear only when set (scenarios without them keep their JSON)
         assert NODE_KEYS <= set(node) <= NODE_KEYS | NODE_OPTIONAL_KEYS and node["kind"] in ("host", "router")
     for link in core["links"]:
-        assert LINK_KEYS <= set(link) <= LINK_KEYS | {"edt", "orphan", "loss_window"}
+        assert LINK_KEYS <= set(link) <= LINK_KEYS | {"edt", "orphan", "orphan_after_queue", "loss_window"}
+        if "orphan_after_queue" in link:
+            # the CNI plugin's tbf holds the pod's skbs with their socket: only on a veth that
+            # orphans, and only with a queue of its own to hold them in
+            assert link["orphan_after_queue"] is True and link.get("orphan") is True
         if "loss_window" in link:
             w = link["loss_window"]
             assert set(w) == {"start_ns", "end_ns"} and is_int(w["start_ns"])
