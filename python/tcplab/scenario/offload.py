@@ -51,7 +51,8 @@ class Offload(_Model):
             for name in NOT_MODELLED:
                 if name in value:
                     raise UnitError(
-                        f"{show_value(value[name])}: {name} is not modelled yet (tcplab sends MSS-sized segments, as with {name} off)",
+                        f"{show_value(value[name])}: {name} is not modelled yet "
+                        f"(tcplab sends MSS-sized segments, as with {name} off)",
                         "gro only",
                         value[name],
                         subpath=(name,),

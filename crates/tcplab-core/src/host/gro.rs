@@ -243,20 +243,44 @@ mod tests {
         g.receive(seg(1, 0), 0);
         g.receive(seg(2, 0), 0);
         g.receive(seg(1, 1), 0);
+        assert_eq!(g.held(), 2);
+        // A short segment merges and ends its aggregate (out_check_final: len < mss).
         let mut short = seg(2, 1);
         short.end_seq = short.seq + 100;
         let r = g.receive(short, 0);
-        assert_eq!(r.then.map(|p| (p.dst_ep, p.gro_segs)), Some((2, 2)));
-        // A segment longer than the aggregate's gso_size does not merge.
-        let mut s = seg(1, 2);
-        g.receive(short, 0);
-        s.dst_ep = 3;
-        let mut first = seg(3, 0);
-        first.end_seq = 100;
-        g.receive(first, 0);
-        s.seq = 100;
-        s.end_seq = 100 + MSS;
-        assert_eq!(g.receive(s, 0).first.map(|p| p.gro_segs), Some(1));
+        assert!(r.first.is_none());
+        assert_eq!(
+            r.then.map(|p| (p.dst_ep, p.gro_segs, p.end_seq)),
+            Some((2, 2, MSS + 100))
+        );
+        // Flow 1's aggregate is untouched.
+        let mut out = Vec::new();
+        g.flush(true, 0, &mut out);
+        assert_eq!(
+            out.iter()
+                .map(|p| (p.dst_ep, p.gro_segs))
+                .collect::<Vec<_>>(),
+            vec![(1, 2)]
+        );
+    }
+
+    #[test]
+    fn a_longer_segment_or_a_retransmission_does_not_merge() {
+        let mut g = Gro::new(1000);
+        // gso_size is the first segment's payload: a longer one flushes ((len - 1) >= mss).
+        let mut small = seg(1, 0);
+        small.end_seq = 100;
+        g.receive(small, 0);
+        let mut next = seg(1, 0);
+        next.seq = 100;
+        next.end_seq = 100 + MSS;
+        let r = g.receive(next, 0);
+        assert_eq!(r.first.map(|p| p.gro_segs), Some(1));
+        // A retransmission of a hole behind the aggregate: not contiguous, flushes.
+        g.receive(seg(1, 5), 0);
+        let r = g.receive(seg(1, 3), 0);
+        assert_eq!(r.first.map(|p| p.seq), Some(5 * MSS));
+        assert_eq!(g.held(), 1);
     }
 
     #[test]
