@@ -38,6 +38,9 @@ pub enum EventKind {
     AppTimer,
     /// An endpoint's slow reader reads again (id: endpoint).
     ReadTimer,
+    /// The softirq run that received packets at this instant ends: a GRO host without a
+    /// NIC model flushes what it holds (`host::gro`; id: node).
+    GroFlush,
 }
 
 /// 24 bytes of three whole words. (Packing `kind` and `id` into one `u64` matters: the
@@ -55,7 +58,7 @@ pub struct Event {
 impl Event {
     #[inline]
     pub fn kind(&self) -> EventKind {
-        const KINDS: [EventKind; 12] = [
+        const KINDS: [EventKind; 13] = [
             EventKind::LinkTxDone,
             EventKind::LinkArrive,
             EventKind::XmitTimer,
@@ -68,6 +71,7 @@ impl Event {
             EventKind::NicAllowance,
             EventKind::AppTimer,
             EventKind::ReadTimer,
+            EventKind::GroFlush,
         ];
         KINDS[(self.payload & 0xff) as usize]
     }

@@ -82,12 +82,22 @@ pub struct Packet {
     /// one per segment. Read only by the packet capture (`crate::capture`), which adds
     /// the socket's start; nothing in the model depends on it.
     pub ip_id: u16,
+    /// Segments merged into this packet by the receiving host's GRO (`host::gro`,
+    /// `skb_shinfo(skb)->gso_segs` of a GRO'd skb); 0 for a packet as it left its sender.
+    pub gro_segs: u16,
 }
 
 impl Packet {
     #[inline]
     pub fn payload_bytes(&self) -> u32 {
         (self.end_seq - self.seq) as u32
+    }
+
+    /// Wire segments this packet stands for: `max(1, gso_segs)` as Linux counts them
+    /// (include/net/tcp.h: tcp_segs_in()).
+    #[inline]
+    pub fn segs(&self) -> u32 {
+        (self.gro_segs as u32).max(1)
     }
 
     #[inline]

@@ -14,13 +14,28 @@ ixgbe's ``rx_missed_errors``, ...); this module only prints them.
 a header line, then one ``"     %.*s: %llu"`` line per counter (five spaces; a name is cut at
 ETH_GSTRING_LEN, 32 bytes). The host's
 receive device is named ``eth0`` (the device of its first link; tcplab hosts have one NIC).
+
+``ethtool-k-HOST.txt`` (every host) is its offloads as ``ethtool -k eth0`` prints them
+(ethtool ``netlink/features.c``: ``Features for DEV:``, then ``name: on|off``, `` [fixed]``
+for a feature that cannot be changed, a sub-feature indented by a tab), limited to the lines
+tcplab models::
+
+    Features for eth0:
+    tcp-segmentation-offload: off [fixed]
+    \ttx-tcp-segmentation: off [fixed]
+    \ttx-tcp6-segmentation: off [fixed]
+    generic-segmentation-offload: off [fixed]
+    generic-receive-offload: on
+
+TSO and GSO are ``off [fixed]``: tcplab sends MSS-sized segments (the sender's offloads are
+not modelled yet); GRO follows the scenario's ``offload: {gro: on|off}``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["format_ethtool_stats", "NIC_DEVICE", "NOT_ETHTOOL"]
+__all__ = ["format_ethtool_features", "format_ethtool_stats", "NIC_DEVICE", "NOT_ETHTOOL"]
 
 #: The device the NIC model stands for on every host.
 NIC_DEVICE = "eth0"
@@ -41,3 +56,15 @@ def format_ethtool_stats(counters: Mapping[str, int]) -> str:
             continue
         lines.append("     %.32s: %d" % (name, int(value)))  # ETH_GSTRING_LEN = 32
     return "\n".join(lines) + "\n"
+
+
+def format_ethtool_features(gro: bool, dev: str = NIC_DEVICE) -> str:
+    """``ethtool -k DEV`` text for a host's offloads (module doc)."""
+    return (
+        f"Features for {dev}:\n"
+        "tcp-segmentation-offload: off [fixed]\n"
+        "\ttx-tcp-segmentation: off [fixed]\n"
+        "\ttx-tcp6-segmentation: off [fixed]\n"
+        "generic-segmentation-offload: off [fixed]\n"
+        f"generic-receive-offload: {'on' if gro else 'off'}\n"
+    )

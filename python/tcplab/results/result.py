@@ -43,6 +43,8 @@ A run directory (``Result.write(DIR)``) holds::
     tc-qdisc-NODE.txt         per node: its qdiscs as `tc -s qdisc show` prints them
                               (devices eth0, eth1, ... = the node's links in scenario order)
     ethtool-S-HOST.txt        per host with a NIC model: `ethtool -S eth0` text
+    ethtool-k-HOST.txt        per host: its offloads as `ethtool -k eth0` prints them (GRO from
+                              the scenario's `offload:`; TSO/GSO `off [fixed]`)
     proc-stat-HOST.txt        per host with a CPU model: /proc/stat's cpu lines (steal)
     ss-tin-NODE.txt           per node with a sampled flow's socket: `ss -tin` at the end of the
                               run (tcplab.results.ss: addresses 10.0.X.Y by node, fields tcplab
@@ -98,7 +100,7 @@ from tcplab.engine import EngineOutput
 from tcplab.results.apps import AppResult, app_results, app_summaries, collapsed_flows, write_app_tables
 from tcplab.results.cilium import cilium_status_texts
 from tcplab.results.counters import format_nstat
-from tcplab.results.ethtool import format_ethtool_stats
+from tcplab.results.ethtool import format_ethtool_features, format_ethtool_stats
 from tcplab.results.paths import flow_paths
 from tcplab.results.procstat import format_proc_stat
 from tcplab.results.rundir import write_dir_atomically, write_marker
@@ -683,6 +685,14 @@ class Result:
         """``{host: ethtool -S text}`` for hosts with a NIC model."""
         return {h["name"]: format_ethtool_stats(h["nic"]["ethtool"]) for h in self.hosts if h["nic"] is not None}
 
+    def ethtool_features_texts(self) -> dict[str, str]:
+        """``{host: ethtool -k text}`` for every host: its offloads (engine ``gro`` key)."""
+        return {
+            n["name"]: format_ethtool_features(bool(n.get("gro")))
+            for n in self.config["nodes"]
+            if n.get("kind") == "host"
+        }
+
     def proc_stat_texts(self) -> dict[str, str]:
         """``{host: /proc/stat cpu lines}`` for hosts with a CPU model."""
         return {
@@ -703,6 +713,7 @@ class Result:
         files = {f"tc-qdisc-{node}.txt": text for node, text in self.tc_texts().items()}
         files.update({f"ss-tin-{node}.txt": text for node, text in self.ss_texts(at_ns).items()})
         files.update({f"ethtool-S-{host}.txt": text for host, text in self.ethtool_texts().items()})
+        files.update({f"ethtool-k-{host}.txt": text for host, text in self.ethtool_features_texts().items()})
         files.update({f"proc-stat-{host}.txt": text for host, text in self.proc_stat_texts().items()})
         files.update({f"cilium-status-{node}.txt": text for node, text in cilium_status_texts(self.scenario).items()})
         return files

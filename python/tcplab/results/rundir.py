@@ -78,13 +78,14 @@ RUN_ENTRIES = frozenset(
     }
 )
 #: Per-node tool texts in a run directory (``tc-qdisc-NODE.txt``, ``ethtool-S-HOST.txt``,
+#: ``ethtool-k-HOST.txt``,
 #: ``proc-stat-HOST.txt``, ``ss-tin-NODE.txt``, ``cilium-status-NODE.txt``; node names are
 #: ``[A-Za-z0-9_.-]+``) and the applications' tables (``app_TABLE.parquet``, engine table names
 #: are ``[a-z0-9_]+``); a kernel run's ``ss-samples-NODE.txt`` (every ss sample of the node);
 #: ``iperf3-FLOW.json`` per bulk flow (tcplab.exports.iperf3: names reduced to ``[A-Za-z0-9_.-]``);
 #: ``FLOW.pcap``, a flow's packet capture (``tcplab run --pcap FLOW``, flow names ``[A-Za-z0-9_.-]+``).
 RUN_ENTRY_PATTERN = re.compile(
-    r"(?:(?:tc-qdisc|ethtool-S|proc-stat|ss-tin|ss-samples|cilium-status)-[A-Za-z0-9_.-]+\.txt"
+    r"(?:(?:tc-qdisc|ethtool-S|ethtool-k|proc-stat|ss-tin|ss-samples|cilium-status)-[A-Za-z0-9_.-]+\.txt"
     r"|app_[a-z0-9_]+\.parquet|iperf3-[A-Za-z0-9_.-]+\.json|[A-Za-z0-9_.-]+\.pcap)\Z"
 )
 #: Top-level files tcplab writes in a comparison directory, besides one run directory per variant.

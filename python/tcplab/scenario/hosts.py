@@ -15,6 +15,7 @@ from tcplab.scenario.base import _Model
 from tcplab.scenario.cpu import HostCpu
 from tcplab.scenario.fields import Bool, CcName, Int, IntSize, MemTriple
 from tcplab.scenario.nic import Nic, parse_usecs
+from tcplab.scenario.offload import Offload
 from tcplab.scenario.queues import Queue, QueueSpec, parse_queue
 from tcplab.units import U64_MAX
 
@@ -142,7 +143,7 @@ class Host(_Model):
     ``sysctl.default_qdisc``; below that, pfifo_fast (a pfifo of txqueuelen 1000 packets).
     ``cpu`` (:mod:`tcplab.scenario.cpu`) and ``nic`` (:mod:`tcplab.scenario.nic`) add the
     host's CPU time slices and NIC receive side; without them the host always runs and its
-    NIC is ideal.
+    NIC is ideal. ``offload`` (:mod:`tcplab.scenario.offload`) is ``ethtool -K``: ``gro``.
     """
 
     sysctl: Sysctl = Field(default_factory=Sysctl)
@@ -150,6 +151,7 @@ class Host(_Model):
     qdisc: Queue | None = None
     cpu: HostCpu | None = None
     nic: Nic | None = None
+    offload: Offload = Field(default_factory=Offload)
 
     @model_validator(mode="after")
     def _budget_needs_nic(self) -> Host:

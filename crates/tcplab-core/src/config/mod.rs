@@ -88,6 +88,10 @@ pub struct NodeConfig {
     /// straight to TCP (an ideal NIC).
     #[serde(default)]
     pub nic: Option<NicConfig>,
+    /// GRO on the host's receive path (`ethtool -K DEV gro on`, see `host::gro`), for
+    /// packets addressed to the host. Off by default until the sender's TSO is modelled.
+    #[serde(default)]
+    pub gro: bool,
 }
 
 /// Periodic time slices: the host runs for `share` of every `period_ns`, starting
@@ -173,6 +177,7 @@ impl NodeConfig {
             forwarding: false,
             cpu: None,
             nic: None,
+            gro: false,
         }
     }
 }

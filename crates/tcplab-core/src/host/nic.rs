@@ -113,6 +113,17 @@ pub struct Nic {
     /// Packets in the rings.
     held: u64,
     pub time_squeeze: u64,
+    /// How the last `on_poll` left its `napi_poll()`: still running, or ended having used
+    /// its whole weight, or completed (`napi_complete_done()`): the GRO flush points.
+    pub poll_end: PollEnd,
+}
+
+/// See [`Nic::poll_end`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollEnd {
+    Running,
+    Weight,
+    Complete,
 }
 
 impl Nic {
@@ -159,6 +170,7 @@ impl Nic {
             pending_poll_ns: NEVER,
             held: 0,
             time_squeeze: 0,
+            poll_end: PollEnd::Running,
         }
     }
 
@@ -262,6 +274,7 @@ impl Nic {
             return None;
         }
         self.pending_poll_ns = NEVER;
+        self.poll_end = PollEnd::Running;
         let qi = *self.poll_list.front()? as usize;
         let q = &mut self.queues[qi];
         let pkt = q.ring.pop_front()?;
@@ -276,7 +289,9 @@ impl Nic {
             self.poll_list.pop_front();
             if emptied {
                 q.on_poll_list = false;
+                self.poll_end = PollEnd::Complete;
             } else {
+                self.poll_end = PollEnd::Weight;
                 self.poll_list.push_back(qi as u32);
             }
             self.cur_work = 0;

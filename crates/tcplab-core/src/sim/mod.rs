@@ -31,7 +31,9 @@ use crate::capture::{CaptureAt, CaptureBuf, CaptureOutput};
 use crate::cc::CongestionOps;
 use crate::config::{NodeKind, SimConfig};
 use crate::event::{EventKind, EventQueue};
+use crate::host::gro::Gro;
 use crate::host::model::HostModel;
+use crate::host::nic::PollEnd;
 use crate::metrics::histogram::LogHistogram;
 use crate::metrics::timeseries::{FlowSeries, HostSeries, QueueSeries};
 use crate::mib::{Mib, MibCounters};
@@ -313,6 +315,14 @@ pub struct Simulator {
     host_of_node: Vec<u32>,
     /// Some host has a model: the one flag the fast path checks per event.
     host_models: bool,
+    /// Per node: its GRO table if `gro` is on (`host::gro`), and whether a flush of it is
+    /// queued for the current instant (a host without a NIC model).
+    gro: Vec<Option<Gro>>,
+    gro_flush_queued: Vec<bool>,
+    /// Some node has GRO on.
+    any_gro: bool,
+    /// Aggregates released by a flush (reused, never shrinks).
+    gro_out: Vec<crate::packet::Packet>,
     host_series: HostSeries,
     /// The applications (`SimConfig.apps`), their timer deadlines and the event queued
     /// for each (as `TcpSocket::sched_ns`).
@@ -457,6 +467,11 @@ impl Simulator {
                 hosts.push(h);
             }
         }
+        let cfg_gro: Vec<Option<Gro>> = cfg
+            .nodes
+            .iter()
+            .map(|n| (n.gro && n.kind == NodeKind::Host).then(|| Gro::new(n.hz)))
+            .collect();
         let mut host_series = HostSeries::default();
         host_series
             .try_reserve(rows.saturating_mul(hosts.len()).min(1 << 20))
@@ -507,6 +522,10 @@ impl Simulator {
             base_rtt_ns,
             failed: None,
             host_models: !hosts.is_empty(),
+            any_gro: cfg_gro.iter().any(|g| g.is_some()),
+            gro_flush_queued: vec![false; cfg_gro.len()],
+            gro: cfg_gro,
+            gro_out: Vec::with_capacity(crate::host::gro::GRO_MAX_HELD),
             hosts,
             host_of_node,
             host_series,
@@ -675,7 +694,7 @@ impl Simulator {
                 } else {
                     pkt
                 };
-                self.deliver_or_forward(node, pkt, now);
+                self.deliver_or_forward(node, pkt, now, false);
             }
             EventKind::XmitTimer
             | EventKind::DelackTimer
@@ -770,29 +789,91 @@ impl Simulator {
             EventKind::NicPoll => {
                 if let Some(pkt) = self.hosts[id as usize].on_poll(now, id, &mut self.ev) {
                     let node = self.hosts[id as usize].node;
-                    self.deliver_or_forward(node, pkt, now);
+                    self.deliver_or_forward(node, pkt, now, true);
+                    if self.any_gro && self.gro[node as usize].is_some() {
+                        // The end of a napi_poll(): napi_complete_done() flushes every
+                        // aggregate, a poll that used its weight only the old ones.
+                        match self.hosts[id as usize].nic.poll_end {
+                            PollEnd::Running => {}
+                            PollEnd::Weight => self.gro_flush(node, false, now),
+                            PollEnd::Complete => self.gro_flush(node, true, now),
+                        }
+                    }
                 }
+            }
+            EventKind::GroFlush => {
+                self.gro_flush_queued[id as usize] = false;
+                self.gro_flush(id, true, now);
             }
             EventKind::NicAllowance => self.hosts[id as usize].on_allowance(now, id, &mut self.ev),
         }
     }
 
     /// A packet that `node` received (and, with a host model, processed): to its
-    /// endpoint's TCP if addressed to the node, else forwarded.
+    /// endpoint's TCP if addressed to the node (through GRO if on; `polled`: it came from
+    /// a NAPI poll of the host's NIC model, which flushes GRO itself), else forwarded.
     #[inline]
-    fn deliver_or_forward(&mut self, node: u32, pkt: crate::packet::Packet, now: u64) {
+    fn deliver_or_forward(
+        &mut self,
+        node: u32,
+        pkt: crate::packet::Packet,
+        now: u64,
+        polled: bool,
+    ) {
         if node == pkt.dst_node {
-            self.deliver(pkt, now);
+            if self.any_gro && self.gro[node as usize].is_some() {
+                self.gro_receive(node, pkt, now, polled);
+            } else {
+                self.deliver(pkt, now);
+            }
         } else {
             self.net.forward(node, pkt, now, &mut self.ev);
         }
+    }
+
+    /// A packet for a node with GRO on: merged into its flow's aggregate or handed on
+    /// (`host::gro`). A host without a NIC model (no poll of its own) flushes at the end
+    /// of the current instant: Linux processes packets that arrive back to back in one
+    /// softirq run (a veth's or an uncoalesced NIC's NAPI poll takes what is queued when
+    /// it runs), so the packets of one instant are one poll.
+    #[inline(never)]
+    fn gro_receive(&mut self, node: u32, pkt: crate::packet::Packet, now: u64, polled: bool) {
+        let Some(g) = self.gro[node as usize].as_mut() else {
+            return self.deliver(pkt, now);
+        };
+        let r = g.receive(pkt, now);
+        let held = g.held() > 0;
+        if let Some(p) = r.first {
+            self.deliver(p, now);
+        }
+        if let Some(p) = r.then {
+            self.deliver(p, now);
+        }
+        if held && !polled && !self.gro_flush_queued[node as usize] {
+            self.gro_flush_queued[node as usize] = true;
+            self.ev.push(now, EventKind::GroFlush, node);
+        }
+    }
+
+    /// Flush node `node`'s GRO table (`all`, or only aggregates of older jiffies).
+    #[inline(never)]
+    fn gro_flush(&mut self, node: u32, all: bool, now: u64) {
+        let Some(g) = self.gro[node as usize].as_mut() else {
+            return;
+        };
+        let mut out = std::mem::take(&mut self.gro_out);
+        g.flush(all, now, &mut out);
+        for p in out.drain(..) {
+            self.deliver(p, now);
+        }
+        self.gro_out = out;
     }
 
     /// Hand a packet that reached its host to its endpoint's TCP.
     #[inline]
     fn deliver(&mut self, pkt: crate::packet::Packet, now: u64) {
         if pkt.is_data() {
-            self.net.data.received += 1;
+            self.net.data.received += pkt.segs() as u64;
         }
         let ep = pkt.dst_ep;
         let mut ctx = Ctx {
@@ -1043,8 +1124,14 @@ impl Simulator {
             l.advance(now);
         }
         // Packets waiting at a host's NIC (allowance queue, rings) are still in flight.
-        let in_flight =
-            self.net.data_in_flight() + self.hosts.iter().map(|h| h.data_held()).sum::<u64>();
+        let in_flight = self.net.data_in_flight()
+            + self.hosts.iter().map(|h| h.data_held()).sum::<u64>()
+            + self
+                .gro
+                .iter()
+                .flatten()
+                .map(|g| g.data_held())
+                .sum::<u64>();
         let mut d = self.net.data_accounting();
         d.dropped.nic = self.hosts.iter().map(|h| h.data_dropped).sum();
         let d = &d;

@@ -464,6 +464,7 @@ impl TcpSocket {
             num_sacks,
             flags: f,
             ip_id,
+            gro_segs: 0,
         };
         if payload > 0 {
             self.stats.data_pkts_sent += 1;
@@ -654,7 +655,13 @@ impl TcpSocket {
             if self.rcv.sack_compress_must_send_ack(pkt.seq, pkt.end_seq) {
                 self.send_ack(ctx);
             }
-            match self.rcv.on_data(
+            // A GRO aggregate (`host::gro`) is one skb to TCP: one in-order (or
+            // out-of-order) event of all its bytes, so `__tcp_ack_snd_check()` answers it
+            // with one ACK. `TcpInSegs` counts it once (tcp_v4_rcv(): __TCP_INC_STATS per
+            // skb), `data_segs_in` by its segments (tcp_segs_in(): gso_segs).
+            // tcp_measure_rcv_mss() reads `gso_size` (one segment's payload) for a GRO'd
+            // skb, so `rcv_mss` is unchanged by aggregation (tcplab keeps it at the MSS).
+            let action = self.rcv.on_data(
                 ctx.now_ns,
                 pkt.seq,
                 pkt.end_seq,
@@ -662,7 +669,9 @@ impl TcpSocket {
                 srtt,
                 rto,
                 &mut self.tp.mib,
-            ) {
+            );
+            self.rcv.data_segs_in += pkt.segs() as u64 - 1;
+            match action {
                 AckAction::Now => self.send_ack(ctx),
                 AckAction::Scheduled | AckAction::None => {}
             }
