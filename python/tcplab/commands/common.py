@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - older typer on click
     from click import exceptions as click_errors
 
 __all__ = [
+    "ScenarioArg",
     "OneLineErrors",
     "invocation",
     "usage_line",
@@ -169,6 +170,7 @@ def int_option(name: str, lo: int, hi: int, what: str):  # noqa: ANN201 - a type
     return parse
 
 
+ScenarioArg = Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -27,6 +27,7 @@ from tcplab.commands.common import (
     ForceOpt,
     NoPlotsOpt,
     QuietOpt,
+    ScenarioArg,
     SeedOpt,
     SetOpt,
     fail,
@@ -107,7 +108,7 @@ def _kernel_guard(fn):  # noqa: ANN001, ANN202 - decorator
 @kernel_app.command("run", short_help="Run one scenario on this kernel; write its run directory.")
 @_kernel_guard
 def kernel_run_cmd(
-    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
+    scenario: ScenarioArg,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", metavar="DIR", help="Run directory (default: runs/NAME-kernel)."),

@@ -21,6 +21,7 @@ from tcplab.commands.common import (
     ForceOpt,
     NoPlotsOpt,
     QuietOpt,
+    ScenarioArg,
     SeedOpt,
     SetOpt,
     fail,
@@ -35,7 +36,7 @@ __all__ = ["register", "run"]
 
 @guard
 def run(
-    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
+    scenario: ScenarioArg,
     output: Annotated[
         Path | None,
         typer.Option(

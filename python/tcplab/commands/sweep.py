@@ -24,14 +24,13 @@ from typing import Annotated, Any
 
 import typer
 
-from tcplab.commands.common import SetOpt, guard, int_option, invocation, jobs_opt, stdout_console, warn
+from tcplab.commands.common import ScenarioArg, SetOpt, guard, int_option, invocation, jobs_opt, stdout_console, warn
 
 __all__ = ["register", "sweep_cmd", "EXIT_RUNS_FAILED"]
 
 #: Exit code when some runs of the sweep failed (the table is written).
 EXIT_RUNS_FAILED = 3
 
-ScenarioArg = Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")]
 OutputOpt = Annotated[
     Path,
     typer.Option("--output", "-o", metavar="DIR", help="Sweep directory (rerun the same command into it to resume)."),

@@ -21,6 +21,7 @@ from tcplab.commands.common import (
     ForceOpt,
     NoPlotsOpt,
     QuietOpt,
+    ScenarioArg,
     SeedOpt,
     SetOpt,
     fail,
@@ -44,7 +45,7 @@ VALIDATE_NEEDS_ROOT = "tcplab validate: needs root (network namespaces, tc, nft)
 
 @guard
 def validate(
-    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A YAML file, builtin:NAME or a built-in NAME.")],
+    scenario: ScenarioArg,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", metavar="DIR", help="Validation directory (default: runs/validate-NAME)."),
