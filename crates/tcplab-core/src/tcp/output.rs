@@ -27,6 +27,51 @@ use crate::time::{NEVER, NSEC_PER_SEC};
 /// Approximate `skb->truesize` overhead per skb (sk_buff + shared info), bytes.
 const SKB_TRUESIZE_OVERHEAD: u64 = 768;
 
+/// `GSO_MAX_SEGS` (include/linux/netdevice.h): the default `sk_gso_max_segs` of a device
+/// that sets no lower `gso_max_segs` (veth, virtio, most NICs).
+pub const GSO_MAX_SEGS: u32 = 65535;
+
+/// What `tcp_tso_autosize()` reads from the socket.
+#[derive(Clone, Copy, Debug)]
+pub struct TsoInputs {
+    /// `sk->sk_pacing_rate`, bytes per second.
+    pub pacing_rate: u64,
+    /// `sk->sk_pacing_shift` (10 by default: ~1 ms of data).
+    pub pacing_shift: u32,
+    /// `tcp_min_rtt()`, us (`~0U` before the first sample).
+    pub min_rtt_us: u32,
+    /// `net.ipv4.tcp_tso_rtt_log` (9 by default: 512 us).
+    pub tso_rtt_log: u32,
+    /// `sk->sk_gso_max_size`, bytes.
+    pub gso_max_size: u32,
+    /// `mss_now`, bytes.
+    pub mss: u32,
+}
+
+/// Linux v6.12 net/ipv4/tcp_output.c: tcp_tso_autosize(). Segments of one skb: the bytes
+/// the pacing rate sends in `2^-sk_pacing_shift` s, plus (v5.19+, "tcp: autosize TSO with
+/// min_rtt", `tcp_tso_rtt_log`) `gso_max_size >> (min_rtt_us >> tso_rtt_log)` so that a
+/// flow on a short path sends large skbs whatever its rate; at most `gso_max_size`, at
+/// least `min_tso_segs` segments.
+pub fn tso_autosize(i: TsoInputs, min_tso_segs: u32) -> u32 {
+    let mut bytes = i.pacing_rate >> i.pacing_shift;
+    let r = i.min_rtt_us >> i.tso_rtt_log;
+    // r < BITS_PER_TYPE(sk->sk_gso_max_size) (an unsigned int: 32).
+    if r < 32 {
+        bytes += (i.gso_max_size >> r) as u64;
+    }
+    bytes = bytes.min(i.gso_max_size as u64);
+    ((bytes / i.mss as u64) as u32).max(min_tso_segs)
+}
+
+/// Linux v6.12 net/ipv4/tcp_output.c: tcp_tso_segs(): `tcp_tso_autosize()` with the
+/// congestion control's `min_tso_segs()` (BBR: `bbr_min_tso_segs()`) or
+/// `sysctl_tcp_min_tso_segs`, capped at `sk_gso_max_segs`.
+pub fn tso_segs(i: TsoInputs, min_tso_segs: u32, gso_max_segs: u32) -> u32 {
+    // tcplab: at least one segment (min_tso_segs is >= 1 by its sysctl range; BBR's is 1 or 2).
+    tso_autosize(i, min_tso_segs).min(gso_max_segs).max(1)
+}
+
 impl TcpSocket {
     /// `tcp_needs_internal_pacing()`.
     #[inline]
@@ -48,23 +93,24 @@ impl TcpSocket {
         true
     }
 
-    /// `tcp_tso_autosize()` + `tcp_tso_segs()`: segments per burst.
+    /// `tcp_tso_segs()`: segments per burst (per skb with `offload: {tso: on}`).
     fn tso_segs(&self) -> u32 {
-        let mss = self.tp.mss_cache as u64;
         let min_tso = self
             .cc
             .min_tso_segs(&self.tp)
             .unwrap_or(self.cfg.tcp_min_tso_segs);
-        let gso_max = self.tp.sk_gso_max_size as u64;
-        let mut bytes = self.tp.sk_pacing_rate >> self.tp.sk_pacing_shift;
-        let r = self.tp.min_rtt_us() >> self.cfg.tcp_tso_rtt_log;
-        if r < 32 {
-            bytes += gso_max >> r;
-        }
-        bytes = bytes.min(gso_max);
-        let segs = ((bytes / mss) as u32).max(min_tso);
-        // sk_gso_max_segs (GSO_MAX_SEGS = 65535) does not bind at these sizes.
-        segs.max(1)
+        tso_segs(
+            TsoInputs {
+                pacing_rate: self.tp.sk_pacing_rate,
+                pacing_shift: self.tp.sk_pacing_shift,
+                min_rtt_us: self.tp.min_rtt_us(),
+                tso_rtt_log: self.cfg.tcp_tso_rtt_log,
+                gso_max_size: self.tp.sk_gso_max_size,
+                mss: self.tp.mss_cache,
+            },
+            min_tso,
+            GSO_MAX_SEGS,
+        )
     }
 
     /// `tcp_cwnd_test()`: how many segments the cwnd allows in one skb.
@@ -697,5 +743,75 @@ mod tests {
         c.tp.set_now(10_000 * 1_000_000);
         c.slow_start_after_idle_check();
         assert_eq!(c.tp.snd_cwnd, 100);
+    }
+
+    /// Linux v6.12 tcp_tso_autosize(): `bytes = (rate >> 10) + (gso_max >> (min_rtt_us >> 9))`
+    /// (the second term only while the shift is below 32), capped at `gso_max`, divided by
+    /// the MSS, at least `min_tso_segs`. The table's values are worked from that formula.
+    #[test]
+    fn tso_autosize_follows_the_formula_over_rates_and_min_rtt() {
+        use super::{tso_autosize, tso_segs, TsoInputs};
+        let at = |rate_bps: u64, min_rtt_us: u32, gso_max: u32| TsoInputs {
+            pacing_rate: rate_bps / 8,
+            pacing_shift: 10,
+            min_rtt_us,
+            tso_rtt_log: 9,
+            gso_max_size: gso_max,
+            mss: 1448,
+        };
+        // (rate bit/s, min_rtt us, expected segments) with gso_max 65536.
+        let table: &[(u64, u32, u32)] = &[
+            // 10 Gbit/s: 1 ms is 1.22 MB, capped at 65536 -> 65536/1448 = 45.
+            (10_000_000_000, 100_000, 45),
+            // 100 Mbit/s, 100 ms: r = 195, no rtt term; 12207 B -> 8 segments.
+            (100_000_000, 100_000, 8),
+            // 100 Mbit/s, 2 ms: r = 3, 12207 + 8192 = 20399 -> 14.
+            (100_000_000, 2_000, 14),
+            // 100 Mbit/s, 600 us: r = 1, 12207 + 32768 = 44975 -> 31.
+            (100_000_000, 600, 31),
+            // 100 Mbit/s, 100 us: r = 0, 12207 + 65536 capped -> 45.
+            (100_000_000, 100, 45),
+            // 10 Mbit/s, 100 ms: 1220 B < 1 MSS -> min_tso_segs 2.
+            (10_000_000, 100_000, 2),
+            // 10 Mbit/s, 5 ms: r = 9, 1220 + 128 = 1348 -> 0 -> 2.
+            (10_000_000, 5_000, 2),
+            // 10 Mbit/s, 1 ms: r = 1, 1220 + 32768 = 33988 -> 23.
+            (10_000_000, 1_000, 23),
+            // No RTT sample yet (~0U): r = 2^23 - 1, no rtt term; 1 Gbit/s: 122070 -> 45.
+            (1_000_000_000, u32::MAX, 45),
+            // r = 31 is the last shift that adds (65536 >> 31 = 0 anyway); 1 Gbit/s 16 s.
+            (1_000_000_000, 31 << 9, 45),
+        ];
+        for &(rate, rtt, want) in table {
+            assert_eq!(
+                tso_autosize(at(rate, rtt, 65536), 2),
+                want,
+                "rate {rate} min_rtt {rtt}"
+            );
+        }
+        // sk_dst_gso_max_size(): GSO_LEGACY_MAX_SIZE - (MAX_TCP_HEADER + 1) = 65215:
+        // 65215 / 1448 = 45 still; with a 1000-byte MSS, 65 against 65536's 65.
+        assert_eq!(tso_autosize(at(10_000_000_000, 100, 65215), 2), 45);
+        let small_mss = TsoInputs {
+            mss: 1000,
+            ..at(10_000_000_000, 100, 65215)
+        };
+        assert_eq!(tso_autosize(small_mss, 2), 65);
+        // sk_pacing_shift 8 (a driver asking for 4 ms, e.g. wifi): 100 Mbit/s 100 ms ->
+        // 48828 B -> 33.
+        let shift8 = TsoInputs {
+            pacing_shift: 8,
+            ..at(100_000_000, 100_000, 65536)
+        };
+        assert_eq!(tso_autosize(shift8, 2), 33);
+        // tcp_tso_rtt_log 0 switches the rtt term off past 32 us: 100 Mbit/s 100 us -> 8.
+        let log0 = TsoInputs {
+            tso_rtt_log: 0,
+            ..at(100_000_000, 100, 65536)
+        };
+        assert_eq!(tso_autosize(log0, 2), 8);
+        // BBR's min_tso_segs of 1 below 1.2 Mbit/s; gso_max_segs caps.
+        assert_eq!(tso_autosize(at(1_000_000, 100_000, 65536), 1), 1);
+        assert_eq!(tso_segs(at(10_000_000_000, 100, 65536), 2, 16), 16);
     }
 }
