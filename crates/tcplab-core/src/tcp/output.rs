@@ -262,8 +262,6 @@ impl TcpSocket {
         edt_ns: u64,
         gso_tail: bool,
     ) -> bool {
-        // __tcp_transmit_skb: delivery-rate state is recorded after a successful send,
-        // before packets_out counts the skb (so the first skb of a flight resets it).
         let f = if gso_tail {
             crate::packet::flags::GSO_TAIL
         } else {
@@ -273,6 +271,36 @@ impl TcpSocket {
             self.enter_cwr();
             return false;
         }
+        self.new_segment_sent(ctx, seq, end_seq, edt_ns);
+        true
+    }
+
+    /// Send new data `[seq, end_seq)` as one TSO/GSO skb of `segs` segments of `mss`
+    /// (`offload: {tso: on}`); returns false on a local drop (the whole skb: the qdisc
+    /// takes or refuses it as one unit). Each segment then joins the retransmit queue as
+    /// an entry of its own: every
+    /// segment of an skb is sent at the same instant, so the per-segment delivery-rate
+    /// state equals the skb's (`tcp_rate_skb_sent()` resets only when nothing is out).
+    fn send_new_skb(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, edt_ns: u64) -> bool {
+        let mss = self.tp.mss_cache as u64;
+        let segs = (end_seq - seq).div_ceil(mss) as u32;
+        if !self.transmit_skb(ctx, seq, end_seq, 0, mss as u32, segs) {
+            self.enter_cwr();
+            return false;
+        }
+        let mut s = seq;
+        while s < end_seq {
+            let e = (s + mss).min(end_seq);
+            self.new_segment_sent(ctx, s, e, edt_ns);
+            s = e;
+        }
+        true
+    }
+
+    /// What follows a successful transmission of new data `[seq, end_seq)` (one segment).
+    fn new_segment_sent(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, edt_ns: u64) {
+        // __tcp_transmit_skb: delivery-rate state is recorded after a successful send,
+        // before packets_out counts the skb (so the first skb of a flight resets it).
         let tx = rate_skb_sent(&mut self.tp, edt_ns / 1000);
         self.event_data_sent();
         self.tp.data_segs_out += 1;
@@ -286,7 +314,6 @@ impl TcpSocket {
         if prior_packets == 0 || self.xmit_timer == XmitTimer::LossProbe {
             self.rearm_rto(ctx.now_ns);
         }
-        true
     }
 
     /// `tcp_push_pending_frames()` -> `tcp_write_xmit(sk, mss, nonagle, push_one = 0)`.
@@ -335,7 +362,25 @@ impl TcpSocket {
             self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
             let edt = self.tp.tcp_wstamp_ns;
             let mut sent_bytes = 0u64;
-            for k in 0..burst_segs {
+            if self.tso {
+                // One skb (tcp_write_xmit() -> tso_fragment() at tcp_mss_split_point()): as
+                // many whole segments as cwnd quota, tso_segs and the peer's window allow.
+                let wnd_end = self.tp.snd_una + self.tp.snd_wnd as u64;
+                let seq = self.tp.snd_nxt;
+                let mut end = seq;
+                for _ in 0..burst_segs {
+                    let e = (end + mss).min(self.tp.write_seq);
+                    if e <= end || e > wnd_end {
+                        break;
+                    }
+                    end = e;
+                }
+                if end > seq && self.send_new_skb(ctx, seq, end, edt) {
+                    sent_bytes = end - seq;
+                    sent_pkts += (end - seq).div_ceil(mss) as u32;
+                }
+            }
+            for k in 0..if self.tso { 0 } else { burst_segs } {
                 let seq = self.tp.snd_nxt;
                 let end = (seq + mss).min(self.tp.write_seq);
                 if end <= seq || end > self.tp.snd_una + self.tp.snd_wnd as u64 {
