@@ -47,7 +47,17 @@ pub mod flags {
     /// (`skb->sk`, see `LinkConfig::keeps_sk`): its TSQ completion is owed by the next
     /// device it leaves (the node's own), not by the veth.
     pub const SK_KEPT: u8 = 1 << 6;
+    /// The packet carries its skb's truesize overhead in its sender's `sk_wmem_alloc`
+    /// ([`SKB_TRUESIZE_OVERHEAD`](super::SKB_TRUESIZE_OVERHEAD)): every data skb of a socket
+    /// with `offload: {tso: on}`; when the skb is cut into frames only the last keeps it
+    /// (Linux v6.12 net/ipv4/tcp_offload.c: tcp_gso_segment() hands the skb's socket charge
+    /// to its segments, the last one taking what is left), so the charges add up.
+    pub const SKB_HEAD: u8 = 1 << 7;
 }
+
+/// Approximate `skb->truesize` overhead per skb (sk_buff + shared info + the linear head
+/// TCP allocates, `MAX_TCP_HEADER`), bytes, on top of the payload it holds in page frags.
+pub const SKB_TRUESIZE_OVERHEAD: u32 = 768;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Packet {
@@ -125,6 +135,9 @@ impl Packet {
         f.end_seq = end_seq;
         f.ip_bytes = Packet::ip_len((end_seq - seq) as u32, self.num_sacks);
         f.ip_id = self.ip_id.wrapping_add(k as u16);
+        if k + 1 < self.gso_segs as u32 {
+            f.flags &= !flags::SKB_HEAD;
+        }
         f.gso_segs = 0;
         f.gso_size = 0;
         f
@@ -141,6 +154,18 @@ impl Packet {
         } else {
             one
         }
+    }
+
+    /// What this packet's TX completion gives back to its sender's `sk_wmem_alloc`: its
+    /// payload, plus the skb's overhead where it carries it (`flags::SKB_HEAD`).
+    #[inline]
+    pub fn wmem_charge(&self) -> u32 {
+        let head = if self.flags & flags::SKB_HEAD != 0 {
+            SKB_TRUESIZE_OVERHEAD
+        } else {
+            0
+        };
+        self.payload_bytes() + head
     }
 
     #[inline]

@@ -62,6 +62,8 @@ pub struct TxCompletion {
     pub ep: u32,
     pub seq: u64,
     pub payload_bytes: u32,
+    /// What the sender's `sk_wmem_alloc` gets back (`Packet::wmem_charge`).
+    pub wmem_bytes: u32,
 }
 
 #[derive(Debug)]
@@ -312,6 +314,7 @@ impl Link {
                 ep: pkt.dst_ep ^ 1,
                 seq: pkt.seq,
                 payload_bytes: pkt.payload_bytes(),
+                wmem_bytes: pkt.wmem_charge(),
             };
             self.add_completion(c, id, ev);
         }
@@ -483,6 +486,7 @@ impl Link {
                 ep: pkt.dst_ep ^ 1,
                 seq: pkt.seq,
                 payload_bytes: pkt.payload_bytes(),
+                wmem_bytes: pkt.wmem_charge(),
             };
             self.add_completion(c, id, ev);
         }
@@ -538,6 +542,7 @@ impl Link {
                 ep: pkt.dst_ep ^ 1,
                 seq: pkt.seq,
                 payload_bytes: pkt.payload_bytes(),
+                wmem_bytes: pkt.wmem_charge(),
             };
             self.add_completion(c, id, ev);
             if pkt.flags & flags::SK_KEPT != 0 {

@@ -24,8 +24,7 @@ use crate::tcp::sock::{CaEvent, CaState, PacingStatus};
 use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
 use crate::time::{NEVER, NSEC_PER_SEC};
 
-/// Approximate `skb->truesize` overhead per skb (sk_buff + shared info), bytes.
-const SKB_TRUESIZE_OVERHEAD: u64 = 768;
+use crate::packet::SKB_TRUESIZE_OVERHEAD;
 
 /// `GSO_MAX_SEGS` (include/linux/netdevice.h): the default `sk_gso_max_segs` of a device
 /// that sets no lower `gso_max_segs` (veth, virtio, most NICs).
@@ -128,15 +127,21 @@ impl TcpSocket {
 
     /// `tcp_small_queue_check()`: true if TSQ throttles this socket.
     fn small_queue_check(&mut self, burst_bytes: u64, factor: u32) -> bool {
-        let truesize = burst_bytes + SKB_TRUESIZE_OVERHEAD;
+        let truesize = burst_bytes + SKB_TRUESIZE_OVERHEAD as u64;
         let mut limit = (2 * truesize).max(self.tp.sk_pacing_rate >> self.tp.sk_pacing_shift);
         if self.tp.sk_pacing_status == PacingStatus::None {
             limit = limit.min(self.cfg.tcp_limit_output_bytes);
         }
         limit <<= factor;
         if self.wmem_alloc_bytes > limit {
-            // Always send skb if rtx queue is empty or has one skb (here: one burst).
-            if self.rtx.len() as u32 <= self.tso_segs() {
+            // Always send skb if rtx queue is empty or has one skb
+            // (tcp_rtx_queue_empty_or_single_skb(); tso off: one burst's segments).
+            let single = if self.tso {
+                self.rtx.empty_or_single_skb()
+            } else {
+                self.rtx.len() as u32 <= self.tso_segs()
+            };
+            if single {
                 return false;
             }
             self.tsq_throttled = true;
@@ -271,7 +276,11 @@ impl TcpSocket {
             self.enter_cwr();
             return false;
         }
+        let id = self.rtx.end_id();
         self.new_segment_sent(ctx, seq, end_seq, edt_ns);
+        if self.tso {
+            self.rtx.mark_skb_head(id);
+        }
         true
     }
 
@@ -288,12 +297,14 @@ impl TcpSocket {
             self.enter_cwr();
             return false;
         }
+        let head_id = self.rtx.end_id();
         let mut s = seq;
         while s < end_seq {
             let e = (s + mss).min(end_seq);
             self.new_segment_sent(ctx, s, e, edt_ns);
             s = e;
         }
+        self.rtx.mark_skb_head(head_id);
         true
     }
 
@@ -539,10 +550,18 @@ impl TcpSocket {
     }
 
     fn retransmit_skb_inner(&mut self, ctx: &mut Ctx, id: u64, mark_retrans: bool) -> bool {
-        let (seq, end_seq, in_host) = {
+        self.retransmit_range(ctx, id, 1, mark_retrans)
+    }
+
+    /// Retransmit the `n` consecutive entries from `id` as one skb (`n > 1` only with
+    /// `offload: {tso: on}`: a lost TSO skb, or the part of it the cwnd allows, which
+    /// `__tcp_retransmit_skb()` cuts off with `tcp_fragment()` at `cur_mss * segs`).
+    fn retransmit_range(&mut self, ctx: &mut Ctx, id: u64, n: u64, mark_retrans: bool) -> bool {
+        let (seq, in_host) = {
             let s = self.rtx.get(id);
-            (s.seq, s.end_seq, s.in_host_queue)
+            (s.seq, s.in_host_queue)
         };
+        let end_seq = self.rtx.get(id + n - 1).end_seq;
         if in_host > 0 {
             // skb_still_in_host_queue(): the original has not even left the host.
             self.tp.inc(Mib::TCPSpuriousRtxHostQueues);
@@ -551,28 +570,47 @@ impl TcpSocket {
         let prior_wstamp = self.tp.tcp_wstamp_ns;
         self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
         let edt = self.tp.tcp_wstamp_ns;
-        let ok = self.transmit(ctx, seq, end_seq, crate::packet::flags::RETRANS);
+        let mss = self.tp.mss_cache;
+        let ok = self.transmit_skb(
+            ctx,
+            seq,
+            end_seq,
+            crate::packet::flags::RETRANS,
+            mss,
+            n as u32,
+        );
         if !ok {
             self.tp.tcp_wstamp_ns = prior_wstamp;
             self.enter_cwr();
         } else {
-            self.tp.inc(Mib::TcpRetransSegs);
-            self.tp.total_retrans += 1;
-            self.tp.bytes_retrans += end_seq - seq;
-            self.tp.bytes_sent += end_seq - seq;
-            self.event_data_sent();
-            self.tp.data_segs_out += 1;
-            let tx = rate_skb_sent(&mut self.tp, edt / 1000);
-            let s = self.rtx.get_mut(id);
-            s.skb_mstamp_ns = edt;
-            s.tx = tx;
-            s.in_host_queue += 1;
-            s.sacked |= TCPCB_EVER_RETRANS;
-            self.rtx.ts_move_tail(id);
+            for k in 0..n {
+                let (s_seq, s_end) = {
+                    let s = self.rtx.get(id + k);
+                    (s.seq, s.end_seq)
+                };
+                self.tp.inc(Mib::TcpRetransSegs);
+                self.tp.total_retrans += 1;
+                self.tp.bytes_retrans += s_end - s_seq;
+                self.tp.bytes_sent += s_end - s_seq;
+                if k == 0 {
+                    // tcp_event_data_sent(): once per skb.
+                    self.event_data_sent();
+                }
+                self.tp.data_segs_out += 1;
+                let tx = rate_skb_sent(&mut self.tp, edt / 1000);
+                let s = self.rtx.get_mut(id + k);
+                s.skb_mstamp_ns = edt;
+                s.tx = tx;
+                s.in_host_queue += 1;
+                s.sacked |= TCPCB_EVER_RETRANS;
+                self.rtx.ts_move_tail(id + k);
+            }
             self.update_after_send(end_seq - seq, prior_wstamp);
             if mark_retrans {
-                self.rtx.get_mut(id).sacked |= TCPCB_RETRANS;
-                self.tp.retrans_out += 1;
+                for k in 0..n {
+                    self.rtx.get_mut(id + k).sacked |= TCPCB_RETRANS;
+                    self.tp.retrans_out += 1;
+                }
             }
         }
         if mark_retrans {
@@ -583,9 +621,30 @@ impl TcpSocket {
             if self.undo_retrans < 0 {
                 self.undo_retrans = 0;
             }
-            self.undo_retrans += 1;
+            self.undo_retrans += n as i32;
         }
         ok
+    }
+
+    /// With `offload: {tso: on}`: how many entries from `id` (lost, neither SACKed nor
+    /// retransmitted, none still in the host) one retransmitted skb takes: the rest of the
+    /// skb `id` belongs to, at most `quota` segments (`__tcp_retransmit_skb()`: `segs =
+    /// cwnd - packets_in_flight`, `tcp_fragment()` beyond `cur_mss * segs`). SACK and loss
+    /// marking split skbs at these state changes in Linux (`tcp_match_skb_to_sack()`,
+    /// `tcp_fragment()`), so a run of entries in one state within one sent skb is one skb.
+    fn retransmit_run(&self, id: u64, quota: u64) -> u64 {
+        let mut n = 1;
+        while n < quota && id + n < self.rtx.end_id() {
+            let s = self.rtx.get(id + n);
+            if s.skb_head
+                || s.in_host_queue > 0
+                || s.sacked & (TCPCB_LOST | TCPCB_SACKED_ACKED | TCPCB_SACKED_RETRANS) != TCPCB_LOST
+            {
+                break;
+            }
+            n += 1;
+        }
+        n
     }
 
     /// `tcp_xmit_retransmit_queue()`: retransmit skbs marked lost, cwnd permitting.
@@ -622,11 +681,16 @@ impl TcpSocket {
                 id += 1;
                 continue;
             }
-            let len = self.rtx.get(id).len() as u64;
+            let n = if self.tso {
+                self.retransmit_run(id, segs as u64)
+            } else {
+                1
+            };
+            let len = self.rtx.get(id + n - 1).end_seq - self.rtx.get(id).seq;
             if self.small_queue_check(len, 1) {
                 break;
             }
-            if !self.retransmit_skb(ctx, id) {
+            if !self.retransmit_range(ctx, id, n, true) {
                 break;
             }
             let m = if self.tp.ca_state != CaState::Loss {
@@ -634,14 +698,16 @@ impl TcpSocket {
             } else {
                 Mib::TCPSlowStartRetrans
             };
-            self.tp.inc(m);
+            for _ in 0..n {
+                self.tp.inc(m);
+            }
             if self.tp.in_cwnd_reduction() {
-                self.prr_out += 1;
+                self.prr_out += n as u32;
             }
             if id == rtx_head && self.xmit_timer != XmitTimer::ReoTimeout {
                 rearm_timer = true;
             }
-            id += 1;
+            id += n;
         }
         if rearm_timer {
             let rto = self.tp.icsk_rto;

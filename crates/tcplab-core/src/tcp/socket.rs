@@ -386,6 +386,18 @@ impl TcpSocket {
         (client, server)
     }
 
+    /// `offload: {tso: on|off}` for this socket's host. On, `sk_gso_max_size` is what
+    /// `sk_setup_caps()` sets (Linux v6.12 include/net/sock.h: sk_dst_gso_max_size():
+    /// the device's 64 KB `gso_ipv4_max_size` less `MAX_TCP_HEADER + 1`); off, tcplab keeps
+    /// its earlier 64 KB for the burst size, so results without TSO stay as they were.
+    pub fn set_tso(&mut self, on: bool) {
+        self.tso = on;
+        if on {
+            self.tp.sk_gso_max_size =
+                crate::tcp::sock::GSO_MAX_SIZE - (crate::tcp::sock::MAX_TCP_HEADER + 1);
+        }
+    }
+
     /// `tcp_rto_min_us()`.
     #[inline]
     pub fn rto_min_us(&self) -> u32 {
@@ -458,6 +470,11 @@ impl TcpSocket {
         }
         if payload > 0 {
             f |= flags::TSQ;
+            if self.tso {
+                // skb_set_owner_w(): sk_wmem_alloc is charged the skb's truesize (tcplab
+                // keeps payload-only charging with tso off, as before).
+                f |= flags::SKB_HEAD;
+            }
         }
         // IPv4 identification (Linux v6.12 include/net/ip.h: ip_select_ident_segs()): a
         // connected socket's `inet_id`, one per segment, from a random start the capture
@@ -490,6 +507,7 @@ impl TcpSocket {
         if payload > 0 {
             self.stats.data_pkts_sent += segs as u64;
         }
+        let pkt_charge = pkt.wmem_charge();
         let ok = ctx.net.send_from_host(self.node, pkt, ctx.now_ns, ctx.ev);
         // The ACK fields went out with the segment either way only if it was sent.
         if ok {
@@ -506,7 +524,7 @@ impl TcpSocket {
                 self.rcv.ack_sent(wnd);
             }
             if payload > 0 {
-                self.wmem_alloc_bytes += payload as u64;
+                self.wmem_alloc_bytes += pkt_charge as u64;
             }
         } else {
             self.stats.local_drops += 1;
@@ -761,8 +779,9 @@ impl TcpSocket {
     }
 
     /// A data packet of ours left the host's NIC (TX completion, `tcp_wfree`).
-    pub fn on_tx_complete(&mut self, ctx: &mut Ctx, seq: u64, payload_bytes: u32) {
-        self.wmem_alloc_bytes = self.wmem_alloc_bytes.saturating_sub(payload_bytes as u64);
+    /// `wmem_bytes`: what the packet charged (`Packet::wmem_charge`).
+    pub fn on_tx_complete(&mut self, ctx: &mut Ctx, seq: u64, payload_bytes: u32, wmem_bytes: u32) {
+        self.wmem_alloc_bytes = self.wmem_alloc_bytes.saturating_sub(wmem_bytes as u64);
         // Completions come in transmission order: the next is usually the next skb. A
         // TSO/GSO skb's completion covers every segment it carried (tcplab's retransmit
         // queue keeps one entry per segment), those not yet acknowledged.

@@ -102,3 +102,77 @@ fn tbf_segments_a_gso_skb_above_its_max_size_instead_of_dropping_it() {
     // The flow runs at the tbf's rate (~1.2 MB in 2 s at 10 Mbit/s x 1448/1514).
     assert!(f.bytes_acked > 2_000_000, "{f:?}");
 }
+
+#[test]
+fn tsq_holds_a_tso_sender_to_two_skbs_of_truesize_in_its_own_qdisc() {
+    // tcp_small_queue_check(): limit = max(2 * skb->truesize, pacing_rate >> 10), and an
+    // skb is sent anyway while the retransmit queue holds a single skb. A CUBIC sender on
+    // a 10 Mbit/s first hop (its pacing rate is a few times the link's: ~1.2-2 ms of data,
+    // a few KB, under 2 x truesize of a multi-segment skb) keeps its own pfifo at no more
+    // than three skbs (two within the limit and the one that crossed it), whatever its
+    // cwnd. Each skb's charge (payload + overhead, SKB_HEAD on the last frame) comes back
+    // at its completion: a leak would stall the flow below the link's rate.
+    let mut cfg = two_hosts(10_000_000, 20 * MS, 100_000, 3_000 * MS);
+    cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].tso = true;
+    let out = run(cfg);
+    let q = &out.links[0].stats;
+    assert!(q.max_backlog_packets <= 3, "{q:?}");
+    let f = &out.flows[0];
+    // 3 s at 10 Mbit/s x 1448/1514 is 3.6 MB; slow start takes a few hundred ms.
+    assert!(f.bytes_acked > 3_000_000, "{f:?}");
+}
+
+/// The sender's data packets as its capture saw them leave (whole skbs on the sender's
+/// FIFO egress: tcpdump with hardware TSO): `(seq, end_seq, is_retransmission)`.
+fn sent_skbs(out: &SimOutput) -> Vec<(u64, u64, bool)> {
+    let c = out.capture.as_ref().unwrap();
+    let mut high = 0;
+    let mut v = Vec::new();
+    for i in 0..c.t_ns.len() {
+        if c.dir[i] == tcplab_core::capture::DIR_OUT && c.end_seq[i] > c.seq[i] {
+            v.push((c.seq[i], c.end_seq[i], c.seq[i] < high));
+            high = high.max(c.end_seq[i]);
+        }
+    }
+    v
+}
+
+/// A bulk flow with `tso` whose first link loses every frame in [400 ms, 700 ms): a
+/// tail loss long enough for the RTO; the capture at the sender.
+fn outage(tso: bool) -> SimOutput {
+    let mut cfg = two_hosts(100_000_000, 10 * MS, 100_000, 2_000 * MS);
+    cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].tso = tso;
+    cfg.links[0].loss = LossConfig::Outage {
+        start_ns: 400 * MS,
+        end_ns: 700 * MS,
+    };
+    cfg.capture = Some(CaptureConfig {
+        flow: 0,
+        at: CaptureAt::Sender,
+        max_packets: 1_000_000,
+    });
+    run(cfg)
+}
+
+#[test]
+fn a_lost_skb_is_retransmitted_as_one_skb_up_to_the_cwnd_and_never_across_skbs() {
+    // Linux v6.12 tcp_xmit_retransmit_queue() -> __tcp_retransmit_skb(): a lost skb goes
+    // again whole, cut by tcp_fragment() at cur_mss * (cwnd - packets_in_flight). After
+    // the RTO, slow start from cwnd 1 gives quotas of 2, 3, ... segments: retransmitted
+    // skbs of several segments, each inside one skb as first sent. tso off: one segment each.
+    let off = sent_skbs(&outage(false));
+    assert!(off.iter().any(|s| s.2));
+    assert!(off.iter().all(|s| s.1 - s.0 <= MSS));
+    let on = sent_skbs(&outage(true));
+    let originals: Vec<(u64, u64)> = on.iter().filter(|s| !s.2).map(|s| (s.0, s.1)).collect();
+    let rtx: Vec<(u64, u64)> = on.iter().filter(|s| s.2).map(|s| (s.0, s.1)).collect();
+    assert!(rtx.iter().any(|r| r.1 - r.0 > MSS), "{rtx:?}");
+    for r in &rtx {
+        assert!(
+            originals.iter().any(|o| o.0 <= r.0 && r.1 <= o.1),
+            "retransmission {r:?} spans skbs"
+        );
+    }
+}
