@@ -120,3 +120,13 @@ def test_kernel_mode_follows_the_hosts_gro():
     # exactly the receiver's own device; every other device keeps tso/gso/gro off
     assert len(on) == 1 and "-receiver " in on[0], on
     assert all(c.endswith("tso off gso off gro off") for c in cmds if c not in on)
+
+
+def test_kernel_mode_follows_the_hosts_tso():
+    _, plan = plan_of("builtin:cubic-100mbit-20ms", ["hosts.sender.offload.tso=on"])
+    cmds = [c for c in texts(plan) if " ethtool -K " in c]
+    on = [c for c in cmds if "tso on gso on" in c]
+    # exactly the sender's own device; every other device keeps tso/gso/gro off
+    assert len(on) == 1 and "-sender " in on[0], on
+    assert on[0].endswith("tso on gso on gro off")
+    assert all(c.endswith("tso off gso off gro off") for c in cmds if c not in on)
