@@ -1,6 +1,6 @@
 """A host's ``offload: {gro: on|off}`` (``ethtool -K``): parsed, passed to the engine as the
 node's ``gro``, printed as ``ethtool -k`` text in the run directory, and followed by kernel
-mode's ``ethtool -K``. ``tso``/``gso`` are refused (not modelled yet); the default is off
+mode's ``ethtool -K``. ``tso`` reaches the engine; ``gso`` is refused (not modelled apart from TSO); the default is off
 (docs/kernel-pin.md, "GRO at the receiver")."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_gro_off_is_the_default():
     ("sets", "path", "expected"),
     [
         (["hosts.b.offload.gro=maybe"], "hosts.b.offload.gro", "on or off"),
-        (["hosts.b.offload.tso=on"], "hosts.b.offload.tso", "not modelled yet"),
+        (["hosts.b.offload.tso=perhaps"], "hosts.b.offload.tso", "on or off"),
         (["hosts.b.offload.gso=off"], "hosts.b.offload.gso", "not modelled yet"),
     ],
 )
@@ -66,7 +66,7 @@ def test_cli_error_is_one_line(tmp_path):
             "check",
             "builtin:rr",
             "--set",
-            "hosts.server.offload.tso=on",
+            "hosts.server.offload.gso=on",
         ],
         capture_output=True,
         text=True,
@@ -74,7 +74,7 @@ def test_cli_error_is_one_line(tmp_path):
     assert out.returncode != 0
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
-    assert "hosts.server.offload.tso" in lines[0] and "not modelled yet" in lines[0]
+    assert "hosts.server.offload.gso" in lines[0] and "not modelled yet" in lines[0]
 
 
 def test_ethtool_k_text_has_ethtools_format():
@@ -83,13 +83,27 @@ def test_ethtool_k_text_has_ethtools_format():
     text = format_ethtool_features(True)
     assert text.splitlines() == [
         "Features for eth0:",
-        "tcp-segmentation-offload: off [fixed]",
-        "\ttx-tcp-segmentation: off [fixed]",
+        "tcp-segmentation-offload: off",
+        "\ttx-tcp-segmentation: off",
         "\ttx-tcp6-segmentation: off [fixed]",
         "generic-segmentation-offload: off [fixed]",
         "generic-receive-offload: on",
     ]
     assert format_ethtool_features(False).endswith("generic-receive-offload: off\n")
+    assert "tcp-segmentation-offload: on\n\ttx-tcp-segmentation: on\n" in format_ethtool_features(False, tso=True)
+
+
+def test_tso_on_reaches_the_engine_and_ethtool_k():
+    # offload: {tso: on} (ethtool -K DEV tso on): the host's node in the engine config says
+    # tso, its ethtool -k text says on, and the run delivers its data (MSS frames beyond the
+    # first hop: the engine's host_tso tests).
+    nodes = _nodes(["hosts.a.offload.tso=on"])
+    assert nodes["a"]["tso"] is True and "tso" not in nodes["b"]
+    sc = tcplab.load_scenario(BASE, ["hosts.a.offload.tso=on"])
+    res = tcplab.run(sc)
+    files = res.stats_files()
+    assert "tcp-segmentation-offload: on" in files["ethtool-k-a.txt"]
+    assert "tcp-segmentation-offload: off" in files["ethtool-k-b.txt"]
 
 
 def test_run_directory_has_ethtool_k_per_host(tmp_path):
@@ -105,4 +119,14 @@ def test_kernel_mode_follows_the_hosts_gro():
     on = [c for c in cmds if c.endswith("gro on")]
     # exactly the receiver's own device; every other device keeps tso/gso/gro off
     assert len(on) == 1 and "-receiver " in on[0], on
+    assert all(c.endswith("tso off gso off gro off") for c in cmds if c not in on)
+
+
+def test_kernel_mode_follows_the_hosts_tso():
+    _, plan = plan_of("builtin:cubic-100mbit-20ms", ["hosts.sender.offload.tso=on"])
+    cmds = [c for c in texts(plan) if " ethtool -K " in c]
+    on = [c for c in cmds if "tso on gso on" in c]
+    # exactly the sender's own device; every other device keeps tso/gso/gro off
+    assert len(on) == 1 and "-sender " in on[0], on
+    assert on[0].endswith("tso on gso on gro off")
     assert all(c.endswith("tso off gso off gro off") for c in cmds if c not in on)

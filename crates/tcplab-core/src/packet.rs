@@ -47,7 +47,17 @@ pub mod flags {
     /// (`skb->sk`, see `LinkConfig::keeps_sk`): its TSQ completion is owed by the next
     /// device it leaves (the node's own), not by the veth.
     pub const SK_KEPT: u8 = 1 << 6;
+    /// The packet carries its skb's truesize overhead in its sender's `sk_wmem_alloc`
+    /// ([`SKB_TRUESIZE_OVERHEAD`](super::SKB_TRUESIZE_OVERHEAD)): every data skb of a socket
+    /// with `offload: {tso: on}`; when the skb is cut into frames only the last keeps it
+    /// (Linux v6.12 net/ipv4/tcp_offload.c: tcp_gso_segment() hands the skb's socket charge
+    /// to its segments, the last one taking what is left), so the charges add up.
+    pub const SKB_HEAD: u8 = 1 << 7;
 }
+
+/// Approximate `skb->truesize` overhead per skb (sk_buff + shared info + the linear head
+/// TCP allocates, `MAX_TCP_HEADER`), bytes, on top of the payload it holds in page frags.
+pub const SKB_TRUESIZE_OVERHEAD: u32 = 768;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Packet {
@@ -82,9 +92,15 @@ pub struct Packet {
     /// one per segment. Read only by the packet capture (`crate::capture`), which adds
     /// the socket's start; nothing in the model depends on it.
     pub ip_id: u16,
-    /// Segments merged into this packet by the receiving host's GRO (`host::gro`,
-    /// `skb_shinfo(skb)->gso_segs` of a GRO'd skb); 0 for a packet as it left its sender.
-    pub gro_segs: u16,
+    /// Segments this packet carries (`skb_shinfo(skb)->gso_segs`): set by the sending
+    /// socket for a TSO/GSO skb (`offload: {tso: on}`, segmented into MSS frames as it
+    /// leaves its first link, see `net::link`) or by the receiving host's GRO
+    /// (`host::gro`); 0 for a packet of one segment.
+    pub gso_segs: u16,
+    /// `skb_shinfo(skb)->gso_size` of a TSO/GSO skb from its sender: the payload of each
+    /// frame but the last; 0 for anything else (GRO's aggregates keep 0: nothing
+    /// segments them again in the model).
+    pub gso_size: u16,
 }
 
 impl Packet {
@@ -97,7 +113,59 @@ impl Packet {
     /// (include/net/tcp.h: tcp_segs_in()).
     #[inline]
     pub fn segs(&self) -> u32 {
-        (self.gro_segs as u32).max(1)
+        (self.gso_segs as u32).max(1)
+    }
+
+    /// A sender's TSO/GSO skb of more than one segment, still to be segmented.
+    #[inline]
+    pub fn is_gso(&self) -> bool {
+        self.gso_size != 0 && self.gso_segs > 1
+    }
+
+    /// The `k`-th frame of a TSO/GSO skb as the NIC (TSO) or `skb_segment()` (GSO) cuts it
+    /// (Linux v6.12 net/ipv4/tcp_offload.c: tcp_gso_segment()): `gso_size` bytes of
+    /// payload each, the last taking the rest; the same ACK fields, options and stamp; the
+    /// IP ID advanced by one per frame (`inet_gso_segment()`'s `id++`).
+    #[inline]
+    pub fn gso_frame(&self, k: u32) -> Packet {
+        let seq = self.seq + k as u64 * self.gso_size as u64;
+        let end_seq = (seq + self.gso_size as u64).min(self.end_seq);
+        let mut f = *self;
+        f.seq = seq;
+        f.end_seq = end_seq;
+        f.ip_bytes = Packet::ip_len((end_seq - seq) as u32, self.num_sacks);
+        f.ip_id = self.ip_id.wrapping_add(k as u16);
+        if k + 1 < self.gso_segs as u32 {
+            f.flags &= !flags::SKB_HEAD;
+        }
+        f.gso_segs = 0;
+        f.gso_size = 0;
+        f
+    }
+
+    /// Bytes a qdisc charges for this packet with `overhead` bytes of framing per frame:
+    /// Linux v6.12 net/core/dev.c: qdisc_pkt_len_init(): `skb->len + (gso_segs - 1) *
+    /// hdr_len`, the headers of every frame the skb becomes.
+    #[inline]
+    pub fn qdisc_len(&self, overhead: u32) -> u32 {
+        let one = self.ip_bytes + overhead;
+        if self.is_gso() {
+            one + (self.gso_segs as u32 - 1) * (Packet::ip_len(0, self.num_sacks) + overhead)
+        } else {
+            one
+        }
+    }
+
+    /// What this packet's TX completion gives back to its sender's `sk_wmem_alloc`: its
+    /// payload, plus the skb's overhead where it carries it (`flags::SKB_HEAD`).
+    #[inline]
+    pub fn wmem_charge(&self) -> u32 {
+        let head = if self.flags & flags::SKB_HEAD != 0 {
+            SKB_TRUESIZE_OVERHEAD
+        } else {
+            0
+        };
+        self.payload_bytes() + head
     }
 
     #[inline]

@@ -66,8 +66,9 @@ The model (ARCH11, "The model of a kernel run"):
   attributes (``initcwnd``, ``rto_min lock``) when they differ from Linux's defaults
   (TCP_INIT_CWND 10, TCP_RTO_MIN 200 ms); the MSS from the MTU (mss + 52: IPv4 20, TCP 20,
   timestamps 12). Nothing is set in the initial namespace.
-* Offloads: ``ethtool -K DEV tso off gso off gro off`` on every veth and TUN (``gro on`` on
-  a host's own devices when its scenario says ``offload: {gro: on}``), so every link
+* Offloads: ``ethtool -K DEV tso off gso off gro off`` on every veth and TUN (``gro on`` /
+  ``tso on gso on`` on a host's own devices when its scenario says ``offload: {gro: on}`` /
+  ``{tso: on}``), so every link
   carries MSS-sized frames as the simulator's do (TCP still builds GSO skbs: Linux v6.12
   net/core/sock.c: sk_setup_caps() forces NETIF_F_GSO for TCP; the device segments them in
   software after the host's qdisc, net/core/dev.c: validate_xmit_skb()).
@@ -456,7 +457,7 @@ KNOWN_LINK_KEYS = {
     "edt",
     "orphan",
 }
-KNOWN_NODE_KEYS = {"name", "kind", "hz", "cpu", "nic", "forwarding", "gro"}
+KNOWN_NODE_KEYS = {"name", "kind", "hz", "cpu", "nic", "forwarding", "gro", "tso"}
 KNOWN_FLOW_KEYS = {
     "name",
     "src",
@@ -832,9 +833,11 @@ class _Wiring:
     offload_cmds: list[list[str]] = field(default_factory=list)
     rps_cmds: list[list[str]] = field(default_factory=list)
 
-    def up(self, ns: str, dev: str, addr: str | None, gro: bool = False) -> None:
+    def up(self, ns: str, dev: str, addr: str | None, gro: bool = False, tso: bool = False) -> None:
         """Give ``dev`` its address, bring it up, and turn its offloads off (not ``lo``);
-        ``gro``: a host's device with the scenario's ``offload: {gro: on}``."""
+        ``gro``/``tso``: a host's device with the scenario's ``offload: {gro: on}`` /
+        ``{tso: on}`` (tso on turns gso on too: the engine's skbs are cut at the first link
+        either way)."""
         if addr:
             self.addr_cmds.append(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
         self.addr_cmds.append(["ip", "-n", ns, "link", "set", dev, "up"])
@@ -849,9 +852,9 @@ class _Wiring:
                     "-K",
                     dev,
                     "tso",
-                    "off",
+                    "on" if tso else "off",
                     "gso",
-                    "off",
+                    "on" if tso else "off",
                     "gro",
                     "on" if gro else "off",
                 ]
@@ -885,6 +888,7 @@ def _plan_links(
         dev_a, dev_b = graph.devices[2 * entry][1], graph.devices[2 * entry + 1][1]
         # a host's own device follows its ``offload: {gro}`` (the engine's ``gro`` key)
         gro_a, gro_b = (bool(config["nodes"][n].get("gro")) for n in (a, b))
+        tso_a, tso_b = (bool(config["nodes"][n].get("tso")) for n in (a, b))
         lossy = [
             (link.get("loss") or {}).get("kind") == "bernoulli" and float(link["loss"].get("p", 0)) > 0
             for link in (fwd, rev)
@@ -904,9 +908,9 @@ def _plan_links(
             wiring.link_cmds.append(_veth_add(ns_b, dev_b, "wb", w, mtu))
             wiring.veths.append(VethPair(ns_a, dev_a, a_addr + "/30", w, "wa", a_peer + "/30", mtu, entry))
             wiring.veths.append(VethPair(ns_b, dev_b, b_addr + "/30", w, "wb", b_peer + "/30", mtu, entry))
-            wiring.up(ns_a, dev_a, a_addr + "/30", gro_a)
+            wiring.up(ns_a, dev_a, a_addr + "/30", gro_a, tso_a)
             wiring.up(w, "wa", a_peer + "/30")
-            wiring.up(ns_b, dev_b, b_addr + "/30", gro_b)
+            wiring.up(ns_b, dev_b, b_addr + "/30", gro_b, tso_b)
             wiring.up(w, "wb", b_peer + "/30")
             wiring.up(w, "lo", None)
             wiring.hop_of[2 * entry] = (dev_a, a_peer)
@@ -920,8 +924,8 @@ def _plan_links(
         else:
             wiring.link_cmds.append(_veth_add(ns_a, dev_a, dev_b, ns_b, mtu))
             wiring.veths.append(VethPair(ns_a, dev_a, a_addr + "/30", ns_b, dev_b, a_peer + "/30", mtu, entry))
-            wiring.up(ns_a, dev_a, a_addr + "/30", gro_a)
-            wiring.up(ns_b, dev_b, a_peer + "/30", gro_b)
+            wiring.up(ns_a, dev_a, a_addr + "/30", gro_a, tso_a)
+            wiring.up(ns_b, dev_b, a_peer + "/30", gro_b, tso_b)
             wiring.hop_of[2 * entry] = (dev_a, a_peer)
             wiring.hop_of[2 * entry + 1] = (dev_b, a_addr)
     return wiring

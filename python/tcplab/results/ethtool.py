@@ -27,8 +27,9 @@ tcplab models::
     generic-segmentation-offload: off [fixed]
     generic-receive-offload: on
 
-TSO and GSO are ``off [fixed]``: tcplab sends MSS-sized segments (the sender's offloads are
-not modelled yet); GRO follows the scenario's ``offload: {gro: on|off}``.
+TSO follows the scenario's ``offload: {tso: on|off}`` (``tx-tcp6-segmentation`` stays ``off
+[fixed]``: no IPv6); GSO is ``off [fixed]`` (not modelled apart from TSO); GRO follows
+``offload: {gro: on|off}``.
 """
 
 from __future__ import annotations
@@ -58,12 +59,13 @@ def format_ethtool_stats(counters: Mapping[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_ethtool_features(gro: bool, dev: str = NIC_DEVICE) -> str:
+def format_ethtool_features(gro: bool, dev: str = NIC_DEVICE, tso: bool = False) -> str:
     """``ethtool -k DEV`` text for a host's offloads (module doc)."""
+    t = "on" if tso else "off"
     return (
         f"Features for {dev}:\n"
-        "tcp-segmentation-offload: off [fixed]\n"
-        "\ttx-tcp-segmentation: off [fixed]\n"
+        f"tcp-segmentation-offload: {t}\n"
+        f"\ttx-tcp-segmentation: {t}\n"
         "\ttx-tcp6-segmentation: off [fixed]\n"
         "generic-segmentation-offload: off [fixed]\n"
         f"generic-receive-offload: {'on' if gro else 'off'}\n"

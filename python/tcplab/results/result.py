@@ -688,7 +688,7 @@ class Result:
     def ethtool_features_texts(self) -> dict[str, str]:
         """``{host: ethtool -k text}`` for every host: its offloads (engine ``gro`` key)."""
         return {
-            n["name"]: format_ethtool_features(bool(n.get("gro")))
+            n["name"]: format_ethtool_features(bool(n.get("gro")), tso=bool(n.get("tso")))
             for n in self.config["nodes"]
             if n.get("kind") == "host"
         }

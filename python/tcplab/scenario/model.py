@@ -141,7 +141,7 @@ class Scenario(_Model):
         return self.sysctl_of(name).tcp_congestion_control
 
     def _node_to_core(self, name: str) -> dict[str, Any]:
-        """A node's engine form; ``forwarding``, ``cpu``, ``nic`` and ``gro`` only when set, so the
+        """A node's engine form; ``forwarding``, ``cpu``, ``nic``, ``gro`` and ``tso`` only when set, so the
         engine JSON of scenarios without them is what it always was."""
         if name in self.routers:
             return {"name": name, "kind": "router", "hz": Host().hz}
@@ -156,6 +156,8 @@ class Scenario(_Model):
             node["nic"] = host.nic_to_core()
         if host.offload.gro:
             node["gro"] = True  # a pod's veth takes its node's offloads
+        if host.offload.tso:
+            node["tso"] = True
         return node
 
     def _topology(self) -> _Topology:

@@ -1,4 +1,4 @@
-"""A host's segmentation offloads: ``hosts.NAME.offload: {gro: on}`` (``ethtool -K DEV gro on``).
+"""A host's segmentation offloads: ``hosts.NAME.offload: {tso: on, gro: on}`` (``ethtool -K DEV ...``).
 
 ``gro`` is generic receive offload (ethtool's ``generic-receive-offload``, ``rx-gro``): TCP
 segments of one flow that arrive within one NAPI poll are merged into one packet of up to
@@ -6,8 +6,15 @@ segments of one flow that arrive within one NAPI poll are merged into one packet
 ``host::gro``). Linux's default is on; tcplab's is **off** for now, because the sender's
 half (TSO/GSO: ``tso``, ``gso``, ethtool's ``tcp-segmentation-offload`` and
 ``generic-segmentation-offload``) is not modelled yet and GRO alone would move every
-existing result without it. ``tso`` and ``gso`` are refused until they are modelled: tcplab
-sends MSS-sized segments, as a host with ``ethtool -K DEV tso off gso off`` does.
+existing result without it.
+
+``tso`` is TCP segmentation offload (``tcp-segmentation-offload``): the host's TCP sends skbs
+of several segments (``tcp_tso_autosize()``), its first qdisc takes each as one unit and the
+link puts MSS frames on the wire back to back (the engine's ``tcp::output``, ``net::link``).
+**Off** by default while the sender's skb model is built (docs/tso-progress.md); off, tcplab
+sends MSS-sized segments, as a host with ``ethtool -K DEV tso off gso off`` does. ``gso`` is
+refused as not modelled separately yet (with ``tso: on`` the wire and qdiscs see the same
+thing either way: GSO segments before the driver, TSO in the NIC).
 
 A pod's veth takes its node's setting.
 """
@@ -22,7 +29,7 @@ from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
 
 #: Offloads named in ethtool's ``-k`` text, in the order ``ethtool -k`` prints them.
-NOT_MODELLED = ("tso", "gso")
+NOT_MODELLED = ("gso",)
 
 
 def parse_on_off(value: Any) -> bool:
@@ -35,11 +42,12 @@ def parse_on_off(value: Any) -> bool:
 
 
 class Offload(_Model):
-    """``offload: {gro: on|off}``; see the module docstring."""
+    """``offload: {tso: on|off, gro: on|off}``; see the module docstring."""
 
+    tso: bool = False
     gro: bool = False
 
-    @field_validator("gro", mode="before")
+    @field_validator("tso", "gro", mode="before")
     @classmethod
     def _on_off(cls, v: Any) -> bool:
         return parse_on_off(v)
@@ -53,7 +61,7 @@ class Offload(_Model):
                     raise UnitError(
                         f"{show_value(value[name])}: {name} is not modelled yet "
                         f"(tcplab sends MSS-sized segments, as with {name} off)",
-                        "gro only",
+                        "tso or gro",
                         value[name],
                         subpath=(name,),
                     )

@@ -92,6 +92,12 @@ pub struct NodeConfig {
     /// packets addressed to the host. Off by default until the sender's TSO is modelled.
     #[serde(default)]
     pub gro: bool,
+    /// TSO/GSO at the host's sockets (`ethtool -K DEV tso on gso on`): TCP sends skbs of
+    /// several segments, which the qdisc on the host's first link takes as one unit and
+    /// the link puts on the wire as MSS frames back to back (`net::link`). Off by default
+    /// until the rest of the sender's skb model is in (docs/tso-progress.md).
+    #[serde(default)]
+    pub tso: bool,
 }
 
 /// Periodic time slices: the host runs for `share` of every `period_ns`, starting
@@ -178,6 +184,7 @@ impl NodeConfig {
             cpu: None,
             nic: None,
             gro: false,
+            tso: false,
         }
     }
 }

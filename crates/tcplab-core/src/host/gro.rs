@@ -124,7 +124,7 @@ impl Gro {
                 // skb_gro_receive(): append; tcp_flag_word(th2) |= flags & FIN.
                 h.pkt.end_seq = pkt.end_seq;
                 h.pkt.ip_bytes += len;
-                h.pkt.gro_segs += 1;
+                h.pkt.gso_segs += 1;
                 h.pkt.flags |= pkt.flags & flags::FIN;
                 // out_check_final: a short or FIN segment ends the aggregate.
                 if len < h.mss || pkt.has(flags::FIN) {
@@ -144,7 +144,7 @@ impl Gro {
             out.first = Some(self.held.remove(0).pkt);
         }
         let mut pkt = pkt;
-        pkt.gro_segs = 1;
+        pkt.gso_segs = 1;
         self.held.push(Held {
             pkt,
             mss: len,
@@ -204,7 +204,7 @@ mod tests {
         }
         g.flush(true, 0, &mut out);
         // 52 + 45 * 1448 = 65212 < 65536 <= 65212 + 1448: 45 segments, then 5.
-        let segs: Vec<u16> = out.iter().map(|p| p.gro_segs).collect();
+        let segs: Vec<u16> = out.iter().map(|p| p.gso_segs).collect();
         assert_eq!(segs, vec![45, 5]);
         assert!(out.iter().all(|p| p.ip_bytes < GRO_MAX_SIZE));
         assert_eq!((out[0].seq, out[0].end_seq), (0, 45 * MSS));
@@ -217,7 +217,7 @@ mod tests {
         assert!(g.receive(seg(1, 0), 0).first.is_none());
         // A gap in sequence: the aggregate goes first, the segment starts a new one.
         let r = g.receive(seg(1, 2), 0);
-        assert_eq!(r.first.map(|p| (p.seq, p.gro_segs)), Some((0, 1)));
+        assert_eq!(r.first.map(|p| (p.seq, p.gso_segs)), Some((0, 1)));
         assert!(r.then.is_none());
         // Another ACK number (a retransmission sent later would also change TSval).
         let mut s = seg(1, 3);
@@ -250,7 +250,7 @@ mod tests {
         let r = g.receive(short, 0);
         assert!(r.first.is_none());
         assert_eq!(
-            r.then.map(|p| (p.dst_ep, p.gro_segs, p.end_seq)),
+            r.then.map(|p| (p.dst_ep, p.gso_segs, p.end_seq)),
             Some((2, 2, MSS + 100))
         );
         // Flow 1's aggregate is untouched.
@@ -258,7 +258,7 @@ mod tests {
         g.flush(true, 0, &mut out);
         assert_eq!(
             out.iter()
-                .map(|p| (p.dst_ep, p.gro_segs))
+                .map(|p| (p.dst_ep, p.gso_segs))
                 .collect::<Vec<_>>(),
             vec![(1, 2)]
         );
@@ -275,7 +275,7 @@ mod tests {
         next.seq = 100;
         next.end_seq = 100 + MSS;
         let r = g.receive(next, 0);
-        assert_eq!(r.first.map(|p| p.gro_segs), Some(1));
+        assert_eq!(r.first.map(|p| p.gso_segs), Some(1));
         // A retransmission of a hole behind the aggregate: not contiguous, flushes.
         g.receive(seg(1, 5), 0);
         let r = g.receive(seg(1, 3), 0);

@@ -62,6 +62,8 @@ pub struct TxCompletion {
     pub ep: u32,
     pub seq: u64,
     pub payload_bytes: u32,
+    /// What the sender's `sk_wmem_alloc` gets back (`Packet::wmem_charge`).
+    pub wmem_bytes: u32,
 }
 
 #[derive(Debug)]
@@ -172,7 +174,7 @@ impl Link {
         if self.fifo_only {
             // The fast path of every link without issue 8's components: a FIFO, no EDT
             // shaper, no namespace crossing (kept apart so it stays small and inlined).
-            let len = pkt.ip_bytes + self.overhead_bytes;
+            let len = pkt.qdisc_len(self.overhead_bytes);
             return self.enqueue_fifo(pkt, len, now_ns, id, ev);
         }
         self.enqueue_components(pkt, now_ns, id, ev)
@@ -268,7 +270,7 @@ impl Link {
         let start = now_ns.max(self.busy_until_ns);
         if !q.offer(now_ns, start, len) {
             if pkt.is_data() {
-                self.acct.data_dropped_queue += 1;
+                self.acct.data_dropped_queue += pkt.segs() as u64;
             }
             if self.freed_on_refusal(&pkt) {
                 self.owe_completion(&pkt, now_ns, id, ev); // freed: TSQ budget back
@@ -277,10 +279,46 @@ impl Link {
         }
         // Saturating: a slow link with a long queue may finish beyond the engine's clock
         // range; such a packet simply never arrives within the run.
+        if pkt.is_gso() {
+            self.busy_until_ns = self.put_on_wire_gso(pkt, start, id, ev);
+            return true;
+        }
         let finish = time_add(start, self.tx_time(len));
         self.busy_until_ns = finish;
         self.put_on_wire(pkt, finish, id, ev);
         true
+    }
+
+    /// A sender's TSO/GSO skb starts serialization at `start`: the NIC (TSO) or the stack
+    /// before the driver (GSO, Linux v6.12 net/core/dev.c: validate_xmit_skb() ->
+    /// skb_gso_segment()) cuts it into MSS frames, which leave back to back at the link's
+    /// rate; returns when the last one is done. The skb's TX completion (TSQ, `tcp_wfree()`
+    /// once the driver frees it) comes after its last frame, for all its bytes. Beyond
+    /// this hop every frame is a packet of its own.
+    #[cold]
+    #[inline(never)]
+    fn put_on_wire_gso(&mut self, pkt: Packet, start: u64, id: u32, ev: &mut EventQueue) -> u64 {
+        let owes = self.owes_tsq(&pkt);
+        let mut finish = start;
+        for k in 0..pkt.gso_segs as u32 {
+            let mut frame = pkt.gso_frame(k);
+            if owes {
+                frame.flags &= !(flags::TSQ | flags::SK_KEPT);
+            }
+            finish = time_add(finish, self.tx_time(frame.ip_bytes + self.overhead_bytes));
+            self.put_on_wire(frame, finish, id, ev);
+        }
+        if owes {
+            let c = TxCompletion {
+                done_ns: finish,
+                ep: pkt.dst_ep ^ 1,
+                seq: pkt.seq,
+                payload_bytes: pkt.payload_bytes(),
+                wmem_bytes: pkt.wmem_charge(),
+            };
+            self.add_completion(c, id, ev);
+        }
+        finish
     }
 
     #[inline]
@@ -291,7 +329,7 @@ impl Link {
         id: u32,
         ev: &mut EventQueue,
     ) -> bool {
-        let len = pkt.ip_bytes + self.overhead_bytes;
+        let len = pkt.qdisc_len(self.overhead_bytes);
         if let Some(sh) = &mut self.shaper {
             // Cilium's EDT program at the device's tc egress, before the qdisc.
             if !sh.apply(&mut pkt, len, now_ns) {
@@ -303,14 +341,14 @@ impl Link {
         match &mut self.qdisc {
             Qdisc::Fifo(_) => self.enqueue_fifo(pkt, len, now_ns, id, ev),
             Qdisc::Timed(q) => {
-                let is_data = pkt.is_data();
+                let data_segs = if pkt.is_data() { pkt.segs() as u64 } else { 0 };
                 // A packet whose socket was kept across a veth: if the qdisc refuses it, the
                 // skb is freed here and its socket's TSQ budget comes back (tcp_wfree()); a
                 // local sender instead hears NET_XMIT_DROP through the return value.
                 let kept = freed_on_refusal.then_some(pkt);
                 let ok = q.enqueue(pkt, len, now_ns, &mut self.drop_buf);
-                if !ok && is_data {
-                    self.acct.data_dropped_queue += 1;
+                if !ok {
+                    self.acct.data_dropped_queue += data_segs;
                 }
                 if let (false, Some(p)) = (ok, kept) {
                     self.owe_completion(&p, now_ns, id, ev);
@@ -392,6 +430,12 @@ impl Link {
         self.flush_drops(now_ns, id, ev);
         match d {
             Dequeue::Packet(pkt, len) => {
+                if pkt.is_gso() {
+                    let finish = self.put_on_wire_gso(pkt, now_ns, id, ev);
+                    self.busy_until_ns = finish;
+                    self.schedule_dequeue(finish, id, ev);
+                    return;
+                }
                 let finish = time_add(now_ns, self.tx_time(len));
                 self.busy_until_ns = finish;
                 self.schedule_dequeue(finish, id, ev);
@@ -415,7 +459,7 @@ impl Link {
     #[cold]
     fn drop_in_qdisc(&mut self, pkt: &Packet, now_ns: u64, id: u32, ev: &mut EventQueue) {
         if pkt.is_data() {
-            self.acct.data_dropped_queue += 1;
+            self.acct.data_dropped_queue += pkt.segs() as u64;
         }
         self.owe_completion(pkt, now_ns, id, ev);
     }
@@ -442,6 +486,7 @@ impl Link {
                 ep: pkt.dst_ep ^ 1,
                 seq: pkt.seq,
                 payload_bytes: pkt.payload_bytes(),
+                wmem_bytes: pkt.wmem_charge(),
             };
             self.add_completion(c, id, ev);
         }
@@ -497,6 +542,7 @@ impl Link {
                 ep: pkt.dst_ep ^ 1,
                 seq: pkt.seq,
                 payload_bytes: pkt.payload_bytes(),
+                wmem_bytes: pkt.wmem_charge(),
             };
             self.add_completion(c, id, ev);
             if pkt.flags & flags::SK_KEPT != 0 {
@@ -601,7 +647,7 @@ impl Link {
     pub fn data_packets_held(&self) -> u64 {
         let mut n = self.pipe.iter().filter(|(_, p)| p.is_data()).count() as u64;
         if let Qdisc::Timed(q) = &self.qdisc {
-            q.for_each_packet(&mut |p| n += p.is_data() as u64);
+            q.for_each_packet(&mut |p| n += if p.is_data() { p.segs() as u64 } else { 0 });
         }
         n
     }

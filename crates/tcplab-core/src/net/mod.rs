@@ -68,7 +68,7 @@ impl Network {
     ) -> bool {
         self.host_packets += 1;
         if pkt.is_data() {
-            self.data.sent += 1;
+            self.data.sent += pkt.segs() as u64;
         }
         self.forward(node, pkt, now_ns, ev)
     }

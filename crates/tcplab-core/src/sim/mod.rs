@@ -414,6 +414,9 @@ impl Simulator {
             let hz = |node: u32| cfg.nodes[node as usize].hz;
             let (mut c, mut s) =
                 TcpSocket::pair(f, i as u32, cfg.seed, BOOT_NS, end_ns, hz(f.src), hz(f.dst));
+            // offload: {tso}: each socket sends skbs as its own host says.
+            c.set_tso(cfg.nodes[f.src as usize].tso);
+            s.set_tso(cfg.nodes[f.dst as usize].tso);
             // SK_PACING_FQ: fq on the socket's own egress takes pacing over from TCP.
             let (src_fq, dst_fq) = (
                 fq_paces(&cfg, &net.routes, f.src, f.dst),
@@ -669,7 +672,12 @@ impl Simulator {
                         net: &mut self.net,
                         ev: &mut self.ev,
                     };
-                    self.socks[ep as usize].on_tx_complete(&mut ctx, c.seq, c.payload_bytes);
+                    self.socks[ep as usize].on_tx_complete(
+                        &mut ctx,
+                        c.seq,
+                        c.payload_bytes,
+                        c.wmem_bytes,
+                    );
                     self.after_sock(ep);
                 }
             }

@@ -24,8 +24,52 @@ use crate::tcp::sock::{CaEvent, CaState, PacingStatus};
 use crate::tcp::socket::{ConnState, Ctx, TcpSocket, XmitTimer};
 use crate::time::{NEVER, NSEC_PER_SEC};
 
-/// Approximate `skb->truesize` overhead per skb (sk_buff + shared info), bytes.
-const SKB_TRUESIZE_OVERHEAD: u64 = 768;
+use crate::packet::SKB_TRUESIZE_OVERHEAD;
+
+/// `GSO_MAX_SEGS` (include/linux/netdevice.h): the default `sk_gso_max_segs` of a device
+/// that sets no lower `gso_max_segs` (veth, virtio, most NICs).
+pub const GSO_MAX_SEGS: u32 = 65535;
+
+/// What `tcp_tso_autosize()` reads from the socket.
+#[derive(Clone, Copy, Debug)]
+pub struct TsoInputs {
+    /// `sk->sk_pacing_rate`, bytes per second.
+    pub pacing_rate: u64,
+    /// `sk->sk_pacing_shift` (10 by default: ~1 ms of data).
+    pub pacing_shift: u32,
+    /// `tcp_min_rtt()`, us (`~0U` before the first sample).
+    pub min_rtt_us: u32,
+    /// `net.ipv4.tcp_tso_rtt_log` (9 by default: 512 us).
+    pub tso_rtt_log: u32,
+    /// `sk->sk_gso_max_size`, bytes.
+    pub gso_max_size: u32,
+    /// `mss_now`, bytes.
+    pub mss: u32,
+}
+
+/// Linux v6.12 net/ipv4/tcp_output.c: tcp_tso_autosize(). Segments of one skb: the bytes
+/// the pacing rate sends in `2^-sk_pacing_shift` s, plus (v5.19+, "tcp: autosize TSO with
+/// min_rtt", `tcp_tso_rtt_log`) `gso_max_size >> (min_rtt_us >> tso_rtt_log)` so that a
+/// flow on a short path sends large skbs whatever its rate; at most `gso_max_size`, at
+/// least `min_tso_segs` segments.
+pub fn tso_autosize(i: TsoInputs, min_tso_segs: u32) -> u32 {
+    let mut bytes = i.pacing_rate >> i.pacing_shift;
+    let r = i.min_rtt_us >> i.tso_rtt_log;
+    // r < BITS_PER_TYPE(sk->sk_gso_max_size) (an unsigned int: 32).
+    if r < 32 {
+        bytes += (i.gso_max_size >> r) as u64;
+    }
+    bytes = bytes.min(i.gso_max_size as u64);
+    ((bytes / i.mss as u64) as u32).max(min_tso_segs)
+}
+
+/// Linux v6.12 net/ipv4/tcp_output.c: tcp_tso_segs(): `tcp_tso_autosize()` with the
+/// congestion control's `min_tso_segs()` (BBR: `bbr_min_tso_segs()`) or
+/// `sysctl_tcp_min_tso_segs`, capped at `sk_gso_max_segs`.
+pub fn tso_segs(i: TsoInputs, min_tso_segs: u32, gso_max_segs: u32) -> u32 {
+    // tcplab: at least one segment (min_tso_segs is >= 1 by its sysctl range; BBR's is 1 or 2).
+    tso_autosize(i, min_tso_segs).min(gso_max_segs).max(1)
+}
 
 impl TcpSocket {
     /// `tcp_needs_internal_pacing()`.
@@ -48,23 +92,24 @@ impl TcpSocket {
         true
     }
 
-    /// `tcp_tso_autosize()` + `tcp_tso_segs()`: segments per burst.
+    /// `tcp_tso_segs()`: segments per burst (per skb with `offload: {tso: on}`).
     fn tso_segs(&self) -> u32 {
-        let mss = self.tp.mss_cache as u64;
         let min_tso = self
             .cc
             .min_tso_segs(&self.tp)
             .unwrap_or(self.cfg.tcp_min_tso_segs);
-        let gso_max = self.tp.sk_gso_max_size as u64;
-        let mut bytes = self.tp.sk_pacing_rate >> self.tp.sk_pacing_shift;
-        let r = self.tp.min_rtt_us() >> self.cfg.tcp_tso_rtt_log;
-        if r < 32 {
-            bytes += gso_max >> r;
-        }
-        bytes = bytes.min(gso_max);
-        let segs = ((bytes / mss) as u32).max(min_tso);
-        // sk_gso_max_segs (GSO_MAX_SEGS = 65535) does not bind at these sizes.
-        segs.max(1)
+        tso_segs(
+            TsoInputs {
+                pacing_rate: self.tp.sk_pacing_rate,
+                pacing_shift: self.tp.sk_pacing_shift,
+                min_rtt_us: self.tp.min_rtt_us(),
+                tso_rtt_log: self.cfg.tcp_tso_rtt_log,
+                gso_max_size: self.tp.sk_gso_max_size,
+                mss: self.tp.mss_cache,
+            },
+            min_tso,
+            GSO_MAX_SEGS,
+        )
     }
 
     /// `tcp_cwnd_test()`: how many segments the cwnd allows in one skb.
@@ -82,15 +127,21 @@ impl TcpSocket {
 
     /// `tcp_small_queue_check()`: true if TSQ throttles this socket.
     fn small_queue_check(&mut self, burst_bytes: u64, factor: u32) -> bool {
-        let truesize = burst_bytes + SKB_TRUESIZE_OVERHEAD;
+        let truesize = burst_bytes + SKB_TRUESIZE_OVERHEAD as u64;
         let mut limit = (2 * truesize).max(self.tp.sk_pacing_rate >> self.tp.sk_pacing_shift);
         if self.tp.sk_pacing_status == PacingStatus::None {
             limit = limit.min(self.cfg.tcp_limit_output_bytes);
         }
         limit <<= factor;
         if self.wmem_alloc_bytes > limit {
-            // Always send skb if rtx queue is empty or has one skb (here: one burst).
-            if self.rtx.len() as u32 <= self.tso_segs() {
+            // Always send skb if rtx queue is empty or has one skb
+            // (tcp_rtx_queue_empty_or_single_skb(); tso off: one burst's segments).
+            let single = if self.tso {
+                self.rtx.empty_or_single_skb()
+            } else {
+                self.rtx.len() as u32 <= self.tso_segs()
+            };
+            if single {
                 return false;
             }
             self.tsq_throttled = true;
@@ -216,8 +267,6 @@ impl TcpSocket {
         edt_ns: u64,
         gso_tail: bool,
     ) -> bool {
-        // __tcp_transmit_skb: delivery-rate state is recorded after a successful send,
-        // before packets_out counts the skb (so the first skb of a flight resets it).
         let f = if gso_tail {
             crate::packet::flags::GSO_TAIL
         } else {
@@ -227,6 +276,42 @@ impl TcpSocket {
             self.enter_cwr();
             return false;
         }
+        let id = self.rtx.end_id();
+        self.new_segment_sent(ctx, seq, end_seq, edt_ns);
+        if self.tso {
+            self.rtx.mark_skb_head(id);
+        }
+        true
+    }
+
+    /// Send new data `[seq, end_seq)` as one TSO/GSO skb of `segs` segments of `mss`
+    /// (`offload: {tso: on}`); returns false on a local drop (the whole skb: the qdisc
+    /// takes or refuses it as one unit). Each segment then joins the retransmit queue as
+    /// an entry of its own: every
+    /// segment of an skb is sent at the same instant, so the per-segment delivery-rate
+    /// state equals the skb's (`tcp_rate_skb_sent()` resets only when nothing is out).
+    fn send_new_skb(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, edt_ns: u64) -> bool {
+        let mss = self.tp.mss_cache as u64;
+        let segs = (end_seq - seq).div_ceil(mss) as u32;
+        if !self.transmit_skb(ctx, seq, end_seq, 0, mss as u32, segs) {
+            self.enter_cwr();
+            return false;
+        }
+        let head_id = self.rtx.end_id();
+        let mut s = seq;
+        while s < end_seq {
+            let e = (s + mss).min(end_seq);
+            self.new_segment_sent(ctx, s, e, edt_ns);
+            s = e;
+        }
+        self.rtx.mark_skb_head(head_id);
+        true
+    }
+
+    /// What follows a successful transmission of new data `[seq, end_seq)` (one segment).
+    fn new_segment_sent(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, edt_ns: u64) {
+        // __tcp_transmit_skb: delivery-rate state is recorded after a successful send,
+        // before packets_out counts the skb (so the first skb of a flight resets it).
         let tx = rate_skb_sent(&mut self.tp, edt_ns / 1000);
         self.event_data_sent();
         self.tp.data_segs_out += 1;
@@ -240,7 +325,6 @@ impl TcpSocket {
         if prior_packets == 0 || self.xmit_timer == XmitTimer::LossProbe {
             self.rearm_rto(ctx.now_ns);
         }
-        true
     }
 
     /// `tcp_push_pending_frames()` -> `tcp_write_xmit(sk, mss, nonagle, push_one = 0)`.
@@ -289,7 +373,25 @@ impl TcpSocket {
             self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
             let edt = self.tp.tcp_wstamp_ns;
             let mut sent_bytes = 0u64;
-            for k in 0..burst_segs {
+            if self.tso {
+                // One skb (tcp_write_xmit() -> tso_fragment() at tcp_mss_split_point()): as
+                // many whole segments as cwnd quota, tso_segs and the peer's window allow.
+                let wnd_end = self.tp.snd_una + self.tp.snd_wnd as u64;
+                let seq = self.tp.snd_nxt;
+                let mut end = seq;
+                for _ in 0..burst_segs {
+                    let e = (end + mss).min(self.tp.write_seq);
+                    if e <= end || e > wnd_end {
+                        break;
+                    }
+                    end = e;
+                }
+                if end > seq && self.send_new_skb(ctx, seq, end, edt) {
+                    sent_bytes = end - seq;
+                    sent_pkts += (end - seq).div_ceil(mss) as u32;
+                }
+            }
+            for k in 0..if self.tso { 0 } else { burst_segs } {
                 let seq = self.tp.snd_nxt;
                 let end = (seq + mss).min(self.tp.write_seq);
                 if end <= seq || end > self.tp.snd_una + self.tp.snd_wnd as u64 {
@@ -448,10 +550,18 @@ impl TcpSocket {
     }
 
     fn retransmit_skb_inner(&mut self, ctx: &mut Ctx, id: u64, mark_retrans: bool) -> bool {
-        let (seq, end_seq, in_host) = {
+        self.retransmit_range(ctx, id, 1, mark_retrans)
+    }
+
+    /// Retransmit the `n` consecutive entries from `id` as one skb (`n > 1` only with
+    /// `offload: {tso: on}`: a lost TSO skb, or the part of it the cwnd allows, which
+    /// `__tcp_retransmit_skb()` cuts off with `tcp_fragment()` at `cur_mss * segs`).
+    fn retransmit_range(&mut self, ctx: &mut Ctx, id: u64, n: u64, mark_retrans: bool) -> bool {
+        let (seq, in_host) = {
             let s = self.rtx.get(id);
-            (s.seq, s.end_seq, s.in_host_queue)
+            (s.seq, s.in_host_queue)
         };
+        let end_seq = self.rtx.get(id + n - 1).end_seq;
         if in_host > 0 {
             // skb_still_in_host_queue(): the original has not even left the host.
             self.tp.inc(Mib::TCPSpuriousRtxHostQueues);
@@ -460,28 +570,47 @@ impl TcpSocket {
         let prior_wstamp = self.tp.tcp_wstamp_ns;
         self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
         let edt = self.tp.tcp_wstamp_ns;
-        let ok = self.transmit(ctx, seq, end_seq, crate::packet::flags::RETRANS);
+        let mss = self.tp.mss_cache;
+        let ok = self.transmit_skb(
+            ctx,
+            seq,
+            end_seq,
+            crate::packet::flags::RETRANS,
+            mss,
+            n as u32,
+        );
         if !ok {
             self.tp.tcp_wstamp_ns = prior_wstamp;
             self.enter_cwr();
         } else {
-            self.tp.inc(Mib::TcpRetransSegs);
-            self.tp.total_retrans += 1;
-            self.tp.bytes_retrans += end_seq - seq;
-            self.tp.bytes_sent += end_seq - seq;
-            self.event_data_sent();
-            self.tp.data_segs_out += 1;
-            let tx = rate_skb_sent(&mut self.tp, edt / 1000);
-            let s = self.rtx.get_mut(id);
-            s.skb_mstamp_ns = edt;
-            s.tx = tx;
-            s.in_host_queue += 1;
-            s.sacked |= TCPCB_EVER_RETRANS;
-            self.rtx.ts_move_tail(id);
+            for k in 0..n {
+                let (s_seq, s_end) = {
+                    let s = self.rtx.get(id + k);
+                    (s.seq, s.end_seq)
+                };
+                self.tp.inc(Mib::TcpRetransSegs);
+                self.tp.total_retrans += 1;
+                self.tp.bytes_retrans += s_end - s_seq;
+                self.tp.bytes_sent += s_end - s_seq;
+                if k == 0 {
+                    // tcp_event_data_sent(): once per skb.
+                    self.event_data_sent();
+                }
+                self.tp.data_segs_out += 1;
+                let tx = rate_skb_sent(&mut self.tp, edt / 1000);
+                let s = self.rtx.get_mut(id + k);
+                s.skb_mstamp_ns = edt;
+                s.tx = tx;
+                s.in_host_queue += 1;
+                s.sacked |= TCPCB_EVER_RETRANS;
+                self.rtx.ts_move_tail(id + k);
+            }
             self.update_after_send(end_seq - seq, prior_wstamp);
             if mark_retrans {
-                self.rtx.get_mut(id).sacked |= TCPCB_RETRANS;
-                self.tp.retrans_out += 1;
+                for k in 0..n {
+                    self.rtx.get_mut(id + k).sacked |= TCPCB_RETRANS;
+                    self.tp.retrans_out += 1;
+                }
             }
         }
         if mark_retrans {
@@ -492,9 +621,30 @@ impl TcpSocket {
             if self.undo_retrans < 0 {
                 self.undo_retrans = 0;
             }
-            self.undo_retrans += 1;
+            self.undo_retrans += n as i32;
         }
         ok
+    }
+
+    /// With `offload: {tso: on}`: how many entries from `id` (lost, neither SACKed nor
+    /// retransmitted, none still in the host) one retransmitted skb takes: the rest of the
+    /// skb `id` belongs to, at most `quota` segments (`__tcp_retransmit_skb()`: `segs =
+    /// cwnd - packets_in_flight`, `tcp_fragment()` beyond `cur_mss * segs`). SACK and loss
+    /// marking split skbs at these state changes in Linux (`tcp_match_skb_to_sack()`,
+    /// `tcp_fragment()`), so a run of entries in one state within one sent skb is one skb.
+    fn retransmit_run(&self, id: u64, quota: u64) -> u64 {
+        let mut n = 1;
+        while n < quota && id + n < self.rtx.end_id() {
+            let s = self.rtx.get(id + n);
+            if s.skb_head
+                || s.in_host_queue > 0
+                || s.sacked & (TCPCB_LOST | TCPCB_SACKED_ACKED | TCPCB_SACKED_RETRANS) != TCPCB_LOST
+            {
+                break;
+            }
+            n += 1;
+        }
+        n
     }
 
     /// `tcp_xmit_retransmit_queue()`: retransmit skbs marked lost, cwnd permitting.
@@ -531,11 +681,16 @@ impl TcpSocket {
                 id += 1;
                 continue;
             }
-            let len = self.rtx.get(id).len() as u64;
+            let n = if self.tso {
+                self.retransmit_run(id, segs as u64)
+            } else {
+                1
+            };
+            let len = self.rtx.get(id + n - 1).end_seq - self.rtx.get(id).seq;
             if self.small_queue_check(len, 1) {
                 break;
             }
-            if !self.retransmit_skb(ctx, id) {
+            if !self.retransmit_range(ctx, id, n, true) {
                 break;
             }
             let m = if self.tp.ca_state != CaState::Loss {
@@ -543,14 +698,16 @@ impl TcpSocket {
             } else {
                 Mib::TCPSlowStartRetrans
             };
-            self.tp.inc(m);
+            for _ in 0..n {
+                self.tp.inc(m);
+            }
             if self.tp.in_cwnd_reduction() {
-                self.prr_out += 1;
+                self.prr_out += n as u32;
             }
             if id == rtx_head && self.xmit_timer != XmitTimer::ReoTimeout {
                 rearm_timer = true;
             }
-            id += 1;
+            id += n;
         }
         if rearm_timer {
             let rto = self.tp.icsk_rto;
@@ -697,5 +854,75 @@ mod tests {
         c.tp.set_now(10_000 * 1_000_000);
         c.slow_start_after_idle_check();
         assert_eq!(c.tp.snd_cwnd, 100);
+    }
+
+    /// Linux v6.12 tcp_tso_autosize(): `bytes = (rate >> 10) + (gso_max >> (min_rtt_us >> 9))`
+    /// (the second term only while the shift is below 32), capped at `gso_max`, divided by
+    /// the MSS, at least `min_tso_segs`. The table's values are worked from that formula.
+    #[test]
+    fn tso_autosize_follows_the_formula_over_rates_and_min_rtt() {
+        use super::{tso_autosize, tso_segs, TsoInputs};
+        let at = |rate_bps: u64, min_rtt_us: u32, gso_max: u32| TsoInputs {
+            pacing_rate: rate_bps / 8,
+            pacing_shift: 10,
+            min_rtt_us,
+            tso_rtt_log: 9,
+            gso_max_size: gso_max,
+            mss: 1448,
+        };
+        // (rate bit/s, min_rtt us, expected segments) with gso_max 65536.
+        let table: &[(u64, u32, u32)] = &[
+            // 10 Gbit/s: 1 ms is 1.22 MB, capped at 65536 -> 65536/1448 = 45.
+            (10_000_000_000, 100_000, 45),
+            // 100 Mbit/s, 100 ms: r = 195, no rtt term; 12207 B -> 8 segments.
+            (100_000_000, 100_000, 8),
+            // 100 Mbit/s, 2 ms: r = 3, 12207 + 8192 = 20399 -> 14.
+            (100_000_000, 2_000, 14),
+            // 100 Mbit/s, 600 us: r = 1, 12207 + 32768 = 44975 -> 31.
+            (100_000_000, 600, 31),
+            // 100 Mbit/s, 100 us: r = 0, 12207 + 65536 capped -> 45.
+            (100_000_000, 100, 45),
+            // 10 Mbit/s, 100 ms: 1220 B < 1 MSS -> min_tso_segs 2.
+            (10_000_000, 100_000, 2),
+            // 10 Mbit/s, 5 ms: r = 9, 1220 + 128 = 1348 -> 0 -> 2.
+            (10_000_000, 5_000, 2),
+            // 10 Mbit/s, 1 ms: r = 1, 1220 + 32768 = 33988 -> 23.
+            (10_000_000, 1_000, 23),
+            // No RTT sample yet (~0U): r = 2^23 - 1, no rtt term; 1 Gbit/s: 122070 -> 45.
+            (1_000_000_000, u32::MAX, 45),
+            // r = 31 is the last shift that adds (65536 >> 31 = 0 anyway); 1 Gbit/s 16 s.
+            (1_000_000_000, 31 << 9, 45),
+        ];
+        for &(rate, rtt, want) in table {
+            assert_eq!(
+                tso_autosize(at(rate, rtt, 65536), 2),
+                want,
+                "rate {rate} min_rtt {rtt}"
+            );
+        }
+        // sk_dst_gso_max_size(): GSO_LEGACY_MAX_SIZE - (MAX_TCP_HEADER + 1) = 65215:
+        // 65215 / 1448 = 45 still; with a 1000-byte MSS, 65 against 65536's 65.
+        assert_eq!(tso_autosize(at(10_000_000_000, 100, 65215), 2), 45);
+        let small_mss = TsoInputs {
+            mss: 1000,
+            ..at(10_000_000_000, 100, 65215)
+        };
+        assert_eq!(tso_autosize(small_mss, 2), 65);
+        // sk_pacing_shift 8 (a driver asking for 4 ms, e.g. wifi): 100 Mbit/s 100 ms ->
+        // 48828 B -> 33.
+        let shift8 = TsoInputs {
+            pacing_shift: 8,
+            ..at(100_000_000, 100_000, 65536)
+        };
+        assert_eq!(tso_autosize(shift8, 2), 33);
+        // tcp_tso_rtt_log 0 switches the rtt term off past 32 us: 100 Mbit/s 100 us -> 8.
+        let log0 = TsoInputs {
+            tso_rtt_log: 0,
+            ..at(100_000_000, 100, 65536)
+        };
+        assert_eq!(tso_autosize(log0, 2), 8);
+        // BBR's min_tso_segs of 1 below 1.2 Mbit/s; gso_max_segs caps.
+        assert_eq!(tso_autosize(at(1_000_000, 100_000, 65536), 1), 1);
+        assert_eq!(tso_segs(at(10_000_000_000, 100, 65536), 2, 16), 16);
     }
 }

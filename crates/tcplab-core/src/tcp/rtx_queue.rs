@@ -49,6 +49,9 @@ pub struct Skb {
     pub sacked: u8,
     /// Copies of this skb still in the sending host's qdisc/NIC (`skb_still_in_host_queue`).
     pub in_host_queue: u8,
+    /// This entry began an skb as it was sent (`offload: {tso: on}`, `mark_skb_head`):
+    /// entries up to the next head were one TSO/GSO skb.
+    pub skb_head: bool,
     ts_prev: u64,
     ts_next: u64,
     ts_linked: bool,
@@ -76,6 +79,8 @@ pub struct RtxQueue {
     base_id: u64,
     ts_head: u64,
     ts_tail: u64,
+    /// The latest entry that began an skb (`mark_skb_head`; NIL: none marked).
+    last_skb_head: u64,
 }
 
 impl RtxQueue {
@@ -87,6 +92,7 @@ impl RtxQueue {
             base_id: 0,
             ts_head: NIL,
             ts_tail: NIL,
+            last_skb_head: NIL,
         }
     }
 
@@ -183,6 +189,23 @@ impl RtxQueue {
         self.base_id + self.q.partition_point(|s| s.end_seq <= seq) as u64
     }
 
+    /// The entry `id` begins an skb as it was sent (a TSO/GSO skb's first segment, with
+    /// `offload: {tso: on}`): the queue remembers the latest such entry, so it can tell
+    /// whether it holds more than one skb.
+    #[inline]
+    pub fn mark_skb_head(&mut self, id: u64) {
+        self.last_skb_head = id;
+        self.get_mut(id).skb_head = true;
+    }
+
+    /// `tcp_rtx_queue_empty_or_single_skb()` for a socket that marks its skbs' heads: no skb
+    /// begins after the front entry (a partly acknowledged skb is still one skb: Linux trims
+    /// its head, `tcp_trim_head()`).
+    #[inline]
+    pub fn empty_or_single_skb(&self) -> bool {
+        self.q.len() <= 1 || self.last_skb_head == NIL || self.last_skb_head <= self.base_id
+    }
+
     /// Append a newly sent skb; it joins the tail of the time-sorted list.
     pub fn push_sent(&mut self, seq: u64, end_seq: u64, now_ns: u64, tx: TxState) -> u64 {
         let id = self.end_id();
@@ -193,6 +216,7 @@ impl RtxQueue {
             tx,
             sacked: 0,
             in_host_queue: 1,
+            skb_head: false,
             ts_prev: NIL,
             ts_next: NIL,
             ts_linked: false,
@@ -279,6 +303,27 @@ impl RtxQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// tcp_rtx_queue_empty_or_single_skb(): one skb of three segments is a single skb, also
+    /// once its head is acknowledged (tcp_trim_head() keeps the skb); a second skb is not.
+    #[test]
+    fn empty_or_single_skb_counts_skbs_not_segments() {
+        let mut q = RtxQueue::new();
+        assert!(q.empty_or_single_skb());
+        let tx = TxState::default();
+        let head = q.push_sent(0, 1448, 0, tx);
+        q.push_sent(1448, 2896, 0, tx);
+        q.push_sent(2896, 4344, 0, tx);
+        q.mark_skb_head(head);
+        assert!(q.empty_or_single_skb());
+        let second = q.push_sent(4344, 5792, 0, tx);
+        q.mark_skb_head(second);
+        assert!(!q.empty_or_single_skb());
+        q.pop_front();
+        q.pop_front();
+        q.pop_front();
+        assert!(q.empty_or_single_skb());
+    }
 
     fn ts_order(q: &RtxQueue) -> Vec<u64> {
         let mut v = Vec::new();

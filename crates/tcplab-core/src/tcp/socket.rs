@@ -147,6 +147,9 @@ pub struct TcpSocket {
     pub peer_ep: u32,
     pub app: AppState,
     pub stats: SockStats,
+    /// The host sends TSO/GSO skbs (`offload: {tso: on}`): a burst leaves as one packet of
+    /// several segments, segmented as it leaves the host's first link (`net::link`).
+    pub tso: bool,
     /// The app object driving this socket (index into the engine's apps), or [`NO_APP`].
     pub app_id: u32,
     /// Pending notifications for the app ([`notify`] bits); the engine delivers and
@@ -348,6 +351,7 @@ impl TcpSocket {
                 rx_tsecr_ns: 0,
                 wmem_alloc_bytes: 0,
                 tsq_throttled: false,
+                tso: false,
                 syn_retries: 0,
                 ip_id_next: 0,
                 captured: false,
@@ -380,6 +384,18 @@ impl TcpSocket {
             server_reader,
         );
         (client, server)
+    }
+
+    /// `offload: {tso: on|off}` for this socket's host. On, `sk_gso_max_size` is what
+    /// `sk_setup_caps()` sets (Linux v6.12 include/net/sock.h: sk_dst_gso_max_size():
+    /// the device's 64 KB `gso_ipv4_max_size` less `MAX_TCP_HEADER + 1`); off, tcplab keeps
+    /// its earlier 64 KB for the burst size, so results without TSO stay as they were.
+    pub fn set_tso(&mut self, on: bool) {
+        self.tso = on;
+        if on {
+            self.tp.sk_gso_max_size =
+                crate::tcp::sock::GSO_MAX_SIZE - (crate::tcp::sock::MAX_TCP_HEADER + 1);
+        }
     }
 
     /// `tcp_rto_min_us()`.
@@ -423,7 +439,23 @@ impl TcpSocket {
 
     /// Build a segment `[seq, end_seq)` with current ACK fields and hand it to the host's
     /// egress. Returns false if the local qdisc dropped it (NET_XMIT_DROP).
+    #[inline]
     pub fn transmit(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, pkt_flags: u8) -> bool {
+        self.transmit_skb(ctx, seq, end_seq, pkt_flags, 0, 1)
+    }
+
+    /// `transmit` of one skb of `segs` segments of `gso_size` bytes each (the last one
+    /// shorter), as `__tcp_transmit_skb()` hands a TSO/GSO skb to IP: one packet, one set of
+    /// ACK fields and options, IP IDs for every segment (`ip_select_ident_segs()`).
+    pub fn transmit_skb(
+        &mut self,
+        ctx: &mut Ctx,
+        seq: u64,
+        end_seq: u64,
+        pkt_flags: u8,
+        gso_size: u32,
+        segs: u32,
+    ) -> bool {
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
         let (ack_seq, mut wnd, num_sacks, dsack) = self.rcv.fill_ack(&mut sack);
         let syn = pkt_flags & flags::SYN != 0;
@@ -438,6 +470,11 @@ impl TcpSocket {
         }
         if payload > 0 {
             f |= flags::TSQ;
+            if self.tso {
+                // skb_set_owner_w(): sk_wmem_alloc is charged the skb's truesize (tcplab
+                // keeps payload-only charging with tso off, as before).
+                f |= flags::SKB_HEAD;
+            }
         }
         // IPv4 identification (Linux v6.12 include/net/ip.h: ip_select_ident_segs()): a
         // connected socket's `inet_id`, one per segment, from a random start the capture
@@ -445,7 +482,7 @@ impl TcpSocket {
         // (net/ipv4/ip_output.c: ip_build_and_send_pkt()), is counted too: its ID is written
         // as 0 by the capture, and the count it takes only shifts the random start.
         let ip_id = self.ip_id_next;
-        self.ip_id_next = ip_id.wrapping_add(1);
+        self.ip_id_next = ip_id.wrapping_add(segs as u16);
         let pkt = Packet {
             dst_ep: self.peer_ep,
             dst_node: self.peer_node,
@@ -464,11 +501,13 @@ impl TcpSocket {
             num_sacks,
             flags: f,
             ip_id,
-            gro_segs: 0,
+            gso_segs: if segs > 1 { segs as u16 } else { 0 },
+            gso_size: if segs > 1 { gso_size as u16 } else { 0 },
         };
         if payload > 0 {
-            self.stats.data_pkts_sent += 1;
+            self.stats.data_pkts_sent += segs as u64;
         }
+        let pkt_charge = pkt.wmem_charge();
         let ok = ctx.net.send_from_host(self.node, pkt, ctx.now_ns, ctx.ev);
         // The ACK fields went out with the segment either way only if it was sent.
         if ok {
@@ -485,7 +524,7 @@ impl TcpSocket {
                 self.rcv.ack_sent(wnd);
             }
             if payload > 0 {
-                self.wmem_alloc_bytes += payload as u64;
+                self.wmem_alloc_bytes += pkt_charge as u64;
             }
         } else {
             self.stats.local_drops += 1;
@@ -740,13 +779,28 @@ impl TcpSocket {
     }
 
     /// A data packet of ours left the host's NIC (TX completion, `tcp_wfree`).
-    pub fn on_tx_complete(&mut self, ctx: &mut Ctx, seq: u64, payload_bytes: u32) {
-        self.wmem_alloc_bytes = self.wmem_alloc_bytes.saturating_sub(payload_bytes as u64);
-        // Completions come in transmission order: the next is usually the next skb.
-        if let Some(id) = self.rtx.find_from(self.tx_complete_hint, seq) {
-            self.tx_complete_hint = id + 1;
-            let s = self.rtx.get_mut(id);
-            s.in_host_queue = s.in_host_queue.saturating_sub(1);
+    /// `wmem_bytes`: what the packet charged (`Packet::wmem_charge`).
+    pub fn on_tx_complete(&mut self, ctx: &mut Ctx, seq: u64, payload_bytes: u32, wmem_bytes: u32) {
+        self.wmem_alloc_bytes = self.wmem_alloc_bytes.saturating_sub(wmem_bytes as u64);
+        // Completions come in transmission order: the next is usually the next skb. A
+        // TSO/GSO skb's completion covers every segment it carried (tcplab's retransmit
+        // queue keeps one entry per segment), those not yet acknowledged.
+        let end = seq + payload_bytes as u64;
+        let first = match self.rtx.find_from(self.tx_complete_hint, seq) {
+            Some(id) => Some(id),
+            None if payload_bytes > self.tp.mss_cache => Some(self.rtx.lower_bound_end(seq)),
+            None => None,
+        };
+        if let Some(mut id) = first {
+            while id < self.rtx.end_id() {
+                let s = self.rtx.get_mut(id);
+                if s.seq >= end {
+                    break;
+                }
+                s.in_host_queue = s.in_host_queue.saturating_sub(1);
+                id += 1;
+            }
+            self.tx_complete_hint = id;
         }
         if self.tsq_throttled && self.state == ConnState::Established {
             self.tsq_throttled = false;

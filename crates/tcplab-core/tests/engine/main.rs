@@ -27,6 +27,7 @@ mod edt_shaper;
 mod host_cpu;
 mod host_gro;
 mod host_nic;
+mod host_tso;
 mod hz;
 mod layout;
 mod loss_response;

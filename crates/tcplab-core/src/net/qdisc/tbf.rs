@@ -206,6 +206,8 @@ pub struct Tbf {
     mtu_ns: i64,
     /// Largest packet the buckets can ever pass (`q->max_size`), bytes.
     max_size_bytes: u32,
+    /// Frames of a GSO skb the child refused in `segment` (reused, no per-packet allocation).
+    refused: Vec<Packet>,
     /// Tokens of each bucket, ns (`q->tokens`, `q->ptokens`); negative never stored.
     tokens_ns: i64,
     ptokens_ns: i64,
@@ -248,6 +250,7 @@ impl Tbf {
             buffer_ns,
             mtu_ns,
             max_size_bytes,
+            refused: Vec::new(),
             tokens_ns: buffer_ns,
             ptokens_ns: mtu_ns,
             t_c_ns: 0,
@@ -327,6 +330,50 @@ impl Tbf {
     }
 }
 
+impl Tbf {
+    /// Linux v6.12 net/sched/sch_tbf.c: tbf_segment(): the GSO skb is cut into its
+    /// frames (`skb_gso_segment()`), each enqueued into the child with its own length;
+    /// a frame the child refuses is dropped (`qdisc_qstats_drop`); the skb counts as
+    /// enqueued if any frame was. Each frame keeps its socket's TSQ charge for its own
+    /// bytes (net/ipv4/tcp_offload.c: tcp_gso_segment() gives every segment the
+    /// `tcp_wfree` destructor and its share of truesize), so each owes its own completion.
+    fn segment(
+        &mut self,
+        pkt: Packet,
+        overhead: u32,
+        now_ns: u64,
+        dropped: &mut Vec<Packet>,
+    ) -> bool {
+        let before = dropped.len();
+        self.refused.clear();
+        let mut nb = 0u32;
+        for k in 0..pkt.gso_segs as u32 {
+            let frame = pkt.gso_frame(k);
+            let len = frame.ip_bytes + overhead;
+            let ok = match &mut self.child {
+                Child::Fifo(f) => f.enqueue(frame, len, now_ns, dropped),
+                Child::Other(q) => q.enqueue(frame, len, now_ns, dropped),
+            };
+            if ok {
+                nb += 1;
+            } else {
+                self.refused.push(frame);
+            }
+        }
+        // Each refused frame is a tbf drop (qdisc_qstats_drop), as is each packet the child
+        // dropped to make room (qdisc_tree_reduce_backlog).
+        self.stats.drops += (dropped.len() - before + self.refused.len()) as u64;
+        self.sync_backlog();
+        if nb == 0 {
+            // kfree_skb(skb); NET_XMIT_DROP: the caller accounts for the whole skb.
+            return false;
+        }
+        // consume_skb(skb); NET_XMIT_SUCCESS: the refused frames are drops of their own.
+        dropped.extend(self.refused.drain(..));
+        true
+    }
+}
+
 impl TimedQdisc for Tbf {
     fn kind(&self) -> &'static str {
         "tbf"
@@ -341,7 +388,16 @@ impl TimedQdisc for Tbf {
         dropped: &mut Vec<Packet>,
     ) -> bool {
         if len_bytes > self.max_size_bytes {
-            // Larger than the bucket can ever pass: qdisc_drop() (no GSO to segment).
+            // Larger than the bucket can ever pass: a GSO skb whose frames fit is
+            // segmented (tbf_segment()), anything else is dropped (qdisc_drop()).
+            if pkt.is_gso() {
+                let overhead = (len_bytes - pkt.qdisc_len(0)) / pkt.gso_segs as u32;
+                let frame_max = Packet::ip_len(pkt.gso_size as u32, pkt.num_sacks) + overhead;
+                // skb_gso_validate_mac_len(skb, q->max_size)
+                if frame_max <= self.max_size_bytes {
+                    return self.segment(pkt, overhead, now_ns, dropped);
+                }
+            }
             self.stats.drops += 1;
             return false;
         }

@@ -1,0 +1,178 @@
+//! TSO/GSO at the sender (`NodeConfig::tso`, `offload: {tso: on}`): TCP sends skbs of
+//! several segments (`tcp_tso_segs()`); the qdisc on the host's first link takes each as
+//! one unit (pfifo counts skbs; Linux v6.12 net/core/dev.c: qdisc_pkt_len_init() charges
+//! every frame's headers); the link puts MSS frames on the wire back to back; tbf cuts a
+//! GSO skb above its `max_size` into frames (net/sched/sch_tbf.c: tbf_segment()).
+use crate::common;
+
+use common::*;
+use tcplab_core::capture::{CaptureAt, CaptureConfig, DIR_IN};
+use tcplab_core::config::*;
+use tcplab_core::sim::{SimOutput, Simulator};
+
+const MS: u64 = 1_000_000;
+
+fn run(cfg: SimConfig) -> SimOutput {
+    let out = Simulator::new(cfg).unwrap().run();
+    assert!(out.invariant.ok, "{}", out.invariant.message);
+    out
+}
+
+/// One CUBIC bulk flow a -> b over one 100 Mbit/s link, 5 ms each way, its pfifo large
+/// enough to drop nothing; the sender's host with `tso`, a capture at the receiver.
+fn bulk(tso: bool) -> SimConfig {
+    let mut cfg = two_hosts(100_000_000, 5 * MS, 100_000, 500 * MS);
+    cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].tso = tso;
+    cfg.capture = Some(CaptureConfig {
+        flow: 0,
+        at: CaptureAt::Receiver,
+        max_packets: 1_000_000,
+    });
+    cfg
+}
+
+#[test]
+fn a_tso_skb_is_one_unit_to_its_qdisc_and_mss_frames_back_to_back_on_the_wire() {
+    let off = run(bulk(false));
+    let on = run(bulk(true));
+    let (f_off, f_on) = (&off.flows[0], &on.flows[0]);
+    let (q_off, q_on) = (&off.links[0].stats, &on.links[0].stats);
+    // tso off: one packet per segment through the pfifo (those still queued at the end
+    // not yet counted as sent).
+    assert!(q_off.sent_packets > f_off.data_segs_out * 9 / 10);
+    // tso on: the pfifo takes skbs of several segments: fewer packets than segments, and
+    // with a 10 ms min_rtt (no rtt term in tcp_tso_autosize()) no skb is above
+    // gso_max_size: 65536 / 1448 = 45 segments.
+    assert!(
+        q_on.sent_packets < f_on.data_segs_out / 2,
+        "{q_on:?} {f_on:?}"
+    );
+    assert!(q_on.sent_packets >= f_on.data_segs_out * 9 / 10 / 45);
+    // Each unit is charged its frames' bytes (qdisc_pkt_len_init(): every frame's headers).
+    assert!(q_on.sent_bytes / q_on.sent_packets > 2 * 1500);
+    assert!(q_off.sent_bytes / q_off.sent_packets <= 1500 + 38);
+    // Beyond the first hop every packet is an MSS frame (the NIC segmented it), and frames
+    // arrive no closer than a full frame's serialization, and exactly that within a burst.
+    let c = on.capture.as_ref().unwrap();
+    let frame_ns = (1500 + LinkConfig::new("x", 0, 1, 1, 0).overhead_bytes as u64) * 8 * 10;
+    let mut last = None;
+    let mut min_gap = u64::MAX;
+    for i in 0..c.t_ns.len() {
+        if c.dir[i] == DIR_IN && c.end_seq[i] > c.seq[i] {
+            assert!(c.end_seq[i] - c.seq[i] <= MSS);
+            if let Some(t) = last {
+                min_gap = min_gap.min(c.t_ns[i] - t);
+            }
+            last = Some(c.t_ns[i]);
+        }
+    }
+    assert_eq!(min_gap, frame_ns);
+    // The same bytes arrive either way, in about the same time (the window grows the
+    // same; only the qdisc's unit changed).
+    assert!(f_on.bytes_received > f_off.bytes_received * 9 / 10);
+}
+
+#[test]
+fn tbf_segments_a_gso_skb_above_its_max_size_instead_of_dropping_it() {
+    // A 10 Mbit/s tbf with a 2000-byte bucket: max_size 2000 holds one 1514-byte frame,
+    // not an skb of two (qdisc length >= 3028). tbf_enqueue() -> tbf_segment(): the frames
+    // enter the child one by one; nothing is dropped for its size.
+    let mut cfg = two_hosts(1_000_000_000, 5 * MS, 100_000, 2_000 * MS);
+    cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].tso = true;
+    cfg.links[0].queue = QueueConfig::Tbf(TbfConfig {
+        rate_bps: 10_000_000,
+        burst_bytes: 2000,
+        limit_bytes: 200_000,
+        peakrate_bps: None,
+        mtu_bytes: None,
+        child: None,
+    });
+    let out = run(cfg);
+    let f = &out.flows[0];
+    let l = &out.links[0];
+    let child = l.child.as_ref().unwrap();
+    // Every segment went through the child as a frame of its own.
+    assert!(
+        child.stats.sent_packets + child.stats.backlog_packets as u64 >= f.data_segs_out,
+        "{child:?} {f:?}"
+    );
+    assert_eq!(l.stats.drops, 0, "{:?}", l.stats);
+    // The flow runs at the tbf's rate (~1.2 MB in 2 s at 10 Mbit/s x 1448/1514).
+    assert!(f.bytes_acked > 2_000_000, "{f:?}");
+}
+
+#[test]
+fn tsq_holds_a_tso_sender_to_two_skbs_of_truesize_in_its_own_qdisc() {
+    // tcp_small_queue_check(): limit = max(2 * skb->truesize, pacing_rate >> 10), and an
+    // skb is sent anyway while the retransmit queue holds a single skb. A CUBIC sender on
+    // a 10 Mbit/s first hop (its pacing rate is a few times the link's: ~1.2-2 ms of data,
+    // a few KB, under 2 x truesize of a multi-segment skb) keeps its own pfifo at no more
+    // than three skbs (two within the limit and the one that crossed it), whatever its
+    // cwnd. Each skb's charge (payload + overhead, SKB_HEAD on the last frame) comes back
+    // at its completion: a leak would stall the flow below the link's rate.
+    let mut cfg = two_hosts(10_000_000, 20 * MS, 100_000, 3_000 * MS);
+    cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].tso = true;
+    let out = run(cfg);
+    let q = &out.links[0].stats;
+    assert!(q.max_backlog_packets <= 3, "{q:?}");
+    let f = &out.flows[0];
+    // 3 s at 10 Mbit/s x 1448/1514 is 3.6 MB; slow start takes a few hundred ms.
+    assert!(f.bytes_acked > 3_000_000, "{f:?}");
+}
+
+/// The sender's data packets as its capture saw them leave (whole skbs on the sender's
+/// FIFO egress: tcpdump with hardware TSO): `(seq, end_seq, is_retransmission)`.
+fn sent_skbs(out: &SimOutput) -> Vec<(u64, u64, bool)> {
+    let c = out.capture.as_ref().unwrap();
+    let mut high = 0;
+    let mut v = Vec::new();
+    for i in 0..c.t_ns.len() {
+        if c.dir[i] == tcplab_core::capture::DIR_OUT && c.end_seq[i] > c.seq[i] {
+            v.push((c.seq[i], c.end_seq[i], c.seq[i] < high));
+            high = high.max(c.end_seq[i]);
+        }
+    }
+    v
+}
+
+/// A bulk flow with `tso` whose first link loses every frame in [400 ms, 700 ms): a
+/// tail loss long enough for the RTO; the capture at the sender.
+fn outage(tso: bool) -> SimOutput {
+    let mut cfg = two_hosts(100_000_000, 10 * MS, 100_000, 2_000 * MS);
+    cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].tso = tso;
+    cfg.links[0].loss = LossConfig::Outage {
+        start_ns: 400 * MS,
+        end_ns: 700 * MS,
+    };
+    cfg.capture = Some(CaptureConfig {
+        flow: 0,
+        at: CaptureAt::Sender,
+        max_packets: 1_000_000,
+    });
+    run(cfg)
+}
+
+#[test]
+fn a_lost_skb_is_retransmitted_as_one_skb_up_to_the_cwnd_and_never_across_skbs() {
+    // Linux v6.12 tcp_xmit_retransmit_queue() -> __tcp_retransmit_skb(): a lost skb goes
+    // again whole, cut by tcp_fragment() at cur_mss * (cwnd - packets_in_flight). After
+    // the RTO, slow start from cwnd 1 gives quotas of 2, 3, ... segments: retransmitted
+    // skbs of several segments, each inside one skb as first sent. tso off: one segment each.
+    let off = sent_skbs(&outage(false));
+    assert!(off.iter().any(|s| s.2));
+    assert!(off.iter().all(|s| s.1 - s.0 <= MSS));
+    let on = sent_skbs(&outage(true));
+    let originals: Vec<(u64, u64)> = on.iter().filter(|s| !s.2).map(|s| (s.0, s.1)).collect();
+    let rtx: Vec<(u64, u64)> = on.iter().filter(|s| s.2).map(|s| (s.0, s.1)).collect();
+    assert!(rtx.iter().any(|r| r.1 - r.0 > MSS), "{rtx:?}");
+    for r in &rtx {
+        assert!(
+            originals.iter().any(|o| o.0 <= r.0 && r.1 <= o.1),
+            "retransmission {r:?} spans skbs"
+        );
+    }
+}
