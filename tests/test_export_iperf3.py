@@ -262,9 +262,11 @@ def test_an_interval_is_a_whole_number_of_samples(two_bulk, tmp_path_factory):
 
 def test_snd_wnd_is_the_receivers_window(tmp_path_factory):
     """snd_wnd is tcp_info's tcpi_snd_wnd, the window the receiver advertises: with its
-    buffer fixed at 64 KB (tcp_rmem 65536 65536) the window is at most half of it (Linux's
-    default scaling_ratio, tcp_win_from_space()), 32768 bytes, which the immediate reader
-    offers once the window has grown; iperf3's max_snd_wnd is the largest sample."""
+    buffer fixed at 64 KB (tcp_rmem 65536 65536) the window is at most scaling_ratio of it
+    (tcp_win_from_space()): 160/256 once the receiver has measured a full-sized segment
+    (tcp_measure_rcv_mss(): 1448 B in a 2304 B skb), 40960 bytes, which the immediate
+    reader offers once the window has grown; iperf3's max_snd_wnd is the largest sample."""
+    window = 65536 * ((1448 << 8) // 2304) >> 8
     scenario = json.loads(json.dumps(TWO_BULK))
     for f in scenario["flows"]:
         f["tcp"] = {"tcp_rmem": [4096, 65536, 65536]}
@@ -273,8 +275,8 @@ def test_snd_wnd_is_the_receivers_window(tmp_path_factory):
     for name in ("a", "b"):
         data = json.loads((out / f"iperf3-{name}.json").read_text())
         wnds = [i["streams"][0]["snd_wnd"] for i in data["intervals"]]
-        assert all(0 < w <= 32768 for w in wnds), wnds
-        assert data["end"]["streams"][0]["sender"]["max_snd_wnd"] == max(wnds) == 32768
+        assert all(0 < w <= window for w in wnds), wnds
+        assert data["end"]["streams"][0]["sender"]["max_snd_wnd"] == max(wnds) == window
         # each interval's value is the sample at its end
         rows = ts[ts["flow_name"] == name]
         for i in data["intervals"]:

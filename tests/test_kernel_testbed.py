@@ -108,8 +108,10 @@ def test_lossy_path_comes_up_with_its_qdiscs_and_rtt_and_leaves_nothing(prefix, 
         rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", ping.stdout)]
         # two one-way 50 ms delays plus two 50 us veth links: ~100.1 ms; the delay line's own
         # lateness is bounded by ARCH11's validity limit (p99 1 ms) on a quiet machine, and
-        # a busy one (other tests, compilers) may add a few ms more
-        assert len(rtts) == 5 and 100.0 <= min(rtts) < 110.0, rtts
+        # a busy one (other tests, compilers) may add a few ms more. The path drops 1 % of
+        # what crosses emu -> client at random (nft numgen, every packet, echo requests too),
+        # so a reply may be missing: P(two or more of 5 lost) ~ 0.1 %.
+        assert len(rtts) >= 4 and 100.0 <= min(rtts) < 110.0, rtts
         pids = list(tb.pids)
         assert pids, "the delay line's PID is registered"
     assert _ours(prefix) == []

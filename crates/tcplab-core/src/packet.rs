@@ -55,6 +55,36 @@ pub mod flags {
     pub const SKB_HEAD: u8 = 1 << 7;
 }
 
+/// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86-64 (Linux v6.12): the sk_buff's part of
+/// every `skb->truesize`.
+const SKB_STRUCT_BYTES: u64 = 256;
+/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` on x86-64 (Linux v6.12).
+const SKB_SHINFO_BYTES: u64 = 320;
+/// `NET_SKB_PAD` (max(32, L1_CACHE_BYTES) = 64 on x86-64): headroom a receive buffer reserves.
+const NET_SKB_PAD_BYTES: u64 = 64;
+
+/// `skb->truesize` of a received frame of `frame_bytes` whose data the device put in a
+/// buffer of its own (Linux v6.12: tun_get_user() -> sock_alloc_send_pskb() ->
+/// __alloc_skb(), and the drivers that use netdev_alloc_skb()/napi_alloc_skb() for linear
+/// receive buffers): `NET_SKB_PAD` + the frame, cache-aligned, plus the shared info, taken
+/// from the next kmalloc size class; truesize is that buffer's usable size plus the
+/// sk_buff and shared info (`SKB_TRUESIZE(size)`). A 1500-byte IP packet takes a 2 KB
+/// buffer: truesize 2304, which is what tcp_measure_rcv_mss() sees on this project's kernel
+/// test bed (a receiver behind the TUN delay line advertises 160/256 of its buffer: `ss`'s
+/// rcv_ssthresh 3932160 of a 6291456-byte tcp_rmem[2]). Simplified: drivers that receive
+/// into page fragments (ixgbe's half pages, mlx5's strides) have their own truesize;
+/// tcplab uses this one for every host.
+pub fn rx_frame_truesize(frame_bytes: u32) -> u64 {
+    let data = (NET_SKB_PAD_BYTES + frame_bytes as u64).next_multiple_of(64) + SKB_SHINFO_BYTES;
+    // kmalloc size classes above 192 bytes are powers of two; 96 and 192 below.
+    let bucket = match data {
+        0..=96 => 96,
+        97..=192 => 192,
+        _ => data.next_power_of_two(),
+    };
+    bucket - SKB_SHINFO_BYTES + SKB_STRUCT_BYTES + SKB_SHINFO_BYTES
+}
+
 /// Approximate `skb->truesize` overhead per skb (sk_buff + shared info + the linear head
 /// TCP allocates, `MAX_TCP_HEADER`), bytes, on top of the payload it holds in page frags.
 pub const SKB_TRUESIZE_OVERHEAD: u32 = 768;
@@ -168,6 +198,16 @@ impl Packet {
         self.payload_bytes() + head
     }
 
+    /// `skb->truesize` of this packet as its receiver holds it: each frame in its own
+    /// receive buffer ([`rx_frame_truesize`]); a GRO aggregate is charged the sum of its
+    /// frames (skb_gro_receive() adds each merged skb's truesize to the aggregate's).
+    #[inline]
+    pub fn rx_truesize(&self) -> u64 {
+        let segs = self.segs();
+        let frame_ip = Packet::ip_len(self.payload_bytes().div_ceil(segs), self.num_sacks);
+        segs as u64 * rx_frame_truesize(frame_ip)
+    }
+
     #[inline]
     pub fn is_data(&self) -> bool {
         self.end_seq > self.seq
@@ -194,6 +234,19 @@ impl Packet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_1500_byte_frame_is_received_into_a_2k_buffer() {
+        // __alloc_skb(NET_SKB_PAD + 1500): SKB_DATA_ALIGN(1564) = 1600, + 320 of shared
+        // info = 1920 -> kmalloc-2048; truesize = SKB_TRUESIZE(2048 - 320) = 2304, so
+        // tcp_measure_rcv_mss() gives scaling_ratio = 1448 * 256 / 2304 = 160.
+        assert_eq!(rx_frame_truesize(1500), 2304);
+        assert_eq!((1448u64 << 8) / rx_frame_truesize(1500), 160);
+        // A small frame fits a 512-byte class: SKB_DATA_ALIGN(64 + 52) + 320 = 448.
+        assert_eq!(rx_frame_truesize(52), 512 + 256);
+        // A 9000-byte MTU frame needs a 16 KB buffer.
+        assert_eq!(rx_frame_truesize(9000), 16384 + 256);
+    }
 
     #[test]
     fn mss_1448_fills_a_1500_byte_mtu() {

@@ -15,8 +15,15 @@
 //!   compression may hold the ACK up to min(5% RTT, 1 ms), after 3 immediate dupacks), or
 //!   when a hole is filled; otherwise arm the delayed-ACK timer at `ato` (40 ms minimum,
 //!   adapted to the inter-arrival time as in `tcp_event_data_recv`, bounded by the RTT).
-//! - **Receive window**: `tcp_rmem` buffer, Linux 6.6's default `scaling_ratio` of 50%
-//!   (`tcp_win_from_space`), `rcv_ssthresh` growing by 2 MSS per in-order segment and,
+//! - **Receive window**: `tcp_rmem` buffer and `scaling_ratio` (`tcp_win_from_space`):
+//!   50% (`TCP_DEFAULT_SCALING_RATIO`) until the first full-sized in-order segment, then
+//!   that skb's len/truesize as `tcp_measure_rcv_mss()` measures it (1448/2304 = 160/256
+//!   for frames received into 2 KB buffers, `packet::rx_frame_truesize`), with the window
+//!   clamp following (`tcp_set_window_clamp`). Queued data (out of order, or not yet read)
+//!   is charged at that skb's truesize per byte (`sk_rmem_alloc`; simplified: Linux
+//!   charges each queued skb its own truesize, and coalesces contiguous skbs whose data
+//!   sits in page fragments, which buffers from a TUN or kmalloc'd heads do not).
+//!   `rcv_ssthresh` grows by 2 MSS per in-order segment and,
 //!   as SACK flows do, per queued out-of-order segment (`tcp_grow_window`, simplified:
 //!   Linux grows by less when skbs have a poor len/truesize ratio), and dynamic
 //!   right-sizing once per receiver RTT
@@ -49,11 +56,19 @@ const TCP_NUM_SACKS: usize = 4;
 /// `TCP_SACK_BLOCKS_EXPECTED`: SACK blocks an ACK is counted on to carry (see
 /// [`Receiver::sack_compress_must_send_ack`]).
 const TCP_SACK_BLOCKS_EXPECTED: usize = 2;
-/// Linux 6.6 `TCP_DEFAULT_SCALING_RATIO` (x256): window = 50% of buffer space.
+/// Linux v6.12 `TCP_DEFAULT_SCALING_RATIO` (x256): window = 50% of buffer space, the ratio
+/// a socket starts with (and keeps until `tcp_measure_rcv_mss()` measures one).
 const SCALING_RATIO: u64 = 128;
+/// `TCP_MSS_DEFAULT`: the receiver's first `icsk_ack.rcv_mss` estimate
+/// (`tcp_initialize_rcv_mss()`), which the first full-sized segment replaces.
+const TCP_MSS_DEFAULT: u64 = 536;
+/// `SOCK_MIN_RCVBUF / 2`: the smallest window clamp `tcp_set_window_clamp()` sets
+/// (`2 * TCP_SKB_MIN_TRUESIZE`, TCP_SKB_MIN_TRUESIZE = 2048 + SKB_DATA_ALIGN(sizeof(sk_buff))).
+const MIN_WINDOW_CLAMP: u64 = 2048 + 256;
 /// `TCP_FASTRETRANS_THRESH`.
 const TCP_FASTRETRANS_THRESH: u32 = 3;
 
+/// `tcp_win_from_space()` at the default ratio (before any segment was measured).
 #[inline]
 fn win_from_space(space: u64) -> u64 {
     (space * SCALING_RATIO) >> 8
@@ -76,11 +91,6 @@ fn initial_rcv_wnd(rcvbuf_bytes: u64, quantum_bytes: u64) -> u64 {
         space -= space % quantum_bytes;
     }
     space
-}
-
-#[inline]
-fn space_from_win(win: u64) -> u64 {
-    (win << 8) / SCALING_RATIO
 }
 
 /// The largest window a receiver with `cfg` can ever advertise: the window of its largest
@@ -124,6 +134,19 @@ pub struct Receiver {
     moderate_rcvbuf: bool,
     advmss: u64,
     rcv_mss: u64,
+    /// `tp->scaling_ratio` (x256): the share of buffer space offered as window.
+    scaling_ratio: u64,
+    /// The kernel's `icsk_ack.rcv_mss` as `tcp_measure_rcv_mss()` keeps it (from 536 up to
+    /// the largest segment seen), used only to decide when to measure `scaling_ratio`
+    /// (tcplab's ACK decisions keep `rcv_mss` at the MSS).
+    measured_mss: u64,
+    /// The measured skb's (truesize, len): queued bytes are charged truesize/len each.
+    charge_truesize: u64,
+    charge_len: u64,
+    /// The skb now being received (`set_skb`): gso_size-or-len, len and truesize.
+    skb_seg_len: u64,
+    skb_len: u64,
+    skb_truesize: u64,
     /// Out-of-order intervals, sorted, merged (never touching).
     ooo: VecDeque<(u64, u64)>,
     ooo_bytes: u64,
@@ -192,6 +215,13 @@ impl Receiver {
             moderate_rcvbuf: cfg.tcp_moderate_rcvbuf,
             advmss: mss,
             rcv_mss: mss,
+            scaling_ratio: SCALING_RATIO,
+            measured_mss: TCP_MSS_DEFAULT.min(mss),
+            charge_truesize: 2,
+            charge_len: 1,
+            skb_seg_len: 0,
+            skb_len: 0,
+            skb_truesize: 0,
             ooo: VecDeque::new(),
             ooo_bytes: 0,
             sacks: [SackBlock::default(); TCP_NUM_SACKS],
@@ -236,14 +266,80 @@ impl Receiver {
         self.rcvq_space_bytes = self.rcv_wnd.min(10 * self.advmss);
     }
 
-    /// `tcp_space()`: window worth of free buffer (queued data, out of order or not yet
-    /// read, charged at 2x: truesize).
+    /// `tcp_win_from_space()` at this socket's `scaling_ratio`.
+    #[inline]
+    fn win_from_space(&self, space: u64) -> u64 {
+        (space * self.scaling_ratio) >> 8
+    }
+
+    /// `tcp_space_from_win()`: the buffer space that offers `win` bytes of window.
+    #[inline]
+    fn space_from_win(&self, win: u64) -> u64 {
+        (win << 8) / self.scaling_ratio
+    }
+
+    /// `tcp_space()`: window worth of free buffer (`sk_rcvbuf - sk_rmem_alloc`): queued
+    /// data, out of order or not yet read, charged at its skbs' truesize (2x before a
+    /// segment was measured).
     #[inline]
     fn tcp_space(&self) -> u64 {
-        win_from_space(
-            self.rcvbuf
-                .saturating_sub(2 * (self.ooo_bytes + self.unread_bytes())),
-        )
+        let queued = self.ooo_bytes + self.unread_bytes();
+        let rmem_alloc = queued * self.charge_truesize / self.charge_len;
+        self.win_from_space(self.rcvbuf.saturating_sub(rmem_alloc))
+    }
+
+    /// The skb that the next `on_data` receives: `seg_len` is `gso_size` of a GRO
+    /// aggregate, else its length `len`; `truesize` its `skb->truesize`. Without it
+    /// `on_data` measures nothing (the receiver's unit tests).
+    #[inline]
+    pub fn set_skb(&mut self, seg_len: u64, len: u64, truesize: u64) {
+        self.skb_seg_len = seg_len;
+        self.skb_len = len;
+        self.skb_truesize = truesize;
+    }
+
+    /// `tcp_measure_rcv_mss()`'s `scaling_ratio` part (Linux v6.12 net/ipv4/tcp_input.c):
+    /// when an in-order skb whose segments are at least `rcv_mss` long changes `rcv_mss`,
+    /// the ratio becomes the skb's `len << 8 / truesize`, and a new ratio moves the window
+    /// clamp to the buffer's window (`tcp_set_window_clamp(sk, tcp_win_from_space(sk,
+    /// sk_rcvbuf))`) and caps `rcvq_space.space` at it.
+    fn measure_rcv_mss(&mut self) {
+        let seg_len = std::mem::take(&mut self.skb_seg_len);
+        let skb_len = std::mem::take(&mut self.skb_len);
+        let truesize = std::mem::take(&mut self.skb_truesize);
+        if seg_len == 0 || truesize == 0 || seg_len < self.measured_mss {
+            return;
+        }
+        if seg_len != self.measured_mss {
+            let ratio = ((skb_len << 8) / truesize).clamp(1, 255);
+            self.charge_truesize = truesize;
+            self.charge_len = skb_len;
+            if ratio != self.scaling_ratio {
+                self.scaling_ratio = ratio;
+                self.set_window_clamp(self.win_from_space(self.rcvbuf));
+                if self.window_clamp < self.rcvq_space_bytes {
+                    self.rcvq_space_bytes = self.window_clamp;
+                }
+            }
+        }
+        self.measured_mss = seg_len;
+    }
+
+    /// `tcp_set_window_clamp()` (Linux v6.12 net/ipv4/tcp.c) for a non-zero clamp:
+    /// `rcv_ssthresh` follows a lower clamp down (`__tcp_adjust_rcv_ssthresh`, no reserved
+    /// memory in tcplab), and a higher one up to the window already offered.
+    fn set_window_clamp(&mut self, val: u64) {
+        let new_clamp = val.max(MIN_WINDOW_CLAMP);
+        let old_clamp = self.window_clamp;
+        if new_clamp == old_clamp {
+            return;
+        }
+        self.window_clamp = new_clamp;
+        if new_clamp < old_clamp {
+            self.rcv_ssthresh = self.rcv_ssthresh.min(new_clamp);
+        } else {
+            self.rcv_ssthresh = self.rcv_ssthresh.max(self.rcv_wnd.min(new_clamp));
+        }
     }
 
     /// Bytes received in order and not yet read by the application.
@@ -272,7 +368,7 @@ impl Receiver {
     fn select_window_raw(&self) -> u64 {
         let space = self.tcp_space();
         if !self.read_immediately {
-            let allowed = win_from_space(self.rcvbuf); // tcp_full_space()
+            let allowed = self.win_from_space(self.rcvbuf); // tcp_full_space()
             let full = self.window_clamp.min(allowed);
             let mss = self.rcv_mss.min(full);
             if space < full >> 1 {
@@ -434,6 +530,7 @@ impl Receiver {
 
     /// `tcp_event_data_recv()`: ato estimation and window growth for in-order data.
     fn event_data_recv(&mut self, now_ns: u64, len: u64, rto_j: u32) {
+        self.measure_rcv_mss();
         let now = self.clock.ns_to_jiffies32(now_ns);
         let ato_min = self.ato_min;
         if self.ato == 0 {
@@ -522,10 +619,10 @@ impl Receiver {
                 let mut rcvwin = (copied << 1) + 16 * self.advmss;
                 let grow = rcvwin * (copied - self.rcvq_space_bytes) / self.rcvq_space_bytes;
                 rcvwin += grow << 1;
-                let rcvbuf = space_from_win(rcvwin).min(self.rmem_max);
+                let rcvbuf = self.space_from_win(rcvwin).min(self.rmem_max);
                 if rcvbuf > self.rcvbuf {
                     self.rcvbuf = rcvbuf;
-                    self.window_clamp = win_from_space(rcvbuf);
+                    self.window_clamp = self.win_from_space(rcvbuf);
                 }
             }
             self.rcvq_space_bytes = copied;
@@ -998,6 +1095,39 @@ mod tests {
             r.on_data(now + 1000, s, e, 0, 0, 200, &mut mib),
             AckAction::Now
         );
+    }
+
+    #[test]
+    fn the_first_full_sized_segment_sets_scaling_ratio_from_its_truesize() {
+        // tcp_measure_rcv_mss(): rcv_mss starts at TCP_MSS_DEFAULT (536); the first
+        // in-order 1448-byte skb changes it, so scaling_ratio = 1448 << 8 / truesize
+        // (2304 for a 1500-byte frame: 160), and tcp_set_window_clamp() moves the clamp to
+        // the buffer's window at that ratio. Later skbs of the same size measure nothing.
+        let (mut r, mut mib) = rx();
+        let rcvbuf = r.rcvbuf;
+        assert_eq!(
+            r.win_from_space(rcvbuf),
+            rcvbuf / 2,
+            "TCP_DEFAULT_SCALING_RATIO"
+        );
+        let truesize = crate::packet::rx_frame_truesize(1500);
+        r.set_skb(MSS, MSS, truesize);
+        let (s, e) = seg(0);
+        r.on_data(0, s, e, 0, 0, 200, &mut mib);
+        assert_eq!(r.scaling_ratio, (MSS << 8) / truesize);
+        assert_eq!(r.scaling_ratio, 160);
+        assert_eq!(r.window_clamp, (rcvbuf * 160) >> 8);
+        // Out-of-order data is charged at truesize per byte: 10 segments take
+        // 10 x 2304 B of the buffer, not 2 x their length.
+        let free_before = r.tcp_space();
+        for i in 2..12 {
+            r.set_skb(MSS, MSS, 1); // ignored: out of order, and rcv_mss is unchanged
+            let (s, e) = seg(i);
+            r.on_data(1, s, e, 0, 0, 200, &mut mib);
+        }
+        assert_eq!(r.scaling_ratio, 160, "only in-order skbs are measured");
+        let charged = 10 * MSS * truesize / MSS;
+        assert_eq!(free_before - r.tcp_space(), (charged * 160) >> 8);
     }
 
     #[test]
