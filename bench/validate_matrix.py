@@ -5,7 +5,7 @@ one Markdown table (simulator / kernel / verdict per metric and case) for the cl
 
     sudo .venv/bin/python bench/validate_matrix.py [-o out/validate-matrix] [--prefix tlh5]
         [--allow-busy] [--only cubic] [--duration 15s] [--tolerance goodput=10%,...] [--runs N]
-        [--cells default|large|all]
+        [--cells default|large|all] [--set PATH=VALUE ...]
 
 ``--cells large`` runs the large-buffer cells instead (issue 23), ``all`` both: the path of
 tests/data/validate-path-bigbuf.yaml (the 50 ms one-way delay on the SENDER's link, so the
@@ -14,6 +14,10 @@ BBR with 1 % loss at 100 ms RTT, a 100 Mbit/s and a 1 Gbit/s bottleneck (a 1-BDP
 826 and 8257 packets), the first link at 10 Gbit/s and at 1 Gbit/s. Every row also shows
 the delay line's own lateness (p99 / max over its TUNs, from kernel/delayline.json): the
 kernel run is invalid beyond 1 ms / 20 ms.
+
+``--set PATH=VALUE`` (repeatable) adds a scenario override to every case, after the case's own,
+e.g. ``--set hosts.server.offload.tso=on --set hosts.client.offload.gro=on`` for the matrix with
+Linux's default offloads in both worlds (issue 24).
 
 ``--runs N`` (default 1) runs each case N times in each world (``tcplab validate --runs``):
 the cells are then mean ± sd over the runs and the verdicts follow the repeated rule
@@ -137,6 +141,9 @@ def main() -> int:
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--runs", type=int, default=1, help="runs per world and case (tcplab validate --runs)")
     ap.add_argument(
+        "--set", action="append", default=[], dest="sets", metavar="PATH=VALUE", help="override for every case"
+    )
+    ap.add_argument(
         "--cells",
         choices=("default", "large", "all"),
         default="default",
@@ -173,7 +180,7 @@ def main() -> int:
         try:
             v = validate(
                 scenario,
-                overrides=sets,
+                overrides=[*sets, *args.sets],
                 tolerances=tol,
                 options=kernel_options(prefix=args.prefix, allow_busy=args.allow_busy),
                 out=out / name,

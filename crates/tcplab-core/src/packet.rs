@@ -63,31 +63,36 @@ const SKB_SHINFO_BYTES: u64 = 320;
 /// `NET_SKB_PAD` (max(32, L1_CACHE_BYTES) = 64 on x86-64): headroom a receive buffer reserves.
 const NET_SKB_PAD_BYTES: u64 = 64;
 
-/// `skb->truesize` of a received frame of `frame_bytes` whose data the device put in a
-/// buffer of its own (Linux v6.12: tun_get_user() -> sock_alloc_send_pskb() ->
-/// __alloc_skb(), and the drivers that use netdev_alloc_skb()/napi_alloc_skb() for linear
-/// receive buffers): `NET_SKB_PAD` + the frame, cache-aligned, plus the shared info, taken
-/// from the next kmalloc size class; truesize is that buffer's usable size plus the
-/// sk_buff and shared info (`SKB_TRUESIZE(size)`). A 1500-byte IP packet takes a 2 KB
-/// buffer: truesize 2304, which is what tcp_measure_rcv_mss() sees on this project's kernel
+/// `skb->truesize` of a linear skb holding `len_bytes` of packet in a buffer of its own
+/// (Linux v6.12 __alloc_skb() via kmalloc_reserve(): `NET_SKB_PAD` + the data,
+/// cache-aligned, plus the shared info, rounded up to kmalloc's power-of-two size class;
+/// truesize = that buffer plus the sk_buff, `SKB_TRUESIZE(size)`). What a receiving device
+/// gives a frame when it copies it into such a buffer (tun_get_user() ->
+/// sock_alloc_send_pskb(), drivers using netdev_alloc_skb()/napi_alloc_skb() for linear
+/// receive buffers), and what fq_codel's memory limit charges. A 1500-byte IP packet takes
+/// a 2 KB buffer: 2304, which is what tcp_measure_rcv_mss() sees on this project's kernel
 /// test bed (a receiver behind the TUN delay line advertises 160/256 of its buffer: `ss`'s
-/// rcv_ssthresh 3932160 of a 6291456-byte tcp_rmem[2]). Simplified: drivers that receive
-/// into page fragments (ixgbe's half pages, mlx5's strides) have their own truesize;
-/// tcplab uses this one for every host.
-pub fn rx_frame_truesize(frame_bytes: u32) -> u64 {
-    let data = (NET_SKB_PAD_BYTES + frame_bytes as u64).next_multiple_of(64) + SKB_SHINFO_BYTES;
-    // kmalloc size classes above 192 bytes are powers of two; 96 and 192 below.
-    let bucket = match data {
-        0..=96 => 96,
-        97..=192 => 192,
-        _ => data.next_power_of_two(),
-    };
-    bucket - SKB_SHINFO_BYTES + SKB_STRUCT_BYTES + SKB_SHINFO_BYTES
+/// rcv_ssthresh 3932160 of a 6291456-byte tcp_rmem[2]); a pure ACK 768. Simplified:
+/// drivers that receive into page fragments (ixgbe's half pages, mlx5's strides) have
+/// their own truesize; tcplab uses this one for every host.
+pub fn linear_skb_truesize(len_bytes: u32) -> u64 {
+    // Never below kmalloc's 512-byte class: NET_SKB_PAD + shared info alone are 384 bytes.
+    let data = (NET_SKB_PAD_BYTES + len_bytes as u64).next_multiple_of(64) + SKB_SHINFO_BYTES;
+    data.next_power_of_two() + SKB_STRUCT_BYTES
 }
 
-/// Approximate `skb->truesize` overhead per skb (sk_buff + shared info + the linear head
-/// TCP allocates, `MAX_TCP_HEADER`), bytes, on top of the payload it holds in page frags.
-pub const SKB_TRUESIZE_OVERHEAD: u32 = 768;
+/// `MAX_TCP_HEADER` on x86-64 with a distribution's config (Linux v6.12:
+/// L1_CACHE_ALIGN(128 + MAX_HEADER), MAX_HEADER = LL_MAX_HEADER 128 + 48): the linear head
+/// tcp_stream_alloc_skb() reserves for headers.
+const MAX_TCP_HEADER_BYTES: u64 = 320;
+
+/// `skb->truesize` of a TCP skb beyond the payload it holds in page frags: the head from
+/// the small-head cache, `SKB_TRUESIZE(MAX_TCP_HEADER)` = 320 + sk_buff 256 + shared info
+/// 320 = 896 bytes (Linux v6.12 net/core/skbuff.c: kmalloc_reserve() takes heads of
+/// `SKB_HEAD_ALIGN(MAX_TCP_HEADER)` = 640 from skb_small_head_cache; tcp_sendmsg_locked()
+/// then adds each copied byte to truesize). A local sender's 1448-byte skb is 2344 bytes.
+pub const SKB_TRUESIZE_OVERHEAD: u32 =
+    (MAX_TCP_HEADER_BYTES + SKB_STRUCT_BYTES + SKB_SHINFO_BYTES) as u32;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Packet {
@@ -199,13 +204,13 @@ impl Packet {
     }
 
     /// `skb->truesize` of this packet as its receiver holds it: each frame in its own
-    /// receive buffer ([`rx_frame_truesize`]); a GRO aggregate is charged the sum of its
+    /// receive buffer ([`linear_skb_truesize`]); a GRO aggregate is charged the sum of its
     /// frames (skb_gro_receive() adds each merged skb's truesize to the aggregate's).
     #[inline]
     pub fn rx_truesize(&self) -> u64 {
         let segs = self.segs();
         let frame_ip = Packet::ip_len(self.payload_bytes().div_ceil(segs), self.num_sacks);
-        segs as u64 * rx_frame_truesize(frame_ip)
+        segs as u64 * linear_skb_truesize(frame_ip)
     }
 
     #[inline]
@@ -240,12 +245,12 @@ mod tests {
         // __alloc_skb(NET_SKB_PAD + 1500): SKB_DATA_ALIGN(1564) = 1600, + 320 of shared
         // info = 1920 -> kmalloc-2048; truesize = SKB_TRUESIZE(2048 - 320) = 2304, so
         // tcp_measure_rcv_mss() gives scaling_ratio = 1448 * 256 / 2304 = 160.
-        assert_eq!(rx_frame_truesize(1500), 2304);
-        assert_eq!((1448u64 << 8) / rx_frame_truesize(1500), 160);
+        assert_eq!(linear_skb_truesize(1500), 2304);
+        assert_eq!((1448u64 << 8) / linear_skb_truesize(1500), 160);
         // A small frame fits a 512-byte class: SKB_DATA_ALIGN(64 + 52) + 320 = 448.
-        assert_eq!(rx_frame_truesize(52), 512 + 256);
+        assert_eq!(linear_skb_truesize(52), 512 + 256);
         // A 9000-byte MTU frame needs a 16 KB buffer.
-        assert_eq!(rx_frame_truesize(9000), 16384 + 256);
+        assert_eq!(linear_skb_truesize(9000), 16384 + 256);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! - **Receive window**: `tcp_rmem` buffer and `scaling_ratio` (`tcp_win_from_space`):
 //!   50% (`TCP_DEFAULT_SCALING_RATIO`) until the first full-sized in-order segment, then
 //!   that skb's len/truesize as `tcp_measure_rcv_mss()` measures it (1448/2304 = 160/256
-//!   for frames received into 2 KB buffers, `packet::rx_frame_truesize`), with the window
+//!   for frames received into 2 KB buffers, `packet::linear_skb_truesize`), with the window
 //!   clamp following (`tcp_set_window_clamp`). Queued data (out of order, or not yet read)
 //!   is charged at that skb's truesize per byte (`sk_rmem_alloc`; simplified: Linux
 //!   charges each queued skb its own truesize, and coalesces contiguous skbs whose data
@@ -1110,7 +1110,7 @@ mod tests {
             rcvbuf / 2,
             "TCP_DEFAULT_SCALING_RATIO"
         );
-        let truesize = crate::packet::rx_frame_truesize(1500);
+        let truesize = crate::packet::linear_skb_truesize(1500);
         r.set_skb(MSS, MSS, truesize);
         let (s, e) = seg(0);
         r.on_data(0, s, e, 0, 0, 200, &mut mib);

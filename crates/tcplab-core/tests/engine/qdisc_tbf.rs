@@ -337,7 +337,7 @@ fn the_cni_plugins_tbf_holds_a_bbr_pod_to_its_tsq_budget_and_bbr_leaves_drain() 
     // STARTUP's budget, the most the pod may have had below it: its pacing rate is at most
     // bbr_high_gain (2885/1000) x the bandwidth estimate (bbr_set_pacing_rate()), shifted by
     // sk_pacing_shift (10), plus one 64 KB skb.
-    let max_skb = 65_536 + 768;
+    let max_skb = 65_536 + tcplab_core::packet::SKB_TRUESIZE_OVERHEAD as u64;
     let max_bw = *s.bbr_bw_bps.iter().max().unwrap();
     let startup_budget: u64 = (max_bw * 2885 / 1000 / 8 >> 10) + max_skb;
     // Frames in the tbf (1514 B per 1448 B of payload) drain at the tbf's rate.

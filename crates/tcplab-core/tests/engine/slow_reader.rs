@@ -9,9 +9,9 @@ use tcplab_core::sim::Simulator;
 
 /// Bytes of unread data a receive buffer of `rcvbuf` bytes holds before its window closes:
 /// every queued skb is charged its truesize (`sk_rmem_alloc`), a full-sized segment of
-/// 1448 B in a 1500-byte frame's 2304 B (`packet::rx_frame_truesize`).
+/// 1448 B in a 1500-byte frame's 2304 B (`packet::linear_skb_truesize`).
 fn held_bytes(rcvbuf: u64) -> u64 {
-    rcvbuf * 1448 / tcplab_core::packet::rx_frame_truesize(1500)
+    rcvbuf * 1448 / tcplab_core::packet::linear_skb_truesize(1500)
 }
 
 /// 100 Mbit/s, 10 ms each way (RTT 20 ms), a 1000-packet queue: a path far faster than

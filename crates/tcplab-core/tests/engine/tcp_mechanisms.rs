@@ -327,10 +327,10 @@ fn tsq_keeps_the_host_queue_small_and_the_link_busy() {
     // tcp_limit_output_bytes when the socket is not paced; TX completion (tcp_tsq_handler)
     // lets it send again. So the sender's own qdisc holds at most limit + one skb, never the
     // 10000 packets it would accept, and the NIC never idles. (tcplab counts payload bytes
-    // in wmem_alloc and adds 768 B of skb overhead to the truesize.)
+    // in wmem_alloc and adds SKB_TRUESIZE_OVERHEAD of skb overhead to the truesize.)
     let rate = 1_000_000_000;
     let mut sim = Simulator::new(direct(CcKind::Cubic, rate, 5 * MS, 2 * S)).unwrap();
-    let max_skb = 65_536 + 768;
+    let max_skb = 65_536 + tcplab_core::packet::SKB_TRUESIZE_OVERHEAD as u64;
     // The limit applies when an skb is sent; when the pacing rate falls (leaving slow start)
     // the bytes already below the socket drain at the NIC rate: compare with the largest
     // limit of the last 2 ms (a full limit drains in (rate >> 10) / rate ~ 1 ms).
@@ -536,7 +536,7 @@ fn a_small_receive_buffer_limits_inflight_to_the_window() {
     // measures a full-sized segment, then 1448 / truesize (tcp_measure_rcv_mss(): 160/256
     // for a 1500-byte frame in a 2304-byte skb) = 40 KB, about 28 segments; at
     // 100 Mbit/s x 40 ms (BDP 330 packets) that is 8 Mbit/s.
-    let ratio = (1448u64 << 8) / tcplab_core::packet::rx_frame_truesize(1500);
+    let ratio = (1448u64 << 8) / tcplab_core::packet::linear_skb_truesize(1500);
     let window = (65536 * ratio) >> 8;
     let mut cfg = dumbbell(
         1,

@@ -78,13 +78,10 @@ pub const MAX_MEMORY_LIMIT_BYTES: u64 = 1 << 31;
 const MAX_TIME_NS: u64 = u32::MAX as u64 * 1_000;
 
 /// Approximate `skb->truesize` of a `len_bytes` packet (see the module docs): a linear skb
-/// from `__alloc_skb()`: data `SKB_DATA_ALIGN(len + NET_SKB_PAD(64))` plus
-/// `skb_shared_info` (320), rounded up by kmalloc to a power of two, plus
-/// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` (256).
+/// from `__alloc_skb()` ([`crate::packet::linear_skb_truesize`]).
 #[inline]
 pub fn truesize_bytes(len_bytes: u32) -> u32 {
-    let data = (len_bytes + 64).div_ceil(64) * 64 + 320;
-    data.next_power_of_two() + 256
+    crate::packet::linear_skb_truesize(len_bytes) as u32
 }
 
 /// Check an fq_codel configuration; one-line error naming `{at}.field`.
