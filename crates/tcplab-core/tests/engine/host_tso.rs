@@ -176,3 +176,109 @@ fn a_lost_skb_is_retransmitted_as_one_skb_up_to_the_cwnd_and_never_across_skbs()
         );
     }
 }
+
+/// New-data skbs the sender sent after `from_ns`: `(seq, end_seq)`, from a sender capture.
+fn new_data_skbs(out: &SimOutput, from_ns: u64) -> Vec<(u64, u64)> {
+    let c = out.capture.as_ref().unwrap();
+    let mut high = 0;
+    let mut v = Vec::new();
+    for i in 0..c.t_ns.len() {
+        if c.dir[i] == tcplab_core::capture::DIR_OUT && c.end_seq[i] > c.seq[i] {
+            if c.seq[i] >= high && c.t_ns[i] >= from_ns {
+                v.push((c.seq[i], c.end_seq[i]));
+            }
+            high = high.max(c.end_seq[i]);
+        }
+    }
+    v
+}
+
+/// One flow over a 100 Mbit/s, 10 ms bottleneck (a 1-BDP pfifo) behind a fast first hop,
+/// its sender with `tso`, a capture at the sender.
+fn behind_bottleneck(cc: CcKind, tso: bool) -> SimConfig {
+    let mut cfg = dumbbell(
+        1,
+        cc,
+        100_000_000,
+        10 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: bdp_packets(100_000_000, 20 * MS),
+        },
+        3_000 * MS,
+    );
+    cfg.nodes[0].tso = tso;
+    cfg.capture = Some(CaptureConfig {
+        flow: 0,
+        at: CaptureAt::Sender,
+        max_packets: 1_000_000,
+    });
+    cfg
+}
+
+#[test]
+fn tso_deferral_waits_for_a_larger_skb_while_acks_come_within_a_millisecond() {
+    // Linux v6.12 tcp_tso_should_defer(): a CUBIC sender in congestion avoidance gets a
+    // delayed ACK for 2 segments every ~0.24 ms (2 x 1514 B at 100 Mbit/s), so its last
+    // write is always under 1 ms old and the rtx head (sent ~1 RTT ago) older than srtt/2;
+    // an skb of the 2 segments an ACK frees is below max_segs and below a third of the
+    // cwnd (cwnd > 6), so it waits until the room reaches one of them. Without deferral
+    // each ACK sends its 2 segments (the tso-off path, or tcplab before this change).
+    let on = run(behind_bottleneck(CcKind::Cubic, true));
+    let skbs = new_data_skbs(&on, 1_000 * MS);
+    let small = skbs.iter().filter(|s| s.1 - s.0 <= 2 * MSS).count();
+    assert!(skbs.len() > 500, "{}", skbs.len());
+    assert!(
+        small * 10 < skbs.len(),
+        "{small} of {} skbs <= 2 MSS",
+        skbs.len()
+    );
+    // Deferral holds skbs back by at most ~1 ms: the same bytes arrive as with segments
+    // released per ACK (tso off).
+    let off = run(behind_bottleneck(CcKind::Cubic, false));
+    let (a_on, a_off) = (on.flows[0].bytes_acked, off.flows[0].bytes_acked);
+    assert!(
+        a_on > a_off * 97 / 100 && a_on < a_off * 103 / 100,
+        "{a_on} {a_off}"
+    );
+}
+
+#[test]
+fn at_the_receive_window_edge_a_part_mss_goes_once_per_minshall_check() {
+    // Linux v6.12 tcp_write_xmit(): tcp_snd_wnd_test() only needs the first MSS inside the
+    // window; tcp_mss_split_point() cuts at the window's edge, a part-MSS included, unless
+    // tcp_nagle_check() holds it: Nagle on (nonagle 0), packets out and a part-MSS skb
+    // still unacknowledged (tcp_minshall_check()). A receive-window-limited sender so sends
+    // part-MSS skbs mid-stream, never a second while the first is unacked. (tcplab before:
+    // whole segments only.)
+    let mut cfg = behind_bottleneck(CcKind::Cubic, true);
+    cfg.flows[0].tcp.tcp_rmem = [4096, 65536, 65536];
+    let out = run(cfg);
+    let c = out.capture.as_ref().unwrap();
+    let mut snd_una = 0;
+    let mut high = 0;
+    let mut sml: Option<u64> = None;
+    let mut partials = 0;
+    for i in 0..c.t_ns.len() {
+        if c.dir[i] == DIR_IN {
+            snd_una = snd_una.max(c.ack_seq[i]);
+            continue;
+        }
+        if c.end_seq[i] <= c.seq[i] || c.seq[i] < high {
+            continue;
+        }
+        high = c.end_seq[i];
+        if (c.end_seq[i] - c.seq[i]) % MSS != 0 {
+            if let Some(e) = sml {
+                assert!(
+                    e <= snd_una,
+                    "part-MSS skb at {} while {e} unacked",
+                    c.seq[i]
+                );
+            }
+            sml = Some(c.end_seq[i]);
+            partials += 1;
+        }
+    }
+    assert!(partials > 10, "{partials}");
+    assert!(out.flows[0].bytes_acked > 1_000_000);
+}
