@@ -282,3 +282,89 @@ fn at_the_receive_window_edge_a_part_mss_goes_once_per_minshall_check() {
     assert!(partials > 10, "{partials}");
     assert!(out.flows[0].bytes_acked > 1_000_000);
 }
+
+/// A pod (0) behind its veth into its node (1, `orphan`: the veth crossing), the node's
+/// 100 Mbit/s, 5 ms egress to a host (2); the pod with `offload: {tso: on}`, a capture at
+/// the receiver. `passes_gso` as given on the pod's veth (`None`: the veth's default).
+fn pod_behind_veth(passes_gso: Option<bool>) -> SimConfig {
+    let pbit = 1_000_000_000_000_000;
+    let pfifo = |n| QueueConfig::Pfifo { limit_packets: n };
+    let veth = |from, to| LinkConfig {
+        orphan: true,
+        passes_gso,
+        queue: pfifo(1000),
+        ..LinkConfig::new(format!("veth{from}{to}"), from, to, pbit, 1_000)
+    };
+    let mut cfg = two_hosts(100_000_000, 5 * MS, 100_000, 1_000 * MS);
+    cfg.nodes = vec![
+        NodeConfig::new("pod", NodeKind::Host),
+        NodeConfig::new("node", NodeKind::Router),
+        NodeConfig::new("dst", NodeKind::Host),
+    ];
+    cfg.nodes[0].tso = true;
+    cfg.links = vec![
+        veth(0, 1),
+        LinkConfig {
+            queue: pfifo(100_000),
+            ..LinkConfig::new("node->dst", 1, 2, 100_000_000, 5 * MS)
+        },
+        LinkConfig {
+            queue: pfifo(100_000),
+            ..LinkConfig::new("dst->node", 2, 1, 100_000_000, 5 * MS)
+        },
+        LinkConfig {
+            orphan: false,
+            ..veth(1, 0)
+        },
+    ];
+    cfg.flows.push(FlowConfig::new("f", 0, 2, CcKind::Cubic));
+    cfg.capture = Some(CaptureConfig {
+        flow: 0,
+        at: CaptureAt::Receiver,
+        max_packets: 1_000_000,
+    });
+    cfg
+}
+
+#[test]
+fn a_pods_gso_skb_crosses_its_veth_whole_and_is_cut_at_the_nodes_egress() {
+    // A veth passes GSO skbs whole (NETIF_F_GSO_SOFTWARE, drivers/net/veth.c); the node
+    // forwards the skb as one (ip_finish_output_gso()) and its device cuts it into MSS
+    // frames after its qdisc (validate_xmit_skb() -> skb_gso_segment(), or the NIC's TSO).
+    // So the veth and the node's pfifo each count one packet per skb, and the frames
+    // leave the node back to back at its 100 Mbit/s.
+    let out = run(pod_behind_veth(None));
+    let f = &out.flows[0];
+    let (veth, egress) = (&out.links[0].stats, &out.links[1].stats);
+    assert!(f.data_segs_out > 5_000, "{f:?}");
+    assert!(veth.sent_packets < f.data_segs_out / 2, "{veth:?} {f:?}");
+    assert!(
+        egress.sent_packets < f.data_segs_out / 2,
+        "{egress:?} {f:?}"
+    );
+    // The node's qdisc charges each skb all its frames' bytes (qdisc_pkt_len_init()).
+    assert!(
+        egress.sent_bytes / egress.sent_packets > 2 * 1500,
+        "{egress:?}"
+    );
+    let c = out.capture.as_ref().unwrap();
+    let frame_ns = (1500 + LinkConfig::new("x", 0, 1, 1, 0).overhead_bytes as u64) * 8 * 10;
+    let (mut last, mut min_gap) = (None, u64::MAX);
+    for i in 0..c.t_ns.len() {
+        if c.dir[i] == DIR_IN && c.end_seq[i] > c.seq[i] {
+            assert!(c.end_seq[i] - c.seq[i] <= MSS);
+            if let Some(t) = last {
+                min_gap = min_gap.min(c.t_ns[i] - t);
+            }
+            last = Some(c.t_ns[i]);
+        }
+    }
+    assert_eq!(min_gap, frame_ns);
+    // A veth set to cut (tcplab before: every link cut at the first hop) hands the node
+    // MSS frames: its pfifo counts one packet per segment.
+    let cut = run(pod_behind_veth(Some(false)));
+    let (fc, ec) = (&cut.flows[0], &cut.links[1].stats);
+    assert!(ec.sent_packets > fc.data_segs_out * 9 / 10, "{ec:?} {fc:?}");
+    // The same bytes arrive either way.
+    assert!(f.bytes_acked > fc.bytes_acked * 9 / 10, "{f:?} {fc:?}");
+}
