@@ -272,6 +272,15 @@ pub struct LinkConfig {
     /// returned NET_RX_SUCCESS from the pod's __netif_rx() long before.
     #[serde(default)]
     pub orphan_after_queue: bool,
+    /// Whether a TSO/GSO skb crosses this link whole (`None`: a veth into another
+    /// namespace, `orphan`, passes; any other link cuts). A veth advertises
+    /// NETIF_F_GSO_SOFTWARE (Linux v6.12 drivers/net/veth.c: veth_setup()), so
+    /// validate_xmit_skb() leaves the skb whole and the node's stack forwards it as one
+    /// (ip_finish_output_gso()); the device that cannot take it — a NIC's TSO, or GSO in
+    /// validate_xmit_skb() before a driver without it, as a TUN — cuts it into MSS frames
+    /// after its qdisc. The link's qdisc and counters then see one packet per skb.
+    #[serde(default)]
+    pub passes_gso: Option<bool>,
 }
 
 /// One pod's EDT aggregate (Cilium `bpf/lib/edt.h`): packets from `nodes` are stamped
@@ -321,6 +330,7 @@ impl LinkConfig {
             orphan: false,
             keeps_sk: false,
             orphan_after_queue: false,
+            passes_gso: None,
         }
     }
 }

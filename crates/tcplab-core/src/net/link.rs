@@ -82,6 +82,9 @@ pub struct Link {
     /// With `orphan`: the socket is kept through this link's own qdisc and released as the
     /// packet leaves it (`LinkConfig::orphan_after_queue`, the CNI plugin's IFB tbf).
     pub orphan_after_queue: bool,
+    /// A TSO/GSO skb leaves this link whole (a veth: `LinkConfig::passes_gso`); otherwise
+    /// it is cut into MSS frames as it goes on the wire (`put_on_wire_gso`).
+    pub passes_gso: bool,
     pub qdisc: Qdisc,
     /// Cilium EDT aggregates applied before the qdisc (`LinkConfig.edt`), if any.
     pub shaper: Option<EdtShaper>,
@@ -133,6 +136,7 @@ impl Link {
             orphan: cfg.orphan,
             keeps_sk: cfg.orphan && cfg.keeps_sk,
             orphan_after_queue: cfg.orphan && !cfg.keeps_sk && cfg.orphan_after_queue,
+            passes_gso: cfg.passes_gso.unwrap_or(cfg.orphan),
             qdisc: Qdisc::new(&cfg.queue),
             shaper: EdtShaper::new(&cfg.edt),
             clears_tstamp: false,
@@ -279,7 +283,7 @@ impl Link {
         }
         // Saturating: a slow link with a long queue may finish beyond the engine's clock
         // range; such a packet simply never arrives within the run.
-        if pkt.is_gso() {
+        if pkt.is_gso() && !self.passes_gso {
             self.busy_until_ns = self.put_on_wire_gso(pkt, start, id, ev);
             return true;
         }
@@ -430,7 +434,7 @@ impl Link {
         self.flush_drops(now_ns, id, ev);
         match d {
             Dequeue::Packet(pkt, len) => {
-                if pkt.is_gso() {
+                if pkt.is_gso() && !self.passes_gso {
                     let finish = self.put_on_wire_gso(pkt, now_ns, id, ev);
                     self.busy_until_ns = finish;
                     self.schedule_dequeue(finish, id, ev);
@@ -558,13 +562,13 @@ impl Link {
                     LossVerdict::Listed => {
                         self.wire.drop_list_drops += 1;
                         if is_data {
-                            self.acct.data_dropped_list += 1;
+                            self.acct.data_dropped_list += pkt.segs() as u64;
                         }
                     }
                     _ => {
                         self.wire.loss_drops += 1;
                         if is_data {
-                            self.acct.data_dropped_loss += 1;
+                            self.acct.data_dropped_loss += pkt.segs() as u64;
                         }
                     }
                 }
@@ -645,7 +649,13 @@ impl Link {
     /// Data packets the link will still deliver (in a timed qdisc, serializing or
     /// propagating; a FIFO's waiting packets are already in the pipe).
     pub fn data_packets_held(&self) -> u64 {
-        let mut n = self.pipe.iter().filter(|(_, p)| p.is_data()).count() as u64;
+        // In segments: a GSO skb that passed a veth whole counts all of them.
+        let mut n: u64 = self
+            .pipe
+            .iter()
+            .filter(|(_, p)| p.is_data())
+            .map(|(_, p)| p.segs() as u64)
+            .sum();
         if let Qdisc::Timed(q) = &self.qdisc {
             q.for_each_packet(&mut |p| n += if p.is_data() { p.segs() as u64 } else { 0 });
         }

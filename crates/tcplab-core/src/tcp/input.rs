@@ -140,6 +140,8 @@ impl TcpSocket {
         if pkt.rwnd_bytes != self.tp.snd_wnd {
             flag |= FLAG_WIN_UPDATE;
             self.tp.snd_wnd = pkt.rwnd_bytes;
+            // tcp_ack_update_window(): the largest window ever offered.
+            self.tp.max_window = self.tp.max_window.max(self.tp.snd_wnd);
         }
         if ack > prior_snd_una {
             flag |= FLAG_WIN_UPDATE;

@@ -71,7 +71,312 @@ pub fn tso_segs(i: TsoInputs, min_tso_segs: u32, gso_max_segs: u32) -> u32 {
     tso_autosize(i, min_tso_segs).min(gso_max_segs).max(1)
 }
 
+/// `sysctl_tcp_tso_win_divisor` (Linux v6.12 net/ipv4/tcp_ipv4.c: tcp_sk_init(): 3): the
+/// part of the window a TSO skb may take before `tcp_tso_should_defer()` stops waiting.
+pub const TCP_TSO_WIN_DIVISOR: u32 = 3;
+
+/// `TCP_MSS_DEFAULT` (include/net/tcp.h): 536.
+const TCP_MSS_DEFAULT: u32 = 536;
+
+/// `tp->tcp_header_len` with timestamps (20 + TCPOLEN_TSTAMP_ALIGNED), as tcplab's MSS
+/// assumes; only `tcp_bound_to_half_wnd()`'s floor for tiny windows reads it.
+const TCP_HEADER_LEN: u32 = 32;
+
+/// Linux v6.12 net/ipv4/tcp.c: tcp_xmit_size_goal() with include/net/tcp.h:
+/// tcp_bound_to_half_wnd(): the size tcp_sendmsg_locked() fills write-queue skbs to:
+/// `sk_gso_max_size` bounded to half the largest window the peer offered, a whole number
+/// of MSS (at most `sk_gso_max_segs` of them), at least one MSS. (The kernel caches
+/// `tp->gso_segs` to avoid a divide; the value is the same.)
+pub fn xmit_size_goal(mss: u32, max_window: u32, gso_max_size: u32, gso_max_segs: u32) -> u32 {
+    // tcp_bound_to_half_wnd()
+    let cutoff = if max_window > TCP_MSS_DEFAULT {
+        max_window >> 1
+    } else {
+        max_window
+    };
+    let new_size_goal = if cutoff != 0 && gso_max_size > cutoff {
+        cutoff.max(68 - TCP_HEADER_LEN)
+    } else {
+        gso_max_size
+    };
+    let segs = (new_size_goal / mss).min(gso_max_segs);
+    (segs * mss).max(mss)
+}
+
+/// What `tcp_tso_should_defer()` reads: the socket, and the skb at the send head (after
+/// `tcp_grow_skb()`).
+#[derive(Clone, Copy, Debug)]
+pub struct DeferInputs {
+    pub ca_state: CaState,
+    /// `tp->tcp_clock_cache`, ns.
+    pub clock_ns: u64,
+    /// `tp->tcp_wstamp_ns`: the departure time of the last skb sent, ns.
+    pub wstamp_ns: u64,
+    pub in_flight: u32,
+    pub cwnd: u32,
+    pub mss: u32,
+    /// `tp->snd_wnd`, bytes.
+    pub snd_wnd: u32,
+    /// `tcp_wnd_end(tp) - TCP_SKB_CB(skb)->seq`, bytes.
+    pub send_win: u64,
+    /// `tcp_tso_segs()`.
+    pub max_segs: u32,
+    /// The skb's length and whether it is the write queue's tail.
+    pub skb_len: u64,
+    pub skb_is_tail: bool,
+    /// FIN or EOR on the skb (tcplab sends neither with data).
+    pub skb_fin_or_eor: bool,
+    /// `tcp_rtx_queue_head(sk)->tstamp` (its departure time), ns; None when empty.
+    pub rtx_head_tstamp_ns: Option<u64>,
+    /// `tp->srtt_us` (<< 3).
+    pub srtt_us: u32,
+    /// `sysctl_tcp_tso_win_divisor`.
+    pub win_divisor: u32,
+}
+
+/// What `tcp_tso_should_defer()` decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Defer {
+    /// Send now (`goto send_now`).
+    Send,
+    /// Wait, cwnd-limited (`*is_cwnd_limited = true`).
+    CwndLimited,
+    /// Wait, receive-window-limited (`*is_rwnd_limited = true`).
+    RwndLimited,
+    /// Wait, application-limited (the tail skb may still grow).
+    AppLimited,
+}
+
+/// Linux v6.12 net/ipv4/tcp_output.c: tcp_tso_should_defer() ("a kind of TSO Nagle
+/// test", John Heffner): hold back an skb of several segments that cannot go out whole,
+/// hoping the next ACK opens room for a larger one. Called by tcp_write_xmit() for every
+/// skb of more than one segment unless `push_one` (loss probes, tcp_push_one()); there is
+/// no exemption for paced sockets or BBR (v6.12 has none: BBR's skb size comes in through
+/// `max_segs`, `bbr_tso_segs_goal()`/`min_tso_segs`).
+pub fn tso_should_defer(i: DeferInputs) -> Defer {
+    // Never in Recovery or Loss (CWR and Disorder may defer: TCP_CA_CWR < TCP_CA_Recovery).
+    if i.ca_state as u8 >= CaState::Recovery as u8 {
+        return Defer::Send;
+    }
+    // Avoid bursty behavior by allowing defer only if the last write was recent (1 ms);
+    // tcp_wstamp_ns may be in the future (EDT, paced).
+    if i.clock_ns as i64 - i.wstamp_ns as i64 - 1_000_000 > 0 {
+        return Defer::Send;
+    }
+    // The caller guarantees cwnd > in_flight (tcp_cwnd_test() gave a quota).
+    let cong_win = (i.cwnd.saturating_sub(i.in_flight) as u64) * i.mss as u64;
+    let limit = i.send_win.min(cong_win);
+    // If a full-sized TSO skb can be sent, do it.
+    if limit >= i.max_segs as u64 * i.mss as u64 {
+        return Defer::Send;
+    }
+    // Middle in queue won't get any more data, full sendable already?
+    if !i.skb_is_tail && limit >= i.skb_len {
+        return Defer::Send;
+    }
+    if i.win_divisor != 0 {
+        // If at least some fraction of a window is available, just use it.
+        let chunk = (i.snd_wnd as u64).min(i.cwnd as u64 * i.mss as u64) / i.win_divisor as u64;
+        if limit >= chunk {
+            return Defer::Send;
+        }
+    } else if limit > 3 * i.mss as u64 {
+        // tcp_max_tso_deferred_mss(): 3, "try not to defer past a single ACK".
+        return Defer::Send;
+    }
+    // If the next ACK is likely to come too late (half srtt), do not defer.
+    let Some(head) = i.rtx_head_tstamp_ns else {
+        return Defer::Send;
+    };
+    let age = i.clock_ns as i64 - head as i64;
+    if age - 1000 * ((i.srtt_us >> 4) as i64) < 0 {
+        return Defer::Send;
+    }
+    // Advisable to defer: cwnd-limited, rwnd-limited or application-limited.
+    if cong_win < i.send_win {
+        if cong_win <= i.skb_len {
+            return Defer::CwndLimited;
+        }
+    } else if i.send_win <= i.skb_len {
+        return Defer::RwndLimited;
+    }
+    // If this packet won't get more data, do not wait.
+    if i.skb_fin_or_eor {
+        return Defer::Send;
+    }
+    Defer::AppLimited
+}
+
+/// Linux v6.12 net/ipv4/tcp_output.c: tcp_mss_split_point(): where tcp_write_xmit() cuts
+/// the skb at the send head (`tso_fragment()`): `max_segs` (the cwnd quota, already at most
+/// `tcp_tso_segs()`) MSS when that fits the window and more data follows; else what the
+/// window and the skb allow, a trailing part-MSS included unless Nagle holds it
+/// (tcp_nagle_check(): corked, or, Nagle on, a part-MSS skb unacknowledged: the Minshall
+/// check).
+pub fn mss_split_point(
+    skb_len: u64,
+    skb_is_tail: bool,
+    window: u64,
+    mss: u32,
+    max_segs: u32,
+    nagle_holds_partial: bool,
+) -> u64 {
+    let max_len = mss as u64 * max_segs as u64;
+    if max_len <= window && !skb_is_tail {
+        return max_len;
+    }
+    let needed = skb_len.min(window);
+    if max_len <= needed {
+        return max_len;
+    }
+    let partial = needed % mss as u64;
+    if partial != 0 && nagle_holds_partial {
+        return needed - partial;
+    }
+    needed
+}
+
+/// One turn of tcp_write_xmit()'s loop with `tso`.
+enum TsoStep {
+    /// An skb of this many bytes went out.
+    Sent(u64),
+    /// Deferred by `tcp_tso_should_defer()`.
+    Deferred(Defer),
+    /// TSQ, or a local drop.
+    Stop,
+}
+
 impl TcpSocket {
+    /// `tcp_xmit_size_goal()` for this socket (`tcp_send_mss()`).
+    pub fn size_goal(&self) -> u64 {
+        xmit_size_goal(
+            self.tp.mss_cache,
+            self.tp.max_window,
+            self.tp.sk_gso_max_size,
+            GSO_MAX_SEGS,
+        ) as u64
+    }
+
+    /// With `tso`: the skb at the send head after tcp_grow_skb() (Linux v6.12
+    /// net/ipv4/tcp_output.c) toward `want_end` (`cwnd_quota * mss_now` bytes from
+    /// `snd_nxt`), as `(head_end, next_end)`, the nominal ends of the head skb and of the one
+    /// after it (see `wq_head_end`).
+    ///
+    /// tcplab keeps the write queue as a byte range plus these two boundaries: the skbs
+    /// after the next are taken as size_goal skbs (tcp_sendmsg_locked() fills the tail skb
+    /// to size_goal before it starts another); a tail skb shorter than size_goal is filled
+    /// by later writes (its nominal end is `start + size_goal`). Simplification: a change
+    /// of size_goal (the peer's max_window growing) moves the boundaries of skbs already
+    /// queued, which in Linux keep the size they were built with.
+    fn grow_send_head(&self, want_end: u64, sg: u64) -> (u64, u64) {
+        let nxt = self.tp.snd_nxt;
+        let ws = self.tp.write_seq;
+        let mut h = if self.wq_head_end > nxt {
+            self.wq_head_end
+        } else {
+            nxt + sg
+        };
+        let mut n = if self.wq_next_end > h {
+            self.wq_next_end
+        } else {
+            h + sg
+        };
+        // tcp_grow_skb(): not the last skb, bytes missing: move up to that many from the
+        // next skb (one skb, never further).
+        if h < ws && want_end > h {
+            let next_real = n.min(ws);
+            h += (want_end - h).min(next_real - h);
+            if h == next_real {
+                // The next skb is eaten whole (tcp_eat_one_skb()); if it was the tail, the
+                // head is now the tail, filled by later writes while shorter than size_goal.
+                if n >= ws {
+                    h = ws.max(nxt + sg);
+                }
+                n = h + sg;
+            }
+        }
+        (h, n)
+    }
+
+    /// With `tso`, one turn of Linux v6.12 tcp_write_xmit() from tcp_grow_skb() on: the
+    /// send-window test was passed by the caller (first MSS within the window), then
+    /// tcp_tso_should_defer() for an skb of several segments (not for `push_one`),
+    /// tcp_mss_split_point() + tso_fragment(), tcp_small_queue_check() on the cut skb, and
+    /// the transmission as one skb.
+    fn xmit_tso_skb(&mut self, ctx: &mut Ctx, quota: u32, max_segs: u32, push_one: u8) -> TsoStep {
+        let mss = self.tp.mss_cache;
+        let seq = self.tp.snd_nxt;
+        let ws = self.tp.write_seq;
+        let sg = self.size_goal();
+        let (h, n) = self.grow_send_head(seq + quota as u64 * mss as u64, sg);
+        self.wq_head_end = h;
+        self.wq_next_end = n;
+        let skb_is_tail = h >= ws;
+        let skb_len = h.min(ws) - seq;
+        let wnd_end = self.tp.snd_una + self.tp.snd_wnd as u64;
+        let window = wnd_end.saturating_sub(seq);
+        let segs = skb_len.div_ceil(mss as u64);
+        if segs > 1 && push_one == 0 {
+            let d = tso_should_defer(DeferInputs {
+                ca_state: self.tp.ca_state,
+                clock_ns: self.tp.tcp_clock_cache,
+                wstamp_ns: self.tp.tcp_wstamp_ns,
+                in_flight: self.tp.packets_in_flight(),
+                cwnd: self.tp.snd_cwnd,
+                mss,
+                snd_wnd: self.tp.snd_wnd,
+                send_win: window,
+                max_segs,
+                skb_len,
+                skb_is_tail,
+                skb_fin_or_eor: false,
+                rtx_head_tstamp_ns: self.rtx.front().map(|s| s.skb_mstamp_ns),
+                srtt_us: self.tp.srtt_us,
+                win_divisor: TCP_TSO_WIN_DIVISOR,
+            });
+            if d != Defer::Send {
+                return TsoStep::Deferred(d);
+            }
+        }
+        let limit = if segs > 1 {
+            // tcp_nagle_check(partial, tp, nonagle) with the socket default nonagle 0 (Nagle
+            // on): packets out and tcp_minshall_check() (a part-MSS skb sent, unacked).
+            let minshall = self.tp.snd_sml > self.tp.snd_una && self.tp.snd_sml <= seq;
+            let nagle = self.tp.packets_out > 0 && minshall;
+            mss_split_point(skb_len, skb_is_tail, window, mss, quota, nagle)
+        } else {
+            mss as u64
+        };
+        let len = skb_len.min(limit);
+        if len == 0 || self.small_queue_check(len, 0) {
+            return TsoStep::Stop;
+        }
+        // __tcp_transmit_skb: the skb departs at max(wstamp, now).
+        self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
+        let edt = self.tp.tcp_wstamp_ns;
+        if !self.send_new_skb(ctx, seq, seq + len, edt) {
+            return TsoStep::Stop;
+        }
+        // tcp_minshall_update(): an skb shorter than its segments' MSS.
+        if len % mss as u64 != 0 {
+            self.tp.snd_sml = seq + len;
+        }
+        // The write queue after tso_fragment() and tcp_event_new_data_sent().
+        if seq + len < h.min(ws) {
+            // The rest of the head skb stays at the send head (a tail rest fills to size_goal).
+            if skb_is_tail {
+                self.wq_head_end = 0;
+            }
+        } else if skb_is_tail {
+            self.wq_head_end = 0;
+            self.wq_next_end = 0;
+        } else {
+            self.wq_head_end = n;
+            self.wq_next_end = 0;
+        }
+        TsoStep::Sent(len)
+    }
+
     /// `tcp_needs_internal_pacing()`.
     #[inline]
     fn needs_internal_pacing(&self) -> bool {
@@ -364,44 +669,46 @@ impl TcpSocket {
             }
             let max_segs = self.tso_segs();
             let burst_segs = cwnd_quota.min(max_segs);
-            let burst_bytes = ((burst_segs as u64) * mss).min(self.tp.write_seq - self.tp.snd_nxt);
-            if self.small_queue_check(burst_bytes, 0) {
-                break;
-            }
-            // __tcp_transmit_skb: the burst departs at max(wstamp, now).
             let prior_wstamp = self.tp.tcp_wstamp_ns;
-            self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
-            let edt = self.tp.tcp_wstamp_ns;
             let mut sent_bytes = 0u64;
             if self.tso {
-                // One skb (tcp_write_xmit() -> tso_fragment() at tcp_mss_split_point()): as
-                // many whole segments as cwnd quota, tso_segs and the peer's window allow.
-                let wnd_end = self.tp.snd_una + self.tp.snd_wnd as u64;
-                let seq = self.tp.snd_nxt;
-                let mut end = seq;
-                for _ in 0..burst_segs {
-                    let e = (end + mss).min(self.tp.write_seq);
-                    if e <= end || e > wnd_end {
+                match self.xmit_tso_skb(ctx, burst_segs, max_segs, push_one) {
+                    TsoStep::Sent(n) => {
+                        sent_bytes = n;
+                        sent_pkts += n.div_ceil(mss) as u32;
+                    }
+                    TsoStep::Stop => break,
+                    TsoStep::Deferred(Defer::CwndLimited) => {
+                        is_cwnd_limited = true;
                         break;
                     }
-                    end = e;
+                    TsoStep::Deferred(Defer::RwndLimited) => {
+                        is_rwnd_limited = true;
+                        break;
+                    }
+                    TsoStep::Deferred(_) => break,
                 }
-                if end > seq && self.send_new_skb(ctx, seq, end, edt) {
-                    sent_bytes = end - seq;
-                    sent_pkts += (end - seq).div_ceil(mss) as u32;
-                }
-            }
-            for k in 0..if self.tso { 0 } else { burst_segs } {
-                let seq = self.tp.snd_nxt;
-                let end = (seq + mss).min(self.tp.write_seq);
-                if end <= seq || end > self.tp.snd_una + self.tp.snd_wnd as u64 {
+            } else {
+                let burst_bytes =
+                    ((burst_segs as u64) * mss).min(self.tp.write_seq - self.tp.snd_nxt);
+                if self.small_queue_check(burst_bytes, 0) {
                     break;
                 }
-                if !self.send_new_segment(ctx, seq, end, edt, k > 0) {
-                    break;
+                // __tcp_transmit_skb: the burst departs at max(wstamp, now).
+                self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
+                let edt = self.tp.tcp_wstamp_ns;
+                for k in 0..burst_segs {
+                    let seq = self.tp.snd_nxt;
+                    let end = (seq + mss).min(self.tp.write_seq);
+                    if end <= seq || end > self.tp.snd_una + self.tp.snd_wnd as u64 {
+                        break;
+                    }
+                    if !self.send_new_segment(ctx, seq, end, edt, k > 0) {
+                        break;
+                    }
+                    sent_bytes += end - seq;
+                    sent_pkts += 1;
                 }
-                sent_bytes += end - seq;
-                sent_pkts += 1;
             }
             if sent_bytes == 0 {
                 break;
@@ -924,5 +1231,304 @@ mod tests {
         // BBR's min_tso_segs of 1 below 1.2 Mbit/s; gso_max_segs caps.
         assert_eq!(tso_autosize(at(1_000_000, 100_000, 65536), 1), 1);
         assert_eq!(tso_segs(at(10_000_000_000, 100, 65536), 2, 16), 16);
+    }
+
+    /// A socket state from which Linux v6.12 tcp_tso_should_defer() defers: Open, last
+    /// write 0.5 ms ago, cwnd 30 with 26 in flight (4 MSS of room, under a third of the
+    /// window and under max_segs 10), the peer's window wide open, a 45-segment skb in
+    /// the middle of the write queue, the rtx head sent 30 ms ago with srtt 20 ms.
+    fn deferring() -> super::DeferInputs {
+        use crate::tcp::sock::CaState;
+        const MS: u64 = 1_000_000;
+        super::DeferInputs {
+            ca_state: CaState::Open,
+            clock_ns: 100 * MS,
+            wstamp_ns: 100 * MS - MS / 2,
+            in_flight: 26,
+            cwnd: 30,
+            mss: 1448,
+            snd_wnd: 1_000_000,
+            send_win: 1_000_000 - 26 * 1448,
+            max_segs: 10,
+            skb_len: 45 * 1448,
+            skb_is_tail: false,
+            skb_fin_or_eor: false,
+            rtx_head_tstamp_ns: Some(70 * MS),
+            srtt_us: 20_000 << 3,
+            win_divisor: super::TCP_TSO_WIN_DIVISOR,
+        }
+    }
+
+    /// Linux v6.12 net/ipv4/tcp_output.c: tcp_tso_should_defer(), condition by condition:
+    /// each row changes one input of a deferring state and names the outcome the kernel's
+    /// code gives.
+    #[test]
+    fn tso_should_defer_follows_the_kernel_condition_by_condition() {
+        use super::{tso_should_defer, Defer, DeferInputs};
+        use crate::tcp::sock::CaState;
+        const MS: u64 = 1_000_000;
+        let mss = 1448u64;
+        let base = deferring();
+        // The base state: cwnd room (4 MSS) below the skb: cwnd-limited, wait.
+        assert_eq!(tso_should_defer(base), Defer::CwndLimited);
+        let rows: Vec<(&str, DeferInputs, Defer)> = vec![
+            // icsk_ca_state >= TCP_CA_Recovery: never defer in Recovery or Loss.
+            (
+                "recovery",
+                DeferInputs {
+                    ca_state: CaState::Recovery,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            (
+                "loss",
+                DeferInputs {
+                    ca_state: CaState::Loss,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            // CWR (2) and Disorder (1) are below Recovery (3): they defer.
+            (
+                "cwr",
+                DeferInputs {
+                    ca_state: CaState::Cwr,
+                    ..base
+                },
+                Defer::CwndLimited,
+            ),
+            (
+                "disorder",
+                DeferInputs {
+                    ca_state: CaState::Disorder,
+                    ..base
+                },
+                Defer::CwndLimited,
+            ),
+            // The last write more than 1 ms ago (tcp_clock_cache - tcp_wstamp_ns - 1 ms > 0).
+            (
+                "1ms+1ns",
+                DeferInputs {
+                    wstamp_ns: base.clock_ns - MS - 1,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            (
+                "1ms",
+                DeferInputs {
+                    wstamp_ns: base.clock_ns - MS,
+                    ..base
+                },
+                Defer::CwndLimited,
+            ),
+            // A wstamp in the future (EDT: a paced skb waits in a qdisc) still defers.
+            (
+                "edt",
+                DeferInputs {
+                    wstamp_ns: base.clock_ns + 5 * MS,
+                    ..base
+                },
+                Defer::CwndLimited,
+            ),
+            // A full-sized skb (max_segs MSS) fits the cwnd room: send.
+            (
+                "full",
+                DeferInputs {
+                    in_flight: 20,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            (
+                "full-1",
+                DeferInputs {
+                    in_flight: 21,
+                    ..base
+                },
+                Defer::CwndLimited,
+            ),
+            // ... or the peer's window is the limit and holds max_segs MSS: send.
+            (
+                "max_segs<=room",
+                DeferInputs {
+                    max_segs: 4,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            // Middle of the queue: the skb fits whole, it will get no more data: send.
+            (
+                "middle",
+                DeferInputs {
+                    skb_len: 4 * mss,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            // The tail skb that fits whole may still grow: the rest of the test decides
+            // (room 4 MSS < 30/3 = 10 MSS, head old enough, not FIN: application-limited).
+            (
+                "tail",
+                DeferInputs {
+                    skb_len: 3 * mss,
+                    skb_is_tail: true,
+                    ..base
+                },
+                Defer::AppLimited,
+            ),
+            (
+                "tail-fin",
+                DeferInputs {
+                    skb_len: 3 * mss,
+                    skb_is_tail: true,
+                    skb_fin_or_eor: true,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            // tcp_tso_win_divisor: room >= min(snd_wnd, cwnd * mss) / 3 sends. cwnd 12: 4 MSS
+            // is a third of it; cwnd 13 (in flight 9): 4 < 13/3 MSS, defer.
+            (
+                "third",
+                DeferInputs {
+                    cwnd: 12,
+                    in_flight: 8,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            (
+                "third-",
+                DeferInputs {
+                    cwnd: 13,
+                    in_flight: 9,
+                    ..base
+                },
+                Defer::CwndLimited,
+            ),
+            // ... of the peer's window when it is the smaller: snd_wnd 12 MSS.
+            (
+                "third-wnd",
+                DeferInputs {
+                    snd_wnd: 12 * mss as u32,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            // win_divisor 0: tcp_max_tso_deferred_mss() (3): room of more than 3 MSS sends.
+            (
+                "div0",
+                DeferInputs {
+                    win_divisor: 0,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            (
+                "div0-3",
+                DeferInputs {
+                    win_divisor: 0,
+                    in_flight: 27,
+                    ..base
+                },
+                Defer::CwndLimited,
+            ),
+            // The next ACK likely too late: the rtx head sent less than srtt/2 ago.
+            (
+                "young",
+                DeferInputs {
+                    rtx_head_tstamp_ns: Some(base.clock_ns - 10 * MS + 1),
+                    ..base
+                },
+                Defer::Send,
+            ),
+            (
+                "half",
+                DeferInputs {
+                    rtx_head_tstamp_ns: Some(base.clock_ns - 10 * MS),
+                    ..base
+                },
+                Defer::CwndLimited,
+            ),
+            // An empty rtx queue: send.
+            (
+                "no-head",
+                DeferInputs {
+                    rtx_head_tstamp_ns: None,
+                    ..base
+                },
+                Defer::Send,
+            ),
+            // The receiver's window the limit (below the cwnd room and the skb): rwnd-limited.
+            (
+                "rwnd",
+                DeferInputs {
+                    send_win: 3 * mss,
+                    ..base
+                },
+                Defer::RwndLimited,
+            ),
+        ];
+        for (name, i, want) in rows {
+            assert_eq!(tso_should_defer(i), want, "{name}: {i:?}");
+        }
+    }
+
+    /// Linux v6.12 tcp_xmit_size_goal() + tcp_bound_to_half_wnd(): sk_gso_max_size cut to
+    /// half the peer's largest window (when above TCP_MSS_DEFAULT), whole MSS, at least one.
+    #[test]
+    fn size_goal_is_gso_max_size_bounded_to_half_the_peer_window() {
+        use super::xmit_size_goal;
+        // A wide window: 65215 / 1448 = 45 segments.
+        assert_eq!(xmit_size_goal(1448, 4_000_000, 65215, 65535), 45 * 1448);
+        // 64 KB window: half is 32767 -> 22 segments.
+        assert_eq!(xmit_size_goal(1448, 65535, 65215, 65535), 22 * 1448);
+        // A window below two MSS: at least one MSS.
+        assert_eq!(xmit_size_goal(1448, 2000, 65215, 65535), 1448);
+        // At most TCP_MSS_DEFAULT: the whole window is the cutoff.
+        assert_eq!(xmit_size_goal(100, 500, 65215, 65535), 500);
+        // gso_max_segs caps.
+        assert_eq!(xmit_size_goal(1448, 4_000_000, 65215, 8), 8 * 1448);
+    }
+
+    /// Linux v6.12 tcp_mss_split_point(): max_segs MSS in the middle of the queue when the
+    /// window allows; at the tail or the window's edge, what is there, a part-MSS included
+    /// unless Nagle holds it.
+    #[test]
+    fn mss_split_point_cuts_at_quota_window_or_tail() {
+        use super::mss_split_point;
+        let m = 1448u64;
+        // Middle, wide window: the quota.
+        assert_eq!(
+            mss_split_point(45 * m, false, 1 << 30, 1448, 10, false),
+            10 * m
+        );
+        // Tail skb shorter than the quota: all of it (a part-MSS end included).
+        assert_eq!(
+            mss_split_point(3 * m + 100, true, 1 << 30, 1448, 10, false),
+            3 * m + 100
+        );
+        // ... Nagle holding the part-MSS: cut at the last MSS boundary.
+        assert_eq!(
+            mss_split_point(3 * m + 100, true, 1 << 30, 1448, 10, true),
+            3 * m
+        );
+        // Window edge 4.5 MSS: the part-MSS up to the edge goes (tcp_snd_wnd_test() only
+        // wants the first MSS inside).
+        assert_eq!(
+            mss_split_point(45 * m, false, 4 * m + 724, 1448, 10, false),
+            4 * m + 724
+        );
+        assert_eq!(
+            mss_split_point(45 * m, false, 4 * m + 724, 1448, 10, true),
+            4 * m
+        );
+        // Tail longer than the quota: the quota.
+        assert_eq!(
+            mss_split_point(45 * m, true, 1 << 30, 1448, 10, false),
+            10 * m
+        );
     }
 }

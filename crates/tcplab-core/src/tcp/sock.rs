@@ -111,6 +111,12 @@ pub struct TcpSock {
     pub write_seq: u64,
     pub high_seq: u64,
     pub snd_wnd: u32,
+    /// `tp->max_window`: the largest window the peer has offered (tcp_ack_update_window()),
+    /// bytes; `tcp_bound_to_half_wnd()` reads it.
+    pub max_window: u32,
+    /// `tp->snd_sml`: end of the last skb sent with a part-MSS segment
+    /// (tcp_minshall_update(); kept with `offload: {tso: on}` only).
+    pub snd_sml: u64,
 
     // --- scoreboard counts (packets) ---
     pub packets_out: u32,

@@ -150,6 +150,13 @@ pub struct TcpSocket {
     /// The host sends TSO/GSO skbs (`offload: {tso: on}`): a burst leaves as one packet of
     /// several segments, segmented as it leaves the host's first link (`net::link`).
     pub tso: bool,
+    /// With `tso`: the write queue's unsent skbs as Linux builds them (tcp_sendmsg_locked()
+    /// fills skbs up to `tcp_xmit_size_goal()`; tcp_write_xmit() grows the head skb with
+    /// tcp_grow_skb() and cuts it with tso_fragment()): the nominal end of the skb at the
+    /// send head and of the one after it; at or below `snd_nxt` (resp. `wq_head_end`)
+    /// means "a fresh skb of size_goal" (see `output::TcpSocket::send_head_skb`).
+    pub wq_head_end: u64,
+    pub wq_next_end: u64,
     /// The app object driving this socket (index into the engine's apps), or [`NO_APP`].
     pub app_id: u32,
     /// Pending notifications for the app ([`notify`] bits); the engine delivers and
@@ -301,6 +308,7 @@ impl TcpSocket {
                 tp.sk_pacing_status = PacingStatus::Needed;
             }
             tp.snd_wnd = 65535;
+            tp.max_window = 65535;
             let mut rcv = Receiver::new(&cfg, hz);
             rcv.read_immediately = reader == crate::config::ReaderConfig::Immediate;
             TcpSocket {
@@ -352,6 +360,8 @@ impl TcpSocket {
                 wmem_alloc_bytes: 0,
                 tsq_throttled: false,
                 tso: false,
+                wq_head_end: 0,
+                wq_next_end: 0,
                 syn_retries: 0,
                 ip_id_next: 0,
                 captured: false,
@@ -644,6 +654,7 @@ impl TcpSocket {
                 if pkt.has(flags::SYN) {
                     self.handshake_rtt(pkt.tsecr_ns, ctx.now_ns);
                     self.tp.snd_wnd = pkt.rwnd_bytes;
+                    self.tp.max_window = self.tp.snd_wnd;
                     self.init_transfer(ctx);
                     // Send data (carrying the handshake's final ACK); if there is nothing
                     // to send, a pure ACK.
@@ -663,6 +674,7 @@ impl TcpSocket {
                 }
                 self.handshake_rtt(pkt.tsecr_ns, ctx.now_ns);
                 self.tp.snd_wnd = pkt.rwnd_bytes;
+                self.tp.max_window = self.tp.snd_wnd;
                 self.init_transfer(ctx);
             }
             ConnState::Established => {
