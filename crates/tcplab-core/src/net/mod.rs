@@ -53,6 +53,12 @@ pub struct Network {
     pub host_packets: u64,
     /// The capture's received packets (`TcpSocket::captured` says whose).
     pub capture_in: Option<Box<tap::CaptureBuf>>,
+    /// Per node: its sent packets take CPU time first (a `tx_skb_ns` cost, `host::cpu`):
+    /// `send_from_host` leaves them in `cpu_tx` for the simulator to queue on the host's
+    /// CPU (empty when no host has a cost).
+    pub cpu_tx_node: Vec<bool>,
+    /// Packets sent by such hosts during the current event (reused, never shrinks).
+    pub cpu_tx: Vec<(u32, Packet)>,
 }
 
 impl Network {
@@ -69,6 +75,13 @@ impl Network {
         self.host_packets += 1;
         if pkt.is_data() {
             self.data.sent += pkt.segs() as u64;
+        }
+        if !self.cpu_tx_node.is_empty() && self.cpu_tx_node[node as usize] {
+            // The transmit path takes CPU time first; a qdisc refusing the skb when that
+            // is done frees it (its TSQ budget comes back, `sim.rs`), as a kfree_skb()
+            // in the driver would, rather than reporting NET_XMIT_DROP to TCP.
+            self.cpu_tx.push((node, pkt));
+            return true;
         }
         self.forward(node, pkt, now_ns, ev)
     }
