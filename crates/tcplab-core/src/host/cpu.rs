@@ -33,7 +33,15 @@
 //! - `tx_skb_ns` per skb sent (TCP's `tcp_transmit_skb()`, the qdisc and the driver's
 //!   `ndo_start_xmit()`: Linux v6.12 net/ipv4/tcp_output.c -> net/core/dev.c:
 //!   `__dev_queue_xmit()`), data or pure ACK: the skb reaches its host's egress link when
-//!   the work ends. A TSO skb of 40 segments is one skb: the NIC cuts the frames, which is
+//!   the work ends. Linux's `tcp_write_xmit()` builds the next skb only once the
+//!   CPU is done with the last one (the path is synchronous); tcplab's loop runs at one
+//!   instant, so a socket whose host's CPU still has an skb to transmit stops there
+//!   (`Network::cpu_throttle`, the socket's `cpu_throttled`) and goes on when that work is
+//!   done (`sim.rs`), each waiting socket in turn, and only once the NIC's NAPI round is
+//!   over (the receive softirq runs before the sender's process context; the ACKs it
+//!   processes send from softirq themselves). So the skb's timestamps are those of its
+//!   transmit work, as in Linux, and a CPU-bound sender's queue is its unsent data and
+//!   the ACKs waiting in its receive ring, not skbs waiting for the CPU. A TSO skb of 40 segments is one skb: the NIC cuts the frames, which is
 //!   the offload's whole point. (With GSO in software the stack cuts them, a per-frame cost
 //!   tcplab does not model yet: it has no `gso` switch apart from `tso`.)
 //! - `rx_packet_ns` per packet received (the driver's NAPI poll, `netif_receive_skb()`, IP,

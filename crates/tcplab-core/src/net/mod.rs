@@ -12,6 +12,8 @@ pub mod tap;
 
 use serde::Serialize;
 
+use std::collections::VecDeque;
+
 use crate::event::EventQueue;
 use crate::packet::Packet;
 use link::{Link, TxCompletion};
@@ -59,6 +61,10 @@ pub struct Network {
     pub cpu_tx_node: Vec<bool>,
     /// Packets sent by such hosts during the current event (reused, never shrinks).
     pub cpu_tx: Vec<(u32, Packet)>,
+    /// Per such node: skbs sent and not yet through its CPU's transmit work, and the
+    /// endpoints waiting for it to be free (`cpu_throttle`), in order.
+    pub cpu_tx_queued: Vec<u32>,
+    pub cpu_waiters: Vec<VecDeque<u32>>,
 }
 
 impl Network {
@@ -81,9 +87,24 @@ impl Network {
             // is done frees it (its TSQ budget comes back, `sim.rs`), as a kfree_skb()
             // in the driver would, rather than reporting NET_XMIT_DROP to TCP.
             self.cpu_tx.push((node, pkt));
+            self.cpu_tx_queued[node as usize] += 1;
             return true;
         }
         self.forward(node, pkt, now_ns, ev)
+    }
+
+    /// Endpoint `ep` on `node` would send a new skb: true (and `ep` waits, in order) if the
+    /// node's CPU is still on an earlier skb's transmit work (`host::cpu`).
+    #[inline]
+    pub fn cpu_throttle(&mut self, node: u32, ep: u32) -> bool {
+        if self.cpu_tx_node.is_empty() || self.cpu_tx_queued[node as usize] == 0 {
+            return false;
+        }
+        let w = &mut self.cpu_waiters[node as usize];
+        if !w.contains(&ep) {
+            w.push_back(ep);
+        }
+        true
     }
 
     /// The capture endpoint received `pkt` at `now_ns` (tcpdump's receive tap, Linux v6.12

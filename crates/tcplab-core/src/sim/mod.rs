@@ -415,6 +415,8 @@ impl Simulator {
             capture_in: None,
             cpu_tx_node: Vec::new(),
             cpu_tx: Vec::new(),
+            cpu_tx_queued: Vec::new(),
+            cpu_waiters: Vec::new(),
         };
         let end_ns = BOOT_NS + cfg.duration_ns;
         let mut socks = Vec::with_capacity(cfg.flows.len() * 2);
@@ -488,6 +490,13 @@ impl Simulator {
                 })
                 .collect();
             net.cpu_tx = Vec::with_capacity(64);
+            net.cpu_tx_queued = vec![0; cfg.nodes.len()];
+            net.cpu_waiters = (0..cfg.nodes.len())
+                .map(|i| {
+                    let n = if net.cpu_tx_node[i] { 16 } else { 0 };
+                    std::collections::VecDeque::with_capacity(n)
+                })
+                .collect();
         }
         let cfg_gro: Vec<Option<Gro>> = cfg
             .nodes
@@ -834,6 +843,9 @@ impl Simulator {
                         self.queue_cpu_tx();
                     }
                     self.hosts[id as usize].after_poll(now, id, &mut self.ev);
+                    if !self.net.cpu_tx_node.is_empty() && self.hosts[id as usize].nic.idle() {
+                        self.wake_cpu_waiters(id, now);
+                    }
                 }
             }
             EventKind::HostTx => self.host_tx(id, now),
@@ -929,6 +941,7 @@ impl Simulator {
             return;
         };
         let node = host.node;
+        self.net.cpu_tx_queued[node as usize] -= 1;
         if !self.net.forward(node, pkt, now, &mut self.ev)
             && pkt.flags & crate::packet::flags::TSQ != 0
         {
@@ -944,6 +957,27 @@ impl Simulator {
                 pkt.payload_bytes(),
                 pkt.wmem_charge(),
             );
+            self.after_sock(ep);
+        }
+        self.wake_cpu_waiters(h, now);
+    }
+
+    /// Host `h`'s CPU is free of transmit work: the next socket waiting for it goes on
+    /// (each in turn; one that sends waits at the back again) -- once its NAPI round is
+    /// over: the receive softirq runs before the process context the sender's loop is in,
+    /// and the ACKs it processes send from softirq themselves (`tcp_data_snd_check()`).
+    fn wake_cpu_waiters(&mut self, h: u32, now: u64) {
+        let node = self.hosts[h as usize].node;
+        while self.net.cpu_tx_queued[node as usize] == 0 && self.hosts[h as usize].nic.idle() {
+            let Some(ep) = self.net.cpu_waiters[node as usize].pop_front() else {
+                break;
+            };
+            let mut ctx = Ctx {
+                now_ns: now,
+                net: &mut self.net,
+                ev: &mut self.ev,
+            };
+            self.socks[ep as usize].cpu_wake(&mut ctx);
             self.after_sock(ep);
         }
     }

@@ -368,6 +368,14 @@ impl TcpSocket {
             if self.small_queue_check(burst_bytes, 0) {
                 break;
             }
+            // The CPU cost of packets (`host::cpu`): Linux's loop builds the next skb only
+            // once the CPU has done the last one's transmit path; tcplab's loop runs at one
+            // instant, so it waits here for the host's CPU (woken by `sim`). No-op without
+            // a `tx_skb` cost.
+            if ctx.net.cpu_throttle(self.node, self.ep) {
+                self.cpu_throttled = true;
+                break;
+            }
             // __tcp_transmit_skb: the burst departs at max(wstamp, now).
             let prior_wstamp = self.tp.tcp_wstamp_ns;
             self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
@@ -433,6 +441,7 @@ impl TcpSocket {
             && self.xmit_timer == XmitTimer::None
             && self.pacing_deadline_ns == NEVER
             && !self.tsq_throttled
+            && !self.cpu_throttled
         {
             // tcp_check_probe_timer(): nothing in flight and nothing sent (zero window or
             // a local drop): probe later.
