@@ -93,16 +93,16 @@ impl Network {
         self.forward(node, pkt, now_ns, ev)
     }
 
-    /// Endpoint `ep` on `node` would send a new skb: true (and `ep` waits, in order) if the
-    /// node's CPU is still on an earlier skb's transmit work (`host::cpu`).
+    /// Endpoint `ep` on `node` would send a new skb: true (and `ep` waits, in order, unless
+    /// it is `waiting` already) if the node's CPU is still on an earlier skb's transmit
+    /// work (`host::cpu`).
     #[inline]
-    pub fn cpu_throttle(&mut self, node: u32, ep: u32) -> bool {
+    pub fn cpu_throttle(&mut self, node: u32, ep: u32, waiting: bool) -> bool {
         if self.cpu_tx_node.is_empty() || self.cpu_tx_queued[node as usize] == 0 {
             return false;
         }
-        let w = &mut self.cpu_waiters[node as usize];
-        if !w.contains(&ep) {
-            w.push_back(ep);
+        if !waiting {
+            self.cpu_waiters[node as usize].push_back(ep);
         }
         true
     }

@@ -372,7 +372,7 @@ impl TcpSocket {
             // once the CPU has done the last one's transmit path; tcplab's loop runs at one
             // instant, so it waits here for the host's CPU (woken by `sim`). No-op without
             // a `tx_skb` cost.
-            if ctx.net.cpu_throttle(self.node, self.ep) {
+            if ctx.net.cpu_throttle(self.node, self.ep, self.cpu_throttled) {
                 self.cpu_throttled = true;
                 break;
             }

@@ -203,7 +203,8 @@ pub struct TcpSocket {
     pub wmem_alloc_bytes: u64,
     pub tsq_throttled: bool,
     /// The host's CPU is still on the transmit work of an earlier skb (`host::cpu`, "The
-    /// CPU cost of packets"): `tcp_write_xmit()` waits for it (`Network::cpu_throttle`).
+    /// CPU cost of packets"): `tcp_write_xmit()` waits for it (`Network::cpu_throttle`);
+    /// true exactly while the socket is in its host's queue of waiters.
     pub cpu_throttled: bool,
     /// Zero-window/probe0 and SYN retransmission counters.
     pub syn_retries: u32,
