@@ -130,6 +130,31 @@ fn a_sender_whose_skb_cost_exceeds_its_share_is_capped_at_share_over_cost() {
 }
 
 #[test]
+fn sockets_of_one_capped_host_share_its_cpu_in_turn() {
+    // Two flows from the capped sender of the test above: together still at most
+    // 0.5 / 20 us skbs/s; the CPU serves waiting sockets in turn, so each gets about half
+    // (within 10 %: the two start together and see the same path).
+    let d = 2_000_000_000;
+    let mut cfg = bulk(d);
+    cfg.flows.push(FlowConfig::new("g", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].cpu = share(0.5, MS);
+    cfg.nodes[0].cpu_cost = cost(20 * US, 0, 0);
+    let out = run(cfg);
+    let cap = 0.5 / 20e-6 * MSS * 8.0;
+    let g: Vec<f64> = out
+        .flows
+        .iter()
+        .map(|f| f.bytes_received as f64 * 8.0 / (d as f64 / 1e9))
+        .collect();
+    let total = g[0] + g[1];
+    assert!(
+        total <= cap * 1.001 && total >= cap * 0.95,
+        "{g:?} vs {cap}"
+    );
+    assert!((g[0] - g[1]).abs() < 0.1 * total, "{g:?}");
+}
+
+#[test]
 fn a_receiver_whose_packet_cost_exceeds_its_cpu_drains_at_its_rate_and_its_ring_drops() {
     // The receiver: a NIC ring of 256, 20 us per packet (rx_packet 15 + rx_skb 5: GRO off,
     // each packet is TCP's skb), its ACKs free: it drains at most 1 / 20 us = 50,000
