@@ -5,7 +5,7 @@ starting ``phase`` into each period, as a VM's vCPU does when the hypervisor giv
 fraction of a physical CPU. While it is off the CPU nothing of the host runs (TCP timers,
 receive and ACK processing, pacing, its qdisc dequeues, NIC polling); packets already on the
 wire keep going. The off time is counted as steal. Without a ``cpu:`` block the host always
-runs (and ``share: 100%``, the default, is the same).
+runs (and ``share: 100%`` is the same; a ``cpu:`` with only ``cost`` has the whole CPU).
 
 ``cost: {tx_skb: 1us, rx_packet: 0.5us, rx_skb: 0.5us}`` is the CPU time the host's network
 stack takes (the engine's ``host::cpu``, "The CPU cost of packets"): per skb sent (data or
@@ -91,11 +91,19 @@ class HostCpu(_Model):
     starts, and the CPU cost of its packets."""
 
     share: Annotated[float, BeforeValidator(parse_share)] = Field(
-        default=1.0, description="a share of the CPU such as 35% (above 0%, at most 100%)"
+        description="a share of the CPU such as 35% (above 0%, at most 100%)"
     )
     period: Time = DEFAULT_PERIOD_NS
     phase: Time = 0
     cost: CpuCost | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cost_alone_is_a_full_share(cls, value: Any) -> Any:
+        # ``cpu: {cost: ...}`` alone: the host has its whole CPU (a share is required otherwise).
+        if isinstance(value, dict) and "cost" in value and "share" not in value:
+            return {**value, "share": "100%"}
+        return value
 
     @field_validator("period")
     @classmethod
