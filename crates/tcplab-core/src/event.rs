@@ -41,6 +41,9 @@ pub enum EventKind {
     /// The softirq run that received packets at this instant ends: a GRO host without a
     /// NIC model flushes what it holds (`host::gro`; id: node).
     GroFlush,
+    /// A host's transmit work on an skb is done: the skb goes to its egress link
+    /// (`host::cpu`, "The CPU cost of packets"; id: host model).
+    HostTx,
 }
 
 /// 24 bytes of three whole words. (Packing `kind` and `id` into one `u64` matters: the
@@ -58,7 +61,7 @@ pub struct Event {
 impl Event {
     #[inline]
     pub fn kind(&self) -> EventKind {
-        const KINDS: [EventKind; 13] = [
+        const KINDS: [EventKind; 14] = [
             EventKind::LinkTxDone,
             EventKind::LinkArrive,
             EventKind::XmitTimer,
@@ -72,6 +75,7 @@ impl Event {
             EventKind::AppTimer,
             EventKind::ReadTimer,
             EventKind::GroFlush,
+            EventKind::HostTx,
         ];
         KINDS[(self.payload & 0xff) as usize]
     }

@@ -120,6 +120,12 @@ def check(
         if node.get("cpu"):
             cpu = node["cpu"]
             extras.append(f"cpu {cpu['share'] * 100:g}% of every {_time_ms(cpu['period_ns'])}")
+        if node.get("cpu_cost"):
+            c = node["cpu_cost"]
+            extras.append(
+                f"stack cost tx_skb {c['tx_skb_ns'] / 1e3:g}us, rx_packet {c['rx_packet_ns'] / 1e3:g}us, "
+                f"rx_skb {c['rx_skb_ns'] / 1e3:g}us"
+            )
         if node.get("nic"):
             nic = node["nic"]
             extras.append(f"nic {nic['driver']} rx_ring {nic['rx_ring']} x {plural(nic['rx_queues'], 'queue')}")

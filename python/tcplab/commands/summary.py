@@ -67,9 +67,11 @@ def _datapath_lines(summary: dict) -> list[str]:
             )
         cpu = host.get("cpu")
         if cpu:
+            busy = cpu.get("busy_ratio")
             lines.append(
                 f"cpu {host['name']}: steal {100 * (cpu.get('steal_ratio') or 0.0):.1f} % "
                 f"(runs {100 * (cpu.get('share') or 0.0):g} % of every {(cpu.get('period_ns') or 0) / 1e6:g} ms)"
+                + (f", network stack busy {100 * busy:.1f} % of its CPU time" if busy is not None else "")
             )
     return lines
 

@@ -203,7 +203,8 @@ SUMMARY_LINK_KEYS = (
 )
 #: Per host in summary.json: its NIC (``driver``, ``rx_ring``, ``rx_queues``, ``ethtool``
 #: counters by their ethtool -S names) and CPU model (``period_ns``, ``share``, ``on_ns``,
-#: ``steal_ns``, ``steal_ratio``), each null when the host has none.
+#: ``steal_ns``, ``steal_ratio``; with ``cpu.cost`` also ``busy_ns``, the stack's CPU time,
+#: and ``busy_ratio`` = busy_ns / on_ns), each null when the host has none.
 SUMMARY_HOST_KEYS = ("name", "nic", "cpu")
 
 
@@ -538,6 +539,7 @@ class Result:
             else:
                 nic = None
             if isinstance(cpu, dict):
+                cpu_in = cpu
                 on_ns = int(cpu.get("on_ns", 0) or 0)
                 steal_ns = int(cpu.get("steal_ns", 0) or 0)
                 total = on_ns + steal_ns
@@ -548,6 +550,11 @@ class Result:
                     "steal_ns": steal_ns,
                     "steal_ratio": steal_ns / total if total > 0 else 0.0,
                 }
+                if cpu_in.get("busy_ns") is not None:
+                    # cpu.cost: the stack's CPU time and its share of the time the host ran.
+                    busy_ns = int(cpu_in["busy_ns"])
+                    cpu["busy_ns"] = busy_ns
+                    cpu["busy_ratio"] = busy_ns / on_ns if on_ns > 0 else 0.0
             else:
                 cpu = None
             hosts.append({"name": str(h.get("name", "?")), "nic": nic, "cpu": cpu})

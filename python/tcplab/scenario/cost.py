@@ -322,6 +322,11 @@ class _CostPaths:
         cpu = node.get("cpu")
         if cpu and float(cpu.get("share", 1.0)) < 1.0:
             extra += 1
+        cost = node.get("cpu_cost")
+        if cost:
+            # The CPU cost of packets: a transmit-done event per skb sent, and a NAPI poll
+            # (of the ideal NIC) per packet received when the host has no nic.
+            extra += (1 if cost.get("tx_skb_ns") else 0) + (0 if node.get("nic") else 1)
         return extra
 
     def _link_capacity(self, link: dict[str, Any]) -> float:

@@ -1,11 +1,23 @@
-"""A host's CPU time slices: ``hosts.NAME.cpu: {share: 35%, period: 10ms, phase: 0ms}``.
+"""A host's CPU: ``hosts.NAME.cpu: {share: 35%, period: 10ms, phase: 0ms, cost: {...}}``.
 
 The model (the engine's ``host::cpu``): the host runs for ``share`` of every ``period``,
 starting ``phase`` into each period, as a VM's vCPU does when the hypervisor gives it a
 fraction of a physical CPU. While it is off the CPU nothing of the host runs (TCP timers,
 receive and ACK processing, pacing, its qdisc dequeues, NIC polling); packets already on the
 wire keep going. The off time is counted as steal. Without a ``cpu:`` block the host always
-runs (and ``share: 100%`` is the same).
+runs (and ``share: 100%`` is the same; a ``cpu:`` with only ``cost`` has the whole CPU).
+
+``cost: {tx_skb: 1us, rx_packet: 0.5us, rx_skb: 0.5us}`` is the CPU time the host's network
+stack takes (the engine's ``host::cpu``, "The CPU cost of packets"): per skb sent (data or
+ACK; a TSO skb of many segments is one skb), per packet received (driver, IP, GRO: the
+NIC poll's cost) and per skb TCP receives (one per GRO aggregate, one per packet with GRO
+off). The work is serialized on the host's one CPU and waits for its slices, so a host
+whose stack needs more than its share is capped at ``share / cost``. ``cost: {}`` takes the
+defaults above (round figures of ~1 us per packet each way with offloads off; the engine's
+module doc cites the measurement); without ``cost`` the stack is free (except a ``nic:``'s
+``rx_cost``). ``nic.rx_cost`` and ``cost.rx_packet`` are the same parameter: with a
+``cost`` and no ``rx_packet``, a ``nic.rx_cost`` given is used; giving both is refused.
+A pod's own stack work is not charged (it would be a second account of its node's CPU).
 """
 
 from __future__ import annotations
@@ -17,12 +29,19 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
 from tcplab.scenario.fields import Time, _t
-from tcplab.units import parse_percent
+from tcplab.units import parse_percent, parse_time
 
 DEFAULT_PERIOD_NS = 10_000_000
 #: The engine's bound on a period (``MAX_DELAY_NS``: an hour).
 MAX_PERIOD_NS = 3600 * 10**9
 
+
+#: ``cost:``'s defaults, ns (engine ``host::cpu``).
+DEFAULT_TX_SKB_NS = 1_000
+DEFAULT_RX_PACKET_NS = 500
+DEFAULT_RX_SKB_NS = 500
+#: The engine's bound on each cost: a second.
+MAX_COST_NS = 10**9
 
 SHARE_EXPECTED = "a share of the CPU above 0% and at most 100%, such as 35%"
 
@@ -38,14 +57,53 @@ def parse_share(value: Any) -> float:
     return share
 
 
+def parse_cost(value: Any) -> int:
+    """A per-skb or per-packet CPU time: a duration of 0 to 1 s (``1us``)."""
+    try:
+        ns = parse_time(value)
+    except UnitError as e:
+        raise UnitError(e.problem, "a duration >= 0 such as 1us", value) from None
+    if ns > MAX_COST_NS:
+        raise UnitError(f"{show_value(value)} is longer than a second", "a duration >= 0 such as 1us", value)
+    return ns
+
+
+Cost = Annotated[int, BeforeValidator(parse_cost)]
+
+
+class CpuCost(_Model):
+    """``cost:``: the CPU time of the host's stack per skb sent, packet received, skb TCP receives."""
+
+    tx_skb: Cost = DEFAULT_TX_SKB_NS
+    rx_packet: Cost = DEFAULT_RX_PACKET_NS
+    rx_skb: Cost = DEFAULT_RX_SKB_NS
+
+    def to_core(self, nic_rx_cost: int | None) -> dict[str, Any]:
+        """The engine's ``CpuCostConfig``; ``nic_rx_cost``: a ``nic.rx_cost`` the scenario gave."""
+        rx_packet = self.rx_packet
+        if "rx_packet" not in self.model_fields_set and nic_rx_cost is not None:
+            rx_packet = nic_rx_cost
+        return {"tx_skb_ns": self.tx_skb, "rx_packet_ns": rx_packet, "rx_skb_ns": self.rx_skb}
+
+
 class HostCpu(_Model):
-    """``cpu:``: the share of each period the host runs, the period, and where in it the slice starts."""
+    """``cpu:``: the share of each period the host runs, the period, where in it the slice
+    starts, and the CPU cost of its packets."""
 
     share: Annotated[float, BeforeValidator(parse_share)] = Field(
         description="a share of the CPU such as 35% (above 0%, at most 100%)"
     )
     period: Time = DEFAULT_PERIOD_NS
     phase: Time = 0
+    cost: CpuCost | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cost_alone_is_a_full_share(cls, value: Any) -> Any:
+        # ``cpu: {cost: ...}`` alone: the host has its whole CPU (a share is required otherwise).
+        if isinstance(value, dict) and "cost" in value and "share" not in value:
+            return {**value, "share": "100%"}
+        return value
 
     @field_validator("period")
     @classmethod

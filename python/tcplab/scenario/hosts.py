@@ -13,7 +13,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
 from tcplab.scenario.cpu import HostCpu
-from tcplab.scenario.fields import Bool, CcName, Int, IntSize, MemTriple
+from tcplab.scenario.fields import Bool, CcName, Int, IntSize, MemTriple, _t
 from tcplab.scenario.nic import Nic, parse_usecs
 from tcplab.scenario.offload import Offload
 from tcplab.scenario.queues import Queue, QueueSpec, parse_queue
@@ -152,6 +152,26 @@ class Host(_Model):
     cpu: HostCpu | None = None
     nic: Nic | None = None
     offload: Offload = Field(default_factory=Offload)
+
+    @model_validator(mode="after")
+    def _one_rx_packet_cost(self) -> Host:
+        cost = self.cpu.cost if self.cpu is not None else None
+        both = cost is not None and self.nic is not None
+        if both and "rx_packet" in cost.model_fields_set and "rx_cost" in self.nic.model_fields_set:
+            raise UnitError(
+                f"{_t(cost.rx_packet)} is given and so is nic.rx_cost ({_t(self.nic.rx_cost)}), the same parameter",
+                "one of them (nic.rx_cost is cpu.cost.rx_packet's older name)",
+                cost.rx_packet,
+                subpath=("cpu", "cost", "rx_packet"),
+            )
+        return self
+
+    def cpu_cost_to_core(self) -> dict[str, Any] | None:
+        """The engine's ``cpu_cost``, or None without ``cpu.cost``."""
+        if self.cpu is None or self.cpu.cost is None:
+            return None
+        nic_rx = self.nic.rx_cost if self.nic is not None and "rx_cost" in self.nic.model_fields_set else None
+        return self.cpu.cost.to_core(nic_rx)
 
     @model_validator(mode="after")
     def _budget_needs_nic(self) -> Host:

@@ -141,8 +141,8 @@ class Scenario(_Model):
         return self.sysctl_of(name).tcp_congestion_control
 
     def _node_to_core(self, name: str) -> dict[str, Any]:
-        """A node's engine form; ``forwarding``, ``cpu``, ``nic``, ``gro`` and ``tso`` only when set, so the
-        engine JSON of scenarios without them is what it always was."""
+        """A node's engine form; ``forwarding``, ``cpu``, ``nic``, ``cpu_cost``, ``gro`` and ``tso`` only when
+        set, so the engine JSON of scenarios without them is what it always was."""
         if name in self.routers:
             return {"name": name, "kind": "router", "hz": Host().hz}
         pod = self.pods.get(name)
@@ -154,6 +154,8 @@ class Scenario(_Model):
             node["cpu"] = host.cpu.to_core()  # a pod runs on its node's CPU: the same slices
         if pod is None and host.nic is not None:
             node["nic"] = host.nic_to_core()
+        if pod is None and (cost := host.cpu_cost_to_core()) is not None:
+            node["cpu_cost"] = cost  # a pod's own stack work is not charged (cpu.py)
         if host.offload.gro:
             node["gro"] = True  # a pod's veth takes its node's offloads
         if host.offload.tso:

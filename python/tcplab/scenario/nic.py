@@ -5,9 +5,11 @@ The model: received packets land in a ring of ``rx_ring`` descriptors per receiv
 ``napi_weight`` packets per poll of a queue and ``netdev_budget`` packets or
 ``netdev_budget_usecs`` per softirq round (``net.core.netdev_budget``,
 ``net.core.netdev_budget_usecs``: the host's ``sysctl`` may set these two too; the ``nic:``
-block wins). A packet arriving at a full ring is dropped and counted under the driver's
-``ethtool -S`` name. Flows are spread over ``rx_queues`` by hash (RSS). Defaults: ENA's ring
-of 1024, one queue, 1 us per packet, the kernel's 64 / 300 / 2000 us.
+block wins). ``rx_cost`` is the host's per-packet receive cost, the parameter
+``cpu.cost.rx_packet`` names on a host with a ``cpu: {cost: ...}`` (:mod:`tcplab.scenario.cpu`).
+A packet arriving at a full ring is dropped and counted under the driver's ``ethtool -S`` name.
+Flows are spread over ``rx_queues`` by hash (RSS). Defaults: ENA's ring of 1024, one queue,
+1 us per packet, the kernel's 64 / 300 / 2000 us.
 
 ``allowance:`` is a cloud instance's ingress allowance in front of the ring: a token bucket
 of ``rate`` and ``burst`` bytes (and optionally ``pps`` / ``pps_burst`` packets); packets

@@ -98,6 +98,10 @@ pub struct NodeConfig {
     /// until the rest of the sender's skb model is in (docs/tso-progress.md).
     #[serde(default)]
     pub tso: bool,
+    /// The CPU time the host's network stack takes per skb and packet (`host::cpu`,
+    /// "The CPU cost of packets"); `None` = none beyond the NIC's `rx_cost_ns`.
+    #[serde(default)]
+    pub cpu_cost: Option<CpuCostConfig>,
 }
 
 /// Periodic time slices: the host runs for `share` of every `period_ns`, starting
@@ -110,6 +114,20 @@ pub struct CpuConfig {
     pub share: f64,
     #[serde(default)]
     pub phase_ns: u64,
+}
+
+/// The CPU time of a host's network stack (see `host::cpu`, "The CPU cost of packets"):
+/// per skb sent, per packet received (driver, IP, GRO) and per skb TCP receives.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CpuCostConfig {
+    /// Per skb sent: TCP's transmit path, the qdisc and the driver's xmit, ns.
+    pub tx_skb_ns: u64,
+    /// Per packet received: the driver's poll, IP and GRO, ns. Replaces the NIC's
+    /// `rx_cost_ns` on a host with both (they are the same parameter).
+    pub rx_packet_ns: u64,
+    /// Per skb TCP receives (a GRO aggregate, or each packet with GRO off), ns.
+    pub rx_skb_ns: u64,
 }
 
 /// A NIC's receive side (see `host::nic`); defaults are ENA's and the kernel's.
@@ -185,6 +203,7 @@ impl NodeConfig {
             nic: None,
             gro: false,
             tso: false,
+            cpu_cost: None,
         }
     }
 }

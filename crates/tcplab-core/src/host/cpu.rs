@@ -21,10 +21,101 @@
 //! silently be 100 %).
 //!
 //! Simplifications: one vCPU per host, and the slices are strictly periodic (a real
-//! hypervisor's scheduler jitters); the work done inside a slice takes no CPU time except
-//! the NIC's per-packet receive cost (`host::nic`), so TCP processing is instantaneous.
+//! hypervisor's scheduler jitters).
+//!
+//! # The CPU cost of packets
+//!
+//! A host's network stack takes CPU time, accounted in one [`CpuAccount`] per host (its
+//! one vCPU): the work is serialized, each piece starting when the CPU is free of the
+//! previous ones and on (a slice), taking its cost, paused while the host is off; what it
+//! produces happens when it ends. Three costs (`hosts.NAME.cpu.cost`, engine
+//! [`CpuCostConfig`]):
+//! - `tx_skb_ns` per skb sent (TCP's `tcp_transmit_skb()`, the qdisc and the driver's
+//!   `ndo_start_xmit()`: Linux v6.12 net/ipv4/tcp_output.c -> net/core/dev.c:
+//!   `__dev_queue_xmit()`), data or pure ACK: the skb reaches its host's egress link when
+//!   the work ends. Linux's `tcp_write_xmit()` builds the next skb only once the
+//!   CPU is done with the last one (the path is synchronous); tcplab's loop runs at one
+//!   instant, so a socket whose host's CPU still has an skb to transmit stops there
+//!   (`Network::cpu_throttle`, the socket's `cpu_throttled`) and goes on when that work is
+//!   done (`sim.rs`), each waiting socket in turn, and only once the NIC's NAPI round is
+//!   over (the receive softirq runs before the sender's process context; the ACKs it
+//!   processes send from softirq themselves). So the skb's timestamps are those of its
+//!   transmit work, as in Linux, and a CPU-bound sender's queue is its unsent data and
+//!   the ACKs waiting in its receive ring, not skbs waiting for the CPU. A TSO skb of 40 segments is one skb: the NIC cuts the frames, which is
+//!   the offload's whole point. (With GSO in software the stack cuts them, a per-frame cost
+//!   tcplab does not model yet: it has no `gso` switch apart from `tso`.)
+//! - `rx_packet_ns` per packet received (the driver's NAPI poll, `netif_receive_skb()`, IP,
+//!   GRO): the NIC's per-packet poll cost (`host::nic`); `nic.rx_cost_ns` is the same
+//!   parameter under its older name, used when the host has no `cost`.
+//! - `rx_skb_ns` per skb TCP receives (`tcp_v4_rcv()` .. `tcp_rcv_established()`): one per
+//!   packet with GRO off, added to that packet's poll so TCP gets it when both are done;
+//!   one per GRO aggregate with GRO on, charged when the flush hands the aggregate to TCP
+//!   (simplified: TCP sees the aggregate at the flush and the CPU's next work waits for its
+//!   cost, rather than TCP seeing it `rx_skb_ns` later: the CPU time is the same).
+//!
+//! A host whose stack needs more than its share is capped at `share / cost` skbs (or
+//! packets) per second of run; a receiver's ring fills behind its CPU and drops
+//! (`host::nic`). Costs apply only to a host with a `cost` (a `nic` alone keeps its
+//! `rx_cost_ns` and nothing else, as before), so scenarios without one are unchanged.
+//!
+//! Defaults (the Python scenario model's, `cpu.cost: {}`): `tx_skb` 1 us, `rx_packet`
+//! 0.5 us, `rx_skb` 0.5 us: about 1 us per MTU packet each way on one core with the
+//! offloads off, the order of the per-packet cost of Linux's stack that Cai et al.,
+//! "Understanding Host Network Stack Overheads" (SIGCOMM 2021) measure (a single core no
+//! longer keeps up with a fast link once TSO/GRO are off, and the per-packet part shrinks
+//! to a per-skb part with them on), and the NIC model's 1 us per packet with GRO off. They
+//! are round figures of that order, not a measurement of one machine: set them from
+//! `perf` on the host being modelled.
+//!
+//! Not modelled: the cost of forwarding beyond the receive poll (a forwarded packet costs
+//! `rx_packet_ns` only), of the application's `recvmsg()` copy, of timers, and of a
+//! second core (RPS/RFS).
 
-use crate::config::CpuConfig;
+use crate::config::{CpuConfig, CpuCostConfig};
+
+/// The one CPU-time account of a host's stack (module docs, "The CPU cost of packets").
+#[derive(Clone, Debug, Default)]
+pub struct CpuAccount {
+    /// When the work queued so far is done (the CPU is free from then).
+    pub free_at_ns: u64,
+    /// CPU time the stack used over the run, ns (every cost charged).
+    pub busy_ns: u64,
+    pub tx_skb_ns: u64,
+    pub rx_packet_ns: u64,
+    pub rx_skb_ns: u64,
+}
+
+impl CpuAccount {
+    /// The account of a host with costs `cost` (or only the NIC's `rx_cost_ns`).
+    pub fn new(cost: Option<&CpuCostConfig>, nic_rx_cost_ns: u64) -> CpuAccount {
+        match cost {
+            Some(c) => CpuAccount {
+                tx_skb_ns: c.tx_skb_ns,
+                rx_packet_ns: c.rx_packet_ns,
+                rx_skb_ns: c.rx_skb_ns,
+                ..Default::default()
+            },
+            None => CpuAccount {
+                rx_packet_ns: nic_rx_cost_ns,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// `work_ns` of stack work asked for at `t_ns`: it starts once the CPU is free and on,
+    /// and this is when it ends (its result is used then).
+    #[inline]
+    pub fn run(&mut self, cpu: Option<&CpuModel>, t_ns: u64, work_ns: u64) -> u64 {
+        let start = t_ns.max(self.free_at_ns);
+        let done = match cpu {
+            Some(c) => c.after_on(start, work_ns),
+            None => start.saturating_add(work_ns),
+        };
+        self.free_at_ns = done;
+        self.busy_ns += work_ns;
+        done
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct CpuModel {
@@ -142,6 +233,21 @@ pub fn validate(cfg: &CpuConfig, at: &str) -> Result<(), String> {
             "{at}.share: {} of a {} ns period rounds to the whole period (no off time); expected 1.0 or a longer period",
             cfg.share, cfg.period_ns
         ));
+    }
+    Ok(())
+}
+
+/// Checks of a `cpu_cost` block, `at` being its path (`nodes.3.cpu_cost`): each cost
+/// within [0, 1 s] (a second of CPU per packet is far beyond any stack).
+pub fn validate_cost(cfg: &CpuCostConfig, at: &str) -> Result<(), String> {
+    for (name, v) in [
+        ("tx_skb_ns", cfg.tx_skb_ns),
+        ("rx_packet_ns", cfg.rx_packet_ns),
+        ("rx_skb_ns", cfg.rx_skb_ns),
+    ] {
+        if v > 1_000_000_000 {
+            return Err(format!("{at}.{name}: {v} is outside [0, 1000000000] ns"));
+        }
     }
     Ok(())
 }

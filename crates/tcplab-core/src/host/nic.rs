@@ -21,9 +21,14 @@
 //! ksoftirqd may let other work run first) and measures the round's time in ns, not in
 //! jiffies.
 //!
-//! Each packet costs `rx_cost_ns` of CPU time (driver, GRO and the TCP receive path) and
-//! is handed to TCP when its processing ends: one event per packet (`rx_bytes` counters
-//! count IP bytes). Its descriptor is
+//! Each packet costs CPU time on the host's one account ([`CpuAccount`], "The CPU cost of
+//! packets" in `host::cpu`): `rx_cost_ns` (driver, GRO and the TCP receive path) on a
+//! host without `cpu.cost`, else the account's `rx_packet_ns`, plus `rx_skb_ns` for a
+//! packet TCP takes as its own skb (GRO off, addressed to the host). It is handed to TCP
+//! when its processing ends: one event per packet (`rx_bytes` counters count IP bytes).
+//! The work queues behind whatever else the CPU does (the host's transmit path), and
+//! the next packet's poll is scheduled after the caller has handed this one on (so the
+//! ACK it makes TCP send takes the CPU first, as in Linux's softirq). Its descriptor is
 //! free from then (the driver's refill is immediate in tcplab; ENA refills in batches).
 //! The CPU time pauses while the host is off its CPU ([`CpuModel::after_on`]).
 //!
@@ -47,7 +52,7 @@ use std::collections::VecDeque;
 
 use crate::config::NicConfig;
 use crate::event::{EventKind, EventQueue};
-use crate::host::cpu::CpuModel;
+use crate::host::cpu::{CpuAccount, CpuModel};
 use crate::packet::Packet;
 use crate::time::NEVER;
 
@@ -94,7 +99,12 @@ pub struct Nic {
     pub driver: Driver,
     pub rx_ring: u32,
     ring_cap: usize,
-    rx_cost_ns: u64,
+    /// The host's node (packets for it, not forwarded ones, may be TCP's skbs).
+    node: u32,
+    /// GRO is off: each packet for the host is an skb of TCP's (`rx_skb_ns` in its poll).
+    rx_skb_per_packet: bool,
+    /// A poll ended with work left: [`Nic::schedule_next`] is owed.
+    next_owed: bool,
     napi_weight: u32,
     netdev_budget: i64,
     netdev_budget_ns: u64,
@@ -156,7 +166,9 @@ impl Nic {
             driver: Driver::parse(&cfg.driver).unwrap_or(Driver::Ena),
             rx_ring: cfg.rx_ring,
             ring_cap,
-            rx_cost_ns: cfg.rx_cost_ns,
+            node: u32::MAX,
+            rx_skb_per_packet: false,
+            next_owed: false,
             napi_weight: cfg.napi_weight.max(1),
             netdev_budget: cfg.netdev_budget as i64,
             netdev_budget_ns: cfg.netdev_budget_ns,
@@ -172,6 +184,12 @@ impl Nic {
             time_squeeze: 0,
             poll_end: PollEnd::Running,
         }
+    }
+
+    /// The host's node, and whether its GRO is off (each packet for it is an skb).
+    pub fn set_host(&mut self, node: u32, gro: bool) {
+        self.node = node;
+        self.rx_skb_per_packet = !gro;
     }
 
     pub fn rx_queues(&self) -> u32 {
@@ -220,6 +238,7 @@ impl Nic {
         pkt: Packet,
         now_ns: u64,
         cpu: Option<&CpuModel>,
+        acct: &mut CpuAccount,
         id: u32,
         ev: &mut EventQueue,
     ) -> Result<(), Packet> {
@@ -243,18 +262,26 @@ impl Nic {
             self.round_start_ns = start;
             self.round_budget = self.netdev_budget;
             self.cur_work = 0;
-            let done = self.cpu_after(cpu, start);
+            let done = self.cpu_after(cpu, acct, start);
             self.schedule(done, id, ev);
         }
         Ok(())
     }
 
+    /// The next packet's processing, asked for at `t_ns`: when it ends.
     #[inline]
-    fn cpu_after(&self, cpu: Option<&CpuModel>, t_ns: u64) -> u64 {
-        match cpu {
-            Some(c) => c.after_on(t_ns, self.rx_cost_ns),
-            None => t_ns.saturating_add(self.rx_cost_ns),
+    fn cpu_after(&self, cpu: Option<&CpuModel>, acct: &mut CpuAccount, t_ns: u64) -> u64 {
+        let mut cost = acct.rx_packet_ns;
+        if self.rx_skb_per_packet && acct.rx_skb_ns > 0 {
+            let head = self
+                .poll_list
+                .front()
+                .and_then(|&q| self.queues[q as usize].ring.front());
+            if head.is_some_and(|p| p.dst_node == self.node) {
+                cost += acct.rx_skb_ns;
+            }
         }
+        acct.run(cpu, t_ns, cost)
     }
 
     fn schedule(&mut self, at_ns: u64, id: u32, ev: &mut EventQueue) {
@@ -262,14 +289,9 @@ impl Nic {
         ev.push(at_ns, EventKind::NicPoll, id);
     }
 
-    /// A poll event fired: the packet whose processing ends now, for TCP.
-    pub fn on_poll(
-        &mut self,
-        now_ns: u64,
-        cpu: Option<&CpuModel>,
-        id: u32,
-        ev: &mut EventQueue,
-    ) -> Option<Packet> {
+    /// A poll event fired: the packet whose processing ends now, for TCP. The next poll is
+    /// scheduled by [`Nic::schedule_next`] once the caller has handed this packet on.
+    pub fn on_poll(&mut self, now_ns: u64) -> Option<Packet> {
         if now_ns != self.pending_poll_ns {
             return None;
         }
@@ -307,10 +329,25 @@ impl Nic {
         if self.poll_list.is_empty() {
             self.polling = false;
         } else {
-            let done = self.cpu_after(cpu, now_ns);
-            self.schedule(done, id, ev);
+            self.next_owed = true;
         }
         Some(pkt)
+    }
+
+    /// After a poll that left work: the next packet's processing, queued on the CPU behind
+    /// what handing the last one on asked of it.
+    pub fn schedule_next(
+        &mut self,
+        now_ns: u64,
+        cpu: Option<&CpuModel>,
+        acct: &mut CpuAccount,
+        id: u32,
+        ev: &mut EventQueue,
+    ) {
+        if std::mem::take(&mut self.next_owed) {
+            let done = self.cpu_after(cpu, acct, now_ns);
+            self.schedule(done, id, ev);
+        }
     }
 
     /// The driver's counters, named as its `ethtool -S` prints them (module docs).
@@ -419,11 +456,16 @@ mod tests {
         }
     }
 
-    fn drain(nic: &mut Nic, ev: &mut EventQueue) -> Vec<(u64, u32)> {
+    fn acct(cfg: &NicConfig) -> CpuAccount {
+        CpuAccount::new(None, cfg.rx_cost_ns)
+    }
+
+    fn drain(nic: &mut Nic, a: &mut CpuAccount, ev: &mut EventQueue) -> Vec<(u64, u32)> {
         let mut out = Vec::new();
         while let Some(e) = ev.pop() {
-            if let Some(p) = nic.on_poll(e.at_ns, None, 0, ev) {
+            if let Some(p) = nic.on_poll(e.at_ns) {
                 out.push((e.at_ns, p.dst_ep));
+                nic.schedule_next(e.at_ns, None, a, 0, ev);
             }
         }
         out
@@ -438,13 +480,14 @@ mod tests {
             ..NicConfig::default()
         };
         let mut nic = Nic::new(&cfg);
+        let mut a = acct(&cfg);
         let mut ev = EventQueue::default();
         let mut dropped = 0;
         for i in 0..6 {
-            dropped += nic.enqueue(pkt(i), 100, None, 0, &mut ev).is_err() as u32;
+            dropped += nic.enqueue(pkt(i), 100, None, &mut a, 0, &mut ev).is_err() as u32;
         }
         assert_eq!((dropped, nic.ring_drops(), nic.ring_used()), (2, 2, 4));
-        let got = drain(&mut nic, &mut ev);
+        let got = drain(&mut nic, &mut a, &mut ev);
         // IRQ at 600, then one packet per microsecond, in order.
         assert_eq!(got, vec![(1_600, 0), (2_600, 1), (3_600, 2), (4_600, 3)]);
         assert!(nic.idle());
@@ -475,6 +518,7 @@ mod tests {
             ..NicConfig::default()
         };
         let mut nic = Nic::new(&cfg);
+        let mut acc = acct(&cfg);
         let mut ev = EventQueue::default();
         // Find two endpoints that hash to different queues.
         let a = 0;
@@ -482,12 +526,12 @@ mod tests {
             .find(|&e| nic.queue_of(&pkt(e)) != nic.queue_of(&pkt(a)))
             .unwrap();
         for _ in 0..4 {
-            nic.enqueue(pkt(a), 0, None, 0, &mut ev).unwrap();
+            nic.enqueue(pkt(a), 0, None, &mut acc, 0, &mut ev).unwrap();
         }
         for _ in 0..4 {
-            nic.enqueue(pkt(b), 0, None, 0, &mut ev).unwrap();
+            nic.enqueue(pkt(b), 0, None, &mut acc, 0, &mut ev).unwrap();
         }
-        let order: Vec<u32> = drain(&mut nic, &mut ev)
+        let order: Vec<u32> = drain(&mut nic, &mut acc, &mut ev)
             .into_iter()
             .map(|(_, e)| e)
             .collect();
@@ -513,14 +557,17 @@ mod tests {
             ..NicConfig::default()
         };
         let mut nic = Nic::new(&cfg);
+        let mut a = acct(&cfg);
         let mut ev = EventQueue::default();
         for i in 0..3 {
-            nic.enqueue(pkt(i), 6_000, Some(&cpu), 0, &mut ev).unwrap();
+            nic.enqueue(pkt(i), 6_000, Some(&cpu), &mut a, 0, &mut ev)
+                .unwrap();
         }
         let mut got = Vec::new();
         while let Some(e) = ev.pop() {
-            if nic.on_poll(e.at_ns, Some(&cpu), 0, &mut ev).is_some() {
+            if nic.on_poll(e.at_ns).is_some() {
                 got.push(e.at_ns);
+                nic.schedule_next(e.at_ns, Some(&cpu), &mut a, 0, &mut ev);
             }
         }
         // Arrived off-CPU: processing starts at 10 us; the third packet straddles the end

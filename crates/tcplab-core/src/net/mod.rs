@@ -12,6 +12,8 @@ pub mod tap;
 
 use serde::Serialize;
 
+use std::collections::VecDeque;
+
 use crate::event::EventQueue;
 use crate::packet::Packet;
 use link::{Link, TxCompletion};
@@ -53,6 +55,16 @@ pub struct Network {
     pub host_packets: u64,
     /// The capture's received packets (`TcpSocket::captured` says whose).
     pub capture_in: Option<Box<tap::CaptureBuf>>,
+    /// Per node: its sent packets take CPU time first (a `tx_skb_ns` cost, `host::cpu`):
+    /// `send_from_host` leaves them in `cpu_tx` for the simulator to queue on the host's
+    /// CPU (empty when no host has a cost).
+    pub cpu_tx_node: Vec<bool>,
+    /// Packets sent by such hosts during the current event (reused, never shrinks).
+    pub cpu_tx: Vec<(u32, Packet)>,
+    /// Per such node: skbs sent and not yet through its CPU's transmit work, and the
+    /// endpoints waiting for it to be free (`cpu_throttle`), in order.
+    pub cpu_tx_queued: Vec<u32>,
+    pub cpu_waiters: Vec<VecDeque<u32>>,
 }
 
 impl Network {
@@ -70,7 +82,29 @@ impl Network {
         if pkt.is_data() {
             self.data.sent += pkt.segs() as u64;
         }
+        if !self.cpu_tx_node.is_empty() && self.cpu_tx_node[node as usize] {
+            // The transmit path takes CPU time first; a qdisc refusing the skb when that
+            // is done frees it (its TSQ budget comes back, `sim.rs`), as a kfree_skb()
+            // in the driver would, rather than reporting NET_XMIT_DROP to TCP.
+            self.cpu_tx.push((node, pkt));
+            self.cpu_tx_queued[node as usize] += 1;
+            return true;
+        }
         self.forward(node, pkt, now_ns, ev)
+    }
+
+    /// Endpoint `ep` on `node` would send a new skb: true (and `ep` waits, in order, unless
+    /// it is `waiting` already) if the node's CPU is still on an earlier skb's transmit
+    /// work (`host::cpu`).
+    #[inline]
+    pub fn cpu_throttle(&mut self, node: u32, ep: u32, waiting: bool) -> bool {
+        if self.cpu_tx_node.is_empty() || self.cpu_tx_queued[node as usize] == 0 {
+            return false;
+        }
+        if !waiting {
+            self.cpu_waiters[node as usize].push_back(ep);
+        }
+        true
     }
 
     /// The capture endpoint received `pkt` at `now_ns` (tcpdump's receive tap, Linux v6.12

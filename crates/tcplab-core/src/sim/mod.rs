@@ -176,6 +176,13 @@ pub struct CpuSummary {
     pub steal_ns: u64,
     /// Time the host had its CPU over the run, ns.
     pub on_ns: u64,
+    /// With a `cpu.cost`: CPU time its network stack used over the run, ns (`host::cpu`,
+    /// "The CPU cost of packets"; work still queued at the end counts whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_ns: Option<u64>,
+    /// `busy_ns / on_ns`: the share of the host's CPU time its stack used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_share: Option<f64>,
 }
 
 /// The end-of-run checks (module docs).
@@ -406,6 +413,10 @@ impl Simulator {
             data: DataAccounting::default(),
             host_packets: 0,
             capture_in: None,
+            cpu_tx_node: Vec::new(),
+            cpu_tx: Vec::new(),
+            cpu_tx_queued: Vec::new(),
+            cpu_waiters: Vec::new(),
         };
         let end_ns = BOOT_NS + cfg.duration_ns;
         let mut socks = Vec::with_capacity(cfg.flows.len() * 2);
@@ -469,6 +480,23 @@ impl Simulator {
                 host_of_node[i] = hosts.len() as u32;
                 hosts.push(h);
             }
+        }
+        if hosts.iter().any(|h| h.acct.tx_skb_ns > 0) {
+            // Hosts whose transmit path costs CPU time (`host::cpu`): their skbs wait for it.
+            net.cpu_tx_node = (0..cfg.nodes.len())
+                .map(|i| {
+                    let h = host_of_node[i];
+                    h != NO_HOST && hosts[h as usize].acct.tx_skb_ns > 0
+                })
+                .collect();
+            net.cpu_tx = Vec::with_capacity(64);
+            net.cpu_tx_queued = vec![0; cfg.nodes.len()];
+            net.cpu_waiters = (0..cfg.nodes.len())
+                .map(|i| {
+                    let n = if net.cpu_tx_node[i] { 16 } else { 0 };
+                    std::collections::VecDeque::with_capacity(n)
+                })
+                .collect();
         }
         let cfg_gro: Vec<Option<Gro>> = cfg
             .nodes
@@ -646,6 +674,9 @@ impl Simulator {
             self.now_ns = e.at_ns;
             self.events += 1;
             self.dispatch(e.kind(), e.id());
+            if !self.net.cpu_tx.is_empty() {
+                self.queue_cpu_tx();
+            }
             if let Some(e) = &self.failed {
                 return Err(e.clone());
             }
@@ -795,7 +826,7 @@ impl Simulator {
                 }
             }
             EventKind::NicPoll => {
-                if let Some(pkt) = self.hosts[id as usize].on_poll(now, id, &mut self.ev) {
+                if let Some(pkt) = self.hosts[id as usize].on_poll(now) {
                     let node = self.hosts[id as usize].node;
                     self.deliver_or_forward(node, pkt, now, true);
                     if self.any_gro && self.gro[node as usize].is_some() {
@@ -807,8 +838,17 @@ impl Simulator {
                             PollEnd::Complete => self.gro_flush(node, true, now),
                         }
                     }
+                    // What TCP sent in response (an ACK) takes the CPU before the next packet.
+                    if !self.net.cpu_tx.is_empty() {
+                        self.queue_cpu_tx();
+                    }
+                    self.hosts[id as usize].after_poll(now, id, &mut self.ev);
+                    if !self.net.cpu_tx_node.is_empty() && self.hosts[id as usize].nic.idle() {
+                        self.wake_cpu_waiters(id, now);
+                    }
                 }
             }
+            EventKind::HostTx => self.host_tx(id, now),
             EventKind::GroFlush => {
                 self.gro_flush_queued[id as usize] = false;
                 self.gro_flush(id, true, now);
@@ -877,11 +917,84 @@ impl Simulator {
         self.gro_out = out;
     }
 
+    /// The skbs hosts with a transmit cost sent during this event: each queued on its
+    /// host's CPU, to reach the egress link when its work is done (`host::cpu`).
+    #[inline(never)]
+    fn queue_cpu_tx(&mut self) {
+        let now = self.now_ns;
+        let mut buf = std::mem::take(&mut self.net.cpu_tx);
+        for (node, pkt) in buf.drain(..) {
+            let h = self.host_of_node[node as usize];
+            let done = self.hosts[h as usize].transmit(pkt, now);
+            self.ev.push(done, EventKind::HostTx, h);
+        }
+        self.net.cpu_tx = buf;
+    }
+
+    /// A host's transmit work on its oldest waiting skb is done: to the egress link. A
+    /// qdisc that refuses it frees it (`kfree_skb()` -> `tcp_wfree()`): its sender's TSQ
+    /// budget comes back at once.
+    #[inline(never)]
+    fn host_tx(&mut self, h: u32, now: u64) {
+        let host = &mut self.hosts[h as usize];
+        let Some(pkt) = host.tx_backlog.pop_front() else {
+            return;
+        };
+        let node = host.node;
+        self.net.cpu_tx_queued[node as usize] -= 1;
+        if !self.net.forward(node, pkt, now, &mut self.ev)
+            && pkt.flags & crate::packet::flags::TSQ != 0
+        {
+            let ep = pkt.dst_ep ^ 1;
+            let mut ctx = Ctx {
+                now_ns: now,
+                net: &mut self.net,
+                ev: &mut self.ev,
+            };
+            self.socks[ep as usize].on_tx_complete(
+                &mut ctx,
+                pkt.seq,
+                pkt.payload_bytes(),
+                pkt.wmem_charge(),
+            );
+            self.after_sock(ep);
+        }
+        self.wake_cpu_waiters(h, now);
+    }
+
+    /// Host `h`'s CPU is free of transmit work: the next socket waiting for it goes on
+    /// (each in turn; one that sends waits at the back again) -- once its NAPI round is
+    /// over: the receive softirq runs before the process context the sender's loop is in,
+    /// and the ACKs it processes send from softirq themselves (`tcp_data_snd_check()`).
+    fn wake_cpu_waiters(&mut self, h: u32, now: u64) {
+        let node = self.hosts[h as usize].node;
+        while self.net.cpu_tx_queued[node as usize] == 0 && self.hosts[h as usize].nic.idle() {
+            let Some(ep) = self.net.cpu_waiters[node as usize].pop_front() else {
+                break;
+            };
+            let mut ctx = Ctx {
+                now_ns: now,
+                net: &mut self.net,
+                ev: &mut self.ev,
+            };
+            self.socks[ep as usize].cpu_wake(&mut ctx);
+            self.after_sock(ep);
+        }
+    }
+
     /// Hand a packet that reached its host to its endpoint's TCP.
     #[inline]
     fn deliver(&mut self, pkt: crate::packet::Packet, now: u64) {
         if pkt.is_data() {
             self.net.data.received += pkt.segs() as u64;
+        }
+        if self.host_models {
+            // GRO on: TCP's work on each skb it gets (`host::cpu`).
+            let h = self.host_of_node[pkt.dst_node as usize];
+            if h != NO_HOST && self.hosts[h as usize].rx_skb_at_delivery {
+                let cost = self.hosts[h as usize].acct.rx_skb_ns;
+                self.hosts[h as usize].charge(now, cost);
+            }
         }
         let ep = pkt.dst_ep;
         let mut ctx = Ctx {
@@ -1208,11 +1321,14 @@ impl Simulator {
                             Some(m) => m.on_ns_between(BOOT_NS, now),
                             None => elapsed, // a 100 % share
                         };
+                        let busy_ns = model.filter(|m| m.has_cost).map(|m| m.acct.busy_ns);
                         CpuSummary {
                             period_ns: c.period_ns,
                             share: c.share,
                             steal_ns: elapsed - on_ns,
                             on_ns,
+                            busy_ns,
+                            busy_share: busy_ns.map(|b| b as f64 / on_ns.max(1) as f64),
                         }
                     }),
                 }

@@ -61,8 +61,16 @@ pub fn validate(cfg: &SimConfig) -> Result<(), String> {
                 node.hz
             ));
         }
-        if node.kind == NodeKind::Router && (node.cpu.is_some() || node.nic.is_some()) {
-            let what = if node.cpu.is_some() { "cpu" } else { "nic" };
+        if node.kind == NodeKind::Router
+            && (node.cpu.is_some() || node.nic.is_some() || node.cpu_cost.is_some())
+        {
+            let what = if node.cpu.is_some() {
+                "cpu"
+            } else if node.nic.is_some() {
+                "nic"
+            } else {
+                "cpu_cost"
+            };
             return Err(format!(
                 "nodes.{i}.{what}: node {} is a router; CPU and NIC models are for hosts",
                 node.name
@@ -73,6 +81,9 @@ pub fn validate(cfg: &SimConfig) -> Result<(), String> {
         }
         if let Some(nic) = &node.nic {
             host::nic::validate(nic, &format!("nodes.{i}.nic"))?;
+        }
+        if let Some(c) = &node.cpu_cost {
+            host::cpu::validate_cost(c, &format!("nodes.{i}.cpu_cost"))?;
         }
     }
     for (i, l) in cfg.links.iter().enumerate() {

@@ -669,6 +669,15 @@ impl TcpSocket {
             }
             let max_segs = self.tso_segs();
             let burst_segs = cwnd_quota.min(max_segs);
+            // The CPU cost of packets (`host::cpu`): Linux's loop builds the next skb only
+            // once the CPU has done the last one's transmit path; tcplab's loop runs at one
+            // instant, so it waits here for the host's CPU (woken by `sim`). No-op without
+            // a `tx_skb` cost. (Checked before TSQ and TSO deferral: with a cost, the
+            // socket first waits for its CPU, then takes those tests as it resumes.)
+            if ctx.net.cpu_throttle(self.node, self.ep, self.cpu_throttled) {
+                self.cpu_throttled = true;
+                break;
+            }
             let prior_wstamp = self.tp.tcp_wstamp_ns;
             let mut sent_bytes = 0u64;
             if self.tso {
@@ -740,6 +749,7 @@ impl TcpSocket {
             && self.xmit_timer == XmitTimer::None
             && self.pacing_deadline_ns == NEVER
             && !self.tsq_throttled
+            && !self.cpu_throttled
         {
             // tcp_check_probe_timer(): nothing in flight and nothing sent (zero window or
             // a local drop): probe later.

@@ -209,6 +209,10 @@ pub struct TcpSocket {
     pub sk_sndbuf: u64,
     pub wmem_alloc_bytes: u64,
     pub tsq_throttled: bool,
+    /// The host's CPU is still on the transmit work of an earlier skb (`host::cpu`, "The
+    /// CPU cost of packets"): `tcp_write_xmit()` waits for it (`Network::cpu_throttle`);
+    /// true exactly while the socket is in its host's queue of waiters.
+    pub cpu_throttled: bool,
     /// Zero-window/probe0 and SYN retransmission counters.
     pub syn_retries: u32,
     /// Packets handed to IP so far (wrapping): the IP ID of the next one, less the socket's
@@ -359,6 +363,7 @@ impl TcpSocket {
                 rx_tsecr_ns: 0,
                 wmem_alloc_bytes: 0,
                 tsq_throttled: false,
+                cpu_throttled: false,
                 tso: false,
                 wq_head_end: 0,
                 wq_next_end: 0,
@@ -820,6 +825,16 @@ impl TcpSocket {
         }
         if self.tsq_throttled && self.state == ConnState::Established {
             self.tsq_throttled = false;
+            self.refresh_clock(ctx.now_ns);
+            self.tsq_write(ctx);
+        }
+    }
+
+    /// The host's CPU is done with the transmit work this socket waited for
+    /// (`cpu_throttled`): `tcp_write_xmit()`'s loop goes on.
+    pub fn cpu_wake(&mut self, ctx: &mut Ctx) {
+        self.cpu_throttled = false;
+        if self.state == ConnState::Established {
             self.refresh_clock(ctx.now_ns);
             self.tsq_write(ctx);
         }

@@ -25,6 +25,7 @@ mod capture;
 mod cubic_model;
 mod edt_shaper;
 mod host_cpu;
+mod host_cpu_cost;
 mod host_gro;
 mod host_nic;
 mod host_tso;
