@@ -398,7 +398,7 @@ impl TcpSocket {
     }
 
     /// `tcp_tso_segs()`: segments per burst (per skb with `offload: {tso: on}`).
-    fn tso_segs(&self) -> u32 {
+    pub(crate) fn tso_segs(&self) -> u32 {
         let min_tso = self
             .cc
             .min_tso_segs(&self.tp)

@@ -863,8 +863,8 @@ impl TcpSocket {
             self.sndbuf_nospace = false;
             return;
         }
-        // Payload bytes the socket may hold (queued + unacked), see sndbuf_expand().
-        let cap = self.tp.snd_una + self.sk_sndbuf;
+        // Payload bytes the socket may hold (queued + unacked), see sndbuf_payload_bytes().
+        let cap = self.tp.snd_una + self.sndbuf_payload_bytes();
         let was_blocked = self.sndbuf_nospace;
         if self.sndbuf_nospace {
             self.check_space(cap);
@@ -1012,10 +1012,27 @@ impl TcpSocket {
         self.chrono.stop(kind, now_j, empty);
     }
 
+    /// Payload the send buffer holds. Linux v6.12 charges every skb in the write and
+    /// retransmit queues its truesize (`sk_wmem_queued`: payload + `SKB_TRUESIZE_OVERHEAD`,
+    /// tcp_stream_alloc_skb(), tso_fragment()), and a writer may add data while that is
+    /// below `sk_sndbuf` (sk_stream_memory_free()). With `offload: {tso: on}` tcplab
+    /// converts the buffer to payload at the size its skbs are sent at, `tcp_tso_segs()`
+    /// segments (measured on the kernel: `ss -m`'s `w` is payload + 850-940 B per skb of 2
+    /// segments, docs/kernel-pin.md departure 5); simplified: Linux's unsent skbs are
+    /// size_goal long (less overhead each). With tso off it keeps charging payload only
+    /// (Linux's TCP always builds GSO skbs, so there is no kernel figure for one-MSS skbs
+    /// to match; the existing results stay as they were until the default flips).
+    pub fn sndbuf_payload_bytes(&self) -> u64 {
+        if !self.tso {
+            return self.sk_sndbuf;
+        }
+        let skb_bytes = self.tso_segs() as u64 * self.tp.mss_cache as u64;
+        self.sk_sndbuf * skb_bytes / (skb_bytes + crate::packet::SKB_TRUESIZE_OVERHEAD as u64)
+    }
+
     /// `tcp_sndbuf_expand()`: room for `sndbuf_expand` (2, BBR 3) windows of
-    /// worst-case per-segment memory, capped by `tcp_wmem[2]`. tcplab charges payload
-    /// bytes against the buffer (TSO skbs' truesize is within a few % of their payload),
-    /// so the cap is converted at payload/per_mss.
+    /// worst-case per-segment memory, capped by `tcp_wmem[2]` (in truesize bytes, see
+    /// `sndbuf_payload_bytes`).
     pub fn sndbuf_expand(&mut self) {
         let mss = self.tp.mss_cache as u64;
         // per_mss = roundup_pow_of_two(mss + MAX_TCP_HEADER + shinfo) + sizeof(sk_buff)

@@ -370,3 +370,43 @@ fn a_pods_gso_skb_crosses_its_veth_whole_and_is_cut_at_the_nodes_egress() {
     // The same bytes arrive either way.
     assert!(f.bytes_acked > fc.bytes_acked * 9 / 10, "{f:?} {fc:?}");
 }
+
+/// The send buffer with tso on (issue 24, departure 5): Linux charges every queued skb its
+/// truesize (`sk_wmem_queued`, checked against `sk_sndbuf` by sk_stream_memory_free()),
+/// payload + SKB_TRUESIZE(MAX_TCP_HEADER) = 896 B, as `ss -m` shows on the kernel (850-940 B
+/// per skb of 2 segments). Behind a 10 Mbit/s bottleneck with a deep queue the pacing rate
+/// stays below 2.9 MB/s, so `tcp_tso_autosize()` gives 1 segment of the 1 ms budget and
+/// `tcp_min_tso_segs` raises it to 2 (the min-RTT term is 64 KB >> (40 ms / 512 us) = 0):
+/// skbs of 2896 B, charged 3792. A 256 KB buffer then holds at most
+/// 262144 x 2896 / 3792 = 200203 B of data, and the flow fills it.
+#[test]
+fn a_tso_senders_buffer_holds_its_size_in_skb_truesize() {
+    let mut cfg = dumbbell(
+        1,
+        CcKind::Cubic,
+        10_000_000,
+        20 * MS,
+        QueueConfig::Pfifo {
+            limit_packets: 10_000,
+        },
+        4_000 * MS,
+    );
+    cfg.nodes[0].tso = true;
+    cfg.flows[0].tcp.tcp_wmem = [4096, 262_144, 262_144];
+    let mut sim = Simulator::new(cfg).unwrap();
+    let skb = 2 * 1448u64;
+    let cap = 262_144 * skb / (skb + tcplab_core::packet::SKB_TRUESIZE_OVERHEAD as u64);
+    let mut max_held = 0u64;
+    let mut t = 0;
+    while t < 4_000 * MS {
+        t += 100_000;
+        sim.run_until(t).expect("engine error");
+        let s = sim.socket(0);
+        let held = s.tp.write_seq - s.tp.snd_una;
+        assert!(held <= cap, "t={t}: {held} B held, the buffer holds {cap}");
+        max_held = max_held.max(held);
+    }
+    let out = sim.finish();
+    assert!(out.invariant.ok, "{}", out.invariant.message);
+    assert!(max_held >= cap - skb, "held at most {max_held} of {cap}");
+}
