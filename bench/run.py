@@ -217,6 +217,12 @@ def main() -> int:
     ap.add_argument("--no-ns3", action="store_true", help="skip ns-3")
     ap.add_argument("--no-parallel", action="store_true", help="skip the 2-process compare measurement")
     ap.add_argument("--only", metavar="IDS", help="comma-separated scenario ids (default: all)")
+    ap.add_argument(
+        "--offload",
+        metavar="LIST",
+        default="",
+        help="tso, gro or tso,gro: every host with those offloads on (default: none, tcplab's default)",
+    )
     args = ap.parse_args()
     ids = TCPLAB_SCENARIOS
     if args.only:
@@ -230,6 +236,8 @@ def main() -> int:
     rows: dict[str, dict] = {}
     for sid in ids:
         cmd = [str(bench), "--scenario", sid, "--json", "--repeat", str(args.repeat)]
+        if args.offload:
+            cmd += ["--offload", args.offload]
         if args.quick:
             cmd.append("--quick")
         out, _ = run_measured(cmd, timeout=900)
@@ -326,10 +334,14 @@ def main() -> int:
         "platform": platform.platform(),
         "python": platform.python_version(),
     }
-    (OUT / "latest.json").write_text(
-        json.dumps({"quick": args.quick, "machine": machine, "rows": rows, "parallel": par}, indent=2) + "\n"
+    name = f"latest-{args.offload.replace(',', '-')}.json" if args.offload else "latest.json"
+    (OUT / name).write_text(
+        json.dumps(
+            {"quick": args.quick, "offload": args.offload, "machine": machine, "rows": rows, "parallel": par}, indent=2
+        )
+        + "\n"
     )
-    print(f"wrote {OUT / 'latest.json'}")
+    print(f"wrote {OUT / name}")
     return 0
 
 

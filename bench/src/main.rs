@@ -657,6 +657,17 @@ fn main() {
     let only = value("--scenario");
     let json = flag("--json");
     let verbose = flag("--verbose");
+    // `--offload tso,gro`: every host with those offloads on (`offload: {tso: on, gro: on}`),
+    // to measure what Linux's default offloads cost or save the engine (issue 24).
+    let offload = value("--offload").unwrap_or_default();
+    let (tso, gro) = (offload.contains("tso"), offload.contains("gro"));
+    if let Some(bad) = offload
+        .split(',')
+        .find(|o| !o.is_empty() && *o != "tso" && *o != "gro")
+    {
+        eprintln!("error: --offload {offload}: {bad} is unknown; expected tso, gro or tso,gro");
+        std::process::exit(2);
+    }
     let all = scenarios(quick);
     if let Some(id) = &only {
         if !all.iter().any(|(i, _, _)| i == id) {
@@ -686,7 +697,11 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != id) {
             continue;
         }
-        let cfg = build();
+        let mut cfg = build();
+        for n in cfg.nodes.iter_mut() {
+            n.tso |= tso;
+            n.gro |= gro;
+        }
         let r = bench(&cfg, repeat, verbose);
         let rss = peak_rss_bytes();
         if json {
