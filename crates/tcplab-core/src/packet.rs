@@ -81,6 +81,15 @@ pub fn linear_skb_truesize(len_bytes: u32) -> u64 {
     data.next_power_of_two() + SKB_STRUCT_BYTES
 }
 
+/// `skb->truesize` of a received skb of `payload` bytes in `segs` frames with `num_sacks`
+/// SACK blocks, as its receiver holds it: each frame in its own linear receive buffer
+/// ([`linear_skb_truesize`]); a GRO aggregate is charged the sum of its frames
+/// (skb_gro_receive() adds each merged skb's truesize to the aggregate's).
+pub fn rx_truesize(payload: u32, segs: u32, num_sacks: u8) -> u64 {
+    let frame_ip = Packet::ip_len(payload.div_ceil(segs), num_sacks);
+    segs as u64 * linear_skb_truesize(frame_ip)
+}
+
 /// `MAX_TCP_HEADER` on x86-64 with a distribution's config (Linux v6.12:
 /// L1_CACHE_ALIGN(128 + MAX_HEADER), MAX_HEADER = LL_MAX_HEADER 128 + 48): the linear head
 /// tcp_stream_alloc_skb() reserves for headers.
@@ -201,16 +210,6 @@ impl Packet {
             0
         };
         self.payload_bytes() + head
-    }
-
-    /// `skb->truesize` of this packet as its receiver holds it: each frame in its own
-    /// receive buffer ([`linear_skb_truesize`]); a GRO aggregate is charged the sum of its
-    /// frames (skb_gro_receive() adds each merged skb's truesize to the aggregate's).
-    #[inline]
-    pub fn rx_truesize(&self) -> u64 {
-        let segs = self.segs();
-        let frame_ip = Packet::ip_len(self.payload_bytes().div_ceil(segs), self.num_sacks);
-        segs as u64 * linear_skb_truesize(frame_ip)
     }
 
     #[inline]

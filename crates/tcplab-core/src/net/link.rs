@@ -312,16 +312,7 @@ impl Link {
             finish = time_add(finish, self.tx_time(frame.ip_bytes + self.overhead_bytes));
             self.put_on_wire(frame, finish, id, ev);
         }
-        if owes {
-            let c = TxCompletion {
-                done_ns: finish,
-                ep: pkt.dst_ep ^ 1,
-                seq: pkt.seq,
-                payload_bytes: pkt.payload_bytes(),
-                wmem_bytes: pkt.wmem_charge(),
-            };
-            self.add_completion(c, id, ev);
-        }
+        self.owe_completion(&pkt, finish, id, ev);
         finish
     }
 

@@ -143,10 +143,11 @@ pub struct Receiver {
     /// What a queued byte costs the buffer, x65536: the measured skb's truesize / len (2 until
     /// one is measured), kept as a fixed-point factor so `tcp_space()` needs no division.
     charge_x65536: u64,
-    /// The skb now being received (`set_skb`): gso_size-or-len, len and truesize.
-    skb_seg_len: u64,
+    /// The shape of the skb now being received (`set_skb`): its length, frames (1, or a GRO
+    /// aggregate's segments; 0 = not given) and SACK blocks; truesize follows from them.
     skb_len: u64,
-    skb_truesize: u64,
+    skb_segs: u32,
+    skb_num_sacks: u8,
     /// Out-of-order intervals, sorted, merged (never touching).
     ooo: VecDeque<(u64, u64)>,
     ooo_bytes: u64,
@@ -218,9 +219,9 @@ impl Receiver {
             scaling_ratio: SCALING_RATIO,
             measured_mss: TCP_MSS_DEFAULT.min(mss),
             charge_x65536: 2 << 16,
-            skb_seg_len: 0,
             skb_len: 0,
-            skb_truesize: 0,
+            skb_segs: 0,
+            skb_num_sacks: 0,
             ooo: VecDeque::new(),
             ooo_bytes: 0,
             sacks: [SackBlock::default(); TCP_NUM_SACKS],
@@ -287,22 +288,15 @@ impl Receiver {
         self.win_from_space(self.rcvbuf.saturating_sub(rmem_alloc))
     }
 
-    /// Would an in-order skb of segments `seg_len` long be measured
-    /// (`tcp_measure_rcv_mss()`: at least `rcv_mss` and not equal to it)? The caller then
-    /// computes its truesize for [`Receiver::set_skb`]; most skbs are not.
+    /// The skb that the next `on_data` receives: `len` bytes in `segs` frames (a GRO
+    /// aggregate's segments, else 1) with `num_sacks` SACK blocks. Its truesize is computed
+    /// only if `tcp_measure_rcv_mss()` measures it. Without it `on_data` measures nothing
+    /// (the receiver's unit tests).
     #[inline]
-    pub fn measures(&self, seg_len: u64) -> bool {
-        seg_len > self.measured_mss
-    }
-
-    /// The skb that the next `on_data` receives: `seg_len` is `gso_size` of a GRO
-    /// aggregate, else its length `len`; `truesize` its `skb->truesize`. Without it
-    /// `on_data` measures nothing (the receiver's unit tests).
-    #[inline]
-    pub fn set_skb(&mut self, seg_len: u64, len: u64, truesize: u64) {
-        self.skb_seg_len = seg_len;
+    pub fn set_skb(&mut self, len: u64, segs: u32, num_sacks: u8) {
         self.skb_len = len;
-        self.skb_truesize = truesize;
+        self.skb_segs = segs;
+        self.skb_num_sacks = num_sacks;
     }
 
     /// `tcp_measure_rcv_mss()`'s `scaling_ratio` part (Linux v6.12 net/ipv4/tcp_input.c):
@@ -311,13 +305,17 @@ impl Receiver {
     /// clamp to the buffer's window (`tcp_set_window_clamp(sk, tcp_win_from_space(sk,
     /// sk_rcvbuf))`) and caps `rcvq_space.space` at it.
     fn measure_rcv_mss(&mut self) {
-        let seg_len = std::mem::take(&mut self.skb_seg_len);
-        let skb_len = std::mem::take(&mut self.skb_len);
-        let truesize = std::mem::take(&mut self.skb_truesize);
-        if seg_len == 0 || truesize == 0 || seg_len < self.measured_mss {
+        let (skb_len, segs) = (self.skb_len, std::mem::take(&mut self.skb_segs));
+        if segs == 0 {
+            return;
+        }
+        // `gso_size ?: skb->len`: one segment's payload.
+        let seg_len = skb_len.div_ceil(segs as u64);
+        if seg_len < self.measured_mss {
             return;
         }
         if seg_len != self.measured_mss {
+            let truesize = crate::packet::rx_truesize(skb_len as u32, segs, self.skb_num_sacks);
             let ratio = ((skb_len << 8) / truesize).clamp(1, 255);
             self.charge_x65536 = (truesize << 16) / skb_len;
             if ratio != self.scaling_ratio {
@@ -791,25 +789,7 @@ impl Receiver {
     /// A data segment `[seq, end_seq)` arrived (`tcp_data_queue` + `tcp_ack_snd_check`).
     #[allow(clippy::too_many_arguments)]
     /// `srtt_us_x8` and `rto_j` are the endpoint's own RTT estimate and RTO (jiffies).
-    #[allow(clippy::too_many_arguments)]
     pub fn on_data(
-        &mut self,
-        now_ns: u64,
-        seq: u64,
-        end_seq: u64,
-        tsecr_ns: u64,
-        srtt_us_x8: u32,
-        rto_j: u32,
-        mib: &mut MibCounters,
-    ) -> AckAction {
-        let action = self.receive(now_ns, seq, end_seq, tsecr_ns, srtt_us_x8, rto_j, mib);
-        // What `set_skb` gave is for this skb only (measured in order, or not at all).
-        self.skb_seg_len = 0;
-        action
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn receive(
         &mut self,
         now_ns: u64,
         seq: u64,
@@ -1135,25 +1115,27 @@ mod tests {
             "TCP_DEFAULT_SCALING_RATIO"
         );
         let truesize = crate::packet::linear_skb_truesize(1500);
-        r.set_skb(MSS, MSS, truesize);
+        r.set_skb(MSS, 1, 0);
         let (s, e) = seg(0);
         r.on_data(0, s, e, 0, 0, 200, &mut mib);
         assert_eq!(r.scaling_ratio, (MSS << 8) / truesize);
         assert_eq!(r.scaling_ratio, 160);
         assert_eq!(r.window_clamp, (rcvbuf * 160) >> 8);
-        // Out-of-order data is charged at truesize per byte: 10 segments take
-        // 10 x 2304 B of the buffer, not 2 x their length.
+        // Out-of-order data is charged at truesize per byte, not 2 x its length.
+        // 10 skbs of 2 x MSS out of order: longer than rcv_mss, so measured if they were in
+        // order (a 2948-byte frame in a 4 KB buffer: ratio 170); out of order, they are not.
         let free_before = r.tcp_space();
-        for i in 2..12 {
-            r.set_skb(MSS, MSS, 1); // ignored: out of order, and rcv_mss is unchanged
-            let (s, e) = seg(i);
-            r.on_data(1, s, e, 0, 0, 200, &mut mib);
+        for k in 0..10 {
+            let s = (2 + 2 * k) * MSS;
+            r.set_skb(2 * MSS, 1, 0);
+            r.on_data(1, s, s + 2 * MSS, 0, 0, 200, &mut mib);
         }
         assert_eq!(r.scaling_ratio, 160, "only in-order skbs are measured");
-        // 10 x 2304 x 160 / 256 = 14400 B less window, give or take the byte that the
-        // fixed-point charge (truesize / len, x65536) and two roundings down may lose.
+        // 20 x 2304 x 160 / 256 = 28800 B less window (charged per byte at the measured
+        // skb's 2304/1448), give or take the byte that the fixed-point charge and two
+        // roundings down may lose.
         let less = free_before - r.tcp_space();
-        let expect = (10 * truesize * 160) >> 8;
+        let expect = (20 * truesize * 160) >> 8;
         assert!(
             less.abs_diff(expect) <= 1,
             "{less} B less window, expected {expect}"

@@ -718,11 +718,8 @@ impl TcpSocket {
             // tcp_measure_rcv_mss() reads `gso_size` (one segment's payload) for a GRO'd
             // skb, so `rcv_mss` is unchanged by aggregation (tcplab keeps it at the MSS);
             // its `scaling_ratio` measurement reads the skb's len and truesize.
-            let len = pkt.payload_bytes() as u64;
-            let seg_len = len.div_ceil(pkt.segs() as u64);
-            if self.rcv.measures(seg_len) {
-                self.rcv.set_skb(seg_len, len, pkt.rx_truesize());
-            }
+            self.rcv
+                .set_skb(pkt.payload_bytes() as u64, pkt.segs(), pkt.num_sacks);
             let action = self.rcv.on_data(
                 ctx.now_ns,
                 pkt.seq,
