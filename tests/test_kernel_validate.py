@@ -129,7 +129,10 @@ def test_validate_command_end_to_end(kernel_ready, tmp_path):
     doc = json.loads((out / "validation.json").read_text())
     assert (r.exit_code == 1) == (not doc["valid"])
     if not doc["valid"]:
-        assert r.stderr.strip().splitlines()[-1].startswith("INVALID: ")
+        # kernel/busy.py: the INVALID line, how busy the machine was, then how to rerun
+        lines = r.stderr.strip().splitlines()
+        assert any(line.startswith("INVALID: ") for line in lines), r.stderr
+        assert lines[-1].startswith("rerun "), r.stderr
     assert len(doc["metrics"]) == 8 and all(m["verdict"] in VERDICTS for m in doc["metrics"])
     assert doc["metrics"][0]["kernel"] > 0
     for f in ("report.html", "report.md", "sim/summary.json", "kernel/summary.json", "kernel/kernel.json"):
