@@ -220,8 +220,9 @@ def main() -> int:
     ap.add_argument(
         "--offload",
         metavar="LIST",
-        default="",
-        help="tso, gro or tso,gro: every host with those offloads on (default: none, tcplab's default)",
+        default="tso,gro",
+        help="tso,gro (default: Linux's and tcplab's), tso, gro, none (GSO skbs cut in software, no GRO) "
+        "or mss (one-MSS skbs, no GRO: the engine before issue 24)",
     )
     args = ap.parse_args()
     ids = TCPLAB_SCENARIOS
@@ -334,7 +335,7 @@ def main() -> int:
         "platform": platform.platform(),
         "python": platform.python_version(),
     }
-    name = f"latest-{args.offload.replace(',', '-')}.json" if args.offload else "latest.json"
+    name = "latest.json" if args.offload == "tso,gro" else f"latest-{args.offload.replace(',', '-')}.json"
     (OUT / name).write_text(
         json.dumps(
             {"quick": args.quick, "offload": args.offload, "machine": machine, "rows": rows, "parallel": par}, indent=2

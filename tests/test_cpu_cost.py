@@ -14,7 +14,7 @@ import pytest
 
 import tcplab
 from tcplab.errors import ScenarioError
-from tcplab.scenario.cpu import DEFAULT_RX_PACKET_NS, DEFAULT_RX_SKB_NS, DEFAULT_TX_SKB_NS
+from tcplab.scenario.cpu import DEFAULT_RX_PACKET_NS, DEFAULT_RX_SKB_NS, DEFAULT_TX_GSO_FRAME_NS, DEFAULT_TX_SKB_NS
 
 BASE = {
     "name": "cpu-cost",
@@ -39,6 +39,7 @@ def test_the_cost_round_trips_with_its_units_and_defaults():
     assert nodes["a"]["cpu"]["share"] == pytest.approx(0.35)
     assert nodes["a"]["cpu_cost"] == {
         "tx_skb_ns": 2000,
+        "tx_gso_frame_ns": DEFAULT_TX_GSO_FRAME_NS,
         "rx_packet_ns": DEFAULT_RX_PACKET_NS,
         "rx_skb_ns": 1500,
     }
@@ -46,6 +47,7 @@ def test_the_cost_round_trips_with_its_units_and_defaults():
     assert nodes["b"]["cpu"]["share"] == 1.0
     assert nodes["b"]["cpu_cost"] == {
         "tx_skb_ns": DEFAULT_TX_SKB_NS,
+        "tx_gso_frame_ns": DEFAULT_TX_GSO_FRAME_NS,
         "rx_packet_ns": DEFAULT_RX_PACKET_NS,
         "rx_skb_ns": DEFAULT_RX_SKB_NS,
     }
@@ -108,9 +110,14 @@ def test_cli_error_is_one_line():
 
 
 def test_a_capped_sender_reports_its_stack_time(tmp_path):
-    # 20 us per skb at 50 %: the sender's stack is busy (nearly) all the CPU time it has,
-    # and goodput is capped at 0.5 / 20 us x 1448 B = 289.6 Mbit/s.
-    sets = ["duration=1s", "hosts.a.cpu={share: 50%, period: 1ms, cost: {tx_skb: 20us, rx_packet: 0us, rx_skb: 0us}}"]
+    # 20 us per skb and per frame software GSO cuts (tso off) at 50 %: the sender's stack is
+    # busy (nearly) all the CPU time it has, and goodput is capped at 0.5 / 20 us x 1448 B =
+    # 289.6 Mbit/s.
+    sets = [
+        "duration=1s",
+        "hosts.a.offload.tso=off",
+        "hosts.a.cpu={share: 50%, period: 1ms, cost: {tx_skb: 20us, tx_gso_frame: 20us, rx_packet: 0us, rx_skb: 0us}}",
+    ]
     sc = tcplab.load_scenario(BASE, sets)
     result = tcplab.run(sc)
     result.write(tmp_path / "run", plots=False)

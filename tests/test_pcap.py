@@ -33,7 +33,9 @@ SCENARIO = {
     "name": "pcap-lossy",
     "seed": 7,
     "duration": "4s",
-    "hosts": {"server": {}, "client": {}},
+    # software GSO: tcpdump on the sender sees MSS frames, the units the path's drop list
+    # counts (with TSO it sees the skbs: test_with_tso_the_senders_capture_shows_its_skbs)
+    "hosts": {"server": {"offload": {"tso": "off"}}, "client": {}},
     "routers": ["emu"],
     "links": [
         {"between": ["server", "emu"], "rate": "1Gbit", "delay": "50us"},
@@ -212,6 +214,25 @@ def test_relative_sequence_numbers_cover_the_flows_bytes(sender_run):
     t0, v0 = data[0]["t"], ts_opt(data[0])[0]
     for p in data[:: max(1, len(data) // 200)]:
         assert abs(((ts_opt(p)[0] - v0) % U32) - (p["t"] - t0) * 1000) <= 2
+
+
+def test_with_tso_the_senders_capture_shows_its_skbs(engine):
+    # tcpdump taps dev_hard_start_xmit(): with TSO the NIC cuts later, so it sees each GSO
+    # skb as one IP packet longer than the MTU (Linux v6.12 net/core/dev.c); the skbs
+    # still cover the flow's bytes, and the frames the path numbers are more than the skbs.
+    import tcplab
+
+    tso = {**SCENARIO, "hosts": {"server": {"offload": {"tso": "on"}}, "client": {}}}
+    run = tcplab.run(tso, core=engine, capture={"flow": "bulk", "at": "sender"})
+    pkts = read(run.extra_files["bulk.pcap"])
+    sender, _ = addresses(pkts)
+    isn = syn_of(pkts, sender)["seq"]
+    data = [p for p in pkts if p["src"] == sender and p["len"] > 0]
+    assert max(p["len"] for p in data) > 1448
+    high = max((p["seq"] - isn - 1) % U32 + p["len"] for p in data)
+    flow = run.flows.iloc[0]
+    assert high == flow["bytes_received"]
+    assert len(data) < flow["data_segs_out"]
 
 
 def test_the_receiver_acks_what_it_has_and_sacks_above_the_hole(receiver_run, sender_run):

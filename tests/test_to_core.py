@@ -30,7 +30,7 @@ def is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-NODE_OPTIONAL_KEYS = {"forwarding", "cpu", "nic"}
+NODE_OPTIONAL_KEYS = {"forwarding", "cpu", "nic", "gso_skbs", "tso", "gro", "cpu_cost"}
 # The engine's timed-qdisc fields (config/mod.rs: TbfConfig, FqConfig, FqCodelConfig).
 TIMED_QUEUE_KEYS = {
     "tbf": {"rate_bps", "burst_bytes", "limit_bytes", "peakrate_bps", "mtu_bytes", "child"},

@@ -6,6 +6,7 @@
 //! cargo run --release -p tcplab-bench -- --repeat 5    # best of 5 runs each (default 3)
 //! cargo run --release -p tcplab-bench -- --scenario 2a --json   # one scenario, one JSON line
 //! cargo run --release -p tcplab-bench -- --scenario 6a --verbose # + qdisc, NIC, CPU counters (stderr)
+//! cargo run --release -p tcplab-bench -- --offload mss # one-MSS skbs, no GRO (before issue 24)
 //! ```
 //!
 //! Scenarios (issue 3; "n flows" means n senders -> r1 -> r2 -> one receiver, bottleneck
@@ -657,15 +658,23 @@ fn main() {
     let only = value("--scenario");
     let json = flag("--json");
     let verbose = flag("--verbose");
-    // `--offload tso,gro`: every host with those offloads on (`offload: {tso: on, gro: on}`),
-    // to measure what Linux's default offloads cost or save the engine (issue 24).
-    let offload = value("--offload").unwrap_or_default();
-    let (tso, gro) = (offload.contains("tso"), offload.contains("gro"));
+    // `--offload tso,gro` (the default, Linux's and the Python front's): every host's TCP
+    // builds GSO skbs (`gso_skbs`), the NIC cuts them (`tso`) and GRO merges at the receiver;
+    // `--offload gro` / `none`: software GSO / also no GRO; `--offload mss` is the engine's
+    // one-MSS skbs without GRO (no kernel's configuration: for comparing with before issue 24).
+    let offload = value("--offload").unwrap_or_else(|| "tso,gro".to_string());
+    let (mss, tso, gro) = (
+        offload == "mss",
+        offload.split(',').any(|o| o == "tso"),
+        offload.split(',').any(|o| o == "gro"),
+    );
     if let Some(bad) = offload
         .split(',')
-        .find(|o| !o.is_empty() && *o != "tso" && *o != "gro")
+        .find(|o| !["tso", "gro", "none", "mss"].contains(o))
     {
-        eprintln!("error: --offload {offload}: {bad} is unknown; expected tso, gro or tso,gro");
+        eprintln!(
+            "error: --offload {offload}: {bad} is unknown; expected tso,gro (default), tso, gro, none or mss"
+        );
         std::process::exit(2);
     }
     let all = scenarios(quick);
@@ -699,6 +708,7 @@ fn main() {
         }
         let mut cfg = build();
         for n in cfg.nodes.iter_mut() {
+            n.gso_skbs |= !mss;
             n.tso |= tso;
             n.gro |= gro;
         }

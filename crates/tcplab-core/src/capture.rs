@@ -257,10 +257,39 @@ mod tests {
         let mut t = EgressTap {
             peer_ep: 3,
             buf: CaptureBuf::new(10),
+            cut_frames: false,
         };
         t.observe(5, &pkt(0, 3));
         t.observe(6, &pkt(0, 1));
         assert_eq!(t.buf.len(), 1);
+    }
+
+    #[test]
+    fn tcpdump_sees_a_gso_skb_whole_with_tso_and_its_frames_with_software_gso() {
+        let mut skb = pkt(0, 3);
+        skb.seq = 1000;
+        skb.end_seq = 1000 + 3 * 1448 - 100;
+        skb.gso_segs = 3;
+        skb.gso_size = 1448;
+        for (cut_frames, want) in [
+            (false, vec![(1000, 5244)]),
+            (true, vec![(1000, 2448), (2448, 3896), (3896, 5244)]),
+        ] {
+            let mut t = EgressTap {
+                peer_ep: 3,
+                buf: CaptureBuf::new(10),
+                cut_frames,
+            };
+            t.observe(5, &skb);
+            let got: Vec<_> = t
+                .buf
+                .records()
+                .iter()
+                .map(|r| (r.pkt.seq, r.pkt.end_seq))
+                .collect();
+            assert_eq!(got, want, "cut_frames {cut_frames}");
+            assert!(t.buf.records().iter().all(|r| r.t_ns == 5));
+        }
     }
 
     #[test]

@@ -66,12 +66,15 @@ The model (ARCH11, "The model of a kernel run"):
   attributes (``initcwnd``, ``rto_min lock``) when they differ from Linux's defaults
   (TCP_INIT_CWND 10, TCP_RTO_MIN 200 ms); the MSS from the MTU (mss + 52: IPv4 20, TCP 20,
   timestamps 12). Nothing is set in the initial namespace.
-* Offloads: ``ethtool -K DEV tso off gso off gro off`` on every veth and TUN (``gro on`` /
-  ``tso on gso on`` on a host's own devices when its scenario says ``offload: {gro: on}`` /
-  ``{tso: on}``), so every link
-  carries MSS-sized frames as the simulator's do (TCP still builds GSO skbs: Linux v6.12
-  net/core/sock.c: sk_setup_caps() forces NETIF_F_GSO for TCP; the device segments them in
-  software after the host's qdisc, net/core/dev.c: validate_xmit_skb()).
+* Offloads: ``ethtool -K DEV tso off gso off gro off`` on every veth and TUN, but ``gro on``
+  on a host's own device when its scenario has GRO on (``offload: {gro}``, on by default as in
+  Linux). ``tso``/``gso`` stay off on a host's device whatever its ``offload:`` says: TCP
+  still builds GSO skbs (Linux v6.12 net/core/sock.c: sk_setup_caps() forces NETIF_F_GSO for
+  TCP) and the device cuts them in software after the host's qdisc (net/core/dev.c:
+  validate_xmit_skb()), which puts on the veth the MSS frames a TSO NIC puts on a wire; with
+  tso on, a veth would pass each skb whole into the next namespace, whose queues would then
+  count 64 KB skbs no wire carries. What ``tso`` changes in tcplab, the CPU the cutting
+  costs, kernel mode does not measure.
 * Flows: the client (flow ``src``) connects from ``node_address(src):32768 + i`` to the
   server (flow ``dst``) at ``node_address(dst):PORT`` (5201 bulk/maerts, 8080 rr:
   :data:`tcplab.results.ss.SERVER_PORTS`); ``data_side`` says which side writes.
@@ -457,7 +460,7 @@ KNOWN_LINK_KEYS = {
     "edt",
     "orphan",
 }
-KNOWN_NODE_KEYS = {"name", "kind", "hz", "cpu", "nic", "forwarding", "gro", "tso"}
+KNOWN_NODE_KEYS = {"name", "kind", "hz", "cpu", "nic", "forwarding", "gro", "tso", "gso_skbs"}
 KNOWN_FLOW_KEYS = {
     "name",
     "src",
@@ -833,11 +836,10 @@ class _Wiring:
     offload_cmds: list[list[str]] = field(default_factory=list)
     rps_cmds: list[list[str]] = field(default_factory=list)
 
-    def up(self, ns: str, dev: str, addr: str | None, gro: bool = False, tso: bool = False) -> None:
+    def up(self, ns: str, dev: str, addr: str | None, gro: bool = False) -> None:
         """Give ``dev`` its address, bring it up, and turn its offloads off (not ``lo``);
-        ``gro``/``tso``: a host's device with the scenario's ``offload: {gro: on}`` /
-        ``{tso: on}`` (tso on turns gso on too: the engine's skbs are cut at the first link
-        either way)."""
+        ``gro``: a host's device with GRO on in its scenario (tso and gso stay off: the
+        module doc's "Offloads")."""
         if addr:
             self.addr_cmds.append(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
         self.addr_cmds.append(["ip", "-n", ns, "link", "set", dev, "up"])
@@ -852,9 +854,9 @@ class _Wiring:
                     "-K",
                     dev,
                     "tso",
-                    "on" if tso else "off",
+                    "off",
                     "gso",
-                    "on" if tso else "off",
+                    "off",
                     "gro",
                     "on" if gro else "off",
                 ]
@@ -888,7 +890,6 @@ def _plan_links(
         dev_a, dev_b = graph.devices[2 * entry][1], graph.devices[2 * entry + 1][1]
         # a host's own device follows its ``offload: {gro}`` (the engine's ``gro`` key)
         gro_a, gro_b = (bool(config["nodes"][n].get("gro")) for n in (a, b))
-        tso_a, tso_b = (bool(config["nodes"][n].get("tso")) for n in (a, b))
         lossy = [
             (link.get("loss") or {}).get("kind") == "bernoulli" and float(link["loss"].get("p", 0)) > 0
             for link in (fwd, rev)
@@ -908,9 +909,9 @@ def _plan_links(
             wiring.link_cmds.append(_veth_add(ns_b, dev_b, "wb", w, mtu))
             wiring.veths.append(VethPair(ns_a, dev_a, a_addr + "/30", w, "wa", a_peer + "/30", mtu, entry))
             wiring.veths.append(VethPair(ns_b, dev_b, b_addr + "/30", w, "wb", b_peer + "/30", mtu, entry))
-            wiring.up(ns_a, dev_a, a_addr + "/30", gro_a, tso_a)
+            wiring.up(ns_a, dev_a, a_addr + "/30", gro_a)
             wiring.up(w, "wa", a_peer + "/30")
-            wiring.up(ns_b, dev_b, b_addr + "/30", gro_b, tso_b)
+            wiring.up(ns_b, dev_b, b_addr + "/30", gro_b)
             wiring.up(w, "wb", b_peer + "/30")
             wiring.up(w, "lo", None)
             wiring.hop_of[2 * entry] = (dev_a, a_peer)
@@ -924,8 +925,8 @@ def _plan_links(
         else:
             wiring.link_cmds.append(_veth_add(ns_a, dev_a, dev_b, ns_b, mtu))
             wiring.veths.append(VethPair(ns_a, dev_a, a_addr + "/30", ns_b, dev_b, a_peer + "/30", mtu, entry))
-            wiring.up(ns_a, dev_a, a_addr + "/30", gro_a, tso_a)
-            wiring.up(ns_b, dev_b, a_peer + "/30", gro_b, tso_b)
+            wiring.up(ns_a, dev_a, a_addr + "/30", gro_a)
+            wiring.up(ns_b, dev_b, a_peer + "/30", gro_b)
             wiring.hop_of[2 * entry] = (dev_a, a_peer)
             wiring.hop_of[2 * entry + 1] = (dev_b, a_addr)
     return wiring

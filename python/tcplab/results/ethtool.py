@@ -21,20 +21,21 @@ for a feature that cannot be changed, a sub-feature indented by a tab), limited 
 tcplab models::
 
     Features for eth0:
-    tcp-segmentation-offload: off [fixed]
-    \ttx-tcp-segmentation: off [fixed]
+    tcp-segmentation-offload: on
+    \ttx-tcp-segmentation: on
     \ttx-tcp6-segmentation: off [fixed]
-    generic-segmentation-offload: off [fixed]
+    generic-segmentation-offload: on
     generic-receive-offload: on
 
-TSO follows the scenario's ``offload: {tso: on|off}`` (``tx-tcp6-segmentation`` stays ``off
-[fixed]``: no IPv6); GSO is ``off [fixed]`` (not modelled apart from TSO); GRO follows
-``offload: {gro: on|off}``.
+from the scenario's ``offload: {tso, gso, gro}`` (:mod:`tcplab.scenario.offload`; all on by
+default, as Linux's); ``tx-tcp6-segmentation`` stays ``off [fixed]``: no IPv6.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from tcplab.scenario.offload import Offload
 
 __all__ = ["format_ethtool_features", "format_ethtool_stats", "NIC_DEVICE", "NOT_ETHTOOL"]
 
@@ -59,14 +60,17 @@ def format_ethtool_stats(counters: Mapping[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_ethtool_features(gro: bool, dev: str = NIC_DEVICE, tso: bool = False) -> str:
+def format_ethtool_features(offload: Offload, dev: str = NIC_DEVICE) -> str:
     """``ethtool -k DEV`` text for a host's offloads (module doc)."""
-    t = "on" if tso else "off"
+
+    def on(flag: bool) -> str:
+        return "on" if flag else "off"
+
     return (
         f"Features for {dev}:\n"
-        f"tcp-segmentation-offload: {t}\n"
-        f"\ttx-tcp-segmentation: {t}\n"
+        f"tcp-segmentation-offload: {on(offload.tso)}\n"
+        f"\ttx-tcp-segmentation: {on(offload.tso)}\n"
         "\ttx-tcp6-segmentation: off [fixed]\n"
-        "generic-segmentation-offload: off [fixed]\n"
-        f"generic-receive-offload: {'on' if gro else 'off'}\n"
+        f"generic-segmentation-offload: {on(offload.gso)}\n"
+        f"generic-receive-offload: {on(offload.gro)}\n"
     )

@@ -693,9 +693,9 @@ class Result:
         return {h["name"]: format_ethtool_stats(h["nic"]["ethtool"]) for h in self.hosts if h["nic"] is not None}
 
     def ethtool_features_texts(self) -> dict[str, str]:
-        """``{host: ethtool -k text}`` for every host: its offloads (engine ``gro`` key)."""
+        """``{host: ethtool -k text}`` for every host and pod: its offloads (a pod's are its node's)."""
         return {
-            n["name"]: format_ethtool_features(bool(n.get("gro")), tso=bool(n.get("tso")))
+            n["name"]: format_ethtool_features(self.scenario.offload_of(n["name"]))
             for n in self.config["nodes"]
             if n.get("kind") == "host"
         }

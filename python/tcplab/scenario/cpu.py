@@ -7,12 +7,14 @@ receive and ACK processing, pacing, its qdisc dequeues, NIC polling); packets al
 wire keep going. The off time is counted as steal. Without a ``cpu:`` block the host always
 runs (and ``share: 100%`` is the same; a ``cpu:`` with only ``cost`` has the whole CPU).
 
-``cost: {tx_skb: 1us, rx_packet: 0.5us, rx_skb: 0.5us}`` is the CPU time the host's network
-stack takes (the engine's ``host::cpu``, "The CPU cost of packets"): per skb sent (data or
-ACK; a TSO skb of many segments is one skb), per packet received (driver, IP, GRO: the
-NIC poll's cost) and per skb TCP receives (one per GRO aggregate, one per packet with GRO
-off). The work is serialized on the host's one CPU and waits for its slices, so a host
-whose stack needs more than its share is capped at ``share / cost``. ``cost: {}`` takes the
+``cost: {tx_skb: 1us, tx_gso_frame: 0.5us, rx_packet: 0.5us, rx_skb: 0.5us}`` is the CPU
+time the host's network stack takes (the engine's ``host::cpu``, "The CPU cost of packets"):
+per skb sent (data or ACK; a GSO skb of many segments is one skb), per frame beyond an skb's
+first that software GSO cuts (only with ``offload: {tso: off}``: with TSO the NIC cuts them),
+per packet received (driver, IP, GRO: the NIC poll's cost) and per skb TCP receives (one per
+GRO aggregate, one per packet with GRO off). The work is serialized on the host's one CPU and
+waits for its slices, so a host whose stack needs more than its share is capped at
+``share / cost``. ``cost: {}`` takes the
 defaults above (round figures of ~1 us per packet each way with offloads off; the engine's
 module doc cites the measurement); without ``cost`` the stack is free (except a ``nic:``'s
 ``rx_cost``). ``nic.rx_cost`` and ``cost.rx_packet`` are the same parameter: with a
@@ -38,6 +40,9 @@ MAX_PERIOD_NS = 3600 * 10**9
 
 #: ``cost:``'s defaults, ns (engine ``host::cpu``).
 DEFAULT_TX_SKB_NS = 1_000
+#: Per frame software GSO cuts (``skb_segment()`` and the driver's xmit of the frame, without
+#: TCP, IP and the qdisc, which the skb paid once): half of ``tx_skb``, a round figure.
+DEFAULT_TX_GSO_FRAME_NS = 500
 DEFAULT_RX_PACKET_NS = 500
 DEFAULT_RX_SKB_NS = 500
 #: The engine's bound on each cost: a second.
@@ -75,6 +80,7 @@ class CpuCost(_Model):
     """``cost:``: the CPU time of the host's stack per skb sent, packet received, skb TCP receives."""
 
     tx_skb: Cost = DEFAULT_TX_SKB_NS
+    tx_gso_frame: Cost = DEFAULT_TX_GSO_FRAME_NS
     rx_packet: Cost = DEFAULT_RX_PACKET_NS
     rx_skb: Cost = DEFAULT_RX_SKB_NS
 
@@ -83,7 +89,12 @@ class CpuCost(_Model):
         rx_packet = self.rx_packet
         if "rx_packet" not in self.model_fields_set and nic_rx_cost is not None:
             rx_packet = nic_rx_cost
-        return {"tx_skb_ns": self.tx_skb, "rx_packet_ns": rx_packet, "rx_skb_ns": self.rx_skb}
+        return {
+            "tx_skb_ns": self.tx_skb,
+            "tx_gso_frame_ns": self.tx_gso_frame,
+            "rx_packet_ns": rx_packet,
+            "rx_skb_ns": self.rx_skb,
+        }
 
 
 class HostCpu(_Model):

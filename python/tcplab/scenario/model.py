@@ -18,6 +18,7 @@ from tcplab.scenario.flows import Flow, flow_names, sampled_connections_of
 from tcplab.scenario.hosts import Host, Sysctl
 from tcplab.scenario.limits import DEFAULT_MEMORY_BYTES, check_limits
 from tcplab.scenario.links import Link
+from tcplab.scenario.offload import Offload
 from tcplab.scenario.pods import BandwidthManager, Pod
 from tcplab.scenario.topology import _Topology
 from tcplab.units import U64_MAX, parse_size
@@ -142,7 +143,7 @@ class Scenario(_Model):
 
     def _node_to_core(self, name: str) -> dict[str, Any]:
         """A node's engine form; ``forwarding``, ``cpu``, ``nic``, ``cpu_cost``, ``gro`` and ``tso`` only when
-        set, so the engine JSON of scenarios without them is what it always was."""
+        set; ``gso_skbs`` for every host."""
         if name in self.routers:
             return {"name": name, "kind": "router", "hz": Host().hz}
         pod = self.pods.get(name)
@@ -156,11 +157,19 @@ class Scenario(_Model):
             node["nic"] = host.nic_to_core()
         if pod is None and (cost := host.cpu_cost_to_core()) is not None:
             node["cpu_cost"] = cost  # a pod's own stack work is not charged (cpu.py)
-        if host.offload.gro:
-            node["gro"] = True  # a pod's veth takes its node's offloads
+        # Linux's TCP always builds GSO skbs (tcplab.scenario.offload); ``tso`` says whether the
+        # NIC or software GSO cuts them. A pod's veth takes its node's offloads.
+        node["gso_skbs"] = True
         if host.offload.tso:
             node["tso"] = True
+        if host.offload.gro:
+            node["gro"] = True
         return node
+
+    def offload_of(self, name: str) -> Offload:
+        """The offloads of host or pod ``name`` (a pod's veth takes its node's)."""
+        pod = self.pods.get(name)
+        return self.hosts[pod.node if pod is not None else name].offload
 
     def _topology(self) -> _Topology:
         return _Topology(self)

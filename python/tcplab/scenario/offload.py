@@ -1,35 +1,41 @@
-"""A host's segmentation offloads: ``hosts.NAME.offload: {tso: on, gro: on}`` (``ethtool -K DEV ...``).
+"""A host's segmentation offloads: ``hosts.NAME.offload: {tso: on, gso: on, gro: on}`` (``ethtool -K DEV ...``).
 
-``gro`` is generic receive offload (ethtool's ``generic-receive-offload``, ``rx-gro``): TCP
-segments of one flow that arrive within one NAPI poll are merged into one packet of up to
-64 KB before TCP sees them, so the receiver ACKs once per aggregate (the engine's
-``host::gro``). Linux's default is on; tcplab's is **off** for now, because the sender's
-half (TSO/GSO: ``tso``, ``gso``, ethtool's ``tcp-segmentation-offload`` and
-``generic-segmentation-offload``) is not modelled yet and GRO alone would move every
-existing result without it.
+All three are **on** by default, as Linux's are on a veth, virtio or any modern NIC.
 
-``tso`` is TCP segmentation offload (``tcp-segmentation-offload``): the host's TCP sends skbs
-of several segments (``tcp_tso_autosize()``), its first qdisc takes each as one unit and the
-link puts MSS frames on the wire back to back (the engine's ``tcp::output``, ``net::link``).
-**Off** by default while the sender's skb model is built (docs/tso-progress.md); off, tcplab
-sends MSS-sized segments, as a host with ``ethtool -K DEV tso off gso off`` does. ``gso`` is
-refused as not modelled separately yet (with ``tso: on`` the wire and qdiscs see the same
-thing either way: GSO segments before the driver, TSO in the NIC).
+**The sender's skbs.** Linux's TCP builds GSO skbs of several segments whatever ``ethtool``
+says: since v4.19 (``tcp: remove non GSO code``) ``sk_setup_caps()`` (net/core/sock.c, v6.12)
+gives every TCP socket ``NETIF_F_GSO``, so ``tcp_write_xmit()`` sends skbs of
+``tcp_tso_autosize()`` segments and the host's qdisc takes each as one unit. tcplab does the
+same for every host (the engine's ``gso_skbs``; ``tcp::output``). What ``tso`` and ``gso``
+choose is *where* the skb is cut into MSS frames, and so what the CPU pays:
 
-A pod's veth takes its node's setting.
+- ``tso: on`` (``tcp-segmentation-offload``): the NIC cuts them; one skb costs the CPU one
+  ``cpu.cost.tx_skb`` however many frames it carries.
+- ``tso: off``: software GSO cuts them after the qdisc (``validate_xmit_skb()`` ->
+  ``skb_gso_segment()``), with ``gso`` on or off (TCP's skbs are GSO skbs either way): the wire
+  sees the same frames back to back, and every frame after the first costs
+  ``cpu.cost.tx_gso_frame`` more (:mod:`tcplab.scenario.cpu`).
+
+``gso`` (``generic-segmentation-offload``) is accepted, shown in ``ethtool-k-HOST.txt`` and
+applied in kernel mode; it changes nothing in tcplab's model of TCP (only non-TCP GSO, which
+tcplab does not send, depends on it).
+
+**The receiver's aggregates.** ``gro`` (``generic-receive-offload``, ``rx-gro``): TCP segments
+of one flow that arrive within one NAPI poll are merged into one skb of up to 64 KB before TCP
+sees them, so the receiver ACKs once per aggregate (the engine's ``host::gro``).
+
+A pod's veth takes its node's setting. Seed 000's hosts ran with ``tx-generic-segmentation``
+and ``rx-gro`` off: ``offload: {tso: off, gso: off, gro: off}`` says so.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import field_validator, model_validator
+from pydantic import field_validator
 
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.base import _Model
-
-#: Offloads named in ethtool's ``-k`` text, in the order ``ethtool -k`` prints them.
-NOT_MODELLED = ("gso",)
 
 
 def parse_on_off(value: Any) -> bool:
@@ -42,27 +48,13 @@ def parse_on_off(value: Any) -> bool:
 
 
 class Offload(_Model):
-    """``offload: {tso: on|off, gro: on|off}``; see the module docstring."""
+    """``offload: {tso: on|off, gso: on|off, gro: on|off}`` (all on by default); see the module docstring."""
 
-    tso: bool = False
-    gro: bool = False
+    tso: bool = True
+    gso: bool = True
+    gro: bool = True
 
-    @field_validator("tso", "gro", mode="before")
+    @field_validator("tso", "gso", "gro", mode="before")
     @classmethod
     def _on_off(cls, v: Any) -> bool:
         return parse_on_off(v)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_unmodelled(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            for name in NOT_MODELLED:
-                if name in value:
-                    raise UnitError(
-                        f"{show_value(value[name])}: {name} is not modelled yet "
-                        f"(tcplab sends MSS-sized segments, as with {name} off)",
-                        "tso or gro",
-                        value[name],
-                        subpath=(name,),
-                    )
-        return value

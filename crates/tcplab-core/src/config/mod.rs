@@ -92,10 +92,17 @@ pub struct NodeConfig {
     /// packets addressed to the host. Off by default until the sender's TSO is modelled.
     #[serde(default)]
     pub gro: bool,
-    /// TSO/GSO at the host's sockets (`ethtool -K DEV tso on gso on`): TCP sends skbs of
-    /// several segments, which the qdisc on the host's first link takes as one unit and
-    /// the link puts on the wire as MSS frames back to back (`net::link`). Off by default
-    /// until the rest of the sender's skb model is in (docs/tso-progress.md).
+    /// The host's TCP builds GSO skbs of several segments (Linux >= 4.19 always does:
+    /// v6.12 net/core/sock.c sk_setup_caps() sets NETIF_F_GSO for every TCP socket, whatever
+    /// `ethtool -K` says): the qdisc on the host's first link takes each skb as one unit
+    /// and the link puts it on the wire as MSS frames back to back (`net::link`). The Python
+    /// front sets it for every host; `false` (the engine's default) is one MSS per skb, kept
+    /// for the engine's own tests and for comparing with simulators that have no skbs.
+    #[serde(default)]
+    pub gso_skbs: bool,
+    /// `ethtool -K DEV tso on`: the NIC cuts the skbs into frames. Off, software GSO cuts
+    /// them after the qdisc (`validate_xmit_skb()` -> `skb_gso_segment()`): the same wire,
+    /// but each frame after the first costs the CPU `tx_gso_frame_ns` (`host::cpu`).
     #[serde(default)]
     pub tso: bool,
     /// The CPU time the host's network stack takes per skb and packet (`host::cpu`,
@@ -128,6 +135,10 @@ pub struct CpuCostConfig {
     pub rx_packet_ns: u64,
     /// Per skb TCP receives (a GRO aggregate, or each packet with GRO off), ns.
     pub rx_skb_ns: u64,
+    /// Per frame that software GSO cuts from an skb beyond its first (a host with `tso`
+    /// off: `skb_segment()` and the driver's xmit of each frame), ns.
+    #[serde(default)]
+    pub tx_gso_frame_ns: u64,
 }
 
 /// A NIC's receive side (see `host::nic`); defaults are ENA's and the kernel's.
@@ -202,6 +213,7 @@ impl NodeConfig {
             cpu: None,
             nic: None,
             gro: false,
+            gso_skbs: false,
             tso: false,
             cpu_cost: None,
         }

@@ -81,16 +81,20 @@ pub struct CpuAccount {
     /// CPU time the stack used over the run, ns (every cost charged).
     pub busy_ns: u64,
     pub tx_skb_ns: u64,
+    /// Per frame beyond an skb's first, when software GSO cuts it (`tso` off); 0 with TSO.
+    pub tx_gso_frame_ns: u64,
     pub rx_packet_ns: u64,
     pub rx_skb_ns: u64,
 }
 
 impl CpuAccount {
-    /// The account of a host with costs `cost` (or only the NIC's `rx_cost_ns`).
-    pub fn new(cost: Option<&CpuCostConfig>, nic_rx_cost_ns: u64) -> CpuAccount {
+    /// The account of a host with costs `cost` (or only the NIC's `rx_cost_ns`); `tso`:
+    /// the NIC cuts skbs into frames, so they cost no `tx_gso_frame_ns`.
+    pub fn new(cost: Option<&CpuCostConfig>, nic_rx_cost_ns: u64, tso: bool) -> CpuAccount {
         match cost {
             Some(c) => CpuAccount {
                 tx_skb_ns: c.tx_skb_ns,
+                tx_gso_frame_ns: if tso { 0 } else { c.tx_gso_frame_ns },
                 rx_packet_ns: c.rx_packet_ns,
                 rx_skb_ns: c.rx_skb_ns,
                 ..Default::default()
@@ -244,6 +248,7 @@ pub fn validate_cost(cfg: &CpuCostConfig, at: &str) -> Result<(), String> {
         ("tx_skb_ns", cfg.tx_skb_ns),
         ("rx_packet_ns", cfg.rx_packet_ns),
         ("rx_skb_ns", cfg.rx_skb_ns),
+        ("tx_gso_frame_ns", cfg.tx_gso_frame_ns),
     ] {
         if v > 1_000_000_000 {
             return Err(format!("{at}.{name}: {v} is outside [0, 1000000000] ns"));

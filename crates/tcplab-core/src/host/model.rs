@@ -60,6 +60,7 @@ impl HostModel {
         let acct = CpuAccount::new(
             cfg.cpu_cost.as_ref(),
             cfg.nic.as_ref().map_or(0, |n| n.rx_cost_ns),
+            cfg.tso,
         );
         Some(HostModel {
             node,
@@ -182,9 +183,11 @@ impl HostModel {
     /// when it is done (the caller's `HostTx` event takes it from the backlog then).
     #[inline]
     pub fn transmit(&mut self, pkt: Packet, now_ns: u64) -> u64 {
-        let done = self
-            .acct
-            .run(self.cpu.as_ref(), now_ns, self.acct.tx_skb_ns);
+        // Software GSO (tso off) cuts the skb before the driver: every frame after the
+        // first is one more pass through skb_segment() and ndo_start_xmit().
+        let frames_after_first = pkt.segs().saturating_sub(1) as u64;
+        let work_ns = self.acct.tx_skb_ns + frames_after_first * self.acct.tx_gso_frame_ns;
+        let done = self.acct.run(self.cpu.as_ref(), now_ns, work_ns);
         self.tx_backlog.push_back(pkt);
         done
     }

@@ -457,7 +457,7 @@ mod tests {
     }
 
     fn acct(cfg: &NicConfig) -> CpuAccount {
-        CpuAccount::new(None, cfg.rx_cost_ns)
+        CpuAccount::new(None, cfg.rx_cost_ns, false)
     }
 
     fn drain(nic: &mut Nic, a: &mut CpuAccount, ev: &mut EventQueue) -> Vec<(u64, u32)> {

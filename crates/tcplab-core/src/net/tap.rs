@@ -79,13 +79,26 @@ impl CaptureBuf {
 pub struct EgressTap {
     pub peer_ep: u32,
     pub buf: CaptureBuf,
+    /// The host cuts its GSO skbs in software (`offload: {tso: off}`): tcpdump sees the
+    /// frames, since `validate_xmit_skb()` segments the skb before `dev_hard_start_xmit()`
+    /// hands each segment to `dev_queue_xmit_nit()` (Linux v6.12 net/core/dev.c). With TSO
+    /// it sees the skb itself, as one packet longer than the MTU.
+    pub cut_frames: bool,
 }
 
 impl EgressTap {
     /// A packet starts serialization at `start_ns` (`dev_hard_start_xmit`).
     #[inline(never)]
     pub fn observe(&mut self, start_ns: u64, pkt: &Packet) {
-        if pkt.dst_ep == self.peer_ep {
+        if pkt.dst_ep != self.peer_ep {
+            return;
+        }
+        if self.cut_frames && pkt.is_gso() {
+            // the driver takes the segment list in one loop: one instant for all of them
+            for k in 0..pkt.gso_segs as u32 {
+                self.buf.record(start_ns, &pkt.gso_frame(k));
+            }
+        } else {
             self.buf.record(start_ns, pkt);
         }
     }
@@ -145,11 +158,13 @@ impl TimedQdisc for TappedQdisc {
 }
 
 /// Put the egress tap for packets to `peer_ep` on `link`: on the link itself for a FIFO
-/// (`Link::set_tap`), around the qdisc for a timed one.
-pub fn install_tap(link: &mut Link, peer_ep: u32, max_packets: u64) {
+/// (`Link::set_tap`), around the qdisc for a timed one; `cut_frames`: the host segments
+/// its GSO skbs in software (see [`EgressTap::cut_frames`]).
+pub fn install_tap(link: &mut Link, peer_ep: u32, max_packets: u64, cut_frames: bool) {
     let tap = EgressTap {
         peer_ep,
         buf: CaptureBuf::new(max_packets),
+        cut_frames,
     };
     match std::mem::replace(&mut link.qdisc, Qdisc::Fifo(Fifo::new(&Default::default()))) {
         Qdisc::Timed(inner) => link.qdisc = Qdisc::Timed(Box::new(TappedQdisc { inner, tap })),

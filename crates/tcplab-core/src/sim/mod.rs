@@ -426,8 +426,8 @@ impl Simulator {
             let (mut c, mut s) =
                 TcpSocket::pair(f, i as u32, cfg.seed, BOOT_NS, end_ns, hz(f.src), hz(f.dst));
             // offload: {tso}: each socket sends skbs as its own host says.
-            c.set_tso(cfg.nodes[f.src as usize].tso);
-            s.set_tso(cfg.nodes[f.dst as usize].tso);
+            c.set_gso_skbs(cfg.nodes[f.src as usize].gso_skbs);
+            s.set_gso_skbs(cfg.nodes[f.dst as usize].gso_skbs);
             // SK_PACING_FQ: fq on the socket's own egress takes pacing over from TCP.
             let (src_fq, dst_fq) = (
                 fq_paces(&cfg, &net.routes, f.src, f.dst),
@@ -535,7 +535,13 @@ impl Simulator {
                     c.flow
                 ));
             }
-            crate::capture::install_tap(&mut net.links[l as usize], ep ^ 1, c.max_packets);
+            let software_gso = !cfg.nodes[node as usize].tso;
+            crate::capture::install_tap(
+                &mut net.links[l as usize],
+                ep ^ 1,
+                c.max_packets,
+                software_gso,
+            );
             net.capture_in = Some(Box::new(CaptureBuf::new(c.max_packets)));
             socks[ep as usize].captured = true;
             (capture_ep, capture_link) = (ep, l);

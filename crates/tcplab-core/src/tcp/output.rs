@@ -441,7 +441,7 @@ impl TcpSocket {
         if self.wmem_alloc_bytes > limit {
             // Always send skb if rtx queue is empty or has one skb
             // (tcp_rtx_queue_empty_or_single_skb(); tso off: one burst's segments).
-            let single = if self.tso {
+            let single = if self.gso_skbs {
                 self.rtx.empty_or_single_skb()
             } else {
                 self.rtx.len() as u32 <= self.tso_segs()
@@ -583,7 +583,7 @@ impl TcpSocket {
         }
         let id = self.rtx.end_id();
         self.new_segment_sent(ctx, seq, end_seq, edt_ns);
-        if self.tso {
+        if self.gso_skbs {
             self.rtx.mark_skb_head(id);
         }
         true
@@ -680,7 +680,7 @@ impl TcpSocket {
             }
             let prior_wstamp = self.tp.tcp_wstamp_ns;
             let mut sent_bytes = 0u64;
-            if self.tso {
+            if self.gso_skbs {
                 match self.xmit_tso_skb(ctx, burst_segs, max_segs, push_one) {
                     TsoStep::Sent(n) => {
                         sent_bytes = n;
@@ -998,7 +998,7 @@ impl TcpSocket {
                 id += 1;
                 continue;
             }
-            let n = if self.tso {
+            let n = if self.gso_skbs {
                 self.retransmit_run(id, segs as u64)
             } else {
                 1

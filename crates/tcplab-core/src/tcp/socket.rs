@@ -149,7 +149,7 @@ pub struct TcpSocket {
     pub stats: SockStats,
     /// The host sends TSO/GSO skbs (`offload: {tso: on}`): a burst leaves as one packet of
     /// several segments, segmented as it leaves the host's first link (`net::link`).
-    pub tso: bool,
+    pub gso_skbs: bool,
     /// With `tso`: the write queue's unsent skbs as Linux builds them (tcp_sendmsg_locked()
     /// fills skbs up to `tcp_xmit_size_goal()`; tcp_write_xmit() grows the head skb with
     /// tcp_grow_skb() and cuts it with tso_fragment()): the nominal end of the skb at the
@@ -364,7 +364,7 @@ impl TcpSocket {
                 wmem_alloc_bytes: 0,
                 tsq_throttled: false,
                 cpu_throttled: false,
-                tso: false,
+                gso_skbs: false,
                 wq_head_end: 0,
                 wq_next_end: 0,
                 syn_retries: 0,
@@ -405,8 +405,8 @@ impl TcpSocket {
     /// `sk_setup_caps()` sets (Linux v6.12 include/net/sock.h: sk_dst_gso_max_size():
     /// the device's 64 KB `gso_ipv4_max_size` less `MAX_TCP_HEADER + 1`); off, tcplab keeps
     /// its earlier 64 KB for the burst size, so results without TSO stay as they were.
-    pub fn set_tso(&mut self, on: bool) {
-        self.tso = on;
+    pub fn set_gso_skbs(&mut self, on: bool) {
+        self.gso_skbs = on;
         if on {
             self.tp.sk_gso_max_size =
                 crate::tcp::sock::GSO_MAX_SIZE - (crate::tcp::sock::MAX_TCP_HEADER + 1);
@@ -485,7 +485,7 @@ impl TcpSocket {
         }
         if payload > 0 {
             f |= flags::TSQ;
-            if self.tso {
+            if self.gso_skbs {
                 // skb_set_owner_w(): sk_wmem_alloc is charged the skb's truesize (tcplab
                 // keeps payload-only charging with tso off, as before).
                 f |= flags::SKB_HEAD;
@@ -1022,7 +1022,7 @@ impl TcpSocket {
     /// (Linux's TCP always builds GSO skbs, so there is no kernel figure for one-MSS skbs
     /// to match; the existing results stay as they were until the default flips).
     pub fn sndbuf_payload_bytes(&self) -> u64 {
-        if !self.tso {
+        if !self.gso_skbs {
             return self.sk_sndbuf;
         }
         let skb_bytes = self.tso_segs() as u64 * self.tp.mss_cache as u64;

@@ -24,6 +24,7 @@ fn cost(tx_skb_ns: u64, rx_packet_ns: u64, rx_skb_ns: u64) -> Option<CpuCostConf
         tx_skb_ns,
         rx_packet_ns,
         rx_skb_ns,
+        tx_gso_frame_ns: 0,
     })
 }
 
@@ -199,13 +200,14 @@ fn a_tso_skb_costs_one_skb_so_a_tso_sender_gets_more_from_the_same_cpu() {
     off.nodes[0].cpu = share(0.5, MS);
     off.nodes[0].cpu_cost = cost(20 * US, 0, 0);
     let mut on = off.clone();
+    on.nodes[0].gso_skbs = true;
     on.nodes[0].tso = true;
     let (a, b) = (run(off), run(on));
     let (ga, gb) = (goodput_bps(&a, d), goodput_bps(&b, d));
     assert!(gb > 1.8 * ga, "tso off {ga}, on {gb}");
     // Still capped by skbs: no more skbs left the host than its on time allows.
     let c = b.hosts[0].cpu.as_ref().unwrap();
-    assert!(b.links[0].stats.sent_packets <= c.on_ns / (20 * US) + 1);
+    assert!(b.links[0].stats.sent_skbs <= c.on_ns / (20 * US) + 1);
 }
 
 #[test]
@@ -216,6 +218,7 @@ fn with_gro_a_receiver_pays_its_skb_cost_per_aggregate() {
     // far faster.
     let d = 2_000_000_000;
     let mut off = bulk(d);
+    off.nodes[0].gso_skbs = true;
     off.nodes[0].tso = true;
     off.nodes[1].nic = Some(NicConfig {
         rx_ring: 256,
@@ -240,4 +243,29 @@ fn bad_costs_are_refused_by_field() {
         e,
         "nodes.0.cpu_cost.tx_skb_ns: 2000000000 is outside [0, 1000000000] ns"
     );
+}
+
+#[test]
+fn software_gso_pays_per_frame_so_tso_off_is_capped_like_one_mss_skbs() {
+    // The same 50 % CPU and 20 us per skb as above, and 20 us per frame software GSO cuts:
+    // with tso off every frame costs 20 us again, so GSO skbs get no more from the CPU
+    // than one-MSS skbs (the cap share / cost x MSS); with tso on the NIC cuts for free.
+    let d = 2_000_000_000;
+    let mut sw = bulk(d);
+    sw.nodes[0].cpu = share(0.5, MS);
+    sw.nodes[0].cpu_cost = Some(CpuCostConfig {
+        tx_gso_frame_ns: 20 * US,
+        ..cost(20 * US, 0, 0).unwrap()
+    });
+    sw.nodes[0].gso_skbs = true;
+    let mut hw = sw.clone();
+    hw.nodes[0].tso = true;
+    let (a, b) = (run(sw), run(hw));
+    let cap = 0.5 / 20e-6 * MSS * 8.0;
+    let (ga, gb) = (goodput_bps(&a, d), goodput_bps(&b, d));
+    assert!(
+        ga <= cap * 1.01,
+        "software GSO {ga} above the per-frame cap {cap}"
+    );
+    assert!(gb > 1.8 * ga, "software GSO {ga}, TSO {gb}");
 }

@@ -23,6 +23,7 @@ fn run(cfg: SimConfig) -> SimOutput {
 fn bulk(tso: bool) -> SimConfig {
     let mut cfg = two_hosts(100_000_000, 5 * MS, 100_000, 500 * MS);
     cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].gso_skbs = tso;
     cfg.nodes[0].tso = tso;
     cfg.capture = Some(CaptureConfig {
         flow: 0,
@@ -40,18 +41,15 @@ fn a_tso_skb_is_one_unit_to_its_qdisc_and_mss_frames_back_to_back_on_the_wire() 
     let (q_off, q_on) = (&off.links[0].stats, &on.links[0].stats);
     // tso off: one packet per segment through the pfifo (those still queued at the end
     // not yet counted as sent).
-    assert!(q_off.sent_packets > f_off.data_segs_out * 9 / 10);
+    assert!(q_off.sent_skbs > f_off.data_segs_out * 9 / 10);
     // tso on: the pfifo takes skbs of several segments: fewer packets than segments, and
     // with a 10 ms min_rtt (no rtt term in tcp_tso_autosize()) no skb is above
     // gso_max_size: 65536 / 1448 = 45 segments.
-    assert!(
-        q_on.sent_packets < f_on.data_segs_out / 2,
-        "{q_on:?} {f_on:?}"
-    );
-    assert!(q_on.sent_packets >= f_on.data_segs_out * 9 / 10 / 45);
+    assert!(q_on.sent_skbs < f_on.data_segs_out / 2, "{q_on:?} {f_on:?}");
+    assert!(q_on.sent_skbs >= f_on.data_segs_out * 9 / 10 / 45);
     // Each unit is charged its frames' bytes (qdisc_pkt_len_init(): every frame's headers).
-    assert!(q_on.sent_bytes / q_on.sent_packets > 2 * 1500);
-    assert!(q_off.sent_bytes / q_off.sent_packets <= 1500 + 38);
+    assert!(q_on.sent_bytes / q_on.sent_skbs > 2 * 1500);
+    assert!(q_off.sent_bytes / q_off.sent_skbs <= 1500 + 38);
     // Beyond the first hop every packet is an MSS frame (the NIC segmented it), and frames
     // arrive no closer than a full frame's serialization, and exactly that within a burst.
     let c = on.capture.as_ref().unwrap();
@@ -80,6 +78,7 @@ fn tbf_segments_a_gso_skb_above_its_max_size_instead_of_dropping_it() {
     // enter the child one by one; nothing is dropped for its size.
     let mut cfg = two_hosts(1_000_000_000, 5 * MS, 100_000, 2_000 * MS);
     cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].gso_skbs = true;
     cfg.nodes[0].tso = true;
     cfg.links[0].queue = QueueConfig::Tbf(TbfConfig {
         rate_bps: 10_000_000,
@@ -114,6 +113,7 @@ fn tsq_holds_a_tso_sender_to_two_skbs_of_truesize_in_its_own_qdisc() {
     // at its completion: a leak would stall the flow below the link's rate.
     let mut cfg = two_hosts(10_000_000, 20 * MS, 100_000, 3_000 * MS);
     cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].gso_skbs = true;
     cfg.nodes[0].tso = true;
     let out = run(cfg);
     let q = &out.links[0].stats;
@@ -143,6 +143,7 @@ fn sent_skbs(out: &SimOutput) -> Vec<(u64, u64, bool)> {
 fn outage(tso: bool) -> SimOutput {
     let mut cfg = two_hosts(100_000_000, 10 * MS, 100_000, 2_000 * MS);
     cfg.flows.push(FlowConfig::new("f", 0, 1, CcKind::Cubic));
+    cfg.nodes[0].gso_skbs = tso;
     cfg.nodes[0].tso = tso;
     cfg.links[0].loss = LossConfig::Outage {
         start_ns: 400 * MS,
@@ -206,6 +207,7 @@ fn behind_bottleneck(cc: CcKind, tso: bool) -> SimConfig {
         },
         3_000 * MS,
     );
+    cfg.nodes[0].gso_skbs = tso;
     cfg.nodes[0].tso = tso;
     cfg.capture = Some(CaptureConfig {
         flow: 0,
@@ -303,6 +305,7 @@ fn pod_behind_veth(passes_gso: Option<bool>) -> SimConfig {
         NodeConfig::new("node", NodeKind::Router),
         NodeConfig::new("dst", NodeKind::Host),
     ];
+    cfg.nodes[0].gso_skbs = true;
     cfg.nodes[0].tso = true;
     cfg.links = vec![
         veth(0, 1),
@@ -339,14 +342,11 @@ fn a_pods_gso_skb_crosses_its_veth_whole_and_is_cut_at_the_nodes_egress() {
     let f = &out.flows[0];
     let (veth, egress) = (&out.links[0].stats, &out.links[1].stats);
     assert!(f.data_segs_out > 5_000, "{f:?}");
-    assert!(veth.sent_packets < f.data_segs_out / 2, "{veth:?} {f:?}");
-    assert!(
-        egress.sent_packets < f.data_segs_out / 2,
-        "{egress:?} {f:?}"
-    );
+    assert!(veth.sent_skbs < f.data_segs_out / 2, "{veth:?} {f:?}");
+    assert!(egress.sent_skbs < f.data_segs_out / 2, "{egress:?} {f:?}");
     // The node's qdisc charges each skb all its frames' bytes (qdisc_pkt_len_init()).
     assert!(
-        egress.sent_bytes / egress.sent_packets > 2 * 1500,
+        egress.sent_bytes / egress.sent_skbs > 2 * 1500,
         "{egress:?}"
     );
     let c = out.capture.as_ref().unwrap();
@@ -366,7 +366,7 @@ fn a_pods_gso_skb_crosses_its_veth_whole_and_is_cut_at_the_nodes_egress() {
     // MSS frames: its pfifo counts one packet per segment.
     let cut = run(pod_behind_veth(Some(false)));
     let (fc, ec) = (&cut.flows[0], &cut.links[1].stats);
-    assert!(ec.sent_packets > fc.data_segs_out * 9 / 10, "{ec:?} {fc:?}");
+    assert!(ec.sent_skbs > fc.data_segs_out * 9 / 10, "{ec:?} {fc:?}");
     // The same bytes arrive either way.
     assert!(f.bytes_acked > fc.bytes_acked * 9 / 10, "{f:?} {fc:?}");
 }
@@ -391,6 +391,7 @@ fn a_tso_senders_buffer_holds_its_size_in_skb_truesize() {
         },
         4_000 * MS,
     );
+    cfg.nodes[0].gso_skbs = true;
     cfg.nodes[0].tso = true;
     cfg.flows[0].tcp.tcp_wmem = [4096, 262_144, 262_144];
     let mut sim = Simulator::new(cfg).unwrap();

@@ -55,8 +55,8 @@ impl Limit {
 #[derive(Debug)]
 pub struct Fifo {
     limit: Limit,
-    /// (transmission start ns, length) of packets still waiting, in order.
-    waiting: VecDeque<(u64, u32)>,
+    /// (transmission start ns, length, GSO segments) of packets still waiting, in order.
+    waiting: VecDeque<(u64, u32, u16)>,
     pub stats: QdiscStats,
 }
 
@@ -81,22 +81,24 @@ impl Fifo {
     /// Account for every waiting packet whose transmission has started by `now_ns`.
     #[inline]
     pub fn advance(&mut self, now_ns: u64) {
-        while let Some(&(start, len)) = self.waiting.front() {
+        while let Some(&(start, len, segs)) = self.waiting.front() {
             if start > now_ns {
                 break;
             }
             self.waiting.pop_front();
             self.stats.backlog_packets -= 1;
             self.stats.backlog_bytes -= len as u64;
-            self.stats.sent_packets += 1;
+            self.stats.sent_packets += segs as u64;
+            self.stats.sent_skbs += 1;
             self.stats.sent_bytes += len as u64;
         }
     }
 
-    /// Offer a packet of `len_bytes` at `now_ns` that would start transmission at
-    /// `start_ns` (>= now). Returns false (and counts a drop) if the queue is full.
+    /// Offer a packet of `len_bytes` (an skb of `segs` GSO segments) at `now_ns` that would
+    /// start transmission at `start_ns` (>= now). Returns false (and counts a drop) if the
+    /// queue is full.
     #[inline]
-    pub fn offer(&mut self, now_ns: u64, start_ns: u64, len_bytes: u32) -> bool {
+    pub fn offer(&mut self, now_ns: u64, start_ns: u64, len_bytes: u32, segs: u16) -> bool {
         self.advance(now_ns);
         let fits = self.limit.fits(&self.stats, len_bytes);
         if !fits {
@@ -104,14 +106,15 @@ impl Fifo {
             return false;
         }
         if start_ns > now_ns {
-            self.waiting.push_back((start_ns, len_bytes));
+            self.waiting.push_back((start_ns, len_bytes, segs));
             self.stats.backlog_bytes += len_bytes as u64;
             self.stats.backlog_packets += 1;
             if self.stats.backlog_packets > self.stats.max_backlog_packets {
                 self.stats.max_backlog_packets = self.stats.backlog_packets;
             }
         } else {
-            self.stats.sent_packets += 1;
+            self.stats.sent_packets += segs as u64;
+            self.stats.sent_skbs += 1;
             self.stats.sent_bytes += len_bytes as u64;
         }
         true
@@ -170,7 +173,7 @@ impl TimedQdisc for HeldFifo {
     fn dequeue(&mut self, _now_ns: u64, _dropped: &mut Vec<Packet>) -> Dequeue {
         match self.queue.pop_front() {
             Some((pkt, len)) => {
-                self.stats.dequeued(len);
+                self.stats.dequeued(len, pkt.segs());
                 Dequeue::Packet(pkt, len)
             }
             None => Dequeue::Empty,
@@ -194,22 +197,22 @@ mod tests {
     fn pfifo_tail_drops_at_limit() {
         let mut q = Fifo::new(&QueueConfig::Pfifo { limit_packets: 2 });
         // The serializer is busy until t=100: three packets offered at t=0 wait.
-        assert!(q.offer(0, 100, 1514));
-        assert!(q.offer(0, 200, 1514));
-        assert!(!q.offer(0, 300, 1514));
+        assert!(q.offer(0, 100, 1514, 1));
+        assert!(q.offer(0, 200, 1514, 1));
+        assert!(!q.offer(0, 300, 1514, 1));
         assert_eq!(q.stats.drops, 1);
         assert_eq!(q.stats.backlog_packets, 2);
         // At t=100 the first has started: it left the qdisc.
         q.advance(100);
         assert_eq!(q.stats.sent_packets, 1);
         assert_eq!(q.stats.backlog_bytes, 1514);
-        assert!(q.offer(150, 300, 1514));
+        assert!(q.offer(150, 300, 1514, 1));
     }
 
     #[test]
     fn a_packet_that_starts_at_once_never_waits() {
         let mut q = Fifo::new(&QueueConfig::Pfifo { limit_packets: 1 });
-        assert!(q.offer(10, 10, 100));
+        assert!(q.offer(10, 10, 100, 1));
         assert_eq!(q.stats.backlog_packets, 0);
         assert_eq!(q.stats.sent_packets, 1);
     }
@@ -217,9 +220,9 @@ mod tests {
     #[test]
     fn bfifo_counts_bytes() {
         let mut q = Fifo::new(&QueueConfig::Bfifo { limit_bytes: 3000 });
-        assert!(q.offer(0, 1, 1514));
-        assert!(!q.offer(0, 2, 1514));
-        assert!(q.offer(0, 2, 66));
+        assert!(q.offer(0, 1, 1514, 1));
+        assert!(!q.offer(0, 2, 1514, 1));
+        assert!(q.offer(0, 2, 66, 1));
         assert_eq!(q.stats.backlog_bytes, 1580);
     }
 }

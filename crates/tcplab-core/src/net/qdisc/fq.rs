@@ -544,7 +544,7 @@ impl TimedQdisc for Fq {
             return Dequeue::Empty;
         }
         if let Some(h) = self.internal.pop_front() {
-            self.stats.dequeued(h.len);
+            self.stats.dequeued(h.len, h.pkt.segs());
             return Dequeue::Packet(h.pkt, h.len);
         }
         self.check_throttled(now_ns);
@@ -630,7 +630,7 @@ impl TimedQdisc for Fq {
             self.band_pkt_count[flow.band as usize] -= skb;
             break (f, held);
         };
-        self.stats.dequeued(held.len);
+        self.stats.dequeued(held.len, held.pkt.segs());
         let mut plen = held.len as i64;
         let flow = &mut self.flows[f as usize];
         flow.credit -= plen;

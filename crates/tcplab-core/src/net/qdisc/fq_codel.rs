@@ -404,8 +404,9 @@ impl TimedQdisc for FqCodel {
             match codel_dequeue(&mut bq, &self.params, cvars, &mut self.cstats, now) {
                 Some(h) => {
                     *deficit -= h.len_bytes as i32;
-                    // qdisc_bstats_update()
-                    self.stats.sent_packets += 1;
+                    // qdisc_bstats_update(): a GSO skb counts its segments
+                    self.stats.sent_packets += h.pkt.segs() as u64;
+                    self.stats.sent_skbs += 1;
                     self.stats.sent_bytes += h.len_bytes as u64;
                     return Dequeue::Packet(h.pkt, h.len_bytes);
                 }

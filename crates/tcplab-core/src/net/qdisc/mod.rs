@@ -61,7 +61,12 @@ pub fn validate(q: &QueueConfig, at: &str) -> Result<(), String> {
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct QdiscStats {
     pub sent_bytes: u64,
+    /// Segments sent: `tc -s`'s `pkt` counts a GSO skb's `gso_segs` (see [`Self::dequeued`]).
     pub sent_packets: u64,
+    /// skbs sent (what `tc -s` does not show: a GSO skb is one); for the engine's tests and
+    /// benchmarks.
+    #[serde(skip)]
+    pub sent_skbs: u64,
     pub drops: u64,
     pub overlimits: u64,
     pub requeues: u64,
@@ -81,13 +86,17 @@ impl QdiscStats {
         }
     }
 
-    /// Count a packet leaving the backlog to the device.
+    /// Count a packet (an skb of `segs` GSO segments) leaving the backlog to the device.
+    /// `Sent ... pkt` counts segments, as Linux's `qdisc_bstats_update()` does
+    /// (include/net/sch_generic.h, v6.12: `bstats_update()` adds `gso_segs` for a GSO skb);
+    /// the backlog, limits and drops count skbs.
     #[inline]
-    pub fn dequeued(&mut self, len_bytes: u32) {
+    pub fn dequeued(&mut self, len_bytes: u32, segs: u32) {
         self.backlog_bytes -= len_bytes as u64;
         self.backlog_packets -= 1;
         self.sent_bytes += len_bytes as u64;
-        self.sent_packets += 1;
+        self.sent_packets += segs as u64;
+        self.sent_skbs += 1;
     }
 
     /// Count a packet dropped from the backlog (it had been enqueued).

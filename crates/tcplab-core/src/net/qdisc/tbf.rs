@@ -443,7 +443,8 @@ impl TimedQdisc for Tbf {
             self.ptokens_ns = ptoks;
             self.sync_backlog();
             self.stats.sent_bytes += len as u64;
-            self.stats.sent_packets += 1;
+            self.stats.sent_packets += pkt.segs() as u64; // qdisc_bstats_update(): segments
+            self.stats.sent_skbs += 1;
             return Dequeue::Packet(pkt, len);
         }
         // qdisc_watchdog_schedule_ns(now + max(-toks, -ptoks)); the head stays (no
