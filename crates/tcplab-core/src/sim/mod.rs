@@ -903,6 +903,19 @@ impl Simulator {
         let Some(g) = self.gro[node as usize].as_mut() else {
             return self.deliver(pkt, now);
         };
+        if !polled
+            && g.held() == 0
+            && pkt.payload_bytes() > 0
+            && !pkt.has(crate::packet::flags::SYN | crate::packet::flags::FIN)
+            && self.ev.peek_time() != Some(now)
+        {
+            // Alone in its instant (nothing held, nothing else queued now): GRO would hold
+            // it as a one-segment aggregate and flush it unmerged right after this event;
+            // hand it on as that aggregate now (the same packet, at the same time).
+            let mut p = pkt;
+            p.gso_segs = 1;
+            return self.deliver(p, now);
+        }
         let r = g.receive(pkt, now);
         let held = g.held() > 0;
         if let Some(p) = r.first {
