@@ -883,11 +883,30 @@ impl Simulator {
         polled: bool,
     ) {
         if node == pkt.dst_node {
-            if self.any_gro && self.gro[node as usize].is_some() {
-                self.gro_receive(node, pkt, now, polled);
-            } else {
-                self.deliver(pkt, now);
+            if self.any_gro {
+                if let Some(g) = &self.gro[node as usize] {
+                    if g.held() != 0 {
+                        return self.gro_receive(node, pkt, now, polled);
+                    }
+                    // Nothing held: a packet GRO cannot merge (no payload, SYN, FIN) passes
+                    // at once, as `Gro::receive` would pass it; a data segment alone in its
+                    // instant (not in a NAPI poll, nothing else queued now) would be held and
+                    // flushed unmerged right after this event: it goes on now as that
+                    // one-segment aggregate (the same packet at the same time).
+                    if pkt.payload_bytes() == 0
+                        || pkt.has(crate::packet::flags::SYN | crate::packet::flags::FIN)
+                    {
+                        return self.deliver(pkt, now);
+                    }
+                    if !polled && self.ev.peek_time() != Some(now) {
+                        let mut p = pkt;
+                        p.gso_segs = 1;
+                        return self.deliver(p, now);
+                    }
+                    return self.gro_receive(node, pkt, now, polled);
+                }
             }
+            self.deliver(pkt, now);
         } else {
             self.net.forward(node, pkt, now, &mut self.ev);
         }
@@ -903,19 +922,6 @@ impl Simulator {
         let Some(g) = self.gro[node as usize].as_mut() else {
             return self.deliver(pkt, now);
         };
-        if !polled
-            && g.held() == 0
-            && pkt.payload_bytes() > 0
-            && !pkt.has(crate::packet::flags::SYN | crate::packet::flags::FIN)
-            && self.ev.peek_time() != Some(now)
-        {
-            // Alone in its instant (nothing held, nothing else queued now): GRO would hold
-            // it as a one-segment aggregate and flush it unmerged right after this event;
-            // hand it on as that aggregate now (the same packet, at the same time).
-            let mut p = pkt;
-            p.gso_segs = 1;
-            return self.deliver(p, now);
-        }
         let r = g.receive(pkt, now);
         let held = g.held() > 0;
         if let Some(p) = r.first {
