@@ -51,7 +51,8 @@ pub struct Network {
     /// Data packets sent and received by hosts, and dropped for want of a route; the
     /// links count their own drops ([`Network::data_accounting`]).
     pub data: DataAccounting,
-    /// Packets hosts sent into the network (data and ACKs, each counted once).
+    /// Packets hosts sent into the network (data and ACKs, each counted once; a GSO skb
+    /// counts its frames).
     pub host_packets: u64,
     /// The capture's received packets (`TcpSocket::captured` says whose).
     pub capture_in: Option<Box<tap::CaptureBuf>>,
@@ -78,7 +79,7 @@ impl Network {
         now_ns: u64,
         ev: &mut EventQueue,
     ) -> bool {
-        self.host_packets += 1;
+        self.host_packets += pkt.segs() as u64; // a GSO skb: its frames on the wire
         if pkt.is_data() {
             self.data.sent += pkt.segs() as u64;
         }

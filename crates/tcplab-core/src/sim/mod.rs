@@ -241,7 +241,8 @@ pub struct SimOutput {
     pub events: u64,
     /// Link transmissions (a packet crossing three links counts three times).
     pub packets: u64,
-    /// Packets sent by hosts, each counted once however many links it crosses.
+    /// Packets sent by hosts, each counted once however many links it crosses (a GSO skb
+    /// counts the frames it becomes).
     pub host_packets: u64,
     pub flows: Vec<FlowSummary>,
     pub hosts: Vec<HostSummary>,
