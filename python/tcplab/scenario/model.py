@@ -147,7 +147,7 @@ class Scenario(_Model):
         if name in self.routers:
             return {"name": name, "kind": "router", "hz": Host().hz}
         pod = self.pods.get(name)
-        host = self.hosts[pod.node] if pod is not None else self.hosts[name]
+        host = self.host_of(name)
         node: dict[str, Any] = {"name": name, "kind": "host", "hz": host.hz}
         if pod is None and any(p.node == name for p in self.pods.values()):
             node["forwarding"] = True
@@ -166,10 +166,14 @@ class Scenario(_Model):
             node["gro"] = True
         return node
 
+    def host_of(self, name: str) -> Host:
+        """Host ``name``, or the node a pod ``name`` runs on (its CPU, offloads, HZ)."""
+        pod = self.pods.get(name)
+        return self.hosts[pod.node if pod is not None else name]
+
     def offload_of(self, name: str) -> Offload:
         """The offloads of host or pod ``name`` (a pod's veth takes its node's)."""
-        pod = self.pods.get(name)
-        return self.hosts[pod.node if pod is not None else name].offload
+        return self.host_of(name).offload
 
     def _topology(self) -> _Topology:
         return _Topology(self)

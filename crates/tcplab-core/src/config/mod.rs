@@ -89,7 +89,8 @@ pub struct NodeConfig {
     #[serde(default)]
     pub nic: Option<NicConfig>,
     /// GRO on the host's receive path (`ethtool -K DEV gro on`, see `host::gro`), for
-    /// packets addressed to the host. Off by default until the sender's TSO is modelled.
+    /// packets addressed to the host. The engine's default is off; the Python front sets it
+    /// from `offload: {gro}` (on by default, as Linux's).
     #[serde(default)]
     pub gro: bool,
     /// The host's TCP builds GSO skbs of several segments (Linux >= 4.19 always does:

@@ -68,6 +68,22 @@ pub struct Gro {
     jiffy_ns: u64,
 }
 
+/// A packet `tcp_gro_receive()` never merges (no payload, SYN, FIN): it flushes its flow's
+/// aggregate and goes on alone.
+#[inline]
+pub fn cannot_merge(pkt: &Packet) -> bool {
+    pkt.payload_bytes() == 0 || pkt.has(flags::SYN | flags::FIN)
+}
+
+/// A segment as GRO holds it when it starts an aggregate (`gso_segs` 1), which is what a
+/// flush hands on when nothing joined it.
+#[inline]
+pub fn one_segment_aggregate(pkt: Packet) -> Packet {
+    let mut p = pkt;
+    p.gso_segs = 1;
+    p
+}
+
 /// TSval/TSecr as the wire carries them: Linux's TCP timestamp clock ticks in ms
 /// (tcp_time_stamp_ms()); tcplab stores ns.
 #[inline]
@@ -135,7 +151,7 @@ impl Gro {
             out.first = Some(self.held.remove(i).pkt);
         }
         // Not merged: handed on at once, or held as a new aggregate.
-        if len == 0 || pkt.has(flags::SYN) || pkt.has(flags::FIN) {
+        if cannot_merge(&pkt) {
             out.then = Some(pkt);
             return out;
         }
@@ -143,10 +159,8 @@ impl Gro {
             // gro_flush_oldest(); `first` is empty here: no aggregate of this flow was held.
             out.first = Some(self.held.remove(0).pkt);
         }
-        let mut pkt = pkt;
-        pkt.gso_segs = 1;
         self.held.push(Held {
-            pkt,
+            pkt: one_segment_aggregate(pkt),
             mss: len,
             jiffy: now_ns / self.jiffy_ns,
         });

@@ -272,7 +272,7 @@ impl Link {
             unreachable!("enqueue_fifo on a timed qdisc")
         };
         let start = now_ns.max(self.busy_until_ns);
-        if !q.offer(now_ns, start, len, pkt.segs().min(u16::MAX as u32) as u16) {
+        if !q.offer(now_ns, start, len, pkt.gso_segs.max(1)) {
             if pkt.is_data() {
                 self.acct.data_dropped_queue += pkt.segs() as u64;
             }

@@ -430,7 +430,7 @@ impl Simulator {
             let hz = |node: u32| cfg.nodes[node as usize].hz;
             let (mut c, mut s) =
                 TcpSocket::pair(f, i as u32, cfg.seed, BOOT_NS, end_ns, hz(f.src), hz(f.dst));
-            // offload: {tso}: each socket sends skbs as its own host says.
+            // Each socket builds GSO skbs or one-MSS skbs as its own host says (`gso_skbs`).
             c.set_gso_skbs(cfg.nodes[f.src as usize].gso_skbs);
             s.set_gso_skbs(cfg.nodes[f.dst as usize].gso_skbs);
             // SK_PACING_FQ: fq on the socket's own egress takes pacing over from TCP.
@@ -894,15 +894,11 @@ impl Simulator {
                     // instant (not in a NAPI poll, nothing else queued now) would be held and
                     // flushed unmerged right after this event: it goes on now as that
                     // one-segment aggregate (the same packet at the same time).
-                    if pkt.payload_bytes() == 0
-                        || pkt.has(crate::packet::flags::SYN | crate::packet::flags::FIN)
-                    {
+                    if crate::host::gro::cannot_merge(&pkt) {
                         return self.deliver(pkt, now);
                     }
                     if !polled && self.ev.peek_time() != Some(now) {
-                        let mut p = pkt;
-                        p.gso_segs = 1;
-                        return self.deliver(p, now);
+                        return self.deliver(crate::host::gro::one_segment_aggregate(pkt), now);
                     }
                     return self.gro_receive(node, pkt, now, polled);
                 }

@@ -147,10 +147,11 @@ pub struct TcpSocket {
     pub peer_ep: u32,
     pub app: AppState,
     pub stats: SockStats,
-    /// The host sends TSO/GSO skbs (`offload: {tso: on}`): a burst leaves as one packet of
-    /// several segments, segmented as it leaves the host's first link (`net::link`).
+    /// The host's TCP builds GSO skbs (`NodeConfig::gso_skbs`, every host of a Python
+    /// scenario): a burst leaves as one packet of several segments, cut into frames as it
+    /// leaves the host's first link (`net::link`); off, one MSS per skb.
     pub gso_skbs: bool,
-    /// With `tso`: the write queue's unsent skbs as Linux builds them (tcp_sendmsg_locked()
+    /// With `gso_skbs`: the write queue's unsent skbs as Linux builds them (tcp_sendmsg_locked()
     /// fills skbs up to `tcp_xmit_size_goal()`; tcp_write_xmit() grows the head skb with
     /// tcp_grow_skb() and cuts it with tso_fragment()): the nominal end of the skb at the
     /// send head and of the one after it; at or below `snd_nxt` (resp. `wq_head_end`)
@@ -401,10 +402,10 @@ impl TcpSocket {
         (client, server)
     }
 
-    /// `offload: {tso: on|off}` for this socket's host. On, `sk_gso_max_size` is what
-    /// `sk_setup_caps()` sets (Linux v6.12 include/net/sock.h: sk_dst_gso_max_size():
-    /// the device's 64 KB `gso_ipv4_max_size` less `MAX_TCP_HEADER + 1`); off, tcplab keeps
-    /// its earlier 64 KB for the burst size, so results without TSO stay as they were.
+    /// GSO skbs (`NodeConfig::gso_skbs`) for this socket's host. On, `sk_gso_max_size` is
+    /// what `sk_setup_caps()` sets (Linux v6.12 include/net/sock.h: sk_dst_gso_max_size():
+    /// the device's 64 KB `gso_ipv4_max_size` less `MAX_TCP_HEADER + 1`); off (the engine's
+    /// one-MSS path), tcplab keeps its earlier 64 KB for the burst size.
     pub fn set_gso_skbs(&mut self, on: bool) {
         self.gso_skbs = on;
         if on {
