@@ -16,16 +16,17 @@ choose is *where* the skb is cut into MSS frames, and so what the CPU pays:
   sees the same frames back to back, and every frame after the first costs
   ``cpu.cost.tx_gso_frame`` more (:mod:`tcplab.scenario.cpu`).
 
-``gso`` (``generic-segmentation-offload``) is accepted, shown in ``ethtool-k-HOST.txt`` and
-applied in kernel mode; it changes nothing in tcplab's model of TCP (only non-TCP GSO, which
-tcplab does not send, depends on it).
+``gso`` (``generic-segmentation-offload``) is accepted and shown in ``ethtool-k-HOST.txt``; it
+changes nothing in tcplab's model of TCP (only non-TCP GSO, which tcplab does not send,
+depends on it). Kernel mode applies ``gro`` and keeps ``tso``/``gso`` off on its veths
+(tcplab.kernel.plan, "Offloads").
 
 **The receiver's aggregates.** ``gro`` (``generic-receive-offload``, ``rx-gro``): TCP segments
 of one flow that arrive within one NAPI poll are merged into one skb of up to 64 KB before TCP
 sees them, so the receiver ACKs once per aggregate (the engine's ``host::gro``).
 
-A pod's veth takes its node's setting. Seed 000's hosts ran with ``tx-generic-segmentation``
-and ``rx-gro`` off: ``offload: {tso: off, gso: off, gro: off}`` says so.
+A pod's veth takes its node's setting. Seed 000's Kubernetes nodes ran with
+``tx-generic-segmentation`` and ``rx-gro`` off: ``offload: {gso: off, gro: off}`` says so.
 """
 
 from __future__ import annotations
