@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from tcplab.engine import parse_output
 from tcplab.kernel import measure
 from tcplab.kernel.agent import agent_app, agent_specs, percentile
 from tcplab.kernel.measure import INFINITE_SSTHRESH, Measurements, build_raw, ss_samples, validity
+from tcplab.kernel.qdisc_netlink import TC_H_ROOT, QdiscCounters
 from tcplab.kernel.sampler import QueueSampler, QueueTarget, lateness_summary, queue_rows, queue_targets
 from tcplab.kernel.tcpinfo import TCP_INFO_SIZE, parse_tcp_info
 from tcplab.loader import load_scenario
@@ -324,29 +326,54 @@ def test_sampler_lateness_summary():
 # -- the queue sampler ---------------------------------------------------------------------------
 
 
-def test_queue_rows_from_tc_json(fixture):
-    _, m = fixture
-    rows = queue_rows(m.tc_json["a"], [QueueTarget(0, "tlh3-a", "eth0"), QueueTarget(5, "tlh3-a", "eth9")], 7)
-    tbf = next(q for q in json.loads(m.tc_json["a"]) if q["dev"] == "eth0")
-    assert rows == [(7, 0, tbf["qlen"], tbf["backlog"], tbf["drops"])]  # eth9 does not exist
+def _counters(qlen: int, backlog: int, drops: int) -> QdiscCounters:
+    return QdiscCounters(
+        ifindex=2, handle=0x10000, parent=TC_H_ROOT, kind="tbf", qlen=qlen, backlog_bytes=backlog, drops=drops
+    )
 
 
-def test_queue_sampler_runs_one_tc_per_namespace(fixture):
-    _, m = fixture
-    calls = []
+def test_queue_rows_take_each_targets_root_qdisc():
+    roots = {"eth0": _counters(3, 4542, 17), "eth1": _counters(0, 0, 0)}
+    rows = queue_rows(roots, [QueueTarget(0, "tlh3-a", "eth0"), QueueTarget(5, "tlh3-a", "eth9")], 7)
+    assert rows == [(7, 0, 3, 4542, 17)]  # eth9 does not exist
 
-    def runner(argv):
-        calls.append(argv)
-        return m.tc_json["a"] if argv[2] == "tlh3-a" else m.tc_json["b"]
+
+def test_queue_sampler_opens_one_reader_per_namespace_before_sampling():
+    opened, dumps, closed = [], [], []
+
+    class Reader:
+        def __init__(self, ns):
+            opened.append(ns)
+            self.ns = ns
+
+        def root_qdiscs(self):
+            dumps.append(self.ns)
+            return {"eth0": _counters(1 if self.ns == "tlh3-a" else 2, 1514, 0)}
+
+        def close(self):
+            closed.append(self.ns)
 
     targets = queue_targets({"tlh3-a": [("eth0", 0)], "tlh3-b": [("eth0", 1)]})
-    s = QueueSampler(targets, t0_ns=0, interval_ns=10, duration_ns=100, runner=runner)
+    s = QueueSampler(targets, t0_ns=time.monotonic_ns() + 10**12, interval_ns=10, duration_ns=100, reader=Reader)
+    s.start()  # the first sample is due in 1000 s: the readers are open, nothing dumped yet
+    assert opened == ["tlh3-a", "tlh3-b"] and dumps == []
     s.sample_once(5)
     s.sample_once(15)
-    cols = s.columns()
-    assert [c[2] for c in calls] == ["tlh3-a", "tlh3-b"] * 2
+    cols = s.stop()
+    assert dumps == ["tlh3-a", "tlh3-b"] * 2 and sorted(closed) == ["tlh3-a", "tlh3-b"]
     assert cols["t_ns"].tolist() == [5, 5, 15, 15] and cols["link"].tolist() == [0, 1, 0, 1]
+    assert cols["backlog_packets"].tolist() == [1, 2, 1, 2]
     assert {k: v.dtype.name for k, v in cols.items()} == QUEUE_DTYPES
+
+
+def test_queue_sampler_names_a_namespace_it_cannot_open():
+    def reader(ns):
+        raise FileNotFoundError(2, "No such file or directory", f"/run/netns/{ns}")
+
+    s = QueueSampler(queue_targets({"tlh3-x": [("eth0", 0)]}), 0, 10, 100, reader=reader)
+    s.start()
+    s.stop()
+    assert len(s.errors) == 1 and "tlh3-x" in s.errors[0] and "No such file" in s.errors[0]
 
 
 # -- the agent's SPEC ---------------------------------------------------------------------------

@@ -26,13 +26,16 @@ TCP connection, as in the simulator):
 Threads do the socket work (the GIL is released in send/recv/poll); the process is pinned to
 the SPEC's CPU (``os.sched_setaffinity``) so the traffic stays away from the delay line's.
 
-Sampling: an ``ss`` thread runs ``ss -tinH state connected src ADDR`` (every TCP socket of
-the node's address but the listeners) at ``t0 + k * sample_interval_ns`` for k = 0, 1, ...
-up to the duration, on an absolute schedule (a late sample does not delay the next one; a
-sample more than one interval late is skipped and counted as missed), appending ``# t_ns=N``
-(the sample's start, ns since t0) and ss's output to ``ss-samples-NODE.txt``; as each sample
-starts it also reads every endpoint socket's ``tcpi_ca_state`` (ss does not print the CA
-state), kept in the JSON per endpoint (``ca_state``: ``t_ns``, ``state``). How late each
+Sampling: an ``ss`` thread takes what ``ss -tinH state connected src ADDR`` would print
+(every TCP socket of the node's address but the listeners) at ``t0 + k * sample_interval_ns``
+for k = 0, 1, ... up to the duration, on an absolute schedule (a late sample does not delay
+the next one; a sample more than one interval late is skipped and counted as missed),
+appending ``# t_ns=N`` (the sample's start, ns since t0) and the sockets' lines to
+``ss-samples-NODE.txt``. It reads them in-process, with getsockopt and ioctl, and prints
+them as ss does (:mod:`tcplab.kernel.ss_line`): running ``ss`` itself every 100 ms made the
+traffic's ACKs stall at every sample on a 2-CPU machine. Each sample also keeps every
+endpoint socket's ``tcpi_ca_state`` (ss does not print the CA state) in the JSON per
+endpoint (``ca_state``: ``t_ns``, ``state``). How late each
 sample started is summarised in the agent's JSON (``ss.late_ns``: p50/p99/max, the count
 later than half an interval, missed).
 
@@ -62,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from tcplab.kernel.names import agent_file, agent_stderr_file, node_ns, spec_file, ss_samples_file
+from tcplab.kernel.ss_line import format_socket, read_socket
 from tcplab.kernel.tcpinfo import TCP_INFO_SIZE, parse_tcp_info
 
 __all__ = [
@@ -203,7 +207,6 @@ class Agent:
         self._expected: dict[tuple[str, int], dict[str, Any]] = {}
         self.ss_late_ns: list[int] = []
         self.ss_missed = 0
-        self.ss_errors: list[str] = []
         self.ss_samples = 0
         self.curr_estab: int | None = None
 
@@ -524,7 +527,6 @@ class Agent:
     # -- ss sampling --------------------------------------------------------------
 
     def _ss_loop(self, path: Path) -> None:
-        cmd = ["ss", "-tinH", "state", "connected", "src", self.addr]
         k = 0
         with open(path, "a", encoding="utf-8") as f:
             while k * self.interval_ns <= self.duration_ns:
@@ -537,35 +539,29 @@ class Agent:
                     k += 1
                     continue
                 t = self.now()
-                self._sample_ca_state(t)
-                try:
-                    done = subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=False)
-                    text = done.stdout
-                    if done.returncode != 0:
-                        self.ss_errors.append(f"ss exit {done.returncode}: {done.stderr.strip()[:200]}")
-                except (OSError, subprocess.SubprocessError) as e:
-                    self.ss_errors.append(f"ss: {e}")
-                    text = ""
-                f.write(f"# t_ns={t}\n{text}")
+                f.write(f"# t_ns={t}\n{self._ss_text(t)}")
                 f.flush()
                 self.ss_late_ns.append(max(0, late))
                 self.ss_samples += 1
                 k += 1
 
-    def _sample_ca_state(self, t_ns: int) -> None:
-        """Each endpoint socket's tcpi_ca_state as the ss sample starts: the congestion-avoidance
-        state ss does not print (Linux v6.12 net/ipv4/tcp.c: tcp_get_info() copies
-        icsk_ca_state; iproute2 misc/ss.c: tcp_show_info() skips it)."""
+    def _ss_text(self, t_ns: int) -> str:
+        """What ``ss -tinH state connected src ADDR`` prints of this node's endpoint sockets,
+        read in-process (:mod:`tcplab.kernel.ss_line`: no process spawned on the traffic's
+        CPU), and each socket's tcpi_ca_state, which ss does not print (Linux v6.12
+        net/ipv4/tcp.c: tcp_get_info() copies icsk_ca_state; iproute2 misc/ss.c:
+        tcp_show_info() skips it)."""
         with self._lock:
             endpoints = [ep for ep in self.endpoints if ep.sock is not None]
+        lines = []
         for ep in endpoints:
-            try:
-                raw = ep.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)  # type: ignore[union-attr]
-            except OSError:
+            sample = read_socket(ep.sock, ep.local, ep.peer)  # type: ignore[arg-type]
+            if sample is None:
                 continue
-            if len(raw) >= 2:
-                ep.ca_t_ns.append(t_ns)
-                ep.ca_state.append(raw[1])  # tcpi_ca_state: the second byte
+            ep.ca_t_ns.append(t_ns)
+            ep.ca_state.append(int(sample["info"].get("ca_state", 0)))
+            lines.append(format_socket(sample) + "\n")
+        return "".join(lines)
 
     def ss_summary(self) -> dict[str, Any]:
         late = sorted(self.ss_late_ns)
@@ -580,7 +576,6 @@ class Agent:
                 "p99": percentile(late, 0.99),
                 "max": late[-1] if late else None,
             },
-            "errors": self.ss_errors[:20],
         }
 
     # -- the run ------------------------------------------------------------------

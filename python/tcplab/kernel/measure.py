@@ -2,7 +2,8 @@
 
 The model: a kernel run leaves texts the kernel's own tools printed -- per host the traffic
 agent's JSON (final ``struct tcp_info`` of every socket, rr transactions) and its ``ss -tinH``
-samples (``# t_ns=N`` then ss's lines, every sample interval), per node ``tc -s qdisc show``
+samples (``# t_ns=N`` then ss's lines, every sample interval: read in-process and printed as ss
+prints them, :mod:`tcplab.kernel.ss_line`), per node ``tc -s qdisc show``
 (text and ``-j``), ``ip -s -j link show`` and ``nstat -asz`` before and after the traffic, per
 wire namespace ``nft -j list ruleset`` (the loss rules' counters) and the delay lines' stats,
 and the parent's queue samples. :func:`collect` gathers them into :class:`Measurements` (the

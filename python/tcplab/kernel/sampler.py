@@ -1,36 +1,34 @@
-"""The queue sampler of a kernel run: ``tc -s -j qdisc show`` per namespace, every interval.
+"""The queue sampler of a kernel run: each namespace's root qdiscs over netlink, every interval.
 
 The model: the simulator samples every link's egress queue each ``sample_interval`` (backlog
 in packets and bytes, cumulative drops: :data:`tcplab.columns.QUEUE_DTYPES`). A kernel run
 reads the same from the root qdisc of each link's egress device: a thread in the parent
-runs ``tc -n NS -s -j qdisc show`` once per namespace at ``t0 + k * interval`` (k = 0, 1, ...
-up to the duration; an absolute schedule: a late sample does not delay the next, one more
-than an interval late is skipped and counted as missed) and takes, per target device, the
-root qdisc's ``qlen`` (packets), ``backlog`` (bytes) and ``drops`` (iproute2 tc/tc_qdisc.c
-prints ``struct gnet_stats_queue``: a root tbf counts its child's packets in its own qlen
-and backlog, and a child's drops in its own, Linux v6.12 net/sched/sch_tbf.c:
-tbf_enqueue()). Row time ``t_ns`` is when the ``tc`` call started, ns since t0.
-
-The parsing is pure (:func:`queue_rows`, on the text tc printed, through
-:func:`tcplab.diagnose.tc.parse_tc_json`); the thread only runs commands.
+dumps each namespace's qdiscs (``RTM_GETQDISC``, what ``tc -n NS -s qdisc show`` asks for,
+:mod:`tcplab.kernel.qdisc_netlink`) over a netlink socket opened in that namespace before
+the run, at ``t0 + k * interval`` (k = 0, 1, ... up to the duration; an absolute schedule: a
+late sample does not delay the next, one more than an interval late is skipped and counted
+as missed) and takes, per target device, the root qdisc's ``qlen`` (packets), ``backlog``
+(bytes) and ``drops`` (``struct gnet_stats_queue``, as tc prints them: a root tbf counts its
+child's packets in its own qlen and backlog, and a child's drops in its own, Linux v6.12
+net/sched/sch_tbf.c: tbf_enqueue()). Row time ``t_ns`` is when the namespace's dump started,
+ns since t0. Running ``tc`` itself every sample spawned a process per namespace per sample,
+and that stalled the traffic's ACKs on a 2-CPU machine (docs/kernel-pin.md, departure 3).
 """
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from tcplab.columns import QUEUE_DTYPES
-from tcplab.diagnose.source import ParseError, text_source
-from tcplab.diagnose.tc import parse_tc_json
+from tcplab.kernel.qdisc_netlink import NetlinkQdiscReader, QdiscCounters
 
-__all__ = ["QueueTarget", "QueueSampler", "queue_rows", "queue_targets", "lateness_summary"]
+__all__ = ["QueueTarget", "QueueSampler", "QdiscReader", "queue_rows", "queue_targets", "lateness_summary"]
 
 
 @dataclass(frozen=True)
@@ -49,25 +47,16 @@ def queue_targets(queue_devices: Mapping[str, Iterable[tuple[str, int]]]) -> lis
     return sorted(out, key=lambda t: t.link)
 
 
-def queue_rows(text: str, targets: Iterable[QueueTarget], t_ns: int) -> list[tuple[int, int, int, int, int]]:
+def queue_rows(
+    roots: Mapping[str, QdiscCounters], targets: Iterable[QueueTarget], t_ns: int
+) -> list[tuple[int, int, int, int, int]]:
     """``(t_ns, link, backlog_packets, backlog_bytes, drops)`` per target whose device has a
-    root qdisc in one namespace's ``tc -s -j qdisc show`` output (module doc)."""
-    qdiscs = parse_tc_json(text_source(text, "tc -s -j qdisc show"))
-    roots = {q.dev: q for q in qdiscs if q.parent == "root"}
+    root qdisc in one namespace's dump (``{device: counters}``, module doc)."""
     rows = []
     for t in targets:
         q = roots.get(t.dev)
-        if q is None:
-            continue
-        rows.append(
-            (
-                int(t_ns),
-                t.link,
-                int(q.stats.get("qlen", 0)),
-                int(q.stats.get("backlog", 0)),
-                int(q.stats.get("drops", 0)),
-            )
-        )
+        if q is not None:
+            rows.append((int(t_ns), t.link, q.qlen, q.backlog_bytes, q.drops))
     return rows
 
 
@@ -94,14 +83,12 @@ def lateness_summary(late_ns: list[int], missed: int, interval_ns: int) -> dict[
     }
 
 
-Runner = Callable[[list[str]], str]
+class QdiscReader(Protocol):
+    """What the sampler needs of a namespace's reader (:class:`NetlinkQdiscReader`)."""
 
+    def root_qdiscs(self) -> Mapping[str, QdiscCounters]: ...
 
-def _run_tc(argv: list[str]) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=5, check=False)
-    if done.returncode != 0:
-        raise OSError(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()[:200]}")
-    return done.stdout
+    def close(self) -> None: ...
 
 
 class QueueSampler:
@@ -116,14 +103,15 @@ class QueueSampler:
         interval_ns: int,
         duration_ns: int,
         *,
-        runner: Runner = _run_tc,
+        reader: Callable[[str], QdiscReader] = NetlinkQdiscReader,
         clock: Callable[[], int] = time.monotonic_ns,
     ):
         self.targets = list(targets)
         self.t0_ns = int(t0_ns)
         self.interval_ns = int(interval_ns)
         self.duration_ns = int(duration_ns)
-        self._runner = runner
+        self._open_reader = reader
+        self._readers: dict[str, QdiscReader] = {}
         self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -136,6 +124,12 @@ class QueueSampler:
             self._by_ns.setdefault(t.netns, []).append(t)
 
     def start(self) -> QueueSampler:
+        """Open a reader per namespace (now, before the traffic), then start sampling."""
+        for ns in self._by_ns:
+            try:
+                self._readers[ns] = self._open_reader(ns)
+            except OSError as e:
+                self.errors.append(f"qdiscs of {ns}: {e}")
         if self.targets:
             self._thread = threading.Thread(target=self._loop, name="queue-sampler", daemon=True)
             self._thread.start()
@@ -149,12 +143,14 @@ class QueueSampler:
     def sample_once(self, t_ns: int) -> None:
         """One sample of every namespace, its rows stamped ``t_ns``."""
         for ns, targets in self._by_ns.items():
+            reader = self._readers.get(ns)
+            if reader is None:
+                continue
             try:
-                text = self._runner(["tc", "-n", ns, "-s", "-j", "qdisc", "show"])
-                self.rows.extend(queue_rows(text, targets, t_ns))
-            except (OSError, subprocess.SubprocessError, ParseError) as e:
+                self.rows.extend(queue_rows(reader.root_qdiscs(), targets, t_ns))
+            except (OSError, ValueError) as e:
                 if len(self.errors) < 20:
-                    self.errors.append(str(e))
+                    self.errors.append(f"qdiscs of {ns}: {e}")
 
     def _loop(self) -> None:
         k = 0
@@ -177,6 +173,9 @@ class QueueSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=timeout_s)
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
         return self.columns()
 
     def columns(self) -> dict[str, np.ndarray]:

@@ -1,7 +1,8 @@
 """A kernel run's ``ss`` samples, and where each flow's two sockets are.
 
 The model: a kernel run directory keeps every ``ss -tinH`` sample the traffic agent took on a
-node in ``ss-samples-NODE.txt``: a ``# t_ns=N`` line (ns since the run's t0), then ss's
+node (read in-process, printed as ss prints them: :mod:`tcplab.kernel.ss_line`) in
+``ss-samples-NODE.txt``: a ``# t_ns=N`` line (ns since the run's t0), then ss's
 lines, for each sample in time order (:func:`ss_sample_texts` splits it). The sockets of flow
 ``i`` are numbered as the kernel plan numbers them (:mod:`tcplab.kernel.plan`, with the
 addresses of :mod:`tcplab.results.ss`): the client is ``node_address(src):32768 + i``, the
