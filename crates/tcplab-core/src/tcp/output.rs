@@ -184,12 +184,21 @@ pub fn tso_should_defer(i: DeferInputs) -> Defer {
         // tcp_max_tso_deferred_mss(): 3, "try not to defer past a single ACK".
         return Defer::Send;
     }
-    // If the next ACK is likely to come too late (half srtt), do not defer.
     let Some(head) = i.rtx_head_tstamp_ns else {
         return Defer::Send;
     };
-    let age = i.clock_ns as i64 - head as i64;
-    if age - 1000 * ((i.srtt_us >> 4) as i64) < 0 {
+    // If the next ACK is likely to come too late, i.e. in more than min(1 ms, srtt / 2),
+    // do not defer: the stable fix 295ce1eb36ae ("tcp: fix tcp_tso_should_defer() vs large
+    // RTT", v6.18, in the 6.12 and 6.1 stable series). v6.12.0 deferred unless the rtx
+    // queue's head was sent less than srtt / 2 ago, which on long paths held flows "stuck
+    // in a small cwnd mode, regardless of the congestion control" (its commit message):
+    // the skb waits for an ACK up to an RTT away, the flow is not cwnd-limited meanwhile,
+    // and cwnd grows less (CUBIC at 100 ms, 1 % loss: 16 % below the kernel's goodput,
+    // docs/kernel-pin.md departure 4).
+    let srtt_ns = 125 * i.srtt_us as u64; // (NSEC_PER_USEC >> 3) * srtt_us
+    let how_far_is_the_ack = (head + srtt_ns) as i64 - i.clock_ns as i64;
+    let threshold = (srtt_ns >> 1).min(1_000_000);
+    if how_far_is_the_ack - threshold as i64 > 0 {
         return Defer::Send;
     }
     // Advisable to defer: cwnd-limited, rwnd-limited or application-limited.
@@ -1445,19 +1454,51 @@ mod tests {
                 },
                 Defer::CwndLimited,
             ),
-            // The next ACK likely too late: the rtx head sent less than srtt/2 ago.
+            // The next ACK likely too late: expected (rtx head's departure + srtt) more than
+            // min(1 ms, srtt / 2) from now (the stable fix 295ce1eb36ae). srtt 20 ms: 1 ms;
+            // the head sent 19 ms ago (less 1 ns) has its ACK due in just over 1 ms: send.
             (
-                "young",
+                "ack-due-later",
                 DeferInputs {
-                    rtx_head_tstamp_ns: Some(base.clock_ns - 10 * MS + 1),
+                    rtx_head_tstamp_ns: Some(base.clock_ns - 19 * MS + 1),
                     ..base
                 },
                 Defer::Send,
             ),
             (
-                "half",
+                "ack-due-in-1ms",
                 DeferInputs {
-                    rtx_head_tstamp_ns: Some(base.clock_ns - 10 * MS),
+                    rtx_head_tstamp_ns: Some(base.clock_ns - 19 * MS),
+                    ..base
+                },
+                Defer::CwndLimited,
+            ),
+            // A long path (srtt 100 ms), the head sent 60 ms ago: v6.12.0 deferred (older
+            // than srtt / 2), the fix sends, the ACK being 40 ms away.
+            (
+                "long-rtt",
+                DeferInputs {
+                    srtt_us: 100_000 << 3,
+                    rtx_head_tstamp_ns: Some(base.clock_ns - 60 * MS),
+                    ..base
+                },
+                Defer::Send,
+            ),
+            // A short one (srtt 600 us): the threshold is srtt / 2 = 300 us.
+            (
+                "short-rtt",
+                DeferInputs {
+                    srtt_us: 600 << 3,
+                    rtx_head_tstamp_ns: Some(base.clock_ns - 300_000 + 1),
+                    ..base
+                },
+                Defer::Send,
+            ),
+            (
+                "short-rtt-due",
+                DeferInputs {
+                    srtt_us: 600 << 3,
+                    rtx_head_tstamp_ns: Some(base.clock_ns - 300_000),
                     ..base
                 },
                 Defer::CwndLimited,

@@ -411,3 +411,34 @@ fn a_tso_senders_buffer_holds_its_size_in_skb_truesize() {
     assert!(out.invariant.ok, "{}", out.invariant.message);
     assert!(max_held >= cap - skb, "held at most {max_held} of {cap}");
 }
+
+#[test]
+fn on_a_long_slow_path_the_next_ack_is_too_far_away_to_defer_for() {
+    // The stable fix 295ce1eb36ae (tcp_tso_should_defer() vs large RTT): defer only while
+    // the next ACK is due within min(1 ms, srtt / 2). At 5 Mbit/s ACKs come 2.4 ms or more
+    // apart (a 1514 B frame's serialization, two per delayed ACK), so when an ACK frees
+    // room for less than an skb the next one is always over 1 ms away: the sender sends what
+    // cwnd allows and keeps cwnd in flight, as the kernel does on this path (in flight =
+    // cwnd at every sample of 10 kernel runs, docs/kernel-pin.md departure 4). v6.12.0 held
+    // such an skb whenever the retransmit queue's head was older than srtt / 2 (always, on
+    // a long path) until the next ACK: in flight one below cwnd meanwhile.
+    let q = QueueConfig::Pfifo { limit_packets: 100 };
+    let mut cfg = dumbbell(1, CcKind::Cubic, 5_000_000, 50 * MS, q, 30_000 * MS);
+    cfg.nodes[0].gso_skbs = true;
+    cfg.nodes[0].tso = true;
+    cfg.links[bottleneck(1) + 2].loss = LossConfig::Bernoulli { p: 0.01 }; // r2 -> receiver
+    let out = run(cfg);
+    let s = &out.series;
+    let mut open = 0;
+    let mut below = 0;
+    for i in 0..s.t_ns.len() {
+        if s.ca_state[i] == 0 && s.t_ns[i] > 2_000 * MS {
+            open += 1;
+            if s.inflight[i] < s.cwnd[i] {
+                below += 1;
+            }
+        }
+    }
+    assert!(open > 150, "{open} samples in Open");
+    assert_eq!(below, 0, "{below} of {open} Open samples below cwnd");
+}
