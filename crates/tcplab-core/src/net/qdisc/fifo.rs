@@ -97,7 +97,10 @@ impl Fifo {
     /// Offer a packet of `len_bytes` (an skb of `segs` GSO segments) at `now_ns` that would
     /// start transmission at `start_ns` (>= now). Returns false (and counts a drop) if the
     /// queue is full.
-    #[inline]
+    // `always`: with `#[inline]` alone the compiler kept it out of line, and its prologue
+    // and epilogue (callee-saved registers) were a third of its cost, once per packet on
+    // every FIFO link: 2 % of all instructions in bench scenario 5 (BENCHMARKS.md).
+    #[inline(always)]
     pub fn offer(&mut self, now_ns: u64, start_ns: u64, len_bytes: u32, segs: u16) -> bool {
         self.advance(now_ns);
         let fits = self.limit.fits(&self.stats, len_bytes);
