@@ -6,8 +6,9 @@ configuration: nodes, flows with their MSS and congestion control, duration, sam
 interval), ``summary.json`` (title, seed, versions, per-flow totals), ``flows.parquet`` (one
 row per connection: bytes, retransmissions, start and end) and ``timeseries.parquet`` (one
 row per sample and sampled flow: cwnd, srtt, rates, cumulative bytes). A kernel run adds
-``kernel.json`` and ``ss-samples-NODE.txt`` (every ``ss -tin`` sample the agent took, each
-after a ``# t_ns=N`` line). :class:`RunData` holds exactly these, whether read from a
+``kernel.json`` and ``ss-samples-NODE.txt`` (every ``ss -tin`` sample the agent took, read
+in-process and printed as ss prints them, :mod:`tcplab.kernel.ss_line`; each after a
+``# t_ns=N`` line). :class:`RunData` holds exactly these, whether read from a
 directory (:meth:`RunData.load`) or taken from a :class:`~tcplab.results.Result` that is
 being written (:meth:`RunData.from_result`), so one exporter serves both.
 
