@@ -46,7 +46,7 @@ def test_a_dump_of_qdiscs_parses_to_tcs_counters():
     buf += _msg(nl.NLMSG_DONE, struct.pack("=i", 0))
     msgs = list(nl.parse_messages(buf))
     assert [m[0] for m in msgs] == [nl.RTM_NEWQDISC, nl.RTM_NEWQDISC, nl.NLMSG_DONE]
-    root, child = (nl.parse_qdisc(m[2]) for m in msgs[:2])
+    root, child = (nl.parse_qdisc(m[3]) for m in msgs[:2])
     assert (root.ifindex, root.parent, root.kind) == (3, nl.TC_H_ROOT, "tbf")
     assert (root.qlen, root.backlog_bytes, root.drops) == (4, 6056, 17)  # qlen, backlog, drops of gnet_stats_queue
     assert (child.parent, child.kind, child.drops) == (0x10001, "pfifo", 17)

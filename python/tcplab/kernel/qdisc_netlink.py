@@ -93,14 +93,14 @@ class QdiscCounters:
     drops: int
 
 
-def parse_messages(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
-    """``(type, flags, payload)`` of each netlink message in ``buf`` (NLMSG_ALIGN'ed)."""
+def parse_messages(buf: bytes) -> Iterator[tuple[int, int, int, bytes]]:
+    """``(type, flags, seq, payload)`` of each netlink message in ``buf`` (NLMSG_ALIGN'ed)."""
     at = 0
     while at + NLMSGHDR.size <= len(buf):
-        length, mtype, flags, _seq, _pid = NLMSGHDR.unpack_from(buf, at)
+        length, mtype, flags, seq, _pid = NLMSGHDR.unpack_from(buf, at)
         if length < NLMSGHDR.size or at + length > len(buf):
             raise ValueError(f"netlink message of length {length} at byte {at} of {len(buf)}")
-        yield mtype, flags, buf[at + NLMSGHDR.size : at + length]
+        yield mtype, flags, seq, buf[at + NLMSGHDR.size : at + length]
         at += _align(length)
 
 
@@ -186,7 +186,9 @@ class NetlinkQdiscReader:
         out: list[bytes] = []
         while True:
             data = self.sock.recv(1 << 16)
-            for mtype, _flags, payload in parse_messages(data):
+            for mtype, _flags, got_seq, payload in parse_messages(data):
+                if got_seq != seq:
+                    continue  # the rest of an earlier dump that ended in an error
                 if mtype == NLMSG_DONE:
                     return out
                 if mtype == NLMSG_ERROR:

@@ -10,8 +10,8 @@ late sample does not delay the next, one more than an interval late is skipped a
 as missed) and takes, per target device, the root qdisc's ``qlen`` (packets), ``backlog``
 (bytes) and ``drops`` (``struct gnet_stats_queue``, as tc prints them: a root tbf counts its
 child's packets in its own qlen and backlog, and a child's drops in its own, Linux v6.12
-net/sched/sch_tbf.c: tbf_enqueue()). Row time ``t_ns`` is when the namespace's dump started,
-ns since t0. Running ``tc`` itself every sample spawned a process per namespace per sample,
+net/sched/sch_tbf.c: tbf_enqueue()). Row time ``t_ns`` is when the sample (the first
+namespace's dump) started, ns since t0. Running ``tc`` itself every sample spawned a process per namespace per sample,
 and that stalled the traffic's ACKs on a 2-CPU machine (docs/kernel-pin.md, departure 3).
 """
 
