@@ -118,11 +118,16 @@ def test_command_line(tmp_path):
     assert line.pid is None
     line = dl.DelayLine("ns", [("t", 1)], None, "s.json", binary="b", queue_limit_packets=9, rt_priority=0)
     assert line.command()[5:] == ["--tun", "t:1", "--stats", "s.json", "--queue-limit", "9", "--rt-priority", "0"]
+    # A TUN that serialises at a link's rate: NAME:DELAY:RATE:OVERHEAD; rate 0 is none.
+    line = dl.DelayLine("ns", [("tab", 5, 5_000_000, 14), ("tba", 7, 0, 0)], None, "s.json", binary="b")
+    assert line.command()[5:9] == ["--tun", "tab:5:5000000:14", "--tun", "tba:7"]
     for tuns, message in [
         ([], "no TUN devices"),
         ([("a-name-that-is-too-long", 1)], "not a usable TUN name"),
         ([("t", -1)], "not a whole ns count"),
         ([("t", 1), ("t", 2)], "repeat"),
+        ([("t", 1, -5, 14)], "not a whole bit/s count"),
+        ([("t", 1, 5_000_000, 2000)], "not 0 to 1000 bytes"),
     ]:
         with pytest.raises(KernelError, match=message):
             dl.DelayLine("ns", tuns, 1, tmp_path / "s.json")
@@ -242,10 +247,11 @@ def wire():
 _STARTED: list[dl.DelayLine] = []
 
 
-def start_line(tmp_path: Path, delay_ns: int, **kw) -> dl.DelayLine:
-    """A line forwarding A <-> B with delay_ns each way (stopped by the wire fixture at the
-    latest)."""
-    line = dl.DelayLine(NS_W, [("tab", delay_ns), ("tba", delay_ns)], LINE_CPU, tmp_path / "line.json", **kw)
+def start_line(tmp_path: Path, delay_ns: int, rate_bps: int = 0, **kw) -> dl.DelayLine:
+    """A line forwarding A <-> B with delay_ns each way, serialising at rate_bps (0: not)
+    with 14 bytes of framing (stopped by the wire fixture at the latest)."""
+    tuns = [(name, delay_ns, rate_bps, 14 if rate_bps else 0) for name in ("tab", "tba")]
+    line = dl.DelayLine(NS_W, tuns, LINE_CPU, tmp_path / "line.json", **kw)
     _STARTED.append(line)
     line.start()
     for cmd in dl.wire_commands(NS_W, "wa", "wb", "tab", "tba"):
@@ -261,6 +267,7 @@ PINGER = textwrap.dedent(
     """
     import json, os, select, socket, struct, sys, time
     dst, count, interval_s, cpu = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+    size = int(sys.argv[5]) if len(sys.argv) > 5 else 56
     os.sched_setaffinity(0, {cpu})
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
     ident = os.getpid() & 0xFFFF
@@ -275,7 +282,7 @@ PINGER = textwrap.dedent(
     while len(rtts) < count and time.monotonic() < deadline:
         now = time.monotonic()
         if seq < count and now >= t0 + seq * interval_s:
-            body = struct.pack("!BBHHH", 8, 0, 0, ident, seq) + bytes(56)
+            body = struct.pack("!BBHHH", 8, 0, 0, ident, seq) + bytes(size)
             pkt = body[:2] + struct.pack("!H", checksum(body)) + body[4:]
             sent_at[seq] = time.monotonic_ns()
             s.sendto(pkt, (dst, 0))
@@ -295,11 +302,11 @@ PINGER = textwrap.dedent(
 )
 
 
-def ping_rtts_ms(count: int = 20, interval_s: float = 0.05) -> list[float]:
-    """RTTs of COUNT echoes A -> B, INTERVAL apart, in ms (see PINGER)."""
+def ping_rtts_ms(count: int = 20, interval_s: float = 0.05, size: int = 56) -> list[float]:
+    """RTTs of COUNT echoes A -> B with SIZE bytes of data, INTERVAL apart, in ms (see PINGER)."""
     out = sh(
         "ip", "netns", "exec", NS_A, sys.executable, "-c", PINGER, ADDR_B, str(count), str(interval_s),
-        str(TRAFFIC_CPU), timeout=30,
+        str(TRAFFIC_CPU), str(size), timeout=30,
     )  # fmt: skip
     rtts = [us / 1000 for us in json.loads(out)]
     assert len(rtts) == count, f"{count - len(rtts)} of {count} echoes unanswered"
@@ -351,6 +358,29 @@ def test_added_rtt_is_under_1ms(tmp_path, delay_ms):
         assert tun["lateness_ns"]["count"] == tun["packets"]
         assert tun["lateness_ns"]["p50"] < 1_000_000, summary
         assert tun["lateness_ns"]["max"] < 20_000_000, summary
+
+
+@pytest.mark.kernel
+@needs_kernel
+@pytest.mark.usefixtures("wire")
+def test_a_rate_serialises_each_packet_before_its_delay(tmp_path):
+    """A TUN with a rate is a link of that rate (crates/tcplab-delayline/src/serializer.rs):
+    an echo of 1428 IP bytes (+ 14 of framing) at 1 Mbit/s takes 11.536 ms on each way
+    before its 10 ms of delay, so its RTT is 43.07 ms where the delay alone gives 20, and
+    no faster; within the 1 ms the line may add (test_added_rtt_is_under_1ms)."""
+    line = start_line(tmp_path, 10_000_000, rate_bps=1_000_000)
+    try:
+        rtts = ping_rtts_ms(count=10, interval_s=0.1, size=1400)
+    finally:
+        stats = line.stop()
+    one_way_ms = 10 + (20 + 8 + 1400 + 14) * 8 / 1_000_000 * 1e3
+    added = [rtt - 2 * one_way_ms for rtt in rtts]
+    summary = f"RTT - 2 x {one_way_ms:.3f} ms: {[round(a, 3) for a in added]}"
+    assert min(added) >= 0, summary
+    if statistics.median(added) >= 1.0:
+        require_quiet("after", 0.5)
+    assert statistics.median(added) < 1.0, summary
+    assert all(t["drops"] == 0 for t in stats["tuns"]), stats
 
 
 # A paced UDP sender (stdlib only) run inside NS_A: 1472-byte payloads = 1500-byte IP

@@ -93,6 +93,12 @@ def test_lossy_path_namespaces_qdiscs_loss_and_delay():
     ]
     (wire,) = plan.wires
     assert [(t.name, t.delay_ns, t.link) for t in wire.tuns] == [("tab", 50_000_000, 2), ("tba", 50_000_000, 3)]
+    # Both directions are shaped by a tbf (the router's egress; the client's, the ACK route's
+    # narrowest link), so the line serialises each at the link's rate before its delay.
+    assert [t.spec() for t in wire.tuns] == [
+        f"tab:50000000:{bottleneck['rate_bps']}:14",
+        f"tba:50000000:{config['links'][3]['rate_bps']}:14",
+    ]
     # 1 % loss on emu -> client only (it enters the wire on wa), after the router's queue
     assert "numgen random mod 1000000 < 10000 counter drop" in wire.nft
     assert 'iifname "wa"' in wire.nft and 'iifname "wb"' not in wire.nft

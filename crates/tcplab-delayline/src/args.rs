@@ -5,14 +5,20 @@ use std::path::PathBuf;
 
 /// The usage text printed by `--help`.
 pub const USAGE: &str = "\
-usage: tcplab-delayline --tun NAME:DELAY_NS [--tun NAME:DELAY_NS ...] [--cpu N]
+usage: tcplab-delayline --tun NAME:DELAY_NS[:RATE_BPS:OVERHEAD] [--tun ...] [--cpu N]
                         [--stats PATH] [--queue-limit PACKETS] [--rt-priority N]
 
 Creates one TUN device per --tun (layer 3, no packet information, gone when the
 process exits), prints `ready` once they all exist, then holds every packet read
-from a TUN for DELAY_NS nanoseconds and writes it back into the same TUN.
+from a TUN for DELAY_NS nanoseconds and writes it back into the same TUN. With
+RATE_BPS, a TUN is also a link that serialises one packet at a time at that rate:
+a packet of L bytes (IP) starts when it arrives or when the one before it is done,
+takes (L + OVERHEAD) * 8 / RATE_BPS seconds, and then its delay.
 
-  --tun NAME:DELAY_NS     a TUN device and its one-way delay in ns (repeatable)
+  --tun NAME:DELAY_NS[:RATE_BPS:OVERHEAD]
+                          a TUN device, its one-way delay in ns and optionally
+                          its rate in bit/s and framing bytes per packet
+                          (repeatable)
   --cpu N                 pin the process to CPU N
   --stats PATH            write the stats JSON to PATH every second and on exit
                           (SIGTERM/SIGINT); without it, print it on stdout at exit
@@ -34,11 +40,14 @@ pub const DEFAULT_RT_PRIORITY: i32 = 1;
 /// The longest interface name Linux accepts (IFNAMSIZ 16, minus the NUL).
 pub const MAX_IFNAME_BYTES: usize = 15;
 
-/// One direction of a wire: a TUN device and its one-way delay.
+/// One direction of a wire: a TUN device, its one-way delay and, optionally, the rate at
+/// which it serialises packets (0: none) with the framing bytes each adds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TunSpec {
     pub name: String,
     pub delay_ns: u64,
+    pub rate_bps: u64,
+    pub overhead_bytes: u32,
 }
 
 /// The parsed options of a run.
@@ -146,12 +155,18 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
     }))
 }
 
-/// `NAME:DELAY_NS`, e.g. `tab:50000000`.
+/// `NAME:DELAY_NS[:RATE_BPS:OVERHEAD]`, e.g. `tab:50000000` or `tab:50000000:5000000:14`.
 fn parse_tun(value: &str) -> Result<TunSpec, String> {
-    let Some((name, delay)) = value.rsplit_once(':') else {
-        return Err(format!(
-            "--tun {value:?}: expected NAME:DELAY_NS, e.g. tab:50000000"
-        ));
+    let parts: Vec<&str> = value.split(':').collect();
+    let (name, delay, rate) = match parts[..] {
+        [name, delay] => (name, delay, None),
+        [name, delay, rate, overhead] => (name, delay, Some((rate, overhead))),
+        _ => {
+            return Err(format!(
+                "--tun {value:?}: expected NAME:DELAY_NS or NAME:DELAY_NS:RATE_BPS:OVERHEAD, \
+                 e.g. tab:50000000 or tab:50000000:5000000:14"
+            ))
+        }
     };
     let name_ok = !name.is_empty()
         && name.len() <= MAX_IFNAME_BYTES
@@ -171,9 +186,29 @@ fn parse_tun(value: &str) -> Result<TunSpec, String> {
             "--tun {value:?}: {delay:?} is not a delay; expected an integer number of nanoseconds"
         )
     })?;
+    let (rate_bps, overhead_bytes) = match rate {
+        None => (0, 0),
+        Some((r, o)) => {
+            let rate_bps = match r.parse::<u64>() {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    return Err(format!(
+                        "--tun {value:?}: {r:?} is not a rate; expected an integer number of \
+                         bits per second >= 1"
+                    ))
+                }
+            };
+            let overhead_bytes = o.parse::<u32>().ok().filter(|&n| n <= 1000).ok_or_else(|| {
+                format!("--tun {value:?}: {o:?} is not a framing overhead; expected 0 to 1000 bytes")
+            })?;
+            (rate_bps, overhead_bytes)
+        }
+    };
     Ok(TunSpec {
         name: name.to_string(),
         delay_ns,
+        rate_bps,
+        overhead_bytes,
     })
 }
 
@@ -190,7 +225,7 @@ mod tests {
         let cmd = parse(args(&[
             "--tun",
             "tab:10000000",
-            "--tun=tba:20",
+            "--tun=tba:20:5000000:14",
             "--cpu",
             "1",
             "--stats",
@@ -207,11 +242,15 @@ mod tests {
                 tuns: vec![
                     TunSpec {
                         name: "tab".into(),
-                        delay_ns: 10_000_000
+                        delay_ns: 10_000_000,
+                        rate_bps: 0,
+                        overhead_bytes: 0,
                     },
                     TunSpec {
                         name: "tba".into(),
-                        delay_ns: 20
+                        delay_ns: 20,
+                        rate_bps: 5_000_000,
+                        overhead_bytes: 14,
                     },
                 ],
                 cpu: Some(1),
@@ -249,6 +288,10 @@ mod tests {
         assert!(e(&["--tun", ":1"]).contains("not a usable interface name"));
         assert!(e(&["--tun", "a/b:1"]).contains("not a usable interface name"));
         assert!(e(&["--tun", "t:1", "--tun", "t:2"]).contains("given twice"));
+        assert!(e(&["--tun", "t:1:5"]).contains("expected NAME:DELAY_NS or"));
+        assert!(e(&["--tun", "t:1:0:14"]).contains("\"0\" is not a rate"));
+        assert!(e(&["--tun", "t:1:5Mbit:14"]).contains("is not a rate"));
+        assert!(e(&["--tun", "t:1:5000000:x"]).contains("is not a framing overhead"));
         assert!(e(&["--tun", "t:1", "--cpu", "x"]).starts_with("--cpu \"x\""));
         assert!(e(&["--tun", "t:1", "--queue-limit", "0"]).contains(">= 1"));
         assert!(e(&["--tun", "t:1", "--cpu"]).contains("needs a value"));

@@ -4,7 +4,8 @@
 //! runs it on the real ones between its sleeps.
 //!
 //! Model: a packet read from TUN i at time t (the clock read right after the read) is due
-//! at t + delay_i. One wake-up of the line is a batch:
+//! at t + delay_i, or, on a TUN with a rate, its delay after its serialisation ends
+//! (`serializer`). One wake-up of the line is a batch:
 //! - [`Forwarder::write_due`] writes the due packets, always the earliest due across the
 //!   TUNs first (one FIFO per TUN: a constant delay keeps each TUN's order), recording
 //!   each one's lateness = the clock after the write's start minus its due time; it
@@ -24,6 +25,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 
 use crate::ring::{Ring, SLOT_BYTES};
+use crate::serializer::Serializer;
 use crate::stats::TunStats;
 
 /// Most packets read from one TUN per [`Forwarder::read_batch`] (a burst on one direction
@@ -61,6 +63,7 @@ pub struct Direction<T> {
     pub io: T,
     pub ring: Ring,
     pub stats: TunStats,
+    pub serializer: Serializer,
 }
 
 /// The TUNs of one line and their queues.
@@ -128,7 +131,8 @@ impl<T: PacketIo> Forwarder<T> {
                         let t = clock.now_ns();
                         n += 1;
                         if queued {
-                            dir.ring.commit(len, t + dir.stats.delay_ns);
+                            let sent = dir.serializer.done_ns(t, len);
+                            dir.ring.commit(len, sent + dir.stats.delay_ns);
                             dir.stats.record_depth(dir.ring.len(), dir.ring.bytes());
                         } else {
                             dir.stats.line_drops += 1; // over the queue limit
@@ -237,6 +241,7 @@ mod tests {
                     },
                     ring: Ring::new(100_000),
                     stats: TunStats::new(&format!("t{id}"), *delay_ns),
+                    serializer: Serializer::default(),
                 })
                 .collect(),
         )

@@ -8,7 +8,9 @@
 //!
 //! Each `--tun NAME:DELAY_NS` creates a TUN device (one direction of an emulated wire) in
 //! the namespace the program runs in; the line holds every packet read from it for
-//! DELAY_NS and writes it back into the same TUN. The wire namespace's policy routing
+//! DELAY_NS and writes it back into the same TUN; `--tun NAME:DELAY_NS:RATE_BPS:OVERHEAD`
+//! also serialises its packets at that rate first (`serializer.rs`). The wire namespace's
+//! policy routing
 //! (set up by the caller once `ready` is printed) steers the traffic through the TUNs. See
 //! `line.rs` for the loop and `stats.rs` for what is measured.
 //!
@@ -22,6 +24,7 @@ mod forward;
 mod histogram;
 mod line;
 mod ring;
+mod serializer;
 mod stats;
 mod sys;
 

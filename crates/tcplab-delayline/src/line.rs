@@ -105,6 +105,7 @@ impl Line {
                 io: sys::open_tun(&spec.name)?,
                 ring: Ring::new(options.queue_limit_packets),
                 stats: TunStats::new(&spec.name, spec.delay_ns),
+                serializer: crate::serializer::Serializer::new(spec.rate_bps, spec.overhead_bytes),
             });
         }
         let mut pollfds: Vec<libc::pollfd> = tuns

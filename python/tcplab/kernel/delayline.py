@@ -294,7 +294,9 @@ def wire_commands(
 class DelayLine:
     """One ``tcplab-delayline`` process in network namespace ``netns``.
 
-    ``tuns``: (name, delay_ns) per direction; ``cpu``: the CPU it pins itself to (None:
+    ``tuns``: (name, delay_ns) per direction, or (name, delay_ns, rate_bps, overhead_bytes)
+    for a direction that also serialises its packets at a link's rate (the binary's
+    ``--tun NAME:DELAY:RATE:OVERHEAD``; rate 0: none); ``cpu``: the CPU it pins itself to (None:
     not pinned); ``stats_path``: where it writes its stats JSON. The process runs as
     ``ip netns exec NETNS tcplab-delayline ...`` or ``ip netns exec NETNS PYTHON -m
     tcplab.kernel.delayline_main ...`` (:func:`delayline_argv`; ip execs it, so :attr:`pid`
@@ -307,7 +309,7 @@ class DelayLine:
     def __init__(
         self,
         netns: str,
-        tuns: Sequence[tuple[str, int]],
+        tuns: Sequence[tuple[str, int] | tuple[str, int, int, int]],
         cpu: int | None,
         stats_path: str | os.PathLike[str],
         *,
@@ -317,16 +319,25 @@ class DelayLine:
     ) -> None:
         if not tuns:
             raise KernelError(f"delay line in {netns}: no TUN devices given")
-        names = [name for name, _ in tuns]
-        for name, delay_ns in tuns:
+        specs = [(t[0], t[1], *(t[2:4] if len(t) == 4 else (0, 0))) for t in tuns]
+        names = [name for name, *_ in specs]
+        for name, delay_ns, rate_bps, overhead in specs:
             if not name or len(name.encode()) > MAX_IFNAME_BYTES or not name.isascii() or "/" in name or ":" in name:
                 raise KernelError(f"delay line in {netns}: {name!r} is not a usable TUN name (1 to 15 ASCII chars)")
             if not isinstance(delay_ns, int) or delay_ns < 0:
                 raise KernelError(f"delay line in {netns}: TUN {name}: delay {delay_ns!r} is not a whole ns count >= 0")
+            if not isinstance(rate_bps, int) or rate_bps < 0:
+                raise KernelError(
+                    f"delay line in {netns}: TUN {name}: rate {rate_bps!r} is not a whole bit/s count >= 0"
+                )
+            if not isinstance(overhead, int) or not 0 <= overhead <= 1000:
+                raise KernelError(f"delay line in {netns}: TUN {name}: overhead {overhead!r} is not 0 to 1000 bytes")
         if len(set(names)) != len(names):
             raise KernelError(f"delay line in {netns}: TUN names repeat: {names}")
         self.netns = netns
-        self.tuns = [(name, int(delay_ns)) for name, delay_ns in tuns]
+        self.tuns = [
+            (name, int(delay_ns), int(rate_bps), int(overhead)) for name, delay_ns, rate_bps, overhead in specs
+        ]
         self.cpu = cpu
         self.stats_path = Path(stats_path)
         self.binary = Path(binary) if binary is not None else None
@@ -339,8 +350,8 @@ class DelayLine:
         ``binary`` when given, else :func:`delayline_argv`)."""
         line = [str(self.binary)] if self.binary is not None else delayline_argv()
         cmd = ["ip", "netns", "exec", self.netns, *line]
-        for name, delay_ns in self.tuns:
-            cmd += ["--tun", f"{name}:{delay_ns}"]
+        for name, delay_ns, rate_bps, overhead in self.tuns:
+            cmd += ["--tun", f"{name}:{delay_ns}" + (f":{rate_bps}:{overhead}" if rate_bps else "")]
         if self.cpu is not None:
             cmd += ["--cpu", str(self.cpu)]
         cmd += ["--stats", str(self.stats_path)]

@@ -50,6 +50,13 @@ The model (ARCH11, "The model of a kernel run"):
   rate, bucket ``max(2 x 1514 B, rate x 100 us)`` (a link that serialises one frame at a
   time has no bucket; two frames is the least tbf accepts without starving), with the
   scenario's queue as its child (``pfifo limit N``, ``bfifo limit B``, a nested ``tbf``).
+  The bucket lets the first frames of a burst into an idle link cross the veth together,
+  where the link would have taken a frame time for each (2.4 ms per frame at 5 Mbit/s, on
+  every round trip of a flow of two-segment skbs: docs/kernel-pin.md, departure 4). Where
+  the link's direction has a delay line, the line serialises its packets at the link rate
+  (``--tun NAME:DELAY:RATE:OVERHEAD``, crates/tcplab-delayline/src/serializer.rs) before
+  their delay, so they arrive as from a link of that rate; without a delay line (a delay
+  below 500 us) the bucket's frames arrive together.
   tbf counts ``qdisc_pkt_len`` = ``skb->len``, which on a veth includes the 14-byte Ethernet
   header: the simulator's 1514 B per full frame, so ``stab overhead (overhead_bytes - 14)
   linklayer ethernet`` is added only when a link's overhead differs from 14.
@@ -192,11 +199,20 @@ class VethPair:
 
 @dataclass
 class WireTun:
-    """One direction of a wire through the delay line: TUN ``name`` holding ``delay_ns``."""
+    """One direction of a wire through the delay line: TUN ``name`` holding ``delay_ns``,
+    after serialising each packet at ``rate_bps`` with ``overhead_bytes`` of framing when the
+    link's rate is shaped by a tbf (0: not serialised; module doc, "Rate and queue")."""
 
     name: str
     delay_ns: int
     link: int  # the one-way link index
+    rate_bps: int = 0
+    overhead_bytes: int = 0
+
+    def spec(self) -> str:
+        """The delay line's ``--tun`` value."""
+        rate = f":{self.rate_bps}:{self.overhead_bytes}" if self.rate_bps else ""
+        return f"{self.name}:{self.delay_ns}{rate}"
 
 
 @dataclass
@@ -882,6 +898,7 @@ def _plan_links(
     if options.delay == "netem" and not env.has_qdisc("netem"):
         raise KernelUnsupported("kernel: sch_netem is not available on this kernel (delay=netem)")
     links_cfg = config["links"]
+    shaped_links = _shaped_links(config, graph)
     wiring = _Wiring()
     for entry in range(len(links_cfg) // 2):
         fwd, rev = links_cfg[2 * entry], links_cfg[2 * entry + 1]
@@ -916,7 +933,7 @@ def _plan_links(
             wiring.up(w, "lo", None)
             wiring.hop_of[2 * entry] = (dev_a, a_peer)
             wiring.hop_of[2 * entry + 1] = (dev_b, b_peer)
-            wire = _wire(config, env, w, entry, lossy, delayed, use_netem, mtu, a_addr, b_addr)
+            wire = _wire(config, env, w, entry, lossy, delayed, use_netem, mtu, a_addr, b_addr, shaped_links)
             wiring.wires.append(wire)
             if wire.tuns:
                 mask = rps_mask(env.cpus, options.delayline_cpu)
@@ -958,6 +975,7 @@ def _wire(
     mtu: int,
     a_addr: str,
     b_addr: str,
+    shaped_links: set[int],
 ) -> WireNs:
     """The wire namespace ``w`` of link entry ``entry``: per direction, policy routing on the
     input device, through netem on the egress or the delay line's TUN when it delays; the
@@ -1000,7 +1018,10 @@ def _wire(
             rules.append(["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", out_table])
         elif delayed[d]:
             in_table = str(100 + 2 * d)
-            tuns.append(WireTun(tun, int(link["delay_ns"]), link_index))
+            # A shaped link's TUN also serialises at its rate (module doc, "Rate and queue").
+            rate = int(link["rate_bps"]) if link_index in shaped_links else 0
+            overhead = int(link.get("overhead_bytes", 14)) if rate else 0
+            tuns.append(WireTun(tun, int(link["delay_ns"]), link_index, rate, overhead))
             tun_cmds.append(["ip", "-n", w, "link", "set", tun, "mtu", str(mtu), "up"])
             tun_cmds.append(["ip", "netns", "exec", w, "ethtool", "-K", tun, "tso", "off", "gso", "off", "gro", "off"])
             tun_cmds.append(["ip", "-n", w, "route", "add", "default", "dev", tun, "table", in_table])
@@ -1040,18 +1061,18 @@ def _plan_qdiscs(
     scenario's queue as its child, or the queue alone on a host link that is no route's
     narrowest (module doc). Returns (ns, dev) -> its commands, ns -> the queue devices, and
     every command in link order."""
-    host_bottlenecks = shaped_host_links(config)
+    shaped_links = _shaped_links(config, graph)
     tc: dict[tuple[str, str], list[list[str]]] = {}
     queue_devices: dict[str, list[tuple[str, int]]] = {}
     qdisc_cmds: list[list[str]] = []
     for link_index, link in enumerate(config["links"]):
-        sender, receiver = graph.ends[link_index]
+        sender, _receiver = graph.ends[link_index]
         _node_name, dev = graph.devices[link_index]
         ns = nodes[sender].ns
         path = _link_path(config, link_index)
         queue = link.get("queue") or {"kind": "pfifo", "limit_packets": 1000}
         child = _queue_args(queue, env, f"{path}.queue")
-        shaped = graph.kinds[sender] == "router" or graph.kinds[receiver] == "host" or link_index in host_bottlenecks
+        shaped = link_index in shaped_links
         overhead = int(link.get("overhead_bytes", 14))
         cmds: list[list[str]] = []
         if shaped:
@@ -1127,6 +1148,17 @@ def _plan_routes(
                 cmd += ["initcwnd", str(value)] if key == "initcwnd" else ["rto_min", "lock", f"{value}ms"]
             route_cmds.append(cmd)
     return route_cmds
+
+
+def _shaped_links(config: Mapping[str, Any], graph: _Graph) -> set[int]:
+    """The one-way links whose rate a tbf on the sender's egress sets (module doc, "Rate and
+    queue"): those a router sends on, host-to-host links, and :func:`shaped_host_links`."""
+    host_bottlenecks = shaped_host_links(config)
+    return {
+        k
+        for k in range(len(config["links"]))
+        if graph.kinds[graph.ends[k][0]] == "router" or graph.kinds[graph.ends[k][1]] == "host" or k in host_bottlenecks
+    }
 
 
 def shaped_host_links(config: Mapping[str, Any]) -> set[int]:

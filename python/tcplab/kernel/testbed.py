@@ -250,14 +250,16 @@ class Testbed:
 
         for w in wires:
             stats = self.workdir / w.stats_file
-            line = DelayLine(w.ns, [(t.name, t.delay_ns) for t in w.tuns], self.delayline_cpu, stats)
+            line = DelayLine(
+                w.ns, [(t.name, t.delay_ns, t.rate_bps, t.overhead_bytes) for t in w.tuns], self.delayline_cpu, stats
+            )
             self.delaylines[w.ns] = line
             line.start()
             pid = getattr(line, "pid", None)
             if pid:
                 self.log.append(
                     {
-                        "cmd": f"delay line in {w.ns}: " + " ".join(f"{t.name}:{t.delay_ns}" for t in w.tuns),
+                        "cmd": f"delay line in {w.ns}: " + " ".join(t.spec() for t in w.tuns),
                         "rc": None,
                         "pid": pid,
                         "t_ns": time.monotonic_ns(),
