@@ -354,7 +354,7 @@ def _capture(rows: list[dict], ep: int = 0) -> Capture:
         ep=ep,
         truncated=0,
         packets=pd.DataFrame(cols),
-        flag_bits={"syn": 1, "dsack": 2, "retrans": 4, "fin": 16},
+        flag_bits={"syn": 1, "dsack": 2, "retrans": 4, "fin": 16, "psh": 32},
     )
 
 
@@ -394,6 +394,17 @@ def test_a_dsack_block_comes_first_and_fin_is_written():
     assert a["win"] == (1 << 20) >> 9
 
 
+def test_psh_is_written_as_tcp_header_bit_0x08():
+    # The engine's PSH (tcp::push) is the header's PSH bit, beside ACK; none elsewhere.
+    rows = [
+        {"t_ns": 1000, "dir": 0, "seq": 0, "end_seq": 1448, "flags": 32, "rwnd_bytes": 1 << 20, "ip_bytes": 1500},
+        {"t_ns": 2000, "dir": 0, "seq": 1448, "end_seq": 2896, "flags": 0, "rwnd_bytes": 1 << 20, "ip_bytes": 1500},
+    ]
+    a, b = read(pcap_bytes(CONFIG, _capture(rows)))
+    assert a["flags"] == dpkt.tcp.TH_PUSH | dpkt.tcp.TH_ACK
+    assert b["flags"] == dpkt.tcp.TH_ACK
+
+
 def test_window_scale_follows_tcp_select_initial_window():
     assert window_scale({"tcp_rmem": [4096, 131072, 6291456]}) == 7
     assert window_scale({"tcp_rmem": [4096, 131072, 4194304]}) == 7
@@ -420,7 +431,7 @@ def _raw_capture(**change):
         "node": 0,
         "ep": 0,
         "truncated": 0,
-        "flag_bits": {"syn": 1, "dsack": 2, "retrans": 4, "fin": 16},
+        "flag_bits": {"syn": 1, "dsack": 2, "retrans": 4, "fin": 16, "psh": 32},
         "columns": {c: np.zeros(2, dtype=d) for c, d in CAPTURE_DTYPES.items()},
     }
     raw.update(change)

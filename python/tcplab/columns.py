@@ -82,7 +82,7 @@ HOST_DTYPES: dict[str, str] = {
 #: 1 received by it; sequence numbers are 64-bit byte offsets from the connection's start
 #: (the SYN takes none); ``rwnd_bytes`` the advertised window unscaled; ``tsval_ns`` the
 #: sender's clock, ``tsecr_ns`` the echoed one (0: none); ``flags`` the engine's bits
-#: (``flag_bits``: syn, dsack, retrans, fin); SACK blocks ``sackK_start``/``sackK_end``
+#: (``flag_bits``: syn, dsack, retrans, fin, psh); SACK blocks ``sackK_start``/``sackK_end``
 #: (K < ``num_sacks``; a D-SACK is block 0); ``ip_bytes`` the IP packet's length as the
 #: engine counts it; ``ip_id`` the sending socket's packet count.
 CAPTURE_DTYPES: dict[str, str] = {

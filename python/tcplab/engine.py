@@ -205,7 +205,7 @@ APP: dict[str, Any] = {
     "tables": Opt(Null(MapOf(Columns()))),
 }
 #: The flag bits a capture reports, by name (crates: capture.rs ``FlagBits``).
-FLAG_NAMES = ("syn", "dsack", "retrans", "fin")
+FLAG_NAMES = ("syn", "dsack", "retrans", "fin", "psh")
 CAPTURE: dict[str, Any] = {
     "flow": int,
     "at": OneOf(("sender", "receiver")),

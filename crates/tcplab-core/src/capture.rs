@@ -32,7 +32,10 @@ pub use crate::config::capture::{CaptureAt, CaptureConfig, DEFAULT_MAX_PACKETS, 
 pub use crate::net::tap::{install_tap, take_tap, CaptureBuf, EgressTap, Record, TappedQdisc};
 
 /// The engine flags a capture reports (the others are the engine's bookkeeping).
-pub const REPORTED_FLAGS: u8 = flags::SYN | flags::DSACK | flags::RETRANS | flags::FIN;
+/// All are in the flags' low byte, so the column keeps one byte per packet.
+pub const REPORTED_FLAGS: u16 =
+    flags::SYN | flags::DSACK | flags::RETRANS | flags::FIN | flags::PSH;
+const _: () = assert!(REPORTED_FLAGS <= 0xff);
 
 /// Bytes one captured packet takes while the run goes on (per direction buffer) plus its
 /// share of the columns at the end: the bound the configuration check uses.
@@ -114,15 +117,17 @@ pub struct FlagBits {
     pub dsack: u8,
     pub retrans: u8,
     pub fin: u8,
+    pub psh: u8,
 }
 
 impl Default for FlagBits {
     fn default() -> Self {
         FlagBits {
-            syn: flags::SYN,
-            dsack: flags::DSACK,
-            retrans: flags::RETRANS,
-            fin: flags::FIN,
+            syn: flags::SYN as u8,
+            dsack: flags::DSACK as u8,
+            retrans: flags::RETRANS as u8,
+            fin: flags::FIN as u8,
+            psh: flags::PSH as u8,
         }
     }
 }
@@ -215,7 +220,7 @@ pub fn merge(
         c.rwnd_bytes.push(p.rwnd_bytes);
         c.tsval_ns.push(p.tsval_ns);
         c.tsecr_ns.push(p.tsecr_ns);
-        c.flags.push(p.flags & REPORTED_FLAGS);
+        c.flags.push((p.flags & REPORTED_FLAGS) as u8);
         c.num_sacks.push(p.num_sacks);
         for b in 0..MAX_SACK_BLOCKS {
             let used = b < p.num_sacks as usize;
@@ -310,6 +315,6 @@ mod tests {
         assert_eq!(c.seq, [100, 300, 200]);
         assert_eq!(c.truncated, 1);
         // Bookkeeping flags are not reported.
-        assert!(c.flags.iter().all(|&f| f == flags::RETRANS));
+        assert!(c.flags.iter().all(|&f| f as u16 == flags::RETRANS));
     }
 }

@@ -25,34 +25,42 @@ pub struct SackBlock {
     pub end: u64,
 }
 
-/// Flags carried by a packet.
+/// Flags carried by a packet. The low byte holds what a capture reports (see
+/// `capture::REPORTED_FLAGS`) beside some of the engine's bookkeeping; the high byte only
+/// bookkeeping.
 pub mod flags {
     /// The segment is a SYN (connection request or reply).
-    pub const SYN: u8 = 1 << 0;
+    pub const SYN: u16 = 1 << 0;
     /// The first SACK block is a D-SACK (RFC 2883) report.
-    pub const DSACK: u8 = 1 << 1;
+    pub const DSACK: u16 = 1 << 1;
     /// The data segment is a retransmission (for counters only; the receiver cannot tell).
-    pub const RETRANS: u8 = 1 << 2;
+    pub const RETRANS: u16 = 1 << 2;
     /// Counted against the sending socket's TSQ budget until it leaves the host NIC.
-    pub const TSQ: u8 = 1 << 3;
+    pub const TSQ: u16 = 1 << 3;
     /// FIN: the sender has no more data.
-    pub const FIN: u8 = 1 << 4;
-    /// A segment after the first of one TSO/GSO burst. tcplab sends a burst as separate
-    /// segments, where Linux hands its qdisc one skb; qdiscs that limit in packets (fq's
-    /// `flow_limit` and `limit` count skbs, `qdisc_qlen`) count only the burst's first
-    /// segment. The NIC segments the skb, so the flag is cleared when the packet leaves
-    /// its first link.
-    pub const GSO_TAIL: u8 = 1 << 5;
+    pub const FIN: u16 = 1 << 4;
+    /// PSH, as Linux v6.12 sets it (see `tcp::push`): on every skb of more than one
+    /// segment (`__tcp_transmit_skb()`) and on the skb at the end of an application's
+    /// write (`tcp_mark_push()`). Cutting an skb into frames leaves it on the last
+    /// (`tcp_gso_segment()`); it ends a GRO aggregate (`tcp_gro_receive()`) and lets the
+    /// receiver's reader ACK a drained queue at once (`ICSK_ACK_PUSHED`).
+    pub const PSH: u16 = 1 << 5;
     /// A local sender's packet that crossed a veth into its node still holding its socket
     /// (`skb->sk`, see `LinkConfig::keeps_sk`): its TSQ completion is owed by the next
     /// device it leaves (the node's own), not by the veth.
-    pub const SK_KEPT: u8 = 1 << 6;
+    pub const SK_KEPT: u16 = 1 << 6;
     /// The packet carries its skb's truesize overhead in its sender's `sk_wmem_alloc`
     /// ([`SKB_TRUESIZE_OVERHEAD`](super::SKB_TRUESIZE_OVERHEAD)): every data skb of a socket
     /// with `offload: {tso: on}`; when the skb is cut into frames only the last keeps it
     /// (Linux v6.12 net/ipv4/tcp_offload.c: tcp_gso_segment() hands the skb's socket charge
     /// to its segments, the last one taking what is left), so the charges add up.
-    pub const SKB_HEAD: u8 = 1 << 7;
+    pub const SKB_HEAD: u16 = 1 << 7;
+    /// A segment after the first of one TSO/GSO burst. tcplab sends a burst as separate
+    /// segments, where Linux hands its qdisc one skb; qdiscs that limit in packets (fq's
+    /// `flow_limit` and `limit` count skbs, `qdisc_qlen`) count only the burst's first
+    /// segment. The NIC segments the skb, so the flag is cleared when the packet leaves
+    /// its first link.
+    pub const GSO_TAIL: u16 = 1 << 8;
 }
 
 /// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86-64 (Linux v6.12): the sk_buff's part of
@@ -129,7 +137,7 @@ pub struct Packet {
     pub tstamp_ns: u64,
     pub sack: [SackBlock; MAX_SACK_BLOCKS],
     pub num_sacks: u8,
-    pub flags: u8,
+    pub flags: u16,
     /// The sending socket's count of packets it handed to IP (wrapping), the IPv4
     /// identification before its random start: Linux v6.12 include/net/ip.h:
     /// ip_select_ident_segs() gives a connected socket's packets `inet_id`, advanced by
@@ -169,7 +177,9 @@ impl Packet {
     /// The `k`-th frame of a TSO/GSO skb as the NIC (TSO) or `skb_segment()` (GSO) cuts it
     /// (Linux v6.12 net/ipv4/tcp_offload.c: tcp_gso_segment()): `gso_size` bytes of
     /// payload each, the last taking the rest; the same ACK fields, options and stamp; the
-    /// IP ID advanced by one per frame (`inet_gso_segment()`'s `id++`).
+    /// IP ID advanced by one per frame (`inet_gso_segment()`'s `id++`); FIN and PSH only on
+    /// the last frame (`tcp_gso_segment()` clears them on the others), as the skb's
+    /// truesize charge (`flags::SKB_HEAD`).
     #[inline]
     pub fn gso_frame(&self, k: u32) -> Packet {
         let seq = self.seq + k as u64 * self.gso_size as u64;
@@ -180,7 +190,7 @@ impl Packet {
         f.ip_bytes = Packet::ip_len((end_seq - seq) as u32, self.num_sacks);
         f.ip_id = self.ip_id.wrapping_add(k as u16);
         if k + 1 < self.gso_segs as u32 {
-            f.flags &= !flags::SKB_HEAD;
+            f.flags &= !(flags::SKB_HEAD | flags::FIN | flags::PSH);
         }
         f.gso_segs = 0;
         f.gso_size = 0;
@@ -218,7 +228,7 @@ impl Packet {
     }
 
     #[inline]
-    pub fn has(&self, flag: u8) -> bool {
+    pub fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
     }
 
@@ -250,6 +260,27 @@ mod tests {
         assert_eq!(linear_skb_truesize(52), 512 + 256);
         // A 9000-byte MTU frame needs a 16 KB buffer.
         assert_eq!(linear_skb_truesize(9000), 16384 + 256);
+    }
+
+    #[test]
+    fn gso_frames_keep_psh_fin_and_the_skb_charge_on_the_last_only() {
+        // tcp_gso_segment(): th->fin = th->psh = 0 on every segment but the last.
+        let skb = Packet {
+            seq: 0,
+            end_seq: 3 * 1448,
+            gso_segs: 3,
+            gso_size: 1448,
+            flags: flags::PSH | flags::FIN | flags::SKB_HEAD | flags::TSQ,
+            ..Default::default()
+        };
+        for k in 0..3 {
+            let f = skb.gso_frame(k);
+            let last = k == 2;
+            assert_eq!(f.has(flags::PSH), last);
+            assert_eq!(f.has(flags::FIN), last);
+            assert_eq!(f.has(flags::SKB_HEAD), last);
+            assert!(f.has(flags::TSQ));
+        }
     }
 
     #[test]

@@ -261,6 +261,7 @@ def _records(p: Any, capture: Capture, client: Endpoint, server: Endpoint) -> by
     flags = col["flags"].astype(np.int64)
     syn = (flags & bits["syn"]) != 0
     fin = (flags & bits["fin"]) != 0
+    psh = (flags & bits["psh"]) != 0
     nsack = np.where(syn, 0, col["num_sacks"].astype(np.int64))
     opt_len = np.where(syn, 20, 12 + np.where(nsack > 0, 4 + 8 * nsack, 0))
     tcp_hlen = _TCP + opt_len
@@ -307,7 +308,7 @@ def _records(p: Any, capture: Capture, client: Endpoint, server: Endpoint) -> by
     ack32 = np.where(has_ack, (isn_r + u64(1) + col["ack_seq"]) & u64(_U32), u64(0))
     _put(h, slice(None), t + 8, ack32, 4)
     h[:, t + 12] = (tcp_hlen // 4) << 4
-    h[:, t + 13] = np.where(syn, 0x02, 0) | np.where(has_ack, 0x10, 0) | np.where(fin, 0x01, 0)
+    h[:, t + 13] = np.where(syn, 0x02, 0) | np.where(has_ack, 0x10, 0) | np.where(psh, 0x08, 0) | np.where(fin, 0x01, 0)
     rwnd = col["rwnd_bytes"].astype(np.uint64)
     wscale = pick(client.wscale, server.wscale)
     window = np.where(syn, np.minimum(rwnd, u64(0xFFFF)), np.minimum(rwnd >> wscale, u64(0xFFFF)))

@@ -14,10 +14,12 @@
 //!   `gro_max_size` (65536, `GRO_LEGACY_MAX_SIZE`): `p->len + len >= gro_max_size`, so an
 //!   aggregate holds at most 45 segments of 1448 bytes;
 //! - a packet that cannot merge flushes its flow's aggregate first (`pp`), then is either
-//!   held as the new aggregate or, if it carries a flag that ends one (SYN, FIN) or no
-//!   payload (a pure ACK: `len < mss`), handed on at once (`NAPI_GRO_CB(skb)->flush`);
-//! - a merged segment shorter than `gso_size` or carrying FIN is the aggregate's last:
-//!   the aggregate is flushed at once (`out_check_final`).
+//!   held as the new aggregate or, if it carries a flag that ends one (SYN, FIN, PSH) or
+//!   no payload (a pure ACK: `len < mss`), handed on at once (`NAPI_GRO_CB(skb)->flush`);
+//! - a merged segment shorter than `gso_size` or carrying FIN or PSH is the aggregate's
+//!   last: the aggregate is flushed at once (`out_check_final`). Linux's senders put PSH
+//!   on the last frame of every multi-segment skb (`tcp::push`), so an aggregate holds
+//!   at most the frames of one TSO/GSO skb.
 //!
 //! The caller flushes what is held at the end of the poll: all of it when the poll
 //! completes (`napi_complete_done()` -> `gro_flush()`), only aggregates started in an
@@ -28,9 +30,7 @@
 //! (`GRO_HASH_BUCKETS`, `MAX_GRO_SKBS`) and flushes a full bucket's oldest; tcplab holds
 //! up to 64 aggregates in arrival order and flushes the oldest when full, and flushes in
 //! arrival order (Linux: bucket by bucket, oldest first in each). tcplab's segments carry
-//! no PSH flag (Linux sets it on the last segment of each `sendmsg()` and forced pushes,
-//! which ends an aggregate) and no ECN field (a TOS change flushes in
-//! `inet_gro_receive()`).
+//! no ECN field (a TOS change flushes in `inet_gro_receive()`).
 //!
 //! No allocation after construction: the table is a fixed-capacity `Vec`.
 //!
@@ -73,6 +73,13 @@ pub struct Gro {
 #[inline]
 pub fn cannot_merge(pkt: &Packet) -> bool {
     pkt.payload_bytes() == 0 || pkt.has(flags::SYN | flags::FIN)
+}
+
+/// A packet GRO hands on at once when no aggregate of its flow is held: one it never
+/// merges, or a PSH segment, which `out_check_final` makes final by itself.
+#[inline]
+pub fn passes_at_once(pkt: &Packet) -> bool {
+    cannot_merge(pkt) || pkt.has(flags::PSH)
 }
 
 /// A segment as GRO holds it when it starts an aggregate (`gso_segs` 1), which is what a
@@ -137,21 +144,22 @@ impl Gro {
                 || p.end_seq != pkt.seq
                 || p.ip_bytes + len >= GRO_MAX_SIZE;
             if !flush {
-                // skb_gro_receive(): append; tcp_flag_word(th2) |= flags & FIN.
+                // skb_gro_receive(): append; tcp_flag_word(th2) |= flags & (FIN | PSH).
                 h.pkt.end_seq = pkt.end_seq;
                 h.pkt.ip_bytes += len;
                 h.pkt.gso_segs += 1;
-                h.pkt.flags |= pkt.flags & flags::FIN;
-                // out_check_final: a short or FIN segment ends the aggregate.
-                if len < h.mss || pkt.has(flags::FIN) {
+                h.pkt.flags |= pkt.flags & (flags::FIN | flags::PSH);
+                // out_check_final: a short, PSH or FIN segment ends the aggregate.
+                if len < h.mss || pkt.has(flags::FIN | flags::PSH) {
                     out.then = Some(self.held.remove(i).pkt);
                 }
                 return out;
             }
             out.first = Some(self.held.remove(i).pkt);
         }
-        // Not merged: handed on at once, or held as a new aggregate.
-        if cannot_merge(&pkt) {
+        // Not merged: handed on at once (out_check_final: a PSH segment is final by
+        // itself), or held as a new aggregate.
+        if passes_at_once(&pkt) {
             out.then = Some(pkt);
             return out;
         }
@@ -276,6 +284,34 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![(1, 2)]
         );
+    }
+
+    #[test]
+    fn a_psh_segment_ends_its_aggregate_and_alone_is_not_held() {
+        // tcp_gro_receive(): a PSH segment merges (its flag joins the aggregate's) and is
+        // final (out_check_final); with nothing held it is final by itself and goes on at
+        // once, as a sender's last frame of every multi-segment skb does.
+        let mut g = Gro::new(1000);
+        g.receive(seg(1, 0), 0);
+        g.receive(seg(1, 1), 0);
+        let mut last = seg(1, 2);
+        last.flags = flags::PSH;
+        let r = g.receive(last, 0);
+        assert!(r.first.is_none());
+        let agg = r.then.unwrap();
+        assert_eq!((agg.seq, agg.end_seq, agg.gso_segs), (0, 3 * MSS, 3));
+        assert!(agg.has(flags::PSH));
+        assert_eq!(g.held(), 0);
+        let mut alone = seg(1, 3);
+        alone.flags = flags::PSH;
+        assert!(passes_at_once(&alone));
+        let r = g.receive(alone, 0);
+        assert_eq!(r.then.map(|p| p.seq), Some(3 * MSS));
+        assert_eq!(g.held(), 0);
+        // Without PSH the next segment is held.
+        assert!(!passes_at_once(&seg(1, 4)));
+        g.receive(seg(1, 4), 0);
+        assert_eq!(g.held(), 1);
     }
 
     #[test]

@@ -889,12 +889,13 @@ impl Simulator {
                     if g.held() != 0 {
                         return self.gro_receive(node, pkt, now, polled);
                     }
-                    // Nothing held: a packet GRO cannot merge (no payload, SYN, FIN) passes
-                    // at once, as `Gro::receive` would pass it; a data segment alone in its
+                    // Nothing held: a packet GRO cannot merge (no payload, SYN, FIN) or a PSH
+                    // segment passes at once, as `Gro::receive` would pass it; a data segment
+                    // alone in its
                     // instant (not in a NAPI poll, nothing else queued now) would be held and
                     // flushed unmerged right after this event: it goes on now as that
                     // one-segment aggregate (the same packet at the same time).
-                    if crate::host::gro::cannot_merge(&pkt) {
+                    if crate::host::gro::passes_at_once(&pkt) {
                         return self.deliver(pkt, now);
                     }
                     if !polled && self.ev.peek_time() != Some(now) {

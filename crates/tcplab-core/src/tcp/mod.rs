@@ -8,6 +8,7 @@ pub mod chrono;
 pub mod input;
 pub mod minmax;
 pub mod output;
+pub mod push;
 pub mod rate;
 pub mod rate_sample;
 pub mod reader;

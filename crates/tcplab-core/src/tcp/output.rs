@@ -484,12 +484,14 @@ impl TcpSocket {
         }
     }
 
-    /// `tcp_event_data_sent()`.
+    /// `tcp_event_data_sent()`: also counts a reply toward ping-pong mode (`tcp::push`).
     fn event_data_sent(&mut self) {
         if self.tp.packets_in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
         }
-        self.tp.lsndtime = self.tp.jiffies32();
+        let now_j = self.tp.jiffies32();
+        self.tp.lsndtime = now_j;
+        self.rcv.data_sent(now_j);
     }
 
     /// `tcp_slow_start_after_idle_check()` + `tcp_cwnd_restart()`: on a write after
@@ -581,17 +583,25 @@ impl TcpSocket {
         edt_ns: u64,
         gso_tail: bool,
     ) -> bool {
-        let f = if gso_tail {
+        let mut f = if gso_tail {
             crate::packet::flags::GSO_TAIL
         } else {
             0
         };
+        let psh = self.push_marks.covers(seq, end_seq);
+        if psh {
+            f |= crate::packet::flags::PSH;
+        }
         if !self.transmit(ctx, seq, end_seq, f) {
             self.enter_cwr();
             return false;
         }
         let id = self.rtx.end_id();
         self.new_segment_sent(ctx, seq, end_seq, edt_ns);
+        self.push_marks.sent_through(end_seq);
+        if psh {
+            self.rtx.get_mut(id).psh = true;
+        }
         if self.gso_skbs {
             self.rtx.mark_skb_head(id);
         }
@@ -607,7 +617,10 @@ impl TcpSocket {
     fn send_new_skb(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, edt_ns: u64) -> bool {
         let mss = self.tp.mss_cache as u64;
         let segs = (end_seq - seq).div_ceil(mss) as u32;
-        if !self.transmit_skb(ctx, seq, end_seq, 0, mss as u32, segs) {
+        // tcp_mark_push() left PSH on the skb holding a write's end (`tcp::push`).
+        let psh = self.push_marks.covers(seq, end_seq);
+        let f = if psh { crate::packet::flags::PSH } else { 0 };
+        if !self.transmit_skb(ctx, seq, end_seq, f, mss as u32, segs) {
             self.enter_cwr();
             return false;
         }
@@ -617,6 +630,12 @@ impl TcpSocket {
             let e = (s + mss).min(end_seq);
             self.new_segment_sent(ctx, s, e, edt_ns);
             s = e;
+        }
+        self.push_marks.sent_through(end_seq);
+        if psh {
+            // The mark stays with the skb's end when it is split (tcp_fragment()).
+            let last = self.rtx.end_id() - 1;
+            self.rtx.get_mut(last).psh = true;
         }
         self.rtx.mark_skb_head(head_id);
         true
@@ -897,14 +916,13 @@ impl TcpSocket {
         self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
         let edt = self.tp.tcp_wstamp_ns;
         let mss = self.tp.mss_cache;
-        let ok = self.transmit_skb(
-            ctx,
-            seq,
-            end_seq,
-            crate::packet::flags::RETRANS,
-            mss,
-            n as u32,
-        );
+        // A marked skb's end keeps PSH (`tcp::push`); a run of more than one segment gets
+        // it in transmit_skb().
+        let mut f = crate::packet::flags::RETRANS;
+        if self.rtx.get(id + n - 1).psh {
+            f |= crate::packet::flags::PSH;
+        }
+        let ok = self.transmit_skb(ctx, seq, end_seq, f, mss, n as u32);
         if !ok {
             self.tp.tcp_wstamp_ns = prior_wstamp;
             self.enter_cwr();

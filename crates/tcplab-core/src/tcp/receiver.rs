@@ -30,12 +30,20 @@
 //!   (`tcp_rcv_space_adjust`) up to `tcp_rmem[2]`. The window never shrinks.
 //! - **Receiver RTT** (`tcp_rcv_rtt_measure_ts`) from the echoed timestamp, at the
 //!   timestamp clock's 1 ms granularity, as Linux does without usec timestamps.
+//! - **Pushed segments and ping-pong** (`tcp::push`): a full-sized PSH segment or a short
+//!   one marks the owed ACK pushed (`tcp_measure_rcv_mss()`), and a reader that drains the
+//!   queue sends it at once (`__tcp_cleanup_rbuf()`) unless the socket is in ping-pong
+//!   mode: it sent data within `ato` of receiving (`tcp_event_data_sent()`), as
+//!   request/response peers do, where the reply carries the ACK. Ping-pong mode also turns
+//!   quick-ACK mode off (`tcp_in_quickack_mode()`); a missed delayed ACK or quick-ACK
+//!   entry leaves it.
 
 use std::collections::VecDeque;
 
 use crate::config::TcpConfig;
 use crate::mib::{Mib, MibCounters};
-use crate::packet::{SackBlock, MAX_SACK_BLOCKS};
+use crate::packet::{flags, SackBlock, MAX_SACK_BLOCKS, TCP_IP_HEADER_BYTES};
+use crate::tcp::push::{ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, TCP_PINGPONG_THRESH};
 use crate::time::{JiffyClock, NEVER, NSEC_PER_MSEC};
 
 /// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (40 ms), in jiffies of a host at `hz`.
@@ -148,6 +156,11 @@ pub struct Receiver {
     skb_len: u64,
     skb_segs: u32,
     skb_num_sacks: u8,
+    /// The packet flags of the skb now being received (PSH and FIN matter here).
+    skb_flags: u16,
+    /// `icsk_ack.last_seg_size`: the length of the last short segment measured, 0 if the
+    /// last one measured was not short (`tcp_measure_rcv_mss()`).
+    last_seg_size: u64,
     /// Out-of-order intervals, sorted, merged (never touching).
     ooo: VecDeque<(u64, u64)>,
     ooo_bytes: u64,
@@ -168,6 +181,10 @@ pub struct Receiver {
     ack_pending: bool,
     /// ICSK_ACK_NOW: the owed ACK must go out immediately.
     ack_now: bool,
+    /// `ICSK_ACK_PUSHED` / `ICSK_ACK_PUSHED2` bits of `icsk_ack.pending` (`tcp::push`).
+    ack_pushed: u8,
+    /// `icsk_ack.pingpong`: replies sent within `ato` of receiving (`tcp::push`).
+    pingpong: u8,
     /// Delayed-ACK timer deadline (ns) or NEVER.
     pub delack_deadline_ns: u64,
     /// SACK-compression timer deadline (ns) or NEVER.
@@ -222,6 +239,8 @@ impl Receiver {
             skb_len: 0,
             skb_segs: 0,
             skb_num_sacks: 0,
+            skb_flags: 0,
+            last_seg_size: 0,
             ooo: VecDeque::new(),
             ooo_bytes: 0,
             sacks: [SackBlock::default(); TCP_NUM_SACKS],
@@ -235,6 +254,8 @@ impl Receiver {
             lrcvtime_j: 0,
             ack_pending: false,
             ack_now: false,
+            ack_pushed: 0,
+            pingpong: 0,
             delack_deadline_ns: NEVER,
             comp_sack_deadline_ns: NEVER,
             compressed_ack: 0,
@@ -289,30 +310,61 @@ impl Receiver {
     }
 
     /// The skb that the next `on_data` receives: `len` bytes in `segs` frames (a GRO
-    /// aggregate's segments, else 1) with `num_sacks` SACK blocks. Its truesize is computed
-    /// only if `tcp_measure_rcv_mss()` measures it. Without it `on_data` measures nothing
-    /// (the receiver's unit tests).
+    /// aggregate's segments, else 1) with `num_sacks` SACK blocks and the packet flags
+    /// `pkt_flags`. Its truesize is computed only if `tcp_measure_rcv_mss()` measures it.
+    /// Without it `on_data` measures nothing (the receiver's unit tests).
     #[inline]
-    pub fn set_skb(&mut self, len: u64, segs: u32, num_sacks: u8) {
+    pub fn set_skb(&mut self, len: u64, segs: u32, num_sacks: u8, pkt_flags: u16) {
         self.skb_len = len;
         self.skb_segs = segs;
         self.skb_num_sacks = num_sacks;
+        self.skb_flags = pkt_flags;
     }
 
-    /// `tcp_measure_rcv_mss()`'s `scaling_ratio` part (Linux v6.12 net/ipv4/tcp_input.c):
-    /// when an in-order skb whose segments are at least `rcv_mss` long changes `rcv_mss`,
-    /// the ratio becomes the skb's `len << 8 / truesize`, and a new ratio moves the window
-    /// clamp to the buffer's window (`tcp_set_window_clamp(sk, tcp_win_from_space(sk,
-    /// sk_rcvbuf))`) and caps `rcvq_space.space` at it.
+    /// `tcp_measure_rcv_mss()` (Linux v6.12 net/ipv4/tcp_input.c) for an in-order skb:
+    /// - segments at least `rcv_mss` long: a length that changes `rcv_mss` sets the ratio
+    ///   to the skb's `len << 8 / truesize`, and a new ratio moves the window clamp to the
+    ///   buffer's window (`tcp_set_window_clamp(sk, tcp_win_from_space(sk, sk_rcvbuf))`)
+    ///   and caps `rcvq_space.space` at it; `rcv_mss` becomes the length (at most
+    ///   `advmss`); with PSH the owed ACK is pushed (since v6.6, "tcp: fix delayed ACKs for
+    ///   MSS boundary condition": a write of a multiple of the MSS ends in a full segment);
+    /// - a shorter segment pushes the owed ACK (a second one while pushed: `PUSHED2`),
+    ///   unless it is the second of equal length in a row that looks like a smaller MSS
+    ///   (at least 536 bytes with its header, or 88 and no PSH/FIN), which becomes
+    ///   `rcv_mss`.
     fn measure_rcv_mss(&mut self) {
         let (skb_len, segs) = (self.skb_len, std::mem::take(&mut self.skb_segs));
         if segs == 0 {
             return;
         }
+        let lss = std::mem::take(&mut self.last_seg_size);
         // `gso_size ?: skb->len`: one segment's payload.
         let seg_len = skb_len.div_ceil(segs as u64);
         if seg_len < self.measured_mss {
+            // The TCP header as it arrived (timestamps and any SACK blocks),
+            // `skb->data - skb_transport_header(skb)`.
+            let th_len = (crate::packet::Packet::ip_len(0, self.skb_num_sacks) - 20) as u64;
+            let len = seg_len + th_len;
+            // TCP_MSS_DEFAULT (536) and TCP_MIN_MSS (88) plus a bare header (20);
+            // TCP_REMNANT = FIN | URG | SYN | PSH.
+            let remnant = self.skb_flags & (flags::PSH | flags::FIN | flags::SYN) != 0;
+            if len >= 536 + 20 || (len >= 88 + 20 && !remnant) {
+                // Less `tcp_header_len` (the header with the timestamps option).
+                let len = len - (TCP_IP_HEADER_BYTES - 20) as u64;
+                self.last_seg_size = len;
+                if len == lss {
+                    self.measured_mss = len;
+                    return;
+                }
+            }
+            if self.ack_pushed & ICSK_ACK_PUSHED != 0 {
+                self.ack_pushed |= ICSK_ACK_PUSHED2;
+            }
+            self.ack_pushed |= ICSK_ACK_PUSHED;
             return;
+        }
+        if self.skb_flags & flags::PSH != 0 {
+            self.ack_pushed |= ICSK_ACK_PUSHED;
         }
         if seg_len != self.measured_mss {
             let truesize = crate::packet::rx_truesize(skb_len as u32, segs, self.skb_num_sacks);
@@ -326,7 +378,7 @@ impl Receiver {
                 }
             }
         }
-        self.measured_mss = seg_len;
+        self.measured_mss = seg_len.min(self.advmss);
     }
 
     /// `tcp_set_window_clamp()` (Linux v6.12 net/ipv4/tcp.c) for a non-zero clamp:
@@ -430,11 +482,22 @@ impl Receiver {
     ///   the window still open (and the open window is at most half the clamp): a window
     ///   update, which reopens a zero window.
     ///
-    /// Not modelled: the ICSK_ACK_PUSHED cases (a drained queue after a small pushed
-    /// segment); tcplab does not track PSH.
+    /// - an ACK is owed, the read drained the queue (nothing in order left unread,
+    ///   nothing out of order: `sk_rmem_alloc` is 0), and a short or pushed segment came
+    ///   in (`ICSK_ACK_PUSHED2`, or `ICSK_ACK_PUSHED` outside ping-pong mode; `tcp::push`).
     pub fn cleanup_rbuf(&self, copied: u64) -> bool {
-        if self.ack_pending && self.rcv_nxt - self.rcv_wup > self.rcv_mss {
-            return true;
+        if self.ack_pending {
+            if self.rcv_nxt - self.rcv_wup > self.rcv_mss {
+                return true;
+            }
+            if copied > 0
+                && (self.ack_pushed & ICSK_ACK_PUSHED2 != 0
+                    || (self.ack_pushed & ICSK_ACK_PUSHED != 0 && !self.in_pingpong_mode()))
+                && self.ooo.is_empty()
+                && self.unread_bytes() == 0
+            {
+                return true;
+            }
         }
         if copied > 0 {
             // tcp_receive_window()
@@ -501,6 +564,7 @@ impl Receiver {
         }
         self.ack_pending = false;
         self.ack_now = false;
+        self.ack_pushed = 0;
         self.delack_deadline_ns = NEVER;
         // tcp_event_ack_sent -> tcp_sack_compress... : sending an ACK cancels compression.
         if self.comp_sack_deadline_ns != NEVER {
@@ -521,15 +585,33 @@ impl Receiver {
         }
     }
 
-    /// `tcp_enter_quickack_mode()`.
+    /// `tcp_enter_quickack_mode()`: also leaves ping-pong mode.
     fn enter_quickack_mode(&mut self, max_quickacks: u32) {
         self.incr_quickack(max_quickacks);
+        self.pingpong = 0;
         self.ato = self.ato_min;
     }
 
+    /// `tcp_in_quickack_mode()`: quick ACKs are off in ping-pong mode.
     #[inline]
     fn in_quickack_mode(&self) -> bool {
-        self.quick > 0
+        self.quick > 0 && !self.in_pingpong_mode()
+    }
+
+    /// `inet_csk_in_pingpong_mode()`.
+    #[inline]
+    pub fn in_pingpong_mode(&self) -> bool {
+        self.pingpong >= TCP_PINGPONG_THRESH
+    }
+
+    /// This endpoint sent data at jiffy `now_j` (`tcp_event_data_sent()`): a reply within
+    /// `ato` of the last data received counts toward ping-pong mode
+    /// (`inet_csk_inc_pingpong_cnt()`).
+    #[inline]
+    pub fn data_sent(&mut self, now_j: u32) {
+        if now_j.wrapping_sub(self.lrcvtime_j) < self.ato {
+            self.pingpong = self.pingpong.saturating_add(1);
+        }
     }
 
     /// `tcp_event_data_recv()`: ato estimation and window growth for in-order data.
@@ -947,8 +1029,14 @@ impl Receiver {
         if !self.ack_pending {
             return false;
         }
-        // Delayed ACK missed: inflate ATO.
-        self.ato = (self.ato << 1).min(rto_j);
+        if !self.in_pingpong_mode() {
+            // Delayed ACK missed: inflate ATO.
+            self.ato = (self.ato << 1).min(rto_j);
+        } else {
+            // Delayed ACK missed: leave pingpong mode and deflate ATO.
+            self.pingpong = 0;
+            self.ato = self.ato_min;
+        }
         mib.inc(Mib::DelayedACKs);
         true
     }
@@ -1115,7 +1203,7 @@ mod tests {
             "TCP_DEFAULT_SCALING_RATIO"
         );
         let truesize = crate::packet::linear_skb_truesize(1500);
-        r.set_skb(MSS, 1, 0);
+        r.set_skb(MSS, 1, 0, 0);
         let (s, e) = seg(0);
         r.on_data(0, s, e, 0, 0, 200, &mut mib);
         assert_eq!(r.scaling_ratio, (MSS << 8) / truesize);
@@ -1127,7 +1215,7 @@ mod tests {
         let free_before = r.tcp_space();
         for k in 0..10 {
             let s = (2 + 2 * k) * MSS;
-            r.set_skb(2 * MSS, 1, 0);
+            r.set_skb(2 * MSS, 1, 0, 0);
             r.on_data(1, s, s + 2 * MSS, 0, 0, 200, &mut mib);
         }
         assert_eq!(r.scaling_ratio, 160, "only in-order skbs are measured");
@@ -1140,6 +1228,142 @@ mod tests {
             less.abs_diff(expect) <= 1,
             "{less} B less window, expected {expect}"
         );
+    }
+
+    /// A receiver past quick-ACK mode whose last full-sized segment set `rcv_mss`.
+    fn rx_delaying() -> (Receiver, MibCounters) {
+        let (mut r, mib) = rx();
+        no_growth_room(&mut r);
+        r.quick = 0;
+        r.ato = tcp_ato_min(1000);
+        r.measured_mss = MSS;
+        // Data came 1 ms before the tests' first instant (1 s): no long gap to quick-ACK.
+        r.lrcvtime_j = 999;
+        (r, mib)
+    }
+
+    /// One in-order segment `[s, e)` with `pkt_flags`, read at once; whether the reader's
+    /// tcp_cleanup_rbuf() sends the ACK the data left owed.
+    fn arrive_and_read(
+        r: &mut Receiver,
+        mib: &mut MibCounters,
+        now: u64,
+        s: u64,
+        e: u64,
+        f: u16,
+    ) -> (AckAction, bool) {
+        r.set_skb(e - s, 1, 0, f);
+        let a = r.on_data(now, s, e, 0, 0, 200, mib);
+        (a, a == AckAction::Scheduled && r.cleanup_rbuf(e - s))
+    }
+
+    #[test]
+    fn a_drained_full_sized_psh_segment_is_acked_when_read() {
+        // Linux v6.12 tcp_measure_rcv_mss(): a segment of rcv_mss with PSH sets
+        // ICSK_ACK_PUSHED (v6.6, "tcp: fix delayed ACKs for MSS boundary condition"), and
+        // __tcp_cleanup_rbuf() ACKs once the read drained the queue. Without PSH the ACK
+        // waits for the timer (or the next segment).
+        let (mut r, mut mib) = rx_delaying();
+        let (s, e) = seg(0);
+        let (a, read_acks) = arrive_and_read(&mut r, &mut mib, 1_000_000_000, s, e, 0);
+        assert_eq!(a, AckAction::Scheduled);
+        assert!(!read_acks, "no PSH: delayed");
+        let mut b = Default::default();
+        let (_, w, _, _) = r.fill_ack(&mut b);
+        r.ack_sent(w);
+        let (s, e) = seg(1);
+        let (a, read_acks) = arrive_and_read(&mut r, &mut mib, 1_001_000_000, s, e, flags::PSH);
+        assert_eq!(a, AckAction::Scheduled, "the softirq still delays it");
+        assert!(read_acks, "PSH: the drained read ACKs");
+        // Sending the ACK clears the pushed state.
+        let (_, w, _, _) = r.fill_ack(&mut b);
+        r.ack_sent(w);
+        assert_eq!(r.ack_pushed, 0);
+    }
+
+    #[test]
+    fn a_pushed_segment_waits_while_data_is_queued_out_of_order() {
+        // `!atomic_read(&sk->sk_rmem_alloc)`: the out-of-order queue holds memory, so a
+        // read does not drain the socket.
+        let (mut r, mut mib) = rx_delaying();
+        let (s, e) = seg(5);
+        r.on_data(1_000_000_000, s, e, 0, 0, 200, &mut mib);
+        let mut b = Default::default();
+        let (_, w, _, _) = r.fill_ack(&mut b);
+        r.ack_sent(w);
+        let (s, e) = seg(0);
+        r.set_skb(MSS, 1, 0, flags::PSH);
+        r.on_data(1_001_000_000, s, e, 0, 0, 200, &mut mib);
+        assert!(!r.ooo.is_empty());
+        assert!(r.ack_pushed & ICSK_ACK_PUSHED != 0);
+        assert!(!r.cleanup_rbuf(MSS));
+    }
+
+    #[test]
+    fn short_segments_push_and_ping_pong_needs_two() {
+        // tcp_measure_rcv_mss(): a segment shorter than rcv_mss pushes (PUSHED, then
+        // PUSHED2). In ping-pong mode (a reply sent within ato of receiving,
+        // tcp_event_data_sent()) only PUSHED2 lets the read ACK: the reply carries it.
+        let (mut r, mut mib) = rx_delaying();
+        let now = 1_000_000_000;
+        let (a, read_acks) = arrive_and_read(&mut r, &mut mib, now, 0, 100, flags::PSH);
+        assert_eq!(a, AckAction::Scheduled);
+        assert!(
+            read_acks,
+            "a short segment, not ping-pong: ACK on the drained read"
+        );
+        let mut b = Default::default();
+        let (_, w, _, _) = r.fill_ack(&mut b);
+        r.ack_sent(w);
+        // This endpoint replies 1 ms after the request arrived: ping-pong mode.
+        r.data_sent(r.clock.ns_to_jiffies32(now + 1_000_000));
+        assert!(r.in_pingpong_mode());
+        let (_, read_acks) =
+            arrive_and_read(&mut r, &mut mib, now + 2_000_000, 100, 200, flags::PSH);
+        assert!(!read_acks, "ping-pong: one short segment does not");
+        let (_, read_acks) =
+            arrive_and_read(&mut r, &mut mib, now + 2_100_000, 200, 300, flags::PSH);
+        assert!(read_acks, "ping-pong: a second short one (PUSHED2) does");
+        // A reply long after the data came (> ato) is no reply: no ping-pong count.
+        let (mut q, _) = rx_delaying();
+        q.lrcvtime_j = q.clock.ns_to_jiffies32(now);
+        q.data_sent(q.clock.ns_to_jiffies32(now + 500_000_000));
+        assert!(!q.in_pingpong_mode());
+    }
+
+    #[test]
+    fn ping_pong_turns_quick_acks_off_and_a_missed_delayed_ack_leaves_it() {
+        // tcp_in_quickack_mode(): quick && !pingpong; tcp_delack_timer_handler(): in
+        // ping-pong mode a timer that had to send leaves it and deflates ato.
+        let (mut r, mut mib) = rx_delaying();
+        r.quick = 5;
+        r.pingpong = 1;
+        let (s, e) = seg(0);
+        r.set_skb(MSS, 1, 0, 0);
+        assert_eq!(
+            r.on_data(1_000_000_000, s, e, 0, 0, 200, &mut mib),
+            AckAction::Scheduled
+        );
+        r.ato = 4 * r.ato_min;
+        assert!(r.on_delack_timer(200, &mut mib));
+        assert!(!r.in_pingpong_mode());
+        assert_eq!(r.ato, r.ato_min);
+    }
+
+    #[test]
+    fn two_equal_short_segments_set_rcv_mss_instead_of_pushing() {
+        // tcp_measure_rcv_mss(): a short segment without PSH that looks like a smaller
+        // MSS (>= 536 bytes with its header) is remembered; a second of the same length
+        // becomes rcv_mss and does not push.
+        let (mut r, mut mib) = rx_delaying();
+        r.set_skb(1000, 1, 0, 0);
+        r.on_data(1_000_000_000, 0, 1000, 0, 0, 200, &mut mib);
+        assert_eq!(r.ack_pushed, ICSK_ACK_PUSHED);
+        r.ack_pushed = 0;
+        r.set_skb(1000, 1, 0, 0);
+        r.on_data(1_000_100_000, 1000, 2000, 0, 0, 200, &mut mib);
+        assert_eq!(r.ack_pushed, 0);
+        assert_eq!(r.measured_mss, 1000);
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub struct Skb {
     /// This entry began an skb as it was sent (`offload: {tso: on}`, `mark_skb_head`):
     /// entries up to the next head were one TSO/GSO skb.
     pub skb_head: bool,
+    /// This entry ends an skb that `tcp_mark_push()` marked (`tcp::push`): sent alone
+    /// again, it carries PSH.
+    pub psh: bool,
     ts_prev: u64,
     ts_next: u64,
     ts_linked: bool,
@@ -217,6 +220,7 @@ impl RtxQueue {
             sacked: 0,
             in_host_queue: 1,
             skb_head: false,
+            psh: false,
             ts_prev: NIL,
             ts_next: NIL,
             ts_linked: false,

@@ -22,6 +22,7 @@ use crate::net::Network;
 use crate::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::rng::Rng;
 use crate::tcp::chrono::{Chrono, ChronoType};
+use crate::tcp::push::PushMarks;
 use crate::tcp::reader::Reader;
 use crate::tcp::receiver::{AckAction, Receiver};
 use crate::tcp::rtt::set_rto;
@@ -158,6 +159,8 @@ pub struct TcpSocket {
     /// means "a fresh skb of size_goal" (see `output::TcpSocket::send_head_skb`).
     pub wq_head_end: u64,
     pub wq_next_end: u64,
+    /// Where the application's writes ended, not yet sent (`tcp_mark_push()`, `tcp::push`).
+    pub push_marks: PushMarks,
     /// The app object driving this socket (index into the engine's apps), or [`NO_APP`].
     pub app_id: u32,
     /// Pending notifications for the app ([`notify`] bits); the engine delivers and
@@ -368,6 +371,7 @@ impl TcpSocket {
                 gso_skbs: false,
                 wq_head_end: 0,
                 wq_next_end: 0,
+                push_marks: PushMarks::default(),
                 syn_retries: 0,
                 ip_id_next: 0,
                 captured: false,
@@ -456,7 +460,7 @@ impl TcpSocket {
     /// Build a segment `[seq, end_seq)` with current ACK fields and hand it to the host's
     /// egress. Returns false if the local qdisc dropped it (NET_XMIT_DROP).
     #[inline]
-    pub fn transmit(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, pkt_flags: u8) -> bool {
+    pub fn transmit(&mut self, ctx: &mut Ctx, seq: u64, end_seq: u64, pkt_flags: u16) -> bool {
         self.transmit_skb(ctx, seq, end_seq, pkt_flags, 0, 1)
     }
 
@@ -468,7 +472,7 @@ impl TcpSocket {
         ctx: &mut Ctx,
         seq: u64,
         end_seq: u64,
-        pkt_flags: u8,
+        pkt_flags: u16,
         gso_size: u32,
         segs: u32,
     ) -> bool {
@@ -483,6 +487,10 @@ impl TcpSocket {
         let mut f = pkt_flags;
         if dsack {
             f |= flags::DSACK;
+        }
+        if segs > 1 {
+            // __tcp_transmit_skb(): PSH on every skb of more than one segment (`tcp::push`).
+            f |= flags::PSH;
         }
         if payload > 0 {
             f |= flags::TSQ;
@@ -719,8 +727,13 @@ impl TcpSocket {
             // tcp_measure_rcv_mss() reads `gso_size` (one segment's payload) for a GRO'd
             // skb, so `rcv_mss` is unchanged by aggregation (tcplab keeps it at the MSS);
             // its `scaling_ratio` measurement reads the skb's len and truesize.
-            self.rcv
-                .set_skb(pkt.payload_bytes() as u64, pkt.segs(), pkt.num_sacks);
+            self.rcv.set_skb(
+                pkt.payload_bytes() as u64,
+                pkt.segs(),
+                pkt.num_sacks,
+                pkt.flags,
+            );
+            let rcv_nxt_before = self.rcv.rcv_nxt;
             let action = self.rcv.on_data(
                 ctx.now_ns,
                 pkt.seq,
@@ -738,6 +751,17 @@ impl TcpSocket {
             if self.rcv.read_immediately {
                 if self.rcv.copied_seq > self.notified_read {
                     self.notify |= notify::READ;
+                }
+                // The reader, woken by the in-order data (sk_data_ready), copies it and
+                // runs tcp_cleanup_rbuf(): an owed ACK for a short or pushed segment goes
+                // out now that the queue is drained (`tcp::push`), and a window update if
+                // the read freed enough (simplified: at the instant the data arrived).
+                let copied = self.rcv.rcv_nxt - rcv_nxt_before;
+                if copied > 0
+                    && self.state == ConnState::Established
+                    && self.rcv.cleanup_rbuf(copied)
+                {
+                    self.send_ack(ctx);
                 }
             } else {
                 // The data woke the reader (sk_data_ready): a reader blocked in read()
@@ -880,6 +904,11 @@ impl TcpSocket {
                 self.app.pending_bytes -= take;
                 // tcp_add_write_queue_tail(): data in the write queue makes the socket busy.
                 self.chrono_start(ChronoType::Busy);
+                if self.app.pending_bytes > 0 {
+                    // The write goes to sleep on the full buffer (wait_for_space):
+                    // tcp_push() marks what it wrote so far.
+                    self.push_marks.mark(self.tp.write_seq);
+                }
             }
             self.sndbuf_nospace = self.app.pending_bytes > 0;
             return;
@@ -905,6 +934,8 @@ impl TcpSocket {
             crate::tcp::rate::rate_check_app_limited(&mut self.tp, unsent, self.wmem_alloc_bytes);
             self.tp.write_seq = target;
             self.chrono_start(ChronoType::Busy);
+            // The write ends, or sleeps on the full buffer: tcp_push() marks its tail skb.
+            self.push_marks.mark(target);
         }
         // The bulk writer always has more to write until its total: blocked on the buffer.
         self.sndbuf_nospace = self.app.total_bytes.is_none_or(|t| self.tp.write_seq < t);
@@ -943,6 +974,9 @@ impl TcpSocket {
             crate::tcp::rate::rate_check_app_limited(&mut self.tp, unsent, self.wmem_alloc_bytes);
         }
         self.app.pending_bytes += bytes;
+        // tcp_push() at the end of tcp_sendmsg_locked() marks the write's last skb.
+        self.push_marks
+            .mark(self.tp.write_seq + self.app.pending_bytes);
         if self.state == ConnState::Established {
             // Linux v6.12 net/ipv4/tcp.c: tcp_skb_entail() runs
             // tcp_slow_start_after_idle_check() when the write queues a new skb; it acts

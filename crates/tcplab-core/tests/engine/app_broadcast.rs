@@ -422,3 +422,64 @@ fn bad_broadcast_settings_are_refused_by_field() {
     let err = Simulator::new(cfg).err().unwrap();
     assert!(err.starts_with("apps.0.spec.message_bytes: 0"), "{err}");
 }
+
+/// When each message's ACK reached the sender, from its last byte's send: (message end,
+/// ms) for every message, from a capture at the sender.
+fn ack_delays_ms(out: &SimOutput) -> Vec<(u64, f64)> {
+    use tcplab_core::capture::{DIR_IN, DIR_OUT};
+    let c = out.capture.as_ref().unwrap();
+    let mut sent: Vec<(u64, u64)> = Vec::new(); // (end_seq, t_ns) of each data packet
+    let mut out_rows = Vec::new();
+    for i in 0..c.len() {
+        if c.dir[i] == DIR_OUT && c.end_seq[i] > c.seq[i] {
+            sent.push((c.end_seq[i], c.t_ns[i]));
+        }
+    }
+    let mut k = 0;
+    for i in 0..c.len() {
+        if c.dir[i] != DIR_IN {
+            continue;
+        }
+        while k < sent.len() && sent[k].0 <= c.ack_seq[i] {
+            out_rows.push((sent[k].0, (c.t_ns[i] - sent[k].1) as f64 / 1e6));
+            k += 1;
+        }
+    }
+    out_rows
+}
+
+#[test]
+fn a_message_of_one_full_segment_is_acked_when_read_not_at_the_delayed_ack_timer() {
+    // Linux v6.12 tcp_measure_rcv_mss() (since v6.6, "tcp: fix delayed ACKs for MSS
+    // boundary condition"): a full-sized segment with PSH (the end of a write,
+    // tcp_mark_push()) sets ICSK_ACK_PUSHED, and the reader that drains it sends the ACK
+    // (__tcp_cleanup_rbuf()); a shorter one sets it too. So a one-way message per 100 ms,
+    // each one segment, is ACKed one RTT (10 ms) after it left, also after the 16 quick
+    // ACKs of the connection's start are spent; before, tcplab's receiver held it for the
+    // delayed-ACK timer (40 ms). The peer never replies with data: no ping-pong mode.
+    for message_bytes in [1448u64, 1000] {
+        let bc = BroadcastConfig {
+            message_bytes,
+            window_ns: 0,
+            interval_ns: 100 * MS,
+            first_burst_ns: 50 * MS,
+            bursts: Some(40),
+            ..Default::default()
+        };
+        let mut cfg = fan_in(fan(1, 1, 2_500 * US), bc, 4_200 * MS);
+        cfg.capture = Some(tcplab_core::capture::CaptureConfig {
+            flow: 0,
+            at: tcplab_core::capture::CaptureAt::Sender,
+            max_packets: 100_000,
+        });
+        let out = run(cfg);
+        let delays = ack_delays_ms(&out);
+        assert_eq!(delays.len(), 40, "{message_bytes} B: {delays:?}");
+        for (end, ms) in &delays {
+            assert!(
+                *ms < 12.0,
+                "{message_bytes} B: the message ending at {end} was acked after {ms} ms"
+            );
+        }
+    }
+}

@@ -46,10 +46,10 @@ fn capture(cfg: &SimConfig, at: CaptureAt, max_packets: u64) -> SimConfig {
 }
 
 /// Rows of one direction: (seq, end_seq, ack_seq, flags).
-fn rows(c: &CaptureOutput, dir: u8) -> Vec<(u64, u64, u64, u8)> {
+fn rows(c: &CaptureOutput, dir: u8) -> Vec<(u64, u64, u64, u16)> {
     (0..c.len())
         .filter(|&i| c.dir[i] == dir)
-        .map(|i| (c.seq[i], c.end_seq[i], c.ack_seq[i], c.flags[i]))
+        .map(|i| (c.seq[i], c.end_seq[i], c.ack_seq[i], (c.flags[i] as u16)))
         .collect()
 }
 
@@ -130,9 +130,12 @@ fn the_sender_sees_every_segment_it_sent_and_every_ack_that_came_back() {
         "cumulative ACKs went backwards"
     );
     // The handshake: our SYN first, the SYN-ACK back, then data.
-    assert_eq!((c.dir[0], c.flags[0] & flags::SYN), (DIR_OUT, flags::SYN));
+    assert_eq!(
+        (c.dir[0], (c.flags[0] as u16) & flags::SYN),
+        (DIR_OUT, flags::SYN)
+    );
     let synack = (0..c.len()).find(|&i| c.dir[i] == DIR_IN).unwrap();
-    assert_eq!(c.flags[synack] & flags::SYN, flags::SYN);
+    assert_eq!((c.flags[synack] as u16) & flags::SYN, flags::SYN);
     // TSval is the sender's clock at the capture point (no qdisc wait on the fast access
     // link beyond serialization of what is ahead), TSecr echoes the peer's.
     for i in 0..c.len() {
@@ -171,7 +174,10 @@ fn the_receiver_sees_a_lost_segment_as_a_hole_and_sacks_above_it() {
         if c.dir[i] != DIR_OUT || c.num_sacks[i] == 0 {
             continue;
         }
-        assert!(c.flags[i] & flags::DSACK == 0, "no duplicate arrived");
+        assert!(
+            (c.flags[i] as u16) & flags::DSACK == 0,
+            "no duplicate arrived"
+        );
         assert_eq!(
             c.ack_seq[i], lost.0,
             "ACK with SACK blocks must stay at the hole"
@@ -218,7 +224,9 @@ fn a_duplicate_arrival_is_reported_as_a_dsack_first_block() {
     let out = run(capture(&cfg, CaptureAt::Receiver, 1_000_000));
     let c = out.capture.as_ref().unwrap();
     let mut dsacks = 0;
-    for i in (0..c.len()).filter(|&i| c.dir[i] == DIR_OUT && c.flags[i] & flags::DSACK != 0) {
+    for i in
+        (0..c.len()).filter(|&i| c.dir[i] == DIR_OUT && (c.flags[i] as u16) & flags::DSACK != 0)
+    {
         assert!(c.num_sacks[i] >= 1);
         let (s, e) = (c.sack_start[0][i], c.sack_end[0][i]);
         let below_ack = e <= c.ack_seq[i];
@@ -276,7 +284,7 @@ fn ip_ids_count_the_senders_packets() {
     let ids = |dir: u8| {
         (0..c.len())
             .filter(|&i| c.dir[i] == dir)
-            .map(|i| (c.ip_id[i], c.flags[i]))
+            .map(|i| (c.ip_id[i], (c.flags[i] as u16)))
             .collect::<Vec<_>>()
     };
     for dir in [DIR_OUT, DIR_IN] {
@@ -408,7 +416,7 @@ fn the_receiver_echoes_the_tsval_of_the_earliest_unacknowledged_segment() {
             }
             latest_tsval = latest_tsval.max(c.tsval_ns[i]);
         } else {
-            if c.flags[i] & flags::SYN == 0 {
+            if (c.flags[i] as u16) & flags::SYN == 0 {
                 assert_eq!(
                     c.tsecr_ns[i], ts_recent,
                     "ACK {i} (ack {}) echoes another TSval",
