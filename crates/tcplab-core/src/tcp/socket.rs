@@ -744,9 +744,9 @@ impl TcpSocket {
                 &mut self.tp.mib,
             );
             self.rcv.data_segs_in += pkt.segs() as u64 - 1;
-            match action {
-                AckAction::Now => self.send_ack(ctx),
-                AckAction::Scheduled | AckAction::None => {}
+            let acked_now = action == AckAction::Now;
+            if acked_now {
+                self.send_ack(ctx);
             }
             if self.rcv.read_immediately {
                 if self.rcv.copied_seq > self.notified_read {
@@ -756,8 +756,11 @@ impl TcpSocket {
                 // runs tcp_cleanup_rbuf(): an owed ACK for a short or pushed segment goes
                 // out now that the queue is drained (`tcp::push`), and a window update if
                 // the read freed enough (simplified: at the instant the data arrived).
+                // Just after an ACK neither can be due (nothing owed; the window it
+                // carried is the one the read would offer), so the call is skipped.
                 let copied = self.rcv.rcv_nxt - rcv_nxt_before;
-                if copied > 0
+                if !acked_now
+                    && copied > 0
                     && self.state == ConnState::Established
                     && self.rcv.cleanup_rbuf(copied)
                 {
