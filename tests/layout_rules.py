@@ -76,6 +76,7 @@ FLOORS: dict[str, int] = {
     "sweep": 6,
     "recommend": 6,
     "kernel": 6,
+    "packetdrill": 6,
     "diagnose": 6,
     "collect": 6,
     # 7 commands: one module per command (commands/), and cli.py, which only assembles
