@@ -94,8 +94,15 @@ impl Event {
     }
 }
 
-/// A binary min-heap written out so that sifting moves a "hole" and keeps the element
-/// being placed in registers (see [`Event`] on store forwarding).
+/// A 4-ary min-heap written out so that sifting moves a "hole" and keeps the element
+/// being placed in registers (see [`Event`] on store forwarding). Four children per node
+/// halve the levels a push climbs (one comparison each) and cost a pop the same comparisons
+/// as a binary heap (three among the children and one against the element per level, over
+/// half the levels), on fewer cache lines. The order popped is the (time, insertion) order
+/// whatever the heap's shape.
+/// Children per heap node.
+const ARITY: usize = 4;
+
 #[derive(Default)]
 pub struct EventQueue {
     heap: Vec<Event>,
@@ -120,16 +127,19 @@ impl EventQueue {
         self.next_seq += 1;
         let mut i = self.heap.len();
         self.heap.push(e);
+        // A local slice: its length is a value the optimiser can see, so the indexing below
+        // (always within it) needs no bounds checks.
+        let h = self.heap.as_mut_slice();
         while i > 0 {
-            let parent = (i - 1) / 2;
-            let p = self.heap[parent];
+            let parent = (i - 1) / ARITY;
+            let p = h[parent];
             if !e.before(&p) {
                 break;
             }
-            self.heap[i] = p;
+            h[i] = p;
             i = parent;
         }
-        self.heap[i] = e;
+        h[i] = e;
     }
 
     #[inline]
@@ -139,28 +149,33 @@ impl EventQueue {
         if n == 0 {
             return Some(last);
         }
-        let top = self.heap[0];
+        let h = self.heap.as_mut_slice();
+        let top = h[0];
         // Sift the hole at the root down to where `last` belongs.
         let mut i = 0;
         loop {
-            let l = 2 * i + 1;
-            if l >= n {
+            let first = ARITY * i + 1;
+            if first >= n {
                 break;
             }
-            let r = l + 1;
-            let c = if r < n && self.heap[r].before(&self.heap[l]) {
-                r
-            } else {
-                l
-            };
-            let child = self.heap[c];
+            // The earliest of the (up to four) children.
+            let mut c = first;
+            let mut k = first + 1;
+            let end = (first + ARITY).min(n);
+            while k < end {
+                if h[k].before(&h[c]) {
+                    c = k;
+                }
+                k += 1;
+            }
+            let child = h[c];
             if !child.before(&last) {
                 break;
             }
-            self.heap[i] = child;
+            h[i] = child;
             i = c;
         }
-        self.heap[i] = last;
+        h[i] = last;
         Some(top)
     }
 

@@ -52,11 +52,25 @@ const MAX_MARKS: usize = 16;
 
 /// Where the application's writes ended (`tcp_mark_push()`), not yet covered by a sent skb,
 /// in sequence order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct PushMarks {
     seq: [u64; MAX_MARKS],
     head: usize,
     len: usize,
+    /// The oldest mark (`seq[head]`), or `u64::MAX` when there is none: the test every
+    /// skb makes, without the ring.
+    next: u64,
+}
+
+impl Default for PushMarks {
+    fn default() -> Self {
+        PushMarks {
+            seq: [0; MAX_MARKS],
+            head: 0,
+            len: 0,
+            next: u64::MAX,
+        }
+    }
 }
 
 impl PushMarks {
@@ -75,12 +89,18 @@ impl PushMarks {
         let slot = (self.head + self.len) % MAX_MARKS;
         self.seq[slot] = seq;
         self.len += 1;
+        if self.len == 1 {
+            self.next = seq;
+        }
     }
 
     /// Whether a new-data skb `[seq, end_seq)` holds the end of a write (a mark in
     /// `(seq, end_seq]`): it carries PSH.
     #[inline]
     pub fn covers(&self, seq: u64, end_seq: u64) -> bool {
+        if self.next > end_seq {
+            return false;
+        }
         let mut k = 0;
         while k < self.len {
             let m = self.seq[(self.head + k) % MAX_MARKS];
@@ -98,10 +118,18 @@ impl PushMarks {
     /// New data up to `end_seq` was sent: its marks are spent.
     #[inline]
     pub fn sent_through(&mut self, end_seq: u64) {
+        if self.next > end_seq {
+            return;
+        }
         while self.len > 0 && self.seq[self.head] <= end_seq {
             self.head = (self.head + 1) % MAX_MARKS;
             self.len -= 1;
         }
+        self.next = if self.len > 0 {
+            self.seq[self.head]
+        } else {
+            u64::MAX
+        };
     }
 
     /// Marks held.

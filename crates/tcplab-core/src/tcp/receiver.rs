@@ -691,12 +691,20 @@ impl Receiver {
     /// bytes the application copied in the last receiver RTT. `copied_seq` is where the
     /// reader is: an immediate reader's follows `rcv_nxt` (called as data arrives); a slow
     /// reader's is its own, passed on each read, as `tcp_recvmsg()` calls it.
+    #[inline]
     fn rcv_space_adjust(&mut self, now_ns: u64, copied_seq: u64) {
         let now_us = now_ns / 1000;
         let time = now_us.saturating_sub(self.rcvq_space_time_us);
         if self.rcv_rtt_us_x8 == 0 || time < (self.rcv_rtt_us_x8 >> 3) {
             return;
         }
+        self.rcv_space_measure(now_us, copied_seq);
+    }
+
+    /// The part of `tcp_rcv_space_adjust()` that runs once per receiver RTT (kept out of
+    /// line: every in-order segment of an immediate reader asks, few measure).
+    #[inline(never)]
+    fn rcv_space_measure(&mut self, now_us: u64, copied_seq: u64) {
         let copied = copied_seq - self.rcvq_space_seq;
         if copied > self.rcvq_space_bytes {
             if self.moderate_rcvbuf {
