@@ -291,6 +291,12 @@ def wire_commands(
 # ----------------------------------------------------------------------------- the process
 
 
+def tun_spec(name: str, delay_ns: int, rate_bps: int = 0, overhead_bytes: int = 0) -> str:
+    """The line's ``--tun`` value: ``NAME:DELAY_NS``, or ``NAME:DELAY_NS:RATE_BPS:OVERHEAD``
+    for a TUN that also serialises at a link's rate (rate 0: none)."""
+    return f"{name}:{delay_ns}" + (f":{rate_bps}:{overhead_bytes}" if rate_bps else "")
+
+
 class DelayLine:
     """One ``tcplab-delayline`` process in network namespace ``netns``.
 
@@ -350,8 +356,8 @@ class DelayLine:
         ``binary`` when given, else :func:`delayline_argv`)."""
         line = [str(self.binary)] if self.binary is not None else delayline_argv()
         cmd = ["ip", "netns", "exec", self.netns, *line]
-        for name, delay_ns, rate_bps, overhead in self.tuns:
-            cmd += ["--tun", f"{name}:{delay_ns}" + (f":{rate_bps}:{overhead}" if rate_bps else "")]
+        for tun in self.tuns:
+            cmd += ["--tun", tun_spec(*tun)]
         if self.cpu is not None:
             cmd += ["--cpu", str(self.cpu)]
         cmd += ["--stats", str(self.stats_path)]

@@ -94,6 +94,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tcplab.kernel.delayline import tun_spec
 from tcplab.kernel.env import KernelEnv
 from tcplab.kernel.errors import KernelError, KernelUnsupported
 from tcplab.kernel.names import NAME_MAX, check_prefix, max_node_name, node_ns, wire_ns
@@ -211,8 +212,7 @@ class WireTun:
 
     def spec(self) -> str:
         """The delay line's ``--tun`` value."""
-        rate = f":{self.rate_bps}:{self.overhead_bytes}" if self.rate_bps else ""
-        return f"{self.name}:{self.delay_ns}{rate}"
+        return tun_spec(self.name, self.delay_ns, self.rate_bps, self.overhead_bytes)
 
 
 @dataclass

@@ -598,10 +598,7 @@ impl TcpSocket {
         }
         let id = self.rtx.end_id();
         self.new_segment_sent(ctx, seq, end_seq, edt_ns);
-        self.push_marks.sent_through(end_seq);
-        if psh {
-            self.rtx.get_mut(id).psh = true;
-        }
+        self.pushed_skb_sent(end_seq, psh);
         if self.gso_skbs {
             self.rtx.mark_skb_head(id);
         }
@@ -631,14 +628,20 @@ impl TcpSocket {
             self.new_segment_sent(ctx, s, e, edt_ns);
             s = e;
         }
+        self.pushed_skb_sent(end_seq, psh);
+        self.rtx.mark_skb_head(head_id);
+        true
+    }
+
+    /// New data up to `end_seq` went out as an skb, marked PSH by a write's end (`psh`,
+    /// `tcp::push`) or not, its entries already queued: the write marks it covered are spent,
+    /// and its last entry keeps the mark, as `tcp_fragment()` gives PSH to an skb's end.
+    fn pushed_skb_sent(&mut self, end_seq: u64, psh: bool) {
         self.push_marks.sent_through(end_seq);
         if psh {
-            // The mark stays with the skb's end when it is split (tcp_fragment()).
             let last = self.rtx.end_id() - 1;
             self.rtx.get_mut(last).psh = true;
         }
-        self.rtx.mark_skb_head(head_id);
-        true
     }
 
     /// What follows a successful transmission of new data `[seq, end_seq)` (one segment).

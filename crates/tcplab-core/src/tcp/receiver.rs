@@ -70,6 +70,14 @@ const SCALING_RATIO: u64 = 128;
 /// `TCP_MSS_DEFAULT`: the receiver's first `icsk_ack.rcv_mss` estimate
 /// (`tcp_initialize_rcv_mss()`), which the first full-sized segment replaces.
 const TCP_MSS_DEFAULT: u64 = 536;
+/// `TCP_MIN_MSS`: the smallest MSS Linux takes from a segment's length.
+const TCP_MIN_MSS: u64 = 88;
+/// `sizeof(struct tcphdr)`, the TCP header without options.
+const TCP_BARE_HEADER_BYTES: u64 = 20;
+/// `tp->tcp_header_len`: the TCP header with the timestamps option every tcplab segment has.
+const TCP_HEADER_LEN: u64 = (TCP_IP_HEADER_BYTES - IPV4_HEADER_BYTES) as u64;
+/// The IPv4 header without options.
+const IPV4_HEADER_BYTES: u32 = 20;
 /// `SOCK_MIN_RCVBUF / 2`: the smallest window clamp `tcp_set_window_clamp()` sets
 /// (`2 * TCP_SKB_MIN_TRUESIZE`, TCP_SKB_MIN_TRUESIZE = 2048 + SKB_DATA_ALIGN(sizeof(sk_buff))).
 const MIN_WINDOW_CLAMP: u64 = 2048 + 256;
@@ -343,14 +351,15 @@ impl Receiver {
         if seg_len < self.measured_mss {
             // The TCP header as it arrived (timestamps and any SACK blocks),
             // `skb->data - skb_transport_header(skb)`.
-            let th_len = (crate::packet::Packet::ip_len(0, self.skb_num_sacks) - 20) as u64;
+            let th_len =
+                (crate::packet::Packet::ip_len(0, self.skb_num_sacks) - IPV4_HEADER_BYTES) as u64;
             let len = seg_len + th_len;
-            // TCP_MSS_DEFAULT (536) and TCP_MIN_MSS (88) plus a bare header (20);
-            // TCP_REMNANT = FIN | URG | SYN | PSH.
+            // TCP_REMNANT = FIN | URG | SYN | PSH (tcplab sends no URG).
             let remnant = self.skb_flags & (flags::PSH | flags::FIN | flags::SYN) != 0;
-            if len >= 536 + 20 || (len >= 88 + 20 && !remnant) {
-                // Less `tcp_header_len` (the header with the timestamps option).
-                let len = len - (TCP_IP_HEADER_BYTES - 20) as u64;
+            if len >= TCP_MSS_DEFAULT + TCP_BARE_HEADER_BYTES
+                || (len >= TCP_MIN_MSS + TCP_BARE_HEADER_BYTES && !remnant)
+            {
+                let len = len - TCP_HEADER_LEN;
                 self.last_seg_size = len;
                 if len == lss {
                     self.measured_mss = len;
