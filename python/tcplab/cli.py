@@ -19,6 +19,7 @@
     tcplab export iperf3 RUN [--flow F] [--interval 1s] [-o PATH] [--force]
     tcplab export pcap RUN --flow FLOW [--at sender|receiver] [-o FILE] [--max-packets N] [--force]
     tcplab ss RUN [--at T] [FLOW]
+    tcplab packetdrill SCRIPT|DIR... [--tolerance-usecs N] [--report DIR] [--junit FILE] [--kernel]
 
 SCENARIO is a YAML file, ``builtin:NAME`` or a bare built-in NAME (``tcplab scenarios``).
 
@@ -79,6 +80,7 @@ from tcplab.commands import (
     experiments,
     export,
     kernel,
+    packetdrill,
     recommend,
     reproduce,
     run,
@@ -143,7 +145,7 @@ def _root(
 # Each command registers itself, in this order: ``tcplab --help`` lists the commands in it,
 # then the groups (kernel, export) in theirs.
 COMMANDS = (run, compare, validate, check, scenarios, collect, diagnose, reproduce, experiments, kernel, sweep)
-COMMANDS += (export, ss, recommend)
+COMMANDS += (export, ss, recommend, packetdrill)
 for _module in COMMANDS:
     _module.register(app)
 
