@@ -437,3 +437,12 @@ def test_cli_lines_totals_and_exit_codes(tmp_path, monkeypatch):
     assert ok.exit_code == 0, ok.output
     bad = CliRunner().invoke(app, ["packetdrill", str(tmp_path / "nope")])
     assert bad.exit_code == 2 and "error: " in bad.output and "nope" in bad.output
+
+
+def test_an_engine_error_fails_that_script_only(tmp_path):
+    def broken(config):
+        raise RuntimeError("engine said no")
+
+    r = run_script(script(tmp_path, ""), host_factory=broken)
+    assert r.status == "fail"
+    assert r.message.endswith("t.pkt:2: tcplab error: RuntimeError: engine said no")

@@ -44,6 +44,7 @@ import builtins
 import errno as errno_mod
 import os
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -934,4 +935,11 @@ def run_script(
         status, message = "skip", str(e)
     except _Fail as e:
         status, message, details = "fail", str(e), e.details
+    except ImportError:
+        raise  # no engine: the caller says so once, not once per script
+    except Exception as e:  # noqa: BLE001 - one script's engine or runner error must not stop a corpus run
+        line = runner.event.line if runner.event is not None else 0
+        status = "fail"
+        message = f"{shown}:{line}: tcplab error: {type(e).__name__}: {e}"
+        details = traceback.format_exc()
     return ScriptResult(shown, status, message, round(time.monotonic() - start, 3), details)
