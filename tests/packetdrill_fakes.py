@@ -118,6 +118,12 @@ class FakeHost:
         self._push()
         return n
 
+    def close(self) -> None:
+        self._send(fin=True, seq=self.snd_nxt, end_seq=self.snd_nxt)
+
+    def shutdown_wr(self) -> None:
+        self.close()
+
     def pending_write_bytes(self) -> int:
         return 0
 

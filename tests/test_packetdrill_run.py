@@ -446,3 +446,18 @@ def test_an_engine_error_fails_that_script_only(tmp_path):
     r = run_script(script(tmp_path, ""), host_factory=broken)
     assert r.status == "fail"
     assert r.message.endswith("t.pkt:2: tcplab error: RuntimeError: engine said no")
+
+
+def test_close_when_switched_on(tmp_path, monkeypatch):
+    import tcplab.packetdrill.run as run_mod
+
+    monkeypatch.setattr(run_mod, "CLOSE_MODELLED", True)
+    r, _ = run(script(tmp_path, "   +0 close(4) = 0\n   +0 > F. 1:1(0) ack 1\n"))
+    assert r.status == "pass", r.message
+    r, _ = run(script(tmp_path, "   +0 shutdown(4, SHUT_RD) = 0\n", name="rd.pkt"))
+    assert (r.status, r.message) == ("skip", "shutdown SHUT_RD not modelled")
+
+
+def test_inbound_rst_is_skipped(tmp_path):
+    r, _ = run(script(tmp_path, "  +.1 < R. 1:1(0) ack 1 win 257\n"))
+    assert (r.status, r.message) == ("skip", "inbound RST (line 10) not modelled")

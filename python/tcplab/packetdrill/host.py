@@ -198,6 +198,19 @@ class Host:
     def outq_bytes(self) -> int:
         return int(self.raw.outq_bytes())
 
+    def close(self) -> None:
+        self.raw.close()  # type: ignore[attr-defined]
+        self.settle()
+
+    def shutdown_wr(self) -> None:
+        self.raw.shutdown_wr()  # type: ignore[attr-defined]
+        self.settle()
+
+    def peer_closed(self) -> bool:
+        """The peer's FIN was taken (False from an engine without FIN)."""
+        closed = getattr(self.raw, "peer_closed", None)
+        return bool(closed()) if closed is not None else False
+
     def set_sndbuf(self, val: int) -> None:
         self.raw.set_sndbuf(val)
 

@@ -97,7 +97,9 @@ SYSCALLS = frozenset(
     {"socket", "bind", "listen", "accept", "connect", "setsockopt", "getsockopt", "fcntl"}
     | {"write", "send", "sendto", "read", "recv", "recvfrom", "ioctl"}
 )
-#: Switch on when the engine models FIN: close() and shutdown() then run.
+#: Switch on when the engine models FIN: close() and shutdown(SHUT_WR) then run (the
+#: handlers are written: host.close(), host.shutdown_wr(), and a read at the end of the
+#: data returning 0 once host.peer_closed()).
 CLOSE_MODELLED = False
 #: The socket options tcplab runs (setsockopt and getsockopt).
 SOCKOPTS = frozenset({"SO_REUSEADDR", "SO_SNDBUF", "SO_RCVBUF", "TCP_NODELAY", "TCP_CONGESTION"})
@@ -156,6 +158,9 @@ _SYMBOLS: dict[str, int] = {
     "SIOCOUTQ": 0x5411,
     "TIOCOUTQ": 0x5411,
     "MSG_DONTWAIT": 0x40,
+    "SHUT_RD": 0,
+    "SHUT_WR": 1,
+    "SHUT_RDWR": 2,
 }
 
 #: How long (simulated) a call that blocks packetdrill's main thread may take.
@@ -396,6 +401,8 @@ class _Runner:
     def _prescan_packet(self, ev: Event, p: TcpPacket) -> None:
         if p.ports is not None:
             raise _Skip(f"packets with ports (line {ev.line}) not modelled")
+        if p.direction == "<" and "R" in p.flags:
+            raise _Skip(f"inbound RST (line {ev.line}) not modelled")
         sack = any(o.kind == "sackOK" for o in p.options or ())
         if p.direction == "<" and p.flags in ("S", "S.") and not sack:
             raise _Skip("connection without SACK not modelled")
@@ -405,6 +412,8 @@ class _Runner:
             raise _Skip("close()/FIN not modelled yet")
         if c.name not in SYSCALLS and c.name not in ("close", "shutdown"):
             raise _Skip(f"system call {c.name} not modelled")
+        if c.name == "shutdown" and len(c.args) > 1 and _symbol_name(c.args[1]) != "SHUT_WR":
+            raise _Skip(f"shutdown {_symbol_name(c.args[1])} not modelled")
         if c.name in ("setsockopt", "getsockopt"):
             opt = _symbol_name(c.args[2]) if len(c.args) > 2 else "?"
             if opt not in SOCKOPTS:
@@ -777,12 +786,20 @@ class _Runner:
             return _Wait(lambda: host.pending_write_bytes() == 0, lambda: _Done(n))
         if name in ("read", "recv", "recvfrom"):
             n = _int_arg(c.args, 2)
-            ready = lambda: host.unread_bytes() > 0  # noqa: E731
+            ready = lambda: host.unread_bytes() > 0 or host.peer_closed()  # noqa: E731
             if sock.nonblocking and not ready():
                 return _Done(-1, "EAGAIN")
             return _Wait(ready, lambda: _Done(host.read(n)))
         if name == "ioctl":
             return self.sys_ioctl(c, host)
+        if name == "close":
+            del self.fds[fd]
+            if sock.kind == "conn" or not any(s.kind == "conn" for s in self.fds.values()):
+                host.close()
+            return _Done(0)
+        if name == "shutdown":
+            host.shutdown_wr()
+            return _Done(0)
         if name == "fcntl":
             cmd = _symbol_name(c.args[1])
             if cmd == "F_GETFL":
