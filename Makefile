@@ -15,7 +15,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: reproduce demo test lint setup bench bench-quick bench-sweep test-slow clean
+.PHONY: reproduce demo test lint setup bench bench-quick bench-sweep test-slow conformance clean
 
 $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Cargo.toml) $(shell find python -name '*.py' -o -name '*.yaml')
 	@test -d $(VENV) || { echo "tcplab: creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
@@ -69,6 +69,11 @@ bench-quick: $(STAMP)
 
 bench-sweep: $(STAMP)
 	$(PY) bench/sweep_speed.py
+
+# docs/conformance.md: the kernel's packetdrill scripts against tcplab (needs the corpus:
+# ../shared/packetdrill or $$TCPLAB_PACKETDRILL_DIR); also rewrites the expected passes.
+conformance: $(STAMP)
+	$(PY) -m tcplab.packetdrill.conformance --update-passes
 
 clean:
 	rm -rf $(VENV) target out

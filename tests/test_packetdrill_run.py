@@ -322,7 +322,6 @@ def test_nonblocking_read_eagain(tmp_path):
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
-        ("   +0 close(4) = 0\n", "close()/FIN not modelled yet"),
         ("   +0 epoll_create(1) = 5\n", "system call epoll_create not modelled"),
         ("   +0 setsockopt(4, SOL_TCP, TCP_CORK, [1], 4) = 0\n", "setsockopt TCP_CORK not modelled"),
         ("   +0 %{ assert bbr_bw > 0 }%\n", "%{ }% code reading bbr_bw (line 10) not modelled"),
@@ -337,11 +336,14 @@ def test_skips_name_the_feature(tmp_path, body, reason):
     assert hosts == []  # decided before running
 
 
-def test_syn_without_sack_is_skipped(tmp_path):
-    p = script(tmp_path, "")
-    p.write_text(p.read_text().replace("<mss 1000,sackOK,nop,nop,nop,wscale 7>", "<mss 1000,nop,wscale 7>"))
-    r, _ = run(p)
-    assert (r.status, r.message) == ("skip", "connection without SACK not modelled")
+def test_without_sack_runs_until_the_engine_says_it_is_not_modelled(tmp_path):
+    p = script(tmp_path, "   +0 write(4, ..., 1000) = 1000\n   +0 > P. 1:1001(1000) ack 1\n  +.1 < . 1:1(0) ack 1 win 257\n")
+    text = p.read_text().replace("<mss 1000,sackOK,nop,nop,nop,wscale 7>", "<mss 1000,nop,wscale 7>")
+    p.write_text(text.replace("<mss 1460,nop,nop,sackOK,nop,wscale 8>", "<mss 1460,nop,wscale 8>"))
+    r, hosts = run(p)
+    assert ("negotiate", 1000, 7, False, False) in hosts[0].calls
+    assert r.status == "skip"
+    assert r.message == "loss recovery without SACK (Reno duplicate-ACK counting) (line 12) not modelled"
 
 
 def test_sysctl_after_socket_is_skipped_when_it_changes_the_engine(tmp_path):
@@ -390,7 +392,7 @@ def test_parse_commands_forms():
 def _corpus(tmp_path: Path) -> Path:
     script(tmp_path, "   +0 write(4, ..., 1000) = 1000\n   +0 > P. 1:1001(1000) ack 1\n", name="a.pkt")
     script(tmp_path, "   +0 > P. 1:1001(1000) ack 1\n", name="b.pkt")
-    script(tmp_path, "   +0 close(4) = 0\n", name="c.pkt")
+    script(tmp_path, "   +0 setsockopt(4, SOL_TCP, TCP_CORK, [1], 4) = 0\n", name="c.pkt")
     return tmp_path / "tcp"
 
 
@@ -410,7 +412,7 @@ def test_report_and_junit_files(tmp_path):
     assert [s.get("name") for s in suites] == ["."]
     cases = {c.get("name"): c for c in suites[0].findall("testcase")}
     assert cases["b.pkt"].find("failure") is not None
-    assert cases["c.pkt"].find("skipped").get("message") == "close()/FIN not modelled yet"
+    assert cases["c.pkt"].find("skipped").get("message") == "setsockopt TCP_CORK not modelled"
     assert root.get("failures") == "1" and root.get("skipped") == "1"
 
 
@@ -430,7 +432,7 @@ def test_cli_lines_totals_and_exit_codes(tmp_path, monkeypatch):
     lines = res.output.splitlines()
     assert lines[0] == "pass  a.pkt"
     assert lines[1].startswith("fail  b.pkt  ") and lines[1].endswith("Timed out waiting for packet")
-    assert lines[2] == "skip  c.pkt  close()/FIN not modelled yet"
+    assert lines[2] == "skip  c.pkt  setsockopt TCP_CORK not modelled"
     assert lines[3] == "3 scripts: 1 pass, 1 fail, 1 skip"
     assert res.exit_code == 1 and (tmp_path / "j.xml").exists()
     ok = CliRunner().invoke(app, ["packetdrill", str(corpus / "case" / "a.pkt")])
@@ -448,14 +450,17 @@ def test_an_engine_error_fails_that_script_only(tmp_path):
     assert r.message.endswith("t.pkt:2: tcplab error: RuntimeError: engine said no")
 
 
-def test_close_when_switched_on(tmp_path, monkeypatch):
-    import tcplab.packetdrill.run as run_mod
-
-    monkeypatch.setattr(run_mod, "CLOSE_MODELLED", True)
+def test_close_sends_a_fin_and_shutdown_follows_how(tmp_path):
     r, _ = run(script(tmp_path, "   +0 close(4) = 0\n   +0 > F. 1:1(0) ack 1\n"))
     assert r.status == "pass", r.message
-    r, _ = run(script(tmp_path, "   +0 shutdown(4, SHUT_RD) = 0\n", name="rd.pkt"))
-    assert (r.status, r.message) == ("skip", "shutdown SHUT_RD not modelled")
+    # SHUT_RD: no packet, a read returns 0 at once; SHUT_WR then: the FIN, and a write fails.
+    body = (
+        "   +0 shutdown(4, SHUT_RD) = 0\n   +0 read(4, ..., 1000) = 0\n"
+        "   +0 shutdown(4, SHUT_WR) = 0\n   +0 > F. 1:1(0) ack 1\n"
+        "   +0 write(4, ..., 1000) = -1 EPIPE (Broken pipe)\n"
+    )
+    r, hosts = run(script(tmp_path, body, name="rdwr.pkt"))
+    assert r.status == "pass", r.message
 
 
 def test_inbound_rst_is_skipped(tmp_path):

@@ -61,6 +61,8 @@ pub mod flags {
     /// segment. The NIC segments the skb, so the flag is cleared when the packet leaves
     /// its first link.
     pub const GSO_TAIL: u16 = 1 << 8;
+    /// RST: the sender reset the connection (`tcp::close`).
+    pub const RST: u16 = 1 << 9;
 }
 
 /// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86-64 (Linux v6.12): the sk_buff's part of

@@ -24,6 +24,7 @@
 //! (`tcplab.engine.OUTPUT_SCHEMA`).
 
 mod delayline;
+mod scripted;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -270,6 +271,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(bounds, m)?)?;
     m.add_function(wrap_pyfunction!(delayline::delayline_main, m)?)?;
+    m.add_class::<scripted::ScriptedHost>()?;
     m.add("__version__", env!("TCPLAB_ENGINE_VERSION"))?;
     Ok(())
 }

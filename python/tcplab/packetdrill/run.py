@@ -87,7 +87,6 @@ __all__ = [
     "SYSCALLS",
     "SOCKOPTS",
     "CODE_CONSTANTS",
-    "CLOSE_MODELLED",
     "DEFAULT_DEFINES",
     "MAIN_THREAD_BLOCK_US",
 ]
@@ -95,15 +94,15 @@ __all__ = [
 #: The system calls tcplab runs.
 SYSCALLS = frozenset(
     {"socket", "bind", "listen", "accept", "connect", "setsockopt", "getsockopt", "fcntl"}
-    | {"write", "send", "sendto", "read", "recv", "recvfrom", "ioctl"}
+    | {"write", "send", "sendto", "read", "recv", "recvfrom", "ioctl", "close", "shutdown"}
 )
-#: Switch on when the engine models FIN: close() and shutdown(SHUT_WR) then run (the
-#: handlers are written: host.close(), host.shutdown_wr(), and a read at the end of the
-#: data returning 0 once host.peer_closed()).
-CLOSE_MODELLED = False
 #: The socket options tcplab runs (setsockopt and getsockopt).
 SOCKOPTS = frozenset({"SO_REUSEADDR", "SO_SNDBUF", "SO_RCVBUF", "TCP_NODELAY", "TCP_CONGESTION"})
+#: Options only read (getsockopt): SO_ERROR (the pending socket error) and TCP_MAXSEG.
+GETSOCKOPTS = SOCKOPTS | {"SO_ERROR", "TCP_MAXSEG"}
 _IOCTLS = {"SIOCINQ": "inq", "FIONREAD": "inq", "SIOCOUTQ": "outq", "TIOCOUTQ": "outq"}
+#: shutdown()'s `how` as bits: 1 the sending side (FIN), 2 the receiving side.
+_SHUT_HOW = {"SHUT_WR": 1, "SHUT_RD": 2, "SHUT_RDWR": 3}
 _ENGINE_CC = ("cubic", "reno", "bbr")
 
 #: What code.c's write_symbols() defines for ``%{ }%`` code (Linux's values).
@@ -297,9 +296,15 @@ class _Pending:
 # --- code blocks ------------------------------------------------------------------------
 
 
+def _python_text(code: str) -> str:
+    """A block as code.c's write_text() hands it to Python: followed by two newlines (a
+    block ending in a backslash continuation is then still whole)."""
+    return code + "\n\n"
+
+
 def _code_names(code: str) -> tuple[set[str], set[str]]:
     """(names read, names assigned) by a block of Python."""
-    tree = ast.parse(code)
+    tree = ast.parse(_python_text(code))
     read, assigned = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -320,6 +325,9 @@ def _code_names(code: str) -> tuple[set[str], set[str]]:
 class _Socket:
     kind: str  # "socket" | "listener" | "conn"
     nonblocking: bool = False
+    #: shutdown(SHUT_RD) / shutdown(SHUT_WR) (or SHUT_RDWR) done
+    rd_shutdown: bool = False
+    wr_shutdown: bool = False
 
 
 @dataclass
@@ -403,20 +411,15 @@ class _Runner:
             raise _Skip(f"packets with ports (line {ev.line}) not modelled")
         if p.direction == "<" and "R" in p.flags:
             raise _Skip(f"inbound RST (line {ev.line}) not modelled")
-        sack = any(o.kind == "sackOK" for o in p.options or ())
-        if p.direction == "<" and p.flags in ("S", "S.") and not sack:
-            raise _Skip("connection without SACK not modelled")
 
     def _prescan_syscall(self, ev: Event, c: Syscall) -> None:
-        if c.name in ("close", "shutdown") and not CLOSE_MODELLED:
-            raise _Skip("close()/FIN not modelled yet")
-        if c.name not in SYSCALLS and c.name not in ("close", "shutdown"):
+        if c.name not in SYSCALLS:
             raise _Skip(f"system call {c.name} not modelled")
-        if c.name == "shutdown" and len(c.args) > 1 and _symbol_name(c.args[1]) != "SHUT_WR":
+        if c.name == "shutdown" and len(c.args) > 1 and _symbol_name(c.args[1]) not in _SHUT_HOW:
             raise _Skip(f"shutdown {_symbol_name(c.args[1])} not modelled")
         if c.name in ("setsockopt", "getsockopt"):
             opt = _symbol_name(c.args[2]) if len(c.args) > 2 else "?"
-            if opt not in SOCKOPTS:
+            if opt not in (SOCKOPTS if c.name == "setsockopt" else GETSOCKOPTS):
                 raise _Skip(f"{c.name} {opt} not modelled")
         if c.name == "ioctl":
             cmd = _symbol_name(c.args[1]) if len(c.args) > 1 else "?"
@@ -526,6 +529,9 @@ class _Runner:
         except ScriptError_ as e:
             raise self.fail_at(ev, f"error handling packet: {e}") from None
         self.host.inject(pkt)
+        reason = self.host.unsupported()
+        if reason is not None:
+            raise _Skip(f"{reason} (line {ev.line}) not modelled")
         self.poll_pending()
         self.mark_now()
 
@@ -780,13 +786,18 @@ class _Runner:
             return _Wait(lambda: host.state == "ESTABLISHED", lambda: _Done(0))
         if name in ("write", "send", "sendto"):
             n = _int_arg(c.args, 2)
+            if sock.wr_shutdown:
+                # tcp_sendmsg_locked(): SEND_SHUTDOWN -> -EPIPE.
+                return _Done(-1, "EPIPE")
             if sock.nonblocking:
                 return self.write_nonblocking(host, n)
             host.write(n)
             return _Wait(lambda: host.pending_write_bytes() == 0, lambda: _Done(n))
         if name in ("read", "recv", "recvfrom"):
             n = _int_arg(c.args, 2)
-            ready = lambda: host.unread_bytes() > 0 or host.peer_closed()  # noqa: E731
+            # tcp_recvmsg_locked(): queued data first; then 0 once the peer's FIN came or
+            # the receiving side was shut down (RCV_SHUTDOWN), else it blocks.
+            ready = lambda: host.unread_bytes() > 0 or host.peer_closed() or sock.rd_shutdown  # noqa: E731
             if sock.nonblocking and not ready():
                 return _Done(-1, "EAGAIN")
             return _Wait(ready, lambda: _Done(host.read(n)))
@@ -798,7 +809,14 @@ class _Runner:
                 host.close()
             return _Done(0)
         if name == "shutdown":
-            host.shutdown_wr()
+            # inet_shutdown() -> tcp_shutdown(): SHUT_WR (and SHUT_RDWR) sends the FIN once;
+            # SHUT_RD only marks the receiving side (reads return 0 after the queued data).
+            how = _SHUT_HOW[_symbol_name(c.args[1])] if len(c.args) > 1 else 1
+            if how & 1 and not sock.wr_shutdown:
+                sock.wr_shutdown = True
+                host.shutdown_wr()
+            if how & 2:
+                sock.rd_shutdown = True
             return _Done(0)
         if name == "fcntl":
             cmd = _symbol_name(c.args[1])
@@ -892,6 +910,14 @@ class _Runner:
             got = max(min(self.rcvbuf, _MEM_MAX) * 2, _SOCK_MIN_RCVBUF)
         elif opt == "TCP_NODELAY":
             got = int(self.nodelay)
+        elif opt == "SO_ERROR":
+            # sock_error(): no error is pending unless the connection was reset.
+            got = 0
+        elif opt == "TCP_MAXSEG":
+            # do_tcp_getsockopt(): tp->mss_cache once connected (user_mss before; tcplab
+            # has no TCP_MAXSEG setter, so the default MSS, 536, before the handshake).
+            assert self.host is not None
+            got = int(self.host.tcp_info().get("tcpi_snd_mss", 0)) if self.host.state != "CLOSED" else 536
         else:
             got = 0  # SO_REUSEADDR: packetdrill scripts set it to 1 first
         return _Done(0, None, lambda: None if got == want else f"Bad getsockopt optval: expected: {want} actual: {got}")
@@ -904,7 +930,7 @@ class _Runner:
         for line, text, info in self.code:
             env.update(info)
             try:
-                exec(compile(text, self.path, "exec"), env)  # noqa: S102 - the script's own assertions
+                exec(compile(_python_text(text), self.path, "exec"), env)  # noqa: S102 - the script's own assertions
             except NameError as e:
                 name = getattr(e, "name", None) or str(e)
                 if str(name).startswith("tcpi_"):

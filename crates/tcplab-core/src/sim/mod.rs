@@ -20,6 +20,7 @@
 //! `validate.rs`) is the check of a whole configuration, walked here where the simulator
 //! is assembled.
 
+pub mod scripted;
 mod validate;
 
 pub use validate::{validate, warnings};
@@ -346,7 +347,14 @@ pub struct Simulator {
     /// The capture endpoint, and the link whose tap holds its sent packets (when on).
     capture_ep: u32,
     capture_link: u32,
+    /// A scripted run's script endpoint (`scripted`): what is addressed to it is kept in
+    /// `script_out`, not delivered; [`NO_SCRIPT`] otherwise.
+    script_ep: u32,
+    script_out: Vec<(u64, crate::packet::Packet)>,
 }
+
+/// No scripted peer (`Simulator::script_ep`).
+const NO_SCRIPT: u32 = u32::MAX;
 
 const NO_HOST: u32 = u32::MAX;
 
@@ -578,6 +586,8 @@ impl Simulator {
             app_touched: Vec::new(),
             capture_ep,
             capture_link,
+            script_ep: NO_SCRIPT,
+            script_out: Vec::new(),
         };
         for a in 0..napps {
             sim.with_app(a as u32, |app, cx| app.start(cx));
@@ -814,6 +824,9 @@ impl Simulator {
                 self.net.links[id as usize].on_dequeue(now, id, &mut self.ev)
             }
             EventKind::App => {
+                if self.script_ep != NO_SCRIPT {
+                    return; // the script connects by calling connect()
+                }
                 let ep = 2 * id;
                 if self.host_models {
                     let node = self.socks[ep as usize].node;
@@ -1041,6 +1054,9 @@ impl Simulator {
     /// Hand a packet that reached its host to its endpoint's TCP.
     #[inline]
     fn deliver(&mut self, pkt: crate::packet::Packet, now: u64) {
+        if pkt.dst_ep == self.script_ep {
+            return self.script_out.push((now, pkt));
+        }
         if pkt.is_data() {
             self.net.data.received += pkt.segs() as u64;
         }

@@ -288,6 +288,9 @@ impl TcpSocket {
                 }
                 from = from.max(c.end);
             }
+            if self.gso_skbs {
+                self.sack_split_skbs(b.start.max(self.tp.snd_una), b.end);
+            }
             let mut id = self.rtx.lower_bound_end(from);
             while id < self.rtx.end_id() {
                 let (seq, end_seq, sacked) = {
@@ -319,6 +322,44 @@ impl TcpSocket {
             self.check_sack_reordering(st.reord, false);
         }
         flag
+    }
+
+    /// The skbs a SACK block `[start, end)` cuts (Linux v6.12 net/ipv4/tcp_input.c:
+    /// tcp_match_skb_to_sack()): an skb of several segments that the block's start falls
+    /// inside is cut after the segments below the start (rounded up to whole segments, at
+    /// least one); the one its end falls inside is cut after the whole segments the block
+    /// covers (none if it covers less than one). Only the skb boundaries move here (tcplab
+    /// keeps one entry per segment: `tcp::rtx_queue`); they decide how later
+    /// retransmissions are cut into skbs. Simplified: tcp_shift_skb_data() merging SACKed
+    /// skbs is not modelled.
+    fn sack_split_skbs(&mut self, start: u64, end: u64) {
+        let mss = self.tp.mss_cache as u64;
+        let first = self.rtx.lower_bound_end(start);
+        if first < self.rtx.end_id() {
+            let (a, b) = self.rtx.skb_of(first);
+            let skb_seq = self.rtx.get(a).seq;
+            let skb_end = self.rtx.get(b - 1).end_seq;
+            if b - a > 1 && start > skb_seq && start < skb_end {
+                let pkt_len = (start - skb_seq).max(mss).div_ceil(mss) * mss;
+                if skb_seq + pkt_len < skb_end {
+                    let cut = self.rtx.lower_bound_end(skb_seq + pkt_len);
+                    self.rtx.split_before(cut);
+                }
+            }
+        }
+        let last = self.rtx.lower_bound_end(end.saturating_sub(1));
+        if last < self.rtx.end_id() {
+            let (a, b) = self.rtx.skb_of(last);
+            let skb_seq = self.rtx.get(a).seq;
+            let skb_end = self.rtx.get(b - 1).end_seq;
+            if b - a > 1 && start <= skb_seq && end > skb_seq && end < skb_end {
+                let pkt_len = (end - skb_seq) / mss * mss;
+                if pkt_len >= mss {
+                    let cut = self.rtx.lower_bound_end(skb_seq + pkt_len);
+                    self.rtx.split_before(cut);
+                }
+            }
+        }
     }
 
     /// `tcp_sacktag_one()` + the per-skb part of `tcp_sacktag_walk()`, for an skb not yet SACKed.

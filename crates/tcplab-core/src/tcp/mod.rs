@@ -5,6 +5,8 @@
 //! (tcp_input.c <-> tcp_cong.c), the one loop between rooms the engine allows. Never
 //! `app` (which endpoint is which is `config::Side`), `sim` or `capture`.
 pub mod chrono;
+pub mod close;
+pub mod info;
 pub mod input;
 pub mod minmax;
 pub mod output;

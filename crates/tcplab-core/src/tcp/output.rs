@@ -253,6 +253,8 @@ enum TsoStep {
     Deferred(Defer),
     /// TSQ, or a local drop.
     Stop,
+    /// Nagle's test holds the part-MSS tail skb (tcp_nagle_test()).
+    NagleHeld,
 }
 
 impl TcpSocket {
@@ -325,7 +327,10 @@ impl TcpSocket {
         let wnd_end = self.tp.snd_una + self.tp.snd_wnd as u64;
         let window = wnd_end.saturating_sub(seq);
         let segs = skb_len.div_ceil(mss as u64);
-        if segs > 1 && push_one == 0 {
+        // The tail skb carrying the FIN (`tcp::close`) is neither deferred nor held by
+        // Nagle (tcp_tso_should_defer() and tcp_nagle_test() pass a FIN skb).
+        let fin_tail = skb_is_tail && self.fin_rides_on(ws);
+        if segs > 1 && push_one == 0 && !fin_tail {
             let d = tso_should_defer(DeferInputs {
                 ca_state: self.tp.ca_state,
                 clock_ns: self.tp.tcp_clock_cache,
@@ -341,17 +346,25 @@ impl TcpSocket {
                 skb_fin_or_eor: false,
                 rtx_head_tstamp_ns: self.rtx.front().map(|s| s.skb_mstamp_ns),
                 srtt_us: self.tp.srtt_us,
-                win_divisor: TCP_TSO_WIN_DIVISOR,
+                win_divisor: self.tso_win_divisor,
             });
             if d != Defer::Send {
                 return TsoStep::Deferred(d);
             }
         }
+        // tcp_nagle_check(partial, tp, nonagle) with tp->nonagle (0 unless TCP_NODELAY):
+        // packets out and tcp_minshall_check() (a part-MSS skb sent, unacked). A loss probe
+        // or tcp_push_one() pushes (TCP_NAGLE_OFF / TCP_NAGLE_PUSH): no Nagle.
+        let minshall = self.tp.snd_sml > self.tp.snd_una && self.tp.snd_sml <= seq;
+        let nagle =
+            !self.nodelay && !fin_tail && push_one == 0 && self.tp.packets_out > 0 && minshall;
+        // tcp_write_xmit(): an skb of one segment takes tcp_nagle_test() instead of the TSO
+        // deferral; only the last skb is tested with the socket's nonagle (the others
+        // with TCP_NAGLE_PUSH), and it is held if it is short of an MSS.
+        if segs <= 1 && skb_is_tail && skb_len < mss as u64 && nagle {
+            return TsoStep::NagleHeld;
+        }
         let limit = if segs > 1 {
-            // tcp_nagle_check(partial, tp, nonagle) with the socket default nonagle 0 (Nagle
-            // on): packets out and tcp_minshall_check() (a part-MSS skb sent, unacked).
-            let minshall = self.tp.snd_sml > self.tp.snd_una && self.tp.snd_sml <= seq;
-            let nagle = self.tp.packets_out > 0 && minshall;
             mss_split_point(skb_len, skb_is_tail, window, mss, quota, nagle)
         } else {
             mss as u64
@@ -616,11 +629,17 @@ impl TcpSocket {
         let segs = (end_seq - seq).div_ceil(mss) as u32;
         // tcp_mark_push() left PSH on the skb holding a write's end (`tcp::push`).
         let psh = self.push_marks.covers(seq, end_seq);
-        let f = if psh { crate::packet::flags::PSH } else { 0 };
+        let mut f = if psh { crate::packet::flags::PSH } else { 0 };
+        // tcp_send_fin() put the FIN on the write queue's tail skb (`tcp::close`).
+        let fin = self.fin_rides_on(end_seq);
+        if fin {
+            f |= crate::packet::flags::FIN;
+        }
         if !self.transmit_skb(ctx, seq, end_seq, f, mss as u32, segs) {
             self.enter_cwr();
             return false;
         }
+        self.fin.fin_sent |= fin;
         let head_id = self.rtx.end_id();
         let mut s = seq;
         while s < end_seq {
@@ -717,7 +736,7 @@ impl TcpSocket {
                         sent_bytes = n;
                         sent_pkts += n.div_ceil(mss) as u32;
                     }
-                    TsoStep::Stop => break,
+                    TsoStep::Stop | TsoStep::NagleHeld => break,
                     TsoStep::Deferred(Defer::CwndLimited) => {
                         is_cwnd_limited = true;
                         break;
@@ -757,6 +776,9 @@ impl TcpSocket {
             if push_one != 0 {
                 break;
             }
+        }
+        if self.fin.fin_queued && !self.fin.fin_sent {
+            self.fin_alone_if_due(ctx);
         }
         if is_rwnd_limited {
             self.chrono_start(ChronoType::RwndLimited);
@@ -925,6 +947,10 @@ impl TcpSocket {
         if self.rtx.get(id + n - 1).psh {
             f |= crate::packet::flags::PSH;
         }
+        // The skb that carried the FIN carries it again (`tcp::close`).
+        if self.fin.fin_sent && end_seq == self.tp.write_seq {
+            f |= crate::packet::flags::FIN;
+        }
         let ok = self.transmit_skb(ctx, seq, end_seq, f, mss, n as u32);
         if !ok {
             self.tp.tcp_wstamp_ns = prior_wstamp;
@@ -953,6 +979,13 @@ impl TcpSocket {
                 self.rtx.ts_move_tail(id + k);
             }
             self.update_after_send(end_seq - seq, prior_wstamp);
+            if self.gso_skbs {
+                // __tcp_retransmit_skb() / tcp_send_loss_probe() cut what they send off the
+                // rest of its skb (tcp_fragment()): the pieces are skbs of their own from
+                // now on.
+                self.rtx.split_before(id);
+                self.rtx.split_before(id + n);
+            }
             if mark_retrans {
                 for k in 0..n {
                     self.rtx.get_mut(id + k).sacked |= TCPCB_RETRANS;
@@ -1003,6 +1036,9 @@ impl TcpSocket {
         let mut id = self.retransmit_hint.max(rtx_head);
         let mut hole_found = false;
         let mut rearm_timer = false;
+        // Linux v6.12 tcp_xmit_retransmit_queue(): a retransmitted skb takes at most
+        // tcp_tso_segs() segments, as a new one does.
+        let max_segs = self.tso_segs() as i64;
         while id < self.rtx.end_id() {
             if self.pacing_check() {
                 break;
@@ -1014,6 +1050,7 @@ impl TcpSocket {
             if segs <= 0 {
                 break;
             }
+            let segs = segs.min(max_segs);
             let sacked = self.rtx.get(id).sacked;
             if self.tp.retrans_out >= self.tp.lost_out {
                 break;

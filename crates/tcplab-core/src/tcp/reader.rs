@@ -35,6 +35,9 @@ pub const READ_CHUNK_BYTES: u64 = 64 * 1024;
 #[derive(Clone, Copy, Debug)]
 pub struct Reader {
     pub cfg: ReaderConfig,
+    /// The application reads only when it calls `read()` itself (a scripted peer's
+    /// system calls, `sim::scripted`): the reader never takes anything on its own.
+    pub by_syscall: bool,
     /// Rate: the reader is processing what it read until then (ns).
     busy_until_ns: u64,
     /// Bursts: the first periodic wake-up (the connection's establishment).
@@ -45,6 +48,7 @@ impl Reader {
     pub fn new(cfg: ReaderConfig) -> Reader {
         Reader {
             cfg,
+            by_syscall: false,
             busy_until_ns: 0,
             phase_ns: 0,
         }
@@ -58,7 +62,7 @@ impl Reader {
     /// Bytes the application reads at `now_ns` with `unread` bytes queued; `from_timer`:
     /// the reader's own timer fired (its wake-up), rather than data arriving.
     pub fn take(&mut self, now_ns: u64, unread: u64, from_timer: bool) -> u64 {
-        if unread == 0 {
+        if unread == 0 || self.by_syscall {
             return 0;
         }
         match self.cfg {
@@ -88,7 +92,7 @@ impl Reader {
     /// When the reader next reads, given `unread` bytes queued after its read at `now_ns`
     /// (NEVER: it waits for data to arrive).
     pub fn next_read_ns(&self, now_ns: u64, unread: u64) -> u64 {
-        if unread == 0 {
+        if unread == 0 || self.by_syscall {
             return NEVER;
         }
         match self.cfg {

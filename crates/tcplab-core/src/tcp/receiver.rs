@@ -218,7 +218,22 @@ pub struct Receiver {
     pub read_immediately: bool,
     /// Data segments received (including duplicates).
     pub data_segs_in: u64,
+    /// The connection negotiated SACK (`TcpSocket::sack_ok`).
+    pub sack_ok: bool,
     pub dup_segs_in: u64,
+}
+
+/// What `tcp_info` reports of the receiver ([`Receiver::info`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RcvInfo {
+    pub rcv_mss: u64,
+    pub advmss: u64,
+    pub rcv_ssthresh: u64,
+    pub ato_j: u32,
+    pub rcv_rtt_us: u64,
+    pub rcv_space: u64,
+    pub lrcvtime_j: u32,
+    pub rcv_wnd: u64,
 }
 
 impl Receiver {
@@ -280,12 +295,16 @@ impl Receiver {
             copied_seq: 0,
             read_immediately: true,
             data_segs_in: 0,
+            sack_ok: true,
             dup_segs_in: 0,
         }
     }
 
     /// Connection established with the peer's ISN consumed: `rcv_nxt` is the next byte.
     pub fn established(&mut self, now_ns: u64, rcv_nxt: u64) {
+        // tcp_create_openreq_child() / tcp_finish_connect(): `icsk_ack.lrcvtime` starts at
+        // the handshake (tcp_info's last_data_recv counts from it).
+        self.lrcvtime_j = self.clock.ns_to_jiffies32(now_ns);
         self.rcv_nxt = rcv_nxt;
         self.copied_seq = rcv_nxt;
         self.rcv_wup = rcv_nxt;
@@ -293,6 +312,57 @@ impl Receiver {
         self.rcvq_space_time_us = now_ns / 1000;
         // tcp_init_buffer_space(): rcvq_space.space = min(rcv_wnd, TCP_INIT_CWND * advmss)
         self.rcvq_space_bytes = self.rcv_wnd.min(10 * self.advmss);
+    }
+
+    /// `tcp_initialize_rcv_mss()` (Linux v6.12 net/ipv4/tcp_input.c), from
+    /// tcp_init_transfer(): the first guess of the peer's segment size is our MSS option
+    /// or the sending MSS, whichever is smaller, at most half the initial window. Equal to
+    /// `advmss` unless the peer's MSS option was smaller (a scripted peer's `mss 1000`).
+    pub fn init_rcv_mss(&mut self, mss_cache: u64) {
+        let hint = self.advmss.min(mss_cache).min(self.rcv_wnd / 2);
+        self.rcv_mss = hint.max(TCP_MIN_MSS);
+    }
+
+    /// The receiver's part of `tcp_info` (Linux v6.12 net/ipv4/tcp.c: tcp_get_info()):
+    /// (rcv_mss, advmss, rcv_ssthresh, ato in jiffies, rcv_rtt in us, rcvq_space bytes,
+    /// icsk_ack.lrcvtime in jiffies, rcv_wnd bytes).
+    pub fn info(&self) -> RcvInfo {
+        RcvInfo {
+            rcv_mss: self.rcv_mss,
+            advmss: self.advmss,
+            rcv_ssthresh: self.rcv_ssthresh,
+            ato_j: self.ato,
+            rcv_rtt_us: self.rcv_rtt_us_x8 >> 3,
+            rcv_space: self.rcvq_space_bytes,
+            lrcvtime_j: self.lrcvtime_j,
+            rcv_wnd: self.rcv_wnd,
+        }
+    }
+
+    /// `setsockopt(SO_RCVBUF)` (Linux v6.12 net/core/sock.c: sk_setsockopt() ->
+    /// __sock_set_rcvbuf()): the buffer is `bytes` (the caller doubles and bounds the
+    /// request as the kernel does) and locked, so autotuning leaves it
+    /// (`SOCK_RCVBUF_LOCK`); the window can reach at most what it holds. Before the
+    /// handshake the initial window is sized from it (tcp_select_initial_window()).
+    pub fn set_rcvbuf_locked(&mut self, bytes: u64, before_handshake: bool) {
+        self.rcvbuf = bytes;
+        self.moderate_rcvbuf = false;
+        self.window_clamp = self.win_from_space(bytes).max(MIN_WINDOW_CLAMP);
+        if before_handshake {
+            self.rcv_wnd = initial_rcv_wnd(bytes, self.advmss).min(self.window_clamp);
+            self.rcv_ssthresh = self.rcv_wnd;
+        }
+    }
+
+    /// The peer's FIN was taken in ESTABLISHED (Linux v6.12 net/ipv4/tcp_input.c:
+    /// tcp_fin()): ping-pong mode (`inet_csk_enter_pingpong_mode()`) and an ACK scheduled
+    /// (`inet_csk_schedule_ack()`), which `__tcp_ack_snd_check()` then delays as any other:
+    /// with no data received yet (`ato` 0) the delayed-ACK timer fires at the next jiffy.
+    /// Returns true if the ACK is due now.
+    pub fn fin_received(&mut self, now_ns: u64, srtt_us_x8: u32) -> bool {
+        self.pingpong = crate::tcp::push::TCP_PINGPONG_THRESH;
+        self.ack_pending = true;
+        self.ack_snd_check(now_ns, srtt_us_x8) == AckAction::Now
     }
 
     /// `tcp_win_from_space()` at this socket's `scaling_ratio`.
@@ -979,8 +1049,9 @@ impl Receiver {
                 AckAction::Scheduled
             };
         }
-        // Out-of-order data: SACK compression (Linux 4.18+).
-        if self.compressed_ack >= self.comp_sack_nr {
+        // Out-of-order data: SACK compression (Linux 4.18+), only with SACK
+        // (`!tcp_is_sack(tp)`: every out-of-order segment is ACKed at once).
+        if !self.sack_ok || self.compressed_ack >= self.comp_sack_nr {
             return AckAction::Now;
         }
         if self.compressed_ack_rcv_nxt != self.rcv_nxt {
@@ -1007,7 +1078,9 @@ impl Receiver {
 
     /// `tcp_send_delayed_ack()`.
     fn send_delayed_ack(&mut self, now_ns: u64, srtt_us_x8: u32) {
-        let mut ato = self.ato.max(1);
+        // ato is 0 until data arrived (event_data_recv): the timer is set to the current
+        // jiffy, which the timer wheel runs at the next tick.
+        let mut ato = self.ato;
         let clock = self.clock;
         let hz = clock.hz();
         if ato > self.ato_min {

@@ -654,6 +654,17 @@ impl TcpSocket {
 
     /// `tcp_retransmit_timer()`.
     fn retransmit_timer(&mut self, ctx: &mut Ctx) {
+        if (self.tp.packets_out == 0 || self.rtx.is_empty()) && self.fin_outstanding() {
+            // Only the FIN is outstanding: it is sent again, with the usual backoff.
+            self.tp.inc(Mib::TCPTimeouts);
+            self.icsk_retransmits += 1;
+            self.send_fin_alone(ctx);
+            self.icsk_backoff += 1;
+            self.tp.icsk_rto = (self.tp.icsk_rto << 1).min(self.tp.tcp_rto_max());
+            let rto = self.tp.icsk_rto;
+            self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
+            return;
+        }
         if self.tp.packets_out == 0 || self.rtx.is_empty() {
             return;
         }
@@ -708,6 +719,9 @@ impl TcpSocket {
             ConnState::Closed => return,
             ConnState::Established => {}
         }
+        if self.fin.teardown == crate::tcp::close::Teardown::Closed {
+            return;
+        }
         match what {
             XmitTimer::ReoTimeout => self.rack_reo_timeout(ctx),
             XmitTimer::LossProbe => self.send_loss_probe(ctx),
@@ -729,7 +743,13 @@ impl TcpSocket {
     /// `tcp_rearm_rto()`.
     pub fn rearm_rto(&mut self, now_ns: u64) {
         if self.tp.packets_out == 0 {
-            self.clear_xmit_timer();
+            if self.fin_outstanding() {
+                // The FIN's skb is still in the retransmit queue (`tcp::close`).
+                let rto = self.tp.icsk_rto;
+                self.reset_xmit_timer(XmitTimer::Retrans, now_ns, rto);
+            } else {
+                self.clear_xmit_timer();
+            }
             return;
         }
         let mut rto = self.tp.icsk_rto;

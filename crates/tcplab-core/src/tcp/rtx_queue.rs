@@ -201,6 +201,33 @@ impl RtxQueue {
         self.get_mut(id).skb_head = true;
     }
 
+    /// `tcp_fragment()` in the retransmit queue: the skb holding entry `id` is cut before
+    /// it, so `id` begins an skb of its own (no-op if it already does, or is the front).
+    #[inline]
+    pub fn split_before(&mut self, id: u64) {
+        if id <= self.base_id || id >= self.end_id() || self.get(id).skb_head {
+            return;
+        }
+        self.get_mut(id).skb_head = true;
+        if self.last_skb_head == NIL || id > self.last_skb_head {
+            self.last_skb_head = id;
+        }
+    }
+
+    /// The skb holding entry `id`, as `[first id, end id)`: back to the entry that began it
+    /// (or the front, for a partly acknowledged skb), on to the next that begins one.
+    pub fn skb_of(&self, id: u64) -> (u64, u64) {
+        let mut a = id;
+        while a > self.base_id && !self.get(a).skb_head {
+            a -= 1;
+        }
+        let mut b = id + 1;
+        while b < self.end_id() && !self.get(b).skb_head {
+            b += 1;
+        }
+        (a, b)
+    }
+
     /// `tcp_rtx_queue_empty_or_single_skb()` for a socket that marks its skbs' heads: no skb
     /// begins after the front entry (a partly acknowledged skb is still one skb: Linux trims
     /// its head, `tcp_trim_head()`).

@@ -225,6 +225,37 @@ pub struct TcpSocket {
     /// The packet capture records what this endpoint receives (`crate::capture`: tcpdump's
     /// receive tap, after the host's NIC): the one test the capture costs per packet here.
     pub captured: bool,
+    /// Both sides offered the timestamps option (`tp->rx_opt.tstamp_ok`): on for every
+    /// scenario's connection; a scripted peer (`sim::scripted`) may leave it out, and then
+    /// segments carry no TSval/TSecr (both 0 here) and RTTs come from skb timing only.
+    pub ts_ok: bool,
+    /// Both sides offered SACK (`tcp_is_sack()`): on for every scenario's connection. A
+    /// scripted peer may leave it out; then this endpoint sends no SACK blocks and every
+    /// out-of-order segment is acknowledged at once (a duplicate ACK). Its own loss
+    /// recovery without SACK (Linux's Reno duplicate-ACK counting, tcp_add_reno_sack()) is
+    /// not modelled: a duplicate ACK on such a connection sets `reno_dupack_seen`, and the
+    /// caller (the packetdrill runner) reports the script as not modelled from there.
+    pub sack_ok: bool,
+    /// See `sack_ok`.
+    pub reno_dupack_seen: bool,
+    /// A driven application's blocked `write()` sleeps in sk_stream_wait_memory() until
+    /// sk_stream_write_space() wakes it (free space at least half the queued bytes), as the
+    /// bulk writer does, instead of refilling as each byte of room appears (the
+    /// simplification kept for the apps of `crate::app`). Set for a scripted peer's socket.
+    pub writer_sleeps: bool,
+    /// `TCP_NODELAY` (`tp->nonagle & TCP_NAGLE_OFF`): Nagle's test no longer holds a
+    /// part-MSS tail skb.
+    pub nodelay: bool,
+    /// `SOCK_SNDBUF_LOCK`: the application set `SO_SNDBUF`, so tcp_sndbuf_expand() leaves
+    /// `sk_sndbuf` alone.
+    pub sndbuf_locked: bool,
+    /// When the SYN or SYN-ACK was (last) sent, ns: the handshake's RTT sample without
+    /// timestamps (`tcp_synack_rtt_meas()`, the SYN skb's own stamp in tcp_ack()).
+    pub syn_sent_ns: u64,
+    /// `sysctl_tcp_tso_win_divisor` (Linux default 3).
+    pub tso_win_divisor: u32,
+    /// Closing: both FINs and the states after ESTABLISHED (`tcp::close`).
+    pub fin: crate::tcp::close::FinState,
 
     // --- timers: deadlines (ns) and the event currently queued for each ---
     pub xmit_timer: XmitTimer,
@@ -375,6 +406,15 @@ impl TcpSocket {
                 syn_retries: 0,
                 ip_id_next: 0,
                 captured: false,
+                ts_ok: true,
+                sack_ok: true,
+                reno_dupack_seen: false,
+                writer_sleeps: false,
+                nodelay: false,
+                sndbuf_locked: false,
+                syn_sent_ns: 0,
+                tso_win_divisor: crate::tcp::output::TCP_TSO_WIN_DIVISOR,
+                fin: Default::default(),
                 xmit_timer: XmitTimer::None,
                 xmit_deadline_ns: NEVER,
                 pacing_deadline_ns: NEVER,
@@ -477,7 +517,20 @@ impl TcpSocket {
         segs: u32,
     ) -> bool {
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
-        let (ack_seq, mut wnd, num_sacks, dsack) = self.rcv.fill_ack(&mut sack);
+        let (mut ack_seq, mut wnd, mut num_sacks, mut dsack) = self.rcv.fill_ack(&mut sack);
+        if !self.sack_ok {
+            (num_sacks, dsack) = (0, false);
+        }
+        // A FIN takes one sequence number (`tcp::close`): ours moves every later segment
+        // on by one, the peer's every later ACK.
+        let (mut seq, mut end_seq) = (seq, end_seq);
+        if self.fin.peer_fin_rcvd {
+            ack_seq += 1;
+        }
+        if self.fin.fin_sent && seq == end_seq && seq == self.tp.write_seq {
+            seq += 1;
+            end_seq += 1;
+        }
         let syn = pkt_flags & flags::SYN != 0;
         if syn {
             // A SYN or SYN-ACK carries the initial window unscaled (Receiver::syn_window).
@@ -516,8 +569,8 @@ impl TcpSocket {
             end_seq,
             ack_seq,
             rwnd_bytes: wnd,
-            tsval_ns: ctx.now_ns,
-            tsecr_ns: self.ts_recent_ns,
+            tsval_ns: if self.ts_ok { ctx.now_ns } else { 0 },
+            tsecr_ns: if self.ts_ok { self.ts_recent_ns } else { 0 },
             // __tcp_transmit_skb(): every skb leaves stamped with max(tcp_wstamp_ns,
             // tcp_clock_cache) (Linux v6.12 net/ipv4/tcp_output.c).
             tstamp_ns: self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache),
@@ -577,6 +630,7 @@ impl TcpSocket {
     fn send_syn(&mut self, ctx: &mut Ctx) {
         // The SYN consumes no sequence space here: data starts at byte 0 (see packet.rs).
         let seq = 0;
+        self.syn_sent_ns = ctx.now_ns;
         self.transmit(ctx, seq, seq, flags::SYN);
         self.tp.inc(Mib::TcpOutSegs);
         let rto = self.tp.icsk_rto;
@@ -589,6 +643,7 @@ impl TcpSocket {
         self.tp.inc(Mib::TcpCurrEstab);
         self.notify |= notify::ESTABLISHED;
         self.rcv.established(ctx.now_ns, 0);
+        self.rcv.init_rcv_mss(self.tp.mss_cache as u64);
         self.reader.established(ctx.now_ns);
         self.tp.snd_cwnd = self.cfg.initial_cwnd;
         self.tp.snd_ssthresh = TCP_INFINITE_SSTHRESH;
@@ -600,13 +655,26 @@ impl TcpSocket {
         self.sndbuf_expand();
         self.cc.init(&mut self.tp);
         self.tp.ca_has_cong_control = self.cc.has_cong_control();
+        // The connecting side's tcp_ack() of the SYN-ACK ends in tcp_cong_control() ->
+        // tcp_update_pacing_rate(); the listener's tcp_rcv_state_process() calls it itself
+        // once the final ACK moved it to ESTABLISHED (Linux v6.12 net/ipv4/tcp_input.c;
+        // seen on the kernel: a listener's first flight leaves in tcp_tso_autosize()'s
+        // 2-segment skbs, not 64 KB ones).
         if !self.tp.ca_has_cong_control {
             self.update_pacing_rate();
         }
     }
 
-    /// A SYN-type RTT sample from the handshake (`tcp_synack_rtt_meas` and friends).
+    /// A SYN-type RTT sample from the handshake (Linux v6.12 net/ipv4/tcp_input.c:
+    /// tcp_synack_rtt_meas(), and tcp_ack() on the SYN's skb): from the SYN's (SYN-ACK's)
+    /// send time if it was not retransmitted, else (Karn) from the echoed timestamp, if any
+    /// (tcp_ack_update_rtt()'s fallback).
     fn handshake_rtt(&mut self, tsecr_ns: u64, now_ns: u64) {
+        let tsecr_ns = if self.syn_retries == 0 {
+            self.syn_sent_ns
+        } else {
+            tsecr_ns
+        };
         if tsecr_ns == 0 || tsecr_ns > now_ns {
             return;
         }
@@ -645,6 +713,16 @@ impl TcpSocket {
 
     /// A packet addressed to this endpoint arrived.
     pub fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let fin_pkt;
+        let pkt = if self.fin.fin_sent || self.fin.peer_fin_rcvd {
+            // The FINs' sequence numbers taken off (`tcp::close`).
+            let mut p = *pkt;
+            self.fin_ack_in(&mut p);
+            fin_pkt = p;
+            &fin_pkt
+        } else {
+            pkt
+        };
         if self.captured {
             ctx.net.capture_received(ctx.now_ns, pkt);
         }
@@ -711,6 +789,16 @@ impl TcpSocket {
                 }
             }
         }
+        if !self.sack_ok
+            && !pkt.is_data()
+            && pkt.ack_seq == self.tp.snd_una
+            && self.tp.packets_out > 0
+            && pkt.rwnd_bytes == self.tp.snd_wnd
+            && !pkt.has(flags::FIN)
+        {
+            // A duplicate ACK without SACK: Reno's counting is not modelled (`sack_ok`).
+            self.reno_dupack_seen = true;
+        }
         // Established: ACK processing first (tcp_rcv_established -> tcp_ack), then data.
         self.tcp_ack(ctx, pkt);
         if pkt.is_data() {
@@ -772,11 +860,18 @@ impl TcpSocket {
                 self.app_read(ctx, false);
             }
         }
+        if pkt.has(flags::FIN) || self.fin.peer_fin_seq != crate::time::NEVER {
+            // The peer's FIN, once the data before it is in order (`tcp::close`).
+            if self.peer_fin_in(pkt) {
+                self.send_ack(ctx);
+            }
+        }
         // tcp_data_snd_check(): send what the ACK allows.
         self.push_pending_frames(ctx);
     }
 
     fn send_synack(&mut self, ctx: &mut Ctx) {
+        self.syn_sent_ns = ctx.now_ns;
         self.transmit(ctx, 0, 0, flags::SYN);
         self.tp.inc(Mib::TcpOutSegs);
         let rto = self.tp.icsk_rto;
@@ -897,6 +992,9 @@ impl TcpSocket {
             self.check_space(cap);
         }
         if self.app.driven {
+            if self.writer_sleeps && was_blocked && self.sndbuf_nospace {
+                return; // still asleep (`writer_sleeps`)
+            }
             // A blocked write() continuing as the send buffer makes room.
             let take = self
                 .app
@@ -1010,6 +1108,22 @@ impl TcpSocket {
         self.read_deadline_ns = self.reader.next_read_ns(now, self.rcv.unread_bytes());
     }
 
+    /// A `read()` of up to `bytes` by an application that reads by system calls
+    /// (`Reader::by_syscall`): `tcp_recvmsg()` copies what is in order, then
+    /// `tcp_cleanup_rbuf()` sends the ACK the read calls for, as `app_read`. Returns the
+    /// bytes read (0: nothing in order to read).
+    pub fn syscall_read(&mut self, ctx: &mut Ctx, bytes: u64) -> u64 {
+        self.refresh_clock(ctx.now_ns);
+        let copied = self.rcv.app_read(ctx.now_ns, bytes);
+        if copied > 0 {
+            self.notify |= notify::READ;
+        }
+        if self.state == ConnState::Established && self.rcv.cleanup_rbuf(copied) {
+            self.send_ack(ctx);
+        }
+        copied
+    }
+
     /// The slow reader's timer fired: it reads what its policy allows.
     pub fn on_read_timer(&mut self, ctx: &mut Ctx) {
         self.refresh_clock(ctx.now_ns);
@@ -1078,6 +1192,9 @@ impl TcpSocket {
             (self.tp.snd_cwnd.max(crate::tcp::sock::TCP_INIT_CWND)).max(self.reordering + 1) as u64;
         let factor = self.cc.sndbuf_expand(&self.tp).unwrap_or(2) as u64;
         let sndmem = factor * nr_segs * per_mss;
+        if self.sndbuf_locked {
+            return; // SOCK_SNDBUF_LOCK (tcp_should_expand_sndbuf(), tcp_init_buffer_space())
+        }
         // Only ever grows (`if (sk->sk_sndbuf < sndmem)`).
         self.sk_sndbuf = sndmem.min(self.cfg.tcp_wmem[2]).max(self.sk_sndbuf);
     }

@@ -1,0 +1,404 @@
+//! A scripted peer: one tcplab socket driven packet by packet and call by call by a test
+//! script instead of by another TCP (`tcplab packetdrill`, python/tcplab/packetdrill).
+//!
+//! The model. packetdrill runs a script against one kernel socket whose peer is a TUN
+//! device: the script writes the peer's packets into the TUN, reads what the socket sends
+//! out of it, and makes the application's system calls itself. Here the simulator has two
+//! hosts: host 0 ("tcplab") holds the socket under test, endpoint [`TESTED_EP`], and host 1
+//! ("script") stands for the TUN and the script: its endpoint [`SCRIPT_EP`] is a socket that
+//! never acts. Packets the tested socket sends cross one link to host 1 as they would cross
+//! the TUN (the link passes TSO/GSO skbs whole, as packetdrill's TUN takes them: one `>`
+//! line per skb) and are collected instead of being delivered ([`Simulator::script_take_out`]);
+//! the script's packets are handed to the tested socket's receive path at the current
+//! simulated time ([`Simulator::script_inject`]), as the kernel takes a packet written to a
+//! TUN (`tun_get_user()` -> `netif_rx()`: no GRO, no link). The application is driven
+//! ([`AppConfig::Driven`]): it writes and reads only when the script calls `write()` or
+//! `read()`.
+//!
+//! Time: the script's time 0 is the scenario's start; the caller advances the clock with
+//! `run_until` between its events, so the socket's timers (RTO, TLP, delayed ACK, pacing)
+//! fire in between exactly as in a run.
+//!
+//! Simplified: the link to host 1 has a finite rate (100 Gbit/s: a 64 KB skb takes 5 us),
+//! where a TUN's transmit has no serialization; TSQ completions arrive that much later.
+
+use crate::cc::Cc;
+use crate::config::{
+    AppConfig, CcKind, CcParams, FlowConfig, LinkConfig, NodeConfig, NodeKind, SimConfig,
+    TcpConfig, DEFAULT_MAX_MEMORY_BYTES,
+};
+use crate::packet::Packet;
+use crate::rng::Rng;
+use crate::tcp::receiver::Receiver;
+use crate::tcp::socket::{Ctx, TcpSocket};
+use crate::time::BOOT_NS;
+
+use super::Simulator;
+
+/// The endpoint under test (the flow's client side in the engine's numbering; it connects
+/// only when the script calls `connect()`, and opens passively on the script's SYN).
+pub const TESTED_EP: u32 = 0;
+/// The endpoint standing for the script: packets addressed to it are collected.
+pub const SCRIPT_EP: u32 = 1;
+/// The TUN device's MTU in packetdrill (1500): the MSS option the tested socket sends.
+pub const TUN_MTU_BYTES: u32 = 1500;
+/// IPv4 + TCP headers without options.
+const IP_TCP_HEADER_BYTES: u32 = 40;
+/// `TCPOLEN_TSTAMP_ALIGNED`.
+const TS_OPTION_BYTES: u32 = 12;
+/// How long a scripted run may go on (simulated): far beyond any script.
+const SCRIPT_HORIZON_NS: u64 = 24 * 3600 * 1_000_000_000;
+/// The rate of the link standing for the TUN (see the module docs).
+const TUN_RATE_BPS: u64 = 100_000_000_000;
+
+/// What the script's preamble sets up: the sysctls as the engine's TCP settings, the
+/// congestion control and its module parameters.
+#[derive(Clone, Debug)]
+pub struct ScriptedConfig {
+    pub tcp: TcpConfig,
+    pub cc: CcKind,
+    pub cc_params: CcParams,
+    /// `CONFIG_HZ` of the tested host.
+    pub hz: u32,
+    pub seed: u64,
+    /// `net.ipv4.tcp_tso_win_divisor`.
+    pub tso_win_divisor: u32,
+}
+
+impl Simulator {
+    /// A simulator whose one socket is driven by a script (see the module docs).
+    pub fn scripted(sc: &ScriptedConfig) -> Result<Simulator, String> {
+        let mut tcp = sc.tcp.clone();
+        // The MSS option the socket sends (`dst_metric_advmss()`), the timestamps taken
+        // off until the peer's SYN says whether they are on (`script_negotiate`).
+        tcp.mss_bytes = TUN_MTU_BYTES - IP_TCP_HEADER_BYTES - TS_OPTION_BYTES;
+        let link = |name: &str, from, to| LinkConfig {
+            passes_gso: Some(true),
+            ..LinkConfig::new(name, from, to, TUN_RATE_BPS, 0)
+        };
+        let node = |name: &str| {
+            let mut n = NodeConfig::new(name, NodeKind::Host);
+            n.hz = sc.hz;
+            // Linux's TCP builds GSO skbs and the TUN takes them whole (TUN_F_TSO4).
+            n.gso_skbs = true;
+            n.tso = true;
+            n
+        };
+        let nodes = vec![node("tcplab"), node("script")];
+        let mut flow = FlowConfig::new("script", 0, 1, sc.cc);
+        flow.app = AppConfig::Driven;
+        flow.tcp = tcp;
+        flow.cc_params = sc.cc_params.clone();
+        flow.sample = false;
+        let cfg = SimConfig {
+            seed: sc.seed,
+            duration_ns: SCRIPT_HORIZON_NS,
+            sample_interval_ns: SCRIPT_HORIZON_NS,
+            nodes,
+            links: vec![link("to_script", 0, 1), link("from_script", 1, 0)],
+            flows: vec![flow],
+            apps: Vec::new(),
+            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            capture: None,
+        };
+        // Built without `validate`, which refuses a driven flow with no app object: here the
+        // script is the application.
+        let mut sim = Simulator::build_checked(cfg, false)?;
+        sim.script_ep = SCRIPT_EP;
+        let s = &mut sim.socks[TESTED_EP as usize];
+        s.rcv.read_immediately = false;
+        s.reader.by_syscall = true;
+        s.writer_sleeps = true;
+        s.tso_win_divisor = sc.tso_win_divisor;
+        Ok(sim)
+    }
+
+    /// The socket under test.
+    pub fn script_socket(&self) -> &TcpSocket {
+        &self.socks[TESTED_EP as usize]
+    }
+
+    /// The socket under test, to set socket options on.
+    pub fn script_socket_mut(&mut self) -> &mut TcpSocket {
+        &mut self.socks[TESTED_EP as usize]
+    }
+
+    /// The packets the socket sent since the last call, with the time each reached the
+    /// script, in order.
+    pub fn script_take_out(&mut self) -> Vec<(u64, Packet)> {
+        std::mem::take(&mut self.script_out)
+            .into_iter()
+            .map(|(t, p)| (t - BOOT_NS, p))
+            .collect()
+    }
+
+    /// What the peer's SYN (passive open) or SYN-ACK (active open) says of the options,
+    /// applied before the socket processes it (Linux v6.12 tcp_openreq_init() /
+    /// tcp_rcv_synsent_state_process(), tcp_sync_mss()): the sending MSS is the smaller of
+    /// the path's and the peer's MSS option, less the timestamp option when both sides use
+    /// it; without timestamps the segments carry none. A listener not yet in a connection
+    /// also sizes its initial window with the MSS it will use (tcp_openreq_init_rwin()).
+    pub fn script_negotiate(&mut self, peer_mss_bytes: u32, ts_ok: bool, sack_ok: bool) {
+        let hz = self.cfg.nodes[0].hz;
+        let s = &mut self.socks[TESTED_EP as usize];
+        let ts_bytes = if ts_ok { TS_OPTION_BYTES } else { 0 };
+        let path_mss = TUN_MTU_BYTES - IP_TCP_HEADER_BYTES;
+        s.ts_ok = ts_ok;
+        s.sack_ok = sack_ok;
+        s.tp.mss_cache = path_mss
+            .min(peer_mss_bytes)
+            .saturating_sub(ts_bytes)
+            .max(48);
+        if s.state == crate::tcp::socket::ConnState::Closed {
+            s.cfg.mss_bytes = path_mss - ts_bytes;
+            let mut rcv = Receiver::new(&s.cfg, hz);
+            rcv.read_immediately = false;
+            s.rcv = rcv;
+        }
+        s.rcv.sack_ok = sack_ok;
+    }
+
+    /// `setsockopt(TCP_CONGESTION)`: a new congestion control for the socket (before the
+    /// connection is set up; tcplab does not switch one in the middle of a connection).
+    pub fn script_set_cc(&mut self, kind: CcKind) {
+        let seed = self.cfg.seed;
+        let params = self.cfg.flows[0].cc_params.clone();
+        let s = &mut self.socks[TESTED_EP as usize];
+        s.cc = Cc::new(kind, &params, Rng::for_component(seed, "flow:script:cc"));
+    }
+
+    /// The script's packet reaches the socket now.
+    pub fn script_inject(&mut self, mut pkt: Packet) {
+        pkt.dst_ep = TESTED_EP;
+        pkt.dst_node = 0;
+        pkt.src_node = 1;
+        let now = self.now_ns;
+        self.deliver(pkt, now);
+    }
+
+    /// `connect()`: the socket sends its SYN now.
+    pub fn script_connect(&mut self) {
+        self.with_tested(|s, ctx| s.connect(ctx));
+    }
+
+    /// `write()` of `bytes`: queued now (a blocking write completes as the send buffer
+    /// takes it: `TcpSocket::app.pending_bytes` is what it has not taken yet).
+    pub fn script_write(&mut self, bytes: u64) {
+        self.with_tested(|s, ctx| s.app_write(ctx, bytes));
+    }
+
+    /// `read()` of up to `bytes`: the bytes read now.
+    pub fn script_read(&mut self, bytes: u64) -> u64 {
+        let mut n = 0;
+        self.with_tested(|s, ctx| n = s.syscall_read(ctx, bytes));
+        n
+    }
+
+    /// When the next event of the engine is due (simulated ns since the script's start),
+    /// if any: the script's runner steps to it instead of polling.
+    pub fn script_next_event_ns(&self) -> Option<u64> {
+        self.ev.peek_time().map(|t| t.saturating_sub(BOOT_NS))
+    }
+
+    /// Bytes the send buffer can take now (a non-blocking `write()` copies at most this).
+    pub fn script_sndbuf_room(&self) -> u64 {
+        let s = &self.socks[TESTED_EP as usize];
+        let cap = s.tp.snd_una + s.sndbuf_payload_bytes();
+        cap.saturating_sub(s.tp.write_seq + s.app.pending_bytes)
+    }
+
+    /// `close()` (`rd`: the receiving side too) or `shutdown(SHUT_WR)`: the FIN, or a
+    /// reset if received data was left unread (`tcp::close`).
+    pub fn script_close(&mut self, rd: bool) {
+        self.with_tested(|s, ctx| s.app_close(ctx, rd));
+    }
+
+    /// Call into the tested socket at the current time, then re-arm its timers.
+    fn with_tested(&mut self, f: impl FnOnce(&mut TcpSocket, &mut Ctx)) {
+        let now = self.now_ns;
+        let mut ctx = Ctx {
+            now_ns: now,
+            net: &mut self.net,
+            ev: &mut self.ev,
+        };
+        f(&mut self.socks[TESTED_EP as usize], &mut ctx);
+        if !self.net.cpu_tx.is_empty() {
+            self.queue_cpu_tx();
+        }
+        self.after_sock(TESTED_EP);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::flags;
+    use crate::tcp::close::Teardown;
+
+    const MS: u64 = 1_000_000;
+
+    fn host() -> Simulator {
+        let sc = ScriptedConfig {
+            tcp: TcpConfig::default(),
+            cc: CcKind::Cubic,
+            cc_params: CcParams::default(),
+            hz: 1000,
+            seed: 1,
+            tso_win_divisor: 3,
+        };
+        Simulator::scripted(&sc).unwrap()
+    }
+
+    fn ack(ack_seq: u64, win: u32) -> Packet {
+        Packet {
+            ack_seq,
+            rwnd_bytes: win,
+            ..Packet::default()
+        }
+    }
+
+    /// The script's SYN at 100 ms (MSS 1000, no timestamps), the socket's SYN-ACK, and the
+    /// final ACK at 200 ms: an established passive connection.
+    fn passive_open(sim: &mut Simulator) {
+        sim.run_until(100 * MS).unwrap();
+        sim.script_negotiate(1000, false, true);
+        sim.script_inject(Packet {
+            flags: flags::SYN,
+            rwnd_bytes: 32792,
+            ..Packet::default()
+        });
+        sim.run_until(200 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1);
+        assert!(out[0].1.has(flags::SYN));
+        assert_eq!(out[0].1.tsval_ns, 0, "no timestamps were negotiated");
+        sim.script_inject(ack(0, 257 << 7));
+    }
+
+    #[test]
+    fn a_passive_open_without_timestamps_times_the_synack_and_sets_the_pacing_rate() {
+        let mut sim = host();
+        passive_open(&mut sim);
+        let s = sim.script_socket();
+        assert_eq!(
+            s.tp.mss_cache, 1000,
+            "min(path 1460, peer 1000), no TS option"
+        );
+        // tcp_synack_rtt_meas(): the SYN-ACK left at 100 ms, the ACK came at 200 ms.
+        assert_eq!(s.tp.srtt_us >> 3, 100_000);
+        // tcp_rcv_state_process() (SYN_RECV -> ESTABLISHED): tcp_update_pacing_rate(),
+        // 200 % of cwnd * mss / srtt in slow start.
+        assert_eq!(s.tp.sk_pacing_rate, 2 * 10 * 1000 * 10);
+        assert_eq!(s.rcv.info().rcv_mss, 1000, "tcp_initialize_rcv_mss()");
+    }
+
+    #[test]
+    fn the_first_flight_goes_out_in_tso_autosize_skbs() {
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_write(30_000);
+        sim.run_until(201 * MS).unwrap();
+        let out = sim.script_take_out();
+        // tcp_tso_autosize(): 200 kB/s >> 10 is 195 bytes, below one MSS: min_tso_segs (2)
+        // per skb, the cwnd's 10 segments in 5 skbs (as the kernel sends them).
+        let lens: Vec<u32> = out.iter().map(|(_, p)| p.payload_bytes()).collect();
+        assert_eq!(lens, [2000; 5]);
+        assert!(
+            out.iter().all(|(_, p)| p.has(flags::PSH)),
+            "multi-segment skbs"
+        );
+    }
+
+    #[test]
+    fn nagle_holds_a_short_tail_behind_an_unacked_short_segment_unless_nodelay() {
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_write(500);
+        sim.run_until(201 * MS).unwrap();
+        assert_eq!(sim.script_take_out().len(), 1, "nothing in flight: sent");
+        sim.script_write(500);
+        sim.run_until(202 * MS).unwrap();
+        assert!(
+            sim.script_take_out().is_empty(),
+            "a part-MSS skb is out unacked (Minshall): held"
+        );
+        sim.script_inject(ack(500, 257 << 7));
+        sim.run_until(203 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1, "the ACK releases it");
+        assert_eq!((out[0].1.seq, out[0].1.end_seq), (500, 1000));
+
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_socket_mut().nodelay = true;
+        sim.script_write(500);
+        sim.script_write(500);
+        sim.run_until(201 * MS).unwrap();
+        assert_eq!(sim.script_take_out().len(), 2, "TCP_NODELAY");
+    }
+
+    #[test]
+    fn close_sends_a_fin_after_the_data_and_the_peer_fin_is_acked_past_it() {
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_write(1000);
+        sim.run_until(201 * MS).unwrap();
+        sim.script_take_out();
+        sim.script_inject(ack(1000, 257 << 7));
+        sim.script_close(true);
+        sim.run_until(202 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1);
+        let fin = out[0].1;
+        assert!(fin.has(flags::FIN));
+        assert_eq!(
+            (fin.seq, fin.end_seq),
+            (1000, 1000),
+            "the FIN follows the data"
+        );
+        assert_eq!(sim.script_socket().fin.teardown, Teardown::FinWait1);
+        // The peer acks the FIN (data offset 1000 + 1) and sends its own.
+        sim.script_inject(Packet {
+            flags: flags::FIN,
+            ..ack(1001, 257 << 7)
+        });
+        sim.run_until(203 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(sim.script_socket().fin.teardown, Teardown::TimeWait);
+        assert_eq!(out.len(), 1, "FIN_WAIT2 acks the peer's FIN at once");
+        assert_eq!(out[0].1.ack_seq, 1, "past the peer's FIN");
+        assert_eq!(out[0].1.seq, 1001, "past our FIN");
+    }
+
+    #[test]
+    fn an_unacked_fin_is_retransmitted_with_backoff() {
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_close(true);
+        sim.run_until(201 * MS).unwrap();
+        assert!(sim.script_take_out()[0].1.has(flags::FIN));
+        // RTO: srtt 100 ms + 4 * rttvar (50 ms) = 300 ms, then doubled.
+        sim.run_until(1200 * MS).unwrap();
+        let times: Vec<u64> = sim.script_take_out().iter().map(|(t, _)| t / MS).collect();
+        assert_eq!(times, [500, 1100]);
+    }
+
+    #[test]
+    fn close_with_unread_data_resets() {
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_inject(Packet {
+            seq: 0,
+            end_seq: 100,
+            ..ack(0, 257 << 7)
+        });
+        sim.run_until(300 * MS).unwrap();
+        sim.script_take_out();
+        sim.script_close(true);
+        sim.run_until(301 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1);
+        assert!(out[0].1.has(flags::RST) && !out[0].1.has(flags::FIN));
+        assert_eq!(out[0].1.ack_seq, 100);
+    }
+}

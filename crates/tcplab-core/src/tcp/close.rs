@@ -1,0 +1,252 @@
+//! Closing a connection: FIN, its acknowledgement and retransmission, the peer's FIN, and
+//! the states after ESTABLISHED (Linux v6.12 net/ipv4/tcp.c: tcp_close(), tcp_shutdown(),
+//! net/ipv4/tcp_output.c: tcp_send_fin(), net/ipv4/tcp_input.c: tcp_fin(),
+//! tcp_rcv_state_process()).
+//!
+//! The model. The application closes its sending side (`close()` or `shutdown(SHUT_WR)`)
+//! once it has written everything: the FIN sits at `write_seq`, after the last byte. If
+//! data is still unsent, the FIN rides on the last data skb when that skb goes out
+//! (tcp_send_fin() sets TCPHDR_FIN on the write queue's tail skb); if everything was sent,
+//! a FIN of its own goes out as soon as the congestion window has room (since v6.10 a lone
+//! FIN has no exception in tcp_cwnd_test()). The FIN takes one sequence number: the peer
+//! acknowledges
+//! `write_seq + 1`, and every segment after it carries `seq = write_seq + 1`.
+//!
+//! tcplab keeps sequence numbers as byte offsets of data (`crate::packet`), so the FIN is
+//! not an entry of the retransmit queue: `fin_sent` / `fin_acked` stand for its skb. The
+//! acknowledgement of the FIN is taken off before `tcp_ack()` sees the ACK (which then acks
+//! data only), and the retransmit timer stays armed while the FIN is unacknowledged; when
+//! it fires with no data outstanding, the FIN alone is sent again (tcp_retransmit_timer()
+//! retransmitting the FIN skb at the head of the queue). A retransmission of the last data
+//! segment carries the FIN too, as the skb that held it does in Linux.
+//!
+//! The peer's FIN is taken once the data before it is in order (`peer_fin_seq`): it moves
+//! the state (ESTABLISHED -> CLOSE_WAIT, FIN_WAIT1 -> CLOSING, FIN_WAIT2 -> TIME_WAIT),
+//! and every segment after acknowledges it (`rcv_nxt + 1`). Simplified: TIME_WAIT never
+//! ends (a script never outlives it), and a closed socket still answers segments.
+//!
+//! `close()` with data received and not read resets the connection (tcp_close():
+//! "data was unread": tcp_send_active_reset()), without a FIN.
+
+use crate::mib::Mib;
+use crate::packet::{flags, Packet};
+use crate::tcp::socket::{Ctx, TcpSocket, XmitTimer};
+use crate::time::NEVER;
+
+/// The connection's state once it is synchronized (`sk->sk_state` from ESTABLISHED on).
+/// `TcpSocket::state` stays `Established` through all of them: data still flows one way
+/// or the other until both FINs are acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Teardown {
+    /// ESTABLISHED: neither side has closed.
+    #[default]
+    Open,
+    /// We sent (or queued) our FIN; it is not acknowledged.
+    FinWait1,
+    /// Our FIN is acknowledged; the peer's has not come.
+    FinWait2,
+    /// Both FINs sent, ours not acknowledged (simultaneous close).
+    Closing,
+    /// Both FINs sent and ours acknowledged.
+    TimeWait,
+    /// The peer closed; we have not.
+    CloseWait,
+    /// The peer closed, then we did; our FIN is not acknowledged.
+    LastAck,
+    /// Done (our FIN acknowledged in LAST_ACK, or a reset).
+    Closed,
+}
+
+impl Teardown {
+    /// `enum { TCP_ESTABLISHED = 1, ..., TCP_CLOSING = 11 }` (include/net/tcp_states.h).
+    pub fn tcp_state(self) -> u64 {
+        match self {
+            Teardown::Open => 1,
+            Teardown::FinWait1 => 4,
+            Teardown::FinWait2 => 5,
+            Teardown::TimeWait => 6,
+            Teardown::Closed => 7,
+            Teardown::CloseWait => 8,
+            Teardown::LastAck => 9,
+            Teardown::Closing => 11,
+        }
+    }
+}
+
+/// What the socket knows of both FINs.
+#[derive(Clone, Copy, Debug)]
+pub struct FinState {
+    pub teardown: Teardown,
+    /// The application closed its sending side: a FIN follows the data.
+    pub fin_queued: bool,
+    pub fin_sent: bool,
+    pub fin_acked: bool,
+    /// The peer's FIN: the data offset it follows, once seen (NEVER before).
+    pub peer_fin_seq: u64,
+    /// The peer's FIN was taken (the data before it is all in order).
+    pub peer_fin_rcvd: bool,
+    /// The connection was reset by `close()` (RST sent).
+    pub reset: bool,
+}
+
+impl Default for FinState {
+    fn default() -> Self {
+        FinState {
+            teardown: Teardown::Open,
+            fin_queued: false,
+            fin_sent: false,
+            fin_acked: false,
+            peer_fin_seq: NEVER,
+            peer_fin_rcvd: false,
+            reset: false,
+        }
+    }
+}
+
+impl TcpSocket {
+    /// `close()` (`how_rd`: also the receiving side, as close() does) or
+    /// `shutdown(SHUT_WR)` by the application.
+    pub fn app_close(&mut self, ctx: &mut Ctx, how_rd: bool) {
+        self.refresh_clock(ctx.now_ns);
+        if how_rd && self.rcv.unread_bytes() > 0 {
+            // tcp_close(): data was unread: a reset instead of a FIN.
+            self.send_active_reset(ctx);
+            return;
+        }
+        if self.fin.fin_queued {
+            return;
+        }
+        self.fin.teardown = match self.fin.teardown {
+            Teardown::Open => Teardown::FinWait1,
+            Teardown::CloseWait => Teardown::LastAck,
+            t => t,
+        };
+        self.fin.fin_queued = true;
+        // tcp_send_fin(): on the unsent tail skb, or alone when everything was sent;
+        // then __tcp_push_pending_frames(TCP_NAGLE_OFF) (the FIN skb passes Nagle anyway).
+        self.push_pending_frames(ctx);
+        self.fin_alone_if_due(ctx);
+    }
+
+    /// A queued FIN with all data sent goes out alone once the congestion window has room
+    /// (tcp_write_xmit() on the FIN's own skb).
+    pub(crate) fn fin_alone_if_due(&mut self, ctx: &mut Ctx) {
+        if self.fin.fin_queued
+            && !self.fin.fin_sent
+            && !self.fin.reset
+            && self.tp.snd_nxt == self.tp.write_seq
+            && self.app.pending_bytes == 0
+            && self.tp.packets_in_flight() < self.tp.snd_cwnd
+        {
+            self.send_fin_alone(ctx);
+        }
+    }
+
+    /// The FIN in a segment of its own (no data), and the retransmit timer armed for it.
+    pub(crate) fn send_fin_alone(&mut self, ctx: &mut Ctx) {
+        let seq = self.tp.write_seq;
+        let retrans = self.fin.fin_sent;
+        let f = if retrans {
+            flags::FIN | flags::RETRANS
+        } else {
+            flags::FIN
+        };
+        self.fin.fin_sent = false; // the FIN's own segment carries seq = write_seq
+        self.transmit(ctx, seq, seq, f);
+        self.fin.fin_sent = true;
+        self.tp.inc(Mib::TcpOutSegs);
+        if retrans {
+            self.tp.inc(Mib::TcpRetransSegs);
+        }
+        self.tp.lsndtime = self.tp.jiffies32();
+        if self.xmit_timer == XmitTimer::None {
+            let rto = self.tp.icsk_rto;
+            self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
+        }
+    }
+
+    /// The skb `[seq, end_seq)` about to be sent holds the end of the data and the
+    /// application has closed: it carries the FIN.
+    #[inline]
+    pub(crate) fn fin_rides_on(&self, end_seq: u64) -> bool {
+        self.fin.fin_queued && end_seq == self.tp.write_seq && self.app.pending_bytes == 0
+    }
+
+    /// An ACK or segment arrived: take off the acknowledgement of our FIN (`write_seq + 1`)
+    /// before `tcp_ack()` sees it, and move the state if it acknowledges the FIN.
+    pub(crate) fn fin_ack_in(&mut self, pkt: &mut Packet) {
+        if self.fin.fin_sent && pkt.ack_seq == self.tp.write_seq + 1 {
+            pkt.ack_seq -= 1;
+            if !self.fin.fin_acked {
+                self.fin.fin_acked = true;
+                self.fin.teardown = match self.fin.teardown {
+                    Teardown::FinWait1 => Teardown::FinWait2,
+                    Teardown::Closing => Teardown::TimeWait,
+                    Teardown::LastAck => Teardown::Closed,
+                    t => t,
+                };
+            }
+        }
+        // A segment after the peer's FIN starts one past it.
+        if self.fin.peer_fin_rcvd && pkt.seq > self.fin.peer_fin_seq {
+            pkt.seq -= 1;
+            pkt.end_seq -= 1;
+        }
+    }
+
+    /// The FIN is still unacknowledged with no data outstanding: the retransmit timer
+    /// stays armed for it.
+    #[inline]
+    pub(crate) fn fin_outstanding(&self) -> bool {
+        self.fin.fin_sent && !self.fin.fin_acked
+    }
+
+    /// After a segment's data was taken: the peer's FIN, once the data before it is in
+    /// order (tcp_fin()). Returns true if an ACK must go out now.
+    pub(crate) fn peer_fin_in(&mut self, pkt: &Packet) -> bool {
+        if pkt.has(flags::FIN) && self.fin.peer_fin_seq == NEVER {
+            self.fin.peer_fin_seq = pkt.end_seq;
+        }
+        if self.fin.peer_fin_rcvd
+            || self.fin.peer_fin_seq == NEVER
+            || self.rcv.rcv_nxt < self.fin.peer_fin_seq
+        {
+            return false;
+        }
+        self.fin.peer_fin_rcvd = true;
+        match self.fin.teardown {
+            Teardown::Open => {
+                // ESTABLISHED -> CLOSE_WAIT; inet_csk_enter_pingpong_mode(): the FIN's ACK
+                // is delayed like any other (inet_csk_schedule_ack()).
+                self.fin.teardown = Teardown::CloseWait;
+                let now_ns = self.tp.tcp_clock_cache;
+                self.rcv.fin_received(now_ns, self.tp.srtt_us)
+            }
+            Teardown::FinWait1 => {
+                // Simultaneous close: ACK now, CLOSING (TIME_WAIT if ours was acked).
+                self.fin.teardown = if self.fin.fin_acked {
+                    Teardown::TimeWait
+                } else {
+                    Teardown::Closing
+                };
+                true
+            }
+            Teardown::FinWait2 => {
+                self.fin.teardown = Teardown::TimeWait;
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// `tcp_send_active_reset()`: an RST with the current ACK fields; the connection is
+    /// closed and its timers stopped.
+    pub fn send_active_reset(&mut self, ctx: &mut Ctx) {
+        let seq = self.tp.snd_nxt;
+        self.transmit(ctx, seq, seq, flags::RST);
+        self.fin.reset = true;
+        self.fin.teardown = Teardown::Closed;
+        self.clear_xmit_timer();
+        self.rcv.delack_deadline_ns = NEVER;
+    }
+}
