@@ -337,7 +337,9 @@ def test_skips_name_the_feature(tmp_path, body, reason):
 
 
 def test_without_sack_runs_until_the_engine_says_it_is_not_modelled(tmp_path):
-    p = script(tmp_path, "   +0 write(4, ..., 1000) = 1000\n   +0 > P. 1:1001(1000) ack 1\n  +.1 < . 1:1(0) ack 1 win 257\n")
+    p = script(
+        tmp_path, "   +0 write(4, ..., 1000) = 1000\n   +0 > P. 1:1001(1000) ack 1\n  +.1 < . 1:1(0) ack 1 win 257\n"
+    )
     text = p.read_text().replace("<mss 1000,sackOK,nop,nop,nop,wscale 7>", "<mss 1000,nop,wscale 7>")
     p.write_text(text.replace("<mss 1460,nop,nop,sackOK,nop,wscale 8>", "<mss 1460,nop,wscale 8>"))
     r, hosts = run(p)

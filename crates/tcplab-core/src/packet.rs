@@ -63,6 +63,9 @@ pub mod flags {
     pub const GSO_TAIL: u16 = 1 << 8;
     /// RST: the sender reset the connection (`tcp::close`).
     pub const RST: u16 = 1 << 9;
+    /// The ACK bit is clear (every other packet of the engine carries ACK fields): a reset
+    /// answering a segment for a socket that no longer exists (`tcp::close`).
+    pub const NO_ACK: u16 = 1 << 10;
 }
 
 /// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86-64 (Linux v6.12): the sk_buff's part of

@@ -121,7 +121,7 @@ impl ScriptedHost {
             let syn = p.has(flags::SYN);
             d.set_item("t_ns", t_ns)?;
             d.set_item("syn", syn)?;
-            d.set_item("ack", !(syn && self.active))?;
+            d.set_item("ack", !(syn && self.active) && !p.has(flags::NO_ACK))?;
             d.set_item("fin", p.has(flags::FIN))?;
             d.set_item("rst", p.has(flags::RST))?;
             d.set_item("psh", p.has(flags::PSH))?;
@@ -193,6 +193,12 @@ impl ScriptedHost {
         }
         if get_bool("rst")? {
             return Err(PyValueError::new_err("rst: an inbound RST is not modelled"));
+        }
+        if f & flags::SYN == 0 && !get_bool("ack")? {
+            // Linux v6.12 tcp_rcv_established() / tcp_rcv_state_process(): a segment with
+            // neither ACK, RST nor SYN is dropped (SKB_DROP_REASON_TCP_FLAGS). tcplab's
+            // packets always carry ACK fields, so the binding drops it here.
+            return Ok(());
         }
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
         let mut num_sacks = 0u8;

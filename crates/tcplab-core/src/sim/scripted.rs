@@ -401,4 +401,80 @@ mod tests {
         assert!(out[0].1.has(flags::RST) && !out[0].1.has(flags::FIN));
         assert_eq!(out[0].1.ack_seq, 100);
     }
+
+    #[test]
+    fn an_rto_forgets_the_loss_probe_before_it() {
+        // cubic-rto-ss-ca-cwnd-bump.pkt's first part: a segment, its TLP at +300 ms, the RTO
+        // at +600 ms; the ACK of the retransmission, then ACKs of new data. tcp_enter_loss()
+        // clears tlp_high_seq, so the TLP's ACK-advancing check cannot reduce the cwnd a
+        // second time: slow start goes on from 2 (ssthresh 7 after the loss).
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_socket_mut().sndbuf_locked = true;
+        sim.script_write(1000);
+        sim.run_until(300 * MS).unwrap();
+        sim.script_inject(ack(1000, 257 << 7));
+        sim.script_write(1000);
+        sim.run_until(1000 * MS).unwrap();
+        let times: Vec<u64> = sim.script_take_out().iter().map(|(t, _)| t / MS).collect();
+        // srtt 100 ms: the TLP at 2 srtt + 2 ms-ish rounding is 300 ms on, the RTO
+        // (srtt + 4 rttvar = 300 ms) 300 ms after it.
+        assert_eq!(times.len(), 4, "first send, data, TLP, RTO: {times:?}");
+        sim.script_inject(ack(2000, 257 << 7));
+        let s = sim.script_socket();
+        assert_eq!((s.tp.snd_cwnd, s.tp.snd_ssthresh), (2, 7));
+        assert_eq!(s.tlp_high_seq, 0);
+        sim.script_write(20_000);
+        sim.run_until(1100 * MS).unwrap();
+        sim.script_take_out();
+        sim.script_inject(ack(3000, 257 << 7));
+        let s = sim.script_socket();
+        assert_eq!(s.tp.snd_cwnd, 3, "slow start, no second reduction");
+        assert_eq!(s.tp.snd_ssthresh, 7);
+    }
+
+    #[test]
+    fn a_closed_socket_answers_with_a_bare_reset() {
+        // close() in SYN_SENT: the socket is gone; the SYN-ACK gets an RST at the
+        // sequence number it acknowledged, without ACK or options (tcp_v4_send_reset()).
+        let mut sim = host();
+        sim.script_connect();
+        sim.run_until(MS).unwrap();
+        assert!(sim.script_take_out()[0].1.has(flags::SYN));
+        sim.script_close(true);
+        sim.run_until(100 * MS).unwrap();
+        sim.script_negotiate(1460, false, true);
+        sim.script_inject(Packet {
+            flags: flags::SYN,
+            ..ack(0, 32000)
+        });
+        sim.run_until(101 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1, "no SYN retransmission, one reset");
+        let rst = out[0].1;
+        assert!(rst.has(flags::RST) && rst.has(flags::NO_ACK));
+        assert_eq!((rst.seq, rst.tsval_ns, rst.num_sacks), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_partial_retransmission_cuts_its_skb() {
+        // tcp_fragment() in __tcp_retransmit_skb(): the head of a 2-segment skb resent
+        // alone (cwnd 1 after an RTO) leaves the rest an skb of its own.
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_write(4000);
+        sim.run_until(201 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 2, "two 2-segment skbs");
+        sim.run_until(1000 * MS).unwrap(); // TLP, then the RTO resends 0..1000 alone
+        let rtx: Vec<(u64, u64)> = sim
+            .script_take_out()
+            .iter()
+            .map(|(_, p)| (p.seq, p.end_seq))
+            .collect();
+        assert!(rtx.contains(&(0, 1000)), "{rtx:?}");
+        let q = &sim.script_socket().rtx;
+        let id = q.lower_bound_end(1000);
+        assert!(q.get(id).skb_head, "1000..2000 begins an skb now");
+    }
 }

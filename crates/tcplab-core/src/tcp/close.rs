@@ -108,6 +108,15 @@ impl TcpSocket {
     /// `shutdown(SHUT_WR)` by the application.
     pub fn app_close(&mut self, ctx: &mut Ctx, how_rd: bool) {
         self.refresh_clock(ctx.now_ns);
+        if self.state != crate::tcp::socket::ConnState::Established {
+            // tcp_close() before the handshake ended (SYN_SENT): the socket is gone, no
+            // packet goes out; what arrives later is answered as for no socket.
+            if how_rd {
+                self.fin.teardown = Teardown::Closed;
+                self.clear_xmit_timer();
+            }
+            return;
+        }
         if how_rd && self.rcv.unread_bytes() > 0 {
             // tcp_close(): data was unread: a reset instead of a FIN.
             self.send_active_reset(ctx);
@@ -237,6 +246,28 @@ impl TcpSocket {
             }
             _ => true,
         }
+    }
+
+    /// A segment for a socket that no longer exists (closed, or its last FIN acknowledged):
+    /// Linux v6.12 tcp_v4_send_reset() answers one carrying an ACK with a bare RST at the
+    /// sequence number it acknowledged (no ACK bit, no options). Returns true if the
+    /// segment was taken that way.
+    pub(crate) fn closed_answers(&mut self, ctx: &mut Ctx, pkt: &Packet) -> bool {
+        if self.fin.teardown != Teardown::Closed || pkt.has(flags::RST) {
+            return self.fin.teardown == Teardown::Closed;
+        }
+        let rst = Packet {
+            dst_ep: self.peer_ep,
+            dst_node: self.peer_node,
+            src_node: self.node,
+            ip_bytes: Packet::ip_len(0, 0) - 12,
+            seq: pkt.ack_seq,
+            end_seq: pkt.ack_seq,
+            flags: flags::RST | flags::NO_ACK,
+            ..Packet::default()
+        };
+        ctx.net.send_from_host(self.node, rst, ctx.now_ns, ctx.ev);
+        true
     }
 
     /// `tcp_send_active_reset()`: an RST with the current ACK fields; the connection is

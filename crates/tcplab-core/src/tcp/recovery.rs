@@ -647,6 +647,9 @@ impl TcpSocket {
         }
         self.set_ca_state(CaState::Loss);
         self.tp.high_seq = self.tp.snd_nxt;
+        // Linux v6.12 tcp_enter_loss(): a loss probe before the RTO no longer counts (its
+        // ACK must not reduce the cwnd again, tcp_process_tlp_ack()).
+        self.tlp_high_seq = 0;
         // F-RTO RFC 5682 sec 3.1 step 1: retransmit SND.UNA if no previous loss recovery
         // is underway except recurring timeouts on the same SND.UNA (sec 3.2).
         self.frto = self.cfg.tcp_frto != 0 && (new_recovery || self.icsk_retransmits > 0);

@@ -713,6 +713,10 @@ impl TcpSocket {
 
     /// A packet addressed to this endpoint arrived.
     pub fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        if self.fin.teardown == crate::tcp::close::Teardown::Closed && self.closed_answers(ctx, pkt)
+        {
+            return;
+        }
         let fin_pkt;
         let pkt = if self.fin.fin_sent || self.fin.peer_fin_rcvd {
             // The FINs' sequence numbers taken off (`tcp::close`).
