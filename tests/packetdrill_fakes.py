@@ -70,13 +70,6 @@ class FakeHost:
         self.calls.append(("negotiate", peer_mss, peer_wscale, ts_ok, sack_ok))
         self.peer_mss, self.peer_wscale, self.ts_ok, self.sack_ok = peer_mss, peer_wscale, ts_ok, sack_ok
 
-    def unsupported(self) -> str | None:
-        # Stands for the engine's report: a connection without SACK is run until the
-        # peer's segments need Reno's duplicate-ACK counting (here: any after the handshake).
-        if not self.sack_ok and self.state == "ESTABLISHED" and len(self.calls) > 3:
-            return "loss recovery without SACK (Reno duplicate-ACK counting)"
-        return None
-
     def inject(self, pkt: dict[str, Any]) -> None:
         self.calls.append(("inject", dict(pkt)))
         self.last_tsval = pkt.get("tsval")

@@ -150,8 +150,7 @@ impl ScriptedHost {
 
     /// The options of the peer's SYN or SYN-ACK, before it is injected. `peer_wscale` is
     /// the runner's to apply (windows cross this binding in bytes). Without SACK the
-    /// socket sends no SACK blocks; its own recovery from duplicate ACKs is not modelled
-    /// (`unsupported()` says so once one arrives).
+    /// socket sends no SACK blocks and recovers by counting duplicate ACKs (`tcp::reno`).
     #[pyo3(signature = (peer_mss, peer_wscale, ts_ok, sack_ok))]
     fn negotiate(
         &mut self,
@@ -241,16 +240,6 @@ impl ScriptedHost {
             ..Packet::default()
         };
         guarded(&mut self.sim, "inject", |s| s.script_inject(p))
-    }
-
-    /// What the script made the socket do that tcplab does not model, once it happened
-    /// (None while everything was modelled).
-    fn unsupported(&self) -> Option<&'static str> {
-        if self.sim.script_socket().reno_dupack_seen {
-            Some("loss recovery without SACK (Reno duplicate-ACK counting)")
-        } else {
-            None
-        }
     }
 
     /// `listen()`: a closed socket already answers a SYN (passive open).

@@ -166,11 +166,6 @@ class Host:
     def negotiate(self, peer_mss: int, peer_wscale: int | None, ts_ok: bool, sack_ok: bool) -> None:
         self.raw.negotiate(peer_mss, peer_wscale, ts_ok, sack_ok)
 
-    def unsupported(self) -> str | None:
-        """What the socket was made to do that the engine does not model (None: nothing)."""
-        probe = getattr(self.raw, "unsupported", None)
-        return probe() if probe is not None else None
-
     # the socket
 
     @property

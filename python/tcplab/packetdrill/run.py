@@ -529,9 +529,6 @@ class _Runner:
         except ScriptError_ as e:
             raise self.fail_at(ev, f"error handling packet: {e}") from None
         self.host.inject(pkt)
-        reason = self.host.unsupported()
-        if reason is not None:
-            raise _Skip(f"{reason} (line {ev.line}) not modelled")
         self.poll_pending()
         self.mark_now()
 

@@ -477,4 +477,45 @@ mod tests {
         let id = q.lower_bound_end(1000);
         assert!(q.get(id).skb_head, "1000..2000 begins an skb now");
     }
+
+    #[test]
+    fn without_sack_three_duplicate_acks_retransmit_the_head() {
+        // fr-4pkt.pkt: four segments out, three duplicate ACKs: each counts as a segment
+        // delivered (tcp_add_reno_sack()), the third marks the head lost
+        // (tcp_newreno_mark_lost(): sacked_out >= reordering) and it is resent at once.
+        let mut sim = host();
+        sim.run_until(100 * MS).unwrap();
+        sim.script_negotiate(1460, false, false);
+        sim.script_inject(Packet {
+            flags: flags::SYN,
+            rwnd_bytes: 32792,
+            ..Packet::default()
+        });
+        sim.run_until(200 * MS).unwrap();
+        sim.script_take_out();
+        sim.script_inject(ack(0, 257 << 7));
+        sim.script_write(4 * 1460);
+        sim.run_until(300 * MS).unwrap();
+        assert_eq!(sim.script_take_out().len(), 2, "two 2-segment skbs");
+        for k in 1..=3u32 {
+            sim.script_inject(ack(0, 257 << 7));
+            let s = sim.script_socket();
+            assert_eq!(s.tp.sacked_out, k, "duplicate ACK {k} counted");
+        }
+        let s = sim.script_socket();
+        assert_eq!(s.tp.ca_state, crate::tcp::sock::CaState::Recovery);
+        assert_eq!(s.tp.lost_out, 1);
+        sim.run_until(301 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (out[0].1.seq, out[0].1.end_seq),
+            (0, 1460),
+            "the head, fast"
+        );
+        assert!(out[0].1.num_sacks == 0);
+        sim.script_inject(ack(4 * 1460, 257 << 7));
+        let s = sim.script_socket();
+        assert_eq!((s.tp.sacked_out, s.tp.packets_out), (0, 0));
+    }
 }

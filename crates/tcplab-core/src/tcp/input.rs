@@ -481,9 +481,12 @@ impl TcpSocket {
             if sacked & TCPCB_SACKED_ACKED != 0 {
                 self.tp.sacked_out -= 1;
             } else {
-                // tcp_count_delivered(); RACK and rate sampling for newly delivered data.
-                self.tp.delivered += 1;
-                self.rack_advance(sacked, skb.end_seq, xmit_us);
+                // tcp_count_delivered() and RACK for newly delivered data, with SACK only
+                // (without, tcp_remove_reno_sacks() below counts it: `tcp::reno`).
+                if self.sack_ok {
+                    self.tp.delivered += 1;
+                    self.rack_advance(sacked, skb.end_seq, xmit_us);
+                }
                 rate_skb_delivered(&mut self.tp, &mut skb, rs);
             }
             if sacked & TCPCB_LOST != 0 {
@@ -496,6 +499,14 @@ impl TcpSocket {
         }
         if self.retransmit_hint < self.rtx.front_id() {
             self.retransmit_hint = self.rtx.front_id();
+        }
+        if !self.sack_ok && flag & FLAG_ACKED != 0 {
+            self.remove_reno_sacks(pkts_acked);
+            // Without SACK bits, an ACK covering any retransmitted segment cannot show that
+            // the originals got through.
+            if flag & FLAG_RETRANS_DATA_ACKED != 0 {
+                flag &= !FLAG_ORIG_SACK_ACKED;
+            }
         }
         if self.highest_sack_seq.is_some_and(|h| h < ack) {
             self.highest_sack_seq = None;
@@ -539,7 +550,7 @@ impl TcpSocket {
         if flag & FLAG_ACKED != 0 {
             flag |= FLAG_SET_XMIT_TIMER; // set TLP or RTO timer
                                          // Non-retransmitted hole got filled? That's reordering.
-            if reord < prior_fack {
+            if self.sack_ok && reord < prior_fack {
                 self.check_sack_reordering(reord, false);
             }
         } else if let Some(head) = self.rtx.front() {

@@ -16,6 +16,7 @@ pub mod rate_sample;
 pub mod reader;
 pub mod receiver;
 pub mod recovery;
+pub mod reno;
 pub mod rtt;
 pub mod rtx_queue;
 pub mod sock;

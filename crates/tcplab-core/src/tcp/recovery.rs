@@ -367,6 +367,11 @@ impl TcpSocket {
             };
             self.tp.inc(m);
         }
+        if self.tp.snd_una == self.tp.high_seq && self.is_reno() {
+            // Hold the state until something *above* high_seq is ACKed: without SACK it is
+            // a MUST to prevent false fast retransmits (RFC 2582).
+            return true;
+        }
         self.set_ca_state(CaState::Open);
         false
     }
@@ -448,6 +453,14 @@ impl TcpSocket {
 
     /// `tcp_identify_packet_loss()` with RACK.
     fn identify_packet_loss(&mut self, now_ns: u64, flag: &mut u32) {
+        if self.rtx.is_empty() {
+            return;
+        }
+        if self.is_reno() {
+            // Without SACK, NewReno's head marking instead of RACK (`tcp::reno`).
+            self.newreno_mark_lost(*flag & FLAG_SND_UNA_ADVANCED != 0);
+            return;
+        }
         if self.rack_mark_lost(now_ns) {
             *flag |= FLAG_LOST_RETRANS;
         }
@@ -463,7 +476,7 @@ impl TcpSocket {
         &mut self,
         ctx: &mut Ctx,
         prior_snd_una: u64,
-        _num_dupack: u32,
+        num_dupack: u32,
         flag: &mut u32,
         rexmit: &mut Rexmit,
     ) {
@@ -479,6 +492,9 @@ impl TcpSocket {
                     self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
+                    if self.is_reno() {
+                        self.reset_reno_sack();
+                    }
                     if self.try_undo_recovery() {
                         return;
                     }
@@ -493,7 +509,11 @@ impl TcpSocket {
         // E. Process state.
         match self.tp.ca_state {
             CaState::Recovery => {
-                if *flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(prior_snd_una) {
+                if *flag & FLAG_SND_UNA_ADVANCED == 0 {
+                    if self.is_reno() {
+                        self.add_reno_sack(num_dupack);
+                    }
+                } else if self.try_undo_partial(prior_snd_una) {
                     return;
                 }
                 if self.try_undo_dsack() {
@@ -510,7 +530,7 @@ impl TcpSocket {
                 }
             }
             CaState::Loss => {
-                self.process_loss(*flag, rexmit);
+                self.process_loss(*flag, num_dupack, rexmit);
                 self.identify_packet_loss(ctx.now_ns, flag);
                 if !(self.tp.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
                     return;
@@ -521,6 +541,12 @@ impl TcpSocket {
                 }
             }
             _ => {
+                if self.is_reno() {
+                    if *flag & FLAG_SND_UNA_ADVANCED != 0 {
+                        self.reset_reno_sack();
+                    }
+                    self.add_reno_sack(num_dupack);
+                }
                 if !self.open_or_enter_recovery(ctx, flag) {
                     return;
                 }
@@ -546,7 +572,7 @@ impl TcpSocket {
     }
 
     /// `tcp_process_loss()`: ACK processing in the Loss state, with F-RTO.
-    fn process_loss(&mut self, flag: u32, rexmit: &mut Rexmit) {
+    fn process_loss(&mut self, flag: u32, num_dupack: u32, rexmit: &mut Rexmit) {
         let recovered = self.tp.snd_una >= self.tp.high_seq;
         if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(false) {
             return;
@@ -559,7 +585,7 @@ impl TcpSocket {
                 return;
             }
             if self.tp.snd_nxt > self.tp.high_seq {
-                if flag & FLAG_DATA_SACKED != 0 {
+                if flag & FLAG_DATA_SACKED != 0 || num_dupack > 0 {
                     self.frto = false; // Step 3.a. loss was real
                 }
             } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
@@ -579,6 +605,14 @@ impl TcpSocket {
             // F-RTO RFC 5682 sec 3.1 step 2.a and 1st part of step 3.b.
             self.try_undo_recovery();
             return;
+        }
+        if self.is_reno() {
+            // A Reno duplicate ACK means new data of F-RTO step 2.b were delivered.
+            if self.tp.snd_nxt > self.tp.high_seq && num_dupack > 0 {
+                self.add_reno_sack(num_dupack);
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 {
+                self.reset_reno_sack();
+            }
         }
         *rexmit = Rexmit::Lost;
     }

@@ -230,14 +230,10 @@ pub struct TcpSocket {
     /// segments carry no TSval/TSecr (both 0 here) and RTTs come from skb timing only.
     pub ts_ok: bool,
     /// Both sides offered SACK (`tcp_is_sack()`): on for every scenario's connection. A
-    /// scripted peer may leave it out; then this endpoint sends no SACK blocks and every
-    /// out-of-order segment is acknowledged at once (a duplicate ACK). Its own loss
-    /// recovery without SACK (Linux's Reno duplicate-ACK counting, tcp_add_reno_sack()) is
-    /// not modelled: a duplicate ACK on such a connection sets `reno_dupack_seen`, and the
-    /// caller (the packetdrill runner) reports the script as not modelled from there.
+    /// scripted peer may leave it out; then this endpoint sends no SACK blocks, every
+    /// out-of-order segment is acknowledged at once (a duplicate ACK), and its own loss
+    /// recovery counts duplicate ACKs instead (`tcp::reno`).
     pub sack_ok: bool,
-    /// See `sack_ok`.
-    pub reno_dupack_seen: bool,
     /// A driven application's blocked `write()` sleeps in sk_stream_wait_memory() until
     /// sk_stream_write_space() wakes it (free space at least half the queued bytes), as the
     /// bulk writer does, instead of refilling as each byte of room appears (the
@@ -408,7 +404,6 @@ impl TcpSocket {
                 captured: false,
                 ts_ok: true,
                 sack_ok: true,
-                reno_dupack_seen: false,
                 writer_sleeps: false,
                 nodelay: false,
                 sndbuf_locked: false,
@@ -792,16 +787,6 @@ impl TcpSocket {
                     return;
                 }
             }
-        }
-        if !self.sack_ok
-            && !pkt.is_data()
-            && pkt.ack_seq == self.tp.snd_una
-            && self.tp.packets_out > 0
-            && pkt.rwnd_bytes == self.tp.snd_wnd
-            && !pkt.has(flags::FIN)
-        {
-            // A duplicate ACK without SACK: Reno's counting is not modelled (`sack_ok`).
-            self.reno_dupack_seen = true;
         }
         // Established: ACK processing first (tcp_rcv_established -> tcp_ack), then data.
         self.tcp_ack(ctx, pkt);
