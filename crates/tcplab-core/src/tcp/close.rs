@@ -76,6 +76,9 @@ impl Teardown {
 /// What the socket knows of both FINs.
 #[derive(Clone, Copy, Debug)]
 pub struct FinState {
+    /// Anything below happened (a close, a FIN seen): the one flag the per-packet paths
+    /// test before looking at the rest.
+    pub active: bool,
     pub teardown: Teardown,
     /// The application closed its sending side: a FIN follows the data.
     pub fin_queued: bool,
@@ -92,6 +95,7 @@ pub struct FinState {
 impl Default for FinState {
     fn default() -> Self {
         FinState {
+            active: false,
             teardown: Teardown::Open,
             fin_queued: false,
             fin_sent: false,
@@ -108,6 +112,7 @@ impl TcpSocket {
     /// `shutdown(SHUT_WR)` by the application.
     pub fn app_close(&mut self, ctx: &mut Ctx, how_rd: bool) {
         self.refresh_clock(ctx.now_ns);
+        self.fin.active = true;
         if self.state != crate::tcp::socket::ConnState::Established {
             // tcp_close() before the handshake ended (SYN_SENT): the socket is gone, no
             // packet goes out; what arrives later is answered as for no socket.
@@ -183,6 +188,8 @@ impl TcpSocket {
 
     /// An ACK or segment arrived: take off the acknowledgement of our FIN (`write_seq + 1`)
     /// before `tcp_ack()` sees it, and move the state if it acknowledges the FIN.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn fin_ack_in(&mut self, pkt: &mut Packet) {
         if self.fin.fin_sent && pkt.ack_seq == self.tp.write_seq + 1 {
             pkt.ack_seq -= 1;
@@ -212,9 +219,12 @@ impl TcpSocket {
 
     /// After a segment's data was taken: the peer's FIN, once the data before it is in
     /// order (tcp_fin()). Returns true if an ACK must go out now.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn peer_fin_in(&mut self, pkt: &Packet) -> bool {
         if pkt.has(flags::FIN) && self.fin.peer_fin_seq == NEVER {
             self.fin.peer_fin_seq = pkt.end_seq;
+            self.fin.active = true;
         }
         if self.fin.peer_fin_rcvd
             || self.fin.peer_fin_seq == NEVER
@@ -252,6 +262,8 @@ impl TcpSocket {
     /// Linux v6.12 tcp_v4_send_reset() answers one carrying an ACK with a bare RST at the
     /// sequence number it acknowledged (no ACK bit, no options). Returns true if the
     /// segment was taken that way.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn closed_answers(&mut self, ctx: &mut Ctx, pkt: &Packet) -> bool {
         if self.fin.teardown != Teardown::Closed || pkt.has(flags::RST) {
             return self.fin.teardown == Teardown::Closed;
@@ -273,6 +285,7 @@ impl TcpSocket {
     /// `tcp_send_active_reset()`: an RST with the current ACK fields; the connection is
     /// closed and its timers stopped.
     pub fn send_active_reset(&mut self, ctx: &mut Ctx) {
+        self.fin.active = true;
         let seq = self.tp.snd_nxt;
         self.transmit(ctx, seq, seq, flags::RST);
         self.fin.reset = true;

@@ -332,6 +332,7 @@ impl TcpSocket {
     /// keeps one entry per segment: `tcp::rtx_queue`); they decide how later
     /// retransmissions are cut into skbs. Simplified: tcp_shift_skb_data() merging SACKed
     /// skbs is not modelled.
+    #[inline(never)]
     fn sack_split_skbs(&mut self, start: u64, end: u64) {
         let mss = self.tp.mss_cache as u64;
         let first = self.rtx.lower_bound_end(start);

@@ -519,12 +519,14 @@ impl TcpSocket {
         // A FIN takes one sequence number (`tcp::close`): ours moves every later segment
         // on by one, the peer's every later ACK.
         let (mut seq, mut end_seq) = (seq, end_seq);
-        if self.fin.peer_fin_rcvd {
-            ack_seq += 1;
-        }
-        if self.fin.fin_sent && seq == end_seq && seq == self.tp.write_seq {
-            seq += 1;
-            end_seq += 1;
+        if self.fin.active {
+            if self.fin.peer_fin_rcvd {
+                ack_seq += 1;
+            }
+            if self.fin.fin_sent && seq == end_seq && seq == self.tp.write_seq {
+                seq += 1;
+                end_seq += 1;
+            }
         }
         let syn = pkt_flags & flags::SYN != 0;
         if syn {
@@ -708,12 +710,14 @@ impl TcpSocket {
 
     /// A packet addressed to this endpoint arrived.
     pub fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
-        if self.fin.teardown == crate::tcp::close::Teardown::Closed && self.closed_answers(ctx, pkt)
+        if self.fin.active
+            && self.fin.teardown == crate::tcp::close::Teardown::Closed
+            && self.closed_answers(ctx, pkt)
         {
             return;
         }
         let fin_pkt;
-        let pkt = if self.fin.fin_sent || self.fin.peer_fin_rcvd {
+        let pkt = if self.fin.active && (self.fin.fin_sent || self.fin.peer_fin_rcvd) {
             // The FINs' sequence numbers taken off (`tcp::close`).
             let mut p = *pkt;
             self.fin_ack_in(&mut p);
@@ -849,7 +853,7 @@ impl TcpSocket {
                 self.app_read(ctx, false);
             }
         }
-        if pkt.has(flags::FIN) || self.fin.peer_fin_seq != crate::time::NEVER {
+        if pkt.has(flags::FIN) || self.fin.active {
             // The peer's FIN, once the data before it is in order (`tcp::close`).
             if self.peer_fin_in(pkt) {
                 self.send_ack(ctx);
