@@ -323,7 +323,7 @@ def test_nonblocking_read_eagain(tmp_path):
     ("body", "reason"),
     [
         ("   +0 epoll_create(1) = 5\n", "system call epoll_create not modelled"),
-        ("   +0 setsockopt(4, SOL_TCP, TCP_CORK, [1], 4) = 0\n", "setsockopt TCP_CORK not modelled"),
+        ("   +0 setsockopt(4, SOL_TCP, TCP_NOTSENT_LOWAT, [1], 4) = 0\n", "setsockopt TCP_NOTSENT_LOWAT not modelled"),
         ("   +0 %{ assert bbr_bw > 0 }%\n", "%{ }% code reading bbr_bw (line 10) not modelled"),
         ("   +0 `sysctl -q net.ipv4.tcp_ecn=1`\n", "sysctl net.ipv4.tcp_ecn=1 not modelled"),
         ("   +0 `tc qdisc replace dev tun0 root fq`\n", "command `tc qdisc replace dev tun0 root fq` not modelled"),
@@ -391,7 +391,7 @@ def test_parse_commands_forms():
 def _corpus(tmp_path: Path) -> Path:
     script(tmp_path, "   +0 write(4, ..., 1000) = 1000\n   +0 > P. 1:1001(1000) ack 1\n", name="a.pkt")
     script(tmp_path, "   +0 > P. 1:1001(1000) ack 1\n", name="b.pkt")
-    script(tmp_path, "   +0 setsockopt(4, SOL_TCP, TCP_CORK, [1], 4) = 0\n", name="c.pkt")
+    script(tmp_path, "   +0 setsockopt(4, SOL_TCP, TCP_NOTSENT_LOWAT, [1], 4) = 0\n", name="c.pkt")
     return tmp_path / "tcp"
 
 
@@ -411,7 +411,7 @@ def test_report_and_junit_files(tmp_path):
     assert [s.get("name") for s in suites] == ["."]
     cases = {c.get("name"): c for c in suites[0].findall("testcase")}
     assert cases["b.pkt"].find("failure") is not None
-    assert cases["c.pkt"].find("skipped").get("message") == "setsockopt TCP_CORK not modelled"
+    assert cases["c.pkt"].find("skipped").get("message") == "setsockopt TCP_NOTSENT_LOWAT not modelled"
     assert root.get("failures") == "1" and root.get("skipped") == "1"
 
 
@@ -431,7 +431,7 @@ def test_cli_lines_totals_and_exit_codes(tmp_path, monkeypatch):
     lines = res.output.splitlines()
     assert lines[0] == "pass  a.pkt"
     assert lines[1].startswith("fail  b.pkt  ") and lines[1].endswith("Timed out waiting for packet")
-    assert lines[2] == "skip  c.pkt  setsockopt TCP_CORK not modelled"
+    assert lines[2] == "skip  c.pkt  setsockopt TCP_NOTSENT_LOWAT not modelled"
     assert lines[3] == "3 scripts: 1 pass, 1 fail, 1 skip"
     assert res.exit_code == 1 and (tmp_path / "j.xml").exists()
     ok = CliRunner().invoke(app, ["packetdrill", str(corpus / "case" / "a.pkt")])

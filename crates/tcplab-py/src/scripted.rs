@@ -74,6 +74,8 @@ pub struct ScriptedHost {
     sim: Simulator,
     /// The socket connected (SYN without ACK) rather than listened.
     active: bool,
+    /// `setsockopt(TCP_MAXSEG)`, 0 if not set.
+    user_mss: u32,
 }
 
 #[pymethods]
@@ -97,7 +99,11 @@ impl ScriptedHost {
             tso_win_divisor: num("tso_win_divisor", 3) as u32,
         };
         let sim = Simulator::scripted(&sc).map_err(PyValueError::new_err)?;
-        Ok(ScriptedHost { sim, active: false })
+        Ok(ScriptedHost {
+            sim,
+            active: false,
+            user_mss: 0,
+        })
     }
 
     /// Simulated ns since the script's time 0.
@@ -160,7 +166,20 @@ impl ScriptedHost {
         sack_ok: bool,
     ) -> PyResult<()> {
         let _ = peer_wscale;
-        self.sim.script_negotiate(peer_mss, ts_ok, sack_ok);
+        self.sim
+            .script_negotiate(peer_mss, ts_ok, sack_ok, self.user_mss);
+        Ok(())
+    }
+
+    /// `setsockopt(TCP_MAXSEG, n)` before the handshake: our MSS option and the sending
+    /// MSS are at most `n` (Linux v6.12 do_tcp_setsockopt(): 88..65535, else EINVAL).
+    fn set_user_mss(&mut self, n: u32) -> PyResult<()> {
+        if !(88..=65535).contains(&n) {
+            return Err(PyValueError::new_err(format!(
+                "TCP_MAXSEG: {n} is outside 88..65535"
+            )));
+        }
+        self.user_mss = n;
         Ok(())
     }
 
@@ -287,9 +306,11 @@ impl ScriptedHost {
         self.sim.script_socket().fin.peer_fin_rcvd
     }
 
-    /// `write()` of `n` bytes: queued now; returns `n`.
-    fn write(&mut self, n: u64) -> PyResult<u64> {
-        guarded(&mut self.sim, "write", |s| s.script_write(n))?;
+    /// `write()` of `n` bytes (`send()` with `MSG_EOR`: `eor`, `MSG_MORE`: `more`):
+    /// queued now; returns `n`.
+    #[pyo3(signature = (n, eor=false, more=false))]
+    fn write(&mut self, n: u64, eor: bool, more: bool) -> PyResult<u64> {
+        guarded(&mut self.sim, "write", |s| s.script_send(n, eor, more))?;
         Ok(n)
     }
 
@@ -345,9 +366,14 @@ impl ScriptedHost {
         );
     }
 
-    /// `setsockopt(TCP_NODELAY, on)`.
-    fn set_nodelay(&mut self, on: bool) {
-        self.sim.script_socket_mut().nodelay = on;
+    /// `setsockopt(TCP_NODELAY, on)`: switching Nagle off pushes what is queued.
+    fn set_nodelay(&mut self, on: bool) -> PyResult<()> {
+        guarded(&mut self.sim, "setsockopt", |s| s.script_set_nodelay(on))
+    }
+
+    /// `setsockopt(TCP_CORK, on)`: uncorking pushes what is queued.
+    fn set_cork(&mut self, on: bool) -> PyResult<()> {
+        guarded(&mut self.sim, "setsockopt", |s| s.script_set_cork(on))
     }
 
     /// `setsockopt(TCP_CONGESTION, name)` before the handshake.

@@ -97,7 +97,11 @@ SYSCALLS = frozenset(
     | {"write", "send", "sendto", "read", "recv", "recvfrom", "ioctl", "close", "shutdown"}
 )
 #: The socket options tcplab runs (setsockopt and getsockopt).
-SOCKOPTS = frozenset({"SO_REUSEADDR", "SO_SNDBUF", "SO_RCVBUF", "TCP_NODELAY", "TCP_CONGESTION"})
+SOCKOPTS = frozenset(
+    {"SO_REUSEADDR", "SO_SNDBUF", "SO_RCVBUF", "TCP_NODELAY", "TCP_CONGESTION", "TCP_MAXSEG", "TCP_CORK"}
+)
+#: send() flags tcplab runs.
+_SEND_FLAGS = ("MSG_EOR", "MSG_MORE")
 #: Options only read (getsockopt): SO_ERROR (the pending socket error) and TCP_MAXSEG.
 GETSOCKOPTS = SOCKOPTS | {"SO_ERROR", "TCP_MAXSEG"}
 _IOCTLS = {"SIOCINQ": "inq", "FIONREAD": "inq", "SIOCOUTQ": "outq", "TIOCOUTQ": "outq"}
@@ -157,6 +161,8 @@ _SYMBOLS: dict[str, int] = {
     "SIOCOUTQ": 0x5411,
     "TIOCOUTQ": 0x5411,
     "MSG_DONTWAIT": 0x40,
+    "MSG_EOR": 0x80,
+    "MSG_MORE": 0x8000,
     "SHUT_RD": 0,
     "SHUT_WR": 1,
     "SHUT_RDWR": 2,
@@ -345,6 +351,9 @@ class _Runner:
     sndbuf: int | None = None
     rcvbuf: int | None = None
     nodelay: bool = False
+    #: setsockopt(TCP_MAXSEG) (0: not set)
+    user_mss: int = 0
+    cork: bool = False
     cc: str = "cubic"
     prev: ResolvedTime | None = None
     prev_inbound: bool = False
@@ -434,7 +443,8 @@ class _Runner:
             raise _Skip(f"{c.name} with a buffer other than ... (line {ev.line}) not modelled")
         if c.name in ("send", "sendto", "recv", "recvfrom") and len(c.args) > 3:
             flags = c.args[3]
-            if not (isinstance(flags, Int) and flags.value == 0):
+            known = c.name in ("send", "sendto") and _symbol_name(flags) in _SEND_FLAGS
+            if not (isinstance(flags, Int) and flags.value == 0) and not known:
                 raise _Skip(f"{c.name} flags {_symbol_name(flags)} not modelled")
 
     # the walk
@@ -786,9 +796,15 @@ class _Runner:
             if sock.wr_shutdown:
                 # tcp_sendmsg_locked(): SEND_SHUTDOWN -> -EPIPE.
                 return _Done(-1, "EPIPE")
+            # send(..., MSG_EOR): the record's last skb is not merged with later data;
+            # send(..., MSG_MORE): more follows (no PSH, a part-MSS tail is held).
+            flag = _symbol_name(c.args[3]) if name != "write" and len(c.args) > 3 else ""
+            eor, more = flag == "MSG_EOR", flag == "MSG_MORE"
             if sock.nonblocking:
+                if eor or more:
+                    raise _Skip(f"a non-blocking send({flag}) not modelled")
                 return self.write_nonblocking(host, n)
-            host.write(n)
+            host.write(n, eor=eor, more=more)
             return _Wait(lambda: host.pending_write_bytes() == 0, lambda: _Done(n))
         if name in ("read", "recv", "recvfrom"):
             n = _int_arg(c.args, 2)
@@ -886,6 +902,20 @@ class _Runner:
         elif opt == "TCP_NODELAY":
             host.set_nodelay(bool(val))
             self.nodelay = bool(val)
+        elif opt == "TCP_CORK":
+            host.set_cork(bool(val))
+            self.cork = bool(val)
+        elif opt == "TCP_MAXSEG":
+            # do_tcp_setsockopt(): 0, or TCP_MIN_MSS (88) .. MAX_TCP_WINDOW, else EINVAL;
+            # it shapes the handshake only (our MSS option and the MSS clamp).
+            if val != 0 and not 88 <= val <= 32767:
+                return _Done(-1, "EINVAL")
+            if host.state != "CLOSED":
+                raise _Skip("setsockopt TCP_MAXSEG after the handshake not modelled")
+            if val:
+                host.set_user_mss(val)
+            self.user_mss = val
+            self.conn.our_mss = min(OUR_MSS, val) if val else OUR_MSS
         return _Done(0)
 
     def sys_getsockopt(self, c: Syscall) -> _Done:
@@ -907,14 +937,20 @@ class _Runner:
             got = max(min(self.rcvbuf, _MEM_MAX) * 2, _SOCK_MIN_RCVBUF)
         elif opt == "TCP_NODELAY":
             got = int(self.nodelay)
+        elif opt == "TCP_CORK":
+            got = int(self.cork)
         elif opt == "SO_ERROR":
             # sock_error(): no error is pending unless the connection was reset.
             got = 0
         elif opt == "TCP_MAXSEG":
             # do_tcp_getsockopt(): tp->mss_cache once connected (user_mss before; tcplab
             # has no TCP_MAXSEG setter, so the default MSS, 536, before the handshake).
+            # do_tcp_getsockopt(): tp->mss_cache, or the user's value before a connection.
             assert self.host is not None
-            got = int(self.host.tcp_info().get("tcpi_snd_mss", 0)) if self.host.state != "CLOSED" else 536
+            if self.host.state == "CLOSED":
+                got = self.user_mss or 536
+            else:
+                got = int(self.host.tcp_info().get("tcpi_snd_mss", 0))
         else:
             got = 0  # SO_REUSEADDR: packetdrill scripts set it to 1 first
         return _Done(0, None, lambda: None if got == want else f"Bad getsockopt optval: expected: {want} actual: {got}")

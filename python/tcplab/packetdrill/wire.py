@@ -181,6 +181,8 @@ class Connection:
     peer_wscale: int | None = None
     ts_ok: bool = True
     sack_ok: bool = True
+    #: our MSS option (the tun's 1460, or less after setsockopt(TCP_MAXSEG))
+    our_mss: int = OUR_MSS
     tcp_ts_tick_usecs: int = 0
     tcp_ts_ecr_scaled: bool = False
     ts_val_map: dict[int, int] = field(default_factory=dict)
@@ -262,7 +264,7 @@ class Connection:
             active = not self.peer_syn_seen
             sack_adv = True if active else self.sack_ok
             wscale = self.syn_wscale if (active or self.peer_wscale is not None) else None
-            opts.append(TcpOption("mss", (OUR_MSS,)))
+            opts.append(TcpOption("mss", (self.our_mss,)))
             if p.tsval is not None:
                 opts += [TcpOption("sackOK")] if sack_adv else [TcpOption("nop"), TcpOption("nop")]
                 opts.append(TcpOption("TS", (p.tsval, p.tsecr or 0)))

@@ -138,11 +138,22 @@ impl Simulator {
     /// the path's and the peer's MSS option, less the timestamp option when both sides use
     /// it; without timestamps the segments carry none. A listener not yet in a connection
     /// also sizes its initial window with the MSS it will use (tcp_openreq_init_rwin()).
-    pub fn script_negotiate(&mut self, peer_mss_bytes: u32, ts_ok: bool, sack_ok: bool) {
+    /// `user_mss_bytes`: `setsockopt(TCP_MAXSEG)` (0: not set), which caps both our MSS
+    /// option and the sending MSS (tcp_mss_clamp(), `rx_opt.mss_clamp`).
+    pub fn script_negotiate(
+        &mut self,
+        peer_mss_bytes: u32,
+        ts_ok: bool,
+        sack_ok: bool,
+        user_mss_bytes: u32,
+    ) {
         let hz = self.cfg.nodes[0].hz;
         let s = &mut self.socks[TESTED_EP as usize];
         let ts_bytes = if ts_ok { TS_OPTION_BYTES } else { 0 };
-        let path_mss = TUN_MTU_BYTES - IP_TCP_HEADER_BYTES;
+        let mut path_mss = TUN_MTU_BYTES - IP_TCP_HEADER_BYTES;
+        if user_mss_bytes != 0 {
+            path_mss = path_mss.min(user_mss_bytes);
+        }
         s.ts_ok = ts_ok;
         s.sack_ok = sack_ok;
         s.tp.mss_cache = path_mss
@@ -154,6 +165,8 @@ impl Simulator {
             let mut rcv = Receiver::new(&s.cfg, hz);
             rcv.read_immediately = false;
             s.rcv = rcv;
+        } else {
+            s.rcv.set_advmss((path_mss - ts_bytes) as u64);
         }
         s.rcv.sack_ok = sack_ok;
     }
@@ -185,6 +198,21 @@ impl Simulator {
     /// takes it: `TcpSocket::app.pending_bytes` is what it has not taken yet).
     pub fn script_write(&mut self, bytes: u64) {
         self.with_tested(|s, ctx| s.app_write(ctx, bytes));
+    }
+
+    /// `send()` of `bytes` with `MSG_EOR` (`eor`) and `MSG_MORE` (`more`).
+    pub fn script_send(&mut self, bytes: u64, eor: bool, more: bool) {
+        self.with_tested(|s, ctx| s.app_write_with(ctx, bytes, eor, more));
+    }
+
+    /// `setsockopt(TCP_CORK, on)`.
+    pub fn script_set_cork(&mut self, on: bool) {
+        self.with_tested(|s, ctx| s.set_cork(ctx, on));
+    }
+
+    /// `setsockopt(TCP_NODELAY, on)`.
+    pub fn script_set_nodelay(&mut self, on: bool) {
+        self.with_tested(|s, ctx| s.set_nodelay(ctx, on));
     }
 
     /// `read()` of up to `bytes`: the bytes read now.
@@ -261,7 +289,7 @@ mod tests {
     /// final ACK at 200 ms: an established passive connection.
     fn passive_open(sim: &mut Simulator) {
         sim.run_until(100 * MS).unwrap();
-        sim.script_negotiate(1000, false, true);
+        sim.script_negotiate(1000, false, true, 0);
         sim.script_inject(Packet {
             flags: flags::SYN,
             rwnd_bytes: 32792,
@@ -330,7 +358,7 @@ mod tests {
 
         let mut sim = host();
         passive_open(&mut sim);
-        sim.script_socket_mut().nodelay = true;
+        sim.script_set_nodelay(true);
         sim.script_write(500);
         sim.script_write(500);
         sim.run_until(201 * MS).unwrap();
@@ -443,7 +471,7 @@ mod tests {
         assert!(sim.script_take_out()[0].1.has(flags::SYN));
         sim.script_close(true);
         sim.run_until(100 * MS).unwrap();
-        sim.script_negotiate(1460, false, true);
+        sim.script_negotiate(1460, false, true, 0);
         sim.script_inject(Packet {
             flags: flags::SYN,
             ..ack(0, 32000)
@@ -485,7 +513,7 @@ mod tests {
         // (tcp_newreno_mark_lost(): sacked_out >= reordering) and it is resent at once.
         let mut sim = host();
         sim.run_until(100 * MS).unwrap();
-        sim.script_negotiate(1460, false, false);
+        sim.script_negotiate(1460, false, false, 0);
         sim.script_inject(Packet {
             flags: flags::SYN,
             rwnd_bytes: 32792,
@@ -517,5 +545,63 @@ mod tests {
         sim.script_inject(ack(4 * 1460, 257 << 7));
         let s = sim.script_socket();
         assert_eq!((s.tp.sacked_out, s.tp.packets_out), (0, 0));
+    }
+
+    #[test]
+    fn cork_holds_small_writes_until_uncorked_and_msg_more_sets_no_psh() {
+        // sockopt_cork_nodelay.pkt: TCP_CORK holds part-MSS data whatever is in flight
+        // (tcp_nagle_check() with TCP_NAGLE_CORK); uncorking pushes it as one segment.
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_set_cork(true);
+        sim.script_write(40);
+        sim.run_until(250 * MS).unwrap();
+        sim.script_write(40);
+        sim.run_until(260 * MS).unwrap();
+        assert!(sim.script_take_out().is_empty(), "corked");
+        sim.script_set_cork(false);
+        sim.run_until(261 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].1.seq, out[0].1.end_seq), (0, 80));
+        assert!(out[0].1.has(flags::PSH), "the writes' end");
+        sim.script_inject(ack(80, 257 << 7));
+        // send(MSG_MORE) twice with TCP_NODELAY on: held by MSG_MORE's cork, then pushed
+        // by setting TCP_NODELAY (TCP_NAGLE_PUSH), without PSH (tcp_push() marks no end).
+        sim.script_set_nodelay(true);
+        sim.script_send(40, false, true);
+        sim.script_send(40, false, true);
+        sim.run_until(300 * MS).unwrap();
+        assert!(sim.script_take_out().is_empty(), "MSG_MORE holds");
+        sim.script_set_nodelay(true);
+        sim.run_until(301 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].1.seq, out[0].1.end_seq), (80, 160));
+        assert!(!out[0].1.has(flags::PSH));
+    }
+
+    #[test]
+    fn msg_eor_ends_an_skb_that_later_data_does_not_join() {
+        // no-coalesce-small.pkt: 10400 bytes, 400 with MSG_EOR, 10000 more: the skb
+        // holding byte 10800 ends there (tcp_skb_can_collapse()), whatever the cwnd allows.
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_inject(ack(0, 514 << 7));
+        sim.script_socket_mut().tp.snd_cwnd = 40;
+        sim.script_write(10_400);
+        sim.script_send(400, true, false);
+        sim.script_write(10_000);
+        sim.run_until(201 * MS).unwrap();
+        let ends: Vec<u64> = sim
+            .script_take_out()
+            .iter()
+            .map(|(_, p)| p.end_seq)
+            .collect();
+        assert!(
+            ends.contains(&10_800),
+            "an skb ends at the record: {ends:?}"
+        );
+        assert_eq!(ends.last(), Some(&20_800));
     }
 }

@@ -306,6 +306,16 @@ impl TcpSocket {
                 n = h + sg;
             }
         }
+        // MSG_EOR (`eor_marks`): the skb holding a record's end stops there, takes nothing
+        // from the next one and is filled by no later write (tcp_skb_can_collapse()).
+        let eor = self.eor_marks.next_after(nxt);
+        if eor != u64::MAX {
+            if h > eor {
+                (h, n) = (eor, eor + sg);
+            } else if n > eor && h < eor {
+                n = eor;
+            }
+        }
         (h, n)
     }
 
@@ -356,8 +366,14 @@ impl TcpSocket {
         // packets out and tcp_minshall_check() (a part-MSS skb sent, unacked). A loss probe
         // or tcp_push_one() pushes (TCP_NAGLE_OFF / TCP_NAGLE_PUSH): no Nagle.
         let minshall = self.tp.snd_sml > self.tp.snd_una && self.tp.snd_sml <= seq;
-        let nagle =
-            !self.nodelay && !fin_tail && push_one == 0 && self.tp.packets_out > 0 && minshall;
+        // tcp_nagle_check(): corked (TCP_CORK, or send(MSG_MORE)'s push), or Nagle on with
+        // a part-MSS skb unacknowledged; TCP_NAGLE_PUSH (`push_force`) passes both.
+        let nagle = !fin_tail
+            && push_one == 0
+            && !self.push_force
+            && (self.corked
+                || self.push_cork
+                || (!self.nodelay && self.tp.packets_out > 0 && minshall));
         // tcp_write_xmit(): an skb of one segment takes tcp_nagle_test() instead of the TSO
         // deferral; only the last skb is tested with the socket's nonagle (the others
         // with TCP_NAGLE_PUSH), and it is held if it is short of an MSS.
@@ -657,6 +673,7 @@ impl TcpSocket {
     /// and its last entry keeps the mark, as `tcp_fragment()` gives PSH to an skb's end.
     fn pushed_skb_sent(&mut self, end_seq: u64, psh: bool) {
         self.push_marks.sent_through(end_seq);
+        self.eor_marks.sent_through(end_seq);
         if psh {
             let last = self.rtx.end_id() - 1;
             self.rtx.get_mut(last).psh = true;

@@ -115,6 +115,18 @@ impl PushMarks {
         false
     }
 
+    /// The first mark above `seq`, or `u64::MAX` if none.
+    #[inline]
+    pub fn next_after(&self, seq: u64) -> u64 {
+        if self.next > seq {
+            return self.next;
+        }
+        (0..self.len)
+            .map(|k| self.seq[(self.head + k) % MAX_MARKS])
+            .find(|&m| m > seq)
+            .unwrap_or(u64::MAX)
+    }
+
     /// New data up to `end_seq` was sent: its marks are spent.
     #[inline]
     pub fn sent_through(&mut self, end_seq: u64) {

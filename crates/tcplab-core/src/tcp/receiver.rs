@@ -314,6 +314,13 @@ impl Receiver {
         self.rcvq_space_bytes = self.rcv_wnd.min(10 * self.advmss);
     }
 
+    /// `tp->advmss` once the handshake says whether timestamps are on (Linux v6.12
+    /// tcp_rcv_synsent_state_process(): the connecting side takes the option bytes off
+    /// its MSS when both sides use timestamps).
+    pub fn set_advmss(&mut self, advmss_bytes: u64) {
+        self.advmss = advmss_bytes;
+    }
+
     /// `tcp_initialize_rcv_mss()` (Linux v6.12 net/ipv4/tcp_input.c), from
     /// tcp_init_transfer(): the first guess of the peer's segment size is our MSS option
     /// or the sending MSS, whichever is smaller, at most half the initial window. Equal to

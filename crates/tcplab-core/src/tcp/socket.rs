@@ -161,6 +161,10 @@ pub struct TcpSocket {
     pub wq_next_end: u64,
     /// Where the application's writes ended, not yet sent (`tcp_mark_push()`, `tcp::push`).
     pub push_marks: PushMarks,
+    /// Where writes with `MSG_EOR` ended, not yet sent: the skb holding such an end is
+    /// never merged with what follows (`TCP_SKB_CB(skb)->eor`, tcp_skb_can_collapse()), so
+    /// an skb ends there (`output::TcpSocket::grow_send_head`).
+    pub eor_marks: PushMarks,
     /// The app object driving this socket (index into the engine's apps), or [`NO_APP`].
     pub app_id: u32,
     /// Pending notifications for the app ([`notify`] bits); the engine delivers and
@@ -239,6 +243,12 @@ pub struct TcpSocket {
     /// bulk writer does, instead of refilling as each byte of room appears (the
     /// simplification kept for the apps of `crate::app`). Set for a scripted peer's socket.
     pub writer_sleeps: bool,
+    /// `TCP_CORK` (`tp->nonagle & TCP_NAGLE_CORK`): a part-MSS tail waits for more data.
+    pub corked: bool,
+    /// This push is corked (`send(MSG_MORE)`: tcp_push() with TCP_NAGLE_CORK).
+    pub push_cork: bool,
+    /// This push passes Nagle and cork (TCP_NAGLE_PUSH, from setsockopt).
+    pub push_force: bool,
     /// `TCP_NODELAY` (`tp->nonagle & TCP_NAGLE_OFF`): Nagle's test no longer holds a
     /// part-MSS tail skb.
     pub nodelay: bool,
@@ -399,6 +409,7 @@ impl TcpSocket {
                 wq_head_end: 0,
                 wq_next_end: 0,
                 push_marks: PushMarks::default(),
+                eor_marks: PushMarks::default(),
                 syn_retries: 0,
                 ip_id_next: 0,
                 captured: false,
@@ -406,6 +417,9 @@ impl TcpSocket {
                 sack_ok: true,
                 writer_sleeps: false,
                 nodelay: false,
+                corked: false,
+                push_cork: false,
+                push_force: false,
                 sndbuf_locked: false,
                 syn_sent_ns: 0,
                 tso_win_divisor: crate::tcp::output::TCP_TSO_WIN_DIVISOR,
@@ -1055,6 +1069,17 @@ impl TcpSocket {
     /// being application-limited first, as Linux does on every write, then the bytes
     /// enter the send buffer as it has room and go out as TCP allows.
     pub fn app_write(&mut self, ctx: &mut Ctx, bytes: u64) {
+        self.app_write_with(ctx, bytes, false, false);
+    }
+
+    /// `app_write` with `send()`'s flags: `MSG_EOR` (`eor`: the write's last skb ends the
+    /// record, `eor_marks`) and `MSG_MORE` (`more`: more follows, so tcp_push() neither
+    /// marks PSH nor sends a part-MSS tail, `TCP_NAGLE_CORK` for this push).
+    pub fn app_write_with(&mut self, ctx: &mut Ctx, bytes: u64, eor: bool, more: bool) {
+        if eor && bytes > 0 {
+            self.eor_marks
+                .mark(self.tp.write_seq + self.app.pending_bytes + bytes);
+        }
         debug_assert!(
             self.app.driven,
             "app_write on a socket not driven by an app"
@@ -1068,9 +1093,12 @@ impl TcpSocket {
             crate::tcp::rate::rate_check_app_limited(&mut self.tp, unsent, self.wmem_alloc_bytes);
         }
         self.app.pending_bytes += bytes;
-        // tcp_push() at the end of tcp_sendmsg_locked() marks the write's last skb.
-        self.push_marks
-            .mark(self.tp.write_seq + self.app.pending_bytes);
+        // tcp_push() at the end of tcp_sendmsg_locked() marks the write's last skb (not
+        // with MSG_MORE).
+        if !more {
+            self.push_marks
+                .mark(self.tp.write_seq + self.app.pending_bytes);
+        }
         if self.state == ConnState::Established {
             // Linux v6.12 net/ipv4/tcp.c: tcp_skb_entail() runs
             // tcp_slow_start_after_idle_check() when the write queues a new skb; it acts
@@ -1079,7 +1107,38 @@ impl TcpSocket {
             // nothing is in flight, e.g. behind a zero window, also checks). Then
             // tcp_push() -> __tcp_push_pending_frames() -> tcp_write_xmit().
             self.slow_start_after_idle_check();
+            self.push_cork = more;
             self.push_pending_frames(ctx);
+            self.push_cork = false;
+        }
+    }
+
+    /// `setsockopt(TCP_CORK, on)` (Linux v6.12 __tcp_sock_set_cork()): uncorking pushes
+    /// what is queued, past Nagle too if TCP_NODELAY is on (TCP_NAGLE_PUSH).
+    pub fn set_cork(&mut self, ctx: &mut Ctx, on: bool) {
+        self.corked = on;
+        if !on {
+            let force = self.nodelay;
+            self.push_now(ctx, force);
+        }
+    }
+
+    /// `setsockopt(TCP_NODELAY, on)` (Linux v6.12 __tcp_sock_set_nodelay()): setting it
+    /// pushes what is queued, past Nagle and cork (TCP_NAGLE_OFF | TCP_NAGLE_PUSH).
+    pub fn set_nodelay(&mut self, ctx: &mut Ctx, on: bool) {
+        self.nodelay = on;
+        if on {
+            self.push_now(ctx, true);
+        }
+    }
+
+    /// tcp_push_pending_frames() from a socket option; `force`: TCP_NAGLE_PUSH.
+    fn push_now(&mut self, ctx: &mut Ctx, force: bool) {
+        if self.state == ConnState::Established {
+            self.refresh_clock(ctx.now_ns);
+            self.push_force = force;
+            self.push_pending_frames(ctx);
+            self.push_force = false;
         }
     }
 
