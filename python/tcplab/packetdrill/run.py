@@ -59,11 +59,13 @@ from tcplab.packetdrill.script import (
     Command,
     Ellipsis,
     Event,
+    Field,
     IcmpPacket,
     Int,
     Script,
     ScriptError,
     String,
+    Struct,
     Symbol,
     Syscall,
     TcpPacket,
@@ -95,13 +97,18 @@ __all__ = [
 SYSCALLS = frozenset(
     {"socket", "bind", "listen", "accept", "connect", "setsockopt", "getsockopt", "fcntl"}
     | {"write", "send", "sendto", "read", "recv", "recvfrom", "ioctl", "close", "shutdown"}
+    | {"sendmsg", "recvmsg"}
 )
 #: The socket options tcplab runs (setsockopt and getsockopt).
 SOCKOPTS = frozenset(
     {"SO_REUSEADDR", "SO_SNDBUF", "SO_RCVBUF", "TCP_NODELAY", "TCP_CONGESTION", "TCP_MAXSEG", "TCP_CORK"}
+    | {"IP_MTU_DISCOVER", "IP_TOS", "TCP_INQ"}
 )
 #: send() flags tcplab runs.
 _SEND_FLAGS = ("MSG_EOR", "MSG_MORE")
+#: IP-level options tcplab accepts and ignores: it models no IP header fields or path MTU
+#: discovery (DF is always set, as Linux sets it by default; the TOS byte is not carried).
+_IP_NOOP_OPTS = frozenset({"IP_MTU_DISCOVER", "IP_TOS"})
 #: Options only read (getsockopt): SO_ERROR (the pending socket error) and TCP_MAXSEG.
 GETSOCKOPTS = SOCKOPTS | {"SO_ERROR", "TCP_MAXSEG"}
 _IOCTLS = {"SIOCINQ": "inq", "FIONREAD": "inq", "SIOCOUTQ": "outq", "TIOCOUTQ": "outq"}
@@ -162,6 +169,9 @@ _SYMBOLS: dict[str, int] = {
     "TIOCOUTQ": 0x5411,
     "MSG_DONTWAIT": 0x40,
     "MSG_EOR": 0x80,
+    "IP_PMTUDISC_DONT": 0,
+    "IP_PMTUDISC_WANT": 1,
+    "IP_PMTUDISC_DO": 2,
     "MSG_MORE": 0x8000,
     "SHUT_RD": 0,
     "SHUT_WR": 1,
@@ -250,6 +260,42 @@ def _int_arg(args: tuple, i: int) -> int:
     if not isinstance(v, int):
         raise _Skip("a system call argument not modelled")
     return v
+
+
+def _msghdr(c: Syscall) -> tuple[int, int | None]:
+    """sendmsg()/recvmsg()'s msghdr as tcplab runs it: (the iovecs' total length, the
+    expected ``TCP_CM_INQ`` cmsg_data or None); anything else is not modelled."""
+    m = c.args[1] if len(c.args) > 1 else None
+    if not isinstance(m, Struct) or m.kind != "msghdr":
+        raise _Skip(f"{c.name} without a msghdr not modelled")
+    total, inq = 0, None
+    for f in m.items:
+        if not isinstance(f, Field):
+            raise _Skip(f"{c.name} msghdr not modelled")
+        if f.name == "msg_iov":
+            for iov in f.value.items if isinstance(f.value, Array) else ():
+                if not (isinstance(iov, Struct) and len(iov.items) == 2 and isinstance(iov.items[0], Ellipsis)):
+                    raise _Skip(f"{c.name} iovec not modelled")
+                total += int(_value(iov.items[1]) or 0)
+        elif f.name == "msg_control":
+            cmsgs = f.value.items if isinstance(f.value, Array) else ()
+            if c.name != "recvmsg" or len(cmsgs) != 1:
+                raise _Skip(f"{c.name} control messages not modelled")
+            d = {g.name: g.value for g in cmsgs[0].items if isinstance(g, Field)}
+            if _symbol_name(d.get("cmsg_type")) != "TCP_CM_INQ":
+                raise _Skip(f"cmsg {_symbol_name(d.get('cmsg_type'))} not modelled")
+            inq = int(_value(d["cmsg_data"]) or 0)
+        elif f.name == "msg_flags":
+            if _value(f.value) != 0:
+                raise _Skip(f"{c.name} msg_flags not modelled")
+        elif f.name != "msg_name":
+            raise _Skip(f"{c.name} field {f.name} not modelled")
+    return total, inq
+
+
+def _is_null(expr: Any) -> bool:
+    """The script's ``NULL`` buffer (a bad address: the call fails with EFAULT)."""
+    return isinstance(expr, Symbol) and expr.name == "NULL"
 
 
 def _symbol_name(expr: Any) -> str:
@@ -354,6 +400,8 @@ class _Runner:
     #: setsockopt(TCP_MAXSEG) (0: not set)
     user_mss: int = 0
     cork: bool = False
+    #: setsockopt(TCP_INQ): recvmsg() reports what is left to read
+    inq: bool = False
     cc: str = "cubic"
     prev: ResolvedTime | None = None
     prev_inbound: bool = False
@@ -439,8 +487,14 @@ class _Runner:
             if cmd not in ("F_GETFL", "F_SETFL"):
                 raise _Skip(f"fcntl {cmd} not modelled")
         buffered = c.name in ("write", "send", "sendto", "read", "recv", "recvfrom")
-        if buffered and len(c.args) > 1 and not isinstance(c.args[1], Ellipsis):
+        if buffered and len(c.args) > 1 and not isinstance(c.args[1], Ellipsis) and not _is_null(c.args[1]):
             raise _Skip(f"{c.name} with a buffer other than ... (line {ev.line}) not modelled")
+        if c.name in ("sendmsg", "recvmsg"):
+            _msghdr(c)
+            flags = c.args[2] if len(c.args) > 2 else None
+            known = c.name == "sendmsg" and _symbol_name(flags) in _SEND_FLAGS
+            if flags is not None and not (isinstance(flags, Int) and flags.value == 0) and not known:
+                raise _Skip(f"{c.name} flags {_symbol_name(flags)} not modelled")
         if c.name in ("send", "sendto", "recv", "recvfrom") and len(c.args) > 3:
             flags = c.args[3]
             known = c.name in ("send", "sendto") and _symbol_name(flags) in _SEND_FLAGS
@@ -791,6 +845,36 @@ class _Runner:
             if sock.nonblocking:
                 return _Done(-1, "EINPROGRESS")
             return _Wait(lambda: host.state == "ESTABLISHED", lambda: _Done(0))
+        if name in ("write", "send", "sendto", "read", "recv", "recvfrom") and _is_null(c.args[1]):
+            # copy_from_user()/copy_to_user() on NULL: EFAULT before TCP sees the call.
+            return _Done(-1, "EFAULT")
+        if name == "sendmsg":
+            n, _ = _msghdr(c)
+            flag = _symbol_name(c.args[2]) if len(c.args) > 2 else ""
+            if sock.wr_shutdown:
+                return _Done(-1, "EPIPE")
+            if sock.nonblocking:
+                raise _Skip("a non-blocking sendmsg() not modelled")
+            host.write(n, eor=flag == "MSG_EOR", more=flag == "MSG_MORE")
+            return _Wait(lambda: host.pending_write_bytes() == 0, lambda: _Done(n))
+        if name == "recvmsg":
+            n, want_inq = _msghdr(c)
+
+            def received() -> _Done:
+                got = host.read(n)
+                # tcp_inq_hint(): what is left to read; 1 once the peer's FIN came and
+                # nothing is left, so the reader goes on to read the end.
+                inq = host.unread_bytes()
+                if inq == 0 and host.peer_closed():
+                    inq = 1
+                if want_inq is not None and not self.inq:
+                    return _Done(got, None, lambda: "received only 0 cmsgs")
+                return _Done(got, None, lambda: None if want_inq is None or inq == want_inq else "cmsgs do not match")
+
+            ready = lambda: host.unread_bytes() > 0 or host.peer_closed() or sock.rd_shutdown  # noqa: E731
+            if sock.nonblocking and not ready():
+                return _Done(-1, "EAGAIN")
+            return _Wait(ready, received)
         if name in ("write", "send", "sendto"):
             n = _int_arg(c.args, 2)
             if sock.wr_shutdown:
@@ -883,7 +967,7 @@ class _Runner:
     def sys_setsockopt(self, c: Syscall, host: Host) -> _Done:
         opt = _symbol_name(c.args[2])
         val = _value(c.args[3])
-        if opt == "SO_REUSEADDR":
+        if opt == "SO_REUSEADDR" or opt in _IP_NOOP_OPTS:
             return _Done(0)
         if opt == "TCP_CONGESTION":
             if val not in _ENGINE_CC:
@@ -905,6 +989,8 @@ class _Runner:
         elif opt == "TCP_CORK":
             host.set_cork(bool(val))
             self.cork = bool(val)
+        elif opt == "TCP_INQ":
+            self.inq = bool(val)
         elif opt == "TCP_MAXSEG":
             # do_tcp_setsockopt(): 0, or TCP_MIN_MSS (88) .. MAX_TCP_WINDOW, else EINVAL;
             # it shapes the handshake only (our MSS option and the MSS clamp).

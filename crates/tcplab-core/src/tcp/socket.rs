@@ -839,7 +839,12 @@ impl TcpSocket {
                 &mut self.tp.mib,
             );
             self.rcv.data_segs_in += pkt.segs() as u64 - 1;
-            let acked_now = action == AckAction::Now;
+            let mut acked_now = action == AckAction::Now;
+            // A FIN on this segment is taken before the ACK goes out (tcp_data_queue() ->
+            // tcp_fin(), then __tcp_ack_snd_check()): the ACK covers it (`tcp::close`).
+            if (pkt.has(flags::FIN) || self.fin.active) && self.peer_fin_in(pkt) {
+                acked_now = true;
+            }
             if acked_now {
                 self.send_ack(ctx);
             }
@@ -867,7 +872,7 @@ impl TcpSocket {
                 self.app_read(ctx, false);
             }
         }
-        if pkt.has(flags::FIN) || self.fin.active {
+        if !pkt.is_data() && (pkt.has(flags::FIN) || self.fin.active) {
             // The peer's FIN, once the data before it is in order (`tcp::close`).
             if self.peer_fin_in(pkt) {
                 self.send_ack(ctx);
