@@ -617,7 +617,7 @@ impl TcpSocket {
         } else {
             0
         };
-        let psh = self.push_marks.covers(seq, end_seq);
+        let psh = self.push_marks.covers(seq, end_seq) || self.push_force_psh;
         if psh {
             f |= crate::packet::flags::PSH;
         }
@@ -916,7 +916,11 @@ impl TcpSocket {
             let prior_wstamp = self.tp.tcp_wstamp_ns;
             self.tp.tcp_wstamp_ns = self.tp.tcp_wstamp_ns.max(self.tp.tcp_clock_cache);
             let edt = self.tp.tcp_wstamp_ns;
-            if !self.send_new_segment(ctx, seq, end, edt, false) {
+            // tcp_write_wakeup() sets PSH on what it sends.
+            self.push_force_psh = true;
+            let sent = self.send_new_segment(ctx, seq, end, edt, false);
+            self.push_force_psh = false;
+            if !sent {
                 return false;
             }
             self.update_after_send(end - seq, prior_wstamp);

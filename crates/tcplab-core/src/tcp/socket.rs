@@ -249,6 +249,8 @@ pub struct TcpSocket {
     pub push_cork: bool,
     /// This push passes Nagle and cork (TCP_NAGLE_PUSH, from setsockopt).
     pub push_force: bool,
+    /// The segment being sent carries PSH whatever the write marks (tcp_write_wakeup()).
+    pub push_force_psh: bool,
     /// `TCP_NODELAY` (`tp->nonagle & TCP_NAGLE_OFF`): Nagle's test no longer holds a
     /// part-MSS tail skb.
     pub nodelay: bool,
@@ -420,6 +422,7 @@ impl TcpSocket {
                 corked: false,
                 push_cork: false,
                 push_force: false,
+                push_force_psh: false,
                 sndbuf_locked: false,
                 syn_sent_ns: 0,
                 tso_win_divisor: crate::tcp::output::TCP_TSO_WIN_DIVISOR,
