@@ -604,4 +604,30 @@ mod tests {
         );
         assert_eq!(ends.last(), Some(&20_800));
     }
+
+    #[test]
+    fn sack_reordering_is_measured_to_the_end_of_the_highest_sacked_segment() {
+        // sack-shift-sacked-7-3-4-8-9-fack.pkt: segments 7 then 3 SACKed; 3 was in a hole
+        // below the highest SACK, reordering = (highest_sack_seq - 3's start) / mss, where
+        // tcp_highest_sack_seq() is the seq of the skb *after* the highest SACKed one:
+        // (8000 - 3000) / 1000 = 5 segments (7001:8001 -> 3001:4001 in the script).
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_write(10_000);
+        sim.run_until(201 * MS).unwrap();
+        sim.script_take_out();
+        let sack = |blocks: &[(u64, u64)]| {
+            let mut p = ack(0, 257 << 7);
+            for (i, &(s, e)) in blocks.iter().enumerate() {
+                p.sack[i] = crate::packet::SackBlock { start: s, end: e };
+            }
+            p.num_sacks = blocks.len() as u8;
+            p
+        };
+        sim.script_inject(sack(&[(7000, 8000)]));
+        assert_eq!(sim.script_socket().highest_sack_seq, Some(8000));
+        sim.run_until(230 * MS).unwrap();
+        sim.script_inject(sack(&[(3000, 4000), (7000, 8000)]));
+        assert_eq!(sim.script_socket().reordering, 5);
+    }
 }

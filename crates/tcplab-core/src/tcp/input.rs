@@ -407,8 +407,11 @@ impl TcpSocket {
         self.rtx.get_mut(id).tx = skb.tx;
         // SACKed skbs leave the time-sorted list RACK walks.
         self.rtx.ts_unlink(id);
+        // tcp_sacktag_walk(): tcp_advance_highest_sack() points `tp->highest_sack` at the
+        // skb after the highest SACKed one, whose sequence tcp_highest_sack_seq() gives:
+        // the SACKed segment's end.
         if self.highest_sack_seq.is_none_or(|h| start_seq >= h) {
-            self.highest_sack_seq = Some(start_seq);
+            self.highest_sack_seq = Some(end_seq);
         }
         let mut flag = FLAG_DATA_SACKED;
         if st.orig_sack_acked {
@@ -509,7 +512,7 @@ impl TcpSocket {
                 flag &= !FLAG_ORIG_SACK_ACKED;
             }
         }
-        if self.highest_sack_seq.is_some_and(|h| h < ack) {
+        if self.highest_sack_seq.is_some_and(|h| h <= ack) {
             self.highest_sack_seq = None;
             if self.tp.sacked_out > 0 {
                 // Recompute from the queue (rare: a SACKed skb above snd_una remains).
@@ -518,7 +521,7 @@ impl TcpSocket {
                 while id < self.rtx.end_id() {
                     let s = self.rtx.get(id);
                     if s.sacked & TCPCB_SACKED_ACKED != 0 {
-                        h = Some(s.seq);
+                        h = Some(s.end_seq);
                     }
                     id += 1;
                 }

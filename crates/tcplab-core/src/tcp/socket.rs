@@ -202,7 +202,8 @@ pub struct TcpSocket {
     pub frto: bool,
     pub icsk_retransmits: u32,
     pub icsk_backoff: u32,
-    /// Start sequence of the highest SACKed skb (`tcp_highest_sack_seq`); None = none.
+    /// `tcp_highest_sack_seq()`: the sequence of the skb after the highest SACKed one
+    /// (`tp->highest_sack`), i.e. that segment's end; None = none.
     pub highest_sack_seq: Option<u64>,
     pub retransmit_hint: u64,
     /// SACK blocks of the previous ACK, to skip tagged runs (`tp->recv_sack_cache`).
