@@ -97,7 +97,7 @@ __all__ = [
 SYSCALLS = frozenset(
     {"socket", "bind", "listen", "accept", "connect", "setsockopt", "getsockopt", "fcntl"}
     | {"write", "send", "sendto", "read", "recv", "recvfrom", "ioctl", "close", "shutdown"}
-    | {"sendmsg", "recvmsg"}
+    | {"sendmsg", "recvmsg", "epoll_create", "epoll_ctl", "epoll_wait"}
 )
 #: The socket options tcplab runs (setsockopt and getsockopt).
 SOCKOPTS = frozenset(
@@ -169,6 +169,15 @@ _SYMBOLS: dict[str, int] = {
     "TIOCOUTQ": 0x5411,
     "MSG_DONTWAIT": 0x40,
     "MSG_EOR": 0x80,
+    "EPOLLIN": 0x1,
+    "EPOLLOUT": 0x4,
+    "EPOLLERR": 0x8,
+    "EPOLLHUP": 0x10,
+    "EPOLLRDHUP": 0x2000,
+    "EPOLLET": 1 << 31,
+    "EPOLL_CTL_ADD": 1,
+    "EPOLL_CTL_DEL": 2,
+    "EPOLL_CTL_MOD": 3,
     "IP_PMTUDISC_DONT": 0,
     "IP_PMTUDISC_WANT": 1,
     "IP_PMTUDISC_DO": 2,
@@ -293,6 +302,16 @@ def _msghdr(c: Syscall) -> tuple[int, int | None]:
     return total, inq
 
 
+def _epoll_event(expr: Any) -> tuple[int, int | None]:
+    """An ``{events=..., fd=...}`` (or ``ptr=``) struct: (events, fd or None)."""
+    if not isinstance(expr, Struct):
+        raise _Skip("an epoll_event other than {events=..., fd=...} not modelled")
+    d = {f.name: f.value for f in expr.items if isinstance(f, Field)}
+    events = int(_value(d.get("events", Int(0, False))) or 0) & 0xFFFFFFFF
+    fd = d.get("fd")
+    return events, (int(_value(fd) or 0) if fd is not None else None)
+
+
 def _is_null(expr: Any) -> bool:
     """The script's ``NULL`` buffer (a bad address: the call fails with EFAULT)."""
     return isinstance(expr, Symbol) and expr.name == "NULL"
@@ -402,6 +421,11 @@ class _Runner:
     cork: bool = False
     #: setsockopt(TCP_INQ): recvmsg() reports what is left to read
     inq: bool = False
+    #: epoll: (epfd, fd) -> events registered; those with a wakeup not yet reported; the
+    #: bytes received (and FIN) when the last wakeup was counted
+    epoll: dict[tuple[int, int], int] = field(default_factory=dict)
+    epoll_pending: set[tuple[int, int]] = field(default_factory=set)
+    epoll_seen: int = 0
     cc: str = "cubic"
     prev: ResolvedTime | None = None
     prev_inbound: bool = False
@@ -489,6 +513,10 @@ class _Runner:
         buffered = c.name in ("write", "send", "sendto", "read", "recv", "recvfrom")
         if buffered and len(c.args) > 1 and not isinstance(c.args[1], Ellipsis) and not _is_null(c.args[1]):
             raise _Skip(f"{c.name} with a buffer other than ... (line {ev.line}) not modelled")
+        if c.name == "epoll_wait" and (len(c.args) < 4 or _value(c.args[3]) != 0):
+            raise _Skip("epoll_wait() that waits (timeout other than 0) not modelled")
+        if c.name == "epoll_ctl" and len(c.args) > 1 and _symbol_name(c.args[1]) != "EPOLL_CTL_ADD":
+            raise _Skip(f"epoll_ctl {_symbol_name(c.args[1])} not modelled")
         if c.name in ("sendmsg", "recvmsg"):
             _msghdr(c)
             flags = c.args[2] if len(c.args) > 2 else None
@@ -814,6 +842,11 @@ class _Runner:
         name = c.name
         if name == "socket":
             return self.sys_socket(ev, c)
+        if name == "epoll_create":
+            epfd = _value(c.result)
+            epfd = epfd if isinstance(epfd, int) and epfd >= 0 else max(self.fds, default=3) + 1
+            self.fds[epfd] = _Socket("epoll")
+            return _Done(epfd)
         fd, sock = self.sock(ev, c)
         host = self.host
         assert host is not None
@@ -848,6 +881,15 @@ class _Runner:
         if name in ("write", "send", "sendto", "read", "recv", "recvfrom") and _is_null(c.args[1]):
             # copy_from_user()/copy_to_user() on NULL: EFAULT before TCP sees the call.
             return _Done(-1, "EFAULT")
+        if name == "epoll_ctl":
+            # EPOLL_CTL_ADD: ep_insert() polls once; a ready socket is reported at once.
+            events, _ = _epoll_event(c.args[3])
+            target = _int_arg(c.args, 2)
+            self.epoll[(fd, target)] = events
+            self.epoll_pending.add((fd, target))
+            return _Done(0)
+        if name == "epoll_wait":
+            return self.sys_epoll_wait(fd, c, host)
         if name == "sendmsg":
             n, _ = _msghdr(c)
             flag = _symbol_name(c.args[2]) if len(c.args) > 2 else ""
@@ -955,6 +997,43 @@ class _Runner:
         if host.pending_write_bytes() == 0:
             return _Done(n)
         raise _Skip("a non-blocking write() larger than the send buffer's room not modelled")
+
+    def sys_epoll_wait(self, epfd: int, c: Syscall, host: Host) -> _Done:
+        """epoll_wait(timeout 0) on the one socket, edge- or level-triggered.
+
+        A wakeup (sk_data_ready on new data or the peer's FIN) makes an edge-triggered
+        registration report again; each report is the socket's whole tcp_poll() mask then.
+        Simplified: EPOLLOUT is the socket not blocked on its send buffer (tcp_poll()'s
+        sk_stream_is_writeable() half-free rule is not applied), and write-space wakeups are
+        not tracked.
+        """
+        received = int(host.tcp_info().get("tcpi_bytes_received", 0)) + int(host.peer_closed())
+        if received != self.epoll_seen:
+            self.epoll_seen = received
+            self.epoll_pending |= {k for k in self.epoll if k[0] == epfd}
+        want_events, want_fd = _epoll_event(c.args[1])
+        mask = (_SYMBOLS["EPOLLIN"] if host.unread_bytes() > 0 or host.peer_closed() else 0) | (
+            _SYMBOLS["EPOLLOUT"] if host.pending_write_bytes() == 0 else 0
+        )
+        for (ep, target), events in sorted(self.epoll.items()):
+            if ep != epfd:
+                continue
+            et = events & _SYMBOLS["EPOLLET"]
+            got = mask & events & ~_SYMBOLS["EPOLLET"]
+            if got and (not et or (ep, target) in self.epoll_pending):
+                self.epoll_pending.discard((ep, target))
+
+                def check(got: int = got, target: int = target) -> str | None:
+                    if got != want_events:
+                        return (
+                            f"epoll_event->events does not match script: expected: 0x{want_events:x} actual: 0x{got:x}"
+                        )
+                    if want_fd is not None and want_fd != target:
+                        return f"epoll_event->data does not match script: expected: {want_fd} actual: {target}"
+                    return None
+
+                return _Done(1, None, check)
+        return _Done(0)
 
     def sys_ioctl(self, c: Syscall, host: Host) -> _Done:
         what = _IOCTLS[_symbol_name(c.args[1])]
