@@ -371,6 +371,11 @@ impl ScriptedHost {
         guarded(&mut self.sim, "setsockopt", |s| s.script_set_nodelay(on))
     }
 
+    /// `setsockopt(TCP_USER_TIMEOUT, ms)`: how long retransmissions may go on.
+    fn set_user_timeout(&mut self, ms: u32) {
+        self.sim.script_socket_mut().user_timeout_ms = ms;
+    }
+
     /// `setsockopt(TCP_CORK, on)`: uncorking pushes what is queued.
     fn set_cork(&mut self, on: bool) -> PyResult<()> {
         guarded(&mut self.sim, "setsockopt", |s| s.script_set_cork(on))

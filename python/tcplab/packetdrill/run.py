@@ -102,7 +102,7 @@ SYSCALLS = frozenset(
 #: The socket options tcplab runs (setsockopt and getsockopt).
 SOCKOPTS = frozenset(
     {"SO_REUSEADDR", "SO_SNDBUF", "SO_RCVBUF", "TCP_NODELAY", "TCP_CONGESTION", "TCP_MAXSEG", "TCP_CORK"}
-    | {"IP_MTU_DISCOVER", "IP_TOS", "TCP_INQ"}
+    | {"IP_MTU_DISCOVER", "IP_TOS", "TCP_INQ", "TCP_USER_TIMEOUT"}
 )
 #: send() flags tcplab runs.
 _SEND_FLAGS = ("MSG_EOR", "MSG_MORE")
@@ -421,6 +421,7 @@ class _Runner:
     cork: bool = False
     #: setsockopt(TCP_INQ): recvmsg() reports what is left to read
     inq: bool = False
+    user_timeout: int = 0
     #: epoll: (epfd, fd) -> events registered; those with a wakeup not yet reported; the
     #: bytes received (and FIN) when the last wakeup was counted
     epoll: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -1070,6 +1071,11 @@ class _Runner:
             self.cork = bool(val)
         elif opt == "TCP_INQ":
             self.inq = bool(val)
+        elif opt == "TCP_USER_TIMEOUT":
+            if val < 0:
+                return _Done(-1, "EINVAL")
+            host.set_user_timeout(val)
+            self.user_timeout = val
         elif opt == "TCP_MAXSEG":
             # do_tcp_setsockopt(): 0, or TCP_MIN_MSS (88) .. MAX_TCP_WINDOW, else EINVAL;
             # it shapes the handshake only (our MSS option and the MSS clamp).
@@ -1104,6 +1110,8 @@ class _Runner:
             got = int(self.nodelay)
         elif opt == "TCP_CORK":
             got = int(self.cork)
+        elif opt == "TCP_USER_TIMEOUT":
+            got = self.user_timeout
         elif opt == "SO_ERROR":
             # sock_error(): no error is pending unless the connection was reset.
             got = 0

@@ -399,16 +399,60 @@ mod tests {
     }
 
     #[test]
-    fn an_unacked_fin_is_retransmitted_with_backoff() {
+    fn an_unacked_fin_is_probed_then_retransmitted_with_backoff() {
+        // user_timeout.pkt on the kernel: the FIN at 2.1 s, again at 2.41, 2.73 and 3.38 s:
+        // a loss probe (min(2 srtt + TCP_RTO_MIN, RTO) = 300 ms), the RTO restarted from it
+        // (300 ms), then the RTO doubled (600 ms).
         let mut sim = host();
         passive_open(&mut sim);
         sim.script_close(true);
         sim.run_until(201 * MS).unwrap();
         assert!(sim.script_take_out()[0].1.has(flags::FIN));
-        // RTO: srtt 100 ms + 4 * rttvar (50 ms) = 300 ms, then doubled.
-        sim.run_until(1200 * MS).unwrap();
+        sim.run_until(1500 * MS).unwrap();
+        let out = sim.script_take_out();
+        let times: Vec<u64> = out.iter().map(|(t, _)| t / MS).collect();
+        assert_eq!(times, [500, 800, 1400]);
+        assert!(out.iter().all(|(_, p)| p.has(flags::FIN)));
+        assert_eq!(
+            sim.script_socket()
+                .tp
+                .mib
+                .get(crate::mib::Mib::TCPLossProbes),
+            1
+        );
+    }
+
+    #[test]
+    fn data_after_close_resets_and_the_user_timeout_drops_the_connection() {
+        // user_timeout.pkt's end: data arriving in FIN_WAIT1 after close() gets a bare RST
+        // (TCPAbortOnData) at the sequence number it acknowledged.
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_close(true);
+        sim.run_until(300 * MS).unwrap();
+        sim.script_take_out();
+        sim.script_inject(Packet {
+            seq: 0,
+            end_seq: 1,
+            ..ack(0, 32792)
+        });
+        sim.run_until(301 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1);
+        assert!(out[0].1.has(flags::RST) && out[0].1.has(flags::NO_ACK));
+        assert_eq!(out[0].1.seq, 0);
+        assert_eq!(sim.script_socket().fin.teardown, Teardown::Closed);
+        // TCP_USER_TIMEOUT of 1 s: the data at 200 ms, its loss probe at 500 ms, the RTO's
+        // retransmission at 800 ms (retrans_stamp: tcp_retransmit_skb(), not the probe),
+        // the next at 1400 ms (0.6 s on); at 2600 ms 1.8 s have passed: dropped, silently.
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_socket_mut().user_timeout_ms = 1000;
+        sim.script_write(1000);
+        sim.run_until(10_000 * MS).unwrap();
         let times: Vec<u64> = sim.script_take_out().iter().map(|(t, _)| t / MS).collect();
-        assert_eq!(times, [500, 1100]);
+        assert_eq!(times, [200, 500, 800, 1400]);
+        assert_eq!(sim.script_socket().fin.teardown, Teardown::Closed);
     }
 
     #[test]

@@ -30,6 +30,7 @@
 
 use crate::mib::Mib;
 use crate::packet::{flags, Packet};
+use crate::tcp::sock::CaState;
 use crate::tcp::socket::{Ctx, TcpSocket, XmitTimer};
 use crate::time::NEVER;
 
@@ -90,6 +91,8 @@ pub struct FinState {
     pub peer_fin_rcvd: bool,
     /// The connection was reset by `close()` (RST sent).
     pub reset: bool,
+    /// `close()` shut the receiving side too (RCV_SHUTDOWN): new data then resets.
+    pub rd_closed: bool,
 }
 
 impl Default for FinState {
@@ -103,6 +106,7 @@ impl Default for FinState {
             peer_fin_seq: NEVER,
             peer_fin_rcvd: false,
             reset: false,
+            rd_closed: false,
         }
     }
 }
@@ -127,6 +131,7 @@ impl TcpSocket {
             self.send_active_reset(ctx);
             return;
         }
+        self.fin.rd_closed |= how_rd;
         if self.fin.fin_queued {
             return;
         }
@@ -173,10 +178,71 @@ impl TcpSocket {
             self.tp.inc(Mib::TcpRetransSegs);
         }
         self.tp.lsndtime = self.tp.jiffies32();
-        if self.xmit_timer == XmitTimer::None {
+        if !retrans && self.tp.packets_out == 0 && self.fin_loss_probe_due() {
+            // tcp_write_xmit() -> tcp_schedule_loss_probe() for the FIN's skb, the only
+            // one out: 2 srtt + TCP_RTO_MIN (one packet out), at most the RTO.
+            let mut timeout_us = (self.tp.srtt_us >> 2) as u64 + self.rto_min_us() as u64;
+            timeout_us = timeout_us.min(self.tp.jiffies_to_usecs(self.tp.icsk_rto));
+            let timeout = self.tp.usecs_to_jiffies(timeout_us);
+            self.reset_xmit_timer(XmitTimer::LossProbe, ctx.now_ns, timeout);
+        } else if self.xmit_timer == XmitTimer::None {
             let rto = self.tp.icsk_rto;
             self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
         }
+    }
+
+    /// tcp_schedule_loss_probe()'s conditions for a FIN alone: early retransmit with TLP,
+    /// SACK, not in loss recovery, an RTT sample.
+    fn fin_loss_probe_due(&self) -> bool {
+        matches!(self.cfg.tcp_early_retrans, 3 | 4)
+            && self.sack_ok
+            && matches!(self.tp.ca_state, CaState::Open | CaState::Cwr)
+            && self.tp.srtt_us != 0
+    }
+
+    /// tcp_send_loss_probe() when only the FIN is out: it is sent again (the last skb),
+    /// and the RTO restarts from now.
+    pub(crate) fn fin_loss_probe(&mut self, ctx: &mut Ctx) {
+        if self.tlp_high_seq == 0 {
+            self.send_fin_alone(ctx);
+            self.tlp_high_seq = self.tp.snd_nxt;
+            self.tlp_retrans = true;
+            self.tp.inc(Mib::TCPLossProbes);
+        }
+        let rto = self.tp.icsk_rto;
+        self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
+    }
+
+    /// TCP_USER_TIMEOUT (Linux v6.12 net/ipv4/tcp_timer.c: tcp_write_timeout() ->
+    /// retransmits_timed_out()): the retransmissions have gone on for the user's time since
+    /// the first one; the connection is dropped (tcp_write_err(): no packet goes out).
+    /// Returns true if it was.
+    pub(crate) fn user_timeout_expired(&mut self, now_ns: u64) -> bool {
+        if self.user_timeout_ms == 0 || self.retrans_stamp_ns == 0 {
+            return false;
+        }
+        let elapsed_ms = now_ns.saturating_sub(self.retrans_stamp_ns) / 1_000_000;
+        if elapsed_ms < self.user_timeout_ms as u64 {
+            return false;
+        }
+        self.fin.active = true;
+        self.fin.teardown = Teardown::Closed;
+        self.clear_xmit_timer();
+        self.rcv.delack_deadline_ns = NEVER;
+        true
+    }
+
+    /// New data for a socket whose application closed its receiving side, in FIN_WAIT1 or
+    /// FIN_WAIT2 (Linux v6.12 tcp_rcv_state_process(): RFC 1122's reset, TCPAbortOnData):
+    /// a bare RST answers it and the connection is gone. Returns true if so.
+    pub(crate) fn abort_on_data(&mut self, ctx: &mut Ctx, pkt: &Packet) -> bool {
+        let after_close = matches!(self.fin.teardown, Teardown::FinWait1 | Teardown::FinWait2);
+        if !(self.fin.rd_closed && after_close && pkt.is_data()) {
+            return false;
+        }
+        self.fin.teardown = Teardown::Closed;
+        self.clear_xmit_timer();
+        self.closed_answers(ctx, pkt)
     }
 
     /// The skb `[seq, end_seq)` about to be sent holds the end of the data and the

@@ -1122,6 +1122,9 @@ impl TcpSocket {
 
     /// `tcp_send_loss_probe()`.
     pub fn send_loss_probe(&mut self, ctx: &mut Ctx) {
+        if self.tp.packets_out == 0 && self.fin_outstanding() {
+            return self.fin_loss_probe(ctx);
+        }
         let sent = 'probe: {
             // At most one outstanding TLP.
             if self.tlp_high_seq != 0 {

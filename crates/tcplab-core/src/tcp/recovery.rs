@@ -691,11 +691,18 @@ impl TcpSocket {
 
     /// `tcp_retransmit_timer()`.
     fn retransmit_timer(&mut self, ctx: &mut Ctx) {
+        if self.user_timeout_expired(ctx.now_ns) {
+            return;
+        }
         if (self.tp.packets_out == 0 || self.rtx.is_empty()) && self.fin_outstanding() {
             // Only the FIN is outstanding: it is sent again, with the usual backoff.
             self.tp.inc(Mib::TCPTimeouts);
             self.icsk_retransmits += 1;
             self.send_fin_alone(ctx);
+            // tcp_retransmit_skb(): the first retransmission's time (not a loss probe's).
+            if self.retrans_stamp_ns == 0 {
+                self.retrans_stamp_ns = ctx.now_ns.max(1);
+            }
             self.icsk_backoff += 1;
             self.tp.icsk_rto = (self.tp.icsk_rto << 1).min(self.tp.tcp_rto_max());
             let rto = self.tp.icsk_rto;

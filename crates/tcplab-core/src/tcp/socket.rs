@@ -265,6 +265,8 @@ pub struct TcpSocket {
     pub tso_win_divisor: u32,
     /// Closing: both FINs and the states after ESTABLISHED (`tcp::close`).
     pub fin: crate::tcp::close::FinState,
+    /// `TCP_USER_TIMEOUT` in ms (0: off).
+    pub user_timeout_ms: u32,
 
     // --- timers: deadlines (ns) and the event currently queued for each ---
     pub xmit_timer: XmitTimer,
@@ -428,6 +430,7 @@ impl TcpSocket {
                 syn_sent_ns: 0,
                 tso_win_divisor: crate::tcp::output::TCP_TSO_WIN_DIVISOR,
                 fin: Default::default(),
+                user_timeout_ms: 0,
                 xmit_timer: XmitTimer::None,
                 xmit_deadline_ns: NEVER,
                 pacing_deadline_ns: NEVER,
@@ -729,8 +732,9 @@ impl TcpSocket {
     /// A packet addressed to this endpoint arrived.
     pub fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
         if self.fin.active
-            && self.fin.teardown == crate::tcp::close::Teardown::Closed
-            && self.closed_answers(ctx, pkt)
+            && ((self.fin.teardown == crate::tcp::close::Teardown::Closed
+                && self.closed_answers(ctx, pkt))
+                || self.abort_on_data(ctx, pkt))
         {
             return;
         }
