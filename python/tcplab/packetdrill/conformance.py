@@ -81,8 +81,8 @@ CAUSES: dict[str, str] = {
     "chronograph does not start for a blocked writer of a scripted socket",
     "ts_recent/invalid_ack.pkt": "kernel change after v6.12 (ts_recent is no longer updated from an "
     "invalid ACK); the kernel fails it too",
-    "user_timeout/user-timeout-probe.pkt": "TCP_USER_TIMEOUT, and local drops (pfifo limit 0), are not modelled",
-    "user_timeout/user_timeout.pkt": "TCP_USER_TIMEOUT is not modelled",
+    "user_timeout/user-timeout-probe.pkt": "a qdisc that refuses every packet (pfifo limit 0) is not "
+    "modelled in scripted mode (the script then counts tcpi_probes)",
 }
 
 ROOT_SUFFIX = Path("gtests") / "net" / "tcp"
