@@ -488,3 +488,15 @@ def test_epoll_edge_triggered_reports_once_per_wakeup(tmp_path):
         )
     )
     assert r.status == "skip"
+
+
+def test_a_tun_fifo_limit_is_a_setting_and_other_qdiscs_are_not_modelled():
+    from tcplab.packetdrill.environment import Setting, Unmodelled, parse_commands
+
+    assert parse_commands("tc qdisc delete dev tun0 root 2>/dev/null ; tc qdisc add dev tun0 root pfifo limit 0") == [
+        Setting("qdisc", "default", ""),
+        Setting("qdisc", "pfifo_limit", "0"),
+    ]
+    assert parse_commands("tc qdisc add dev tun0 root pfifo") == []
+    with pytest.raises(Unmodelled, match="fq"):
+        parse_commands("tc qdisc replace dev tun0 root fq")

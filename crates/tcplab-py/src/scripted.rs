@@ -371,6 +371,18 @@ impl ScriptedHost {
         guarded(&mut self.sim, "setsockopt", |s| s.script_set_nodelay(on))
     }
 
+    /// `tc qdisc replace dev tun0 root pfifo limit N` (None: the default FIFO).
+    #[pyo3(signature = (limit_packets=None))]
+    fn set_tun_pfifo_limit(&mut self, limit_packets: Option<u32>) {
+        self.sim.script_set_tun_pfifo_limit(limit_packets);
+    }
+
+    /// The error that ended the connection (`sk_err`), as errno's name, or None.
+    #[getter]
+    fn error(&self) -> Option<&'static str> {
+        self.sim.script_socket().timed_out.then_some("ETIMEDOUT")
+    }
+
     /// `setsockopt(TCP_USER_TIMEOUT, ms)`: how long retransmissions may go on.
     fn set_user_timeout(&mut self, ms: u32) {
         self.sim.script_socket_mut().user_timeout_ms = ms;

@@ -46,8 +46,6 @@ CAUSES: dict[str, str] = {
     "blocking/blocking-write.pkt": "the blocked write() wakes when the send buffer frees memory; Linux "
     "frees a partly acknowledged skb's memory by whole pages (tcp_trim_head()), tcplab charges payload "
     "per segment, so room appears one ACK earlier (0.4 s, the kernel 0.5 s)",
-    "cubic/cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt": "a qdisc that refuses every packet "
-    "(pfifo limit 0) is not modelled in scripted mode",
     "cubic/cubic-rto-ss-ca-cwnd-bump.pkt": "PSH on 19001:20001 inside one 200 KB write: most likely "
     "tcp_sendmsg_locked()'s forced_push() mark (every max_window/2 bytes of a write), which tcplab does "
     "not model (it marks a write's end only); not yet confirmed",
@@ -74,15 +72,11 @@ CAUSES: dict[str, str] = {
     "after delayed-ACK samples) and sends the corked bytes early: not yet traced",
     "shutdown/shutdown-rdwr-send-queue-ack-close.pkt": "the kernel fails it too",
     "shutdown/shutdown-rdwr-write-queue-close.pkt": "the kernel fails it too",
-    "slow_start/slow-start-after-win-update.pkt": "after the zero window reopens tcplab sends a "
-    "10-segment skb where the kernel sends 5: not yet traced",
     "splice/tcp_splice_loop_test.pkt": "urgent data (MSG_OOB) is not modelled",
     "tcp_info/tcp-info-sndbuf-limited.pkt": "the kernel fails it too; tcplab's sndbuf_limited "
     "chronograph does not start for a blocked writer of a scripted socket",
     "ts_recent/invalid_ack.pkt": "kernel change after v6.12 (ts_recent is no longer updated from an "
     "invalid ACK); the kernel fails it too",
-    "user_timeout/user-timeout-probe.pkt": "a qdisc that refuses every packet (pfifo limit 0) is not "
-    "modelled in scripted mode (the script then counts tcpi_probes)",
 }
 
 ROOT_SUFFIX = Path("gtests") / "net" / "tcp"

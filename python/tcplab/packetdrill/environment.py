@@ -183,7 +183,7 @@ class Unmodelled(Exception):
 class Setting:
     """One thing a command sets: a sysctl (``net.ipv4.`` name) or a CUBIC parameter."""
 
-    kind: str  # "sysctl" | "cubic"
+    kind: str  # "sysctl" | "cubic" | "qdisc" (the TUN's pfifo: name "pfifo_limit", or "default")
     name: str
     value: str
 
@@ -267,6 +267,18 @@ def parse_commands(text: str) -> list[Setting]:
                 settings.append(Setting("sysctl", m["name"], value))
             else:
                 raise Unmodelled(f"command `{line}` not modelled")
+        elif (
+            words[:2] == ["tc", "qdisc"]
+            and words[2:3] in (["add"], ["replace"])
+            and words[3:7] == ["dev", "tun0", "root", "pfifo"]
+            and len(words) == 9
+            and words[7] == "limit"
+            and words[8].isdigit()
+        ):
+            # a FIFO of N packets in front of the TUN (0: every packet refused, a local drop)
+            settings.append(Setting("qdisc", "pfifo_limit", words[8]))
+        elif words[:5] == ["tc", "qdisc", "delete", "dev", "tun0"]:
+            settings.append(Setting("qdisc", "default", ""))
         elif not _accepted_command(words):
             raise Unmodelled(f"command `{line}` not modelled")
     return settings
@@ -288,10 +300,16 @@ class EngineSettings:
     cubic: dict[str, int] = field(default_factory=dict)
     #: sysctls the engine takes, as set before the host was built (frozen after)
     frozen: dict[str, str] | None = None
+    #: the TUN's FIFO limit a command set and the host has not taken yet: ("pfifo_limit",
+    #: N) or ("default", None); None when nothing is pending
+    tun_qdisc: tuple[str, int | None] | None = None
 
     def apply(self, settings: list[Setting]) -> None:
         """Set each; raises :class:`Unmodelled` for a value the engine does not do."""
         for s in settings:
+            if s.kind == "qdisc":
+                self.tun_qdisc = (s.name, int(s.value) if s.value else None)
+                continue
             if s.kind == "cubic":
                 if s.name not in CUBIC_PARAMS:
                     raise Unmodelled(f"tcp_cubic parameter {s.name}={s.value} not modelled")

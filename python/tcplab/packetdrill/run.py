@@ -562,6 +562,10 @@ class _Runner:
                     self.settings.apply(parse_commands(a.shell))
                 except Unmodelled as e:
                     raise _Skip(str(e)) from None
+                if self.settings.tun_qdisc is not None and self.host is not None:
+                    _, limit = self.settings.tun_qdisc
+                    self.host.raw.set_tun_pfifo_limit(limit)
+                    self.settings.tun_qdisc = None
                 self.mark_now()
             elif isinstance(a, Code):
                 self.wait_for_event(ev, r, "data collection for code")
@@ -918,6 +922,9 @@ class _Runner:
             if sock.nonblocking and not ready():
                 return _Done(-1, "EAGAIN")
             return _Wait(ready, received)
+        if name in ("write", "send", "sendto", "sendmsg") and getattr(host.raw, "error", None):
+            # tcp_sendmsg_locked(): sk_err (a timed-out connection: ETIMEDOUT).
+            return _Done(-1, str(host.raw.error))
         if name in ("write", "send", "sendto"):
             n = _int_arg(c.args, 2)
             if sock.wr_shutdown:

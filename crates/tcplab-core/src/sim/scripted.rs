@@ -235,6 +235,16 @@ impl Simulator {
         cap.saturating_sub(s.tp.write_seq + s.app.pending_bytes)
     }
 
+    /// `tc qdisc replace dev tun0 root pfifo limit N` (None: `tc qdisc delete dev tun0
+    /// root`, the default FIFO again): the queue in front of the TUN, empty when replaced.
+    pub fn script_set_tun_pfifo_limit(&mut self, limit_packets: Option<u32>) {
+        let limit = limit_packets.unwrap_or(1000);
+        self.net.links[0].qdisc =
+            crate::net::qdisc::Qdisc::new(&crate::config::QueueConfig::Pfifo {
+                limit_packets: limit,
+            });
+    }
+
     /// `close()` (`rd`: the receiving side too) or `shutdown(SHUT_WR)`: the FIN, or a
     /// reset if received data was left unread (`tcp::close`).
     pub fn script_close(&mut self, rd: bool) {
@@ -673,5 +683,53 @@ mod tests {
         sim.run_until(230 * MS).unwrap();
         sim.script_inject(sack(&[(3000, 4000), (7000, 8000)]));
         assert_eq!(sim.script_socket().reordering, 5);
+    }
+
+    #[test]
+    fn a_window_update_after_an_idle_spell_restarts_the_cwnd() {
+        // slow-start-after-win-update.pkt: data queued behind a zero window for 3 s; the
+        // window update checks for an idle restart (tcp_ack_update_window() ->
+        // tcp_slow_start_after_idle_check()): cwnd back to 10, so 5 segments per skb.
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_socket_mut().cfg.tcp_min_tso_segs = 10;
+        sim.script_socket_mut().tp.snd_cwnd = 36;
+        sim.script_write(10_000);
+        sim.run_until(201 * MS).unwrap();
+        sim.script_take_out();
+        sim.script_inject(ack(10_000, 0));
+        sim.script_write(20_000);
+        sim.run_until(3_500 * MS).unwrap();
+        sim.script_take_out(); // window probes
+        assert_eq!(sim.script_socket().tp.snd_cwnd, 36);
+        sim.script_inject(ack(10_000, 511 << 7));
+        sim.run_until(3_501 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(sim.script_socket().tp.snd_cwnd, 10);
+        assert_eq!(out[0].1.payload_bytes(), 5000, "half the restarted cwnd");
+    }
+
+    #[test]
+    fn local_drops_are_probed_every_half_second_until_the_user_timeout() {
+        // user-timeout-probe.pkt: a qdisc that refuses everything (pfifo limit 0); the data
+        // waits, tcp_probe_timer() retries every TCP_RESOURCE_PROBE_INTERVAL (500 ms, no
+        // backoff) and counts icsk_probes_out; 3 s after its first run it gives up (sk_err
+        // ETIMEDOUT) having sent 6 probes.
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_socket_mut().user_timeout_ms = 3000;
+        sim.script_set_tun_pfifo_limit(Some(0));
+        sim.script_write(24);
+        sim.run_until(3_600 * MS).unwrap();
+        assert!(sim.script_socket().probes_out >= 6);
+        sim.run_until(4_500 * MS).unwrap();
+        let s = sim.script_socket();
+        assert!(s.timed_out, "dropped after the user timeout");
+        assert_eq!(s.probes_out, 6);
+        assert_eq!(s.icsk_backoff, 0, "local drops do not back off");
+        assert!(
+            sim.script_take_out().is_empty(),
+            "nothing ever left the host"
+        );
     }
 }

@@ -225,11 +225,17 @@ impl TcpSocket {
         if elapsed_ms < self.user_timeout_ms as u64 {
             return false;
         }
+        self.write_err_timeout();
+        true
+    }
+
+    /// `tcp_write_err()`: `sk_err` = ETIMEDOUT, the connection closed without a packet.
+    pub(crate) fn write_err_timeout(&mut self) {
+        self.timed_out = true;
         self.fin.active = true;
         self.fin.teardown = Teardown::Closed;
         self.clear_xmit_timer();
         self.rcv.delack_deadline_ns = NEVER;
-        true
     }
 
     /// New data for a socket whose application closed its receiving side, in FIN_WAIT1 or

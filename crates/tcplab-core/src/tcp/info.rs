@@ -4,8 +4,7 @@
 //! the byte counters, jiffies converted to microseconds or milliseconds as the kernel
 //! converts them). packetdrill's `%{ }%` assertions read these (`tcplab packetdrill`).
 //!
-//! Not reported (tcplab has no state for them): `tcpi_probes` (zero-window probes
-//! outstanding are not counted), `tcpi_rehash`, `tcpi_rcv_ooopack`, `tcpi_last_ack_recv`, `tcpi_total_rto_*`, `tcpi_fastopen_*`;
+//! Not reported (tcplab has no state for them): `tcpi_rehash`, `tcpi_rcv_ooopack`, `tcpi_last_ack_recv`, `tcpi_total_rto_*`, `tcpi_fastopen_*`;
 //! `tcpi_options` and the window-scale fields are the caller's (it knows what the
 //! handshake negotiated). `tcpi_dsack_dups` counts the D-SACKs received
 //! (`TcpExtTCPDSACKRecv`), as the kernel's `tp->dsack_dups` does.
@@ -46,7 +45,7 @@ impl TcpSocket {
             ),
             ("tcpi_ca_state", tp.ca_state as u64),
             ("tcpi_retransmits", self.icsk_retransmits as u64),
-            ("tcpi_probes", 0),
+            ("tcpi_probes", self.probes_out as u64),
             ("tcpi_backoff", self.icsk_backoff as u64),
             ("tcpi_rto", clock.jiffies_to_usecs(tp.icsk_rto)),
             ("tcpi_ato", clock.jiffies_to_usecs(r.ato_j)),

@@ -127,6 +127,9 @@ impl TcpSocket {
         if ack > self.tp.snd_nxt {
             return flag;
         }
+        // An acceptable ACK: the peer is alive (icsk_probes_out = 0 in tcp_ack()).
+        self.probes_out = 0;
+        self.probes_tstamp_ns = 0;
         if ack > prior_snd_una {
             flag |= FLAG_SND_UNA_ADVANCED;
             self.icsk_retransmits = 0;
@@ -140,6 +143,11 @@ impl TcpSocket {
         if pkt.rwnd_bytes != self.tp.snd_wnd {
             flag |= FLAG_WIN_UPDATE;
             self.tp.snd_wnd = pkt.rwnd_bytes;
+            // Linux v6.12 tcp_ack_update_window(): a new window with data queued checks
+            // for an idle restart (after a zero window, nothing was sent for a while).
+            if self.tp.write_seq > self.tp.snd_nxt {
+                self.slow_start_after_idle_check();
+            }
             // tcp_ack_update_window(): the largest window ever offered.
             self.tp.max_window = self.tp.max_window.max(self.tp.snd_wnd);
         }

@@ -867,12 +867,24 @@ impl TcpSocket {
     /// move things) or nothing waits to be sent; else a probe goes out
     /// (`tcp_send_probe0`).
     ///
+    /// With TCP_USER_TIMEOUT, probing stops (the connection is dropped, `sk_err`
+    /// ETIMEDOUT) once that time has passed since the first probe timer (`icsk_probes_tstamp`).
     /// Not modelled: aborting the connection once `icsk_probes_out` reaches `tcp_retries2`
     /// (15) unanswered probes (any ACK resets the count, so only a dead path gets there),
     /// and `TCPACKSkippedSeq` for a probe's answer that the receiver rate-limits.
     pub fn probe_timer(&mut self, ctx: &mut Ctx) {
         self.app_fill(ctx.now_ns);
         if self.tp.packets_out > 0 || self.tp.snd_nxt >= self.tp.write_seq {
+            self.probes_out = 0;
+            self.probes_tstamp_ns = 0;
+            return;
+        }
+        if self.probes_tstamp_ns == 0 {
+            self.probes_tstamp_ns = ctx.now_ns;
+        } else if self.user_timeout_ms != 0
+            && ctx.now_ns - self.probes_tstamp_ns >= self.user_timeout_ms as u64 * 1_000_000
+        {
+            self.write_err_timeout();
             return;
         }
         self.send_probe0(ctx);
@@ -886,8 +898,11 @@ impl TcpSocket {
         if self.tp.packets_out > 0 || self.tp.snd_nxt >= self.tp.write_seq {
             // Cancel probe timer, if it is not required.
             self.icsk_backoff = 0;
+            self.probes_out = 0;
+            self.probes_tstamp_ns = 0;
             return;
         }
+        self.probes_out += 1;
         let when = if sent {
             // tcp_retries2 = 15 bounds the backoff count.
             if self.icsk_backoff < 15 {

@@ -267,6 +267,12 @@ pub struct TcpSocket {
     pub fin: crate::tcp::close::FinState,
     /// `TCP_USER_TIMEOUT` in ms (0: off).
     pub user_timeout_ms: u32,
+    /// `icsk_probes_out`: zero-window (or local-drop) probes sent without an ACK since.
+    pub probes_out: u32,
+    /// `icsk_probes_tstamp`: when the probe timer first fired in this episode, ns (0: none).
+    pub probes_tstamp_ns: u64,
+    /// `sk_err`: the error that ended the connection (a timeout: ETIMEDOUT), if any.
+    pub timed_out: bool,
 
     // --- timers: deadlines (ns) and the event currently queued for each ---
     pub xmit_timer: XmitTimer,
@@ -431,6 +437,9 @@ impl TcpSocket {
                 tso_win_divisor: crate::tcp::output::TCP_TSO_WIN_DIVISOR,
                 fin: Default::default(),
                 user_timeout_ms: 0,
+                probes_out: 0,
+                probes_tstamp_ns: 0,
+                timed_out: false,
                 xmit_timer: XmitTimer::None,
                 xmit_deadline_ns: NEVER,
                 pacing_deadline_ns: NEVER,
