@@ -258,8 +258,8 @@ pub struct TcpSocket {
     /// `SOCK_SNDBUF_LOCK`: the application set `SO_SNDBUF`, so tcp_sndbuf_expand() leaves
     /// `sk_sndbuf` alone.
     pub sndbuf_locked: bool,
-    /// When the SYN or SYN-ACK was (last) sent, ns: the handshake's RTT sample without
-    /// timestamps (`tcp_synack_rtt_meas()`, the SYN skb's own stamp in tcp_ack()).
+    /// When the SYN or SYN-ACK was (last) sent, ns: the handshake's RTT sample when it was
+    /// not retransmitted (`tcp_synack_rtt_meas()`, the SYN skb's own stamp in tcp_ack()).
     pub syn_sent_ns: u64,
     /// `sysctl_tcp_tso_win_divisor` (Linux default 3).
     pub tso_win_divisor: u32,
