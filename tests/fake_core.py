@@ -147,6 +147,13 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
         add("sndbuf_limited_us", np.zeros(n, dtype=np.uint64))
         add("send_q_bytes", np.full(n, 4 << 20, dtype=np.uint32))
         add("recv_q_bytes", np.zeros(n, dtype=np.uint32))
+        add("receiver_cwnd", np.full(n, 10, dtype=np.uint32))
+        add("receiver_ssthresh", np.full(n, 0x7FFFFFFF, dtype=np.uint32))
+        add("receiver_ca_state", np.zeros(n, dtype=np.uint8))
+        add("receiver_srtt_us", np.full(n, rtt_us, dtype=np.uint32))
+        add("receiver_rto_us", np.full(n, 200_000 + rtt_us, dtype=np.uint32))
+        add("receiver_backoff", np.zeros(n, dtype=np.uint8))
+        add("receiver_retrans_segs", np.zeros(n, dtype=np.uint64))
         total = int(received[-1]) if n else 0
         segs = total // MSS + 1
         retrans = segs // 100

@@ -16,7 +16,7 @@ NODE_KEYS = {"name", "kind", "hz"}
 LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "loss_filter", "reorder", "queue"}
 FLOW_KEYS = {"name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params"}
 #: Flow keys given only when not the engine's default (bulk scenarios keep their JSON).
-FLOW_OPTIONAL_KEYS = {"data_side", "reader", "sample"}
+FLOW_OPTIONAL_KEYS = {"data_side", "reader", "sample", "receiver_cc"}
 #: A flow's ``tcp`` and ``cc_params``: the keys and JSON types of the engine's defaults
 #: (``tcplab._core.defaults()``, which LINUX_TCP_DEFAULTS and LINUX_CC_DEFAULTS equal:
 #: test_defaults.py), not a list copied here.
@@ -230,13 +230,15 @@ def test_sysctl_sources_and_flow_overrides():
     f0, f1, f2 = core["flows"]
     # tcp_rmem from the receiver, everything else from the sender
     assert f0["cc"] == "bbr"
+    # the receiving host's own default cc for the receiver's socket (it sends ACKs with it)
+    assert f0["receiver_cc"] == "reno"
     assert f0["tcp"]["tcp_rmem"] == [4096, 1_000_000, 16_000_000]
     assert f0["tcp"]["tcp_wmem"] == [4096, 65536, 8_000_000]
     assert f0["tcp"]["tcp_slow_start_after_idle"] is False
     assert f0["tcp"]["tcp_min_rtt_wlen_s"] == 10
     assert f0["tcp"]["tcp_limit_output_bytes"] == 262144
     # the per-flow block wins
-    assert f1["cc"] == "cubic"
+    assert f1["cc"] == "cubic" and "receiver_cc" not in f1  # a flow's own cc: both sockets
     assert (f1["tcp"]["mss_bytes"], f1["tcp"]["initial_cwnd"], f1["tcp"]["tcp_wmem"]) == (8948, 32, [1, 2, 3])
     assert (f1["tcp"]["rto_min_ms"], f1["tcp"]["max_pacing_rate_bytes_per_sec"], f1["tcp"]["fq_pacing"]) == (
         5,
@@ -250,7 +252,12 @@ def test_sysctl_sources_and_flow_overrides():
     )
     assert f1["cc_params"]["bic_scale"] == 41  # untouched defaults stay explicit
     # the reverse flow: rx sends (reno, its wmem), tx receives (its rmem)
-    assert f2["cc"] == "reno" and f2["tcp"]["tcp_wmem"] == [1, 1, 1] and f2["tcp"]["tcp_rmem"] == [1000, 2000, 3000]
+    assert (
+        f2["cc"] == "reno"
+        and f2["receiver_cc"] == "bbr"
+        and f2["tcp"]["tcp_wmem"] == [1, 1, 1]
+        and f2["tcp"]["tcp_rmem"] == [1000, 2000, 3000]
+    )
     assert (f2["src"], f2["dst"]) == (1, 0)
 
 

@@ -18,7 +18,9 @@ __all__ = ["TIMESERIES_DTYPES", "QUEUE_DTYPES", "HOST_DTYPES", "CAPTURE_DTYPES",
 #: ``bytes_sent``, ``bytes_retrans``, ``data_segs_out`` and the chronographs ``busy_us``,
 #: ``rwnd_limited_us``, ``sndbuf_limited_us`` (cumulative, as tcp_info reports them at the
 #: sample), its Send-Q ``send_q_bytes`` (written, not yet acknowledged), and the receiver's
-#: Recv-Q ``recv_q_bytes`` (arrived, not yet read by the application).
+#: Recv-Q ``recv_q_bytes`` (arrived, not yet read by the application). The ``receiver_*``
+#: columns are the data receiver's own socket as ss shows it on its host (it sends requests
+#: and ACKs): its cwnd, ssthresh, ca_state, tcpi_rtt, tcpi_rto, backoff and total_retrans.
 TIMESERIES_DTYPES: dict[str, str] = {
     "t_ns": "uint64",
     "flow": "uint32",
@@ -52,6 +54,13 @@ TIMESERIES_DTYPES: dict[str, str] = {
     "sndbuf_limited_us": "uint64",
     "send_q_bytes": "uint32",
     "recv_q_bytes": "uint32",
+    "receiver_cwnd": "uint32",
+    "receiver_ssthresh": "uint32",
+    "receiver_ca_state": "uint8",
+    "receiver_srtt_us": "uint32",
+    "receiver_rto_us": "uint32",
+    "receiver_backoff": "uint8",
+    "receiver_retrans_segs": "uint64",
 }
 
 #: Columns of the per-link queue time series (``drops`` is cumulative).

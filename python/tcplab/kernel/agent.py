@@ -729,7 +729,7 @@ def agent_specs(plan: Any, workdir: str | os.PathLike[str], t0_ns: int, cpu: int
                 "port": int(f.server_port),
                 "peer_addr": f.client_addr,
                 "peer_port": int(f.client_port),
-                "cc": f.cc,
+                "cc": _cc_of(f, "server"),
                 "app": app,
                 "data_side": f.data_side,
             }
@@ -741,7 +741,7 @@ def agent_specs(plan: Any, workdir: str | os.PathLike[str], t0_ns: int, cpu: int
                 "port": int(f.server_port),
                 "local_addr": f.client_addr,
                 "local_port": int(f.client_port),
-                "cc": f.cc,
+                "cc": _cc_of(f, "client"),
                 "app": app,
                 "start_ns": int(f.start_ns),
                 "stop_ns": stop,
@@ -749,6 +749,12 @@ def agent_specs(plan: Any, workdir: str | os.PathLike[str], t0_ns: int, cpu: int
             }
         )
     return specs
+
+
+def _cc_of(flow: Any, role: str) -> str:
+    """The cc of the flow's ``role`` socket (FlowPlan.cc_of; a plan without it: ``cc``)."""
+    cc_of = getattr(flow, "cc_of", None)
+    return str(cc_of(role)) if callable(cc_of) else str(flow.cc)
 
 
 def _ns_of(plan: Any, node: str) -> str:

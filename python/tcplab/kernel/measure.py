@@ -106,7 +106,17 @@ __all__ = [
 UNKNOWN_COLUMNS = ("bbr_lt_use_bw", "bbr_lt_bw_bps", "lost")
 #: Time-series columns read from the receiver's ss sample of the slot: where that sample is
 #: missing (its sampler skipped the slot, ss failed), they are a gap, never 0.
-RECEIVER_COLUMNS = ("bytes_received", "recv_q_bytes")
+RECEIVER_COLUMNS = (
+    "bytes_received",
+    "recv_q_bytes",
+    "receiver_cwnd",
+    "receiver_ssthresh",
+    "receiver_ca_state",
+    "receiver_srtt_us",
+    "receiver_rto_us",
+    "receiver_backoff",
+    "receiver_retrans_segs",
+)
 #: build_raw's key (beside the engine contract's) of ``{column: per-row bool}``: the gaps.
 TIMESERIES_GAPS = "timeseries_gaps"
 #: BBR's gains as ss prints them (x 256 in the kernel: BBR_UNIT): high_gain = 2885/1000 + 1/256
@@ -380,6 +390,8 @@ def _timeseries(
                 "sndbuf_limited_us": int(round(float(v.get("sndbuf_limited_ms", 0)) * 1000)),
                 "send_q_bytes": s.send_q,
                 "recv_q_bytes": r.recv_q if r is not None else 0,
+                # the receiver's own socket as its host's ss printed it
+                **_receiver_columns(r),
             }
             rows.append((slot, fs.flow, row, r is None))
     rows.sort(key=lambda x: (x[0], x[1]))
@@ -388,6 +400,27 @@ def _timeseries(
             cols[c].append(row[c])
     gaps = np.array([missing for *_, missing in rows], dtype=bool)
     return {c: np.array(cols[c], dtype=TIMESERIES_DTYPES[c]) for c in cols}, srtt, gaps
+
+
+def _receiver_columns(r: Socket | None) -> dict[str, Any]:
+    """The ``receiver_*`` columns from the receiver's ss line (0 when it is missing: a gap,
+    :data:`RECEIVER_COLUMNS`). ss shows no ca_state: Open (0) unless ``retrans:C/`` has a
+    retransmission outstanding, then Loss (4) when ``backoff:`` is printed, else Recovery (3)."""
+    if r is None:
+        return {c: 0 for c in RECEIVER_COLUMNS if c.startswith("receiver_")}
+    v = r.values
+    ca = 0
+    if int(v.get("retrans_cur", 0)):
+        ca = 4 if int(v.get("backoff", 0)) else 3
+    return {
+        "receiver_cwnd": int(v.get("cwnd", 0)),
+        "receiver_ssthresh": int(v["ssthresh"]) if "ssthresh" in v else INFINITE_SSTHRESH,
+        "receiver_ca_state": ca,
+        "receiver_srtt_us": int(round(float(v.get("rtt", 0)) * 1000)),
+        "receiver_rto_us": int(round(float(v.get("rto", 0)) * 1000)),
+        "receiver_backoff": int(v.get("backoff", 0)),
+        "receiver_retrans_segs": int(v.get("retrans_total", 0)),
+    }
 
 
 def _rtt_summary(values_us: list[int]) -> dict[str, Any]:

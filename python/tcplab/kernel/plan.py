@@ -254,6 +254,13 @@ class FlowPlan:
     start_ns: int
     stop_ns: int
     data_side: str  # "client" | "server": who writes
+    #: The data receiver's cc (its host's tcp_congestion_control): ``cc`` unless it differs.
+    receiver_cc: str = ""
+
+    def cc_of(self, role: str) -> str:
+        """The cc of the ``client`` or ``server`` socket: the data sender runs ``cc``."""
+        sends = (role == "client") == (self.data_side == "client")
+        return self.cc if sends or not self.receiver_cc else self.receiver_cc
 
 
 @dataclass
@@ -482,6 +489,7 @@ KNOWN_FLOW_KEYS = {
     "src",
     "dst",
     "cc",
+    "receiver_cc",
     "start_ns",
     "stop_ns",
     "app",
@@ -691,6 +699,8 @@ def _plan_flows(config: Mapping[str, Any], env: KernelEnv, prefix: str, graph: _
         fpath = f"flows.{i}"
         app = _flow_app(config, i, flow)
         cc = _flow_cc(flow, env, fpath)
+        # the data receiver's own cc (its host's tcp_congestion_control), when it differs
+        receiver_cc = _flow_cc({**flow, "cc": flow.get("receiver_cc") or cc}, env, f"{fpath}.receiver_cc")
         tcp = flow.get("tcp") or {}
         _check_pacing(tcp, fpath)
         mss_values.add(int(tcp.get("mss_bytes", DEFAULT_MSS_BYTES)))
@@ -712,6 +722,7 @@ def _plan_flows(config: Mapping[str, Any], env: KernelEnv, prefix: str, graph: _
                 server_addr=node_address(dst),
                 server_port=server_port(app.get("kind")),
                 cc=cc,
+                receiver_cc=receiver_cc,
                 app=app,
                 start_ns=int(flow.get("start_ns") or 0),
                 stop_ns=int(stop) if stop is not None else duration_ns,

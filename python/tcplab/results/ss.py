@@ -324,6 +324,7 @@ def sockets_at(
         if at_end and total:
             info.update(_totals_info(total))
         recv_info: dict[str, Any] = {"wscale": (wscale, wscale), "mss": mss, "advmss": mss}
+        recv_info.update(_receiver_info(row))
         received = int(total["bytes_received"]) if at_end and total else int(row.get("bytes_received", 0))
         recv_info["bytes_received"] = received
         out.setdefault(nodes[sender_node], []).append(
@@ -342,11 +343,30 @@ def sockets_at(
                 local=receiver_addr,
                 peer=sender_addr,
                 recv_q=_count(row, "recv_q_bytes"),
-                cc=cc,
+                cc=str(f.get("receiver_cc") or "") or cc,
                 info=recv_info,
             )
         )
     return out
+
+
+def _receiver_info(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The data receiver's own sending state, as ss prints it on the receiver's host (the
+    ``receiver_*`` columns; older series lack them: left out): rto, backoff, rtt, cwnd,
+    ssthresh, retrans. Its cwnd moves only with what it sends (requests, ACKs)."""
+    if "receiver_cwnd" not in row or not np.isfinite(row["receiver_cwnd"]):
+        return {}
+    info: dict[str, Any] = {"cwnd": int(row["receiver_cwnd"]), "ssthresh": int(row["receiver_ssthresh"])}
+    for key, col in (
+        ("rtt_us", "receiver_srtt_us"),
+        ("rto_us", "receiver_rto_us"),
+        ("backoff", "receiver_backoff"),
+        ("retrans_total", "receiver_retrans_segs"),
+    ):
+        v = row.get(col)
+        if v is not None and np.isfinite(v):
+            info[key] = int(v)
+    return info
 
 
 def _sender_info(row: Mapping[str, Any], mss: int, cc: str | None, tcp: Mapping[str, Any]) -> dict[str, Any]:

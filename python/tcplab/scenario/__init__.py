@@ -33,7 +33,9 @@ without the ``net.ipv4.`` prefix) and their default values; cc module parameters
 Where a flow's TCP settings come from
     ``tcp_rmem`` from the **receiving** host's sysctl (it sizes the receive buffer); every
     other TCP setting from the **sending** host's sysctl; then the flow's own ``tcp:`` block
-    overrides either. ``cc`` defaults to the sender's ``tcp_congestion_control``.
+    overrides either. ``cc`` defaults to the sender's ``tcp_congestion_control``, and the
+    receiver's socket runs its own host's (it sends requests and ACKs with it: an NFS
+    client's ``ss`` shows its own cc); a flow's own ``cc:`` is set on both sockets.
 
 Links and queues
     Each ``links:`` entry makes two one-way links, ``a->b`` with the entry's settings and

@@ -234,6 +234,8 @@ class Scenario(_Model):
             # engine JSON of bulk scenarios is what it always was.
             if f["data_side"] != "client":
                 core_flow["data_side"] = f["data_side"]
+            if f.get("receiver_cc"):  # the data receiver's host runs another cc
+                core_flow["receiver_cc"] = f["receiver_cc"]
             if f["reader"]["kind"] != "immediate":
                 core_flow["reader"] = f["reader"]
             if not f["sample"]:

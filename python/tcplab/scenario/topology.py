@@ -151,6 +151,7 @@ class _Topology:
         default cc) from the sending host (see tcplab.scenario)."""
         tcp_of: dict[tuple[str, str, int], dict[str, Any]] = {}
         cc_of: dict[tuple[str, str, int], str] = {}
+        receiver_cc_of: dict[tuple[str, str, int], str] = {}
         cc_params_of: dict[tuple[str, str, int], dict[str, Any]] = {}
         for i, flow in enumerate(sc.flows):
             self.entry_flows.append([])
@@ -173,6 +174,9 @@ class _Topology:
                     tcp.update(flow.tcp.overrides())
                     tcp_of[key] = tcp
                     cc_of[key] = flow.cc or sc.default_cc_of(data_src)
+                    # a flow's own cc is set on both its sockets (as iperf3 -C does); without one,
+                    # each end runs its host's default, the data receiver too (its requests, ACKs)
+                    receiver_cc_of[key] = flow.cc or sc.default_cc_of(data_dst)
                     cc_params_of[key] = flow.cc_params.to_core()
                 self.entry_flows[i].append(len(self.flows))
                 self.flows.append(
@@ -181,6 +185,7 @@ class _Topology:
                         "src": src,
                         "dst": dst,
                         "cc": cc_of[key],
+                        **({"receiver_cc": receiver_cc_of[key]} if receiver_cc_of[key] != cc_of[key] else {}),
                         "start_ns": c.start_ns,
                         "stop_ns": flow.stop,
                         "app": c.app,

@@ -635,7 +635,12 @@ pub struct FlowConfig {
     /// The node that sends the data (the "client" of `netperf TCP_STREAM`).
     pub src: u32,
     pub dst: u32,
+    /// The congestion control of the data's sender (`data_side`).
     pub cc: CcKind,
+    /// The congestion control of the data's receiver, whose host may have another
+    /// `tcp_congestion_control` (it sends requests and ACKs with it); `None`: the same as `cc`.
+    #[serde(default)]
+    pub receiver_cc: Option<CcKind>,
     #[serde(default)]
     pub start_ns: u64,
     /// When the application stops writing; `None` = end of the run.
@@ -676,6 +681,7 @@ impl FlowConfig {
             src,
             dst,
             cc,
+            receiver_cc: None,
             start_ns: 0,
             stop_ns: None,
             app: AppConfig::default(),

@@ -66,6 +66,21 @@ column_store! {
         /// The receiver's Recv-Q: `rcv_nxt - copied_seq`, bytes received and not yet read by the
         /// application (tcp_diag_get_info(), idiag_rqueue).
         recv_q_bytes: u32,
+        /// The data receiver's own socket as `ss -ti` shows it on its host: it sends too (the
+        /// requests of a request/response or NFS client, and ACKs), so it has a cwnd, an
+        /// ssthresh and a ca_state of its own, moved only by the loss of what *it* sends and by
+        /// its own RTOs (an NFS client's `cwnd:2 ssthresh:2` says its READ calls were lost or
+        /// timed out, not that the replies were slow).
+        receiver_cwnd: u32,
+        receiver_ssthresh: u32,
+        receiver_ca_state: u8,
+        /// tcp_info's tcpi_rtt of the receiver's socket (`srtt_us >> 3`; 0 before it has a sample).
+        receiver_srtt_us: u32,
+        /// tcp_info's tcpi_rto and tcpi_backoff of the receiver's socket.
+        receiver_rto_us: u32,
+        receiver_backoff: u8,
+        /// tcp_info's tcpi_total_retrans of the receiver's socket (what it retransmitted).
+        receiver_retrans_segs: u64,
     }
 }
 

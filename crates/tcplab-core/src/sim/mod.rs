@@ -1226,6 +1226,17 @@ impl Simulator {
                 .push(tp.write_seq.saturating_sub(tp.snd_una).min(u32::MAX as u64) as u32);
             s.recv_q_bytes
                 .push(srv.rcv.unread_bytes().min(u32::MAX as u64) as u32);
+            // the receiver's socket as its own host's ss shows it (its requests and ACKs)
+            let rp = &srv.tp;
+            s.receiver_cwnd.push(rp.snd_cwnd);
+            s.receiver_ssthresh.push(rp.snd_ssthresh);
+            s.receiver_ca_state.push(rp.ca_state as u8);
+            s.receiver_srtt_us.push(rp.srtt_us >> 3);
+            s.receiver_rto_us
+                .push(rp.jiffies_to_usecs(rp.icsk_rto).min(u32::MAX as u64) as u32);
+            s.receiver_backoff
+                .push(srv.icsk_backoff.min(u8::MAX as u32) as u8);
+            s.receiver_retrans_segs.push(rp.total_retrans as u64);
         }
         let now = self.now_ns;
         for (i, l) in self.net.links.iter_mut().enumerate() {

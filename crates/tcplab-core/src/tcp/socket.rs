@@ -446,6 +446,13 @@ impl TcpSocket {
                 sched_ns: [NEVER; 4],
             }
         };
+        // Each socket runs its own host's cc: the data sender `flow.cc`, the other end
+        // `flow.receiver_cc` when its host differs.
+        let other_cc = flow.receiver_cc.unwrap_or(flow.cc);
+        let (client_cc, server_cc) = match flow.data_side {
+            crate::config::Side::Client => (flow.cc, other_cc),
+            crate::config::Side::Server => (other_cc, flow.cc),
+        };
         let c_ep = 2 * flow_idx;
         let s_ep = 2 * flow_idx + 1;
         let client = mk(
@@ -453,7 +460,7 @@ impl TcpSocket {
             flow.dst,
             c_ep,
             s_ep,
-            Cc::new(flow.cc, &flow.cc_params, cc_rng),
+            Cc::new(client_cc, &flow.cc_params, cc_rng),
             client_app,
             hz_src,
             client_reader,
@@ -463,7 +470,7 @@ impl TcpSocket {
             flow.src,
             s_ep,
             c_ep,
-            Cc::new(flow.cc, &flow.cc_params, srv_rng),
+            Cc::new(server_cc, &flow.cc_params, srv_rng),
             server_app,
             hz_dst,
             server_reader,
