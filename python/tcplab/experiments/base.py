@@ -41,6 +41,7 @@ __all__ = [
     "VERDICTS",
     "Claim",
     "ClaimResult",
+    "SeedCount",
     "Run",
     "Explanation",
     "Crosscheck",
@@ -61,7 +62,8 @@ class Claim:
     ``quote`` is the story's own words (verbatim from ``story``, the seed file name);
     ``published`` is the figure or statement the story gives, in short (``"9.54 Mbit/s"``,
     ``"about 5x lower request latency"``); ``conditions`` what the story leaves unsaid and the
-    experiment chose (stated in the report).
+    experiment chose (stated in the report); ``out_of_scope`` the reason a claim is listed but
+    not judged (the reports list such claims with it; :meth:`Experiment.evaluate` skips them).
     """
 
     id: str
@@ -69,6 +71,9 @@ class Claim:
     quote: str
     published: str
     conditions: str = ""
+    #: Why tcplab does not judge this claim (a control plane, a GPU driver, a design
+    #: statement with nothing to measure); "" for a claim the experiment judges.
+    out_of_scope: str = ""
 
 
 @dataclass
@@ -86,6 +91,9 @@ class ClaimResult:
     verdict: Verdict
     reason: str
     data: dict[str, Any] = field(default_factory=dict)
+    #: How quick and full mode judge this claim: the same runs, or what quick mode leaves
+    #: out and whether that can change the verdict (a report never lets them differ silently).
+    modes: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -101,6 +109,7 @@ class ClaimResult:
             "figure": self.figure,
             "verdict": self.verdict,
             "reason": self.reason,
+            "modes": self.modes,
             "data": self.data,
         }
 
@@ -187,6 +196,35 @@ class Crosscheck:
         return f"{self.rule} of: {', '.join(self.expect)}"
 
 
+@dataclass(frozen=True)
+class SeedCount:
+    """How many of ``n`` seeds showed an event (a stall, a collapse, a timeout): a rare event
+    is judged by its count, never by one seed. ``holds``: at least half the seeds showed it
+    (the event belongs to the condition); ``seen``: at least one did (it can happen there)."""
+
+    k: int
+    n: int
+
+    @property
+    def holds(self) -> bool:
+        return self.n > 0 and 2 * self.k >= self.n
+
+    @property
+    def seen(self) -> bool:
+        return self.k > 0
+
+    @property
+    def text(self) -> str:
+        return f"{self.k} of {self.n} seed{'s' if self.n != 1 else ''}"
+
+    @classmethod
+    def of(cls, flags: Sequence[bool]) -> SeedCount:
+        return cls(sum(1 for f in flags if f), len(flags))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"k": self.k, "n": self.n, "holds": self.holds}
+
+
 def load_claims(path: Path) -> dict[str, Claim]:
     """``claims.yaml``: a list of mappings with id, story, quote, published and optional conditions."""
     try:
@@ -200,12 +238,12 @@ def load_claims(path: Path) -> dict[str, Claim]:
         if not isinstance(item, dict):
             raise ScenarioError(f"claim {i} is not a mapping", file=str(path))
         missing = {"id", "story", "quote", "published"} - set(item)
-        extra = set(item) - {"id", "story", "quote", "published", "conditions"}
+        extra = set(item) - {"id", "story", "quote", "published", "conditions", "out_of_scope"}
         if missing or extra:
             raise ScenarioError(
                 f"claim {i}: missing {sorted(missing)} / unknown {sorted(extra)}",
                 file=str(path),
-                expected="id, story, quote, published[, conditions]",
+                expected="id, story, quote, published[, conditions][, out_of_scope]",
             )
         c = Claim(**{k: str(v).strip() for k, v in item.items()})
         if c.id in claims:
@@ -242,14 +280,24 @@ class Experiment:
     def claim(self, claim_id: str) -> Claim:
         return self.claims[claim_id]
 
+    @property
+    def judged_claims(self) -> dict[str, Claim]:
+        """The claims :meth:`evaluate` judges (in file order): all but the out-of-scope ones."""
+        return {k: c for k, c in self.claims.items() if not c.out_of_scope}
+
+    @property
+    def out_of_scope_claims(self) -> list[Claim]:
+        """The claims listed with the reason tcplab does not judge them."""
+        return [c for c in self.claims.values() if c.out_of_scope]
+
     # -- what subclasses implement -----------------------------------------------------------
     def runs(self, quick: bool) -> list[Run]:
         """The simulations to make, in full or ``--quick`` mode."""
         raise NotImplementedError
 
     def evaluate(self, results: Mapping[str, Result], quick: bool) -> list[ClaimResult]:
-        """One :class:`ClaimResult` per claim in ``claims.yaml`` (in file order), from the
-        runs' results (keyed by run label)."""
+        """One :class:`ClaimResult` per judged claim of ``claims.yaml`` (in file order,
+        :attr:`judged_claims`), from the runs' results (keyed by run label)."""
         raise NotImplementedError
 
     def explain(self, results: Mapping[str, Result], quick: bool, plots_dir: Path) -> list[Explanation]:

@@ -236,6 +236,9 @@ def experiment_record(outcome: Outcome, out_dir: Path | None = None) -> dict[str
             "error": outcome.error,
             "counts": outcome.counts(),
             "claims": [c.as_dict() for c in outcome.claims],
+            "out_of_scope": [
+                {"id": c.id, "quote": c.quote, "reason": c.out_of_scope} for c in getattr(e, "out_of_scope_claims", [])
+            ],
             "crosschecks": crosschecks,
             "crosschecks_agree": sum(1 for c in outcome.crosschecks if c.agree),
             "explanations": [{"title": x.title, "text": x.text, "figure": x.figure} for x in outcome.explanations],
@@ -290,6 +293,7 @@ def index_record(records: Sequence[Mapping[str, Any]], *, quick: bool, elapsed_s
                         {"id": c["id"], "verdict": c["verdict"], "figure": c["figure"], "published": c["published"]}
                         for c in r["claims"]
                     ],
+                    "out_of_scope": [c["id"] for c in r.get("out_of_scope", [])],
                 }
                 for r in records
             ],
@@ -362,9 +366,15 @@ def experiment_markdown(r: Mapping[str, Any]) -> str:
             lines.append(f"- **{c['id']}** ({c['verdict']}): {_line(c['reason'])}")
             if c["conditions"]:
                 lines.append(f"  Conditions chosen: {_line(c['conditions'])}")
+            if c.get("modes"):
+                lines.append(f"  Quick and full mode: {_line(c['modes'])}")
         lines.append("")
     else:
         lines += ["No claim was judged.", ""]
+    if r.get("out_of_scope"):
+        lines += ["### Claims tcplab does not judge", "", "| claim (story, quoted) | why not |", "|---|---|"]
+        lines += [f"| {_cell(c['quote'])} | {_cell(c['reason'])} |" for c in r["out_of_scope"]]
+        lines.append("")
     if r["explanations"]:
         lines += ["## What the trace shows", ""]
         for x in r["explanations"]:
@@ -514,11 +524,21 @@ _EXPERIMENT_TEMPLATE = """<!doctype html>
 <td class="w">{{ c.figure }}</td>
 <td class="l"><span class="{{ c.verdict | vclass }}">{{ c.verdict }}</span></td></tr>
 <tr class="reason"><td colspan="4"><b>{{ c.id }}</b>: {{ c.reason | md }}
-{% if c.conditions %}<p class="note">Conditions tcplab chose: {{ c.conditions }}</p>{% endif %}</td></tr>
+{% if c.conditions %}<p class="note">Conditions tcplab chose: {{ c.conditions }}</p>{% endif %}
+{% if c.modes is defined and c.modes %}<p class="note">Quick and full mode: {{ c.modes }}</p>{% endif %}</td></tr>
 {% endfor %}
 </table>
 {% else %}
 <p class="bad">No claim was judged.</p>
+{% endif %}
+{% if r.out_of_scope is defined and r.out_of_scope %}
+<h3>Claims tcplab does not judge</h3>
+<table>
+<tr><th class="l">claim (story, quoted)</th><th class="l">why not</th></tr>
+{% for c in r.out_of_scope %}
+<tr><td class="q">&ldquo;{{ c.quote }}&rdquo;</td><td class="w">{{ c.reason }}</td></tr>
+{% endfor %}
+</table>
 {% endif %}
 
 {% if explanations %}
