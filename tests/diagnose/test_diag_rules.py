@@ -130,7 +130,9 @@ def test_config_smells() -> None:
     by_id, _ = run("sysctl_cubic_fq.txt", "tc_mq_fq_codel_format.txt")
     assert "bbr-without-fq" not in by_id
     by_id, _ = run("cilium_status_real.txt", "ss_seed000_collapse.txt")
-    assert by_id["cilium-bbr-low-rtt"].severity == "warning" and by_id["cilium-bbr-low-rtt"].seed == "000"
+    # info: tcplab's replay of story 000 does not find BBR at fault on sub-ms paths (rules.py)
+    assert by_id["cilium-bbr-low-rtt"].severity == "info" and by_id["cilium-bbr-low-rtt"].seed == "000"
+    assert "bbr_ssthresh" in by_id["cilium-bbr-low-rtt"].mechanism
     by_id, _ = run("cilium_status_real.txt", "ss_nonnumeric_real.txt")  # 22 ms RTT
     assert by_id["cilium-bbr-low-rtt"].severity == "info"
 

@@ -1104,7 +1104,9 @@ def rule_config(host: Host) -> list[Finding]:
             Finding(
                 id="cilium-bbr-low-rtt",
                 title="Cilium Bandwidth Manager with BBR" + (" on sub-millisecond paths" if sub_ms else ""),
-                severity="warning" if sub_ms else "info",
+                # info, not warning: tcplab's replay of story 000 (cluster-bbr-timeouts) finds BBR
+                # neither stuck low nor worse than CUBIC on such paths (see the mechanism)
+                severity="info",
                 summary="BandwidthManager enforces BBR ("
                 + (f"Cilium {c.version}" if c.version else "Cilium version not in the capture")
                 + (f", devices {', '.join(c.bm_devices)}" if c.bm_devices else ", devices not listed")
@@ -1115,14 +1117,22 @@ def rule_config(host: Host) -> list[Finding]:
                     else "; no ss capture to check the RTTs"
                 ),
                 mechanism=(
-                    "On sub-millisecond cluster paths BBR's model is dominated by ACK and scheduling noise (min_rtt "
-                    "near zero, delivery-rate samples cut by batching), and its loss-tolerant policer model can pin "
-                    "flows at a low rate. Seed 000 saw NFS and remote-write timeouts until the cluster went back to "
-                    "CUBIC."
+                    "`bbr: true` sets BBR for the pods' sockets only; the node's own (an NFS mount's) keep the "
+                    "node's net.ipv4.tcp_congestion_control, and for NFS reads the data's sender is the server. "
+                    "Story 000 blamed BBR for NFS stalls and 120 s write timeouts on such a cluster; tcplab's replay "
+                    "(tcplab reproduce cluster-bbr-timeouts) does not find BBR at fault: its bandwidth estimate "
+                    "tracks the pod's rate at sub-millisecond RTTs, its long-term (policer) rate does not pin it "
+                    "low, and the long stalls come from retransmission timeouts backing off during bursts of loss, "
+                    "which hold CUBIC as long. `cwnd:2 ssthresh:2` is a loss-based cc's signature: BBR never lowers "
+                    "ssthresh on loss (tcp_bbr.c: bbr_ssthresh())."
                 ),
                 next_checks=[
-                    "`ss -tin` on the nodes: cwnd:2 ssthresh:2 or constant bbr:(bw:...) flows?",
-                    "consider the Bandwidth Manager without `bbr: true` (CUBIC with EDT), as story 000 did",
+                    "find the loss first: `nstat -az TcpExtTCPTimeouts TcpRetransSegs` and `ethtool -S DEV` "
+                    "(rx_missed_errors, rx_crc_errors) on both ends; switching cc does not remove it",
+                    "`ss -tin` on the side that sends the data (for NFS reads, the server): `backoff:` and `rto:` "
+                    "show a connection waiting out its RTO",
+                    "replay it: `tcplab reproduce cluster-bbr-timeouts` runs the story with BBR and CUBIC under the "
+                    "same losses",
                 ],
                 evidence=[c.evidence] + _ev(socks[:2], 2) if c.evidence else _ev(socks[:2], 2),
                 seed="000",

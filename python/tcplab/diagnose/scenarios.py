@@ -42,7 +42,8 @@ _CANNOT = {
     "cpu-steal-bbr": "CPU contention (vCPU time slices) is not modelled yet (a later issue); run the scenario with "
     "--set flows.0.cc_params.bbr_vm_patch=true to compare the patched BBR once it is",
     "cpu-steal": "CPU contention is not modelled yet (a later issue)",
-    "cilium-bbr-low-rtt": "Cilium's EDT rate limiter and the fq qdisc are not modelled yet (a later issue)",
+    "cilium-bbr-low-rtt": "the loss on the real path is not in the capture: add it (`links.N.loss`) to see "
+    "what it does to either cc",
     "bbr-without-fq": "the fq qdisc is not modelled yet; the engine's TCP uses internal pacing as Linux >= 4.13 "
     "does without fq",
     "tbf-drops": "the tbf shaper is not modelled yet; a path at the tbf rate with a shallow pfifo stands in",
