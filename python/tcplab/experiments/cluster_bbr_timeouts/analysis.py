@@ -13,7 +13,15 @@ Each function reads one :class:`~tcplab.results.Result` and returns plain number
   player whose buffer collapsed, then 30-second stalls);
 * :func:`writes` -- vmagent's remote writes: timeouts (120 s), retries, backoff, and the same
   for the first ``window_s`` seconds only (the 2-minute check of the story's lesson);
-* :func:`after_loss` -- the writes once an episode of loss has ended: do timeouts persist?
+* :func:`receiver_collapse` -- the same for the data *receiver*'s sockets (``ss`` on the NFS
+  client marin: the ``receiver_*`` columns);
+* :func:`first_stall` -- the first stall after a moment and what the traces show during it
+  (the data sender's time in RTO recovery, its backoff, both sides' ssthresh);
+* :func:`stall_windows`, :func:`connection_shares` -- the player and the connections' shares
+  in the first 2 minutes and after (the story's 2-minute check);
+* :func:`window_rate`, :func:`back_to`, :func:`convergence`, :func:`clean_path` -- a bulk
+  flow's goodput over a window, its recovery after loss, when it first reaches a rate, and
+  its congestion events and BBR estimate on a clean path;
 * :func:`slowest_window` -- a bulk flow's lowest goodput over any window of ``window_s``
   (stuck near 100 kbit/s?), and the congestion-control state over that window: BBR's
   mode, its bandwidth estimate, the long-term (policer) estimate ``lt_bw`` and whether it
@@ -35,8 +43,6 @@ __all__ = [
     "collapse",
     "player",
     "buffer_after",
-    "after_loss",
-    "player_windows",
     "writes",
     "slowest_window",
     "COLLAPSE_PACKETS",
@@ -156,29 +162,6 @@ def buffer_after(result: Result, start_s: float, app: str = "plex") -> dict[str,
     }
 
 
-def player_windows(result: Result, app: str = "plex", window_s: float = 120.0) -> dict[str, Any]:
-    """The player over the first ``window_s`` and over the whole run, from its own series:
-    the lowest buffer once playback started, and the time it was not playing after it had
-    started (stalls)."""
-    series = result.apps[app].tables.get("series")
-
-    def part(rows: pd.DataFrame) -> dict[str, Any]:
-        playing = rows["playing"].to_numpy() > 0
-        if not playing.any():
-            return {"started": False, "min_buffer_s": None, "stalled_fraction": None}
-        after = rows.iloc[int(np.argmax(playing)) :]
-        return {
-            "started": True,
-            "min_buffer_s": round(float(after["buffer_ns"].min()) / 1e9, 3),
-            "stalled_fraction": round(float((after["playing"].to_numpy() == 0).mean()), 4),
-        }
-
-    if series is None or not len(series):
-        return {"first": None, "whole": None, "window_s": window_s}
-    first = series[series["t_ns"] <= window_s * 1e9]
-    return {"first": part(first), "whole": part(series), "window_s": window_s}
-
-
 def writes(result: Result, app: str = "vmagent", window_s: float = 120.0) -> dict[str, Any]:
     """vmagent's remote writes over the whole run and over the first ``window_s`` seconds
     (attempts that *ended* by then: a check made at ``window_s`` sees only those)."""
@@ -272,19 +255,165 @@ def slowest_window(result: Result, flow: str, window_s: float = 10.0, skip_s: fl
     }
 
 
-def after_loss(result: Result, end_s: float, app: str = "vmagent") -> dict[str, Any]:
-    """The writes once the loss has ended at ``end_s``: attempts that started after it and
-    timed out, attempts still running at ``end_s`` that timed out, and when the first
-    attempt succeeded after ``end_s`` (seconds after it)."""
-    req = result.apps[app].tables.get("requests")
-    if req is None or not len(req):
-        return {"started_after": 0, "running_at_end": 0, "first_ok_after_s": None}
-    start = req["start_ns"].to_numpy().astype(np.float64) / 1e9
-    done = start + req["latency_ns"].to_numpy().astype(np.float64) / 1e9
-    timeout = (req["outcome"] == "timeout").to_numpy()
-    ok = (req["outcome"] == "ok").to_numpy() & (done >= end_s)
+def receiver_collapse(result: Result) -> dict[str, Any]:
+    """:func:`collapse` of the data *receiver*'s sockets (the NFS client's, as ``ss`` on marin
+    shows them: the ``receiver_*`` columns): their cwnd moves only with the loss of their own
+    calls and their own RTOs. Also the lowest cwnd and ssthresh they reached."""
+    ts = result.timeseries
+    mask = (ts["receiver_cwnd"].to_numpy() <= COLLAPSE_PACKETS) & (
+        ts["receiver_ssthresh"].to_numpy() <= COLLAPSE_PACKETS
+    )
+    at_once = ts.assign(c=mask).groupby("t_ns")["c"].sum()
+    multi = at_once[at_once >= 2]
     return {
-        "started_after": int((timeout & (start >= end_s)).sum()),
-        "running_at_end": int((timeout & (start < end_s) & (done >= end_s)).sum()),
-        "first_ok_after_s": round(float(done[ok].min() - end_s), 3) if ok.any() else None,
+        "max_at_once": int(at_once.max()) if len(at_once) else 0,
+        "first_multi_s": round(float(multi.index[0]) / 1e9, 3) if len(multi) else None,
+        "connections": int(ts["flow_name"].nunique()),
+        "ssthresh_min": int(ts["receiver_ssthresh"].min()) if len(ts) else None,
+        "cwnd_min": int(ts["receiver_cwnd"].min()) if len(ts) else None,
+        "retrans_segs": int(ts.groupby("flow_name")["receiver_retrans_segs"].max().sum()) if len(ts) else 0,
     }
+
+
+def first_stall(result: Result, after_s: float, app: str = "plex") -> dict[str, Any]:
+    """The first stall that began at or after ``after_s`` (None: no stall), and what the
+    traces show during it: the share of the data sender's (nezuko's) connection-samples in
+    RTO recovery (ca_state Loss), their largest backoff, the lowest ssthresh of the sender's
+    connections and of the receiver's (marin's) ones, how many of marin's were at cwnd <= 2
+    and ssthresh <= 2, the spread of marin's cwnd at the stall's start (what ``ss`` there
+    shows), and the data delivered before it (the story: "failed after 763MB transferred")."""
+    e = buffer_after(result, after_s, app)
+    if e.get("first_stall_s") is None:
+        return {"stalled": False}
+    t0 = float(e["first_stall_s"])
+    t1 = t0 + float(e["stalls_s"][0])
+    ts = result.timeseries
+    t = ts["t_s"].to_numpy()
+    during = ts[(t >= t0) & (t <= t1)]
+    at = ts[t >= t0]
+    at = at[at["t_ns"] == at["t_ns"].min()] if len(at) else at
+    rc = (during["receiver_cwnd"].to_numpy() <= COLLAPSE_PACKETS) & (
+        during["receiver_ssthresh"].to_numpy() <= COLLAPSE_PACKETS
+    )
+    before = ts[t <= t0]
+    delivered = float(before.groupby("flow_name")["bytes_received"].max().sum()) if len(before) else 0.0
+    return {
+        "stalled": True,
+        "start_s": round(t0, 2),
+        "length_s": round(t1 - t0, 2),
+        "sender_loss_fraction": round(float((during["ca_state_name"] == "Loss").mean()), 3) if len(during) else 0.0,
+        "sender_backoff_max": int(during["backoff"].max()) if len(during) else 0,
+        "sender_ssthresh_min": int(during["ssthresh"].min()) if len(during) else None,
+        "receiver_ssthresh_min": int(during["receiver_ssthresh"].min()) if len(during) else None,
+        "receiver_collapsed_max": int(during.assign(c=rc).groupby("t_ns")["c"].sum().max()) if len(during) else 0,
+        "receiver_cwnd_at_start": [int(x) for x in sorted(at["receiver_cwnd"].to_numpy())],
+        "delivered_before_bytes": delivered,
+    }
+
+
+def stall_windows(result: Result, check_s: float, app: str = "plex") -> dict[str, Any]:
+    """The player over the first ``check_s`` and after it: stalls that began in each part,
+    the lowest buffer once playing, and the stall hazard (stalls per minute of the part)."""
+    series = result.apps[app].tables.get("series")
+    if series is None or not len(series):
+        return {"started": False}
+    t = series["t_ns"].to_numpy().astype(np.float64) / 1e9
+    playing = series["playing"].to_numpy() > 0
+    b = series["buffer_ns"].to_numpy().astype(np.float64) / 1e9
+    if not playing.any():
+        return {"started": False}
+    i0 = int(np.argmax(playing))
+    starts = [t[k] for k in range(i0 + 1, len(t)) if playing[k - 1] and not playing[k]]
+    early = [x for x in starts if x < check_s]
+    late = [x for x in starts if x >= check_s]
+    first = (t >= t[i0]) & (t < check_s)
+    end_s = result.duration_s
+    return {
+        "started": True,
+        "stalls_first": len(early),
+        "stalls_after": len(late),
+        "min_buffer_first_s": round(float(b[first].min()), 3) if first.any() else None,
+        "first_stall_s": round(float(starts[0]), 2) if starts else None,
+        "hazard_first_per_min": round(len(early) / max(1e-9, (check_s - t[i0]) / 60), 4),
+        "hazard_after_per_min": round(len(late) / max(1e-9, (end_s - check_s) / 60), 4),
+        "minutes_after": round((end_s - check_s) / 60, 2),
+    }
+
+
+def connection_shares(result: Result, check_s: float) -> dict[str, Any]:
+    """Each connection's share of the bytes over the first ``check_s`` and over the run: the
+    largest over the smallest share (1.0: even; the story: "even initial distribution")."""
+    ts = result.timeseries
+    t = ts["t_s"].to_numpy()
+
+    def spread(rows: pd.DataFrame) -> float | None:
+        per = rows.groupby("flow_name")["bytes_received"].max().to_numpy().astype(np.float64)
+        return round(float(per.max() / per.min()), 3) if len(per) and per.min() > 0 else None
+
+    return {"first": spread(ts[t <= check_s]), "whole": spread(ts)}
+
+
+def window_rate(result: Result, flow: str, t0_s: float, t1_s: float) -> float | None:
+    """Goodput of ``flow`` (bit/s) between ``t0_s`` and ``t1_s`` from its delivered bytes."""
+    ts = result.timeseries
+    rows = ts[ts["flow_name"] == flow]
+    t = rows["t_s"].to_numpy()
+    got = rows["bytes_received"].to_numpy().astype(np.float64)
+    i, j = int(np.searchsorted(t, t0_s)), int(np.searchsorted(t, t1_s)) - 1
+    if i >= len(t) or j <= i:
+        return None
+    return round(float((got[j] - got[i]) * 8 / (t[j] - t[i])), 1)
+
+
+def convergence(result: Result, flow: str, target_bps: float, fraction: float = 0.9) -> dict[str, Any]:
+    """When ``flow``'s goodput between two samples first reached ``fraction`` of ``target_bps``
+    (``None``: never), with the sampling interval that bounds its resolution."""
+    ts = result.timeseries
+    rows = ts[ts["flow_name"] == flow]
+    t = rows["t_s"].to_numpy()
+    got = rows["bytes_received"].to_numpy().astype(np.float64)
+    rate = np.diff(got) * 8 / np.maximum(np.diff(t), 1e-12)
+    hit = np.flatnonzero(rate >= fraction * target_bps)
+    return {
+        "reach_s": round(float(t[hit[0] + 1]), 4) if len(hit) else None,
+        "resolution_s": result.sample_interval_s,
+        "target_bps": target_bps,
+        "fraction": fraction,
+    }
+
+
+def clean_path(result: Result, flow: str = "bulk", skip_s: float = 1.0) -> dict[str, Any]:
+    """A flow on a clean path: its retransmissions (congestion events that cost a packet), the
+    share of samples out of the Open state, its goodput, and BBR's bandwidth estimate after
+    ``skip_s`` (median and largest)."""
+    ts = result.timeseries
+    rows = ts[ts["flow_name"] == flow]
+    late = rows[rows["t_s"] >= skip_s]
+    bw = late["bbr_bw_bps"].to_numpy().astype(np.float64)
+    t = rows["t_s"].to_numpy()
+    got = rows["bytes_received"].to_numpy().astype(np.float64)
+    return {
+        "retrans_segs": int(rows["retrans_segs"].max()) if len(rows) else 0,
+        "not_open_fraction": round(float((rows["ca_state_name"] != "Open").mean()), 4) if len(rows) else 0.0,
+        "goodput_bps": round(float((got[-1] - got[0]) * 8 / max(1e-9, t[-1] - t[0])), 1) if len(t) > 1 else None,
+        "bbr_bw_median_bps": float(np.median(bw)) if len(bw) and bw.max() > 0 else None,
+        "bbr_bw_max_bps": float(bw.max()) if len(bw) and bw.max() > 0 else None,
+        "srtt_p50_us": float(np.median(rows["srtt_us"])) if len(rows) else None,
+    }
+
+
+def back_to(result: Result, flow: str, after_s: float, rate_bps: float, window_s: float = 1.0) -> float | None:
+    """Seconds after ``after_s`` until ``flow`` first delivered ``rate_bps`` over ``window_s``
+    (None: never within the run)."""
+    ts = result.timeseries
+    rows = ts[ts["flow_name"] == flow]
+    t = rows["t_s"].to_numpy()
+    got = rows["bytes_received"].to_numpy().astype(np.float64)
+    j = np.searchsorted(t, t + window_s)
+    ok = (j < len(t)) & (t >= after_s)
+    if not ok.any():
+        return None
+    idx = np.flatnonzero(ok)
+    rate = (got[j[idx]] - got[idx]) * 8 / window_s
+    hit = np.flatnonzero(rate >= rate_bps)
+    return round(float(t[idx[hit[0]]] - after_s), 2) if len(hit) else None

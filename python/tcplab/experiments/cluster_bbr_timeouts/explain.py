@@ -1,17 +1,18 @@
 """The mechanism of story 000 as the runs' own traces show it, with its figures.
 
-Four figures, drawn with the run views' helpers (:mod:`tcplab.views.plots`: Agg canvas,
+Four figures, drawn with the run views' helpers (:mod:`tcplab.views.drawing`: Agg canvas,
 same style):
 
-* ``collapse.png`` -- the NFS connections' cwnd and ssthresh under bursty loss, CUBIC and
-  BBR, and the player's buffer below them;
-* ``stuck-search.png`` -- the lowest 10-second goodput of each condition of the search,
-  on a log axis with the story's 100 kbit/s, coloured by what held the flow down;
-* ``bbr-trace.png`` -- the slowest BBR run of the search over time: goodput, BBR's
-  bandwidth estimate, the long-term (policer) rate lt_bw while in use, and the time spent
-  in RTO recovery (ca_state Loss);
-* ``writes.png`` -- each remote-write attempt's latency over the run (timeouts at 120 s),
-  with the 2-minute check marked.
+* ``collapse.png`` -- under the bursts (seed 1, CUBIC on marin): marin's four sockets' cwnd
+  and ssthresh as ``ss`` on marin shows them, nezuko's connections' RTO backoff (the data's
+  sender), and the player's buffer under the bursts and under independent loss of the same
+  mean;
+* ``stuck-search.png`` -- the lowest 10-second goodput of each condition of the search, BBR
+  and CUBIC side by side, on a log axis with the story's 100 kbit/s;
+* ``bbr-trace.png`` -- the slowest BBR run of the search over time: goodput, BBR's bandwidth
+  estimate, the long-term (policer) rate lt_bw while in use, and the time in RTO recovery;
+* ``writes.png`` -- each remote-write attempt's latency under the bursts (seed 1), BBR and
+  CUBIC (timeouts at 120 s).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tcplab.experiments.base import Explanation
-from tcplab.units import plural
 from tcplab.views.drawing import figure as _figure
 from tcplab.views.drawing import legend_outside as _legend
 from tcplab.views.drawing import png_bytes as _png
@@ -36,23 +36,12 @@ if TYPE_CHECKING:
 __all__ = ["explanations"]
 
 _CC_COLORS = {"cubic": "tab:orange", "bbr": "tab:blue"}
-_MECH_COLORS = {
-    "RTO backoff": "tab:red",
-    "loss recovery": "tab:orange",
-    "lt_bw": "tab:purple",
-    "bw estimate": "tab:brown",
-    "not stuck": "tab:green",
-}
 
 
 def _write(fig: Any, plots_dir: Path, name: str) -> str:
     plots_dir.mkdir(parents=True, exist_ok=True)
     (plots_dir / name).write_bytes(_png(fig))
     return name
-
-
-def _played(p: dict[str, Any]) -> str:
-    return "never started" if not p["started"] else f"played {100 * p['played_fraction']:.3g} % of the time"
 
 
 def _fmt_rate(bps: float | None) -> str:
@@ -62,57 +51,56 @@ def _fmt_rate(bps: float | None) -> str:
 
 
 def _collapse_figure(results: Mapping[str, Result], loss_start_s: float, plots_dir: Path) -> str:
-    fig = _figure(height=8.0)
+    from tcplab.experiments.cluster_bbr_timeouts.plan import nfs_label
+
+    fig = _figure(height=9.0)
     axes = fig.subplots(3, 1, sharex=True)
-    for ax, cc in zip(axes[:2], ("cubic", "bbr"), strict=True):
-        r = results[f"nfs-{cc}"]
-        ts = r.timeseries
-        for i, name in enumerate(sorted(ts["flow_name"].unique())):
-            rows = ts[ts["flow_name"] == name]
-            ax.plot(rows["t_s"], rows["cwnd"], lw=0.8, label=f"{name} cwnd", color=f"C{i}")
-            ss = rows["ssthresh"].to_numpy().astype(np.float64)
-            ss[ss >= 2**31 - 1] = np.nan
-            ax.plot(rows["t_s"], ss, lw=0.8, ls="--", color=f"C{i}", label=f"{name} ssthresh")
-        ax.set_yscale("symlog", linthresh=4)
-        ax.axhline(2, color="black", lw=0.6, ls=":")
-        ax.set_ylabel("packets")
-        ax.set_title(
-            f"NFS server -> Plex node, {cc.upper()}: cwnd and ssthresh (dotted line: 2)", loc="left", fontsize="medium"
-        )
-        ax.grid(True, alpha=0.3)
-        _legend(ax)
+    r = results[nfs_label("cubic", "bursts", 1)]
+    ts = r.timeseries
+    ax = axes[0]
+    for i, name in enumerate(sorted(ts["flow_name"].unique())):
+        rows = ts[ts["flow_name"] == name]
+        ax.plot(rows["t_s"], rows["receiver_cwnd"], lw=0.8, label=f"{name} cwnd", color=f"C{i}")
+        ss = rows["receiver_ssthresh"].to_numpy().astype(np.float64)
+        ss[ss >= 2**31 - 1] = np.nan
+        ax.plot(rows["t_s"], ss, lw=0.8, ls="--", color=f"C{i}", label=f"{name} ssthresh")
+    ax.set_yscale("symlog", linthresh=4)
+    ax.axhline(2, color="black", lw=0.6, ls=":")
+    _style(ax, "packets", "ss on marin (the NFS client, CUBIC): its sockets' cwnd and ssthresh, bursts (dotted: 2)")
+    _legend(ax)
+    ax = axes[1]
+    for i, name in enumerate(sorted(ts["flow_name"].unique())):
+        rows = ts[ts["flow_name"] == name]
+        ax.plot(rows["t_s"], rows["backoff"], lw=0.9, color=f"C{i}", label=name)
+    _style(ax, "RTO doublings", "nezuko (the data's sender, CUBIC): RTO backoff of each connection")
+    _legend(ax)
     ax = axes[2]
-    for cc in ("cubic", "bbr"):
-        series = results[f"nfs-{cc}"].apps["plex"].tables.get("series")
+    for loss, color in (("bursts", "tab:red"), ("random", "tab:green"), ("measured", "tab:grey")):
+        series = results[nfs_label("cubic", loss, 1)].apps["plex"].tables.get("series")
         if series is not None and len(series):
             t = series["t_ns"] / 1e9
-            ax.plot(t, series["buffer_ns"] / 1e9, color=_CC_COLORS[cc], label=cc.upper())
+            ax.plot(t, series["buffer_ns"] / 1e9, color=color, label=loss)
             stalled = (series["playing"].to_numpy() == 0) & (t.to_numpy() > loss_start_s)
-            ax.fill_between(t, 0, 31, where=stalled, color=_CC_COLORS[cc], alpha=0.15, step="post", lw=0)
+            ax.fill_between(t, 0, 31, where=stalled, color=color, alpha=0.15, step="post", lw=0)
     for a in axes:
         a.axvline(loss_start_s, color="tab:red", lw=0.9, ls="--")
-    ax.annotate(
-        "loss begins",
-        (loss_start_s, 31),
-        xytext=(4, -10),
-        textcoords="offset points",
-        color="tab:red",
-        fontsize="small",
-    )
-    _style(ax, "player buffer (s)", "The player's buffer (30 s at most; shaded: stalled)")
+    _style(ax, "player buffer (s)", "The player's buffer per loss (shaded: stalled; dashed line: the loss begins)")
     _legend(ax)
     return _write(fig, plots_dir, "collapse.png")
 
 
 def _stuck_figure(points: Mapping[str, dict[str, Any]], plots_dir: Path) -> str:
-    fig = _figure(height=4.8)
+    fig = _figure(height=5.5)
     ax = fig.subplots()
-    labels = [v["condition"] for v in points.values()]
-    vals = [max(1e3, v["min_bps"] or 0) for v in points.values()]
-    colors = [_MECH_COLORS.get(v["mechanism"], "grey") for v in points.values()]
-    y = np.arange(len(labels))
-    ax.barh(y, vals, color=colors)
-    ax.set_yticks(y, labels, fontsize="small")
+    conds = list(dict.fromkeys(v["condition"] for v in points.values()))
+    y = np.arange(len(conds))
+    for k, cc in enumerate(("bbr", "cubic")):
+        vals = []
+        for c in conds:
+            v = next((p for p in points.values() if p["condition"] == c and p["cc"] == cc), None)
+            vals.append(max(1e3, (v or {}).get("min_bps") or 0))
+        ax.barh(y + (k - 0.5) * 0.4, vals, height=0.4, color=_CC_COLORS[cc], label=cc.upper())
+    ax.set_yticks(y, conds, fontsize="small")
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.axvline(100e3, color="black", ls="--", lw=0.8, label="story: ~100 kbit/s")
@@ -123,11 +111,7 @@ def _stuck_figure(points: Mapping[str, dict[str, Any]], plots_dir: Path) -> str:
         fontsize="medium",
     )
     ax.grid(True, axis="x", alpha=0.3)
-    from matplotlib.patches import Patch
-
-    handles = [Patch(color=c, label=m) for m, c in _MECH_COLORS.items()]
-    handles.append(ax.get_legend_handles_labels()[0][0])
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return _write(fig, plots_dir, "stuck-search.png")
 
 
@@ -163,13 +147,13 @@ def _bbr_trace_figure(runs: list[tuple[Result, str, str]], plots_dir: Path) -> d
     return {"figure": _write(fig, plots_dir, "bbr-trace.png"), "stats": stats}
 
 
-def _writes_figure(
-    results: Mapping[str, Result], check_s: float, loss_start_s: float, episode_end_s: float, plots_dir: Path
-) -> str:
+def _writes_figure(results: Mapping[str, Result], check_s: float, loss_start_s: float, plots_dir: Path) -> str:
+    from tcplab.experiments.cluster_bbr_timeouts.plan import rw_label
+
     fig = _figure(height=4.5)
     ax = fig.subplots()
     for cc in ("bbr", "cubic"):
-        req = results[f"rw-{cc}"].apps["vmagent"].tables.get("requests")
+        req = results[rw_label(cc, "bursts", 1)].apps["vmagent"].tables.get("requests")
         if req is None or not len(req):
             continue
         start = req["start_ns"].to_numpy() / 1e9 / 60
@@ -179,25 +163,12 @@ def _writes_figure(
             start[~to], np.maximum(lat[~to], 1e-4), s=4, color=_CC_COLORS[cc], label=f"{cc.upper()} ok", alpha=0.6
         )
         ax.scatter(start[to], lat[to], s=40, marker="x", color=_CC_COLORS[cc], label=f"{cc.upper()} timeout")
-        ep = results.get(f"rw-{cc}-episode")
-        ereq = ep.apps["vmagent"].tables.get("requests") if ep is not None else None
-        if ereq is not None and len(ereq):
-            eto = (ereq["outcome"] == "timeout").to_numpy()
-            ax.scatter(
-                ereq["start_ns"].to_numpy()[eto] / 1e9 / 60,
-                ereq["latency_ns"].to_numpy()[eto] / 1e9 * 1.15,
-                s=30,
-                marker="v",
-                color=_CC_COLORS[cc],
-                label=f"{cc.upper()} timeout, loss ending at {episode_end_s / 60:.3g} min",
-            )
     ax.set_yscale("log")
-    ax.axvline(check_s / 60, color="black", ls="--", lw=0.8, label="the 2-minute check")
+    ax.axvline(check_s / 60, color="black", ls="--", lw=0.8, label="2 minutes")
     ax.axvline(loss_start_s / 60, color="tab:red", ls="--", lw=0.8, label="loss begins")
-    ax.axvline(episode_end_s / 60, color="tab:red", ls=":", lw=0.8, label="end of the loss episode")
     ax.set_xlabel("attempt start (min)")
     ax.set_ylabel("attempt latency (s, log)")
-    ax.set_title("vmagent -> vmsingle remote writes: each attempt", loc="left", fontsize="medium")
+    ax.set_title("vmagent -> vmsingle remote writes under the bursts: each attempt", loc="left", fontsize="medium")
     ax.grid(True, alpha=0.3)
     _legend(ax)
     return _write(fig, plots_dir, "writes.png")
@@ -207,36 +178,42 @@ def explanations(
     exp: ClusterBbrTimeouts, results: Mapping[str, Result], quick: bool, plots_dir: Path
 ) -> list[Explanation]:
     import tcplab.experiments.cluster_bbr_timeouts.analysis as analysis
-    from tcplab.experiments.cluster_bbr_timeouts.readings import EPISODE_END_S, LOSS_START_S, episode_text, mechanism
+    from tcplab.experiments.cluster_bbr_timeouts.plan import nfs_label, rw_label, seeds
+    from tcplab.experiments.cluster_bbr_timeouts.readings import CHECK_S, LOSS_START_S, mechanism
     from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
 
     out: list[Explanation] = []
-    # 1. the collapse
-    c = analysis.collapse(results["nfs-cubic"])
-    b = analysis.collapse(results["nfs-bbr"])
-    pc = analysis.player(results["nfs-cubic"])
-    pb = analysis.player(results["nfs-bbr"])
-    ec = analysis.buffer_after(results["nfs-cubic"], LOSS_START_S)
-    eb = analysis.buffer_after(results["nfs-bbr"], LOSS_START_S)
-    worst = max(c["collapsed_s"].items(), key=lambda kv: kv[1]) if c["collapsed_s"] else ("-", 0.0)
+    # 1. who sends what; the stall
+    rb = results[nfs_label("cubic", "bursts", 1)]
+    marin = analysis.receiver_collapse(rb)
+    st = analysis.first_stall(rb, LOSS_START_S)
+    rnd = [analysis.receiver_collapse(results[nfs_label("cubic", "random", s)]) for s in seeds(quick)]
+    rnd_p = [analysis.player(results[nfs_label("cubic", "random", s)]) for s in seeds(quick)]
+    text = (
+        "The data flows nezuko -> marin and nezuko's TCP sends it; marin sends the READ calls and the ACKs. "
+        "`ss` on marin shows marin's sockets: under the bursts up to "
+        f"{marin['max_at_once']} of them were at cwnd<=2 ssthresh<=2 at once (marin retransmitted "
+        f"{marin['retrans_segs']} calls): what the story saw. "
+    )
+    if st.get("stalled"):
+        text += (
+            f"The player stalled at {st['start_s']:.4g} s for {st['length_s']:.3g} s. During that stall nezuko's "
+            f"connections were in RTO recovery {100 * st['sender_loss_fraction']:.3g} % of the time, with a backoff "
+            f"of up to {st['sender_backoff_max']} doublings, and their lowest ssthresh was "
+            f"{st['sender_ssthresh_min']}: the connections that carry the data were waiting out backed-off "
+            "retransmission timers, because a burst counted in packets swallows one retransmission after "
+            "another while the timer doubles. "
+        )
+    text += (
+        "Under independent loss of the same mean marin's sockets collapsed as far (up to "
+        f"{max(x['max_at_once'] for x in rnd)} at once) and the player stalled "
+        f"{sum(p['stalls'] for p in rnd_p)} times over {len(rnd_p)} seeds: at 0.4 ms a window of two packets "
+        "still carries 58 Mbit/s per connection. cwnd:2 ssthresh:2 on marin is a sign of loss, not the "
+        "stall's cause."
+    )
     out.append(
         Explanation(
-            "cwnd:2 ssthresh:2 is CUBIC's answer to bursts of loss",
-            f"Under the same bursty loss, CUBIC's NFS connections spent up to {worst[1]:.3g} s ({worst[0]}) at "
-            f"cwnd <= 2 with ssthresh <= 2, up to {c['max_at_once']} of them at once (ssthresh fell to "
-            f"{c['ssthresh_min']}); each burst costs a multiplicative decrease and a burst that takes the "
-            "retransmissions too costs an RTO (cwnd 1), so ssthresh ratchets down to its floor of 2 and "
-            "cwnd grows back one packet per RTT from there. BBR's lowest ssthresh was "
-            f"{b['ssthresh_min']} packets (set once, when STARTUP ended: tcp_bbr.c bbr_check_drain()) and "
-            f"its cwnd fell to {b['cwnd_min']} only during RTOs. The player: CUBIC "
-            f"{_played(pc)}, "
-            f"READ p99 {pc['read_p99_ms'] or 0:.3g} ms; BBR played {100 * pb['played_fraction']:.3g} % "
-            f"({plural(pb['stalls'], 'stall')}), READ p99 {pb['read_p99_ms'] or 0:.3g} ms. The loss begins at "
-            f"{LOSS_START_S:.0f} s, once the buffer is full: CUBIC {episode_text(ec)}; BBR {episode_text(eb)}. "
-            "With no delivery the buffer drains 1 s per second of playback, so a full 30 s buffer is the "
-            "time CUBIC's collapsed connections have before the first stall; once stalled, the player "
-            "waits for its readahead to refill (READs of 1 MiB over connections at cwnd 1-2 with RTOs).",
-            _collapse_figure(results, LOSS_START_S, plots_dir),
+            "Who sends what, and what stalls the player", text, _collapse_figure(results, LOSS_START_S, plots_dir)
         )
     )
     # 2. the search
@@ -249,22 +226,24 @@ def explanations(
     bbr_points = {k: v for k, v in points.items() if v["cc"] == "bbr" and v["min_bps"] is not None}
     slow = min(bbr_points, key=lambda k: bbr_points[k]["min_bps"])
     sp = bbr_points[slow]
+    twin = points.get(f"{slow}-cubic")
     out.append(
         Explanation(
-            "Where BBR stalls, the retransmission timer holds it, not its model",
+            "Where BBR stalls, CUBIC stalls as low: the retransmission timer holds both",
             f"The slowest BBR condition was {sp['condition']}: {_fmt_rate(sp['min_bps'])} over its worst 10 s "
             f"(from {sp['at_s']:.3g} s), with {100 * sp['loss_state_fraction']:.3g} % of that window in the Loss "
-            f"state (RTO recovery) and BBR's estimate never below {_fmt_rate(sp['bbr_bw_min_bps'])}. "
-            + "Per condition: "
-            + "; ".join(f"{v['condition']}: {_fmt_rate(v['min_bps'])} ({v['mechanism']})" for v in points.values())
+            f"state (RTO recovery) and BBR's estimate never below {_fmt_rate(sp['bbr_bw_min_bps'])}"
+            + (f"; CUBIC under the same condition: {_fmt_rate(twin['min_bps'])}" if twin else "")
+            + ". Per condition: "
+            + "; ".join(
+                f"{v['condition']} ({v['cc'].upper()}): {_fmt_rate(v['min_bps'])} ({v['mechanism']})"
+                for v in points.values()
+            )
             + ".",
             _stuck_figure(points, plots_dir),
         )
     )
-    most_lt = max(bbr_points, key=lambda k: bbr_points[k]["lt_use_fraction_run"])
-    shown = [slow] + ([most_lt] if most_lt != slow and bbr_points[most_lt]["lt_use_fraction_run"] > 0 else [])
-    tr = _bbr_trace_figure([(results[k], k, bbr_points[k]["condition"]) for k in shown], plots_dir)
-    lt_runs = {k: v for k, v in bbr_points.items() if v["lt_use_fraction_run"] > 0}
+    tr = _bbr_trace_figure([(results[slow], slow, sp["condition"])], plots_dir)
     out.append(
         Explanation(
             "BBR's long-term (policer) sampling over time",
@@ -275,53 +254,27 @@ def explanations(
                 for k, v in tr["stats"].items()
             )
             + " The long-term sampler (tcp_bbr.c bbr_lt_bw_sampling()) only locks in after two consecutive "
-            "lossy intervals (>= 20 % lost) with delivery rates within 1/8 or 4 kbit/s of each other; "
-            + (
-                "it did in "
-                + ", ".join(
-                    f"{v['condition']} ({100 * v['lt_use_fraction_run']:.3g} % of the run, lt_bw "
-                    f">= {_fmt_rate(v['lt_bw_min_bps'])})"
-                    for v in lt_runs.values()
-                )
-                if lt_runs
-                else "no condition of the search made it lock in"
-            )
-            + ". It locks onto the rate the path delivered during those intervals: near 100 kbit/s only if "
-            "the path delivered that little while losing 20 % or more, i.e. a policer at that rate, not a "
-            "healthy gigabit LAN.",
+            "lossy intervals (>= 20 % lost) with delivery rates within 1/8 or 4 kbit/s of each other, and "
+            "locks onto the rate the path delivered then: near 100 kbit/s only if the path delivered that "
+            "little while losing 20 % or more, i.e. a policer at that rate, not a healthy gigabit LAN.",
             tr["figure"],
         )
     )
     # 3. the writes
-    wb = analysis.writes(results["rw-bbr"], window_s=exp_check_s(exp))
-    wc = analysis.writes(results["rw-cubic"], window_s=exp_check_s(exp))
-    minutes = results["rw-bbr"].duration_s / 60
+    wb = analysis.writes(results[rw_label("bbr", "bursts", 1)], window_s=CHECK_S)
+    wc = analysis.writes(results[rw_label("cubic", "bursts", 1)], window_s=CHECK_S)
+    minutes = results[rw_label("bbr", "bursts", 1)].duration_s / 60
     out.append(
         Explanation(
             "Write timeouts: a connection held in RTO recovery, the same with CUBIC",
-            f"Over {minutes:.3g} minutes BBR's writer had {wb['timeouts']} timeouts "
-            f"({wb['first_window']['timeouts']} in the first 2 minutes) and CUBIC's {wc['timeouts']} "
-            f"({wc['first_window']['timeouts']}); {100 * (wb['sent_fraction'] or 0):.3g} % and "
-            f"{100 * (wc['sent_fraction'] or 0):.3g} % of the batches were sent, the pending queue reached "
-            f"{wb['max_pending']} and {wc['max_pending']} batches. The writer's connection spent "
+            f"Under the bursts, over {minutes:.3g} minutes (seed 1), BBR's writer had {wb['timeouts']} timeouts "
+            f"and CUBIC's {wc['timeouts']}; {100 * (wb['sent_fraction'] or 0):.3g} % and "
+            f"{100 * (wc['sent_fraction'] or 0):.3g} % of the batches were sent. The writer's connection spent "
             f"{100 * wb['loss_state_fraction']:.3g} % (BBR) and {100 * wc['loss_state_fraction']:.3g} % (CUBIC) "
             f"of the run in RTO recovery, up to {wb['longest_loss_state_s']:.4g} s and "
-            f"{wc['longest_loss_state_s']:.4g} s at a stretch: one request at a time, a 54766-byte batch behind "
-            "a backed-off RTO waits until the RTO fires again. No attempt can time out before 120 s, so a "
-            "2-minute check sees none (both modes run the hour of writes). The triangles: the same bursts "
-            f"ending at {EPISODE_END_S / 60:.3g} min; attempts started after the end that timed out: "
-            + ", ".join(
-                f"{cc.upper()} {analysis.after_loss(results[f'rw-{cc}-episode'], EPISODE_END_S)['started_after']}"
-                for cc in ("bbr", "cubic")
-            )
-            + ".",
-            _writes_figure(results, exp_check_s(exp), LOSS_START_S, EPISODE_END_S, plots_dir),
+            f"{wc['longest_loss_state_s']:.4g} s at a stretch: a batch behind a backed-off RTO waits until the "
+            "timer fires again. No attempt can time out before 120 s, so a 2-minute check sees none.",
+            _writes_figure(results, CHECK_S, LOSS_START_S, plots_dir),
         )
     )
     return out
-
-
-def exp_check_s(exp: ClusterBbrTimeouts) -> float:
-    from tcplab.experiments.cluster_bbr_timeouts.readings import CHECK_S
-
-    return CHECK_S
