@@ -77,8 +77,81 @@ SENSITIVITY_RATIO = 2.0
 BBR_HIGH_GAIN = 739 / 256
 
 
+#: The two readings of the story's "10ms periodic timeslices": ``period``, a 10 ms scheduling
+#: period of which the VM runs its share (a slice of share x 10 ms: a cgroup's cpu.max quota
+#: per 10 ms period, how a CPU *time share* is set) -- the verdicts use it; ``slice``, slices
+#: of 10 ms each, the period growing as the share falls (10 ms / share). Full mode sweeps both.
+READINGS = {
+    "period": "a 10 ms period, the VM running share x 10 ms of it",
+    "slice": "10 ms slices, every 10 ms / share",
+}
+#: The shares the ``slice`` reading runs at (full mode), on both paths and for every sender.
+SLICE_SHARES_PCT = (100, 70, 60, 50, 40, 35, 30, 20)
+#: The period of the ``slice`` reading: the slice is 10 ms, so the period is 10 ms / share.
+SLICE_MS = 10.0
+
+
+def slice_period_ns(share_pct: int) -> int:
+    """The ``slice`` reading's period at ``share_pct``: 10 ms of CPU every 10 ms / share."""
+    return round(SLICE_MS * 1e6 * 100 / share_pct)
+
+
 def run_label(cc: str, path: str, share_pct: int) -> str:
     return f"{cc}-{path}-{share_pct}"
+
+
+# -- the verdict rules: pure functions of the numbers they read (tests show each can fail) ----
+def degrades_verdict(threshold_pct: int | None, monotone: bool) -> Verdict:
+    """ "degrades ... with less than 70% CPU time share, and the throughput continuously drops":
+    the lowest share keeping DEGRADED_FRACTION within THRESHOLD_TOLERANCE_PCT points of 70 %
+    and the goodput falling with the share below it: reproduced; within twice that: partly."""
+    if threshold_pct is not None and abs(threshold_pct - 70) <= THRESHOLD_TOLERANCE_PCT and monotone:
+        return "reproduced"
+    if threshold_pct is not None and abs(threshold_pct - 70) <= 2 * THRESHOLD_TOLERANCE_PCT:
+        return "partly"
+    return "not reproduced"
+
+
+def cap_verdict(independent: bool, near_10mbps: bool) -> Verdict:
+    """ "bandwidth-independently capped at 10 Mbps": the same goodput on both paths (within
+    BW_INDEPENDENT_RATIO) and within CAP_FACTOR of 10 Mbit/s: reproduced; independent only: partly."""
+    if independent and near_10mbps:
+        return "reproduced"
+    return "partly" if independent else "not reproduced"
+
+
+def patch_verdict(thresholds: Mapping[str, int | None]) -> Verdict:
+    """ "robust for CPU time shares of 35% and higher": every path's threshold at or below 35 %:
+    reproduced; some path's: partly."""
+    ok = [t is not None and t <= 35 for t in thresholds.values()]
+    if ok and all(ok):
+        return "reproduced"
+    return "partly" if any(ok) else "not reproduced"
+
+
+#: The mechanism claim: inflight below BBR's target for at least this share of the trace's
+#: second half, and the estimate ending under this fraction of the path rate.
+BELOW_TARGET_SHARE = 0.5
+FAR_BELOW_PATH = 0.2
+TRACE_PATH_BPS = 100e6
+
+
+def mechanism_verdict(share_below_target: float, bw_end_bps: float, path_bps: float = TRACE_PATH_BPS) -> Verdict:
+    """ "cannot achieve the target ... concludes that the full bandwidth has been reached, even
+    though the throughput is far below": inflight below target most of the time AND the
+    estimate ending far below the path: reproduced; one of the two: partly."""
+    below = share_below_target >= BELOW_TARGET_SHARE
+    far = bw_end_bps < FAR_BELOW_PATH * path_bps
+    return "reproduced" if below and far else "partly" if below or far else "not reproduced"
+
+
+def cubic_verdict(above_below_70: bool, ratio_at_35: float) -> Verdict:
+    """ "In contrast to Cubic, BBR is very sensitive": below 70 % CUBIC keeps a larger fraction
+    of its full goodput than BBR at every share, and at least SENSITIVITY_RATIO x BBR's at 35 %:
+    reproduced; the first only: partly."""
+    if above_below_70 and ratio_at_35 >= SENSITIVITY_RATIO:
+        return "reproduced"
+    return "partly" if above_below_70 else "not reproduced"
 
 
 def _pct(fraction: float) -> str:
@@ -137,7 +210,12 @@ class BbrVmContention(Experiment):
         "(`cc_params.bbr_vm_patch`: STARTUP's pacing gain while inflight is below target) and "
         "CUBIC. Throughput is the steady goodput, payload over the second half of each 40 s run "
         "(6 s in `--quick`), so that STARTUP's first seconds at the path rate do not mask the "
-        "steady state. A share counts as degraded below 90 % of the sender's own 100 % goodput."
+        "steady state. A share counts as degraded below 90 % of the sender's own 100 % goodput. "
+        "**The reading the verdicts hinge on:** the story's '10ms periodic timeslices' is read as a "
+        "10 ms period of which the VM runs its share (a quota per period, as a CPU time share is "
+        "set); full mode also runs the other reading, 10 ms slices every 10 ms / share (100, 70, 60, "
+        "50, 40, 35, 30, 20 %, both paths, all three senders), and each claim gives its verdict "
+        "under it. The mechanism claim reads two 35 % trace runs (1 ms samples)."
     )
 
     # -- runs ------------------------------------------------------------------------------
@@ -152,18 +230,27 @@ class BbrVmContention(Experiment):
                     pts.append((cc, "1g", s))
         if not quick:
             pts += [(cc, "rtt80", s) for cc in CCS for s in RTT2_SHARES_PCT]
+            pts += [(cc, f"{p}-slice", s) for p in ("100m", "1g") for cc in CCS for s in SLICE_SHARES_PCT]
         return pts
 
     def runs(self, quick: bool) -> list[Run]:
         out = []
         for cc, path, share in self._points(quick):
+            base = path.removesuffix("-slice")
+            period = (f"hosts.vm.cpu.period={slice_period_ns(share)}ns",) if path != base else ()
             out.append(
                 Run(
                     label=run_label(cc, path, share),
                     scenario=SCENARIO,
-                    overrides=(f"hosts.vm.cpu.share={share}%", *CC_OVERRIDES[cc], *PATHS[path][0], *FULL_DURATION),
+                    overrides=(
+                        f"hosts.vm.cpu.share={share}%",
+                        *period,
+                        *CC_OVERRIDES[cc],
+                        *PATHS[base][0],
+                        *FULL_DURATION,
+                    ),
                     quick_overrides=QUICK_DURATION,
-                    group=f"{CC_LABELS[cc]}, {PATHS[path][1]}",
+                    group=f"{CC_LABELS[cc]}, {PATHS[base][1]}" + (f" ({READINGS['slice']})" if path != base else ""),
                 )
             )
         for cc in ("bbr", "patch"):
@@ -190,10 +277,96 @@ class BbrVmContention(Experiment):
     # -- claims ----------------------------------------------------------------------------
     def evaluate(self, results: Mapping[str, Result], quick: bool) -> list[ClaimResult]:
         c = self.curves(results, quick)
+        main = self._judge(c, results, "")
+        if "100m-slice" not in c:
+            other = None
+        else:
+            view = {p: c[f"{p}-slice"] for p in ("100m", "1g") if f"{p}-slice" in c}
+            other = self._judge(view, results, "-slice")
+        out = []
+        for i, cr in enumerate(main):
+            cr.reason = f"{cr.verdict}: {cr.reason}"
+            if other is not None:
+                o = other[i]
+                cr.data["slice_reading"] = {"verdict": o.verdict, "figure": o.figure, "data": o.data}
+                cr.reason += (
+                    f" With the other reading of '10ms periodic timeslices', {READINGS['slice']}: {o.verdict} "
+                    f"({o.figure})"
+                    + (
+                        "; the same verdict."
+                        if o.verdict == cr.verdict
+                        else f", not {cr.verdict}: the reading matters."
+                    )
+                )
+            cr.reason += (
+                f" The verdict reads the story's '10ms periodic timeslices' as {READINGS['period']}: a CPU time "
+                "share is a quota per scheduling period (a cgroup's cpu.max, a hypervisor's cap), and the "
+                "mail names the period, not a slice length."
+            )
+            cr.modes = self._modes_text(quick, cr.claim.id)
+            out.append(cr)
+        out.append(self._mechanism(results))
+        return out
+
+    def _mechanism(self, results: Mapping[str, Result]) -> ClaimResult:
+        from tcplab.experiments.bbr_vm_contention.figures import trace_numbers
+
+        claim = self.claim("bbr-mechanism")
+        b = trace_numbers(results["trace-bbr"])
+        p = trace_numbers(results["trace-patch"])
+        verdict = mechanism_verdict(b["share_below_target"], b["bw_end_bps"])
+        fell = (
+            "after STARTUP: STARTUP's estimate reached "
+            f"{_fmt(b['peak_bw_bps'])} of the path's {_fmt(TRACE_PATH_BPS)} before the slices dragged the "
+            "max filter's samples down, so the sender 'concluded' the full bandwidth at the path rate and "
+            "then lost it sample by sample, rather than concluding it low at once"
+            if b["peak_bw_bps"] >= 0.5 * TRACE_PATH_BPS
+            else f"already in STARTUP: its estimate never passed {_fmt(b['peak_bw_bps'])}"
+        )
+        reason = (
+            f"{verdict}: at 35 % share (10 ms period) BBR's inflight was below its target "
+            f"(bbr_inflight(bw, gain)) {_pct(b['share_below_target'])} of the second half (median "
+            f"{b['inflight_median_pkts']:.3g} against {b['target_median_pkts']:.3g} packets) and its bandwidth "
+            f"estimate ended at {_fmt(b['bw_end_bps'])} (rule: below target at least "
+            f"{_pct(BELOW_TARGET_SHARE)} of the time and an estimate under {_pct(FAR_BELOW_PATH)} of the path: "
+            f"reproduced; one of them: partly). The estimate fell {fell}. With the patch (STARTUP's gain "
+            f"while inflight is short) inflight was below target {_pct(p['share_below_target'])} of the time "
+            f"and the estimate ended at {_fmt(p['bw_end_bps'])}."
+        )
+        return ClaimResult(
+            claim,
+            f"inflight below target {_pct(b['share_below_target'])} of the time; estimate "
+            f"{_fmt(b['bw_end_bps'])} of a {_fmt(TRACE_PATH_BPS)} path (STARTUP peak {_fmt(b['peak_bw_bps'])})",
+            verdict,
+            reason,
+            {"bbr": b, "patch": p},
+            modes="The same two trace runs (35 % share, 4 s, 1 ms samples) in quick and full mode: the "
+            "verdict cannot differ.",
+        )
+
+    @staticmethod
+    def _modes_text(quick: bool, claim_id: str) -> str:
+        text = (
+            "Quick mode runs 6 s instead of 40 s (its steady goodput is the last 3 s), five shares "
+            "(100, 70, 50, 35, 20 %) and, on the 1 Gbit/s path, fewer of them; full mode adds the other "
+            "shares, an 80 ms RTT and the second reading of the time slices (10 ms slices), which the "
+            "report gives beside the verdict. The shorter runs and coarser sweep can change the verdict"
+        )
+        if claim_id == "bbr-capped-10mbps":
+            text += (
+                " here: at 20 % a 6 s run's second half still holds part of the estimate's decline, so "
+                "quick mode's low-share goodput can differ between the paths where full mode's does not"
+            )
+        elif claim_id == "bbr-degrades-below-70":
+            text += " here: the threshold is read on five shares in quick mode, eleven in full"
+        return text + "."
+
+    def _judge(self, c: Mapping[str, Any], results: Mapping[str, Result], suffix: str) -> list[ClaimResult]:
+        """The four claims on one reading's curves (``suffix``: "" or "-slice")."""
         first_half = {
-            s: first_half_goodput_bps(results[run_label("bbr", "100m", s)])
+            s: first_half_goodput_bps(results[run_label("bbr", "100m" + suffix, s)])
             for s in c["100m"]["bbr"]
-            if run_label("bbr", "100m", s) in results
+            if run_label("bbr", "100m" + suffix, s) in results
         }
         return [
             self._degrades(c, first_half),
@@ -230,10 +403,9 @@ class BbrVmContention(Experiment):
             if thr is not None and first_bad is not None
             else f"BBR below {DEGRADED_PCT} % of its 100 % goodput at every share < 100 %"
         )
-        verdict: Verdict
         story_thr = 70
-        if thr is not None and abs(thr - story_thr) <= THRESHOLD_TOLERANCE_PCT and drops:
-            verdict = "reproduced"
+        verdict = degrades_verdict(thr, drops)
+        if verdict == "reproduced":
             why = (
                 f"BBR's steady goodput stays within {DEGRADED_PCT} % of its full-share value down to "
                 f"{thr} % and falls below it from {first_bad} %, then keeps dropping with the share "
@@ -250,13 +422,11 @@ class BbrVmContention(Experiment):
                         else ""
                     )
                 )
-        elif thr is not None and abs(thr - story_thr) <= 2 * THRESHOLD_TOLERANCE_PCT:
-            verdict = "partly"
+        elif verdict == "partly":
             why = f"BBR degrades below {thr} % (story: 70 %)" + (
                 "" if drops else ", but the goodput does not fall steadily with the share"
             )
         else:
-            verdict = "not reproduced"
             why = f"BBR's degradation threshold is {thr} % share, the story's is 70 %"
         return ClaimResult(claim, figure, verdict, why + f"; path {PATHS['100m'][1]}.", data)
 
@@ -287,15 +457,13 @@ class BbrVmContention(Experiment):
         )
         if rtt2:
             figure += "; 80 ms RTT: " + ", ".join(f"{s} %: {_fmt(v)}" for s, v in sorted(rtt2.items()))
-        verdict: Verdict
-        if independent and near:
-            verdict = "reproduced"
+        verdict = cap_verdict(independent, near)
+        if verdict == "reproduced":
             why = (
                 "BBR's steady goodput at 35 % and below is the same on the 100 Mbit/s and the 1 Gbit/s "
                 f"path (ratio within {BW_INDEPENDENT_RATIO}x) and within {CAP_FACTOR}x of the story's 10 Mbit/s"
             )
-        elif independent:
-            verdict = "partly"
+        elif verdict == "partly":
             why = (
                 "the cap is bandwidth-independent (the 1 Gbit/s path gives BBR the same goodput as the "
                 f"100 Mbit/s one, ratio within {BW_INDEPENDENT_RATIO}x) but it sits at {span}, "
@@ -310,7 +478,6 @@ class BbrVmContention(Experiment):
                 "coalescing, GRO) decide how much one slice sends"
             )
         else:
-            verdict = "not reproduced"
             why = "BBR's goodput at low shares depends on the path rate: " + ", ".join(
                 f"{s} %: 1 Gbit/s / 100 Mbit/s = {r:.3g}" for s, r in ratios.items()
             )
@@ -386,23 +553,20 @@ class BbrVmContention(Experiment):
                 else "; tcplab sits on that edge too: the patch holds there on one path and not on the other"
             )
         )
-        verdict: Verdict
-        if robust:
-            verdict = "reproduced"
+        verdict = patch_verdict(thr)
+        if verdict == "reproduced":
             why = (
                 f"with the patch BBR keeps {DEGRADED_PCT} % of its full-share goodput at 35 % and every "
                 f"share above on both paths (threshold {', '.join(f'{t} %' for t in thr.values())}; unpatched "
                 f"{bbr_thr} %)"
             )
-        elif any(t is not None and t <= 35 for t in thr.values()):
-            verdict = "partly"
+        elif verdict == "partly":
             why = (
                 "the patch keeps BBR robust down to "
                 + ", ".join(f"{_thr_text(t)} on the {PATHS[p][1]} path" for p, t in thr.items())
                 + f" (story: 35 %; unpatched {bbr_thr} %)"
             )
         else:
-            verdict = "not reproduced"
             why = f"the patched sender degrades below {thr} (story: robust down to 35 %)"
         return ClaimResult(claim, figure, verdict, why + tail + ".", data)
 
@@ -426,18 +590,15 @@ class BbrVmContention(Experiment):
             f"at 35 %: CUBIC {_fmt(cu[35])} ({_pct(frc[35])} of its 100 %) vs BBR {_fmt(bb[35])} ({_pct(frb[35])}); "
             f"at 20 %: CUBIC {_pct(frc[20])} vs BBR {_pct(frb[20])}"
         )
-        verdict: Verdict
-        if above and ratio35 >= SENSITIVITY_RATIO:
-            verdict = "reproduced"
+        verdict = cubic_verdict(above, ratio35)
+        if verdict == "reproduced":
             why = (
                 f"below 70 % CUBIC keeps a larger fraction of its full-share goodput than BBR at every share, "
                 f"{ratio35:.3g}x BBR's fraction at 35 %"
             )
-        elif above:
-            verdict = "partly"
+        elif verdict == "partly":
             why = f"CUBIC keeps more than BBR below 70 %, but only {ratio35:.3g}x BBR's fraction at 35 %"
         else:
-            verdict = "not reproduced"
             why = "CUBIC loses as large a fraction of its goodput as BBR at some share below 70 %"
         why += (
             f". CUBIC is not insensitive either: it keeps {DEGRADED_PCT} % of its full-share goodput "

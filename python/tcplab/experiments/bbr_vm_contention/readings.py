@@ -30,6 +30,10 @@ PATHS = {
     "100m": ((), "100 Mbit/s, 20 ms RTT"),
     "1g": (("links.0.rate=1Gbit",), "1 Gbit/s, 20 ms RTT"),
     "rtt80": (("links.0.delay=40ms",), "100 Mbit/s, 80 ms RTT"),
+    # the other reading of "10ms periodic timeslices" (full mode): 10 ms slices, every
+    # 10 ms / share (the runs add the period; see the package's READINGS)
+    "100m-slice": ((), "100 Mbit/s, 20 ms RTT, 10 ms slices"),
+    "1g-slice": (("links.0.rate=1Gbit",), "1 Gbit/s, 20 ms RTT, 10 ms slices"),
 }
 
 #: A share at which the steady goodput is below this fraction of the same sender's goodput

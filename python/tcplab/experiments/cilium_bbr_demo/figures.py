@@ -253,7 +253,7 @@ def sweep_figure(latency_data: dict[str, Any], b_sweep: dict[str, dict[str, floa
         + (
             f". Across the sweep BBR's steady-state segments are {_f(lo)}x to {_f(hi)}x faster"
             if len(a_sweep) > 1
-            else " (the link-rate and segment-length sweep runs in full mode only)"
+            else " (the link-rate sweep runs in full mode only)"
         )
         + ": the ratio grows with the slow-start rounds a segment needs after the restart (more bytes per "
         "segment, more rounds) and with how fast BBR delivers it (the path's rate); with the "
