@@ -7,7 +7,8 @@
 # Other targets: make demo (compare CUBIC and BBR on the built-in lossy path, 100 ms RTT,
 #                5 Mbit/s, 1% loss; report in out/demo/, replaced on each run) | make setup | make bench (tcplab vs
 #                ns-3, several minutes) | make bench-quick | make bench-sweep (tcplab sweep: one
-#                process vs the local pool, 40 short runs) | make test-slow | make lint (rustfmt, ruff) | make clean
+#                process vs the local pool, 40 short runs) | make test-slow | make lint (rustfmt, ruff) | make verdicts (regenerate the
+#                docs' verdicts from full and quick replays) | make clean
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -15,7 +16,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: reproduce demo test lint setup bench bench-quick bench-sweep test-slow conformance clean
+.PHONY: reproduce demo test lint setup bench bench-quick bench-sweep test-slow conformance verdicts clean
 
 $(STAMP): pyproject.toml Cargo.toml $(shell find crates -name '*.rs' -o -name Cargo.toml) $(shell find python -name '*.py' -o -name '*.yaml')
 	@test -d $(VENV) || { echo "tcplab: creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
@@ -74,6 +75,13 @@ bench-sweep: $(STAMP)
 # ../shared/packetdrill or $$TCPLAB_PACKETDRILL_DIR); also rewrites the expected passes.
 conformance: $(STAMP)
 	$(PY) -m tcplab.packetdrill.conformance --update-passes
+
+# docs/verdicts/ and the verdicts in README.md and docs/stories.md, from the five stories
+# replayed in full and in quick mode (python/tcplab/experiments/verdicts.py; tens of minutes).
+verdicts: $(STAMP)
+	$(VENV)/bin/tcplab reproduce --all -o out/reproduce-full --force
+	$(VENV)/bin/tcplab reproduce --all --quick -o out/reproduce --force
+	$(PY) -m tcplab.experiments.verdicts --full out/reproduce-full/index.json --quick out/reproduce/index.json --write
 
 clean:
 	rm -rf $(VENV) target out

@@ -417,3 +417,16 @@ def back_to(result: Result, flow: str, after_s: float, rate_bps: float, window_s
     rate = (got[j[idx]] - got[idx]) * 8 / window_s
     hit = np.flatnonzero(rate >= rate_bps)
     return round(float(t[idx[hit[0]]] - after_s), 2) if len(hit) else None
+
+
+def delivered_rate(result: Result, after_s: float) -> float | None:
+    """The stream's goodput over all its connections from ``after_s`` to the end (bit/s)."""
+    ts = result.timeseries
+    t = ts["t_s"].to_numpy()
+    at = ts[t >= after_s]
+    if not len(at) or result.duration_s <= after_s:
+        return None
+    first = at[at["t_ns"] == at["t_ns"].min()]["bytes_received"].sum()
+    last = at[at["t_ns"] == at["t_ns"].max()]["bytes_received"].sum()
+    span = (at["t_ns"].max() - at["t_ns"].min()) / 1e9
+    return round(float((last - first) * 8 / span), 1) if span > 0 else None

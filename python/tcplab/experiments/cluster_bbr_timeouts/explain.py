@@ -179,7 +179,7 @@ def explanations(
 ) -> list[Explanation]:
     import tcplab.experiments.cluster_bbr_timeouts.analysis as analysis
     from tcplab.experiments.cluster_bbr_timeouts.plan import nfs_label, rw_label, seeds
-    from tcplab.experiments.cluster_bbr_timeouts.readings import CHECK_S, LOSS_START_S, mechanism
+    from tcplab.experiments.cluster_bbr_timeouts.readings import CHECK_S, LOSS_START_S, mechanism, stall_mechanism
     from tcplab.experiments.cluster_bbr_timeouts.sweep import STUCK_POINTS
 
     out: list[Explanation] = []
@@ -188,7 +188,6 @@ def explanations(
     marin = analysis.receiver_collapse(rb)
     st = analysis.first_stall(rb, LOSS_START_S)
     rnd = [analysis.receiver_collapse(results[nfs_label("cubic", "random", s)]) for s in seeds(quick)]
-    rnd_p = [analysis.player(results[nfs_label("cubic", "random", s)]) for s in seeds(quick)]
     text = (
         "The data flows nezuko -> marin and nezuko's TCP sends it; marin sends the READ calls and the ACKs. "
         "`ss` on marin shows marin's sockets: under the bursts up to "
@@ -200,16 +199,13 @@ def explanations(
             f"The player stalled at {st['start_s']:.4g} s for {st['length_s']:.3g} s. During that stall nezuko's "
             f"connections were in RTO recovery {100 * st['sender_loss_fraction']:.3g} % of the time, with a backoff "
             f"of up to {st['sender_backoff_max']} doublings, and their lowest ssthresh was "
-            f"{st['sender_ssthresh_min']}: the connections that carry the data were waiting out backed-off "
-            "retransmission timers, because a burst counted in packets swallows one retransmission after "
-            "another while the timer doubles. "
+            f"{st['sender_ssthresh_min']}. "
         )
     text += (
-        "Under independent loss of the same mean marin's sockets collapsed as far (up to "
-        f"{max(x['max_at_once'] for x in rnd)} at once) and the player stalled "
-        f"{sum(p['stalls'] for p in rnd_p)} times over {len(rnd_p)} seeds: at 0.4 ms a window of two packets "
-        "still carries 58 Mbit/s per connection. cwnd:2 ssthresh:2 on marin is a sign of loss, not the "
-        "stall's cause."
+        stall_mechanism(exp._stream(results, quick))
+        + " Under independent loss marin's sockets collapsed as far (up to "
+        f"{max(x['max_at_once'] for x in rnd)} at once over {len(rnd)} seeds): cwnd:2 ssthresh:2 on marin is a "
+        "sign of loss, not the stall's cause."
     )
     out.append(
         Explanation(

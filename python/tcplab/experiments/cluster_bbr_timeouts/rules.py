@@ -162,18 +162,16 @@ def short_window(counts: Mapping[str, SeedCount], hazards: Mapping[str, tuple[fl
 
 
 def buffers16(base: Mapping[str, SeedCount], big: Mapping[str, SeedCount]) -> tuple[Verdict, str]:
-    """Fix attempt 1, "recurred with identical symptoms": with 16 MB buffers under the bursts,
-    the symptoms (``collapse``, ``stall``: each holds or not) are present and the same as
-    with the 7.5 MB of the initial config. Only the bursts are run, a hypothesis: partly at
-    best."""
-    present = big["collapse"].holds or big["stall"].holds
-    same = all(big[k].holds == base[k].holds for k in ("collapse", "stall"))
-    text = "; ".join(f"{k}: 7.5 MB {base[k].text}, 16 MB {big[k].text}" for k in ("collapse", "stall"))
-    if present and same:
-        return "partly", f"partly: the same symptoms with 16 MB, under tcplab's bursts only ({text})"
-    if not present:
-        return "not reproduced", f"not reproduced: no symptom with 16 MB ({text})"
-    return "not reproduced", f"not reproduced: the symptoms changed with 16 MB ({text})"
+    """Fix attempt 1, "recurred with identical symptoms" and "CUBIC still collapsed cwnd to 2":
+    with 16 MB buffers under the bursts the player's failure holds as it does with the
+    initial 7.5 MB (``stall``), and marin's sockets still reach cwnd:2 ssthresh:2 in some seed
+    (``collapse`` seen). Only the bursts are run, a hypothesis: partly at best."""
+    text = "; ".join(f"{k}: 7.5 MB {base[k].text}, 16 MB {big[k].text}" for k in ("stall", "collapse"))
+    if big["stall"].holds and base["stall"].holds and big["collapse"].seen:
+        return "partly", f"partly: the same failure with 16 MB, and the collapse, under tcplab's bursts only ({text})"
+    if not big["stall"].holds:
+        return "not reproduced", f"not reproduced: the failure did not recur with 16 MB ({text})"
+    return "not reproduced", f"not reproduced: no collapse with 16 MB, or no failure to compare with ({text})"
 
 
 def masking(
