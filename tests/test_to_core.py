@@ -16,7 +16,7 @@ NODE_KEYS = {"name", "kind", "hz"}
 LINK_KEYS = {"name", "from", "to", "rate_bps", "delay_ns", "overhead_bytes", "loss", "loss_filter", "reorder", "queue"}
 FLOW_KEYS = {"name", "src", "dst", "cc", "start_ns", "stop_ns", "app", "tcp", "cc_params"}
 #: Flow keys given only when not the engine's default (bulk scenarios keep their JSON).
-FLOW_OPTIONAL_KEYS = {"data_side", "reader", "sample", "receiver_cc"}
+FLOW_OPTIONAL_KEYS = {"data_side", "reader", "sample", "receiver_cc", "nodelay"}
 #: A flow's ``tcp`` and ``cc_params``: the keys and JSON types of the engine's defaults
 #: (``tcplab._core.defaults()``, which LINUX_TCP_DEFAULTS and LINUX_CC_DEFAULTS equal:
 #: test_defaults.py), not a list copied here.
@@ -371,3 +371,18 @@ def test_bare_percentages_mean_percent_everywhere(base_scenario, bare):
     with_sign["links"] = [dict(link) for link in base_scenario["links"]]
     with_sign["links"][0]["loss"] = f"{bare}%"
     assert tcplab.load_scenario(with_sign).to_core()["links"][0]["loss"] == links[0]["loss"]
+
+
+def test_nodelay_is_a_socket_option_of_the_flow_not_a_tcp_setting():
+    data = {
+        "name": "nodelay",
+        "duration": "1s",
+        "hosts": {"a": {}, "b": {}},
+        "links": [{"between": ["a", "b"], "rate": "1Gbit", "delay": "1ms"}],
+        "flows": [{"from": "a", "to": "b", "tcp": {"nodelay": True}}, {"from": "b", "to": "a"}],
+    }
+    core = tcplab.load_scenario(data).to_core()
+    check_contract(core)
+    f0, f1 = core["flows"]
+    assert f0["nodelay"] is True and "nodelay" not in f0["tcp"]
+    assert "nodelay" not in f1  # the engine's default (Nagle on) stays out of the JSON

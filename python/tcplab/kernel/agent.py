@@ -290,6 +290,8 @@ class Agent:
             ep.local, ep.peer = _addr(local[0], local[1]), _addr(peer_addr, peer_port)
             try:
                 ep.cc_set = _set_cc(sock, ep.cc)
+                if entry.get("nodelay"):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError as e:
                 ep.error = f"TCP_CONGESTION {ep.cc}: {e}"
             sock.settimeout(_POLL_S)
@@ -326,6 +328,8 @@ class Agent:
             try:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 ep.cc_set = _set_cc(sock, ep.cc)
+                if entry.get("nodelay"):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 sock.bind(local)
                 sock.settimeout(max(1.0, (self.duration_ns - self.now()) / 1e9))
                 sock.connect(peer)
@@ -730,6 +734,7 @@ def agent_specs(plan: Any, workdir: str | os.PathLike[str], t0_ns: int, cpu: int
                 "peer_addr": f.client_addr,
                 "peer_port": int(f.client_port),
                 "cc": _cc_of(f, "server"),
+                "nodelay": bool(getattr(f, "nodelay", False)),
                 "app": app,
                 "data_side": f.data_side,
             }
@@ -742,6 +747,7 @@ def agent_specs(plan: Any, workdir: str | os.PathLike[str], t0_ns: int, cpu: int
                 "local_addr": f.client_addr,
                 "local_port": int(f.client_port),
                 "cc": _cc_of(f, "client"),
+                "nodelay": bool(getattr(f, "nodelay", False)),
                 "app": app,
                 "start_ns": int(f.start_ns),
                 "stop_ns": stop,

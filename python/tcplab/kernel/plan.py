@@ -256,6 +256,8 @@ class FlowPlan:
     data_side: str  # "client" | "server": who writes
     #: The data receiver's cc (its host's tcp_congestion_control): ``cc`` unless it differs.
     receiver_cc: str = ""
+    #: TCP_NODELAY on both sockets.
+    nodelay: bool = False
 
     def cc_of(self, role: str) -> str:
         """The cc of the ``client`` or ``server`` socket: the data sender runs ``cc``."""
@@ -490,6 +492,7 @@ KNOWN_FLOW_KEYS = {
     "dst",
     "cc",
     "receiver_cc",
+    "nodelay",
     "start_ns",
     "stop_ns",
     "app",
@@ -723,6 +726,7 @@ def _plan_flows(config: Mapping[str, Any], env: KernelEnv, prefix: str, graph: _
                 server_port=server_port(app.get("kind")),
                 cc=cc,
                 receiver_cc=receiver_cc,
+                nodelay=bool(flow.get("nodelay")),
                 app=app,
                 start_ns=int(flow.get("start_ns") or 0),
                 stop_ns=int(stop) if stop is not None else duration_ns,

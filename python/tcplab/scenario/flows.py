@@ -189,6 +189,8 @@ class FlowTcp(_Model):
     tcp_comp_sack_nr: Int(0, 255) | None = None
     tcp_min_tso_segs: Int(1, 255) | None = None
     tcp_tso_rtt_log: Int(0, 31) | None = None
+    #: TCP_NODELAY on the flow's sockets (the application's setsockopt): Nagle's algorithm off.
+    nodelay: Bool | None = None
 
     @field_validator("mss")
     @classmethod
@@ -217,7 +219,7 @@ class FlowTcp(_Model):
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
-            if value is None:
+            if value is None or name == "nodelay":  # a socket option of the flow: FlowConfig.nodelay
                 continue
             if name == "mss":
                 out["mss_bytes"] = value

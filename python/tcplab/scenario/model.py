@@ -236,6 +236,8 @@ class Scenario(_Model):
                 core_flow["data_side"] = f["data_side"]
             if f.get("receiver_cc"):  # the data receiver's host runs another cc
                 core_flow["receiver_cc"] = f["receiver_cc"]
+            if f.get("nodelay"):  # TCP_NODELAY on the flow's sockets
+                core_flow["nodelay"] = True
             if f["reader"]["kind"] != "immediate":
                 core_flow["reader"] = f["reader"]
             if not f["sample"]:

@@ -194,6 +194,7 @@ class _Topology:
                         "data_side": c.data_side,
                         "reader": flow.reader.to_core(),
                         "sample": c.sample,
+                        "nodelay": bool(flow.tcp.nodelay),
                         "fwd": fwd,
                         "rev": rev,
                         "base_rtt_ns": base_rtt,

@@ -641,6 +641,11 @@ pub struct FlowConfig {
     /// `tcp_congestion_control` (it sends requests and ACKs with it); `None`: the same as `cc`.
     #[serde(default)]
     pub receiver_cc: Option<CcKind>,
+    /// `setsockopt(TCP_NODELAY, 1)` on both sockets before the first write: Nagle's
+    /// algorithm off (Linux v6.12 net/ipv4/tcp_output.c: tcp_nagle_test() lets a small
+    /// segment go while data is in flight).
+    #[serde(default)]
+    pub nodelay: bool,
     #[serde(default)]
     pub start_ns: u64,
     /// When the application stops writing; `None` = end of the run.
@@ -682,6 +687,7 @@ impl FlowConfig {
             dst,
             cc,
             receiver_cc: None,
+            nodelay: false,
             start_ns: 0,
             stop_ns: None,
             app: AppConfig::default(),

@@ -427,7 +427,7 @@ impl TcpSocket {
                 ts_ok: true,
                 sack_ok: true,
                 writer_sleeps: false,
-                nodelay: false,
+                nodelay: flow.nodelay,
                 corked: false,
                 push_cork: false,
                 push_force: false,
