@@ -380,7 +380,10 @@ class BandwidthManager(Experiment):
                     for s, ok in zip(sweep, held[mode], strict=True)
                     if ok and s["limit_mbps"] == limit
                 ]
-                parts.append(f"at {limit} Mbit/s with " + (", ".join(ns) + " bulk flows" if ns else "no load swept"))
+                parts.append(
+                    f"at {limit} Mbit/s "
+                    + ("with " + ", ".join(ns) + " bulk flows" if ns else "at no load of the sweep")
+                )
             best = max(sweep, key=lambda s: s[f"ratio_{mode}"])
             return (
                 "; ".join(parts) + f" (highest {_sig3(best[f'ratio_{mode}'])}x, at {best['bulk_flows']} bulk flows and "

@@ -242,7 +242,7 @@ def sweep_figure(results: Mapping[str, Result], sweep: Sequence[Mapping[str, Any
             f"at {limit} Mbit/s "
             + ", ".join(f"{s['bulk_flows']}: {_sig3(s[f'ratio_{mode}'])}x" for s in pts)
             + f" (it {trend} with the load; {RATIO_AT_LEAST:g}x or more at "
-            + (", ".join(over) + " bulk flows" if over else "no load swept")
+            + (", ".join(over) + " bulk flows" if over else "no load of the sweep")
             + ")"
         )
 
