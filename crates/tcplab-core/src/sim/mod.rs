@@ -324,6 +324,10 @@ pub struct Simulator {
     host_of_node: Vec<u32>,
     /// Some host has a model: the one flag the fast path checks per event.
     host_models: bool,
+    /// The sampled flows (`FlowConfig.sample`), each as (flow index, its `data_side`): listed
+    /// once, so that a sample does not walk every flow's config (a broadcast's thousands of
+    /// unsampled connections) twice.
+    sampled: Vec<(u32, u8)>,
     /// Per node: its GRO table if `gro` is on (`host::gro`), and whether a flush of it is
     /// queued for the current instant (a host without a NIC model).
     gro: Vec<Option<Gro>>,
@@ -559,6 +563,13 @@ impl Simulator {
             socks[ep as usize].captured = true;
             (capture_ep, capture_link) = (ep, l);
         }
+        let sampled: Vec<(u32, u8)> = cfg
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.sample)
+            .map(|(i, f)| (i as u32, f.data_side as u8))
+            .collect();
         let mut sim = Simulator {
             cfg,
             net,
@@ -572,6 +583,7 @@ impl Simulator {
             base_rtt_ns,
             failed: None,
             host_models: !hosts.is_empty(),
+            sampled,
             any_gro: cfg_gro.iter().any(|g| g.is_some()),
             gro_flush_queued: vec![false; cfg_gro.len()],
             gro_flush_after_event: Vec::new(),
@@ -1142,10 +1154,7 @@ impl Simulator {
         let t = self.now_ns - BOOT_NS;
         // Grow the columns fallibly (amortized doubling) so that running out of memory is
         // an error, not an abort inside `Vec::push`.
-        let (nf, nl) = (
-            self.cfg.flows.iter().filter(|f| f.sample).count(),
-            self.net.links.len(),
-        );
+        let (nf, nl) = (self.sampled.len(), self.net.links.len());
         if self.series.spare_rows() < nf {
             let at_ns = t;
             self.series
@@ -1169,12 +1178,9 @@ impl Simulator {
                 })?;
         }
         let now_ns = self.now_ns;
-        for (i, f) in self.cfg.flows.iter().enumerate() {
-            if !f.sample {
-                continue;
-            }
+        for &(i, d) in &self.sampled {
             // The data's sender and receiver (`FlowConfig.data_side`).
-            let d = f.data_side as usize;
+            let (i, d) = (i as usize, d as usize);
             let c = &self.socks[2 * i + d];
             let srv = &self.socks[2 * i + (1 - d)];
             let tp = &c.tp;
