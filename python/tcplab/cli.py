@@ -99,13 +99,11 @@ def _show_version(value: bool) -> None:
         return
     import platform
 
+    from tcplab.engine import import_core
     from tcplab.version import __version__
 
     try:
-        # the compiled module alone: tcplab.engine would load pandas for nothing (issue 27)
-        from tcplab import _core  # type: ignore[attr-defined]
-
-        engine = f"engine {_core.__version__}"
+        engine = f"engine {import_core().__version__}"
     except ImportError:
         engine = "engine not built"
     typer.echo(f"tcplab {__version__} ({engine}, Python {platform.python_version()})")
