@@ -390,3 +390,27 @@ def test_loading_and_validating_a_scenario_does_not_load_pandas():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_version_loads_neither_numpy_nor_pandas():
+    # `tcplab --version` names the engine's version through tcplab.engine (the one module that
+    # may import the compiled engine); the table libraries load with the first run (issue 27).
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from tcplab.cli import main\n"
+        "sys.argv = ['tcplab', '--version']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('numpy', 'pandas', 'pyarrow', 'matplotlib', 'pydantic') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "python")},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("tcplab "), out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -50,13 +50,14 @@ import numbers
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tcplab.columns import CAPTURE_DTYPES, HOST_DTYPES, QUEUE_DTYPES, TIMESERIES_DTYPES
 from tcplab.errors import EngineError, EngineMemoryError, EngineWarning
+
+if TYPE_CHECKING:  # NumPy and pandas load with the first run, not with ``tcplab --version``
+    import numpy as np
+    import pandas as pd
 
 __all__ = [
     "Capture",
@@ -383,6 +384,8 @@ def _columns(store: Any, dtypes: dict[str, str], what: str) -> pd.DataFrame:
     missing = [c for c in dtypes if c not in store]
     if missing:
         raise EngineError(f"engine output: {what} lacks column(s) {', '.join(missing)}")
+    import numpy as np
+
     columns: dict[str, np.ndarray] = {}
     for name, array in store.items():
         dtype = dtypes.get(name)
@@ -403,10 +406,15 @@ def _frame(columns: dict[str, np.ndarray], what: str) -> pd.DataFrame:
             length = len(values)
         elif len(values) != length:
             raise EngineError(f"engine output: {what}.{name} has {len(values)} rows, the columns before it {length}")
+    import pandas as pd
+
     return pd.DataFrame(columns, copy=False)
 
 
 def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
     return pd.DataFrame({c: np.array([], dtype=d) for c, d in dtypes.items()})
 
 
@@ -461,6 +469,8 @@ def _app_table(store: Any, what: str) -> pd.DataFrame:
     (an empty string column keeps object dtype, not NumPy's float of ``[]``)."""
     if not isinstance(store, dict):
         raise EngineError(f"engine output: {what} is not a mapping of columns")
+    import numpy as np
+
     columns: dict[str, np.ndarray] = {}
     for name, array in store.items():
         if isinstance(array, (list, tuple)):
