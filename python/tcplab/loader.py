@@ -175,6 +175,11 @@ def builtin_dir() -> Any:
     return resources.files("tcplab") / "scenarios"
 
 
+def builtin_names() -> list[str]:
+    """Built-in scenario names, sorted (no file is parsed: resolving ``builtin:NAME`` reads one)."""
+    return sorted(e.name[: -len(".yaml")] for e in builtin_dir().iterdir() if e.name.endswith(".yaml"))
+
+
 def builtin_scenarios() -> dict[str, str]:
     """Built-in scenario names and their one-line descriptions."""
     out = {}
@@ -212,7 +217,7 @@ def resolve_reference(ref: str | Path) -> tuple[str, str]:
             ) from None
     if path.is_dir():
         raise ScenarioError("is a directory", file=text_ref, expected="a scenario YAML file")
-    names = builtin_scenarios()
+    names = builtin_names()
     if text_ref in names:
         return _read_builtin(text_ref, f"{BUILTIN_PREFIX}{text_ref}")
     raise ScenarioError(
@@ -223,7 +228,7 @@ def resolve_reference(ref: str | Path) -> tuple[str, str]:
 
 
 def _read_builtin(name: str, label: str) -> tuple[str, str]:
-    names = builtin_scenarios()
+    names = builtin_names()
     if name not in names:
         raise ScenarioError(
             f"unknown built-in scenario {show_value(name)}", file=label, expected="one of: " + ", ".join(names)

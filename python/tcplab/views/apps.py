@@ -47,10 +47,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import MaxNLocator
 
 from tcplab.results.apps import TIMEOUT_RATE_NAME, TIMEOUT_RATIO_ALERT, AppResult
-from tcplab.views.drawing import Plot, figure, legend_outside, png_bytes, style_axes
+from tcplab.views.drawing import Plot, figure, integer_ticks, legend_outside, png_bytes, style_axes
 
 if TYPE_CHECKING:
     from tcplab.results import Result
@@ -134,7 +133,7 @@ def _count_axis(ax: Any) -> None:
     """A y axis of counts: integer ticks from 0 (at least 0..1, so that an axis of zeros
     does not fall back to fractional ticks)."""
     ax.set_ylim(0, max(ax.get_ylim()[1], 1.0))
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    integer_ticks(ax.yaxis, min_n_ticks=1)
 
 
 def _plural(n: Any, word: str) -> str:

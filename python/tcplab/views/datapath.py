@@ -29,9 +29,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
 
-from tcplab.views.drawing import Plot, figure, legend_outside, png_bytes, style_axes
+from tcplab.views.drawing import Plot, figure, integer_ticks, legend_outside, png_bytes, style_axes
 
 if TYPE_CHECKING:
     from tcplab.results import Result
@@ -148,7 +147,7 @@ def _qdisc_plot(result: Result, links: list[int]) -> Plot:
     style_axes(by_ax, "Backlog (kB)", xlabel="", xmax=result.duration_s)
     by_ax.set_ylim(0, by_top * 1.1)
     style_axes(dr_ax, f"Drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
-    dr_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    integer_ticks(dr_ax.yaxis)
     if total_drops == 0:
         dr_ax.set_ylim(0, 1)
         dr_ax.text(0.5, 0.5, "no drops", transform=dr_ax.transAxes, ha="center", va="center", color="0.4")
@@ -225,7 +224,7 @@ def _nic_plot(result: Result, hosts: list[str]) -> Plot:
         xlabel="" if any_allowance else "Time (s)",
         xmax=result.duration_s,
     )
-    drop_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    integer_ticks(drop_ax.yaxis)
     if total == 0:
         drop_ax.set_ylim(0, 1)
         drop_ax.text(0.5, 0.5, "no ring drops", transform=drop_ax.transAxes, ha="center", va="center", color="0.4")

@@ -21,12 +21,12 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+
+if TYPE_CHECKING:  # matplotlib loads with the first figure: a run without plots never needs it
+    from matplotlib.figure import Figure
 
 __all__ = [
     "Plot",
@@ -37,6 +37,7 @@ __all__ = [
     "png_bytes",
     "style_axes",
     "legend_outside",
+    "integer_ticks",
     "trailing_mean",
     "sig",
 ]
@@ -63,6 +64,9 @@ class Plot:
 
 def figure(height: float = 4.0, width: float = 10.0) -> Figure:
     """A new figure of ``width`` x ``height`` inches, constrained layout, on the Agg canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
@@ -70,6 +74,12 @@ def figure(height: float = 4.0, width: float = 10.0) -> Figure:
 
 def png_bytes(fig: Figure) -> bytes:
     """The figure as PNG bytes (:data:`SAVE`)."""
+    # savefig lays a constrained figure out twice (a draw without rendering, then the
+    # rendering draw, which lays out again): lay it out once here and freeze it
+    engine = fig.get_layout_engine()
+    if engine is not None and engine.__class__.__name__ == "ConstrainedLayoutEngine":
+        engine.execute(fig)
+        fig.set_layout_engine("none")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", **SAVE)
     return buf.getvalue()
@@ -99,10 +109,19 @@ def legend_outside(ax: Any, **kw: Any) -> None:
     if not handles:
         return
     if len(handles) > MAX_LEGEND_ENTRIES and "handles" not in kw:
+        from matplotlib.patches import Patch
+
         keep = MAX_LEGEND_ENTRIES - 1
         more = Patch(color="none", label=f"... and {len(handles) - keep} more")
         kw = {**kw, "handles": [*handles[:keep], more], "labels": [*labels[:keep], more.get_label()]}
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0, **kw)
+
+
+def integer_ticks(axis: Any, **kw: Any) -> None:
+    """Ticks at whole numbers only on ``axis`` (counts: drops, segments, connections)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True, **kw))
 
 
 def trailing_mean(t: np.ndarray, v: np.ndarray) -> np.ndarray:

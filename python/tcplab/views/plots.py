@@ -48,18 +48,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
 
 from tcplab.results.paths import FlowPath, flow_paths
 from tcplab.views.apps import app_plots
 from tcplab.views.datapath import datapath_plots
-from tcplab.views.drawing import Plot, figure, legend_outside, png_bytes, sig, style_axes, trailing_mean
+from tcplab.views.drawing import Plot, figure, integer_ticks, legend_outside, png_bytes, sig, style_axes, trailing_mean
 from tcplab.views.episodes import entries, first_loss_s, retransmission_marks, state_spans, zoom_window
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
     from tcplab.results import Result
 
@@ -402,7 +400,7 @@ def _queue_plot(result: Result, paths: Mapping[str, FlowPath]) -> Plot:
     style_axes(backlog, "Backlog (packets)", f"Bottleneck queues - {result.title}", xlabel="", xmax=result.duration_s)
     backlog.set_ylim(0, top * 1.1)
     style_axes(drops, f"Tail drops per {result.sample_interval_s * 1e3:g} ms", xmax=result.duration_s)
-    drops.yaxis.set_major_locator(MaxNLocator(integer=True))
+    integer_ticks(drops.yaxis)
     if total_drops == 0:
         drops.set_ylim(0, 1)
         drops.text(0.5, 0.5, "no tail drops", transform=drops.transAxes, ha="center", va="center", color="0.4")
@@ -576,6 +574,8 @@ def _strip_panel(ax: Any, result: Result, number: int, name: str, cc: str, m: _F
     ax.set_title(f"Flow {number}: {_flow_label(result, name)} - {result.title}", loc="left", fontsize="medium")
     ax.tick_params(labelbottom=False)
     present = {s.label for s in m.ca_spans} | {s.label for s in m.mode_spans}
+    from matplotlib.patches import Patch
+
     handles = [Patch(color=c, label=k) for k, c in {**CA_COLORS, **MODE_COLORS}.items() if k in present]
     handles.append(Patch(color=_RETRANS_COLOR, label=f"retransmitted ({int(m.retrans[1].sum())} segs)"))
     if m.ca_known:
