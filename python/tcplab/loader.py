@@ -26,6 +26,8 @@ Floor 1 (DESIGN.md's "Layout"): imports the leaves, :mod:`tcplab.scenario` and
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -237,7 +239,20 @@ def _read_builtin(name: str, label: str) -> tuple[str, str]:
 
 
 def read_scenario_data(text: str, label: str) -> dict:
-    """Parse YAML text into the plain data of a scenario (a mapping), with its line map."""
+    """Parse YAML text into the plain data of a scenario (a mapping), with its line map.
+
+    A text read before is not parsed again: ``tcplab reproduce`` plans ~160 runs from a
+    dozen files (PyYAML's pure-Python parser reads each three times: nesting, data, lines).
+    The caller gets its own copy of the data, to override as it likes."""
+    parsed = _parse_scenario_text(text, label)
+    doc = _Document(copy.deepcopy(dict(parsed)))
+    doc.lines = dict(parsed.lines)
+    return doc
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_scenario_text(text: str, label: str) -> _Document:
+    """:func:`read_scenario_data`'s parse (errors are raised, never cached); never mutate the result."""
     try:
         _check_yaml_nesting(text, label)
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass

@@ -3,9 +3,10 @@
 The flow: each named experiment is *planned* (every run's scenario read, overridden and
 validated: a mistake stops everything before a packet is simulated); all runs of all the
 experiments go into one pool of worker processes (``jobs``, default one per core; the same
-workers as ``tcplab compare``, so a run that dies fails only itself); then, per experiment,
-each run's directory is written (``NAME/runs/LABEL/``, a normal run directory with its tool
-texts), :meth:`Experiment.evaluate` judges the claims, :meth:`Experiment.explain` draws the
+workers as ``tcplab compare``, so a run that dies fails only itself), each of which also
+writes its run's directory (``NAME/runs/LABEL/``, a normal run directory with its tool
+texts), so these are written in parallel as the simulations are; then, per experiment,
+:meth:`Experiment.evaluate` judges the claims, :meth:`Experiment.explain` draws the
 mechanism, and ``tcplab diagnose`` reads each cross-checked run's own tool texts.
 
 :class:`Outcome` holds all of that for one experiment; :func:`reproduce` does it all inside
@@ -118,6 +119,20 @@ def crosscheck_run(
     return CrosscheckResult(check, ids, summaries, ok, capture=capture, missing=missing)
 
 
+def _run_and_write(item: tuple[Any, Path | None]) -> Result | VariantFailure:
+    """One planned run (a :data:`tcplab.compare.Job`) and, with a directory, its run directory
+    written there: in the worker process that ran it, so that the runs' directories are
+    written in parallel, as the simulations are, not one by one after them all."""
+    from tcplab.compare import run_variant_or_failure
+    from tcplab.results import Result
+
+    job, directory = item
+    outcome = run_variant_or_failure(job)
+    if directory is not None and isinstance(outcome, Result):
+        outcome.write(directory, overwrite=True, plots=False)
+    return outcome
+
+
 def run_experiments(
     names: Sequence[str],
     *,
@@ -132,14 +147,19 @@ def run_experiments(
     skipped: diagnose reads files). ``progress(done, total, label, failure)`` is called as each
     run finishes (``label`` is ``NAME/RUN``; ``failure`` None, or why the run failed), in
     parallel mode too."""
-    from tcplab.compare import VariantFailure, default_jobs, run_in_processes, run_variant_or_failure
+    from tcplab.compare import VariantFailure, default_jobs
+    from tcplab.procpool import WorkerFailure, map_in_processes
 
     experiments = [load(n) for n in names]
     plans = [(e, e.plan(quick)) for e in experiments]  # validate everything first
     work = []
     for e, planned in plans:
         for r, sc in planned:
-            work.append((sc, _label(e.name, r.label), core, False, r.overrides_for(quick), None))
+            job = (sc, _label(e.name, r.label), core, False, r.overrides_for(quick), None)
+            work.append((job, Path(out_dir) / e.name / "runs" / r.label if out_dir is not None else None))
+    if out_dir is not None:  # made here: two workers must not race to create them
+        for e, _ in plans:
+            (Path(out_dir) / e.name / "runs").mkdir(parents=True, exist_ok=True)
     n_jobs = jobs if jobs is not None else default_jobs(len(work))
     started = time.perf_counter()
     finished = 0
@@ -151,13 +171,18 @@ def run_experiments(
             failed = outcome.reason if isinstance(outcome, VariantFailure) else None
             progress(finished, len(work), label, failed)
 
+    outcomes: dict[str, Result | VariantFailure] = {}
     if n_jobs > 1 and core is None:
-        outcomes: dict[str, Result | VariantFailure] = run_in_processes(work, n_jobs, on_done=done)
+        labelled = lambda i: f"tcplab-{work[i][0][1]}"  # noqa: E731 - the process's name in ps
+        for i, outcome in map_in_processes(work, _run_and_write, n_jobs, name=labelled):
+            label = work[i][0][1]
+            outcomes[label] = VariantFailure(label, outcome.reason) if isinstance(outcome, WorkerFailure) else outcome
+            done(label, outcomes[label])
     else:
-        outcomes = {}
-        for job in work:
-            outcomes[job[1]] = run_variant_or_failure(job)
-            done(job[1], outcomes[job[1]])
+        for item in work:
+            label = item[0][1]
+            outcomes[label] = _run_and_write(item)
+            done(label, outcomes[label])
     elapsed = time.perf_counter() - started
     result: list[Outcome] = []
     for e, planned in plans:
@@ -174,9 +199,7 @@ def run_experiments(
         exp_dir = None
         if out_dir is not None:
             exp_dir = Path(out_dir) / e.name
-            (exp_dir / "plots").mkdir(parents=True, exist_ok=True)
-            for label, res in oc.results.items():
-                res.write(exp_dir / "runs" / label, overwrite=True, plots=False)
+            (exp_dir / "plots").mkdir(parents=True, exist_ok=True)  # the runs are written already
         if oc.failures:
             oc.error = "; ".join(f"run {k} failed: {v}" for k, v in oc.failures.items())
         else:

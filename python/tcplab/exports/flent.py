@@ -317,20 +317,25 @@ def flent_data(run: RunData) -> dict[str, Any]:
         slot_col = _slots(t_col, step_ns)
         goodput = cols["goodput_bps"].astype(np.float64) if "goodput_bps" in cols else None
         srtt = cols["srtt_us"].astype(np.int64) if "srtt_us" in cols else np.zeros(len(t_col), dtype=np.int64)
-        for j in range(len(t_col)):
-            t_ns = int(t_col[j])
+        # Python lists, read element by element below: indexing a NumPy array makes a NumPy
+        # scalar per value (the same numbers, several times slower)
+        t_list, slot_list, srtt_list = t_col.tolist(), slot_col.tolist(), srtt.tolist()
+        goodput_list = goodput.tolist() if goodput is not None else None
+        raw_cols = {name: cols[name].tolist() for name in _RAW_COLUMNS if name in cols}
+        for j in range(len(t_list)):
+            t_ns = t_list[j]
             t_s = t_ns / 1e9
             if t_s < f.start_s or t_s > closed_after:
                 continue
-            k = int(slot_col[j]) - first
-            gp = float(goodput[j]) if goodput is not None else float("nan")
+            k = slot_list[j] - first
+            gp = goodput_list[j] if goodput_list is not None else float("nan")
             val = _mbit(gp) if math.isfinite(gp) else None
             values[k] = val
             entry: dict[str, Any] = {"t": (t_ns + delay_ns) / 1e9, "val": val}
             latest_x = max(latest_x, entry["t"], x_values[k])
-            if srtt[j] > 0:  # ESTAB, as ss would list it
-                entry.update(_ss_raw(cols, j, f.cc))
-                rtts[k] = int(srtt[j]) / 1000.0
+            if srtt_list[j] > 0:  # ESTAB, as ss would list it
+                entry.update(_ss_raw(raw_cols, j, f.cc))
+                rtts[k] = srtt_list[j] / 1000.0
             raws.append(entry)
         results[series] = values
         raw[series] = raws
@@ -431,7 +436,7 @@ _RAW_COLUMNS = (
 )
 
 
-def _ss_raw(cols: dict[str, np.ndarray], j: int, cc: str) -> dict[str, Any]:
+def _ss_raw(cols: dict[str, list], j: int, cc: str) -> dict[str, Any]:
     """What flent's SsRunner parses out of ``ss -t -i`` for sample ``j`` (its units: ms, Mbit/s)."""
 
     def get(name: str, default: Any = 0) -> Any:

@@ -90,38 +90,63 @@ def shaped_payload_bps(link: Mapping[str, Any], mss_bytes: int, src_node: int | 
 
 def flow_path(config: Mapping[str, Any], flow: Mapping[str, Any]) -> FlowPath | None:
     """The path of one flow of ``config`` (an engine configuration), or None if unrouted."""
-    nodes = config["nodes"]
-    links = config["links"]
-    ends = [(int(link["from"]), int(link["to"])) for link in links]
-    # Routers forward, and so do hosts that carry pods (`forwarding`, as the engine's sim.rs).
-    forwards = [n.get("kind", "host") == "router" or bool(n.get("forwarding")) for n in nodes]
-    src, dst = int(flow["src"]), int(flow["dst"])
-    if str(flow.get("data_side", "client")).lower() == "server":
-        # The server sends the data (engine config.rs FlowConfig.data_side): route dst -> src.
-        src, dst = dst, src
-    fwd = bfs_route(len(nodes), ends, src, dst, forwards)
-    rev = bfs_route(len(nodes), ends, dst, src, forwards)
-    if not fwd or rev is None:
-        return None
-    mss = int(flow.get("tcp", {}).get("mss_bytes", 1448))
-    rates = [shaped_payload_bps(links[i], mss, src) for i in fwd]
-    ceiling = min(rates)
-    delays = [int(link["delay_ns"]) for link in links]
-    return FlowPath(
-        flow=str(flow["name"]),
-        data_links=tuple(fwd),
-        ack_links=tuple(rev),
-        payload_ceiling_bps=ceiling,
-        base_rtt_s=(route_delay_ns(fwd, delays) + route_delay_ns(rev, delays)) / 1e9,
-        bottleneck_link=fwd[rates.index(ceiling)],
-    )
+    return _Paths(config).of(flow)
 
 
 def flow_paths(config: Mapping[str, Any]) -> dict[str, FlowPath]:
-    """``{flow name: FlowPath}`` for every routed flow of an engine configuration."""
+    """``{flow name: FlowPath}`` for every routed flow of an engine configuration.
+
+    The route search runs once per distinct path (ends, data side, MSS), not once per flow:
+    a workload's 10,000 connections between two hosts share one."""
+    paths = _Paths(config)
     out = {}
     for flow in config.get("flows", []):
-        path = flow_path(config, flow)
+        path = paths.of(flow)
         if path is not None:
             out[path.flow] = path
     return out
+
+
+class _Paths:
+    """The routing facts of one configuration, read once, and the paths found so far."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.nodes = config["nodes"]
+        self.links = config["links"]
+        self.ends = [(int(link["from"]), int(link["to"])) for link in self.links]
+        # Routers forward, and so do hosts that carry pods (`forwarding`, as the engine's sim.rs).
+        self.forwards = [n.get("kind", "host") == "router" or bool(n.get("forwarding")) for n in self.nodes]
+        self.delays = [int(link["delay_ns"]) for link in self.links]
+        self.found: dict[tuple[int, int, int], FlowPath | None] = {}
+
+    def of(self, flow: Mapping[str, Any]) -> FlowPath | None:
+        src, dst = int(flow["src"]), int(flow["dst"])
+        if str(flow.get("data_side", "client")).lower() == "server":
+            # The server sends the data (engine config.rs FlowConfig.data_side): route dst -> src.
+            src, dst = dst, src
+        mss = int(flow.get("tcp", {}).get("mss_bytes", 1448))
+        key = (src, dst, mss)
+        if key not in self.found:
+            self.found[key] = self._path(src, dst, mss)
+        p = self.found[key]
+        if p is None:
+            return None
+        return FlowPath(
+            str(flow["name"]), p.data_links, p.ack_links, p.payload_ceiling_bps, p.base_rtt_s, p.bottleneck_link
+        )
+
+    def _path(self, src: int, dst: int, mss: int) -> FlowPath | None:
+        fwd = bfs_route(len(self.nodes), self.ends, src, dst, self.forwards)
+        rev = bfs_route(len(self.nodes), self.ends, dst, src, self.forwards)
+        if not fwd or rev is None:
+            return None
+        rates = [shaped_payload_bps(self.links[i], mss, src) for i in fwd]
+        ceiling = min(rates)
+        return FlowPath(
+            flow="",
+            data_links=tuple(fwd),
+            ack_links=tuple(rev),
+            payload_ceiling_bps=ceiling,
+            base_rtt_s=(route_delay_ns(fwd, self.delays) + route_delay_ns(rev, self.delays)) / 1e9,
+            bottleneck_link=fwd[rates.index(ceiling)],
+        )

@@ -317,6 +317,8 @@ class Result:
         #: more files for the run directory, by name (``FLOW.pcap`` of a capture; written
         #: by :meth:`write`, names matching results.rundir.RUN_ENTRY_PATTERN)
         self.extra_files: dict[str, bytes] = {}
+        # the end-of-run tool texts, made once: the run writer and its report both show them
+        self._end_stats_files: dict[str, str] | None = None
 
     # -- derived tables ---------------------------------------------------------------
 
@@ -717,6 +719,13 @@ class Result:
     def stats_files(self, at_ns: int | None = None) -> dict[str, str]:
         """The tool-format texts of the run directory, by file name (``at_ns``: ss as at that
         time; the other texts are end-of-run counters)."""
+        if at_ns is None:
+            if self._end_stats_files is None:
+                self._end_stats_files = self._stats_files(None)
+            return dict(self._end_stats_files)
+        return self._stats_files(at_ns)
+
+    def _stats_files(self, at_ns: int | None) -> dict[str, str]:
         files = {f"tc-qdisc-{node}.txt": text for node, text in self.tc_texts().items()}
         files.update({f"ss-tin-{node}.txt": text for node, text in self.ss_texts(at_ns).items()})
         files.update({f"ethtool-S-{host}.txt": text for host, text in self.ethtool_texts().items()})

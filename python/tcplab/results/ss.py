@@ -292,7 +292,10 @@ def sockets_at(
     at_end = at_ns is None or t_ns >= duration_ns
     kinds, folded = app_kinds(config)
     rows = _last_rows(timeseries, None if at_end else t_ns)
-    totals = {str(r["name"]): r for r in flows.to_dict("records")} if not flows.empty else {}
+    # the totals of the flows shown only: a workload's 10,000 unsampled connections have rows too
+    shown = {str(f["name"]) for i, f in enumerate(config.get("flows", [])) if i in rows and i not in folded}
+    shown_rows = flows[flows["name"].isin(shown)] if not flows.empty else flows
+    totals = {str(r["name"]): r for r in shown_rows.to_dict("records")} if not shown_rows.empty else {}
     out: dict[str, list[SsSocket]] = {}
     for i, f in enumerate(config.get("flows", [])):
         if i in folded or not f.get("sample", True) or i not in rows:

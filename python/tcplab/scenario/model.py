@@ -66,12 +66,23 @@ class Scenario(_Model):
     _raw: dict = PrivateAttr(default_factory=dict)
     _lines: dict = PrivateAttr(default_factory=dict)  # field path -> line in the source file
     _warnings: list = PrivateAttr(default_factory=list)
+    # the resolved topology while the cross-reference checks run (each of four checks reads
+    # it; expanding the flows of a 40,000-connection workload is the costly part), else None
+    _topology_in_checks: Any = PrivateAttr(default=None)
 
     # -- cross-reference checks -------------------------------------------------------
 
     @model_validator(mode="after")
     def _check_references(self) -> Scenario:
         """Cross-field checks; every problem found is reported, each with its own path."""
+        try:
+            self._check_references_once()
+        finally:
+            self._topology_in_checks = None
+        return self
+
+    def _check_references_once(self) -> None:
+        self._topology_in_checks = False  # False: compute on first use; then kept until the end
         errors: list[UnitError] = []
 
         def error(path: tuple, problem: str, expected: str, value: Any = None) -> None:
@@ -99,7 +110,6 @@ class Scenario(_Model):
             raise errors[0]
         if errors:
             raise UnitErrors(errors)
-        return self
 
     def workloads(self) -> list[dict[str, Any]]:
         """The engine applications as to_core gives them, each with the index of its
@@ -176,7 +186,12 @@ class Scenario(_Model):
         return self.host_of(name).offload
 
     def _topology(self) -> _Topology:
-        return _Topology(self)
+        kept = self._topology_in_checks
+        if kept is None:
+            return _Topology(self)
+        if kept is False:
+            kept = self._topology_in_checks = _Topology(self)
+        return kept
 
     def routes(self) -> list[dict[str, Any]]:
         """Per engine flow: its name and the one-way link names of its data and ACK routes

@@ -16,6 +16,7 @@ percentages to 2 decimals, milliseconds to 1 decimal, counts as integers.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -314,6 +315,8 @@ def data_uri(png: bytes) -> str:
 
 
 _ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+#: each template compiled once per process, not once per page (a quick replay writes ~150)
+_template = functools.cache(_ENV.from_string)
 
 
 def _figures(plots: Sequence[Plot]) -> list[dict[str, str]]:
@@ -620,7 +623,7 @@ def render_report(
     (``tool_texts``: file name -> text) in collapsible blocks. Flows in ``collapsed``
     (flow name -> app name) are one row per app. ``notice`` (``{"level": "bad"|"info",
     "text"}``, a result's ``notice``: a kernel run's) is a box under the title, red when bad."""
-    return _ENV.from_string(_TEMPLATE).render(
+    return _template(_TEMPLATE).render(
         s=summary,
         notice=notice,
         apps=list(apps),
@@ -645,8 +648,15 @@ REPORT_MAX_CONFIG_CHARS = 200_000
 
 def _config_text(config: Mapping[str, Any] | None) -> dict[str, str]:
     """The report's engine configuration: its JSON, or a note pointing to the run directory's
-    scenario.resolved.json when it is larger than REPORT_MAX_CONFIG_CHARS."""
-    text = json.dumps(config, indent=1) if config else ""
+    scenario.resolved.json when it is larger than REPORT_MAX_CONFIG_CHARS.
+
+    The size is first measured compact, with json's C encoder: an indented text is never
+    shorter, and the indenting encoder is pure Python (a 40 MB configuration took seconds
+    only to be dropped)."""
+    if not config:
+        return {"config_json": "", "config_note": ""}
+    compact = json.dumps(config, separators=(",", ":"))
+    text = json.dumps(config, indent=1) if len(compact) <= REPORT_MAX_CONFIG_CHARS else compact
     if len(text) <= REPORT_MAX_CONFIG_CHARS:
         return {"config_json": text, "config_note": ""}
     note = (
@@ -711,7 +721,7 @@ def render_compare_report(
     if results:
         for metric, cells in _path_rows(results, [str(c) for c in table.columns]):
             rows.append({"metric": metric, "values": cells})
-    return _ENV.from_string(_COMPARE_TEMPLATE).render(
+    return _template(_COMPARE_TEMPLATE).render(
         title=title,
         description=description,
         columns=list(table.columns),

@@ -36,6 +36,7 @@ CommonMark mode with raw HTML off, so the page stays free of anything but what w
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -482,6 +483,8 @@ _ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, tri
 _ENV.filters["md"] = lambda text: Markup(_markdown_html(text))  # noqa: S704 - markdown-it with raw HTML off
 _ENV.filters["sig"] = lambda x: "-" if x is None else sig(float(x))
 _ENV.filters["vclass"] = lambda v: {"reproduced": "v-reproduced", "partly": "v-partly"}.get(v, "v-not")
+#: each template compiled once per process, not once per page (a quick replay writes ~150)
+_template = functools.cache(_ENV.from_string)
 
 _EXPERIMENT_TEMPLATE = """<!doctype html>
 <html lang="en">
@@ -663,8 +666,8 @@ def experiment_html(r: Mapping[str, Any], plots_dir: Path) -> str:
             if png.is_file():
                 uri = data_uri(png.read_bytes())
         explanations.append({**x, "uri": uri})
-    return _ENV.from_string(_EXPERIMENT_TEMPLATE).render(r=r, explanations=explanations, style=_STYLE + _EXTRA_STYLE)
+    return _template(_EXPERIMENT_TEMPLATE).render(r=r, explanations=explanations, style=_STYLE + _EXTRA_STYLE)
 
 
 def index_html(index: Mapping[str, Any]) -> str:
-    return _ENV.from_string(_INDEX_TEMPLATE).render(i=index, style=_STYLE + _EXTRA_STYLE)
+    return _template(_INDEX_TEMPLATE).render(i=index, style=_STYLE + _EXTRA_STYLE)

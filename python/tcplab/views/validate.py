@@ -28,6 +28,7 @@ the simulator only, and the caption says so.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -523,6 +524,8 @@ def validation_markdown(v: Validation, plots: Sequence[Plot] = ()) -> str:
 
 
 _ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+#: each template compiled once per process, not once per page (a quick replay writes ~150)
+_template = functools.cache(_ENV.from_string)
 
 _TEMPLATE = """<!doctype html>
 <html lang="en">
@@ -624,7 +627,7 @@ docs/kernel-pin.md, Kernel mode).</p>
 
 def validation_html(v: Validation, plots: Sequence[Plot] = ()) -> str:
     """report.html (self-contained)."""
-    return _ENV.from_string(_TEMPLATE).render(
+    return _template(_TEMPLATE).render(
         h=_header(v),
         style=_STYLE,
         valid=v.valid,
