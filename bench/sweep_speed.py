@@ -3,7 +3,7 @@
 and where each run's time goes.
 
     python bench/sweep_speed.py                 # every case, ~5 minutes (make bench-sweep)
-    python bench/sweep_speed.py --only short --repeat 5 --jobs 2 [--duration 20s]
+    python bench/sweep_speed.py --only short --repeat 5 --jobs 2 [--duration 20s] [--dask]
 
 Three sweeps of 40 runs each: 8 points (--grid flows.0.cc=cubic,bbr x a second parameter with
 4 values) x --seeds 5:
@@ -40,6 +40,7 @@ near 0. Writes target/bench/sweep-speed.json and target/bench/sweep-speed.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -49,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -316,7 +318,47 @@ def split_summary(split: dict) -> dict:
     return out
 
 
-def measure_case(case: str, args: argparse.Namespace, tmp: Path) -> dict:
+@contextlib.contextmanager
+def dask_cluster(workers: int, tmp: Path) -> Iterator[str]:
+    """A Dask cluster as a user starts one (``dask scheduler``; ``dask worker --nworkers N
+    --nthreads 1``, separate processes on this machine); yields the scheduler's address once
+    ``workers`` workers have joined. Its processes are stopped on the way out."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    info = tmp / "dask-scheduler.json"
+    info.unlink(missing_ok=True)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [
+        subprocess.Popen(
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+            **quiet,
+        )
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while not info.is_file() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(info.read_text())["address"]
+        procs.append(
+            subprocess.Popen(
+                [dask, "worker", address, "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard"], **quiet
+            )
+        )
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+        yield address
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in reversed(procs):
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def measure_case(case: str, args: argparse.Namespace, tmp: Path, dask_address: str | None = None) -> dict:
     runs = n_runs(case)
     scenario, sets, grid, what = CASES[case]
     sweep = sweep_args(case, args.duration)
@@ -330,6 +372,8 @@ def measure_case(case: str, args: argparse.Namespace, tmp: Path) -> dict:
         "pool_1": [tcplab_exe(), "sweep", *sweep, "-o", out, "--jobs", "1"],
         f"pool_{args.jobs}": [tcplab_exe(), "sweep", *sweep, "-o", out, "--jobs", str(args.jobs)],
     }
+    if dask_address is not None:
+        forms[f"dask_{args.jobs}"] = [tcplab_exe(), "sweep", *sweep, "-o", out, "--dask", dask_address]
     walls: dict[str, list[float]] = {k: [] for k in forms}
     cpus: dict[str, list[float]] = {k: [] for k in forms}
     others: dict[str, list[float]] = {k: [] for k in forms}
@@ -356,8 +400,11 @@ def measure_case(case: str, args: argparse.Namespace, tmp: Path) -> dict:
     serial = json.loads(serial_result.read_text())  # the last round's
     fig["one_process"]["run"] = _stats(serial["run_s"])
     fig["one_process"]["runs_phase_s"] = serial["runs_phase_s"]
-    one, pool1, pooln = (fig[f]["wall_s"] for f in forms)
+    one, pool1, pooln = (fig[f]["wall_s"] for f in list(forms)[:3])
     fig["speedup"] = one / pooln
+    if dask_address is not None:
+        # the workers are other processes: their CPU shows as others' CPU, not the command's
+        fig["dask_speedup"] = one / fig[f"dask_{args.jobs}"]["wall_s"]
     fig["pool_cost_per_run_s"] = (pool1 - one) / runs
     # the same from CPU time, which other processes on the machine do not inflate
     fig["pool_cpu_per_run_s"] = (fig["pool_1"]["cpu_s"] - fig["one_process"]["cpu_s"]) / runs
@@ -394,6 +441,15 @@ def markdown(figures: dict) -> str:
             f" | {1e3 * c['pool_cpu_per_run_s']:.1f} | {load} |"
         )
     lines.append("")
+    for c in figures["cases"]:
+        if "dask_speedup" in c:
+            d = c[f"dask_{jobs}"]
+            lines.append(
+                f"- {c['case']} on a local Dask cluster of {jobs} worker processes (`dask scheduler`, `dask worker"
+                f" --nworkers {jobs} --nthreads 1`, started once before the rounds): {d['wall_s']:.2f} s,"
+                f" {c['dask_speedup']:.2f}x one process (the workers' CPU counts as others' CPU:"
+                f" {d['others_cpu_s']:.2f} s)"
+            )
     for c in figures["cases"]:
         lines.append(
             f"- {c['case']}: the runs alone (first run's start to last rows written): one process"
@@ -442,6 +498,11 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="rounds of each measurement; the fastest counts")
     ap.add_argument("--only", choices=sorted(CASES), help="one case")
     ap.add_argument(
+        "--dask",
+        action="store_true",
+        help="also run each sweep on a local Dask cluster of --jobs worker processes (dask scheduler + dask worker)",
+    )
+    ap.add_argument(
         "--out", default=str(OUT / "sweep-speed"), help="OUT.json and OUT.md (default target/bench/sweep-speed)"
     )
     ap.add_argument("--inner", choices=["serial", "split"], help=argparse.SUPPRESS)
@@ -461,9 +522,11 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "cases": [],
     }
-    with tempfile.TemporaryDirectory(prefix="tcplab-sweep-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tcplab-sweep-bench-") as tmp, contextlib.ExitStack() as stack:
+        address = stack.enter_context(dask_cluster(args.jobs, Path(tmp))) if args.dask else None
+        figures["dask"] = address is not None
         for case in [args.only] if args.only else list(CASES):
-            figures["cases"].append(measure_case(case, args, Path(tmp)))
+            figures["cases"].append(measure_case(case, args, Path(tmp), address))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(figures, indent=2) + "\n")
