@@ -86,6 +86,7 @@ import gzip
 import io
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -321,7 +322,7 @@ def flent_data(run: RunData) -> dict[str, Any]:
         # scalar per value (the same numbers, several times slower)
         t_list, slot_list, srtt_list = t_col.tolist(), slot_col.tolist(), srtt.tolist()
         goodput_list = goodput.tolist() if goodput is not None else None
-        raw_cols = {name: cols[name].tolist() for name in _RAW_COLUMNS if name in cols}
+        ss_raw = _ss_raw({name: cols[name].tolist() for name in _RAW_COLUMNS if name in cols}, len(t_list), f.cc)
         for j in range(len(t_list)):
             t_ns = t_list[j]
             t_s = t_ns / 1e9
@@ -334,7 +335,7 @@ def flent_data(run: RunData) -> dict[str, Any]:
             entry: dict[str, Any] = {"t": (t_ns + delay_ns) / 1e9, "val": val}
             latest_x = max(latest_x, entry["t"], x_values[k])
             if srtt_list[j] > 0:  # ESTAB, as ss would list it
-                entry.update(_ss_raw(raw_cols, j, f.cc))
+                entry.update(ss_raw(j))
                 rtts[k] = srtt_list[j] / 1000.0
             raws.append(entry)
         results[series] = values
@@ -436,31 +437,44 @@ _RAW_COLUMNS = (
 )
 
 
-def _ss_raw(cols: dict[str, list], j: int, cc: str) -> dict[str, Any]:
-    """What flent's SsRunner parses out of ``ss -t -i`` for sample ``j`` (its units: ms, Mbit/s)."""
+def _ss_raw(cols: dict[str, list], n: int, cc: str) -> Callable[[int], dict[str, Any]]:
+    """What flent's SsRunner parses out of ``ss -t -i`` for sample ``j`` (its units: ms,
+    Mbit/s), as a function of ``j`` over one flow's columns (``n`` samples; a column the
+    run lacks reads 0). Made once per flow: the samples of a long run are ~10^5."""
+    zeros = [0] * n
 
-    def get(name: str, default: Any = 0) -> Any:
-        return cols[name][j] if name in cols else default
+    def col(name: str) -> list:
+        return cols.get(name, zeros)
 
-    out: dict[str, Any] = {
-        "tcp_cwnd": float(get("cwnd")),
-        "tcp_rtt": int(get("srtt_us")) / 1000.0,
-        "tcp_rtt_var": int(get("rttvar_us")) / 1000.0,
-    }
-    pacing = int(get("pacing_rate_bps"))
-    if 0 < pacing < _U64_MAX - 7:  # ~0 is "unlimited": ss prints none
-        out["tcp_pacing_rate"] = _mbit(pacing)
-    delivery = int(get("delivery_rate_bps"))
-    if delivery > 0:
-        out["tcp_delivery_rate"] = _mbit(delivery)
-    if cc == "bbr":
-        out["tcp_bbr_bw"] = _mbit(int(get("bbr_bw_bps")))
-        mrtt = int(get("bbr_min_rtt_us", get("min_rtt_us")))
-        if mrtt != 0xFFFFFFFF:
-            out["tcp_bbr_mrtt"] = mrtt / 1000.0
-        out["tcp_bbr_pacing_gain"] = float(get("pacing_gain", 0.0))
-        out["tcp_bbr_cwnd_gain"] = float(get("cwnd_gain", 0.0))
-    return out
+    cwnd, srtt, rttvar = col("cwnd"), col("srtt_us"), col("rttvar_us")
+    pacing_rate, delivery_rate = col("pacing_rate_bps"), col("delivery_rate_bps")
+    bbr = cc == "bbr"
+    bbr_bw, pacing_gain, cwnd_gain = col("bbr_bw_bps"), col("pacing_gain"), col("cwnd_gain")
+    bbr_min_rtt = cols["bbr_min_rtt_us"] if "bbr_min_rtt_us" in cols else col("min_rtt_us")
+    unlimited = _U64_MAX - 7
+
+    def raw(j: int) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "tcp_cwnd": float(cwnd[j]),
+            "tcp_rtt": int(srtt[j]) / 1000.0,
+            "tcp_rtt_var": int(rttvar[j]) / 1000.0,
+        }
+        pacing = int(pacing_rate[j])
+        if 0 < pacing < unlimited:  # ~0 is "unlimited": ss prints none
+            out["tcp_pacing_rate"] = _mbit(pacing)
+        delivery = int(delivery_rate[j])
+        if delivery > 0:
+            out["tcp_delivery_rate"] = _mbit(delivery)
+        if bbr:
+            out["tcp_bbr_bw"] = _mbit(int(bbr_bw[j]))
+            mrtt = int(bbr_min_rtt[j])
+            if mrtt != 0xFFFFFFFF:
+                out["tcp_bbr_mrtt"] = mrtt / 1000.0
+            out["tcp_bbr_pacing_gain"] = float(pacing_gain[j])
+            out["tcp_bbr_cwnd_gain"] = float(cwnd_gain[j])
+        return out
+
+    return raw
 
 
 def _finite(x: Any) -> Any:

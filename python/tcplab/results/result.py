@@ -299,10 +299,7 @@ class Result:
         )
         # Long format with categorical names: a 40k-connection broadcast has ~1.6 M rows, whose
         # repeated name strings as Python objects cost ~80 MB; as categories a few MB.
-        self.flow_counters = pd.DataFrame(
-            [(f["name"], k, int(v)) for f in output.flows for k, v in f.get("counters", {}).items()],
-            columns=["flow", "counter", "value"],
-        ).astype({"flow": "category", "counter": "category"})
+        self.flow_counters = _flow_counters(output.flows)
         self._host_counters = {h["name"]: {k: int(v) for k, v in h.get("counters", {}).items()} for h in output.hosts}
         self.hosts = self._hosts_list(output)
         self.timeseries = self._timeseries_frame(output)
@@ -565,18 +562,23 @@ class Result:
     def _summary(self) -> dict[str, Any]:
         paths = flow_paths(self.config)
         folded = collapsed_flows(self.apps, SUMMARY_MAX_APP_CONNECTIONS)
-        records = self.flows.to_dict("records")
-        members: dict[str, list[dict[str, Any]]] = {}
-        for row in records:
-            if str(row["name"]) in folded:
-                members.setdefault(folded[str(row["name"])], []).append(row)
+        # An app's 10,000 connections are one row, summed from the columns: only the other
+        # flows become records (a record per connection cost more than the simulation)
+        app_of = [folded.get(str(n)) for n in self.flows["name"].tolist()]
+        members: dict[str, list[int]] = {}
+        for i, app in enumerate(app_of):
+            if app is not None:
+                members.setdefault(app, []).append(i)
+        shown = [i for i, app in enumerate(app_of) if app is None]
+        records = iter(self.flows.iloc[shown].to_dict("records") if members else self.flows.to_dict("records"))
+        columns = _Columns(self.flows)
         flows = []
-        for row in records:
-            app = folded.get(str(row["name"]))
+        for app in app_of:
             if app is not None:
                 if app in members:  # at the app's first connection: one row for all of them
-                    flows.append(_aggregate_flow(app, members.pop(app)))
+                    flows.append(_aggregate_flow(app, columns.rows(members.pop(app))))
                 continue
+            row = next(records)
             flow = {k: _finite(row[k]) for k in SUMMARY_FLOW_KEYS}
             # What the route allows (tcplab.results.paths): the smallest of its link rates and
             # shapers (tbf, fq maxrate, EDT), x mss / (mss + 52 + framing); None if unrouted.
@@ -788,16 +790,62 @@ def _app_flow_names(app: dict[str, Any], config: dict[str, Any]) -> list[str]:
     return [str(flows[int(i)]["name"]) for i in app.get("flows", []) if 0 <= int(i) < len(flows)]
 
 
-def _aggregate_flow(app: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _flow_counters(flows: list[dict[str, Any]]) -> pd.DataFrame:
+    """``Result.flow_counters``: flow, counter, value (long format), the names categorical,
+    built a column at a time (a tuple per row was most of a broadcast's Result)."""
+    names: list[str] = []
+    keys: list[str] = []
+    values: list[int] = []
+    for f in flows:
+        counters = f.get("counters", {})
+        names.extend([f["name"]] * len(counters))
+        keys.extend(counters)
+        values.extend(int(v) for v in counters.values())
+    frame = pd.DataFrame({"flow": names, "counter": keys, "value": np.asarray(values, dtype=np.int64)})
+    return frame.astype({"flow": "category", "counter": "category"})
+
+
+class _Columns:
+    """A frame's columns as Python lists, each made on first use, and rows of them."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self.lists: dict[str, list[Any]] = {}
+
+    def rows(self, positions: list[int]) -> _Rows:
+        return _Rows(self, positions)
+
+    def column(self, key: str) -> list[Any]:
+        if key not in self.lists:
+            self.lists[key] = self.frame[key].tolist()  # the Python values to_dict("records") gives
+        return self.lists[key]
+
+
+class _Rows:
+    """Some rows of a frame, read a column at a time (:func:`_aggregate_flow`)."""
+
+    def __init__(self, columns: _Columns, positions: list[int]) -> None:
+        self.columns = columns
+        self.positions = positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def values(self, key: str) -> list[Any]:
+        column = self.columns.column(key)
+        return [column[i] for i in self.positions]
+
+
+def _aggregate_flow(app: str, rows: _Rows) -> dict[str, Any]:
     """summary.json's one row for an app's many connections: totals (goodput, bytes,
     segments, retransmissions, RTOs, chronograph times summed; ratios of the sums), no RTT
     percentiles (per connection in flows.parquet, rows whose ``app`` is ``app``)."""
 
     def total(key: str) -> float:
-        return float(sum(v for r in rows if (v := _finite(r[key])) is not None))
+        return float(sum(v for x in rows.values(key) if (v := _finite(x)) is not None))
 
     def one_or_list(key: str) -> str | list[str]:
-        values = list(dict.fromkeys(str(r[key]) for r in rows))
+        values = list(dict.fromkeys(str(x) for x in rows.values(key)))
         return values[0] if len(values) == 1 else values
 
     segs, busy = int(total("data_segs_out")), total("busy_ms")
@@ -809,8 +857,8 @@ def _aggregate_flow(app: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "from": one_or_list("from"),
         "to": one_or_list("to"),
         "cc": one_or_list("cc"),
-        "start_s": min(float(r["start_s"]) for r in rows),
-        "end_s": max(float(r["end_s"]) for r in rows),
+        "start_s": min(float(x) for x in rows.values("start_s")),
+        "end_s": max(float(x) for x in rows.values("end_s")),
         "goodput_bps": total("goodput_bps"),
         "bytes_received": int(total("bytes_received")),
         "data_segs_out": segs,
