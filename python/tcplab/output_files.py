@@ -232,6 +232,8 @@ def output_error(error: OSError, path: str | os.PathLike[str], *, note: str = ""
         m = re.search(r"\[errno (\d+)\]", str(error), re.IGNORECASE)
         code = int(m.group(1)) if m else None
     cause = error.strerror or (os.strerror(code) if code else " ".join(str(error).split()))
+    if note and cause.endswith(note):  # raised again by an enclosing atomic write: said once
+        note = ""
     return OSError(code, cause + note, str(path))
 
 

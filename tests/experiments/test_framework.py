@@ -284,6 +284,34 @@ def test_a_failing_run_is_stated_and_exits_1(fake, real_core, tmp_path, monkeypa
     assert "FAILED" in (out / "index.md").read_text()
 
 
+@pytest.mark.engine
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_full_disk_while_a_worker_writes_its_run_stops_the_replay(fake, real_core, tmp_path, monkeypatch, jobs):
+    """Each worker writes its run's directory (in parallel, as it simulates); a disk that
+    fills meanwhile is the replay's error (exit 1, the file named, nothing left), as when the
+    parent wrote every run itself, not one run's failure among the others."""
+    import errno
+
+    from tcplab.results import Result
+
+    real = Result._write_files
+
+    def full(self, out, *, plots):
+        if self.scenario.name and "bbr" in " ".join(self.overrides):
+            raise OSError(errno.ENOSPC, "No space left on device", str(out / "flows.parquet"))
+        return real(self, out, plots=plots)
+
+    monkeypatch.setattr(Result, "_write_files", full)  # inherited by the forked workers
+    out = tmp_path / "out"
+    r = _cli("reproduce", "fake-exp", "--quick", "-o", out, "-j", jobs)
+    assert r.exit_code == 1, r.output
+    last = r.output.strip().splitlines()[-1]
+    assert last.startswith("error:") and last.endswith(
+        "runs/bbr/flows.parquet: No space left on device (nothing written)"
+    )
+    assert not out.exists() and not list(tmp_path.glob(".out*"))
+
+
 def test_command_line_mistakes_exit_2(fake, tmp_path):
     for args, text in (
         ((), "--all"),

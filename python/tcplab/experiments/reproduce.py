@@ -119,7 +119,7 @@ def crosscheck_run(
     return CrosscheckResult(check, ids, summaries, ok, capture=capture, missing=missing)
 
 
-def _run_and_write(item: tuple[Any, Path | None]) -> Result | VariantFailure:
+def _run_and_write(item: tuple[Any, Path | None]) -> Result | VariantFailure | _WriteFailed:
     """One planned run (a :data:`tcplab.compare.Job`) and, with a directory, its run directory
     written there: in the worker process that ran it, so that the runs' directories are
     written in parallel, as the simulations are, not one by one after them all."""
@@ -129,8 +129,18 @@ def _run_and_write(item: tuple[Any, Path | None]) -> Result | VariantFailure:
     job, directory = item
     outcome = run_variant_or_failure(job)
     if directory is not None and isinstance(outcome, Result):
-        outcome.write(directory, overwrite=True, plots=False)
+        try:
+            outcome.write(directory, overwrite=True, plots=False)
+        except OSError as e:  # a full disk stops the replay (the parent raises it), not one run
+            return _WriteFailed(e)
     return outcome
+
+
+@dataclass(frozen=True)
+class _WriteFailed:
+    """A run's directory could not be written (:func:`_run_and_write`): the parent raises ``error``."""
+
+    error: OSError
 
 
 def run_experiments(
@@ -176,13 +186,18 @@ def run_experiments(
         labelled = lambda i: f"tcplab-{work[i][0][1]}"  # noqa: E731 - the process's name in ps
         for i, outcome in map_in_processes(work, _run_and_write, n_jobs, name=labelled):
             label = work[i][0][1]
+            if isinstance(outcome, _WriteFailed):
+                raise outcome.error
             outcomes[label] = VariantFailure(label, outcome.reason) if isinstance(outcome, WorkerFailure) else outcome
             done(label, outcomes[label])
     else:
         for item in work:
             label = item[0][1]
-            outcomes[label] = _run_and_write(item)
-            done(label, outcomes[label])
+            outcome = _run_and_write(item)
+            if isinstance(outcome, _WriteFailed):
+                raise outcome.error
+            outcomes[label] = outcome
+            done(label, outcome)
     elapsed = time.perf_counter() - started
     result: list[Outcome] = []
     for e, planned in plans:
