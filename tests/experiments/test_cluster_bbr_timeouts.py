@@ -144,6 +144,17 @@ def test_marins_cc_leaves_the_stream_to_nezuko():
     assert abs(p["cubic"]["played_s"] - p["bbr"]["played_s"]) <= 0.1 * max(p["cubic"]["played_s"], 1.0)
 
 
+def test_the_fq_points_run_the_qdisc_they_name_on_the_senders_device():
+    """The "fq required" comparison is fq against fq_codel on sakura's device; a pod in the
+    Bandwidth Manager would put fq there whatever default_qdisc says (both points fq)."""
+    for qdisc, point in plan.FQ.items():
+        config = tcplab.load_scenario(DIR / "bbr-stuck-search.yaml", list(point.overrides)).to_core()
+        names = [n["name"] for n in config["nodes"]]
+        (out,) = [link for link in config["links"] if link["name"] == "sakura->switch"]
+        assert out["queue"]["kind"] == qdisc and not out.get("edt")
+        assert names[config["flows"][0]["src"]] == "sakura" and config["flows"][0]["cc"] == "bbr"
+
+
 def test_bbr_without_fq_is_paced_by_tcp_itself():
     """tcp_output.c: tcp_needs_internal_pacing(): without fq, BBR's pacing falls back to TCP's
     own hrtimer, so BBR through a 100 Mbit/s port with fq_codel keeps the rate and loses nothing."""

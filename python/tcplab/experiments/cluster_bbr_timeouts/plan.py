@@ -145,11 +145,14 @@ CLEAN = {
     for cc in ("bbr", "cubic")
 }
 #: "fq required for BBR": a BBR bulk flow between the nodes themselves (no pod, no EDT) through
-#: a 100 Mbit/s port, the nodes' default qdisc fq or fq_codel.
+#: a 100 Mbit/s port, the nodes' default qdisc fq or fq_codel. The scenario's pod leaves the
+#: Bandwidth Manager (mode cni): the manager installs fq on the node's device whatever
+#: default_qdisc says (tcplab.scenario.bandwidth), which made both points run fq.
 FQ = {
     qdisc: Point(
         f"fq-{qdisc}",
         (
+            "pods.sender.mode=cni",
             f"hosts.sakura.sysctl.net.core.default_qdisc={qdisc}",
             "hosts.sakura.sysctl.net.ipv4.tcp_congestion_control=bbr",
             "links.1.rate=100Mbit",
