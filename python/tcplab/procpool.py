@@ -23,6 +23,7 @@ Floor 0 (a leaf, DESIGN.md's "Layout"): imports only :mod:`tcplab.signals`.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -67,6 +68,10 @@ def _worker_main(conn: Any, fn: Callable[[Any], Any], job: Any, parent_pid: int)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked by the parent's fork
     die_with_parent(parent_pid)
+    # What the worker inherited (the parent's modules, and in a replay every result so far)
+    # is the parent's to keep: out of the collector's sight, so that the worker's own
+    # collections walk only the objects it makes (a full collection walked them all)
+    gc.freeze()
     try:
         outcome = fn(job)
     except Exception as e:  # noqa: BLE001 - any failure is this job's, reported in one line
