@@ -29,7 +29,7 @@ def reproduce(
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Run the five experiments.")] = False,
     quick: Annotated[
-        bool, typer.Option("--quick", help="Shorter runs and fewer sweep points (under 2 minutes for --all).")
+        bool, typer.Option("--quick", help="Shorter runs and fewer sweep points (under a minute for --all on 2 cores).")
     ] = False,
     output: Annotated[
         Path | None,
