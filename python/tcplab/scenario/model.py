@@ -11,7 +11,14 @@ from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from tcplab.errors import ScenarioWarning, UnitError, UnitErrors
 from tcplab.scenario.base import EXTENSION_PREFIX, _Model
-from tcplab.scenario.checks import check_connections, check_flows, check_nodes, check_pods, check_queue_limits
+from tcplab.scenario.checks import (
+    app_warnings,
+    check_connections,
+    check_flows,
+    check_nodes,
+    check_pods,
+    check_queue_limits,
+)
 from tcplab.scenario.cost import DEFAULT_CPU_TIME_NS, check_cpu_time
 from tcplab.scenario.fields import Int, NodeName, PosTime, ScenarioName, _t
 from tcplab.scenario.flows import Flow, flow_names, sampled_connections_of
@@ -69,6 +76,9 @@ class Scenario(_Model):
     # the resolved topology while the cross-reference checks run (each of four checks reads
     # it; expanding the flows of a 40,000-connection workload is the costly part), else None
     _topology_in_checks: Any = PrivateAttr(default=None)
+    # (path, message) of the valid application settings that are probably not meant
+    # (checks.app_warnings), found while the checks' topology is at hand
+    _app_warnings: list = PrivateAttr(default_factory=list)
 
     # -- cross-reference checks -------------------------------------------------------
 
@@ -106,6 +116,8 @@ class Scenario(_Model):
         check_limits(self, error, sampled_flows(self))
         if not errors:  # the estimate resolves the whole scenario: only a valid one
             check_cpu_time(self, error)
+        if not errors:
+            self._app_warnings = app_warnings(self)
         if len(errors) == 1:
             raise errors[0]
         if errors:

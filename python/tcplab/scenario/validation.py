@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from tcplab.errors import ScenarioError, ScenarioWarning, UnitError, UnitErrors, show_value
 from tcplab.scenario.apps import APP_KINDS, app_keys
 from tcplab.scenario.base import UnknownKey
-from tcplab.scenario.checks import app_warnings, check_flows, check_nodes, partial_view
+from tcplab.scenario.checks import check_flows, check_nodes, partial_view
 from tcplab.scenario.model import Scenario
 from tcplab.units import parse_tc_size, rate_unit_warning
 
@@ -44,7 +44,7 @@ def validate_scenario(
             "nested too deeply to validate", file=file, expected="a scenario nested a few levels deep"
         ) from None
     scenario._warnings = collect_warnings(data, file, lines or {})
-    for path, message in app_warnings(scenario):
+    for path, message in scenario._app_warnings:
         dotted = ".".join(str(p) for p in path)
         scenario._warnings.append(ScenarioWarning(message, file=file, path=dotted, lineno=line_of(dotted, lines or {})))
     return scenario
