@@ -371,46 +371,35 @@ def test_output_into_a_closed_pipe_is_no_traceback():
     assert "Traceback" not in proc.stderr, proc.stderr
 
 
-def test_loading_and_validating_a_scenario_does_not_load_pandas():
-    # `tcplab check`, `--help` and diagnose stay quick: the table libraries load on first
-    # use (a run), not when a scenario is validated (its memory estimate needs only the
-    # column widths, tcplab.columns).
+def _modules_after(code: str, modules: tuple[str, ...]) -> list[str]:
+    """The last line ``code`` prints, then which of ``modules`` a fresh interpreter holds after it."""
     import subprocess
 
-    code = (
-        "import sys, tcplab; tcplab.load_scenario('builtin:cubic-vs-bbr-lossy');"
-        "print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules))"
-    )
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in {modules!r} if m in sys.modules))"
     out = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", probe],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "python")},
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    return out.stdout.strip().splitlines()
+
+
+def test_loading_and_validating_a_scenario_does_not_load_pandas():
+    # `tcplab check`, `--help` and diagnose stay quick: the table libraries load on first
+    # use (a run), not when a scenario is validated (its memory estimate needs only the
+    # column widths, tcplab.columns).
+    lines = _modules_after(
+        "import tcplab; tcplab.load_scenario('builtin:cubic-vs-bbr-lossy')", ("pandas", "pyarrow", "matplotlib")
+    )
+    assert lines == ["[]"]
 
 
 def test_version_loads_neither_numpy_nor_pandas():
     # `tcplab --version` names the engine's version through tcplab.engine (the one module that
     # may import the compiled engine); the table libraries load with the first run (issue 27).
-    import subprocess
-
-    code = (
-        "import sys\n"
-        "from tcplab.cli import main\n"
-        "sys.argv = ['tcplab', '--version']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('numpy', 'pandas', 'pyarrow', 'matplotlib', 'pydantic') if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "python")},
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("tcplab "), out.stdout
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    code = "import sys\nfrom tcplab.cli import main\nsys.argv = ['tcplab', '--version']\ntry:\n    main()\nexcept SystemExit:\n    pass"
+    lines = _modules_after(code, ("numpy", "pandas", "pyarrow", "matplotlib", "pydantic"))
+    assert lines[0].startswith("tcplab ") and lines[-1] == "[]", lines

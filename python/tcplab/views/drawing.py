@@ -76,8 +76,10 @@ def png_bytes(fig: Figure) -> bytes:
     """The figure as PNG bytes (:data:`SAVE`)."""
     # savefig lays a constrained figure out twice (a draw without rendering, then the
     # rendering draw, which lays out again): lay it out once here and freeze it
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
     engine = fig.get_layout_engine()
-    if engine is not None and engine.__class__.__name__ == "ConstrainedLayoutEngine":
+    if isinstance(engine, ConstrainedLayoutEngine):
         engine.execute(fig)
         fig.set_layout_engine("none")
     buf = io.BytesIO()
