@@ -55,6 +55,35 @@ def digest(raw: Any) -> str:
     return h.hexdigest()[:16]
 
 
+def _without(obj: Any, key: str) -> Any:
+    """``obj`` (a JSON tree) without ``key`` anywhere in it."""
+    if isinstance(obj, dict):
+        return {k: _without(v, key) for k, v in obj.items() if k != key}
+    if isinstance(obj, list):
+        return [_without(v, key) for v in obj]
+    return obj
+
+
+def config_for(core: Any, config: dict[str, Any]) -> str:
+    """The run's engine config as ``core`` accepts it: a field an older build does not know
+    (a feature added since, at its default) is dropped, and said so on stderr."""
+    import re
+    import sys
+
+    for _ in range(20):
+        text = json.dumps(config, separators=(",", ":"))
+        try:
+            core.validate(text) if hasattr(core, "validate") else None
+            return text
+        except ValueError as e:
+            m = re.search(r"unknown field `([^`]+)`", str(e))
+            if not m:
+                raise
+            print(f"note: dropping field {m.group(1)!r} this build does not know", file=sys.stderr)
+            config = _without(config, m.group(1))
+    raise SystemExit("too many unknown fields")
+
+
 def main() -> None:
     import tcplab
     from tcplab.experiments import load
@@ -70,12 +99,12 @@ def main() -> None:
     e = load(a.experiment)
     run = {r.label: r for r in e.runs(mode == "quick")}[label]
     sc = tcplab.load_scenario(e.scenario_path(run.scenario), run.overrides_for(mode == "quick"))
-    config = json.dumps(sc.to_core(), separators=(",", ":"))
     cores = {"before": load_core(a.before), "after": load_core(a.after)}
+    configs = {name: config_for(core, sc.to_core()) for name, core in cores.items()}
     for _ in range(a.pairs):
         for name, core in cores.items():
             t0 = time.process_time()
-            raw = core.run(config, None)
+            raw = core.run(configs[name], None)
             cpu = time.process_time() - t0
             raw.pop("version", None)
             print(f"{name:6s} {a.experiment}/{a.run}: engine CPU {cpu:.2f} s, output {digest(raw)}")

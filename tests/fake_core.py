@@ -86,6 +86,16 @@ def _child(q: dict[str, Any]) -> dict[str, Any] | None:
     return {"qdisc": child["kind"], **dict.fromkeys(QDISC_STATS, 0), "xstats": {}}
 
 
+def _ecn(flow: dict[str, Any]) -> dict[str, Any]:
+    """The flow's ECN state as the engine reports it: negotiated when the client asks
+    (tcp_ecn 1) and the server accepts (1 or 2), or the cc needs ECN (dctcp); no CE marks."""
+    client, server = (flow.get("tcp") or {}).get("tcp_ecn", [2, 2])
+    ok = flow["cc"] == "dctcp" or (client == 1 and server > 0)
+    # TCP_ECN_OK on both; the data receiver has seen ECT data (TCP_ECN_SEEN)
+    dctcp = {"ce_state": 0, "alpha": 1024, "ab_ecn": 0, "ab_tot": 0} if flow["cc"] == "dctcp" and ok else None
+    return {"sender_flags": int(ok), "receiver_flags": 9 if ok else 0, "delivered_ce": 0, "dctcp": dctcp}
+
+
 def _output(config: dict[str, Any]) -> dict[str, Any]:
     duration = config["duration_ns"]
     interval = config.get("sample_interval_ns", 100_000_000)
@@ -189,6 +199,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
                     "rwnd_limited_us": (stop - start) // 4000,
                     "sndbuf_limited_us": 0,
                 },
+                "ecn": _ecn(f),
                 "counters": {
                     "TcpOutSegs": segs,
                     "TcpRetransSegs": retrans,
@@ -238,7 +249,7 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
                 "xstats": {},
                 "child": _child(q),
                 "edt": [
-                    {"rate_bps": e["rate_bps"], "drops": 0, "stamped": 0, "passed": 0} for e in link.get("edt", [])
+                    {"rate_bps": e["rate_bps"], "drops": 0, "stamped": 0, "passed": 0, "ce_marks": 0} for e in link.get("edt", [])
                 ],
             }
         )

@@ -3,7 +3,8 @@
 A flow's ``tcp`` and ``cc_params`` keys are the engine's (``tcplab._core.defaults()``, which
 LINUX_TCP_DEFAULTS and LINUX_CC_DEFAULTS equal: test_defaults.py). kernel/plan.py sorts
 them by what a kernel makes of them: a sysctl of the data sender's or receiver's namespace,
-a route attribute or refusal (the other ``tcp`` keys), a tcp_cubic module parameter
+a sysctl of the client's and the server's namespaces by role (``tcp_ecn``), a route
+attribute or refusal (the other ``tcp`` keys), a tcp_cubic module parameter
 (every ``cc_params`` key but BBR's VM patch, which no kernel has). A key the engine gains
 must land in one of them, and none may name a key the engine does not have.
 """
@@ -15,7 +16,7 @@ from tcplab.scenario import LINUX_CC_DEFAULTS, LINUX_TCP_DEFAULTS
 
 
 def test_the_plan_sorts_every_tcp_key_of_the_contract_once():
-    groups = [set(plan.SENDER_SYSCTLS), set(plan.RECEIVER_SYSCTLS), set(plan._TCP_OTHER)]
+    groups = [set(plan.SENDER_SYSCTLS), set(plan.RECEIVER_SYSCTLS), set(plan.ENDPOINT_SYSCTLS), set(plan._TCP_OTHER)]
     assert sum(len(g) for g in groups) == len(set().union(*groups))  # no key in two groups
     assert set().union(*groups) == set(LINUX_TCP_DEFAULTS)
 

@@ -354,7 +354,7 @@ def _capture(rows: list[dict], ep: int = 0) -> Capture:
         ep=ep,
         truncated=0,
         packets=pd.DataFrame(cols),
-        flag_bits={"syn": 1, "dsack": 2, "retrans": 4, "fin": 16, "psh": 32},
+        flag_bits={"syn": 1, "dsack": 2, "retrans": 4, "fin": 16, "psh": 32, "ece": 64, "cwr": 128},
     )
 
 
@@ -431,7 +431,7 @@ def _raw_capture(**change):
         "node": 0,
         "ep": 0,
         "truncated": 0,
-        "flag_bits": {"syn": 1, "dsack": 2, "retrans": 4, "fin": 16, "psh": 32},
+        "flag_bits": {"syn": 1, "dsack": 2, "retrans": 4, "fin": 16, "psh": 32, "ece": 64, "cwr": 128},
         "columns": {c: np.zeros(2, dtype=d) for c, d in CAPTURE_DTYPES.items()},
     }
     raw.update(change)

@@ -309,17 +309,22 @@ def _varied() -> dict:
 
 #: The node keys of Linux's default offloads, on every host since issue 24 (GSO skbs, TSO, GRO).
 OFFLOAD_KEYS = ("gso_skbs", "tso", "gro")
+#: The TCP keys of ECN (issue 28), in every flow's ``tcp`` with Linux's defaults.
+ECN_TCP_DEFAULTS = {"tcp_ecn": [2, 2], "tcp_ecn_fallback": True}
 
 
 @pytest.mark.parametrize("name", sorted(BEFORE))
 def test_engine_json_of_scenarios_without_new_components_is_byte_identical(name):
-    # byte-identical but for the default offloads every host now carries
+    # byte-identical but for the default offloads every host now carries and the default ECN
+    # sysctls every flow now carries
     source = {"base": scenario(), "varied": _varied()}.get(name, f"builtin:{name}")
     config = tcplab.load_scenario(source).to_core()
     for n in config["nodes"]:
         if n["kind"] == "host":
             assert all(n.pop(k) is True for k in OFFLOAD_KEYS), n
         assert not set(OFFLOAD_KEYS) & set(n), n
+    for f in config["flows"]:
+        assert {k: f["tcp"].pop(k) for k in ECN_TCP_DEFAULTS} == ECN_TCP_DEFAULTS, f["name"]
     text = json.dumps(config, separators=(",", ":"))
     assert hashlib.sha256(text.encode()).hexdigest() == BEFORE[name]
 
@@ -614,9 +619,22 @@ BAD = [
         ['links.0.queue.maxrate: "40Gbit" is above what fq takes'],
     ),
     (
-        "fq-codel-ecn",
-        with_queue({"qdisc": "fq_codel", "ecn": True}),
-        ["links.0.queue.ecn: true is not supported: tcplab models no ECN"],
+        "pfifo-ecn",
+        with_queue({"qdisc": "pfifo", "limit": 100, "ecn": True}),
+        ["links.0.queue.ecn: true, but pfifo cannot mark packets (a FIFO only drops); expected false, or a qdisc"],
+    ),
+    (
+        "fq-ecn",
+        with_queue({"qdisc": "fq", "ecn": True}),
+        [
+            "links.0.queue.ecn: true, but fq has no ecn switch (it marks only above a ce_threshold); expected "
+            "ce_threshold: 1ms"
+        ],
+    ),
+    (
+        "fq-codel-ce-threshold-zero",
+        with_queue({"qdisc": "fq_codel", "ce_threshold": "0ms"}),
+        ['links.0.queue.ce_threshold: "0ms" is zero; expected a positive time such as 1ms'],
     ),
     ("fq-codel-flows", with_queue({"qdisc": "fq_codel", "flows": 0}), ["links.0.queue.flows: 0 is out of range"]),
     (

@@ -9,6 +9,7 @@ import pytest
 import tcplab
 from tcplab.loader import builtin_scenarios
 from tcplab.scenario import LINUX_CC_DEFAULTS, LINUX_TCP_DEFAULTS
+from tcplab.scenario.hosts import ENDPOINT_SYSCTLS
 
 # The engine contract (config JSON accepted by tcplab._core.run).
 TOP_KEYS = {"seed", "duration_ns", "sample_interval_ns", "nodes", "links", "flows", "max_memory_bytes"}
@@ -46,6 +47,7 @@ TIMED_QUEUE_KEYS = {
         "horizon_ns",
         "horizon_drop",
         "pacing",
+        "ce_threshold_ns",
     },
     "fq_codel": {
         "limit_packets",
@@ -56,6 +58,7 @@ TIMED_QUEUE_KEYS = {
         "memory_limit_bytes",
         "drop_batch",
         "ecn",
+        "ce_threshold_ns",
     },
 }
 
@@ -84,7 +87,10 @@ def check_contract(core: dict) -> None:
         # forwarding/cpu/nic appear only when set (scenarios without them keep their JSON)
         assert NODE_KEYS <= set(node) <= NODE_KEYS | NODE_OPTIONAL_KEYS and node["kind"] in ("host", "router")
     for link in core["links"]:
-        assert LINK_KEYS <= set(link) <= LINK_KEYS | {"edt", "orphan", "orphan_after_queue", "loss_window"}
+        assert (
+            LINK_KEYS <= set(link) <= LINK_KEYS | {"edt", "orphan", "orphan_after_queue", "loss_window", "bleach_ecn"}
+        )
+        assert link.get("bleach_ecn", True) is True  # only when set
         if "orphan_after_queue" in link:
             # the CNI plugin's tbf holds the pod's skbs with their socket: only on a veth that
             # orphans, and only with a queue of its own to hold them in
@@ -116,7 +122,7 @@ def check_contract(core: dict) -> None:
         assert flow.get("data_side", "server") == "server" and flow.get("sample", False) is False
         assert flow.get("reader", {"kind": "rate"})["kind"] in ("rate", "bursts")
         assert is_int(flow["src"]) and is_int(flow["dst"]) and core["nodes"][flow["src"]]["kind"] == "host"
-        assert flow["cc"] in ("reno", "cubic", "bbr")
+        assert flow["cc"] in ("reno", "cubic", "bbr", "dctcp")
         assert is_int(flow["start_ns"]) and (flow["stop_ns"] is None or is_int(flow["stop_ns"]))
         assert flow["app"] in (
             {"kind": "bulk"},
@@ -129,6 +135,8 @@ def check_contract(core: dict) -> None:
                 assert isinstance(value, bool), key
             elif key in ("tcp_rmem", "tcp_wmem"):
                 assert isinstance(value, list) and len(value) == 3 and all(is_int(v) for v in value)
+            elif key == "tcp_ecn":  # [client, server], each net.ipv4.tcp_ecn (0, 1, 2)
+                assert isinstance(value, list) and len(value) == 2 and all(v in (0, 1, 2) and is_int(v) for v in value)
             else:
                 assert is_int(value), key
         assert set(flow["cc_params"]) == CC_KEYS
@@ -146,8 +154,13 @@ def check_contract(core: dict) -> None:
 def test_builtin_scenarios_match_the_contract(name):
     core = tcplab.load_scenario(f"builtin:{name}").to_core()
     check_contract(core)
-    # the defaults themselves are held to the engine's in tests/test_defaults.py
-    assert core["flows"][0]["tcp"] == LINUX_TCP_DEFAULTS
+
+    # the defaults themselves are held to the engine's in tests/test_defaults.py; tcp_ecn is
+    # each end's host sysctl (an ECN what-if sets it on its hosts)
+    def but_ecn(tcp: dict) -> dict:
+        return {k: v for k, v in tcp.items() if k not in ENDPOINT_SYSCTLS}
+
+    assert but_ecn(core["flows"][0]["tcp"]) == but_ecn(LINUX_TCP_DEFAULTS)
 
 
 def test_builtins_are_shipped():

@@ -91,9 +91,11 @@ HOST_DTYPES: dict[str, str] = {
 #: 1 received by it; sequence numbers are 64-bit byte offsets from the connection's start
 #: (the SYN takes none); ``rwnd_bytes`` the advertised window unscaled; ``tsval_ns`` the
 #: sender's clock, ``tsecr_ns`` the echoed one (0: none); ``flags`` the engine's bits
-#: (``flag_bits``: syn, dsack, retrans, fin, psh); SACK blocks ``sackK_start``/``sackK_end``
-#: (K < ``num_sacks``; a D-SACK is block 0); ``ip_bytes`` the IP packet's length as the
-#: engine counts it; ``ip_id`` the sending socket's packet count.
+#: (``flag_bits``: syn, dsack, retrans, fin, psh, and TCP's ECN bits ece, cwr); SACK blocks
+#: ``sackK_start``/``sackK_end`` (K < ``num_sacks``; a D-SACK is block 0); ``ip_bytes`` the
+#: IP packet's length as the engine counts it; ``ip_id`` the sending socket's packet count;
+#: ``ecn`` the IP header's ECN field as the packet was seen (0 Not-ECT, 1 ECT(1), 2 ECT(0),
+#: 3 CE; RFC 3168, Linux include/net/inet_ecn.h).
 CAPTURE_DTYPES: dict[str, str] = {
     "t_ns": "uint64",
     "dir": "uint8",
@@ -113,6 +115,7 @@ CAPTURE_DTYPES: dict[str, str] = {
     "sack2_end": "uint64",
     "ip_bytes": "uint32",
     "ip_id": "uint16",
+    "ecn": "uint8",
 }
 
 #: Bytes per value of each dtype above.

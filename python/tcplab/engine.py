@@ -153,6 +153,13 @@ RTT_SUMMARY: dict[str, Any] = {
 }
 #: ss -i's busy / rwnd_limited / sndbuf_limited, us (tcp_info's chronographs).
 CHRONO: dict[str, Any] = {"busy_us": int, "rwnd_limited_us": int, "sndbuf_limited_us": int}
+#: A flow's ECN state at the end (crates: tcp/ecn): ``tp->ecn_flags`` of the data sender's and
+#: the data receiver's sockets (:data:`ECN_FLAGS`), the sender's ``tcp_info.tcpi_delivered_ce``
+#: (packets), and a DCTCP sender's ``struct tcp_dctcp_info`` (null for other ccs).
+DCTCP_INFO: dict[str, Any] = {"ce_state": int, "alpha": int, "ab_ecn": int, "ab_tot": int}
+ECN: dict[str, Any] = {"sender_flags": int, "receiver_flags": int, "delivered_ce": int, "dctcp": Null(DCTCP_INFO)}
+#: Linux's ``tp->ecn_flags`` bits (include/net/tcp.h, v6.12).
+ECN_FLAGS = {"TCP_ECN_OK": 1, "TCP_ECN_QUEUE_CWR": 2, "TCP_ECN_DEMAND_CWR": 4, "TCP_ECN_SEEN": 8}
 FLOW: dict[str, Any] = {
     "name": str,
     "src": int,
@@ -169,6 +176,7 @@ FLOW: dict[str, Any] = {
     "timeouts": int,
     "rtt_us": RTT_SUMMARY,
     "chrono": Opt(CHRONO),
+    "ecn": Opt(ECN),
     "counters": MapOf(int),
 }
 HOST: dict[str, Any] = {
@@ -205,8 +213,9 @@ APP: dict[str, Any] = {
     "summary": Opt(Null(MapOf(object))),
     "tables": Opt(Null(MapOf(Columns()))),
 }
-#: The flag bits a capture reports, by name (crates: capture.rs ``FlagBits``).
-FLAG_NAMES = ("syn", "dsack", "retrans", "fin", "psh")
+#: The flag bits a capture reports, by name (crates: capture.rs ``FlagBits``): ``ece`` and
+#: ``cwr`` are the TCP header's ECN-Echo and Congestion Window Reduced bits.
+FLAG_NAMES = ("syn", "dsack", "retrans", "fin", "psh", "ece", "cwr")
 CAPTURE: dict[str, Any] = {
     "flow": int,
     "at": OneOf(("sender", "receiver")),
@@ -322,7 +331,8 @@ class Capture:
     truncated: int
     #: one row per packet in time order (:data:`tcplab.columns.CAPTURE_DTYPES`)
     packets: pd.DataFrame
-    #: the engine's flag bits by name: ``syn``, ``dsack``, ``retrans``, ``fin``
+    #: the engine's flag bits by name (:data:`FLAG_NAMES`: ``syn``, ``dsack``, ``retrans``,
+    #: ``fin``, ``psh``, ``ece``, ``cwr``)
     flag_bits: dict[str, int]
 
 

@@ -34,14 +34,14 @@ pub use crate::net::tap::{install_tap, take_tap, CaptureBuf, EgressTap, Record, 
 /// The engine flags a capture reports (the others are the engine's bookkeeping).
 /// All are in the flags' low byte, so the column keeps one byte per packet.
 pub const REPORTED_FLAGS: u16 =
-    flags::SYN | flags::DSACK | flags::RETRANS | flags::FIN | flags::PSH;
+    flags::SYN | flags::DSACK | flags::RETRANS | flags::FIN | flags::PSH | flags::ECE | flags::CWR;
 const _: () = assert!(REPORTED_FLAGS <= 0xff);
 
 /// Bytes one captured packet takes while the run goes on (per direction buffer) plus its
 /// share of the columns at the end: the bound the configuration check uses.
 pub const BYTES_PER_PACKET: u64 = 2 * std::mem::size_of::<Record>() as u64 + COLUMN_BYTES;
 /// One row of [`CaptureOutput`]'s columns.
-const COLUMN_BYTES: u64 = 8 * 6 + 4 * 2 + 2 + 3 + 16 * MAX_SACK_BLOCKS as u64;
+const COLUMN_BYTES: u64 = 8 * 6 + 4 * 2 + 2 + 4 + 16 * MAX_SACK_BLOCKS as u64;
 
 /// The checks of `sim::validate` for `capture` (field paths from the config root): the
 /// flow exists, and `max_packets` fits in what the run's memory budget leaves.
@@ -108,6 +108,8 @@ pub struct CaptureOutput {
     pub ip_bytes: Vec<u32>,
     /// The sending socket's packet count (`Packet::ip_id`).
     pub ip_id: Vec<u16>,
+    /// The IP header's ECN field (`packet::ecn`) as the capture point saw it.
+    pub ecn: Vec<u8>,
 }
 
 /// `packet::flags` values of the reported flags.
@@ -118,6 +120,8 @@ pub struct FlagBits {
     pub retrans: u8,
     pub fin: u8,
     pub psh: u8,
+    pub ece: u8,
+    pub cwr: u8,
 }
 
 impl Default for FlagBits {
@@ -128,6 +132,8 @@ impl Default for FlagBits {
             retrans: flags::RETRANS as u8,
             fin: flags::FIN as u8,
             psh: flags::PSH as u8,
+            ece: flags::ECE as u8,
+            cwr: flags::CWR as u8,
         }
     }
 }
@@ -171,6 +177,7 @@ impl CaptureOutput {
         }
         out.push(("ip_bytes".to_string(), Column::U32(self.ip_bytes)));
         out.push(("ip_id".to_string(), Column::U16(self.ip_id)));
+        out.push(("ecn".to_string(), Column::U8(self.ecn)));
         out
     }
 
@@ -229,6 +236,7 @@ pub fn merge(
         }
         c.ip_bytes.push(p.ip_bytes);
         c.ip_id.push(p.ip_id);
+        c.ecn.push(p.ecn);
     }
     c
 }

@@ -65,6 +65,11 @@ mib_counters! {
     TCPWinProbe => "TcpExtTCPWinProbe",
     TCPToZeroWindowAdv => "TcpExtTCPToZeroWindowAdv",
     TCPFromZeroWindowAdv => "TcpExtTCPFromZeroWindowAdv",
+    TCPDeliveredCE => "TcpExtTCPDeliveredCE",
+    InNoECTPkts => "IpExtInNoECTPkts",
+    InECT1Pkts => "IpExtInECT1Pkts",
+    InECT0Pkts => "IpExtInECT0Pkts",
+    InCEPkts => "IpExtInCEPkts",
 }
 
 /// One set of counters (a socket's or a host's).

@@ -48,24 +48,57 @@ pub mod flags {
     /// A local sender's packet that crossed a veth into its node still holding its socket
     /// (`skb->sk`, see `LinkConfig::keeps_sk`): its TSQ completion is owed by the next
     /// device it leaves (the node's own), not by the veth.
-    pub const SK_KEPT: u16 = 1 << 6;
+    pub const SK_KEPT: u16 = 1 << 11;
     /// The packet carries its skb's truesize overhead in its sender's `sk_wmem_alloc`
     /// ([`SKB_TRUESIZE_OVERHEAD`](super::SKB_TRUESIZE_OVERHEAD)): every data skb of a socket
     /// with `offload: {tso: on}`; when the skb is cut into frames only the last keeps it
     /// (Linux v6.12 net/ipv4/tcp_offload.c: tcp_gso_segment() hands the skb's socket charge
     /// to its segments, the last one taking what is left), so the charges add up.
-    pub const SKB_HEAD: u16 = 1 << 7;
+    pub const SKB_HEAD: u16 = 1 << 12;
     /// A segment after the first of one TSO/GSO burst. tcplab sends a burst as separate
     /// segments, where Linux hands its qdisc one skb; qdiscs that limit in packets (fq's
     /// `flow_limit` and `limit` count skbs, `qdisc_qlen`) count only the burst's first
     /// segment. The NIC segments the skb, so the flag is cleared when the packet leaves
     /// its first link.
     pub const GSO_TAIL: u16 = 1 << 8;
+    /// ECE (ECN-Echo, RFC 3168): on a SYN, with CWR, the request to use ECN; on a SYN-ACK
+    /// alone, its acceptance; on every other segment, "a CE mark arrived and you have not
+    /// yet told me you reduced" (`TCP_ECN_DEMAND_CWR`, see `tcp::ecn`).
+    pub const ECE: u16 = 1 << 6;
+    /// CWR (Congestion Window Reduced): the sender reduced its window after an ECE; set on
+    /// the first new data segment after the reduction (`TCP_ECN_QUEUE_CWR`). Cutting an
+    /// skb into frames leaves it on the first (`tcp_gso_segment()`: `th->cwr = 0` after it).
+    pub const CWR: u16 = 1 << 7;
     /// RST: the sender reset the connection (`tcp::close`).
     pub const RST: u16 = 1 << 9;
     /// The ACK bit is clear (every other packet of the engine carries ACK fields): a reset
     /// answering a segment for a socket that no longer exists (`tcp::close`).
     pub const NO_ACK: u16 = 1 << 10;
+}
+
+/// The IP header's ECN field (RFC 3168 section 5; Linux include/net/inet_ecn.h `INET_ECN_*`),
+/// the low two bits of the IPv4 TOS byte.
+pub mod ecn {
+    /// Not ECN-capable transport.
+    pub const NOT_ECT: u8 = 0;
+    /// ECN-capable transport, codepoint ECT(1).
+    pub const ECT_1: u8 = 1;
+    /// ECN-capable transport, codepoint ECT(0): what Linux's TCP sends (`INET_ECN_xmit()`).
+    pub const ECT_0: u8 = 2;
+    /// Congestion experienced: set by a marking queue on an ECN-capable packet.
+    pub const CE: u8 = 3;
+    /// `INET_ECN_MASK`.
+    pub const MASK: u8 = 3;
+
+    /// `INET_ECN_set_ce()`: mark an ECN-capable packet CE; false (no change) for not-ECT.
+    #[inline]
+    pub fn set_ce(field: &mut u8) -> bool {
+        if *field == NOT_ECT {
+            return false;
+        }
+        *field = CE;
+        true
+    }
 }
 
 /// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86-64 (Linux v6.12): the sk_buff's part of
@@ -149,6 +182,9 @@ pub struct Packet {
     /// one per segment. Read only by the packet capture (`crate::capture`), which adds
     /// the socket's start; nothing in the model depends on it.
     pub ip_id: u16,
+    /// The IP header's ECN field ([`ecn`]): the sender's codepoint, possibly CE-marked by a
+    /// queue on the way or cleared by a bleaching link.
+    pub ecn: u8,
     /// Segments this packet carries (`skb_shinfo(skb)->gso_segs`): set by the sending
     /// socket for a TSO/GSO skb (`offload: {tso: on}`, segmented into MSS frames as it
     /// leaves its first link, see `net::link`) or by the receiving host's GRO
@@ -196,6 +232,10 @@ impl Packet {
         f.ip_id = self.ip_id.wrapping_add(k as u16);
         if k + 1 < self.gso_segs as u32 {
             f.flags &= !(flags::SKB_HEAD | flags::FIN | flags::PSH);
+        }
+        if k > 0 {
+            // tcp_gso_segment(): CWR only on the first segment.
+            f.flags &= !flags::CWR;
         }
         f.gso_segs = 0;
         f.gso_size = 0;

@@ -109,6 +109,8 @@ def check(
             loss_text += " (data segments only)"
         if loss["kind"] != "none" and filt.get("min_ip_bytes"):
             loss_text += f" (packets of at least {filt['min_ip_bytes']} bytes)"
+        if link.get("bleach_ecn"):
+            qdisc += ", clears the ECN field (bleach_ecn)"
         console.print(
             f"  link {link['name']}: {rate}, delay {_time_ms(link['delay_ns'])}, {loss_text}, {qdisc}",
             markup=False,

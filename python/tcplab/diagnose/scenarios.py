@@ -33,7 +33,7 @@ __all__ = ["scenario_for", "scenario_yaml"]
 
 DEFAULT_RATE_BPS = 1e9
 DEFAULT_RTT_MS = 1.0
-ENGINE_CCS = ("reno", "cubic", "bbr")
+ENGINE_CCS = ("reno", "cubic", "bbr", "dctcp")
 NO_SCENARIO = frozenset({"not-collected", "fq-codel-drops", "qdisc-drops", "tail-loss-probes", "spurious-rto"})
 
 _CANNOT = {

@@ -76,6 +76,7 @@ CC_NAMES = frozenset(
         "bbr2",
         "bbr3",
         "dctcp",
+        "dctcp-reno",  # a DCTCP socket without ECN (tcp_dctcp.c: dctcp_reno's name)
         "htcp",
         "vegas",
         "westwood",

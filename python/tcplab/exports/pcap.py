@@ -10,11 +10,15 @@ headers a Linux v6.12 host would have written, as a classic libpcap file
 Wireshark/tshark, tcptrace and dpkt read:
 
 * Ethernet: ``02:00:0a:00:X:Y`` for node ``10.0.X.Y``, type IPv4.
-* IPv4 (net/ipv4/ip_output.c: ``__ip_queue_xmit()``): version 4, IHL 5, TOS 0, DF set (PMTU
-  discovery, ``ip_dont_fragment()``), TTL 64 (``net.ipv4.ip_default_ttl``), protocol 6, a
-  correct header checksum. Addresses as ``ss`` shows them (:mod:`tcplab.results.ss`: node i is
-  ``10.0.X.Y``). IP ID: a connected socket numbers its packets from a random start, one per
-  segment (include/net/ip.h: ``ip_select_ident_segs()`` with ``inet_id`` set by
+* IPv4 (net/ipv4/ip_output.c: ``__ip_queue_xmit()``): version 4, IHL 5, TOS 0 but its two
+  ECN bits (RFC 3168: the packet's ECN field as the capture saw it, the engine's ``ecn``
+  column: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE; Linux's ECN-capable TCP sets ECT(0) on data
+  segments, ``INET_ECN_xmit()``, a queue on the way may have marked CE, a bleaching link
+  cleared it), DF set (PMTU discovery, ``ip_dont_fragment()``), TTL 64
+  (``net.ipv4.ip_default_ttl``), protocol 6, a correct header checksum. Addresses as ``ss``
+  shows them (:mod:`tcplab.results.ss`: node i is ``10.0.X.Y``). IP ID: a connected socket
+  numbers its packets from a random start, one per segment (include/net/ip.h:
+  ``ip_select_ident_segs()`` with ``inet_id`` set by
   ``tcp_v4_connect()`` / ``tcp_v4_syn_recv_sock()``); the server's SYN-ACK, sent by the
   listener through ``ip_build_and_send_pkt()``, has ID 0. The engine counts each socket's
   packets (also those its own qdisc dropped, as Linux numbers them before the qdisc), so a
@@ -22,6 +26,9 @@ Wireshark/tshark, tcptrace and dpkt read:
 * TCP ports as ``ss`` shows them (client 32768 + flow index, server by application). Sequence
   numbers: ISN + 1 + the engine's byte offset (the SYN at the ISN; the engine's SYN takes no
   sequence space, the pcap's does, as Linux's). ACK set on everything but the client's SYN.
+  ECE (0x40) and CWR (0x80) as the engine set them: ECE|CWR on an ECN-setup SYN, ECE on the
+  SYN-ACK that accepts it (RFC 3168 6.1.1), then ECE on the receiver's ACKs while it echoes
+  a CE mark and CWR on the sender's first segment after it reduced its window.
   The window: unscaled and at most 65535 on a SYN (``tcp_transmit_skb()``), else the
   advertised bytes shifted right by the sender's window scale (``tcp_select_window()``).
 * Options, in Linux's order and layout (net/ipv4/tcp_output.c: ``tcp_options_write()``): on
@@ -41,8 +48,8 @@ Not real, and why (also in docs/kernel-pin.md): there are no payload bytes (tcpl
 none): each record holds the headers only (``incl_len`` = headers, ``orig_len`` = the whole
 frame, as a capture whose snap length cut the payload; the file's snaplen is 128 as with
 ``tcpdump -s 128``), so a data segment's TCP checksum is right only for an all-zero payload.
-No PSH flag (tcplab does not track pushes), no ECN, no FIN unless the engine sends one (it
-does not today: a flow ends with the run, or with its last data acknowledged). The ISN, the
+No FIN unless the engine sends one (a flow ends with the run, or with its last data
+acknowledged). The ISN, the
 timestamp offset and the IP ID start are random-looking but derived from the scenario's seed,
 the flow's name and the addresses (SHA-256), so the same run gives the same file. Segments
 are the wire's (tcplab segments TSO bursts before the qdisc; tcpdump on a real sender with
@@ -262,6 +269,8 @@ def _records(p: Any, capture: Capture, client: Endpoint, server: Endpoint) -> by
     syn = (flags & bits["syn"]) != 0
     fin = (flags & bits["fin"]) != 0
     psh = (flags & bits["psh"]) != 0
+    ece = (flags & bits["ece"]) != 0
+    cwr = (flags & bits["cwr"]) != 0
     nsack = np.where(syn, 0, col["num_sacks"].astype(np.int64))
     opt_len = np.where(syn, 20, 12 + np.where(nsack > 0, 4 + 8 * nsack, 0))
     tcp_hlen = _TCP + opt_len
@@ -284,6 +293,7 @@ def _records(p: Any, capture: Capture, client: Endpoint, server: Endpoint) -> by
     # IPv4
     e = _ETH
     h[:, e] = 0x45
+    h[:, e + 1] = col["ecn"] & 0x3  # TOS: DSCP 0, the ECN field (RFC 3168 section 5)
     _put(h, slice(None), e + 2, ip_total, 2)
     synack = syn & ~by_client
     ip_id = np.where(synack, u64(0), (pick(client.ip_id_start, server.ip_id_start) + col["ip_id"]) & u64(0xFFFF))
@@ -308,7 +318,14 @@ def _records(p: Any, capture: Capture, client: Endpoint, server: Endpoint) -> by
     ack32 = np.where(has_ack, (isn_r + u64(1) + col["ack_seq"]) & u64(_U32), u64(0))
     _put(h, slice(None), t + 8, ack32, 4)
     h[:, t + 12] = (tcp_hlen // 4) << 4
-    h[:, t + 13] = np.where(syn, 0x02, 0) | np.where(has_ack, 0x10, 0) | np.where(psh, 0x08, 0) | np.where(fin, 0x01, 0)
+    h[:, t + 13] = (
+        np.where(syn, 0x02, 0)
+        | np.where(has_ack, 0x10, 0)
+        | np.where(psh, 0x08, 0)
+        | np.where(fin, 0x01, 0)
+        | np.where(ece, 0x40, 0)  # TCPHDR_ECE
+        | np.where(cwr, 0x80, 0)  # TCPHDR_CWR
+    )
     rwnd = col["rwnd_bytes"].astype(np.uint64)
     wscale = pick(client.wscale, server.wscale)
     window = np.where(syn, np.minimum(rwnd, u64(0xFFFF)), np.minimum(rwnd >> wscale, u64(0xFFFF)))

@@ -68,7 +68,8 @@ The model (ARCH11, "The model of a kernel run"):
   faster still, the host does not queue there, nor does it in the simulator (documented).
 * Sysctls per namespace: ``ip_forward`` (routers and wires 1, hosts 0), ``rp_filter`` 0
   (routes need not be symmetric), and per host the flows' ``tcp`` settings: ``tcp_rmem`` on
-  the data's receiver, every other one on the data's sender (as
+  the data's receiver, ``tcp_ecn`` on the client and the server (each its own) and
+  ``tcp_ecn_fallback`` on the client, every other one on the data's sender (as
   :mod:`tcplab.scenario.topology` resolves them); ``initial_cwnd`` and ``rto_min`` as route
   attributes (``initcwnd``, ``rto_min lock``) when they differ from Linux's defaults
   (TCP_INIT_CWND 10, TCP_RTO_MIN 200 ms); the MSS from the MTU (mss + 52: IPv4 20, TCP 20,
@@ -155,6 +156,10 @@ SENDER_SYSCTLS = {
     "tcp_tso_rtt_log": "tcp_tso_rtt_log",
 }
 RECEIVER_SYSCTLS = {"tcp_rmem": "tcp_rmem"}
+#: Flow ``tcp`` keys that are sysctls by the role of each end (tcplab.scenario.hosts.
+#: ENDPOINT_SYSCTLS): ``tcp_ecn`` is ``[client, server]``, one value per namespace;
+#: ``tcp_ecn_fallback`` is the client's.
+ENDPOINT_SYSCTLS = {"tcp_ecn": "tcp_ecn", "tcp_ecn_fallback": "tcp_ecn_fallback"}
 #: ``tcp`` keys handled elsewhere (route attributes, MTU) or checked against a default.
 _TCP_OTHER = {"mss_bytes", "initial_cwnd", "rto_min_ms", "fq_pacing", "max_pacing_rate_bytes_per_sec"}
 _U64_MAX = (1 << 64) - 1
@@ -677,6 +682,8 @@ class _PlannedFlows:
     #: node index -> sysctls of the data senders there / of the data receivers there
     sender_sysctls: dict[int, _Settings] = field(default_factory=dict)
     receiver_sysctls: dict[int, _Settings] = field(default_factory=dict)
+    #: node index -> the sysctls its flows set by its role, client or server (tcp_ecn)
+    endpoint_sysctls: dict[int, _Settings] = field(default_factory=dict)
     #: (from node, to node) -> route attributes (initcwnd, rto_min)
     route_attrs: dict[tuple[int, int], _Settings] = field(default_factory=dict)
     mss: int = DEFAULT_MSS_BYTES
@@ -711,6 +718,7 @@ def _plan_flows(config: Mapping[str, Any], env: KernelEnv, prefix: str, graph: _
         src, dst = int(flow["src"]), int(flow["dst"])
         data_src, data_dst = (src, dst) if data_side == "client" else (dst, src)
         _flow_host_settings(planned, tcp, fpath, data_src, data_dst, names)
+        _flow_endpoint_settings(planned, tcp, fpath, src, dst, names)
         stop = flow.get("stop_ns")
         planned.flows.append(
             FlowPlan(
@@ -819,7 +827,7 @@ def _flow_host_settings(
                 f"{fpath}.tcp.{key}",
                 names[data_dst],
             )
-        elif key not in _TCP_OTHER:
+        elif key not in _TCP_OTHER and key not in ENDPOINT_SYSCTLS:
             raise _unsupported(f"the TCP setting {key}", f"{fpath}.tcp.{key}", value)
     for a, b in ((data_src, data_dst), (data_dst, data_src)):
         attrs = planned.route_attrs.setdefault((a, b), {})
@@ -829,6 +837,29 @@ def _flow_host_settings(
         rto = int(tcp.get("rto_min_ms", LINUX_RTO_MIN_MS))
         if rto != LINUX_RTO_MIN_MS:
             _merge(attrs, "rto_min", rto, f"{fpath}.tcp.rto_min", names[a])
+
+
+def _flow_endpoint_settings(
+    planned: _PlannedFlows, tcp: Mapping[str, Any], fpath: str, client: int, server: int, names: Sequence[str]
+) -> None:
+    """The flow's :data:`ENDPOINT_SYSCTLS` on its hosts by role: ``net.ipv4.tcp_ecn`` of the
+    client's namespace (whether its SYN asks for ECN) and of the server's (whether it
+    accepts), ``tcp_ecn_fallback`` of the client's. A namespace starts with Linux's defaults
+    (2 and 1: tcp_sk_init()); they are written anyway, as the other TCP sysctls are."""
+    if "tcp_ecn" in tcp:
+        ecn = tcp["tcp_ecn"]
+        for node, value in ((client, ecn[0]), (server, ecn[1])):
+            table = planned.endpoint_sysctls.setdefault(node, {})
+            _merge(table, ENDPOINT_SYSCTLS["tcp_ecn"], int(value), f"{fpath}.tcp.tcp_ecn", names[node])
+    if "tcp_ecn_fallback" in tcp:
+        table = planned.endpoint_sysctls.setdefault(client, {})
+        _merge(
+            table,
+            ENDPOINT_SYSCTLS["tcp_ecn_fallback"],
+            bool(tcp["tcp_ecn_fallback"]),
+            f"{fpath}.tcp.tcp_ecn_fallback",
+            names[client],
+        )
 
 
 def _node_namespaces(prefix: str, graph: _Graph, planned: _PlannedFlows, env: KernelEnv) -> list[NodeNs]:
@@ -844,7 +875,11 @@ def _node_namespaces(prefix: str, graph: _Graph, planned: _PlannedFlows, env: Ke
         s["net.ipv4.conf.all.rp_filter"] = "0"
         s["net.ipv4.conf.default.rp_filter"] = "0"
         s.update(_no_ipv6(env))
-        for table in (planned.sender_sysctls.get(nd.index, {}), planned.receiver_sysctls.get(nd.index, {})):
+        for table in (
+            planned.sender_sysctls.get(nd.index, {}),
+            planned.receiver_sysctls.get(nd.index, {}),
+            planned.endpoint_sysctls.get(nd.index, {}),
+        ):
             for key, (value, _path) in table.items():
                 s[f"net.ipv4.{key}"] = _sysctl_value(value)
         # No net.ipv4.tcp_congestion_control: outside the initial namespace Linux lets it name

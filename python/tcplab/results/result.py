@@ -29,7 +29,8 @@ A run directory (``Result.write(DIR)``) holds::
                               ``stuck``: the cwnd-collapse and stuck episodes
                               (tcplab.results.stuck), an empty list when none
     flows.parquet             per flow (every connection): the ``Result.flows`` frame (name, from,
-                              to, data_from, data_to, app, cc, goodput, RTT, rwnd_limited, ...)
+                              to, data_from, data_to, app, cc, goodput, RTT, rwnd_limited, ...,
+                              the ECN flags and a DCTCP sender's state: ECN_COLUMNS)
     scenario.resolved.json    the exact engine configuration (rerun it to reproduce)
     timeseries.parquet        per (sample, flow): engine columns + flow_name, t_s, goodput_bps,
                               ca_state_name, cc_mode_name
@@ -343,6 +344,7 @@ class Result:
                 rwnd_pct = 100.0 * rwnd_ms / busy_ms if busy_ms > 0 else 0.0
             else:
                 busy_ms = rwnd_ms = sndbuf_ms = rwnd_pct = float("nan")
+            ecn = _ecn_columns(f.get("ecn"))
             src, dst = _node_name(f["src"], self._nodes), _node_name(f["dst"], self._nodes)
             # The side that writes the data (engine FlowConfig.data_side; "server" for maerts,
             # bidir's .rev, hls, nfs_stream): goodput, cwnd and the RTT are that sender's.
@@ -379,6 +381,7 @@ class Result:
                     "rwnd_limited_ms": rwnd_ms,
                     "rwnd_limited_pct": rwnd_pct,
                     "sndbuf_limited_ms": sndbuf_ms,
+                    **ecn,
                 }
             )
         columns = [
@@ -412,6 +415,7 @@ class Result:
             "rwnd_limited_ms",
             "rwnd_limited_pct",
             "sndbuf_limited_ms",
+            *ECN_COLUMNS,
         ]
         return pd.DataFrame(rows, columns=columns)
 
@@ -458,7 +462,8 @@ class Result:
     def _edt(self, link_index: int, edt_out: Any) -> list[dict[str, Any]]:
         """A link's Cilium EDT aggregates (bpf/lib/edt.h), one per pod limit: ``pods`` (names),
         ``rate_bps``, ``drops`` (packets 2 s or more ahead, dropped before the qdisc: not in
-        tc's counters), ``stamped`` and ``passed``."""
+        tc's counters), ``stamped``, ``passed`` and ``ce_marks`` (the what-if marking of
+        ``bandwidth_manager.ce_threshold``)."""
         if not isinstance(edt_out, list):
             return []
         cfg_links = self.config.get("links", [])
@@ -473,6 +478,7 @@ class Result:
                     "drops": int(e.get("drops", 0) or 0),
                     "stamped": int(e.get("stamped", 0) or 0),
                     "passed": int(e.get("passed", 0) or 0),
+                    "ce_marks": int(e.get("ce_marks", 0) or 0),
                 }
             )
         return rows
@@ -788,6 +794,35 @@ def _app_flow_names(app: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """The engine flow names of one engine app config (its ``flows`` are flow indices)."""
     flows = config.get("flows", [])
     return [str(flows[int(i)]["name"]) for i in app.get("flows", []) if 0 <= int(i) < len(flows)]
+
+
+#: flows.parquet's ECN columns (engine ``flows[i]["ecn"]``; NaN from a producer without it, an
+#: older engine or a kernel run): the data sender's and receiver's ``tp->ecn_flags``
+#: (TCP_ECN_OK 1, TCP_ECN_QUEUE_CWR 2, TCP_ECN_DEMAND_CWR 4, TCP_ECN_SEEN 8), the sender's
+#: ``tcpi_delivered_ce``, and a DCTCP sender's ``tcp_dctcp_info`` (NaN for other ccs).
+ECN_COLUMNS = (
+    "ecn_flags",
+    "receiver_ecn_flags",
+    "delivered_ce",
+    "dctcp_ce_state",
+    "dctcp_alpha",
+    "dctcp_ab_ecn",
+    "dctcp_ab_tot",
+)
+
+
+def _ecn_columns(ecn: Any) -> dict[str, float]:
+    """A flow's :data:`ECN_COLUMNS` from the engine's ``ecn`` entry (NaN where absent)."""
+    nan = float("nan")
+    if not isinstance(ecn, dict):
+        return dict.fromkeys(ECN_COLUMNS, nan)
+    dctcp = ecn.get("dctcp") or {}
+    return {
+        "ecn_flags": int(ecn["sender_flags"]),
+        "receiver_ecn_flags": int(ecn["receiver_flags"]),
+        "delivered_ce": int(ecn["delivered_ce"]),
+        **{f"dctcp_{k}": int(dctcp[k]) if k in dctcp else nan for k in ("ce_state", "alpha", "ab_ecn", "ab_tot")},
+    }
 
 
 def _flow_counters(flows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -37,7 +37,18 @@ Choices where tcplab must choose, and what it leaves out:
   Linux ends with default sysctls do (:mod:`tcplab.results.tcp_options`; the pcap export's
   SYNs carry them). ``ss -tin`` prints ``wscale:S,R`` (the peer's scale, then ours: both the
   flow's, from its ``tcp_rmem``); ``ts sack`` only with ``-o`` or ``-e`` (``show_options``),
-  so not here.
+  so not here, and so do ``ecn`` (tcpi_options' TCPI_OPT_ECN: the socket's ``TCP_ECN_OK``,
+  ECN negotiated) and ``ecnseen`` (TCPI_OPT_ECN_SEEN: ``TCP_ECN_SEEN``, it has received an
+  ECT or CE segment) after them: ``options=True`` gives what ``ss -tino`` prints there
+  (:func:`format_ss`), without ``-o``'s ``timer:(...)``, which the engine does not sample.
+  ``ecn`` is settled by the handshake; ``ecnseen`` is known at the end of the run only.
+* ECN and DCTCP (the run's flow totals, engine ``flows[i]["ecn"]``): the data sender's
+  ``delivered_ce`` (tcpi_delivered_ce, after ``delivery_rate`` as ss prints it) and a DCTCP
+  sender's ``dctcp:(ce_state:C,alpha:A,ab_ecn:E,ab_tot:T)`` (INET_DIAG_DCTCPINFO, after
+  ``data_segs_out``), both at the end of the run only. A DCTCP socket whose connection did
+  not negotiate ECN runs Linux's ``dctcp-reno`` (tcp_dctcp.c: dctcp_init() switches to it):
+  its cc prints as ``dctcp-reno`` and its info as ``dctcp:fallback_mode``, at any time. The
+  receiving socket's own DCTCP state is not known: left out.
 * The state line: the data sender's Send-Q is ``write_seq - snd_una`` (written, not yet
   acknowledged), the receiver's Recv-Q ``rcv_nxt - copied_seq`` (arrived, not yet read by the
   application: a slow reader's backlog); the other two are 0 (the receiver writes nothing, the
@@ -118,6 +129,9 @@ _HEADER_BYTES = 52
 #: tcpi_rto that ss does not print (``tcp_show_info()``: the old 3 s TCP_TIMEOUT_INIT).
 _RTO_NOT_SHOWN_US = 3_000_000
 _U64_MAX = (1 << 64) - 1
+#: ``tp->ecn_flags`` bits ss reads through tcpi_options (include/net/tcp.h, v6.12).
+TCP_ECN_OK = 1
+TCP_ECN_SEEN = 8
 
 
 def sprint_bw(bps: float) -> str:
@@ -154,10 +168,18 @@ class SsSocket:
     cc: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
-    def info_line(self) -> str:
-        """The info line as ``tcp_stats_print()`` writes it (``\\t`` then `` field`` each)."""
+    def info_line(self, options: bool = False) -> str:
+        """The info line as ``tcp_stats_print()`` writes it (``\\t`` then `` field`` each);
+        ``options``: with what ``-o``/``-e`` adds there (``ts sack``, ``ecn``, ``ecnseen``)."""
         i = self.info
         out: list[str] = []
+        if options:  # tcpi_options, read only with show_options
+            out += ["ts", "sack"]
+            flags = i.get("ecn_flags")
+            if flags is not None and int(flags) & TCP_ECN_OK:
+                out.append("ecn")
+            if flags is not None and i.get("ecn_seen_known", True) and int(flags) & TCP_ECN_SEEN:
+                out.append("ecnseen")
         if self.cc:
             out.append(self.cc)
         if i.get("wscale"):  # TCPI_OPT_WSCALE: tcpi_snd_wscale, tcpi_rcv_wscale
@@ -180,6 +202,14 @@ class SsSocket:
         for key in ("bytes_sent", "bytes_retrans", "bytes_acked", "bytes_received", "data_segs_out"):
             if i.get(key):
                 out.append(f"{key}:{int(i[key])}")
+        dctcp = i.get("dctcp")
+        if dctcp == "fallback":
+            out.append("dctcp:fallback_mode")
+        elif dctcp is not None:
+            out.append(
+                "dctcp:(ce_state:%u,alpha:%u,ab_ecn:%u,ab_tot:%u)"
+                % (int(dctcp["ce_state"]), int(dctcp["alpha"]), int(dctcp["ab_ecn"]), int(dctcp["ab_tot"]))
+            )
         bbr = i.get("bbr")
         if bbr is not None:
             text = f"bbr:(bw:{sprint_bw(bbr['bw_bps'])}bps,mrtt:{_g(int(bbr['mrtt_us']) / 1000)}"
@@ -198,6 +228,8 @@ class SsSocket:
             out.append(text)
         if i.get("delivery_rate_bps"):
             out.append(f"delivery_rate {sprint_bw(i['delivery_rate_bps'])}bps")
+        if i.get("delivered_ce"):  # after delivered, which tcplab does not sample
+            out.append(f"delivered_ce:{int(i['delivered_ce'])}")
         busy_us = i.get("busy_us")
         if busy_us:
             # ss: "busy:%llums", then each limit "...:%llums(%.1f%%)" when non-zero
@@ -220,10 +252,11 @@ def _split(addr: str) -> tuple[str, str]:
     return host, port
 
 
-def format_ss(sockets: list[SsSocket]) -> str:
+def format_ss(sockets: list[SsSocket], options: bool = False) -> str:
     """The ``ss -tin`` text of ``sockets``: the header, then per socket its state line and
     info line. Columns are padded as ss pads them (addresses right-aligned up to the ``:``,
-    ports left-aligned, one space between columns)."""
+    ports left-aligned, one space between columns). ``options``: the info lines as ``ss
+    -tino`` prints them (``ts sack`` and the ECN words first; module doc)."""
     rows = [(s.state, str(s.recv_q), str(s.send_q), *_split(s.local), *_split(s.peer)) for s in sockets]
     head = ("State", "Recv-Q", "Send-Q", "Local Address", "Port", "Peer Address", "Port")
     widths = [max(len(r[k]) for r in [head, *rows]) for k in range(7)]
@@ -238,7 +271,7 @@ def format_ss(sockets: list[SsSocket]) -> str:
     lines = [line(head).rstrip() + " Process"]
     for s, r in zip(sockets, rows, strict=True):
         lines.append(line(r).rstrip())
-        lines.append(s.info_line())
+        lines.append(s.info_line(options))
     return "\n".join(lines) + "\n"
 
 
@@ -316,6 +349,7 @@ def sockets_at(
         sender_node, receiver_node = (dst, src) if server_sends else (src, dst)
         sender_addr, receiver_addr = (server, client) if server_sends else (client, server)
         cc = str(f.get("cc", "")) or None
+        receiver_cc = str(f.get("receiver_cc") or "") or cc
         tcp = f.get("tcp") or {}
         mss = int(tcp.get("mss_bytes", 1448))
         row = rows[i]
@@ -328,6 +362,9 @@ def sockets_at(
             info.update(_totals_info(total))
         recv_info: dict[str, Any] = {"wscale": (wscale, wscale), "mss": mss, "advmss": mss}
         recv_info.update(_receiver_info(row))
+        sender_flags, receiver_flags = _flag(total, "ecn_flags"), _flag(total, "receiver_ecn_flags")
+        cc = _ecn_info(info, cc, sender_flags, total, at_end, sender=True)
+        receiver_cc = _ecn_info(recv_info, receiver_cc, receiver_flags, total, at_end, sender=False)
         received = int(total["bytes_received"]) if at_end and total else int(row.get("bytes_received", 0))
         recv_info["bytes_received"] = received
         out.setdefault(nodes[sender_node], []).append(
@@ -346,11 +383,41 @@ def sockets_at(
                 local=receiver_addr,
                 peer=sender_addr,
                 recv_q=_count(row, "recv_q_bytes"),
-                cc=str(f.get("receiver_cc") or "") or cc,
+                cc=receiver_cc,
                 info=recv_info,
             )
         )
     return out
+
+
+def _flag(total: Mapping[str, Any], key: str) -> int | None:
+    """An ECN flags column of the flow's totals, None when unknown (NaN, or no such column)."""
+    v = total.get(key)
+    return int(v) if v is not None and np.isfinite(v) else None
+
+
+def _ecn_info(
+    info: dict[str, Any], cc: str | None, flags: int | None, total: Mapping[str, Any], at_end: bool, *, sender: bool
+) -> str | None:
+    """Put one socket's ECN state into ``info`` (module doc: ``ecn_flags`` for ``-o``'s words,
+    the sender's ``delivered_ce`` and DCTCP info at the end) and return its cc's name as ss
+    prints it: ``dctcp-reno`` for a DCTCP socket without ECN."""
+    if flags is None:
+        return cc
+    info["ecn_flags"] = flags
+    info["ecn_seen_known"] = at_end  # TCP_ECN_SEEN is set by the first ECT segment: the end's
+    fallback = cc == "dctcp" and not flags & TCP_ECN_OK
+    if fallback:
+        info["dctcp"] = "fallback"
+    if sender and at_end:
+        delivered_ce = total.get("delivered_ce")
+        if delivered_ce is not None and np.isfinite(delivered_ce):
+            info["delivered_ce"] = int(delivered_ce)
+        if cc == "dctcp" and not fallback:
+            values = {k: total.get(f"dctcp_{k}") for k in ("ce_state", "alpha", "ab_ecn", "ab_tot")}
+            if all(v is not None and np.isfinite(v) for v in values.values()):
+                info["dctcp"] = {k: int(v) for k, v in values.items() if v is not None}
+    return "dctcp-reno" if fallback else cc
 
 
 def _receiver_info(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -452,7 +519,11 @@ def ss_texts(
     timeseries: pd.DataFrame,
     at_ns: int | None = None,
     flow: str | None = None,
+    options: bool = False,
 ) -> dict[str, str]:
     """``{node: ss -tin text}`` for every node with a socket at ``at_ns`` (None = the end);
-    ``flow``: only the nodes of that flow's two sockets, and only those sockets."""
-    return {node: format_ss(socks) for node, socks in sockets_at(config, flows, timeseries, at_ns, flow).items()}
+    ``flow``: only the nodes of that flow's two sockets, and only those sockets; ``options``:
+    as ``ss -tino`` (``ts sack ecn ecnseen``; :func:`format_ss`)."""
+    return {
+        node: format_ss(socks, options) for node, socks in sockets_at(config, flows, timeseries, at_ns, flow).items()
+    }

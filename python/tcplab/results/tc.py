@@ -40,6 +40,13 @@ Choices where Linux leaves one open:
 * fq's ``flows``/``inactive``/``throttled`` gauges, ``latency`` and fq_codel's ``maxpacket``,
   ``new_flows_len``/``old_flows_len`` come from the engine's xstats when it reports them;
   an xstat the engine does not report prints as 0 (tc prints these unconditionally).
+* ECN: fq prints ``ce_threshold T`` (after ``refill_delay``) when one is set and its
+  ``ce_mark`` count when non-zero; fq_codel prints ``ecn`` when marking is on (its default:
+  fq_codel_init() sets ``cparams.ecn``; ``noecn`` prints nothing), ``ce_threshold T``
+  (after ``target``) when set, ``ecn_mark`` always and ``ce_mark`` when non-zero. fq_codel's
+  times are what the kernel dumps: it keeps them in CoDel's 1024-ns ticks (``(us * 1000) >>
+  10``) and dumps ``codel_time_to_us()`` of that, so a ``ce_threshold`` of 1ms prints as
+  ``999us`` (:func:`codel_dump_us`).
 
 Formatting is kept apart from collecting (:func:`format_qdisc` takes plain numbers) so
 tests can compare lines with what the iproute2 print code gives for the same numbers.
@@ -58,6 +65,7 @@ __all__ = [
     "sprint_rate",
     "sprint_time_us",
     "sprint_time64_ns",
+    "codel_dump_us",
     "STAT_KEYS",
 ]
 
@@ -203,21 +211,39 @@ def _fq_opts(cfg: Mapping[str, Any]) -> str:
     if low:
         out += "low_rate_threshold %s " % sprint_rate(low)
     out += "refill_delay %s " % sprint_time_us(int(cfg.get("refill_delay_ns", 40_000_000)) // 1000)
+    ce_threshold = cfg.get("ce_threshold_ns")
+    if ce_threshold is not None:  # fq_dump() sends ~0U us when off, which tc does not print
+        out += "ce_threshold %s " % sprint_time_us(int(ce_threshold) // 1000)
     out += "timer_slack %s " % sprint_time64_ns(_FQ_TIMER_SLACK_NS)
     out += "horizon %s " % sprint_time_us(int(cfg.get("horizon_ns", 10_000_000_000)) // 1000)
     out += "horizon_drop " if cfg.get("horizon_drop", True) else "horizon_cap "
     return out
 
 
+#: include/net/codel.h: CODEL_SHIFT (CoDel's clock is ns >> 10).
+_CODEL_SHIFT = 10
+
+
+def codel_dump_us(time_ns: int) -> int:
+    """A CoDel time as fq_codel dumps it: tc passes whole microseconds, fq_codel_change()
+    keeps ``(us * NSEC_PER_USEC) >> CODEL_SHIFT`` ticks, fq_codel_dump() sends
+    ``codel_time_to_us()``: ``(ticks << CODEL_SHIFT) / NSEC_PER_USEC`` (v6.12 codel.h)."""
+    ticks = (int(time_ns) // 1000 * 1000) >> _CODEL_SHIFT
+    return (ticks << _CODEL_SHIFT) // 1000
+
+
 def _fq_codel_opts(cfg: Mapping[str, Any]) -> str:
-    # tc/q_fq_codel.c: fq_codel_print_opt()
+    # tc/q_fq_codel.c: fq_codel_print_opt(), with what v6.12 fq_codel_dump() sends
     out = "limit %up " % int(cfg.get("limit_packets", 10_240))
     out += "flows %u " % int(cfg.get("flows", 1024))
     out += "quantum %u " % int(cfg.get("quantum_bytes", 1514))
-    out += "target %s " % sprint_time_us(int(cfg.get("target_ns", 5_000_000)) // 1000)
-    out += "interval %s " % sprint_time_us(int(cfg.get("interval_ns", 100_000_000)) // 1000)
+    out += "target %s " % sprint_time_us(codel_dump_us(int(cfg.get("target_ns", 5_000_000))))
+    ce_threshold = cfg.get("ce_threshold_ns")
+    if ce_threshold is not None:  # dumped only when set (CODEL_DISABLED_THRESHOLD: not)
+        out += "ce_threshold %s " % sprint_time_us(codel_dump_us(int(ce_threshold)))
+    out += "interval %s " % sprint_time_us(codel_dump_us(int(cfg.get("interval_ns", 100_000_000))))
     out += "memory_limit %s " % sprint_size(int(cfg.get("memory_limit_bytes", 32 << 20)))
-    if cfg.get("ecn", False):
+    if cfg.get("ecn", True):  # fq_codel_init(): cparams.ecn = true
         out += "ecn "
     drop_batch = int(cfg.get("drop_batch", 64))
     if drop_batch:

@@ -31,11 +31,14 @@ without the ``net.ipv4.`` prefix) and their default values; cc module parameters
 ``/sys/module/tcp_cubic/parameters``.
 
 Where a flow's TCP settings come from
-    ``tcp_rmem`` from the **receiving** host's sysctl (it sizes the receive buffer); every
-    other TCP setting from the **sending** host's sysctl; then the flow's own ``tcp:`` block
-    overrides either. ``cc`` defaults to the sender's ``tcp_congestion_control``, and the
-    receiver's socket runs its own host's (it sends requests and ACKs with it: an NFS
-    client's ``ss`` shows its own cc); a flow's own ``cc:`` is set on both sockets.
+    ``tcp_rmem`` from the **receiving** host's sysctl (it sizes the receive buffer);
+    ``tcp_ecn`` from each end by its role (the engine's ``tcp_ecn = [client, server]``: the
+    client's asks for ECN, the server's accepts it) and ``tcp_ecn_fallback`` from the client;
+    every other TCP setting from the **sending** host's sysctl; then the flow's own ``tcp:``
+    block overrides any but the ECN two, which it refuses (they are host sysctls). ``cc``
+    defaults to the sender's ``tcp_congestion_control``, and the receiver's socket runs its
+    own host's (it sends requests and ACKs with it: an NFS client's ``ss`` shows its own
+    cc); a flow's own ``cc:`` is set on both sockets.
 
 Links and queues
     Each ``links:`` entry makes two one-way links, ``a->b`` with the entry's settings and

@@ -159,9 +159,13 @@ def cni_tbf(rate_bps: int, runtime: str = "containerd") -> dict[str, Any]:
     }
 
 
-def cilium_edt(pod_index: int, rate_bps: int) -> dict[str, Any]:
-    """One pod's EDT aggregate on its node's device (bpf/lib/edt.h: edt_sched_departure())."""
-    return {"nodes": [pod_index], "rate_bps": rate_bps, "drop_horizon_ns": CILIUM_HORIZON_NS}
+def cilium_edt(pod_index: int, rate_bps: int, ce_threshold_ns: int | None = None) -> dict[str, Any]:
+    """One pod's EDT aggregate on its node's device (bpf/lib/edt.h: edt_sched_departure()),
+    with PR #33220's CE marking above ``ce_threshold_ns`` if given (see ``BandwidthManager``)."""
+    agg: dict[str, Any] = {"nodes": [pod_index], "rate_bps": rate_bps, "drop_horizon_ns": CILIUM_HORIZON_NS}
+    if ce_threshold_ns is not None:
+        agg["ce_threshold_ns"] = ce_threshold_ns
+    return agg
 
 
 def cilium_fq() -> dict[str, Any]:

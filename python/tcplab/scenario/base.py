@@ -50,6 +50,9 @@ class _Model(BaseModel):
     _key_prefixes: ClassVar[tuple[str, ...]] = ()
     #: Keys that start with this are left out, not refused (:data:`EXTENSION_PREFIX`).
     _extension_prefix: ClassVar[str | None] = None
+    #: Keys refused with a message of their own (a setting that belongs elsewhere):
+    #: key -> (why, where it goes); also with one of :attr:`_key_prefixes` before it.
+    _misplaced: ClassVar[dict[str, tuple[str, str]]] = {}
 
     @classmethod
     def _keys(cls) -> list[str]:
@@ -72,6 +75,11 @@ class _Model(BaseModel):
         data = dict(data)
         for key in data:
             if key not in allowed:
+                misplaced = cls._misplaced_key(key)
+                if misplaced is not None:
+                    why, where = misplaced
+                    data[key] = UnknownKey(f"unknown key {show_value(key)}: {why}", where, key)
+                    continue
                 problem = f"unknown key {show_value(key)}{_did_you_mean(key, allowed)}"
                 data[key] = UnknownKey(problem, "one of: " + ", ".join(allowed), key)
         for name, field in cls.model_fields.items():
@@ -87,6 +95,15 @@ class _Model(BaseModel):
         if isinstance(value, MissingKey):
             raise UnitError("missing", value.expected, None)
         return value
+
+    @classmethod
+    def _misplaced_key(cls, key: Any) -> tuple[str, str] | None:
+        if not isinstance(key, str) or not cls._misplaced:
+            return None
+        for prefix in ("", *cls._key_prefixes):
+            if key.startswith(prefix) and key[len(prefix) :] in cls._misplaced:
+                return cls._misplaced[key[len(prefix) :]]
+        return None
 
     @classmethod
     def _strip_prefix(cls, key: Any, allowed: list[str]) -> Any:

@@ -16,7 +16,8 @@ from pydantic import BeforeValidator
 from tcplab.errors import UnitError, show_value
 from tcplab.units import U64_MAX, OutOfRange, parse_number, parse_percent, parse_rate, parse_size, parse_time
 
-CC_NAMES = ("reno", "cubic", "bbr")
+#: The congestion controls the engine has (``tcp_congestion_ops`` names; DCTCP: tcp_dctcp.c).
+CC_NAMES = ("reno", "cubic", "bbr", "dctcp")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+\Z")
 #: A scenario name becomes a directory (``runs/NAME``): at most this many characters, so that
 #: it and tcplab's temporary sibling ``.NAME.XXXXXXXX.tmp`` fit a file name (NAME_MAX 255).

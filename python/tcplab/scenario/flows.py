@@ -28,7 +28,7 @@ receiver of each half of a bidir pair.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
@@ -163,10 +163,27 @@ def _parse_from(value: Any) -> str | tuple[str, ...]:
     raise UnitError(f"{show_value(value)} is not a host name", expected, value)
 
 
+#: Why ``tcp_ecn`` and ``tcp_ecn_fallback`` are not per-flow settings, and where they go.
+_HOST_ECN = {
+    "tcp_ecn": (
+        "a host sysctl that acts by each end's role (the client's asks for ECN, the server's accepts it), "
+        "not a per-flow setting",
+        "hosts.NAME.sysctl.tcp_ecn on the flow's client or server host",
+    ),
+    "tcp_ecn_fallback": (
+        "a host sysctl of the connecting side, not a per-flow setting",
+        "hosts.NAME.sysctl.tcp_ecn_fallback on the flow's client host",
+    ),
+}
+
+
 class FlowTcp(_Model):
-    """Per-flow TCP overrides: any sysctl (except the cc, see ``cc:``) plus socket settings."""
+    """Per-flow TCP overrides: any sysctl (except the cc, see ``cc:``, and ``tcp_ecn`` /
+    ``tcp_ecn_fallback``, which act by each end's role: set them on the hosts) plus socket
+    settings."""
 
     _key_prefixes = ("net.ipv4.", "net/ipv4/")
+    _misplaced: ClassVar[dict[str, tuple[str, str]]] = _HOST_ECN
     mss: Annotated[int, BeforeValidator(parse_size)] | None = None
     initial_cwnd: Int(1, 65535) | None = None
     rto_min: Time | None = None

@@ -1,7 +1,10 @@
 """Hosts and their ``net.ipv4.tcp_*`` sysctls, with Linux's defaults.
 
 A host terminates flows; its ``sysctl`` block sets its sockets' defaults (``tcp_rmem`` of
-the receiver, everything else of the sender; see :mod:`tcplab.scenario`).
+the receiver, everything else of the sender; see :mod:`tcplab.scenario`), except
+``tcp_ecn`` and ``tcp_ecn_fallback``, which follow the connection's roles: each end's
+``tcp_ecn`` (whether its SYN asks for ECN, whether it accepts a peer's request) and the
+connecting side's ``tcp_ecn_fallback`` (:data:`ENDPOINT_SYSCTLS`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ LINUX_TCP_DEFAULTS: dict[str, Any] = {
     "tcp_comp_sack_nr": 44,
     "tcp_min_tso_segs": 2,
     "tcp_tso_rtt_log": 9,
+    # net.ipv4.tcp_ecn of the flow's [client, server] hosts (2: accept ECN when the peer asks,
+    # never ask: net/ipv4/tcp_ipv4.c tcp_sk_init()) and the client's tcp_ecn_fallback
+    "tcp_ecn": [2, 2],
+    "tcp_ecn_fallback": True,
     "initial_cwnd": 10,
     "rto_min_ms": 200,
     "fq_pacing": False,
@@ -60,6 +67,13 @@ LINUX_CC_DEFAULTS: dict[str, Any] = {
 }
 
 
+#: Sysctls that a flow takes by the role of each end rather than from its data sender:
+#: ``tcp_ecn`` of both ends (the engine's ``tcp.tcp_ecn = [client, server]``: the client's
+#: decides whether its SYN asks for ECN, the server's whether it accepts; Linux v6.12
+#: net/ipv4/tcp_output.c tcp_ecn_send_syn(), tcp_input.c tcp_ecn_create_request()) and the
+#: client's ``tcp_ecn_fallback`` (whether it gives ECN up when its ECN-setup SYN goes
+#: unanswered: tcp_ecn_clear_syn()).
+ENDPOINT_SYSCTLS = ("tcp_ecn", "tcp_ecn_fallback")
 #: ``net.core.*`` sysctls a host's ``sysctl`` block takes (with or without the prefix).
 CORE_SYSCTLS = ("default_qdisc", "netdev_budget", "netdev_budget_usecs")
 #: ``net.core.default_qdisc`` values tcplab models (the kernel's default is pfifo_fast;
@@ -104,6 +118,12 @@ class Sysctl(_Model):
     tcp_comp_sack_nr: Int(0, 255) = 44
     tcp_min_tso_segs: Int(1, 255) = 2
     tcp_tso_rtt_log: Int(0, 31) = 9
+    #: 0: no ECN; 1: ask for it on outgoing connections and accept it on incoming ones; 2 (the
+    #: default): accept it when asked (v6.12 sysctl_net_ipv4.c: a u8 from 0 to 2). A flow's
+    #: cc that needs ECN (dctcp, TCP_CONG_NEEDS_ECN) asks and accepts whatever it says.
+    tcp_ecn: Int(0, 2) = 2
+    #: 1: a connection whose ECN-setup SYN was retransmitted stops asking (RFC 3168 6.1.1.1)
+    tcp_ecn_fallback: Bool = True
     default_qdisc: Annotated[str, BeforeValidator(_parse_default_qdisc)] | None = None
     netdev_budget: Int(1, 2**31 - 1) | None = None
     netdev_budget_usecs: Annotated[int, BeforeValidator(parse_usecs)] | None = None
@@ -120,10 +140,11 @@ class Sysctl(_Model):
         return super()._strip_prefix(key, allowed)
 
     def to_core_tcp(self) -> dict[str, Any]:
-        """The sysctls in the engine's ``tcp`` names (``tcp_rmem`` included; the caller picks)."""
+        """The sysctls in the engine's ``tcp`` names (``tcp_rmem`` included; the caller picks),
+        but :data:`ENDPOINT_SYSCTLS`, which the caller takes from the client and the server."""
         out = {}
         for name in type(self).model_fields:
-            if name == "tcp_congestion_control" or name in CORE_SYSCTLS:
+            if name == "tcp_congestion_control" or name in CORE_SYSCTLS or name in ENDPOINT_SYSCTLS:
                 continue
             value = getattr(self, name)
             key = "tcp_min_rtt_wlen_s" if name == "tcp_min_rtt_wlen" else name

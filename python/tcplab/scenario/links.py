@@ -1,6 +1,8 @@
-"""Links: rate, delay, loss (netem meanings), reordering, queue, framing overhead.
+"""Links: rate, delay, loss (netem meanings), reordering, queue, framing overhead, ECN bleaching.
 
 Each ``links:`` entry makes two one-way links; ``reverse:`` overrides the b->a direction.
+``bleach_ecn: true`` makes the link a middlebox that clears the IP ECN field of every packet
+it carries (ECT and CE become not-ECT), as some routers and firewalls do.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from tcplab.errors import UnitError, show_value
 from tcplab.literals import Oversized
 from tcplab.scenario.base import _Model
-from tcplab.scenario.fields import Int, PosTime, Probability, Rate, Time, _parse_between, _parse_int, _sub
+from tcplab.scenario.fields import Bool, Int, PosTime, Probability, Rate, Time, _parse_between, _parse_int, _sub
 from tcplab.scenario.queues import Queue
 from tcplab.units import U64_MAX, parse_percent, parse_size, parse_time
 
@@ -271,6 +273,7 @@ class LinkOverrides(_Model):
     reorder: Reorder | None = None
     queue: Queue | None = None
     overhead: Int(0, 65535) | None = None
+    bleach_ecn: Bool | None = None
 
 
 class Link(_Model):
@@ -286,4 +289,6 @@ class Link(_Model):
     #: None: the sending host's qdisc (``hosts.NAME.qdisc`` / ``default_qdisc``), else pfifo 1000.
     queue: Queue | None = None
     overhead: Int(0, 65535) = 14
+    #: An ECN-bleaching middlebox: the link clears the IP ECN field of every packet it carries.
+    bleach_ecn: Bool = False
     reverse: LinkOverrides | None = None

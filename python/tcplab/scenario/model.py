@@ -251,6 +251,8 @@ class Scenario(_Model):
                 core_link["keeps_sk"] = True
             if link.get("orphan_after_queue"):
                 core_link["orphan_after_queue"] = True
+            if link.get("bleach_ecn"):  # only when set: scenarios without it keep their JSON
+                core_link["bleach_ecn"] = True
             links.append(core_link)
         flows = []
         for f in topo.flows:

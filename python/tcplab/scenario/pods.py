@@ -44,7 +44,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.bandwidth import RUNTIMES, cni_tbf, parse_k8s_bandwidth
 from tcplab.scenario.base import _Model
-from tcplab.scenario.fields import Bool, NodeName
+from tcplab.scenario.fields import Bool, NodeName, PosTime
 from tcplab.scenario.hosts import CORE_SYSCTLS, Sysctl
 from tcplab.scenario.qdiscs import PSCHED_MTU_BYTES
 
@@ -177,10 +177,19 @@ class BandwidthManager(_Model):
     device still counts against the pod socket's TSQ budget, the "improves TCP TSQ handling"
     of story 002. Pods in mode ``cni`` are unaffected (their sockets are held through the
     IFB's tbf and released by the node's ``ip_rcv_core()`` after it).
+
+    ``ce_threshold`` (a time, e.g. ``1ms``; off by default) is a what-if, not a Cilium
+    setting: the ECN marking cilium/cilium PR #33220 proposed ("bandwidth-manager: introduce
+    ecn marking to prevent bufferbloat", 2024, closed without being merged; no Cilium
+    release marks): the pod's EDT program marks CE on an ECN-capable packet it stamps more
+    than the threshold ahead of now, so ECN senders back off before fq's flow limit or the
+    2 s horizon drops. It needs ECN negotiated (``sysctl: {tcp_ecn: 1}`` on the connecting
+    hosts, or DCTCP).
     """
 
     bbr: Bool = False
     host_routing: str = "legacy"
+    ce_threshold: PosTime | None = None
 
     @field_validator("host_routing", mode="before")
     @classmethod

@@ -32,14 +32,23 @@ fq (iproute2 tc/q_fq.c; Linux v6.12 net/sched/sch_fq.c: fq_change())
     ``maxrate``, ``low_rate_threshold`` (rates), ``refill_delay``, ``horizon`` (times),
     ``horizon_drop: true|false`` or ``horizon_cap: true`` (tc's flags), ``buckets`` (rounded
     up to a power of two as tc does, 2 to 2^18), ``pacing: true|false`` or
-    ``nopacing: true``.
+    ``nopacing: true``, ``ce_threshold`` (a time: fq marks an ECN-capable packet CE when it
+    leaves more than this after it was due, v6.12 fq_dequeue(); off by default). fq marks
+    nothing otherwise: ``ecn: true`` is refused (it has no such parameter).
 
 fq_codel (iproute2 tc/q_fq_codel.c; Linux v6.12 net/sched/sch_fq_codel.c: fq_codel_change())
     ``limit`` (packets), ``flows`` (1 to 65536, the kernel's bound), ``target``,
     ``interval`` (times, from 1024 ns: CoDel's clock tick), ``quantum`` (up to 1 MiB; the
     kernel raises one below 256 B to 256), ``memory_limit`` (bytes, at most
-    2^31 as the kernel caps it), ``drop_batch``; ``ecn`` is refused when true: tcplab
-    models no ECN.
+    2^31 as the kernel caps it), ``drop_batch``, ``ecn: true|false`` or ``noecn: true``
+    (CoDel marks ECN-capable packets CE instead of dropping them; on by default, as
+    fq_codel_init() sets ``cparams.ecn``), ``ce_threshold`` (a time: mark every ECN-capable
+    packet whose sojourn exceeds it, the shallow step DCTCP wants; off by default).
+
+Only fq_codel and fq mark; ``ecn: true`` on pfifo, bfifo, pfifo_fast, tbf or fq is refused
+(they only drop; ``ecn: false`` is what they do and is accepted). A ``ce_threshold`` is a
+positive time of at most 2^32 - 2 microseconds (tc passes microseconds in a u32, ~0
+meaning off).
 """
 
 from __future__ import annotations
@@ -70,8 +79,20 @@ FQ_KEYS = (
     "buckets",
     "pacing",
     "nopacing",
+    "ce_threshold",
 )
-FQ_CODEL_KEYS = ("limit", "flows", "target", "interval", "quantum", "memory_limit", "drop_batch", "ecn")
+FQ_CODEL_KEYS = (
+    "limit",
+    "flows",
+    "target",
+    "interval",
+    "quantum",
+    "memory_limit",
+    "drop_batch",
+    "ecn",
+    "noecn",
+    "ce_threshold",
+)
 
 #: fq's bucket-count bound: Linux v6.12 sch_fq.c: fq_change() accepts fq_log 1..ilog2(256 * 1024).
 FQ_MAX_BUCKETS_LOG = 18
@@ -175,6 +196,62 @@ def _u32_us_time(lo_ns: int = 1, why: str = "") -> Callable[[Any], int]:
     return parse
 
 
+#: The largest ``ce_threshold`` tc passes: a u32 of microseconds, ~0U meaning "off" (iproute2
+#: tc/q_fq.c and q_fq_codel.c send it only when it is not ~0U).
+MAX_CE_THRESHOLD_NS = (U32_MAX - 1) * 1000
+
+
+def _ce_threshold(lo_ns: int, why: str) -> Callable[[Any], int]:
+    """``ce_threshold``: a positive time, at least ``lo_ns`` (``why``: the reason), at most
+    :data:`MAX_CE_THRESHOLD_NS`."""
+    expected = (
+        f"a positive time such as 1ms, from {lo_ns} ns to {U32_MAX - 1}us "
+        "(CE marks above this sojourn; tc passes a u32 of microseconds)"
+    )
+
+    def parse(value: Any) -> int:
+        try:
+            ns = parse_time(value, allow_zero=False)
+        except UnitError as e:
+            raise UnitError(e.problem, expected, value) from None
+        if ns < lo_ns:
+            raise UnitError(f"{show_value(value)} is less than {lo_ns} ns ({why})", expected, value)
+        if ns > MAX_CE_THRESHOLD_NS:
+            raise UnitError(f"{show_value(value)} is out of range", expected, value)
+        return ns
+
+    return parse
+
+
+#: What a qdisc that cannot mark says to ``ecn: true`` (module doc).
+_NO_MARKING = {
+    "pfifo": "pfifo cannot mark packets (a FIFO only drops)",
+    "bfifo": "bfifo cannot mark packets (a FIFO only drops)",
+    "pfifo_fast": "pfifo_fast cannot mark packets (a FIFO only drops)",
+    "tbf": "tbf cannot mark packets (sch_tbf.c only drops)",
+    "fq": "fq has no ecn switch (it marks only above a ce_threshold)",
+}
+_MARKS = "false, or a qdisc that marks: fq_codel (ecn, on by default; or ce_threshold), fq with ce_threshold"
+_MARKING_EXPECTED = {
+    "fq": "ce_threshold: 1ms (or another positive time) to mark, or ecn: false",
+}
+
+
+def refuse_ecn(body: dict, kind: str) -> dict:
+    """``body`` without an ``ecn: false`` (what a qdisc that cannot mark does anyway);
+    ``ecn: true`` on such a qdisc (:data:`_NO_MARKING`) is an error at ``ecn``."""
+    if "ecn" not in body:
+        return body
+    if _get(body, "ecn", _parse_bool):
+        raise UnitError(
+            f"true, but {_NO_MARKING[kind]}",
+            _MARKING_EXPECTED.get(kind, _MARKS),
+            body["ecn"],
+            subpath=("ecn",),
+        )
+    return {k: v for k, v in body.items() if k != "ecn"}
+
+
 def _u32_size(what: str, lo: int = 1, hi: int = U32_MAX) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
         size = parse_tc_size(value, allow_zero=lo == 0)
@@ -212,6 +289,7 @@ def _packets(value: Any) -> int:
 
 def parse_tbf(body: dict) -> dict[str, Any]:
     """A tbf's parameters (without ``child``) -> the engine's ``TbfConfig`` fields."""
+    body = refuse_ecn(body, "tbf")
     _check_keys(body, TBF_KEYS, "tbf")
     rate_bps = _get(body, "rate", _bytes_rate("rate"))
     if rate_bps is None:
@@ -344,6 +422,7 @@ def _fq_rate(value: Any) -> int:
 def parse_fq(body: dict) -> dict[str, Any]:
     """fq's parameters -> the engine's ``FqConfig`` fields (only those given; the engine
     fills in the v6.12 defaults)."""
+    body = refuse_ecn(body, "fq")
     _check_keys(body, FQ_KEYS, "fq")
     out: dict[str, Any] = {}
     for key, field, parse in (
@@ -356,6 +435,8 @@ def parse_fq(body: dict) -> dict[str, Any]:
         ("low_rate_threshold", "low_rate_threshold_bps", _fq_rate),
         ("refill_delay", "refill_delay_ns", _u32_us_time(0)),
         ("horizon", "horizon_ns", _u32_us_time(1)),
+        # below 1 us tc's microseconds are 0
+        ("ce_threshold", "ce_threshold_ns", _ce_threshold(1000, "tc passes whole microseconds: it would be 0")),
     ):
         value = _get(body, key, parse)
         if value is not None:
@@ -365,16 +446,6 @@ def parse_fq(body: dict) -> dict[str, Any]:
     if "pacing" in body or "nopacing" in body:
         out["pacing"] = _flag(body, "pacing", "nopacing", True)
     return out
-
-
-def _no_ecn(value: Any) -> bool:
-    if _parse_bool(value):
-        raise UnitError(
-            "true is not supported: tcplab models no ECN (no ECT marking, no CE echo)",
-            "false (fq_codel then drops, as with noecn)",
-            value,
-        )
-    return False
 
 
 def parse_fq_codel(body: dict) -> dict[str, Any]:
@@ -389,11 +460,13 @@ def parse_fq_codel(body: dict) -> dict[str, Any]:
         ("quantum", "quantum_bytes", _u32_size("a quantum", 1, 1 << 20)),
         ("memory_limit", "memory_limit_bytes", _u32_size("a memory limit", 1, FQ_CODEL_MAX_MEMORY)),
         ("drop_batch", "drop_batch", _parse_int(1, U32_MAX, "a packet count")),
-        ("ecn", "ecn", _no_ecn),
+        ("ce_threshold", "ce_threshold_ns", _ce_threshold(CODEL_TICK_NS, "CoDel counts time in 1024-ns ticks")),
     ):
         value = _get(body, key, parse)
         if value is not None:
             out[field] = value
+    if "ecn" in body or "noecn" in body:
+        out["ecn"] = _flag(body, "ecn", "noecn", True)
     return out
 
 

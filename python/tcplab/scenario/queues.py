@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from tcplab.errors import UnitError, show_value
 from tcplab.scenario.fields import U32_MAX, _did_you_mean, _parse_int, _sub
-from tcplab.scenario.qdiscs import parse_fq, parse_fq_codel, parse_tbf
+from tcplab.scenario.qdiscs import parse_fq, parse_fq_codel, parse_tbf, refuse_ecn
 from tcplab.units import OutOfRange, parse_number, parse_size
 
 NOMINAL_PACKET_BYTES = 1500  # IP length of a full-size segment; "bdp" limits count it plus the link overhead
@@ -106,6 +106,8 @@ def parse_queue(value: Any, *, child: bool = False) -> QueueSpec:
             subpath=() if bare else (key,),
         )
     body = {k: v for k, v in value.items() if k not in ("qdisc", "kind")}
+    if kind in ("pfifo", "bfifo", "pfifo_fast"):
+        body = refuse_ecn(body, kind)  # ecn: false is what a FIFO does; true is an error
     if kind in ("pfifo", "bfifo"):
         for k in body:
             if k != "limit":

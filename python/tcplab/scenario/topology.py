@@ -83,6 +83,7 @@ class _Topology:
                     "reorder": entry.reorder,
                     "queue": entry.queue,
                     "overhead": entry.overhead,
+                    "bleach_ecn": entry.bleach_ecn,
                 }
                 if over is not None:
                     for key in spec:
@@ -104,6 +105,7 @@ class _Topology:
                         if reorder is not None and reorder.probability > 0
                         else None
                     ),
+                    bleach_ecn=bool(spec["bleach_ecn"]),
                 )
         return specs
 
@@ -172,6 +174,11 @@ class _Topology:
                     tcp.update(sc.sysctl_of(data_src).to_core_tcp())
                     tcp["tcp_rmem"] = list(sc.sysctl_of(data_dst).tcp_rmem)
                     tcp.update(flow.tcp.overrides())
+                    # tcp_ecn by role, not by the data's direction (hosts.ENDPOINT_SYSCTLS): the
+                    # client's and the server's, and the client's fallback
+                    client, server = sc.sysctl_of(c.sender), sc.sysctl_of(flow.to)
+                    tcp["tcp_ecn"] = [client.tcp_ecn, server.tcp_ecn]
+                    tcp["tcp_ecn_fallback"] = client.tcp_ecn_fallback
                     tcp_of[key] = tcp
                     cc_of[key] = flow.cc or sc.default_cc_of(data_src)
                     # a flow's own cc is set on both its sockets (as iperf3 -C does); without one,
@@ -239,7 +246,8 @@ class _Topology:
             uplink = spec["src"] in managed
             link["queue"] = self._queue(index, link, self._queue_spec(sc, spec, uplink))
             if uplink and managed[spec["src"]]:
-                link["edt"] = [cilium_edt(pod, rate) for pod, rate in managed[spec["src"]]]
+                ce = sc.bandwidth_manager.ce_threshold
+                link["edt"] = [cilium_edt(pod, rate, ce) for pod, rate in managed[spec["src"]]]
 
     @staticmethod
     def _queue_spec(sc: Scenario, spec: dict[str, Any], uplink: bool) -> QueueSpec | None:

@@ -16,6 +16,8 @@
 //! | `cwnd_event`  | `tcp_ca_event()`                                      |
 //! | `undo_cwnd`   | `tcp_undo_cwnd_reduction()`                           |
 //! | `pkts_acked`  | `tcp_clean_rtx_queue()` with an RTT sample            |
+//! | `in_ack_event`| `tcp_in_ack_event()` on every ACK (DCTCP's alpha)     |
+//! | `needs_ecn`   | `tcp_ca_needs_ecn()`: the `TCP_CONG_NEEDS_ECN` flag   |
 //!
 //! Dispatch is static: [`Cc`] is an enum over the algorithms, so the per-ACK path has no
 //! virtual call and no allocation.
@@ -25,6 +27,7 @@
 
 pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
 pub mod reno;
 
 use crate::config::{CcKind, CcParams};
@@ -58,6 +61,12 @@ pub struct CcInfo {
     /// `bbr_ack_aggregation_cwnd()` adds to the cwnd target, up to `bw x 100 ms`). Not in
     /// Linux's `tcp_bbr_info`; read by the tests that derive BBR's cwnd target.
     pub extra_acked: u32,
+    /// DCTCP (`tcp_dctcp_info`): alpha in 1/1024, the last segment's CE state, and the
+    /// bytes delivered CE-marked and in all since the window began (ss `dctcp:(...)`).
+    pub dctcp_alpha: u32,
+    pub dctcp_ce_state: u8,
+    pub dctcp_ab_ecn: u64,
+    pub dctcp_ab_tot: u64,
 }
 
 /// Linux's `struct tcp_congestion_ops`, in Rust.
@@ -83,6 +92,12 @@ pub trait CongestionOps {
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32;
     /// `.pkts_acked`
     fn pkts_acked(&mut self, _tp: &mut TcpSock, _sample: &AckSample) {}
+    /// `.in_ack_event` (`flags`: the ACK's `FLAG_*`).
+    fn in_ack_event(&mut self, _tp: &mut TcpSock, _flags: u32) {}
+    /// `TCP_CONG_NEEDS_ECN` in `.flags`.
+    fn needs_ecn(&self) -> bool {
+        false
+    }
     /// `.min_tso_segs` (None = `sysctl_tcp_min_tso_segs`).
     fn min_tso_segs(&self, _tp: &TcpSock) -> Option<u32> {
         None
@@ -129,6 +144,7 @@ pub enum Cc {
     Reno(reno::Reno),
     Cubic(cubic::Cubic),
     Bbr(bbr::Bbr),
+    Dctcp(dctcp::Dctcp),
 }
 
 impl Cc {
@@ -138,6 +154,7 @@ impl Cc {
             CcKind::Reno => Cc::Reno(reno::Reno),
             CcKind::Cubic => Cc::Cubic(cubic::Cubic::new(params)),
             CcKind::Bbr => Cc::Bbr(bbr::Bbr::new(params, rng)),
+            CcKind::Dctcp => Cc::Dctcp(dctcp::Dctcp::new()),
         }
     }
 }
@@ -148,6 +165,7 @@ macro_rules! dispatch {
             Cc::Reno($cc) => $e,
             Cc::Cubic($cc) => $e,
             Cc::Bbr($cc) => $e,
+            Cc::Dctcp($cc) => $e,
         }
     };
 }
@@ -191,6 +209,14 @@ impl CongestionOps for Cc {
     #[inline]
     fn pkts_acked(&mut self, tp: &mut TcpSock, sample: &AckSample) {
         dispatch!(self, c => c.pkts_acked(tp, sample))
+    }
+    #[inline]
+    fn in_ack_event(&mut self, tp: &mut TcpSock, flags: u32) {
+        dispatch!(self, c => c.in_ack_event(tp, flags))
+    }
+    #[inline]
+    fn needs_ecn(&self) -> bool {
+        dispatch!(self, c => c.needs_ecn())
     }
     #[inline]
     fn min_tso_segs(&self, tp: &TcpSock) -> Option<u32> {

@@ -313,6 +313,11 @@ pub struct LinkConfig {
     /// after its qdisc. The link's qdisc and counters then see one packet per skb.
     #[serde(default)]
     pub passes_gso: Option<bool>,
+    /// The link clears the IP ECN field of every packet it carries (a middlebox or tunnel
+    /// that bleaches the TOS byte): marks made before it are lost, and ECN-capable packets
+    /// reach the queues after it as not-ECT.
+    #[serde(default)]
+    pub bleach_ecn: bool,
 }
 
 /// One pod's EDT aggregate (Cilium `bpf/lib/edt.h`): packets from `nodes` are stamped
@@ -325,6 +330,11 @@ pub struct EdtConfig {
     pub rate_bps: u64,
     #[serde(default = "default_edt_horizon_ns")]
     pub drop_horizon_ns: u64,
+    /// Mark CE (`bpf_skb_ecn_set_ce()`) on an ECN-capable packet stamped more than this
+    /// ahead of now: the ECN marking cilium/cilium PR #33220 proposed for the Bandwidth
+    /// Manager (1 ms by default there); `None` = no marking, as every Cilium release does.
+    #[serde(default)]
+    pub ce_threshold_ns: Option<u64>,
 }
 
 fn default_edt_horizon_ns() -> u64 {
@@ -363,6 +373,7 @@ impl LinkConfig {
             keeps_sk: false,
             orphan_after_queue: false,
             passes_gso: None,
+            bleach_ecn: false,
         }
     }
 }
@@ -526,6 +537,9 @@ pub struct FqConfig {
     pub horizon_drop: bool,
     /// `pacing` (default) or `nopacing`.
     pub pacing: bool,
+    /// `ce_threshold`: mark CE on a packet dequeued more than this after it was due
+    /// (Linux v6.12 sch_fq.c fq_dequeue()); `None` = off (`~0U`, the default).
+    pub ce_threshold_ns: Option<u64>,
 }
 
 impl Default for FqConfig {
@@ -543,6 +557,7 @@ impl Default for FqConfig {
             horizon_ns: 10 * NSEC_PER_SEC,
             horizon_drop: true,
             pacing: true,
+            ce_threshold_ns: None,
         }
     }
 }
@@ -558,7 +573,12 @@ pub struct FqCodelConfig {
     pub quantum_bytes: u32,
     pub memory_limit_bytes: u64,
     pub drop_batch: u32,
+    /// `ecn` (the default) or `noecn`: CoDel marks an ECN-capable packet CE instead of
+    /// dropping it.
     pub ecn: bool,
+    /// `ce_threshold`: mark CE on every ECN-capable packet whose sojourn exceeds it,
+    /// whatever CoDel's state (`codel_dequeue()`'s end); `None` = off (the default).
+    pub ce_threshold_ns: Option<u64>,
 }
 
 impl Default for FqCodelConfig {
@@ -572,7 +592,9 @@ impl Default for FqCodelConfig {
             quantum_bytes: 1514,
             memory_limit_bytes: 32 << 20,
             drop_batch: 64,
-            ecn: false,
+            // fq_codel_init(): `q->cparams.ecn = true`.
+            ecn: true,
+            ce_threshold_ns: None,
         }
     }
 }
@@ -592,6 +614,8 @@ pub enum CcKind {
     Reno,
     Cubic,
     Bbr,
+    /// Data Center TCP (Linux v6.12 net/ipv4/tcp_dctcp.c): needs ECN (`TCP_CONG_NEEDS_ECN`).
+    Dctcp,
 }
 
 /// Which endpoint of a connection: the client connects, the server accepts. Endpoint
@@ -764,6 +788,13 @@ pub struct TcpConfig {
     pub fq_pacing: bool,
     /// `sk_max_pacing_rate` (SO_MAX_PACING_RATE) in bytes per second; u64::MAX = unlimited.
     pub max_pacing_rate_bytes_per_sec: u64,
+    /// `net.ipv4.tcp_ecn` of the client's host and of the server's host (indexed by
+    /// [`Side`]): 0 never, 1 request on outgoing and accept on incoming connections, 2
+    /// (Linux's default) only accept when asked (`tcp::ecn`).
+    pub tcp_ecn: [u8; 2],
+    /// `net.ipv4.tcp_ecn_fallback` of the client's host: a retransmitted SYN no longer asks
+    /// for ECN (the default, 1).
+    pub tcp_ecn_fallback: bool,
 }
 
 impl Default for TcpConfig {
@@ -791,6 +822,8 @@ impl Default for TcpConfig {
             rto_min_ms: 200,
             fq_pacing: false,
             max_pacing_rate_bytes_per_sec: u64::MAX,
+            tcp_ecn: [2, 2],
+            tcp_ecn_fallback: true,
         }
     }
 }

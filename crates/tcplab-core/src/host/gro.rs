@@ -29,8 +29,12 @@
 //! Simplified: Linux hashes flows into 8 buckets of at most 8 held skbs
 //! (`GRO_HASH_BUCKETS`, `MAX_GRO_SKBS`) and flushes a full bucket's oldest; tcplab holds
 //! up to 64 aggregates in arrival order and flushes the oldest when full, and flushes in
-//! arrival order (Linux: bucket by bucket, oldest first in each). tcplab's segments carry
-//! no ECN field (a TOS change flushes in `inet_gro_receive()`).
+//! arrival order (Linux: bucket by bucket, oldest first in each).
+//!
+//! ECN: segments with different IP ECN fields do not merge (a TOS change flushes in
+//! `inet_gro_receive()`), so a CE mark is never hidden in an aggregate of ECT segments;
+//! nor do segments that differ in ECE, and a segment with CWR is never merged
+//! (`tcp_gro_receive()`: `flush |= flags & TCP_FLAG_CWR`).
 //!
 //! No allocation after construction: the table is a fixed-capacity `Vec`.
 //!
@@ -108,7 +112,9 @@ fn same_header(a: &Packet, b: &Packet) -> bool {
         && ts_ms(a.tsecr_ns) == ts_ms(b.tsecr_ns)
         && a.num_sacks == b.num_sacks
         && a.sack[..a.num_sacks as usize] == b.sack[..b.num_sacks as usize]
-        && (a.flags ^ b.flags) & (flags::SYN | flags::DSACK) == 0
+        && (a.flags ^ b.flags) & (flags::SYN | flags::DSACK | flags::ECE) == 0
+        && (a.flags | b.flags) & flags::CWR == 0
+        && a.ecn == b.ecn
 }
 
 impl Gro {

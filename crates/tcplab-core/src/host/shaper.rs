@@ -26,6 +26,14 @@
 //! aggregate (`drops`; Cilium's drop reason "EDT horizon") and in the link's data
 //! accounting as a queue drop. The drop horizon is Cilium's `t_horizon_drop` (2 s by
 //! default, the same as the fq horizon Cilium installs).
+//!
+//! ECN (a what-if, `ce_threshold_ns`): no Cilium release marks ECN here. cilium/cilium PR
+//! #33220 ("bandwidth-manager: introduce ecn marking to prevent bufferbloat", June 2024,
+//! closed without being merged) proposed marking CE on packets that would wait more than
+//! a threshold (1 ms by default) for their departure time, and measured TCP_RR at 3.1 ms
+//! against 2247 ms without marking (128 bulk flows, a 100 Mbit/s pod). fq's own
+//! `ce_threshold` cannot do this: it measures how late a packet leaves after its stamp,
+//! and the wait the stamp itself imposes does not count (`net::qdisc::fq`).
 
 use crate::config::EdtConfig;
 use crate::packet::Packet;
@@ -50,6 +58,10 @@ pub struct EdtAggregate {
     pub stamped: u64,
     /// Packets that passed unchanged.
     pub passed: u64,
+    /// `ce_threshold_ns` (PR #33220's marking); `u64::MAX` = off.
+    ce_threshold_ns: u64,
+    /// Packets marked CE.
+    pub ce_marks: u64,
 }
 
 /// The EDT aggregates of one link, looked up by the packet's source node.
@@ -87,6 +99,8 @@ impl EdtShaper {
                 drops: 0,
                 stamped: 0,
                 passed: 0,
+                ce_threshold_ns: c.ce_threshold_ns.unwrap_or(u64::MAX),
+                ce_marks: 0,
             })
             .collect();
         Some(EdtShaper {
@@ -127,6 +141,11 @@ impl EdtShaper {
         agg.t_last_ns = t_next;
         pkt.tstamp_ns = t_next;
         agg.stamped += 1;
+        // PR #33220: a packet that will wait more than the threshold for its departure
+        // time is marked, so that an ECN sender backs off before the horizon drops.
+        if t_next - now_ns > agg.ce_threshold_ns && crate::packet::ecn::set_ce(&mut pkt.ecn) {
+            agg.ce_marks += 1;
+        }
         true
     }
 }
@@ -142,6 +161,7 @@ mod tests {
             nodes: vec![3],
             rate_bps,
             drop_horizon_ns: horizon_ns,
+            ce_threshold_ns: None,
         }])
         .unwrap()
     }

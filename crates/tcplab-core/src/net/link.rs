@@ -85,6 +85,8 @@ pub struct Link {
     /// A TSO/GSO skb leaves this link whole (a veth: `LinkConfig::passes_gso`); otherwise
     /// it is cut into MSS frames as it goes on the wire (`put_on_wire_gso`).
     pub passes_gso: bool,
+    /// Clears the IP ECN field of every packet (`LinkConfig::bleach_ecn`).
+    pub bleach_ecn: bool,
     pub qdisc: Qdisc,
     /// Cilium EDT aggregates applied before the qdisc (`LinkConfig.edt`), if any.
     pub shaper: Option<EdtShaper>,
@@ -137,10 +139,11 @@ impl Link {
             keeps_sk: cfg.orphan && cfg.keeps_sk,
             orphan_after_queue: cfg.orphan && !cfg.keeps_sk && cfg.orphan_after_queue,
             passes_gso: cfg.passes_gso.unwrap_or(cfg.orphan),
+            bleach_ecn: cfg.bleach_ecn,
             qdisc: Qdisc::new(&cfg.queue),
             shaper: EdtShaper::new(&cfg.edt),
             clears_tstamp: false,
-            fifo_only: cfg.queue.is_fifo() && cfg.edt.is_empty() && !cfg.orphan,
+            fifo_only: cfg.queue.is_fifo() && cfg.edt.is_empty() && !cfg.orphan && !cfg.bleach_ecn,
             wire: WireStats::default(),
             acct: LinkAccounting::default(),
             busy_until_ns: 0,
@@ -188,11 +191,14 @@ impl Link {
     #[inline(never)]
     fn enqueue_components(
         &mut self,
-        pkt: Packet,
+        mut pkt: Packet,
         now_ns: u64,
         id: u32,
         ev: &mut EventQueue,
     ) -> bool {
+        if self.bleach_ecn {
+            pkt.ecn = crate::packet::ecn::NOT_ECT;
+        }
         if self.tap.is_some() {
             return self.enqueue_tapped(pkt, now_ns, id, ev);
         }

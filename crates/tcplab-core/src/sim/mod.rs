@@ -109,6 +109,31 @@ pub struct FlowSummary {
     pub chrono: ChronoStats,
     /// Both endpoints' counters, by the name nstat prints.
     pub counters: MibCounters,
+    /// ECN at the end of the run (`tcp::ecn`).
+    pub ecn: EcnSummary,
+}
+
+/// A flow's ECN state: what `ss -i` shows (`ecn`, `ecnseen`, `dctcp:(...)`) and
+/// `tcpi_delivered_ce`.
+#[derive(Clone, Debug, Serialize)]
+pub struct EcnSummary {
+    /// `tp->ecn_flags` of the data sender's socket and of the data receiver's
+    /// (`TCP_ECN_OK` 1, `_QUEUE_CWR` 2, `_DEMAND_CWR` 4, `_SEEN` 8).
+    pub sender_flags: u8,
+    pub receiver_flags: u8,
+    /// The data sender's `tp->delivered_ce`: packets it learnt were CE-marked.
+    pub delivered_ce: u64,
+    /// The data sender's DCTCP state (`None` unless it runs DCTCP with ECN).
+    pub dctcp: Option<DctcpSummary>,
+}
+
+/// `struct tcp_dctcp_info` as ss prints it.
+#[derive(Clone, Debug, Serialize)]
+pub struct DctcpSummary {
+    pub ce_state: u8,
+    pub alpha: u32,
+    pub ab_ecn: u64,
+    pub ab_tot: u64,
 }
 
 /// One link's counters (the `links` of the output, in `SimConfig.links` order): its qdisc
@@ -146,6 +171,8 @@ pub struct EdtSummary {
     pub stamped: u64,
     /// Packets that passed unchanged.
     pub passed: u64,
+    /// Packets marked CE (`EdtConfig::ce_threshold_ns`, PR #33220's what-if).
+    pub ce_marks: u64,
 }
 
 /// One node's counters (the `hosts` of the output: every node, in `SimConfig.nodes` order).
@@ -1458,6 +1485,23 @@ impl Simulator {
                 rtt: RttSummary::from_hist(&c.stats.rtt_hist),
                 chrono,
                 counters,
+                ecn: EcnSummary {
+                    sender_flags: c.tp.ecn_flags,
+                    receiver_flags: srv.tp.ecn_flags,
+                    delivered_ce: c.tp.delivered_ce as u64,
+                    dctcp: match &c.cc {
+                        crate::cc::Cc::Dctcp(d) if !d.fallback => {
+                            let i = d.get_info(&c.tp);
+                            Some(DctcpSummary {
+                                ce_state: i.dctcp_ce_state,
+                                alpha: i.dctcp_alpha,
+                                ab_ecn: i.dctcp_ab_ecn,
+                                ab_tot: i.dctcp_ab_tot,
+                            })
+                        }
+                        _ => None,
+                    },
+                },
             });
         }
         let links = self
@@ -1484,6 +1528,7 @@ impl Simulator {
                         drops: a.drops,
                         stamped: a.stamped,
                         passed: a.passed,
+                        ce_marks: a.ce_marks,
                     })
                     .collect(),
             })

@@ -17,6 +17,7 @@ use crate::tcp::rate::{rate_gen, rate_skb_delivered};
 use crate::tcp::rate_sample::{AckSample, RateSample};
 use crate::tcp::rtt::{rtt_estimator, set_rto, update_rtt_min};
 use crate::tcp::rtx_queue::{TCPCB_LOST, TCPCB_RETRANS, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
+use crate::tcp::ecn::TCP_ECN_OK;
 use crate::tcp::sock::CaState;
 use crate::tcp::socket::{Ctx, TcpSocket};
 
@@ -154,6 +155,9 @@ impl TcpSocket {
         if ack > prior_snd_una {
             flag |= FLAG_WIN_UPDATE;
         }
+        if self.ecn_rcv_ecn_echo(pkt) {
+            flag |= FLAG_ECE;
+        }
         let mut st = SackState {
             reord: self.tp.snd_nxt,
             ..Default::default()
@@ -162,6 +166,17 @@ impl TcpSocket {
             flag |= self.sacktag_write_queue(pkt, prior_snd_una, &mut rs, &mut st);
         }
         self.tp.snd_una = ack;
+        // tcp_count_delivered() of what the SACK blocks delivered, then tcp_in_ack_event()
+        // (Linux v6.12 order: before the cumulative ACK cleans the queue).
+        // Only DCTCP has `in_ack_event`, and only with ECN (else it runs as dctcp-reno).
+        let mut ce_counted = delivered0;
+        if self.tp.ecn_flags & TCP_ECN_OK != 0 {
+            if flag & FLAG_ECE != 0 {
+                self.tp.delivered_ce += self.tp.delivered - ce_counted;
+                ce_counted = self.tp.delivered;
+            }
+            self.cc.in_ack_event(&mut self.tp, flag);
+        }
 
         if prior_packets == 0 {
             // no_queue: nothing was outstanding.
@@ -198,6 +213,11 @@ impl TcpSocket {
             self.set_xmit_timer(ctx.now_ns);
         }
         let delivered = self.tp.delivered - delivered0;
+        if flag & FLAG_ECE != 0 {
+            // tcp_count_delivered(ece_ack) of the rest, and tcp_newly_delivered().
+            self.tp.delivered_ce += self.tp.delivered - ce_counted;
+            self.tp.mib.add(Mib::TCPDeliveredCE, delivered as u64);
+        }
         let lost = self.tp.lost - lost0;
         rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
         rate_gen(&mut self.tp, delivered, lost, false, &mut rs);

@@ -6,6 +6,7 @@
 //! `app` (which endpoint is which is `config::Side`), `sim` or `capture`.
 pub mod chrono;
 pub mod close;
+pub mod ecn;
 pub mod info;
 pub mod input;
 pub mod minmax;

@@ -671,8 +671,20 @@ impl Receiver {
         }
     }
 
+    /// `icsk_ack.pending |= ICSK_ACK_NOW`: the owed ACK goes out at once.
+    #[inline]
+    pub fn request_ack_now(&mut self) {
+        self.ack_now = true;
+    }
+
+    /// `icsk_ack.pending & ICSK_ACK_TIMER`: a delayed ACK is scheduled.
+    #[inline]
+    pub fn delack_timer_pending(&self) -> bool {
+        self.delack_deadline_ns != NEVER
+    }
+
     /// `tcp_enter_quickack_mode()`: also leaves ping-pong mode.
-    fn enter_quickack_mode(&mut self, max_quickacks: u32) {
+    pub fn enter_quickack_mode(&mut self, max_quickacks: u32) {
         self.incr_quickack(max_quickacks);
         self.pingpong = 0;
         self.ato = self.ato_min;

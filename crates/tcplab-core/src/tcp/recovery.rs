@@ -222,6 +222,7 @@ impl TcpSocket {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+        self.ecn_queue_cwr();
     }
 
     /// `tcp_cwnd_reduction()`: Proportional Rate Reduction (RFC 6937).
@@ -348,6 +349,7 @@ impl TcpSocket {
             self.tp.set_cwnd(cwnd);
             if self.tp.prior_ssthresh > self.tp.snd_ssthresh {
                 self.tp.snd_ssthresh = self.tp.prior_ssthresh;
+                self.ecn_withdraw_cwr();
             }
         }
         self.tp.snd_cwnd_stamp = self.tp.jiffies32();
@@ -442,8 +444,12 @@ impl TcpSocket {
     }
 
     /// `tcp_try_to_open()`.
-    fn try_to_open(&mut self, _flag: u32) {
+    fn try_to_open(&mut self, flag: u32) {
         self.retrans_stamp_cleanup();
+        // An ECN echo in Open or Disorder: one window reduction (`tcp::ecn`).
+        if flag & FLAG_ECE != 0 {
+            self.enter_cwr();
+        }
         if self.tp.ca_state != CaState::Cwr {
             self.try_keep_open();
         }
@@ -684,6 +690,7 @@ impl TcpSocket {
         // Linux v6.12 tcp_enter_loss(): a loss probe before the RTO no longer counts (its
         // ACK must not reduce the cwnd again, tcp_process_tlp_ack()).
         self.tlp_high_seq = 0;
+        self.ecn_queue_cwr();
         // F-RTO RFC 5682 sec 3.1 step 1: retransmit SND.UNA if no previous loss recovery
         // is underway except recurring timeouts on the same SND.UNA (sec 3.2).
         self.frto = self.cfg.tcp_frto != 0 && (new_recovery || self.icsk_retransmits > 0);

@@ -184,6 +184,9 @@ pub struct TcpSock {
     /// The `icsk_ca_ops->cong_control` flag (BBR): skips cwnd restart and PRR paths.
     pub ca_has_cong_control: bool,
 
+    /// `tp->ecn_flags`: `TCP_ECN_OK`, `_QUEUE_CWR`, `_DEMAND_CWR`, `_SEEN` (`tcp::ecn`).
+    pub ecn_flags: u8,
+
     /// Per-socket SNMP counters.
     pub mib: MibCounters,
 }

@@ -279,6 +279,8 @@ pub struct TcpSocket {
     pub xmit_deadline_ns: u64,
     pub pacing_deadline_ns: u64,
     pub sched_ns: [u64; 4],
+    /// The ACK number of a DCTCP special ACK being sent (`tcp::ecn`); `None` otherwise.
+    pub special_ack_seq: Option<u64>,
 }
 
 /// Index into `sched_ns`.
@@ -444,6 +446,7 @@ impl TcpSocket {
                 xmit_deadline_ns: NEVER,
                 pacing_deadline_ns: NEVER,
                 sched_ns: [NEVER; 4],
+                special_ack_seq: None,
             }
         };
         // Each socket runs its own host's cc: the data sender `flow.cc`, the other end
@@ -550,6 +553,10 @@ impl TcpSocket {
     ) -> bool {
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
         let (mut ack_seq, mut wnd, mut num_sacks, mut dsack) = self.rcv.fill_ack(&mut sack);
+        let special_ack = self.special_ack_seq.is_some();
+        if let Some(a) = self.special_ack_seq {
+            ack_seq = a;
+        }
         if !self.sack_ok {
             (num_sacks, dsack) = (0, false);
         }
@@ -572,6 +579,8 @@ impl TcpSocket {
         }
         let payload = (end_seq - seq) as u32;
         let mut f = pkt_flags;
+        let (ecn_field, ecn_flags) = self.ecn_send(seq, payload, syn);
+        f |= ecn_flags;
         if dsack {
             f |= flags::DSACK;
         }
@@ -612,6 +621,7 @@ impl TcpSocket {
             num_sacks,
             flags: f,
             ip_id,
+            ecn: ecn_field,
             gso_segs: if segs > 1 { segs as u16 } else { 0 },
             gso_size: if segs > 1 { gso_size as u16 } else { 0 },
         };
@@ -624,7 +634,10 @@ impl TcpSocket {
         if ok {
             // A SYN-ACK leaves rcv_wnd as tcp_select_initial_window() set it (the listener's
             // request sock, Linux v6.12 net/ipv4/tcp_output.c: tcp_make_synack()).
-            if !syn && (self.state == ConnState::Established || self.state == ConnState::SynRecv) {
+            if !syn
+                && !special_ack
+                && (self.state == ConnState::Established || self.state == ConnState::SynRecv)
+            {
                 // tcp_select_window(): the window's moves to and from zero.
                 let old_wnd = self.rcv.rcv_wnd;
                 if wnd == 0 && old_wnd != 0 {
@@ -665,7 +678,12 @@ impl TcpSocket {
         // The SYN consumes no sequence space here: data starts at byte 0 (see packet.rs).
         let seq = 0;
         self.syn_sent_ns = ctx.now_ns;
-        self.transmit(ctx, seq, seq, flags::SYN);
+        let ecn = if self.syn_retries == 0 {
+            self.ecn_send_syn()
+        } else {
+            self.ecn_resend_syn()
+        };
+        self.transmit(ctx, seq, seq, flags::SYN | ecn);
         self.tp.inc(Mib::TcpOutSegs);
         let rto = self.tp.icsk_rto;
         self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);
@@ -769,6 +787,7 @@ impl TcpSocket {
         }
         self.refresh_clock(ctx.now_ns);
         self.tp.inc(Mib::TcpInSegs);
+        self.ecn_count_ip(pkt);
         if pkt.tsval_ns != 0 {
             self.store_ts_recent(pkt);
         }
@@ -779,12 +798,14 @@ impl TcpSocket {
                     // Passive open: reply with a SYN-ACK.
                     self.state = ConnState::SynRecv;
                     self.tp.inc(Mib::TcpPassiveOpens);
+                    self.ecn_create_request(pkt);
                     self.send_synack(ctx);
                 }
                 return;
             }
             ConnState::SynSent => {
                 if pkt.has(flags::SYN) {
+                    self.ecn_rcv_synack(pkt);
                     self.handshake_rtt(pkt.tsecr_ns, ctx.now_ns);
                     self.tp.snd_wnd = pkt.rwnd_bytes;
                     self.tp.max_window = self.tp.snd_wnd;
@@ -852,6 +873,9 @@ impl TcpSocket {
                 pkt.num_sacks,
                 pkt.flags,
             );
+            // ECN before the segment is queued (`tcp::ecn`); DCTCP may first ACK what came
+            // before it with the earlier CE state.
+            self.ecn_rcv_data(ctx, pkt);
             let rcv_nxt_before = self.rcv.rcv_nxt;
             let action = self.rcv.on_data(
                 ctx.now_ns,
@@ -863,6 +887,7 @@ impl TcpSocket {
                 &mut self.tp.mib,
             );
             self.rcv.data_segs_in += pkt.segs() as u64 - 1;
+            self.ecn_data_queued();
             let mut acked_now = action == AckAction::Now;
             // A FIN on this segment is taken before the ACK goes out (tcp_data_queue() ->
             // tcp_fin(), then __tcp_ack_snd_check()): the ACK covers it (`tcp::close`).
@@ -908,7 +933,8 @@ impl TcpSocket {
 
     fn send_synack(&mut self, ctx: &mut Ctx) {
         self.syn_sent_ns = ctx.now_ns;
-        self.transmit(ctx, 0, 0, flags::SYN);
+        let ecn = self.ecn_synack_flags();
+        self.transmit(ctx, 0, 0, flags::SYN | ecn);
         self.tp.inc(Mib::TcpOutSegs);
         let rto = self.tp.icsk_rto;
         self.reset_xmit_timer(XmitTimer::Retrans, ctx.now_ns, rto);

@@ -38,6 +38,7 @@ fn pod_scenario(
         nodes: vec![0],
         rate_bps,
         drop_horizon_ns,
+        ce_threshold_ns: None,
     }];
     let fifo = || QueueConfig::Pfifo {
         limit_packets: 1000,

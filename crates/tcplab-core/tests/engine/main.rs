@@ -23,6 +23,7 @@ mod bbr_behaviour;
 mod bbr_model;
 mod capture;
 mod cubic_model;
+mod ecn;
 mod edt_shaper;
 mod host_cpu;
 mod host_cpu_cost;

@@ -378,10 +378,10 @@ fn validate_names_the_field_value_and_expectation() {
         ),
         (
             FqCodelConfig {
-                ecn: true,
+                ce_threshold_ns: Some(0),
                 ..ok.clone()
             },
-            "links.3.queue.ecn: true",
+            "links.3.queue.ce_threshold_ns: 0",
         ),
     ];
     for (cfg, prefix) in cases {

@@ -39,10 +39,15 @@ from tcplab.experiments.bandwidth_manager.readings import (
     CLAIMED_RATIO,
     DEFAULT_BULK,
     DEFAULT_LIMIT,
+    ECN_BULK_FULL,
+    ECN_BULK_QUICK,
+    ECN_SETS,
+    ECN_THRESHOLD,
     MAERTS_RUNS,
     RATIO_AT_LEAST,
     ceiling_mbps,
     drop_counts,
+    ecn_label,
     netperf_mbps,
     rr_label,
     rr_p50_ms,
@@ -213,6 +218,20 @@ class BandwidthManager(Experiment):
                     group=f"TCP_RR beside bulk, {LONG_DURATION_S} s",
                 )
             )
+        for bulk in ECN_BULK_FULL:
+            for marking in (False, True):
+                sets = (*ECN_SETS, f"flows.0.count={bulk}")
+                if marking:
+                    sets = (*sets, f"bandwidth_manager.ce_threshold={ECN_THRESHOLD}")
+                runs.append(
+                    Run(
+                        ecn_label(marking, bulk),
+                        LATENCY,
+                        sets,
+                        quick=bulk in ECN_BULK_QUICK,
+                        group="ECN what-if (PR #33220), 100 Mbit/s",
+                    )
+                )
         runs.append(
             Run(
                 BBR_LABEL,
@@ -485,12 +504,18 @@ class BandwidthManager(Experiment):
 
     # -- mechanism ---------------------------------------------------------------------------
     def explain(self, results: Mapping[str, Result], quick: bool, plots_dir: Path) -> list[Explanation]:
-        from tcplab.experiments.bandwidth_manager.figures import latency_figure, sweep_figure, throughput_figure
+        from tcplab.experiments.bandwidth_manager.figures import (
+            ecn_figure,
+            latency_figure,
+            sweep_figure,
+            throughput_figure,
+        )
 
         plots_dir.mkdir(parents=True, exist_ok=True)
         out = [throughput_figure(results, plots_dir)]
         out.append(latency_figure(results, plots_dir))
         out.append(sweep_figure(results, self._sweep(results, quick), plots_dir))
+        out.append(ecn_figure(results, ECN_BULK_QUICK if quick else ECN_BULK_FULL, plots_dir))
         return out
 
     # -- diagnose ----------------------------------------------------------------------------

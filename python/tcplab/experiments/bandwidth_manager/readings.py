@@ -44,6 +44,20 @@ RATIO_AT_LEAST = 3.0
 DEFAULT_LIMIT, DEFAULT_BULK = 100, 4
 
 
+#: The ECN what-if (cilium/cilium PR #33220, not merged: ``bandwidth_manager.ce_threshold``):
+#: bulk flows beside the RR at the 100 Mbit/s limit, each with and without marking at 1 ms;
+#: both pods ask for ECN (net.ipv4.tcp_ecn = 1), so marking is the only difference.
+ECN_BULK_QUICK = (128,)
+ECN_BULK_FULL = (16, 128)
+ECN_THRESHOLD = "1ms"
+ECN_SETS = ("pods.web.sysctl.tcp_ecn=1", "pods.client.sysctl.tcp_ecn=1")
+
+
+def ecn_label(marking: bool, bulk: int) -> str:
+    """``ecn-on-n128``: the ECN what-if run with (on) or without (off) marking."""
+    return f"ecn-{'on' if marking else 'off'}-n{bulk}"
+
+
 def rr_label(mode: str, limit_mbps: int, bulk: int) -> str:
     """``rr-edt-100m-n4``: the latency run of ``mode`` (edt/tbf), limit and bulk flows."""
     return f"rr-{mode}-{limit_mbps}m-n{bulk}"

@@ -613,6 +613,7 @@ impl CongestionOps for Bbr {
             lt_use_bw: self.lt_use_bw,
             last_max_cwnd: 0,
             extra_acked: self.extra_acked() as u32,
+            ..CcInfo::default()
         }
     }
 }

@@ -25,10 +25,12 @@
 //! wrap-around arithmetic (`codel_time_after()`), so the rounding of target, interval and
 //! drop times is Linux's.
 //!
-//! ECN: when `ecn` is on, Linux marks an ECN-capable packet instead of dropping it
-//! (`INET_ECN_set_ce()`). tcplab's TCP never sends ECN-capable packets, so marking always
-//! fails and CoDel drops, exactly as Linux does for a not-ECT packet; `ecn_mark` stays 0.
-//! `ce_threshold` (off by default) is not modelled.
+//! ECN: when `ecn` is on (fq_codel's default), a packet the control law picks is marked CE
+//! instead of dropped if it is ECN-capable (`INET_ECN_set_ce()`, counted in `ecn_mark`);
+//! a not-ECT packet is dropped as before. Independently, `ce_threshold` (off by default)
+//! marks every ECN-capable packet whose sojourn exceeds it as it leaves (`codel_dequeue()`'s
+//! `end:`, counted in `ce_mark`), the step marking DCTCP deployments configure; tcplab has
+//! no `ce_threshold_selector`/mask (every packet is eligible).
 
 /// `codel_time_t`: 1024-ns ticks in a u32.
 pub type CodelTime = u32;
@@ -84,7 +86,12 @@ pub struct CodelParams {
     /// Backlog (bytes) at or below which CoDel never drops: the device's `psched_mtu()`.
     pub mtu_bytes: u32,
     pub ecn: bool,
+    /// `ce_threshold` in CoDel ticks; [`CODEL_DISABLED_THRESHOLD`] = off.
+    pub ce_threshold: CodelTime,
 }
+
+/// `CODEL_DISABLED_THRESHOLD` (INT_MAX): no sojourn is after it.
+pub const CODEL_DISABLED_THRESHOLD: CodelTime = i32::MAX as u32;
 
 /// `struct codel_vars`: one per fq_codel flow.
 #[derive(Clone, Copy, Debug, Default)]
@@ -112,8 +119,10 @@ pub struct CodelStats {
     /// Packets dropped by the control law (cumulative here; Linux keeps a per-dequeue
     /// temporary for `qdisc_tree_reduce_backlog()`, which tcplab has no parent to tell).
     pub drop_count: u64,
-    /// Packets ECN-marked instead of dropped (always 0: see the module docs).
+    /// Packets ECN-marked instead of dropped.
     pub ecn_mark: u64,
+    /// Packets marked CE for a sojourn above `ce_threshold`.
+    pub ce_mark: u64,
 }
 
 /// The queue CoDel pulls from and drops into (`dequeue_func` and `drop_func` in Linux).
@@ -129,12 +138,13 @@ pub trait CodelQueue {
     fn enqueue_time(item: &Self::Item) -> CodelTime;
     /// The whole qdisc's backlog in bytes (`sch->qstats.backlog`), after the dequeue.
     fn backlog_bytes(&self) -> u64;
+    /// `INET_ECN_set_ce()`: mark the packet CE if it is ECN-capable; false if not-ECT.
+    fn set_ce(item: &mut Self::Item) -> bool;
 }
 
-/// `INET_ECN_set_ce()`: tcplab's packets are never ECN-capable (not-ECT), so marking fails.
 #[inline]
-fn inet_ecn_set_ce<T>(_item: &mut T) -> bool {
-    false
+fn inet_ecn_set_ce<Q: CodelQueue>(item: &mut Q::Item) -> bool {
+    Q::set_ce(item)
 }
 
 /// `codel_Newton_step()`: one Newton iteration of 1/sqrt(count) in fixed point,
@@ -192,8 +202,25 @@ fn should_drop<Q: CodelQueue>(
 }
 
 /// `codel_dequeue()`: the next packet CoDel lets through from `q` at CoDel time `now`,
-/// dropping (into `q.drop`) what the control law says.
+/// dropping (into `q.drop`) or marking what the control law says, then marking it CE if
+/// its sojourn is above `ce_threshold` (the function's `end:`).
 pub fn codel_dequeue<Q: CodelQueue>(
+    q: &mut Q,
+    params: &CodelParams,
+    vars: &mut CodelVars,
+    stats: &mut CodelStats,
+    now: CodelTime,
+) -> Option<Q::Item> {
+    let mut out = control_law_dequeue(q, params, vars, stats, now)?;
+    if time_after(vars.ldelay, params.ce_threshold) && inet_ecn_set_ce::<Q>(&mut out) {
+        stats.ce_mark += 1;
+    }
+    Some(out)
+}
+
+/// `codel_dequeue()` up to its `end:` label.
+#[inline]
+fn control_law_dequeue<Q: CodelQueue>(
     q: &mut Q,
     params: &CodelParams,
     vars: &mut CodelVars,
@@ -222,7 +249,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
             let Some(mut it) = cur.take() else { break };
             vars.count = vars.count.wrapping_add(1); // no divide, so wrap is harmless
             newton_step(vars);
-            if params.ecn && inet_ecn_set_ce(&mut it) {
+            if params.ecn && inet_ecn_set_ce::<Q>(&mut it) {
                 stats.ecn_mark += 1;
                 vars.drop_next = control_law(vars.drop_next, params.interval, vars.rec_inv_sqrt);
                 return Some(it);
@@ -242,7 +269,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
         return Some(item);
     }
     // Enter the dropping state: drop (or mark) this packet.
-    let cur = if params.ecn && inet_ecn_set_ce(&mut item) {
+    let cur = if params.ecn && inet_ecn_set_ce::<Q>(&mut item) {
         stats.ecn_mark += 1;
         Some(item)
     } else {
@@ -347,6 +374,9 @@ mod tests {
         fn backlog_bytes(&self) -> u64 {
             self.backlog
         }
+        fn set_ce(_item: &mut Self::Item) -> bool {
+            false
+        }
     }
 
     fn params() -> CodelParams {
@@ -355,6 +385,7 @@ mod tests {
             interval: codel_duration(100_000_000),
             mtu_bytes: 1514,
             ecn: false,
+            ce_threshold: CODEL_DISABLED_THRESHOLD,
         }
     }
 

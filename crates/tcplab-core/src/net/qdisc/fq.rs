@@ -49,8 +49,16 @@
 //!   10 us of slack, `timer_slack`).
 //! - `fq_gc()` collects every stale flow of the bucket it searches (the kernel, those on
 //!   its rb-tree search path).
-//! - No `ce_threshold` marking (off by default: 4294 s), no `orphan_mask` hashing (TCP
-//!   packets always have a socket), no `offload_horizon` (0 by default).
+//! - No `orphan_mask` hashing (TCP packets always have a socket), no `offload_horizon`
+//!   (0 by default).
+//!
+//! ECN: `ce_threshold` (off by default: `~0U` us, 4294 s) marks CE on a packet that leaves
+//! its flow queue more than the threshold after it was due, `now - max(time_to_send,
+//! f->time_next_packet)`; packets of the fast path (`q->internal`) are never marked. As in
+//! v6.12's fq_dequeue(), `ce_mark` counts every packet over the threshold, ECN-capable or
+//! not (`INET_ECN_set_ce()`'s result is ignored). The time a packet waits for its own EDT
+//! stamp or its flow's pacing does not count, so fq does not mark the queue a pacing rate
+//! or an EDT shaper (Cilium's Bandwidth Manager) builds.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -120,6 +128,15 @@ pub fn validate(cfg: &FqConfig, at: &str) -> Result<(), String> {
             return Err(format!(
                 "{at}.maxrate_bps: {r}, expected 8 to {} bit/s (a u32 of bytes/s; omit it for no limit)",
                 (u32_max - 1) * 8
+            ));
+        }
+    }
+    if let Some(v) = cfg.ce_threshold_ns {
+        // TCA_FQ_CE_THRESHOLD is a u32 of us; ~0U means off.
+        if v < 1000 || v / 1000 >= u32_max {
+            return Err(format!(
+                "{at}.ce_threshold_ns: {v}, expected 1000 to {} ns (tc's u32 of microseconds), or null for off",
+                (u32_max - 1) * 1000
             ));
         }
     }
@@ -200,6 +217,8 @@ pub struct Fq {
     horizon_ns: u64,
     horizon_drop: bool,
     rate_enable: bool,
+    /// `q->ce_threshold` in ns (u64::MAX = off).
+    ce_threshold_ns: u64,
     fq_trees_log: u32,
 
     buckets: Vec<Vec<u32>>,
@@ -228,6 +247,7 @@ pub struct Fq {
     stat_flows_plimit: u64,
     stat_pkts_too_long: u64,
     stat_allocation_errors: u64,
+    stat_ce_mark: u64,
     stats: QdiscStats,
 }
 
@@ -251,6 +271,7 @@ impl Fq {
             horizon_ns: cfg.horizon_ns,
             horizon_drop: cfg.horizon_drop,
             rate_enable: cfg.pacing,
+            ce_threshold_ns: cfg.ce_threshold_ns.unwrap_or(u64::MAX),
             fq_trees_log: log,
             buckets: (0..1usize << log).map(|_| Vec::new()).collect(),
             flows: Vec::new(),
@@ -275,6 +296,7 @@ impl Fq {
             stat_flows_plimit: 0,
             stat_pkts_too_long: 0,
             stat_allocation_errors: 0,
+            stat_ce_mark: 0,
             stats: QdiscStats::default(),
         }
     }
@@ -620,8 +642,16 @@ impl TimedQdisc for Fq {
                 self.set_throttled(f);
                 continue;
             }
+            // fq_dequeue(): `(s64)(now - time_next_packet - q->ce_threshold) > 0`.
+            let over_ce_threshold = now_ns - time_next_packet > self.ce_threshold_ns;
+            if over_ce_threshold {
+                self.stat_ce_mark += 1;
+            }
             let flow = &mut self.flows[f as usize];
-            let held = flow.queue.pop_front().unwrap();
+            let mut held = flow.queue.pop_front().unwrap();
+            if over_ce_threshold {
+                crate::packet::ecn::set_ce(&mut held.pkt.ecn);
+            }
             if flow.queue.is_empty() {
                 self.inactive_flows += 1;
             }
@@ -683,7 +713,7 @@ impl TimedQdisc for Fq {
     /// `fq_dump_stats()` in the order iproute2's `fq_print_xstats()` prints them. tc
     /// names two counters `throttled`: the first (flows throttled now) is
     /// `throttled_flows` here, the second (times a flow was throttled) `throttled`.
-    /// `highprio` and `ce_mark` are always 0 in v6.12 / with the default ce_threshold.
+    /// `highprio` is always 0 in v6.12.
     fn xstats(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("flows", self.n_flows as u64),
@@ -697,7 +727,7 @@ impl TimedQdisc for Fq {
             ("fastpath", self.stat_fastpath_packets),
             ("throttled", self.stat_throttled),
             ("latency", self.unthrottle_latency_ns.min(u32::MAX as u64)),
-            ("ce_mark", 0),
+            ("ce_mark", self.stat_ce_mark),
             ("flows_plimit", self.stat_flows_plimit),
             ("pkts_too_long", self.stat_pkts_too_long),
             ("alloc_errors", self.stat_allocation_errors),

@@ -48,15 +48,20 @@
 //!
 //! Statistics: `tc -s qdisc` counters (`dropped` counts CoDel and overflow drops) and the
 //! xstats iproute2's tc/q_fq_codel.c prints: `maxpacket`, `drop_overlimit`,
-//! `new_flow_count`, `ecn_mark`, `memory_used`, `drop_overmemory`, `new_flows_len`,
-//! `old_flows_len`.
+//! `new_flow_count`, `ecn_mark`, `ce_mark`, `memory_used`, `drop_overmemory`,
+//! `new_flows_len`, `old_flows_len`.
+//!
+//! ECN: `ecn` (on by default, as fq_codel_init() sets it) makes CoDel mark an ECN-capable
+//! packet CE where it would drop it (`ecn_mark`); `ce_threshold` marks every ECN-capable
+//! packet leaving with a sojourn above it (`ce_mark`); see `codel`. The overflow drop
+//! (`fq_codel_drop()`) never marks.
 
 use std::collections::VecDeque;
 
 use crate::config::FqCodelConfig;
 use crate::net::qdisc::codel::{
     codel_dequeue, codel_duration, codel_time, CodelParams, CodelQueue, CodelStats, CodelTime,
-    CodelVars,
+    CodelVars, CODEL_DISABLED_THRESHOLD,
 };
 use crate::net::qdisc::{Dequeue, QdiscStats, TimedQdisc};
 use crate::packet::Packet;
@@ -118,11 +123,12 @@ pub fn validate(cfg: &FqCodelConfig, at: &str) -> Result<(), String> {
     if cfg.memory_limit_bytes == 0 {
         return Err(format!("{at}.memory_limit_bytes: 0, expected a positive number of bytes (Linux caps it at 2^31)"));
     }
-    if cfg.ecn {
-        return Err(format!(
-            "{at}.ecn: true is not supported, expected false: tcplab's TCP does not use ECN, so its packets are \
-             not ECN-capable and fq_codel drops them either way"
-        ));
+    if let Some(v) = cfg.ce_threshold_ns {
+        if v == 0 || v > MAX_TIME_NS {
+            return Err(format!(
+                "{at}.ce_threshold_ns: {v}, expected 1 to {MAX_TIME_NS} ns (tc's u32 of microseconds), or null for off"
+            ));
+        }
     }
     Ok(())
 }
@@ -208,6 +214,11 @@ impl CodelQueue for BucketQueue<'_> {
     fn backlog_bytes(&self) -> u64 {
         self.stats.backlog_bytes
     }
+
+    #[inline]
+    fn set_ce(item: &mut Held) -> bool {
+        crate::packet::ecn::set_ce(&mut item.pkt.ecn)
+    }
 }
 
 /// A fixed 32-bit mix of the flow key (murmur3's finalizer), standing in for Linux's
@@ -242,6 +253,9 @@ impl FqCodel {
                 interval: codel_duration(cfg.interval_ns),
                 mtu_bytes: PSCHED_MTU_BYTES,
                 ecn: cfg.ecn,
+                ce_threshold: cfg
+                    .ce_threshold_ns
+                    .map_or(CODEL_DISABLED_THRESHOLD, codel_duration),
             },
             cstats: CodelStats::default(),
             memory_usage_bytes: 0,
@@ -436,13 +450,14 @@ impl TimedQdisc for FqCodel {
     }
 
     /// `fq_codel_dump_stats()`, in the order tc/q_fq_codel.c prints them (tc omits
-    /// `memory_used` and `drop_overmemory` when they are 0; `ce_mark` is not modelled).
+    /// `memory_used`, `drop_overmemory` and `ce_mark` when they are 0).
     fn xstats(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("maxpacket", self.cstats.maxpacket as u64),
             ("drop_overlimit", self.drop_overlimit),
             ("new_flow_count", self.new_flow_count),
             ("ecn_mark", self.cstats.ecn_mark),
+            ("ce_mark", self.cstats.ce_mark),
             ("memory_used", self.memory_usage_bytes),
             ("drop_overmemory", self.drop_overmemory),
             ("new_flows_len", self.new_flows.len() as u64),
