@@ -54,6 +54,12 @@ pub const TCP_ECN_DEMAND_CWR: u8 = 4;
 /// `TCP_ECN_SEEN`: an ECN-capable data segment arrived.
 pub const TCP_ECN_SEEN: u8 = 8;
 
+const _: () = assert!(
+    Mib::InECT1Pkts as usize == Mib::InNoECTPkts as usize + ecn::ECT_1 as usize
+        && Mib::InECT0Pkts as usize == Mib::InNoECTPkts as usize + ecn::ECT_0 as usize
+        && Mib::InCEPkts as usize == Mib::InNoECTPkts as usize + ecn::CE as usize
+);
+
 /// `TCPHDR_SYN_ECN`'s ECN part: ECE|CWR on a SYN.
 const SYN_ECN: u16 = flags::ECE | flags::CWR;
 
@@ -159,20 +165,17 @@ impl TcpSocket {
     /// `tcp_ecn_rcv_ecn_echo()`: the ACK echoes a CE mark.
     #[inline]
     pub(crate) fn ecn_rcv_ecn_echo(&self, pkt: &Packet) -> bool {
-        pkt.has(flags::ECE) && !pkt.has(flags::SYN) && self.tp.ecn_flags & TCP_ECN_OK != 0
+        self.tp.ecn_flags & TCP_ECN_OK != 0 && pkt.flags & (flags::ECE | flags::SYN) == flags::ECE
     }
 
     /// `ip_rcv_core()`'s ECN counters, for every packet this socket receives (a GRO
     /// aggregate by its segments).
     #[inline]
     pub(crate) fn ecn_count_ip(&mut self, pkt: &Packet) {
-        let m = match pkt.ecn & ecn::MASK {
-            ecn::NOT_ECT => Mib::InNoECTPkts,
-            ecn::ECT_1 => Mib::InECT1Pkts,
-            ecn::ECT_0 => Mib::InECT0Pkts,
-            _ => Mib::InCEPkts,
-        };
-        self.tp.mib.add(m, pkt.segs() as u64);
+        // IPSTATS_MIB_NOECTPKTS + (iph->tos & INET_ECN_MASK): the four counters are
+        // consecutive in the codepoints' order (checked below).
+        let at = Mib::InNoECTPkts as usize + (pkt.ecn & ecn::MASK) as usize;
+        self.tp.mib.v[at] += pkt.segs() as u64;
     }
 
     /// What the receiving side does with the ECN of a data segment before it is queued:
@@ -244,6 +247,9 @@ impl TcpSocket {
     /// After the segment was queued: DCTCP remembers `rcv_nxt` for its next special ACK.
     #[inline]
     pub(crate) fn ecn_data_queued(&mut self) {
+        if self.tp.ecn_flags & TCP_ECN_OK == 0 {
+            return;
+        }
         if let crate::cc::Cc::Dctcp(d) = &mut self.cc {
             d.prior_rcv_nxt = self.rcv.rcv_nxt;
         }

@@ -1,0 +1,72 @@
+"""Cilium's ECN what-if (``bandwidth_manager.ce_threshold``, cilium/cilium PR #33220, not
+merged): the pod's EDT program marks CE on packets it stamps more than the threshold ahead.
+
+The model's expectations, derived, not copied from a run: with marking, every bulk CUBIC
+flow is held at the smallest window a CWR leaves (ssthresh at least 2 packets), so the pod's
+EDT timeline holds about bulk x 2 frames and the RR's 1-byte response waits that long at the
+pod's rate; without marking, each bulk flow may keep fq's flow_limit of 100 packets there,
+so the RR waits far longer. Marking needs ECN negotiated: with Linux's default tcp_ecn = 2 on
+the client nothing is marked.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import tcplab
+
+BULK = 8
+RATE_BPS = 100e6
+FRAME_BYTES = 1448 + 52 + 14  # MSS + IP/TCP/timestamps + Ethernet
+
+
+def run(*sets: str) -> tcplab.Result:
+    base = ("duration=4s", f"flows.0.count={BULK}")
+    return tcplab.run("builtin:bandwidth-manager-ecn", overrides=[*base, *sets])
+
+
+def rr_mean_ms(r: tcplab.Result) -> float:
+    return float(r.apps["rr"].get("latency_ms", "mean"))
+
+
+def ce_marks(r: tcplab.Result) -> int:
+    return sum(int(e["ce_marks"]) for _, row in r.links.iterrows() for e in (row["edt"] or []))
+
+
+@pytest.fixture(scope="module")
+def marked() -> tcplab.Result:
+    return run()
+
+
+@pytest.fixture(scope="module")
+def unmarked() -> tcplab.Result:
+    return run("bandwidth_manager.ce_threshold=null")
+
+
+def test_marking_holds_the_rr_at_the_floor_of_the_bulk_windows(marked: tcplab.Result, unmarked: tcplab.Result):
+    floor_ms = BULK * 2 * FRAME_BYTES * 8 / RATE_BPS * 1e3
+    assert ce_marks(marked) > 0
+    assert ce_marks(unmarked) == 0
+    # With marking the RR waits about the floor: at least it (the windows cannot shrink
+    # below 2 packets), and well under the unmarked wait.
+    assert floor_ms * 0.8 <= rr_mean_ms(marked) <= floor_ms * 2
+    assert rr_mean_ms(unmarked) > 5 * rr_mean_ms(marked)
+
+
+def test_marking_costs_the_bulk_flows_no_goodput(marked: tcplab.Result, unmarked: tcplab.Result):
+    def bulk_mbps(r: tcplab.Result) -> float:
+        f = r.flows[r.flows["name"].str.startswith("bulk")]
+        return float(f["bytes_received"].sum()) * 8 / 4.0 / 1e6
+
+    # The pod's limit is the bottleneck either way: 100 Mbit/s of frames, 1448/1514 payload.
+    ceiling = RATE_BPS / 1e6 * 1448 / FRAME_BYTES
+    for r in (marked, unmarked):
+        assert bulk_mbps(r) > 0.85 * ceiling
+
+
+def test_without_ecn_negotiated_nothing_is_marked():
+    # Linux's default tcp_ecn = 2 on the client: it never asks, so the packets are not-ECT
+    # and bpf_skb_ecn_set_ce() leaves them alone.
+    r = run("pods.client.sysctl.tcp_ecn=2")
+    assert ce_marks(r) == 0
+    assert (r.flows["ecn_flags"].fillna(0).astype(int) & 1 == 0).all()
