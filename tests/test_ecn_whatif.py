@@ -70,3 +70,18 @@ def test_without_ecn_negotiated_nothing_is_marked():
     r = run("pods.client.sysctl.tcp_ecn=2")
     assert ce_marks(r) == 0
     assert (r.flows["ecn_flags"].fillna(0).astype(int) & 1 == 0).all()
+
+
+def test_summary_and_report_show_ecn_only_where_it_was_negotiated(marked: tcplab.Result):
+    from tcplab.views.report import _flow_rows
+
+    flows = {f["name"]: f for f in marked.summary["flows"]}
+    bulk = next(f for name, f in flows.items() if name.startswith("bulk"))
+    # Both pods ask (tcp_ecn = 1): the bulk flows negotiated ECN and learnt of marks.
+    assert bulk["ecn"]["delivered_ce"] > 0
+    assert bulk["ecn"]["dctcp_alpha"] is None  # CUBIC
+    rows = {r["name"]: r for r in _flow_rows(marked.summary, marked.config)}
+    assert f"(ECN: {bulk['ecn']['delivered_ce']} CE)" in rows[bulk["name"]]["cc"]
+    # A run without ECN keeps summary.json's flows as they were.
+    plain = run("pods.client.sysctl.tcp_ecn=2")
+    assert all("ecn" not in f for f in plain.summary["flows"])

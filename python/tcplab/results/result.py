@@ -88,7 +88,7 @@ import math
 import os
 import platform
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -590,6 +590,9 @@ class Result:
             # shapers (tbf, fq maxrate, EDT), x mss / (mss + 52 + framing); None if unrouted.
             path = paths.get(str(row["name"]))
             flow["payload_ceiling_bps"] = path.payload_ceiling_bps if path else None
+            ecn = _summary_ecn(row)
+            if ecn is not None:
+                flow["ecn"] = ecn
             flows.append(flow)
         links = []
         for row in self.links.to_dict("records"):
@@ -809,6 +812,20 @@ ECN_COLUMNS = (
     "dctcp_ab_ecn",
     "dctcp_ab_tot",
 )
+
+
+def _summary_ecn(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """summary.json's ``ecn`` of a flow that negotiated ECN (its data sender has TCP_ECN_OK):
+    the CE-marked packets its sender learnt of (``tcpi_delivered_ce``) and DCTCP's alpha
+    (1/1024) when it runs DCTCP; None otherwise, so flows without ECN keep their keys."""
+    flags = row.get("ecn_flags")
+    if flags is None or flags != flags or not int(flags) & 1:
+        return None
+    alpha = row.get("dctcp_alpha")
+    return {
+        "delivered_ce": int(row["delivered_ce"]),
+        "dctcp_alpha": int(alpha) if alpha is not None and alpha == alpha else None,
+    }
 
 
 def _ecn_columns(ecn: Any) -> dict[str, float]:

@@ -354,7 +354,7 @@ def _flow_rows(
                 "name": f["name"],
                 "from": f["from"],
                 "to": f["to"],
-                "cc": f["cc"],
+                "cc": f["cc"] + _ecn_note(f.get("ecn")),
                 "goodput": sig(goodput / 1e6) if goodput is not None else "-",
                 "ceiling": sig(ceiling / 1e6) if ceiling else "-",
                 "of_ceiling": _fixed(goodput / ceiling, 100, 2) if ceiling and goodput is not None else "-",
@@ -368,6 +368,15 @@ def _flow_rows(
             }
         )
     return rows
+
+
+def _ecn_note(ecn: Mapping[str, Any] | None) -> str:
+    """`` (ECN: 12 CE)``, with DCTCP's alpha, after the cc of a flow that negotiated ECN."""
+    if not ecn:
+        return ""
+    alpha = ecn.get("dctcp_alpha")
+    alpha_text = f", alpha {alpha}/1024" if alpha is not None else ""
+    return f" (ECN: {ecn['delivered_ce']} CE{alpha_text})"
 
 
 def _joined(value: Any) -> str:
