@@ -71,8 +71,16 @@ fn negotiation_follows_tcp_ecn_on_both_ends() {
             ));
             let f = &out.flows[0];
             let want = client == 1 && server != 0;
-            assert_eq!(ecn_ok(f.ecn.sender_flags), want, "tcp_ecn {client}/{server}");
-            assert_eq!(ecn_ok(f.ecn.receiver_flags), want, "tcp_ecn {client}/{server}");
+            assert_eq!(
+                ecn_ok(f.ecn.sender_flags),
+                want,
+                "tcp_ecn {client}/{server}"
+            );
+            assert_eq!(
+                ecn_ok(f.ecn.receiver_flags),
+                want,
+                "tcp_ecn {client}/{server}"
+            );
             // ECT(0) on every new data segment, and only then (no loss here, so no
             // retransmission); the pure ACKs and the handshake are not-ECT.
             // (fq_codel may have marked some CE on the way.)
@@ -187,7 +195,10 @@ fn bleaching_link_hides_the_marks() {
     let mut cfg = one_flow(CcKind::Cubic, [1, 2], fq_codel(None), 10 * S);
     cfg.links[b + 2].bleach_ecn = true; // r2 -> dst
     let out = run(cfg);
-    assert!(xstat(&out, b, "ecn_mark") > 0, "before the bleach the packets are ECT");
+    assert!(
+        xstat(&out, b, "ecn_mark") > 0,
+        "before the bleach the packets are ECT"
+    );
     assert_eq!(counter(&out, 0, "IpExtInCEPkts"), 0);
     assert_eq!(counter(&out, 0, "IpExtInECT0Pkts"), 0);
     // With the bleach before the bottleneck, fq_codel sees not-ECT and drops.
@@ -264,7 +275,12 @@ fn dctcp_keeps_the_queue_at_the_marking_threshold_without_loss() {
     // so take 5 ms (8.3 packets). DCTCP keeps the queue near K: no CoDel drops (target 5
     // ms is rarely exceeded for an interval), and the link stays busy.
     let b = bottleneck(1);
-    let out = run(one_flow(CcKind::Dctcp, [2, 2], fq_codel(Some(5 * MS)), 10 * S));
+    let out = run(one_flow(
+        CcKind::Dctcp,
+        [2, 2],
+        fq_codel(Some(5 * MS)),
+        10 * S,
+    ));
     assert_eq!(out.links[b].stats.drops, 0);
     assert!(xstat(&out, b, "ce_mark") > 0);
     let f = &out.flows[0];
@@ -326,7 +342,6 @@ fn fq_marks_packets_that_leave_later_than_the_threshold_after_they_were_due() {
     assert_eq!(x["ce_mark"], 4);
 }
 
-
 #[test]
 fn dctcp_receiver_echoes_each_segments_ce_state_and_flushes_a_delayed_ack_on_a_change() {
     use tcplab_core::tcp::ecn::TCP_ECN_DEMAND_CWR;
@@ -346,7 +361,10 @@ fn dctcp_receiver_echoes_each_segments_ce_state_and_flushes_a_delayed_ack_on_a_c
     // out still with ECE (the old state), then ECE clears.
     let (special, now) = d.ece_ack_update(false, 3000, true, &mut ecn_flags);
     assert_eq!((special, now), (Some(2000), true));
-    assert!(ecn_flags & TCP_ECN_DEMAND_CWR != 0, "the special ACK carries the old state");
+    assert!(
+        ecn_flags & TCP_ECN_DEMAND_CWR != 0,
+        "the special ACK carries the old state"
+    );
     d.ece_ack_finish(&mut ecn_flags);
     assert!(ecn_flags & TCP_ECN_DEMAND_CWR == 0);
 }
@@ -358,9 +376,60 @@ fn dctcp_ece_tracks_the_marked_fraction_end_to_end() {
     // every mark reaches it (no loss), so delivered_ce equals the marks the receiver saw,
     // less the marked segments still unacknowledged at the end: at most a window, which
     // here is about the path's 33-packet BDP plus the 8-packet marking threshold.
-    let out = run(one_flow(CcKind::Dctcp, [2, 2], fq_codel(Some(5 * MS)), 10 * S));
+    let out = run(one_flow(
+        CcKind::Dctcp,
+        [2, 2],
+        fq_codel(Some(5 * MS)),
+        10 * S,
+    ));
     let ce = counter(&out, 0, "IpExtInCEPkts");
     let f = &out.flows[0];
     assert!(ce > 0);
-    assert!(f.ecn.delivered_ce <= ce && f.ecn.delivered_ce + 100 >= ce, "{} vs {ce}", f.ecn.delivered_ce);
+    assert!(
+        f.ecn.delivered_ce <= ce && f.ecn.delivered_ce + 100 >= ce,
+        "{} vs {ce}",
+        f.ecn.delivered_ce
+    );
+}
+
+#[test]
+fn bbr_ignores_ecn_where_cubic_backs_off() {
+    // fq on the bottleneck with ce_threshold 1 ms marks ECT packets and drops nothing for
+    // it. CUBIC reacts through the core's CWR (ssthresh = 0.7 cwnd, PRR). BBR v1 owns cwnd
+    // and pacing (cong_control): the CWR state changes neither (tcp_cong_control() returns
+    // after bbr_main(), bbr_ssthresh() returns ssthresh unchanged), so its sending follows
+    // its model as without ECN (its PROBE_BW probes push the queue over the threshold every
+    // cycle), while CUBIC's marked run keeps a shorter queue.
+    let fq = || {
+        QueueConfig::Fq(FqConfig {
+            ce_threshold_ns: Some(MS),
+            ..FqConfig::default()
+        })
+    };
+    let srtt_ms = |out: &SimOutput| out.flows[0].rtt.p50_us as f64 / 1000.0;
+    let b = bottleneck(1);
+    let bbr_on = run(one_flow(CcKind::Bbr, [1, 2], fq(), 10 * S));
+    let bbr_off = run(one_flow(CcKind::Bbr, [2, 2], fq(), 10 * S));
+    let cubic_on = run(one_flow(CcKind::Cubic, [1, 2], fq(), 10 * S));
+    assert!(ecn_ok(bbr_on.flows[0].ecn.sender_flags));
+    assert!(
+        bbr_on.flows[0].ecn.delivered_ce > 0,
+        "BBR's packets were marked"
+    );
+    assert!(xstat(&bbr_on, b, "ce_mark") > 0);
+    // BBR: the same goodput and RTT with and without ECN (only ACK timing differs: the
+    // receiver quick-ACKs CE marks).
+    let (g_on, g_off) = (
+        bbr_on.flows[0].bytes_acked as f64,
+        bbr_off.flows[0].bytes_acked as f64,
+    );
+    assert!((g_on - g_off).abs() / g_off < 0.02, "{g_on} vs {g_off}");
+    assert!((srtt_ms(&bbr_on) - srtt_ms(&bbr_off)).abs() < 0.1 * srtt_ms(&bbr_off));
+    // CUBIC with ECN keeps the queue near the threshold: a lower RTT than BBR's.
+    assert!(
+        srtt_ms(&cubic_on) < srtt_ms(&bbr_on),
+        "{} vs {}",
+        srtt_ms(&cubic_on),
+        srtt_ms(&bbr_on)
+    );
 }
