@@ -13,11 +13,11 @@
 use crate::cc::CongestionOps;
 use crate::mib::Mib;
 use crate::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::tcp::ecn::TCP_ECN_OK;
 use crate::tcp::rate::{rate_gen, rate_skb_delivered};
 use crate::tcp::rate_sample::{AckSample, RateSample};
 use crate::tcp::rtt::{rtt_estimator, set_rto, update_rtt_min};
 use crate::tcp::rtx_queue::{TCPCB_LOST, TCPCB_RETRANS, TCPCB_SACKED_ACKED, TCPCB_SACKED_RETRANS};
-use crate::tcp::ecn::TCP_ECN_OK;
 use crate::tcp::sock::CaState;
 use crate::tcp::socket::{Ctx, TcpSocket};
 
