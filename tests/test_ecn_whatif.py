@@ -85,3 +85,20 @@ def test_summary_and_report_show_ecn_only_where_it_was_negotiated(marked: tcplab
     # A run without ECN keeps summary.json's flows as they were.
     plain = run("pods.client.sysctl.tcp_ecn=2")
     assert all("ecn" not in f for f in plain.summary["flows"])
+
+
+def test_dctcp_incast_keeps_the_queue_at_the_step_where_cubic_fills_it_to_codels_target():
+    # builtin:dctcp-incast: 4 x 10 Gbit/s into one 10 Gbit/s port marking above 100 us. DCTCP
+    # cuts by alpha/2 once per window: the queue hovers near the 100 us step (a packet is
+    # 1.2 us at 10 Gbit/s, so a few windows' growth adds microseconds), no drops, a full link.
+    # CUBIC without ECN (tcp_ecn 2) grows until CoDel's 5 ms target drops.
+    cubic = [f"flows.{i}.cc=cubic" for i in range(4)]
+    dctcp = tcplab.run("builtin:dctcp-incast", overrides=["duration=1s"])
+    reno_like = tcplab.run("builtin:dctcp-incast", overrides=["duration=1s", *cubic])
+    port = dctcp.links[dctcp.links["name"].str.contains("tor->receiver")].iloc[0]
+    assert int(port["drops"]) == 0
+    assert int(port["xstats"]["ce_mark"]) > 0
+    assert (dctcp.flows["rtt_p99_ms"] < 0.5).all()
+    ceiling_mbps = 10_000 * 1448 / 1514
+    assert dctcp.flows["goodput_bps"].sum() / 1e6 > 0.95 * ceiling_mbps
+    assert (reno_like.flows["rtt_p99_ms"] > 5.0).all()
