@@ -249,7 +249,8 @@ def _output(config: dict[str, Any]) -> dict[str, Any]:
                 "xstats": {},
                 "child": _child(q),
                 "edt": [
-                    {"rate_bps": e["rate_bps"], "drops": 0, "stamped": 0, "passed": 0, "ce_marks": 0} for e in link.get("edt", [])
+                    {"rate_bps": e["rate_bps"], "drops": 0, "stamped": 0, "passed": 0, "ce_marks": 0}
+                    for e in link.get("edt", [])
                 ],
             }
         )

@@ -6,6 +6,11 @@ SYN-ACK, completes the handshake on the ACK, sends what is written in one burst 
 the segments each ACK covers (slow start), and ACKs data at once. Knobs make it misbehave
 on purpose: ``seq_skew`` (bytes added to the sequence of data packets), ``delay_ns``
 (every reply that much later), ``extra_packet`` (a pure ACK sent after the SYN-ACK).
+
+ECN, as RFC 3168 in its simplest form: a SYN with ECE and CWR is accepted (ECE on the
+SYN-ACK) unless ``tcp_ecn`` is 0; ``tcp_ecn`` 1 asks on its own SYN; with ECN its data is
+ECT(0); a CE-marked segment makes every packet carry ECE until a segment with CWR comes.
+``set_ecn`` (a sysctl after ``socket()``) is recorded in ``calls``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ class FakeHost:
         self.win_bytes = knobs.get("win_bytes", 65535 << 8)
         self.sndbuf = None
         self.cc = self.config.get("cc", "cubic")
+        self.tcp_ecn = self.config["tcp"].get("tcp_ecn", [2, 2])[0]
+        self.ecn_ok = self.demand_cwr = False
         self.calls: list[tuple] = []
 
     # clock
@@ -60,6 +67,7 @@ class FakeHost:
     def _send(self, **fields: Any) -> None:
         pkt = {"syn": False, "fin": False, "rst": False, "psh": False, "seq": self.snd_nxt, "end_seq": self.snd_nxt}
         pkt.update(ack_seq=self.rcv_nxt, win_bytes=self.win_bytes, sack=[])
+        pkt.update(ece=self.demand_cwr, cwr=False, ecn=2 if self.ecn_ok and fields.get("psh") else 0)
         pkt["tsval"] = (self.now_ns // 1_000_000 + 1000) if self.ts_ok else None
         pkt["tsecr"] = self.last_tsval if self.ts_ok else None
         pkt.update(fields)
@@ -73,14 +81,20 @@ class FakeHost:
     def inject(self, pkt: dict[str, Any]) -> None:
         self.calls.append(("inject", dict(pkt)))
         self.last_tsval = pkt.get("tsval")
+        if pkt.get("cwr"):
+            self.demand_cwr = False
+        if self.ecn_ok and pkt.get("ecn") == 3:
+            self.demand_cwr = True
         if pkt["syn"] and not pkt["ack"] and self.state == "LISTEN":
             self.state = "SYN_RECV"
-            self._send(syn=True, seq=0, end_seq=0, win_bytes=65535)
+            self.ecn_ok = bool(pkt.get("ece") and pkt.get("cwr") and self.tcp_ecn)
+            self._send(syn=True, seq=0, end_seq=0, win_bytes=65535, ece=self.ecn_ok)
             if self.extra_packet:
                 self._send()
             return
         if pkt["syn"] and pkt["ack"] and self.state == "SYN_SENT":
             self.state = "ESTABLISHED"
+            self.ecn_ok = self.ecn_ok and bool(pkt.get("ece")) and not pkt.get("cwr")
             self._send()
             return
         if self.state == "SYN_RECV" and pkt["ack"]:
@@ -111,7 +125,9 @@ class FakeHost:
 
     def connect(self) -> None:
         self.state = "SYN_SENT"
-        self._send(syn=True, seq=0, end_seq=0, ack_seq=0, tsecr=0, win_bytes=65535)
+        self.ecn_ok = self.tcp_ecn == 1
+        ecn = {"ece": True, "cwr": True} if self.ecn_ok else {}
+        self._send(syn=True, seq=0, end_seq=0, ack_seq=0, tsecr=0, win_bytes=65535, **ecn)
 
     def write(self, n: int) -> int:
         self.write_seq += n
@@ -149,6 +165,10 @@ class FakeHost:
 
     def set_cc(self, name: str) -> None:
         self.cc = name
+
+    def set_ecn(self, tcp_ecn: int, fallback: bool) -> None:
+        self.calls.append(("set_ecn", tcp_ecn, fallback))
+        self.tcp_ecn = tcp_ecn
 
     def tcp_info(self) -> dict[str, int]:
         return {"tcpi_snd_cwnd": self.cwnd, "tcpi_state": 1 if self.state == "ESTABLISHED" else 10}

@@ -8,7 +8,9 @@ each must fail:
 * ``seq``: the first outbound data line's sequence numbers moved by 1000;
 * ``cwnd``: the first ``tcpi_snd_cwnd == N`` assertion made ``N + 1``;
 * ``early``: the first outbound line written ``+0`` after another event, rewritten to an
-  absolute time 50 ms before it (its gap is then negative, so the tolerance is 4 ms).
+  absolute time 50 ms before it (its gap is then negative, so the tolerance is 4 ms);
+* ``ecn``: the first outbound line with an IP ECN mark or an ECE/CWR flag gets another
+  mark (``[ect0]`` becomes ``[ect1]``, any other ``[ect0]``) or loses the flag's letter.
 
 A mutation the script has nothing for (no cwnd assertion, ...) is skipped for it. The corpus
 is google/packetdrill at ``../shared/packetdrill`` beside the project, or
@@ -30,7 +32,7 @@ from tcplab.packetdrill.timing import resolve
 CORPUS = Path(os.environ.get("TCPLAB_PACKETDRILL_DIR", Path(__file__).resolve().parents[2] / "shared" / "packetdrill"))
 TCP_DIR = CORPUS / "gtests" / "net" / "tcp"
 LIST = Path(__file__).with_name("packetdrill_expected_passes.txt")
-MUTATIONS = ("seq", "cwnd", "early")
+MUTATIONS = ("seq", "cwnd", "early", "ecn")
 
 
 def expected_passes() -> list[str]:
@@ -97,6 +99,18 @@ def mutate(path: Path, mutation: str) -> str | None:
             i = ev.line - 1
             lines[i] = re.sub(r"^\s*\+[0-9.]+", f"{t // 1_000_000}.{t % 1_000_000:06d}", lines[i], count=1)
             return "".join(lines)
+        return None
+    if mutation == "ecn":
+        for ev in outbound:
+            p, i = ev.action, ev.line - 1
+            mark = p.ip.ecn if p.ip is not None else None
+            if mark is not None and mark != "ect01" and f"[{mark}]" in lines[i]:
+                lines[i] = lines[i].replace(f"[{mark}]", "[ect1]" if mark == "ect0" else "[ect0]", 1)
+                return "".join(lines)
+            letters = [c for c in p.flags if c in "EW"]
+            if letters and f" {p.flags} " in lines[i]:
+                lines[i] = lines[i].replace(f" {p.flags} ", f" {p.flags.replace(letters[-1], '')} ", 1)
+                return "".join(lines)
         return None
     raise ValueError(mutation)
 

@@ -325,7 +325,7 @@ def test_nonblocking_read_eagain(tmp_path):
         ("   +0 getpeername(4, ..., ...) = 0\n", "system call getpeername not modelled"),
         ("   +0 setsockopt(4, SOL_TCP, TCP_NOTSENT_LOWAT, [1], 4) = 0\n", "setsockopt TCP_NOTSENT_LOWAT not modelled"),
         ("   +0 %{ assert bbr_bw > 0 }%\n", "%{ }% code reading bbr_bw (line 10) not modelled"),
-        ("   +0 `sysctl -q net.ipv4.tcp_ecn=1`\n", "sysctl net.ipv4.tcp_ecn=1 not modelled"),
+        ("   +0 `sysctl -q net.ipv4.tcp_ecn=3`\n", "sysctl net.ipv4.tcp_ecn=3 not modelled"),  # AccECN
         ("   +0 `tc qdisc replace dev tun0 root fq`\n", "command `tc qdisc replace dev tun0 root fq` not modelled"),
         ("  +.1 < udp (100)\n", "udp packet (line 10) not modelled"),
     ],
@@ -383,6 +383,113 @@ def test_parse_commands_forms():
     env = EngineSettings()
     with pytest.raises(Unmodelled, match="tcp_congestion_control=vegas"):
         env.apply(parse_commands("sysctl -q net.ipv4.tcp_congestion_control=vegas"))
+
+
+# --- ECN ----------------------------------------------------------------------------------
+
+ECN_HANDSHAKE = (
+    HANDSHAKE.replace(
+        "`../common/defaults.sh`", "`../common/defaults.sh\nsysctl -q net.ipv4.tcp_ecn=1  # fully enabled`"
+    )
+    .replace("  +.1 < S 0:0(0)", "  +.1 < SEW 0:0(0)")
+    .replace("   +0 > S. 0:0(0)", "   +0 > SE. 0:0(0)")
+)
+
+
+def test_ecn_flags_and_marks_cross_both_ways(tmp_path):
+    body = """\
+  +.1 < [ce] P. 1:1001(1000) ack 1 win 257
+   +0 > [noecn] E. 1:1(0) ack 1001
+   +0 < [ect0] PW. 1001:2001(1000) ack 1 win 257
+   +0 > . 1:1(0) ack 2001
+   +0 write(4, ..., 1000) = 1000
+   +0 > [ect0] P. 1:1001(1000) ack 2001
+"""
+    r, hosts = run(script(tmp_path, body, head=ECN_HANDSHAKE))
+    assert r.status == "pass", r.message + r.details
+    host = hosts[0]
+    # the init command's trailing shell comment is not part of the value
+    assert host.config["tcp"]["tcp_ecn"] == [1, 1]
+    syn, ack, ce, cwr = [c[1] for c in host.calls if c[0] == "inject"]
+    assert (syn["ece"], syn["cwr"], syn["ecn"]) == (True, True, 0)  # no mark: not-ECT
+    assert (ack["ece"], ack["cwr"], ack["ecn"]) == (False, False, 0)
+    assert (ce["ecn"], cwr["ecn"], cwr["cwr"]) == (3, 2, True)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("> [ect1] P. 1:1001(1000) ack 1", "live packet field ip_ecn: expected: 1 (0x1) vs actual: 2 (0x2)"),
+        ("> [noecn] P. 1:1001(1000) ack 1", "live packet field ip_ecn: expected: 0 (0x0) vs actual: 2 (0x2)"),
+        ("> PE. 1:1001(1000) ack 1", "live packet field tcp_ece: expected: 1 (0x1) vs actual: 0 (0x0)"),
+        ("> PW. 1:1001(1000) ack 1", "live packet field tcp_cwr: expected: 1 (0x1) vs actual: 0 (0x0)"),
+    ],
+)
+def test_an_ecn_mismatch_is_packetdrills_message(tmp_path, line, message):
+    body = f"   +0 write(4, ..., 1000) = 1000\n   +0 {line}\n"
+    r, _ = run(script(tmp_path, body, head=ECN_HANDSHAKE))
+    assert r.status == "fail"
+    assert r.message.endswith(f"error handling packet: {message}"), r.message
+
+
+def test_ect01_takes_either_ect(tmp_path):
+    body = "   +0 write(4, ..., 1000) = 1000\n   +0 > [ect01] P. 1:1001(1000) ack 1\n"
+    r, _ = run(script(tmp_path, body, head=ECN_HANDSHAKE))
+    assert r.status == "pass", r.message
+    # without ECN negotiated (defaults.sh: tcp_ecn=0) the data is not-ECT
+    r, _ = run(script(tmp_path, body))
+    assert r.message.endswith("live packet field ip_ecn: expected: 0x1 or 0x2 vs actual: 0x0"), r.message
+
+
+def test_an_inbound_ecn_setup_syn_is_refused_with_tcp_ecn_0(tmp_path):
+    head = ECN_HANDSHAKE.replace("sysctl -q net.ipv4.tcp_ecn=1", "sysctl -q net.ipv4.tcp_ecn=0")
+    r, _ = run(script(tmp_path, "", head=head))
+    assert r.message.endswith("live packet field tcp_ece: expected: 1 (0x1) vs actual: 0 (0x0)"), r.message
+    r, _ = run(script(tmp_path, "", head=head.replace("> SE. 0:0(0)", "> S. 0:0(0)")))
+    assert r.status == "pass", r.message
+
+
+def test_tcp_ecn_after_socket_reaches_the_host(tmp_path):
+    body = """\
+   +0 `sysctl -q net.ipv4.tcp_ecn=2`
+   +0 `sysctl -q net.ipv4.tcp_ecn=2`
+   +0 `sysctl -q net.ipv4.tcp_ecn_fallback=0`
+"""
+    r, hosts = run(script(tmp_path, body))
+    assert r.status == "pass", r.message
+    # Linux reads both when it uses them: each change (and only a change) is handed over
+    assert [c for c in hosts[0].calls if c[0] == "set_ecn"] == [("set_ecn", 2, True), ("set_ecn", 2, False)]
+    env = EngineSettings()
+    with pytest.raises(Unmodelled, match="tcp_ecn=4 not modelled"):
+        env.apply(parse_commands("sysctl -q net.ipv4.tcp_ecn=4"))
+
+
+def test_dctcp_is_a_congestion_control_scripts_may_select(tmp_path):
+    body = """\
+   +0 setsockopt(4, SOL_TCP, TCP_CONGESTION, "dctcp", 5) = 0
+   +0 getsockopt(4, SOL_TCP, TCP_CONGESTION, "dctcp", [5]) = 0
+"""
+    r, hosts = run(script(tmp_path, body))
+    assert r.status == "pass", r.message
+    assert hosts[0].cc == "dctcp"
+    head = HANDSHAKE.replace(
+        "`../common/defaults.sh`", "`../common/defaults.sh\nsysctl -q net.ipv4.tcp_congestion_control=dctcp`"
+    )
+    r, hosts = run(script(tmp_path, "", head=head))
+    assert r.status == "pass" and hosts[0].config["cc"] == "dctcp"
+
+
+def test_aggregated_segments_take_cwr_from_the_first_and_ece_from_the_last():
+    # packet.c aggregate_packets(): the last segment's headers, the first one's seq and CWR
+    conn = Connection()
+    conn.peer_syn_seen = True
+    seg = dict(t_ns=0, syn=False, fin=False, rst=False, psh=False, ack=True, ack_seq=0, win_bytes=0)
+    seg.update(tsval=None, tsecr=None, sack=())
+    first = LivePacket(seq=0, end_seq=1000, cwr=True, ecn=2, **seg)
+    last = LivePacket(seq=1000, end_seq=2000, ece=True, ecn=3, **seg)
+    wire = conn.to_script(last, first=first)
+    assert (wire.flags, wire.seq, wire.payload, wire.ecn) == (".EW", 1, 2000, 3)
+    assert conn.to_script(last).flags == ".E"
 
 
 # --- many scripts: report, junit, CLI ---------------------------------------------------

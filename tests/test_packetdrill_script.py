@@ -287,6 +287,7 @@ def test_every_tcp_option_kind():
     assert [option.length_bytes for option in options] == [10, 2, 8, 18, 11]
     assert exotic.unsupported == (
         "TCP Fast Open option (line 2)",
+        "TCP Fast Open SYN data (line 2)",
         "TCP Fast Open option (line 3)",
         "TCP Fast Open option (line 4)",
         "TCP MD5 option (line 5)",
@@ -371,9 +372,8 @@ def test_ip_details_and_other_packets_are_recorded_and_named():
     assert (actions[6].echoed_protocol, actions[6].echoed_payload_bytes) == ("udp", 20)
     assert [header.kind for header in actions[7].encapsulation] == ["ipv4", "gre"]
     assert actions[8].encapsulation[0].fields[0][1][0].bottom_of_stack is True
+    # RFC 3168's marks and the E/W flags are run (tcplab models ECN); AccECN is not
     assert script.unsupported == (
-        "ECN mark (line 2)",
-        "ECN mark (line 3)",
         "IPv6 flow label (line 3)",
         "IP TOS (line 4)",
         "IP TTL (line 5)",
@@ -383,9 +383,24 @@ def test_ip_details_and_other_packets_are_recorded_and_named():
         "IPv4 outer header (line 9)",
         "GRE encapsulation (line 9)",
         "MPLS label stack (line 10)",
-        "ECN TCP flags (line 11)",
     )
     assert features(script) <= set(UNSUPPORTED_FEATURES)
+
+
+@pytest.mark.parametrize(
+    ("packet", "unsupported"),
+    [
+        ("> [ect01] SEW 0:0(0) <...>", ()),
+        ("< [ce] EW. 1:1001(1000) ack 1 win 10", ()),
+        ("< [noecn] E. 1:1(0) ack 1 win 10", ()),
+        ("> [ect1] A. 1:1(0) ack 1", ("AccECN TCP flags (line 2)",)),
+        ("> S.2 0:0(0) ack 1 <...>", ("AccECN TCP flags (line 2)",)),
+        ("< S 0:10(10) win 10", ("TCP Fast Open SYN data (line 2)",)),
+    ],
+)
+def test_rfc3168_ecn_is_runnable_and_accecn_is_named(packet, unsupported):
+    script = parse(PROLOGUE + "+0 " + packet + "\n")
+    assert script.unsupported == unsupported
 
 
 def test_socket_features_tcplab_does_not_run_are_named():

@@ -10,14 +10,18 @@
 //! they go in as `val + 1` (0 means "no timestamp" inside the engine) and come back out as
 //! `ecr - 1`; the peer's TSecr, an echo of one of the socket's millisecond TSvals, goes in
 //! as that millisecond in ns, so RTTs from it have the kernel's 1 ms granularity.
+//!
+//! ECN crosses as the TCP flags `ece` and `cwr` and the IP header's ECN field `ecn` (0
+//! not-ECT, 1 ECT(1), 2 ECT(0), 3 CE: `tcplab_core::packet::ecn`), both ways.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use tcplab_core::cc::CongestionOps;
 use tcplab_core::config::{CcKind, CcParams, TcpConfig};
-use tcplab_core::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use tcplab_core::packet::{ecn, flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use tcplab_core::sim::scripted::{ScriptedConfig, TUN_MTU_BYTES};
 use tcplab_core::sim::Simulator;
 use tcplab_core::tcp::close::Teardown;
@@ -36,8 +40,9 @@ fn cc_kind(name: &str) -> PyResult<CcKind> {
         "cubic" => Ok(CcKind::Cubic),
         "reno" => Ok(CcKind::Reno),
         "bbr" => Ok(CcKind::Bbr),
+        "dctcp" => Ok(CcKind::Dctcp),
         _ => Err(PyValueError::new_err(format!(
-            "cc: {name:?} is not a congestion control tcplab has (expected cubic, reno or bbr)"
+            "cc: {name:?} is not a congestion control tcplab has (expected cubic, reno, bbr or dctcp)"
         ))),
     }
 }
@@ -131,6 +136,9 @@ impl ScriptedHost {
             d.set_item("fin", p.has(flags::FIN))?;
             d.set_item("rst", p.has(flags::RST))?;
             d.set_item("psh", p.has(flags::PSH))?;
+            d.set_item("ece", p.has(flags::ECE))?;
+            d.set_item("cwr", p.has(flags::CWR))?;
+            d.set_item("ecn", p.ecn & ecn::MASK)?;
             d.set_item("seq", p.seq)?;
             d.set_item("end_seq", p.end_seq)?;
             d.set_item("ack_seq", p.ack_seq)?;
@@ -209,6 +217,18 @@ impl ScriptedHost {
         if get_bool("psh")? {
             f |= flags::PSH;
         }
+        if get_bool("ece")? {
+            f |= flags::ECE;
+        }
+        if get_bool("cwr")? {
+            f |= flags::CWR;
+        }
+        let ecn_field = get_u64("ecn")?;
+        if ecn_field > ecn::MASK as u64 {
+            return Err(PyValueError::new_err(format!(
+                "ecn: {ecn_field} is not an IP ECN field (0 not-ECT, 1 ECT(1), 2 ECT(0), 3 CE)"
+            )));
+        }
         if get_bool("rst")? {
             return Err(PyValueError::new_err("rst: an inbound RST is not modelled"));
         }
@@ -256,6 +276,7 @@ impl ScriptedHost {
             sack,
             num_sacks,
             flags: f,
+            ecn: ecn_field as u8,
             ..Packet::default()
         };
         guarded(&mut self.sim, "inject", |s| s.script_inject(p))
@@ -402,6 +423,25 @@ impl ScriptedHost {
         }
         let kind = cc_kind(name)?;
         self.sim.script_set_cc(kind);
+        Ok(())
+    }
+
+    /// `getsockopt(TCP_CONGESTION)`: the congestion control's name (`icsk_ca_ops->name`;
+    /// DCTCP whose connection did not negotiate ECN is `dctcp-reno`).
+    #[getter]
+    fn cc_name(&self) -> &'static str {
+        self.sim.script_socket().cc.name()
+    }
+
+    /// `sysctl net.ipv4.tcp_ecn` (0, 1 or 2) and `tcp_ecn_fallback` changed after the
+    /// socket was made (Linux reads them when it uses them).
+    fn set_ecn(&mut self, tcp_ecn: u8, fallback: bool) -> PyResult<()> {
+        if tcp_ecn > 2 {
+            return Err(PyValueError::new_err(format!(
+                "tcp_ecn: {tcp_ecn} is not 0, 1 or 2 (AccECN's modes are not modelled)"
+            )));
+        }
+        self.sim.script_set_ecn(tcp_ecn, fallback);
         Ok(())
     }
 

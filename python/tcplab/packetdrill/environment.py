@@ -15,14 +15,23 @@ because the engine already behaves that way, or names it as the reason to skip t
   ``tso_win_divisor`` / ``cc``). One it has no knob for is accepted when its value is what
   the engine does anyway (:data:`ENGINE_BEHAVIOUR`), or does not matter to what tcplab runs
   (:data:`IRRELEVANT_SYSCTLS`: Fast Open keys when scripts using Fast Open are skipped, the
-  removed ``tcp_fack``); any other value is a skip, ``sysctl net.ipv4.tcp_ecn=1 not modelled``.
+  removed ``tcp_fack``); any other value is a skip, ``sysctl net.ipv4.tcp_mtu_probing=1 not
+  modelled``.
 * Commands that leave the engine as it is are accepted: ``ip tcp_metrics flush``, ``tc qdisc
   add dev tun0 root pfifo`` (the engine's host has no qdisc in front of the socket beyond a
   plain FIFO), comments, ``true``/``:``. Any other command is a skip naming it.
 
 Sysctls are collected in order; the engine host is built at ``socket()`` with what was set
 before it. A sysctl the engine takes that changes after that is a skip (the engine's TCP
-configuration is fixed when the host is built; Linux reads most of these live).
+configuration is fixed when the host is built; Linux reads most of these live), except the
+ones in :data:`LIVE_SYSCTLS`, which the runner hands to the host when they change.
+
+ECN: ``tcp_ecn`` (0, 1 or 2; AccECN's 3 to 5 are a skip) and ``tcp_ecn_fallback`` go into the
+engine's ``tcp.tcp_ecn`` (both entries: the one socket under test is the engine's client
+endpoint whatever its role, and the other endpoint, the script's, never acts) and
+``tcp.tcp_ecn_fallback``. Linux reads both when it uses them (``tcp_ecn_send_syn()`` at
+``connect()``, ``tcp_ecn_create_request()`` when a SYN arrives, ``tcp_ecn_clear_syn()`` when
+a SYN is retransmitted), so they stay live after ``socket()``.
 """
 
 from __future__ import annotations
@@ -36,6 +45,8 @@ __all__ = [
     "DEFAULTS_SH",
     "LINUX_DEFAULTS",
     "ENGINE_SYSCTLS",
+    "LIVE_SYSCTLS",
+    "ENGINE_CC",
     "ENGINE_BEHAVIOUR",
     "IRRELEVANT_SYSCTLS",
     "CUBIC_PARAMS",
@@ -91,6 +102,7 @@ LINUX_DEFAULTS: dict[str, str] = {
     "tcp_recovery": "1",
     "tcp_tso_win_divisor": "3",
     "tcp_ecn": "2",
+    "tcp_ecn_fallback": "1",
     "tcp_pacing_ss_ratio": "200",
     "tcp_pacing_ca_ratio": "120",
     "tcp_notsent_lowat": "4294967295",
@@ -114,6 +126,14 @@ def _bool(text: str) -> bool:
     return _int(text) != 0
 
 
+def _ecn_mode(text: str) -> list[int]:
+    """``tcp_ecn`` as the engine's per-side array (module doc); 0, 1 or 2 (v6.12's range)."""
+    mode = _int(text)
+    if mode not in (0, 1, 2):
+        raise ValueError(text)
+    return [mode, mode]
+
+
 #: sysctl -> (engine config key, converter). ``tcp.*`` keys go in the ``tcp`` section.
 ENGINE_SYSCTLS: dict[str, tuple[str, Any]] = {
     "tcp_rmem": ("tcp.tcp_rmem", _ints),
@@ -130,21 +150,25 @@ ENGINE_SYSCTLS: dict[str, tuple[str, Any]] = {
     "tcp_min_rtt_wlen": ("tcp.tcp_min_rtt_wlen_s", _int),
     "tcp_tso_win_divisor": ("tso_win_divisor", _int),
     "tcp_congestion_control": ("cc", str.strip),
+    "tcp_ecn": ("tcp.tcp_ecn", _ecn_mode),
+    "tcp_ecn_fallback": ("tcp.tcp_ecn_fallback", _bool),
 }
 
-#: Congestion controls the engine has.
-ENGINE_CC = ("cubic", "reno", "bbr")
+#: Sysctls of :data:`ENGINE_SYSCTLS` that Linux reads when it uses them, not when the socket
+#: is made: a change after ``socket()`` reaches the host (module doc).
+LIVE_SYSCTLS = frozenset({"tcp_ecn", "tcp_ecn_fallback"})
+
+#: Congestion controls the engine has (``tcp_congestion_control``, ``TCP_CONGESTION``).
+ENGINE_CC = ("cubic", "reno", "bbr", "dctcp")
 
 #: Sysctls the engine has no knob for, and the values at which it behaves as Linux does:
 #: timestamps, SACK and DSACK on (timestamps off is modelled for a passive open, by not
-#: negotiating them; see run.py); no classic ECN (0, or 2: only when the peer asks, which
-#: the scripts tcplab runs never do); no notsent_lowat limit; no MTU probing; SYN retries
-#: only matter when a handshake packet is lost.
+#: negotiating them; see run.py); no notsent_lowat limit; no MTU probing; SYN retries only
+#: matter when a handshake packet is lost.
 ENGINE_BEHAVIOUR: dict[str, tuple[str, ...]] = {
     "tcp_timestamps": ("1", "0"),
     "tcp_sack": ("1",),
     "tcp_dsack": ("1",),
-    "tcp_ecn": ("0", "2"),
     "tcp_notsent_lowat": ("4294967295", "-1"),
     "tcp_mtu_probing": ("0",),
     "tcp_syn_retries": ("5", "6"),
@@ -157,9 +181,7 @@ ENGINE_BEHAVIOUR: dict[str, tuple[str, ...]] = {
 #: Sysctls whose value does not change what tcplab runs: Fast Open (scripts using it are
 #: skipped), AccECN's option (likewise), SYN cookies (only under a SYN flood), tcp_fack
 #: (removed from Linux in 4.15; the sysctl is ignored).
-IRRELEVANT_SYSCTLS = frozenset(
-    {"tcp_fastopen", "tcp_fastopen_key", "tcp_ecn_option", "tcp_syncookies", "tcp_fack", "tcp_ecn_fallback"}
-)
+IRRELEVANT_SYSCTLS = frozenset({"tcp_fastopen", "tcp_fastopen_key", "tcp_ecn_option", "tcp_syncookies", "tcp_fack"})
 
 #: tcp_cubic.c module parameters and their defaults (v6.12).
 CUBIC_PARAMS: dict[str, int] = {
@@ -192,6 +214,7 @@ _SYSCTL_ARG = re.compile(r"^(?:net[./]ipv4[./])(?P<name>[A-Za-z0-9_]+)=(?P<value
 _PROC_ARG = re.compile(r"^/proc/sys/net/ipv4/(?P<name>[A-Za-z0-9_]+)=(?P<value>.*)$", re.DOTALL)
 _CUBIC_FILE = re.compile(r"^/sys/module/tcp_cubic/parameters/(?P<name>[A-Za-z0-9_]+)$")
 _PROC_FILE = re.compile(r"^/proc/sys/net/ipv4/(?P<name>[A-Za-z0-9_]+)$")
+_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$")
 _REDIRECT_NULL = re.compile(r"\s*(?:[12]?>\s*/dev/null|2>&1)\s*")
 
 
@@ -218,13 +241,13 @@ def _accepted_command(words: list[str]) -> bool:
 
 
 def _shell_lines(text: str) -> list[str]:
-    """The command lines of a shell text: continuations joined, comments dropped, ``;``/``&&``
-    separated."""
+    """The command lines of a shell text: continuations joined, comments dropped (a ``#``
+    that starts a word, to the end of the line), ``;``/``&&`` separated."""
     joined = re.sub(r"\\\n", " ", text)
     out: list[str] = []
     for line in joined.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
+        line = _COMMENT.sub("", line).strip()
+        if not line:
             continue
         out.extend(part.strip() for part in re.split(r";|&&", line) if part.strip())
     return out
@@ -329,7 +352,7 @@ class EngineSettings:
                     raise Unmodelled(f"sysctl net.ipv4.{name}={value} not modelled") from None
                 if name == "tcp_congestion_control" and value not in ENGINE_CC:
                     raise Unmodelled(f"sysctl net.ipv4.{name}={value} not modelled")
-                if self.frozen is not None and not _same(value, self.frozen.get(name, "")):
+                if name not in LIVE_SYSCTLS and self.frozen is not None and not _same(value, self.frozen.get(name, "")):
                     raise Unmodelled(f"sysctl net.ipv4.{name}={value} after socket() not modelled")
             elif name in IRRELEVANT_SYSCTLS:
                 pass
@@ -344,11 +367,16 @@ class EngineSettings:
 
     def freeze(self) -> None:
         """The host is built: the engine's sysctls cannot change any more."""
-        self.frozen = {k: v for k, v in self.sysctls.items() if k in ENGINE_SYSCTLS}
+        self.frozen = {k: v for k, v in self.sysctls.items() if k in ENGINE_SYSCTLS and k not in LIVE_SYSCTLS}
 
     @property
     def timestamps(self) -> bool:
         return _same(self.sysctls.get("tcp_timestamps", "1"), "1")
+
+    @property
+    def ecn(self) -> tuple[int, bool]:
+        """``(tcp_ecn, tcp_ecn_fallback)`` in force."""
+        return _int(self.sysctls.get("tcp_ecn", "2")), _bool(self.sysctls.get("tcp_ecn_fallback", "1"))
 
     @property
     def rmem_max(self) -> int:

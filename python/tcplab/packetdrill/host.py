@@ -54,6 +54,7 @@ class RawHost(Protocol):
     def set_nodelay(self, on: bool) -> None: ...
     def set_user_mss(self, n: int) -> None: ...
     def set_cc(self, name: str) -> None: ...
+    def set_ecn(self, tcp_ecn: int, fallback: bool) -> None: ...
     def tcp_info(self) -> dict[str, int]: ...
 
 
@@ -63,7 +64,9 @@ class LivePacket:
 
     ``seq``/``end_seq`` cover the data only (a FIN is the ``fin`` flag); ``ack`` is the ACK
     flag (the engine may leave it out: then it is set on every packet after the peer's SYN
-    was seen, as TCP does); ``win_bytes`` is the window before scaling.
+    was seen, as TCP does); ``win_bytes`` is the window before scaling. ``ece``/``cwr`` are
+    the ECN TCP flags and ``ecn`` the IP header's ECN field (0 not-ECT, 1 ECT(1), 2 ECT(0),
+    3 CE); an engine that does not report them sends neither flag, not-ECT.
     """
 
     t_ns: int
@@ -79,6 +82,9 @@ class LivePacket:
     tsval: int | None
     tsecr: int | None
     sack: tuple[tuple[int, int], ...]
+    ece: bool = False
+    cwr: bool = False
+    ecn: int = 0
 
     @property
     def t_us(self) -> int:
@@ -125,6 +131,9 @@ class Host:
                     tsval=d.get("tsval"),
                     tsecr=d.get("tsecr"),
                     sack=tuple((int(a), int(b)) for a, b in d.get("sack") or ()),
+                    ece=bool(d.get("ece")),
+                    cwr=bool(d.get("cwr")),
+                    ecn=int(d.get("ecn") or 0),
                 )
             )
 
@@ -236,6 +245,17 @@ class Host:
 
     def set_cc(self, name: str) -> None:
         self.raw.set_cc(name)
+
+    @property
+    def cc_name(self) -> str | None:
+        """The congestion control's name as getsockopt(TCP_CONGESTION) gives it (DCTCP
+        without ECN is ``dctcp-reno``), when the engine reports it."""
+        value = getattr(self.raw, "cc_name", None)
+        return str(value) if value is not None else None
+
+    def set_ecn(self, tcp_ecn: int, fallback: bool) -> None:
+        """``net.ipv4.tcp_ecn`` and ``tcp_ecn_fallback`` changed after ``socket()``."""
+        self.raw.set_ecn(tcp_ecn, fallback)
 
     def tcp_info(self) -> dict[str, int]:
         return dict(self.raw.tcp_info())

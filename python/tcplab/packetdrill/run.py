@@ -8,7 +8,8 @@ relative times, anchoring, tolerances). The engine is one scripted host
 What each event does
 --------------------
 * ``< packet``: the engine is run to the event's time, the packet is translated to the
-  engine's numbers (:mod:`tcplab.packetdrill.wire`) and injected. Before the peer's SYN
+  engine's numbers (:mod:`tcplab.packetdrill.wire`) and injected, with its ECE/CWR flags
+  and IP ECN mark (a ``[ce]`` data segment makes the socket echo ECE). Before the peer's SYN
   (passive open) or SYN-ACK (active open), the engine is told what the peer offered
   (``negotiate``).
 * ``> packet``: the earliest packet the engine sent that no earlier line matched is taken
@@ -25,7 +26,9 @@ What each event does
   blocked, and its return time is checked against ``end``. A call written with a single
   time that blocks in the kernel blocks packetdrill's main thread; here the engine is run
   up to :data:`MAIN_THREAD_BLOCK_US` for it to return, and it fails if it does not.
-* shell commands: sysctls and the like (:mod:`tcplab.packetdrill.environment`).
+* shell commands: sysctls and the like (:mod:`tcplab.packetdrill.environment`); a change of
+  ``tcp_ecn`` or ``tcp_ecn_fallback`` after ``socket()`` is handed to the host, which reads
+  them when it uses them, as Linux does.
 * ``%{ }%``: ``TCP_INFO`` is read at the event's time (``host.tcp_info()``: ``tcpi_*`` in
   Linux's units) and the Python runs after the last event, as packetdrill runs it, with
   the constants packetdrill's code.c defines (:data:`CODE_CONSTANTS`).
@@ -50,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tcplab.packetdrill.environment import EngineSettings, Unmodelled, parse_commands
+from tcplab.packetdrill.environment import ENGINE_CC, EngineSettings, Unmodelled, parse_commands
 from tcplab.packetdrill.host import Host, LivePacket, RawHost, engine_host
 from tcplab.packetdrill.script import (
     Array,
@@ -114,7 +117,6 @@ GETSOCKOPTS = SOCKOPTS | {"SO_ERROR", "TCP_MAXSEG"}
 _IOCTLS = {"SIOCINQ": "inq", "FIONREAD": "inq", "SIOCOUTQ": "outq", "TIOCOUTQ": "outq"}
 #: shutdown()'s `how` as bits: 1 the sending side (FIN), 2 the receiving side.
 _SHUT_HOW = {"SHUT_WR": 1, "SHUT_RD": 2, "SHUT_RDWR": 3}
-_ENGINE_CC = ("cubic", "reno", "bbr")
 
 #: What code.c's write_symbols() defines for ``%{ }%`` code (Linux's values).
 CODE_CONSTANTS: dict[str, int] = {
@@ -558,10 +560,14 @@ class _Runner:
                 self.syscall(ev, r, a)
             elif isinstance(a, Command):
                 self.wait_for_event(ev, r, "command")
+                ecn = self.settings.ecn
                 try:
                     self.settings.apply(parse_commands(a.shell))
                 except Unmodelled as e:
                     raise _Skip(str(e)) from None
+                if self.host is not None and self.settings.ecn != ecn:
+                    # read live by Linux (environment.LIVE_SYSCTLS)
+                    self.host.set_ecn(*self.settings.ecn)
                 if self.settings.tun_qdisc is not None and self.host is not None:
                     _, limit = self.settings.tun_qdisc
                     self.host.raw.set_tun_pfifo_limit(limit)
@@ -679,7 +685,7 @@ class _Runner:
             frags.append(nxt)
             got += nxt.payload
         live = frags[-1]
-        actual = self.conn.to_script(live, first_seq=frags[0].seq)
+        actual = self.conn.to_script(live, first=frags[0])
         details = self.dumps(p, r.time_us, actual)
         if got != p.payload_bytes:
             raise self.fail_at(
@@ -706,6 +712,7 @@ class _Runner:
             ("tcp_syn", int("S" in a.flags), int("S" in b.flags)),
             ("tcp_rst", int("R" in a.flags), int("R" in b.flags)),
             ("tcp_ack", int("." in a.flags), int("." in b.flags)),
+            ("tcp_ece", int("E" in a.flags), int("E" in b.flags)),
             ("tcp_seq", a.seq + a.payload, b.seq),
             ("tcp_ack_seq", a.ack, b.ack),
             ("tcp_window", a.win, b.win),
@@ -1057,7 +1064,7 @@ class _Runner:
         if opt == "SO_REUSEADDR" or opt in _IP_NOOP_OPTS:
             return _Done(0)
         if opt == "TCP_CONGESTION":
-            if val not in _ENGINE_CC:
+            if val not in ENGINE_CC:
                 return _Done(-1, "ENOENT")
             host.set_cc(str(val))
             self.cc = str(val)
@@ -1101,7 +1108,8 @@ class _Runner:
         want = _value(c.args[3])
         got: int | str
         if opt == "TCP_CONGESTION":
-            got = self.cc
+            # icsk_ca_ops->name: DCTCP without ECN has become dctcp-reno (dctcp_init())
+            got = (self.host.cc_name if self.host is not None else None) or self.cc
             return _Done(
                 0, None, lambda: None if got == want else f"Bad getsockopt optval: expected: '{want}' actual: '{got}'"
             )

@@ -165,14 +165,14 @@ UNSUPPORTED_FEATURES = (
     "MPLS label stack",
     "PSP encapsulation",
     "IPv6 addresses",
-    "ECN mark",
     "IP TOS",
     "IPv6 flow label",
     "IP TTL",
-    "ECN TCP flags",
+    "AccECN TCP flags",
     "urgent data",
     "TCP Fast Open option",
     "TCP Fast Open socket API",
+    "TCP Fast Open SYN data",
     "TCP MD5 option",
     "TCP MD5 socket option",
     "AccECN option",
@@ -1080,7 +1080,6 @@ class _Parser:
         ecn = tos = flow_label = ttl = None
         if self.at_word(*_IP_ECN_MARKS):
             ecn = self.advance().text
-            self.note_unsupported("ECN mark", line)
         elif self.at_word("tos"):
             self.advance()
             tos = self.expect_uint("tos", 8, "a TOS byte in hex (tos 0x..)", hex_only=True)
@@ -1139,6 +1138,8 @@ class _Parser:
         if win is None and direction == "<":
             raise self.semantic(line, "found an inbound TCP packet without a window", "win N (packetdrill sends it)")
         self.check_ect01(direction, ip, line)
+        if "S" in flags and payload:
+            self.note_unsupported("TCP Fast Open SYN data", line)
         return TcpPacket(
             direction, flags, seq_start, seq_end, payload, ack, win, options, urg, ports, ip, encapsulation
         )
@@ -1165,8 +1166,10 @@ class _Parser:
         ace = [c for c in letters if c in _ACE_FLAG_DIGITS]
         if len(ace) > 1 or (ace and any(c in _ECN_FLAG_LETTERS for c in letters)):
             raise self.semantic(line, f"found conflicting TCP flags {flags}", "one ACE digit, or E/W/A flags, not both")
-        if ace or any(c in _ECN_FLAG_LETTERS for c in letters):
-            self.note_unsupported("ECN TCP flags", line)
+        if ace or "A" in letters:
+            # AccECN: the AE flag, or the ACE field written as one digit (E and W alone are
+            # RFC 3168's ECE and CWR, which tcplab runs)
+            self.note_unsupported("AccECN TCP flags", line)
         if "U" in letters:
             self.note_unsupported("urgent data", line)
         return flags

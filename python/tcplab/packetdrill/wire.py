@@ -52,13 +52,27 @@ outbound packet matched (``ts_val_map``) and rewrites an inbound TS ecr through 
 first pair seen); the live val is shown in script space as first script val + (live val -
 first live val).
 
+ECN
+---
+The TCP flags ``E`` (ECE) and ``W`` (CWR) cross in both directions: an inbound packet's are
+injected as the engine's ``ece``/``cwr``, an outbound packet's come back from the engine
+and are written after ``.`` as packetdrill prints them (``FSRP.UEWA``). The IP header's ECN
+field is the engine's ``ecn`` (:data:`IP_ECN`: ``[noecn]`` 0, ``[ect1]`` 1, ``[ect0]`` 2,
+``[ce]`` 3, as RFC 3168 and packetdrill's ip.h number them). An inbound packet carries the
+mark its line writes, not-ECT without one (packetdrill writes a TOS byte of 0). An outbound
+packet's field is checked only when its line writes a mark; ``[ect01]`` takes either ECT.
+AccECN (the ``A`` flag, ACE digits, the AccECN option) is not run: the parser names it.
+
 The check
 ---------
 :meth:`Connection.verify` follows run_packet.c verify_outbound_live_packet(): the IPv4 total
-length (which differs when the option lengths do), then verify_tcp()'s fields in its
-order (data offset, fin, syn, rst, psh, ack, urg, ece, cwr, ae, seq, ack_seq, window when
-the script gives ``win``), then the options; the messages are packetdrill's
-(``live packet field tcp_seq: expected: 1001 (0x3e9) vs actual: 2001 (0x7d1)``).
+length (which differs when the option lengths do) and the ECN field (verify_ipv4() ->
+verify_outbound_live_tos()), then verify_tcp()'s fields in its order (data offset, fin,
+syn, rst, psh, ack, urg, ece, cwr, ae, seq, ack_seq, window when the script gives ``win``),
+then the options; the messages are packetdrill's (``live packet field tcp_seq: expected:
+1001 (0x3e9) vs actual: 2001 (0x7d1)``). When TSO segments are aggregated for one line, the
+result has the last segment's headers with the first one's seq and CWR (packet.c,
+aggregate_packets()).
 """
 
 from __future__ import annotations
@@ -70,6 +84,7 @@ from tcplab.packetdrill.script import TcpOption, TcpPacket
 
 __all__ = [
     "OUR_MSS",
+    "IP_ECN",
     "RMEM_MAX",
     "ScriptError_",
     "WirePacket",
@@ -78,6 +93,7 @@ __all__ = [
     "format_options",
     "format_packet",
     "check_field",
+    "verify_ecn",
 ]
 
 #: Our MSS option: tun0's MTU 1500 less the IPv4 and TCP headers.
@@ -88,6 +104,9 @@ RMEM_MAX = 212992
 MAX_WSCALE = 14
 #: Linux's default MSS when the peer's SYN has no MSS option (TCP_MSS_DEFAULT).
 DEFAULT_PEER_MSS = 536
+#: The IP ECN marks as the field's value (packetdrill ip.h IP_ECN_*; the engine's
+#: ``packet::ecn``); ``ect01`` (either ECT, outbound only) has none.
+IP_ECN = {"noecn": 0, "ect1": 1, "ect0": 2, "ce": 3}
 
 _OPTION_KIND = {"eol": 0, "nop": 1, "mss": 2, "wscale": 3, "sackOK": 4, "sack": 5, "TS": 8, "md5": 19, "FO": 34}
 _OPTION_KIND.update({"FOEXP": 254, "ECN": 172})
@@ -111,12 +130,14 @@ class WirePacket:
     """A live packet in script space: what the script line would be."""
 
     t_us: int
-    flags: str  # letters in packetdrill's order: S F R P . (and none of E W U A)
+    flags: str  # letters in packetdrill's order: S F R P . E W (never U or A)
     seq: int
     payload: int
     ack: int  # 0 when the ACK flag is off
     win: int
     options: tuple[TcpOption, ...]
+    #: the IP header's ECN field (:data:`IP_ECN`)
+    ecn: int = 0
 
 
 def _flag_set(flags: str) -> set[str]:
@@ -214,11 +235,15 @@ class Connection:
                     tsecr = self._live_ecr(tsecr)
             elif o.kind == "sack":
                 sack.extend((a - lcl, b - lcl) for a, b in o.values)
+        ecn = pkt.ip.ecn if pkt.ip is not None else None
         return {
             "syn": syn,
             "fin": "F" in flags,
             "rst": "R" in flags,
             "psh": "P" in flags,
+            "ece": "E" in flags,
+            "cwr": "W" in flags,
+            "ecn": IP_ECN[ecn] if ecn is not None else 0,
             "ack": ack,
             "seq": seq,
             "end_seq": end_seq,
@@ -281,15 +306,19 @@ class Connection:
             opts += [TcpOption("nop"), TcpOption("nop"), TcpOption("sack", blocks)]
         return tuple(opts)
 
-    def to_script(self, p: LivePacket, first_seq: int | None = None) -> WirePacket:
-        """The live packet in script space (its TS val not yet mapped)."""
+    def to_script(self, p: LivePacket, first: LivePacket | None = None) -> WirePacket:
+        """The live packet in script space (its TS val not yet mapped); with ``first``, the
+        aggregate of the segments from ``first`` to ``p`` (module doc: ``p``'s headers, the
+        seq and CWR of ``first``)."""
+        cwr = first.cwr if first is not None else p.cwr
         flags = ("S" if p.syn else "") + ("F" if p.fin else "") + ("R" if p.rst else "")
         flags += ("P" if p.psh else "") + ("." if p.ack else "")
-        seq = first_seq if first_seq is not None else p.seq
+        flags += ("E" if p.ece else "") + ("W" if cwr else "")
+        seq = first.seq if first is not None else p.seq
         script_seq = self.local_isn if p.syn else seq + self.local_isn + 1
         ack = p.ack_seq + self.remote_isn + 1 if p.ack else 0
         win = min(p.win_bytes if p.syn else p.win_bytes >> self.our_wscale, 0xFFFF)
-        return WirePacket(p.t_us, flags or "-", script_seq, p.end_seq - seq, ack, win, self.outbound_options(p))
+        return WirePacket(p.t_us, flags or "-", script_seq, p.end_seq - seq, ack, win, self.outbound_options(p), p.ecn)
 
     def verify(self, script: TcpPacket, actual: WirePacket, ts_tolerance_us: int = 0) -> str | None:
         """packetdrill's first complaint about ``actual`` for the line ``script`` (module
@@ -305,14 +334,15 @@ class Connection:
             "ipv4_total_length", 40 + script_optlen + script.payload_bytes, 40 + actual_optlen + actual.payload
         ):
             return msg
+        if msg := verify_ecn(script, actual.ecn):
+            return msg
         if msg := check_field("tcp_data_offset", 5 + script_optlen // 4, 5 + actual_optlen // 4):
             return msg
         s, a = _flag_set(script.flags), _flag_set(actual.flags)
-        for name, letter in (("fin", "F"), ("syn", "S"), ("rst", "R"), ("psh", "P"), ("ack", "."), ("urg", "U")):
+        letters = (("fin", "F"), ("syn", "S"), ("rst", "R"), ("psh", "P"), ("ack", "."), ("urg", "U"))
+        letters += (("ece", "E"), ("cwr", "W"), ("ae", "A"))
+        for name, letter in letters:
             if msg := check_field(f"tcp_{name}", int(letter in s), int(letter in a)):
-                return msg
-        for name, letter in (("ece", "E"), ("cwr", "W"), ("ae", "A")):
-            if msg := check_field(f"tcp_{name}", int(letter in s), 0):
                 return msg
         if msg := check_field("tcp_seq", script.seq_start, actual.seq):
             return msg
@@ -335,7 +365,9 @@ class Connection:
             self.first_ts = (script_val, live_val)
         shown = (self.first_ts[0] + (live_val - self.first_ts[1])) & 0xFFFFFFFF
         options = tuple(TcpOption("TS", (shown, o.values[1])) if o.kind == "TS" else o for o in actual.options)
-        return WirePacket(actual.t_us, actual.flags, actual.seq, actual.payload, actual.ack, actual.win, options)
+        return WirePacket(
+            actual.t_us, actual.flags, actual.seq, actual.payload, actual.ack, actual.win, options, actual.ecn
+        )
 
     def _verify_options(
         self, script: tuple[TcpOption, ...], actual: tuple[TcpOption, ...], ts_tolerance_us: int
@@ -363,6 +395,18 @@ class Connection:
                     f"expected: {_format_option(s)} actual: {_format_option(a)}"
                 )
         return None
+
+
+def verify_ecn(script: TcpPacket, actual_ecn: int) -> str | None:
+    """run_packet.c verify_outbound_live_tos() for an ECN mark: nothing without one."""
+    mark = script.ip.ecn if script.ip is not None else None
+    if mark is None:
+        return None
+    if mark == "ect01":
+        if actual_ecn in (IP_ECN["ect0"], IP_ECN["ect1"]):
+            return None
+        return f"live packet field ip_ecn: expected: 0x1 or 0x2 vs actual: 0x{actual_ecn:x}"
+    return check_field("ip_ecn", IP_ECN[mark], actual_ecn)
 
 
 def _option_data(o: TcpOption) -> tuple:

@@ -15,6 +15,12 @@
 //! ([`AppConfig::Driven`]): it writes and reads only when the script calls `write()` or
 //! `read()`.
 //!
+//! ECN: the script's packets carry their IP ECN field and ECE/CWR flags as written, and the
+//! socket's come out with theirs (`tcp::ecn`). The tested socket is the flow's client
+//! endpoint in whichever role the script gives it, so it reads `net.ipv4.tcp_ecn` from
+//! `TcpConfig::tcp_ecn[Side::Client]`; [`Simulator::script_set_ecn`] sets both entries, as
+//! the scripted host is one machine.
+//!
 //! Time: the script's time 0 is the scenario's start; the caller advances the clock with
 //! `run_until` between its events, so the socket's timers (RTO, TLP, delayed ACK, pacing)
 //! fire in between exactly as in a run.
@@ -178,6 +184,15 @@ impl Simulator {
         let params = self.cfg.flows[0].cc_params.clone();
         let s = &mut self.socks[TESTED_EP as usize];
         s.cc = Cc::new(kind, &params, Rng::for_component(seed, "flow:script:cc"));
+    }
+
+    /// `sysctl net.ipv4.tcp_ecn` and `tcp_ecn_fallback` after the socket was made: Linux
+    /// reads them when it uses them (`tcp_ecn_send_syn()`, `tcp_ecn_create_request()`,
+    /// `tcp_ecn_clear_syn()`), so the socket's configuration follows (see the module docs).
+    pub fn script_set_ecn(&mut self, tcp_ecn: u8, fallback: bool) {
+        let s = &mut self.socks[TESTED_EP as usize];
+        s.cfg.tcp_ecn = [tcp_ecn; 2];
+        s.cfg.tcp_ecn_fallback = fallback;
     }
 
     /// The script's packet reaches the socket now.
@@ -707,6 +722,82 @@ mod tests {
         let out = sim.script_take_out();
         assert_eq!(sim.script_socket().tp.snd_cwnd, 10);
         assert_eq!(out[0].1.payload_bytes(), 5000, "half the restarted cwnd");
+    }
+
+    #[test]
+    fn an_ecn_setup_syn_is_accepted_and_a_ce_mark_is_echoed_until_cwr() {
+        use crate::packet::ecn;
+        // tcp_ecn = 2 (the default) accepts a SYN with ECE|CWR: ECE alone on the SYN-ACK
+        // (tcp_ecn_make_synack()), which is not-ECT (cubic does not need ECN).
+        let mut sim = host();
+        sim.run_until(100 * MS).unwrap();
+        sim.script_negotiate(1000, false, true, 0);
+        sim.script_inject(Packet {
+            flags: flags::SYN | flags::ECE | flags::CWR,
+            rwnd_bytes: 32792,
+            ..Packet::default()
+        });
+        sim.run_until(200 * MS).unwrap();
+        let synack = sim.script_take_out()[0].1;
+        assert!(synack.has(flags::SYN) && synack.has(flags::ECE) && !synack.has(flags::CWR));
+        assert_eq!(synack.ecn, ecn::NOT_ECT);
+        sim.script_inject(ack(0, 257 << 7));
+        // A CE-marked segment: its ACK (and every one after) carries ECE, not-ECT...
+        let data = |seq: u64, f: u16, mark: u8| Packet {
+            seq,
+            end_seq: seq + 1000,
+            flags: f,
+            ecn: mark,
+            ..ack(0, 257 << 7)
+        };
+        sim.script_inject(data(0, flags::PSH, ecn::CE));
+        sim.script_inject(data(1000, flags::PSH, ecn::ECT_0));
+        sim.run_until(201 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert!(!out.is_empty());
+        assert!(out
+            .iter()
+            .all(|(_, p)| p.has(flags::ECE) && p.ecn == ecn::NOT_ECT));
+        // ... until a segment with CWR (tcp_ecn_accept_cwr()), ACKed at once.
+        sim.script_inject(data(2000, flags::PSH | flags::CWR, ecn::ECT_0));
+        sim.run_until(202 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].1.ack_seq, 3000);
+        assert!(!out[0].1.has(flags::ECE));
+        // Our new data is ECT(0) (tcp_ecn_send()).
+        sim.script_write(1000);
+        sim.run_until(203 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!((out[0].1.payload_bytes(), out[0].1.ecn), (1000, ecn::ECT_0));
+    }
+
+    #[test]
+    fn tcp_ecn_set_on_the_scripted_host_is_read_when_used() {
+        // tcp_ecn = 1 by connect(): the SYN asks (tcp_ecn_send_syn()).
+        let mut sim = host();
+        sim.script_set_ecn(1, true);
+        sim.script_connect();
+        sim.run_until(MS).unwrap();
+        let syn = sim.script_take_out()[0].1;
+        assert!(syn.has(flags::SYN) && syn.has(flags::ECE) && syn.has(flags::CWR));
+        // With tcp_ecn_fallback the retransmitted SYN does not (tcp_ecn_clear_syn()).
+        sim.run_until(1100 * MS).unwrap();
+        let again = sim.script_take_out()[0].1;
+        assert!(again.has(flags::SYN) && !again.has(flags::ECE) && !again.has(flags::CWR));
+        // tcp_ecn = 0 when the SYN comes: refused (tcp_ecn_create_request()).
+        let mut sim = host();
+        sim.script_set_ecn(0, true);
+        sim.run_until(100 * MS).unwrap();
+        sim.script_negotiate(1000, false, true, 0);
+        sim.script_inject(Packet {
+            flags: flags::SYN | flags::ECE | flags::CWR,
+            rwnd_bytes: 32792,
+            ..Packet::default()
+        });
+        sim.run_until(101 * MS).unwrap();
+        let synack = sim.script_take_out()[0].1;
+        assert!(synack.has(flags::SYN) && !synack.has(flags::ECE));
     }
 
     #[test]

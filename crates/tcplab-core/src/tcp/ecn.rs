@@ -33,9 +33,8 @@
 //!   BBR (v1) reduces nothing in CWR: it owns cwnd (`cong_control`) and reacts only to the
 //!   Recovery state, so it ignores ECN, as Linux's does.
 //!
-//! Simplified: routes have no `ecn` feature (`RTAX_FEATURE_ECN`), there is no Accurate ECN
-//! (v6.18), and the SYN-ACK is not-ECT even under DCTCP (what it carries matters to no
-//! queue of the model). The IP counters `IpExtIn*Pkts` are counted by the receiving
+//! Simplified: routes have no `ecn` feature (`RTAX_FEATURE_ECN`) and there is no Accurate
+//! ECN (v6.18). The IP counters `IpExtIn*Pkts` are counted by the receiving
 //! socket (Linux counts them in `ip_rcv_core()` for every packet the host receives,
 //! forwarded ones included; tcplab keeps no IP counters for routers).
 
@@ -126,11 +125,10 @@ impl TcpSocket {
     #[inline]
     pub(crate) fn ecn_send(&mut self, seq: u64, payload: u32, syn: bool) -> (u8, u16) {
         if syn {
-            // tcp_ecn_send_syn(): INET_ECN_xmit() only for a congestion control that
-            // needs ECN (the SYN-ACK: not modelled, see the module docs).
-            let ect = self.tp.ecn_flags & TCP_ECN_OK != 0
-                && self.cc.needs_ecn()
-                && !self.ecn_synack_side();
+            // tcp_assign_congestion_control(): a congestion control that needs ECN sets the
+            // socket's ECT (INET_ECN_xmit()) from the start, so a DCTCP SYN, and the SYN-ACK
+            // its listener sends with the listener's TOS (tcp_v4_send_synack()), are ECT(0).
+            let ect = self.cc.needs_ecn();
             return (if ect { ecn::ECT_0 } else { ecn::NOT_ECT }, 0);
         }
         if self.tp.ecn_flags & TCP_ECN_OK == 0 {
@@ -154,12 +152,6 @@ impl TcpSocket {
             f |= flags::ECE;
         }
         (field, f)
-    }
-
-    /// The server side (it sends the SYN-ACK, not the SYN).
-    #[inline]
-    fn ecn_synack_side(&self) -> bool {
-        Side::of_ep(self.ep) == Side::Server
     }
 
     /// `tcp_ecn_rcv_ecn_echo()`: the ACK echoes a CE mark.
