@@ -353,12 +353,17 @@ def connection_shares(result: Result, check_s: float) -> dict[str, Any]:
     return {"first": spread(ts[t <= check_s]), "whole": spread(ts)}
 
 
-def window_rate(result: Result, flow: str, t0_s: float, t1_s: float) -> float | None:
-    """Goodput of ``flow`` (bit/s) between ``t0_s`` and ``t1_s`` from its delivered bytes."""
+def _delivered(result: Result, flow: str) -> tuple[Any, np.ndarray, np.ndarray]:
+    """``flow``'s samples, their times (s) and its bytes received at each: what every
+    windowed rate below reads."""
     ts = result.timeseries
     rows = ts[ts["flow_name"] == flow]
-    t = rows["t_s"].to_numpy()
-    got = rows["bytes_received"].to_numpy().astype(np.float64)
+    return rows, rows["t_s"].to_numpy(), rows["bytes_received"].to_numpy().astype(np.float64)
+
+
+def window_rate(result: Result, flow: str, t0_s: float, t1_s: float) -> float | None:
+    """Goodput of ``flow`` (bit/s) between ``t0_s`` and ``t1_s`` from its delivered bytes."""
+    rows, t, got = _delivered(result, flow)
     i, j = int(np.searchsorted(t, t0_s)), int(np.searchsorted(t, t1_s)) - 1
     if i >= len(t) or j <= i:
         return None
@@ -368,10 +373,7 @@ def window_rate(result: Result, flow: str, t0_s: float, t1_s: float) -> float | 
 def convergence(result: Result, flow: str, target_bps: float, fraction: float = 0.9) -> dict[str, Any]:
     """When ``flow``'s goodput between two samples first reached ``fraction`` of ``target_bps``
     (``None``: never), with the sampling interval that bounds its resolution."""
-    ts = result.timeseries
-    rows = ts[ts["flow_name"] == flow]
-    t = rows["t_s"].to_numpy()
-    got = rows["bytes_received"].to_numpy().astype(np.float64)
+    rows, t, got = _delivered(result, flow)
     rate = np.diff(got) * 8 / np.maximum(np.diff(t), 1e-12)
     hit = np.flatnonzero(rate >= fraction * target_bps)
     return {
@@ -386,12 +388,9 @@ def clean_path(result: Result, flow: str = "bulk", skip_s: float = 1.0) -> dict[
     """A flow on a clean path: its retransmissions (congestion events that cost a packet), the
     share of samples out of the Open state, its goodput, and BBR's bandwidth estimate after
     ``skip_s`` (median and largest)."""
-    ts = result.timeseries
-    rows = ts[ts["flow_name"] == flow]
+    rows, t, got = _delivered(result, flow)
     late = rows[rows["t_s"] >= skip_s]
     bw = late["bbr_bw_bps"].to_numpy().astype(np.float64)
-    t = rows["t_s"].to_numpy()
-    got = rows["bytes_received"].to_numpy().astype(np.float64)
     return {
         "retrans_segs": int(rows["retrans_segs"].max()) if len(rows) else 0,
         "not_open_fraction": round(float((rows["ca_state_name"] != "Open").mean()), 4) if len(rows) else 0.0,
@@ -405,10 +404,7 @@ def clean_path(result: Result, flow: str = "bulk", skip_s: float = 1.0) -> dict[
 def back_to(result: Result, flow: str, after_s: float, rate_bps: float, window_s: float = 1.0) -> float | None:
     """Seconds after ``after_s`` until ``flow`` first delivered ``rate_bps`` over ``window_s``
     (None: never within the run)."""
-    ts = result.timeseries
-    rows = ts[ts["flow_name"] == flow]
-    t = rows["t_s"].to_numpy()
-    got = rows["bytes_received"].to_numpy().astype(np.float64)
+    rows, t, got = _delivered(result, flow)
     j = np.searchsorted(t, t + window_s)
     ok = (j < len(t)) & (t >= after_s)
     if not ok.any():
