@@ -383,6 +383,55 @@ def test_a_rate_serialises_each_packet_before_its_delay(tmp_path):
     assert all(t["drops"] == 0 for t in stats["tuns"]), stats
 
 
+# A burst of UDP datagrams from NS_A to the sink behind B, each with the IP TOS byte given
+# (its ECN field: 2 = ECT(0), 0 = not-ECT), sent back to back.
+BURST = textwrap.dedent(
+    """
+    import socket, sys
+    dst, size = sys.argv[1], int(sys.argv[2])
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for tos in sys.argv[3:]:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(tos))
+        s.sendto(bytes(size), (dst, 9))
+    """
+)
+
+
+def _nstat(ns: str) -> dict[str, int]:
+    out = sh("ip", "netns", "exec", ns, "nstat", "-asz")
+    return {parts[0]: int(parts[1]) for parts in (line.split() for line in out.splitlines()) if len(parts) >= 2
+            and parts[1].isdigit()}  # fmt: skip
+
+
+@pytest.mark.kernel
+@needs_kernel
+@pytest.mark.usefixtures("wire")
+def test_a_step_marker_sets_ce_where_a_packet_waited_too_long(tmp_path):
+    """``--ce-threshold`` (crates/tcplab-delayline/src/marker.rs): at 1 Mbit/s a datagram of
+    1428 IP bytes (+14) takes 11.536 ms, so in a burst of ten the k-th waits k x 11.536 ms
+    for the wire; with a 15 ms threshold the third on are over it. The ECT(0) ones among
+    them arrive at B as CE with a header checksum B's IP layer accepts, the not-ECT one
+    unmarked; the line counts its marks, and writes them to PATH.snapshot on SIGUSR1."""
+    line = start_line(tmp_path, 1_000_000, rate_bps=1_000_000, ce_thresholds={"tab": 15_000_000})
+    tos = ["2", "2", "2", "2", "0", "2", "2", "2", "2", "2"]  # the fifth not-ECT
+    before = _nstat(NS_B)
+    try:
+        sh("ip", "netns", "exec", NS_A, sys.executable, "-c", BURST, SINK_ADDR, "1400", *tos)
+        time.sleep(0.5)  # 10 x 11.5 ms + 1 ms: all through
+        assert line.request_snapshot()
+        snap = line.read_snapshot()
+    finally:
+        stats = line.stop()
+    after = _nstat(NS_B)
+    got = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    tab = next(t for t in stats["tuns"] if t["name"] == "tab")
+    # waits of k x 11.5 ms > 15 ms: k = 2..9, of which the one at k = 4 is not-ECT
+    assert tab["ce_marks"] == 7, tab
+    assert got["IpExtInCEPkts"] == 7 and got["IpExtInECT0Pkts"] == 2 and got["IpExtInNoECTPkts"] >= 1, got
+    assert got.get("IpExtInCsumErrors", 0) == 0 and got.get("IpInHdrErrors", 0) == 0, got
+    assert snap is not None and next(t for t in snap["tuns"] if t["name"] == "tab")["ce_marks"] == 7
+
+
 # A paced UDP sender (stdlib only) run inside NS_A: 1472-byte payloads = 1500-byte IP
 # packets, at PPS for DURATION_S, pinned to the traffic CPU, 8 packets per send() with UDP
 # GSO (segmented in software before the veth, whose offloads are off: the wire carries

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 pub const USAGE: &str = "\
 usage: tcplab-delayline --tun NAME:DELAY_NS[:RATE_BPS:OVERHEAD] [--tun ...] [--cpu N]
                         [--stats PATH] [--queue-limit PACKETS] [--rt-priority N]
+                        [--ce-threshold NAME:NS ...]
 
 Creates one TUN device per --tun (layer 3, no packet information, gone when the
 process exits), prints `ready` once they all exist, then holds every packet read
@@ -21,9 +22,16 @@ takes (L + OVERHEAD) * 8 / RATE_BPS seconds, and then its delay.
                           (repeatable)
   --cpu N                 pin the process to CPU N
   --stats PATH            write the stats JSON to PATH every second and on exit
-                          (SIGTERM/SIGINT); without it, print it on stdout at exit
+                          (SIGTERM/SIGINT), and to PATH.snapshot on SIGUSR1 (the
+                          counters of that moment); without it, print it on
+                          stdout at exit (SIGUSR1 is then ignored)
   --queue-limit PACKETS   packets held per TUN at most; beyond it a packet is
                           dropped and counted (default 100000)
+  --ce-threshold NAME:NS  on TUN NAME (one with a RATE_BPS), set CE in the IPv4
+                          header of every ECN-capable packet that waited more
+                          than NS nanoseconds for the wire, as fq_codel's
+                          ce_threshold does (CoDel's 1024-ns ticks), and count
+                          it (stats: ce_marks) (repeatable, once per TUN)
   --rt-priority N         run under SCHED_FIFO at priority N (1-99), so no normal
                           task on the CPU delays a packet; 0 keeps normal
                           scheduling. Default: 1 where allowed, else a warning on
@@ -48,6 +56,8 @@ pub struct TunSpec {
     pub delay_ns: u64,
     pub rate_bps: u64,
     pub overhead_bytes: u32,
+    /// `--ce-threshold NAME:NS`: the step marker's sojourn threshold (None: no marking).
+    pub ce_threshold_ns: Option<u64>,
 }
 
 /// The parsed options of a run.
@@ -77,6 +87,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
     let mut stats_path = None;
     let mut queue_limit_packets = DEFAULT_QUEUE_LIMIT_PACKETS;
     let mut rt_priority = None;
+    let mut ce_thresholds: Vec<(String, String, u64)> = Vec::new();
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -88,10 +99,11 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
         }
         if !matches!(
             flag.as_str(),
-            "--tun" | "--cpu" | "--stats" | "--queue-limit" | "--rt-priority"
+            "--tun" | "--cpu" | "--stats" | "--queue-limit" | "--rt-priority" | "--ce-threshold"
         ) {
             return Err(format!(
-                "unknown argument {arg:?}; expected --tun, --cpu, --stats, --queue-limit, --rt-priority or --help"
+                "unknown argument {arg:?}; expected --tun, --cpu, --stats, --queue-limit, --rt-priority, \
+                 --ce-threshold or --help"
             ));
         }
         let value = match inline {
@@ -130,6 +142,15 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
                     }
                 };
             }
+            "--ce-threshold" => {
+                let (name, ns) = parse_ce_threshold(&value)?;
+                if ce_thresholds.iter().any(|(n, _, _)| *n == name) {
+                    return Err(format!(
+                        "--ce-threshold {value:?}: TUN {name:?} has a threshold already"
+                    ));
+                }
+                ce_thresholds.push((name, value, ns));
+            }
             "--rt-priority" => {
                 rt_priority = match value.parse::<i32>() {
                     Ok(n) if (0..=99).contains(&n) => Some(n),
@@ -146,6 +167,20 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
     if tuns.is_empty() {
         return Err("no --tun given; expected at least one --tun NAME:DELAY_NS".to_string());
     }
+    for (name, value, ns) in ce_thresholds {
+        let Some(tun) = tuns.iter_mut().find(|t| t.name == name) else {
+            return Err(format!(
+                "--ce-threshold {value:?}: no --tun is named {name:?}"
+            ));
+        };
+        if tun.rate_bps == 0 {
+            return Err(format!(
+                "--ce-threshold {value:?}: TUN {name:?} has no rate; a packet waits for the wire \
+                 only on a TUN that serialises (--tun NAME:DELAY_NS:RATE_BPS:OVERHEAD)"
+            ));
+        }
+        tun.ce_threshold_ns = Some(ns);
+    }
     Ok(Command::Run(Options {
         tuns,
         cpu,
@@ -153,6 +188,26 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
         queue_limit_packets,
         rt_priority,
     }))
+}
+
+/// The largest threshold: fq_codel's, a u32 of microseconds (tc's `ce_threshold`).
+pub const MAX_CE_THRESHOLD_NS: u64 = u32::MAX as u64 * 1000;
+
+/// `NAME:NS`, e.g. `tab:3000000`: a TUN's CE marking threshold in ns (1 to
+/// [`MAX_CE_THRESHOLD_NS`]).
+fn parse_ce_threshold(value: &str) -> Result<(String, u64), String> {
+    let Some((name, ns)) = value.split_once(':') else {
+        return Err(format!(
+            "--ce-threshold {value:?}: expected NAME:NS, e.g. tab:3000000"
+        ));
+    };
+    match ns.parse::<u64>() {
+        Ok(n) if (1..=MAX_CE_THRESHOLD_NS).contains(&n) => Ok((name.to_string(), n)),
+        _ => Err(format!(
+            "--ce-threshold {value:?}: {ns:?} is not a threshold; expected an integer number of \
+             nanoseconds from 1 to {MAX_CE_THRESHOLD_NS}"
+        )),
+    }
 }
 
 /// `NAME:DELAY_NS[:RATE_BPS:OVERHEAD]`, e.g. `tab:50000000` or `tab:50000000:5000000:14`.
@@ -209,6 +264,7 @@ fn parse_tun(value: &str) -> Result<TunSpec, String> {
         delay_ns,
         rate_bps,
         overhead_bytes,
+        ce_threshold_ns: None,
     })
 }
 
@@ -245,12 +301,14 @@ mod tests {
                         delay_ns: 10_000_000,
                         rate_bps: 0,
                         overhead_bytes: 0,
+                        ce_threshold_ns: None,
                     },
                     TunSpec {
                         name: "tba".into(),
                         delay_ns: 20,
                         rate_bps: 5_000_000,
                         overhead_bytes: 14,
+                        ce_threshold_ns: None,
                     },
                 ],
                 cpu: Some(1),
@@ -297,6 +355,42 @@ mod tests {
         assert!(e(&["--tun", "t:1", "--cpu"]).contains("needs a value"));
         assert!(e(&["--tun", "t:1", "--rt-priority", "100"]).contains("1 to 99"));
         assert!(e(&["--tun", "t:1", "--bogus"]).contains("unknown argument \"--bogus\""));
+    }
+
+    #[test]
+    fn ce_threshold_on_a_serialising_tun() {
+        let Command::Run(o) = parse(args(&[
+            "--tun",
+            "tab:50000000:5000000:14",
+            "--tun",
+            "tba:50000000",
+            "--ce-threshold",
+            "tab:3000000",
+        ]))
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(o.tuns[0].ce_threshold_ns, Some(3_000_000));
+        assert_eq!(o.tuns[1].ce_threshold_ns, None);
+        let e = |a: &[&str]| parse(args(a)).unwrap_err();
+        let tun = ["--tun", "tab:1:5000000:14", "--tun", "tba:1"];
+        let with = |extra: &[&'static str]| {
+            let mut v: Vec<&str> = tun.to_vec();
+            v.extend_from_slice(extra);
+            v
+        };
+        assert!(e(&with(&["--ce-threshold", "tba:1000"])).contains("TUN \"tba\" has no rate"));
+        assert!(e(&with(&["--ce-threshold", "tx:1000"])).contains("no --tun is named \"tx\""));
+        assert!(e(&with(&["--ce-threshold", "tab:0"])).contains("is not a threshold"));
+        assert!(e(&with(&["--ce-threshold", "tab:3ms"])).contains("is not a threshold"));
+        assert!(e(&with(&["--ce-threshold", "tab"])).contains("expected NAME:NS"));
+        assert!(e(&with(&[
+            "--ce-threshold",
+            "tab:1",
+            "--ce-threshold",
+            "tab:2"
+        ]))
+        .contains("has a threshold already"));
     }
 
     #[test]

@@ -18,12 +18,15 @@
 //!   full, the kernel drops them (the device's tx_dropped).
 //!
 //! No allocation per packet: a packet is read straight into its ring slot; over the queue
-//! limit it is read into a scratch buffer and counted as a drop of the line.
+//! limit it is read into a scratch buffer and counted as a drop of the line. On a TUN with
+//! a step marker (`marker.rs`) a packet whose wait for the wire is above the threshold is
+//! marked CE in its slot as it is queued (its wait is known then: the wire is a FIFO).
 #![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 
+use crate::marker::StepMarker;
 use crate::ring::{Ring, SLOT_BYTES};
 use crate::serializer::Serializer;
 use crate::stats::TunStats;
@@ -64,6 +67,8 @@ pub struct Direction<T> {
     pub ring: Ring,
     pub stats: TunStats,
     pub serializer: Serializer,
+    /// CE marking above a sojourn (`--ce-threshold`; only on a TUN with a rate).
+    pub marker: Option<StepMarker>,
 }
 
 /// The TUNs of one line and their queues.
@@ -131,7 +136,12 @@ impl<T: PacketIo> Forwarder<T> {
                         let t = clock.now_ns();
                         n += 1;
                         if queued {
-                            let sent = dir.serializer.done_ns(t, len);
+                            let (start, sent) = dir.serializer.schedule(t, len);
+                            if let (Some(marker), Some(slot)) = (dir.marker, dir.ring.tail_slot()) {
+                                if marker.apply(&mut slot[..len], t, start) {
+                                    dir.stats.ce_marks += 1;
+                                }
+                            }
                             dir.ring.commit(len, sent + dir.stats.delay_ns);
                             dir.stats.record_depth(dir.ring.len(), dir.ring.bytes());
                         } else {
@@ -242,6 +252,7 @@ mod tests {
                     ring: Ring::new(100_000),
                     stats: TunStats::new(&format!("t{id}"), *delay_ns),
                     serializer: Serializer::default(),
+                    marker: None,
                 })
                 .collect(),
         )
@@ -384,6 +395,34 @@ mod tests {
                 *t - arrived
             );
         }
+    }
+
+    #[test]
+    fn a_step_marker_marks_the_ect_packets_that_waited_for_the_wire_past_it() {
+        // 5 Mbit/s: a 1500-byte packet (+14) takes 2.4224 ms. Five packets arrive at once:
+        // their waits for the wire are 0, 2.42, 4.84, 7.27 and 9.69 ms; with a 3 ms
+        // threshold the last three are over it. The fourth is not-ECT (a retransmission):
+        // not marked, not counted.
+        let mut clock = FakeClock::default();
+        let log: Log = Rc::default();
+        let ip = |tos: u8| {
+            let mut p = vec![0u8; 1500];
+            p[0] = 0x45;
+            p[1] = tos;
+            p
+        };
+        let arrivals: Arrivals = [2u8, 2, 2, 0, 2].iter().map(|&t| (0, ip(t))).collect();
+        let mut fw = forwarder(&clock, &log, &[(1_000_000, arrivals)], 0, 0);
+        fw.dirs[0].serializer = Serializer::new(5_000_000, 14);
+        fw.dirs[0].marker = Some(StepMarker::new(3_000_000));
+        fw.read_batch(&mut clock).unwrap();
+        let mut ecn = Vec::new();
+        while let Some(p) = fw.dirs[0].ring.head_packet() {
+            ecn.push(p[1] & 3);
+            fw.dirs[0].ring.pop();
+        }
+        assert_eq!(ecn, vec![2, 2, 3, 0, 3]);
+        assert_eq!(fw.dirs[0].stats.ce_marks, 2);
     }
 
     #[test]

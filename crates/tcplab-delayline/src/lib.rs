@@ -9,7 +9,9 @@
 //! Each `--tun NAME:DELAY_NS` creates a TUN device (one direction of an emulated wire) in
 //! the namespace the program runs in; the line holds every packet read from it for
 //! DELAY_NS and writes it back into the same TUN; `--tun NAME:DELAY_NS:RATE_BPS:OVERHEAD`
-//! also serialises its packets at that rate first (`serializer.rs`). The wire namespace's
+//! also serialises its packets at that rate first (`serializer.rs`), and `--ce-threshold
+//! NAME:NS` marks CE on such a TUN where a packet waited more than NS for the wire
+//! (`marker.rs`, fq_codel's `ce_threshold`). The wire namespace's
 //! policy routing
 //! (set up by the caller once `ready` is printed) steers the traffic through the TUNs. See
 //! `line.rs` for the loop and `stats.rs` for what is measured.
@@ -23,6 +25,7 @@ mod args;
 mod forward;
 mod histogram;
 mod line;
+mod marker;
 mod ring;
 mod serializer;
 mod stats;

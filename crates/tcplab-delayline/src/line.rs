@@ -25,7 +25,9 @@
 //!    100 ms (high packet rates), it sleeps until the due time instead of spinning
 //!    (lateness = the timer's wake-up latency, tens of us on a VM).
 //!
-//! Stats are written every second and on SIGTERM/SIGINT. The periodic write is done by a
+//! Stats are written every second and on SIGTERM/SIGINT; on SIGUSR1 (kernel mode's end of
+//! the traffic, when it reads every other counter) the counters of that moment go to
+//! `PATH.snapshot` (`SNAPSHOT_SUFFIX`), through the same writer. The periodic write is done by a
 //! second, normal-priority thread (a file write can block for tens of ms on a busy disk):
 //! the loop hands it a snapshot (a copy of the counters, once a second, when no packet is
 //! due in the next millisecond, at the latest a second later). The packet path is the one
@@ -74,6 +76,12 @@ const STATS_INTERVAL_NS: u64 = 1_000_000_000;
 const STATS_GAP_NS: u64 = 1_000_000;
 /// How often a loop that never sleeps (steady traffic) still looks at the signalfd.
 const SIGNAL_CHECK_NS: u64 = 10_000_000;
+/// SIGUSR1 writes the counters of that moment to the stats path with this suffix.
+pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
+
+/// What the writer thread is handed: the counters, and whether they are a SIGUSR1 snapshot
+/// (written to `PATH.snapshot`) or the periodic stats (`PATH`).
+type Snapshot = (Vec<TunStats>, bool);
 
 pub struct Line {
     fw: Forwarder<File>,
@@ -85,7 +93,7 @@ pub struct Line {
     /// The current spin margin (SPIN_MIN_NS..=SPIN_MAX_NS).
     spin_ns: u64,
     /// Snapshots for the periodic stats writer (with --stats).
-    writer: Option<SyncSender<Vec<TunStats>>>,
+    writer: Option<SyncSender<Snapshot>>,
     writer_thread: Option<JoinHandle<()>>,
     /// Start of the current busy-accounting window and the time slept in ppoll since.
     window_start_ns: u64,
@@ -106,6 +114,7 @@ impl Line {
                 ring: Ring::new(options.queue_limit_packets),
                 stats: TunStats::new(&spec.name, spec.delay_ns),
                 serializer: crate::serializer::Serializer::new(spec.rate_bps, spec.overhead_bytes),
+                marker: spec.ce_threshold_ns.map(crate::marker::StepMarker::new),
             });
         }
         let mut pollfds: Vec<libc::pollfd> = tuns
@@ -222,12 +231,24 @@ impl Line {
         Ok(())
     }
 
-    /// Drains the signalfd; any SIGTERM/SIGINT asks the loop to stop.
+    /// Drains the signalfd; any SIGTERM/SIGINT asks the loop to stop, a SIGUSR1 writes a
+    /// snapshot of the counters (taken now; the write may wait for the writer's previous
+    /// one, never for the disk) to `PATH.snapshot`.
     fn check_signals(&mut self) {
         let mut buf = [0u8; 128]; // one struct signalfd_siginfo
         while let Ok(n) = (&self.signals).read(&mut buf) {
             if n == 0 {
                 break;
+            }
+            // ssi_signo is the struct's first field, a u32
+            let signo = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) as i32;
+            if signo == libc::SIGUSR1 {
+                if let Some(writer) = &self.writer {
+                    let snapshot: Vec<TunStats> =
+                        self.fw.dirs.iter().map(|t| t.stats.clone()).collect();
+                    let _ = writer.send((snapshot, true));
+                }
+                continue;
             }
             self.stop = true;
         }
@@ -248,7 +269,7 @@ impl Line {
     fn queue_stats_file(&mut self) {
         if let Some(writer) = &self.writer {
             let snapshot: Vec<TunStats> = self.fw.dirs.iter().map(|t| t.stats.clone()).collect();
-            let _ = writer.try_send(snapshot);
+            let _ = writer.try_send((snapshot, false));
         }
     }
 
@@ -278,8 +299,11 @@ impl Line {
 fn spawn_writer(
     path: PathBuf,
     cpu: Option<usize>,
-) -> io::Result<(SyncSender<Vec<TunStats>>, JoinHandle<()>)> {
-    let (tx, rx) = sync_channel::<Vec<TunStats>>(1);
+) -> io::Result<(SyncSender<Snapshot>, JoinHandle<()>)> {
+    let (tx, rx) = sync_channel::<Snapshot>(1);
+    let mut snapshot_path = path.clone().into_os_string();
+    snapshot_path.push(SNAPSHOT_SUFFIX);
+    let snapshot_path = PathBuf::from(snapshot_path);
     let handle = std::thread::Builder::new()
         .name("stats-writer".into())
         .spawn(move || {
@@ -295,8 +319,9 @@ fn spawn_writer(
                     let _ = sys::pin_to_cpus(&others);
                 }
             }
-            while let Ok(mut snapshot) = rx.recv() {
-                let _ = stats::write_file(&path, &mut snapshot, cpu);
+            while let Ok((mut snapshot, on_signal)) = rx.recv() {
+                let to = if on_signal { &snapshot_path } else { &path };
+                let _ = stats::write_file(to, &mut snapshot, cpu);
             }
         })?;
     Ok((tx, handle))

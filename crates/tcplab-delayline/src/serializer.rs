@@ -37,18 +37,20 @@ impl Serializer {
         }
     }
 
-    /// When a packet of `len_bytes` read at `arrival_ns` has been serialised (its delay
-    /// starts then); `arrival_ns` itself without a rate.
+    /// (start, done): when a packet of `len_bytes` read at `arrival_ns` starts on the wire
+    /// and when it has been serialised (its delay starts then); `start - arrival_ns` is its
+    /// wait in the link's queue (the step marker's sojourn, `marker.rs`). Both `arrival_ns`
+    /// without a rate.
     #[inline]
-    pub fn done_ns(&mut self, arrival_ns: u64, len_bytes: usize) -> u64 {
+    pub fn schedule(&mut self, arrival_ns: u64, len_bytes: usize) -> (u64, u64) {
         if self.rate_bps == 0 {
-            return arrival_ns;
+            return (arrival_ns, arrival_ns);
         }
         let bits = (len_bytes as u128 + self.overhead_bytes as u128) * 8;
         let tx_ns = (bits * 1_000_000_000).div_ceil(self.rate_bps as u128) as u64;
         let start = arrival_ns.max(self.free_ns);
         self.free_ns = start + tx_ns;
-        self.free_ns
+        (start, self.free_ns)
     }
 }
 
@@ -61,21 +63,34 @@ mod tests {
         // 5 Mbit/s, 1500-byte IP packets + 14 bytes: 1514 * 8 / 5e6 s = 2422.4 us.
         let mut s = Serializer::new(5_000_000, 14);
         let frame_ns = 2_422_400;
-        assert_eq!(s.done_ns(1_000, 1500), 1_000 + frame_ns);
+        assert_eq!(s.schedule(1_000, 1500).1, 1_000 + frame_ns);
         // The second of a burst read at the same time waits for the first.
-        assert_eq!(s.done_ns(1_000, 1500), 1_000 + 2 * frame_ns);
+        assert_eq!(s.schedule(1_000, 1500).1, 1_000 + 2 * frame_ns);
         // After the wire went idle, a packet starts when it arrives.
         let later = 10_000_000;
         assert_eq!(
-            s.done_ns(later, 52),
+            s.schedule(later, 52).1,
             later + (66 * 8 * 1_000_000_000u64).div_ceil(5_000_000)
         );
     }
 
     #[test]
+    fn the_start_is_when_the_wire_is_free() {
+        let mut s = Serializer::new(5_000_000, 14);
+        let frame_ns = 2_422_400;
+        assert_eq!(s.schedule(1_000, 1500), (1_000, 1_000 + frame_ns));
+        // the second of a burst waits one frame time for the wire
+        assert_eq!(
+            s.schedule(1_000, 1500),
+            (1_000 + frame_ns, 1_000 + 2 * frame_ns)
+        );
+        assert_eq!(Serializer::default().schedule(7, 1500), (7, 7));
+    }
+
+    #[test]
     fn without_a_rate_the_arrival_stands() {
         let mut s = Serializer::default();
-        assert_eq!(s.done_ns(5, 1500), 5);
-        assert_eq!(s.done_ns(5, 1500), 5);
+        assert_eq!(s.schedule(5, 1500).1, 5);
+        assert_eq!(s.schedule(5, 1500).1, 5);
     }
 }

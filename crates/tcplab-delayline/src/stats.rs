@@ -1,7 +1,8 @@
 //! The line's own measurements and their JSON (ARCH11.md: `{"version":1,"tuns":[{"name",
 //! "delay_ns","packets","bytes","drops","queue_max_packets","lateness_ns":{"p50","p99",
 //! "max","count"}}],"cpu":N}`; since issue 23 also `queue_max_bytes` and, in `lateness_ns`,
-//! `p90` and `over_1ms`: keys added, none changed, so version 1 readers still read it),
+//! `p90` and `over_1ms`, since issue 28 `ce_marks`: keys added, none changed, so version 1
+//! readers still read it),
 //! written atomically (temp file + rename).
 //!
 //! Per TUN:
@@ -12,6 +13,9 @@
 //!   when the line stops are not counted anywhere.
 //! - `queue_max_packets`, `queue_max_bytes`: the deepest the queue got, in packets and in
 //!   IP bytes held (each its own peak).
+//! - `ce_marks` (issue 28): packets the TUN's step marker counted as CE marks
+//!   (`--ce-threshold`, `marker.rs`: an ECT packet it set to CE, or a CE one it found);
+//!   0 without a marker.
 //! - `lateness_ns`: write time minus due time of every written packet (quantiles from
 //!   [`crate::histogram::Histogram`]). This is the delay the line adds beyond `delay_ns`
 //!   after it read the packet; `over_1ms` counts the packets later than 1 ms (exactly, not
@@ -41,6 +45,8 @@ pub struct TunStats {
     pub lateness_ns: Histogram,
     /// Packets written more than LATE_NS after they were due.
     pub late_over_1ms: u64,
+    /// CE marks of the step marker (`marker.rs`).
+    pub ce_marks: u64,
 }
 
 /// The lateness `over_1ms` counts beyond (kernel mode's validity limit for the p99).
@@ -59,6 +65,7 @@ impl TunStats {
             queue_max_bytes: 0,
             lateness_ns: Histogram::new(),
             late_over_1ms: 0,
+            ce_marks: 0,
         }
     }
 
@@ -113,14 +120,15 @@ pub fn to_json(tuns: &[&TunStats], cpu: Option<usize>) -> String {
         let _ = write!(
             out,
             ",\"delay_ns\":{},\"packets\":{},\"bytes\":{},\"drops\":{},\"queue_max_packets\":{},\
-             \"queue_max_bytes\":{},\"lateness_ns\":{{\"p50\":{},\"p90\":{},\"p99\":{},\"max\":{},\
-             \"count\":{},\"over_1ms\":{}}}}}",
+             \"queue_max_bytes\":{},\"ce_marks\":{},\"lateness_ns\":{{\"p50\":{},\"p90\":{},\"p99\":{},\
+             \"max\":{},\"count\":{},\"over_1ms\":{}}}}}",
             t.delay_ns,
             t.packets,
             t.bytes,
             t.drops(),
             t.queue_max_packets,
             t.queue_max_bytes,
+            t.ce_marks,
             h.quantile(0.50),
             h.quantile(0.90),
             h.quantile(0.99),
@@ -208,14 +216,15 @@ mod tests {
             t.record_write(len, late);
         }
         t.record_write(0, LATE_NS); // exactly 1 ms is not over it
+        t.ce_marks = 5;
         let j = to_json(&[&t, &TunStats::new("t\"b", 5)], Some(1));
         assert_eq!(
             j,
             "{\"version\":1,\"tuns\":[{\"name\":\"tab\",\"delay_ns\":10000000,\"packets\":4,\"bytes\":4500,\
-             \"drops\":3,\"queue_max_packets\":2,\"queue_max_bytes\":3000,\"lateness_ns\":{\"p50\":20,\
+             \"drops\":3,\"queue_max_packets\":2,\"queue_max_bytes\":3000,\"ce_marks\":5,\"lateness_ns\":{\"p50\":20,\
              \"p90\":1000001,\"p99\":1000001,\"max\":1000001,\"count\":4,\"over_1ms\":1}},\
              {\"name\":\"t\\\"b\",\"delay_ns\":5,\"packets\":0,\"bytes\":0,\"drops\":0,\"queue_max_packets\":0,\
-             \"queue_max_bytes\":0,\"lateness_ns\":{\"p50\":0,\"p90\":0,\"p99\":0,\"max\":0,\"count\":0,\
+             \"queue_max_bytes\":0,\"ce_marks\":0,\"lateness_ns\":{\"p50\":0,\"p90\":0,\"p99\":0,\"max\":0,\"count\":0,\
              \"over_1ms\":0}}],\"cpu\":1}\n"
         );
         assert!(to_json(&[], None).ends_with("\"cpu\":null}\n"));

@@ -164,19 +164,21 @@ pub fn set_thread_name(name: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Turns SIGTERM and SIGINT into readable events on a non-blocking signalfd: both are
-/// reset to their default action (so an ignored disposition inherited from the parent
-/// cannot discard them), blocked for the process, and delivered through the returned fd.
+/// Turns SIGTERM and SIGINT (stop) and SIGUSR1 (write a snapshot of the stats) into
+/// readable events on a non-blocking signalfd: they are reset to their default action (so
+/// an ignored disposition inherited from the parent cannot discard them), blocked for the
+/// process, and delivered through the returned fd.
 pub fn termination_signalfd() -> io::Result<OwnedFd> {
     // SAFETY: sigset_t is plain data; sigemptyset initialises it fully before use.
     let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `mask` is a valid sigset_t; SIGTERM/SIGINT are valid signal numbers.
+    // SAFETY: `mask` is a valid sigset_t; SIGTERM/SIGINT/SIGUSR1 are valid signal numbers.
     unsafe {
         libc::sigemptyset(&mut mask);
         libc::sigaddset(&mut mask, libc::SIGTERM);
         libc::sigaddset(&mut mask, libc::SIGINT);
+        libc::sigaddset(&mut mask, libc::SIGUSR1);
     }
-    for sig in [libc::SIGTERM, libc::SIGINT] {
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGUSR1] {
         // SAFETY: SIG_DFL is a valid disposition for these signals; no handler code runs.
         if unsafe { libc::signal(sig, libc::SIG_DFL) } == libc::SIG_ERR {
             return Err(io::Error::last_os_error());

@@ -57,8 +57,8 @@ def validate(
         typer.Option(
             "--tolerance",
             metavar="KEY=VALUE,...",
-            help="Tolerances: goodput=10%,rtt_p50=15%,rtt_p99=25%,retrans=0.5pp/50%,drops=10/50% (the defaults). "
-            "A value replaces that metric's tolerance. Repeatable.",
+            help="Tolerances: goodput=10%,rtt_p50=15%,rtt_p99=25%,retrans=0.5pp/50%,drops=10/50%, and with ECN "
+            "in play ect=10/10%,ce=10/50% (the defaults). A value replaces that metric's tolerance. Repeatable.",
         ),
     ] = None,
     force: ForceOpt = False,

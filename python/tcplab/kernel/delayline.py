@@ -22,9 +22,14 @@ the Testbed and for tests.
     ...               # configure the TUNs (wire_commands), run traffic
     stats = line.stop()
 
+On SIGUSR1 (:meth:`DelayLine.request_snapshot`) a line writes the counters of that moment
+to ``STATS_PATH.snapshot``: kernel mode reads a marking line's there at the end of the
+traffic, with every other counter.
+
 The stats (:func:`read_stats`) are the line's own measurements per TUN: ``packets`` and
 ``bytes`` forwarded, ``drops`` (over the queue limit, failed writes, or dropped by the
-kernel because the line read too slowly), ``queue_max_packets``, and ``lateness_ns``
+kernel because the line read too slowly), ``queue_max_packets``, ``ce_marks`` (a marking
+TUN's CE marks; absent from a line older than issue 28), and ``lateness_ns``
 {p50, p99, max, count}: write time minus due time, i.e. the delay the line added beyond
 ``delay_ns`` after reading the packet. The line writes them every second and on SIGTERM,
 so a line killed with SIGKILL still leaves its last complete stats.
@@ -64,6 +69,9 @@ __all__ = [
 BINARY_NAME = "tcplab-delayline"
 ENV_BINARY = "TCPLAB_DELAYLINE"
 READY_TIMEOUT_S = 5.0
+#: The line writes its counters to ``STATS_PATH + SNAPSHOT_SUFFIX`` on SIGUSR1
+#: (crates/tcplab-delayline/src/line.rs).
+SNAPSHOT_SUFFIX = ".snapshot"
 STOP_TIMEOUT_S = 3.0
 # The longest interface name Linux accepts (IFNAMSIZ 16 minus the NUL).
 MAX_IFNAME_BYTES = 15
@@ -155,6 +163,8 @@ def parse_stats(text: str, source: str = "delay line stats") -> dict[str, Any]:
         for key in _TUN_INT_KEYS:
             if not isinstance(tun.get(key), int) or tun[key] < 0:
                 raise bad(f"tuns.{i}.{key}", f"{tun.get(key)!r} is not a count >= 0")
+        if "ce_marks" in tun and (not isinstance(tun["ce_marks"], int) or tun["ce_marks"] < 0):
+            raise bad(f"tuns.{i}.ce_marks", f"{tun['ce_marks']!r} is not a count >= 0")
         lateness = tun.get("lateness_ns")
         if not isinstance(lateness, dict):
             raise bad(f"tuns.{i}.lateness_ns", "missing or not an object")
@@ -189,9 +199,10 @@ def lateness_report(
     """The run directory's ``delayline.json`` (pure): per TUN of every line (``delaylines``:
     wire namespace -> the stats it wrote), the link it delays (``link_names``: namespace ->
     TUN -> link name), its delay, packets and bytes forwarded, drops, the deepest queue
-    (packets, bytes) and the lateness distribution (write time minus due time: p50, p90,
-    p99, max, count, over_1ms; ``null`` where an older line did not record it), and
-    whether it is within ``limits_ns`` (``p99``, ``max``: kernel mode's validity limits).
+    (packets, bytes), its CE marks and the lateness distribution (write time minus due
+    time: p50, p90, p99, max, count, over_1ms; ``null`` where an older line did not record
+    it), and whether it is within ``limits_ns`` (``p99``, ``max``: kernel mode's validity
+    limits).
     A line that wrote no stats is listed with its error."""
     rows: list[dict[str, Any]] = []
     for ns, stats in sorted(delaylines.items()):
@@ -213,6 +224,7 @@ def lateness_report(
                     "drops": tun.get("drops"),
                     "queue_max_packets": tun.get("queue_max_packets"),
                     "queue_max_bytes": tun.get("queue_max_bytes"),
+                    "ce_marks": tun.get("ce_marks"),
                     "lateness_ns": {k: late.get(k) for k in ("p50", "p90", "p99", "max", "count", "over_1ms")},
                     "within_limits": p99 <= limits_ns["p99"] and mx <= limits_ns["max"],
                 }
@@ -302,7 +314,10 @@ class DelayLine:
 
     ``tuns``: (name, delay_ns) per direction, or (name, delay_ns, rate_bps, overhead_bytes)
     for a direction that also serialises its packets at a link's rate (the binary's
-    ``--tun NAME:DELAY:RATE:OVERHEAD``; rate 0: none); ``cpu``: the CPU it pins itself to (None:
+    ``--tun NAME:DELAY:RATE:OVERHEAD``; rate 0: none); ``ce_thresholds``: TUN name -> ns,
+    the step marker of a serialising TUN (``--ce-threshold NAME:NS``: CE on every
+    ECN-capable packet that waited longer for the wire; :func:`tcplab.kernel.plan.line_markers`);
+    ``cpu``: the CPU it pins itself to (None:
     not pinned); ``stats_path``: where it writes its stats JSON. The process runs as
     ``ip netns exec NETNS tcplab-delayline ...`` or ``ip netns exec NETNS PYTHON -m
     tcplab.kernel.delayline_main ...`` (:func:`delayline_argv`; ip execs it, so :attr:`pid`
@@ -322,6 +337,7 @@ class DelayLine:
         binary: str | os.PathLike[str] | None = None,
         queue_limit_packets: int | None = None,
         rt_priority: int | None = None,
+        ce_thresholds: Mapping[str, int] | None = None,
     ) -> None:
         if not tuns:
             raise KernelError(f"delay line in {netns}: no TUN devices given")
@@ -340,6 +356,13 @@ class DelayLine:
                 raise KernelError(f"delay line in {netns}: TUN {name}: overhead {overhead!r} is not 0 to 1000 bytes")
         if len(set(names)) != len(names):
             raise KernelError(f"delay line in {netns}: TUN names repeat: {names}")
+        rates = {name: rate_bps for name, _delay, rate_bps, _overhead in specs}
+        for name, ns in (ce_thresholds or {}).items():
+            if not rates.get(name):
+                raise KernelError(f"delay line in {netns}: CE threshold on TUN {name}, which does not serialise")
+            if not isinstance(ns, int) or ns < 1:
+                raise KernelError(f"delay line in {netns}: TUN {name}: CE threshold {ns!r} is not whole ns >= 1")
+        self.ce_thresholds = {name: int(ns) for name, ns in (ce_thresholds or {}).items()}
         self.netns = netns
         self.tuns = [
             (name, int(delay_ns), int(rate_bps), int(overhead)) for name, delay_ns, rate_bps, overhead in specs
@@ -365,6 +388,8 @@ class DelayLine:
             cmd += ["--queue-limit", str(self.queue_limit_packets)]
         if self.rt_priority is not None:
             cmd += ["--rt-priority", str(self.rt_priority)]
+        for name, ns in self.ce_thresholds.items():
+            cmd += ["--ce-threshold", f"{name}:{ns}"]
         return cmd
 
     @property
@@ -453,6 +478,37 @@ class DelayLine:
         """SIGKILL (the line cannot write its final stats; its TUNs vanish with it)."""
         self._abort()
         self._close_pipes()
+
+    @property
+    def snapshot_path(self) -> Path:
+        """Where the line writes its counters on SIGUSR1 (:meth:`request_snapshot`)."""
+        return self.stats_path.with_name(self.stats_path.name + SNAPSHOT_SUFFIX)
+
+    def request_snapshot(self) -> bool:
+        """SIGUSR1: the line writes its counters of this moment to :attr:`snapshot_path`
+        (kernel mode's end of the traffic, when every other counter is read; a line built
+        before issue 28 would die of it: only lines that mark are asked, see
+        :meth:`tcplab.kernel.testbed.Testbed.request_delayline_snapshots`). False when the
+        line is not running."""
+        if not self.running or self.pid is None:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            self.snapshot_path.unlink(missing_ok=True)
+            os.kill(self.pid, signal.SIGUSR1)
+            return True
+        return False
+
+    def read_snapshot(self, timeout_s: float = 1.0) -> dict[str, Any] | None:
+        """The counters the line wrote on :meth:`request_snapshot` (waiting up to
+        ``timeout_s`` for the file), or None when it wrote none."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.snapshot_path.exists():
+                with contextlib.suppress(KernelError):
+                    return read_stats(self.snapshot_path)
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> dict[str, Any]:
         """SIGTERM, wait up to ``timeout_s`` (then SIGKILL), and return the stats the line

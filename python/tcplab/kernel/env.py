@@ -342,6 +342,23 @@ def quiet_check(seconds: float = 1.0) -> QuietReport:
     )
 
 
+#: The qdiscs that mark ECN in tcplab's scenarios (issue 28), with what marks: fq_codel's
+#: ``ecn`` (on by default) and ``ce_threshold``, fq's ``ce_threshold``. tbf and the FIFOs only
+#: drop. (sch_red, sch_pie, sch_codel and sch_cake mark too; tcplab's scenarios have none.)
+MARKING_QDISCS = {"fq_codel": "ecn, ce_threshold", "fq": "ce_threshold"}
+
+
+def ecn_line(env: KernelEnv) -> str:
+    """``tcplab kernel info``'s ECN line: RFC 3168 in TCP is in every kernel (net.ipv4.tcp_ecn
+    per namespace); which marking qdiscs and whether DCTCP (tcp_dctcp,
+    CONFIG_TCP_CONG_DCTCP) this kernel has."""
+    marking = ", ".join(
+        f"{kind} ({what}) {'yes' if env.has_qdisc(kind) else 'MISSING'}" for kind, what in MARKING_QDISCS.items()
+    )
+    dctcp = "yes" if "dctcp" in env.cc_available else "MISSING (CONFIG_TCP_CONG_DCTCP)"
+    return f"ECN: tcp_ecn per namespace; marking qdiscs: {marking}; dctcp: {dctcp}"
+
+
 def format_env(env: KernelEnv) -> str:
     """The text ``tcplab kernel info`` prints."""
     lines = [
@@ -352,6 +369,7 @@ def format_env(env: KernelEnv) -> str:
         f"congestion controls allowed (unprivileged): {' '.join(env.cc_allowed) or '-'}",
         f"qdiscs: {' '.join(env.qdiscs)} ({env.qdiscs_source})",
         "qdiscs missing: " + (" ".join(k for k in QDISC_CONFIG if k not in env.qdiscs) or "none"),
+        ecn_line(env),
     ]
     if env.cubic_params:
         lines.append("tcp_cubic parameters: " + " ".join(f"{k}={v}" for k, v in env.cubic_params.items()))

@@ -16,6 +16,11 @@ read a kernel run as they read a simulation:
   ``data_segs_out``/``retrans_segs`` (tcpi_total_retrans) from the sender's final TCP_INFO,
   ``bytes_received`` from the receiver's; ``timeouts`` = the sender's ``tcpi_total_rto``
   (Linux >= 6.7; 0 before); ``chrono`` = tcpi_busy_time/rwnd_limited/sndbuf_limited;
+  ``ecn``: each socket's ECN state as ``tcpi_options`` shows it (:func:`ecn_flags`:
+  TCPI_OPT_ECN -> ``TCP_ECN_OK``, TCPI_OPT_ECN_SEEN -> ``TCP_ECN_SEEN``; ``tp->ecn_flags``'
+  other bits, QUEUE_CWR and DEMAND_CWR, are in no interface and read 0) and the sender's
+  ``tcpi_delivered_ce``; ``dctcp`` null (``struct tcp_dctcp_info`` is not read: no DCTCP on
+  the kernels kernel mode has run on);
   ``start_ns`` the configured start, ``end_ns`` for a flow with a byte count that finished
   when the sender saw all of it acknowledged (the simulator's ``done_ns``), else the end of
   the run;
@@ -44,6 +49,8 @@ read a kernel run as they read a simulation:
   validate skip them). ``t_ns`` is when the sender's ss started (ns since t0); the
   receiver's sample of the same slot started within a few ms of it;
 * ``links``: per one-way link, the root qdisc of its egress device in ``tc -s -j``
+  (a link the delay line marks, :func:`tcplab.kernel.plan.line_markers`: the line's TUN is
+  its queue, its drops are added and its CE marks are the link's xstats ``ce_mark``)
   (``bytes``, ``packets``, ``drops``, ``overlimits``, ``requeues``, ``backlog``, ``qlen``) and
   its child (a tbf's); a device whose root is ``noqueue`` (a veth's default) takes
   ``sent_bytes``/``sent_packets`` from the device's tx counters. ``loss_drops``: the nft loss
@@ -96,6 +103,7 @@ __all__ = [
     "TIMESERIES_GAPS",
     "unknown_columns",
     "bbr_mode",
+    "ecn_flags",
     "INFINITE_SSTHRESH",
     "CA_STATE_NAMES",
     "CC_MODE_NAMES",
@@ -158,6 +166,12 @@ class Measurements:
     ip_link_json: dict[str, str] = field(default_factory=dict)
     nft_json: dict[str, str] = field(default_factory=dict)
     delaylines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``"WIRE_NS/TUN"`` -> the one-way link whose queue that TUN's step marker is
+    #: (tcplab.kernel.plan.line_markers): its drops and CE marks are the link's
+    line_markers: dict[str, int] = field(default_factory=dict)
+    #: the marking lines' counters at the end of the traffic (SIGUSR1, with the other
+    #: counters; :meth:`tcplab.kernel.delayline.DelayLine.request_snapshot`), by wire ns
+    delaylines_at_end: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
 
@@ -195,6 +209,7 @@ def collect(
     delaylines: Mapping[str, Mapping[str, Any]] | None = None,
     agent_exit: Mapping[str, int | None] | None = None,
     runner: Runner = _run,
+    delaylines_at_end: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Measurements:
     """Read the agents' files in ``workdir`` and the kernel's counters in every namespace of
     ``plan`` (its ``nodes``: node, ns; ``wires``: ns, nft) after the traffic. A command that
@@ -208,7 +223,14 @@ def collect(
         queue=dict(queue) if queue is not None else None,
         queue_lateness=dict(queue_lateness) if queue_lateness is not None else None,
         delaylines={k: dict(v) for k, v in (delaylines or {}).items()},
+        delaylines_at_end={k: dict(v) for k, v in (delaylines_at_end or {}).items()},
         agent_exit=dict(agent_exit or {}),
+        line_markers={
+            f"{w.ns}/{t.name}": int(t.link)
+            for w in getattr(plan, "wires", [])
+            for t in getattr(w, "tuns", [])
+            if getattr(t, "ce_threshold_ns", 0)
+        },
     )
 
     def attempt(store: dict[str, str], key: str, argv: list[str]) -> None:
@@ -490,10 +512,39 @@ def _flows(config: Mapping[str, Any], m: Measurements, srtt: Mapping[int, list[i
                     "rwnd_limited_us": int(si.get("rwnd_limited", 0)),
                     "sndbuf_limited_us": int(si.get("sndbuf_limited", 0)),
                 },
+                **_ecn(si, ri),
                 "counters": {},
             }
         )
     return out
+
+
+#: ``tcpi_options`` bits (include/uapi/linux/tcp.h, v6.12): TCPI_OPT_ECN (the socket's
+#: ``TCP_ECN_OK``, tcp_get_info()) and TCPI_OPT_ECN_SEEN (``TCP_ECN_SEEN``).
+TCPI_OPT_ECN = 8
+TCPI_OPT_ECN_SEEN = 16
+#: ``tp->ecn_flags`` bits (include/net/tcp.h, v6.12; tcplab.engine.ECN_FLAGS) tcp_info shows.
+TCP_ECN_OK = 1
+TCP_ECN_SEEN = 8
+
+
+def ecn_flags(tcp_info: Mapping[str, Any]) -> int | None:
+    """The part of a socket's ``tp->ecn_flags`` that its ``tcpi_options`` shows (module doc),
+    None without ``options``."""
+    if "options" not in tcp_info:
+        return None
+    options = int(tcp_info["options"])
+    return (TCP_ECN_OK if options & TCPI_OPT_ECN else 0) | (TCP_ECN_SEEN if options & TCPI_OPT_ECN_SEEN else 0)
+
+
+def _ecn(si: Mapping[str, Any], ri: Mapping[str, Any]) -> dict[str, Any]:
+    """A flow's ``ecn`` entry (the engine's ``flows[i]["ecn"]``; module doc) from the two
+    sockets' final TCP_INFO; none when either was not read."""
+    sender, receiver = ecn_flags(si), ecn_flags(ri)
+    if sender is None or receiver is None:
+        return {}
+    delivered_ce = int(si.get("delivered_ce", 0))
+    return {"ecn": {"sender_flags": sender, "receiver_flags": receiver, "delivered_ce": delivered_ce, "dctcp": None}}
 
 
 def nstat_delta(before: str | None, after: str | None) -> dict[str, int]:
@@ -582,7 +633,8 @@ def _links(config: Mapping[str, Any], m: Measurements) -> list[dict[str, Any]]:
         row["max_backlog_packets"] = max(max_backlog.get(i, 0), stats["backlog_packets"])
         row["loss_drops"] = loss.get(i, 0)
         row["reorder_events"] = 0
-        row["xstats"] = {}
+        # the kind's own counters as tc printed them (fq_codel's ecn_mark/ce_mark, fq's ...)
+        row["xstats"] = {k: int(v) for k, v in root.xstats.items()} if root is not None else {}
         child = None
         if root is not None and root.kind == "tbf":
             major = root.handle.rstrip(":")
@@ -593,11 +645,28 @@ def _links(config: Mapping[str, Any], m: Measurements) -> list[dict[str, Any]]:
                 # (qdisc_qstats_backlog_inc after the child's enqueue), so the root's sampled
                 # backlog is the child's: the child's peak is the same peak.
                 kid_peak = max(row["max_backlog_packets"], kid_stats["backlog_packets"])
-                child = {"qdisc": kid.kind, **kid_stats, "max_backlog_packets": kid_peak, "xstats": {}}
+                kid_x = {k: int(v) for k, v in kid.xstats.items()}
+                child = {"qdisc": kid.kind, **kid_stats, "max_backlog_packets": kid_peak, "xstats": kid_x}
         row["child"] = child
         row["edt"] = []
         out.append(row)
+    _marker_links(out, m)
     return out
+
+
+def _marker_links(links: list[dict[str, Any]], m: Measurements) -> None:
+    """A link the delay line marks (``m.line_markers``): its queue is the line's TUN, so the
+    TUN's drops are the link's queue drops and its CE marks the link's ``ce_mark`` (xstats,
+    as fq_codel's ``tc -s`` counts them), at the end of the traffic as the other counters
+    (``delaylines_at_end``; without that snapshot, when the line stopped, some time later)."""
+    for key, link in m.line_markers.items():
+        ns, _, name = key.partition("/")
+        stats = m.delaylines_at_end.get(ns) or m.delaylines.get(ns) or {}
+        tun = next((t for t in stats.get("tuns", []) if t.get("name") == name), None)
+        if tun is None or not 0 <= link < len(links):
+            continue
+        links[link]["drops"] = int(links[link]["drops"]) + int(tun.get("drops", 0))
+        links[link]["xstats"] = {**links[link]["xstats"], "ce_mark": int(tun.get("ce_marks", 0))}
 
 
 def _rr_apps(config: Mapping[str, Any], m: Measurements) -> list[dict[str, Any]]:

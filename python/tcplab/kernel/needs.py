@@ -11,7 +11,9 @@ namespaces and runs the kernel's own TCP in them, so the machine needs:
 * **the qdiscs its links use**: ``tbf`` shapes every link's rate; a link's queue asks for
   its own kind (``fq``, ``fq_codel``, ...; ``pfifo``/``bfifo`` are always there). Which ones
   this kernel has: :func:`tcplab.kernel.env.probe` (the kernel config, or a probe in a
-  scratch namespace);
+  scratch namespace). An fq_codel that marks by ``ce_threshold`` is a note, not a need: the
+  delay line's step marker stands in for it where the plan finds it the same queue
+  (:func:`tcplab.kernel.plan.line_markers`, which refuses the others with the reason);
 * **one-way delay**: ``sch_netem`` when the kernel has it, otherwise tcplab's own delay line
   (the ``tcplab-delayline`` binary, forwarding between two TUN devices: ``/dev/net/tun``);
 * two CPUs or more (the delay line runs on a CPU apart from the traffic): a note, not a
@@ -77,8 +79,11 @@ class MachineLacks(KernelUnsupported):
 
 
 def needed_qdiscs(config: Mapping[str, Any] | None) -> dict[str, str]:
-    """qdisc kind -> the first scenario path that needs it (``links.I.queue``), ``tbf`` for
-    the links' rates; the kinds every kernel has left out."""
+    """qdisc kind -> the first scenario path that needs it (``links.K.queue`` or
+    ``links.K.reverse.queue``: the engine's one-way link I is the scenario's entry I // 2),
+    ``tbf`` for the links' rates; the kinds every kernel has left out."""
+    from tcplab.kernel.plan import _link_path
+
     out: dict[str, str] = {}
     links = (config or {}).get("links") or []
     if links:
@@ -86,8 +91,16 @@ def needed_qdiscs(config: Mapping[str, Any] | None) -> dict[str, str]:
     for i, link in enumerate(links):
         kind = (link.get("queue") or {}).get("kind")
         if kind in QDISC_CONFIG and kind not in ALWAYS:
-            out.setdefault(str(kind), f"links.{i}.queue")
+            where = _link_path(config, i) if config and len(links) > i else f"links.{i}"
+            out.setdefault(str(kind), f"{where}.queue")
     return out
+
+
+def _all_mark(config: Mapping[str, Any]) -> bool:
+    """Every fq_codel queue of ``config`` marks by ``ce_threshold`` (what the delay line can
+    stand in for: :func:`tcplab.kernel.plan.line_markers`)."""
+    queues = [link.get("queue") or {} for link in config.get("links") or []]
+    return all(q.get("ce_threshold_ns") for q in queues if q.get("kind") == "fq_codel")
 
 
 def _has_loss(config: Mapping[str, Any]) -> bool:
@@ -144,6 +157,12 @@ def machine_needs(env: Any, config: Mapping[str, Any] | None = None, *, euid: in
     for kind, where in needed_qdiscs(config if config is not None else {"links": [{}]}).items():
         have = env.has_qdisc(kind)
         symbol = f"CONFIG_NET_SCH_{kind.upper()}"
+        if not have and kind == "fq_codel" and config is not None and _all_mark(config):
+            # the delay line's step marker stands in for it where the plan finds it the same
+            # queue (tcplab.kernel.plan.line_markers, which refuses it elsewhere, one line)
+            detail = f"this kernel lacks sch_{kind} ({symbol}): {where}'s ce_threshold is the delay line's marker"
+            needs.append(Need(f"qdisc {kind}", False, detail, required=False))
+            continue
         needs.append(
             Need(
                 f"qdisc {kind}",

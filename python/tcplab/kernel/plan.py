@@ -66,6 +66,18 @@ The model (ARCH11, "The model of a kernel run"):
   builtin:maerts: the server's own 50 Mbit/s link). A host link faster than its routes'
   narrowest link keeps the scenario's queue as the root qdisc, without a rate: the veth is
   faster still, the host does not queue there, nor does it in the simulator (documented).
+* ECN marking (issue 28) where the kernel lacks sch_fq_codel: a router's link whose queue is
+  fq_codel with ``ce_threshold`` becomes the delay line's step marker
+  (:func:`line_markers`; crates/tcplab-delayline/src/marker.rs): no tbf on the router's
+  egress (a root ``pfifo`` of fq_codel's limit, which never holds a packet: the veth takes
+  each at once), and the wire's TUN serialises at the link rate with ``--ce-threshold``:
+  the link's queue is the line's, and every ECN-capable packet that waited more than the
+  threshold for the wire leaves CE, as a one-flow fq_codel marks it. Only where that is the
+  same queue: ``ecn`` on, ``ce_threshold`` at most CoDel's ``target`` (then the control
+  law marks nothing the step does not), one flow through the link, a delay line on it;
+  anything else is refused with the reason. What differs (fq_codel's limit, CoDel's drops
+  of not-ECT packets, the queue not in tc's counters) is a departure of the run and is in
+  docs/kernel-pin.md.
 * Sysctls per namespace: ``ip_forward`` (routers and wires 1, hosts 0), ``rp_filter`` 0
   (routes need not be symmetric), and per host the flows' ``tcp`` settings: ``tcp_rmem`` on
   the data's receiver, ``tcp_ecn`` on the client and the server (each its own) and
@@ -111,6 +123,7 @@ __all__ = [
     "WireNs",
     "FlowPlan",
     "make_plan",
+    "line_markers",
     "shaped_host_links",
     "WIRE_MIN_DELAY_NS",
     "FRAME_BYTES",
@@ -214,10 +227,13 @@ class WireTun:
     link: int  # the one-way link index
     rate_bps: int = 0
     overhead_bytes: int = 0
+    #: the step marker's threshold (``--ce-threshold``; :func:`line_markers`), 0: none
+    ce_threshold_ns: int = 0
 
     def spec(self) -> str:
-        """The delay line's ``--tun`` value."""
-        return tun_spec(self.name, self.delay_ns, self.rate_bps, self.overhead_bytes)
+        """The delay line's ``--tun`` value (and its ``--ce-threshold`` when it marks)."""
+        text = tun_spec(self.name, self.delay_ns, self.rate_bps, self.overhead_bytes)
+        return text + (f" --ce-threshold {self.name}:{self.ce_threshold_ns}" if self.ce_threshold_ns else "")
 
 
 @dataclass
@@ -586,8 +602,11 @@ def make_plan(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions 
     if planned.mss != DEFAULT_MSS_BYTES:
         departures.append(f"MTU {mtu} on every device (MSS {planned.mss} + 52)")
     nodes = _node_namespaces(prefix, graph, planned, env)
-    wiring = _plan_links(config, env, options, prefix, nodes, graph, mtu, departures)
-    tc, queue_devices, qdisc_cmds = _plan_qdiscs(config, env, options, nodes, graph, departures)
+    markers = line_markers(config, env, options)
+    for k, threshold in markers.items():
+        departures.append(_marker_departure(config["links"][k], threshold))
+    wiring = _plan_links(config, env, options, prefix, nodes, graph, mtu, departures, markers)
+    tc, queue_devices, qdisc_cmds = _plan_qdiscs(config, env, options, nodes, graph, departures, markers)
     route_cmds = _plan_routes(nodes, graph, planned.route_attrs, wiring)
 
     sysctl_cmds: list[list[str]] = []
@@ -938,10 +957,11 @@ def _plan_links(
     graph: _Graph,
     mtu: int,
     departures: list[str],
+    markers: Mapping[int, int] | None = None,
 ) -> _Wiring:
     """Per link entry: a veth between the two nodes, or, when a direction delays (>= 500 us)
     or loses, two veths into a wire namespace that delays (netem or the delay line) and
-    drops (nft)."""
+    drops (nft); ``markers``: the one-way links whose TUN marks CE (:func:`line_markers`)."""
     if options.delay not in ("auto", "netem", "delayline"):
         raise KernelError(f"kernel: delay {options.delay!r}: expected auto, netem or delayline")
     use_netem = options.delay == "netem" or (options.delay == "auto" and env.has_qdisc("netem"))
@@ -983,7 +1003,9 @@ def _plan_links(
             wiring.up(w, "lo", None)
             wiring.hop_of[2 * entry] = (dev_a, a_peer)
             wiring.hop_of[2 * entry + 1] = (dev_b, b_peer)
-            wire = _wire(config, env, w, entry, lossy, delayed, use_netem, mtu, a_addr, b_addr, shaped_links)
+            wire = _wire(
+                config, env, w, entry, lossy, delayed, use_netem, mtu, a_addr, b_addr, shaped_links, markers or {}
+            )
             wiring.wires.append(wire)
             if wire.tuns:
                 mask = rps_mask(env.cpus, options.delayline_cpu)
@@ -1026,6 +1048,7 @@ def _wire(
     a_addr: str,
     b_addr: str,
     shaped_links: set[int],
+    markers: Mapping[int, int] | None = None,
 ) -> WireNs:
     """The wire namespace ``w`` of link entry ``entry``: per direction, policy routing on the
     input device, through netem on the egress or the delay line's TUN when it delays; the
@@ -1068,10 +1091,12 @@ def _wire(
             rules.append(["ip", "-n", w, "rule", "add", "pref", str(1000 + 10 * d), "iif", iif, "lookup", out_table])
         elif delayed[d]:
             in_table = str(100 + 2 * d)
-            # A shaped link's TUN also serialises at its rate (module doc, "Rate and queue").
-            rate = int(link["rate_bps"]) if link_index in shaped_links else 0
+            # A shaped link's TUN also serialises at its rate (module doc, "Rate and queue"),
+            # and so does a marking one (its queue is the line's: "ECN marking").
+            threshold = int((markers or {}).get(link_index, 0))
+            rate = int(link["rate_bps"]) if link_index in shaped_links or threshold else 0
             overhead = int(link.get("overhead_bytes", 14)) if rate else 0
-            tuns.append(WireTun(tun, int(link["delay_ns"]), link_index, rate, overhead))
+            tuns.append(WireTun(tun, int(link["delay_ns"]), link_index, rate, overhead, threshold))
             tun_cmds.append(["ip", "-n", w, "link", "set", tun, "mtu", str(mtu), "up"])
             tun_cmds.append(["ip", "netns", "exec", w, "ethtool", "-K", tun, "tso", "off", "gso", "off", "gro", "off"])
             tun_cmds.append(["ip", "-n", w, "route", "add", "default", "dev", tun, "table", in_table])
@@ -1099,6 +1124,78 @@ def _wire(
     )
 
 
+#: fq_codel's defaults the marker checks against (Linux v6.12 net/sched/sch_fq_codel.c
+#: fq_codel_init(): limit 10240 packets; include/net/codel.h codel_params_init(): target 5 ms).
+FQ_CODEL_LIMIT_PACKETS = 10240
+CODEL_TARGET_NS = 5_000_000
+#: CoDel's clock counts 2^10 ns ticks (include/net/codel.h CODEL_SHIFT).
+CODEL_SHIFT = 10
+
+
+def line_markers(config: Mapping[str, Any], env: KernelEnv, options: KernelOptions | None = None) -> dict[int, int]:
+    """The one-way links whose fq_codel ``ce_threshold`` the delay line's step marker stands
+    in for (module doc, "ECN marking"): link index -> the threshold in ns. Only on a kernel
+    without sch_fq_codel (with it, the real fq_codel runs), and only where the marker is
+    the same queue; otherwise :class:`KernelUnsupported`, one line naming the reason."""
+    if env.has_qdisc("fq_codel"):
+        return {}
+    options = options or KernelOptions()
+    use_netem = options.delay == "netem" or (options.delay == "auto" and env.has_qdisc("netem"))
+    graph = _Graph.of(config)
+    out: dict[int, int] = {}
+    for k, link in enumerate(config["links"]):
+        queue = link.get("queue") or {}
+        if queue.get("kind") != "fq_codel" or not queue.get("ce_threshold_ns"):
+            continue
+        threshold = int(queue["ce_threshold_ns"])
+        target = int(queue.get("target_ns", CODEL_TARGET_NS))
+        path = f"{_link_path(config, k)}.queue"
+        why = None
+        if not queue.get("ecn", True):
+            why = "its ecn is off (CoDel would drop where the line marks)"
+        elif threshold >> CODEL_SHIFT >= target >> CODEL_SHIFT:
+            # the control law acts from a sojourn of target up (ldelay >= target, in CoDel's
+            # ticks), the step above the threshold: below target, every packet the law marks
+            # the step has marked
+            why = (
+                f"its ce_threshold {threshold / 1e6:g} ms is not below its target {target / 1e6:g} ms "
+                "(CoDel's control law would mark packets the step does not)"
+            )
+        elif graph.kinds[graph.ends[k][0]] != "router":
+            why = "it leaves a host (the marker replaces a router's shaper only)"
+        elif int(link["delay_ns"]) < WIRE_MIN_DELAY_NS or use_netem:
+            why = "it has no delay line (a delay of 500 us or more, on a kernel without netem)"
+        else:
+            crossing = [
+                str(f["name"])
+                for f in config["flows"]
+                for a, b in ((int(f["src"]), int(f["dst"])), (int(f["dst"]), int(f["src"])))
+                if k in (graph.route(a, b) or [])
+            ]
+            if len(crossing) > 1:
+                why = f"{len(crossing)} flow directions cross it (fq_codel keeps flows apart; the line is one FIFO)"
+        if why:
+            raise KernelUnsupported(
+                f"kernel: sch_fq_codel is not available on this kernel, and the delay line cannot mark in its "
+                f"place on {link['name']}: {why} ({path}.ce_threshold={threshold / 1e6:g}ms)"
+            )
+        out[k] = threshold
+    return out
+
+
+def _marker_departure(link: Mapping[str, Any], threshold_ns: int) -> str:
+    """The run's departure line for a link the delay line marks."""
+    queue = link.get("queue") or {}
+    limit = int(queue.get("limit_packets", FQ_CODEL_LIMIT_PACKETS))
+    return (
+        f"{link['name']}: fq_codel ce_threshold {threshold_ns / 1e6:g} ms is the delay line's step marker "
+        f"(this kernel lacks sch_fq_codel): one FIFO serialised at the link rate in the wire, CE on every "
+        f"ECN-capable packet that waited more than {threshold_ns / 1e6:g} ms for the wire; CoDel's control "
+        f"law and fq_codel's limit of {limit} packets are not run, and the queue is not in tc's counters "
+        "(docs/kernel-pin.md)"
+    )
+
+
 def _plan_qdiscs(
     config: Mapping[str, Any],
     env: KernelEnv,
@@ -1106,10 +1203,12 @@ def _plan_qdiscs(
     nodes: Sequence[NodeNs],
     graph: _Graph,
     departures: list[str],
+    markers: Mapping[int, int] | None = None,
 ) -> tuple[dict[tuple[str, str], list[list[str]]], dict[str, list[tuple[str, int]]], list[list[str]]]:
     """Per one-way link, its sender's egress qdiscs: the tbf shaper at the link rate with the
     scenario's queue as its child, or the queue alone on a host link that is no route's
-    narrowest (module doc). Returns (ns, dev) -> its commands, ns -> the queue devices, and
+    narrowest, or, on a link the delay line marks (``markers``), a pfifo that never holds a
+    packet (module doc). Returns (ns, dev) -> its commands, ns -> the queue devices, and
     every command in link order."""
     shaped_links = _shaped_links(config, graph)
     tc: dict[tuple[str, str], list[list[str]]] = {}
@@ -1121,10 +1220,19 @@ def _plan_qdiscs(
         ns = nodes[sender].ns
         path = _link_path(config, link_index)
         queue = link.get("queue") or {"kind": "pfifo", "limit_packets": 1000}
+        cmds: list[list[str]] = []
+        if link_index in (markers or {}):
+            # the queue is the delay line's (module doc, "ECN marking"): nothing to shape here
+            limit = int(queue.get("limit_packets", FQ_CODEL_LIMIT_PACKETS))
+            pfifo = ["pfifo", "limit", str(limit)]
+            cmds.append(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", *pfifo])
+            tc[(ns, dev)] = cmds
+            qdisc_cmds.extend(cmds)
+            queue_devices.setdefault(ns, []).append((dev, link_index))
+            continue
         child = _queue_args(queue, env, f"{path}.queue")
         shaped = link_index in shaped_links
         overhead = int(link.get("overhead_bytes", 14))
-        cmds: list[list[str]] = []
         if shaped:
             if not env.has_qdisc("tbf"):
                 raise _unavailable("sch_tbf (the link rate shaper)", f"{path}.rate", link["rate_bps"])

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from tcplab.kernel.busy import busy_text
 from tcplab.kernel.tolerances import Tolerances
 from tcplab.kernel.verdicts import (
+    EXACT_METRICS,
     MetricRow,
     Validation,
     compare_runs,
@@ -146,7 +147,10 @@ def judge_repeated(
         why = f"{few} has {min(sim.n, kern.n)} run with a value: no spread to judge the difference by"
         return replace(base, verdict=INCONCLUSIVE, reason=f"{reason}; {why}", **stats, se_difference=se)
     bound = SPREAD_FACTOR * se
-    amount = metric_text(metric, bound) if metric != "retrans_pct" else f"{bound:.2f} pp"
+    if metric in EXACT_METRICS:  # a code, not a quantity: the spread says whether the runs differ
+        amount = f"{bound:.2f}"
+    else:
+        amount = metric_text(metric, bound) if metric != "retrans_pct" else f"{bound:.2f} pp"
     if diff > bound:
         why = f"the difference also exceeds 2 x its standard error ({amount}; {counts}): outside"
         return replace(base, reason=f"{reason}; {why}", **stats, se_difference=se)

@@ -243,6 +243,8 @@ def _run_traffic(plan: Any, config: dict, env: Any, options: KernelOptions, work
                 raise watch.broken(problems, at_ns, plan.duration_ns, plan.prefix)
 
         _sleep_until(end_ns, bar, t0_ns, plan.duration_ns, check)
+        # the marking lines' counters at the same moment as the rest (measure.collect)
+        asked = testbed.request_delayline_snapshots()
         final = _end_snapshot(plan, work, measure)
         codes = stop_agents(procs, timeout_s=max(0.0, (end_ns - time.monotonic_ns()) / 1e9) + AGENT_GRACE_S)
         agent_exit = dict(zip(agent_nodes, codes, strict=False))
@@ -259,6 +261,7 @@ def _run_traffic(plan: Any, config: dict, env: Any, options: KernelOptions, work
             queue=queue,
             queue_lateness=queue_lateness,
             delaylines=delaylines,
+            delaylines_at_end=testbed.delayline_snapshots(asked),
             agent_exit=agent_exit,
             runner=final.runner,
         )

@@ -169,6 +169,8 @@ class Testbed:
         self.pids: list[int] = []
         self._procs: list[subprocess.Popen] = []
         self.delaylines: dict[str, Any] = {}
+        #: the lines :meth:`stop_delaylines` stopped, by wire ns (their snapshot files stay)
+        self._stopped_lines: dict[str, Any] = {}
         #: wire ns -> the delay line's stats JSON (after :meth:`down`).
         self.delayline_stats: dict[str, dict[str, Any]] = {}
         self.is_up = False
@@ -251,7 +253,11 @@ class Testbed:
         for w in wires:
             stats = self.workdir / w.stats_file
             line = DelayLine(
-                w.ns, [(t.name, t.delay_ns, t.rate_bps, t.overhead_bytes) for t in w.tuns], self.delayline_cpu, stats
+                w.ns,
+                [(t.name, t.delay_ns, t.rate_bps, t.overhead_bytes) for t in w.tuns],
+                self.delayline_cpu,
+                stats,
+                ce_thresholds={t.name: t.ce_threshold_ns for t in w.tuns if getattr(t, "ce_threshold_ns", 0)},
             )
             self.delaylines[w.ns] = line
             line.start()
@@ -289,6 +295,25 @@ class Testbed:
         return problems + self.ended_early
 
     # -- down -------------------------------------------------------------------------------------
+    def request_delayline_snapshots(self) -> list[str]:
+        """SIGUSR1 to every running delay line with a step marker (a TUN with
+        ``ce_threshold_ns``): each writes the counters of this moment (the end of the
+        traffic, when kernel mode reads every other counter); the namespaces asked. Lines
+        without a marker are not asked (a line built before issue 28 dies of SIGUSR1)."""
+        marking = {w.ns for w in self.plan.wires if any(getattr(t, "ce_threshold_ns", 0) for t in w.tuns)}
+        return [ns for ns, line in self.delaylines.items() if ns in marking and line.request_snapshot()]
+
+    def delayline_snapshots(self, asked: list[str]) -> dict[str, dict[str, Any]]:
+        """The counters the lines in ``asked`` wrote on :meth:`request_delayline_snapshots`
+        (a line that wrote none is left out)."""
+        out = {}
+        for ns in asked:
+            line = self.delaylines.get(ns) or self._stopped_lines.get(ns)
+            snap = line.read_snapshot() if line is not None else None
+            if snap is not None:
+                out[ns] = snap
+        return out
+
     def stop_delaylines(self) -> dict[str, dict[str, Any]]:
         """Stop the delay lines (SIGTERM: each writes its stats) and keep their stats; a line
         that had ended already is noted in :attr:`ended_early`."""
@@ -301,6 +326,7 @@ class Testbed:
                 self.delayline_stats[ns] = line.stop() or {}
             except Exception as e:  # noqa: BLE001 - a stats failure must not stop the cleanup
                 self.delayline_stats[ns] = {"error": str(e)}
+            self._stopped_lines[ns] = line
             del self.delaylines[ns]
         return self.delayline_stats
 

@@ -14,18 +14,29 @@ rtt_p99     per flow 99th percentile smoothed RTT, steady part  25 % relative
 retrans     per flow retransmitted / sent segments              0.5 percentage points
                                                                 or 50 % relative
 drops       per link queue drops (tc -s ``dropped``)            10 packets or 50 % relative
+ect         per host ECT(0) packets received (nstat              10 packets or 10 % relative
+            ``IpExtInECT0Pkts``; ECN flows only)
+ce          per host CE packets received (``IpExtInCEPkts``)     10 packets or 50 % relative
+            and per link CE marks (tc ``ce_mark``)
 ==========  ==================================================  ========================
 
-A metric with two tolerances (retrans, drops) is within when *either* holds: a retransmission
-ratio of 0.1 % against 0.3 % is close in absolute terms though three times as large, 20 % vs
-26 % close in relative terms; a queue that dropped 3 packets against 9 agrees. Small counts
-are dominated by chance.
+``ect`` counts the data segments an ECN flow delivered (Linux marks new data ECT(0) and
+nothing else), so its relative part is goodput's 10 %; the absolute part is the drops'
+10 packets. ``ce`` counts marks, which fall where a window's packets cross a threshold:
+chance, as where a queue overflows, so it has the drops' tolerance. A flow's ECN state
+(``ss -tio``'s ``ecn``/``ecnseen``) has no tolerance: the two worlds must be equal
+(:mod:`tcplab.kernel.verdicts`).
+
+A metric with two tolerances (retrans, drops, ect, ce) is within when *either* holds: a
+retransmission ratio of 0.1 % against 0.3 % is close in absolute terms though three times
+as large, 20 % vs 26 % close in relative terms; a queue that dropped 3 packets against 9
+agrees. Small counts are dominated by chance.
 
 ``--tolerance goodput=5%,rtt_p99=30%,retrans=0.2pp,drops=20`` sets some of them. A value
 replaces that metric's whole tolerance: ``retrans=0.2pp`` means 0.2 percentage points and no
 relative allowance; give both with ``/``: ``retrans=0.2pp/30%``, ``drops=5/20%``. Units:
-``%`` relative (goodput, rtt_p50, rtt_p99, retrans, drops), ``pp`` percentage points
-(retrans), a plain number or ``pkts`` packets (drops). A mistake is one line naming the item:
+``%`` relative (goodput, rtt_p50, rtt_p99, retrans, drops, ect, ce), ``pp`` percentage
+points (retrans), a plain number or ``pkts`` packets (drops, ect, ce). A mistake is one line naming the item:
 ``--tolerance: rtt_p50: "10" has no unit; expected a percentage such as 15%``.
 """
 
@@ -41,7 +52,7 @@ from tcplab.errors import ScenarioError, show_value
 __all__ = ["Tolerances", "parse_tolerances", "TOLERANCE_KEYS"]
 
 #: The keys ``--tolerance`` accepts, in table order.
-TOLERANCE_KEYS = ("goodput", "rtt_p50", "rtt_p99", "retrans", "drops")
+TOLERANCE_KEYS = ("goodput", "rtt_p50", "rtt_p99", "retrans", "drops", "ect", "ce")
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,10 @@ class Tolerances:
     retrans_rel: float | None = 0.50
     drops_packets: float | None = 10.0
     drops_rel: float | None = 0.50
+    ect_packets: float | None = 10.0
+    ect_rel: float | None = 0.10
+    ce_packets: float | None = 10.0
+    ce_rel: float | None = 0.50
 
     def text(self, key: str) -> str:
         """The tolerance of ``key`` for people: ``±10 %``, ``±0.5 pp or ±50 %``."""
@@ -103,6 +118,8 @@ _UNITS: dict[str, dict[str, str]] = {
     "rtt_p99": {"%": "rtt_p99_rel"},
     "retrans": {"pp": "retrans_pp", "%": "retrans_rel"},
     "drops": {"": "drops_packets", "pkts": "drops_packets", "packets": "drops_packets", "%": "drops_rel"},
+    "ect": {"": "ect_packets", "pkts": "ect_packets", "packets": "ect_packets", "%": "ect_rel"},
+    "ce": {"": "ce_packets", "pkts": "ce_packets", "packets": "ce_packets", "%": "ce_rel"},
 }
 _EXPECTED = {
     "goodput": "a percentage such as 10%",
@@ -110,6 +127,8 @@ _EXPECTED = {
     "rtt_p99": "a percentage such as 25%",
     "retrans": "percentage points and/or a percentage such as 0.5pp, 50% or 0.5pp/50%",
     "drops": "packets and/or a percentage such as 10, 50% or 10/50%",
+    "ect": "packets and/or a percentage such as 10, 10% or 10/10%",
+    "ce": "packets and/or a percentage such as 10, 50% or 10/50%",
 }
 _PART = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z%]*)\s*\Z")
 

@@ -38,6 +38,36 @@ divided by time it did not run; a late start is flagged in :attr:`Validation.not
     tbf_enqueue()). Random loss (nft on the kernel's wire, the simulator's loss model) is not
     a queue drop and is not compared.
 
+ECN (RFC 3168), only for the flows where it is in play (:func:`ecn_in_play`: the flow's
+client asks for it, ``tcp_ecn`` 1, or a DCTCP end needs it, or either world's sockets
+negotiated it; a scenario without ECN has none of these rows):
+
+``ecn_state`` (per flow)
+    what ``ss -tio`` prints of ECN on the data sender's socket and on the receiver's:
+    ``ecn`` (tcpi_options' TCPI_OPT_ECN: ``TCP_ECN_OK``, negotiated in the handshake) and
+    ``ecnseen`` (TCPI_OPT_ECN_SEEN: ``TCP_ECN_SEEN``, an ECT or CE segment arrived), at the
+    end of the run; ``tp->ecn_flags``' other bits are in no kernel interface and are not
+    compared. The value is a code (:data:`ECN_STATE_BITS`), shown as the words,
+    ``sender / receiver``; within only when both worlds are equal (a negotiation either
+    happened or did not: no tolerance).
+``ect0_pkts`` (per host that receives such a flow's data)
+    IP packets the host received with ECT(0) (nstat ``IpExtInECT0Pkts``, Linux
+    net/ipv4/ip_input.c: ip_rcv_core() counts each segment of an skb by its ECN field),
+    over the run (the kernel's: after minus before). Linux marks ECT(0) on new data only
+    (tcp_ecn_send(); retransmissions and pure ACKs are not-ECT), so this counts the data
+    segments delivered: a count like the queue's drops, with an absolute allowance for
+    small counts, and relative like goodput, which it follows (tolerance key ``ect``:
+    10 packets or 10 %). Zero in one world and thousands in the other is the negotiation
+    failing on the wire (a host not asking, a path clearing the field).
+``ce_pkts`` (per such host, where a queue can mark: :func:`marks_possible`)
+    IP packets the host received with CE (nstat ``IpExtInCEPkts``): the marks that reached
+    the receiver. Tolerance key ``ce``: 10 packets or 50 % (the drops': where a window's
+    packets cross a threshold is as much chance as where a queue overflows).
+``ce_marks`` (per one-way link whose queue marks by ``ce_threshold``, or that marked)
+    packets the link's queue marked CE for a sojourn above ``ce_threshold`` (``tc -s``'s
+    fq_codel/fq ``ce_mark``; a kernel run where the delay line marks in fq_codel's place
+    counts its own, :func:`tcplab.kernel.plan.line_markers`). Tolerance ``ce``.
+
 A kernel run marked invalid (``summary["kernel"]["valid"]`` false: the machine was busy, the
 delay line late, an agent failed; see ARCH11) gets no verdicts: every row is ``n/a`` with the
 reason, :attr:`Validation.valid` is false and ``tcplab validate`` exits 1. When the
@@ -76,6 +106,12 @@ __all__ = [
     "finite_value",
     "unknown_columns",
     "METRICS",
+    "EXACT_METRICS",
+    "ECN_STATE_BITS",
+    "ecn_state",
+    "ecn_state_text",
+    "ecn_in_play",
+    "marks_possible",
     "MIN_RTT_SAMPLES",
     "STEADY_MIN_S",
     "STEADY_FRACTION",
@@ -94,7 +130,19 @@ METRICS: dict[str, tuple[str, str]] = {
     "rtt_p99_ms": ("srtt p99", "rtt_p99"),
     "retrans_pct": ("retransmissions", "retrans"),
     "queue_drops": ("queue drops", "drops"),
+    "ecn_state": ("ECN (ss -tio)", "ecn"),
+    "ect0_pkts": ("ECT(0) packets in", "ect"),
+    "ce_pkts": ("CE packets in", "ce"),
+    "ce_marks": ("CE marks", "ce"),
 }
+#: Metrics judged by equality, not by a tolerance (:func:`judge`).
+EXACT_METRICS = frozenset({"ecn_state"})
+#: ``ecn_state``'s code: (bit, socket, ss word). The words are ss's (misc/ss.c
+#: tcp_show_info(): ``ecn`` for TCPI_OPT_ECN, ``ecnseen`` for TCPI_OPT_ECN_SEEN).
+ECN_STATE_BITS = ((1, "sender", "ecn"), (2, "sender", "ecnseen"), (4, "receiver", "ecn"), (8, "receiver", "ecnseen"))
+_ECN_WORDS = "ss -tio's words on the data sender's / the receiver's socket; -: none"
+#: ``tp->ecn_flags`` bits (include/net/tcp.h, v6.12) and what they set in the code.
+_TCP_ECN_OK, _TCP_ECN_SEEN = 1, 8
 
 
 @dataclass(frozen=True)
@@ -325,7 +373,34 @@ def metric_text(metric: str, v: float) -> str:
         return f"{v:.1f} ms"
     if metric == "retrans_pct":
         return f"{v:.2f} %"
+    if metric == "ecn_state":
+        return ecn_state_text(v)
     return f"{v:.0f} packets"
+
+
+def ecn_state(sender_flags: Any, receiver_flags: Any) -> float | None:
+    """The ``ecn_state`` code (:data:`ECN_STATE_BITS`) of two sockets' ``tp->ecn_flags``
+    (only TCP_ECN_OK and TCP_ECN_SEEN count: what tcp_info shows); None when either is
+    unknown."""
+    s, r = finite_value(sender_flags), finite_value(receiver_flags)
+    if s is None or r is None:
+        return None
+    code = 0
+    for flags, ok_bit, seen_bit in ((int(s), 1, 2), (int(r), 4, 8)):
+        code |= (ok_bit if flags & _TCP_ECN_OK else 0) | (seen_bit if flags & _TCP_ECN_SEEN else 0)
+    return float(code)
+
+
+def ecn_state_text(code: float) -> str:
+    """``ecn / ecn ecnseen``: the ss words of the sender's socket, then the receiver's (``-``:
+    none); a code that is not a whole number (a mean over runs that differ) as a number."""
+    if not float(code).is_integer() or not 0 <= code < 16:
+        return f"{code:.2f} (runs differ)"
+    words: dict[str, list[str]] = {"sender": [], "receiver": []}
+    for bit, sock, word in ECN_STATE_BITS:
+        if int(code) & bit:
+            words[sock].append(word)
+    return " / ".join(" ".join(words[sock]) or "-" for sock in ("sender", "receiver"))
 
 
 def judge(
@@ -333,7 +408,7 @@ def judge(
 ) -> MetricRow:
     """One row: the difference and the verdict (within when any of the metric's tolerances holds)."""
     key = METRICS[metric][1]
-    text = tol.text(key)
+    text = "equal" if metric in EXACT_METRICS else tol.text(key)
     if sim is None or kern is None:
         which = "the simulation" if sim is None else "the kernel run"
         if sim is None and kern is None:
@@ -341,8 +416,15 @@ def judge(
         reason = missing or f"no value in {which}"
         return MetricRow(metric, subject, kind, sim, kern, None, None, text, "n/a", reason)
     diff = sim - kern
+    if metric in EXACT_METRICS:
+        return _judge_exact(metric, subject, kind, sim, kern, text)
     rel = diff / kern if kern != 0 else None
-    absolute = {"retrans": tol.retrans_pp, "drops": tol.drops_packets}.get(key)
+    absolute = {
+        "retrans": tol.retrans_pp,
+        "drops": tol.drops_packets,
+        "ect": tol.ect_packets,
+        "ce": tol.ce_packets,
+    }.get(key)
     relative = getattr(tol, f"{key}_rel")
     eps = 1e-9
     ok_abs = absolute is not None and abs(diff) <= absolute + eps
@@ -367,6 +449,29 @@ def judge(
     return MetricRow(metric, subject, kind, sim, kern, diff, rel, text, verdict, reason)
 
 
+def _judge_exact(metric: str, subject: str, kind: str, sim: float, kern: float, text: str) -> MetricRow:
+    """A metric that agrees only when equal (:data:`EXACT_METRICS`)."""
+    s, k = metric_text(metric, sim), metric_text(metric, kern)
+    if sim == kern:
+        reason = f"sim and kernel both {s} ({_ECN_WORDS})"
+        return MetricRow(metric, subject, kind, sim, kern, 0.0, None, text, "within", reason)
+    reason = f"sim {s} but the kernel {k} ({_ECN_WORDS}): they must be equal"
+    return MetricRow(metric, subject, kind, sim, kern, sim - kern, None, text, "outside", reason)
+
+
+def ecn_in_play(config: Mapping[str, Any], flow_index: int, *flags: Any) -> bool:
+    """Whether flow ``flow_index`` of the engine configuration gets ECN rows (module doc):
+    its client asks for ECN (``tcp.tcp_ecn[0]`` 1), an end runs DCTCP (TCP_CONG_NEEDS_ECN),
+    or any of ``flags`` (the sockets' ``tp->ecn_flags`` in either world) has TCP_ECN_OK."""
+    flows = config.get("flows") or []
+    if 0 <= flow_index < len(flows):
+        f = flows[flow_index]
+        asks = ((f.get("tcp") or {}).get("tcp_ecn") or [2, 2])[0]
+        if int(asks) == 1 or "dctcp" in (f.get("cc"), f.get("receiver_cc")):
+            return True
+    return any((v := finite_value(x)) is not None and int(v) & _TCP_ECN_OK for x in flags)
+
+
 def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None) -> Validation:
     """The verdict table of a simulation against a kernel run of the same scenario (pure:
     reads the two results, writes nothing). Flows and links are matched by name, in the
@@ -377,7 +482,8 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
     steady: dict[str, tuple[float, float]] = {}
     windows = flow_windows(sim, kern)
     kflows = {str(r["name"]): r for r in kern.flows.to_dict("records")}
-    for f in sim.flows.to_dict("records"):
+    ecn_hosts: list[str] = []  # the data receivers of the flows with ECN rows, in flow order
+    for index, f in enumerate(sim.flows.to_dict("records")):
         name = str(f["name"])
         k = kflows.get(name)
         gone = "" if k is not None else "the kernel run has no such flow"
@@ -420,6 +526,12 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
                 gone,
             )
         )
+        ecn_row = _ecn_row(sim, name, index, f, k, tol, gone)
+        if ecn_row is not None:
+            rows.append(ecn_row)
+            receiver = str(f.get("data_to", ""))
+            if receiver and receiver not in ecn_hosts:
+                ecn_hosts.append(receiver)
     klinks = {str(r["name"]): r for r in kern.links.to_dict("records")}
     for link in sim.links.to_dict("records"):
         name = str(link["name"])
@@ -435,6 +547,9 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
                 "" if k is not None else "the kernel run has no such link",
             )
         )
+    if ecn_hosts:
+        rows.extend(_ce_mark_rows(sim, kern, tol))
+    rows.extend(_ect_rows(sim, kern, ecn_hosts, tol))
     if not valid:  # the reasons are stated once (Validation.invalid_reasons), not per row
         rows = [
             MetricRow(
@@ -482,6 +597,94 @@ def compare_runs(sim: Result, kern: Result, tolerances: Tolerances | None = None
         path=path,
         notes=notes,
     )
+
+
+def _ecn_row(
+    sim: Result,
+    name: str,
+    index: int,
+    flow: Mapping[str, Any],
+    kflow: Mapping[str, Any] | None,
+    tol: Tolerances,
+    gone: str,
+) -> MetricRow | None:
+    """The flow's ``ecn_state`` row (module doc), None when ECN is not in play for it."""
+    keys = ("ecn_flags", "receiver_ecn_flags")
+    sim_flags = [flow.get(key) for key in keys]
+    kern_flags = [kflow.get(key) for key in keys] if kflow is not None else [None, None]
+    if not ecn_in_play(sim.config, index, *sim_flags, *kern_flags):
+        return None
+    sv, kv = ecn_state(*sim_flags), ecn_state(*kern_flags)
+    missing = gone
+    if not missing and kv is None:
+        missing = "the kernel run did not read the sockets' ECN state (tcp_info's tcpi_options)"
+    elif not missing and sv is None:
+        missing = "the simulation has no ECN state of the flow"
+    return judge("ecn_state", name, "flow", sv, kv, tol, missing)
+
+
+def _ect_rows(sim: Result, kern: Result, hosts: list[str], tol: Tolerances) -> list[MetricRow]:
+    """The ``ect0_pkts`` row of each host in ``hosts``, and its ``ce_pkts`` row where a
+    queue can mark or either world counted a CE packet (module doc)."""
+    sc, kc = sim.host_counters(), kern.host_counters()
+    can_mark = marks_possible(sim.config)
+    rows = []
+    for host in hosts:
+        for metric, counter in (("ect0_pkts", "IpExtInECT0Pkts"), ("ce_pkts", "IpExtInCEPkts")):
+            sv = finite_value((sc.get(host) or {}).get(counter))
+            kv = finite_value((kc.get(host) or {}).get(counter))
+            if metric == "ce_pkts" and not (can_mark or sv or kv):
+                continue
+            which = [w for w, v in (("the simulation", sv), ("the kernel run", kv)) if v is None]
+            missing = f"{' and '.join(which)} has no nstat {counter} of {host}" if which else ""
+            rows.append(judge(metric, host, "host", sv, kv, tol, missing))
+    return rows
+
+
+def _marking_queue(queue: Mapping[str, Any] | None) -> bool:
+    """Whether a link queue (or a tbf's child) can mark CE: fq_codel with ``ecn`` (its
+    default) or a ``ce_threshold``, fq with a ``ce_threshold``."""
+    if not isinstance(queue, Mapping):
+        return False
+    kind = queue.get("kind")
+    if kind == "fq_codel" and (queue.get("ecn", True) or queue.get("ce_threshold_ns")):
+        return True
+    if kind == "fq" and queue.get("ce_threshold_ns"):
+        return True
+    return _marking_queue(queue.get("child"))
+
+
+def marks_possible(config: Mapping[str, Any]) -> bool:
+    """Whether any link of the engine configuration has a queue that can mark CE."""
+    return any(_marking_queue(link.get("queue")) for link in config.get("links") or [])
+
+
+def _ce_mark_rows(sim: Result, kern: Result, tol: Tolerances) -> list[MetricRow]:
+    """The ``ce_marks`` row of each one-way link whose queue marks by ``ce_threshold`` or
+    that marked in either world (module doc): ``tc -s``'s ``ce_mark`` (xstats)."""
+
+    def marks(result: Result) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for row in result.links.to_dict("records"):
+            xstats = row.get("xstats") if isinstance(row.get("xstats"), Mapping) else {}
+            child = row.get("child") if isinstance(row.get("child"), Mapping) else {}
+            child_x = child.get("xstats") if isinstance(child.get("xstats"), Mapping) else {}
+            value = xstats.get("ce_mark", child_x.get("ce_mark"))
+            out[str(row["name"])] = finite_value(value)
+        return out
+
+    cfg_links = {str(link.get("name")): link for link in sim.config.get("links") or []}
+    s_marks, k_marks = marks(sim), marks(kern)
+    rows = []
+    for name, sv in s_marks.items():
+        queue = (cfg_links.get(name) or {}).get("queue") or {}
+        thresholded = bool(queue.get("ce_threshold_ns") or (queue.get("child") or {}).get("ce_threshold_ns"))
+        kv = k_marks.get(name)
+        if not (thresholded or sv or kv):
+            continue
+        missing = "" if kv is not None else "the kernel run has no CE mark counter on this link (no marking queue)"
+        rows.append(judge("ce_marks", name, "link", sv if sv is not None else 0.0, kv, tol, missing))
+    return rows
 
 
 def machine_busy(kern: Result) -> dict[str, Any]:

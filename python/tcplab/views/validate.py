@@ -9,7 +9,9 @@ replaces only a directory ``tcplab validate`` wrote)::
                          verdict line, how each flow was measured (the same window in both
                          worlds, from each one's first byte: tcplab.kernel.window), the verdict
                          table (per flow: goodput and srtt p50/p99 in that window,
-                         retransmissions; per link: queue drops; each with both values, the
+                         retransmissions, and with ECN the sockets' ss -tio words; per link:
+                         queue drops, and CE marks where a queue marks; per receiving host
+                         of an ECN flow: ECT(0) and CE packets in; each with both values, the
                          difference, the tolerance, the verdict and its reason), the overlays,
                          and links to both run directories
     OUT/report.md        the same in Markdown, figures as links to plots/
@@ -51,7 +53,14 @@ if TYPE_CHECKING:
     from tcplab.kernel.verdicts import MetricRow, Validation
     from tcplab.results import Result
 
-__all__ = ["write_validation", "validation_plots", "validation_markdown", "validation_html", "VALIDATE_FILES"]
+__all__ = [
+    "write_validation",
+    "validation_plots",
+    "validation_markdown",
+    "validation_html",
+    "ecn_state_words",
+    "VALIDATE_FILES",
+]
 
 #: Files of a validation directory besides plots/, sim/ and kernel/.
 VALIDATE_FILES = ("report.html", "report.md", "validation.json")
@@ -296,12 +305,33 @@ def _cell(metric: str, value: float | None) -> str:
         return f"{value:.1f} ms"
     if metric == "retrans_pct":
         return f"{value:.2f} %"
+    if metric == "ecn_state":
+        return ecn_state_words(value)
     return f"{value:.0f}"
+
+
+#: ``ecn_state``'s code (tcplab.kernel.verdicts.ECN_STATE_BITS; a view may not import the
+#: kernel package): bit -> (socket, ss word).
+_ECN_STATE_BITS = {1: ("sender", "ecn"), 2: ("sender", "ecnseen"), 4: ("receiver", "ecn"), 8: ("receiver", "ecnseen")}
+
+
+def ecn_state_words(code: float) -> str:
+    """``ecn / ecn ecnseen``: what ss -tio prints of ECN on the data sender's socket, then on
+    the receiver's (``-``: nothing); a mean over runs that differ as a number."""
+    if not float(code).is_integer() or not 0 <= code < 16:
+        return f"{code:.2f} (runs differ)"
+    words: dict[str, list[str]] = {"sender": [], "receiver": []}
+    for bit, (sock, word) in _ECN_STATE_BITS.items():
+        if int(code) & bit:
+            words[sock].append(word)
+    return " / ".join(" ".join(words[sock]) or "-" for sock in ("sender", "receiver"))
 
 
 def _difference(r: MetricRow) -> str:
     if r.difference is None:
         return "-"
+    if r.metric == "ecn_state":  # a code: equal or not
+        return "equal" if r.difference == 0 else "differs"
     if r.metric == "goodput_bps":
         d = f"{r.difference / 1e6:+.3g} Mbit/s"
     elif r.metric.startswith("rtt_"):
@@ -317,8 +347,8 @@ def _difference(r: MetricRow) -> str:
 
 def _stats_cell(metric: str, mean: float | None, stats: dict | None) -> str:
     """``4.58 ± 0.12 Mbit/s`` (mean ± sd over the runs) or, for one run, the value."""
-    if stats is None or mean is None or stats.get("sd") is None:
-        return _cell(metric, mean)
+    if stats is None or mean is None or stats.get("sd") is None or metric == "ecn_state":
+        return _cell(metric, mean)  # (a code: the words, or "runs differ", not a spread)
     text = _cell(metric, mean)
     sd = _cell(metric, stats["sd"])
     number, _, unit = text.partition(" ")
@@ -331,6 +361,8 @@ def _runs_cell(metric: str, stats: dict | None) -> str:
     if stats is None:
         return "-"
     cells = [_cell(metric, x) for x in stats.get("values") or []]
+    if metric == "ecn_state":
+        return ", ".join(cells)
     units = {c.partition(" ")[2] for c in cells if c != "-"}
     if len(units) == 1 and (unit := next(iter(units))):
         return ", ".join(c.partition(" ")[0] for c in cells) + f" {unit}"
