@@ -41,7 +41,8 @@ def test_short_run_has_consistent_output(real_core, tmp_path):
     # zero-window probes are modelled (issue 9)
     assert "TcpExtTCPWinProbe" in set(r.counters["counter"])
     assert set(r.counters["host"]) == {"sender", "router", "receiver"}  # every node, as nstat on each
-    assert all(name.startswith("Tcp") for name in r.counters["counter"])
+    # TCP's counters and the IP layer's ECN ones (IpExtIn*Pkts), as nstat names them
+    assert all(name.startswith(("Tcp", "IpExtIn")) for name in r.counters["counter"])
     assert seen and seen[-1][1] == 3 * 10**9
     out = r.write(tmp_path / "run")
     assert (out / "summary.json").is_file()

@@ -276,7 +276,9 @@ def test_diagnose_agrees(outcome):
 
 def test_explanations_draw_their_figures(outcome):
     plots = outcome.test_out_dir / "bandwidth-manager" / "plots"
-    assert len(outcome.explanations) == 3
+    # throughput, latency, the load sweep, and the ECN what-if (PR #33220)
+    assert len(outcome.explanations) == 4
+    assert outcome.explanations[-1].figure == "ecn.png"
     for e in outcome.explanations:
         assert e.figure and (plots / e.figure).stat().st_size > 10_000
 
