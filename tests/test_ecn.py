@@ -49,6 +49,7 @@ from tcplab.results import Result
 from tcplab.results.result import ECN_COLUMNS
 from tcplab.results.ss import SsSocket, format_ss, sockets_at, ss_texts
 from tcplab.results.tc import codel_dump_us, format_node, format_qdisc
+from test_kernel_plan import env as kernel_plan_env
 
 TCP_ECN_OK, TCP_ECN_SEEN = ECN_FLAGS["TCP_ECN_OK"], ECN_FLAGS["TCP_ECN_SEEN"]
 
@@ -635,23 +636,8 @@ def test_pcap_carries_the_ecn_field_and_ece_cwr():
 
 
 def kernel_env(**over: Any) -> KernelEnv:
-    """This project's VM: no fq/fq_codel, reno bbr cubic."""
-    base: dict[str, Any] = dict(
-        release="6.18.44-test",
-        hz=250,
-        hz_source="test",
-        cc_available=["reno", "bbr", "cubic"],
-        cc_allowed=["reno", "bbr"],
-        cubic_params={},
-        qdiscs=["pfifo", "bfifo", "pfifo_fast", "tbf", "htb", "ingress"],
-        qdiscs_source="test",
-        tools={t: f"/usr/bin/{t}" for t in ("ip", "tc", "ss", "nstat", "nft", "ethtool", "ping")},
-        delayline="/x/tcplab-delayline",
-        cpus=2,
-        ipv6=True,
-    )
-    base.update(over)
-    return KernelEnv(**base)
+    """This project's VM: no fq/fq_codel, reno bbr cubic (tests/test_kernel_plan.py's)."""
+    return kernel_plan_env(**over)
 
 
 def plan_of(data: dict[str, Any], **env_over: Any):

@@ -28,7 +28,7 @@
 //! `net.ipv4.tcp_plb_enabled`), which rehashes the flow's path, a thing the model's static
 //! routes have no use for.
 
-use super::{tcp_cong_avoid_ai, tcp_slow_start, CcInfo, CongestionOps};
+use super::{CcInfo, CongestionOps};
 use crate::tcp::ecn::{TCP_ECN_DEMAND_CWR, TCP_ECN_OK};
 use crate::tcp::sock::{CaEvent, CaState, TcpSock};
 
@@ -169,18 +169,8 @@ impl CongestionOps for Dctcp {
     }
 
     /// `tcp_reno_cong_avoid()`.
-    fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u64, mut acked: u32) {
-        if !tp.is_cwnd_limited() {
-            return;
-        }
-        if tp.in_slow_start() {
-            acked = tcp_slow_start(tp, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = tp.snd_cwnd;
-        tcp_cong_avoid_ai(tp, w, acked);
+    fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u64, acked: u32) {
+        super::reno::tcp_reno_cong_avoid(tp, acked);
     }
 
     /// `dctcp_update_alpha()` (`.in_ack_event`).

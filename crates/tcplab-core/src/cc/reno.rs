@@ -5,6 +5,23 @@
 use super::{tcp_cong_avoid_ai, tcp_slow_start, CongestionOps};
 use crate::tcp::sock::TcpSock;
 
+/// `tcp_reno_cong_avoid()` (exported in Linux: DCTCP's `.cong_avoid` is this function).
+pub fn tcp_reno_cong_avoid(tp: &mut TcpSock, mut acked: u32) {
+    if !tp.is_cwnd_limited() {
+        return;
+    }
+    // In "safe" area, increase.
+    if tp.in_slow_start() {
+        acked = tcp_slow_start(tp, acked);
+        if acked == 0 {
+            return;
+        }
+    }
+    // In dangerous area, increase slowly.
+    let w = tp.snd_cwnd;
+    tcp_cong_avoid_ai(tp, w, acked);
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Reno;
 
@@ -14,20 +31,8 @@ impl CongestionOps for Reno {
     }
 
     /// `tcp_reno_cong_avoid()`.
-    fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u64, mut acked: u32) {
-        if !tp.is_cwnd_limited() {
-            return;
-        }
-        // In "safe" area, increase.
-        if tp.in_slow_start() {
-            acked = tcp_slow_start(tp, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        // In dangerous area, increase slowly.
-        let w = tp.snd_cwnd;
-        tcp_cong_avoid_ai(tp, w, acked);
+    fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u64, acked: u32) {
+        tcp_reno_cong_avoid(tp, acked);
     }
 
     /// `tcp_reno_ssthresh()`: slow start threshold is half the congestion window (min 2).
