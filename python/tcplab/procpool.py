@@ -35,7 +35,14 @@ from typing import Any
 
 from tcplab.signals import raise_if_terminated, signals_blocked
 
-__all__ = ["WorkerFailure", "map_in_processes", "die_with_parent", "death_reason", "stop_process"]
+__all__ = [
+    "WorkerFailure",
+    "map_in_processes",
+    "guided_batches",
+    "die_with_parent",
+    "death_reason",
+    "stop_process",
+]
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,21 @@ class WorkerFailure:
     """A job that produced no outcome, and why (one line)."""
 
     reason: str
+
+
+def guided_batches(n_jobs: int, workers: int, max_batch: int) -> list[int]:
+    """Sizes of consecutive batches that cover ``n_jobs`` jobs, for callers that run several
+    jobs in one process: guided self-scheduling, each batch a ``1 / (3 x workers)`` share of
+    the jobs not yet handed out, between 1 and ``max_batch``: few processes while there is
+    much to do, single jobs at the end so that no worker is left with a long batch while the
+    others idle."""
+    sizes: list[int] = []
+    left = n_jobs
+    while left > 0:
+        size = max(1, min(max_batch, -(-left // (3 * max(1, workers)))))
+        sizes.append(size)
+        left -= size
+    return sizes
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -284,6 +284,37 @@ def test_a_failing_run_is_stated_and_exits_1(fake, real_core, tmp_path, monkeypa
     assert "FAILED" in (out / "index.md").read_text()
 
 
+def test_a_run_that_kills_its_batchs_process_fails_alone(fake, real_core, tmp_path, monkeypatch):
+    """Workers run a few runs each (reproduce.RUNS_PER_PROCESS); a run whose process dies
+    (here os._exit in the bbr run) takes its batch's process with it, so the batch is run
+    again one run per process: the others of the batch succeed, the killer fails with the
+    process's death as its reason."""
+    import os
+
+    compare = importlib.import_module("tcplab.compare")
+    procpool = importlib.import_module("tcplab.procpool")
+    real = compare._run_variant
+
+    def dying(job):
+        if job[1].endswith("/bbr"):
+            os._exit(3)
+        return real(job)
+
+    monkeypatch.setattr(compare, "_run_variant", dying)  # inherited by the forked workers
+    monkeypatch.setattr(procpool, "guided_batches", lambda n, workers, most: [n])  # one batch of all
+    out = tmp_path / "out"
+    r = _cli("reproduce", "fake-exp", "--quick", "-o", out, "-j", "2")
+    assert r.exit_code == 1
+    record = json.loads((out / "fake-exp" / "claims.json").read_text())
+    failed = {x["label"] for x in record["runs"] if x.get("failed")}
+    assert failed == {"bbr"}, record["runs"]
+    assert len(record["runs"]) > 1
+    assert "exit" in record["error"] or "status 3" in record["error"], record["error"]
+    for run in record["runs"]:
+        if run["label"] != "bbr":
+            assert (out / "fake-exp" / "runs" / run["label"] / "summary.json").is_file()
+
+
 @pytest.mark.engine
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_full_disk_while_a_worker_writes_its_run_stops_the_replay(fake, real_core, tmp_path, monkeypatch, jobs):

@@ -136,6 +136,18 @@ def _run_and_write(item: tuple[Any, Path | None]) -> Result | VariantFailure | _
     return outcome
 
 
+#: Runs one worker process makes in a row, at most (:func:`tcplab.procpool.guided_batches`:
+#: batches shrink to single runs at the end). A process costs its fork, the copy-on-write
+#: faults of the parent's heap and its exit; a batch pays them once for up to this many
+#: runs. Small: a batch returns its Results together, so a worker holds them all until then.
+RUNS_PER_PROCESS = 3
+
+
+def _run_and_write_batch(items: list[tuple[Any, Path | None]]) -> list[Result | VariantFailure | _WriteFailed]:
+    """Body of a worker process: a batch of :func:`_run_and_write` in a row."""
+    return [_run_and_write(item) for item in items]
+
+
 @dataclass(frozen=True)
 class _WriteFailed:
     """A run's directory could not be written (:func:`_run_and_write`): the parent raises ``error``."""
@@ -158,7 +170,7 @@ def run_experiments(
     run finishes (``label`` is ``NAME/RUN``; ``failure`` None, or why the run failed), in
     parallel mode too."""
     from tcplab.compare import VariantFailure, default_jobs
-    from tcplab.procpool import WorkerFailure, map_in_processes
+    from tcplab.procpool import WorkerFailure, guided_batches, map_in_processes
 
     experiments = [load(n) for n in names]
     plans = [(e, e.plan(quick)) for e in experiments]  # validate everything first
@@ -183,13 +195,33 @@ def run_experiments(
 
     outcomes: dict[str, Result | VariantFailure] = {}
     if n_jobs > 1 and core is None:
-        labelled = lambda i: f"tcplab-{work[i][0][1]}"  # noqa: E731 - the process's name in ps
-        for i, outcome in map_in_processes(work, _run_and_write, n_jobs, name=labelled):
+        # Batches of consecutive runs per process; a batch whose process dies is run again
+        # one run per process, so that the run that killed it fails alone.
+        batches: list[list[int]] = []
+        for size in guided_batches(len(work), n_jobs, RUNS_PER_PROCESS):
+            first = batches[-1][-1] + 1 if batches else 0
+            batches.append(list(range(first, first + size)))
+
+        def take(i: int, outcome: Any) -> None:
             label = work[i][0][1]
             if isinstance(outcome, _WriteFailed):
                 raise outcome.error
             outcomes[label] = VariantFailure(label, outcome.reason) if isinstance(outcome, WorkerFailure) else outcome
             done(label, outcomes[label])
+
+        labelled = lambda b: f"tcplab-{work[batches[b][0]][0][1]}"  # noqa: E731 - the process's name in ps
+        items = [[work[i] for i in batch] for batch in batches]
+        rerun: list[int] = []
+        for b, batch_outcome in map_in_processes(items, _run_and_write_batch, n_jobs, name=labelled):
+            if isinstance(batch_outcome, WorkerFailure) and len(batches[b]) > 1:
+                rerun.extend(batches[b])
+                continue
+            got = [batch_outcome] if isinstance(batch_outcome, WorkerFailure) else batch_outcome
+            for i, outcome in zip(batches[b], got, strict=True):
+                take(i, outcome)
+        alone = lambda r: f"tcplab-{work[rerun[r]][0][1]}"  # noqa: E731
+        for r, outcome in map_in_processes([work[i] for i in rerun], _run_and_write, n_jobs, name=alone):
+            take(rerun[r], outcome)
     else:
         for item in work:
             label = item[0][1]

@@ -186,17 +186,11 @@ MAX_BATCH = 4
 
 
 def batch_sizes(n_runs: int, workers: int, max_batch: int = MAX_BATCH) -> list[int]:
-    """Sizes of the consecutive batches that cover ``n_runs`` runs: guided self-scheduling,
-    each batch a ``1 / (3 x workers)`` share of the runs not yet handed out, between 1 and
-    ``max_batch``: few processes while there is much to do, single runs at the end so that no
-    worker is left with a long batch while the others idle."""
-    sizes: list[int] = []
-    left = n_runs
-    while left > 0:
-        size = max(1, min(max_batch, -(-left // (3 * max(1, workers)))))
-        sizes.append(size)
-        left -= size
-    return sizes
+    """Sizes of the consecutive batches that cover ``n_runs`` runs
+    (:func:`tcplab.procpool.guided_batches`)."""
+    from tcplab.procpool import guided_batches
+
+    return guided_batches(n_runs, workers, max_batch)
 
 
 def _run_batch(batch: tuple[Callable[[PointJob], PointOutcome], list[PointJob]]) -> list[PointOutcome]:
