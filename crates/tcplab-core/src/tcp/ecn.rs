@@ -249,7 +249,10 @@ impl TcpSocket {
 
     /// `__tcp_send_ack(sk, prior_rcv_nxt)` from DCTCP: an ACK of `ack_seq` (below
     /// `rcv_nxt`) that reflects the CE state before this segment, sent without counting as
-    /// the owed ACK (`tcp_event_ack_sent()` returns early for it).
+    /// the owed ACK (`tcp_event_ack_sent()` returns early for it). Simplified: Linux's
+    /// `tcp_select_window()` still runs for it and moves `rcv_wup`/`rcv_wnd`; here the
+    /// receiver's window bookkeeping is left to the next ACK, which follows at once (the
+    /// CE change asked for it), so only the window this one ACK advertises can differ.
     pub(crate) fn send_special_ack(&mut self, ctx: &mut Ctx, ack_seq: u64) {
         self.special_ack_seq = Some(ack_seq);
         self.send_ack(ctx);
