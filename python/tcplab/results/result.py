@@ -323,17 +323,24 @@ class Result:
     def _flows_frame(self, out: EngineOutput) -> pd.DataFrame:
         data_side = {str(f["name"]): str(f.get("data_side", "client")) for f in self.config.get("flows", [])}
         app_of = {str(k): str(a["name"]) for a in self.config.get("apps", []) for k in _app_flow_names(a, self.config)}
+        nan = float("nan")
+        no_ecn = (nan,) * len(ECN_COLUMNS)
+        nodes = self._nodes
+        # One tuple per flow in FLOW_COLUMNS' order (pandas infers each column's dtype as it
+        # does from dicts; a dict per row was half of a 10,000-connection run's Result).
         rows = []
         for f in out.flows:
             start, end = int(f["start_ns"]), int(f["end_ns"])
             lifetime_s = (end - start) / 1e9
             rtt = f.get("rtt_us") or {}
             samples = int(rtt.get("count", 0))
-
-            def ms(key: str, rtt: dict = rtt, samples: int = samples) -> float:
-                return float(rtt[key]) / 1000.0 if samples > 0 and rtt.get(key) is not None else float("nan")
-
+            if samples > 0:
+                rtt_ms = tuple(float(v) / 1000.0 if (v := rtt.get(k)) is not None else nan for k in _RTT_KEYS)
+            else:
+                rtt_ms = (nan,) * len(_RTT_KEYS)
             segs = int(f["data_segs_out"])
+            retrans_segs = int(f["retrans_segs"])
+            received = int(f["bytes_received"])
             # ss -i's busy / rwnd_limited:Xms(Y%) / sndbuf_limited (tcp_info chronographs);
             # NaN from engines that did not report them.
             chrono = f.get("chrono")
@@ -343,81 +350,44 @@ class Result:
                 sndbuf_ms = int(chrono["sndbuf_limited_us"]) / 1000.0
                 rwnd_pct = 100.0 * rwnd_ms / busy_ms if busy_ms > 0 else 0.0
             else:
-                busy_ms = rwnd_ms = sndbuf_ms = rwnd_pct = float("nan")
-            ecn = _ecn_columns(f.get("ecn"))
-            src, dst = _node_name(f["src"], self._nodes), _node_name(f["dst"], self._nodes)
+                busy_ms = rwnd_ms = sndbuf_ms = rwnd_pct = nan
+            ecn = f.get("ecn")
+            src, dst = _node_name(f["src"], nodes), _node_name(f["dst"], nodes)
             # The side that writes the data (engine FlowConfig.data_side; "server" for maerts,
             # bidir's .rev, hls, nfs_stream): goodput, cwnd and the RTT are that sender's.
-            server_sends = data_side.get(str(f["name"])) == "server"
+            name = f["name"]
+            server_sends = data_side.get(str(name)) == "server"
             rows.append(
-                {
-                    "name": f["name"],
-                    "from": src,
-                    "to": dst,
-                    "data_from": dst if server_sends else src,
-                    "data_to": src if server_sends else dst,
-                    "app": app_of.get(str(f["name"])),
-                    "cc": f["cc"],
-                    "start_s": start / 1e9,
-                    "end_s": end / 1e9,
-                    "duration_s": lifetime_s,
-                    "bytes_sent": int(f["bytes_sent"]),
-                    "bytes_retrans": int(f["bytes_retrans"]),
-                    "bytes_acked": int(f["bytes_acked"]),
-                    "bytes_received": int(f["bytes_received"]),
-                    "goodput_bps": int(f["bytes_received"]) * 8 / lifetime_s if lifetime_s > 0 else float("nan"),
-                    "data_segs_out": segs,
-                    "retrans_segs": int(f["retrans_segs"]),
-                    "retrans_ratio": int(f["retrans_segs"]) / segs if segs > 0 else 0.0,
-                    "timeouts": int(f["timeouts"]),
-                    "rtt_samples": samples,
-                    "rtt_min_ms": ms("min"),
-                    "rtt_mean_ms": ms("mean"),
-                    "rtt_p50_ms": ms("p50"),
-                    "rtt_p90_ms": ms("p90"),
-                    "rtt_p99_ms": ms("p99"),
-                    "rtt_max_ms": ms("max"),
-                    "busy_ms": busy_ms,
-                    "rwnd_limited_ms": rwnd_ms,
-                    "rwnd_limited_pct": rwnd_pct,
-                    "sndbuf_limited_ms": sndbuf_ms,
-                    **ecn,
-                }
+                (
+                    name,
+                    src,
+                    dst,
+                    dst if server_sends else src,
+                    src if server_sends else dst,
+                    app_of.get(str(name)),
+                    f["cc"],
+                    start / 1e9,
+                    end / 1e9,
+                    lifetime_s,
+                    int(f["bytes_sent"]),
+                    int(f["bytes_retrans"]),
+                    int(f["bytes_acked"]),
+                    received,
+                    received * 8 / lifetime_s if lifetime_s > 0 else nan,
+                    segs,
+                    retrans_segs,
+                    retrans_segs / segs if segs > 0 else 0.0,
+                    int(f["timeouts"]),
+                    samples,
+                    *rtt_ms,
+                    busy_ms,
+                    rwnd_ms,
+                    rwnd_pct,
+                    sndbuf_ms,
+                    *(_ecn_values(ecn) if isinstance(ecn, dict) else no_ecn),
+                )
             )
-        columns = [
-            "name",
-            "from",
-            "to",
-            "data_from",
-            "data_to",
-            "app",
-            "cc",
-            "start_s",
-            "end_s",
-            "duration_s",
-            "bytes_sent",
-            "bytes_retrans",
-            "bytes_acked",
-            "bytes_received",
-            "goodput_bps",
-            "data_segs_out",
-            "retrans_segs",
-            "retrans_ratio",
-            "timeouts",
-            "rtt_samples",
-            "rtt_min_ms",
-            "rtt_mean_ms",
-            "rtt_p50_ms",
-            "rtt_p90_ms",
-            "rtt_p99_ms",
-            "rtt_max_ms",
-            "busy_ms",
-            "rwnd_limited_ms",
-            "rwnd_limited_pct",
-            "sndbuf_limited_ms",
-            *ECN_COLUMNS,
-        ]
-        return pd.DataFrame(rows, columns=columns)
+        return pd.DataFrame(rows, columns=list(FLOW_COLUMNS))
 
     def _links_frame(self, out: EngineOutput) -> pd.DataFrame:
         rows = []
@@ -813,6 +783,43 @@ ECN_COLUMNS = (
     "dctcp_ab_tot",
 )
 
+#: Result.flows' columns, in order
+FLOW_COLUMNS = (
+    "name",
+    "from",
+    "to",
+    "data_from",
+    "data_to",
+    "app",
+    "cc",
+    "start_s",
+    "end_s",
+    "duration_s",
+    "bytes_sent",
+    "bytes_retrans",
+    "bytes_acked",
+    "bytes_received",
+    "goodput_bps",
+    "data_segs_out",
+    "retrans_segs",
+    "retrans_ratio",
+    "timeouts",
+    "rtt_samples",
+    "rtt_min_ms",
+    "rtt_mean_ms",
+    "rtt_p50_ms",
+    "rtt_p90_ms",
+    "rtt_p99_ms",
+    "rtt_max_ms",
+    "busy_ms",
+    "rwnd_limited_ms",
+    "rwnd_limited_pct",
+    "sndbuf_limited_ms",
+    *ECN_COLUMNS,
+)
+#: the engine's RTT summary keys behind rtt_*_ms, in FLOW_COLUMNS' order
+_RTT_KEYS = ("min", "mean", "p50", "p90", "p99", "max")
+
 
 def _summary_ecn(row: Mapping[str, Any]) -> dict[str, Any] | None:
     """summary.json's ``ecn`` of a flow that negotiated ECN (its data sender has TCP_ECN_OK):
@@ -828,18 +835,16 @@ def _summary_ecn(row: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _ecn_columns(ecn: Any) -> dict[str, float]:
-    """A flow's :data:`ECN_COLUMNS` from the engine's ``ecn`` entry (NaN where absent)."""
+def _ecn_values(ecn: dict[str, Any]) -> tuple[float, ...]:
+    """A flow's :data:`ECN_COLUMNS` values from the engine's ``ecn`` entry (NaN where absent)."""
     nan = float("nan")
-    if not isinstance(ecn, dict):
-        return dict.fromkeys(ECN_COLUMNS, nan)
     dctcp = ecn.get("dctcp") or {}
-    return {
-        "ecn_flags": int(ecn["sender_flags"]),
-        "receiver_ecn_flags": int(ecn["receiver_flags"]),
-        "delivered_ce": int(ecn["delivered_ce"]),
-        **{f"dctcp_{k}": int(dctcp[k]) if k in dctcp else nan for k in ("ce_state", "alpha", "ab_ecn", "ab_tot")},
-    }
+    return (
+        int(ecn["sender_flags"]),
+        int(ecn["receiver_flags"]),
+        int(ecn["delivered_ce"]),
+        *(int(dctcp[k]) if k in dctcp else nan for k in ("ce_state", "alpha", "ab_ecn", "ab_tot")),
+    )
 
 
 def _flow_counters(flows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -852,8 +857,14 @@ def _flow_counters(flows: list[dict[str, Any]]) -> pd.DataFrame:
         counters = f.get("counters", {})
         names.extend([f["name"]] * len(counters))
         keys.extend(counters)
-        values.extend(int(v) for v in counters.values())
-    frame = pd.DataFrame({"flow": names, "counter": keys, "value": np.asarray(values, dtype=np.int64)})
+        # the engine's counters are Python ints (u64); NumPy converts them in C, int() per
+        # value was a third of this function
+        values.extend(counters.values())
+    try:
+        column = np.asarray(values, dtype=np.int64)
+    except (TypeError, ValueError):  # not the engine's ints (a kernel run's parsed values)
+        column = np.asarray([int(v) for v in values], dtype=np.int64)
+    frame = pd.DataFrame({"flow": names, "counter": keys, "value": column})
     return frame.astype({"flow": "category", "counter": "category"})
 
 
@@ -894,7 +905,9 @@ def _aggregate_flow(app: str, rows: _Rows) -> dict[str, Any]:
     percentiles (per connection in flows.parquet, rows whose ``app`` is ``app``)."""
 
     def total(key: str) -> float:
-        return float(sum(v for x in rows.values(key) if (v := _finite(x)) is not None))
+        # the column's Python values (tolist()): NaN and None skipped, as _finite() would
+        isfinite = math.isfinite
+        return float(sum(x for x in rows.values(key) if x is not None and (type(x) is int or isfinite(x))))
 
     def one_or_list(key: str) -> str | list[str]:
         values = list(dict.fromkeys(str(x) for x in rows.values(key)))
