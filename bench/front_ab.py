@@ -14,6 +14,8 @@ checkouts take turns case by case, pair after pair, so that a change in the mach
 falls on both alike. Per case and side it prints the wall seconds and the CPU seconds of
 the whole process tree (user + system from ``wait4``, which counts the worker processes a
 command reaped), min and max over the pairs, and the peak resident memory (``ru_maxrss``).
+Both checkouts are byte-compiled first and run with their .pyc files, as an installed
+tcplab runs (PYTHONDONTWRITEBYTECODE is dropped from the commands' environment).
 
 Byte-identity: every file of the two sides' output directories is compared by sha256
 (gzip files by their content); the files that name the run's own making (metadata.json:
@@ -59,6 +61,9 @@ def run_once(pythonpath: Path, args: list[str], out: Path | None) -> tuple[float
     if out is not None:
         cmd += ["-o", str(out), "--force"]
     env = {**os.environ, "PYTHONPATH": str(pythonpath.resolve())}
+    # as an installed tcplab runs: from its compiled .pyc files (main() compiles both sides
+    # first, as pip does on install), whatever this shell's PYTHONDONTWRITEBYTECODE says
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryFile() as log:
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tempfile.gettempdir())
@@ -125,6 +130,8 @@ def main() -> int:
     for side in (args.before, args.after):
         if not (side / "tcplab" / "cli.py").is_file():
             ap.error(f"{side}: not a tcplab python/ directory (no tcplab/cli.py)")
+    for side in (args.before, args.after):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(side / "tcplab")], check=True)
     work = Path(tempfile.mkdtemp(prefix="tcplab-front-ab-"))
     failed = False
     try:

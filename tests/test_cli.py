@@ -403,3 +403,19 @@ def test_version_loads_neither_numpy_nor_pandas():
     code = "import sys\nfrom tcplab.cli import main\nsys.argv = ['tcplab', '--version']\ntry:\n    main()\nexcept SystemExit:\n    pass"
     lines = _modules_after(code, ("numpy", "pandas", "pyarrow", "matplotlib", "pydantic"))
     assert lines[0].startswith("tcplab ") and lines[-1] == "[]", lines
+
+
+def test_a_refused_output_directory_is_refused_before_the_table_libraries_load(tmp_path):
+    # The run's stack (NumPy, pandas, the engine) loads once the input is known good: a
+    # mistake in -o is reported at the CLI's start-up cost, not a run's (issue 27).
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine\n")
+    code = (
+        "import sys\nfrom tcplab.cli import main\n"
+        f"sys.argv = ['tcplab', 'run', 'builtin:cubic-vs-bbr-lossy', '-o', {str(taken)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    print('exit', e.code)"
+    )
+    lines = _modules_after(code, ("numpy", "pandas", "pyarrow", "tcplab._core"))
+    assert lines[-2:] == ["exit 2", "[]"], lines
+    assert (taken / "notes.txt").read_text() == "mine\n"

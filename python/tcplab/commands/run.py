@@ -64,10 +64,7 @@ def run(
 ) -> None:
     """Simulate one scenario and write its run directory."""
     from tcplab.loader import load_scenario
-    from tcplab.progress import SimProgress
-    from tcplab.results import check_output_dir
-    from tcplab.runner import override_texts
-    from tcplab.runner import run as run_scenario
+    from tcplab.results.rundir import check_output_dir
 
     sc = load_scenario(scenario, set_ or [], seed=seed)
     warn([sc])
@@ -81,9 +78,14 @@ def run(
         capture_config(sc.to_core(), **capture)  # an unknown flow or side: exit 2 before running
     out_dir = output if output is not None else Path("runs") / sc.name
     check_output_dir(out_dir, overwrite=force)
+    # the simulation's stack (NumPy, pandas, the engine) loads once the input is known good:
+    # a refused scenario or output directory costs the CLI's start only
     import warnings
 
     from tcplab.errors import EngineWarning
+    from tcplab.progress import SimProgress
+    from tcplab.runner import override_texts
+    from tcplab.runner import run as run_scenario
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", EngineWarning)
