@@ -675,6 +675,51 @@ mod tests {
     }
 
     #[test]
+    fn an_ack_that_arms_racks_reordering_timer_does_not_rearm_the_rto_over_it() {
+        // no-coalesce-retrans.pkt's first retransmission: an ACK that advances snd_una and
+        // SACKs above a hole leaves that hole within RACK's reordering window (one SACKed
+        // skb of two segments, under the dupthresh of 3: reo_wnd = min_rtt / 4). tcp_rack_mark_lost()
+        // arms the REO timer and tcp_identify_packet_loss() clears FLAG_SET_XMIT_TIMER, so
+        // tcp_ack() does not replace it with the TLP or the RTO: the hole goes out when the
+        // window has passed, not a probe timeout later.
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_write(10_000);
+        sim.run_until(201 * MS).unwrap();
+        // five skbs of two segments (the TSO size goal at this cwnd)
+        let sent: Vec<(u64, u64)> = sim
+            .script_take_out()
+            .iter()
+            .map(|(_, p)| (p.seq, p.end_seq))
+            .collect();
+        assert_eq!(sent[..2], [(0, 2000), (2000, 4000)]);
+        sim.run_until(210 * MS).unwrap();
+        let mut p = ack(2000, 257 << 7);
+        p.sack[0] = crate::packet::SackBlock {
+            start: 4000,
+            end: 6000,
+        };
+        p.num_sacks = 1;
+        sim.script_inject(p);
+        let s = sim.script_socket();
+        assert_eq!(s.tp.sacked_out, 2);
+        assert_eq!(s.tp.lost_out, 0, "within the reordering window");
+        assert_eq!(s.xmit_timer, crate::tcp::socket::XmitTimer::ReoTimeout);
+        // min_rtt 10 ms: reo_wnd 2.5 ms; the timer is that (3 jiffies at HZ 1000) plus
+        // TCP_TIMEOUT_MIN (2): 5 ms after the ACK.
+        sim.run_until(214 * MS).unwrap();
+        assert!(sim.script_take_out().is_empty());
+        sim.run_until(216 * MS).unwrap();
+        let out = sim.script_take_out();
+        assert!(!out.is_empty());
+        assert_eq!(out[0].1.seq, 2000, "the hole: {out:?}");
+        assert_eq!(
+            sim.script_socket().tp.ca_state,
+            crate::tcp::sock::CaState::Recovery
+        );
+    }
+
+    #[test]
     fn sack_reordering_is_measured_to_the_end_of_the_highest_sacked_segment() {
         // sack-shift-sacked-7-3-4-8-9-fack.pkt: segments 7 then 3 SACKed; 3 was in a hole
         // below the highest SACK, reordering = (highest_sack_seq - 3's start) / mss, where

@@ -115,22 +115,22 @@ impl TcpSocket {
         reo_timeout
     }
 
-    /// `tcp_rack_mark_lost()`: returns true if anything is newly lost.
+    /// `tcp_rack_mark_lost()`: returns true if it armed the reordering timer (an skb will
+    /// be lost when it fires unless S/ACKed first), so that the ACK does not re-arm the
+    /// RTO or TLP timer over it (`tcp_identify_packet_loss()`).
     fn rack_mark_lost(&mut self, now_ns: u64) -> bool {
         if !self.rack.advanced {
             return false;
         }
         // Reset the advanced flag to avoid unnecessary queue scanning.
         self.rack.advanced = false;
-        let prior_retrans = self.tp.retrans_out;
-        let lost_before = self.tp.lost_out;
         let timeout_us = self.rack_detect_loss();
         if timeout_us != 0 {
             let when = self.tp.usecs_to_jiffies(timeout_us) + TCP_TIMEOUT_MIN;
             let rto = self.tp.icsk_rto;
             self.reset_xmit_timer(XmitTimer::ReoTimeout, now_ns, when.min(rto));
         }
-        prior_retrans > self.tp.retrans_out || self.tp.lost_out > lost_before
+        timeout_us != 0
     }
 
     /// `tcp_rack_update_reo_wnd()`: widen the reordering window after D-SACKs.
@@ -467,7 +467,15 @@ impl TcpSocket {
             self.newreno_mark_lost(*flag & FLAG_SND_UNA_ADVANCED != 0);
             return;
         }
+        // A RACK reordering timer armed by this ACK stays: the ACK's own timer (tcp_ack():
+        // tcp_set_xmit_timer() under FLAG_SET_XMIT_TIMER) would replace it with the RTO or
+        // TLP. FLAG_LOST_RETRANS says a retransmission was lost (retrans_out fell), not
+        // that anything was newly marked (CA_Loss leaves only on the former).
+        let prior_retrans = self.tp.retrans_out;
         if self.rack_mark_lost(now_ns) {
+            *flag &= !FLAG_SET_XMIT_TIMER;
+        }
+        if prior_retrans > self.tp.retrans_out {
             *flag |= FLAG_LOST_RETRANS;
         }
     }

@@ -1099,7 +1099,8 @@ def run_metrics(res: Result) -> dict[str, Any]:
         "curr_estab": curr_estab,
         "timeouts_per_estab_s": per_s,
         "rate_window_s": float(app.get("timeouts_rate_window_s") or bursts * interval_s),
-        "completion_p99_ms": float(s["completion_ms"]["p99"]) if s.get("completion_ms") else float("nan"),
+        # no burst completed (every one lost a message past the run's end): no percentile
+        "completion_p99_ms": float(p99) if (p99 := (s.get("completion_ms") or {}).get("p99")) is not None else math.nan,
         "loss_per_burst": ring_drops / max(bursts * packets_per_burst, 1),
         "rtos_per_later_burst": float(later["tcp_timeouts"].mean()) if len(later) else 0.0,
     }
