@@ -720,6 +720,55 @@ mod tests {
     }
 
     #[test]
+    fn a_loss_probe_that_sends_nothing_restarts_the_rto_from_the_heads_send_time() {
+        // tcp_write_timer_handler() leaves icsk_pending at ICSK_TIME_LOSS_PROBE while
+        // tcp_send_loss_probe() runs; a probe it does not send (one TLP is already out:
+        // tlp_high_seq) ends in tcp_rearm_rto(), which then offsets the RTO from the head's
+        // send time (tcp_rto_delta_us()) instead of starting a whole RTO from now.
+        use crate::tcp::socket::XmitTimer;
+        use crate::time::BOOT_NS;
+        let mut sim = host();
+        passive_open(&mut sim);
+        sim.script_write(10_000);
+        sim.run_until(201 * MS).unwrap();
+        sim.script_take_out();
+        sim.run_until(210 * MS).unwrap();
+        sim.script_inject(ack(2000, 257 << 7));
+        assert_eq!(sim.script_socket().xmit_timer, XmitTimer::LossProbe);
+        // the first probe goes out (the last segment again) and records tlp_high_seq
+        let first_probe_ns = sim.script_socket().xmit_deadline_ns - BOOT_NS;
+        sim.run_until(first_probe_ns + MS).unwrap();
+        let out = sim.script_take_out();
+        assert_eq!(
+            (out.len(), out[0].1.seq, out[0].1.end_seq),
+            (1, 9000, 10_000)
+        );
+        assert_eq!(sim.script_socket().tlp_high_seq, 10_000);
+        // an ACK below tlp_high_seq keeps it and schedules another probe
+        sim.script_inject(ack(4000, 257 << 7));
+        let s = sim.script_socket();
+        assert_eq!(s.xmit_timer, XmitTimer::LossProbe);
+        let probe_ns = s.xmit_deadline_ns - BOOT_NS;
+        sim.run_until(probe_ns + MS / 2).unwrap();
+        assert!(sim.script_take_out().is_empty(), "no second probe");
+        let s = sim.script_socket();
+        assert_eq!(s.xmit_timer, XmitTimer::Retrans);
+        // the head (4000:6000) left at 200 ms: the RTO runs from there, not from the probe,
+        // and at least one jiffy (tcp_rearm_rto(): max(tcp_rto_delta_us(), 1))
+        let rto_ns = s.tp.icsk_rto as u64 * MS;
+        let deadline_ns = s.xmit_deadline_ns - BOOT_NS;
+        assert!(
+            deadline_ns < probe_ns + rto_ns,
+            "{deadline_ns} vs {probe_ns} + {rto_ns}"
+        );
+        let expected_ns = (200 * MS + rto_ns).max(probe_ns + MS);
+        assert!(
+            deadline_ns.abs_diff(expected_ns) <= MS,
+            "{deadline_ns} vs {expected_ns}"
+        );
+    }
+
+    #[test]
     fn sack_reordering_is_measured_to_the_end_of_the_highest_sacked_segment() {
         // sack-shift-sacked-7-3-4-8-9-fack.pkt: segments 7 then 3 SACKed; 3 was in a hole
         // below the highest SACK, reordering = (highest_sack_seq - 3's start) / mss, where

@@ -156,7 +156,6 @@ impl TcpSocket {
     pub fn rack_reo_timeout(&mut self, ctx: &mut Ctx) {
         let lost0 = self.tp.lost;
         let prior_inflight = self.tp.packets_in_flight();
-        self.clear_xmit_timer();
         // The remaining reordering timeout is not used here: the RTO is re-armed below.
         self.rack_detect_loss();
         if prior_inflight != self.tp.packets_in_flight() {
@@ -780,6 +779,13 @@ impl TcpSocket {
         }
         if self.fin.teardown == crate::tcp::close::Teardown::Closed {
             return;
+        }
+        // tcp_write_timer_handler() clears icsk_pending before the RTO and the zero-window
+        // probe run, but leaves it set while the reordering timer and the loss probe run:
+        // their tcp_rearm_rto() then starts the RTO from the head's send time
+        // (tcp_rto_delta_us()), not from now, unless they sent the head or a probe.
+        if matches!(what, XmitTimer::ReoTimeout | XmitTimer::LossProbe) {
+            self.xmit_timer = what;
         }
         match what {
             XmitTimer::ReoTimeout => self.rack_reo_timeout(ctx),
