@@ -77,8 +77,6 @@ CAUSES: dict[str, str] = {
     "mtu_probe/basic-v4.pkt": "route metrics (advmss, mtu lock, initcwnd) and MTU probing are not modelled",
     "nagle/https_client.pkt": "a device without TSO/GSO is not modelled in scripted mode (the scripted "
     "host always builds GSO skbs, as Linux does on the tun by default)",
-    "nagle/sendmsg_msg_more.pkt": "tcplab's tail loss probe fires 5 ms before the kernel's (srtt differs "
-    "after delayed-ACK samples) and sends the corked bytes early: not yet traced",
     "shutdown/shutdown-rdwr-send-queue-ack-close.pkt": "the kernel fails it too",
     "shutdown/shutdown-rdwr-write-queue-close.pkt": "the kernel fails it too",
     "splice/tcp_splice_loop_test.pkt": "urgent data (MSG_OOB) is not modelled",

@@ -769,6 +769,34 @@ mod tests {
     }
 
     #[test]
+    fn a_connection_without_sack_schedules_no_loss_probe() {
+        // sendmsg_msg_more.pkt (its SYN offers no sackOK): tcp_schedule_loss_probe() returns
+        // false unless tcp_is_sack(), so an ACK that leaves data in flight arms the RTO, and
+        // a corked tail waits for the ACK instead of leaving as a probe.
+        let mut sim = host();
+        sim.run_until(100 * MS).unwrap();
+        sim.script_negotiate(1000, false, false, 0);
+        sim.script_inject(Packet {
+            flags: flags::SYN,
+            rwnd_bytes: 32792,
+            ..Packet::default()
+        });
+        sim.run_until(200 * MS).unwrap();
+        sim.script_take_out();
+        sim.script_inject(ack(0, 257 << 7));
+        assert!(!sim.script_socket().sack_ok);
+        sim.script_write(10_000);
+        sim.run_until(201 * MS).unwrap();
+        sim.script_take_out();
+        sim.run_until(210 * MS).unwrap();
+        sim.script_inject(ack(2000, 257 << 7));
+        assert_eq!(
+            sim.script_socket().xmit_timer,
+            crate::tcp::socket::XmitTimer::Retrans
+        );
+    }
+
+    #[test]
     fn sack_reordering_is_measured_to_the_end_of_the_highest_sacked_segment() {
         // sack-shift-sacked-7-3-4-8-9-fack.pkt: segments 7 then 3 SACKed; 3 was in a hole
         // below the highest SACK, reordering = (highest_sack_seq - 3's start) / mss, where

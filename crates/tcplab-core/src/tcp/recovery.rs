@@ -843,6 +843,7 @@ impl TcpSocket {
         // recovery, that are either limited by cwnd or application.
         if (early_retrans != 3 && early_retrans != 4)
             || self.tp.packets_out == 0
+            || !self.sack_ok
             || !(self.tp.ca_state == CaState::Open || self.tp.ca_state == CaState::Cwr)
         {
             return false;
