@@ -62,8 +62,10 @@ CAUSES: dict[str, str] = {
     "after the SACK, as in the kernel (tcplab let the ACK re-arm the RTO over it until the ACK kept "
     "FLAG_SET_XMIT_TIMER clear, tcp_identify_packet_loss()). Then the ACK of that retransmission, "
     "exactly min_rtt after it here, advances RACK and marks the 10-segment skb sent before it lost, "
-    "so PRR sends one segment where the script expects two; most likely the kernel's RTT for it falls "
-    "a few us under min_rtt and tcp_rack_advance() skips a retransmitted skb then: not yet confirmed",
+    "so PRR sends one segment where the script expects two. The kernel's RTT for that ACK falls just "
+    "under its min_rtt (its own timing), and tcp_rack_advance() skips a retransmitted skb then: with "
+    "the ACK 1.1 ms after the retransmission instead of 1.0 (`tcplab packetdrill --kernel` on an edited "
+    "copy), the kernel fails at the same line with the same packet",
     "epoll/epoll_out_edge.pkt": "TCP_NOTSENT_LOWAT and epoll are not modelled",
     "epoll/epoll_out_edge_default_notsent_lowat.pkt": "TCP_NOTSENT_LOWAT and epoll are not modelled",
     "epoll/epoll_out_edge_notsent_lowat.pkt": "TCP_NOTSENT_LOWAT and epoll are not modelled",
