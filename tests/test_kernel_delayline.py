@@ -502,6 +502,8 @@ def blast(rate_bps: float, duration_s: float) -> dict:
 
 # The quiet check of kernel runs (ARCH11.md): others may use at most 25 % of one CPU.
 QUIET_MAX_BUSY_CPUS = 0.25
+#: a lateness this large is the line descheduled by the machine (its own timers run in us)
+STALL_NS = 5_000_000
 
 
 def busy_cpus(window_s: float) -> float:
@@ -557,13 +559,26 @@ def test_capacity_1gbit_without_drops(tmp_path):
     (a run where it offered less than 1 Gbit/s is skipped): every packet forwarded and
     delivered, none dropped, at least 1 Gbit/s forwarded."""
     rate_bps, duration_s = 1.1 * GBIT, 2.0
-    require_quiet("before", 1.0)
-    line = start_line(tmp_path, 1_000_000)
-    try:
-        result = blast(rate_bps, duration_s)
-    finally:
-        stats = line.stop()
-    tab, summary = _check_blast(result, stats, rate_bps, duration_s, min_offered_bps=1.0 * GBIT)
+    for attempt in (1, 2):
+        require_quiet("before", 1.0)
+        run_dir = tmp_path / f"run-{attempt}"
+        run_dir.mkdir()
+        if attempt == 2:  # the first line's policy rules outlive its TUNs
+            for pref in ("100", "101"):
+                subprocess.run(["ip", "-n", NS_W, "rule", "del", "pref", pref], capture_output=True)
+        line = start_line(run_dir, 1_000_000)
+        try:
+            result = blast(rate_bps, duration_s)
+        finally:
+            stats = line.stop()
+        tab, summary = _check_blast(result, stats, rate_bps, duration_s, min_offered_bps=1.0 * GBIT)
+        # A VM that deschedules the line for milliseconds (the quiet checks before and after
+        # cannot see it) drops what arrives meanwhile: one such stall, with the line on time
+        # otherwise (p99 under 1 ms), is the machine's, and the run is made once more.
+        stalled = tab["lateness_ns"]["max"] >= STALL_NS and tab["lateness_ns"]["p99"] < 1_000_000
+        if not (tab["drops"] and stalled) or attempt == 2:
+            break
+        print(f"the machine stalled the line ({tab['lateness_ns']['max'] / 1e6:.1f} ms): once more")
     assert tab["drops"] == 0, summary
     assert tab["packets"] == result["sent"], summary
     assert tab["packets"] * IP_PACKET_BYTES * 8 / (result["elapsed_ns"] / 1e9) >= GBIT, summary
