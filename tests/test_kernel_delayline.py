@@ -551,6 +551,23 @@ def _check_blast(
     return tab, summary
 
 
+def _blast_through_line(
+    run_dir: Path, delay_ns: int, rate_bps: float, duration_s: float, min_offered_bps: float, drain_s: float = 0.0
+) -> tuple[dict, dict, str]:
+    """On a quiet machine, a line of ``delay_ns`` each way, ``blast()`` through it (then
+    ``drain_s`` for the queue to empty), the line stopped: the generator's result and the
+    line's checked A -> B figures (:func:`_check_blast`)."""
+    require_quiet("before", 1.0)
+    line = start_line(run_dir, delay_ns)
+    try:
+        result = blast(rate_bps, duration_s)
+        time.sleep(drain_s)
+    finally:
+        stats = line.stop()
+    tab, summary = _check_blast(result, stats, rate_bps, duration_s, min_offered_bps=min_offered_bps)
+    return result, tab, summary
+
+
 @pytest.mark.kernel
 @needs_kernel
 @pytest.mark.usefixtures("wire")
@@ -560,18 +577,12 @@ def test_capacity_1gbit_without_drops(tmp_path):
     delivered, none dropped, at least 1 Gbit/s forwarded."""
     rate_bps, duration_s = 1.1 * GBIT, 2.0
     for attempt in (1, 2):
-        require_quiet("before", 1.0)
         run_dir = tmp_path / f"run-{attempt}"
         run_dir.mkdir()
         if attempt == 2:  # the first line's policy rules outlive its TUNs
             for pref in ("100", "101"):
                 subprocess.run(["ip", "-n", NS_W, "rule", "del", "pref", pref], capture_output=True)
-        line = start_line(run_dir, 1_000_000)
-        try:
-            result = blast(rate_bps, duration_s)
-        finally:
-            stats = line.stop()
-        tab, summary = _check_blast(result, stats, rate_bps, duration_s, min_offered_bps=1.0 * GBIT)
+        result, tab, summary = _blast_through_line(run_dir, 1_000_000, rate_bps, duration_s, 1.0 * GBIT)
         # A VM that deschedules the line for milliseconds (the quiet checks before and after
         # cannot see it) drops what arrives meanwhile: one such stall, with the line on time
         # otherwise (p99 under 1 ms), is the machine's, and the run is made once more.
@@ -597,13 +608,7 @@ def test_capacity_saturated(tmp_path):
     it forwards and drops is printed (BENCHMARKS.md). Skipped when the generator cannot
     offer 1.1 Gbit/s."""
     rate_bps, duration_s = 2.0 * GBIT, 3.0
-    require_quiet("before", 1.0)
-    line = start_line(tmp_path, 1_000_000)
-    try:
-        result = blast(rate_bps, duration_s)
-    finally:
-        stats = line.stop()
-    tab, summary = _check_blast(result, stats, rate_bps, duration_s, min_offered_bps=1.1 * GBIT)
+    result, tab, summary = _blast_through_line(tmp_path, 1_000_000, rate_bps, duration_s, 1.1 * GBIT)
     assert tab["packets"] * IP_PACKET_BYTES * 8 / (result["elapsed_ns"] / 1e9) >= GBIT, summary
 
 
@@ -621,14 +626,10 @@ def test_holds_64_mb_on_time(tmp_path):
     from tcplab.kernel.measure import LIMITS
 
     delay_ns, rate_bps, duration_s = 700_000_000, 1.1 * GBIT, 1.5
-    require_quiet("before", 1.0)
-    line = start_line(tmp_path, delay_ns)
-    try:
-        result = blast(rate_bps, duration_s)
-        time.sleep(delay_ns / 1e9 + 0.2)  # the last packets leave 700 ms after they came
-    finally:
-        stats = line.stop()
-    tab, summary = _check_blast(result, stats, rate_bps, duration_s, min_offered_bps=0.8 * GBIT)
+    # the last packets leave 700 ms after they came
+    result, tab, summary = _blast_through_line(
+        tmp_path, delay_ns, rate_bps, duration_s, 0.8 * GBIT, drain_s=delay_ns / 1e9 + 0.2
+    )
     offered_in_delay_bytes = result["sent"] * IP_PACKET_BYTES / (result["elapsed_ns"] / 1e9) * delay_ns / 1e9
     if offered_in_delay_bytes < 64 * 2**20:
         pytest.skip(f"the generator offered {offered_in_delay_bytes / 2**20:.0f} MiB per 700 ms: {summary}")

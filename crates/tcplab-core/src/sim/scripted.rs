@@ -313,8 +313,13 @@ mod tests {
     /// The script's SYN at 100 ms (MSS 1000, no timestamps), the socket's SYN-ACK, and the
     /// final ACK at 200 ms: an established passive connection.
     fn passive_open(sim: &mut Simulator) {
+        passive_open_with(sim, 1000, true);
+    }
+
+    /// [`passive_open`] with the SYN's MSS and whether it offers SACK.
+    fn passive_open_with(sim: &mut Simulator, peer_mss_bytes: u32, sack_ok: bool) {
         sim.run_until(100 * MS).unwrap();
-        sim.script_negotiate(1000, false, true, 0);
+        sim.script_negotiate(peer_mss_bytes, false, sack_ok, 0);
         sim.script_inject(Packet {
             flags: flags::SYN,
             rwnd_bytes: 32792,
@@ -581,16 +586,7 @@ mod tests {
         // delivered (tcp_add_reno_sack()), the third marks the head lost
         // (tcp_newreno_mark_lost(): sacked_out >= reordering) and it is resent at once.
         let mut sim = host();
-        sim.run_until(100 * MS).unwrap();
-        sim.script_negotiate(1460, false, false, 0);
-        sim.script_inject(Packet {
-            flags: flags::SYN,
-            rwnd_bytes: 32792,
-            ..Packet::default()
-        });
-        sim.run_until(200 * MS).unwrap();
-        sim.script_take_out();
-        sim.script_inject(ack(0, 257 << 7));
+        passive_open_with(&mut sim, 1460, false);
         sim.script_write(4 * 1460);
         sim.run_until(300 * MS).unwrap();
         assert_eq!(sim.script_take_out().len(), 2, "two 2-segment skbs");
@@ -678,8 +674,8 @@ mod tests {
     fn an_ack_that_arms_racks_reordering_timer_does_not_rearm_the_rto_over_it() {
         // no-coalesce-retrans.pkt's first retransmission: an ACK that advances snd_una and
         // SACKs above a hole leaves that hole within RACK's reordering window (one SACKed
-        // skb of two segments, under the dupthresh of 3: reo_wnd = min_rtt / 4). tcp_rack_mark_lost()
-        // arms the REO timer and tcp_identify_packet_loss() clears FLAG_SET_XMIT_TIMER, so
+        // skb of two segments, under the dupthresh of 3: reo_wnd = min_rtt / 4).
+        // tcp_rack_mark_lost() arms the REO timer and tcp_identify_packet_loss() clears FLAG_SET_XMIT_TIMER, so
         // tcp_ack() does not replace it with the TLP or the RTO: the hole goes out when the
         // window has passed, not a probe timeout later.
         let mut sim = host();
@@ -774,16 +770,7 @@ mod tests {
         // false unless tcp_is_sack(), so an ACK that leaves data in flight arms the RTO, and
         // a corked tail waits for the ACK instead of leaving as a probe.
         let mut sim = host();
-        sim.run_until(100 * MS).unwrap();
-        sim.script_negotiate(1000, false, false, 0);
-        sim.script_inject(Packet {
-            flags: flags::SYN,
-            rwnd_bytes: 32792,
-            ..Packet::default()
-        });
-        sim.run_until(200 * MS).unwrap();
-        sim.script_take_out();
-        sim.script_inject(ack(0, 257 << 7));
+        passive_open_with(&mut sim, 1000, false);
         assert!(!sim.script_socket().sack_ok);
         sim.script_write(10_000);
         sim.run_until(201 * MS).unwrap();
